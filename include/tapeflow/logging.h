@@ -1,0 +1,23 @@
+#pragma once
+/// \file logging.h
+/// Warnings from tapeflow (e.g. watching an integer tensor) go through one sink that tests can
+/// capture and users can silence or redirect.
+
+#include <functional>
+#include <string_view>
+
+namespace tapeflow {
+
+enum class LogLevel { Debug, Info, Warning, Error };
+
+using LogSink = std::function<void(LogLevel, std::string_view message)>;
+
+/// Replaces the sink; returns the previous one. The default prints
+/// "WARNING:tapeflow:<message>" to stderr, like TensorFlow's Python logger.
+LogSink set_log_sink(LogSink sink);
+/// Messages below `level` are dropped (default: Warning).
+void set_min_log_level(LogLevel level);
+
+void log(LogLevel level, std::string_view message);
+
+}  // namespace tapeflow

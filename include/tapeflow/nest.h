@@ -1,0 +1,123 @@
+#pragma once
+/// \file nest.h
+/// Nested structures of tensors and variables, like TensorFlow's tf.nest: GradientTape::gradient
+/// accepts sources as any nesting of std::vector, std::map, std::pair and std::tuple around
+/// Tensor and Variable leaves, and returns the gradients in the same structure, with
+/// std::optional<Tensor> leaves (std::nullopt where TensorFlow returns None).
+
+#include <map>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"
+
+namespace tapeflow {
+
+/// A gradient source: a tensor or a variable (TensorFlow accepts both in one list).
+class Source {
+ public:
+  Source(const Tensor& t) : tensor_(t) {}
+  Source(const Variable& v) : variable_(v) {}
+  bool is_variable() const { return variable_.has_value(); }
+  const Variable& variable() const { return *variable_; }
+  const Tensor& tensor() const { return tensor_; }
+  /// The id the tape knows this source by: the tensor's id or the variable's handle id.
+  TensorId id() const;
+  const Shape& shape() const;
+  DType dtype() const;
+
+ private:
+  Tensor tensor_;
+  std::optional<Variable> variable_;
+};
+
+namespace nest {
+
+/// Nest<S> flattens a structure S into leaves and packs flat results back into S's shape.
+template <class S>
+struct Nest;
+
+template <class S>
+concept Nestable = requires { typename Nest<S>::Result; };
+
+template <class S>
+  requires std::is_same_v<S, Tensor> || std::is_same_v<S, Variable> || std::is_same_v<S, Source>
+struct Nest<S> {
+  using Result = std::optional<Tensor>;
+  static void flatten(const S& s, std::vector<Source>& out) { out.emplace_back(s); }
+  template <class It>
+  static Result pack(const S&, It& it) {
+    return std::move(*it++);
+  }
+};
+
+template <Nestable S>
+struct Nest<std::vector<S>> {
+  using Result = std::vector<typename Nest<S>::Result>;
+  static void flatten(const std::vector<S>& v, std::vector<Source>& out) {
+    for (const S& s : v) Nest<S>::flatten(s, out);
+  }
+  template <class It>
+  static Result pack(const std::vector<S>& v, It& it) {
+    Result r;
+    r.reserve(v.size());
+    for (const S& s : v) r.push_back(Nest<S>::pack(s, it));
+    return r;
+  }
+};
+
+/// Maps flatten in key order, as tf.nest flattens dicts in sorted-key order.
+template <class K, Nestable S>
+struct Nest<std::map<K, S>> {
+  using Result = std::map<K, typename Nest<S>::Result>;
+  static void flatten(const std::map<K, S>& m, std::vector<Source>& out) {
+    for (const auto& [k, s] : m) Nest<S>::flatten(s, out);
+  }
+  template <class It>
+  static Result pack(const std::map<K, S>& m, It& it) {
+    Result r;
+    for (const auto& [k, s] : m) r.emplace(k, Nest<S>::pack(s, it));
+    return r;
+  }
+};
+
+template <Nestable A, Nestable B>
+struct Nest<std::pair<A, B>> {
+  using Result = std::pair<typename Nest<A>::Result, typename Nest<B>::Result>;
+  static void flatten(const std::pair<A, B>& p, std::vector<Source>& out) {
+    Nest<A>::flatten(p.first, out);
+    Nest<B>::flatten(p.second, out);
+  }
+  template <class It>
+  static Result pack(const std::pair<A, B>& p, It& it) {
+    auto a = Nest<A>::pack(p.first, it);  // sequenced: first before second
+    auto b = Nest<B>::pack(p.second, it);
+    return {std::move(a), std::move(b)};
+  }
+};
+
+template <Nestable... Ts>
+struct Nest<std::tuple<Ts...>> {
+  using Result = std::tuple<typename Nest<Ts>::Result...>;
+  static void flatten(const std::tuple<Ts...>& t, std::vector<Source>& out) {
+    std::apply([&](const Ts&... e) { (Nest<Ts>::flatten(e, out), ...); }, t);
+  }
+  template <class It>
+  static Result pack(const std::tuple<Ts...>& t, It& it) {
+    // Braced initialisation evaluates left to right, keeping the flat order.
+    return std::apply([&](const Ts&... e) { return Result{Nest<Ts>::pack(e, it)...}; }, t);
+  }
+};
+
+template <Nestable S>
+std::vector<Source> flatten(const S& s) {
+  std::vector<Source> out;
+  Nest<S>::flatten(s, out);
+  return out;
+}
+
+}  // namespace nest
+}  // namespace tapeflow

@@ -1,0 +1,67 @@
+#pragma once
+/// \file ops/array.h
+/// Shape and indexing ops. All validate shapes, axes and indices before touching data and throw
+/// InvalidArgumentError naming the op, the argument and the received values.
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "tapeflow/ops/reduce.h"
+#include "tapeflow/tensor.h"
+
+namespace tapeflow {
+
+/// New shape with the same element count; one dimension may be -1 (inferred).
+Tensor reshape(const Tensor& x, const std::vector<std::int64_t>& shape);
+/// Permutes dimensions; an empty `perm` reverses them (matrix transpose for rank 2).
+Tensor transpose(const Tensor& x, const std::vector<std::int64_t>& perm = {});
+Tensor expand_dims(const Tensor& x, std::int64_t axis);
+/// Removes size-1 dimensions (all of them if `axes` is empty); a listed axis of size != 1 throws.
+Tensor squeeze(const Tensor& x, const Axes& axes = {});
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+Tensor concat(const std::vector<Tensor>& values, std::int64_t axis);
+Tensor stack(const std::vector<Tensor>& values, std::int64_t axis = 0);
+std::vector<Tensor> unstack(const Tensor& x, std::int64_t axis = 0);
+/// Splits into `num` equal parts along `axis` (the size must divide evenly).
+std::vector<Tensor> split(const Tensor& x, std::int64_t num, std::int64_t axis = 0);
+/// Splits into parts of the given sizes along `axis` (sizes must add up; one may be -1).
+std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, std::int64_t axis);
+/// tf.slice: `size[i] == -1` takes everything from begin[i].
+Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& size);
+
+/// One dimension of a strided_slice, like a Python index `start:stop:step` or a single index.
+struct SliceSpec {
+  std::optional<std::int64_t> start, stop;
+  std::int64_t step = 1;
+  /// A single index that removes the dimension (x[2] rather than x[2:3]).
+  bool index = false;
+  static SliceSpec at(std::int64_t i) { return {i, std::nullopt, 1, true}; }
+  static SliceSpec all() { return {}; }
+  static SliceSpec range(std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
+                         std::int64_t step = 1) {
+    return {start, stop, step, false};
+  }
+};
+/// NumPy/TensorFlow basic indexing: x[1:3, ::2, 0] is
+/// strided_slice(x, {SliceSpec::range(1, 3), SliceSpec::range({}, {}, 2), SliceSpec::at(0)}).
+/// Missing trailing dimensions are taken whole; a zero step throws.
+Tensor strided_slice(const Tensor& x, const std::vector<SliceSpec>& specs);
+
+/// Gathers slices of `params` along `axis` at integer `indices` (tf.gather); an index outside
+/// [0, dim) throws InvalidArgumentError naming the first bad index and its position.
+Tensor gather(const Tensor& params, const Tensor& indices, std::int64_t axis = 0);
+/// tf.gather_nd: the last dimension of `indices` indexes the leading dimensions of `params`.
+Tensor gather_nd(const Tensor& params, const Tensor& indices);
+/// Repeats `x` multiples[i] times along dimension i.
+Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples);
+/// Pads with `constant_value`; paddings[i] = {before, after} for dimension i (non-negative).
+Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& paddings,
+           double constant_value = 0.0);
+/// One-hot encoding of integer `indices` with `depth` classes (float32 by default); an index
+/// outside [0, depth) gives a row of off_value, as in TensorFlow.
+Tensor one_hot(const Tensor& indices, std::int64_t depth, double on_value = 1.0, double off_value = 0.0,
+               DType dtype = DType::Float32);
+
+}  // namespace tapeflow

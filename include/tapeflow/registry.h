@@ -1,0 +1,89 @@
+#pragma once
+/// \file registry.h
+/// The gradient registry: how the tape finds the gradient of each recorded op.
+///
+/// Every differentiable op registers its gradient where it is defined. Users can add or replace
+/// one, or declare an op non-differentiable:
+///
+///   tf::register_gradient("Exp", [](const tf::GradContext& c) -> tf::Grads {
+///     return {c.dy() * c.output(0)};        // dx = dy * exp(x)
+///   });
+///   tf::no_gradient("MyCounter");            // paths through MyCounter give no gradient
+///
+/// An op on a float path with neither raises, at gradient() time,
+///   LookupError: gradient registry has no entry for: AdjustContrastv2
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tapeflow/tensor.h"
+
+namespace tapeflow {
+
+namespace autodiff {
+struct OpRecord;
+class OpDef;
+}  // namespace autodiff
+
+/// One gradient per op input; std::nullopt means "no gradient flows to this input".
+using Grads = std::vector<std::optional<Tensor>>;
+
+/// What a gradient function sees of one recorded op. Only what the op declared as saved can be
+/// read (the tape keeps nothing else); shapes and dtypes of all inputs and outputs are always there.
+class GradContext {
+ public:
+  GradContext(const autodiff::OpRecord& record, std::span<const Tensor> dys,
+              std::span<const bool> input_needed)
+      : record_(record), dys_(dys), input_needed_(input_needed) {}
+
+  std::string_view op_name() const;
+  int num_inputs() const;
+  int num_outputs() const;
+  /// Cotangent of output `i`: dL/d(output i). Zeros if no gradient reached this output.
+  const Tensor& dy(int i = 0) const;
+  /// Forward input `i`; throws InternalError if the op did not declare it in its Saves.
+  const Tensor& input(int i) const;
+  /// Forward output `i`; throws InternalError if the op did not declare it in its Saves.
+  const Tensor& output(int i = 0) const;
+  const Shape& input_shape(int i) const;
+  DType input_dtype(int i) const;
+  const Shape& output_shape(int i = 0) const;
+  /// False when the gradient of input `i` will be discarded (not connected to any source), so a
+  /// gradient function may return std::nullopt for it and skip the work.
+  bool needs_input_grad(int i) const { return input_needed_[static_cast<std::size_t>(i)]; }
+  /// The op's attributes (axes, strides, ...), of the type the op recorded.
+  template <class A>
+  const A& attrs() const {
+    return *static_cast<const A*>(attrs_ptr());
+  }
+
+ private:
+  const void* attrs_ptr() const;
+  const autodiff::OpRecord& record_;
+  std::span<const Tensor> dys_;
+  std::span<const bool> input_needed_;
+};
+
+using GradientFunction = std::function<Grads(const GradContext&)>;
+
+/// Registers `fn` as the gradient of `op` (TensorFlow's tf.RegisterGradient), replacing any
+/// previous one. Takes effect for every later gradient() call, including on recorded ops.
+void register_gradient(std::string_view op, GradientFunction fn);
+
+/// Declares `op` non-differentiable (TensorFlow's tf.no_gradient): paths through it give no
+/// gradient and no error.
+void no_gradient(std::string_view op);
+
+/// How the registry answers for one op name.
+enum class GradientStatus { Registered, NotDifferentiable, Missing };
+GradientStatus gradient_status(std::string_view op);
+
+/// Every op the library defines, with its gradient status: used by the coverage tests.
+std::vector<std::pair<std::string, GradientStatus>> registered_ops();
+
+}  // namespace tapeflow

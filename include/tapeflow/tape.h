@@ -1,0 +1,169 @@
+#pragma once
+/// \file tape.h
+/// GradientTape: records the ops of a forward pass and walks them backwards for gradients.
+///
+///   tf::Variable x(3.0f);
+///   tf::GradientTape tape;            // records from here while it is alive (Python's `with`)
+///   tf::Tensor y = x * x;
+///   auto dy_dx = tape.gradient(y, x); // std::optional<Tensor>: 6.0
+///
+/// Recording scope. A tape records the ops run on its thread from construction until it is
+/// destroyed, like the body of Python's `with tf.GradientTape() as tape:`. Pause it with a guard:
+///
+///   { auto pause = tape.stop_recording();  /* not recorded */ }
+///
+/// gradient() never records its own backward pass on the tape it differentiates; other tapes that
+/// are recording do record it, which is how nested tapes give higher-order derivatives:
+///
+///   tf::GradientTape outer;
+///   tf::Tensor g;
+///   { tf::GradientTape inner; auto y = x * x * x; g = *inner.gradient(y, x); }
+///   auto d2 = outer.gradient(g, x);   // 6x
+///
+/// A non-persistent tape computes one set of gradients: gradient() ends its recording, releases
+/// everything it held, and a second call throws FailedPreconditionError with TensorFlow's message.
+/// A persistent tape keeps its records until reset() or destruction.
+///
+/// Sources may be a Tensor, a Variable, or any nesting of std::vector / std::map / std::pair /
+/// std::tuple of them; the result has the same structure with std::optional<Tensor> leaves
+/// (std::nullopt where TensorFlow returns None). Several targets, or a non-scalar target, give
+/// the gradient of their sum.
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tapeflow/nest.h"
+#include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"
+
+namespace tapeflow {
+
+/// What gradient() returns for a source not connected to the targets (TensorFlow's
+/// tf.UnconnectedGradients): std::nullopt, or zeros of the source's shape and dtype.
+enum class UnconnectedGradients { None, Zero };
+
+struct TapeOptions {
+  /// Allow many gradient() calls; the tape keeps its records until reset or destroyed.
+  bool persistent = false;
+  /// Watch every trainable variable read while recording (TensorFlow's default).
+  bool watch_accessed_variables = true;
+};
+
+/// The targets of a gradient: one tensor, or several (their gradients are summed). Accepts a
+/// Tensor, a Variable, braced lists `{y0, y1}`, `{{"y0", y0}, {"y1", y1}}`, and nested
+/// structures. Maps flatten in key order.
+class Targets {
+ public:
+  Targets(const Tensor& t) : tensors_{t} {}
+  Targets(const Variable& v) : tensors_{v.read_value()} {}
+  Targets(std::initializer_list<Tensor> ts) : tensors_(ts) {}
+  Targets(std::initializer_list<std::pair<const std::string, Tensor>> named);
+  template <nest::Nestable S>
+    requires(!std::is_same_v<S, Tensor> && !std::is_same_v<S, Variable>)
+  Targets(const S& structure) {
+    for (const Source& s : nest::flatten(structure))
+      tensors_.push_back(s.is_variable() ? s.variable().read_value() : s.tensor());
+  }
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+
+ private:
+  std::vector<Tensor> tensors_;
+};
+
+namespace detail {
+struct TapeState;
+}
+
+class GradientTape {
+ public:
+  explicit GradientTape(TapeOptions options = {});
+  ~GradientTape();
+  GradientTape(const GradientTape&) = delete;
+  GradientTape& operator=(const GradientTape&) = delete;
+
+  /// Starts tracking a tensor or variable (or a structure of them), so ops on it are recorded.
+  /// Watching an integer or bool tensor logs TensorFlow's warning and has no effect on gradients.
+  void watch(const Source& source);
+  template <nest::Nestable S>
+    requires(!std::is_same_v<S, Tensor> && !std::is_same_v<S, Variable>)
+  void watch(const S& structure) {
+    for (const Source& s : nest::flatten(structure)) watch(s);
+  }
+  void watch(std::initializer_list<Source> sources) {
+    for (const Source& s : sources) watch(s);
+  }
+
+  /// The variables this tape watches, in the order they were first watched.
+  std::vector<Variable> watched_variables() const;
+
+  /// Discards everything recorded and keeps recording with a fresh, empty tape (TensorFlow's
+  /// reset(): like leaving and re-entering the `with` block).
+  void reset();
+
+  /// Pauses recording until the returned guard is destroyed.
+  class [[nodiscard]] RecordingPause {
+   public:
+    explicit RecordingPause(std::shared_ptr<detail::TapeState> s);
+    ~RecordingPause();
+    RecordingPause(const RecordingPause&) = delete;
+    RecordingPause& operator=(const RecordingPause&) = delete;
+
+   private:
+    std::shared_ptr<detail::TapeState> state_;
+    bool was_recording_;
+  };
+  RecordingPause stop_recording();
+
+  bool persistent() const;
+  /// Bytes of tensor data the tape keeps alive for the backward pass.
+  std::int64_t saved_bytes() const;
+  /// Number of ops recorded and not yet released.
+  std::size_t num_recorded_ops() const;
+
+  /// The gradient of the sum of `targets` with respect to `sources`, in the sources' structure.
+  /// `output_gradients` (optional) weights the flattened targets, one tensor per target, in
+  /// order; empty means ones.
+  template <nest::Nestable S>
+  typename nest::Nest<S>::Result gradient(const Targets& targets, const S& sources,
+                                          const std::vector<Tensor>& output_gradients = {},
+                                          UnconnectedGradients unconnected = UnconnectedGradients::None) {
+    const std::vector<Source> flat = nest::flatten(sources);
+    std::vector<std::optional<Tensor>> grads = gradient_flat(targets, flat, output_gradients, unconnected);
+    auto it = grads.begin();
+    return nest::Nest<S>::pack(sources, it);
+  }
+  /// Braced lists of sources: tape.gradient(y, {x0, x1, x2, x3}).
+  std::vector<std::optional<Tensor>> gradient(const Targets& targets, const std::vector<Source>& sources,
+                                              const std::vector<Tensor>& output_gradients = {},
+                                              UnconnectedGradients unconnected = UnconnectedGradients::None) {
+    return gradient_flat(targets, sources, output_gradients, unconnected);
+  }
+  /// Braced maps of sources: tape.gradient(y, {{"w", w}, {"b", b}}).
+  std::map<std::string, std::optional<Tensor>> gradient(
+      const Targets& targets, const std::map<std::string, Source>& sources,
+      const std::vector<Tensor>& output_gradients = {},
+      UnconnectedGradients unconnected = UnconnectedGradients::None) {
+    return gradient<std::map<std::string, Source>>(targets, sources, output_gradients, unconnected);
+  }
+  /// Shorthand for the common `unconnected` argument without output gradients.
+  template <class S>
+  auto gradient(const Targets& targets, const S& sources, UnconnectedGradients unconnected) {
+    return gradient(targets, sources, std::vector<Tensor>{}, unconnected);
+  }
+
+  /// The flat form every overload above goes through.
+  std::vector<std::optional<Tensor>> gradient_flat(const Targets& targets, std::span<const Source> sources,
+                                                   const std::vector<Tensor>& output_gradients,
+                                                   UnconnectedGradients unconnected);
+
+ private:
+  std::shared_ptr<detail::TapeState> state_;
+};
+
+}  // namespace tapeflow

@@ -1,0 +1,42 @@
+#pragma once
+/// \file tapeflow.h
+/// tapeflow: eager tensors with TensorFlow-style automatic differentiation, in C++20.
+///
+/// A five-minute tour:
+///
+///   #include <tapeflow/tapeflow.h>
+///   namespace tf = tapeflow;
+///
+///   tf::Variable w(tf::random::normal({3, 2}, 0, 1, tf::float32, /*seed=*/1), {.name = "w"});
+///   tf::Variable b(tf::zeros({2}), {.name = "b"});
+///   tf::Tensor x = tf::constant({{1.f, 2.f, 3.f}});
+///
+///   tf::GradientTape tape;                    // records while alive
+///   tf::Tensor y = tf::matmul(x, w) + b;      // variables are watched when read
+///   tf::Tensor loss = tf::reduce_mean(y * y);
+///   auto [dw, db] = tape.gradient(loss, std::pair{w, b});   // std::optional<Tensor> each
+///   std::cout << *db << "\n";                 // tf.Tensor([...], shape=(2,), dtype=float32)
+///
+/// - Tensors are immutable values with shared storage (tensor.h); Variables hold mutable state
+///   (variable.h).
+/// - Ops live in ops/*.h, grouped as in TensorFlow: math, reduce, array, linalg, nn, image.
+/// - GradientTape (tape.h) records ops and computes gradients; registry.h lets you register or
+///   disable gradients; errors.h lists the exceptions (named like TensorFlow's).
+
+#include "tapeflow/debugging.h"
+#include "tapeflow/dtype.h"
+#include "tapeflow/errors.h"
+#include "tapeflow/logging.h"
+#include "tapeflow/memory.h"
+#include "tapeflow/nest.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/gradient_control.h"
+#include "tapeflow/ops/image.h"
+#include "tapeflow/ops/math.h"
+#include "tapeflow/ops/reduce.h"
+#include "tapeflow/registry.h"
+#include "tapeflow/shape.h"
+#include "tapeflow/tape.h"
+#include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"

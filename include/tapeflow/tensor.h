@@ -1,0 +1,96 @@
+#pragma once
+/// \file tensor.h
+/// Tensor: an immutable n-dimensional array with shared, contiguous, row-major storage.
+///
+///   namespace tf = tapeflow;
+///   tf::Tensor x = tf::constant({{1.f, 2.f}, {3.f, 4.f}});
+///   std::cout << x * 2 << "\n";   // tf.Tensor([[2. 4.] [6. 8.]], shape=(2, 2), dtype=float32)
+///   float first = x.values<float>()[0];
+///
+/// Copying a Tensor copies a handle, never the data. Every tensor has an id that a GradientTape
+/// uses to find the op that produced it.
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tapeflow/dtype.h"
+#include "tapeflow/errors.h"
+#include "tapeflow/shape.h"
+
+namespace tapeflow {
+
+/// Identity of a tensor (or of a variable's handle) on a tape. Unique in the process.
+using TensorId = std::uint64_t;
+
+namespace detail {
+struct TensorImpl;
+[[noreturn]] void throw_dtype_mismatch(std::string_view what, DType have, DType want);
+[[noreturn]] void throw_not_scalar(const Shape& shape);
+[[noreturn]] void throw_undefined(std::string_view what);
+}  // namespace detail
+
+class Tensor;
+
+/// What `Tensor::numpy()` returns: prints exactly as NumPy prints the array (`[ 4. 108.]`,
+/// `6.0`), which is what TensorFlow's `print(t.numpy())` shows.
+struct NumpyText {
+  const Tensor& tensor;
+};
+std::ostream& operator<<(std::ostream& os, const NumpyText& a);
+
+class Tensor {
+ public:
+  /// An undefined tensor (like a null handle); every op given one throws InvalidArgumentError.
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<const detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  DType dtype() const;
+  int rank() const { return shape().rank(); }
+  std::int64_t num_elements() const { return shape().num_elements(); }
+  std::size_t nbytes() const { return static_cast<std::size_t>(num_elements()) * dtype_size(dtype()); }
+  TensorId id() const;
+
+  /// The elements in row-major order; throws InvalidArgumentError unless T is the tensor's dtype.
+  template <Element T>
+  std::span<const T> values() const {
+    if (dtype() != dtype_of<T>()) detail::throw_dtype_mismatch("Tensor::values", dtype(), dtype_of<T>());
+    return {static_cast<const T*>(raw_data()), static_cast<std::size_t>(num_elements())};
+  }
+  /// The single element of a tensor with one element (any rank); throws otherwise.
+  template <Element T>
+  T item() const {
+    if (num_elements() != 1) detail::throw_not_scalar(shape());
+    return values<T>()[0];
+  }
+  template <Element T>
+  std::vector<T> to_vector() const {
+    auto v = values<T>();
+    return {v.begin(), v.end()};
+  }
+  const void* raw_data() const;
+
+  /// Printable like NumPy prints the array: `std::cout << t.numpy()` shows `[ 4. 108.]`.
+  NumpyText numpy() const { return NumpyText{*this}; }
+
+  const detail::TensorImpl* impl() const { return impl_.get(); }
+
+ private:
+  std::shared_ptr<const detail::TensorImpl> impl_;
+};
+
+/// TensorFlow's str(): `tf.Tensor(6.0, shape=(), dtype=float32)`.
+std::string to_string(const Tensor& t);
+/// TensorFlow's repr(): `<tf.Tensor: shape=(2,), dtype=float32, numpy=array([1., 2.], dtype=float32)>`.
+std::string repr(const Tensor& t);
+/// NumPy's str() of the values alone: `[ 4. 108.]`.
+std::string numpy_str(const Tensor& t);
+/// Prints to_string(t).
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace tapeflow

@@ -1,0 +1,81 @@
+#pragma once
+/// \file variable.h
+/// Variable: a named, mutable holder of a tensor with a stable identity.
+///
+///   tf::Variable x0(3.0f, {.name = "x0"});
+///   tf::Variable x1(3.0f, {.name = "x1", .trainable = false});
+///   tf::GradientTape tape;
+///   tf::Tensor y = x0 * x0;          // reading a trainable variable watches it automatically
+///   x0.assign_add(tf::constant(1.f)); // stateful, not differentiable: later reads start a new path
+///
+/// Using a Variable where a Tensor is expected reads its current value. Inside a recording tape the
+/// read is recorded (ReadVariableOp) and links the value to the variable's handle, so gradients
+/// with respect to the variable arrive at the handle. Assignments are not recorded.
+
+#include <initializer_list>
+#include <memory>
+#include <string>
+
+#include "tapeflow/tensor.h"
+
+namespace tapeflow {
+
+struct VariableOptions {
+  /// TensorFlow's name; `name()` reports it as TensorFlow does, with the ":0" output suffix.
+  std::string name = "Variable";
+  /// Trainable variables are watched automatically when a recording tape reads them.
+  bool trainable = true;
+  /// Name the variable as Keras 3 does (no ":0" suffix); used by layers for "kernel" and "bias".
+  bool keras_style = false;
+};
+
+namespace detail {
+struct VariableState;
+}
+
+class Variable {
+ public:
+  /// A variable holding a copy of the handle `initial` (tensors are immutable, so no data copy).
+  explicit Variable(const Tensor& initial, VariableOptions options = {});
+  template <Element T>
+  explicit Variable(T scalar, VariableOptions options = {}) : Variable(make_scalar(scalar), std::move(options)) {}
+  template <Element T>
+  Variable(std::initializer_list<T> values, VariableOptions options = {})
+      : Variable(make_from_bytes(values.begin(), static_cast<std::int64_t>(values.size()), false,
+                                 dtype_of<T>()),
+                 std::move(options)) {}
+
+  /// Reads the current value; inside a recording tape the read is recorded and, for a trainable
+  /// variable on a tape with watch_accessed_variables, the variable is watched.
+  Tensor read_value() const;
+  /// Implicit read, so a Variable can be used wherever a Tensor is expected.
+  operator Tensor() const { return read_value(); }
+
+  /// Replaces the value. The shape and dtype must match (InvalidArgumentError otherwise).
+  /// Not differentiable: later reads are not connected to what was assigned.
+  void assign(const Tensor& value);
+  void assign_add(const Tensor& delta);
+  void assign_sub(const Tensor& delta);
+
+  /// TensorFlow's `Variable.name`: "x0:0".
+  std::string name() const;
+  bool trainable() const;
+  const Shape& shape() const;
+  DType dtype() const;
+  /// The stable id gradients with respect to this variable are computed for.
+  TensorId handle_id() const;
+  /// The current value without recording anything (for printing, checkpoints, optimizers).
+  Tensor value() const;
+
+  friend bool operator==(const Variable& a, const Variable& b) { return a.state_ == b.state_; }
+
+ private:
+  template <Element T>
+  static Tensor make_scalar(T v) {
+    return make_from_bytes(&v, 1, true, dtype_of<T>());
+  }
+  static Tensor make_from_bytes(const void* data, std::int64_t n, bool scalar, DType dtype);
+  std::shared_ptr<detail::VariableState> state_;
+};
+
+}  // namespace tapeflow

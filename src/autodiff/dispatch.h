@@ -1,0 +1,119 @@
+#pragma once
+// The single dispatch path every op goes through:
+//
+//   forward (validates, allocates, runs the kernel) -> record on the active tapes if needed
+//   -> check numerics if enabled.
+//
+// Ops never touch the tape directly. An op is a struct in its family file (src/ops/*.cpp):
+//
+//   // y = exp(x);  dx = dy * y
+//   struct Exp {
+//     static constexpr std::string_view kName = "Exp";
+//     static constexpr Saves kSaves = kSavesOutput;          // the tape keeps only y
+//     static Tensor forward(const Tensor& x) { return cpu::map_float(x, "Exp", ...); }
+//     static Grads backward(const GradContext& c) { return {c.dy() * c.output(0)}; }
+//   };
+//   Tensor exp(const Tensor& x) { return apply<Exp>(x); }
+//
+// An op with attributes (axes, strides) declares `struct Attrs`, takes it as forward's first
+// argument, and reads it in backward with c.attrs<Attrs>().
+
+#include <array>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "autodiff/op_def.h"
+#include "tapeflow/tensor.h"
+
+namespace tapeflow::autodiff {
+
+/// Number of tapes recording on this thread. A trivially-initialised thread_local, so checking it
+/// is one TLS load: with no tape, an op pays nothing else for autodiff.
+extern thread_local int t_recording_tapes;
+/// Whether check-numerics mode is on (process-wide).
+extern std::atomic<bool> g_check_numerics;
+
+inline bool any_tape_recording() { return t_recording_tapes > 0; }
+
+/// Suspends all recording on this thread while alive (stateful updates such as assign_add,
+/// optimizer steps). Tapes created inside the scope record normally.
+class RecordingSuspension {
+ public:
+  RecordingSuspension() : saved_(t_recording_tapes) { t_recording_tapes = 0; }
+  ~RecordingSuspension() { t_recording_tapes = saved_; }
+  RecordingSuspension(const RecordingSuspension&) = delete;
+  RecordingSuspension& operator=(const RecordingSuspension&) = delete;
+
+ private:
+  int saved_;
+};
+
+/// Records one executed op on every recording tape of this thread that watches one of its
+/// floating inputs. `attrs` is shared by those tapes.
+void record(const OpDef& op, std::span<const Tensor* const> inputs, std::span<const Tensor> outputs,
+            std::shared_ptr<const void> attrs);
+
+/// Throws InvalidArgumentError naming `op` if any output holds NaN or Inf.
+void check_numerics(const OpDef& op, std::span<const Tensor> outputs);
+
+struct NoAttrs {};
+
+template <class Op>
+struct AttrsOf {
+  using type = NoAttrs;
+};
+template <class Op>
+  requires requires { typename Op::Attrs; }
+struct AttrsOf<Op> {
+  using type = typename Op::Attrs;
+};
+
+/// Throws InvalidArgumentError naming `op` if an input is an undefined Tensor.
+void require_defined(std::string_view op, std::span<const Tensor* const> inputs);
+
+template <class Op, class Attrs>
+void after_forward(const Attrs& attrs, std::span<const Tensor* const> ins, std::span<const Tensor> outs) {
+  if (any_tape_recording()) [[unlikely]] {
+    std::shared_ptr<const void> a;
+    if constexpr (!std::is_empty_v<Attrs>) a = std::make_shared<const Attrs>(attrs);
+    record(op_def<Op>(), ins, outs, std::move(a));
+  }
+  if (g_check_numerics.load(std::memory_order_relaxed)) [[unlikely]] check_numerics(op_def<Op>(), outs);
+}
+
+/// Runs a single-output op without attributes on fixed inputs.
+template <class Op, class... In>
+Tensor apply(const In&... in) {
+  const std::array<const Tensor*, sizeof...(In)> ins{&in...};
+  require_defined(Op::kName, ins);
+  Tensor out = Op::forward(in...);
+  after_forward<Op>(NoAttrs{}, ins, {&out, 1});
+  return out;
+}
+
+/// Runs a single-output op with attributes on fixed inputs.
+template <class Op, class... In>
+Tensor apply_with(const typename Op::Attrs& attrs, const In&... in) {
+  const std::array<const Tensor*, sizeof...(In)> ins{&in...};
+  require_defined(Op::kName, ins);
+  Tensor out = Op::forward(attrs, in...);
+  after_forward<Op>(attrs, ins, {&out, 1});
+  return out;
+}
+
+/// Runs an op on a list of inputs (concat, stack, add_n) or with several outputs (split,
+/// unstack): forward takes (attrs, span of inputs) and returns the outputs.
+template <class Op>
+std::vector<Tensor> apply_list(const typename AttrsOf<Op>::type& attrs, std::span<const Tensor> inputs) {
+  std::vector<const Tensor*> ins;
+  ins.reserve(inputs.size());
+  for (const Tensor& t : inputs) ins.push_back(&t);
+  require_defined(Op::kName, ins);
+  std::vector<Tensor> outs = Op::forward(attrs, inputs);
+  after_forward<Op>(attrs, ins, outs);
+  return outs;
+}
+
+}  // namespace tapeflow::autodiff

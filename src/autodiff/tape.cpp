@@ -1,0 +1,446 @@
+// The gradient tape.
+//
+// Terms. A *target* is a tensor we differentiate (a loss); a *source* is a tensor or variable we
+// differentiate with respect to; a *cotangent* of a tensor t is dL/dt, the gradient of the summed
+// targets with respect to t, with t's shape.
+//
+// Recording. Every op goes through one dispatch path (dispatch.h), which calls record() when a
+// tape on this thread is recording. A tape records an op only if one of its floating inputs is
+// watched or was produced by an op the tape recorded (TensorFlow's ShouldRecord), so integer
+// paths and unrelated work cost nothing. A record keeps the op's OpDef, the ids, shapes and
+// dtypes of its inputs and outputs, and only the values its gradient declared in Saves.
+// Variables: a read inside a recording tape is recorded as ReadVariableOp from the variable's
+// handle id to a fresh tensor id, so gradients reach the handle; assignments are never recorded,
+// which is why a read after assign_add starts a new path.
+//
+// Backward (gradient_flat). Records are in execution order, which is already a topological
+// order, so no graph sort is needed (the eager-tape observation stan-dev/math makes):
+//   1. Prune. A reverse sweep from the targets marks the records whose outputs reach a target; a
+//      forward sweep from the sources keeps, among those, the records with an input that depends
+//      on a source. Only these run, and only their source-dependent inputs get gradients.
+//   2. Seed each target's cotangent with its output gradient, or ones.
+//   3. Walk the kept records in reverse. A record none of whose outputs has a cotangent is skipped;
+//      missing output cotangents are zeros. The registry's gradient function maps output
+//      cotangents to input cotangents, which are summed per tensor id in this fixed reverse order,
+//      so results are bitwise reproducible.
+//   4. Each source reads its id's cotangent: std::nullopt when none arrived, or zeros under
+//      UnconnectedGradients::Zero.
+// Gradient functions are written with public ops, so another tape that is recording while this
+// one runs its backward pass records the backward ops: nested tapes give higher derivatives.
+// A non-persistent tape stops recording when gradient() starts and drops each record's saved
+// values as soon as that record has been processed.
+
+#include "tapeflow/tape.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "autodiff/dispatch.h"
+#include "autodiff/tape_state.h"
+#include "core/check.h"
+#include "core/tensor_impl.h"
+#include "tapeflow/logging.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
+
+namespace tapeflow {
+
+namespace autodiff {
+
+thread_local int t_recording_tapes = 0;
+std::atomic<bool> g_check_numerics{false};
+
+namespace {
+
+/// This thread's tapes, innermost last.
+std::vector<std::shared_ptr<detail::TapeState>>& thread_tapes() {
+  thread_local std::vector<std::shared_ptr<detail::TapeState>> tapes;
+  return tapes;
+}
+
+void recount_recording_tapes() {
+  int n = 0;
+  for (const auto& t : thread_tapes()) n += t->recording() ? 1 : 0;
+  t_recording_tapes = n;
+}
+
+bool watches_a_floating_input(const detail::TapeState& tape, std::span<const Tensor* const> inputs) {
+  for (const Tensor* in : inputs)
+    if (is_floating(in->dtype()) && tape.producer.contains(in->id())) return true;
+  return false;
+}
+
+void append(detail::TapeState& tape, const OpDef& op, std::span<const Slot> input_slots,
+            std::span<const Tensor> outputs, const std::shared_ptr<const void>& attrs) {
+  const Saves saves = op.saves();
+  OpRecord rec{&op, static_cast<std::uint32_t>(input_slots.size()), {}, attrs};
+  rec.slots.reserve(input_slots.size() + outputs.size());
+  rec.slots.assign(input_slots.begin(), input_slots.end());
+  const auto index = static_cast<std::int64_t>(tape.ops.size());
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    const Tensor& out = outputs[j];
+    rec.slots.push_back({out.id(), out.shape(), out.dtype(),
+                         saves.output(static_cast<int>(j)) ? out : Tensor()});
+    tape.producer[out.id()] = index;
+  }
+  tape.ops.push_back(std::move(rec));
+}
+
+}  // namespace
+
+void record(const OpDef& op, std::span<const Tensor* const> inputs, std::span<const Tensor> outputs,
+            std::shared_ptr<const void> attrs) {
+  std::vector<Slot> slots;
+  for (const auto& tape : thread_tapes()) {
+    if (!tape->recording() || !watches_a_floating_input(*tape, inputs)) continue;
+    if (slots.empty()) {
+      const Saves saves = op.saves();
+      slots.reserve(inputs.size());
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const Tensor& in = *inputs[i];
+        slots.push_back({in.id(), in.shape(), in.dtype(), saves.input(static_cast<int>(i)) ? in : Tensor()});
+      }
+    }
+    append(*tape, op, slots, outputs, attrs);
+  }
+}
+
+void require_defined(std::string_view op, std::span<const Tensor* const> inputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    TAPEFLOW_REQUIRE(inputs[i]->defined(), InvalidArgumentError,
+                     "[{}] input {} is an undefined (default-constructed) Tensor", op, i);
+}
+
+struct ReadVariableOp {
+  static constexpr std::string_view kName = "ReadVariableOp";
+  static constexpr Saves kSaves = kSavesNothing;
+  // y = read(v);  dv = dy
+  static Grads backward(const GradContext& c) { return {c.dy()}; }
+};
+
+void register_variable_ops(Registry& r) { r.add<ReadVariableOp>(); }
+
+/// Called by Variable::read_value(): watches the variable on tapes that auto-watch it, and
+/// records the read on every tape that watches it. Returns the tensor the caller should use.
+Tensor record_variable_read(const Variable& var, const Tensor& value) {
+  const auto& tapes = thread_tapes();
+  bool any = false;
+  for (const auto& tape : tapes) {
+    if (!tape->recording()) continue;
+    if (tape->options.watch_accessed_variables && var.trainable() && is_floating(var.dtype()) &&
+        !tape->producer.contains(var.handle_id())) {
+      tape->producer.emplace(var.handle_id(), -1);
+      tape->watched_variables.push_back(var);
+    }
+    any = any || tape->producer.contains(var.handle_id());
+  }
+  if (!any) return value;
+  // A fresh id per read: each read is its own op output, as in TensorFlow.
+  Tensor read = detail::share_with_shape(value, value.shape());
+  const Slot input{var.handle_id(), var.shape(), var.dtype(), Tensor()};
+  const OpDef& op = op_def<ReadVariableOp>();
+  for (const auto& tape : tapes)
+    if (tape->recording() && tape->producer.contains(var.handle_id()))
+      append(*tape, op, {&input, 1}, {&read, 1}, nullptr);
+  return read;
+}
+
+}  // namespace autodiff
+
+// ---------------------------------------------------------------------------------------------
+// GradContext
+
+std::string_view GradContext::op_name() const { return record_.op->name(); }
+int GradContext::num_inputs() const { return static_cast<int>(record_.num_inputs); }
+int GradContext::num_outputs() const { return static_cast<int>(record_.outputs().size()); }
+
+const Tensor& GradContext::dy(int i) const {
+  TAPEFLOW_ASSERT(i >= 0 && i < num_outputs(), "[{}] dy({}) of {} outputs", op_name(), i, num_outputs());
+  return dys_[static_cast<std::size_t>(i)];
+}
+const Tensor& GradContext::input(int i) const {
+  TAPEFLOW_ASSERT(i >= 0 && i < num_inputs(), "[{}] input({}) of {} inputs", op_name(), i, num_inputs());
+  const Tensor& t = record_.inputs()[static_cast<std::size_t>(i)].saved;
+  TAPEFLOW_ASSERT(t.defined(), "[{}] the gradient reads input {} but the op's Saves does not keep it, "
+                  "or a non-persistent tape already released it", op_name(), i);
+  return t;
+}
+const Tensor& GradContext::output(int i) const {
+  TAPEFLOW_ASSERT(i >= 0 && i < num_outputs(), "[{}] output({}) of {} outputs", op_name(), i, num_outputs());
+  const Tensor& t = record_.outputs()[static_cast<std::size_t>(i)].saved;
+  TAPEFLOW_ASSERT(t.defined(), "[{}] the gradient reads output {} but the op's Saves does not keep it",
+                  op_name(), i);
+  return t;
+}
+const Shape& GradContext::input_shape(int i) const { return record_.inputs()[static_cast<std::size_t>(i)].shape; }
+DType GradContext::input_dtype(int i) const { return record_.inputs()[static_cast<std::size_t>(i)].dtype; }
+const Shape& GradContext::output_shape(int i) const { return record_.outputs()[static_cast<std::size_t>(i)].shape; }
+const void* GradContext::attrs_ptr() const {
+  TAPEFLOW_ASSERT(record_.attrs != nullptr, "[{}] the gradient reads attributes the op did not record", op_name());
+  return record_.attrs.get();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets and sources
+
+Targets::Targets(std::initializer_list<std::pair<const std::string, Tensor>> named) {
+  const std::map<std::string, Tensor> sorted(named);
+  for (const auto& [name, t] : sorted) tensors_.push_back(t);
+}
+
+TensorId Source::id() const { return variable_ ? variable_->handle_id() : tensor_.id(); }
+const Shape& Source::shape() const { return variable_ ? variable_->shape() : tensor_.shape(); }
+DType Source::dtype() const { return variable_ ? variable_->dtype() : tensor_.dtype(); }
+
+// ---------------------------------------------------------------------------------------------
+// GradientTape
+
+namespace {
+
+void require_owner(const detail::TapeState& s, std::string_view what) {
+  TAPEFLOW_REQUIRE(s.owner == std::this_thread::get_id(), FailedPreconditionError,
+                   "[GradientTape::{}] a tape records the thread that created it and must be used "
+                   "from that thread", what);
+}
+
+constexpr std::string_view kConsumedMessage =
+    "A non-persistent GradientTape can only be used to compute one set of gradients (or jacobians)";
+
+}  // namespace
+
+GradientTape::GradientTape(TapeOptions options) : state_(std::make_shared<detail::TapeState>()) {
+  state_->options = options;
+  autodiff::thread_tapes().push_back(state_);
+  autodiff::recount_recording_tapes();
+}
+
+GradientTape::~GradientTape() {
+  state_->in_stack = false;
+  if (state_->owner != std::this_thread::get_id()) return;  // the owner's stack drops it lazily
+  auto& tapes = autodiff::thread_tapes();
+  std::erase(tapes, state_);
+  autodiff::recount_recording_tapes();
+}
+
+void GradientTape::watch(const Source& source) {
+  require_owner(*state_, "watch");
+  TAPEFLOW_REQUIRE(!state_->consumed, FailedPreconditionError,
+                   "[GradientTape::watch] {}; create a new tape to watch more tensors", kConsumedMessage);
+  if (!source.is_variable()) {
+    TAPEFLOW_REQUIRE(source.tensor().defined(), InvalidArgumentError,
+                     "[GradientTape::watch] the tensor is undefined (default-constructed Tensor)");
+  }
+  if (!is_floating(source.dtype()) && !state_->warned_dtype) {
+    state_->warned_dtype = true;
+    log(LogLevel::Warning,
+        fmt::format("The dtype of the watched {} must be floating (e.g. tf.float32), got tf.{}",
+                    source.is_variable() ? "variable" : "tensor", dtype_name(source.dtype())));
+  }
+  const bool inserted = state_->producer.emplace(source.id(), -1).second;
+  if (inserted && source.is_variable()) state_->watched_variables.push_back(source.variable());
+}
+
+std::vector<Variable> GradientTape::watched_variables() const { return state_->watched_variables; }
+
+void GradientTape::reset() {
+  require_owner(*state_, "reset");
+  state_->ops.clear();
+  state_->producer.clear();
+  state_->watched_variables.clear();
+  state_->consumed = false;
+  state_->warned_dtype = false;
+  autodiff::recount_recording_tapes();
+}
+
+GradientTape::RecordingPause::RecordingPause(std::shared_ptr<detail::TapeState> s)
+    : state_(std::move(s)), was_recording_(!state_->paused) {
+  state_->paused = true;
+  autodiff::recount_recording_tapes();
+}
+GradientTape::RecordingPause::~RecordingPause() {
+  state_->paused = !was_recording_;
+  if (state_->owner == std::this_thread::get_id()) autodiff::recount_recording_tapes();
+}
+
+GradientTape::RecordingPause GradientTape::stop_recording() {
+  require_owner(*state_, "stop_recording");
+  TAPEFLOW_REQUIRE(!state_->consumed, FailedPreconditionError,
+                   "[GradientTape::stop_recording] Trying to stop recording a tape which is not recording.");
+  return RecordingPause(state_);
+}
+
+bool GradientTape::persistent() const { return state_->options.persistent; }
+
+std::int64_t GradientTape::saved_bytes() const {
+  // Count each buffer once: x * x saves the same tensor twice.
+  std::unordered_set<const void*> seen;
+  std::int64_t bytes = 0;
+  for (const auto& rec : state_->ops)
+    for (const auto& slot : rec.slots)
+      if (slot.saved.defined() && seen.insert(slot.saved.raw_data()).second)
+        bytes += static_cast<std::int64_t>(slot.saved.nbytes());
+  return bytes;
+}
+
+std::size_t GradientTape::num_recorded_ops() const { return state_->ops.size(); }
+
+namespace {
+
+/// Cotangents by tensor id, summed with the public (differentiable) add.
+class Cotangents {
+ public:
+  void add(TensorId id, const Tensor& g) {
+    auto [it, inserted] = map_.try_emplace(id, g);
+    if (!inserted) it->second = it->second + g;
+  }
+  const Tensor* find(TensorId id) const {
+    auto it = map_.find(id);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  void erase(TensorId id) { map_.erase(id); }
+
+ private:
+  std::unordered_map<TensorId, Tensor> map_;
+};
+
+void check_input_gradient(const autodiff::OpRecord& rec, std::size_t i, const Tensor& g) {
+  const autodiff::Slot& in = rec.inputs()[i];
+  TAPEFLOW_REQUIRE(g.defined() && g.shape() == in.shape && g.dtype() == in.dtype, InternalError,
+                   "Recorded operation '{}' returned a gradient for input {} with shape {} and dtype "
+                   "{}, but the input has shape {} and dtype {}",
+                   rec.op->name(), i, g.defined() ? g.shape().to_string() : "(undefined)",
+                   g.defined() ? dtype_name(g.dtype()) : "-", in.shape.to_string(), dtype_name(in.dtype));
+}
+
+}  // namespace
+
+std::vector<std::optional<Tensor>> GradientTape::gradient_flat(const Targets& targets,
+                                                               std::span<const Source> sources,
+                                                               const std::vector<Tensor>& output_gradients,
+                                                               UnconnectedGradients unconnected) {
+  detail::TapeState& tape = *state_;
+  require_owner(tape, "gradient");
+  TAPEFLOW_REQUIRE(!tape.consumed, FailedPreconditionError, "{}", kConsumedMessage);
+  const std::vector<Tensor>& ys = targets.tensors();
+  for (std::size_t i = 0; i < ys.size(); ++i)
+    TAPEFLOW_REQUIRE(ys[i].defined(), InvalidArgumentError,
+                     "[GradientTape::gradient] target {} is an undefined (default-constructed) Tensor", i);
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    TAPEFLOW_REQUIRE(sources[i].is_variable() || sources[i].tensor().defined(), InvalidArgumentError,
+                     "[GradientTape::gradient] source {} is an undefined (default-constructed) Tensor", i);
+  TAPEFLOW_REQUIRE(output_gradients.empty() || output_gradients.size() == ys.size(), InvalidArgumentError,
+                   "[GradientTape::gradient] got {} output_gradients for {} targets",
+                   output_gradients.size(), ys.size());
+  for (std::size_t i = 0; i < output_gradients.size(); ++i) {
+    const Tensor& w = output_gradients[i];
+    TAPEFLOW_REQUIRE(w.defined() && w.shape() == ys[i].shape() && w.dtype() == ys[i].dtype(),
+                     InvalidArgumentError,
+                     "[GradientTape::gradient] output_gradients[{}] must have the target's shape {} and "
+                     "dtype {}, got shape {} and dtype {}",
+                     i, ys[i].shape().to_string(), dtype_name(ys[i].dtype()),
+                     w.defined() ? w.shape().to_string() : "(undefined)", w.defined() ? dtype_name(w.dtype()) : "-");
+  }
+
+  // The backward pass is never recorded on this tape: a non-persistent tape is consumed from now
+  // on, a persistent one is paused until we return.
+  std::optional<RecordingPause> pause;
+  if (tape.options.persistent) {
+    pause.emplace(state_);
+  } else {
+    tape.consumed = true;
+    autodiff::recount_recording_tapes();
+  }
+  const bool release = !tape.options.persistent;
+  std::vector<autodiff::OpRecord>& ops = tape.ops;
+
+  // 1. Prune: records reaching a target (reverse sweep), then those depending on a source.
+  std::unordered_set<TensorId> reaches_target;
+  for (const Tensor& y : ys) reaches_target.insert(y.id());
+  std::vector<char> keep(ops.size(), 0);
+  for (std::size_t k = ops.size(); k-- > 0;) {
+    for (const auto& out : ops[k].outputs())
+      if (reaches_target.contains(out.id)) keep[k] = 1;
+    if (keep[k])
+      for (const auto& in : ops[k].inputs()) reaches_target.insert(in.id);
+  }
+  std::unordered_set<TensorId> depends_on_source;
+  for (const Source& s : sources) depends_on_source.insert(s.id());
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    if (!keep[k]) continue;
+    bool depends = false;
+    for (const auto& in : ops[k].inputs())
+      depends = depends || (is_floating(in.dtype) && depends_on_source.contains(in.id));
+    keep[k] = depends;
+    if (depends)
+      for (const auto& out : ops[k].outputs()) depends_on_source.insert(out.id);
+  }
+  std::unordered_set<TensorId> source_ids;
+  for (const Source& s : sources) source_ids.insert(s.id());
+
+  // 2. Seed.
+  Cotangents grads;
+  for (std::size_t i = 0; i < ys.size(); ++i) {
+    if (!is_floating(ys[i].dtype())) continue;  // integer targets carry no gradient
+    grads.add(ys[i].id(), output_gradients.empty() ? ones_like(ys[i]) : output_gradients[i]);
+  }
+
+  // 3. Reverse walk.
+  std::vector<Tensor> dys;
+  std::vector<bool> needed_storage;
+  for (std::size_t k = ops.size(); k-- > 0;) {
+    if (!keep[k]) continue;
+    autodiff::OpRecord& rec = ops[k];
+    const auto outs = rec.outputs();
+    dys.clear();
+    bool any = false;
+    for (const auto& out : outs) {
+      const Tensor* g = grads.find(out.id);
+      any = any || g != nullptr;
+      dys.push_back(g ? *g : Tensor());
+    }
+    if (!any) continue;
+    const auto entry = rec.op->gradient();
+    if (entry->status == GradientStatus::Missing)
+      throw LookupError(fmt::format("gradient registry has no entry for: {}", rec.op->name()));
+    for (std::size_t j = 0; j < outs.size(); ++j) {
+      if (!dys[j].defined()) dys[j] = zeros(outs[j].shape, outs[j].dtype);
+      if (release && !source_ids.contains(outs[j].id)) grads.erase(outs[j].id);
+    }
+    if (entry->status == GradientStatus::NotDifferentiable) continue;
+    const auto ins = rec.inputs();
+    std::unique_ptr<bool[]> needed(new bool[ins.size()]);
+    for (std::size_t i = 0; i < ins.size(); ++i)
+      needed[i] = is_floating(ins[i].dtype) && depends_on_source.contains(ins[i].id);
+    const Grads input_grads =
+        entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
+    TAPEFLOW_REQUIRE(input_grads.size() == ins.size(), InternalError,
+                     "Recorded operation '{}' returned too {} gradients. Expected {} but received {}",
+                     rec.op->name(), input_grads.size() < ins.size() ? "few" : "many", ins.size(),
+                     input_grads.size());
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      if (!needed[i] || !input_grads[i]) continue;
+      check_input_gradient(rec, i, *input_grads[i]);
+      grads.add(ins[i].id, *input_grads[i]);
+    }
+    if (release)
+      for (auto& slot : rec.slots) slot.saved = Tensor();
+  }
+
+  // 4. Read the sources' cotangents.
+  std::vector<std::optional<Tensor>> result;
+  result.reserve(sources.size());
+  for (const Source& s : sources) {
+    const Tensor* g = is_floating(s.dtype()) ? grads.find(s.id()) : nullptr;
+    if (g) result.emplace_back(*g);
+    else if (unconnected == UnconnectedGradients::Zero) result.emplace_back(zeros(s.shape(), s.dtype()));
+    else result.emplace_back(std::nullopt);
+  }
+  if (release) {
+    tape.ops.clear();
+    tape.ops.shrink_to_fit();
+    tape.producer.clear();
+  }
+  return result;
+}
+
+}  // namespace tapeflow

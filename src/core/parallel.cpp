@@ -1,0 +1,121 @@
+#include "core/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tapeflow::cpu {
+namespace {
+
+// True inside a parallel_for chunk: a nested parallel_for then runs inline instead of waiting on
+// the pool it is running on.
+thread_local bool t_in_parallel_region = false;
+
+// One job at a time: callers serialise on job_mutex_. A job is split into as many chunks as
+// threads; the caller runs chunk 0 and waits for the workers' chunks.
+class Pool {
+ public:
+  explicit Pool(int threads) : threads_(std::max(1, threads)) {
+    for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { work(i); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+  int threads() const { return threads_; }
+
+  void run(std::int64_t n, std::int64_t grain, RangeFn fn) {
+    std::lock_guard job_lock(job_mutex_);
+    const auto chunks = static_cast<int>(std::min<std::int64_t>(threads_, (n + grain - 1) / grain));
+    {
+      std::lock_guard lock(mutex_);
+      fn_ = &fn;
+      n_ = n;
+      chunks_ = chunks;
+      pending_ = chunks - 1;
+      error_ = nullptr;
+      ++generation_;
+    }
+    cv_.notify_all();
+    run_chunk(0);
+    std::unique_lock lock(mutex_);
+    done_cv_.wait(lock, [&] { return pending_ == 0; });
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void run_chunk(int c) {
+    const std::int64_t begin = n_ * c / chunks_, end = n_ * (c + 1) / chunks_;
+    try {
+      if (begin < end) (*fn_)(begin, end);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
+  void work(int index) {
+    t_in_parallel_region = true;
+    std::uint64_t seen = 0;
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (index >= chunks_) continue;
+      lock.unlock();
+      run_chunk(index);
+      lock.lock();
+      if (--pending_ == 0) done_cv_.notify_one();
+    }
+  }
+
+  const int threads_;
+  std::vector<std::thread> workers_;
+  std::mutex job_mutex_;
+  std::mutex mutex_;
+  std::condition_variable cv_, done_cv_;
+  bool stop_ = false;
+  std::uint64_t generation_ = 0;
+  const RangeFn* fn_ = nullptr;
+  std::int64_t n_ = 0;
+  int chunks_ = 0;
+  int pending_ = 0;
+  std::exception_ptr error_;
+};
+
+std::atomic<int> g_threads{static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
+
+Pool& pool() {
+  static Pool p(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return p;
+}
+
+}  // namespace
+
+int num_threads() { return g_threads.load(std::memory_order_relaxed); }
+void set_num_threads(int n) { g_threads.store(std::max(1, n), std::memory_order_relaxed); }
+
+void parallel_for_impl(std::int64_t n, std::int64_t grain, RangeFn fn) {
+  // Nested parallel_for (a kernel called from a worker) runs inline rather than deadlocking.
+  const int threads = std::min(num_threads(), pool().threads());
+  if (t_in_parallel_region || threads <= 1) {
+    fn(0, n);
+    return;
+  }
+  t_in_parallel_region = true;
+  struct Reset {
+    ~Reset() { t_in_parallel_region = false; }
+  } reset;
+  pool().run(n, std::max(grain, (n + threads - 1) / threads), fn);
+}
+
+}  // namespace tapeflow::cpu

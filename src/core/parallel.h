@@ -1,0 +1,44 @@
+#pragma once
+// parallel_for: splits [0, n) across a small pool of worker threads, or runs inline when the work
+// is too small to pay for a thread hand-off. Workers block on a condition variable (they never
+// spin: a 2-core machine has no core to waste).
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace tapeflow::cpu {
+
+/// Elements of a cheap elementwise op below which threading costs more than it saves.
+inline constexpr std::int64_t kParallelGrain = std::int64_t{1} << 16;
+
+/// A non-owning reference to a callable `void(int64 begin, int64 end)`.
+class RangeFn {
+ public:
+  template <class F>
+  RangeFn(F& f) : obj_(&f), call_([](void* o, std::int64_t b, std::int64_t e) { (*static_cast<F*>(o))(b, e); }) {}
+  void operator()(std::int64_t b, std::int64_t e) const { call_(obj_, b, e); }
+
+ private:
+  void* obj_;
+  void (*call_)(void*, std::int64_t, std::int64_t);
+};
+
+/// Number of threads parallel_for uses (workers + the caller).
+int num_threads();
+/// Sets the thread count (1 disables threading); takes effect for later calls.
+void set_num_threads(int n);
+
+void parallel_for_impl(std::int64_t n, std::int64_t grain, RangeFn fn);
+
+/// Calls fn(begin, end) on disjoint chunks covering [0, n); chunks hold at least `grain` items.
+template <class F>
+void parallel_for(std::int64_t n, std::int64_t grain, F&& fn) {
+  if (n <= grain || num_threads() == 1) {
+    if (n > 0) fn(std::int64_t{0}, n);
+    return;
+  }
+  parallel_for_impl(n, grain, RangeFn(fn));
+}
+
+}  // namespace tapeflow::cpu

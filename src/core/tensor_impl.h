@@ -1,0 +1,33 @@
+#pragma once
+// The private side of Tensor: its representation and the one way kernels create outputs.
+
+#include <atomic>
+#include <memory>
+
+#include "tapeflow/tensor.h"
+
+namespace tapeflow::detail {
+
+TensorId next_tensor_id();
+
+struct TensorImpl {
+  Shape shape;
+  DType dtype;
+  std::shared_ptr<void> data;  // shared by tensors that view the same bytes (reshape, variables)
+  TensorId id = next_tensor_id();
+};
+
+/// Allocates an uninitialised tensor. Throws ResourceExhaustedError naming `op` if the bytes
+/// exceed the allocation limit (see set_allocation_limit); never lets std::bad_alloc escape.
+Tensor empty(const Shape& shape, DType dtype, std::string_view op);
+
+/// A new tensor (new id) sharing `t`'s bytes with a different shape of the same element count.
+Tensor share_with_shape(const Tensor& t, const Shape& shape);
+
+/// Writable element pointer of a tensor this kernel has just created with empty().
+template <Element T>
+T* mutable_data(const Tensor& t) {
+  return static_cast<T*>(const_cast<void*>(t.raw_data()));
+}
+
+}  // namespace tapeflow::detail

@@ -1,0 +1,45 @@
+// Ops that shape gradient flow.
+
+#include "tapeflow/ops/gradient_control.h"
+
+#include "ops/op_util.h"
+
+namespace tapeflow {
+namespace ops {
+namespace {
+
+// y = x;  dx = dy
+struct Identity {
+  static constexpr std::string_view kName = "Identity";
+  static constexpr Saves kSaves = kSavesNothing;
+  static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
+  static Grads backward(const GradContext& c) { return {c.dy()}; }
+};
+
+// y = x; no gradient by design (tf.stop_gradient).
+struct StopGradient {
+  static constexpr std::string_view kName = "StopGradient";
+  static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
+};
+
+// y = x; declared non-differentiable, like an op passed to tf.no_gradient.
+struct NoGradient {
+  static constexpr std::string_view kName = "NoGradient";
+  static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
+};
+
+}  // namespace
+
+void register_gradient_control_ops(autodiff::Registry& r) {
+  r.add<Identity>();
+  r.add_non_differentiable<StopGradient>();
+  r.add_non_differentiable<NoGradient>();
+}
+
+}  // namespace ops
+
+Tensor identity(const Tensor& x) { return autodiff::apply<ops::Identity>(x); }
+Tensor stop_gradient(const Tensor& x) { return autodiff::apply<ops::StopGradient>(x); }
+Tensor raw_ops::no_gradient(const Tensor& x) { return autodiff::apply<ops::NoGradient>(x); }
+
+}  // namespace tapeflow

@@ -1,0 +1,56 @@
+// Image ops.
+
+#include "tapeflow/ops/image.h"
+
+#include "ops/op_util.h"
+
+namespace tapeflow {
+namespace ops {
+namespace {
+
+// y = (x - mean_hw(x)) * factor + mean_hw(x). Deliberately without a gradient (see image.h).
+struct AdjustContrastv2 {
+  static constexpr std::string_view kName = "AdjustContrastv2";
+  static Tensor forward(const Tensor& images, const Tensor& factor) {
+    require_floating(images, kName, "images");
+    require_same_dtype(images, factor, kName);
+    TAPEFLOW_REQUIRE(images.rank() >= 3, InvalidArgumentError,
+                     "[{}] 'images' must have rank >= 3 ([..., height, width, channels]), got shape {}", kName,
+                     images.shape().to_string());
+    TAPEFLOW_REQUIRE(factor.rank() == 0, InvalidArgumentError,
+                     "[{}] 'contrast_factor' must be a scalar, got shape {}", kName, factor.shape().to_string());
+    Tensor out = detail::empty(images.shape(), images.dtype(), kName);
+    const Shape& s = images.shape();
+    const std::int64_t c = s[s.rank() - 1], hw = s[s.rank() - 2] * s[s.rank() - 3];
+    const std::int64_t batches = hw * c == 0 ? 0 : s.num_elements() / (hw * c);
+    visit_floating(images.dtype(), [&]<class T>() {
+      const T* x = images.values<T>().data();
+      const T f = factor.item<T>();
+      T* y = detail::mutable_data<T>(out);
+      for (std::int64_t b = 0; b < batches; ++b) {
+        const T* xb = x + b * hw * c;
+        T* yb = y + b * hw * c;
+        for (std::int64_t ch = 0; ch < c; ++ch) {
+          double sum = 0;
+          for (std::int64_t p = 0; p < hw; ++p) sum += static_cast<double>(xb[p * c + ch]);
+          const auto mean = static_cast<T>(sum / static_cast<double>(hw));
+          for (std::int64_t p = 0; p < hw; ++p) yb[p * c + ch] = (xb[p * c + ch] - mean) * f + mean;
+        }
+      }
+    });
+    return out;
+  }
+};
+
+}  // namespace
+}  // namespace ops
+
+namespace autodiff {
+void register_image_ops(Registry& r) { r.define_without_gradient(ops::AdjustContrastv2::kName); }
+}  // namespace autodiff
+
+Tensor image::adjust_contrast(const Tensor& images, const Tensor& contrast_factor) {
+  return autodiff::apply<ops::AdjustContrastv2>(images, contrast_factor);
+}
+
+}  // namespace tapeflow

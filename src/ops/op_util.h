@@ -1,0 +1,45 @@
+#pragma once
+// Validation and gradient helpers shared by the op families.
+
+#include <string_view>
+
+#include "autodiff/dispatch.h"
+#include "core/check.h"
+#include "core/tensor_impl.h"
+#include "tapeflow/ops/math.h"
+
+namespace tapeflow::ops {
+
+using autodiff::apply;
+using autodiff::apply_list;
+using autodiff::apply_with;
+using autodiff::kSavesInputs;
+using autodiff::kSavesNothing;
+using autodiff::kSavesOutput;
+using autodiff::Saves;
+
+/// "float32 tensor of shape (2, 3)": how errors describe a tensor.
+std::string describe(const Tensor& t);
+
+/// Throws InvalidArgumentError naming `op` if `x` is undefined. Public functions that compute
+/// attributes from an input call this first; apply() checks again for every input.
+void require_defined(const Tensor& x, std::string_view op, std::string_view arg = "x");
+/// Throws InvalidArgumentError unless `x` is float32 or float64.
+void require_floating(const Tensor& x, std::string_view op, std::string_view arg = "x");
+/// Throws InvalidArgumentError unless `x` is a number (not bool).
+void require_numeric(const Tensor& x, std::string_view op, std::string_view arg = "x");
+/// Throws InvalidArgumentError unless x and y have the same dtype (no implicit casting).
+void require_same_dtype(const Tensor& x, const Tensor& y, std::string_view op);
+
+/// Calls fn.template operator()<T>() for float32/float64 (the caller has checked the dtype).
+template <class Fn>
+decltype(auto) visit_floating(DType d, Fn&& fn) {
+  if (d == DType::Float64) return fn.template operator()<double>();
+  return fn.template operator()<float>();
+}
+
+/// Sums `g` down to `shape`, undoing NumPy broadcasting: the gradient of a broadcast operand.
+/// Differentiable (built from reduce_sum and reshape), so higher derivatives work.
+Tensor sum_to_shape(const Tensor& g, const Shape& shape);
+
+}  // namespace tapeflow::ops

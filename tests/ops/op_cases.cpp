@@ -1,0 +1,34 @@
+#include "ops/op_cases.h"
+
+#include <cmath>
+
+namespace tapeflow::testing {
+
+const std::vector<OpCase>& op_cases() {
+  static const std::vector<OpCase> cases = [] {
+    std::vector<OpCase> c;
+    add_math_cases(c);
+    add_reduce_cases(c);
+    add_array_cases(c);
+    add_linalg_cases(c);
+    add_nn_cases(c);
+    add_variable_cases(c);
+    return c;
+  }();
+  return cases;
+}
+
+std::string shapes_label(const std::vector<Shape>& shapes) {
+  std::string s;
+  for (std::size_t i = 0; i < shapes.size(); ++i) s += (i ? "x" : "") + shapes[i].to_string();
+  return s;
+}
+
+bool away_from(const std::vector<Tensor>& inputs, double kink, double margin) {
+  for (const Tensor& t : inputs)
+    for (double v : t.values<double>())
+      if (std::abs(v - kink) < margin) return false;
+  return true;
+}
+
+}  // namespace tapeflow::testing
