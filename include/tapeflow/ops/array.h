@@ -54,6 +54,11 @@ Tensor strided_slice(const Tensor& x, const std::vector<SliceSpec>& specs);
 Tensor gather(const Tensor& params, const Tensor& indices, std::int64_t axis = 0);
 /// tf.gather_nd: the last dimension of `indices` indexes the leading dimensions of `params`.
 Tensor gather_nd(const Tensor& params, const Tensor& indices);
+/// tf.scatter_nd, the inverse of gather_nd: zeros of `shape` with `updates` added at the index
+/// tuples in the last dimension of `indices` (duplicates add up). updates must have shape
+/// indices.shape[:-1] + shape[K:] where K = indices.shape[-1]; an index tuple outside `shape`
+/// throws InvalidArgumentError naming it and its position.
+Tensor scatter_nd(const Tensor& indices, const Tensor& updates, const Shape& shape);
 /// Repeats `x` multiples[i] times along dimension i.
 Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples);
 /// Pads with `constant_value`; paddings[i] = {before, after} for dimension i (non-negative).
