@@ -21,9 +21,10 @@
 
 namespace tapeflow::cpu {
 
-/// Tile edge of the blocked copy: a 32 x 32 tile of float64 is 8 KiB, so the tile of the source and
-/// that of the destination fit in L1 together.
-inline constexpr std::int64_t kTransposeTile = 32;
+/// Tile edge of the blocked copy. The rows of a tile lie a (often power-of-two) stride apart and so
+/// compete for the same few L1 sets: 16 lines fit their associativity where 32 thrash. Measured
+/// on float32 matrices (1 thread): 16 is about twice as fast as 32 at 1024^2 and 2048^2.
+inline constexpr std::int64_t kTransposeTile = 16;
 
 /// Copies the box of `p` (already coalesced, innermost destination stride 1) in tiles over
 /// dimensions `a` (the one with the smallest source stride) and the innermost dimension.
