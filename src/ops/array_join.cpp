@@ -65,6 +65,10 @@ std::vector<Tensor> split_columns(const Tensor& x, std::int64_t outer, const std
   return outs;
 }
 
+/// The most tensors one split or unstack may return. A zero-sized dimension lets split(x, n)
+/// ask for any n; each output is a heap object, so a huge n must fail cleanly, not in new.
+constexpr std::int64_t kMaxOutputs = std::int64_t{1} << 20;
+
 struct AxisAttrs {
   int axis;  // normalised
 };
@@ -266,6 +270,9 @@ std::vector<Tensor> unstack(const Tensor& x, std::int64_t axis) {
   ops::require_defined(x, ops::Unpack::kName);
   TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[Unpack] cannot unstack a scalar (x has shape ())");
   const int n = normalize_axis(axis, x.rank(), ops::Unpack::kName);
+  TAPEFLOW_REQUIRE(x.shape()[n] <= ops::kMaxOutputs, ResourceExhaustedError,
+                   "[Unpack] unstacking axis {} of x (shape {}) would return {} tensors, more than {}", n,
+                   x.shape().to_string(), x.shape()[n], ops::kMaxOutputs);
   return autodiff::apply_list<ops::Unpack>({n}, {&x, 1});
 }
 
@@ -275,6 +282,8 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t num, std::int64_t axis) 
   const int n = normalize_axis(axis, x.rank(), ops::Split::kName);
   const std::int64_t dim = x.shape()[n];
   TAPEFLOW_REQUIRE(num >= 1, InvalidArgumentError, "[Split] the number of parts must be at least 1, got {}", num);
+  TAPEFLOW_REQUIRE(num <= ops::kMaxOutputs, ResourceExhaustedError,
+                   "[Split] {} parts is more than the {} tensors one split may return", num, ops::kMaxOutputs);
   TAPEFLOW_REQUIRE(dim % num == 0, InvalidArgumentError,
                    "[Split] dimension {} of x (shape {}) has size {}, which is not divisible into {} equal parts",
                    n, x.shape().to_string(), dim, num);

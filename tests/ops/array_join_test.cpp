@@ -203,6 +203,18 @@ TEST(Split, ZeroOrNegativePartsThrow) {
                 ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Split]"), HasSubstr("at least 1"))));
 }
 
+TEST(Split, HugeNumberOfPartsThrowsCleanly) {
+  // A zero-sized axis divides into any number of parts; returning 2^60 tensors must not be tried.
+  EXPECT_THAT([] { tf::split(tf::zeros({0}), std::int64_t{1} << 60); },
+              ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Split]")));
+  EXPECT_EQ(tf::split(tf::zeros({0}), 3).size(), 3u);
+}
+
+TEST(Unstack, HugeNumberOfTensorsThrowsCleanly) {
+  EXPECT_THAT([] { tf::unstack(tf::zeros({std::int64_t{1} << 40, 0})); },
+              ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Unpack]")));
+}
+
 TEST(SplitV, GivenSizesWithOneInferred) {
   const auto parts = tf::split(tf::constant({1.f, 2.f, 3.f, 4.f, 5.f, 6.f}), Sizes{1, -1, 2}, 0);
   ASSERT_THAT(parts, SizeIs(3));
