@@ -90,16 +90,33 @@ void append(detail::TapeState& tape, const OpDef& op, std::span<const Slot> inpu
 
 void record(const OpDef& op, std::span<const Tensor* const> inputs, std::span<const Tensor> outputs,
             std::shared_ptr<const void> attrs) {
+  record_with_variables(op, inputs, {}, outputs, std::move(attrs));
+}
+
+void record_with_variables(const OpDef& op, std::span<const Tensor* const> inputs,
+                           std::span<const Variable> variables, std::span<const Tensor> outputs,
+                           std::shared_ptr<const void> attrs) {
   std::vector<Slot> slots;
   for (const auto& tape : thread_tapes()) {
-    if (!tape->recording() || !watches_a_floating_input(*tape, inputs)) continue;
+    if (!tape->recording()) continue;
+    bool watched = watches_a_floating_input(*tape, inputs);
+    for (const Variable& v : variables) {
+      if (!is_floating(v.dtype())) continue;
+      if (tape->options.watch_accessed_variables && v.trainable() && !tape->producer.contains(v.handle_id())) {
+        tape->producer.emplace(v.handle_id(), -1);
+        tape->watched_variables.push_back(v);
+      }
+      watched = watched || tape->producer.contains(v.handle_id());
+    }
+    if (!watched) continue;
     if (slots.empty()) {
       const Saves saves = op.saves();
-      slots.reserve(inputs.size());
+      slots.reserve(inputs.size() + variables.size());
       for (std::size_t i = 0; i < inputs.size(); ++i) {
         const Tensor& in = *inputs[i];
         slots.push_back({in.id(), in.shape(), in.dtype(), saves.input(static_cast<int>(i)) ? in : Tensor()});
       }
+      for (const Variable& v : variables) slots.push_back({v.handle_id(), v.shape(), v.dtype(), Tensor()});
     }
     append(*tape, op, slots, outputs, attrs);
   }
