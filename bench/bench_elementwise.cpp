@@ -16,10 +16,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <random>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "core/parallel.h"
 #include "kernels/cpu/elementwise.h"
@@ -167,6 +173,44 @@ void kernel_loop(benchmark::State& state, F kernel) {
 TAPEFLOW_BENCH_KERNEL(exp)
 TAPEFLOW_BENCH_KERNEL(tanh)
 TAPEFLOW_BENCH_KERNEL(sin)
+
+// The same exp kernel writing into a freshly allocated 64 MiB buffer each time, as an op does:
+// the allocator hands back new pages (mmap) and every first write to a page faults.
+void BM_KernelFreshOutput_exp(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  tf::cpu::set_num_threads(threads);
+  const float* x = inputs().data();
+  for (auto _ : state) {
+    std::unique_ptr<float[]> y(new float[static_cast<std::size_t>(kN)]);
+    tf::cpu::map_blocks(x, y.get(), kN, [](const float* in, float* out, std::int64_t n) {
+      tf::cpu::vmath::exp(in, out, n);
+    });
+    benchmark::DoNotOptimize(y.get());
+    benchmark::ClobberMemory();
+  }
+  report(state, 8.0, threads);
+}
+BENCHMARK(BM_KernelFreshOutput_exp)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+
+#if defined(__linux__)
+// The same with the fresh buffer backed by transparent huge pages (2 MiB: 32 faults, not 16384).
+void BM_KernelFreshHugePageOutput_exp(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  tf::cpu::set_num_threads(threads);
+  const float* x = inputs().data();
+  constexpr std::size_t kBytes = static_cast<std::size_t>(kN) * sizeof(float);
+  for (auto _ : state) {
+    auto* y = static_cast<float*>(std::aligned_alloc(std::size_t{2} << 20, kBytes));
+    madvise(y, kBytes, MADV_HUGEPAGE);
+    tf::cpu::map_blocks(x, y, kN, [](const float* in, float* out, std::int64_t n) { tf::cpu::vmath::exp(in, out, n); });
+    benchmark::DoNotOptimize(y);
+    benchmark::ClobberMemory();
+    std::free(y);
+  }
+  report(state, 8.0, threads);
+}
+BENCHMARK(BM_KernelFreshHugePageOutput_exp)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+#endif
 
 // ---- tapeflow ops, allocation of the output included -------------------------------------------
 
