@@ -48,4 +48,46 @@ namespace tapeflow {
 /// different dtypes, bool operands, or batch dimensions that do not broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 
+/// tf.tensordot with an integer: contracts the last `axes` dimensions of `a` with the first
+/// `axes` dimensions of `b` (sizes must agree pairwise). The result has shape
+/// a.shape[:-axes] + b.shape[axes:]; axes = 0 is the outer product, and
+/// tensordot(a, b, 1) on two matrices is matmul(a, b).
+///
+/// Throws InvalidArgumentError ("[Tensordot] ...") for a negative `axes`, `axes` above either
+/// rank, disagreeing contracted sizes, or different dtypes.
+Tensor tensordot(const Tensor& a, const Tensor& b, std::int64_t axes);
+
+/// tf.tensordot with explicit axis lists: contracts a's axis a_axes[i] with b's axis b_axes[i]
+/// (negative axes count from the end). The result holds a's free axes in order, then b's.
+///
+/// Throws InvalidArgumentError for lists of different lengths, an axis out of range or repeated,
+/// disagreeing contracted sizes, or different dtypes.
+Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<std::int64_t>& a_axes,
+                 const std::vector<std::int64_t>& b_axes);
+
+/// tf.einsum / numpy.einsum for one operand: "ij->ji" (transpose), "ij->i" (row sums), "ij->"
+/// (total), "...ij->...ji". Labels are ASCII letters; "..." stands for any number of leading or
+/// middle dimensions. Without "->" the output is NumPy's implicit one: "..." followed by the
+/// labels that appear exactly once, in alphabetical order.
+///
+/// Lowered to reduce_sum and transpose, so it is differentiable to any order.
+///
+/// Throws InvalidArgumentError ("[Einsum] ...") for a malformed equation, a term whose label
+/// count does not match the operand's rank, an output label absent from the inputs or repeated,
+/// or a label used with two different sizes; UnimplementedError for a label repeated within one
+/// input term (diagonals and traces, "ii->i").
+Tensor einsum(std::string_view equation, const Tensor& a);
+
+/// tf.einsum for two operands: matrix product "ij,jk->ik", batched "bij,bjk->bik",
+/// "...ij,...jk->...ik" (the "..." dimensions broadcast like NumPy), bilinear "bi,ij->bj",
+/// outer "i,j->ij", dot "i,i->", elementwise "i,i->i", and any mix of batch, contracted, kept
+/// and summed labels.
+///
+/// Lowered to reduce_sum (labels only one operand has and the output lacks), transpose and
+/// reshape into one matmul (or a broadcast multiply when nothing is contracted); transposes are
+/// skipped when the operand is already in order, so "ij,jk->ik" is exactly one MatMul.
+/// Differentiable to any order. Throws as the one-operand form, and InvalidArgumentError for
+/// operands of different dtypes or an equation with a number of terms other than two.
+Tensor einsum(std::string_view equation, const Tensor& a, const Tensor& b);
+
 }  // namespace tapeflow
