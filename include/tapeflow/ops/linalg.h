@@ -7,7 +7,8 @@
 ///   tf::Tensor w = tf::ones({3, 2});                           // (3, 2)
 ///   tf::Tensor y = tf::matmul(x, w);                           // (1, 2): [[6, 6]]   (Python: x @ w)
 ///   tf::Tensor g = tf::matmul(x, x, false, /*transpose_b=*/true);   // (1, 1): [[14]]
-///   tf::Tensor s = tf::einsum("bij,bjk->bik", a, b);           // batched matmul
+///   tf::Tensor e = tf::einsum("ij,jk->ik", x, w);             // the same product as y
+///   tf::Tensor t = tf::tensordot(x, w, 1);                      // and again
 ///
 /// float32 and float64 products run on OpenBLAS (cblas_sgemm / cblas_dgemm, with OpenBLAS's own
 /// thread pool: set OPENBLAS_NUM_THREADS to bound it); transposes are passed to GEMM as flags,
