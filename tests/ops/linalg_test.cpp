@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <tuple>
 
 #include "tapeflow/tapeflow.h"
 
@@ -371,4 +372,259 @@ TEST(MatMulGradient, SecondDerivativeThroughNestedTapes) {
   EXPECT_THAT(first.to_vector<double>(), ElementsAre(8.0, 14.0, 8.0, 14.0));
   tf::Tensor second = *outer.gradient(tf::reduce_sum(first), x);
   EXPECT_THAT(second.to_vector<double>(), ElementsAre(4.0, 4.0, 4.0, 4.0));
+}
+
+// ---- einsum -----------------------------------------------------------------------------------
+
+TEST(Einsum, MatrixProductIsMatMul) {
+  tf::Tensor a = random_tensor({2, 3}, 20), b = random_tensor({3, 4}, 21);
+  expect_near_all(tf::einsum("ij,jk->ik", a, b).to_vector<double>(), tf::matmul(a, b).to_vector<double>());
+}
+
+TEST(Einsum, TransposedOperandsUseTheTransposeFlags) {
+  // "ji,jk->ik" is a^T b; "ij,kj->ik" is a b^T; "ji,kj->ki" is (a^T b^T)^T = b a.
+  tf::Tensor a = random_tensor({3, 2}, 22), b = random_tensor({4, 3}, 23), c = random_tensor({3, 4}, 24);
+  expect_near_all(tf::einsum("ji,jk->ik", a, c).to_vector<double>(), tf::matmul(a, c, true).to_vector<double>());
+  expect_near_all(tf::einsum("ij,kj->ik", tf::transpose(a), b).to_vector<double>(),
+                  tf::matmul(tf::transpose(a), b, false, true).to_vector<double>());
+  expect_near_all(tf::einsum("ji,kj->ki", a, b).to_vector<double>(), tf::matmul(b, a).to_vector<double>());
+}
+
+TEST(Einsum, PlainProductsLowerToOneMatMulWithoutTransposes) {
+  // Operands already laid out as (B, M, K) / (B, K, M) and (B, K, N) / (B, N, K) go straight to
+  // matmul with its transpose flags: the tape records exactly one op.
+  const std::vector<std::tuple<std::string, tf::Shape, tf::Shape>> cases = {
+      {"ij,jk->ik", {2, 3}, {3, 4}},       {"ji,jk->ik", {3, 2}, {3, 4}}, {"ij,kj->ik", {2, 3}, {4, 3}},
+      {"bij,bjk->bik", {5, 2, 3}, {5, 3, 4}}, {"bi,ij->bj", {4, 3}, {3, 2}}};
+  for (const auto& [eq, sa, sb] : cases) {
+    SCOPED_TRACE(eq);
+    tf::Tensor a = random_tensor(sa, 50), b = random_tensor(sb, 51);
+    tf::GradientTape tape;
+    tape.watch({a, b});
+    tf::einsum(eq, a, b);
+    EXPECT_EQ(tape.num_recorded_ops(), 1u);
+  }
+}
+
+TEST(Einsum, BatchedMatrixProduct) {
+  tf::Tensor a = random_tensor({5, 2, 3}, 25), b = random_tensor({5, 3, 4}, 26);
+  tf::Tensor c = tf::einsum("bij,bjk->bik", a, b);
+  ASSERT_EQ(c.shape(), tf::Shape({5, 2, 4}));
+  expect_near_all(c.to_vector<double>(), tf::matmul(a, b).to_vector<double>());
+  // The batch label moved to the end of the output, and a batch against one matrix.
+  expect_near_all(tf::einsum("bij,bjk->ikb", a, b).to_vector<double>(),
+                  tf::transpose(tf::matmul(a, b), {1, 2, 0}).to_vector<double>());
+  tf::Tensor w = random_tensor({3, 4}, 27);
+  expect_near_all(tf::einsum("bij,jk->bik", a, w).to_vector<double>(), tf::matmul(a, w).to_vector<double>());
+}
+
+TEST(Einsum, Bilinear) {
+  // "bi,ij->bj" is x @ w.
+  tf::Tensor x = random_tensor({4, 3}, 28), w = random_tensor({3, 2}, 29);
+  expect_near_all(tf::einsum("bi,ij->bj", x, w).to_vector<double>(), tf::matmul(x, w).to_vector<double>());
+}
+
+TEST(Einsum, OuterDotAndElementwiseProducts) {
+  tf::Tensor u = tf::constant({1.0, 2.0, 3.0}), v = tf::constant({4.0, 5.0});
+  tf::Tensor outer = tf::einsum("i,j->ij", u, v);
+  EXPECT_EQ(outer.shape(), tf::Shape({3, 2}));
+  EXPECT_THAT(outer.to_vector<double>(), ElementsAre(4.0, 5.0, 8.0, 10.0, 12.0, 15.0));
+  tf::Tensor dot = tf::einsum("i,i->", u, u);
+  EXPECT_EQ(dot.shape(), tf::Shape());
+  EXPECT_EQ(dot.item<double>(), 14.0);
+  EXPECT_THAT(tf::einsum("i,i->i", u, u).to_vector<double>(), ElementsAre(1.0, 4.0, 9.0));
+}
+
+TEST(Einsum, SingleOperandTransposesAndSums) {
+  tf::Tensor a = tf::constant({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
+  tf::Tensor t = tf::einsum("ij->ji", a);
+  EXPECT_EQ(t.shape(), tf::Shape({3, 2}));
+  EXPECT_THAT(t.to_vector<double>(), ElementsAre(1.0, 4.0, 2.0, 5.0, 3.0, 6.0));
+  EXPECT_THAT(tf::einsum("ij->i", a).to_vector<double>(), ElementsAre(6.0, 15.0));
+  EXPECT_THAT(tf::einsum("ij->j", a).to_vector<double>(), ElementsAre(5.0, 7.0, 9.0));
+  EXPECT_EQ(tf::einsum("ij->", a).item<double>(), 21.0);
+  EXPECT_THAT(tf::einsum("ij->ij", a).to_vector<double>(), ElementsAre(1.0, 2.0, 3.0, 4.0, 5.0, 6.0));
+}
+
+TEST(Einsum, ImplicitOutputIsTheSingleLabelsInAlphabeticalOrder) {
+  // NumPy's implicit mode: "ij,jk" means "ij,jk->ik" and "ji" means "ji->ij" (a transpose).
+  tf::Tensor a = random_tensor({2, 3}, 30), b = random_tensor({3, 4}, 31);
+  expect_near_all(tf::einsum("ij,jk", a, b).to_vector<double>(), tf::matmul(a, b).to_vector<double>());
+  expect_near_all(tf::einsum("ji", a).to_vector<double>(), tf::transpose(a).to_vector<double>());
+  EXPECT_EQ(tf::einsum("ji", a).shape(), tf::Shape({3, 2}));
+}
+
+TEST(Einsum, SpacesAreIgnored) {
+  tf::Tensor a = random_tensor({2, 3}, 32), b = random_tensor({3, 4}, 33);
+  expect_near_all(tf::einsum(" ij , jk -> ik ", a, b).to_vector<double>(), tf::matmul(a, b).to_vector<double>());
+}
+
+TEST(Einsum, EllipsisBroadcastsLikeBatchMatMul) {
+  tf::Tensor a = random_tensor({2, 1, 2, 3}, 34), b = random_tensor({3, 3, 4}, 35);
+  tf::Tensor c = tf::einsum("...ij,...jk->...ik", a, b);
+  ASSERT_EQ(c.shape(), tf::Shape({2, 3, 2, 4}));
+  expect_near_all(c.to_vector<double>(), tf::matmul(a, b).to_vector<double>());
+  tf::Tensor t = tf::einsum("...ij->...ji", b);
+  expect_near_all(t.to_vector<double>(), tf::transpose(b, {0, 2, 1}).to_vector<double>());
+}
+
+TEST(Einsum, ContractsSeveralLabelsAtOnce) {
+  // "ijk,jkl->il": c[i][l] = sum_{j,k} a[i][j][k] b[j][k][l], i.e. (2, 12) @ (12, 5).
+  tf::Tensor a = random_tensor({2, 3, 4}, 36), b = random_tensor({3, 4, 5}, 37);
+  tf::Tensor c = tf::einsum("ijk,jkl->il", a, b);
+  expect_near_all(c.to_vector<double>(),
+                  tf::matmul(tf::reshape(a, {2, 12}), tf::reshape(b, {12, 5})).to_vector<double>(), 1e-12);
+}
+
+TEST(Einsum, LabelsOfOneOperandMissingFromTheOutputAreSummed) {
+  // "ij,k->i" = rowsum(a) * sum(b).
+  tf::Tensor a = tf::constant({{1.0, 2.0}, {3.0, 4.0}}), b = tf::constant({1.0, 2.0, 3.0});
+  EXPECT_THAT(tf::einsum("ij,k->i", a, b).to_vector<double>(), ElementsAre(18.0, 42.0));
+}
+
+TEST(Einsum, EmptyContractionGivesZeros) {
+  tf::Tensor c = tf::einsum("ij,jk->ik", tf::zeros({2, 0}), tf::zeros({0, 3}));
+  EXPECT_EQ(c.shape(), tf::Shape({2, 3}));
+  EXPECT_THAT(c.to_vector<float>(), ElementsAreArray(std::vector<float>(6, 0.f)));
+  EXPECT_EQ(tf::einsum("bij,bjk->bik", tf::zeros({0, 2, 3}), tf::zeros({0, 3, 4})).shape(), tf::Shape({0, 2, 4}));
+}
+
+TEST(Einsum, Integers) {
+  tf::Tensor a = tf::constant({{1, 2}, {3, 4}});
+  EXPECT_THAT(tf::einsum("ij,jk->ik", a, a).to_vector<std::int32_t>(), ElementsAre(7, 10, 15, 22));
+  EXPECT_THAT(tf::einsum("ij->j", a).to_vector<std::int32_t>(), ElementsAre(4, 6));
+}
+
+TEST(Einsum, GradientMatchesMatMul) {
+  tf::Tensor a = random_tensor({2, 3}, 38), b = random_tensor({4, 3}, 39), u = random_tensor({4, 2}, 40);
+  auto grads = [&](auto f) {
+    tf::GradientTape tape;
+    tape.watch({a, b});
+    tf::Tensor loss = tf::reduce_sum(f() * u);
+    auto g = tape.gradient(loss, std::vector<tf::Source>{a, b});
+    return std::pair{g[0]->to_vector<double>(), g[1]->to_vector<double>()};
+  };
+  // "ij,kj->ki" is b @ a^T.
+  const auto [ga, gb] = grads([&] { return tf::einsum("ij,kj->ki", a, b); });
+  const auto [wa, wb] = grads([&] { return tf::matmul(b, a, false, true); });
+  expect_near_all(ga, wa);
+  expect_near_all(gb, wb);
+}
+
+TEST(Einsum, RejectsMalformedEquations) {
+  tf::Tensor m = tf::zeros({2, 3});
+  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij,j1->i", m, m); },
+                                         {"[Einsum] invalid character '1'", "'ij,j1->i'"});
+  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij->i->j", m); }, {"[Einsum]", "more than one '->'"});
+  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("i..j->ij", m); }, {"[Einsum] malformed ellipsis"});
+  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij,jk->ik", m); },
+                                         {"[Einsum] the equation 'ij,jk->ik' has 2 input term(s) but 1 operand(s)"});
+  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij->i", m, m); }, {"has 1 input term(s) but 2 operand(s)"});
+}
+
+TEST(Einsum, TermsMustMatchTheOperandRanks) {
+  expect_error<tf::InvalidArgumentError>(
+      [] { tf::einsum("ijk->i", tf::zeros({2, 3})); },
+      {"[Einsum] the term 'ijk' of operand 0 has 3 label(s) but the operand is a float32 tensor of shape (2, 3)"});
+  expect_error<tf::InvalidArgumentError>([] { tf::einsum("...ijk->i", tf::zeros({2, 3})); },
+                                         {"has 3 label(s) and '...' but the operand is a"});
+}
+
+TEST(Einsum, ALabelHasOneSize) {
+  expect_error<tf::InvalidArgumentError>(
+      [] { tf::einsum("ij,jk->ik", tf::zeros({2, 3}), tf::zeros({4, 5})); },
+      {"[Einsum] the label 'j' has size 3 in operand 0 (float32 tensor of shape (2, 3)) but size 4 in operand 1 "
+       "(float32 tensor of shape (4, 5))"});
+}
+
+TEST(Einsum, EllipsisDimensionsMustBroadcast) {
+  expect_error<tf::InvalidArgumentError>(
+      [] { tf::einsum("...ij,...jk->...ik", tf::zeros({2, 2, 3}), tf::zeros({3, 3, 4})); },
+      {"[Einsum] the dimensions '...' stands for do not broadcast", "shape (2, 2, 3)", "shape (3, 3, 4)"});
+}
+
+TEST(Einsum, OutputLabelsMustComeFromTheInputsOnce) {
+  tf::Tensor m = tf::zeros({2, 3});
+  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij->ik", m); },
+                                         {"[Einsum] the output label 'k' of the equation 'ij->ik' appears in no input"});
+  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij->ii", m); },
+                                         {"[Einsum] the output label 'i' appears more than once"});
+}
+
+TEST(Einsum, RepeatedLabelsWithinAnOperandAreUnimplemented) {
+  expect_error<tf::UnimplementedError>([] { tf::einsum("ii->i", tf::zeros({2, 2})); },
+                                       {"[Einsum] the label 'i' appears twice in the term 'ii' of operand 0",
+                                        "diagonals and traces"});
+}
+
+TEST(Einsum, RejectsMismatchedDtypesAndBool) {
+  expect_error<tf::InvalidArgumentError>(
+      [] { tf::einsum("ij,jk->ik", tf::zeros({2, 3}), tf::zeros({3, 2}, tf::float64)); },
+      {"[Einsum] both operands must have the same dtype", "operand 0 is a float32 tensor of shape (2, 3)",
+       "operand 1 is a float64 tensor of shape (3, 2)"});
+  expect_error<tf::InvalidArgumentError>([] { tf::einsum("ij->j", tf::zeros({2, 2}, tf::bool_)); },
+                                         {"[Einsum] bool operands are not supported"});
+}
+
+// ---- tensordot --------------------------------------------------------------------------------
+
+TEST(Tensordot, OneAxisOnMatricesIsMatMul) {
+  tf::Tensor a = random_tensor({2, 3}, 41), b = random_tensor({3, 4}, 42);
+  expect_near_all(tf::tensordot(a, b, 1).to_vector<double>(), tf::matmul(a, b).to_vector<double>());
+}
+
+TEST(Tensordot, ZeroAxesIsTheOuterProduct) {
+  tf::Tensor u = tf::constant({1.0, 2.0}), v = tf::constant({{3.0, 4.0}});
+  tf::Tensor c = tf::tensordot(u, v, 0);
+  EXPECT_EQ(c.shape(), tf::Shape({2, 1, 2}));
+  EXPECT_THAT(c.to_vector<double>(), ElementsAre(3.0, 4.0, 6.0, 8.0));
+  EXPECT_EQ(tf::tensordot(tf::constant(2.0), tf::constant(3.0), 0).item<double>(), 6.0);
+}
+
+TEST(Tensordot, ContractsTheLastAxesOfAWithTheFirstOfB) {
+  // (2, 3, 4) . (3, 4, 5) over 2 axes is (2, 12) @ (12, 5).
+  tf::Tensor a = random_tensor({2, 3, 4}, 43), b = random_tensor({3, 4, 5}, 44);
+  tf::Tensor c = tf::tensordot(a, b, 2);
+  ASSERT_EQ(c.shape(), tf::Shape({2, 5}));
+  expect_near_all(c.to_vector<double>(),
+                  tf::matmul(tf::reshape(a, {2, 12}), tf::reshape(b, {12, 5})).to_vector<double>(), 1e-12);
+  EXPECT_NEAR(tf::tensordot(a, a, 3).item<double>(), tf::reduce_sum(a * a).item<double>(), 1e-12);
+}
+
+TEST(Tensordot, ExplicitAxisPairs) {
+  // c[i][l] = sum_{j,k} a[i][j][k] * b[k][j][l]  (a axis 1 with b axis 1, a axis 2 with b axis 0).
+  tf::Tensor a = random_tensor({2, 3, 4}, 45), b = random_tensor({4, 3, 5}, 46);
+  tf::Tensor c = tf::tensordot(a, b, {1, -1}, {1, 0});
+  ASSERT_EQ(c.shape(), tf::Shape({2, 5}));
+  const auto va = a.to_vector<double>(), vb = b.to_vector<double>(), vc = c.to_vector<double>();
+  for (int i = 0; i < 2; ++i)
+    for (int l = 0; l < 5; ++l) {
+      double s = 0;
+      for (int j = 0; j < 3; ++j)
+        for (int k = 0; k < 4; ++k)
+          s += va[static_cast<std::size_t>(i * 12 + j * 4 + k)] * vb[static_cast<std::size_t>(k * 15 + j * 5 + l)];
+      EXPECT_NEAR(vc[static_cast<std::size_t>(i * 5 + l)], s, 1e-12);
+    }
+}
+
+TEST(Tensordot, RejectsBadAxes) {
+  tf::Tensor a = tf::zeros({2, 3}), b = tf::zeros({3, 4});
+  expect_error<tf::InvalidArgumentError>([&] { tf::tensordot(a, b, 3); },
+                                         {"[Tensordot] axes = 3 must be between 0 and the rank of both operands"});
+  expect_error<tf::InvalidArgumentError>([&] { tf::tensordot(a, b, -1); }, {"[Tensordot] axes = -1"});
+  expect_error<tf::InvalidArgumentError>([&] { tf::tensordot(a, b, {1}, {0, 1}); },
+                                         {"[Tensordot] a_axes [1] and b_axes [0, 1] must have the same length"});
+  expect_error<tf::InvalidArgumentError>([&] { tf::tensordot(a, b, {2}, {0}); },
+                                         {"[Tensordot] axis 2 of a_axes [2] is out of range"});
+  expect_error<tf::InvalidArgumentError>([&] { tf::tensordot(a, a, {0, -2}, {0, 1}); },
+                                         {"[Tensordot] axis -2 is repeated in a_axes [0, -2]"});
+}
+
+TEST(Tensordot, ContractedSizesMustAgree) {
+  expect_error<tf::InvalidArgumentError>(
+      [] { tf::tensordot(tf::zeros({2, 3}), tf::zeros({4, 5}), 1); },
+      {"[Tensordot] contracted dimensions must agree: axis 1 of a has size 3 but axis 0 of b has size 4",
+       "a has shape (2, 3), b has shape (4, 5)"});
+  expect_error<tf::InvalidArgumentError>([] { tf::tensordot(tf::zeros({2}), tf::zeros({2}, tf::int32), 1); },
+                                         {"[Tensordot] a and b must have the same dtype"});
 }
