@@ -38,6 +38,10 @@ extern std::atomic<bool> g_check_numerics;
 
 inline bool any_tape_recording() { return t_recording_tapes > 0; }
 
+/// Leading batch dimensions of the cotangents in the backward pass running on this thread
+/// (vectorised Jacobians); 0 otherwise.
+extern thread_local int t_cotangent_batch_rank;
+
 /// Number of forward accumulators active on this thread (forward_accumulator.cpp).
 extern thread_local int t_active_accumulators;
 inline bool any_accumulator_active() { return t_active_accumulators > 0; }

@@ -50,6 +50,9 @@ class OpDef {
   bool builtin = false;
   /// The op's own JVP rule, or nullptr to derive the JVP from the gradient.
   JvpFunction jvp = nullptr;
+  /// The gradient accepts cotangents with extra leading batch dimensions (see
+  /// GradContext::batch_rank), so a Jacobian can push many cotangents through it at once.
+  bool batchable = false;
 
  private:
   std::string name_;
@@ -74,6 +77,7 @@ class Registry {
   void add() {
     define(Op::kName, Op::kSaves, &Op::backward);
     if constexpr (requires { &Op::jvp; }) get(Op::kName).jvp = &Op::jvp;
+    if constexpr (requires { Op::kBatchable; }) get(Op::kName).batchable = Op::kBatchable;
   }
   template <class Op>
   void add_non_differentiable() {

@@ -181,7 +181,9 @@ Grads product_grads(const GradContext& c) {
 // c = op(a) @ op(b) for matrices;  da = dc @ op(b)^T (in op(a)'s layout), db = op(a)^T @ dc
 struct MatMul {
   static constexpr std::string_view kName = "MatMul";
-  static constexpr Saves kSaves = kSavesInputs;  // da reads b, db reads a
+  static constexpr Saves kSaves = kSavesInputs;
+  // Stacked cotangents are batch dimensions matmul broadcasts over; sum_to_shape keeps them.
+  static constexpr bool kBatchable = true;  // da reads b, db reads a
   using Attrs = MatMulAttrs;
   static Tensor forward(const Attrs& at, const Tensor& a, const Tensor& b) {
     return batched_product(kName, at, a, b);
@@ -194,6 +196,8 @@ struct MatMul {
 struct BatchMatMulV2 {
   static constexpr std::string_view kName = "BatchMatMulV2";
   static constexpr Saves kSaves = kSavesInputs;
+  // Stacked cotangents are batch dimensions matmul broadcasts over; sum_to_shape keeps them.
+  static constexpr bool kBatchable = true;
   using Attrs = MatMulAttrs;
   static Tensor forward(const Attrs& at, const Tensor& a, const Tensor& b) {
     return batched_product(kName, at, a, b);
