@@ -10,6 +10,7 @@
 #include "kernels/cpu/reduce.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/nn.h"
 #include "tapeflow/ops/reduce.h"
 
@@ -73,7 +74,8 @@ struct Relu {
   static Grads backward(const GradContext& c) { return {raw_ops::relu_grad(c.dy(), c.output(0))}; }
 };
 
-// dx = g * (f > 0);  dg = ReluGrad(ddx, f); nothing for f (a step function of f)
+// dx = g * (f > 0);  dg = ReluGrad(ddx, f), df = 0 (a step function of f; zeros, as TensorFlow's
+// _ReluGradGrad, so second derivatives of relu are 0 rather than unconnected)
 struct ReluGrad {
   static constexpr std::string_view kName = "ReluGrad";
   static constexpr Saves kSaves{2u, 0u};  // features
@@ -83,6 +85,7 @@ struct ReluGrad {
   static Grads backward(const GradContext& c) {
     Grads gr(2);
     if (c.needs_input_grad(0)) gr[0] = raw_ops::relu_grad(c.dy(), c.input(1));
+    if (c.needs_input_grad(1)) gr[1] = zeros_like(c.input(1));
     return gr;
   }
 };
@@ -100,7 +103,7 @@ struct Relu6 {
   static Grads backward(const GradContext& c) { return {raw_ops::relu6_grad(c.dy(), c.output(0))}; }
 };
 
-// dx = g * (0 < f < 6);  dg = Relu6Grad(ddx, f); nothing for f
+// dx = g * (0 < f < 6);  dg = Relu6Grad(ddx, f), df = 0
 struct Relu6Grad {
   static constexpr std::string_view kName = "Relu6Grad";
   static constexpr Saves kSaves{2u, 0u};
@@ -111,6 +114,7 @@ struct Relu6Grad {
   static Grads backward(const GradContext& c) {
     Grads gr(2);
     if (c.needs_input_grad(0)) gr[0] = raw_ops::relu6_grad(c.dy(), c.input(1));
+    if (c.needs_input_grad(1)) gr[1] = zeros_like(c.input(1));
     return gr;
   }
 };
@@ -135,7 +139,7 @@ struct LeakyRelu {
   }
 };
 
-// dx = g * (f > 0 ? 1 : alpha);  dg = LeakyReluGrad(ddx, f); nothing for f
+// dx = g * (f > 0 ? 1 : alpha);  dg = LeakyReluGrad(ddx, f), df = 0
 struct LeakyReluGrad {
   static constexpr std::string_view kName = "LeakyReluGrad";
   static constexpr Saves kSaves{2u, 0u};
@@ -149,6 +153,7 @@ struct LeakyReluGrad {
   static Grads backward(const GradContext& c) {
     Grads gr(2);
     if (c.needs_input_grad(0)) gr[0] = raw_ops::leaky_relu_grad(c.dy(), c.input(1), c.attrs<Attrs>().alpha);
+    if (c.needs_input_grad(1)) gr[1] = zeros_like(c.input(1));
     return gr;
   }
 };
