@@ -140,6 +140,12 @@ TEST_P(ReduceLarge, SumAndMaxMatchNaiveReference) {
     EXPECT_NEAR(sum[i], want_sum[i], 1e-9 * (1 + std::abs(want_sum[i]))) << "output " << i;
     EXPECT_EQ(max[i], want_max[i]) << "output " << i;
   }
+  // float32 input, double accumulation: within float32 rounding of the exact sum.
+  const tf::Tensor xf = random_tensor<float>(shape, 8);
+  const std::vector<double> want_f = reference(xf, axes, false);
+  const std::vector<float> sum_f = vals<float>(tf::reduce_sum(xf, ax));
+  for (std::size_t i = 0; i < sum_f.size(); ++i)
+    EXPECT_NEAR(sum_f[i], want_f[i], 1e-6 * (1 + std::abs(want_f[i]))) << "float32 output " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, ReduceLarge,
@@ -151,7 +157,11 @@ INSTANTIATE_TEST_SUITE_P(Paths, ReduceLarge,
                                            LargeCase{{7, 300, 9}, {1}},          // middle axis, narrow tiles
                                            LargeCase{{5, 700, 3}, {0, 2}},       // non-adjacent groups
                                            LargeCase{{4, 6, 5, 300}, {1, 3}},    // two groups, tiles
-                                           LargeCase{{1000, 1000}, {0, 1}}));
+                                           LargeCase{{1000, 1000}, {0, 1}},
+                                           LargeCase{{2, 3, 2, 3, 2, 3, 2, 3}, {1, 3, 5, 7}},  // four groups
+                                           LargeCase{{3, 1, 4, 1, 5}, {1, 2}},  // size-1 axes merge away
+                                           LargeCase{{3, 1, 4, 1, 5}, {1, 3}},  // only size-1 axes: a copy
+                                           LargeCase{{40000, 17}, {0}}));       // narrow fold, remainder rows
 
 TEST(ReduceSum, Float32AccumulatesInDouble) {
   // A float accumulator drifts to about 100958 here; a double one gives the correctly rounded sum.
@@ -315,6 +325,22 @@ TEST(ArgMax, LargeInputMatchesScan) {
   for (std::int64_t r = 0; r < 3; ++r) {
     auto row = v.subspan(static_cast<std::size_t>(r * 200000), 200000);
     EXPECT_EQ(got[static_cast<std::size_t>(r)], std::max_element(row.begin(), row.end()) - row.begin());
+  }
+}
+
+TEST(ArgMax, StridedAxisMatchesScan) {
+  const tf::Tensor x = random_tensor<double>({300, 700}, 9);
+  const auto v = x.values<double>();
+  const std::vector<std::int64_t> got_max = vals<std::int64_t>(tf::argmax(x, 0));
+  const std::vector<std::int64_t> got_min = vals<std::int64_t>(tf::argmin(x, 0));
+  for (std::size_t c = 0; c < 700; ++c) {
+    std::size_t best = 0, worst = 0;
+    for (std::size_t r = 1; r < 300; ++r) {
+      if (v[r * 700 + c] > v[best * 700 + c]) best = r;
+      if (v[r * 700 + c] < v[worst * 700 + c]) worst = r;
+    }
+    EXPECT_EQ(got_max[c], static_cast<std::int64_t>(best));
+    EXPECT_EQ(got_min[c], static_cast<std::int64_t>(worst));
   }
 }
 
