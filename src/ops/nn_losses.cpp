@@ -34,12 +34,21 @@ void for_each_slice(const T* x, const cpu::AxisBlocks& b, F f) {
 /// log(sum(exp(z[r * stride]))) over r < n (n >= 1), with the maximum subtracted first.
 template <class T>
 double log_sum_exp(const T* z, std::int64_t n, std::int64_t stride) {
-  T m = z[0];
-  for (std::int64_t r = 1; r < n; ++r) m = cpu::MaxReducer<T>::combine(m, z[r * stride]);
+  T m;
+  if (stride == 1) {
+    m = cpu::reduce_run<cpu::MaxReducer<T>>(z, n);
+  } else {
+    m = z[0];
+    for (std::int64_t r = 1; r < n; ++r) m = cpu::MaxReducer<T>::combine(m, z[r * stride]);
+  }
   if (!std::isfinite(m)) m = T(0);  // TensorFlow's rule (see reduce_logsumexp)
-  double s = 0;
-  for (std::int64_t r = 0; r < n; ++r) s += static_cast<double>(std::exp(z[r * stride] - m));
-  return std::log(s) + static_cast<double>(m);
+  // Four partial sums: the exp calls overlap instead of waiting on one accumulator.
+  double s[4] = {0, 0, 0, 0};
+  std::int64_t r = 0;
+  for (; r + 4 <= n; r += 4)
+    for (int k = 0; k < 4; ++k) s[k] += static_cast<double>(std::exp(z[(r + k) * stride] - m));
+  for (; r < n; ++r) s[0] += static_cast<double>(std::exp(z[r * stride] - m));
+  return std::log((s[0] + s[1]) + (s[2] + s[3])) + static_cast<double>(m);
 }
 
 std::vector<std::int64_t> dims_of(const Shape& s) { return {s.dims().begin(), s.dims().end()}; }

@@ -42,9 +42,10 @@ Tensor reduce_max(const Tensor& x, const Axes& axes = {}, bool keepdims = false)
 /// reduction.
 Tensor reduce_min(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 /// Product over `axes` (op "Prod"). An empty reduction is 1. Gradient: the product of the other
-/// elements, exact for any number of zeros. Its own derivative (second order) is exact for
-/// inputs without zeros; at an input holding a zero it treats the zero pattern as fixed, so
-/// second derivatives that cross a zero factor are reported as 0.
+/// elements, exact for any number of zeros. Second derivatives are exact for inputs without
+/// zeros; where a reduced group holds an exact zero, the gradient's own derivative treats the
+/// zero pattern as fixed, so some mixed second derivatives through the zero read 0 (TensorFlow's
+/// cumulative-product formulation has no such limit).
 Tensor reduce_prod(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 /// log(sum(exp(x))) computed stably (op "ReduceLogSumExp"), with TensorFlow's numerics: the
 /// maximum m is subtracted first, and replaced by 0 when it is not finite, so all -inf gives -inf,
