@@ -34,6 +34,7 @@
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/gradient_control.h"
 #include "tapeflow/ops/image.h"
+#include "tapeflow/ops/linalg.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/nn.h"
 #include "tapeflow/ops/reduce.h"
