@@ -267,10 +267,7 @@ Tensor gelu_second_derivative(const Tensor& x, bool approximate) {
   if (!approximate)
     return exp(square(x) * -0.5) * (std::numbers::inv_sqrtpi / std::numbers::sqrt2) * (2.0 - square(x));
   const Tensor x2 = square(x);
-  const Tensor u = (x + x2 * x * kGeluCubic) * kSqrt2OverPi;
-  // tanh(u) = 1 - 2 / (exp(2u) + 1): finite for every u (exp overflowing to inf gives 1).
-  // NOTE: switch to tapeflow::tanh once the math family provides it.
-  const Tensor t = 1.0 - 2.0 / (exp(u * 2.0) + 1.0);
+  const Tensor t = tanh((x + x2 * x * kGeluCubic) * kSqrt2OverPi);
   const Tensor du = (x2 * (3 * kGeluCubic) + 1.0) * kSqrt2OverPi;
   return (1.0 - square(t)) * (du + x * (x * (3 * kSqrt2OverPi * kGeluCubic) - t * square(du)));
 }

@@ -10,7 +10,6 @@
 #include "kernels/cpu/reduce.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
-#include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/nn.h"
 #include "tapeflow/ops/reduce.h"
 
@@ -53,13 +52,6 @@ double log_sum_exp(const T* z, std::int64_t n, std::int64_t stride) {
 
 std::vector<std::int64_t> dims_of(const Shape& s) { return {s.dims().begin(), s.dims().end()}; }
 
-/// `shape` with dimension `axis` set to 1: where a per-example value broadcasts against logits.
-std::vector<std::int64_t> keep_axis_dims(const Shape& shape, int axis) {
-  std::vector<std::int64_t> d = dims_of(shape);
-  d[static_cast<std::size_t>(axis)] = 1;
-  return d;
-}
-
 struct AxisAttrs {
   int axis = -1;  // normalised
 };
@@ -100,7 +92,7 @@ struct SoftmaxCrossEntropyWithLogits {
     const int axis = c.attrs<Attrs>().axis;
     const Tensor& labels = c.input(0);
     const Tensor& logits = c.input(1);
-    const Tensor dy = reshape(c.dy(), keep_axis_dims(logits.shape(), axis));
+    const Tensor dy = expand_dims(c.dy(), axis);
     Grads g(2);
     if (c.needs_input_grad(0)) g[0] = -dy * nn::log_softmax(logits, axis);
     if (c.needs_input_grad(1))
@@ -147,16 +139,8 @@ struct SparseSoftmaxCrossEntropyWithLogits {
   static Grads backward(const GradContext& c) {
     const Tensor& logits = c.input(1);
     const int axis = logits.rank() - 1;
-    const Tensor dy = reshape(c.dy(), keep_axis_dims(logits.shape(), axis));
-    // one_hot(labels) as a constant: the labels are integers, so it carries no gradient.
-    const std::vector<std::int64_t> lab = label_values(c.input(0));
-    const std::int64_t classes = logits.shape()[axis];
-    Tensor one_hot = zeros(logits.shape(), logits.dtype());
-    visit_floating(logits.dtype(), [&]<class T>() {
-      T* p = detail::mutable_data<T>(one_hot);
-      for (std::size_t r = 0; r < lab.size(); ++r) p[static_cast<std::int64_t>(r) * classes + lab[r]] = T(1);
-    });
-    return {std::nullopt, dy * (nn::softmax(logits, axis) - one_hot)};
+    const Tensor labels = one_hot(c.input(0), logits.shape()[axis], 1.0, 0.0, logits.dtype());
+    return {std::nullopt, expand_dims(c.dy(), axis) * (nn::softmax(logits, axis) - labels)};
   }
 
   static std::vector<std::int64_t> label_values(const Tensor& labels) {
@@ -199,12 +183,7 @@ struct SigmoidCrossEntropyWithLogits {
     const Tensor& x = c.input(1);
     Grads g(2);
     if (c.needs_input_grad(0)) g[0] = -c.dy() * x;
-    if (c.needs_input_grad(1)) {
-      // sigmoid(x) = exp(-softplus(-x)) and softplus(v) is this loss at labels 0: accurate for every
-      // x and differentiable. NOTE: use tapeflow::sigmoid once the math family provides it.
-      const Tensor sig = exp(-nn::sigmoid_cross_entropy_with_logits(zeros_like(x), -x));
-      g[1] = c.dy() * (sig - z);
-    }
+    if (c.needs_input_grad(1)) g[1] = c.dy() * (sigmoid(x) - z);
     return g;
   }
 };
@@ -261,7 +240,7 @@ Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
   TAPEFLOW_REQUIRE(s.rank() >= 1, InvalidArgumentError,
                    "[{}] needs rank >= 1 (the mean is over the last axis): y_true is a {}, y_pred is a {}", kOp,
                    ops::describe(y_true), ops::describe(y_pred));
-  return reduce_mean(square(y_pred - y_true), {-1});
+  return reduce_mean(squared_difference(y_pred, y_true), {-1});
 }
 
 }  // namespace nn

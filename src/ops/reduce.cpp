@@ -10,6 +10,7 @@
 #include "kernels/cpu/reduce.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
 
 namespace tapeflow {
 namespace ops {
@@ -84,34 +85,6 @@ Tensor visit_numeric(const Tensor& x, std::string_view op, Fn&& fn) {
   });
 }
 
-/// A new tensor of `shape` holding f(i) for each flat index; never recorded on a tape. Used for
-/// the locally constant factors of a gradient (tie patterns, zero patterns): their derivative is
-/// zero wherever it exists, so treating them as constants keeps higher derivatives exact.
-template <class T, class F>
-Tensor constant_from(const Shape& shape, DType dtype, std::string_view op, F f) {
-  Tensor t = detail::empty(shape, dtype, op);
-  T* p = detail::mutable_data<T>(t);
-  for (std::int64_t i = 0; i < shape.num_elements(); ++i) p[i] = f(i);
-  return t;
-}
-
-/// w = (x == y) / (number of elements equal to y in the reduced group), for y = max or min of x
-/// with keepdims shape: how TensorFlow's _MinOrMaxGrad splits dy among tied extremes. A group
-/// whose extreme is NaN has no element equal to it, so its weights are 0 / 0 = NaN, as in
-/// TensorFlow.
-Tensor tie_weights(const Tensor& x, const Tensor& y, const ReduceAttrs& a, std::string_view op) {
-  return visit_floating(x.dtype(), [&]<class T>() -> Tensor {
-    Tensor ind = detail::empty(x.shape(), x.dtype(), op);
-    cpu::zip(x.values<T>().data(), x.shape(), y.values<T>().data(), a.keepdims_shape, detail::mutable_data<T>(ind),
-             x.shape(), [](T v, T m) { return v == m ? T(1) : T(0); });
-    Tensor count = reduce_with<cpu::SumReducer, T>(ind, a, op, [](double s) { return static_cast<T>(s); });
-    Tensor w = detail::empty(x.shape(), x.dtype(), op);
-    cpu::zip(ind.values<T>().data(), x.shape(), count.values<T>().data(), a.keepdims_shape,
-             detail::mutable_data<T>(w), x.shape(), [](T i, T c) { return i / c; });
-    return w;
-  });
-}
-
 // y = sum(x, axes);  dx = broadcast(dy, shape(x))
 struct Sum {
   static constexpr std::string_view kName = "Sum";
@@ -165,11 +138,15 @@ struct MinOrMax {
   static Tensor forward_impl(const Attrs& a, const Tensor& x, std::string_view op) {
     return visit_numeric(x, op, [&]<class T>() { return reduce_with<R, T>(x, a, op, [](T v) { return v; }); });
   }
-  // dx = dy * (x == y) / (number of ties), dy and y broadcast back to shape(x)
+  // dx = dy * (x == y) / (number of ties), dy and y broadcast back to shape(x): TensorFlow's
+  // _MinOrMaxGrad. A group whose extreme is NaN has no element equal to it: 0 / 0 = NaN there,
+  // as in TensorFlow. The tie pattern is a constant (cast from bool cuts the gradient path).
   static Grads backward(const GradContext& c) {
     const auto& a = c.attrs<Attrs>();
-    const Tensor w = tie_weights(c.input(0), c.output(0), a, c.op_name());
-    return {reshape(c.dy(), dims_of(a.keepdims_shape)) * w};
+    const auto kd = dims_of(a.keepdims_shape);
+    const Tensor& x = c.input(0);
+    const Tensor ties = cast(equal(x, reshape(c.output(0), kd)), x.dtype());
+    return {reshape(c.dy(), kd) * ties / reduce_sum(ties, to_axes(a.axes), /*keepdims=*/true)};
   }
 };
 
@@ -197,29 +174,28 @@ struct Prod {
   }
   // Without zeros: dx = dy * y / x. With zeros, let z = (x == 0) and k = number of zeros in the
   // group: the product of the others is prod(nonzero x) at the single zero of a group with k = 1,
-  // and 0 everywhere else in groups with k >= 1. With x' = x where x != 0, else 1 (built as
-  // x * (1 - z) + z, so it does not depend on x at the zeros):
+  // and 0 everywhere else in groups with k >= 1. With x' = where(x == 0, 1, x) (which does not
+  // depend on x at the zeros):
   //   dx = dy * prod(x') * ([k == 0] / x' + [k == 1] * z).
   // TensorFlow's _ProdGrad uses exclusive cumulative products instead (we have no cumprod).
   static Grads backward(const GradContext& c) {
     const auto& a = c.attrs<Attrs>();
+    const auto kd = dims_of(a.keepdims_shape);
     const Tensor& x = c.input(0);
-    const Tensor dy = reshape(c.dy(), dims_of(a.keepdims_shape));
-    return visit_floating(x.dtype(), [&]<class T>() -> Grads {
-      const auto xv = x.values<T>();
-      if (std::none_of(xv.begin(), xv.end(), [](T v) { return v == T(0); }))
-        return {dy * reshape(c.output(0), dims_of(a.keepdims_shape)) / x};
-      const DType dt = x.dtype();
-      const Tensor z = constant_from<T>(x.shape(), dt, kName, [&](std::int64_t i) { return T(xv[i] == T(0)); });
-      const Tensor keep = constant_from<T>(x.shape(), dt, kName, [&](std::int64_t i) { return T(xv[i] != T(0)); });
-      const Tensor k = reduce_with<cpu::SumReducer, T>(z, a, kName, [](double s) { return static_cast<T>(s); });
-      const auto kv = k.values<T>();
-      const Tensor no_zero = constant_from<T>(a.keepdims_shape, dt, kName, [&](std::int64_t j) { return T(kv[j] == 0); });
-      const Tensor one_zero = constant_from<T>(a.keepdims_shape, dt, kName, [&](std::int64_t j) { return T(kv[j] == 1); });
-      const Tensor x_safe = x * keep + z;
-      const Tensor p = reduce_prod(x_safe, to_axes(a.axes), /*keepdims=*/true);
-      return {dy * p * (no_zero / x_safe + one_zero * z)};
+    const Tensor dy = reshape(c.dy(), kd);
+    const bool has_zero = visit_floating(x.dtype(), [&]<class T>() {
+      const auto v = x.values<T>();
+      return std::any_of(v.begin(), v.end(), [](T e) { return e == T(0); });
     });
+    if (!has_zero) return {dy * reshape(c.output(0), kd) / x};
+    const DType dt = x.dtype();
+    const Axes axes = to_axes(a.axes);
+    const Tensor is_zero = x == 0;
+    const Tensor z = cast(is_zero, dt);
+    const Tensor k = reduce_sum(z, axes, /*keepdims=*/true);
+    const Tensor x_safe = where(is_zero, ones_like(x), x);
+    const Tensor p = reduce_prod(x_safe, axes, /*keepdims=*/true);
+    return {dy * p * (cast(k == 0, dt) / x_safe + cast(k == 1, dt) * z)};
   }
 };
 

@@ -70,7 +70,7 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
 /// labels: -x * dy.
 Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits);
 /// mean((y_pred - y_true)^2) over the last axis, like Keras' mean_squared_error (a composite of
-/// subtract, square and reduce_mean). Same float dtype; shapes broadcast; rank >= 1.
+/// squared_difference and reduce_mean). Same float dtype; shapes broadcast; rank >= 1.
 Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 
 }  // namespace tapeflow::nn
