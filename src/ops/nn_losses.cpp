@@ -17,30 +17,35 @@ namespace tapeflow {
 namespace ops {
 namespace {
 
-/// Calls f(o, i, pointer to element (o, 0, i)) for every slice of x viewed as (outer, n, inner)
-/// along one axis; slices run in parallel.
+/// Calls f(k, pointer to element (o, 0, i), scratch) for every slice k = o * inner + i of x
+/// viewed as (outer, n, inner) along one axis; slices run in parallel. `scratch` holds n
+/// elements when inner == 1 (for log_sum_exp), else none.
 template <class T, class F>
 void for_each_slice(const T* x, const cpu::AxisBlocks& b, F f) {
   cpu::parallel_for(b.outer * b.inner, std::max<std::int64_t>(1, cpu::kParallelGrain / (8 * std::max<std::int64_t>(b.n, 1))),
                     [&](std::int64_t s, std::int64_t e) {
+                      std::vector<T> scratch(static_cast<std::size_t>(b.inner == 1 ? b.n : 0));
                       for (std::int64_t k = s; k < e; ++k) {
                         const std::int64_t o = k / b.inner, i = k % b.inner;
-                        f(k, x + o * b.n * b.inner + i);
+                        f(k, x + o * b.n * b.inner + i, scratch.data());
                       }
                     });
 }
 
 /// log(sum(exp(z[r * stride]))) over r < n (n >= 1), with the maximum subtracted first.
+/// Contiguous slices (stride 1) go through the vectorised exp, using `scratch` (n elements).
 template <class T>
-double log_sum_exp(const T* z, std::int64_t n, std::int64_t stride) {
-  T m;
+double log_sum_exp(const T* z, std::int64_t n, std::int64_t stride, T* scratch) {
   if (stride == 1) {
-    m = cpu::reduce_run<cpu::MaxReducer<T>>(z, n);
-  } else {
-    m = z[0];
-    for (std::int64_t r = 1; r < n; ++r) m = cpu::MaxReducer<T>::combine(m, z[r * stride]);
+    T m = cpu::reduce_run<cpu::MaxReducer<T>>(z, n);
+    if (!std::isfinite(m)) m = T(0);  // TensorFlow's rule (see reduce_logsumexp)
+    for (std::int64_t r = 0; r < n; ++r) scratch[r] = z[r] - m;
+    cpu::vmath::exp(scratch, scratch, n);
+    return std::log(cpu::reduce_run<cpu::SumReducer<T>>(scratch, n)) + static_cast<double>(m);
   }
-  if (!std::isfinite(m)) m = T(0);  // TensorFlow's rule (see reduce_logsumexp)
+  T m = z[0];
+  for (std::int64_t r = 1; r < n; ++r) m = cpu::MaxReducer<T>::combine(m, z[r * stride]);
+  if (!std::isfinite(m)) m = T(0);
   // Four partial sums: the exp calls overlap instead of waiting on one accumulator.
   double s[4] = {0, 0, 0, 0};
   std::int64_t r = 0;
@@ -73,13 +78,13 @@ struct SoftmaxCrossEntropyWithLogits {
       const T* l = labels.values<T>().data();
       const T* z = logits.values<T>().data();
       T* po = detail::mutable_data<T>(out);
-      for_each_slice(z, b, [&](std::int64_t k, const T* zs) {
+      for_each_slice(z, b, [&](std::int64_t k, const T* zs, T* scratch) {
         if (b.n == 0) {
           po[k] = T(0);  // no classes: an empty sum
           return;
         }
         const T* ls = l + (zs - z);
-        const double lse = log_sum_exp(zs, b.n, b.inner);
+        const double lse = log_sum_exp(zs, b.n, b.inner, scratch);
         double loss = 0;
         for (std::int64_t r = 0; r < b.n; ++r)
           loss += static_cast<double>(ls[r * b.inner]) * (lse - static_cast<double>(zs[r * b.inner]));
@@ -130,8 +135,9 @@ struct SparseSoftmaxCrossEntropyWithLogits {
     visit_floating(logits.dtype(), [&]<class T>() {
       const T* z = logits.values<T>().data();
       T* po = detail::mutable_data<T>(out);
-      for_each_slice(z, cpu::AxisBlocks{rows, classes, 1}, [&](std::int64_t k, const T* zs) {
-        po[k] = static_cast<T>(log_sum_exp(zs, classes, 1) - static_cast<double>(zs[lab[static_cast<std::size_t>(k)]]));
+      for_each_slice(z, cpu::AxisBlocks{rows, classes, 1}, [&](std::int64_t k, const T* zs, T* scratch) {
+        po[k] = static_cast<T>(log_sum_exp(zs, classes, 1, scratch) -
+                               static_cast<double>(zs[lab[static_cast<std::size_t>(k)]]));
       });
     });
     return out;

@@ -215,8 +215,11 @@ struct ReduceLogSumExp {
       kd.out_shape = a.keepdims_shape;
       Tensor m = reduce_with<cpu::MaxReducer, T>(x, kd, kName, [](T v) { return std::isfinite(v) ? v : T(0); });
       Tensor e = detail::empty(x.shape(), x.dtype(), kName);
-      cpu::zip(x.values<T>().data(), x.shape(), m.values<T>().data(), a.keepdims_shape, detail::mutable_data<T>(e),
-               x.shape(), [](T v, T mv) { return std::exp(v - mv); });
+      T* pe = detail::mutable_data<T>(e);
+      cpu::zip(x.values<T>().data(), x.shape(), m.values<T>().data(), a.keepdims_shape, pe, x.shape(),
+               [](T v, T mv) { return v - mv; });
+      cpu::parallel_for(x.num_elements(), cpu::kParallelGrain / 8,
+                        [&](std::int64_t b, std::int64_t end) { cpu::vmath::exp(pe + b, pe + b, end - b); });
       std::vector<double> s(static_cast<std::size_t>(a.out_shape.num_elements()));
       cpu::reduce<cpu::SumReducer<T>>(e.values<T>().data(), x.shape(), a.reduced, s.data());
       // out and m hold the same outputs in the same order (keepdims only adds size-1 axes).

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu/vmath.h"
 #include "tapeflow/shape.h"
 
 namespace tapeflow::cpu {
@@ -417,8 +418,9 @@ void softmax_blocks(const T* x, std::int64_t outer, std::int64_t n, std::int64_t
         const T* xr = x + o * n;
         T* yr = y + o * n;
         const T m = reduce_run<MaxReducer<T>>(xr, n);
-        // exp into y first, then sum y: no loop-carried dependency in the exp loop.
-        for (std::int64_t i = 0; i < n; ++i) yr[i] = std::exp(xr[i] - m);
+        // exp(x - m) into y with vectorised exp, then sum y.
+        for (std::int64_t i = 0; i < n; ++i) yr[i] = xr[i] - m;
+        vmath::exp(yr, yr, n);
         const double s = reduce_run<SumReducer<T>>(yr, n);
         if constexpr (kSoftmax) {
           const auto inv = static_cast<T>(1.0 / s);
@@ -448,13 +450,12 @@ void softmax_blocks(const T* x, std::int64_t outer, std::int64_t n, std::int64_t
           const auto k = static_cast<std::size_t>(i);
           m[k] = MaxReducer<T>::combine(m[k], xb[r * inner + i]);
         }
-      for (std::int64_t r = 0; r < n; ++r)
-        for (std::int64_t i = 0; i < w; ++i) {
-          const auto k = static_cast<std::size_t>(i);
-          const T ev = std::exp(xb[r * inner + i] - m[k]);
-          s[k] += static_cast<double>(ev);
-          if constexpr (kSoftmax) yb[r * inner + i] = ev;
-        }
+      for (std::int64_t r = 0; r < n; ++r) {
+        T* yr = yb + r * inner;
+        for (std::int64_t i = 0; i < w; ++i) yr[i] = xb[r * inner + i] - m[static_cast<std::size_t>(i)];
+        vmath::exp(yr, yr, w);
+        for (std::int64_t i = 0; i < w; ++i) s[static_cast<std::size_t>(i)] += static_cast<double>(yr[i]);
+      }
       for (std::int64_t i = 0; i < w; ++i) {
         const auto k = static_cast<std::size_t>(i);
         f[k] = static_cast<T>(kSoftmax ? 1.0 / s[k] : std::log(s[k]));
