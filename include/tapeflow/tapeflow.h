@@ -27,6 +27,7 @@
 #include "tapeflow/debugging.h"
 #include "tapeflow/dtype.h"
 #include "tapeflow/errors.h"
+#include "tapeflow/forward_accumulator.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/memory.h"
 #include "tapeflow/nest.h"

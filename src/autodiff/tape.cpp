@@ -49,7 +49,15 @@ namespace tapeflow {
 namespace autodiff {
 
 thread_local int t_recording_tapes = 0;
+thread_local std::uint64_t t_hidden_lo = 0;
+thread_local std::uint64_t t_hidden_hi = 0;
 std::atomic<bool> g_check_numerics{false};
+
+namespace {
+thread_local std::uint64_t t_next_nesting_id = 0;
+}
+std::uint64_t next_nesting_id() { return t_next_nesting_id++; }
+std::uint64_t peek_nesting_id() { return t_next_nesting_id; }
 
 namespace {
 
@@ -64,6 +72,17 @@ void recount_recording_tapes() {
   for (const auto& t : thread_tapes()) n += t->recording() ? 1 : 0;
   t_recording_tapes = n;
 }
+
+}  // namespace
+
+void recount_accumulators();  // forward_accumulator.cpp
+
+void recount_observers() {
+  recount_recording_tapes();
+  recount_accumulators();
+}
+
+namespace {
 
 bool watches_a_floating_input(const detail::TapeState& tape, std::span<const Tensor* const> inputs) {
   for (const Tensor* in : inputs)
@@ -138,11 +157,15 @@ struct ReadVariableOp {
 
 void register_variable_ops(Registry& r) { r.add<ReadVariableOp>(); }
 
-/// Called by Variable::read_value(): watches the variable on tapes that auto-watch it, and
-/// records the read on every tape that watches it. Returns the tensor the caller should use.
+void forward_accumulate_variable_read(const Variable& var, const Tensor& read);  // forward_accumulator.cpp
+
+/// Called by Variable::read_value() when a tape records or an accumulator is active: watches the
+/// variable on tapes that auto-watch it, records the read on every tape that watches it, and
+/// gives the read its tangent on accumulators. Returns the tensor the caller should use: a fresh
+/// id per observed read, as each read is its own op output in TensorFlow.
 Tensor record_variable_read(const Variable& var, const Tensor& value) {
   const auto& tapes = thread_tapes();
-  bool any = false;
+  bool on_a_tape = false;
   for (const auto& tape : tapes) {
     if (!tape->recording()) continue;
     if (tape->options.watch_accessed_variables && var.trainable() && is_floating(var.dtype()) &&
@@ -150,11 +173,11 @@ Tensor record_variable_read(const Variable& var, const Tensor& value) {
       tape->producer.emplace(var.handle_id(), -1);
       tape->watched_variables.push_back(var);
     }
-    any = any || tape->producer.contains(var.handle_id());
+    on_a_tape = on_a_tape || tape->producer.contains(var.handle_id());
   }
-  if (!any) return value;
-  // A fresh id per read: each read is its own op output, as in TensorFlow.
+  if (!on_a_tape && !any_accumulator_active()) return value;
   Tensor read = detail::share_with_shape(value, value.shape());
+  if (any_accumulator_active()) forward_accumulate_variable_read(var, read);
   const Slot input{var.handle_id(), var.shape(), var.dtype(), Tensor()};
   const OpDef& op = op_def<ReadVariableOp>();
   for (const auto& tape : tapes)
@@ -229,7 +252,7 @@ constexpr std::string_view kConsumedMessage =
 GradientTape::GradientTape(TapeOptions options) : state_(std::make_shared<detail::TapeState>()) {
   state_->options = options;
   autodiff::thread_tapes().push_back(state_);
-  autodiff::recount_recording_tapes();
+  autodiff::recount_observers();
 }
 
 GradientTape::~GradientTape() {
@@ -237,7 +260,7 @@ GradientTape::~GradientTape() {
   if (state_->owner != std::this_thread::get_id()) return;  // the owner's stack drops it lazily
   auto& tapes = autodiff::thread_tapes();
   std::erase(tapes, state_);
-  autodiff::recount_recording_tapes();
+  autodiff::recount_observers();
 }
 
 void GradientTape::watch(const Source& source) {
@@ -267,17 +290,17 @@ void GradientTape::reset() {
   state_->watched_variables.clear();
   state_->consumed = false;
   state_->warned_dtype = false;
-  autodiff::recount_recording_tapes();
+  autodiff::recount_observers();
 }
 
 GradientTape::RecordingPause::RecordingPause(std::shared_ptr<detail::TapeState> s)
     : state_(std::move(s)), was_recording_(!state_->paused) {
   state_->paused = true;
-  autodiff::recount_recording_tapes();
+  autodiff::recount_observers();
 }
 GradientTape::RecordingPause::~RecordingPause() {
   state_->paused = !was_recording_;
-  if (state_->owner == std::this_thread::get_id()) autodiff::recount_recording_tapes();
+  if (state_->owner == std::this_thread::get_id()) autodiff::recount_observers();
 }
 
 GradientTape::RecordingPause GradientTape::stop_recording() {
@@ -454,7 +477,7 @@ auto GradientTape::run_backward(std::string_view what, F&& body) {
     pause.emplace(state_);
   } else {
     tape.consumed = true;
-    autodiff::recount_recording_tapes();
+    autodiff::recount_observers();
   }
   struct ReleaseAtExit {
     detail::TapeState& tape;
