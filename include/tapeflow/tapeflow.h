@@ -37,6 +37,7 @@
 #include "tapeflow/ops/image.h"
 #include "tapeflow/ops/linalg.h"
 #include "tapeflow/ops/math.h"
+#include "tapeflow/ops/nn.h"
 #include "tapeflow/ops/reduce.h"
 #include "tapeflow/registry.h"
 #include "tapeflow/shape.h"
