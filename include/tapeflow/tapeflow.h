@@ -28,6 +28,7 @@
 #include "tapeflow/errors.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/memory.h"
+#include "tapeflow/module.h"
 #include "tapeflow/nest.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
