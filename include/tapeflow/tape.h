@@ -138,18 +138,23 @@ class GradientTape {
     auto it = grads.begin();
     return nest::Nest<S>::pack(sources, it);
   }
-  /// Braced lists of sources: tape.gradient(y, {x0, x1, x2, x3}).
-  std::vector<std::optional<Tensor>> gradient(const Targets& targets, const std::vector<Source>& sources,
+  /// Braced lists of sources: tape.gradient(y, {x0, x1, x2, x3}) gives a std::vector.
+  std::vector<std::optional<Tensor>> gradient(const Targets& targets, std::initializer_list<Source> sources,
                                               const std::vector<Tensor>& output_gradients = {},
                                               UnconnectedGradients unconnected = UnconnectedGradients::None) {
-    return gradient_flat(targets, sources, output_gradients, unconnected);
+    return gradient_flat(targets, std::span<const Source>(sources.begin(), sources.size()), output_gradients,
+                         unconnected);
   }
-  /// Braced maps of sources: tape.gradient(y, {{"w", w}, {"b", b}}).
+  std::vector<std::optional<Tensor>> gradient(const Targets& targets, std::initializer_list<Source> sources,
+                                              UnconnectedGradients unconnected) {
+    return gradient(targets, sources, {}, unconnected);
+  }
+  /// Braced maps of sources: tape.gradient(y, {{"w", w}, {"b", b}}) gives a std::map.
   std::map<std::string, std::optional<Tensor>> gradient(
-      const Targets& targets, const std::map<std::string, Source>& sources,
+      const Targets& targets, std::initializer_list<std::pair<const std::string, Source>> sources,
       const std::vector<Tensor>& output_gradients = {},
       UnconnectedGradients unconnected = UnconnectedGradients::None) {
-    return gradient<std::map<std::string, Source>>(targets, sources, output_gradients, unconnected);
+    return gradient(targets, std::map<std::string, Source>(sources), output_gradients, unconnected);
   }
   /// Shorthand for the common `unconnected` argument without output gradients.
   template <class S>
