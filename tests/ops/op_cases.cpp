@@ -20,7 +20,10 @@ const std::vector<OpCase>& op_cases() {
 
 std::string shapes_label(const std::vector<Shape>& shapes) {
   std::string s;
-  for (std::size_t i = 0; i < shapes.size(); ++i) s += (i ? "x" : "") + shapes[i].to_string();
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    if (i > 0) s += 'x';
+    s += shapes[i].to_string();
+  }
   return s;
 }
 
