@@ -28,7 +28,10 @@ inline std::string repr(const std::optional<tf::Tensor>& t) { return t ? tf::rep
 template <class T>
 std::string repr(const std::vector<T>& items) {
   std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + repr(items[i]);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += repr(items[i]);
+  }
   return out + "]";
 }
 
@@ -51,7 +54,12 @@ template <class... Args>
 void print(const Args&... args) {
   std::string line;
   bool first = true;
-  ((line += (first ? "" : " ") + str(args), first = false), ...);
+  auto append = [&](const std::string& s) {
+    if (!first) line += ' ';
+    line += s;
+    first = false;
+  };
+  (append(str(args)), ...);
   std::cout << line << '\n';
 }
 
