@@ -30,6 +30,7 @@
 /// the gradient of their sum.
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -162,13 +163,51 @@ class GradientTape {
     return gradient(targets, sources, std::vector<Tensor>{}, unconnected);
   }
 
+  /// The full Jacobian of `target` with respect to each source, with shape
+  /// target.shape + source.shape, in the sources' structure. Unconnected sources give
+  /// std::nullopt, or zeros under UnconnectedGradients::Zero. Works on non-persistent tapes
+  /// (the tape is consumed afterwards). Computed with one backward pass per target element.
+  template <nest::Nestable S>
+  typename nest::Nest<S>::Result jacobian(const Tensor& target, const S& sources,
+                                          UnconnectedGradients unconnected = UnconnectedGradients::None) {
+    const std::vector<Source> flat = nest::flatten(sources);
+    std::vector<std::optional<Tensor>> js = jacobian_flat(target, flat, unconnected);
+    auto it = js.begin();
+    return nest::Nest<S>::pack(sources, it);
+  }
+  std::vector<std::optional<Tensor>> jacobian(const Tensor& target, std::initializer_list<Source> sources,
+                                              UnconnectedGradients unconnected = UnconnectedGradients::None) {
+    return jacobian_flat(target, std::span<const Source>(sources.begin(), sources.size()), unconnected);
+  }
+  std::vector<std::optional<Tensor>> jacobian_flat(const Tensor& target, std::span<const Source> sources,
+                                                   UnconnectedGradients unconnected);
+
+  /// Per-example Jacobians: target [b, y1..yn], source [b, x1..xm] -> [b, y1..yn, x1..xm], for
+  /// computations where example i of the target depends only on example i of the source.
+  /// Throws InvalidArgumentError ("Need first dimension of target shape ... and source shape ...
+  /// to match.") when the batch dimensions differ. An unconnected source gives std::nullopt (or
+  /// zeros under Zero); unlike TensorFlow, never zeros under None.
+  std::optional<Tensor> batch_jacobian(const Tensor& target, const Source& source,
+                                       UnconnectedGradients unconnected = UnconnectedGradients::None);
+
   /// The flat form every overload above goes through.
   std::vector<std::optional<Tensor>> gradient_flat(const Targets& targets, std::span<const Source> sources,
                                                    const std::vector<Tensor>& output_gradients,
                                                    UnconnectedGradients unconnected);
 
  private:
+  template <class F>
+  auto run_backward(std::string_view what, F&& body);
   std::shared_ptr<detail::TapeState> state_;
 };
+
+}  // namespace tapeflow
+
+namespace tapeflow {
+
+/// The Hessian of a scalar function at `x` (shape x.shape + x.shape), through nested tapes:
+/// the Jacobian of the gradient. `f` must return a scalar (rank 0) tensor; zeros where f does not
+/// depend on x.
+Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x);
 
 }  // namespace tapeflow

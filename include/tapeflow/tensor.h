@@ -79,6 +79,7 @@ class Tensor {
   NumpyText numpy() const { return NumpyText{*this}; }
 
   const detail::TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<const detail::TensorImpl>& impl_handle() const { return impl_; }
 
  private:
   std::shared_ptr<const detail::TensorImpl> impl_;

@@ -26,6 +26,7 @@
 
 #include "autodiff/op_def.h"
 #include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"
 
 namespace tapeflow::autodiff {
 
@@ -49,6 +50,24 @@ class RecordingSuspension {
  private:
   int saved_;
 };
+
+/// Collects, while alive, every variable read on this thread (first-read order, no duplicates):
+/// custom_gradient uses it to find the variables its function captured.
+struct VariableReadWatcher {
+  VariableReadWatcher();
+  ~VariableReadWatcher();
+  VariableReadWatcher(const VariableReadWatcher&) = delete;
+  VariableReadWatcher& operator=(const VariableReadWatcher&) = delete;
+  std::vector<Variable> variables;
+  static std::vector<std::vector<Variable>*>& active();
+};
+
+/// Like record(), for an op that also reads variables: the variables are watched on tapes that
+/// watch accessed variables (as a read would), and count as extra inputs identified by their
+/// handle ids, after the tensor inputs.
+void record_with_variables(const OpDef& op, std::span<const Tensor* const> inputs,
+                           std::span<const Variable> variables, std::span<const Tensor> outputs,
+                           std::shared_ptr<const void> attrs);
 
 /// Records one executed op on every recording tape of this thread that watches one of its
 /// floating inputs. `attrs` is shared by those tapes.

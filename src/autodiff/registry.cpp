@@ -6,6 +6,7 @@ namespace tapeflow::autodiff {
 
 Registry::Registry() {
   register_variable_ops(*this);
+  register_custom_gradient_ops(*this);
   register_math_ops(*this);
   register_reduce_ops(*this);
   register_array_ops(*this);

@@ -33,6 +33,7 @@
 #include "tapeflow/tape.h"
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_set>
 
 #include "autodiff/dispatch.h"
@@ -90,16 +91,33 @@ void append(detail::TapeState& tape, const OpDef& op, std::span<const Slot> inpu
 
 void record(const OpDef& op, std::span<const Tensor* const> inputs, std::span<const Tensor> outputs,
             std::shared_ptr<const void> attrs) {
+  record_with_variables(op, inputs, {}, outputs, std::move(attrs));
+}
+
+void record_with_variables(const OpDef& op, std::span<const Tensor* const> inputs,
+                           std::span<const Variable> variables, std::span<const Tensor> outputs,
+                           std::shared_ptr<const void> attrs) {
   std::vector<Slot> slots;
   for (const auto& tape : thread_tapes()) {
-    if (!tape->recording() || !watches_a_floating_input(*tape, inputs)) continue;
+    if (!tape->recording()) continue;
+    bool watched = watches_a_floating_input(*tape, inputs);
+    for (const Variable& v : variables) {
+      if (!is_floating(v.dtype())) continue;
+      if (tape->options.watch_accessed_variables && v.trainable() && !tape->producer.contains(v.handle_id())) {
+        tape->producer.emplace(v.handle_id(), -1);
+        tape->watched_variables.push_back(v);
+      }
+      watched = watched || tape->producer.contains(v.handle_id());
+    }
+    if (!watched) continue;
     if (slots.empty()) {
       const Saves saves = op.saves();
-      slots.reserve(inputs.size());
+      slots.reserve(inputs.size() + variables.size());
       for (std::size_t i = 0; i < inputs.size(); ++i) {
         const Tensor& in = *inputs[i];
         slots.push_back({in.id(), in.shape(), in.dtype(), saves.input(static_cast<int>(i)) ? in : Tensor()});
       }
+      for (const Variable& v : variables) slots.push_back({v.handle_id(), v.shape(), v.dtype(), Tensor()});
     }
     append(*tape, op, slots, outputs, attrs);
   }
@@ -314,81 +332,64 @@ void check_input_gradient(const autodiff::OpRecord& rec, std::size_t i, const Te
 
 }  // namespace
 
-std::vector<std::optional<Tensor>> GradientTape::gradient_flat(const Targets& targets,
-                                                               std::span<const Source> sources,
-                                                               const std::vector<Tensor>& output_gradients,
-                                                               UnconnectedGradients unconnected) {
-  detail::TapeState& tape = *state_;
-  require_owner(tape, "gradient");
-  TAPEFLOW_REQUIRE(!tape.consumed, FailedPreconditionError, "{}", kConsumedMessage);
-  const std::vector<Tensor>& ys = targets.tensors();
+namespace {
+
+void validate_targets_and_sources(std::span<const Tensor> ys, std::span<const Source> sources, std::string_view what) {
   for (std::size_t i = 0; i < ys.size(); ++i)
     TAPEFLOW_REQUIRE(ys[i].defined(), InvalidArgumentError,
-                     "[GradientTape::gradient] target {} is an undefined (default-constructed) Tensor", i);
+                     "[GradientTape::{}] target {} is an undefined (default-constructed) Tensor", what, i);
   for (std::size_t i = 0; i < sources.size(); ++i)
     TAPEFLOW_REQUIRE(sources[i].is_variable() || sources[i].tensor().defined(), InvalidArgumentError,
-                     "[GradientTape::gradient] source {} is an undefined (default-constructed) Tensor", i);
-  TAPEFLOW_REQUIRE(output_gradients.empty() || output_gradients.size() == ys.size(), InvalidArgumentError,
-                   "[GradientTape::gradient] got {} output_gradients for {} targets",
-                   output_gradients.size(), ys.size());
-  for (std::size_t i = 0; i < output_gradients.size(); ++i) {
-    const Tensor& w = output_gradients[i];
-    TAPEFLOW_REQUIRE(w.defined() && w.shape() == ys[i].shape() && w.dtype() == ys[i].dtype(),
-                     InvalidArgumentError,
-                     "[GradientTape::gradient] output_gradients[{}] must have the target's shape {} and "
-                     "dtype {}, got shape {} and dtype {}",
-                     i, ys[i].shape().to_string(), dtype_name(ys[i].dtype()),
-                     w.defined() ? w.shape().to_string() : "(undefined)", w.defined() ? dtype_name(w.dtype()) : "-");
-  }
+                     "[GradientTape::{}] source {} is an undefined (default-constructed) Tensor", what, i);
+}
 
-  // The backward pass is never recorded on this tape: a non-persistent tape is consumed from now
-  // on, a persistent one is paused until we return.
-  std::optional<RecordingPause> pause;
-  if (tape.options.persistent) {
-    pause.emplace(state_);
-  } else {
-    tape.consumed = true;
-    autodiff::recount_recording_tapes();
-  }
-  const bool release = !tape.options.persistent;
-  std::vector<autodiff::OpRecord>& ops = tape.ops;
+/// Which records a backward pass from `ys` to `sources` visits (step 1 of the algorithm above).
+struct Pruned {
+  std::vector<char> keep;
+  std::unordered_set<TensorId> depends_on_source;
+  std::unordered_set<TensorId> source_ids;
+};
 
-  // 1. Prune: records reaching a target (reverse sweep), then those depending on a source.
+Pruned prune(const std::vector<autodiff::OpRecord>& ops, std::span<const Tensor> ys, std::span<const Source> sources) {
+  Pruned p;
   std::unordered_set<TensorId> reaches_target;
   for (const Tensor& y : ys) reaches_target.insert(y.id());
-  std::vector<char> keep(ops.size(), 0);
+  p.keep.assign(ops.size(), 0);
   for (std::size_t k = ops.size(); k-- > 0;) {
     for (const auto& out : ops[k].outputs())
-      if (reaches_target.contains(out.id)) keep[k] = 1;
-    if (keep[k])
+      if (reaches_target.contains(out.id)) p.keep[k] = 1;
+    if (p.keep[k])
       for (const auto& in : ops[k].inputs()) reaches_target.insert(in.id);
   }
-  std::unordered_set<TensorId> depends_on_source;
-  for (const Source& s : sources) depends_on_source.insert(s.id());
+  for (const Source& s : sources) {
+    p.depends_on_source.insert(s.id());
+    p.source_ids.insert(s.id());
+  }
   for (std::size_t k = 0; k < ops.size(); ++k) {
-    if (!keep[k]) continue;
+    if (!p.keep[k]) continue;
     bool depends = false;
     for (const auto& in : ops[k].inputs())
-      depends = depends || (is_floating(in.dtype) && depends_on_source.contains(in.id));
-    keep[k] = depends;
+      depends = depends || (is_floating(in.dtype) && p.depends_on_source.contains(in.id));
+    p.keep[k] = depends;
     if (depends)
-      for (const auto& out : ops[k].outputs()) depends_on_source.insert(out.id);
+      for (const auto& out : ops[k].outputs()) p.depends_on_source.insert(out.id);
   }
-  std::unordered_set<TensorId> source_ids;
-  for (const Source& s : sources) source_ids.insert(s.id());
+  return p;
+}
 
-  // 2. Seed.
+/// Steps 2-4: seeds each floating target with seeds[i], walks the kept records in reverse and
+/// returns each source's cotangent (std::nullopt where none arrived). With `release`, each
+/// record's saved values are dropped once it has been processed.
+std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops, const Pruned& p,
+                                            std::span<const Tensor> ys, std::span<const Tensor> seeds,
+                                            std::span<const Source> sources, bool release) {
   Cotangents grads;
-  for (std::size_t i = 0; i < ys.size(); ++i) {
-    if (!is_floating(ys[i].dtype())) continue;  // integer targets carry no gradient
-    grads.add(ys[i].id(), output_gradients.empty() ? ones_like(ys[i]) : output_gradients[i]);
-  }
+  for (std::size_t i = 0; i < ys.size(); ++i)
+    if (is_floating(ys[i].dtype())) grads.add(ys[i].id(), seeds[i]);  // integer targets carry no gradient
 
-  // 3. Reverse walk.
   std::vector<Tensor> dys;
-  std::vector<bool> needed_storage;
   for (std::size_t k = ops.size(); k-- > 0;) {
-    if (!keep[k]) continue;
+    if (!p.keep[k]) continue;
     autodiff::OpRecord& rec = ops[k];
     const auto outs = rec.outputs();
     dys.clear();
@@ -404,15 +405,14 @@ std::vector<std::optional<Tensor>> GradientTape::gradient_flat(const Targets& ta
       throw LookupError(fmt::format("gradient registry has no entry for: {}", rec.op->name()));
     for (std::size_t j = 0; j < outs.size(); ++j) {
       if (!dys[j].defined()) dys[j] = zeros(outs[j].shape, outs[j].dtype);
-      if (release && !source_ids.contains(outs[j].id)) grads.erase(outs[j].id);
+      if (!p.source_ids.contains(outs[j].id)) grads.erase(outs[j].id);  // consumed: free it early
     }
     if (entry->status == GradientStatus::NotDifferentiable) continue;
     const auto ins = rec.inputs();
     std::unique_ptr<bool[]> needed(new bool[ins.size()]);
     for (std::size_t i = 0; i < ins.size(); ++i)
-      needed[i] = is_floating(ins[i].dtype) && depends_on_source.contains(ins[i].id);
-    const Grads input_grads =
-        entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
+      needed[i] = is_floating(ins[i].dtype) && p.depends_on_source.contains(ins[i].id);
+    const Grads input_grads = entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
     TAPEFLOW_REQUIRE(input_grads.size() == ins.size(), InternalError,
                      "Recorded operation '{}' returned too {} gradients. Expected {} but received {}",
                      rec.op->name(), input_grads.size() < ins.size() ? "few" : "many", ins.size(),
@@ -426,21 +426,187 @@ std::vector<std::optional<Tensor>> GradientTape::gradient_flat(const Targets& ta
       for (auto& slot : rec.slots) slot.saved = Tensor();
   }
 
-  // 4. Read the sources' cotangents.
   std::vector<std::optional<Tensor>> result;
   result.reserve(sources.size());
   for (const Source& s : sources) {
     const Tensor* g = is_floating(s.dtype()) ? grads.find(s.id()) : nullptr;
-    if (g) result.emplace_back(*g);
-    else if (unconnected == UnconnectedGradients::Zero) result.emplace_back(zeros(s.shape(), s.dtype()));
-    else result.emplace_back(std::nullopt);
-  }
-  if (release) {
-    tape.ops.clear();
-    tape.ops.shrink_to_fit();
-    tape.producer.clear();
+    result.push_back(g ? std::optional<Tensor>(*g) : std::nullopt);
   }
   return result;
+}
+
+std::optional<Tensor> unconnected_result(const Source& s, const Shape& shape, UnconnectedGradients u) {
+  if (u == UnconnectedGradients::Zero) return zeros(shape, s.dtype());
+  return std::nullopt;
+}
+
+}  // namespace
+
+template <class F>
+auto GradientTape::run_backward(std::string_view what, F&& body) {
+  detail::TapeState& tape = *state_;
+  require_owner(tape, what);
+  TAPEFLOW_REQUIRE(!tape.consumed, FailedPreconditionError, "{}", kConsumedMessage);
+  // The backward pass is never recorded on this tape: a non-persistent tape is consumed from now
+  // on (and releases everything when done), a persistent one is paused until we return.
+  std::optional<RecordingPause> pause;
+  if (tape.options.persistent) {
+    pause.emplace(state_);
+  } else {
+    tape.consumed = true;
+    autodiff::recount_recording_tapes();
+  }
+  struct ReleaseAtExit {
+    detail::TapeState& tape;
+    ~ReleaseAtExit() {
+      if (tape.options.persistent) return;
+      tape.ops.clear();
+      tape.ops.shrink_to_fit();
+      tape.producer.clear();
+    }
+  } release{tape};
+  return body(tape.ops, !tape.options.persistent);
+}
+
+std::vector<std::optional<Tensor>> GradientTape::gradient_flat(const Targets& targets,
+                                                               std::span<const Source> sources,
+                                                               const std::vector<Tensor>& output_gradients,
+                                                               UnconnectedGradients unconnected) {
+  const std::vector<Tensor>& ys = targets.tensors();
+  validate_targets_and_sources(ys, sources, "gradient");
+  TAPEFLOW_REQUIRE(output_gradients.empty() || output_gradients.size() == ys.size(), InvalidArgumentError,
+                   "[GradientTape::gradient] got {} output_gradients for {} targets",
+                   output_gradients.size(), ys.size());
+  for (std::size_t i = 0; i < output_gradients.size(); ++i) {
+    const Tensor& w = output_gradients[i];
+    TAPEFLOW_REQUIRE(w.defined() && w.shape() == ys[i].shape() && w.dtype() == ys[i].dtype(),
+                     InvalidArgumentError,
+                     "[GradientTape::gradient] output_gradients[{}] must have the target's shape {} and "
+                     "dtype {}, got shape {} and dtype {}",
+                     i, ys[i].shape().to_string(), dtype_name(ys[i].dtype()),
+                     w.defined() ? w.shape().to_string() : "(undefined)", w.defined() ? dtype_name(w.dtype()) : "-");
+  }
+  return run_backward("gradient", [&](std::vector<autodiff::OpRecord>& ops, bool release) {
+    std::vector<Tensor> seeds;
+    for (const Tensor& y : ys) seeds.push_back(output_gradients.empty() ? ones_like(y) : output_gradients[seeds.size()]);
+    std::vector<std::optional<Tensor>> result = backward(ops, prune(ops, ys, sources), ys, seeds, sources, release);
+    for (std::size_t i = 0; i < sources.size(); ++i)
+      if (!result[i]) result[i] = unconnected_result(sources[i], sources[i].shape(), unconnected);
+    return result;
+  });
+}
+
+namespace {
+
+/// Copies `row` (a gradient) into rows [r * n, (r + 1) * n) of a flat buffer of `out`.
+void copy_row(Tensor& out, std::int64_t r, const Tensor& row) {
+  const std::size_t bytes = row.nbytes();
+  std::memcpy(static_cast<std::byte*>(const_cast<void*>(out.raw_data())) + static_cast<std::size_t>(r) * bytes,
+              row.raw_data(), bytes);
+}
+
+Shape concat_shapes(std::span<const std::int64_t> a, std::span<const std::int64_t> b, std::string_view op) {
+  std::vector<std::int64_t> dims(a.begin(), a.end());
+  dims.insert(dims.end(), b.begin(), b.end());
+  return Shape::checked(dims, op);
+}
+
+}  // namespace
+
+std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& target, std::span<const Source> sources,
+                                                               UnconnectedGradients unconnected) {
+  validate_targets_and_sources({&target, 1}, sources, "jacobian");
+  return run_backward("jacobian", [&](std::vector<autodiff::OpRecord>& ops, bool) {
+    // One backward pass per target element, seeded with a one-hot cotangent; rows land in
+    // target.shape + source.shape. The records are released only after the last row.
+    const std::int64_t rows = target.num_elements();
+    std::vector<Shape> shapes;
+    std::vector<Tensor> out;
+    std::vector<bool> connected(sources.size(), false);
+    for (const Source& s : sources) {
+      shapes.push_back(concat_shapes(target.shape().dims(), s.shape().dims(), "Jacobian"));
+      out.push_back(detail::empty(shapes.back(), s.dtype(), "Jacobian"));
+    }
+    const Pruned p = prune(ops, {&target, 1}, sources);
+    if (is_floating(target.dtype())) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        Tensor seed = zeros(target.shape(), target.dtype());
+        visit_dtype(target.dtype(), [&]<class T>() { detail::mutable_data<T>(seed)[r] = T(1); });
+        auto grads = backward(ops, p, {&target, 1}, {&seed, 1}, sources, /*release=*/false);
+        for (std::size_t i = 0; i < sources.size(); ++i) {
+          if (grads[i]) connected[i] = true;
+          copy_row(out[i], r, grads[i] ? *grads[i] : zeros(sources[i].shape(), sources[i].dtype()));
+        }
+      }
+    }
+    std::vector<std::optional<Tensor>> result;
+    for (std::size_t i = 0; i < sources.size(); ++i)
+      result.push_back(connected[i] ? std::optional<Tensor>(out[i])
+                                    : unconnected_result(sources[i], shapes[i], unconnected));
+    return result;
+  });
+}
+
+std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const Source& source,
+                                                   UnconnectedGradients unconnected) {
+  validate_targets_and_sources({&target, 1}, {&source, 1}, "batch_jacobian");
+  const Shape& ts = target.shape();
+  const Shape& ss = source.shape();
+  TAPEFLOW_REQUIRE(ts.rank() >= 1 && ss.rank() >= 1 && ts[0] == ss[0], InvalidArgumentError,
+                   "[GradientTape::batch_jacobian] Need first dimension of target shape {} and source shape {} to match.",
+                   ts.to_string(), ss.to_string());
+  return run_backward("batch_jacobian", [&](std::vector<autodiff::OpRecord>& ops, bool) -> std::optional<Tensor> {
+    // Examples are independent, so one pass per target column (not per element) gives that
+    // column for every example at once: out[b, j, ...] = d target[b, j] / d source[b, ...].
+    const std::int64_t batch = ts[0];
+    const std::int64_t cols = batch == 0 ? 0 : ts.num_elements() / batch;
+    const std::int64_t per_example = batch == 0 ? 0 : ss.num_elements() / batch;
+    const Shape shape = concat_shapes(ts.dims(), ss.dims().subspan(1), "BatchJacobian");
+    Tensor out = detail::empty(shape, source.dtype(), "BatchJacobian");
+    bool connected = false;
+    const Pruned p = prune(ops, {&target, 1}, {&source, 1});
+    if (is_floating(target.dtype()) && cols > 0) {
+      for (std::int64_t j = 0; j < cols; ++j) {
+        Tensor seed = zeros(ts, target.dtype());
+        visit_dtype(target.dtype(), [&]<class T>() {
+          for (std::int64_t b = 0; b < batch; ++b) detail::mutable_data<T>(seed)[b * cols + j] = T(1);
+        });
+        auto g = backward(ops, p, {&target, 1}, {&seed, 1}, {&source, 1}, /*release=*/false)[0];
+        if (g) connected = true;
+        const Tensor grad = g ? *g : zeros(ss, source.dtype());
+        const std::size_t esize = dtype_size(source.dtype());
+        for (std::int64_t b = 0; b < batch; ++b)
+          std::memcpy(static_cast<std::byte*>(const_cast<void*>(out.raw_data())) +
+                          static_cast<std::size_t>((b * cols + j) * per_example) * esize,
+                      static_cast<const std::byte*>(grad.raw_data()) + static_cast<std::size_t>(b * per_example) * esize,
+                      static_cast<std::size_t>(per_example) * esize);
+      }
+    }
+    if (!connected) return unconnected_result(source, shape, unconnected);
+    return out;
+  });
+}
+
+}  // namespace tapeflow
+
+namespace tapeflow {
+
+Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
+  TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError, "[hessian] x is an undefined (default-constructed) Tensor");
+  TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError, "[hessian] x must be float32 or float64, got {}",
+                   dtype_name(x.dtype()));
+  GradientTape outer;
+  outer.watch(x);
+  Tensor g;
+  {
+    GradientTape inner;
+    inner.watch(x);
+    const Tensor y = f(x);
+    TAPEFLOW_REQUIRE(y.defined() && y.rank() == 0, InvalidArgumentError,
+                     "[hessian] f must return a scalar, got shape {}", y.defined() ? y.shape().to_string() : "(undefined)");
+    g = *inner.gradient(y, x, UnconnectedGradients::Zero);
+  }
+  return *outer.jacobian(g, x, UnconnectedGradients::Zero);
 }
 
 }  // namespace tapeflow

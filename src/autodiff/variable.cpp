@@ -1,5 +1,6 @@
 #include "tapeflow/variable.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -12,6 +13,13 @@ namespace tapeflow {
 
 namespace autodiff {
 Tensor record_variable_read(const Variable& var, const Tensor& value);  // tape.cpp
+
+std::vector<std::vector<Variable>*>& VariableReadWatcher::active() {
+  thread_local std::vector<std::vector<Variable>*> watchers;
+  return watchers;
+}
+VariableReadWatcher::VariableReadWatcher() { active().push_back(&variables); }
+VariableReadWatcher::~VariableReadWatcher() { active().pop_back(); }
 }
 
 namespace detail {
@@ -50,6 +58,9 @@ Tensor Variable::value() const {
 
 Tensor Variable::read_value() const {
   Tensor v = value();
+  for (std::vector<Variable>* watcher : autodiff::VariableReadWatcher::active()) {
+    if (std::find(watcher->begin(), watcher->end(), *this) == watcher->end()) watcher->push_back(*this);
+  }
   if (!autodiff::any_tape_recording()) return v;
   return autodiff::record_variable_read(*this, v);
 }

@@ -22,11 +22,22 @@ void free_buffer(void* p, std::int64_t bytes) {
   g_live_bytes.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-std::shared_ptr<void> allocate_buffer(std::int64_t bytes, std::string_view op) {
+void count_allocation(std::int64_t bytes) {
+  g_live_buffers.fetch_add(1, std::memory_order_relaxed);
+  const std::int64_t live = g_live_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  std::int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
+  while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+}
+
+void check_limit(std::int64_t bytes, std::string_view op) {
   const std::int64_t limit = g_allocation_limit.load(std::memory_order_relaxed);
   TAPEFLOW_REQUIRE(bytes <= limit, ResourceExhaustedError,
                    "[{}] allocating {} bytes exceeds the allocation limit of {} bytes", op, bytes,
                    limit);
+}
+
+std::shared_ptr<void> allocate_buffer(std::int64_t bytes, std::string_view op) {
   void* p = nullptr;
   try {
     // At least one byte, so an empty tensor still has a distinct valid pointer.
@@ -34,13 +45,29 @@ std::shared_ptr<void> allocate_buffer(std::int64_t bytes, std::string_view op) {
   } catch (const std::bad_alloc&) {
     throw ResourceExhaustedError(fmt::format("[{}] out of memory allocating {} bytes", op, bytes));
   }
-  g_live_buffers.fetch_add(1, std::memory_order_relaxed);
-  const std::int64_t live = g_live_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  std::int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
-  while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-  }
+  count_allocation(bytes);
   return {p, [bytes](void* q) { free_buffer(q, bytes); }};
 }
+
+/// Tensors of at most this many bytes keep their elements inline, after the TensorImpl, in the
+/// same heap block: one allocation per tiny tensor instead of three (impl, buffer, control block).
+constexpr std::int64_t kInlineBytes = 64;
+
+struct InlineTensor {
+  detail::TensorImpl impl;
+  alignas(kAlignment) std::byte bytes[kInlineBytes];
+  explicit InlineTensor(detail::TensorImpl i, std::int64_t n) : impl(std::move(i)), counted(n) {
+    impl.data = bytes;
+    count_allocation(n);
+  }
+  ~InlineTensor() {
+    g_live_buffers.fetch_sub(1, std::memory_order_relaxed);
+    g_live_bytes.fetch_sub(counted, std::memory_order_relaxed);
+  }
+  InlineTensor(const InlineTensor&) = delete;
+  InlineTensor& operator=(const InlineTensor&) = delete;
+  std::int64_t counted;
+};
 
 }  // namespace
 
@@ -66,14 +93,24 @@ TensorId next_tensor_id() {
 Tensor empty(const Shape& shape, DType dtype, std::string_view op) {
   // Shape guarantees num_elements <= 2^62, so the byte count (x8 at most) cannot overflow.
   const std::int64_t bytes = shape.num_elements() * static_cast<std::int64_t>(dtype_size(dtype));
-  auto impl = std::make_shared<TensorImpl>(TensorImpl{shape, dtype, allocate_buffer(bytes, op)});
-  return Tensor(std::move(impl));
+  check_limit(bytes, op);
+  if (bytes <= kInlineBytes) {
+    auto block = std::make_shared<InlineTensor>(TensorImpl{shape, dtype, nullptr, nullptr}, bytes);
+    return Tensor(std::shared_ptr<const TensorImpl>(block, &block->impl));
+  }
+  std::shared_ptr<void> buffer = allocate_buffer(bytes, op);
+  void* data = buffer.get();
+  return Tensor(std::make_shared<TensorImpl>(TensorImpl{shape, dtype, data, std::move(buffer)}));
 }
 
 Tensor share_with_shape(const Tensor& t, const Shape& shape) {
   TAPEFLOW_ASSERT(shape.num_elements() == t.num_elements(), "share_with_shape {} -> {}",
                   t.shape().to_string(), shape.to_string());
-  return Tensor(std::make_shared<TensorImpl>(TensorImpl{shape, t.dtype(), t.impl()->data}));
+  const TensorImpl& src = *t.impl();
+  // Keep alive whatever keeps the source's bytes alive: its buffer, or the source itself when the
+  // bytes are inline.
+  std::shared_ptr<const void> owner = src.owner ? src.owner : std::shared_ptr<const void>(t.impl_handle());
+  return Tensor(std::make_shared<TensorImpl>(TensorImpl{shape, t.dtype(), src.data, std::move(owner)}));
 }
 
 void throw_dtype_mismatch(std::string_view what, DType have, DType want) {
@@ -101,7 +138,7 @@ const detail::TensorImpl& checked_impl(const detail::TensorImpl* impl, std::stri
 const Shape& Tensor::shape() const { return checked_impl(impl_.get(), "Tensor::shape").shape; }
 DType Tensor::dtype() const { return checked_impl(impl_.get(), "Tensor::dtype").dtype; }
 TensorId Tensor::id() const { return checked_impl(impl_.get(), "Tensor::id").id; }
-const void* Tensor::raw_data() const { return checked_impl(impl_.get(), "Tensor::data").data.get(); }
+const void* Tensor::raw_data() const { return checked_impl(impl_.get(), "Tensor::data").data; }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << to_string(t); }
 std::ostream& operator<<(std::ostream& os, const NumpyText& a) { return os << numpy_str(a.tensor); }

@@ -13,7 +13,10 @@ TensorId next_tensor_id();
 struct TensorImpl {
   Shape shape;
   DType dtype;
-  std::shared_ptr<void> data;  // shared by tensors that view the same bytes (reshape, variables)
+  void* data;  // the elements, row-major
+  /// Keeps `data` alive: the heap buffer, or the tensor whose bytes this one views (reshape,
+  /// variable reads). Empty when the bytes live inline after this struct (small tensors).
+  std::shared_ptr<const void> owner;
   TensorId id = next_tensor_id();
 };
 

@@ -1,0 +1,59 @@
+#pragma once
+/// \file custom_gradient.h
+/// Functions with their own gradient, and gradient checkpointing.
+///
+/// custom_gradient (TensorFlow's tf.custom_gradient): `f` computes its outputs and returns, with
+/// them, the function that maps the outputs' cotangents to the inputs' gradients. The whole call
+/// is recorded as one op ("CustomGradient") whose outputs are fresh tensors, so first-order
+/// gradients flow only through the given gradient function (the ops inside `f` are recorded too,
+/// as in TensorFlow, so that an outer tape can differentiate the gradient function). Use it for
+/// numerically stable gradients or to clip gradients in the backward pass:
+///
+///   // log(1 + e^x) with a gradient that does not overflow for large x
+///   auto log1pexp = [](const tf::Tensor& x) {
+///     return tf::custom_gradient({x}, [](const std::vector<tf::Tensor>& in) {
+///       tf::Tensor e = tf::exp(in[0]);
+///       return tf::CustomGradientResult{
+///           {tf::log(1 + e)},
+///           [e](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+///             return {dy[0] * (1 - 1 / (1 + e))};
+///           }};
+///     })[0];
+///   };
+///
+/// Variables that `f` reads are passed to the gradient function, which returns one gradient per
+/// input followed by one per variable (TensorFlow's `grad_fn(*dy, variables=...)`). The gradient
+/// function is written with tapeflow ops, so nested tapes differentiate it again.
+///
+/// recompute_grad (TensorFlow's tf.recompute_grad): the tape keeps only the block's inputs; its
+/// forward runs unrecorded and is recomputed during the backward pass. Gradients are identical;
+/// the memory held between forward and backward drops to the inputs.
+
+#include <functional>
+#include <vector>
+
+#include "tapeflow/registry.h"
+#include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"
+
+namespace tapeflow {
+
+struct CustomGradientResult {
+  std::vector<Tensor> outputs;
+  /// (output cotangents, variables read by f in first-read order) -> one gradient per input, then
+  /// one per variable. std::nullopt means no gradient.
+  std::function<Grads(const std::vector<Tensor>& dys, const std::vector<Variable>& variables)> grad;
+};
+
+/// Runs `f(inputs)` and records it as one op whose gradient is the function `f` returned.
+/// Throws InvalidArgumentError if `f` returns no outputs or no gradient function; the gradient
+/// function returning the wrong number of gradients is reported at gradient() time.
+std::vector<Tensor> custom_gradient(const std::vector<Tensor>& inputs,
+                                    const std::function<CustomGradientResult(const std::vector<Tensor>&)>& f);
+
+using Block = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+/// Wraps `f` so that the tape keeps only its inputs and recomputes `f` during backward.
+Block recompute_grad(Block f);
+
+}  // namespace tapeflow

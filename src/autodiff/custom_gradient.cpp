@@ -1,0 +1,150 @@
+// custom_gradient and recompute_grad: user functions recorded as a single op.
+
+#include "tapeflow/custom_gradient.h"
+
+#include "autodiff/dispatch.h"
+#include "core/check.h"
+#include "core/tensor_impl.h"
+#include "ops/families.h"
+#include "tapeflow/tape.h"
+
+namespace tapeflow {
+namespace autodiff {
+namespace {
+
+struct CustomGradientAttrs {
+  std::function<Grads(const std::vector<Tensor>&, const std::vector<Variable>&)> grad;
+  std::vector<Variable> variables;
+  std::size_t num_tensor_inputs;
+};
+
+std::vector<Tensor> output_cotangents(const GradContext& c) {
+  std::vector<Tensor> dys;
+  for (int i = 0; i < c.num_outputs(); ++i) dys.push_back(c.dy(i));
+  return dys;
+}
+
+// y = f(x) with the user's gradient function: dx, dvars = grad(dy, vars)
+struct CustomGradient {
+  static constexpr std::string_view kName = "CustomGradient";
+  static constexpr Saves kSaves = kSavesNothing;  // what the gradient needs lives in its closure
+  static Grads backward(const GradContext& c) {
+    const auto& a = c.attrs<CustomGradientAttrs>();
+    Grads g = a.grad(output_cotangents(c), a.variables);
+    const auto expected = static_cast<std::size_t>(c.num_inputs());
+    TAPEFLOW_REQUIRE(g.size() == expected, InvalidArgumentError,
+                     "[CustomGradient] custom_gradient function expected to return {} gradients ({} for inputs, {} "
+                     "for the variables it read) but returned {} instead.",
+                     expected, a.num_tensor_inputs, a.variables.size(), g.size());
+    return g;
+  }
+};
+
+struct RecomputeAttrs {
+  Block f;
+  std::vector<Variable> variables;
+  std::size_t num_tensor_inputs;
+};
+
+// y = f(x), recomputed in backward: dx, dvars = gradient of f(x) at the saved x, weighted by dy
+struct RecomputeGrad {
+  static constexpr std::string_view kName = "RecomputeGrad";
+  static constexpr Saves kSaves = kSavesInputs;  // the inputs only: the point of recomputation
+  static Grads backward(const GradContext& c) {
+    const auto& a = c.attrs<RecomputeAttrs>();
+    std::vector<Tensor> inputs;
+    std::vector<Source> sources;
+    for (std::size_t i = 0; i < a.num_tensor_inputs; ++i) {
+      inputs.push_back(c.input(static_cast<int>(i)));
+      sources.emplace_back(inputs.back());
+    }
+    for (const Variable& v : a.variables) sources.emplace_back(v);
+    GradientTape tape;
+    for (const Source& s : sources) tape.watch(s);
+    const std::vector<Tensor> outputs = a.f(inputs);
+    std::vector<Tensor> dys = output_cotangents(c);
+    TAPEFLOW_REQUIRE(outputs.size() == dys.size(), InvalidArgumentError,
+                     "[RecomputeGrad] the recomputed block returned {} outputs, the first run {}", outputs.size(),
+                     dys.size());
+    Targets targets(outputs);
+    return tape.gradient_flat(targets, sources, dys, UnconnectedGradients::None);
+  }
+};
+
+/// Runs `f` while collecting the variables it reads.
+template <class F>
+auto run_watching_variables(F&& f, std::vector<Variable>& variables) {
+  VariableReadWatcher watcher;
+  auto result = f();
+  variables = std::move(watcher.variables);
+  return result;
+}
+
+/// Fresh tensors (new ids) for the outputs, so each output is produced by the recorded op even if
+/// f returned one of its inputs.
+std::vector<Tensor> fresh(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(detail::share_with_shape(t, t.shape()));
+  return out;
+}
+
+std::vector<const Tensor*> pointers(const std::vector<Tensor>& ts) {
+  std::vector<const Tensor*> p;
+  for (const Tensor& t : ts) p.push_back(&t);
+  return p;
+}
+
+}  // namespace
+
+void register_custom_gradient_ops(Registry& r) {
+  r.add<CustomGradient>();
+  r.add<RecomputeGrad>();
+}
+
+}  // namespace autodiff
+
+std::vector<Tensor> custom_gradient(const std::vector<Tensor>& inputs,
+                                    const std::function<CustomGradientResult(const std::vector<Tensor>&)>& f) {
+  std::vector<const Tensor*> ins = autodiff::pointers(inputs);
+  autodiff::require_defined("CustomGradient", ins);
+  std::vector<Variable> variables;
+  // As in TensorFlow, f's own ops are recorded too: they link the values its gradient function
+  // captures to the inputs, so an outer tape can differentiate the gradient function. The outputs
+  // get fresh ids produced by the CustomGradient record, so first-order gradients flow through
+  // the user's gradient function only.
+  CustomGradientResult r = autodiff::run_watching_variables([&] { return f(inputs); }, variables);
+  TAPEFLOW_REQUIRE(!r.outputs.empty(), InvalidArgumentError, "[CustomGradient] the function returned no outputs");
+  TAPEFLOW_REQUIRE(static_cast<bool>(r.grad), InvalidArgumentError,
+                   "[CustomGradient] the function returned no gradient function");
+  std::vector<Tensor> outputs = autodiff::fresh(r.outputs);
+  if (autodiff::any_tape_recording()) {
+    auto attrs = std::make_shared<const autodiff::CustomGradientAttrs>(
+        autodiff::CustomGradientAttrs{std::move(r.grad), variables, inputs.size()});
+    autodiff::record_with_variables(autodiff::op_def<autodiff::CustomGradient>(), ins, variables, outputs, attrs);
+  }
+  return outputs;
+}
+
+Block recompute_grad(Block f) {
+  TAPEFLOW_REQUIRE(static_cast<bool>(f), InvalidArgumentError, "[RecomputeGrad] the block is empty");
+  return [f = std::move(f)](const std::vector<Tensor>& inputs) {
+    std::vector<const Tensor*> ins = autodiff::pointers(inputs);
+    autodiff::require_defined("RecomputeGrad", ins);
+    std::vector<Variable> variables;
+    // The forward runs unrecorded (that is the memory saving); backward recomputes it.
+    std::vector<Tensor> outputs = autodiff::fresh(autodiff::run_watching_variables(
+        [&] {
+          const autodiff::RecordingSuspension off;
+          return f(inputs);
+        },
+        variables));
+    if (autodiff::any_tape_recording()) {
+      auto attrs =
+          std::make_shared<const autodiff::RecomputeAttrs>(autodiff::RecomputeAttrs{f, variables, inputs.size()});
+      autodiff::record_with_variables(autodiff::op_def<autodiff::RecomputeGrad>(), ins, variables, outputs, attrs);
+    }
+    return outputs;
+  };
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,136 @@
+// jacobian, batch_jacobian and hessian: against finite differences and closed forms.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+using ::testing::HasSubstr;
+
+namespace {
+
+/// f(x) = sin(x) * x + x * sum(x): coupled, so the Jacobian is dense.
+tf::Tensor f(const tf::Tensor& x) { return tf::sin(x) * x + x * tf::reduce_sum(x); }
+
+std::vector<double> finite_difference_jacobian(const tf::Tensor& x) {
+  const auto n = x.num_elements();
+  const std::int64_t m = f(x).num_elements();
+  std::vector<double> j(static_cast<std::size_t>(m * n));
+  for (std::int64_t c = 0; c < n; ++c) {
+    auto xp = x.to_vector<double>(), xm = xp;
+    xp[static_cast<std::size_t>(c)] += 1e-6;
+    xm[static_cast<std::size_t>(c)] -= 1e-6;
+    auto fp = f(tf::constant(xp, x.shape())).to_vector<double>(), fm = f(tf::constant(xm, x.shape())).to_vector<double>();
+    for (std::int64_t r = 0; r < m; ++r)
+      j[static_cast<std::size_t>(r * n + c)] = (fp[static_cast<std::size_t>(r)] - fm[static_cast<std::size_t>(r)]) / 2e-6;
+  }
+  return j;
+}
+
+TEST(Jacobian, MatchesFiniteDifferencesWithShapeTargetPlusSource) {
+  tf::Tensor x = tf::constant(std::vector<double>{0.3, -1.2, 2.0, 0.7, 0.1, -0.4}, tf::Shape{2, 3});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = f(x);
+  auto j = tape.jacobian(y, x);
+  ASSERT_TRUE(j.has_value());
+  EXPECT_EQ(j->shape(), (tf::Shape{2, 3, 2, 3}));
+  auto expected = finite_difference_jacobian(x);
+  auto got = j->to_vector<double>();
+  for (std::size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], expected[k], 1e-6) << k;
+}
+
+TEST(Jacobian, RowsEqualSeparateGradientCalls) {
+  tf::Tensor x = tf::constant(std::vector<double>{0.5, 1.5, -2.0});
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  tf::Tensor y = f(x);
+  auto j = tape.jacobian(y, x)->to_vector<double>();
+  for (int r = 0; r < 3; ++r) {
+    std::vector<double> onehot(3, 0.0);
+    onehot[static_cast<std::size_t>(r)] = 1.0;
+    auto row = tape.gradient(y, x, {tf::constant(onehot)})->to_vector<double>();
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(j[static_cast<std::size_t>(r * 3 + c)], row[static_cast<std::size_t>(c)]);
+  }
+}
+
+TEST(Jacobian, UnconnectedAndIntegerSources) {
+  tf::Tensor x = tf::constant({1.f, 2.f});
+  tf::Tensor other = tf::constant({1.f, 2.f, 3.f});
+  tf::Tensor ints = tf::constant({1, 2});
+  tf::GradientTape tape({.persistent = true});
+  tape.watch({x, other, ints});
+  tf::Tensor y = x * x;
+  auto none = tape.jacobian(y, {x, other, ints});
+  EXPECT_TRUE(none[0].has_value());
+  EXPECT_FALSE(none[1].has_value());
+  EXPECT_FALSE(none[2].has_value());
+  auto zero = tape.jacobian(y, {other, ints}, tf::UnconnectedGradients::Zero);
+  EXPECT_EQ(zero[0]->shape(), (tf::Shape{2, 3}));
+  EXPECT_EQ(zero[1]->shape(), (tf::Shape{2, 2}));
+  EXPECT_EQ(zero[1]->dtype(), tf::DType::Int32);
+}
+
+TEST(Jacobian, NonPersistentTapeIsConsumed) {
+  tf::Tensor x = tf::constant({1.f, 2.f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = x * x;
+  EXPECT_EQ(tape.jacobian(y, x)->to_vector<float>(), (std::vector<float>{2.f, 0.f, 0.f, 4.f}));
+  EXPECT_THROW((void)tape.jacobian(y, x), tf::FailedPreconditionError);
+}
+
+TEST(BatchJacobian, PerExampleJacobians) {
+  tf::Tensor x = tf::constant({{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = x * x * x;  // [3, 2]; example b depends only on x[b]
+  auto j = tape.batch_jacobian(y, x);
+  ASSERT_TRUE(j.has_value());
+  EXPECT_EQ(j->shape(), (tf::Shape{3, 2, 2}));
+  const std::vector<double> expected{3, 0, 0, 12, 27, 0, 0, 48, 75, 0, 0, 108};
+  EXPECT_EQ(j->to_vector<double>(), expected);
+}
+
+TEST(BatchJacobian, MismatchedBatchDimensionsThrow) {
+  tf::Tensor x = tf::ones({3, 2});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = tf::reshape(x, {2, 3});
+  try {
+    (void)tape.batch_jacobian(y, x);
+    FAIL();
+  } catch (const tf::InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Need first dimension of target shape (2, 3) and source shape (3, 2) to match."));
+  }
+}
+
+TEST(BatchJacobian, UnconnectedIsNoneNotZeros) {
+  tf::Tensor x = tf::ones({3, 2}), z = tf::ones({3, 2});
+  tf::GradientTape tape({.persistent = true});
+  tape.watch({x, z});
+  tf::Tensor y = x * 2.0f;
+  EXPECT_FALSE(tape.batch_jacobian(y, z).has_value());
+  EXPECT_EQ(tape.batch_jacobian(y, z, tf::UnconnectedGradients::Zero)->shape(), (tf::Shape{3, 2, 2}));
+}
+
+TEST(Hessian, OfACoupledFunction) {
+  // h(x) = sum(x)^2 + sum(sin(x)): H = 2 * ones - diag(sin(x))
+  tf::Tensor x = tf::constant(std::vector<double>{0.2, -0.5, 1.0});
+  auto h = tf::hessian([](const tf::Tensor& v) { return tf::reduce_sum(v) * tf::reduce_sum(v) + tf::reduce_sum(tf::sin(v)); }, x);
+  EXPECT_EQ(h.shape(), (tf::Shape{3, 3}));
+  auto xv = x.to_vector<double>();
+  auto hv = h.to_vector<double>();
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c)
+      EXPECT_NEAR(hv[static_cast<std::size_t>(r * 3 + c)], 2.0 - (r == c ? std::sin(xv[static_cast<std::size_t>(r)]) : 0.0), 1e-12);
+}
+
+TEST(Hessian, RequiresAScalarFunction) {
+  EXPECT_THROW(tf::hessian([](const tf::Tensor& v) { return v * v; }, tf::ones({2})), tf::InvalidArgumentError);
+}
+
+}  // namespace
