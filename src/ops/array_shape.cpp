@@ -1,6 +1,8 @@
-// Shape ops that move no data or only replicate it: reshape, broadcast_to.
+// Shape ops: reshape, expand_dims and squeeze (which move no data), broadcast_to (which
+// replicates it) and transpose (which permutes it).
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/transpose.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 
@@ -73,11 +75,73 @@ struct BroadcastTo {
   static Grads backward(const GradContext& c) { return {sum_to_shape(c.dy(), c.input_shape(0))}; }
 };
 
+/// Attributes of the ops that only relabel the dimensions of the same bytes.
+struct NewShape {
+  Shape shape;
+};
+
+// y = expand_dims(x, axis);  dx = reshape(dy, shape(x))
+struct ExpandDims {
+  static constexpr std::string_view kName = "ExpandDims";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = NewShape;
+  static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
+  static Grads backward(const GradContext& c) {
+    const auto d = c.input_shape(0).dims();
+    return {reshape(c.dy(), {d.begin(), d.end()})};
+  }
+};
+
+// y = squeeze(x, axes);  dx = reshape(dy, shape(x))
+struct Squeeze {
+  static constexpr std::string_view kName = "Squeeze";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = NewShape;
+  static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
+  static Grads backward(const GradContext& c) {
+    const auto d = c.input_shape(0).dims();
+    return {reshape(c.dy(), {d.begin(), d.end()})};
+  }
+};
+
+struct TransposeAttrs {
+  std::vector<int> perm;  // validated: a permutation of [0, rank)
+};
+
+/// perm[i] = j  ->  inverse[j] = i.
+std::vector<std::int64_t> inverse_permutation(const std::vector<int>& perm) {
+  std::vector<std::int64_t> inv(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+  return inv;
+}
+
+// y = transpose(x, perm);  dx = transpose(dy, inverse(perm))
+struct Transpose {
+  static constexpr std::string_view kName = "Transpose";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = TransposeAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    std::vector<std::int64_t> out(a.perm.size());
+    for (std::size_t i = 0; i < a.perm.size(); ++i) out[i] = x.shape()[a.perm[i]];
+    Tensor y = detail::empty(Shape::checked(out, kName), x.dtype(), kName);
+    visit_dtype(x.dtype(), [&]<class T>() {
+      cpu::transpose(x.values<T>().data(), x.shape(), a.perm, detail::mutable_data<T>(y));
+    });
+    return y;
+  }
+  static Grads backward(const GradContext& c) {
+    return {transpose(c.dy(), inverse_permutation(c.attrs<Attrs>().perm))};
+  }
+};
+
 }  // namespace
 
 void register_shape_ops(autodiff::Registry& r) {
   r.add<Reshape>();
   r.add<BroadcastTo>();
+  r.add<ExpandDims>();
+  r.add<Squeeze>();
+  r.add<Transpose>();
 }
 
 }  // namespace ops
@@ -93,6 +157,62 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   TAPEFLOW_REQUIRE(b == shape, InvalidArgumentError, "[BroadcastTo] cannot broadcast shape {} to shape {}",
                    x.shape().to_string(), shape.to_string());
   return autodiff::apply_with<ops::BroadcastTo>({shape}, x);
+}
+
+Tensor transpose(const Tensor& x, const std::vector<std::int64_t>& perm) {
+  ops::require_defined(x, ops::Transpose::kName);
+  const int rank = x.rank();
+  ops::TransposeAttrs a;
+  if (perm.empty()) {
+    for (int i = rank - 1; i >= 0; --i) a.perm.push_back(i);
+  } else {
+    TAPEFLOW_REQUIRE(static_cast<std::int64_t>(perm.size()) == rank, InvalidArgumentError,
+                     "[Transpose] perm {} has {} entries but x has rank {} (shape {}): it must be a "
+                     "permutation of [0, {})",
+                     perm, perm.size(), rank, x.shape().to_string(), rank);
+    std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+    for (std::int64_t p : perm) {
+      TAPEFLOW_REQUIRE(p >= 0 && p < rank && !seen[static_cast<std::size_t>(p)], InvalidArgumentError,
+                       "[Transpose] perm {} is not a permutation of [0, {}): {} is {} (x has shape {})", perm,
+                       rank, p, p >= 0 && p < rank ? "repeated" : "out of range", x.shape().to_string());
+      seen[static_cast<std::size_t>(p)] = true;
+      a.perm.push_back(static_cast<int>(p));
+    }
+  }
+  return autodiff::apply_with<ops::Transpose>(a, x);
+}
+
+Tensor expand_dims(const Tensor& x, std::int64_t axis) {
+  ops::require_defined(x, ops::ExpandDims::kName);
+  const int rank = x.rank();
+  TAPEFLOW_REQUIRE(axis >= -rank - 1 && axis <= rank, InvalidArgumentError,
+                   "[ExpandDims] axis {} is out of range for a tensor of rank {} (shape {}); valid: [{}, {}]",
+                   axis, rank, x.shape().to_string(), -rank - 1, rank);
+  const auto at = static_cast<std::size_t>(axis < 0 ? axis + rank + 1 : axis);
+  const auto d = x.shape().dims();
+  std::vector<std::int64_t> out(d.begin(), d.end());
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), 1);
+  return autodiff::apply_with<ops::ExpandDims>({Shape::checked(out, ops::ExpandDims::kName)}, x);
+}
+
+Tensor squeeze(const Tensor& x, const Axes& axes) {
+  ops::require_defined(x, ops::Squeeze::kName);
+  const Shape& s = x.shape();
+  std::vector<bool> drop(static_cast<std::size_t>(s.rank()), false);
+  if (axes.empty()) {
+    for (int i = 0; i < s.rank(); ++i) drop[static_cast<std::size_t>(i)] = s[i] == 1;
+  }
+  for (std::int64_t ax : axes) {
+    const int n = normalize_axis(ax, s.rank(), ops::Squeeze::kName);
+    TAPEFLOW_REQUIRE(s[n] == 1, InvalidArgumentError,
+                     "[Squeeze] cannot squeeze axis {}: it has size {}, not 1 (x has shape {})", ax, s[n],
+                     s.to_string());
+    drop[static_cast<std::size_t>(n)] = true;
+  }
+  std::vector<std::int64_t> out;
+  for (int i = 0; i < s.rank(); ++i)
+    if (!drop[static_cast<std::size_t>(i)]) out.push_back(s[i]);
+  return autodiff::apply_with<ops::Squeeze>({Shape::checked(out, ops::Squeeze::kName)}, x);
 }
 
 }  // namespace tapeflow

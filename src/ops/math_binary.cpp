@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/vmath.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/creation.h"
 
@@ -119,6 +120,160 @@ struct Neg {
   static Grads backward(const GradContext& c) { return {-c.dy()}; }
 };
 
+/// Validates float dtypes and shapes, then runs the array kernel
+/// `kernel(pa, ia, pb, ib, out, len)` (a vmath binary function) over runs of the broadcast shape.
+template <class K>
+Tensor binary_floating_array(std::string_view op, const Tensor& x, const Tensor& y, K kernel) {
+  require_same_dtype(x, y, op);
+  require_floating(x, op);
+  const Shape out_shape = broadcast_shapes(x.shape(), y.shape(), op);
+  Tensor out = detail::empty(out_shape, x.dtype(), op);
+  visit_floating(x.dtype(), [&]<class T>() {
+    T* po = detail::mutable_data<T>(out);
+    cpu::zip_runs(x.values<T>().data(), x.shape(), y.values<T>().data(), y.shape(), out_shape,
+                  [&](std::int64_t o, const T* pa, std::int64_t ia, const T* pb, std::int64_t ib,
+                      std::int64_t len) { kernel(pa, ia, pb, ib, po + o, len); });
+  });
+  return out;
+}
+
+/// x^y for integers by repeated squaring, in unsigned arithmetic: overflow wraps (like
+/// TensorFlow's kernels) instead of being undefined behaviour. y >= 0 (checked by Pow).
+template <class T>
+T integer_pow(T x, T y) {
+  using U = std::make_unsigned_t<T>;
+  U base = static_cast<U>(x), result = 1;
+  for (U e = static_cast<U>(y); e != 0; e >>= 1) {
+    if (e & 1u) result *= base;
+    base *= base;
+  }
+  return static_cast<T>(result);
+}
+
+// z = x^y;  dx = dz * y * x^(y-1),  dy_ = dz * z * log(x) where x > 0, else 0 (TensorFlow's
+// convention: no real log for x <= 0)
+struct Pow {
+  static constexpr std::string_view kName = "Pow";
+  static constexpr Saves kSaves{0b11, 0b1};
+  static Tensor forward(const Tensor& x, const Tensor& y) {
+    require_same_dtype(x, y, kName);
+    if (is_floating(x.dtype()))
+      return binary_floating_array(kName, x, y, [](const auto* a, std::int64_t ia, const auto* b, std::int64_t ib,
+                                                    auto* out, std::int64_t n) {
+        cpu::vmath::pow(a, ia, b, ib, out, n);
+      });
+    if (is_integer(y.dtype())) {
+      visit_dtype(y.dtype(), [&]<class T>() {
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          const auto v = y.values<T>();
+          for (std::size_t i = 0; i < v.size(); ++i)
+            TAPEFLOW_REQUIRE(v[i] >= 0, InvalidArgumentError,
+                             "[{}] integers to negative integer powers are not allowed: y[{}] = {} (x is a {}, y is "
+                             "a {}); cast to a float dtype first",
+                             kName, i, v[i], describe(x), describe(y));
+        }
+      });
+    }
+    return binary_numeric(kName, x, y, [](auto a, auto b) {
+      using T = decltype(a);
+      if constexpr (std::is_integral_v<T>) return integer_pow(a, b);
+      else return std::pow(a, b);  // not reached: floats take the vector path
+    });
+  }
+  static Grads backward(const GradContext& c) {
+    const Tensor& x = c.input(0);
+    const Tensor& y = c.input(1);
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(c.dy() * y * pow(x, y - 1), c.input_shape(0));
+    if (c.needs_input_grad(1)) {
+      const Tensor positive = x > 0;
+      const Tensor log_x = where(positive, log(where(positive, x, ones_like(x))), zeros_like(x));
+      g[1] = sum_to_shape(c.dy() * c.output(0) * log_x, c.input_shape(1));
+    }
+    return g;
+  }
+};
+
+/// Gradient of Maximum and Minimum: dz goes to x where `x_selected` (ties included, as in
+/// TensorFlow), to y elsewhere; the other lanes are exact zeros (built with where, not a product).
+Grads select_gradient(const GradContext& c, const Tensor& x_selected) {
+  const Tensor zero = zeros({}, c.dy().dtype());
+  Grads g(2);
+  if (c.needs_input_grad(0)) g[0] = sum_to_shape(where(x_selected, c.dy(), zero), c.input_shape(0));
+  if (c.needs_input_grad(1)) g[1] = sum_to_shape(where(x_selected, zero, c.dy()), c.input_shape(1));
+  return g;
+}
+
+// z = max(x, y) (NaN if either is NaN);  dx = dz where x >= y, dy_ = dz where x < y
+struct Maximum {
+  static constexpr std::string_view kName = "Maximum";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x, const Tensor& y) {
+    return binary_numeric(kName, x, y, [](auto a, auto b) {
+      // a >= b picks a on ties; a != a (NaN a) keeps a; a NaN b fails a >= b and is picked.
+      return (a >= b || a != a) ? a : b;
+    });
+  }
+  static Grads backward(const GradContext& c) { return select_gradient(c, c.input(0) >= c.input(1)); }
+};
+
+// z = min(x, y) (NaN if either is NaN);  dx = dz where x <= y, dy_ = dz where x > y
+struct Minimum {
+  static constexpr std::string_view kName = "Minimum";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x, const Tensor& y) {
+    return binary_numeric(kName, x, y, [](auto a, auto b) { return (a <= b || a != a) ? a : b; });
+  }
+  static Grads backward(const GradContext& c) { return select_gradient(c, c.input(0) <= c.input(1)); }
+};
+
+// z = atan2(a, b) (the angle of the point (b, a));  da = dz * b / (a^2 + b^2), db = -dz * a / (a^2 + b^2)
+struct Atan2 {
+  static constexpr std::string_view kName = "Atan2";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& a, const Tensor& b) {
+    return binary_floating_array(kName, a, b, [](const auto* pa, std::int64_t ia, const auto* pb, std::int64_t ib,
+                                                  auto* out, std::int64_t n) {
+      cpu::vmath::atan2(pa, ia, pb, ib, out, n);
+    });
+  }
+  static Grads backward(const GradContext& c) {
+    const Tensor& a = c.input(0);
+    const Tensor& b = c.input(1);
+    const Tensor dz_over_r2 = c.dy() / (square(a) + square(b));
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(dz_over_r2 * b, c.input_shape(0));
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(-dz_over_r2 * a, c.input_shape(1));
+    return g;
+  }
+};
+
+// z = (x - y)^2;  dx = dz * 2(x - y), dy_ = -dz * 2(x - y)
+struct SquaredDifference {
+  static constexpr std::string_view kName = "SquaredDifference";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x, const Tensor& y) {
+    return binary_numeric(kName, x, y, [](auto a, auto b) {
+      using T = decltype(a);
+      if constexpr (std::is_integral_v<T>) {
+        // Integer overflow is UB: compute in unsigned arithmetic, which wraps like TensorFlow.
+        using U = std::make_unsigned_t<T>;
+        const U d = static_cast<U>(a) - static_cast<U>(b);
+        return static_cast<T>(d * d);
+      } else {
+        return (a - b) * (a - b);
+      }
+    });
+  }
+  static Grads backward(const GradContext& c) {
+    const Tensor dx = c.dy() * ((c.input(0) - c.input(1)) * 2);
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(dx, c.input_shape(0));
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(-dx, c.input_shape(1));
+    return g;
+  }
+};
+
 }  // namespace
 
 void register_binary_arithmetic_ops(autodiff::Registry& r) {
@@ -127,6 +282,11 @@ void register_binary_arithmetic_ops(autodiff::Registry& r) {
   r.add<Mul>();
   r.add<RealDiv>();
   r.add<Neg>();
+  r.add<Pow>();
+  r.add<Maximum>();
+  r.add<Minimum>();
+  r.add<Atan2>();
+  r.add<SquaredDifference>();
 }
 
 }  // namespace ops
@@ -152,6 +312,17 @@ Tensor subtract(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::
 Tensor multiply(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Mul>(x, y); }
 Tensor divide(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::RealDiv>(x, y); }
 Tensor negative(const Tensor& x) { return autodiff::apply<ops::Neg>(x); }
+Tensor pow(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Pow>(x, y); }
+Tensor pow(const Tensor& x, Scalar y) { return pow(x, y.as(x.dtype(), "Pow")); }
+Tensor pow(Scalar x, const Tensor& y) { return pow(x.as(y.dtype(), "Pow"), y); }
+Tensor maximum(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Maximum>(x, y); }
+Tensor minimum(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Minimum>(x, y); }
+Tensor maximum(const Tensor& x, Scalar y) { return maximum(x, y.as(x.dtype(), "Maximum")); }
+Tensor minimum(const Tensor& x, Scalar y) { return minimum(x, y.as(x.dtype(), "Minimum")); }
+Tensor atan2(const Tensor& y, const Tensor& x) { return autodiff::apply<ops::Atan2>(y, x); }
+Tensor squared_difference(const Tensor& x, const Tensor& y) {
+  return autodiff::apply<ops::SquaredDifference>(x, y);
+}
 
 Tensor operator+(const Tensor& x, const Tensor& y) { return add(x, y); }
 Tensor operator-(const Tensor& x, const Tensor& y) { return subtract(x, y); }

@@ -1,9 +1,11 @@
 // Unary elementwise math. Each op: forward kernel and gradient side by side; gradients reuse the
-// saved output where that is cheaper than recomputing (Exp keeps y, not x).
+// saved output where that is cheaper than recomputing (Exp keeps y, not x). Transcendental
+// kernels run on arrays through vmath.h (SLEEF vector functions, see that file for why).
 
 #include <cmath>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/vmath.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/creation.h"
 
@@ -11,7 +13,9 @@ namespace tapeflow {
 namespace ops {
 namespace {
 
-/// y = f(x) for float32/float64 x; other dtypes throw InvalidArgumentError naming `op`.
+namespace vmath = cpu::vmath;
+
+/// y = f(x) elementwise for float32/float64 x; other dtypes throw InvalidArgumentError naming `op`.
 template <class F>
 Tensor unary_floating(std::string_view op, const Tensor& x, F f) {
   require_floating(x, op);
@@ -22,24 +26,65 @@ Tensor unary_floating(std::string_view op, const Tensor& x, F f) {
   return out;
 }
 
+/// Like unary_floating, but `kernel(x, y, n)` works on arrays (the vmath functions): it is called
+/// on disjoint ranges, one per thread.
+template <class K>
+Tensor unary_floating_array(std::string_view op, const Tensor& x, K kernel) {
+  require_floating(x, op);
+  Tensor out = detail::empty(x.shape(), x.dtype(), op);
+  visit_floating(x.dtype(), [&]<class T>() {
+    cpu::map_blocks(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(), kernel);
+  });
+  return out;
+}
+
+/// y = f(x) elementwise for numeric x (floats and integers; bool throws InvalidArgumentError).
+template <class F>
+Tensor unary_numeric(std::string_view op, const Tensor& x, F f) {
+  require_numeric(x, op);
+  Tensor out = detail::empty(x.shape(), x.dtype(), op);
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (!std::is_same_v<T, bool>)
+      cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
+               [&](T v) -> T { return f(v); });
+  });
+  return out;
+}
+
+// Array kernels for the vmath functions: `TAPEFLOW_ARRAY(exp)` is a generic lambda calling
+// vmath::exp(x, y, n).
+#define TAPEFLOW_ARRAY(fn) [](const auto* x, auto* y, std::int64_t n) { vmath::fn(x, y, n); }
+
 // y = exp(x);  dx = dy * y
 struct Exp {
   static constexpr std::string_view kName = "Exp";
   static constexpr Saves kSaves = kSavesOutput;
-  static Tensor forward(const Tensor& x) {
-    return unary_floating(kName, x, [](auto v) { return std::exp(v); });
-  }
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(exp)); }
   static Grads backward(const GradContext& c) { return {c.dy() * c.output(0)}; }
+};
+
+// y = exp(x) - 1;  dx = dy * exp(x)
+struct Expm1 {
+  static constexpr std::string_view kName = "Expm1";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(expm1)); }
+  static Grads backward(const GradContext& c) { return {c.dy() * exp(c.input(0))}; }
 };
 
 // y = log(x);  dx = dy / x
 struct Log {
   static constexpr std::string_view kName = "Log";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) {
-    return unary_floating(kName, x, [](auto v) { return std::log(v); });
-  }
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log)); }
   static Grads backward(const GradContext& c) { return {c.dy() / c.input(0)}; }
+};
+
+// y = log(1 + x);  dx = dy / (1 + x)
+struct Log1p {
+  static constexpr std::string_view kName = "Log1p";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log1p)); }
+  static Grads backward(const GradContext& c) { return {c.dy() / (c.input(0) + 1)}; }
 };
 
 // y = x^2;  dx = dy * 2x
@@ -47,25 +92,90 @@ struct Square {
   static constexpr std::string_view kName = "Square";
   static constexpr Saves kSaves = kSavesInputs;
   static Tensor forward(const Tensor& x) {
-    require_numeric(x, kName);
-    Tensor out = detail::empty(x.shape(), x.dtype(), kName);
-    visit_dtype(x.dtype(), [&]<class T>() {
-      if constexpr (!std::is_same_v<T, bool>)
-        cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
-                 [](T v) { return static_cast<T>(v * v); });
+    return unary_numeric(kName, x, [](auto v) {
+      using T = decltype(v);
+      // Integer overflow is UB: square in unsigned arithmetic, which wraps like TensorFlow's kernels.
+      if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        return static_cast<T>(static_cast<U>(v) * static_cast<U>(v));
+      } else {
+        return v * v;
+      }
     });
-    return out;
   }
   static Grads backward(const GradContext& c) { return {c.dy() * (c.input(0) * 2)}; }
+};
+
+// y = sqrt(x);  dx = dy / (2y)
+struct Sqrt {
+  static constexpr std::string_view kName = "Sqrt";
+  static constexpr Saves kSaves = kSavesOutput;
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sqrt)); }
+  static Grads backward(const GradContext& c) { return {c.dy() * 0.5 / c.output(0)}; }
+};
+
+// y = 1 / sqrt(x);  dx = -dy * y^3 / 2
+struct Rsqrt {
+  static constexpr std::string_view kName = "Rsqrt";
+  static constexpr Saves kSaves = kSavesOutput;
+  static Tensor forward(const Tensor& x) {
+    return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
+      vmath::sqrt(x, y, n);
+      for (std::int64_t i = 0; i < n; ++i) y[i] = 1 / y[i];
+    });
+  }
+  static Grads backward(const GradContext& c) {
+    const Tensor& y = c.output(0);
+    return {c.dy() * (y * y * y) * -0.5};
+  }
+};
+
+// y = 1 / x;  dx = -dy * y^2
+struct Reciprocal {
+  static constexpr std::string_view kName = "Reciprocal";
+  static constexpr Saves kSaves = kSavesOutput;
+  static Tensor forward(const Tensor& x) {
+    return unary_floating(kName, x, [](auto v) { return 1 / v; });
+  }
+  static Grads backward(const GradContext& c) { return {-c.dy() * square(c.output(0))}; }
+};
+
+// y = |x|;  dx = dy * sign(x)
+struct Abs {
+  static constexpr std::string_view kName = "Abs";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x) {
+    return unary_numeric(kName, x, [](auto v) {
+      using T = decltype(v);
+      // |INT_MIN| overflows: negate in unsigned arithmetic, which wraps (to INT_MIN) like TensorFlow.
+      if constexpr (std::is_integral_v<T>)
+        return v < 0 ? static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(v)) : v;
+      else
+        return std::abs(v);
+    });
+  }
+  static Grads backward(const GradContext& c) { return {c.dy() * sign(c.input(0))}; }
+};
+
+// y = sign(x) (-1, 0 or 1; NaN stays NaN);  dx = 0 (TensorFlow's gradient: zero almost everywhere)
+struct Sign {
+  static constexpr std::string_view kName = "Sign";
+  static constexpr Saves kSaves = kSavesNothing;
+  static Tensor forward(const Tensor& x) {
+    return unary_numeric(kName, x, [](auto v) {
+      using T = decltype(v);
+      if constexpr (std::is_integral_v<T>) return static_cast<T>((v > 0) - (v < 0));
+      else return v > 0 ? T(1) : v < 0 ? T(-1) : v == 0 ? T(0) : v;
+    });
+  }
+  static Grads backward(const GradContext& c) { return {zeros(c.input_shape(0), c.input_dtype(0))}; }
 };
 
 // y = sin(x);  dx = dy * cos(x)
 struct Sin {
   static constexpr std::string_view kName = "Sin";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) {
-    return unary_floating(kName, x, [](auto v) { return std::sin(v); });
-  }
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sin)); }
   static Grads backward(const GradContext& c) { return {c.dy() * cos(c.input(0))}; }
 };
 
@@ -73,28 +183,232 @@ struct Sin {
 struct Cos {
   static constexpr std::string_view kName = "Cos";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) {
-    return unary_floating(kName, x, [](auto v) { return std::cos(v); });
-  }
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cos)); }
   static Grads backward(const GradContext& c) { return {-c.dy() * sin(c.input(0))}; }
+};
+
+// y = tan(x);  dx = dy / cos(x)^2
+struct Tan {
+  static constexpr std::string_view kName = "Tan";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tan)); }
+  static Grads backward(const GradContext& c) { return {c.dy() * square(reciprocal(cos(c.input(0))))}; }
+};
+
+// y = asin(x);  dx = dy / sqrt(1 - x^2)
+struct Asin {
+  static constexpr std::string_view kName = "Asin";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(asin)); }
+  static Grads backward(const GradContext& c) { return {c.dy() * rsqrt(1 - square(c.input(0)))}; }
+};
+
+// y = acos(x);  dx = -dy / sqrt(1 - x^2)
+struct Acos {
+  static constexpr std::string_view kName = "Acos";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(acos)); }
+  static Grads backward(const GradContext& c) { return {-c.dy() * rsqrt(1 - square(c.input(0)))}; }
+};
+
+// y = atan(x);  dx = dy / (1 + x^2)
+struct Atan {
+  static constexpr std::string_view kName = "Atan";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(atan)); }
+  static Grads backward(const GradContext& c) { return {c.dy() / (square(c.input(0)) + 1)}; }
+};
+
+// y = sinh(x);  dx = dy * cosh(x)
+struct Sinh {
+  static constexpr std::string_view kName = "Sinh";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sinh)); }
+  static Grads backward(const GradContext& c) { return {c.dy() * cosh(c.input(0))}; }
+};
+
+// y = cosh(x);  dx = dy * sinh(x)
+struct Cosh {
+  static constexpr std::string_view kName = "Cosh";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cosh)); }
+  static Grads backward(const GradContext& c) { return {c.dy() * sinh(c.input(0))}; }
+};
+
+// y = tanh(x);  dx = dy * (1 - y^2)
+struct Tanh {
+  static constexpr std::string_view kName = "Tanh";
+  static constexpr Saves kSaves = kSavesOutput;
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tanh)); }
+  static Grads backward(const GradContext& c) { return {c.dy() * (1 - square(c.output(0)))}; }
+};
+
+// y = 1 / (1 + exp(-x));  dx = dy * y * (1 - y)
+// Computed from e = exp(-|x|) <= 1 as 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, so exp
+// never overflows and tiny results for very negative x keep their precision.
+struct Sigmoid {
+  static constexpr std::string_view kName = "Sigmoid";
+  static constexpr Saves kSaves = kSavesOutput;
+  static Tensor forward(const Tensor& x) {
+    return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
+      using T = std::remove_cvref_t<decltype(*x)>;
+      vmath::for_blocks(n, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) y[i] = -std::abs(x[i]);
+        vmath::exp(y + b, y + b, e - b);
+        for (std::int64_t i = b; i < e; ++i) {
+          const T r = T(1) / (T(1) + y[i]);
+          y[i] = x[i] >= 0 ? r : y[i] * r;
+        }
+      });
+    });
+  }
+  static Grads backward(const GradContext& c) {
+    const Tensor& y = c.output(0);
+    return {c.dy() * (y * (1 - y))};
+  }
+};
+
+// y = log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|)) (no overflow, no cancellation);
+// dx = dy * sigmoid(x)
+struct Softplus {
+  static constexpr std::string_view kName = "Softplus";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x) {
+    return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
+      using T = std::remove_cvref_t<decltype(*x)>;
+      vmath::for_blocks(n, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) y[i] = -std::abs(x[i]);
+        vmath::exp(y + b, y + b, e - b);
+        vmath::log1p(y + b, y + b, e - b);
+        // NOTE: written so a NaN x gives NaN (std::max(NaN, 0) would depend on argument order).
+        for (std::int64_t i = b; i < e; ++i) y[i] += x[i] > T(0) ? x[i] : x[i] == x[i] ? T(0) : x[i];
+      });
+    });
+  }
+  static Grads backward(const GradContext& c) { return {c.dy() * sigmoid(c.input(0))}; }
+};
+
+// y = x / (1 + |x|);  dx = dy / (1 + |x|)^2
+struct Softsign {
+  static constexpr std::string_view kName = "Softsign";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x) {
+    return unary_floating(kName, x, [](auto v) {
+      using T = decltype(v);
+      // x / (1 + |x|) is Inf / Inf = NaN at +-Inf; the limit is +-1.
+      return std::isinf(v) ? std::copysign(T(1), v) : v / (T(1) + std::abs(v));
+    });
+  }
+  static Grads backward(const GradContext& c) { return {c.dy() / square(abs(c.input(0)) + 1)}; }
+};
+
+#undef TAPEFLOW_ARRAY
+
+/// Throws unless `bound` broadcasts to x's shape without changing it (TensorFlow's
+/// clip_by_value keeps the shape of x).
+void require_bound_shape(const Tensor& x, const Tensor& bound, std::string_view arg) {
+  const Shape b = broadcast_shapes(x.shape(), bound.shape(), "ClipByValue");
+  TAPEFLOW_REQUIRE(b == x.shape(), InvalidArgumentError,
+                   "[ClipByValue] {} must broadcast to the shape of x without changing it: x is a {}, {} is a {}",
+                   arg, describe(x), arg, describe(bound));
+}
+
+// z = min(max(x, lo), hi), computed as max(min(x, hi), lo) like TensorFlow;
+// dx = dz where lo <= x <= hi, dlo = dz where x < lo, dhi = dz where x > hi
+struct ClipByValue {
+  static constexpr std::string_view kName = "ClipByValue";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+    require_numeric(x, kName);
+    TAPEFLOW_REQUIRE(lo.dtype() == x.dtype() && hi.dtype() == x.dtype(), InvalidArgumentError,
+                     "[ClipByValue] x, clip_value_min and clip_value_max must have the same dtype (no implicit "
+                     "casting): x is a {}, clip_value_min a {}, clip_value_max a {}",
+                     describe(x), describe(lo), describe(hi));
+    require_bound_shape(x, lo, "clip_value_min");
+    require_bound_shape(x, hi, "clip_value_max");
+    Tensor out = detail::empty(x.shape(), x.dtype(), kName);
+    visit_dtype(x.dtype(), [&]<class T>() {
+      if constexpr (!std::is_same_v<T, bool>)
+        cpu::zip3(x.values<T>().data(), x.shape(), lo.values<T>().data(), lo.shape(), hi.values<T>().data(),
+                  hi.shape(), detail::mutable_data<T>(out), x.shape(), [](T v, T l, T h) {
+                    // Comparisons written so a NaN x stays NaN.
+                    const T below_hi = v > h ? h : v;
+                    return below_hi < l ? l : below_hi;
+                  });
+    });
+    return out;
+  }
+  static Grads backward(const GradContext& c) {
+    const Tensor& x = c.input(0);
+    const Tensor below = x < c.input(1), above = x > c.input(2);
+    const Tensor zero = zeros({}, c.dy().dtype());
+    Grads g(3);
+    if (c.needs_input_grad(0)) g[0] = where(logical_or(below, above), zero, c.dy());
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(where(below, c.dy(), zero), c.input_shape(1));
+    if (c.needs_input_grad(2)) g[2] = sum_to_shape(where(above, c.dy(), zero), c.input_shape(2));
+    return g;
+  }
 };
 
 }  // namespace
 
 void register_unary_math_ops(autodiff::Registry& r) {
   r.add<Exp>();
+  r.add<Expm1>();
   r.add<Log>();
+  r.add<Log1p>();
   r.add<Square>();
+  r.add<Sqrt>();
+  r.add<Rsqrt>();
+  r.add<Reciprocal>();
+  r.add<Abs>();
+  r.add<Sign>();
   r.add<Sin>();
   r.add<Cos>();
+  r.add<Tan>();
+  r.add<Asin>();
+  r.add<Acos>();
+  r.add<Atan>();
+  r.add<Sinh>();
+  r.add<Cosh>();
+  r.add<Tanh>();
+  r.add<Sigmoid>();
+  r.add<Softplus>();
+  r.add<Softsign>();
+  r.add<ClipByValue>();
 }
 
 }  // namespace ops
 
 Tensor exp(const Tensor& x) { return autodiff::apply<ops::Exp>(x); }
+Tensor expm1(const Tensor& x) { return autodiff::apply<ops::Expm1>(x); }
 Tensor log(const Tensor& x) { return autodiff::apply<ops::Log>(x); }
+Tensor log1p(const Tensor& x) { return autodiff::apply<ops::Log1p>(x); }
 Tensor square(const Tensor& x) { return autodiff::apply<ops::Square>(x); }
+Tensor sqrt(const Tensor& x) { return autodiff::apply<ops::Sqrt>(x); }
+Tensor rsqrt(const Tensor& x) { return autodiff::apply<ops::Rsqrt>(x); }
+Tensor reciprocal(const Tensor& x) { return autodiff::apply<ops::Reciprocal>(x); }
+Tensor abs(const Tensor& x) { return autodiff::apply<ops::Abs>(x); }
+Tensor sign(const Tensor& x) { return autodiff::apply<ops::Sign>(x); }
 Tensor sin(const Tensor& x) { return autodiff::apply<ops::Sin>(x); }
 Tensor cos(const Tensor& x) { return autodiff::apply<ops::Cos>(x); }
+Tensor tan(const Tensor& x) { return autodiff::apply<ops::Tan>(x); }
+Tensor asin(const Tensor& x) { return autodiff::apply<ops::Asin>(x); }
+Tensor acos(const Tensor& x) { return autodiff::apply<ops::Acos>(x); }
+Tensor atan(const Tensor& x) { return autodiff::apply<ops::Atan>(x); }
+Tensor sinh(const Tensor& x) { return autodiff::apply<ops::Sinh>(x); }
+Tensor cosh(const Tensor& x) { return autodiff::apply<ops::Cosh>(x); }
+Tensor tanh(const Tensor& x) { return autodiff::apply<ops::Tanh>(x); }
+Tensor sigmoid(const Tensor& x) { return autodiff::apply<ops::Sigmoid>(x); }
+Tensor softplus(const Tensor& x) { return autodiff::apply<ops::Softplus>(x); }
+Tensor softsign(const Tensor& x) { return autodiff::apply<ops::Softsign>(x); }
+
+Tensor clip_by_value(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  return autodiff::apply<ops::ClipByValue>(x, lo, hi);
+}
+Tensor clip_by_value(const Tensor& x, Scalar lo, Scalar hi) {
+  ops::require_defined(x, ops::ClipByValue::kName);
+  return clip_by_value(x, lo.as(x.dtype(), "ClipByValue"), hi.as(x.dtype(), "ClipByValue"));
+}
 
 }  // namespace tapeflow

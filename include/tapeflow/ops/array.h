@@ -15,14 +15,22 @@ namespace tapeflow {
 
 /// New shape with the same element count; one dimension may be -1 (inferred).
 Tensor reshape(const Tensor& x, const std::vector<std::int64_t>& shape);
-/// Permutes dimensions; an empty `perm` reverses them (matrix transpose for rank 2).
+/// Permutes dimensions: output dimension i is input dimension perm[i] (TensorFlow's Transpose).
+/// An empty `perm` reverses them (matrix transpose for rank 2); any other `perm` must be a
+/// permutation of [0, rank) or InvalidArgumentError is thrown.
 Tensor transpose(const Tensor& x, const std::vector<std::int64_t>& perm = {});
+/// Inserts a size-1 dimension at `axis` in [-rank - 1, rank] (negative counts from the end of the
+/// output): expand_dims(x of shape (2, 3), -1) has shape (2, 3, 1).
 Tensor expand_dims(const Tensor& x, std::int64_t axis);
 /// Removes size-1 dimensions (all of them if `axes` is empty); a listed axis of size != 1 throws.
 Tensor squeeze(const Tensor& x, const Axes& axes = {});
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
+/// Joins tensors along an existing axis (ConcatV2). They need the same dtype and rank and equal
+/// dimensions except along `axis`; an empty list or scalars throw InvalidArgumentError.
 Tensor concat(const std::vector<Tensor>& values, std::int64_t axis);
+/// Joins tensors of one shape and dtype along a new axis in [-rank - 1, rank] (Pack).
 Tensor stack(const std::vector<Tensor>& values, std::int64_t axis = 0);
+/// Splits along `axis` into shape[axis] tensors with that dimension removed (Unpack).
 std::vector<Tensor> unstack(const Tensor& x, std::int64_t axis = 0);
 /// Splits into `num` equal parts along `axis` (the size must divide evenly).
 std::vector<Tensor> split(const Tensor& x, std::int64_t num, std::int64_t axis = 0);
@@ -54,6 +62,11 @@ Tensor strided_slice(const Tensor& x, const std::vector<SliceSpec>& specs);
 Tensor gather(const Tensor& params, const Tensor& indices, std::int64_t axis = 0);
 /// tf.gather_nd: the last dimension of `indices` indexes the leading dimensions of `params`.
 Tensor gather_nd(const Tensor& params, const Tensor& indices);
+/// tf.scatter_nd, the inverse of gather_nd: zeros of `shape` with `updates` added at the index
+/// tuples in the last dimension of `indices` (duplicates add up). updates must have shape
+/// indices.shape[:-1] + shape[K:] where K = indices.shape[-1]; an index tuple outside `shape`
+/// throws InvalidArgumentError naming it and its position.
+Tensor scatter_nd(const Tensor& indices, const Tensor& updates, const Shape& shape);
 /// Repeats `x` multiples[i] times along dimension i.
 Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples);
 /// Pads with `constant_value`; paddings[i] = {before, after} for dimension i (non-negative).

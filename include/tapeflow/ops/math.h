@@ -34,14 +34,21 @@ Tensor subtract(const Tensor& x, const Tensor& y);  ///< Sub
 Tensor multiply(const Tensor& x, const Tensor& y);  ///< Mul
 Tensor divide(const Tensor& x, const Tensor& y);    ///< RealDiv (floats), FloorDiv-free: ints divide truncating
 Tensor negative(const Tensor& x);                   ///< Neg
-Tensor pow(const Tensor& x, const Tensor& y);       ///< Pow
+/// Pow: x^y for floats and integers. An integer raised to a negative integer power throws
+/// InvalidArgumentError (as in TensorFlow); integer overflow wraps. The gradient for y is 0
+/// where x <= 0 (TensorFlow's convention).
+Tensor pow(const Tensor& x, const Tensor& y);
 Tensor pow(const Tensor& x, Scalar y);
 Tensor pow(Scalar x, const Tensor& y);
+/// Maximum / Minimum (floats and integers): NaN if either operand is NaN. The gradient goes to the
+/// selected operand; on ties it goes to x, as in TensorFlow.
 Tensor maximum(const Tensor& x, const Tensor& y);
 Tensor minimum(const Tensor& x, const Tensor& y);
 Tensor maximum(const Tensor& x, Scalar y);
 Tensor minimum(const Tensor& x, Scalar y);
+/// Atan2: the angle of the point (x, y) in [-pi, pi] (floats only).
 Tensor atan2(const Tensor& y, const Tensor& x);
+/// SquaredDifference: (x - y)^2 (floats and integers; integer overflow wraps).
 Tensor squared_difference(const Tensor& x, const Tensor& y);
 
 Tensor operator+(const Tensor& x, const Tensor& y);
@@ -59,6 +66,9 @@ Tensor operator*(Scalar x, const Tensor& y);
 Tensor operator/(Scalar x, const Tensor& y);
 
 // ---- unary -------------------------------------------------------------------------------------
+// Transcendental functions take float32/float64 only (InvalidArgumentError otherwise) and are
+// accurate to about 1 ulp (SLEEF's vector functions). square, abs and sign also take integers;
+// |INT_MIN| wraps to INT_MIN as in TensorFlow.
 Tensor square(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
@@ -68,6 +78,7 @@ Tensor expm1(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor log1p(const Tensor& x);
 Tensor abs(const Tensor& x);
+/// -1, 0 or 1 (NaN stays NaN). Its gradient is zero, as in TensorFlow.
 Tensor sign(const Tensor& x);
 Tensor sin(const Tensor& x);
 Tensor cos(const Tensor& x);
@@ -78,13 +89,21 @@ Tensor atan(const Tensor& x);
 Tensor sinh(const Tensor& x);
 Tensor cosh(const Tensor& x);
 Tensor tanh(const Tensor& x);
+/// 1 / (1 + exp(-x)), computed without overflow for any x.
 Tensor sigmoid(const Tensor& x);
+/// log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|)): no overflow, x for large x.
 Tensor softplus(const Tensor& x);
+/// x / (1 + |x|) (+-1 at +-Inf).
 Tensor softsign(const Tensor& x);
+/// ClipByValue: min(max(x, lo), hi) with the shape of x; lo and hi must broadcast to x's shape
+/// (InvalidArgumentError otherwise) and have its dtype. Gradient: to x where lo <= x <= hi, to lo
+/// where x < lo, to hi where x > hi.
 Tensor clip_by_value(const Tensor& x, Scalar lo, Scalar hi);
 Tensor clip_by_value(const Tensor& x, const Tensor& lo, const Tensor& hi);
 
 // ---- comparisons and logic (bool results, not differentiable) ---------------------------------
+// Comparisons broadcast and need equal dtypes; ordering (less, greater, ...) needs numbers,
+// equal/not_equal also take bools. Logical ops take bool tensors only.
 Tensor equal(const Tensor& x, const Tensor& y);
 Tensor not_equal(const Tensor& x, const Tensor& y);
 Tensor less(const Tensor& x, const Tensor& y);

@@ -1,0 +1,529 @@
+// Indexing: slice (Slice), strided_slice (StridedSlice and its gradient StridedSliceGrad),
+// gather (GatherV2 and its gradient GatherGrad), gather_nd (GatherNd) and its inverse scatter_nd
+// (ScatterNd), one_hot (OneHot).
+//
+// Every index is checked against its dimension before any element is read: a bad index throws
+// InvalidArgumentError naming the index value and its position in `indices`. All offset
+// arithmetic is int64 and bounded by element counts (<= 2^62), so it cannot overflow.
+//
+// The gradient of an indexing op scatters dy back into zeros of the input's shape. Where that
+// scatter is not itself a public op, it is a primitive here (StridedSliceGrad, GatherGrad) whose
+// own gradient is the indexing op again, so higher derivatives work.
+
+#include <algorithm>
+
+#include "kernels/cpu/strided_copy.h"
+#include "ops/op_util.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
+
+namespace tapeflow {
+namespace ops {
+namespace {
+
+/// Calls fn.template operator()<I>() for an int32 or int64 `indices` tensor; throws otherwise.
+template <class Fn>
+void visit_index(const Tensor& indices, std::string_view op, Fn&& fn) {
+  TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
+                   "[{}] indices must be an int32 or int64 tensor, got a {}", op, describe(indices));
+  if (indices.dtype() == DType::Int32) fn.template operator()<std::int32_t>();
+  else fn.template operator()<std::int64_t>();
+}
+
+/// "[1, 2]": the multi-index of flat position `flat` in a tensor of `shape`.
+std::string position(const Shape& shape, std::int64_t flat) {
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(shape.rank()));
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    idx[static_cast<std::size_t>(d)] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return fmt::format("[{}]", fmt::join(idx, ", "));
+}
+
+/// The dims of `s` from `from` to `to` (exclusive).
+std::vector<std::int64_t> dims_between(const Shape& s, int from, int to) {
+  const auto d = s.dims();
+  return {d.begin() + from, d.begin() + to};
+}
+
+std::int64_t product(const Shape& s, int from, int to) {
+  std::int64_t n = 1;
+  for (int i = from; i < to; ++i) n *= s[i];
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slice
+
+struct SliceAttrs {
+  std::vector<std::int64_t> begin;
+  Shape size;  // resolved: no -1
+};
+
+// y = slice(x, begin, size);  dx = pad(dy, {begin, shape(x) - begin - size})
+struct Slice {
+  static constexpr std::string_view kName = "Slice";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = SliceAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    Tensor y = detail::empty(a.size, x.dtype(), kName);
+    const auto in_strides = cpu::row_major_strides(x.shape()), out_strides = cpu::row_major_strides(a.size);
+    cpu::CopyPlan p;
+    for (int d = 0; d < x.rank(); ++d) {
+      const auto u = static_cast<std::size_t>(d);
+      p.push(a.size[d], in_strides[u], out_strides[u]);
+      p.src_offset += a.begin[u] * in_strides[u];
+    }
+    visit_dtype(x.dtype(), [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
+    return y;
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    const Shape& in = c.input_shape(0);
+    std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
+    for (int d = 0; d < in.rank(); ++d) {
+      const std::int64_t b = a.begin[static_cast<std::size_t>(d)];
+      paddings.emplace_back(b, in[d] - b - a.size[d]);
+    }
+    return {pad(c.dy(), paddings)};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// StridedSlice
+
+/// A strided slice resolved to one (begin, step, count) per input dimension.
+struct StridedAttrs {
+  std::vector<std::int64_t> begin, step;
+  Shape box;    // the counts: the output before dimensions indexed by a single index are removed
+  Shape out;    // the output shape
+  Shape input;  // the input shape
+};
+
+/// The copy from the input box of `a` to a contiguous buffer (or back, with `scatter`).
+cpu::CopyPlan strided_plan(const StridedAttrs& a, bool scatter) {
+  const auto in_strides = cpu::row_major_strides(a.input);
+  const auto box_strides = cpu::row_major_strides(a.box);
+  cpu::CopyPlan p;
+  std::int64_t offset = 0;
+  for (int d = 0; d < a.input.rank(); ++d) {
+    const auto u = static_cast<std::size_t>(d);
+    const std::int64_t strided = a.step[u] * in_strides[u];
+    offset += a.begin[u] * in_strides[u];
+    if (scatter) p.push(a.box[d], box_strides[u], strided);
+    else p.push(a.box[d], strided, box_strides[u]);
+  }
+  (scatter ? p.dst_offset : p.src_offset) = offset;
+  return p;
+}
+
+// y = x[begin:stop:step, ...];  dx = strided_slice_grad(dy): dy scattered into zeros of shape(x)
+struct StridedSlice {
+  static constexpr std::string_view kName = "StridedSlice";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = StridedAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    Tensor y = detail::empty(a.out, x.dtype(), kName);
+    const cpu::CopyPlan p = strided_plan(a, /*scatter=*/false);
+    visit_dtype(x.dtype(), [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
+    return y;
+  }
+  static Grads backward(const GradContext& c);
+};
+
+// dx = zeros(shape(x)) with dx[begin:stop:step, ...] = dy;  d(dy) = strided_slice(d(dx))
+// TensorFlow's StridedSliceGrad: a primitive so the scatter is one pass for any step.
+struct StridedSliceGrad {
+  static constexpr std::string_view kName = "StridedSliceGrad";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = StridedAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& dy) {
+    TAPEFLOW_ASSERT(dy.shape() == a.out, "[{}] dy has shape {}, expected {}", kName, dy.shape().to_string(),
+                    a.out.to_string());
+    Tensor dx = zeros(a.input, dy.dtype());
+    const cpu::CopyPlan p = strided_plan(a, /*scatter=*/true);
+    visit_dtype(dy.dtype(), [&]<class T>() { cpu::strided_copy(p, dy.values<T>().data(), detail::mutable_data<T>(dx)); });
+    return dx;
+  }
+  static Grads backward(const GradContext& c) {
+    return {apply_with<StridedSlice>(c.attrs<Attrs>(), c.dy())};
+  }
+};
+
+Grads StridedSlice::backward(const GradContext& c) {
+  return {apply_with<StridedSliceGrad>(c.attrs<Attrs>(), c.dy())};
+}
+
+/// Python's slice.indices(dim) for one spec: the first index and the number of elements.
+std::pair<std::int64_t, std::int64_t> resolve_range(const SliceSpec& s, std::int64_t dim) {
+  if (s.step > 0) {
+    auto clamp = [dim](std::int64_t v) { return v < 0 ? std::max<std::int64_t>(v + dim, 0) : std::min(v, dim); };
+    const std::int64_t start = s.start ? clamp(*s.start) : 0;
+    const std::int64_t stop = s.stop ? clamp(*s.stop) : dim;
+    if (stop <= start) return {0, 0};
+    const std::int64_t n = stop - start;
+    return {start, n / s.step + (n % s.step != 0 ? 1 : 0)};
+  }
+  // Negative step: indices run from start down to stop + 1, both clamped to [-1, dim - 1].
+  auto clamp = [dim](std::int64_t v) { return v < 0 ? std::max<std::int64_t>(v + dim, -1) : std::min(v, dim - 1); };
+  const std::int64_t start = s.start ? clamp(*s.start) : dim - 1;
+  const std::int64_t stop = s.stop ? clamp(*s.stop) : -1;
+  if (start <= stop) return {0, 0};
+  // |step| computed without negating INT64_MIN.
+  const auto n = static_cast<std::uint64_t>(start - stop);
+  const std::uint64_t abs_step = static_cast<std::uint64_t>(-(s.step + 1)) + 1;
+  return {start, static_cast<std::int64_t>(n / abs_step + (n % abs_step != 0 ? 1 : 0))};
+}
+
+StridedAttrs strided_attrs(const Tensor& x, const std::vector<SliceSpec>& specs) {
+  constexpr std::string_view op = StridedSlice::kName;
+  const Shape& s = x.shape();
+  TAPEFLOW_REQUIRE(specs.size() <= static_cast<std::size_t>(s.rank()), InvalidArgumentError,
+                   "[{}] {} index specs given for x of shape {} (rank {}): at most one per dimension", op,
+                   specs.size(), s.to_string(), s.rank());
+  StridedAttrs a;
+  a.input = s;
+  std::vector<std::int64_t> box, out;
+  for (int d = 0; d < s.rank(); ++d) {
+    const std::int64_t dim = s[d];
+    const SliceSpec spec = static_cast<std::size_t>(d) < specs.size() ? specs[static_cast<std::size_t>(d)]
+                                                                      : SliceSpec::all();
+    std::int64_t begin = 0, step = 1, count = 0;
+    if (spec.index) {
+      TAPEFLOW_REQUIRE(spec.start.has_value(), InvalidArgumentError,
+                       "[{}] the index spec of dimension {} has no index (use SliceSpec::at(i))", op, d);
+      const std::int64_t i = *spec.start;
+      TAPEFLOW_REQUIRE(i >= -dim && i < dim, InvalidArgumentError,
+                       "[{}] index {} is out of bounds for dimension {} of size {} (x has shape {}); valid: [{}, {})",
+                       op, i, d, dim, s.to_string(), -dim, dim);
+      begin = i < 0 ? i + dim : i;
+      count = 1;
+    } else {
+      TAPEFLOW_REQUIRE(spec.step != 0, InvalidArgumentError,
+                       "[{}] the step of dimension {} is 0; it must be nonzero (x has shape {})", op, d, s.to_string());
+      std::tie(begin, count) = resolve_range(spec, dim);
+      // With fewer than two elements the step is never taken: 1 keeps stride products small.
+      step = count > 1 ? spec.step : 1;
+      if (count == 0) begin = 0;
+      out.push_back(count);
+    }
+    a.begin.push_back(begin);
+    a.step.push_back(step);
+    box.push_back(count);
+  }
+  a.box = Shape::checked(box, op);
+  a.out = Shape::checked(out, op);
+  return a;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gather
+
+/// Throws unless every index is in [0, limit), naming the first bad one and its position.
+void check_indices_in_range(const Tensor& indices, std::int64_t limit, std::string_view op, std::string_view what) {
+  visit_index(indices, op, [&]<class I>() {
+    const auto v = indices.values<I>();
+    for (std::size_t p = 0; p < v.size(); ++p) {
+      if (v[p] >= 0 && v[p] < limit) [[likely]]
+        continue;
+      throw InvalidArgumentError(fmt::format("[{}] indices{} = {} is not in [0, {}) ({})", op,
+                                             position(indices.shape(), static_cast<std::int64_t>(p)), v[p], limit,
+                                             what));
+    }
+  });
+}
+
+struct GatherAttrs {
+  int axis;
+  Shape params;  // the shape of params (GatherGrad's output)
+};
+
+// y[o, p, i] = params[o, indices[p], i]  (o: dims before axis, p: positions of indices)
+// dparams = gather_grad(dy): dy[o, p, i] summed into zeros at [o, indices[p], i]
+struct GatherV2 {
+  static constexpr std::string_view kName = "GatherV2";
+  static constexpr Saves kSaves{0b10, 0};  // the gradient reads indices
+  using Attrs = GatherAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& params, const Tensor& indices) {
+    const Shape& ps = params.shape();
+    check_indices_in_range(indices, ps[a.axis], kName,
+                           fmt::format("params has shape {}, axis {}", ps.to_string(), a.axis));
+    std::vector<std::int64_t> out = dims_between(ps, 0, a.axis);
+    for (std::int64_t d : indices.shape().dims()) out.push_back(d);
+    for (std::int64_t d : dims_between(ps, a.axis + 1, ps.rank())) out.push_back(d);
+    Tensor y = detail::empty(Shape::checked(out, kName), params.dtype(), kName);
+    const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis], inner = product(ps, a.axis + 1, ps.rank());
+    const std::int64_t n = indices.num_elements();
+    visit_dtype(params.dtype(), [&]<class T>() {
+      const T* src = params.values<T>().data();
+      T* dst = detail::mutable_data<T>(y);
+      visit_index(indices, kName, [&]<class I>() {
+        const I* idx = indices.values<I>().data();
+        cpu::parallel_for(outer * n, std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(inner, 1)),
+                          [&](std::int64_t r0, std::int64_t r1) {
+                            for (std::int64_t r = r0; r < r1; ++r) {
+                              const std::int64_t o = r / n, p = r % n;
+                              std::copy_n(src + (o * dim + static_cast<std::int64_t>(idx[p])) * inner, inner,
+                                          dst + r * inner);
+                            }
+                          });
+      });
+    });
+    return y;
+  }
+  static Grads backward(const GradContext& c);
+};
+
+// dparams = zeros(params) with dy[o, p, i] added at [o, indices[p], i];  d(dy) = gather(d(dparams))
+// The dense gradient of GatherV2 (TensorFlow builds it with UnsortedSegmentSum after moving axis
+// to the front): a primitive so it is one pass for any axis.
+struct GatherGrad {
+  static constexpr std::string_view kName = "GatherGrad";
+  static constexpr Saves kSaves{0b10, 0};  // the gradient reads indices
+  using Attrs = GatherAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& dy, const Tensor& indices) {
+    const Shape& ps = a.params;
+    check_indices_in_range(indices, ps[a.axis], kName, fmt::format("params has shape {}", ps.to_string()));
+    Tensor dx = zeros(ps, dy.dtype());
+    const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis], inner = product(ps, a.axis + 1, ps.rank());
+    const std::int64_t n = indices.num_elements();
+    visit_floating(dy.dtype(), [&]<class T>() {
+      const T* src = dy.values<T>().data();
+      T* dst = detail::mutable_data<T>(dx);
+      visit_index(indices, kName, [&]<class I>() {
+        const I* idx = indices.values<I>().data();
+        for (std::int64_t o = 0; o < outer; ++o) {
+          // Threads own disjoint column ranges, and each adds the positions in order: deterministic.
+          cpu::parallel_for(inner, cpu::kParallelGrain, [&](std::int64_t i0, std::int64_t i1) {
+            for (std::int64_t p = 0; p < n; ++p) {
+              const T* s = src + (o * n + p) * inner;
+              T* d = dst + (o * dim + static_cast<std::int64_t>(idx[p])) * inner;
+              for (std::int64_t i = i0; i < i1; ++i) d[i] += s[i];
+            }
+          });
+        }
+      });
+    });
+    return dx;
+  }
+  static Grads backward(const GradContext& c) {
+    return {gather(c.dy(), c.input(1), c.attrs<Attrs>().axis), std::nullopt};
+  }
+};
+
+Grads GatherV2::backward(const GradContext& c) {
+  return {apply_with<GatherGrad>(c.attrs<Attrs>(), c.dy(), c.input(1)), std::nullopt};
+}
+
+// ---------------------------------------------------------------------------------------------
+// GatherNd and ScatterNd
+
+/// Validates index tuples (the last dimension of `indices`) against the leading dims of `shape`
+/// and returns each tuple's flat offset in units of `slice` elements (the trailing dims' product).
+std::vector<std::int64_t> nd_offsets(const Tensor& indices, const Shape& shape, std::string_view op,
+                                     std::string_view what) {
+  TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
+                   "[{}] indices must be an int32 or int64 tensor, got a {}", op, describe(indices));
+  TAPEFLOW_REQUIRE(indices.rank() >= 1, InvalidArgumentError,
+                   "[{}] indices must have rank >= 1 (its last dimension holds the index tuples), got a {}", op,
+                   describe(indices));
+  TAPEFLOW_REQUIRE(indices.shape()[indices.rank() - 1] <= shape.rank(), InvalidArgumentError,
+                   "[{}] index tuples have {} entries (indices has shape {}) but {} has rank {} ({})", op,
+                   indices.shape()[indices.rank() - 1], indices.shape().to_string(), what, shape.rank(),
+                   shape.to_string());
+  const int k = static_cast<int>(indices.shape()[indices.rank() - 1]);
+  const Shape positions = Shape::checked(dims_between(indices.shape(), 0, indices.rank() - 1), op);
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(positions.num_elements()));
+  const auto strides = cpu::row_major_strides(Shape::checked(dims_between(shape, 0, k), op));
+  visit_index(indices, op, [&]<class I>() {
+    const I* idx = indices.values<I>().data();
+    for (std::int64_t p = 0; p < positions.num_elements(); ++p) {
+      std::int64_t off = 0;
+      for (int j = 0; j < k; ++j) {
+        const I v = idx[p * k + j];
+        if (v < 0 || v >= shape[j]) [[unlikely]] {
+          const std::vector<I> tuple(idx + p * k, idx + (p + 1) * k);
+          throw InvalidArgumentError(fmt::format("[{}] indices{} = [{}] does not index into {} of shape {} "
+                                                 "(entry {} is not in [0, {}))",
+                                                 op, position(positions, p), fmt::join(tuple, ", "), what,
+                                                 shape.to_string(), j, shape[j]));
+        }
+        off += static_cast<std::int64_t>(v) * strides[static_cast<std::size_t>(j)];
+      }
+      offsets[static_cast<std::size_t>(p)] = off;
+    }
+  });
+  return offsets;
+}
+
+// y[p, i] = params[indices[p], i];  dparams = scatter_nd(indices, dy, shape(params))
+struct GatherNd {
+  static constexpr std::string_view kName = "GatherNd";
+  static constexpr Saves kSaves{0b10, 0};  // the gradient reads indices
+  static Tensor forward(const Tensor& params, const Tensor& indices) {
+    const Shape& ps = params.shape();
+    const std::vector<std::int64_t> offsets = nd_offsets(indices, ps, kName, "params");
+    const int k = static_cast<int>(indices.shape()[indices.rank() - 1]);
+    std::vector<std::int64_t> out = dims_between(indices.shape(), 0, indices.rank() - 1);
+    for (std::int64_t d : dims_between(ps, k, ps.rank())) out.push_back(d);
+    Tensor y = detail::empty(Shape::checked(out, kName), params.dtype(), kName);
+    const std::int64_t slice = product(ps, k, ps.rank()), n = static_cast<std::int64_t>(offsets.size());
+    visit_dtype(params.dtype(), [&]<class T>() {
+      const T* src = params.values<T>().data();
+      T* dst = detail::mutable_data<T>(y);
+      cpu::parallel_for(n, std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(slice, 1)),
+                        [&](std::int64_t p0, std::int64_t p1) {
+                          for (std::int64_t p = p0; p < p1; ++p)
+                            std::copy_n(src + offsets[static_cast<std::size_t>(p)] * slice, slice, dst + p * slice);
+                        });
+    });
+    return y;
+  }
+  static Grads backward(const GradContext& c) {
+    return {scatter_nd(c.input(1), c.dy(), c.input_shape(0)), std::nullopt};
+  }
+};
+
+struct ScatterNdAttrs {
+  Shape shape;
+};
+
+// y = zeros(shape) with updates[p, i] added at [indices[p], i];  dupdates = gather_nd(dy, indices)
+struct ScatterNd {
+  static constexpr std::string_view kName = "ScatterNd";
+  static constexpr Saves kSaves{0b01, 0};  // the gradient reads indices
+  using Attrs = ScatterNdAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& indices, const Tensor& updates) {
+    require_numeric(updates, kName, "updates");
+    const std::vector<std::int64_t> offsets = nd_offsets(indices, a.shape, kName, "the output");
+    const int k = static_cast<int>(indices.shape()[indices.rank() - 1]);
+    std::vector<std::int64_t> expected = dims_between(indices.shape(), 0, indices.rank() - 1);
+    for (std::int64_t d : dims_between(a.shape, k, a.shape.rank())) expected.push_back(d);
+    TAPEFLOW_REQUIRE(Shape::checked(expected, kName) == updates.shape(), InvalidArgumentError,
+                     "[{}] updates has shape {} but indices of shape {} into shape {} need updates of shape {}",
+                     kName, updates.shape().to_string(), indices.shape().to_string(), a.shape.to_string(),
+                     Shape::checked(expected, kName).to_string());
+    Tensor y = zeros(a.shape, updates.dtype());
+    const std::int64_t slice = product(a.shape, k, a.shape.rank()), n = static_cast<std::int64_t>(offsets.size());
+    visit_dtype(updates.dtype(), [&]<class T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        const T* src = updates.values<T>().data();
+        T* dst = detail::mutable_data<T>(y);
+        // Threads own disjoint column ranges, and each adds the positions in order: deterministic.
+        cpu::parallel_for(slice, cpu::kParallelGrain, [&](std::int64_t i0, std::int64_t i1) {
+          for (std::int64_t p = 0; p < n; ++p) {
+            T* d = dst + offsets[static_cast<std::size_t>(p)] * slice;
+            const T* s = src + p * slice;
+            for (std::int64_t i = i0; i < i1; ++i) d[i] += s[i];
+          }
+        });
+      }
+    });
+    return y;
+  }
+  static Grads backward(const GradContext& c) { return {std::nullopt, gather_nd(c.dy(), c.input(0))}; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// OneHot
+
+struct OneHotAttrs {
+  std::int64_t depth;
+  Tensor on, off;  // scalars of the output dtype
+};
+
+// y[p, j] = on if indices[p] == j else off. Not differentiable (integer input).
+struct OneHot {
+  static constexpr std::string_view kName = "OneHot";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = OneHotAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& indices) {
+    std::vector<std::int64_t> out = dims_between(indices.shape(), 0, indices.rank());
+    out.push_back(a.depth);
+    Tensor y = detail::empty(Shape::checked(out, kName), a.on.dtype(), kName);
+    visit_dtype(a.on.dtype(), [&]<class T>() {
+      const T on = a.on.values<T>()[0], off = a.off.values<T>()[0];
+      T* dst = detail::mutable_data<T>(y);
+      std::fill(dst, dst + y.num_elements(), off);
+      visit_index(indices, kName, [&]<class I>() {
+        const auto idx = indices.values<I>();
+        for (std::size_t p = 0; p < idx.size(); ++p) {
+          const auto v = static_cast<std::int64_t>(idx[p]);
+          if (v >= 0 && v < a.depth) dst[static_cast<std::int64_t>(p) * a.depth + v] = on;
+        }
+      });
+    });
+    return y;
+  }
+};
+
+}  // namespace
+
+void register_index_ops(autodiff::Registry& r) {
+  r.add<Slice>();
+  r.add<StridedSlice>();
+  r.add<StridedSliceGrad>();
+  r.add<GatherV2>();
+  r.add<GatherGrad>();
+  r.add<GatherNd>();
+  r.add<ScatterNd>();
+  r.add_non_differentiable<OneHot>();
+}
+
+}  // namespace ops
+
+Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& size) {
+  constexpr std::string_view op = ops::Slice::kName;
+  ops::require_defined(x, op);
+  const Shape& s = x.shape();
+  TAPEFLOW_REQUIRE(begin.size() == static_cast<std::size_t>(s.rank()) && size.size() == begin.size(),
+                   InvalidArgumentError,
+                   "[{}] begin {} and size {} must each have one entry per dimension of x (shape {}, rank {})", op,
+                   begin, size, s.to_string(), s.rank());
+  std::vector<std::int64_t> resolved(size);
+  for (int d = 0; d < s.rank(); ++d) {
+    const auto u = static_cast<std::size_t>(d);
+    TAPEFLOW_REQUIRE(begin[u] >= 0 && begin[u] <= s[d], InvalidArgumentError,
+                     "[{}] begin[{}] = {} is not in [0, {}] (x has shape {})", op, d, begin[u], s[d], s.to_string());
+    if (size[u] == -1) resolved[u] = s[d] - begin[u];
+    TAPEFLOW_REQUIRE(resolved[u] >= 0 && resolved[u] <= s[d] - begin[u], InvalidArgumentError,
+                     "[{}] size[{}] = {} is not in [0, {}] for begin[{}] = {} (x has shape {}); -1 takes the rest",
+                     op, d, size[u], s[d] - begin[u], d, begin[u], s.to_string());
+  }
+  return autodiff::apply_with<ops::Slice>({begin, Shape::checked(resolved, op)}, x);
+}
+
+Tensor strided_slice(const Tensor& x, const std::vector<SliceSpec>& specs) {
+  ops::require_defined(x, ops::StridedSlice::kName);
+  return autodiff::apply_with<ops::StridedSlice>(ops::strided_attrs(x, specs), x);
+}
+
+Tensor gather(const Tensor& params, const Tensor& indices, std::int64_t axis) {
+  constexpr std::string_view op = ops::GatherV2::kName;
+  ops::require_defined(params, op, "params");
+  ops::require_defined(indices, op, "indices");
+  TAPEFLOW_REQUIRE(params.rank() >= 1, InvalidArgumentError, "[{}] params must have rank >= 1, got a {}", op,
+                   ops::describe(params));
+  const int n = normalize_axis(axis, params.rank(), op);
+  return autodiff::apply_with<ops::GatherV2>({n, params.shape()}, params, indices);
+}
+
+Tensor gather_nd(const Tensor& params, const Tensor& indices) {
+  return autodiff::apply<ops::GatherNd>(params, indices);
+}
+
+Tensor scatter_nd(const Tensor& indices, const Tensor& updates, const Shape& shape) {
+  return autodiff::apply_with<ops::ScatterNd>({shape}, indices, updates);
+}
+
+Tensor one_hot(const Tensor& indices, std::int64_t depth, double on_value, double off_value, DType dtype) {
+  constexpr std::string_view op = ops::OneHot::kName;
+  ops::require_defined(indices, op, "indices");
+  TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
+                   "[{}] indices must be an int32 or int64 tensor, got a {}", op, ops::describe(indices));
+  TAPEFLOW_REQUIRE(depth >= 0, InvalidArgumentError, "[{}] depth must be >= 0, got {}", op, depth);
+  return autodiff::apply_with<ops::OneHot>({depth, Scalar(on_value).as(dtype, op), Scalar(off_value).as(dtype, op)},
+                                           indices);
+}
+
+}  // namespace tapeflow

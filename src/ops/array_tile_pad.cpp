@@ -1,0 +1,161 @@
+// Replication and padding: tile (Tile) and constant pad (Pad). Each is the other's gradient's
+// building block in spirit: Pad's gradient slices the interior back out; Tile's sums the copies.
+
+#include "kernels/cpu/strided_copy.h"
+#include "ops/op_util.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/reduce.h"
+
+namespace tapeflow {
+namespace ops {
+namespace {
+
+struct TileAttrs {
+  std::vector<std::int64_t> multiples;
+  Shape out;
+};
+
+/// dy of shape (m0 * d0, m1 * d1, ...) summed over its copies down to (d0, d1, ...).
+Tensor sum_tiles(const Tensor& dy, const std::vector<std::int64_t>& multiples, const Shape& in) {
+  // View dy as [m0, d0, m1, d1, ...] (leaving out the m_i that are 1) and sum the m axes.
+  std::vector<std::int64_t> split;
+  Axes axes;
+  for (int i = 0; i < in.rank(); ++i) {
+    const std::int64_t m = multiples[static_cast<std::size_t>(i)];
+    if (m != 1) {
+      axes.push_back(static_cast<std::int64_t>(split.size()));
+      split.push_back(m);
+    }
+    split.push_back(in[i]);
+  }
+  if (axes.empty()) return dy;
+  if (split.size() <= static_cast<std::size_t>(kMaxRank)) return reduce_sum(reshape(dy, split), axes);
+  // NOTE: that view would exceed kMaxRank; sum one tiled dimension at a time as [P, m, d, S].
+  Tensor g = dy;
+  std::vector<std::int64_t> cur(g.shape().dims().begin(), g.shape().dims().end());
+  for (int i = 0; i < in.rank(); ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    if (multiples[u] == 1) continue;
+    std::int64_t before = 1, after = 1;
+    for (std::size_t j = 0; j < u; ++j) before *= cur[j];
+    for (std::size_t j = u + 1; j < cur.size(); ++j) after *= cur[j];
+    g = reduce_sum(reshape(g, {before, multiples[u], in[i], after}), {1});
+    cur[u] = in[i];
+    g = reshape(g, cur);
+  }
+  return g;
+}
+
+// y = tile(x, multiples);  dx = sum of the copies: reduce_sum(reshape(dy, [m0, d0, m1, d1, ...]), m axes)
+struct Tile {
+  static constexpr std::string_view kName = "Tile";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = TileAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    Tensor y = detail::empty(a.out, x.dtype(), kName);
+    // Output position along dimension i is k * d_i + j: copy k (stride 0 in x) and element j.
+    const auto in_strides = cpu::row_major_strides(x.shape()), out_strides = cpu::row_major_strides(a.out);
+    cpu::CopyPlan p;
+    for (int i = 0; i < x.rank(); ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      p.push(a.multiples[u], 0, x.shape()[i] * out_strides[u]);
+      p.push(x.shape()[i], in_strides[u], out_strides[u]);
+    }
+    visit_dtype(x.dtype(), [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
+    return y;
+  }
+  static Grads backward(const GradContext& c) {
+    return {sum_tiles(c.dy(), c.attrs<Attrs>().multiples, c.input_shape(0))};
+  }
+};
+
+struct PadAttrs {
+  std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
+  Shape out;
+  Tensor value;  // a scalar of x's dtype
+};
+
+// y = pad(x, paddings, c);  dx = slice(dy, before, shape(x))
+struct Pad {
+  static constexpr std::string_view kName = "Pad";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = PadAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    Tensor y = detail::empty(a.out, x.dtype(), kName);
+    const auto in_strides = cpu::row_major_strides(x.shape()), out_strides = cpu::row_major_strides(a.out);
+    cpu::CopyPlan p;
+    for (int i = 0; i < x.rank(); ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      p.push(x.shape()[i], in_strides[u], out_strides[u]);
+      p.dst_offset += a.paddings[u].first * out_strides[u];
+    }
+    visit_dtype(x.dtype(), [&]<class T>() {
+      T* dst = detail::mutable_data<T>(y);
+      std::fill(dst, dst + y.num_elements(), a.value.values<T>()[0]);
+      cpu::strided_copy(p, x.values<T>().data(), dst);
+    });
+    return y;
+  }
+  static Grads backward(const GradContext& c) {
+    const Shape& in = c.input_shape(0);
+    std::vector<std::int64_t> begin;
+    for (const auto& [before, after] : c.attrs<Attrs>().paddings) begin.push_back(before);
+    const auto d = in.dims();
+    return {slice(c.dy(), begin, {d.begin(), d.end()})};
+  }
+};
+
+}  // namespace
+
+void register_tile_pad_ops(autodiff::Registry& r) {
+  r.add<Tile>();
+  r.add<Pad>();
+}
+
+}  // namespace ops
+
+Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples) {
+  constexpr std::string_view op = ops::Tile::kName;
+  ops::require_defined(x, op);
+  const Shape& s = x.shape();
+  TAPEFLOW_REQUIRE(multiples.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
+                   "[{}] multiples {} must have one entry per dimension of x (shape {}, rank {})", op, multiples,
+                   s.to_string(), s.rank());
+  std::vector<std::int64_t> out(multiples.size());
+  for (int i = 0; i < s.rank(); ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    TAPEFLOW_REQUIRE(multiples[u] >= 0, InvalidArgumentError, "[{}] multiples[{}] = {} is negative (multiples {})",
+                     op, i, multiples[u], multiples);
+    TAPEFLOW_REQUIRE(!__builtin_mul_overflow(s[i], multiples[u], &out[u]), ResourceExhaustedError,
+                     "[{}] dimension {} of x (size {}) times multiples[{}] = {} overflows int64 (x has shape {})", op,
+                     i, s[i], i, multiples[u], s.to_string());
+  }
+  return autodiff::apply_with<ops::Tile>({multiples, Shape::checked(out, op)}, x);
+}
+
+Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& paddings,
+           double constant_value) {
+  constexpr std::string_view op = ops::Pad::kName;
+  ops::require_defined(x, op);
+  const Shape& s = x.shape();
+  TAPEFLOW_REQUIRE(paddings.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
+                   "[{}] paddings has {} pairs but x has rank {} (shape {}): give one {{before, after}} pair per "
+                   "dimension",
+                   op, paddings.size(), s.rank(), s.to_string());
+  std::vector<std::int64_t> out(paddings.size());
+  for (int i = 0; i < s.rank(); ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    const auto [before, after] = paddings[u];
+    TAPEFLOW_REQUIRE(before >= 0 && after >= 0, InvalidArgumentError,
+                     "[{}] paddings must be non-negative: dimension {} has {{{}, {}}} (x has shape {})", op, i,
+                     before, after, s.to_string());
+    TAPEFLOW_REQUIRE(before <= kMaxElements - s[i] && after <= kMaxElements - s[i] - before, ResourceExhaustedError,
+                     "[{}] padding dimension {} of size {} by {{{}, {}}} exceeds 2^62 elements", op, i, s[i], before,
+                     after);
+    out[u] = s[i] + before + after;
+  }
+  return autodiff::apply_with<ops::Pad>({paddings, Shape::checked(out, op), Scalar(constant_value).as(x.dtype(), op)},
+                                        x);
+}
+
+}  // namespace tapeflow
