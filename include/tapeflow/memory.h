@@ -11,12 +11,23 @@ namespace tapeflow {
 void set_allocation_limit(std::int64_t bytes);
 std::int64_t allocation_limit();
 
-/// Live tensor buffers and their bytes, for leak tests and memory reports.
+/// Live tensor buffers and their bytes, for leak tests and memory reports. Large buffers are
+/// rounded up to a size class (at most 25% more) and counted at that size.
 struct AllocatorStats {
   std::int64_t live_buffers = 0;
   std::int64_t live_bytes = 0;
   std::int64_t peak_bytes = 0;
+  /// Freed large buffers kept for reuse (see set_buffer_cache_limit).
+  std::int64_t cached_bytes = 0;
 };
 AllocatorStats allocator_stats();
+
+/// Freed buffers of 256 KiB or more are kept, up to this many bytes, and reused by later
+/// tensors of the same size class, so repeated large ops (training steps, long elementwise
+/// chains) do not page-fault on fresh memory every time. Default 1 GiB; 0 disables the cache.
+void set_buffer_cache_limit(std::int64_t bytes);
+std::int64_t buffer_cache_limit();
+/// Returns every cached buffer to the system.
+void release_cached_buffers();
 
 }  // namespace tapeflow

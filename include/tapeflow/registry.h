@@ -56,6 +56,13 @@ class GradContext {
   /// False when the gradient of input `i` will be discarded (not connected to any source), so a
   /// gradient function may return std::nullopt for it and skip the work.
   bool needs_input_grad(int i) const { return input_needed_[static_cast<std::size_t>(i)]; }
+  /// Number of leading batch dimensions on the cotangents (0 in an ordinary gradient() call).
+  /// A vectorised Jacobian runs the backward pass once with a stack of cotangents: dy(i) then
+  /// has shape batch_shape + output_shape(i), and the gradient must return batch_shape +
+  /// input_shape(j). Only ops that declare `kBatchable` are run this way.
+  int batch_rank() const;
+  /// `s` with the cotangents' batch dimensions in front (just `s` when batch_rank() == 0).
+  Shape batched(const Shape& s) const;
   /// The op's attributes (axes, strides, ...), of the type the op recorded.
   template <class A>
   const A& attrs() const {

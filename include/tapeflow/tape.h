@@ -166,21 +166,29 @@ class GradientTape {
   /// The full Jacobian of `target` with respect to each source, with shape
   /// target.shape + source.shape, in the sources' structure. Unconnected sources give
   /// std::nullopt, or zeros under UnconnectedGradients::Zero. Works on non-persistent tapes
-  /// (the tape is consumed afterwards). Computed with one backward pass per target element.
+  /// (the tape is consumed afterwards).
+  ///
+  /// With `parallel` (TensorFlow's experimental_use_pfor), the backward pass runs once with a
+  /// stack of one-hot cotangents (in chunks bounded to about 256 MiB) when every op on the path
+  /// can take stacked cotangents (elementwise math, matmul, variable reads, broadcasting); an
+  /// op that cannot makes it fall back to one backward pass per target element, and says so in
+  /// an Info log naming the op. `parallel = false` always uses the per-row loop.
   template <nest::Nestable S>
   typename nest::Nest<S>::Result jacobian(const Tensor& target, const S& sources,
-                                          UnconnectedGradients unconnected = UnconnectedGradients::None) {
+                                          UnconnectedGradients unconnected = UnconnectedGradients::None,
+                                          bool parallel = true) {
     const std::vector<Source> flat = nest::flatten(sources);
-    std::vector<std::optional<Tensor>> js = jacobian_flat(target, flat, unconnected);
+    std::vector<std::optional<Tensor>> js = jacobian_flat(target, flat, unconnected, parallel);
     auto it = js.begin();
     return nest::Nest<S>::pack(sources, it);
   }
   std::vector<std::optional<Tensor>> jacobian(const Tensor& target, std::initializer_list<Source> sources,
-                                              UnconnectedGradients unconnected = UnconnectedGradients::None) {
-    return jacobian_flat(target, std::span<const Source>(sources.begin(), sources.size()), unconnected);
+                                              UnconnectedGradients unconnected = UnconnectedGradients::None,
+                                              bool parallel = true) {
+    return jacobian_flat(target, std::span<const Source>(sources.begin(), sources.size()), unconnected, parallel);
   }
   std::vector<std::optional<Tensor>> jacobian_flat(const Tensor& target, std::span<const Source> sources,
-                                                   UnconnectedGradients unconnected);
+                                                   UnconnectedGradients unconnected, bool parallel = true);
 
   /// Per-example Jacobians: target [b, y1..yn], source [b, x1..xm] -> [b, y1..yn, x1..xm], for
   /// computations where example i of the target depends only on example i of the source.

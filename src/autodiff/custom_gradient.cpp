@@ -71,6 +71,19 @@ struct RecomputeGrad {
   }
 };
 
+/// Forward mode for ops recorded with variables: the variables' current values stand in as extra
+/// inputs (so the gradient function sees the arity it was recorded with); a tangent watched on a
+/// variable itself is not propagated through a custom gradient.
+void accumulate_with_variables(const OpDef& op, std::span<const Tensor* const> inputs,
+                               const std::vector<Variable>& variables, std::span<const Tensor> outputs,
+                               const std::shared_ptr<const void>& attrs) {
+  std::vector<Tensor> values;
+  for (const Variable& v : variables) values.push_back(v.value());
+  std::vector<const Tensor*> all(inputs.begin(), inputs.end());
+  for (const Tensor& v : values) all.push_back(&v);
+  forward_accumulate(op, all, outputs, attrs);
+}
+
 /// Runs `f` while collecting the variables it reads.
 template <class F>
 auto run_watching_variables(F&& f, std::vector<Variable>& variables) {
@@ -117,10 +130,12 @@ std::vector<Tensor> custom_gradient(const std::vector<Tensor>& inputs,
   TAPEFLOW_REQUIRE(static_cast<bool>(r.grad), InvalidArgumentError,
                    "[CustomGradient] the function returned no gradient function");
   std::vector<Tensor> outputs = autodiff::fresh(r.outputs);
-  if (autodiff::any_tape_recording()) {
+  if (autodiff::any_tape_recording() || autodiff::any_accumulator_active()) {
     auto attrs = std::make_shared<const autodiff::CustomGradientAttrs>(
         autodiff::CustomGradientAttrs{std::move(r.grad), variables, inputs.size()});
-    autodiff::record_with_variables(autodiff::op_def<autodiff::CustomGradient>(), ins, variables, outputs, attrs);
+    const autodiff::OpDef& op = autodiff::op_def<autodiff::CustomGradient>();
+    if (autodiff::any_tape_recording()) autodiff::record_with_variables(op, ins, variables, outputs, attrs);
+    if (autodiff::any_accumulator_active()) autodiff::accumulate_with_variables(op, ins, variables, outputs, attrs);
   }
   return outputs;
 }
@@ -138,10 +153,12 @@ Block recompute_grad(Block f) {
           return f(inputs);
         },
         variables));
-    if (autodiff::any_tape_recording()) {
+    if (autodiff::any_tape_recording() || autodiff::any_accumulator_active()) {
       auto attrs =
           std::make_shared<const autodiff::RecomputeAttrs>(autodiff::RecomputeAttrs{f, variables, inputs.size()});
-      autodiff::record_with_variables(autodiff::op_def<autodiff::RecomputeGrad>(), ins, variables, outputs, attrs);
+      const autodiff::OpDef& op = autodiff::op_def<autodiff::RecomputeGrad>();
+      if (autodiff::any_tape_recording()) autodiff::record_with_variables(op, ins, variables, outputs, attrs);
+      if (autodiff::any_accumulator_active()) autodiff::accumulate_with_variables(op, ins, variables, outputs, attrs);
     }
     return outputs;
   };

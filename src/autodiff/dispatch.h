@@ -38,6 +38,18 @@ extern std::atomic<bool> g_check_numerics;
 
 inline bool any_tape_recording() { return t_recording_tapes > 0; }
 
+/// Leading batch dimensions of the cotangents in the backward pass running on this thread
+/// (vectorised Jacobians); 0 otherwise.
+extern thread_local int t_cotangent_batch_rank;
+
+/// Number of forward accumulators active on this thread (forward_accumulator.cpp).
+extern thread_local int t_active_accumulators;
+inline bool any_accumulator_active() { return t_active_accumulators > 0; }
+
+/// Computes and stores output tangents on every active accumulator that tracks an input.
+void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs, std::span<const Tensor> outputs,
+                        const std::shared_ptr<const void>& attrs);
+
 /// Suspends all recording on this thread while alive (stateful updates such as assign_add,
 /// optimizer steps). Tapes created inside the scope record normally.
 class RecordingSuspension {
@@ -94,10 +106,13 @@ void require_defined(std::string_view op, std::span<const Tensor* const> inputs)
 
 template <class Op, class Attrs>
 void after_forward(const Attrs& attrs, std::span<const Tensor* const> ins, std::span<const Tensor> outs) {
-  if (any_tape_recording()) [[unlikely]] {
+  if (any_tape_recording() || any_accumulator_active()) [[unlikely]] {
     std::shared_ptr<const void> a;
     if constexpr (!std::is_empty_v<Attrs>) a = std::make_shared<const Attrs>(attrs);
-    record(op_def<Op>(), ins, outs, std::move(a));
+    // Tapes first: the JVP ops that follow may read the outputs, which must already be on the
+    // tapes that record those JVP ops (records stay in topological order).
+    if (any_tape_recording()) record(op_def<Op>(), ins, outs, a);
+    if (any_accumulator_active()) forward_accumulate(op_def<Op>(), ins, outs, a);
   }
   if (g_check_numerics.load(std::memory_order_relaxed)) [[unlikely]] check_numerics(op_def<Op>(), outs);
 }

@@ -29,6 +29,11 @@ inline constexpr Saves kSavesNothing{};
 inline constexpr Saves kSavesInputs{Saves::kAllInputs, 0};
 inline constexpr Saves kSavesOutput{0, 1};
 
+class JvpContext;
+/// An op's forward-mode rule: output tangents (one per output; undefined means zero) from input
+/// tangents. Ops without one get their JVP from their gradient (see forward_accumulator.cpp).
+using JvpFunction = std::vector<Tensor> (*)(const JvpContext&);
+
 struct GradientEntry {
   GradientStatus status = GradientStatus::Missing;
   GradientFunction fn;
@@ -43,6 +48,11 @@ class OpDef {
   void set_gradient(std::shared_ptr<const GradientEntry> g) { gradient_.store(std::move(g)); }
   /// True for ops defined by tapeflow (as opposed to names only mentioned by register_gradient).
   bool builtin = false;
+  /// The op's own JVP rule, or nullptr to derive the JVP from the gradient.
+  JvpFunction jvp = nullptr;
+  /// The gradient accepts cotangents with extra leading batch dimensions (see
+  /// GradContext::batch_rank), so a Jacobian can push many cotangents through it at once.
+  bool batchable = false;
 
  private:
   std::string name_;
@@ -66,6 +76,8 @@ class Registry {
   template <class Op>
   void add() {
     define(Op::kName, Op::kSaves, &Op::backward);
+    if constexpr (requires { &Op::jvp; }) get(Op::kName).jvp = &Op::jvp;
+    if constexpr (requires { Op::kBatchable; }) get(Op::kName).batchable = Op::kBatchable;
   }
   template <class Op>
   void add_non_differentiable() {

@@ -49,7 +49,16 @@ namespace tapeflow {
 namespace autodiff {
 
 thread_local int t_recording_tapes = 0;
+thread_local int t_cotangent_batch_rank = 0;
+thread_local std::uint64_t t_hidden_lo = 0;
+thread_local std::uint64_t t_hidden_hi = 0;
 std::atomic<bool> g_check_numerics{false};
+
+namespace {
+thread_local std::uint64_t t_next_nesting_id = 0;
+}
+std::uint64_t next_nesting_id() { return t_next_nesting_id++; }
+std::uint64_t peek_nesting_id() { return t_next_nesting_id; }
 
 namespace {
 
@@ -64,6 +73,17 @@ void recount_recording_tapes() {
   for (const auto& t : thread_tapes()) n += t->recording() ? 1 : 0;
   t_recording_tapes = n;
 }
+
+}  // namespace
+
+void recount_accumulators();  // forward_accumulator.cpp
+
+void recount_observers() {
+  recount_recording_tapes();
+  recount_accumulators();
+}
+
+namespace {
 
 bool watches_a_floating_input(const detail::TapeState& tape, std::span<const Tensor* const> inputs) {
   for (const Tensor* in : inputs)
@@ -132,17 +152,22 @@ void require_defined(std::string_view op, std::span<const Tensor* const> inputs)
 struct ReadVariableOp {
   static constexpr std::string_view kName = "ReadVariableOp";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   // y = read(v);  dv = dy
   static Grads backward(const GradContext& c) { return {c.dy()}; }
 };
 
 void register_variable_ops(Registry& r) { r.add<ReadVariableOp>(); }
 
-/// Called by Variable::read_value(): watches the variable on tapes that auto-watch it, and
-/// records the read on every tape that watches it. Returns the tensor the caller should use.
+void forward_accumulate_variable_read(const Variable& var, const Tensor& read);  // forward_accumulator.cpp
+
+/// Called by Variable::read_value() when a tape records or an accumulator is active: watches the
+/// variable on tapes that auto-watch it, records the read on every tape that watches it, and
+/// gives the read its tangent on accumulators. Returns the tensor the caller should use: a fresh
+/// id per observed read, as each read is its own op output in TensorFlow.
 Tensor record_variable_read(const Variable& var, const Tensor& value) {
   const auto& tapes = thread_tapes();
-  bool any = false;
+  bool on_a_tape = false;
   for (const auto& tape : tapes) {
     if (!tape->recording()) continue;
     if (tape->options.watch_accessed_variables && var.trainable() && is_floating(var.dtype()) &&
@@ -150,11 +175,11 @@ Tensor record_variable_read(const Variable& var, const Tensor& value) {
       tape->producer.emplace(var.handle_id(), -1);
       tape->watched_variables.push_back(var);
     }
-    any = any || tape->producer.contains(var.handle_id());
+    on_a_tape = on_a_tape || tape->producer.contains(var.handle_id());
   }
-  if (!any) return value;
-  // A fresh id per read: each read is its own op output, as in TensorFlow.
+  if (!on_a_tape && !any_accumulator_active()) return value;
   Tensor read = detail::share_with_shape(value, value.shape());
+  if (any_accumulator_active()) forward_accumulate_variable_read(var, read);
   const Slot input{var.handle_id(), var.shape(), var.dtype(), Tensor()};
   const OpDef& op = op_def<ReadVariableOp>();
   for (const auto& tape : tapes)
@@ -193,6 +218,15 @@ const Tensor& GradContext::output(int i) const {
 const Shape& GradContext::input_shape(int i) const { return record_.inputs()[static_cast<std::size_t>(i)].shape; }
 DType GradContext::input_dtype(int i) const { return record_.inputs()[static_cast<std::size_t>(i)].dtype; }
 const Shape& GradContext::output_shape(int i) const { return record_.outputs()[static_cast<std::size_t>(i)].shape; }
+int GradContext::batch_rank() const { return autodiff::t_cotangent_batch_rank; }
+Shape GradContext::batched(const Shape& s) const {
+  const int k = batch_rank();
+  if (k == 0) return s;
+  const auto batch = dys_[0].shape().dims().first(static_cast<std::size_t>(k));
+  std::vector<std::int64_t> dims(batch.begin(), batch.end());
+  dims.insert(dims.end(), s.dims().begin(), s.dims().end());
+  return Shape::checked(dims, op_name());
+}
 const void* GradContext::attrs_ptr() const {
   TAPEFLOW_ASSERT(record_.attrs != nullptr, "[{}] the gradient reads attributes the op did not record", op_name());
   return record_.attrs.get();
@@ -229,7 +263,7 @@ constexpr std::string_view kConsumedMessage =
 GradientTape::GradientTape(TapeOptions options) : state_(std::make_shared<detail::TapeState>()) {
   state_->options = options;
   autodiff::thread_tapes().push_back(state_);
-  autodiff::recount_recording_tapes();
+  autodiff::recount_observers();
 }
 
 GradientTape::~GradientTape() {
@@ -237,7 +271,7 @@ GradientTape::~GradientTape() {
   if (state_->owner != std::this_thread::get_id()) return;  // the owner's stack drops it lazily
   auto& tapes = autodiff::thread_tapes();
   std::erase(tapes, state_);
-  autodiff::recount_recording_tapes();
+  autodiff::recount_observers();
 }
 
 void GradientTape::watch(const Source& source) {
@@ -267,17 +301,17 @@ void GradientTape::reset() {
   state_->watched_variables.clear();
   state_->consumed = false;
   state_->warned_dtype = false;
-  autodiff::recount_recording_tapes();
+  autodiff::recount_observers();
 }
 
 GradientTape::RecordingPause::RecordingPause(std::shared_ptr<detail::TapeState> s)
     : state_(std::move(s)), was_recording_(!state_->paused) {
   state_->paused = true;
-  autodiff::recount_recording_tapes();
+  autodiff::recount_observers();
 }
 GradientTape::RecordingPause::~RecordingPause() {
   state_->paused = !was_recording_;
-  if (state_->owner == std::this_thread::get_id()) autodiff::recount_recording_tapes();
+  if (state_->owner == std::this_thread::get_id()) autodiff::recount_observers();
 }
 
 GradientTape::RecordingPause GradientTape::stop_recording() {
@@ -321,9 +355,18 @@ class Cotangents {
   std::unordered_map<TensorId, Tensor> map_;
 };
 
-void check_input_gradient(const autodiff::OpRecord& rec, std::size_t i, const Tensor& g) {
+/// `s` with the batch dimensions `batch` in front.
+Shape with_batch(std::span<const std::int64_t> batch, const Shape& s) {
+  if (batch.empty()) return s;
+  std::vector<std::int64_t> dims(batch.begin(), batch.end());
+  dims.insert(dims.end(), s.dims().begin(), s.dims().end());
+  return Shape::checked(dims, "GradientTape");
+}
+
+void check_input_gradient(const autodiff::OpRecord& rec, std::size_t i, const Tensor& g,
+                          std::span<const std::int64_t> batch) {
   const autodiff::Slot& in = rec.inputs()[i];
-  TAPEFLOW_REQUIRE(g.defined() && g.shape() == in.shape && g.dtype() == in.dtype, InternalError,
+  TAPEFLOW_REQUIRE(g.defined() && g.shape() == with_batch(batch, in.shape) && g.dtype() == in.dtype, InternalError,
                    "Recorded operation '{}' returned a gradient for input {} with shape {} and dtype "
                    "{}, but the input has shape {} and dtype {}",
                    rec.op->name(), i, g.defined() ? g.shape().to_string() : "(undefined)",
@@ -379,10 +422,17 @@ Pruned prune(const std::vector<autodiff::OpRecord>& ops, std::span<const Tensor>
 
 /// Steps 2-4: seeds each floating target with seeds[i], walks the kept records in reverse and
 /// returns each source's cotangent (std::nullopt where none arrived). With `release`, each
-/// record's saved values are dropped once it has been processed.
+/// record's saved values are dropped once it has been processed. `batch` are leading dimensions
+/// of a stack of cotangents pushed through at once (vectorised Jacobians; only batchable ops).
 std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops, const Pruned& p,
                                             std::span<const Tensor> ys, std::span<const Tensor> seeds,
-                                            std::span<const Source> sources, bool release) {
+                                            std::span<const Source> sources, bool release,
+                                            std::span<const std::int64_t> batch = {}) {
+  struct BatchRank {
+    int saved = autodiff::t_cotangent_batch_rank;
+    ~BatchRank() { autodiff::t_cotangent_batch_rank = saved; }
+  } restore;
+  autodiff::t_cotangent_batch_rank = static_cast<int>(batch.size());
   Cotangents grads;
   for (std::size_t i = 0; i < ys.size(); ++i)
     if (is_floating(ys[i].dtype())) grads.add(ys[i].id(), seeds[i]);  // integer targets carry no gradient
@@ -404,7 +454,7 @@ std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops
     if (entry->status == GradientStatus::Missing)
       throw LookupError(fmt::format("gradient registry has no entry for: {}", rec.op->name()));
     for (std::size_t j = 0; j < outs.size(); ++j) {
-      if (!dys[j].defined()) dys[j] = zeros(outs[j].shape, outs[j].dtype);
+      if (!dys[j].defined()) dys[j] = zeros(with_batch(batch, outs[j].shape), outs[j].dtype);
       if (!p.source_ids.contains(outs[j].id)) grads.erase(outs[j].id);  // consumed: free it early
     }
     if (entry->status == GradientStatus::NotDifferentiable) continue;
@@ -419,7 +469,7 @@ std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops
                      input_grads.size());
     for (std::size_t i = 0; i < ins.size(); ++i) {
       if (!needed[i] || !input_grads[i]) continue;
-      check_input_gradient(rec, i, *input_grads[i]);
+      check_input_gradient(rec, i, *input_grads[i], batch);
       grads.add(ins[i].id, *input_grads[i]);
     }
     if (release)
@@ -454,7 +504,7 @@ auto GradientTape::run_backward(std::string_view what, F&& body) {
     pause.emplace(state_);
   } else {
     tape.consumed = true;
-    autodiff::recount_recording_tapes();
+    autodiff::recount_observers();
   }
   struct ReleaseAtExit {
     detail::TapeState& tape;
@@ -513,8 +563,30 @@ Shape concat_shapes(std::span<const std::int64_t> a, std::span<const std::int64_
 
 }  // namespace
 
+namespace {
+
+/// The first kept record whose gradient cannot take a stack of cotangents, or nullptr.
+const autodiff::OpDef* first_unbatchable(const std::vector<autodiff::OpRecord>& ops, const Pruned& p) {
+  for (std::size_t k = 0; k < ops.size(); ++k)
+    if (p.keep[k] && !ops[k].op->batchable) return ops[k].op;
+  return nullptr;
+}
+
+/// How many Jacobian rows to push through at once: the stacked cotangents of the largest kept
+/// tensor stay under about 256 MiB.
+std::int64_t rows_per_pass(const std::vector<autodiff::OpRecord>& ops, const Pruned& p, std::int64_t rows) {
+  std::int64_t largest = 1;
+  for (std::size_t k = 0; k < ops.size(); ++k)
+    if (p.keep[k])
+      for (const auto& slot : ops[k].slots)
+        largest = std::max(largest, slot.shape.num_elements() * static_cast<std::int64_t>(dtype_size(slot.dtype)));
+  return std::clamp<std::int64_t>((std::int64_t{256} << 20) / largest, 1, std::max<std::int64_t>(rows, 1));
+}
+
+}  // namespace
+
 std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& target, std::span<const Source> sources,
-                                                               UnconnectedGradients unconnected) {
+                                                               UnconnectedGradients unconnected, bool parallel) {
   validate_targets_and_sources({&target, 1}, sources, "jacobian");
   return run_backward("jacobian", [&](std::vector<autodiff::OpRecord>& ops, bool) {
     // One backward pass per target element, seeded with a one-hot cotangent; rows land in
@@ -528,7 +600,33 @@ std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& tar
       out.push_back(detail::empty(shapes.back(), s.dtype(), "Jacobian"));
     }
     const Pruned p = prune(ops, {&target, 1}, sources);
-    if (is_floating(target.dtype())) {
+    const autodiff::OpDef* blocker = parallel ? first_unbatchable(ops, p) : nullptr;
+    if (parallel && blocker)
+      log(LogLevel::Info, fmt::format("jacobian: op {} cannot take stacked cotangents; computing the Jacobian one "
+                                      "row at a time", blocker->name()));
+    if (is_floating(target.dtype()) && parallel && !blocker) {
+      // Vectorised: a stack of one-hot cotangents [c, *target.shape] goes through each record
+      // once; the gradients come back as [c, *source.shape], which are rows of the Jacobian.
+      const std::int64_t chunk = rows_per_pass(ops, p, rows);
+      for (std::int64_t start = 0; start < rows; start += chunk) {
+        const std::int64_t c = std::min(chunk, rows - start);
+        const std::int64_t batch[1] = {c};
+        Tensor seed = zeros(with_batch(batch, target.shape()), target.dtype());
+        visit_dtype(target.dtype(), [&]<class T>() {
+          for (std::int64_t j = 0; j < c; ++j) detail::mutable_data<T>(seed)[j * rows + start + j] = T(1);
+        });
+        auto grads = backward(ops, p, {&target, 1}, {&seed, 1}, sources, /*release=*/false, batch);
+        for (std::size_t i = 0; i < sources.size(); ++i) {
+          if (!grads[i]) continue;
+          connected[i] = true;
+          const std::size_t row_bytes = static_cast<std::size_t>(sources[i].shape().num_elements()) *
+                                        dtype_size(sources[i].dtype());
+          std::memcpy(static_cast<std::byte*>(const_cast<void*>(out[i].raw_data())) +
+                          static_cast<std::size_t>(start) * row_bytes,
+                      grads[i]->raw_data(), static_cast<std::size_t>(c) * row_bytes);
+        }
+      }
+    } else if (is_floating(target.dtype())) {
       for (std::int64_t r = 0; r < rows; ++r) {
         Tensor seed = zeros(target.shape(), target.dtype());
         visit_dtype(target.dtype(), [&]<class T>() { detail::mutable_data<T>(seed)[r] = T(1); });

@@ -1,6 +1,7 @@
 #pragma once
 // What a GradientTape holds. See tape.cpp for the algorithm.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -36,6 +37,78 @@ struct OpRecord {
 
 }  // namespace tapeflow::autodiff
 
+namespace tapeflow::autodiff {
+
+/// Tapes and forward accumulators are numbered in creation order on their thread. While an
+/// accumulator computes its JVPs, the tapes and accumulators created from it onwards up to that
+/// moment are hidden: inner ones ignore an outer accumulator's products (TensorFlow's strict
+/// nesting), which is what makes forward-over-reverse and forward-over-forward compose. Tapes
+/// created during the JVP computation itself (the fallback's own tape) are visible.
+std::uint64_t next_nesting_id();
+/// The id the next tape or accumulator will get.
+std::uint64_t peek_nesting_id();
+extern thread_local std::uint64_t t_hidden_lo;
+extern thread_local std::uint64_t t_hidden_hi;
+
+inline bool nesting_hidden(std::uint64_t id) { return id >= t_hidden_lo && id < t_hidden_hi; }
+
+/// Recounts the recording tapes and active accumulators after a state change.
+void recount_observers();
+
+/// While alive, hides tapes and accumulators with nesting id in [from, peek_nesting_id()).
+class HideNestedFrom {
+ public:
+  explicit HideNestedFrom(std::uint64_t from) : lo_(t_hidden_lo), hi_(t_hidden_hi) {
+    t_hidden_lo = from;
+    t_hidden_hi = peek_nesting_id();
+    recount_observers();
+  }
+  ~HideNestedFrom() {
+    t_hidden_lo = lo_;
+    t_hidden_hi = hi_;
+    recount_observers();
+  }
+  HideNestedFrom(const HideNestedFrom&) = delete;
+  HideNestedFrom& operator=(const HideNestedFrom&) = delete;
+
+ private:
+  std::uint64_t lo_, hi_;
+};
+
+}  // namespace tapeflow::autodiff
+
+namespace tapeflow::autodiff {
+
+/// Tapes and forward accumulators are numbered in creation order on their thread. While an
+/// accumulator computes its JVPs, only those created before it (id below the limit) observe the
+/// ops: inner tapes and accumulators ignore an outer accumulator's products (TensorFlow's strict
+/// nesting), which is what makes forward-over-reverse and forward-over-forward compose.
+std::uint64_t next_nesting_id();
+extern thread_local std::uint64_t t_nesting_limit;
+
+/// Recounts the recording tapes and active accumulators after a state change.
+void recount_observers();
+
+/// While alive, hides tapes and accumulators with nesting id >= `limit`.
+class NestingLimit {
+ public:
+  explicit NestingLimit(std::uint64_t limit) : saved_(t_nesting_limit) {
+    t_nesting_limit = std::min(limit, saved_);
+    recount_observers();
+  }
+  ~NestingLimit() {
+    t_nesting_limit = saved_;
+    recount_observers();
+  }
+  NestingLimit(const NestingLimit&) = delete;
+  NestingLimit& operator=(const NestingLimit&) = delete;
+
+ private:
+  std::uint64_t saved_;
+};
+
+}  // namespace tapeflow::autodiff
+
 namespace tapeflow::detail {
 
 struct TapeState {
@@ -51,7 +124,11 @@ struct TapeState {
   std::vector<autodiff::OpRecord> ops;
   std::vector<Variable> watched_variables;
 
-  bool recording() const { return in_stack && !paused && !consumed; }
+  std::uint64_t nesting_id = autodiff::next_nesting_id();
+
+  bool recording() const {
+    return in_stack && !paused && !consumed && !autodiff::nesting_hidden(nesting_id);
+  }
 };
 
 }  // namespace tapeflow::detail

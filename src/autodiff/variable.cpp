@@ -61,7 +61,7 @@ Tensor Variable::read_value() const {
   for (std::vector<Variable>* watcher : autodiff::VariableReadWatcher::active()) {
     if (std::find(watcher->begin(), watcher->end(), *this) == watcher->end()) watcher->push_back(*this);
   }
-  if (!autodiff::any_tape_recording()) return v;
+  if (!autodiff::any_tape_recording() && !autodiff::any_accumulator_active()) return v;
   return autodiff::record_variable_read(*this, v);
 }
 

@@ -2,6 +2,7 @@
 #include <new>
 #include <ostream>
 
+#include "core/allocator.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "tapeflow/memory.h"
@@ -9,45 +10,8 @@
 namespace tapeflow {
 namespace {
 
-std::atomic<std::int64_t> g_allocation_limit{std::int64_t{64} << 30};
-std::atomic<std::int64_t> g_live_buffers{0};
-std::atomic<std::int64_t> g_live_bytes{0};
-std::atomic<std::int64_t> g_peak_bytes{0};
-
-constexpr std::size_t kAlignment = 64;  // a cache line: full-width vector loads never straddle
-
-void free_buffer(void* p, std::int64_t bytes) {
-  ::operator delete(p, std::align_val_t{kAlignment});
-  g_live_buffers.fetch_sub(1, std::memory_order_relaxed);
-  g_live_bytes.fetch_sub(bytes, std::memory_order_relaxed);
-}
-
-void count_allocation(std::int64_t bytes) {
-  g_live_buffers.fetch_add(1, std::memory_order_relaxed);
-  const std::int64_t live = g_live_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  std::int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
-  while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-  }
-}
-
-void check_limit(std::int64_t bytes, std::string_view op) {
-  const std::int64_t limit = g_allocation_limit.load(std::memory_order_relaxed);
-  TAPEFLOW_REQUIRE(bytes <= limit, ResourceExhaustedError,
-                   "[{}] allocating {} bytes exceeds the allocation limit of {} bytes", op, bytes,
-                   limit);
-}
-
-std::shared_ptr<void> allocate_buffer(std::int64_t bytes, std::string_view op) {
-  void* p = nullptr;
-  try {
-    // At least one byte, so an empty tensor still has a distinct valid pointer.
-    p = ::operator new(static_cast<std::size_t>(bytes > 0 ? bytes : 1), std::align_val_t{kAlignment});
-  } catch (const std::bad_alloc&) {
-    throw ResourceExhaustedError(fmt::format("[{}] out of memory allocating {} bytes", op, bytes));
-  }
-  count_allocation(bytes);
-  return {p, [bytes](void* q) { free_buffer(q, bytes); }};
-}
+using detail::count_allocation;
+constexpr std::size_t kAlignment = detail::kBufferAlignment;
 
 /// Tensors of at most this many bytes keep their elements inline, after the TensorImpl, in the
 /// same heap block: one allocation per tiny tensor instead of three (impl, buffer, control block).
@@ -60,28 +24,13 @@ struct InlineTensor {
     impl.data = bytes;
     count_allocation(n);
   }
-  ~InlineTensor() {
-    g_live_buffers.fetch_sub(1, std::memory_order_relaxed);
-    g_live_bytes.fetch_sub(counted, std::memory_order_relaxed);
-  }
+  ~InlineTensor() { detail::count_deallocation(counted); }
   InlineTensor(const InlineTensor&) = delete;
   InlineTensor& operator=(const InlineTensor&) = delete;
   std::int64_t counted;
 };
 
 }  // namespace
-
-void set_allocation_limit(std::int64_t bytes) {
-  TAPEFLOW_REQUIRE(bytes >= 0, InvalidArgumentError,
-                   "[set_allocation_limit] the limit must be >= 0, got {}", bytes);
-  g_allocation_limit.store(bytes, std::memory_order_relaxed);
-}
-std::int64_t allocation_limit() { return g_allocation_limit.load(std::memory_order_relaxed); }
-
-AllocatorStats allocator_stats() {
-  return {g_live_buffers.load(std::memory_order_relaxed), g_live_bytes.load(std::memory_order_relaxed),
-          g_peak_bytes.load(std::memory_order_relaxed)};
-}
 
 namespace detail {
 
@@ -93,12 +42,12 @@ TensorId next_tensor_id() {
 Tensor empty(const Shape& shape, DType dtype, std::string_view op) {
   // Shape guarantees num_elements <= 2^62, so the byte count (x8 at most) cannot overflow.
   const std::int64_t bytes = shape.num_elements() * static_cast<std::int64_t>(dtype_size(dtype));
-  check_limit(bytes, op);
+  detail::check_allocation_limit(bytes, op);
   if (bytes <= kInlineBytes) {
     auto block = std::make_shared<InlineTensor>(TensorImpl{shape, dtype, nullptr, nullptr}, bytes);
     return Tensor(std::shared_ptr<const TensorImpl>(block, &block->impl));
   }
-  std::shared_ptr<void> buffer = allocate_buffer(bytes, op);
+  std::shared_ptr<void> buffer = detail::allocate_buffer(bytes, op);
   void* data = buffer.get();
   return Tensor(std::make_shared<TensorImpl>(TensorImpl{shape, dtype, data, std::move(buffer)}));
 }

@@ -45,12 +45,13 @@ Shape reshape_target(const Tensor& x, const std::vector<std::int64_t>& dims, std
 struct Reshape {
   static constexpr std::string_view kName = "Reshape";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr bool kBatchable = true;
   struct Attrs {
     Shape shape;
   };
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) {
-    const auto d = c.input_shape(0).dims();
+    const auto d = c.batched(c.input_shape(0)).dims();
     return {reshape(c.dy(), {d.begin(), d.end()})};
   }
 };
@@ -59,6 +60,7 @@ struct Reshape {
 struct BroadcastTo {
   static constexpr std::string_view kName = "BroadcastTo";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr bool kBatchable = true;  // sum_to_shape keeps the batch dimensions
   struct Attrs {
     Shape shape;
   };
@@ -87,7 +89,7 @@ struct ExpandDims {
   using Attrs = NewShape;
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) {
-    const auto d = c.input_shape(0).dims();
+    const auto d = c.batched(c.input_shape(0)).dims();
     return {reshape(c.dy(), {d.begin(), d.end()})};
   }
 };
@@ -99,7 +101,7 @@ struct Squeeze {
   using Attrs = NewShape;
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) {
-    const auto d = c.input_shape(0).dims();
+    const auto d = c.batched(c.input_shape(0)).dims();
     return {reshape(c.dy(), {d.begin(), d.end()})};
   }
 };

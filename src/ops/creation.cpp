@@ -207,14 +207,22 @@ struct SplitMix64 {
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 };
 
+/// Fills a float tensor with gen(); values are kept below `exclusive_max` after rounding to T
+/// (a double just below maxval can round up to it in float32).
 template <class Gen>
-Tensor generate(const Shape& shape, DType dtype, std::string_view op, Gen gen) {
+Tensor generate(const Shape& shape, DType dtype, std::string_view op, Gen gen,
+                double exclusive_max = std::numeric_limits<double>::infinity()) {
   TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError, "[{}] dtype must be float32 or float64, got {}", op,
                    dtype_name(dtype));
   Tensor t = detail::empty(shape, dtype, op);
   ops::visit_floating(dtype, [&]<class T>() {
     T* out = detail::mutable_data<T>(t);
-    for (std::int64_t i = 0; i < shape.num_elements(); ++i) out[i] = static_cast<T>(gen());
+    const auto limit = static_cast<T>(exclusive_max);
+    const T below = std::nextafter(limit, -std::numeric_limits<T>::infinity());
+    for (std::int64_t i = 0; i < shape.num_elements(); ++i) {
+      const auto v = static_cast<T>(gen());
+      out[i] = v < limit ? v : below;
+    }
   });
   return t;
 }
@@ -237,7 +245,8 @@ Tensor uniform(const Shape& shape, double minval, double maxval, DType dtype, st
   TAPEFLOW_REQUIRE(std::isfinite(minval) && std::isfinite(maxval) && minval < maxval, InvalidArgumentError,
                    "[RandomUniform] need finite minval < maxval, got minval={}, maxval={}", minval, maxval);
   SplitMix64 rng{seed};
-  return generate(shape, dtype, "RandomUniform", [&] { return minval + (maxval - minval) * rng.uniform(); });
+  return generate(
+      shape, dtype, "RandomUniform", [&] { return minval + (maxval - minval) * rng.uniform(); }, maxval);
 }
 
 }  // namespace random

@@ -31,6 +31,7 @@ Tensor binary_numeric(std::string_view op, const Tensor& x, const Tensor& y, F f
 struct AddV2 {
   static constexpr std::string_view kName = "AddV2";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     return binary_numeric(kName, x, y, [](auto a, auto b) { return a + b; });
   }
@@ -43,6 +44,7 @@ struct AddV2 {
 struct Sub {
   static constexpr std::string_view kName = "Sub";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     return binary_numeric(kName, x, y, [](auto a, auto b) { return a - b; });
   }
@@ -57,6 +59,7 @@ struct Sub {
 struct Mul {
   static constexpr std::string_view kName = "Mul";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     return binary_numeric(kName, x, y, [](auto a, auto b) { return a * b; });
   }
@@ -72,6 +75,7 @@ struct Mul {
 struct RealDiv {
   static constexpr std::string_view kName = "RealDiv";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     if (is_integer(x.dtype()) && x.dtype() == y.dtype()) {
       // Integer division by zero is undefined behaviour in C++: reject it before the kernel.
@@ -104,6 +108,7 @@ struct RealDiv {
 struct Neg {
   static constexpr std::string_view kName = "Neg";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     require_numeric(x, kName);
     Tensor out = detail::empty(x.shape(), x.dtype(), kName);

@@ -59,6 +59,7 @@ Tensor unary_numeric(std::string_view op, const Tensor& x, F f) {
 struct Exp {
   static constexpr std::string_view kName = "Exp";
   static constexpr Saves kSaves = kSavesOutput;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(exp)); }
   static Grads backward(const GradContext& c) { return {c.dy() * c.output(0)}; }
 };
@@ -67,6 +68,7 @@ struct Exp {
 struct Expm1 {
   static constexpr std::string_view kName = "Expm1";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(expm1)); }
   static Grads backward(const GradContext& c) { return {c.dy() * exp(c.input(0))}; }
 };
@@ -75,6 +77,7 @@ struct Expm1 {
 struct Log {
   static constexpr std::string_view kName = "Log";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log)); }
   static Grads backward(const GradContext& c) { return {c.dy() / c.input(0)}; }
 };
@@ -83,6 +86,7 @@ struct Log {
 struct Log1p {
   static constexpr std::string_view kName = "Log1p";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log1p)); }
   static Grads backward(const GradContext& c) { return {c.dy() / (c.input(0) + 1)}; }
 };
@@ -91,6 +95,7 @@ struct Log1p {
 struct Square {
   static constexpr std::string_view kName = "Square";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_numeric(kName, x, [](auto v) {
       using T = decltype(v);
@@ -110,6 +115,7 @@ struct Square {
 struct Sqrt {
   static constexpr std::string_view kName = "Sqrt";
   static constexpr Saves kSaves = kSavesOutput;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sqrt)); }
   static Grads backward(const GradContext& c) { return {c.dy() * 0.5 / c.output(0)}; }
 };
@@ -118,6 +124,7 @@ struct Sqrt {
 struct Rsqrt {
   static constexpr std::string_view kName = "Rsqrt";
   static constexpr Saves kSaves = kSavesOutput;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
       vmath::sqrt(x, y, n);
@@ -134,6 +141,7 @@ struct Rsqrt {
 struct Reciprocal {
   static constexpr std::string_view kName = "Reciprocal";
   static constexpr Saves kSaves = kSavesOutput;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_floating(kName, x, [](auto v) { return 1 / v; });
   }
@@ -144,6 +152,7 @@ struct Reciprocal {
 struct Abs {
   static constexpr std::string_view kName = "Abs";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_numeric(kName, x, [](auto v) {
       using T = decltype(v);
@@ -175,6 +184,7 @@ struct Sign {
 struct Sin {
   static constexpr std::string_view kName = "Sin";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sin)); }
   static Grads backward(const GradContext& c) { return {c.dy() * cos(c.input(0))}; }
 };
@@ -183,6 +193,7 @@ struct Sin {
 struct Cos {
   static constexpr std::string_view kName = "Cos";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cos)); }
   static Grads backward(const GradContext& c) { return {-c.dy() * sin(c.input(0))}; }
 };
@@ -191,6 +202,7 @@ struct Cos {
 struct Tan {
   static constexpr std::string_view kName = "Tan";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tan)); }
   static Grads backward(const GradContext& c) { return {c.dy() * square(reciprocal(cos(c.input(0))))}; }
 };
@@ -199,6 +211,7 @@ struct Tan {
 struct Asin {
   static constexpr std::string_view kName = "Asin";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(asin)); }
   static Grads backward(const GradContext& c) { return {c.dy() * rsqrt(1 - square(c.input(0)))}; }
 };
@@ -207,6 +220,7 @@ struct Asin {
 struct Acos {
   static constexpr std::string_view kName = "Acos";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(acos)); }
   static Grads backward(const GradContext& c) { return {-c.dy() * rsqrt(1 - square(c.input(0)))}; }
 };
@@ -215,6 +229,7 @@ struct Acos {
 struct Atan {
   static constexpr std::string_view kName = "Atan";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(atan)); }
   static Grads backward(const GradContext& c) { return {c.dy() / (square(c.input(0)) + 1)}; }
 };
@@ -223,6 +238,7 @@ struct Atan {
 struct Sinh {
   static constexpr std::string_view kName = "Sinh";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sinh)); }
   static Grads backward(const GradContext& c) { return {c.dy() * cosh(c.input(0))}; }
 };
@@ -231,6 +247,7 @@ struct Sinh {
 struct Cosh {
   static constexpr std::string_view kName = "Cosh";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cosh)); }
   static Grads backward(const GradContext& c) { return {c.dy() * sinh(c.input(0))}; }
 };
@@ -239,6 +256,7 @@ struct Cosh {
 struct Tanh {
   static constexpr std::string_view kName = "Tanh";
   static constexpr Saves kSaves = kSavesOutput;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tanh)); }
   static Grads backward(const GradContext& c) { return {c.dy() * (1 - square(c.output(0)))}; }
 };
@@ -249,6 +267,7 @@ struct Tanh {
 struct Sigmoid {
   static constexpr std::string_view kName = "Sigmoid";
   static constexpr Saves kSaves = kSavesOutput;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
       using T = std::remove_cvref_t<decltype(*x)>;
@@ -273,6 +292,7 @@ struct Sigmoid {
 struct Softplus {
   static constexpr std::string_view kName = "Softplus";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
       using T = std::remove_cvref_t<decltype(*x)>;
@@ -292,6 +312,7 @@ struct Softplus {
 struct Softsign {
   static constexpr std::string_view kName = "Softsign";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_floating(kName, x, [](auto v) {
       using T = decltype(v);

@@ -31,15 +31,21 @@ void require_same_dtype(const Tensor& x, const Tensor& y, std::string_view op) {
 }
 
 Tensor sum_to_shape(const Tensor& g, const Shape& shape) {
-  if (g.shape() == shape) return g;
+  // In a vectorised Jacobian the leading batch dimensions of g belong to the cotangent stack and
+  // are kept: the target is batch + shape.
+  const int batch = autodiff::t_cotangent_batch_rank;
+  std::vector<std::int64_t> target(g.shape().dims().begin(), g.shape().dims().begin() + batch);
+  target.insert(target.end(), shape.dims().begin(), shape.dims().end());
+  if (g.shape() == Shape::checked(target, "SumToShape")) return g;
   // Axes where g has a dimension the target lacks or has as 1 were broadcast: sum them.
-  const int lead = g.rank() - shape.rank();
+  const int lead = g.rank() - static_cast<int>(target.size());
   Axes axes;
-  for (int i = 0; i < g.rank(); ++i)
-    if (i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)) axes.push_back(i);
+  for (int i = batch; i < g.rank(); ++i) {
+    const int t = i - lead;
+    if (i < batch + lead || (target[static_cast<std::size_t>(t)] == 1 && g.shape()[i] != 1)) axes.push_back(i);
+  }
   Tensor summed = axes.empty() ? g : reduce_sum(g, axes, /*keepdims=*/true);
-  const auto dims = shape.dims();
-  return reshape(summed, std::vector<std::int64_t>(dims.begin(), dims.end()));
+  return reshape(summed, target);
 }
 
 }  // namespace tapeflow::ops

@@ -1,11 +1,16 @@
-// Reductions.
+// Reductions: Sum, Mean, Max, Min, Prod, ReduceLogSumExp, ArgMax, ArgMin. The loops are in
+// kernels/cpu/reduce.h; here are the shape rules, the dtype dispatch and the gradients.
 
 #include "tapeflow/ops/reduce.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/reduce.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
 
 namespace tapeflow {
 namespace ops {
@@ -14,25 +19,31 @@ namespace {
 /// Normalised, sorted, de-duplicated reduction axes: all axes when `axes` is empty.
 struct ReduceAttrs {
   std::vector<int> axes;
+  std::array<bool, kMaxRank> reduced{};  // one flag per input axis
+  std::int64_t count = 1;                // elements reduced into each output
   bool keepdims = false;
   Shape keepdims_shape;  // the input shape with reduced dims set to 1
   Shape out_shape;
 };
 
 ReduceAttrs reduce_attrs(const Tensor& x, const Axes& axes, bool keepdims, std::string_view op) {
+  require_defined(x, op);
   ReduceAttrs a;
   a.keepdims = keepdims;
-  std::vector<bool> reduced(static_cast<std::size_t>(x.rank()), axes.empty());
   for (std::int64_t ax : axes) {
-    const int n = normalize_axis(ax, x.rank(), op);
-    TAPEFLOW_REQUIRE(!reduced[static_cast<std::size_t>(n)], InvalidArgumentError,
-                     "[{}] axis {} is repeated in axes {} (input shape {})", op, ax, axes, x.shape().to_string());
-    reduced[static_cast<std::size_t>(n)] = true;
+    const auto n = static_cast<std::size_t>(normalize_axis(ax, x.rank(), op));
+    TAPEFLOW_REQUIRE(!a.reduced[n], InvalidArgumentError, "[{}] axis {} is repeated in axes {} (input: {})", op, ax,
+                     axes, describe(x));
+    a.reduced[n] = true;
   }
+  if (axes.empty()) std::fill_n(a.reduced.begin(), x.rank(), true);
   std::vector<std::int64_t> kd, out;
   for (int i = 0; i < x.rank(); ++i) {
-    const bool r = reduced[static_cast<std::size_t>(i)];
-    if (r) a.axes.push_back(i);
+    const bool r = a.reduced[static_cast<std::size_t>(i)];
+    if (r) {
+      a.axes.push_back(i);
+      a.count *= x.shape()[i];
+    }
     kd.push_back(r ? 1 : x.shape()[i]);
     if (!r || keepdims) out.push_back(r ? 1 : x.shape()[i]);
   }
@@ -41,40 +52,37 @@ ReduceAttrs reduce_attrs(const Tensor& x, const Axes& axes, bool keepdims, std::
   return a;
 }
 
-/// out[j] = combine over the reduced positions of x; `init` is the identity of `combine`.
-template <class T, class Acc, class Combine>
-Tensor reduce_kernel(const Tensor& x, const ReduceAttrs& a, std::string_view op, Acc init, Combine combine) {
+Axes to_axes(const std::vector<int>& axes) { return {axes.begin(), axes.end()}; }
+
+std::vector<std::int64_t> dims_of(const Shape& s) { return {s.dims().begin(), s.dims().end()}; }
+
+/// Runs reducer R<T> over a.axes of x, passing each accumulator through `finish` to get the
+/// output element.
+template <template <class> class R, class T, class Finish>
+Tensor reduce_with(const Tensor& x, const ReduceAttrs& a, std::string_view op, Finish finish) {
+  using Acc = typename R<T>::Acc;
   Tensor out = detail::empty(a.out_shape, x.dtype(), op);
-  const std::int64_t n_out = a.out_shape.num_elements();
-  std::vector<Acc> acc(static_cast<std::size_t>(n_out), init);
-  // Output strides seen from the input: 0 along reduced axes.
-  const Shape& s = x.shape();
-  std::array<std::int64_t, kMaxRank> ostride{};
-  std::int64_t stride = 1;
-  for (int i = s.rank() - 1; i >= 0; --i) {
-    const bool reduced = std::find(a.axes.begin(), a.axes.end(), i) != a.axes.end();
-    ostride[static_cast<std::size_t>(i)] = reduced ? 0 : stride;
-    if (!reduced) stride *= s[i];
-  }
-  const T* in = x.values<T>().data();
-  std::array<std::int64_t, kMaxRank> idx{};
-  std::int64_t o = 0;
-  for (std::int64_t i = 0; i < s.num_elements(); ++i) {
-    acc[static_cast<std::size_t>(o)] = combine(acc[static_cast<std::size_t>(o)], in[i]);
-    // Advance the multi-index, updating the output offset incrementally.
-    for (int d = s.rank() - 1; d >= 0; --d) {
-      const auto du = static_cast<std::size_t>(d);
-      if (++idx[du] < s[d]) {
-        o += ostride[du];
-        break;
-      }
-      o -= ostride[du] * (s[d] - 1);
-      idx[du] = 0;
-    }
-  }
+  const std::int64_t n = a.out_shape.num_elements();
   T* po = detail::mutable_data<T>(out);
-  for (std::int64_t j = 0; j < n_out; ++j) po[j] = static_cast<T>(acc[static_cast<std::size_t>(j)]);
+  if constexpr (std::is_same_v<Acc, T>) {
+    cpu::reduce<R<T>>(x.values<T>().data(), x.shape(), a.reduced, po);
+    for (std::int64_t j = 0; j < n; ++j) po[j] = finish(po[j]);
+  } else {
+    std::vector<Acc> acc(static_cast<std::size_t>(n));
+    cpu::reduce<R<T>>(x.values<T>().data(), x.shape(), a.reduced, acc.data());
+    for (std::int64_t j = 0; j < n; ++j) po[j] = finish(acc[static_cast<std::size_t>(j)]);
+  }
   return out;
+}
+
+/// Calls fn.template operator()<T>() for the numeric dtypes; bool throws InvalidArgumentError.
+template <class Fn>
+Tensor visit_numeric(const Tensor& x, std::string_view op, Fn&& fn) {
+  require_numeric(x, op);
+  return visit_dtype(x.dtype(), [&]<class T>() -> Tensor {
+    if constexpr (std::is_same_v<T, bool>) return Tensor();  // unreachable: rejected above
+    else return fn.template operator()<T>();
+  });
 }
 
 // y = sum(x, axes);  dx = broadcast(dy, shape(x))
@@ -83,29 +91,226 @@ struct Sum {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = ReduceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
-    require_numeric(x, kName);
-    return visit_dtype(x.dtype(), [&]<class T>() -> Tensor {
-      if constexpr (std::is_same_v<T, bool>) return Tensor();
-      else return reduce_kernel<T>(x, a, kName, T(0), [](T acc, T v) { return static_cast<T>(acc + v); });
+    return visit_numeric(x, kName, [&]<class T>() {
+      return reduce_with<cpu::SumReducer, T>(x, a, kName, [](auto s) { return static_cast<T>(s); });
     });
   }
   static Grads backward(const GradContext& c) {
     const auto& a = c.attrs<Attrs>();
-    const auto kd = a.keepdims_shape.dims();
-    return {broadcast_to(reshape(c.dy(), {kd.begin(), kd.end()}), c.input_shape(0))};
+    return {broadcast_to(reshape(c.dy(), dims_of(a.keepdims_shape)), c.input_shape(0))};
   }
 };
+
+// y = sum(x, axes) / n;  dx = broadcast(dy / n, shape(x))
+struct Mean {
+  static constexpr std::string_view kName = "Mean";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = ReduceAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    return visit_numeric(x, kName, [&]<class T>() {
+      if constexpr (std::is_floating_point_v<T>) {
+        const auto n = static_cast<double>(a.count);  // 0 for an empty axis: 0 / 0 = NaN, like TensorFlow
+        return reduce_with<cpu::SumReducer, T>(x, a, kName, [n](double s) { return static_cast<T>(s / n); });
+      } else {
+        TAPEFLOW_REQUIRE(a.count > 0 || a.out_shape.num_elements() == 0, InvalidArgumentError,
+                         "[{}] the integer mean over an empty axis has no value (0 / 0): axes {} of a {}", kName,
+                         a.axes, describe(x));
+        const std::int64_t n = a.count;
+        // The wrapped sum as T, then the quotient truncated toward zero; |sum / n| <= |sum| fits T.
+        return reduce_with<cpu::SumReducer, T>(
+            x, a, kName, [n](auto s) { return static_cast<T>(static_cast<std::int64_t>(static_cast<T>(s)) / n); });
+      }
+    });
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    // An empty input has no gradient elements: scale by 0 rather than divide by 0.
+    const double scale = a.count > 0 ? 1.0 / static_cast<double>(a.count) : 0.0;
+    return {broadcast_to(reshape(c.dy() * scale, dims_of(a.keepdims_shape)), c.input_shape(0))};
+  }
+};
+
+/// Max and Min share everything but the reducer.
+template <template <class> class R>
+struct MinOrMax {
+  static constexpr Saves kSaves{1u, 1u};  // x and y: the tie pattern
+  using Attrs = ReduceAttrs;
+  static Tensor forward_impl(const Attrs& a, const Tensor& x, std::string_view op) {
+    return visit_numeric(x, op, [&]<class T>() { return reduce_with<R, T>(x, a, op, [](T v) { return v; }); });
+  }
+  // dx = dy * (x == y) / (number of ties), dy and y broadcast back to shape(x): TensorFlow's
+  // _MinOrMaxGrad. A group whose extreme is NaN has no element equal to it: 0 / 0 = NaN there,
+  // as in TensorFlow. The tie pattern is a constant (cast from bool cuts the gradient path).
+  static Grads backward(const GradContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    const auto kd = dims_of(a.keepdims_shape);
+    const Tensor& x = c.input(0);
+    const Tensor ties = cast(equal(x, reshape(c.output(0), kd)), x.dtype());
+    return {reshape(c.dy(), kd) * ties / reduce_sum(ties, to_axes(a.axes), /*keepdims=*/true)};
+  }
+};
+
+// y = max(x, axes);  dx = dy * (x == y) / count(x == y)
+struct Max : MinOrMax<cpu::MaxReducer> {
+  static constexpr std::string_view kName = "Max";
+  static Tensor forward(const Attrs& a, const Tensor& x) { return forward_impl(a, x, kName); }
+};
+
+// y = min(x, axes);  dx = dy * (x == y) / count(x == y)
+struct Min : MinOrMax<cpu::MinReducer> {
+  static constexpr std::string_view kName = "Min";
+  static Tensor forward(const Attrs& a, const Tensor& x) { return forward_impl(a, x, kName); }
+};
+
+// y = prod(x, axes);  dx_i = dy * prod_{j != i} x_j
+struct Prod {
+  static constexpr std::string_view kName = "Prod";
+  static constexpr Saves kSaves{1u, 1u};
+  using Attrs = ReduceAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    return visit_numeric(x, kName, [&]<class T>() {
+      return reduce_with<cpu::ProdReducer, T>(x, a, kName, [](auto p) { return static_cast<T>(p); });
+    });
+  }
+  // Without zeros: dx = dy * y / x. With zeros, let z = (x == 0) and k = number of zeros in the
+  // group: the product of the others is prod(nonzero x) at the single zero of a group with k = 1,
+  // and 0 everywhere else in groups with k >= 1. With x' = where(x == 0, 1, x) (which does not
+  // depend on x at the zeros):
+  //   dx = dy * prod(x') * ([k == 0] / x' + [k == 1] * z).
+  // TensorFlow's _ProdGrad uses exclusive cumulative products instead (we have no cumprod).
+  static Grads backward(const GradContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    const auto kd = dims_of(a.keepdims_shape);
+    const Tensor& x = c.input(0);
+    const Tensor dy = reshape(c.dy(), kd);
+    const bool has_zero = visit_floating(x.dtype(), [&]<class T>() {
+      const auto v = x.values<T>();
+      return std::any_of(v.begin(), v.end(), [](T e) { return e == T(0); });
+    });
+    if (!has_zero) return {dy * reshape(c.output(0), kd) / x};
+    const DType dt = x.dtype();
+    const Axes axes = to_axes(a.axes);
+    const Tensor is_zero = x == 0;
+    const Tensor z = cast(is_zero, dt);
+    const Tensor k = reduce_sum(z, axes, /*keepdims=*/true);
+    const Tensor x_safe = where(is_zero, ones_like(x), x);
+    const Tensor p = reduce_prod(x_safe, axes, /*keepdims=*/true);
+    return {dy * p * (cast(k == 0, dt) / x_safe + cast(k == 1, dt) * z)};
+  }
+};
+
+// y = log(sum(exp(x - m))) + m with m = max(x) (0 where not finite);  dx = dy * exp(x - y)
+// A primitive rather than TensorFlow's composite of max/exp/sum/log: the same numerics in one op
+// (no four full-size temporaries on the tape), and its gradient is a softmax, built from public
+// ops so higher derivatives work.
+struct ReduceLogSumExp {
+  static constexpr std::string_view kName = "ReduceLogSumExp";
+  static constexpr Saves kSaves{1u, 1u};
+  using Attrs = ReduceAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    require_floating(x, kName);
+    return visit_floating(x.dtype(), [&]<class T>() -> Tensor {
+      // m: the max with keepdims shape, replaced by 0 where not finite (TensorFlow's rule).
+      ReduceAttrs kd = a;
+      kd.out_shape = a.keepdims_shape;
+      Tensor m = reduce_with<cpu::MaxReducer, T>(x, kd, kName, [](T v) { return std::isfinite(v) ? v : T(0); });
+      Tensor e = detail::empty(x.shape(), x.dtype(), kName);
+      T* pe = detail::mutable_data<T>(e);
+      cpu::zip(x.values<T>().data(), x.shape(), m.values<T>().data(), a.keepdims_shape, pe, x.shape(),
+               [](T v, T mv) { return v - mv; });
+      cpu::parallel_for(x.num_elements(), cpu::kParallelGrain / 8,
+                        [&](std::int64_t b, std::int64_t end) { cpu::vmath::exp(pe + b, pe + b, end - b); });
+      std::vector<double> s(static_cast<std::size_t>(a.out_shape.num_elements()));
+      cpu::reduce<cpu::SumReducer<T>>(e.values<T>().data(), x.shape(), a.reduced, s.data());
+      // out and m hold the same outputs in the same order (keepdims only adds size-1 axes).
+      Tensor out = detail::empty(a.out_shape, x.dtype(), kName);
+      const T* mp = m.values<T>().data();
+      T* po = detail::mutable_data<T>(out);
+      for (std::size_t j = 0; j < s.size(); ++j) po[j] = static_cast<T>(std::log(s[j]) + static_cast<double>(mp[j]));
+      return out;
+    });
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    const auto kd = dims_of(a.keepdims_shape);
+    return {reshape(c.dy(), kd) * exp(c.input(0) - reshape(c.output(0), kd))};
+  }
+};
+
+/// ArgMax and ArgMin: the axis, normalised.
+struct ArgAttrs {
+  int axis = 0;
+};
+
+template <bool kMax>
+Tensor arg_reduce(const ArgAttrs& a, const Tensor& x, std::string_view op) {
+  TAPEFLOW_REQUIRE(x.dtype() != DType::Bool, InvalidArgumentError, "[{}] 'x' must be a numeric tensor, got a {}",
+                   op, describe(x));
+  const cpu::AxisBlocks b = cpu::axis_blocks(x.shape(), a.axis);
+  std::vector<std::int64_t> out_dims;
+  for (int d = 0; d < x.rank(); ++d)
+    if (d != a.axis) out_dims.push_back(x.shape()[d]);
+  const Shape out_shape = Shape::checked(out_dims, op);
+  TAPEFLOW_REQUIRE(b.n > 0 || out_shape.num_elements() == 0, InvalidArgumentError,
+                   "[{}] reduction axis {} is empty: no index to return (input: {})", op, a.axis, describe(x));
+  Tensor out = detail::empty(out_shape, DType::Int64, op);
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (!std::is_same_v<T, bool>)
+      cpu::arg_reduce<kMax>(x.values<T>().data(), b.outer, b.n, b.inner, detail::mutable_data<std::int64_t>(out));
+  });
+  return out;
+}
+
+// i = argmax(x, axis); not differentiable (an index).
+struct ArgMax {
+  static constexpr std::string_view kName = "ArgMax";
+  using Attrs = ArgAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) { return arg_reduce<true>(a, x, kName); }
+};
+
+// i = argmin(x, axis); not differentiable (an index).
+struct ArgMin {
+  static constexpr std::string_view kName = "ArgMin";
+  using Attrs = ArgAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) { return arg_reduce<false>(a, x, kName); }
+};
+
+template <class Op>
+Tensor reduce_op(const Tensor& x, const Axes& axes, bool keepdims) {
+  return autodiff::apply_with<Op>(reduce_attrs(x, axes, keepdims, Op::kName), x);
+}
+
+template <class Op>
+Tensor arg_op(const Tensor& x, std::int64_t axis) {
+  require_defined(x, Op::kName);
+  return autodiff::apply_with<Op>({normalize_axis(axis, x.rank(), Op::kName)}, x);
+}
 
 }  // namespace
 }  // namespace ops
 
 namespace autodiff {
-void register_reduce_ops(Registry& r) { r.add<ops::Sum>(); }
+void register_reduce_ops(Registry& r) {
+  r.add<ops::Sum>();
+  r.add<ops::Mean>();
+  r.add<ops::Max>();
+  r.add<ops::Min>();
+  r.add<ops::Prod>();
+  r.add<ops::ReduceLogSumExp>();
+  r.add_non_differentiable<ops::ArgMax>();
+  r.add_non_differentiable<ops::ArgMin>();
+}
 }  // namespace autodiff
 
-Tensor reduce_sum(const Tensor& x, const Axes& axes, bool keepdims) {
-  ops::require_defined(x, ops::Sum::kName);
-  return autodiff::apply_with<ops::Sum>(ops::reduce_attrs(x, axes, keepdims, ops::Sum::kName), x);
+Tensor reduce_sum(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Sum>(x, axes, keepdims); }
+Tensor reduce_mean(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Mean>(x, axes, keepdims); }
+Tensor reduce_max(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Max>(x, axes, keepdims); }
+Tensor reduce_min(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Min>(x, axes, keepdims); }
+Tensor reduce_prod(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Prod>(x, axes, keepdims); }
+Tensor reduce_logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::ReduceLogSumExp>(x, axes, keepdims);
 }
+Tensor argmax(const Tensor& x, std::int64_t axis) { return ops::arg_op<ops::ArgMax>(x, axis); }
+Tensor argmin(const Tensor& x, std::int64_t axis) { return ops::arg_op<ops::ArgMin>(x, axis); }
 
 }  // namespace tapeflow

@@ -134,3 +134,72 @@ TEST(Hessian, RequiresAScalarFunction) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Captures Info logs (the vectorisation fallback note).
+struct InfoLog {
+  std::vector<std::string> messages;
+  tf::LogSink previous;
+  InfoLog() {
+    tf::set_min_log_level(tf::LogLevel::Info);
+    previous = tf::set_log_sink([this](tf::LogLevel, std::string_view m) { messages.emplace_back(m); });
+  }
+  ~InfoLog() {
+    tf::set_log_sink(previous);
+    tf::set_min_log_level(tf::LogLevel::Warning);
+  }
+};
+
+TEST(JacobianVectorised, DenseLayerMatchesTheRowByRowLoop) {
+  tf::Variable w(tf::random::normal({5, 4}, 0, 1, tf::float64, 1));
+  tf::Variable b(tf::random::normal({5, 1}, 0, 1, tf::float64, 2));
+  tf::Tensor x = tf::random::normal({4, 1}, 0, 1, tf::float64, 3);
+  InfoLog log;
+  std::vector<std::optional<tf::Tensor>> fast, slow;
+  for (bool parallel : {true, false}) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    tf::Tensor y = tf::tanh(tf::matmul(w, x) + b) * 2.0;
+    auto j = tape.jacobian(y, {x, w, b}, tf::UnconnectedGradients::None, parallel);
+    (parallel ? fast : slow) = j;
+  }
+  EXPECT_TRUE(log.messages.empty()) << log.messages.front();
+  ASSERT_EQ(fast.size(), 3u);
+  EXPECT_EQ(fast[0]->shape(), (tf::Shape{5, 1, 4, 1}));
+  EXPECT_EQ(fast[1]->shape(), (tf::Shape{5, 1, 5, 4}));
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto a = fast[i]->to_vector<double>(), e = slow[i]->to_vector<double>();
+    ASSERT_EQ(a.size(), e.size());
+    for (std::size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], e[k], 1e-14) << i << ":" << k;
+  }
+}
+
+TEST(JacobianVectorised, BroadcastOperandsKeepTheStackDimension) {
+  tf::Tensor x = tf::constant(std::vector<double>{0.5, -1.0, 2.0}, tf::Shape{3, 1});
+  tf::Tensor c = tf::constant(std::vector<double>{1.0, 2.0}, tf::Shape{1, 2});
+  tf::GradientTape tape({.persistent = true});
+  tape.watch({x, c});
+  tf::Tensor y = tf::exp(x * c) / (x + 3.0);  // [3, 2]
+  auto fast = tape.jacobian(y, {x, c});
+  auto slow = tape.jacobian(y, {x, c}, tf::UnconnectedGradients::None, false);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(fast[i]->shape(), slow[i]->shape());
+    auto a = fast[i]->to_vector<double>(), e = slow[i]->to_vector<double>();
+    for (std::size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], e[k], 1e-13);
+  }
+}
+
+TEST(JacobianVectorised, AnOpWithoutBatchingFallsBackAndSaysWhich) {
+  InfoLog log;
+  tf::Tensor x = tf::constant({1.0, 2.0});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = x * tf::reduce_sum(tf::sign(x) * x);
+  auto j = tape.jacobian(y, x);
+  EXPECT_EQ(j->to_vector<double>(), (std::vector<double>{4.0, 1.0, 2.0, 5.0}));
+  ASSERT_FALSE(log.messages.empty());
+  EXPECT_THAT(log.messages[0], HasSubstr("cannot take stacked cotangents"));
+}
+
+}  // namespace

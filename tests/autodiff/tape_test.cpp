@@ -205,6 +205,14 @@ TEST(GradientTape, IntegerWatchLogsTensorFlowsWarningOnceAndGivesNone) {
   EXPECT_EQ(log.messages[0], "The dtype of the watched tensor must be floating (e.g. tf.float32), got tf.int32");
 }
 
+TEST(GradientTape, IntegerCastCutsThePath) {
+  tf::Variable x(2.5f);
+  tf::GradientTape tape;
+  tf::Tensor y = tf::cast(tf::cast(x, tf::int32), tf::float32) * x;
+  // Only the direct factor x contributes: d(c * x)/dx with c = 2 constant.
+  EXPECT_FLOAT_EQ(value(tape.gradient(y, x)), 2.0f);
+}
+
 TEST(GradientTape, AssignAddCutsThePath) {
   tf::Variable x0(3.0f), x1(0.0f);
   tf::GradientTape tape;

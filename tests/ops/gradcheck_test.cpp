@@ -124,6 +124,34 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
   }
 }
 
+// Forward mode against reverse mode: <u, J v> from a ForwardAccumulator with tangents v equals
+// <J^T u, v> from the tape, for every row of the table.
+TEST_P(GradCheck, ForwardModeMatchesReverseMode) {
+  const OpCase& c = tf::testing::op_cases()[GetParam()];
+  std::mt19937_64 rng(99 + GetParam());
+  for (const auto& shapes : c.shapes) {
+    SCOPED_TRACE(c.op + " " + tf::testing::shapes_label(shapes));
+    const std::vector<tf::Tensor> xs = sample_inputs(c, shapes, rng);
+    if (xs.empty()) return;
+    std::vector<tf::Tensor> v;
+    for (const auto& x : xs) v.push_back(random_tensor(x.shape(), -1.0, 1.0, rng));
+    tf::Tensor y, jv;
+    {
+      tf::ForwardAccumulator acc;
+      for (std::size_t i = 0; i < xs.size(); ++i) acc.watch(xs[i], v[i]);
+      y = c.call(xs);
+      jv = *acc.jvp(y, tf::UnconnectedGradients::Zero);
+    }
+    const tf::Tensor u = random_tensor(y.shape(), -1.0, 1.0, rng);
+    const std::vector<tf::Tensor> jtu = vjp(c, xs, u);
+    double reverse = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) reverse += dot(jtu[i], v[i]);
+    const double forward = dot(u, jv);
+    EXPECT_NEAR(forward, reverse, 1e-9 + 1e-9 * std::abs(reverse)) << "forward <u, J v> = " << forward
+                                                                      << ", reverse <J^T u, v> = " << reverse;
+  }
+}
+
 std::string case_name(const ::testing::TestParamInfo<std::size_t>& info) {
   std::string name = tf::testing::op_cases()[info.param].op + "_" + std::to_string(info.param);
   for (char& ch : name)

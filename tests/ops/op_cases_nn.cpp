@@ -1,11 +1,95 @@
 // Gradient-check rows for the nn family (see op_cases.h).
 
+#include <cmath>
+
 #include "ops/op_cases.h"
 
 namespace tapeflow::testing {
 
+namespace {
+using In = std::vector<Tensor>;
+const std::vector<std::vector<Shape>> kUnaryShapes = {{{}}, {{5}}, {{0}}, {{1, 0, 3}}, {{2, 1, 3}}};
+// Gradient ops take (gradients, forward value) of one shape.
+const std::vector<std::vector<Shape>> kPairShapes = {{{}, {}}, {{5}, {5}}, {{0}, {0}}, {{1, 0, 3}, {1, 0, 3}},
+                                                     {{2, 1, 3}, {2, 1, 3}}};
+// Softmax-like ops: a row, a batch, a size-1 axis, empty batch, empty class axis.
+const std::vector<std::vector<Shape>> kSoftmaxShapes = {{{3}}, {{2, 3}}, {{2, 1}}, {{0, 3}}, {{2, 0}}, {{1, 0, 3}}};
+
+/// Only the forward value (input `i`) has kinks; the upstream gradient may take any value.
+std::function<bool(const In&)> input_away_from(std::size_t i, std::vector<double> kinks) {
+  return [i, kinks](const In& x) {
+    for (double k : kinks)
+      if (!away_from({x[i]}, k)) return false;
+    return true;
+  };
+}
+
+/// Labels 0, 1, 2, ... (mod classes) of the shape of logits without its last axis.
+Tensor labels_for(const Tensor& logits, DType dtype) {
+  const Shape& s = logits.shape();
+  const std::int64_t classes = s[s.rank() - 1];
+  std::vector<std::int64_t> dims(s.dims().begin(), s.dims().end() - 1);
+  const Shape ls(dims);
+  std::vector<std::int64_t> v(static_cast<std::size_t>(ls.num_elements()));
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<std::int64_t>(k) % classes;
+  if (dtype == DType::Int64) return constant(v, ls);
+  return constant(std::vector<std::int32_t>(v.begin(), v.end()), ls);
+}
+}  // namespace
+
 void add_nn_cases(std::vector<OpCase>& c) {
-  (void)c;
+  // activations
+  c.push_back({"Relu", kUnaryShapes, [](const In& x) { return nn::relu(x[0]); }, -2, 2, input_away_from(0, {0})});
+  c.push_back({"Relu6", kUnaryShapes, [](const In& x) { return nn::relu6(x[0]); }, -2, 8, input_away_from(0, {0, 6})});
+  c.push_back({"LeakyRelu", kUnaryShapes, [](const In& x) { return nn::leaky_relu(x[0]); }, -2, 2,
+               input_away_from(0, {0})});
+  c.push_back({"LeakyRelu", {{{2, 3}}}, [](const In& x) { return nn::leaky_relu(x[0], 1.5); }, -2, 2,
+               input_away_from(0, {0})});
+  c.push_back({"Elu", kUnaryShapes, [](const In& x) { return nn::elu(x[0]); }, -3, 2, input_away_from(0, {0})});
+  c.push_back({"Selu", kUnaryShapes, [](const In& x) { return nn::selu(x[0]); }, -3, 2, input_away_from(0, {0})});
+  c.push_back({"Gelu", kUnaryShapes, [](const In& x) { return nn::gelu(x[0]); }, -4, 4});
+  c.push_back({"Gelu", kUnaryShapes, [](const In& x) { return nn::gelu(x[0], true); }, -4, 4});
+
+  // their gradient ops, as functions of (gradients, forward value)
+  c.push_back({"ReluGrad", kPairShapes, [](const In& x) { return raw_ops::relu_grad(x[0], x[1]); }, -2, 2,
+               input_away_from(1, {0})});
+  c.push_back({"Relu6Grad", kPairShapes, [](const In& x) { return raw_ops::relu6_grad(x[0], x[1]); }, -2, 8,
+               input_away_from(1, {0, 6})});
+  c.push_back({"LeakyReluGrad", kPairShapes, [](const In& x) { return raw_ops::leaky_relu_grad(x[0], x[1], 0.3); },
+               -2, 2, input_away_from(1, {0})});
+  c.push_back({"EluGrad", kPairShapes, [](const In& x) { return raw_ops::elu_grad(x[0], x[1]); }, -2, 2,
+               input_away_from(1, {0})});
+  c.push_back({"SeluGrad", kPairShapes, [](const In& x) { return raw_ops::selu_grad(x[0], x[1]); }, -2, 2,
+               input_away_from(1, {0})});
+  c.push_back({"GeluGrad", kPairShapes, [](const In& x) { return raw_ops::gelu_grad(x[0], x[1]); }, -4, 4});
+  c.push_back({"GeluGrad", kPairShapes, [](const In& x) { return raw_ops::gelu_grad(x[0], x[1], true); }, -4, 4});
+
+  // softmax
+  c.push_back({"Softmax", kSoftmaxShapes, [](const In& x) { return nn::softmax(x[0]); }});
+  c.push_back({"Softmax", {{{3, 2}}, {{2, 3, 2}}}, [](const In& x) { return nn::softmax(x[0], 0); }});
+  c.push_back({"Softmax", {{{2, 3, 2}}}, [](const In& x) { return nn::softmax(x[0], 1); }});
+  c.push_back({"LogSoftmax", kSoftmaxShapes, [](const In& x) { return nn::log_softmax(x[0]); }});
+  c.push_back({"LogSoftmax", {{{3, 2}}, {{2, 3, 2}}}, [](const In& x) { return nn::log_softmax(x[0], -2); }});
+
+  // losses: (labels, logits); dense labels need not sum to 1 (the gradient is exact for any labels)
+  c.push_back({"SoftmaxCrossEntropyWithLogits",
+               {{{3}, {3}}, {{2, 3}, {2, 3}}, {{2, 1}, {2, 1}}, {{0, 3}, {0, 3}}, {{2, 0}, {2, 0}}},
+               [](const In& x) { return nn::softmax_cross_entropy_with_logits(x[0], x[1]); }});
+  c.push_back({"SoftmaxCrossEntropyWithLogits", {{{3, 2}, {3, 2}}, {{2, 3, 2}, {2, 3, 2}}},
+               [](const In& x) { return nn::softmax_cross_entropy_with_logits(x[0], x[1], 0); }});
+  c.push_back({"SparseSoftmaxCrossEntropyWithLogits", {{{3}}, {{2, 3}}, {{0, 3}}, {{2, 2, 4}}},
+               [](const In& x) {
+                 return nn::sparse_softmax_cross_entropy_with_logits(labels_for(x[0], DType::Int32), x[0]);
+               }});
+  c.push_back({"SparseSoftmaxCrossEntropyWithLogits", {{{4, 5}}},
+               [](const In& x) {
+                 return nn::sparse_softmax_cross_entropy_with_logits(labels_for(x[0], DType::Int64), x[0]);
+               }});
+  c.push_back({"SigmoidCrossEntropyWithLogits", kPairShapes,
+               [](const In& x) { return nn::sigmoid_cross_entropy_with_logits(x[0], x[1]); }, -3, 3});
+  // Large logits: the stable form has no overflow.
+  c.push_back({"SigmoidCrossEntropyWithLogits", {{{4}, {4}}},
+               [](const In& x) { return nn::sigmoid_cross_entropy_with_logits(x[0], x[1] * 50.0); }, -3, 3});
 }
 
 }  // namespace tapeflow::testing

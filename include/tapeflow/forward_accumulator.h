@@ -1,0 +1,50 @@
+#pragma once
+/// \file forward_accumulator.h
+/// Forward-mode autodiff (TensorFlow's tf.autodiff.ForwardAccumulator): Jacobian-vector products
+/// computed alongside the forward pass.
+///
+///   tf::Tensor x = tf::constant({1.f, 2.f});
+///   tf::ForwardAccumulator acc;          // active while alive, like Python's `with`
+///   acc.watch(x, tf::constant({1.f, 0.f}));
+///   tf::Tensor y = tf::sin(x) * x;
+///   auto dy = acc.jvp(y);                 // J v, with y's shape
+///
+/// Accumulators nest strictly: an accumulator sees the JVP computations of accumulators and tapes
+/// created inside it, and those never see its own products. So a tape outside an accumulator
+/// records the accumulator's JVPs (reverse over forward), and an accumulator outside a tape
+/// differentiates the tape's gradient computation (forward over reverse: a Hessian-vector
+/// product in one pass). Unwatched tensors have a zero tangent.
+
+#include <memory>
+#include <optional>
+
+#include "tapeflow/tape.h"
+#include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"
+
+namespace tapeflow {
+
+namespace detail {
+struct AccumulatorState;
+}
+
+class ForwardAccumulator {
+ public:
+  ForwardAccumulator();
+  ~ForwardAccumulator();
+  ForwardAccumulator(const ForwardAccumulator&) = delete;
+  ForwardAccumulator& operator=(const ForwardAccumulator&) = delete;
+
+  /// Sets the tangent of `primal` (same shape and dtype). Watching the same tensor twice throws
+  /// InvalidArgumentError with TensorFlow's message; a non-floating primal logs a warning.
+  void watch(const Source& primal, const Tensor& tangent);
+
+  /// The tangent of `t` (J v); std::nullopt if `t` does not depend on a watched primal, or zeros
+  /// under UnconnectedGradients::Zero.
+  std::optional<Tensor> jvp(const Tensor& t, UnconnectedGradients unconnected = UnconnectedGradients::None) const;
+
+ private:
+  std::shared_ptr<detail::AccumulatorState> state_;
+};
+
+}  // namespace tapeflow

@@ -1,0 +1,97 @@
+#pragma once
+/// \file ops/nn.h
+/// Neural-network ops (TensorFlow's tf.nn): activations, softmax, and per-example losses.
+///
+///   namespace tf = tapeflow;
+///   tf::Tensor logits = tf::constant({{2.f, 1.f, 0.1f}});
+///   tf::Tensor p = tf::nn::softmax(logits);                        // rows sum to 1
+///   tf::Tensor labels = tf::constant(std::vector<std::int32_t>{0}, {1});
+///   tf::Tensor loss = tf::nn::sparse_softmax_cross_entropy_with_logits(labels, logits);  // (1,)
+///
+/// Activations take float32 or float64 tensors of any shape (relu and relu6 also take int32 and
+/// int64, like TensorFlow) and return the same shape and dtype. Errors are InvalidArgumentError
+/// naming the op, the argument, its shape and dtype: a non-float input, mismatched shapes or
+/// dtypes of two operands, an axis out of range, a label outside [0, classes).
+
+#include <cstdint>
+
+#include "tapeflow/ops/math.h"
+#include "tapeflow/tensor.h"
+
+namespace tapeflow::nn {
+
+// ---- activations ---------------------------------------------------------------------------------
+
+/// max(x, 0) (op "Relu"). Gradient: dy where y > 0, else 0 (0 at x = 0, like TensorFlow).
+Tensor relu(const Tensor& x);
+/// min(max(x, 0), 6) (op "Relu6"). Gradient: dy where 0 < y < 6.
+Tensor relu6(const Tensor& x);
+/// x where x > 0, else alpha * x (op "LeakyRelu"; tf.nn.leaky_relu's default alpha is 0.2).
+Tensor leaky_relu(const Tensor& x, double alpha = 0.2);
+/// x where x > 0, else exp(x) - 1 (op "Elu").
+Tensor elu(const Tensor& x);
+/// scale * (x where x > 0, else alpha * (exp(x) - 1)) with alpha = 1.6732632423543772 and
+/// scale = 1.0507009873554805 (op "Selu").
+Tensor selu(const Tensor& x);
+/// x * P(X <= x) for standard normal X (op "Gelu"): with approximate = false,
+/// 0.5 x (1 + erf(x / sqrt(2))); with approximate = true, TensorFlow's tanh form
+/// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), as tf.nn.gelu.
+Tensor gelu(const Tensor& x, bool approximate = false);
+/// exp(x) / sum(exp(x)) along `axis` (op "Softmax", default the last axis), computed with the
+/// maximum subtracted so that no exp overflows. Rank >= 1. Gradient: (dy - sum(dy * y)) * y.
+Tensor softmax(const Tensor& logits, std::int64_t axis = -1);
+/// x - log(sum(exp(x))) along `axis` (op "LogSoftmax"), computed stably. Rank >= 1.
+/// Gradient: dy - exp(y) * sum(dy).
+Tensor log_softmax(const Tensor& logits, std::int64_t axis = -1);
+
+/// Elementwise math that tf.nn re-exports (defined in ops/math.h).
+using tapeflow::sigmoid;
+using tapeflow::softplus;
+using tapeflow::softsign;
+using tapeflow::tanh;
+
+// ---- losses (one value per example; reduce them yourself, e.g. with reduce_mean) ---------------
+
+/// -sum(labels * log_softmax(logits), axis) (op "SoftmaxCrossEntropyWithLogits"): `labels` and
+/// `logits` have the same float dtype and shape (rank >= 1); the result drops `axis`. Each row of
+/// labels should be a probability distribution. Gradients: logits: (softmax(logits) * sum(labels)
+/// - labels) * dy, which is TensorFlow's (softmax - labels) * dy when labels sum to 1 (and exact
+/// when they do not); labels: -log_softmax(logits) * dy.
+Tensor softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits, std::int64_t axis = -1);
+/// logsumexp(logits[i, :]) - logits[i, labels[i]] (op "SparseSoftmaxCrossEntropyWithLogits"):
+/// `labels` is int32 or int64 with shape logits.shape[:-1]; classes are along the last axis of
+/// `logits` (rank >= 1). A label outside [0, classes) throws InvalidArgumentError naming the
+/// first bad label and its position (TensorFlow's CPU behaviour). Gradient (logits only):
+/// (softmax(logits) - one_hot(labels)) * dy.
+Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits);
+/// The logistic loss of `logits` against `labels` in [0, 1], elementwise (same shape and float
+/// dtype): max(x, 0) - x * z + log1p(exp(-|x|)) for x = logits, z = labels, which never
+/// overflows (op "SigmoidCrossEntropyWithLogits"). Gradients: logits: (sigmoid(x) - z) * dy;
+/// labels: -x * dy.
+Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits);
+/// mean((y_pred - y_true)^2) over the last axis, like Keras' mean_squared_error (a composite of
+/// squared_difference and reduce_mean). Same float dtype; shapes broadcast; rank >= 1.
+Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
+
+}  // namespace tapeflow::nn
+
+namespace tapeflow::raw_ops {
+
+/// The gradient ops of the activations, as TensorFlow's raw ops: each is itself differentiable
+/// (so higher derivatives of relu, elu, ... work) and takes `gradients` and the forward value it
+/// needs, of the same shape and float dtype.
+
+/// gradients * (features > 0) (op "ReluGrad"); `features` may be relu's input or output.
+Tensor relu_grad(const Tensor& gradients, const Tensor& features);
+/// gradients * (0 < features < 6) (op "Relu6Grad").
+Tensor relu6_grad(const Tensor& gradients, const Tensor& features);
+/// gradients * (features > 0 ? 1 : alpha) (op "LeakyReluGrad").
+Tensor leaky_relu_grad(const Tensor& gradients, const Tensor& features, double alpha = 0.2);
+/// gradients * (outputs < 0 ? outputs + 1 : 1), from elu's outputs (op "EluGrad").
+Tensor elu_grad(const Tensor& gradients, const Tensor& outputs);
+/// gradients * (outputs < 0 ? outputs + scale * alpha : scale), from selu's outputs (op "SeluGrad").
+Tensor selu_grad(const Tensor& gradients, const Tensor& outputs);
+/// gradients * gelu'(features) (op "GeluGrad").
+Tensor gelu_grad(const Tensor& gradients, const Tensor& features, bool approximate = false);
+
+}  // namespace tapeflow::raw_ops

@@ -1,0 +1,192 @@
+// Forward-mode accumulation.
+//
+// Each accumulator maps tensor ids to tangents. After every op (dispatch.h), each active
+// accumulator that has a tangent for one of the op's inputs computes the outputs' tangents:
+// with the op's own JVP rule when it has one, otherwise from its gradient. The gradient of an op
+// is linear in its output cotangent u, vjp(u) = J^T u, so J v = d<J^T u, v>/du: one extra
+// backward pass through the gradient function on a small tape (TensorFlow's
+// ForwardpropFromTape). Accumulators are processed outermost first, each with the tapes and
+// accumulators created inside it hidden: an inner accumulator's JVP computation may read the
+// op's outputs, whose outer tangents must already exist for the outer accumulator to
+// differentiate that computation (forward over forward). Outer observers see inner products,
+// never the reverse (strict nesting, see tape_state.h).
+
+#include "tapeflow/forward_accumulator.h"
+
+#include <unordered_map>
+
+#include "autodiff/dispatch.h"
+#include "autodiff/jvp.h"
+#include "autodiff/tape_state.h"
+#include "core/check.h"
+#include "core/tensor_impl.h"
+#include "tapeflow/logging.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
+#include "tapeflow/ops/reduce.h"
+
+namespace tapeflow {
+
+namespace detail {
+struct AccumulatorState {
+  std::uint64_t nesting_id = autodiff::next_nesting_id();
+  bool active = true;
+  std::unordered_map<TensorId, Tensor> tangents;
+  bool visible() const { return active && !autodiff::nesting_hidden(nesting_id); }
+};
+}  // namespace detail
+
+namespace autodiff {
+
+thread_local int t_active_accumulators = 0;
+
+namespace {
+
+std::vector<detail::AccumulatorState*>& thread_accumulators() {
+  thread_local std::vector<detail::AccumulatorState*> accumulators;
+  return accumulators;
+}
+
+/// J v from the op's gradient: d<vjp(u), v>/du at u = 0 (vjp is linear in u).
+std::vector<Tensor> jvp_from_gradient(const OpDef& op, std::span<const Tensor* const> inputs,
+                                      std::span<const Tensor> outputs, const std::shared_ptr<const void>& attrs,
+                                      std::span<const Tensor> tangents) {
+  const auto entry = op.gradient();
+  if (entry->status == GradientStatus::Missing)
+    throw LookupError(fmt::format("gradient registry has no entry for: {} (forward mode derives the JVP of an op "
+                                  "without a JVP rule from its gradient)",
+                                  op.name()));
+  std::vector<Tensor> result(outputs.size());
+  if (entry->status == GradientStatus::NotDifferentiable) return result;
+
+  OpRecord rec{&op, static_cast<std::uint32_t>(inputs.size()), {}, attrs};
+  for (const Tensor* in : inputs) rec.slots.push_back({in->id(), in->shape(), in->dtype(), *in});
+  for (const Tensor& out : outputs) rec.slots.push_back({out.id(), out.shape(), out.dtype(), out});
+  std::vector<Tensor> us;
+  std::vector<Source> sources;
+  GradientTape tape;
+  for (const Tensor& out : outputs) {
+    us.push_back(zeros_like(out));
+    if (is_floating(out.dtype())) {
+      tape.watch(us.back());
+      sources.emplace_back(us.back());
+    }
+  }
+  std::unique_ptr<bool[]> needed(new bool[inputs.size()]);
+  for (std::size_t i = 0; i < inputs.size(); ++i) needed[i] = tangents[i].defined();
+  const Grads g = entry->fn(GradContext(rec, us, std::span<const bool>(needed.get(), inputs.size())));
+  TAPEFLOW_REQUIRE(g.size() == inputs.size(), InternalError,
+                   "Recorded operation '{}' returned too {} gradients. Expected {} but received {}", op.name(),
+                   g.size() < inputs.size() ? "few" : "many", inputs.size(), g.size());
+  std::optional<Tensor> inner;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!needed[i] || !g[i]) continue;
+    Tensor term = reduce_sum(*g[i] * tangents[i]);
+    inner = inner ? *inner + term : term;
+  }
+  if (!inner || sources.empty()) return result;
+  auto jv = tape.gradient_flat(*inner, sources, {}, UnconnectedGradients::None);
+  std::size_t k = 0;
+  for (std::size_t j = 0; j < outputs.size(); ++j)
+    if (is_floating(outputs[j].dtype())) result[j] = jv[k++] ? *jv[k - 1] : Tensor();
+  return result;
+}
+
+}  // namespace
+
+void recount_accumulators() {
+  int n = 0;
+  for (const auto* a : thread_accumulators()) n += a->visible() ? 1 : 0;
+  t_active_accumulators = n;
+}
+
+void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs, std::span<const Tensor> outputs,
+                        const std::shared_ptr<const void>& attrs) {
+  auto& accs = thread_accumulators();
+  for (detail::AccumulatorState* a : accs) {  // outermost first: see the file comment
+    detail::AccumulatorState& acc = *a;
+    if (!acc.visible()) continue;
+    std::vector<Tensor> tangents(inputs.size());
+    bool any = false;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (!is_floating(inputs[i]->dtype())) continue;
+      auto it = acc.tangents.find(inputs[i]->id());
+      if (it == acc.tangents.end()) continue;
+      tangents[i] = it->second;
+      any = true;
+    }
+    if (!any) continue;
+    std::vector<Tensor> out_tangents;
+    {
+      const HideNestedFrom hide(acc.nesting_id);
+      out_tangents = op.jvp ? op.jvp(JvpContext(inputs, outputs, tangents, attrs.get()))
+                            : jvp_from_gradient(op, inputs, outputs, attrs, tangents);
+    }
+    TAPEFLOW_REQUIRE(out_tangents.size() == outputs.size(), InternalError,
+                     "The JVP rule of '{}' returned {} tangents for {} outputs", op.name(), out_tangents.size(),
+                     outputs.size());
+    for (std::size_t j = 0; j < outputs.size(); ++j) {
+      const Tensor& t = out_tangents[j];
+      if (!t.defined() || !is_floating(outputs[j].dtype())) continue;
+      TAPEFLOW_REQUIRE(t.shape() == outputs[j].shape() && t.dtype() == outputs[j].dtype(), InternalError,
+                       "The JVP of '{}' output {} has shape {} and dtype {}, but the output has shape {} and dtype {}",
+                       op.name(), j, t.shape().to_string(), dtype_name(t.dtype()), outputs[j].shape().to_string(),
+                       dtype_name(outputs[j].dtype()));
+      acc.tangents[outputs[j].id()] = t;
+    }
+  }
+}
+
+/// Variable reads: the read tensor takes the tangent watched on the variable's handle.
+void forward_accumulate_variable_read(const Variable& var, const Tensor& read) {
+  for (auto* acc : thread_accumulators()) {
+    if (!acc->visible()) continue;
+    auto it = acc->tangents.find(var.handle_id());
+    if (it != acc->tangents.end()) acc->tangents[read.id()] = it->second;
+  }
+}
+
+}  // namespace autodiff
+
+ForwardAccumulator::ForwardAccumulator() : state_(std::make_shared<detail::AccumulatorState>()) {
+  autodiff::thread_accumulators().push_back(state_.get());
+  autodiff::recount_accumulators();
+}
+
+ForwardAccumulator::~ForwardAccumulator() {
+  state_->active = false;
+  std::erase(autodiff::thread_accumulators(), state_.get());
+  autodiff::recount_accumulators();
+}
+
+void ForwardAccumulator::watch(const Source& primal, const Tensor& tangent) {
+  TAPEFLOW_REQUIRE(primal.is_variable() || primal.tensor().defined(), InvalidArgumentError,
+                   "[ForwardAccumulator::watch] the primal is an undefined Tensor");
+  TAPEFLOW_REQUIRE(tangent.defined() && tangent.shape() == primal.shape() && tangent.dtype() == primal.dtype(),
+                   InvalidArgumentError,
+                   "[ForwardAccumulator::watch] the tangent must match the primal: primal has shape {} and dtype {}, "
+                   "tangent has shape {} and dtype {}",
+                   primal.shape().to_string(), dtype_name(primal.dtype()),
+                   tangent.defined() ? tangent.shape().to_string() : "(undefined)",
+                   tangent.defined() ? dtype_name(tangent.dtype()) : "-");
+  if (!is_floating(primal.dtype())) {
+    log(LogLevel::Warning, fmt::format("The dtype of the watched primal must be floating (e.g. tf.float32), got tf.{}",
+                                       dtype_name(primal.dtype())));
+    return;
+  }
+  const bool inserted = state_->tangents.emplace(primal.id(), tangent).second;
+  TAPEFLOW_REQUIRE(inserted, InvalidArgumentError,
+                   "Tensor {} was specified as a primal multiple times. This may indicate an error. If it was "
+                   "intended, please sum the corresponding tangents.",
+                   primal.is_variable() ? primal.variable().name() : "of shape " + primal.shape().to_string());
+}
+
+std::optional<Tensor> ForwardAccumulator::jvp(const Tensor& t, UnconnectedGradients unconnected) const {
+  TAPEFLOW_REQUIRE(t.defined(), InvalidArgumentError, "[ForwardAccumulator::jvp] the tensor is undefined");
+  auto it = state_->tangents.find(t.id());
+  if (it != state_->tangents.end()) return it->second;
+  if (unconnected == UnconnectedGradients::Zero) return zeros_like(t);
+  return std::nullopt;
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,441 @@
+// Activations and softmax. Like TensorFlow, each piecewise activation's gradient is its own
+// primitive op (ReluGrad, EluGrad, ...) taking the upstream gradient and the forward value it
+// needs: one fused pass instead of a mask and a multiply, and itself differentiable, so higher
+// derivatives work. Those gradient ops' own gradients are written with public ops.
+
+#include <cmath>
+#include <numbers>
+
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/reduce.h"
+#include "kernels/cpu/vmath.h"
+#include "ops/op_util.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/nn.h"
+#include "tapeflow/ops/reduce.h"
+
+namespace tapeflow {
+namespace ops {
+namespace {
+
+constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+constexpr double kSeluScale = 1.0507009873554804934193349852946;
+
+/// y = f(x) elementwise for float x; other dtypes throw InvalidArgumentError naming `op`.
+template <class F>
+Tensor map_floating(std::string_view op, const Tensor& x, F f) {
+  require_floating(x, op, "features");
+  Tensor out = detail::empty(x.shape(), x.dtype(), op);
+  visit_floating(x.dtype(), [&]<class T>() {
+    cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(), [&](T v) -> T { return f(v); });
+  });
+  return out;
+}
+
+/// A gradient op's operands: `gradients` and the forward value `v` (named `v_name`) must have
+/// the same float dtype and the same shape (no broadcasting: a gradient op that trusted its
+/// caller here is a classic source of out-of-bounds reads).
+void require_grad_operands(std::string_view op, const Tensor& g, const Tensor& v, std::string_view v_name) {
+  require_floating(g, op, "gradients");
+  TAPEFLOW_REQUIRE(g.dtype() == v.dtype() && g.shape() == v.shape(), InvalidArgumentError,
+                   "[{}] 'gradients' and '{}' must have the same shape and dtype: gradients is a {}, {} is a {}", op,
+                   v_name, describe(g), v_name, describe(v));
+}
+
+/// out = f(g, v) elementwise, after require_grad_operands.
+template <class F>
+Tensor grad_kernel(std::string_view op, const Tensor& g, const Tensor& v, std::string_view v_name, F f) {
+  require_grad_operands(op, g, v, v_name);
+  Tensor out = detail::empty(g.shape(), g.dtype(), op);
+  visit_floating(g.dtype(), [&]<class T>() {
+    cpu::zip(g.values<T>().data(), g.shape(), v.values<T>().data(), v.shape(), detail::mutable_data<T>(out),
+             g.shape(), [&](T a, T b) -> T { return f(a, b); });
+  });
+  return out;
+}
+
+/// y = f(x) for numeric x (relu and relu6 take integers too, like TensorFlow).
+template <class F>
+Tensor map_numeric(std::string_view op, const Tensor& x, F f) {
+  require_numeric(x, op, "features");
+  Tensor out = detail::empty(x.shape(), x.dtype(), op);
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (!std::is_same_v<T, bool>)
+      cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(), [&](T v) -> T { return f(v); });
+  });
+  return out;
+}
+
+// ---- relu ----------------------------------------------------------------------------------------
+
+// y = max(x, 0);  dx = ReluGrad(dy, y) = dy * (y > 0)
+struct Relu {
+  static constexpr std::string_view kName = "Relu";
+  static constexpr Saves kSaves = kSavesOutput;
+  static Tensor forward(const Tensor& x) {
+    // NaN propagates (v != v), as in NumPy's maximum.
+    return map_numeric(kName, x, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });
+  }
+  static Grads backward(const GradContext& c) { return {raw_ops::relu_grad(c.dy(), c.output(0))}; }
+};
+
+// dx = g * (f > 0);  dg = ReluGrad(ddx, f), df = 0 (a step function of f; zeros, as TensorFlow's
+// _ReluGradGrad, so second derivatives of relu are 0 rather than unconnected)
+struct ReluGrad {
+  static constexpr std::string_view kName = "ReluGrad";
+  static constexpr Saves kSaves{2u, 0u};  // features
+  static Tensor forward(const Tensor& g, const Tensor& f) {
+    return grad_kernel(kName, g, f, "features", [](auto a, auto b) { return b > 0 ? a : decltype(a)(0); });
+  }
+  static Grads backward(const GradContext& c) {
+    Grads gr(2);
+    if (c.needs_input_grad(0)) gr[0] = raw_ops::relu_grad(c.dy(), c.input(1));
+    if (c.needs_input_grad(1)) gr[1] = zeros_like(c.input(1));
+    return gr;
+  }
+};
+
+// y = min(max(x, 0), 6);  dx = Relu6Grad(dy, y) = dy * (0 < y < 6)
+struct Relu6 {
+  static constexpr std::string_view kName = "Relu6";
+  static constexpr Saves kSaves = kSavesOutput;
+  static Tensor forward(const Tensor& x) {
+    return map_numeric(kName, x, [](auto v) {
+      using T = decltype(v);
+      return v > 0 ? (v < T(6) ? v : T(6)) : (v != v ? v : T(0));
+    });
+  }
+  static Grads backward(const GradContext& c) { return {raw_ops::relu6_grad(c.dy(), c.output(0))}; }
+};
+
+// dx = g * (0 < f < 6);  dg = Relu6Grad(ddx, f), df = 0
+struct Relu6Grad {
+  static constexpr std::string_view kName = "Relu6Grad";
+  static constexpr Saves kSaves{2u, 0u};
+  static Tensor forward(const Tensor& g, const Tensor& f) {
+    return grad_kernel(kName, g, f, "features",
+                       [](auto a, auto b) { return b > 0 && b < 6 ? a : decltype(a)(0); });
+  }
+  static Grads backward(const GradContext& c) {
+    Grads gr(2);
+    if (c.needs_input_grad(0)) gr[0] = raw_ops::relu6_grad(c.dy(), c.input(1));
+    if (c.needs_input_grad(1)) gr[1] = zeros_like(c.input(1));
+    return gr;
+  }
+};
+
+struct AlphaAttrs {
+  double alpha = 0.2;
+};
+
+// y = x > 0 ? x : alpha * x;  dx = LeakyReluGrad(dy, x)
+struct LeakyRelu {
+  static constexpr std::string_view kName = "LeakyRelu";
+  static constexpr Saves kSaves = kSavesInputs;
+  using Attrs = AlphaAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    return map_floating(kName, x, [alpha = a.alpha](auto v) {
+      using T = decltype(v);
+      return v > 0 ? v : static_cast<T>(alpha) * v;
+    });
+  }
+  static Grads backward(const GradContext& c) {
+    return {raw_ops::leaky_relu_grad(c.dy(), c.input(0), c.attrs<Attrs>().alpha)};
+  }
+};
+
+// dx = g * (f > 0 ? 1 : alpha);  dg = LeakyReluGrad(ddx, f), df = 0
+struct LeakyReluGrad {
+  static constexpr std::string_view kName = "LeakyReluGrad";
+  static constexpr Saves kSaves{2u, 0u};
+  using Attrs = AlphaAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& g, const Tensor& f) {
+    return grad_kernel(kName, g, f, "features", [alpha = a.alpha](auto d, auto v) {
+      using T = decltype(d);
+      return v > 0 ? d : static_cast<T>(alpha) * d;
+    });
+  }
+  static Grads backward(const GradContext& c) {
+    Grads gr(2);
+    if (c.needs_input_grad(0)) gr[0] = raw_ops::leaky_relu_grad(c.dy(), c.input(1), c.attrs<Attrs>().alpha);
+    if (c.needs_input_grad(1)) gr[1] = zeros_like(c.input(1));
+    return gr;
+  }
+};
+
+// ---- exponential linear units --------------------------------------------------------------------
+
+// y = x > 0 ? x : exp(x) - 1;  dx = EluGrad(dy, y) = dy * (y < 0 ? y + 1 : 1)
+struct Elu {
+  static constexpr std::string_view kName = "Elu";
+  static constexpr Saves kSaves = kSavesOutput;
+  static Tensor forward(const Tensor& x) {
+    return map_floating(kName, x, [](auto v) { return v > 0 ? v : std::expm1(v); });
+  }
+  static Grads backward(const GradContext& c) { return {raw_ops::elu_grad(c.dy(), c.output(0))}; }
+};
+
+// dx = g * (y < 0 ? y + 1 : 1);  dg = EluGrad(ddx, y), dy_ = ddx * g where y < 0 (TensorFlow's
+// _EluGradGrad); "where y < 0" is ReluGrad(., -y).
+struct EluGrad {
+  static constexpr std::string_view kName = "EluGrad";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& g, const Tensor& y) {
+    return grad_kernel(kName, g, y, "outputs", [](auto d, auto v) { return v < 0 ? d * (v + 1) : d; });
+  }
+  static Grads backward(const GradContext& c) {
+    Grads gr(2);
+    if (c.needs_input_grad(0)) gr[0] = raw_ops::elu_grad(c.dy(), c.input(1));
+    if (c.needs_input_grad(1)) gr[1] = raw_ops::relu_grad(c.dy() * c.input(0), -c.input(1));
+    return gr;
+  }
+};
+
+// y = scale * (x > 0 ? x : alpha * (exp(x) - 1));  dx = SeluGrad(dy, y)
+struct Selu {
+  static constexpr std::string_view kName = "Selu";
+  static constexpr Saves kSaves = kSavesOutput;
+  static Tensor forward(const Tensor& x) {
+    return map_floating(kName, x, [](auto v) {
+      using T = decltype(v);
+      return v > 0 ? static_cast<T>(kSeluScale) * v : static_cast<T>(kSeluScale * kSeluAlpha) * std::expm1(v);
+    });
+  }
+  static Grads backward(const GradContext& c) { return {raw_ops::selu_grad(c.dy(), c.output(0))}; }
+};
+
+// dx = g * (y < 0 ? y + scale * alpha : scale);  dg = SeluGrad(ddx, y), dy_ = ddx * g where y < 0
+struct SeluGrad {
+  static constexpr std::string_view kName = "SeluGrad";
+  static constexpr Saves kSaves = kSavesInputs;
+  static Tensor forward(const Tensor& g, const Tensor& y) {
+    return grad_kernel(kName, g, y, "outputs", [](auto d, auto v) {
+      using T = decltype(d);
+      return v < 0 ? d * (v + static_cast<T>(kSeluScale * kSeluAlpha)) : d * static_cast<T>(kSeluScale);
+    });
+  }
+  static Grads backward(const GradContext& c) {
+    Grads gr(2);
+    if (c.needs_input_grad(0)) gr[0] = raw_ops::selu_grad(c.dy(), c.input(1));
+    if (c.needs_input_grad(1)) gr[1] = raw_ops::relu_grad(c.dy() * c.input(0), -c.input(1));
+    return gr;
+  }
+};
+
+// ---- gelu ----------------------------------------------------------------------------------------
+
+struct GeluAttrs {
+  bool approximate = false;
+};
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kGeluCubic = 0.044715;
+
+/// Exact gelu: x Phi(x) = x erfc(-x / sqrt 2) / 2 (erfc, not 1 + erf: no cancellation for x << 0).
+template <class T>
+T gelu_exact(T x) {
+  return T(0.5) * x * std::erfc(-x * static_cast<T>(std::numbers::sqrt2 / 2));
+}
+
+/// Exact gelu'(x) = Phi(x) + x phi(x).
+template <class T>
+T gelu_exact_derivative(T x) {
+  const T cdf = T(0.5) * std::erfc(-x * static_cast<T>(std::numbers::sqrt2 / 2));
+  const T pdf = std::exp(T(-0.5) * x * x) * static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+  return cdf + x * pdf;
+}
+
+/// Tanh-form gelu'(x) given t = tanh(u), u = sqrt(2/pi) (x + 0.044715 x^3):
+/// 0.5 (1 + t) + 0.5 x (1 - t^2) u'.
+template <class T>
+T gelu_tanh_derivative(T x, T t) {
+  const T c = static_cast<T>(kSqrt2OverPi), k = static_cast<T>(kGeluCubic);
+  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * c * (T(1) + T(3) * k * x * x);
+}
+
+/// out[j] = f(j, x[j], tanh(sqrt(2/pi) (x[j] + 0.044715 x[j]^3))) for j < n, the tanh computed by
+/// the vectorised vmath::tanh in L1-sized blocks (libm's scalar tanh costs ~20 ns an element).
+template <class T, class F>
+void with_gelu_tanh(const T* x, T* out, std::int64_t n, F f) {
+  cpu::parallel_for(n, cpu::kParallelGrain / 8, [&](std::int64_t b, std::int64_t e) {
+    cpu::vmath::for_blocks(e - b, [&](std::int64_t bb, std::int64_t be) {
+      const std::int64_t j0 = b + bb, len = be - bb;
+      T* o = out + j0;
+      const T* xi = x + j0;
+      for (std::int64_t i = 0; i < len; ++i)
+        o[i] = static_cast<T>(kSqrt2OverPi) * (xi[i] + static_cast<T>(kGeluCubic) * xi[i] * xi[i] * xi[i]);
+      cpu::vmath::tanh(o, o, len);
+      for (std::int64_t i = 0; i < len; ++i) o[i] = f(j0 + i, xi[i], o[i]);
+    });
+  });
+}
+
+// y = x * Phi(x) (or its tanh approximation);  dx = GeluGrad(dy, x) = dy * gelu'(x)
+struct Gelu {
+  static constexpr std::string_view kName = "Gelu";
+  static constexpr Saves kSaves = kSavesInputs;
+  using Attrs = GeluAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    if (!a.approximate) return map_floating(kName, x, [](auto v) { return gelu_exact(v); });
+    require_floating(x, kName, "features");
+    Tensor out = detail::empty(x.shape(), x.dtype(), kName);
+    visit_floating(x.dtype(), [&]<class T>() {
+      with_gelu_tanh(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
+                     [](std::int64_t, T v, T t) { return T(0.5) * v * (T(1) + t); });
+    });
+    return out;
+  }
+  static Grads backward(const GradContext& c) {
+    return {raw_ops::gelu_grad(c.dy(), c.input(0), c.attrs<Attrs>().approximate)};
+  }
+};
+
+/// gelu''(x) built from public ops, for GeluGrad's gradient. Exact: phi(x) (2 - x^2). Tanh form,
+/// with u, t as above, u' = c (1 + 3k x^2), u'' = 6 c k x:
+///   (1 - t^2) (u' + x (u'' / 2 - t u'^2)).
+Tensor gelu_second_derivative(const Tensor& x, bool approximate) {
+  if (!approximate)
+    return exp(square(x) * -0.5) * (std::numbers::inv_sqrtpi / std::numbers::sqrt2) * (2.0 - square(x));
+  const Tensor x2 = square(x);
+  const Tensor t = tanh((x + x2 * x * kGeluCubic) * kSqrt2OverPi);
+  const Tensor du = (x2 * (3 * kGeluCubic) + 1.0) * kSqrt2OverPi;
+  return (1.0 - square(t)) * (du + x * (x * (3 * kSqrt2OverPi * kGeluCubic) - t * square(du)));
+}
+
+// dx = g * gelu'(x);  dg = GeluGrad(ddx, x), dx_ = ddx * g * gelu''(x)
+struct GeluGrad {
+  static constexpr std::string_view kName = "GeluGrad";
+  static constexpr Saves kSaves = kSavesInputs;
+  using Attrs = GeluAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& g, const Tensor& x) {
+    if (!a.approximate)
+      return grad_kernel(kName, g, x, "features", [](auto d, auto v) { return d * gelu_exact_derivative(v); });
+    require_grad_operands(kName, g, x, "features");
+    Tensor out = detail::empty(x.shape(), x.dtype(), kName);
+    visit_floating(x.dtype(), [&]<class T>() {
+      const T* pg = g.values<T>().data();
+      with_gelu_tanh(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
+                     [pg](std::int64_t j, T v, T t) { return pg[j] * gelu_tanh_derivative(v, t); });
+    });
+    return out;
+  }
+  static Grads backward(const GradContext& c) {
+    const bool approx = c.attrs<Attrs>().approximate;
+    Grads gr(2);
+    if (c.needs_input_grad(0)) gr[0] = raw_ops::gelu_grad(c.dy(), c.input(1), approx);
+    if (c.needs_input_grad(1)) gr[1] = c.dy() * c.input(0) * gelu_second_derivative(c.input(1), approx);
+    return gr;
+  }
+};
+
+// ---- softmax -------------------------------------------------------------------------------------
+
+struct AxisAttrs {
+  int axis = -1;  // normalised
+};
+
+template <cpu::SoftmaxKind kKind>
+Tensor softmax_forward(const AxisAttrs& a, const Tensor& x, std::string_view op) {
+  Tensor out = detail::empty(x.shape(), x.dtype(), op);
+  const cpu::AxisBlocks b = cpu::axis_blocks(x.shape(), a.axis);
+  visit_floating(x.dtype(), [&]<class T>() {
+    cpu::softmax_blocks<kKind>(x.values<T>().data(), b.outer, b.n, b.inner, detail::mutable_data<T>(out));
+  });
+  return out;
+}
+
+// y = exp(x) / sum(exp(x), axis);  dx = (dy - sum(dy * y, axis)) * y
+struct Softmax {
+  static constexpr std::string_view kName = "Softmax";
+  static constexpr Saves kSaves = kSavesOutput;
+  using Attrs = AxisAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    return softmax_forward<cpu::SoftmaxKind::kSoftmax>(a, x, kName);
+  }
+  static Grads backward(const GradContext& c) {
+    const Tensor& y = c.output(0);
+    return {(c.dy() - reduce_sum(c.dy() * y, {c.attrs<Attrs>().axis}, true)) * y};
+  }
+};
+
+// y = x - log(sum(exp(x), axis));  dx = dy - exp(y) * sum(dy, axis)
+struct LogSoftmax {
+  static constexpr std::string_view kName = "LogSoftmax";
+  static constexpr Saves kSaves = kSavesOutput;
+  using Attrs = AxisAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    return softmax_forward<cpu::SoftmaxKind::kLogSoftmax>(a, x, kName);
+  }
+  static Grads backward(const GradContext& c) {
+    return {c.dy() - exp(c.output(0)) * reduce_sum(c.dy(), {c.attrs<Attrs>().axis}, true)};
+  }
+};
+
+/// Validates a softmax input (float, rank >= 1) and normalises its axis.
+AxisAttrs softmax_attrs(const Tensor& x, std::int64_t axis, std::string_view op) {
+  require_defined(x, op, "logits");
+  require_floating(x, op, "logits");
+  TAPEFLOW_REQUIRE(x.rank() >= 1, InvalidArgumentError, "[{}] 'logits' must have rank >= 1, got a {}", op,
+                   describe(x));
+  return {normalize_axis(axis, x.rank(), op)};
+}
+
+}  // namespace
+
+void register_activation_ops(autodiff::Registry& r) {
+  r.add<Relu>();
+  r.add<ReluGrad>();
+  r.add<Relu6>();
+  r.add<Relu6Grad>();
+  r.add<LeakyRelu>();
+  r.add<LeakyReluGrad>();
+  r.add<Elu>();
+  r.add<EluGrad>();
+  r.add<Selu>();
+  r.add<SeluGrad>();
+  r.add<Gelu>();
+  r.add<GeluGrad>();
+  r.add<Softmax>();
+  r.add<LogSoftmax>();
+}
+
+}  // namespace ops
+
+namespace nn {
+Tensor relu(const Tensor& x) { return autodiff::apply<ops::Relu>(x); }
+Tensor relu6(const Tensor& x) { return autodiff::apply<ops::Relu6>(x); }
+Tensor leaky_relu(const Tensor& x, double alpha) { return autodiff::apply_with<ops::LeakyRelu>({alpha}, x); }
+Tensor elu(const Tensor& x) { return autodiff::apply<ops::Elu>(x); }
+Tensor selu(const Tensor& x) { return autodiff::apply<ops::Selu>(x); }
+Tensor gelu(const Tensor& x, bool approximate) { return autodiff::apply_with<ops::Gelu>({approximate}, x); }
+Tensor softmax(const Tensor& logits, std::int64_t axis) {
+  return autodiff::apply_with<ops::Softmax>(ops::softmax_attrs(logits, axis, ops::Softmax::kName), logits);
+}
+Tensor log_softmax(const Tensor& logits, std::int64_t axis) {
+  return autodiff::apply_with<ops::LogSoftmax>(ops::softmax_attrs(logits, axis, ops::LogSoftmax::kName), logits);
+}
+}  // namespace nn
+
+namespace raw_ops {
+Tensor relu_grad(const Tensor& gradients, const Tensor& features) {
+  return autodiff::apply<ops::ReluGrad>(gradients, features);
+}
+Tensor relu6_grad(const Tensor& gradients, const Tensor& features) {
+  return autodiff::apply<ops::Relu6Grad>(gradients, features);
+}
+Tensor leaky_relu_grad(const Tensor& gradients, const Tensor& features, double alpha) {
+  return autodiff::apply_with<ops::LeakyReluGrad>({alpha}, gradients, features);
+}
+Tensor elu_grad(const Tensor& gradients, const Tensor& outputs) {
+  return autodiff::apply<ops::EluGrad>(gradients, outputs);
+}
+Tensor selu_grad(const Tensor& gradients, const Tensor& outputs) {
+  return autodiff::apply<ops::SeluGrad>(gradients, outputs);
+}
+Tensor gelu_grad(const Tensor& gradients, const Tensor& features, bool approximate) {
+  return autodiff::apply_with<ops::GeluGrad>({approximate}, gradients, features);
+}
+}  // namespace raw_ops
+
+}  // namespace tapeflow

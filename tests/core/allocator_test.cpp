@@ -1,0 +1,61 @@
+// The allocation limit, allocator statistics and the large-buffer cache.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+using ::testing::HasSubstr;
+
+TEST(Allocator, LimitIsCheckedBeforeAllocating) {
+  const auto old = tf::allocation_limit();
+  tf::set_allocation_limit(1000);
+  try {
+    (void)tf::zeros({1000});
+    FAIL();
+  } catch (const tf::ResourceExhaustedError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("[Fill] allocating 4000 bytes exceeds the allocation limit of 1000 bytes"));
+  }
+  EXPECT_NO_THROW((void)tf::zeros({250}));
+  tf::set_allocation_limit(old);
+  EXPECT_THROW(tf::set_allocation_limit(-1), tf::InvalidArgumentError);
+}
+
+TEST(Allocator, HugeRequestsThrowInsteadOfBadAlloc) {
+  EXPECT_THROW((void)tf::zeros({std::int64_t{1} << 40}), tf::ResourceExhaustedError);
+}
+
+TEST(Allocator, LiveBytesReturnToTheirLevel) {
+  const auto before = tf::allocator_stats();
+  {
+    tf::Tensor small = tf::ones({3});
+    tf::Tensor large = tf::ones({100000});
+    EXPECT_GT(tf::allocator_stats().live_bytes, before.live_bytes + 400000 - 1);
+    EXPECT_EQ(tf::allocator_stats().live_buffers, before.live_buffers + 2);
+  }
+  EXPECT_EQ(tf::allocator_stats().live_bytes, before.live_bytes);
+  EXPECT_EQ(tf::allocator_stats().live_buffers, before.live_buffers);
+}
+
+TEST(Allocator, LargeBuffersAreRecycled) {
+  tf::release_cached_buffers();
+  const void* first = nullptr;
+  {
+    tf::Tensor t = tf::ones({1 << 20});
+    first = t.raw_data();
+  }
+  EXPECT_GE(tf::allocator_stats().cached_bytes, 4 << 20);
+  tf::Tensor again = tf::ones({(1 << 20) - 100});  // same size class
+  EXPECT_EQ(again.raw_data(), first);
+  tf::release_cached_buffers();
+  EXPECT_EQ(tf::allocator_stats().cached_bytes, 0);
+}
+
+TEST(Allocator, CacheLimitZeroDisablesRecycling) {
+  const auto old = tf::buffer_cache_limit();
+  tf::set_buffer_cache_limit(0);
+  { tf::Tensor t = tf::ones({1 << 20}); }
+  EXPECT_EQ(tf::allocator_stats().cached_bytes, 0);
+  tf::set_buffer_cache_limit(old);
+}
