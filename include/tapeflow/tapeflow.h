@@ -32,6 +32,7 @@
 #include "tapeflow/memory.h"
 #include "tapeflow/module.h"
 #include "tapeflow/nest.h"
+#include "tapeflow/nn/dense.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/gradient_control.h"
