@@ -128,6 +128,21 @@ Tensor batched_product(std::string_view op, const MatMulAttrs& at, const Tensor&
         cpu::gemm<T>(false, at.transpose_b, batches * p.m, p.n, p.k, pa, pb, pc);
         return;
       }
+      // One matrix times a batch of column vectors, (m, k) @ (batch, k, 1): the vectors stack as
+      // the rows of a (batch, k) matrix and out rows = rows @ op(a)^T, one GEMM instead of
+      // `batch` matrix-vector products (vectorised Jacobians through a dense layer hit this).
+      bool a_shared = true, b_dense = true;
+      expect = 1;
+      for (int i = nbatch - 1; i >= 0; --i) {
+        const auto iu = static_cast<std::size_t>(i);
+        a_shared = a_shared && a_stride[iu] == 0;
+        b_dense = b_dense && (p.out[i] == 1 || b_stride[iu] == expect);
+        expect *= p.out[i];
+      }
+      if (a_shared && b_dense && p.n == 1 && batches <= cpu::kMaxGemmDim) {
+        cpu::gemm<T>(false, !at.transpose_a, batches, p.m, p.k, pb, pa, pc);
+        return;
+      }
       std::array<std::int64_t, kMaxRank> idx{};
       std::int64_t oa = 0, ob = 0;
       for (std::int64_t bi = 0; bi < batches; ++bi) {

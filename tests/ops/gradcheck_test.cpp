@@ -152,6 +152,33 @@ TEST_P(GradCheck, ForwardModeMatchesReverseMode) {
   }
 }
 
+// Ops that declare kBatchable must give the same Jacobian with stacked cotangents as with one
+// backward pass per row.
+TEST_P(GradCheck, VectorisedJacobianMatchesRowByRow) {
+  const OpCase& c = tf::testing::op_cases()[GetParam()];
+  std::mt19937_64 rng(7 + GetParam());
+  for (const auto& shapes : c.shapes) {
+    SCOPED_TRACE(c.op + " " + tf::testing::shapes_label(shapes));
+    const std::vector<tf::Tensor> xs = sample_inputs(c, shapes, rng);
+    if (xs.empty()) return;
+    tf::GradientTape tape({.persistent = true});
+    for (const auto& x : xs) tape.watch(x);
+    const tf::Tensor y = c.call(xs);
+    if (y.num_elements() > 64) continue;
+    bool fits = true;  // a Jacobian has rank y.rank + x.rank, at most kMaxRank
+    for (const auto& x : xs) fits = fits && y.rank() + x.rank() <= tf::kMaxRank;
+    if (!fits) continue;
+    const std::vector<tf::Source> sources(xs.begin(), xs.end());
+    const auto fast = tape.jacobian_flat(y, sources, tf::UnconnectedGradients::Zero, true);
+    const auto slow = tape.jacobian_flat(y, sources, tf::UnconnectedGradients::Zero, false);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      ASSERT_EQ(fast[i]->shape(), slow[i]->shape());
+      const auto a = fast[i]->to_vector<double>(), e = slow[i]->to_vector<double>();
+      for (std::size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], e[k], 1e-12) << "input " << i << ", element " << k;
+    }
+  }
+}
+
 std::string case_name(const ::testing::TestParamInfo<std::size_t>& info) {
   std::string name = tf::testing::op_cases()[info.param].op + "_" + std::to_string(info.param);
   for (char& ch : name)

@@ -628,3 +628,19 @@ TEST(Tensordot, ContractedSizesMustAgree) {
   expect_error<tf::InvalidArgumentError>([] { tf::tensordot(tf::zeros({2}), tf::zeros({2}, tf::int32), 1); },
                                          {"[Tensordot] a and b must have the same dtype"});
 }
+
+TEST(MatMulBatchedVectors, SharedMatrixTimesStackedColumnsMatchesPerBatchProducts) {
+  namespace tf = tapeflow;
+  const tf::Tensor b = tf::random::normal({5, 4, 1}, 0, 1, tf::float64, 11);
+  for (bool ta : {false, true}) {
+    const tf::Tensor a = tf::random::normal(ta ? tf::Shape{4, 3} : tf::Shape{3, 4}, 0, 1, tf::float64, 12);
+    const tf::Tensor c = tf::matmul(a, b, ta, false);
+    ASSERT_EQ(c.shape(), (tf::Shape{5, 3, 1}));
+    const auto cv = c.to_vector<double>();
+    for (int i = 0; i < 5; ++i) {
+      const tf::Tensor bi = tf::reshape(tf::slice(b, {i, 0, 0}, {1, 4, 1}), {4, 1});
+      const auto ref = tf::matmul(a, bi, ta, false).to_vector<double>();
+      for (int r = 0; r < 3; ++r) EXPECT_NEAR(cv[static_cast<std::size_t>(i * 3 + r)], ref[static_cast<std::size_t>(r)], 1e-12);
+    }
+  }
+}
