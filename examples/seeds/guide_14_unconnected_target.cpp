@@ -1,0 +1,20 @@
+// TensorFlow guide, Cases where gradient returns None: a target not connected to the source.
+//
+//   x = tf.Variable(2.)
+//   y = tf.Variable(3.)
+//   with tf.GradientTape() as tape:
+//     z = y * y
+//   print(tape.gradient(z, x))          -> None
+
+#include "py_print.h"
+
+namespace tf = tapeflow;
+
+int main() {
+  tf::Variable x(2.f);
+  tf::Variable y(3.f);
+  tf::GradientTape tape;
+  tf::Tensor z = y * y;
+
+  seeds::print(tape.gradient(z, x));
+}

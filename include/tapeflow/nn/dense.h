@@ -1,0 +1,87 @@
+#pragma once
+/// \file nn/dense.h
+/// Dense: the fully connected layer, `activation(x @ kernel + bias)`, like Keras's
+/// tf.keras.layers.Dense.
+///
+///   tf::layers::Dense layer(2, "relu");          // or Dense(2, tf::nn::relu), or a lambda
+///   tf::Tensor x = tf::constant({{1.f, 2.f, 3.f}});
+///   tf::GradientTape tape;
+///   tf::Tensor loss = tf::reduce_mean(tf::pow(layer(x), 2));   // the first call builds the layer
+///   auto grads = tape.gradient(loss, layer.trainable_variables());   // [d kernel, d bias]
+///   // layer.trainable_variables()[0].name() == "kernel", shape (3, 2); [1] is "bias", shape (2,)
+///
+/// The layer is built lazily, as in Keras: the first call creates the kernel, of shape
+/// (input's last dimension, units) and the input's dtype, drawn from the Glorot-uniform
+/// distribution (uniform in [-l, l], l = sqrt(6 / (fan_in + units))), and the bias, zeros of
+/// shape (units,). They are named "kernel" and "bias" as Keras 3 names them (no ":0" suffix).
+/// Inputs of rank > 2 are multiplied on their last dimension: (batch, ..., in) -> (batch, ..., units).
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tapeflow/module.h"
+#include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"
+
+namespace tapeflow::layers {
+
+/// An activation function: any callable from tensor to tensor (tf::nn::relu, tf::tanh, a lambda).
+/// An empty one means no activation ("linear").
+using Activation = std::function<Tensor(const Tensor&)>;
+
+/// The activation Keras calls `name`: "relu", "sigmoid", "tanh", "softmax" (over the last axis),
+/// or "linear" (also "" and "none": no activation, an empty Activation).
+/// Throws InvalidArgumentError naming the accepted names for any other name.
+Activation activation(std::string_view name);
+
+struct DenseOptions {
+  /// The layer's name (Module::name()).
+  std::string name = "dense";
+  /// Add the bias vector (Keras's use_bias).
+  bool use_bias = true;
+  /// Seed of the kernel initialiser. Without one, each layer takes the next seed of a
+  /// process-wide sequence: layers differ from each other, and a program that builds its layers
+  /// in the same order gets the same kernels on every run.
+  std::optional<std::uint64_t> seed = std::nullopt;
+};
+
+class Dense : public Module {
+ public:
+  /// A layer with `units` outputs. Throws InvalidArgumentError if units <= 0.
+  explicit Dense(std::int64_t units, Activation activation = {}, DenseOptions options = {});
+  /// No activation, with options: Dense(2, {.name = "out", .seed = 1}).
+  Dense(std::int64_t units, DenseOptions options) : Dense(units, Activation{}, std::move(options)) {}
+  /// The activation by its Keras name (see activation()): Dense(2, "relu").
+  Dense(std::int64_t units, std::string_view activation, DenseOptions options = {});
+  Dense(std::int64_t units, const char* activation, DenseOptions options = {})
+      : Dense(units, std::string_view(activation), std::move(options)) {}
+
+  /// activation(x @ kernel + bias) for x of shape (..., in) with rank >= 2; builds the layer
+  /// on the first call. Throws InvalidArgumentError (naming Dense and the shapes) for a rank
+  /// below 2, a non-float dtype, or, once built, an input whose last dimension or dtype differs
+  /// from what the layer was built for.
+  Tensor operator()(const Tensor& x);
+
+  /// Creates the kernel and bias for inputs of `input_shape` (rank >= 2) and `dtype` (float32
+  /// or float64). Called by the first operator(); throws FailedPreconditionError if already built.
+  void build(const Shape& input_shape, DType dtype = DType::Float32);
+  bool built() const { return kernel_.has_value(); }
+
+  std::int64_t units() const { return units_; }
+  /// The kernel, shape (in, units). Throws FailedPreconditionError before the layer is built.
+  const Variable& kernel() const;
+  /// The bias, shape (units,). Throws FailedPreconditionError before the layer is built or if
+  /// it has no bias (use_bias = false).
+  const Variable& bias() const;
+
+ private:
+  std::int64_t units_;
+  Activation activation_;
+  DenseOptions options_;
+  std::optional<Variable> kernel_, bias_;
+};
+
+}  // namespace tapeflow::layers

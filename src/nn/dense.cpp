@@ -1,0 +1,100 @@
+#include "tapeflow/nn/dense.h"
+
+#include <atomic>
+#include <cmath>
+
+#include "core/check.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/linalg.h"
+#include "tapeflow/ops/math.h"
+#include "tapeflow/ops/nn.h"
+
+namespace tapeflow::layers {
+
+namespace {
+
+constexpr std::string_view kDense = "Dense";
+
+/// The next seed of the process-wide sequence used by layers built without a seed.
+std::uint64_t next_seed() {
+  static std::atomic<std::uint64_t> counter{0};
+  // splitmix64's increment and finaliser: consecutive layers get unrelated seeds.
+  std::uint64_t z = (counter.fetch_add(1) + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+Activation activation(std::string_view name) {
+  if (name == "relu") return [](const Tensor& x) { return nn::relu(x); };
+  if (name == "sigmoid") return [](const Tensor& x) { return sigmoid(x); };
+  if (name == "tanh") return [](const Tensor& x) { return tanh(x); };
+  if (name == "softmax") return [](const Tensor& x) { return nn::softmax(x); };
+  if (name == "linear" || name == "none" || name.empty()) return {};
+  throw InvalidArgumentError(fmt::format(
+      "[{}] unknown activation '{}'; expected one of \"relu\", \"sigmoid\", \"tanh\", \"softmax\", "
+      "\"linear\", or pass a function",
+      kDense, name));
+}
+
+Dense::Dense(std::int64_t units, Activation activation, DenseOptions options)
+    : Module(options.name), units_(units), activation_(std::move(activation)), options_(std::move(options)) {
+  TAPEFLOW_REQUIRE(units > 0, InvalidArgumentError, "[{}] units must be positive, got {}", kDense, units);
+}
+
+Dense::Dense(std::int64_t units, std::string_view activation_name, DenseOptions options)
+    : Dense(units, activation(activation_name), std::move(options)) {}
+
+void Dense::build(const Shape& input_shape, DType dtype) {
+  TAPEFLOW_REQUIRE(!built(), FailedPreconditionError, "[{}] layer '{}' is already built", kDense, name());
+  TAPEFLOW_REQUIRE(input_shape.rank() >= 2, InvalidArgumentError,
+                   "[{}] layer '{}' needs inputs of rank >= 2 (batch, ..., features), got shape {}", kDense,
+                   name(), input_shape.to_string());
+  TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
+                   "[{}] layer '{}' needs float32 or float64 inputs, got {}", kDense, name(), dtype_name(dtype));
+  const std::int64_t fan_in = input_shape[input_shape.rank() - 1];
+  // Glorot (Xavier) uniform: keeps the variance of activations and gradients across layers.
+  const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + units_));
+  const std::uint64_t seed = options_.seed ? *options_.seed : next_seed();
+  kernel_ = track(Variable(random::uniform({fan_in, units_}, -limit, limit, dtype, seed),
+                           {.name = "kernel", .keras_style = true}));
+  if (options_.use_bias) bias_ = track(Variable(zeros({units_}, dtype), {.name = "bias", .keras_style = true}));
+}
+
+Tensor Dense::operator()(const Tensor& x) {
+  TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
+                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kDense, name());
+  TAPEFLOW_REQUIRE(x.rank() >= 2, InvalidArgumentError,
+                   "[{}] layer '{}' needs inputs of rank >= 2 (batch, ..., features), got shape {}", kDense,
+                   name(), x.shape().to_string());
+  if (!built()) build(x.shape(), x.dtype());
+  const Shape& k = kernel_->shape();
+  TAPEFLOW_REQUIRE(x.shape()[x.rank() - 1] == k[0], InvalidArgumentError,
+                   "[{}] layer '{}' was built for inputs of shape (..., {}) and has a kernel of shape {}; got "
+                   "an input of shape {}",
+                   kDense, name(), k[0], k.to_string(), x.shape().to_string());
+  TAPEFLOW_REQUIRE(x.dtype() == kernel_->dtype(), InvalidArgumentError,
+                   "[{}] layer '{}' was built for {} inputs; got an input of shape {} and dtype {}", kDense,
+                   name(), dtype_name(kernel_->dtype()), x.shape().to_string(), dtype_name(x.dtype()));
+  Tensor y = matmul(x, *kernel_);
+  if (bias_) y = y + *bias_;
+  return activation_ ? activation_(y) : y;
+}
+
+const Variable& Dense::kernel() const {
+  TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
+                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kDense, name());
+  return *kernel_;
+}
+
+const Variable& Dense::bias() const {
+  TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
+                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kDense, name());
+  TAPEFLOW_REQUIRE(bias_.has_value(), FailedPreconditionError,
+                   "[{}] layer '{}' was created with use_bias = false and has no bias", kDense, name());
+  return *bias_;
+}
+
+}  // namespace tapeflow::layers

@@ -1,0 +1,63 @@
+#include "tapeflow/module.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace tapeflow {
+
+Module::Module(std::string name) : name_(std::move(name)) {}
+
+Variable Module::track(Variable variable) {
+  tracked_.emplace_back(variable);
+  return variable;
+}
+
+void Module::track_module(Module& module) {
+  TAPEFLOW_REQUIRE(&module != this, InvalidArgumentError,
+                   "[Module] module '{}' cannot track itself as a sub-module", name_);
+  tracked_.emplace_back(&module);
+}
+
+// Depth first in registration order. `seen_modules` makes a module reached twice (or a cycle of
+// modules tracking each other) contribute once; `seen_variables` does the same for variables.
+void Module::collect(std::vector<Variable>& out, std::vector<const Module*>& seen_modules,
+                     std::vector<TensorId>& seen_variables) const {
+  for (const auto& entry : tracked_) {
+    if (const Variable* v = std::get_if<Variable>(&entry)) {
+      if (std::ranges::find(seen_variables, v->handle_id()) != seen_variables.end()) continue;
+      seen_variables.push_back(v->handle_id());
+      out.push_back(*v);
+    } else {
+      const Module* m = std::get<const Module*>(entry);
+      if (std::ranges::find(seen_modules, m) != seen_modules.end()) continue;
+      seen_modules.push_back(m);
+      m->collect(out, seen_modules, seen_variables);
+    }
+  }
+}
+
+std::vector<Variable> Module::variables() const {
+  std::vector<Variable> out;
+  std::vector<const Module*> seen_modules{this};
+  std::vector<TensorId> seen_variables;
+  collect(out, seen_modules, seen_variables);
+  return out;
+}
+
+std::vector<Variable> Module::trainable_variables() const {
+  std::vector<Variable> all = variables();
+  std::erase_if(all, [](const Variable& v) { return !v.trainable(); });
+  return all;
+}
+
+std::vector<const Module*> Module::submodules() const {
+  std::vector<Variable> unused;
+  std::vector<const Module*> seen{this};
+  std::vector<TensorId> seen_variables;
+  collect(unused, seen, seen_variables);
+  seen.erase(seen.begin());  // the module itself
+  return seen;
+}
+
+}  // namespace tapeflow
