@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,11 +36,10 @@ struct TensorImpl;
 
 class Tensor;
 
-/// What `Tensor::numpy()` returns: prints exactly as NumPy prints the array (`[ 4. 108.]`,
-/// `6.0`), which is what TensorFlow's `print(t.numpy())` shows.
-struct NumpyText {
-  const Tensor& tensor;
-};
+/// What `Tensor::numpy()` returns: prints exactly as NumPy prints the array (`[  4. 108.]`,
+/// `6.0`), which is what TensorFlow's `print(t.numpy())` shows. Holds its own handle to the
+/// tensor, so it stays valid after the tensor it came from is gone.
+struct NumpyText;
 std::ostream& operator<<(std::ostream& os, const NumpyText& a);
 
 class Tensor {
@@ -76,7 +76,7 @@ class Tensor {
   const void* raw_data() const;
 
   /// Printable like NumPy prints the array: `std::cout << t.numpy()` shows `[ 4. 108.]`.
-  NumpyText numpy() const { return NumpyText{*this}; }
+  NumpyText numpy() const;
 
   const detail::TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<const detail::TensorImpl>& impl_handle() const { return impl_; }
@@ -84,6 +84,11 @@ class Tensor {
  private:
   std::shared_ptr<const detail::TensorImpl> impl_;
 };
+
+struct NumpyText {
+  Tensor tensor;
+};
+inline NumpyText Tensor::numpy() const { return NumpyText{*this}; }
 
 /// TensorFlow's str(): `tf.Tensor(6.0, shape=(), dtype=float32)`.
 std::string to_string(const Tensor& t);
@@ -93,5 +98,8 @@ std::string repr(const Tensor& t);
 std::string numpy_str(const Tensor& t);
 /// Prints to_string(t).
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+/// A gradient as Python prints it: "None" for std::nullopt, to_string(t) otherwise.
+std::string to_string(const std::optional<Tensor>& t);
+std::ostream& operator<<(std::ostream& os, const std::optional<Tensor>& t);
 
 }  // namespace tapeflow

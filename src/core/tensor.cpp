@@ -91,5 +91,7 @@ const void* Tensor::raw_data() const { return checked_impl(impl_.get(), "Tensor:
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << to_string(t); }
 std::ostream& operator<<(std::ostream& os, const NumpyText& a) { return os << numpy_str(a.tensor); }
+std::string to_string(const std::optional<Tensor>& t) { return t ? to_string(*t) : "None"; }
+std::ostream& operator<<(std::ostream& os, const std::optional<Tensor>& t) { return os << to_string(t); }
 
 }  // namespace tapeflow
