@@ -654,8 +654,9 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
                    "[GradientTape::batch_jacobian] Need first dimension of target shape {} and source shape {} to match.",
                    ts.to_string(), ss.to_string());
   return run_backward("batch_jacobian", [&](std::vector<autodiff::OpRecord>& ops, bool) -> std::optional<Tensor> {
-    // Examples are independent, so one pass per target column (not per element) gives that
-    // column for every example at once: out[b, j, ...] = d target[b, j] / d source[b, ...].
+    // Examples are independent, so a cotangent that is one-hot in column j of every example
+    // gives column j for all examples at once: out[b, j, ...] = d target[b, j] / d source[b, ...].
+    // Vectorised, a stack of such cotangents (several columns) goes through one backward pass.
     const std::int64_t batch = ts[0];
     const std::int64_t cols = batch == 0 ? 0 : ts.num_elements() / batch;
     const std::int64_t per_example = batch == 0 ? 0 : ss.num_elements() / batch;
@@ -663,22 +664,32 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
     Tensor out = detail::empty(shape, source.dtype(), "BatchJacobian");
     bool connected = false;
     const Pruned p = prune(ops, {&target, 1}, {&source, 1});
-    if (is_floating(target.dtype()) && cols > 0) {
-      for (std::int64_t j = 0; j < cols; ++j) {
-        Tensor seed = zeros(ts, target.dtype());
-        visit_dtype(target.dtype(), [&]<class T>() {
-          for (std::int64_t b = 0; b < batch; ++b) detail::mutable_data<T>(seed)[b * cols + j] = T(1);
-        });
-        auto g = backward(ops, p, {&target, 1}, {&seed, 1}, {&source, 1}, /*release=*/false)[0];
-        if (g) connected = true;
-        const Tensor grad = g ? *g : zeros(ss, source.dtype());
-        const std::size_t esize = dtype_size(source.dtype());
+    const autodiff::OpDef* blocker = first_unbatchable(ops, p);
+    if (blocker)
+      log(LogLevel::Info, fmt::format("batch_jacobian: op {} cannot take stacked cotangents; computing one column "
+                                      "at a time", blocker->name()));
+    const std::int64_t chunk = blocker ? 1 : rows_per_pass(ops, p, cols);
+    const std::size_t esize = dtype_size(source.dtype());
+    for (std::int64_t j0 = 0; is_floating(target.dtype()) && j0 < cols; j0 += chunk) {
+      const std::int64_t c = std::min(chunk, cols - j0);
+      const std::int64_t stack[1] = {c};
+      const std::span<const std::int64_t> batch_dims = blocker ? std::span<const std::int64_t>() : stack;
+      Tensor seed = zeros(with_batch(batch_dims, ts), target.dtype());
+      visit_dtype(target.dtype(), [&]<class T>() {
+        for (std::int64_t jj = 0; jj < c; ++jj)
+          for (std::int64_t b = 0; b < batch; ++b)
+            detail::mutable_data<T>(seed)[jj * ts.num_elements() + b * cols + j0 + jj] = T(1);
+      });
+      auto g = backward(ops, p, {&target, 1}, {&seed, 1}, {&source, 1}, /*release=*/false, batch_dims)[0];
+      if (!g) continue;
+      connected = true;
+      for (std::int64_t jj = 0; jj < c; ++jj)
         for (std::int64_t b = 0; b < batch; ++b)
           std::memcpy(static_cast<std::byte*>(const_cast<void*>(out.raw_data())) +
-                          static_cast<std::size_t>((b * cols + j) * per_example) * esize,
-                      static_cast<const std::byte*>(grad.raw_data()) + static_cast<std::size_t>(b * per_example) * esize,
+                          static_cast<std::size_t>((b * cols + j0 + jj) * per_example) * esize,
+                      static_cast<const std::byte*>(g->raw_data()) +
+                          static_cast<std::size_t>(jj * ss.num_elements() + b * per_example) * esize,
                       static_cast<std::size_t>(per_example) * esize);
-      }
     }
     if (!connected) return unconnected_result(source, shape, unconnected);
     return out;

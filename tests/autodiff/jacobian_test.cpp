@@ -203,3 +203,34 @@ TEST(JacobianVectorised, AnOpWithoutBatchingFallsBackAndSaysWhich) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(BatchJacobianVectorised, DenseLayerPerExampleMatchesClosedForm) {
+  // y[b] = tanh(x[b] W): dy[b, j]/dx[b, i] = (1 - y[b, j]^2) W[i, j]
+  tf::Tensor x = tf::random::normal({4, 3}, 0, 1, tf::float64, 5);
+  tf::Tensor w = tf::random::normal({3, 2}, 0, 1, tf::float64, 6);
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = tf::tanh(tf::matmul(x, w));
+  auto j = tape.batch_jacobian(y, x);
+  ASSERT_EQ(j->shape(), (tf::Shape{4, 2, 3}));
+  auto jv = j->to_vector<double>(), yv = y.to_vector<double>(), wv = w.to_vector<double>();
+  for (int b = 0; b < 4; ++b)
+    for (int r = 0; r < 2; ++r)
+      for (int i = 0; i < 3; ++i) {
+        const double yy = yv[static_cast<std::size_t>(b * 2 + r)];
+        EXPECT_NEAR(jv[static_cast<std::size_t>((b * 2 + r) * 3 + i)], (1 - yy * yy) * wv[static_cast<std::size_t>(i * 2 + r)],
+                    1e-12);
+      }
+}
+
+TEST(BatchJacobianVectorised, UnbatchableOpFallsBackColumnByColumn) {
+  tf::Tensor x = tf::constant({{1.0, -2.0}, {3.0, 4.0}});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = tf::sign(x) * x * x;  // Sign's gradient is not batchable
+  EXPECT_EQ(tape.batch_jacobian(y, x)->to_vector<double>(), (std::vector<double>{2, 0, 0, 4, 6, 0, 0, 8}));
+}
+
+}  // namespace
