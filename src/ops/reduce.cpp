@@ -100,6 +100,11 @@ struct Sum {
     const auto& a = c.attrs<Attrs>();
     return {broadcast_to(reshape(c.dy(), dims_of(c.batched(a.keepdims_shape))), c.batched(c.input_shape(0)))};
   }
+  // JVP: dy = sum(dx, axes)
+  static Tangents jvp(const JvpContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    return {reduce_sum(c.tangent(0), to_axes(a.axes), a.keepdims)};
+  }
 };
 
 // y = sum(x, axes) / n;  dx = broadcast(dy / n, shape(x))
@@ -129,6 +134,11 @@ struct Mean {
     // An empty input has no gradient elements: scale by 0 rather than divide by 0.
     const double scale = a.count > 0 ? 1.0 / static_cast<double>(a.count) : 0.0;
     return {broadcast_to(reshape(c.dy() * scale, dims_of(c.batched(a.keepdims_shape))), c.batched(c.input_shape(0)))};
+  }
+  // JVP: dy = mean(dx, axes)
+  static Tangents jvp(const JvpContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    return {reduce_mean(c.tangent(0), to_axes(a.axes), a.keepdims)};
   }
 };
 
