@@ -16,6 +16,7 @@ std::int64_t allocation_limit();
 struct AllocatorStats {
   std::int64_t live_buffers = 0;
   std::int64_t live_bytes = 0;
+  /// Highest live bytes held in large (>= 256 KiB) buffers, which make up any real peak.
   std::int64_t peak_bytes = 0;
   /// Freed large buffers kept for reuse (see set_buffer_cache_limit).
   std::int64_t cached_bytes = 0;

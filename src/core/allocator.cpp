@@ -27,8 +27,6 @@ constexpr std::int64_t kCacheMinBytes = std::int64_t{256} << 10;
 
 std::atomic<std::int64_t> g_allocation_limit{std::int64_t{64} << 30};
 std::atomic<std::int64_t> g_cache_limit{std::int64_t{1} << 30};
-std::atomic<std::int64_t> g_live_buffers{0};
-std::atomic<std::int64_t> g_live_bytes{0};
 std::atomic<std::int64_t> g_peak_bytes{0};
 
 /// Rounds a large request up to its size class: four classes per power of two (at most 25%
@@ -95,18 +93,79 @@ void* allocate_large(std::int64_t cls, std::string_view op) {
 
 }  // namespace
 
-void count_allocation(std::int64_t bytes) {
-  g_live_buffers.fetch_add(1, std::memory_order_relaxed);
-  const std::int64_t live = g_live_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+namespace {
+
+// Live counts are kept per thread without atomics (an allocation is a hot path: every op makes
+// one) and summed when read; a thread folds its counts into `retired` when it exits. Counts may
+// go negative on a thread that frees what another allocated; only the sum means anything. The
+// peak is tracked for large buffers only (they are what a peak is made of), with one atomic.
+struct ThreadCounts;
+struct CountRegistry {
+  std::mutex mutex;
+  std::vector<ThreadCounts*> threads;
+  std::int64_t retired_buffers = 0, retired_bytes = 0;
+};
+CountRegistry& count_registry() {
+  static auto* r = new CountRegistry;  // never destroyed: threads may exit during static destruction
+  return *r;
+}
+struct ThreadCounts {
+  std::atomic<std::int64_t> buffers{0}, bytes{0};  // written by this thread only (relaxed, no lock)
+  ThreadCounts() {
+    std::lock_guard lock(count_registry().mutex);
+    count_registry().threads.push_back(this);
+  }
+  ~ThreadCounts() {
+    CountRegistry& r = count_registry();
+    std::lock_guard lock(r.mutex);
+    r.retired_buffers += buffers.load(std::memory_order_relaxed);
+    r.retired_bytes += bytes.load(std::memory_order_relaxed);
+    std::erase(r.threads, this);
+  }
+  void add(std::int64_t n, std::int64_t b) {
+    // Single writer: a plain load + store, not a locked read-modify-write.
+    buffers.store(buffers.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    bytes.store(bytes.load(std::memory_order_relaxed) + b, std::memory_order_relaxed);
+  }
+};
+ThreadCounts& thread_counts() {
+  thread_local ThreadCounts counts;
+  return counts;
+}
+
+std::pair<std::int64_t, std::int64_t> live_counts() {
+  CountRegistry& r = count_registry();
+  std::lock_guard lock(r.mutex);
+  std::int64_t buffers = r.retired_buffers, bytes = r.retired_bytes;
+  for (const ThreadCounts* t : r.threads) {
+    buffers += t->buffers.load(std::memory_order_relaxed);
+    bytes += t->bytes.load(std::memory_order_relaxed);
+  }
+  return {buffers, bytes};
+}
+
+}  // namespace
+
+void count_allocation(std::int64_t bytes) { thread_counts().add(1, bytes); }
+void count_deallocation(std::int64_t bytes) { thread_counts().add(-1, -bytes); }
+
+namespace {
+
+/// Large buffers also move the peak: live large bytes are tracked with one atomic.
+std::atomic<std::int64_t> g_live_large_bytes{0};
+void count_large_allocation(std::int64_t bytes) {
+  count_allocation(bytes);
+  const std::int64_t live = g_live_large_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   std::int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
   while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }
 }
-
-void count_deallocation(std::int64_t bytes) {
-  g_live_buffers.fetch_sub(1, std::memory_order_relaxed);
-  g_live_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+void count_large_deallocation(std::int64_t bytes) {
+  count_deallocation(bytes);
+  g_live_large_bytes.fetch_sub(bytes, std::memory_order_relaxed);
 }
+
+}  // namespace
 
 void check_allocation_limit(std::int64_t bytes, std::string_view op) {
   const std::int64_t limit = g_allocation_limit.load(std::memory_order_relaxed);
@@ -119,9 +178,9 @@ std::shared_ptr<void> allocate_buffer(std::int64_t bytes, std::string_view op) {
   if (bytes >= kCacheMinBytes) {
     const std::int64_t cls = size_class(bytes);
     void* p = allocate_large(cls, op);
-    count_allocation(cls);
+    count_large_allocation(cls);
     return {p, [cls](void* q) {
-              count_deallocation(cls);
+              count_large_deallocation(cls);
               if (!cache().give(q, cls)) std::free(q);
             }};
   }
@@ -157,8 +216,8 @@ std::int64_t buffer_cache_limit() { return detail::g_cache_limit.load(std::memor
 void release_cached_buffers() { detail::cache().release_all(); }
 
 AllocatorStats allocator_stats() {
-  return {detail::g_live_buffers.load(std::memory_order_relaxed), detail::g_live_bytes.load(std::memory_order_relaxed),
-          detail::g_peak_bytes.load(std::memory_order_relaxed), detail::cache().cached_bytes()};
+  const auto [buffers, bytes] = detail::live_counts();
+  return {buffers, bytes, detail::g_peak_bytes.load(std::memory_order_relaxed), detail::cache().cached_bytes()};
 }
 
 }  // namespace tapeflow

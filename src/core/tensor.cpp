@@ -11,7 +11,6 @@ namespace tapeflow {
 namespace {
 
 using detail::count_allocation;
-constexpr std::size_t kAlignment = detail::kBufferAlignment;
 
 /// Tensors of at most this many bytes keep their elements inline, after the TensorImpl, in the
 /// same heap block: one allocation per tiny tensor instead of three (impl, buffer, control block).
@@ -19,7 +18,9 @@ constexpr std::int64_t kInlineBytes = 64;
 
 struct InlineTensor {
   detail::TensorImpl impl;
-  alignas(kAlignment) std::byte bytes[kInlineBytes];
+  // 16-byte alignment is enough for any element type here, and keeps the block an ordinary
+  // allocation: a 64-byte-aligned new takes glibc's much slower memalign path.
+  alignas(16) std::byte bytes[kInlineBytes];
   explicit InlineTensor(detail::TensorImpl i, std::int64_t n) : impl(std::move(i)), counted(n) {
     impl.data = bytes;
     count_allocation(n);
