@@ -3,7 +3,8 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libopenblas-dev libfmt-dev libgtest-dev libgmock-dev
-          libbenchmark-dev libcli11-dev zlib1g-dev libsleef-dev)
+          libbenchmark-dev libcli11-dev zlib1g-dev libsleef-dev
+          dataset-fashion-mnist)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -24,6 +24,7 @@
 ///   disable gradients; errors.h lists the exceptions (named like TensorFlow's).
 
 #include "tapeflow/custom_gradient.h"
+#include "tapeflow/data.h"
 #include "tapeflow/debugging.h"
 #include "tapeflow/dtype.h"
 #include "tapeflow/errors.h"

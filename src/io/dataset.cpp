@@ -1,0 +1,127 @@
+// Seeded shuffling and batching of (features, labels) pairs.
+
+#include <cstring>
+
+#include "core/check.h"
+#include "core/tensor_impl.h"
+#include "tapeflow/data.h"
+
+namespace tapeflow::data {
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and its output is fully specified, so a
+// seed gives the same order on every platform (std::shuffle's is implementation-defined).
+class SplitMix64 {
+ public:
+  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, bound), bound >= 1, without modulo bias: reject the lowest 2^64 mod bound values.
+  std::uint64_t below(std::uint64_t bound) {
+    const std::uint64_t threshold = (0 - bound) % bound;  // == 2^64 mod bound
+    for (;;) {
+      const std::uint64_t r = next();
+      if (r >= threshold) return r % bound;
+    }
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+// Copies rows `idx[0..count)` of `src` (rows of `row_bytes` bytes) into a new tensor whose first
+// dimension is `count`; a run of consecutive indices is copied with one memcpy.
+Tensor gather_rows(const Tensor& src, const std::int64_t* idx, std::int64_t count) {
+  const Shape& s = src.shape();
+  std::array<std::int64_t, kMaxRank> dims{};
+  std::copy(s.dims().begin(), s.dims().end(), dims.begin());
+  dims[0] = count;
+  Tensor out = detail::empty(Shape(std::span<const std::int64_t>(dims.data(), static_cast<std::size_t>(s.rank()))),
+                             src.dtype(), "BatchIterator");
+  const std::size_t row_bytes = s[0] == 0 ? 0 : src.nbytes() / static_cast<std::size_t>(s[0]);
+  if (row_bytes == 0) return out;
+  const auto* from = static_cast<const unsigned char*>(src.raw_data());
+  auto* to = static_cast<unsigned char*>(const_cast<void*>(out.raw_data()));
+  std::int64_t i = 0;
+  while (i < count) {
+    std::int64_t j = i + 1;
+    while (j < count && idx[j] == idx[j - 1] + 1) ++j;
+    std::memcpy(to + static_cast<std::size_t>(i) * row_bytes, from + static_cast<std::size_t>(idx[i]) * row_bytes,
+                static_cast<std::size_t>(j - i) * row_bytes);
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> shuffled_indices(std::int64_t n, std::uint64_t seed, std::int64_t epoch) {
+  TAPEFLOW_REQUIRE(n >= 0, InvalidArgumentError, "[shuffled_indices] n must be >= 0, got {}", n);
+  TAPEFLOW_REQUIRE(epoch >= 0, InvalidArgumentError, "[shuffled_indices] epoch must be >= 0, got {}", epoch);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  SplitMix64 rng(seed ^ (0x9E3779B97F4A7C15ull * (static_cast<std::uint64_t>(epoch) + 1)));
+  for (std::int64_t i = n - 1; i > 0; --i) {
+    const auto j = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(i) + 1));
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+  }
+  return order;
+}
+
+BatchIterator::BatchIterator(Tensor features, Tensor labels, BatchOptions options)
+    : features_(std::move(features)), labels_(std::move(labels)), options_(options) {
+  constexpr std::string_view op = "BatchIterator";
+  TAPEFLOW_REQUIRE(features_.defined() && labels_.defined(), InvalidArgumentError,
+                   "[{}] features and labels must be defined tensors", op);
+  TAPEFLOW_REQUIRE(features_.rank() >= 1 && labels_.rank() >= 1, InvalidArgumentError,
+                   "[{}] features and labels need a first (example) dimension; got features {} {} and labels {} {}",
+                   op, dtype_name(features_.dtype()), features_.shape().to_string(), dtype_name(labels_.dtype()),
+                   labels_.shape().to_string());
+  TAPEFLOW_REQUIRE(features_.shape()[0] == labels_.shape()[0], InvalidArgumentError,
+                   "[{}] features and labels must have the same number of examples (first dimension); got "
+                   "features {} and labels {}",
+                   op, features_.shape().to_string(), labels_.shape().to_string());
+  TAPEFLOW_REQUIRE(options_.batch_size >= 1, InvalidArgumentError, "[{}] batch_size must be >= 1, got {}", op,
+                   options_.batch_size);
+  n_ = features_.shape()[0];
+  start_epoch(0);
+}
+
+void BatchIterator::start_epoch(std::int64_t epoch) {
+  epoch_ = epoch;
+  position_ = 0;
+  if (options_.shuffle) {
+    order_ = shuffled_indices(n_, options_.seed, epoch);
+  } else if (static_cast<std::int64_t>(order_.size()) != n_) {
+    order_.resize(static_cast<std::size_t>(n_));
+    for (std::int64_t i = 0; i < n_; ++i) order_[static_cast<std::size_t>(i)] = i;
+  }
+}
+
+void BatchIterator::reset(std::int64_t epoch) {
+  TAPEFLOW_REQUIRE(epoch >= 0, InvalidArgumentError, "[BatchIterator] reset: epoch must be >= 0, got {}", epoch);
+  start_epoch(epoch);
+}
+
+std::int64_t BatchIterator::num_batches() const {
+  const std::int64_t b = options_.batch_size;
+  return options_.drop_remainder ? n_ / b : n_ / b + (n_ % b != 0 ? 1 : 0);
+}
+
+std::optional<Batch> BatchIterator::next() {
+  const std::int64_t left = n_ - position_;
+  const std::int64_t count = std::min(left, options_.batch_size);
+  if (count <= 0 || (options_.drop_remainder && count < options_.batch_size)) {
+    start_epoch(epoch_ + 1);
+    return std::nullopt;
+  }
+  const std::int64_t* idx = order_.data() + position_;
+  position_ += count;
+  return Batch{gather_rows(features_, idx, count), gather_rows(labels_, idx, count)};
+}
+
+}  // namespace tapeflow::data
