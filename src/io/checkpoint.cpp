@@ -65,22 +65,33 @@ U get_le(const unsigned char* p) {
 // never silently change the format.
 std::uint8_t dtype_code(DType d) {
   switch (d) {
-    case DType::Float32: return 0;
-    case DType::Float64: return 1;
-    case DType::Int32: return 2;
-    case DType::Int64: return 3;
-    case DType::Bool: return 4;
+    case DType::Float32:
+      return 0;
+    case DType::Float64:
+      return 1;
+    case DType::Int32:
+      return 2;
+    case DType::Int64:
+      return 3;
+    case DType::Bool:
+      return 4;
   }
   throw UnimplementedError(fmt::format("[save_checkpoint] unsupported dtype code {}", static_cast<int>(d)));
 }
 std::optional<DType> dtype_from_code(std::uint8_t c) {
   switch (c) {
-    case 0: return DType::Float32;
-    case 1: return DType::Float64;
-    case 2: return DType::Int32;
-    case 3: return DType::Int64;
-    case 4: return DType::Bool;
-    default: return std::nullopt;
+    case 0:
+      return DType::Float32;
+    case 1:
+      return DType::Float64;
+    case 2:
+      return DType::Int32;
+    case 3:
+      return DType::Int64;
+    case 4:
+      return DType::Bool;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -194,19 +205,19 @@ struct OpenCheckpoint {
 // whose size comes from the file (the index buffer is bounded by the file size).
 void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoint& ck) {
   ck.fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  TAPEFLOW_REQUIRE(ck.fd.fd >= 0, InvalidArgumentError, "[{}] cannot open checkpoint '{}' for reading: {}", fn,
-                   path, errno_text(errno));
+  TAPEFLOW_REQUIRE(ck.fd.fd >= 0, InvalidArgumentError, "[{}] cannot open checkpoint '{}' for reading: {}",
+                   fn, path, errno_text(errno));
   struct stat st {};
   TAPEFLOW_REQUIRE(::fstat(ck.fd.fd, &st) == 0, InvalidArgumentError, "[{}] cannot stat checkpoint '{}': {}",
                    fn, path, errno_text(errno));
-  TAPEFLOW_REQUIRE(S_ISREG(st.st_mode), InvalidArgumentError, "[{}] checkpoint '{}' is not a regular file", fn,
-                   path);
+  TAPEFLOW_REQUIRE(S_ISREG(st.st_mode), InvalidArgumentError, "[{}] checkpoint '{}' is not a regular file",
+                   fn, path);
   const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
   ck.file_size = size;
 
   auto loss = [&](std::string what) -> DataLossError {
-    return DataLossError(fmt::format("[{}] checkpoint '{}' ({} bytes) is corrupt or truncated: {}", fn, path,
-                                     size, what));
+    return DataLossError(
+        fmt::format("[{}] checkpoint '{}' ({} bytes) is corrupt or truncated: {}", fn, path, size, what));
   };
 
   if (size < kHeaderSize + kCrcSize)
@@ -263,7 +274,8 @@ void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoin
     if (!dtype) throw loss(fmt::format("{}: unknown dtype code {}", who, p[0]));
     const int rank = p[1];
     p += 2;
-    if (rank > kMaxRank) throw loss(fmt::format("{}: rank {} exceeds the maximum rank {}", who, rank, kMaxRank));
+    if (rank > kMaxRank)
+      throw loss(fmt::format("{}: rank {} exceeds the maximum rank {}", who, rank, kMaxRank));
     need(static_cast<std::size_t>(rank) * 8 + 20, "dims, byte size, offset and checksum");
     std::int64_t dims[kMaxRank];
     std::int64_t elements = 1;
@@ -285,17 +297,18 @@ void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoin
       throw loss(fmt::format("{}: byte size {} does not equal {} elements x {} bytes ({})", who, byte_size,
                              elements, dtype_size(*dtype), dtype_name(*dtype)));
     if (offset != data_cursor)
-      throw loss(fmt::format("{}: data offset {} should be {} (data are stored back to back in index order; "
-                             "an offset elsewhere overlaps another tensor or leaves a gap)",
-                             who, offset, data_cursor));
+      throw loss(
+          fmt::format("{}: data offset {} should be {} (data are stored back to back in index order; "
+                      "an offset elsewhere overlaps another tensor or leaves a gap)",
+                      who, offset, data_cursor));
     if (byte_size > size || offset > size - byte_size)
-      throw loss(fmt::format("{}: data at offset {} with {} bytes extend past the end of the file", who, offset,
-                             byte_size));
+      throw loss(fmt::format("{}: data at offset {} with {} bytes extend past the end of the file", who,
+                             offset, byte_size));
     data_cursor = offset + byte_size;
     if (!names.insert(name).second) throw loss(fmt::format("{}: the name appears twice in the index", who));
-    ck.entries.push_back(IndexEntry{std::move(name), *dtype,
-                                    Shape(std::span<const std::int64_t>(dims, static_cast<std::size_t>(rank))),
-                                    byte_size, offset, crc});
+    ck.entries.push_back(IndexEntry{
+        std::move(name), *dtype, Shape(std::span<const std::int64_t>(dims, static_cast<std::size_t>(rank))),
+        byte_size, offset, crc});
   }
   if (p != end)
     throw loss(fmt::format("{} unparsed bytes at the end of the index", static_cast<std::size_t>(end - p)));
@@ -307,7 +320,9 @@ void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoin
 }  // namespace
 
 namespace detail {
-void set_checkpoint_write_fault(std::int64_t fail_after_bytes) { g_write_fault_after.store(fail_after_bytes); }
+void set_checkpoint_write_fault(std::int64_t fail_after_bytes) {
+  g_write_fault_after.store(fail_after_bytes);
+}
 }  // namespace detail
 
 // --- Saving -----------------------------------------------------------------------------------
@@ -368,17 +383,18 @@ void save_checkpoint(const std::string& path, const NamedVariables& vars) {
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   auto fail = [&](std::string_view step, int err) -> FailedPreconditionError {
     ::unlink(tmp.c_str());
-    return FailedPreconditionError(fmt::format("[{}] cannot write checkpoint '{}': {} '{}' failed: {}", fn, path,
-                                               step, tmp, errno_text(err)));
+    return FailedPreconditionError(fmt::format("[{}] cannot write checkpoint '{}': {} '{}' failed: {}", fn,
+                                               path, step, tmp, errno_text(err)));
   };
 
   Fd fd;
   fd.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd.fd < 0) {
     const int err = errno;
-    throw FailedPreconditionError(fmt::format("[{}] cannot write checkpoint '{}': creating the temporary file '{}' "
-                                              "failed: {}",
-                                              fn, path, tmp, errno_text(err)));
+    throw FailedPreconditionError(
+        fmt::format("[{}] cannot write checkpoint '{}': creating the temporary file '{}' "
+                    "failed: {}",
+                    fn, path, tmp, errno_text(err)));
   }
   std::int64_t written = 0;
   if (int err = write_all(fd.fd, head.data(), head.size(), written)) {
@@ -425,17 +441,18 @@ void restore_checkpoint(const std::string& path, const NamedVariables& vars, Res
   matched.reserve(vars.size());
   for (const auto& [name, var] : vars) {
     auto it = by_name.find(name);
-    TAPEFLOW_REQUIRE(it != by_name.end(), InvalidArgumentError,
-                     "[{}] checkpoint '{}' has no tensor named '{}' (variable {}, shape {}, dtype {}); it holds {} "
-                     "tensors",
-                     fn, path, name, var.name(), var.shape().to_string(), dtype_name(var.dtype()),
-                     ck.entries.size());
+    TAPEFLOW_REQUIRE(
+        it != by_name.end(), InvalidArgumentError,
+        "[{}] checkpoint '{}' has no tensor named '{}' (variable {}, shape {}, dtype {}); it holds {} "
+        "tensors",
+        fn, path, name, var.name(), var.shape().to_string(), dtype_name(var.dtype()), ck.entries.size());
     const IndexEntry& e = *it->second;
-    TAPEFLOW_REQUIRE(e.dtype == var.dtype() && e.shape == var.shape(), InvalidArgumentError,
-                     "[{}] checkpoint '{}': tensor '{}' has shape {} and dtype {}, but variable {} has shape {} "
-                     "and dtype {}",
-                     fn, path, name, e.shape.to_string(), dtype_name(e.dtype), var.name(), var.shape().to_string(),
-                     dtype_name(var.dtype()));
+    TAPEFLOW_REQUIRE(
+        e.dtype == var.dtype() && e.shape == var.shape(), InvalidArgumentError,
+        "[{}] checkpoint '{}': tensor '{}' has shape {} and dtype {}, but variable {} has shape {} "
+        "and dtype {}",
+        fn, path, name, e.shape.to_string(), dtype_name(e.dtype), var.name(), var.shape().to_string(),
+        dtype_name(var.dtype()));
     matched.push_back(&e);
   }
   if (!options.allow_unused_entries && ck.entries.size() != vars.size()) {
@@ -457,21 +474,24 @@ void restore_checkpoint(const std::string& path, const NamedVariables& vars, Res
     auto* bytes = static_cast<unsigned char*>(const_cast<void*>(t.raw_data()));
     const auto n = static_cast<std::size_t>(e->byte_size);
     if (!read_at(ck.fd.fd, bytes, n, e->offset))
-      throw DataLossError(fmt::format("[{}] checkpoint '{}': cannot read the {} bytes of tensor '{}' at offset {} "
-                                      "(was the file truncated while reading?)",
-                                      fn, path, n, e->name, e->offset));
+      throw DataLossError(
+          fmt::format("[{}] checkpoint '{}': cannot read the {} bytes of tensor '{}' at offset {} "
+                      "(was the file truncated while reading?)",
+                      fn, path, n, e->name, e->offset));
     const std::uint32_t crc = crc32_of(bytes, n);
     if (crc != e->crc)
-      throw DataLossError(fmt::format("[{}] checkpoint '{}' is corrupt: tensor '{}' ({} bytes at offset {}) has "
-                                      "checksum 0x{:08x}, the index says 0x{:08x}",
-                                      fn, path, e->name, n, e->offset, crc, e->crc));
+      throw DataLossError(
+          fmt::format("[{}] checkpoint '{}' is corrupt: tensor '{}' ({} bytes at offset {}) has "
+                      "checksum 0x{:08x}, the index says 0x{:08x}",
+                      fn, path, e->name, n, e->offset, crc, e->crc));
     if (e->dtype == DType::Bool) {
       // A bool byte other than 0 or 1 is undefined behaviour to read as bool.
       const auto bad = std::find_if(bytes, bytes + n, [](unsigned char b) { return b > 1; });
       if (bad != bytes + n)
-        throw DataLossError(fmt::format("[{}] checkpoint '{}' is corrupt: bool tensor '{}' holds byte {} at "
-                                        "element {} (only 0 and 1 are valid)",
-                                        fn, path, e->name, *bad, bad - bytes));
+        throw DataLossError(
+            fmt::format("[{}] checkpoint '{}' is corrupt: bool tensor '{}' holds byte {} at "
+                        "element {} (only 0 and 1 are valid)",
+                        fn, path, e->name, *bad, bad - bytes));
     }
     to_from_little_endian(bytes, n, dtype_size(e->dtype));
     decoded.push_back(std::move(t));
@@ -500,7 +520,8 @@ NamedVariables checkpoint_variables(const Module& module, std::string_view prefi
   NamedVariables out;
   std::vector<Variable> vars = module.variables();
   out.reserve(vars.size());
-  for (std::size_t i = 0; i < vars.size(); ++i) out.emplace_back(fmt::format("{}{}/{}", prefix, i, vars[i].name()), vars[i]);
+  for (std::size_t i = 0; i < vars.size(); ++i)
+    out.emplace_back(fmt::format("{}{}/{}", prefix, i, vars[i].name()), vars[i]);
   return out;
 }
 

@@ -80,9 +80,8 @@ void fix_index_crc(std::vector<unsigned char>& b) {
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tapeflow_ckpt_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("tapeflow_ckpt_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -114,15 +113,18 @@ TEST_F(CheckpointTest, RoundTripIsBitwiseForEveryDtypeAndShape) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float denorm = std::numeric_limits<float>::denorm_min();
   tf::NamedVariables vars = {
-      {"f32", tf::Variable(tf::constant(std::vector<float>{1.f, -0.f, inf, -inf, nan, denorm}, tf::Shape{2, 3}))},
+      {"f32",
+       tf::Variable(tf::constant(std::vector<float>{1.f, -0.f, inf, -inf, nan, denorm}, tf::Shape{2, 3}))},
       {"f64_scalar", tf::Variable(tf::constant(3.141592653589793))},
       {"i32_empty", tf::Variable(tf::zeros(tf::Shape{0}, tf::int32))},
-      {"i64", tf::Variable(tf::constant(std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::min(), -1,
-                                                                  std::numeric_limits<std::int64_t>::max()},
-                                        tf::Shape{3, 1}))},
+      {"i64",
+       tf::Variable(tf::constant(std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::min(), -1,
+                                                           std::numeric_limits<std::int64_t>::max()},
+                                 tf::Shape{3, 1}))},
       {"i64_empty_3d", tf::Variable(tf::zeros(tf::Shape{1, 0, 3}, tf::int64))},
       {"bool", tf::Variable(tf::constant(std::vector<bool>{true, false, false, true}, tf::Shape{2, 2}))},
-      {"i32_rank8", tf::Variable(tf::constant(std::vector<std::int32_t>{-5, 6}, tf::Shape{1, 1, 1, 2, 1, 1, 1, 1}))},
+      {"i32_rank8",
+       tf::Variable(tf::constant(std::vector<std::int32_t>{-5, 6}, tf::Shape{1, 1, 1, 2, 1, 1, 1, 1}))},
   };
   const auto saved = snapshot(vars);
   tf::save_checkpoint(path("a.ckpt"), vars);
@@ -177,14 +179,16 @@ TEST_F(CheckpointTest, TruncationAtEveryByteIsDataLossAndLeavesVariablesUnchange
                                {"mask", tf::Variable(tf::constant({false, false, false}))}};
   const auto before = snapshot(target);
   for (std::size_t len = 0; len < full.size(); ++len) {
-    write_bytes(path("cut.ckpt"), std::vector<unsigned char>(full.begin(), full.begin() + static_cast<long>(len)));
+    write_bytes(path("cut.ckpt"),
+                std::vector<unsigned char>(full.begin(), full.begin() + static_cast<long>(len)));
     try {
       tf::restore_checkpoint(path("cut.ckpt"), target);
       ADD_FAILURE() << "a checkpoint truncated to " << len << " of " << full.size() << " bytes was accepted";
     } catch (const tf::DataLossError& e) {
       EXPECT_THAT(e.what(), HasSubstr("cut.ckpt")) << "length " << len;
     }
-    ASSERT_EQ(snapshot(target), before) << "variables changed by a checkpoint truncated to " << len << " bytes";
+    ASSERT_EQ(snapshot(target), before)
+        << "variables changed by a checkpoint truncated to " << len << " bytes";
   }
 }
 
@@ -385,9 +389,10 @@ TEST_F(CheckpointTest, DtypeMismatchIsInvalidArgument) {
 TEST_F(CheckpointTest, UnusedEntriesAreRefusedUnlessAllowed) {
   tf::save_checkpoint(path("a.ckpt"), small_vars());
   tf::NamedVariables subset = {{"step", tf::Variable(tf::constant(std::int64_t{0}))}};
-  EXPECT_THAT([&] { tf::restore_checkpoint(path("a.ckpt"), subset); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("tensor 'w' (shape (2,), dtype float32) "
-                                                                           "matches no variable")));
+  EXPECT_THAT(
+      [&] { tf::restore_checkpoint(path("a.ckpt"), subset); },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("tensor 'w' (shape (2,), dtype float32) "
+                                                                   "matches no variable")));
   EXPECT_EQ(subset[0].second.value().item<std::int64_t>(), 0);
 
   tf::restore_checkpoint(path("a.ckpt"), subset, {.allow_unused_entries = true});
@@ -409,8 +414,8 @@ TEST_F(CheckpointTest, SaveFailingMidwayKeepsThePreviousCheckpoint) {
   tf::save_checkpoint(path("a.ckpt"), vars);
   const auto good = read_bytes(path("a.ckpt"));
   vars[0].second.assign(tf::constant({100.f, 200.f}));
-  for (std::int64_t fail_after : {std::int64_t{0}, std::int64_t{1}, std::int64_t{40},
-                                  static_cast<std::int64_t>(good.size()) - 1}) {
+  for (std::int64_t fail_after :
+       {std::int64_t{0}, std::int64_t{1}, std::int64_t{40}, static_cast<std::int64_t>(good.size()) - 1}) {
     tf::detail::set_checkpoint_write_fault(fail_after);
     try {
       tf::save_checkpoint(path("a.ckpt"), vars);
