@@ -23,6 +23,7 @@
 /// - GradientTape (tape.h) records ops and computes gradients; registry.h lets you register or
 ///   disable gradients; errors.h lists the exceptions (named like TensorFlow's).
 
+#include "tapeflow/checkpoint.h"
 #include "tapeflow/custom_gradient.h"
 #include "tapeflow/data.h"
 #include "tapeflow/debugging.h"

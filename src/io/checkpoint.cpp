@@ -1,0 +1,536 @@
+// Checkpoint writer and reader. The format is in docs/CHECKPOINT_FORMAT.md; in short:
+//
+//   header  (32 bytes)  magic "TFLWCKPT", u32 version, u32 flags (0), u64 count, u64 index_size
+//   index   (index_size bytes) per tensor: u16 name_len, name, u8 dtype, u8 rank, i64 dims[rank],
+//                       u64 byte_size, u64 data_offset, u32 data_crc32
+//   u32 CRC32 of header + index
+//   data    the tensors' bytes, in index order, back to back; the file ends where the last ends.
+//
+// Every integer is little-endian. The reader trusts nothing: it checks the header, the index
+// checksum, then every field of every entry against the file size before allocating a tensor,
+// matches the entries against the variables, reads and checksums all the data into new tensors,
+// and only then assigns the variables. Any failure leaves the variables as they were.
+
+#include "tapeflow/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/check.h"
+#include "core/tensor_impl.h"
+#include "io/checkpoint_testing.h"
+
+namespace tapeflow {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'F', 'L', 'W', 'C', 'K', 'P', 'T'};
+constexpr std::uint32_t kVersion = 1;
+constexpr std::size_t kHeaderSize = 32;
+constexpr std::size_t kCrcSize = 4;
+constexpr std::size_t kMaxNameLength = 0xFFFF;
+// The smallest index entry: a one-byte name and rank 0 (2 + 1 + 1 + 1 + 8 + 8 + 4).
+constexpr std::uint64_t kMinEntrySize = 25;
+
+std::atomic<std::int64_t> g_write_fault_after{-1};
+
+// --- Little-endian encoding -------------------------------------------------------------------
+
+void put_u8(std::string& out, std::uint8_t v) { out.push_back(static_cast<char>(v)); }
+template <class U>
+void put_le(std::string& out, U v) {
+  for (std::size_t i = 0; i < sizeof(U); ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+template <class U>
+U get_le(const unsigned char* p) {
+  U v = 0;
+  for (std::size_t i = 0; i < sizeof(U); ++i) v |= static_cast<U>(p[i]) << (8 * i);
+  return v;
+}
+
+// The file's dtype codes. Written out rather than cast from the enum, so reordering DType can
+// never silently change the format.
+std::uint8_t dtype_code(DType d) {
+  switch (d) {
+    case DType::Float32:
+      return 0;
+    case DType::Float64:
+      return 1;
+    case DType::Int32:
+      return 2;
+    case DType::Int64:
+      return 3;
+    case DType::Bool:
+      return 4;
+  }
+  throw UnimplementedError(fmt::format("[save_checkpoint] unsupported dtype code {}", static_cast<int>(d)));
+}
+std::optional<DType> dtype_from_code(std::uint8_t c) {
+  switch (c) {
+    case 0:
+      return DType::Float32;
+    case 1:
+      return DType::Float64;
+    case 2:
+      return DType::Int32;
+    case 3:
+      return DType::Int64;
+    case 4:
+      return DType::Bool;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::uint32_t crc32_of(const void* data, std::size_t n) {
+  uLong crc = crc32_z(0L, Z_NULL, 0);
+  return static_cast<std::uint32_t>(crc32_z(crc, static_cast<const Bytef*>(data), n));
+}
+
+// Converts `n` bytes of elements of `elem` bytes between host and little-endian order, in place.
+void to_from_little_endian(unsigned char* bytes, std::size_t n, std::size_t elem) {
+  if constexpr (std::endian::native == std::endian::little) {
+    (void)bytes, (void)n, (void)elem;
+  } else {
+    for (std::size_t i = 0; i + elem <= n; i += elem) std::reverse(bytes + i, bytes + i + elem);
+  }
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// --- File helpers -----------------------------------------------------------------------------
+
+// Closes a descriptor on scope exit unless released.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() {
+    int f = fd;
+    fd = -1;
+    return f;
+  }
+};
+
+// Writes all of `data`; returns 0 or an errno value. Honors the test fault hook.
+int write_all(int fd, const void* data, std::size_t n, std::int64_t& written) {
+  const auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    std::size_t chunk = n;
+    const std::int64_t fault = g_write_fault_after.load();
+    if (fault >= 0) {
+      if (written >= fault) return EIO;
+      chunk = std::min<std::size_t>(chunk, static_cast<std::size_t>(fault - written));
+    }
+    const ssize_t r = ::write(fd, p, chunk);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += r;
+    n -= static_cast<std::size_t>(r);
+    written += r;
+  }
+  return 0;
+}
+
+// Reads exactly `n` bytes at `offset`; false on a short read (the file shrank) or an error.
+bool read_at(int fd, void* out, std::size_t n, std::uint64_t offset) {
+  auto* p = static_cast<char*>(out);
+  while (n > 0) {
+    const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+    offset += static_cast<std::uint64_t>(r);
+  }
+  return true;
+}
+
+std::string directory_of(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? std::string(".") : dir;
+}
+
+// --- Validation of the variable list ----------------------------------------------------------
+
+void check_names(const NamedVariables& vars, std::string_view fn, const std::string& path) {
+  std::unordered_set<std::string_view> seen;
+  for (const auto& [name, var] : vars) {
+    TAPEFLOW_REQUIRE(!name.empty(), InvalidArgumentError,
+                     "[{}] checkpoint '{}': a variable ({}) has an empty name", fn, path, var.name());
+    TAPEFLOW_REQUIRE(name.size() <= kMaxNameLength, InvalidArgumentError,
+                     "[{}] checkpoint '{}': the name of variable {} has {} bytes; at most {} are allowed", fn,
+                     path, var.name(), name.size(), kMaxNameLength);
+    TAPEFLOW_REQUIRE(seen.insert(name).second, InvalidArgumentError,
+                     "[{}] checkpoint '{}': the name '{}' is given to more than one variable; names must be "
+                     "unique",
+                     fn, path, name);
+  }
+}
+
+// --- Reading the index ------------------------------------------------------------------------
+
+struct IndexEntry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::uint64_t byte_size;
+  std::uint64_t offset;
+  std::uint32_t crc;
+};
+
+struct OpenCheckpoint {
+  Fd fd;
+  std::uint64_t file_size = 0;
+  std::vector<IndexEntry> entries;
+};
+
+// Opens `path` and validates its header and index completely; throws before allocating anything
+// whose size comes from the file (the index buffer is bounded by the file size).
+void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoint& ck) {
+  ck.fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  TAPEFLOW_REQUIRE(ck.fd.fd >= 0, InvalidArgumentError, "[{}] cannot open checkpoint '{}' for reading: {}",
+                   fn, path, errno_text(errno));
+  struct stat st {};
+  TAPEFLOW_REQUIRE(::fstat(ck.fd.fd, &st) == 0, InvalidArgumentError, "[{}] cannot stat checkpoint '{}': {}",
+                   fn, path, errno_text(errno));
+  TAPEFLOW_REQUIRE(S_ISREG(st.st_mode), InvalidArgumentError, "[{}] checkpoint '{}' is not a regular file",
+                   fn, path);
+  const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+  ck.file_size = size;
+
+  auto loss = [&](std::string what) -> DataLossError {
+    return DataLossError(
+        fmt::format("[{}] checkpoint '{}' ({} bytes) is corrupt or truncated: {}", fn, path, size, what));
+  };
+
+  if (size < kHeaderSize + kCrcSize)
+    throw loss(fmt::format("the file is shorter than the {}-byte header and index checksum",
+                           kHeaderSize + kCrcSize));
+  unsigned char header[kHeaderSize];
+  if (!read_at(ck.fd.fd, header, kHeaderSize, 0)) throw loss("cannot read the header");
+  if (std::memcmp(header, kMagic, sizeof kMagic) != 0)
+    throw loss("bad magic: this is not a tapeflow checkpoint (expected \"TFLWCKPT\")");
+  const auto version = get_le<std::uint32_t>(header + 8);
+  if (version != kVersion)
+    throw loss(fmt::format("unsupported format version {} (this build reads version {})", version, kVersion));
+  const auto flags = get_le<std::uint32_t>(header + 12);
+  if (flags != 0) throw loss(fmt::format("unknown header flags 0x{:08x} (expected 0)", flags));
+  const auto count = get_le<std::uint64_t>(header + 16);
+  const auto index_size = get_le<std::uint64_t>(header + 24);
+  if (index_size > size - kHeaderSize - kCrcSize)
+    throw loss(fmt::format("the index ({} bytes) extends past the end of the file", index_size));
+  if (count > index_size / kMinEntrySize)
+    throw loss(fmt::format("the header claims {} tensors, more than an index of {} bytes can hold", count,
+                           index_size));
+
+  // Header + index + checksum: at most the file size, checked above.
+  std::vector<unsigned char> index(kHeaderSize + static_cast<std::size_t>(index_size) + kCrcSize);
+  if (!read_at(ck.fd.fd, index.data(), index.size(), 0)) throw loss("cannot read the index");
+  const auto stored_crc = get_le<std::uint32_t>(index.data() + kHeaderSize + index_size);
+  const std::uint32_t actual_crc = crc32_of(index.data(), kHeaderSize + static_cast<std::size_t>(index_size));
+  if (stored_crc != actual_crc)
+    throw loss(fmt::format("header/index checksum mismatch (stored 0x{:08x}, computed 0x{:08x})", stored_crc,
+                           actual_crc));
+
+  // Parse with a bounds-checked cursor. The checksum matched, but it is not a signature: every
+  // field is still checked as if hostile.
+  const unsigned char* p = index.data() + kHeaderSize;
+  const unsigned char* const end = p + index_size;
+  std::uint64_t data_cursor = kHeaderSize + index_size + kCrcSize;  // where the next tensor must start
+  std::unordered_set<std::string> names;
+  ck.entries.reserve(static_cast<std::size_t>(count));
+  for (std::uint64_t i = 0; i < count; ++i) {
+    auto need = [&](std::size_t n, std::string_view field) {
+      if (static_cast<std::size_t>(end - p) < n)
+        throw loss(fmt::format("index entry {}: the {} runs past the end of the index", i, field));
+    };
+    need(2, "name length");
+    const auto name_len = get_le<std::uint16_t>(p);
+    p += 2;
+    if (name_len == 0) throw loss(fmt::format("index entry {}: empty name", i));
+    need(name_len, "name");
+    std::string name(reinterpret_cast<const char*>(p), name_len);
+    p += name_len;
+    const std::string who = fmt::format("tensor '{}' (index entry {})", name, i);
+    need(2, "dtype and rank");
+    const std::optional<DType> dtype = dtype_from_code(p[0]);
+    if (!dtype) throw loss(fmt::format("{}: unknown dtype code {}", who, p[0]));
+    const int rank = p[1];
+    p += 2;
+    if (rank > kMaxRank)
+      throw loss(fmt::format("{}: rank {} exceeds the maximum rank {}", who, rank, kMaxRank));
+    need(static_cast<std::size_t>(rank) * 8 + 20, "dims, byte size, offset and checksum");
+    std::int64_t dims[kMaxRank];
+    std::int64_t elements = 1;
+    for (int d = 0; d < rank; ++d) {
+      dims[d] = static_cast<std::int64_t>(get_le<std::uint64_t>(p));
+      p += 8;
+      if (dims[d] < 0) throw loss(fmt::format("{}: dimension {} is negative ({})", who, d, dims[d]));
+      if (dims[d] != 0 && elements > kMaxElements / dims[d])
+        throw loss(fmt::format("{}: the element count overflows (more than {})", who, kMaxElements));
+      elements *= dims[d];
+    }
+    const auto byte_size = get_le<std::uint64_t>(p);
+    const auto offset = get_le<std::uint64_t>(p + 8);
+    const auto crc = get_le<std::uint32_t>(p + 16);
+    p += 20;
+    // Compared by division: elements (<= 2^62) x 8 would overflow 64 bits.
+    const std::uint64_t elem_size = dtype_size(*dtype);
+    if (byte_size % elem_size != 0 || byte_size / elem_size != static_cast<std::uint64_t>(elements))
+      throw loss(fmt::format("{}: byte size {} does not equal {} elements x {} bytes ({})", who, byte_size,
+                             elements, dtype_size(*dtype), dtype_name(*dtype)));
+    if (offset != data_cursor)
+      throw loss(
+          fmt::format("{}: data offset {} should be {} (data are stored back to back in index order; "
+                      "an offset elsewhere overlaps another tensor or leaves a gap)",
+                      who, offset, data_cursor));
+    if (byte_size > size || offset > size - byte_size)
+      throw loss(fmt::format("{}: data at offset {} with {} bytes extend past the end of the file", who,
+                             offset, byte_size));
+    data_cursor = offset + byte_size;
+    if (!names.insert(name).second) throw loss(fmt::format("{}: the name appears twice in the index", who));
+    ck.entries.push_back(IndexEntry{
+        std::move(name), *dtype, Shape(std::span<const std::int64_t>(dims, static_cast<std::size_t>(rank))),
+        byte_size, offset, crc});
+  }
+  if (p != end)
+    throw loss(fmt::format("{} unparsed bytes at the end of the index", static_cast<std::size_t>(end - p)));
+  if (data_cursor != size)
+    throw loss(fmt::format("the data section should end at byte {} but the file has {} bytes{}", data_cursor,
+                           size, data_cursor > size ? " (truncated)" : " (trailing bytes)"));
+}
+
+}  // namespace
+
+namespace detail {
+void set_checkpoint_write_fault(std::int64_t fail_after_bytes) {
+  g_write_fault_after.store(fail_after_bytes);
+}
+}  // namespace detail
+
+// --- Saving -----------------------------------------------------------------------------------
+
+void save_checkpoint(const std::string& path, const NamedVariables& vars) {
+  constexpr std::string_view fn = "save_checkpoint";
+  check_names(vars, fn, path);
+
+  // Snapshot each value once: what is checksummed is what is written.
+  std::vector<Tensor> values;
+  values.reserve(vars.size());
+  for (const auto& [name, var] : vars) values.push_back(var.value());
+
+  // Little-endian copies, only where the host is big-endian.
+  std::vector<std::vector<unsigned char>> swapped(vars.size());
+  auto bytes_of = [&](std::size_t i) -> const void* {
+    return swapped[i].empty() ? values[i].raw_data() : static_cast<const void*>(swapped[i].data());
+  };
+  if constexpr (std::endian::native != std::endian::little) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto* b = static_cast<const unsigned char*>(values[i].raw_data());
+      swapped[i].assign(b, b + values[i].nbytes());
+      to_from_little_endian(swapped[i].data(), swapped[i].size(), dtype_size(values[i].dtype()));
+    }
+  }
+
+  std::uint64_t index_size = 0;
+  for (std::size_t i = 0; i < vars.size(); ++i)
+    index_size += 2 + vars[i].first.size() + 2 + static_cast<std::size_t>(values[i].rank()) * 8 + 20;
+  std::string head;
+  head.reserve(kHeaderSize + index_size + kCrcSize);
+  head.append(kMagic, sizeof kMagic);
+  put_le<std::uint32_t>(head, kVersion);
+  put_le<std::uint32_t>(head, 0);
+  put_le<std::uint64_t>(head, vars.size());
+  put_le<std::uint64_t>(head, index_size);
+  std::uint64_t offset = kHeaderSize + index_size + kCrcSize;
+  for (std::size_t i = 0; i < vars.size(); ++i) {
+    const std::string& name = vars[i].first;
+    const Tensor& t = values[i];
+    put_le<std::uint16_t>(head, static_cast<std::uint16_t>(name.size()));
+    head.append(name);
+    put_u8(head, dtype_code(t.dtype()));
+    put_u8(head, static_cast<std::uint8_t>(t.rank()));
+    for (std::int64_t d : t.shape().dims()) put_le<std::uint64_t>(head, static_cast<std::uint64_t>(d));
+    put_le<std::uint64_t>(head, t.nbytes());
+    put_le<std::uint64_t>(head, offset);
+    put_le<std::uint32_t>(head, crc32_of(bytes_of(i), t.nbytes()));
+    offset += t.nbytes();
+  }
+  TAPEFLOW_ASSERT(head.size() == kHeaderSize + index_size, "checkpoint index size {} != {}", head.size(),
+                  kHeaderSize + index_size);
+  put_le<std::uint32_t>(head, crc32_of(head.data(), head.size()));
+
+  // One save at a time in this process, so two threads never share the temporary file.
+  static std::mutex save_mutex;
+  std::lock_guard lock(save_mutex);
+  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  auto fail = [&](std::string_view step, int err) -> FailedPreconditionError {
+    ::unlink(tmp.c_str());
+    return FailedPreconditionError(fmt::format("[{}] cannot write checkpoint '{}': {} '{}' failed: {}", fn,
+                                               path, step, tmp, errno_text(err)));
+  };
+
+  Fd fd;
+  fd.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd.fd < 0) {
+    const int err = errno;
+    throw FailedPreconditionError(
+        fmt::format("[{}] cannot write checkpoint '{}': creating the temporary file '{}' "
+                    "failed: {}",
+                    fn, path, tmp, errno_text(err)));
+  }
+  std::int64_t written = 0;
+  if (int err = write_all(fd.fd, head.data(), head.size(), written)) {
+    ::close(fd.release());
+    throw fail("writing", err);
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (int err = write_all(fd.fd, bytes_of(i), values[i].nbytes(), written)) {
+      ::close(fd.release());
+      throw fail("writing", err);
+    }
+  }
+  if (::fsync(fd.fd) != 0) {
+    const int err = errno;
+    ::close(fd.release());
+    throw fail("fsync of", err);
+  }
+  if (::close(fd.release()) != 0) throw fail("closing", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw fail("renaming", errno);
+
+  // Make the rename durable. The new checkpoint is already in place; a failure here means only
+  // that it might not survive a crash.
+  const std::string dir = directory_of(path);
+  Fd dfd;
+  dfd.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  TAPEFLOW_REQUIRE(dfd.fd >= 0 && ::fsync(dfd.fd) == 0, FailedPreconditionError,
+                   "[{}] checkpoint '{}' was written, but syncing its directory '{}' failed ({}); it may not "
+                   "survive a crash",
+                   fn, path, dir, errno_text(errno));
+}
+
+// --- Restoring --------------------------------------------------------------------------------
+
+void restore_checkpoint(const std::string& path, const NamedVariables& vars, RestoreOptions options) {
+  constexpr std::string_view fn = "restore_checkpoint";
+  check_names(vars, fn, path);
+  OpenCheckpoint ck;
+  open_checkpoint(path, fn, ck);
+
+  // Match every variable with an entry: nothing is allocated until the file fits the variables.
+  std::unordered_map<std::string_view, const IndexEntry*> by_name;
+  for (const IndexEntry& e : ck.entries) by_name.emplace(e.name, &e);
+  std::vector<const IndexEntry*> matched;
+  matched.reserve(vars.size());
+  for (const auto& [name, var] : vars) {
+    auto it = by_name.find(name);
+    TAPEFLOW_REQUIRE(
+        it != by_name.end(), InvalidArgumentError,
+        "[{}] checkpoint '{}' has no tensor named '{}' (variable {}, shape {}, dtype {}); it holds {} "
+        "tensors",
+        fn, path, name, var.name(), var.shape().to_string(), dtype_name(var.dtype()), ck.entries.size());
+    const IndexEntry& e = *it->second;
+    TAPEFLOW_REQUIRE(
+        e.dtype == var.dtype() && e.shape == var.shape(), InvalidArgumentError,
+        "[{}] checkpoint '{}': tensor '{}' has shape {} and dtype {}, but variable {} has shape {} "
+        "and dtype {}",
+        fn, path, name, e.shape.to_string(), dtype_name(e.dtype), var.name(), var.shape().to_string(),
+        dtype_name(var.dtype()));
+    matched.push_back(&e);
+  }
+  if (!options.allow_unused_entries && ck.entries.size() != vars.size()) {
+    std::unordered_set<std::string_view> wanted;
+    for (const auto& [name, var] : vars) wanted.insert(name);
+    for (const IndexEntry& e : ck.entries) {
+      TAPEFLOW_REQUIRE(wanted.contains(e.name), InvalidArgumentError,
+                       "[{}] checkpoint '{}': tensor '{}' (shape {}, dtype {}) matches no variable; pass "
+                       "RestoreOptions{{.allow_unused_entries = true}} to restore a subset",
+                       fn, path, e.name, e.shape.to_string(), dtype_name(e.dtype));
+    }
+  }
+
+  // Decode everything into new tensors; verify checksums and bool values.
+  std::vector<Tensor> decoded;
+  decoded.reserve(vars.size());
+  for (const IndexEntry* e : matched) {
+    Tensor t = detail::empty(e->shape, e->dtype, "RestoreCheckpoint");
+    auto* bytes = static_cast<unsigned char*>(const_cast<void*>(t.raw_data()));
+    const auto n = static_cast<std::size_t>(e->byte_size);
+    if (!read_at(ck.fd.fd, bytes, n, e->offset))
+      throw DataLossError(
+          fmt::format("[{}] checkpoint '{}': cannot read the {} bytes of tensor '{}' at offset {} "
+                      "(was the file truncated while reading?)",
+                      fn, path, n, e->name, e->offset));
+    const std::uint32_t crc = crc32_of(bytes, n);
+    if (crc != e->crc)
+      throw DataLossError(
+          fmt::format("[{}] checkpoint '{}' is corrupt: tensor '{}' ({} bytes at offset {}) has "
+                      "checksum 0x{:08x}, the index says 0x{:08x}",
+                      fn, path, e->name, n, e->offset, crc, e->crc));
+    if (e->dtype == DType::Bool) {
+      // A bool byte other than 0 or 1 is undefined behaviour to read as bool.
+      const auto bad = std::find_if(bytes, bytes + n, [](unsigned char b) { return b > 1; });
+      if (bad != bytes + n)
+        throw DataLossError(
+            fmt::format("[{}] checkpoint '{}' is corrupt: bool tensor '{}' holds byte {} at "
+                        "element {} (only 0 and 1 are valid)",
+                        fn, path, e->name, *bad, bad - bytes));
+    }
+    to_from_little_endian(bytes, n, dtype_size(e->dtype));
+    decoded.push_back(std::move(t));
+  }
+
+  // Shapes and dtypes were matched above, so assign() cannot fail. A Variable is a handle: the
+  // copy assigns the same variable the (const) list refers to.
+  for (std::size_t i = 0; i < vars.size(); ++i) {
+    Variable var = vars[i].second;
+    var.assign(decoded[i]);
+  }
+}
+
+std::vector<CheckpointEntry> list_checkpoint(const std::string& path) {
+  OpenCheckpoint ck;
+  open_checkpoint(path, "list_checkpoint", ck);
+  std::vector<CheckpointEntry> out;
+  out.reserve(ck.entries.size());
+  for (IndexEntry& e : ck.entries) out.push_back(CheckpointEntry{std::move(e.name), e.dtype, e.shape});
+  return out;
+}
+
+// --- Modules ----------------------------------------------------------------------------------
+
+NamedVariables checkpoint_variables(const Module& module, std::string_view prefix) {
+  NamedVariables out;
+  std::vector<Variable> vars = module.variables();
+  out.reserve(vars.size());
+  for (std::size_t i = 0; i < vars.size(); ++i)
+    out.emplace_back(fmt::format("{}{}/{}", prefix, i, vars[i].name()), vars[i]);
+  return out;
+}
+
+void save_checkpoint(const std::string& path, const Module& module) {
+  save_checkpoint(path, checkpoint_variables(module));
+}
+
+void restore_checkpoint(const std::string& path, const Module& module, RestoreOptions options) {
+  restore_checkpoint(path, checkpoint_variables(module), options);
+}
+
+}  // namespace tapeflow
