@@ -6,6 +6,7 @@
 
 #include "autodiff/dispatch.h"
 #include "core/check.h"
+#include "tapeflow/logging.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/reduce.h"
@@ -164,6 +165,15 @@ void Optimizer::apply_gradients(const std::vector<std::optional<Tensor>>& grads,
     for (const Variable& v : vars) names.push_back(fmt::format("'{}'", v.name()));
     throw InvalidArgumentError(
         fmt::format("[{}] No gradients provided for any variable: ([{}],)", name_, fmt::join(names, ", ")));
+  }
+
+  if (present.size() < vars.size()) {
+    std::vector<std::string> missing;
+    for (std::size_t i = 0; i < vars.size(); ++i)
+      if (!grads[i]) missing.push_back(fmt::format("'{}'", vars[i].name()));
+    log(LogLevel::Warning, fmt::format("[{}] Gradients do not exist for variables [{}] when minimizing the loss; "
+                                       "they are not updated",
+                                       name_, fmt::join(missing, ", ")));
   }
 
   // Neither the clipping nor the update belongs on a tape that may be recording around us.

@@ -42,6 +42,20 @@ TEST(Optimizer, SkipsVariablesWhoseGradientIsMissing) {
   EXPECT_EQ(opt.iterations().value().item<std::int64_t>(), 1);
 }
 
+TEST(Optimizer, WarnsAboutVariablesWithoutGradientLikeKeras) {
+  std::vector<std::string> messages;
+  tf::LogSink previous =
+      tf::set_log_sink([&](tf::LogLevel, std::string_view m) { messages.emplace_back(m); });
+  tf::Variable a = keras_var(tf::constant({1.0}), "a");
+  tf::Variable b = keras_var(tf::constant({5.0}), "b");
+  tf::optim::SGD opt(0.5);
+  opt.apply_gradients({tf::constant({1.0}), std::nullopt}, {a, b});
+  opt.apply_gradients({tf::constant({1.0}), tf::constant({1.0})}, {a, b});
+  tf::set_log_sink(previous);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_THAT(messages[0], HasSubstr("Gradients do not exist for variables ['b']"));
+}
+
 TEST(Optimizer, SlotsAreCreatedOnlyForVariablesWithAGradient) {
   tf::Variable a = keras_var(tf::constant({1.0}), "a");
   tf::Variable b = keras_var(tf::constant({5.0}), "b");
