@@ -1,0 +1,43 @@
+#pragma once
+/// \file nn/losses.h
+/// Keras's loss functions, reduced to one scalar: the mean of the per-example loss over the batch
+/// (Keras's default reduction "sum_over_batch_size").
+///
+///   tf::Tensor logits = model(x);                                  // (batch, classes)
+///   tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(labels, logits, true);
+///   auto grads = tape.gradient(loss, model.trainable_variables());
+///
+/// Every loss is built from differentiable ops, so it can be differentiated with respect to
+/// y_pred (and, for the float-label losses, y_true). y_true and y_pred must have the same float
+/// dtype (no implicit casting). As in Keras, a y_true whose rank is one less than y_pred's, or
+/// one more with a trailing size-1 dimension, is matched to y_pred's shape by adding or dropping
+/// that dimension (labels of shape (batch,) against predictions of shape (batch, 1)). Without
+/// `from_logits`, probabilities are clipped to [1e-7, 1 - 1e-7] (Keras's epsilon) before the log.
+/// Errors: InvalidArgumentError naming the loss, the shapes and dtypes.
+
+#include "tapeflow/tensor.h"
+
+namespace tapeflow::losses {
+
+/// Keras's epsilon: probabilities are clipped to [kEpsilon, 1 - kEpsilon] before a log.
+inline constexpr double kEpsilon = 1e-7;
+
+/// mean over the batch of -sum(y_true * log(p), axis -1), where p = softmax(y_pred) when
+/// `from_logits`, else y_pred normalised to sum 1 along the last axis and clipped. y_true holds
+/// one probability distribution (e.g. one-hot) per row; same shape as y_pred, rank >= 1.
+Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits = false);
+
+/// categorical_crossentropy with integer class ids: y_true is int32 or int64 with y_pred's shape
+/// without its last (class) axis, or with a trailing size-1 axis. A label outside [0, classes)
+/// throws InvalidArgumentError.
+Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits = false);
+
+/// mean of -(y_true * log(p) + (1 - y_true) * log(1 - p)) over all elements, where p =
+/// sigmoid(y_pred) when `from_logits` (computed without overflow as
+/// nn::sigmoid_cross_entropy_with_logits), else y_pred clipped. Same shapes.
+Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits = false);
+
+/// mean((y_true - y_pred)^2) over all elements. Same shapes.
+Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
+
+}  // namespace tapeflow::losses

@@ -1,0 +1,103 @@
+#pragma once
+/// \file nn/metrics.h
+/// Keras-style streaming metrics: update_state() accumulates over batches, result() reads the
+/// value so far, reset_state() starts again (at the start of each epoch).
+///
+///   tf::metrics::Mean train_loss;
+///   tf::metrics::SparseCategoricalAccuracy train_accuracy;
+///   for (...) {                                   // each batch
+///     train_loss.update_state(loss);
+///     train_accuracy.update_state(labels, logits);
+///   }
+///   std::cout << train_loss.result() << " " << train_accuracy.result() << "\n";
+///
+/// Metrics are plain C++ state (double accumulators), never recorded on a tape, and results are
+/// doubles. A metric with nothing accumulated reads 0, as Keras's does.
+
+#include <optional>
+#include <string>
+
+#include "tapeflow/tensor.h"
+
+namespace tapeflow::metrics {
+
+/// The (weighted) mean of every value seen (keras.metrics.Mean): total / count.
+class Mean {
+ public:
+  explicit Mean(std::string name = "mean") : name_(std::move(name)) {}
+  /// Adds every element of `values` (any numeric or bool dtype, any shape). With
+  /// `sample_weight` (numeric, broadcastable to values' shape), adds sum(values * w) to the total
+  /// and sum(w) to the count; without, each element counts 1. Throws InvalidArgumentError for
+  /// weights that do not broadcast to the values' shape.
+  void update_state(const Tensor& values, const std::optional<Tensor>& sample_weight = std::nullopt);
+  /// total / count, 0 when count is 0.
+  double result() const { return count_ == 0 ? 0.0 : total_ / count_; }
+  void reset_state() { total_ = count_ = 0; }
+  const std::string& name() const { return name_; }
+  double total() const { return total_; }
+  double count() const { return count_; }
+
+ private:
+  std::string name_;
+  double total_ = 0, count_ = 0;
+};
+
+/// How often y_pred equals y_true exactly (keras.metrics.Accuracy): same shape and dtype.
+class Accuracy {
+ public:
+  explicit Accuracy(std::string name = "accuracy") : mean_(std::move(name)) {}
+  void update_state(const Tensor& y_true, const Tensor& y_pred);
+  double result() const { return mean_.result(); }
+  void reset_state() { mean_.reset_state(); }
+  const std::string& name() const { return mean_.name(); }
+
+ private:
+  Mean mean_;
+};
+
+/// How often y_pred > threshold agrees with y_true > threshold (keras.metrics.BinaryAccuracy,
+/// default threshold 0.5): same shape; y_true and y_pred may have different numeric dtypes.
+class BinaryAccuracy {
+ public:
+  explicit BinaryAccuracy(double threshold = 0.5, std::string name = "binary_accuracy")
+      : threshold_(threshold), mean_(std::move(name)) {}
+  void update_state(const Tensor& y_true, const Tensor& y_pred);
+  double result() const { return mean_.result(); }
+  void reset_state() { mean_.reset_state(); }
+  const std::string& name() const { return mean_.name(); }
+
+ private:
+  double threshold_;
+  Mean mean_;
+};
+
+/// How often argmax(y_pred, -1) == argmax(y_true, -1) (keras.metrics.CategoricalAccuracy):
+/// one-hot (or probability) y_true and scores y_pred of the same shape, rank >= 1.
+class CategoricalAccuracy {
+ public:
+  explicit CategoricalAccuracy(std::string name = "categorical_accuracy") : mean_(std::move(name)) {}
+  void update_state(const Tensor& y_true, const Tensor& y_pred);
+  double result() const { return mean_.result(); }
+  void reset_state() { mean_.reset_state(); }
+  const std::string& name() const { return mean_.name(); }
+
+ private:
+  Mean mean_;
+};
+
+/// How often argmax(y_pred, -1) equals the integer label y_true
+/// (keras.metrics.SparseCategoricalAccuracy): y_true int32/int64 of y_pred's shape without the
+/// last axis (or with a trailing size-1 axis); y_pred scores or logits, rank >= 1.
+class SparseCategoricalAccuracy {
+ public:
+  explicit SparseCategoricalAccuracy(std::string name = "sparse_categorical_accuracy") : mean_(std::move(name)) {}
+  void update_state(const Tensor& y_true, const Tensor& y_pred);
+  double result() const { return mean_.result(); }
+  void reset_state() { mean_.reset_state(); }
+  const std::string& name() const { return mean_.name(); }
+
+ private:
+  Mean mean_;
+};
+
+}  // namespace tapeflow::metrics

@@ -1,0 +1,227 @@
+#pragma once
+/// \file optim/optimizer.h
+/// Optimizers that update variables from their gradients, like Keras 3's keras.optimizers.
+///
+///   tf::layers::Dense model(1);
+///   tf::optim::Adam opt(0.01);
+///   for (int step = 0; step < 200; ++step) {
+///     tf::GradientTape tape;
+///     tf::Tensor loss = tf::losses::mean_squared_error(y, model(x));
+///     auto vars = model.trainable_variables();
+///     opt.apply_gradients(tape.gradient(loss, vars), vars);
+///   }
+///
+/// Updates are stateful assignments (Variable::assign) and are never recorded on a tape, even
+/// when apply_gradients runs inside a recording one. Each optimizer keeps, per variable, slot
+/// variables (Adam's "m" and "v", ...), created as zeros the first time the variable is updated
+/// (or by build()), and an int64 "iterations" counter incremented once per apply_gradients.
+/// variables() lists all of that state with stable names, for checkpoints.
+///
+/// The update formulas are Keras 3's; each optimizer's doc comment gives them. The step count
+/// t used for bias correction is iterations + 1.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"
+
+namespace tapeflow::optim {
+
+/// `t * clip_norm / max(l2norm(t), clip_norm)`: `t` rescaled so that its L2 norm (over all
+/// elements) is at most `clip_norm`, unchanged if it already is (tf.clip_by_norm). A zero tensor
+/// stays zero. Float tensors only; throws InvalidArgumentError for a non-float tensor or a
+/// negative or non-finite clip_norm. Built from differentiable ops (recorded like any op).
+Tensor clip_by_norm(const Tensor& t, double clip_norm);
+
+/// sqrt(sum of squares of every element of every present tensor), the norm of all of them as
+/// one vector (tf.linalg.global_norm), as a scalar of the first present tensor's dtype (float32
+/// if none is present). std::nullopt entries are skipped.
+Tensor global_norm(const std::vector<std::optional<Tensor>>& tensors);
+
+/// Every present tensor scaled by clip_norm / max(global_norm, clip_norm), so that their global
+/// norm is at most `clip_norm` (tf.clip_by_global_norm). Returns the clipped list (std::nullopt
+/// entries pass through) and the global norm before clipping. A non-finite global norm makes
+/// every clipped value NaN, as in TensorFlow. Throws InvalidArgumentError for a non-float tensor
+/// or a negative or non-finite clip_norm.
+std::pair<std::vector<std::optional<Tensor>>, Tensor> clip_by_global_norm(
+    const std::vector<std::optional<Tensor>>& tensors, double clip_norm);
+
+/// Options every optimizer takes (Keras's clipnorm / clipvalue / global_clipnorm). At most one
+/// may be set; each must be positive and finite.
+struct ClipOptions {
+  /// Clip each gradient to this L2 norm (clip_by_norm) before the update.
+  std::optional<double> clipnorm = std::nullopt;
+  /// Clip every element of each gradient to [-clipvalue, clipvalue].
+  std::optional<double> clipvalue = std::nullopt;
+  /// Clip all gradients together to this global norm (clip_by_global_norm).
+  std::optional<double> global_clipnorm = std::nullopt;
+};
+
+/// The base of every optimizer: gradient checks, clipping, slots, the iteration counter.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /// Updates each variable from its gradient: grads[i] belongs to vars[i]. A std::nullopt
+  /// gradient skips its variable (Keras logs a warning and does the same). Increments
+  /// iterations() once. Throws InvalidArgumentError, before changing anything, if the sizes
+  /// differ, if no variable has a gradient ("No gradients provided for any variable: (['kernel',
+  /// 'bias'],)"), or if a gradient's shape or dtype differs from its variable's, naming the
+  /// variable and both shapes and dtypes. Variables must be float32 or float64.
+  void apply_gradients(const std::vector<std::optional<Tensor>>& grads, const std::vector<Variable>& vars);
+
+  /// Creates the slot variables of `vars` now (Keras's build()), so that variables() lists them
+  /// before the first update, e.g. to restore a checkpoint into them. Variables that already
+  /// have slots are left alone.
+  void build(const std::vector<Variable>& vars);
+
+  /// All optimizer state with stable names: "iterations" first, then each variable's slots in
+  /// the order the variables were first seen, named "<variable name>/<slot>" ("kernel/m",
+  /// "kernel/v", "bias/m", ...). The variable name is Variable::name() without TensorFlow's
+  /// ":0" suffix; a name seen before gets "_1", "_2", ... ("kernel_1/m" for a second "kernel").
+  std::vector<std::pair<std::string, Variable>> variables() const;
+
+  /// The slot `slot` ("m", "velocity", ...) of `var`. Throws InvalidArgumentError if the variable
+  /// has no slots yet (not updated, not built) or the optimizer has no slot of that name.
+  Variable slot(const Variable& var, std::string_view slot) const;
+
+  /// The number of apply_gradients calls so far (an int64 scalar variable).
+  const Variable& iterations() const { return iterations_; }
+  double learning_rate() const { return learning_rate_; }
+  /// Changes the learning rate for later updates; must be positive and finite.
+  void set_learning_rate(double learning_rate);
+  /// "SGD", "Adam", "AdamW", "RMSprop": the name used in error messages.
+  const std::string& name() const { return name_; }
+
+ protected:
+  /// `slot_names` are the slots each variable gets, as zeros of its shape and dtype.
+  Optimizer(std::string name, double learning_rate, ClipOptions clip, std::vector<std::string> slot_names);
+
+  /// Updates one variable from its (clipped) gradient. `slots` holds the variable's slots in
+  /// slot_names order; `step` is iterations + 1. Runs with tape recording suspended.
+  virtual void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, double learning_rate,
+                           std::int64_t step) = 0;
+
+  /// Throws InvalidArgumentError naming this optimizer unless lo <= value <= hi (or < hi when
+  /// `open_hi`) and value is finite.
+  void require_in_range(std::string_view what, double value, double lo, double hi, bool open_hi) const;
+
+ private:
+  struct Slots {
+    std::string name;  // unique variable name used as the prefix of its slots' names
+    std::vector<Variable> slots;
+  };
+  Slots& slots_for(const Variable& var);
+
+  std::string name_;
+  double learning_rate_;
+  ClipOptions clip_;
+  std::vector<std::string> slot_names_;
+  Variable iterations_;
+  std::vector<Slots> slots_;                              // in first-seen order
+  std::unordered_map<TensorId, std::size_t> slot_index_;  // variable handle id -> slots_ index
+};
+
+/// Stochastic gradient descent, with optional (Nesterov) momentum (keras.optimizers.SGD):
+///   without momentum:  w -= lr * g
+///   with momentum:     velocity = momentum * velocity - lr * g;  w += velocity
+///   nesterov:          velocity as above;  w += momentum * velocity - lr * g
+/// Slot (only when momentum > 0): "momentum". learning_rate > 0, momentum in [0, 1].
+class SGD : public Optimizer {
+ public:
+  explicit SGD(double learning_rate = 0.01, double momentum = 0.0, bool nesterov = false, ClipOptions clip = {});
+  double momentum() const { return momentum_; }
+  bool nesterov() const { return nesterov_; }
+
+ protected:
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, double learning_rate,
+                   std::int64_t step) override;
+
+ private:
+  double momentum_;
+  bool nesterov_;
+};
+
+struct AdamOptions {
+  double beta_1 = 0.9;
+  double beta_2 = 0.999;
+  double epsilon = 1e-7;
+  /// Use the maximum of all second moments so far (Reddi et al.); adds the slot "v_hat".
+  bool amsgrad = false;
+  ClipOptions clip = {};
+};
+
+/// Adam (keras.optimizers.Adam), with t = iterations + 1:
+///   m = m + (g - m) * (1 - beta_1);   v = v + (g^2 - v) * (1 - beta_2)
+///   lr_t = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)
+///   w -= lr_t * m / (sqrt(v) + epsilon)            (amsgrad: v_hat = max(v_hat, v) in place of v)
+/// Slots: "m", "v" (and "v_hat"). learning_rate > 0, betas in [0, 1), epsilon >= 0.
+class Adam : public Optimizer {
+ public:
+  explicit Adam(double learning_rate = 0.001, AdamOptions options = {});
+
+ protected:
+  Adam(std::string name, double learning_rate, const AdamOptions& options);
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, double learning_rate,
+                   std::int64_t step) override;
+
+ private:
+  AdamOptions options_;
+};
+
+/// Adam with decoupled weight decay (keras.optimizers.AdamW): before the Adam step,
+///   w -= lr * weight_decay * w
+/// weight_decay >= 0 and finite (Keras's default 0.004).
+class AdamW : public Adam {
+ public:
+  explicit AdamW(double learning_rate = 0.001, double weight_decay = 0.004, AdamOptions options = {});
+  double weight_decay() const { return weight_decay_; }
+
+ protected:
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, double learning_rate,
+                   std::int64_t step) override;
+
+ private:
+  double weight_decay_;
+};
+
+struct RMSpropOptions {
+  double rho = 0.9;
+  double momentum = 0.0;
+  double epsilon = 1e-7;
+  /// Normalise by the centred second moment (an estimate of the variance); adds the slot
+  /// "average_gradient".
+  bool centered = false;
+  ClipOptions clip = {};
+};
+
+/// RMSprop (keras.optimizers.RMSprop):
+///   velocity = rho * velocity + (1 - rho) * g^2
+///   centered: average_gradient = rho * average_gradient + (1 - rho) * g
+///             denominator = velocity - average_gradient^2 + epsilon
+///   otherwise denominator = velocity + epsilon
+///   increment = lr * g / sqrt(denominator)
+///   momentum > 0: m = momentum * m + increment;  w -= m      otherwise w -= increment
+/// Slots: "velocity" (and "momentum", "average_gradient"). learning_rate > 0, rho in [0, 1),
+/// momentum in [0, 1], epsilon >= 0.
+class RMSprop : public Optimizer {
+ public:
+  explicit RMSprop(double learning_rate = 0.001, RMSpropOptions options = {});
+
+ protected:
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, double learning_rate,
+                   std::int64_t step) override;
+
+ private:
+  RMSpropOptions options_;
+};
+
+}  // namespace tapeflow::optim

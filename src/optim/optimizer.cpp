@@ -1,0 +1,217 @@
+// Optimizer base (gradient checks, clipping, slots, iterations) and the clipping functions.
+
+#include "tapeflow/optim/optimizer.h"
+
+#include <cmath>
+
+#include "autodiff/dispatch.h"
+#include "core/check.h"
+#include "tapeflow/logging.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
+#include "tapeflow/ops/reduce.h"
+
+namespace tapeflow::optim {
+
+namespace {
+
+void require_clip_norm(std::string_view op, double clip_norm) {
+  TAPEFLOW_REQUIRE(std::isfinite(clip_norm) && clip_norm >= 0, InvalidArgumentError,
+                   "[{}] clip_norm must be finite and >= 0, got {}", op, clip_norm);
+}
+
+void require_float(std::string_view op, const Tensor& t, std::size_t index) {
+  TAPEFLOW_REQUIRE(t.defined(), InvalidArgumentError, "[{}] tensor {} is undefined (default-constructed)", op,
+                   index);
+  TAPEFLOW_REQUIRE(is_floating(t.dtype()), InvalidArgumentError,
+                   "[{}] tensor {} must be float32 or float64, got shape {} and dtype {}", op, index,
+                   t.shape().to_string(), dtype_name(t.dtype()));
+}
+
+/// The variable's name without TensorFlow's ":0" output suffix.
+std::string base_name(const Variable& v) {
+  std::string n = v.name();
+  if (n.size() > 2 && n.ends_with(":0")) n.resize(n.size() - 2);
+  return n;
+}
+
+}  // namespace
+
+Tensor clip_by_norm(const Tensor& t, double clip_norm) {
+  require_clip_norm("ClipByNorm", clip_norm);
+  require_float("ClipByNorm", t, 0);
+  // TensorFlow's formulation: the norm of a zero tensor is 0 without a sqrt(0) in the graph
+  // (whose gradient would be inf).
+  const Tensor l2sum = reduce_sum(t * t);
+  const Tensor positive = l2sum > 0;
+  const Tensor l2norm = where(positive, sqrt(where(positive, l2sum, ones_like(l2sum))), l2sum);
+  return t * clip_norm / maximum(l2norm, clip_norm);
+}
+
+Tensor global_norm(const std::vector<std::optional<Tensor>>& tensors) {
+  std::optional<Tensor> total;
+  DType dtype = DType::Float32;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i]) continue;
+    require_float("GlobalNorm", *tensors[i], i);
+    if (!total) dtype = tensors[i]->dtype();
+    // Summed in float64 so tensors of both float dtypes can be combined.
+    const Tensor s = cast(reduce_sum(square(*tensors[i])), DType::Float64);
+    total = total ? *total + s : s;
+  }
+  if (!total) return zeros({}, dtype);
+  return cast(sqrt(*total), dtype);
+}
+
+std::pair<std::vector<std::optional<Tensor>>, Tensor> clip_by_global_norm(
+    const std::vector<std::optional<Tensor>>& tensors, double clip_norm) {
+  require_clip_norm("ClipByGlobalNorm", clip_norm);
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i]) require_float("ClipByGlobalNorm", *tensors[i], i);
+  const Tensor norm = global_norm(tensors);
+  const Tensor norm64 = cast(norm, DType::Float64);
+  // scale = clip_norm / max(norm, clip_norm), written as TensorFlow does so that norm = 0 gives
+  // 1; (norm - norm) is NaN for an infinite or NaN norm and poisons every value, on purpose.
+  const Tensor scale = clip_norm * minimum(reciprocal(norm64), 1.0 / clip_norm) + (norm64 - norm64);
+  std::vector<std::optional<Tensor>> clipped;
+  clipped.reserve(tensors.size());
+  for (const auto& t : tensors) clipped.push_back(t ? std::optional<Tensor>(*t * cast(scale, t->dtype())) : t);
+  return {std::move(clipped), norm};
+}
+
+Optimizer::Optimizer(std::string name, double learning_rate, ClipOptions clip, std::vector<std::string> slot_names)
+    : name_(std::move(name)),
+      learning_rate_(learning_rate),
+      clip_(clip),
+      slot_names_(std::move(slot_names)),
+      iterations_(std::int64_t{0}, {.name = "iterations", .trainable = false, .keras_style = true}) {
+  set_learning_rate(learning_rate);
+  const int set = int(clip_.clipnorm.has_value()) + int(clip_.clipvalue.has_value()) +
+                  int(clip_.global_clipnorm.has_value());
+  TAPEFLOW_REQUIRE(set <= 1, InvalidArgumentError,
+                   "[{}] only one of clipnorm, clipvalue and global_clipnorm can be set", name_);
+  for (const auto& [what, value] : {std::pair{"clipnorm", clip_.clipnorm}, std::pair{"clipvalue", clip_.clipvalue},
+                                    std::pair{"global_clipnorm", clip_.global_clipnorm}})
+    TAPEFLOW_REQUIRE(!value || (std::isfinite(*value) && *value > 0), InvalidArgumentError,
+                     "[{}] {} must be positive and finite, got {}", name_, what, *value);
+}
+
+void Optimizer::set_learning_rate(double learning_rate) {
+  TAPEFLOW_REQUIRE(std::isfinite(learning_rate) && learning_rate > 0, InvalidArgumentError,
+                   "[{}] learning_rate must be positive and finite, got {}", name_, learning_rate);
+  learning_rate_ = learning_rate;
+}
+
+void Optimizer::require_in_range(std::string_view what, double value, double lo, double hi, bool open_hi) const {
+  TAPEFLOW_REQUIRE(std::isfinite(value) && value >= lo && (open_hi ? value < hi : value <= hi), InvalidArgumentError,
+                   "[{}] {} must be in [{}, {}{}, got {}", name_, what, lo, hi, open_hi ? ")" : "]", value);
+}
+
+Optimizer::Slots& Optimizer::slots_for(const Variable& var) {
+  if (auto it = slot_index_.find(var.handle_id()); it != slot_index_.end()) return slots_[it->second];
+  // A unique prefix: "kernel", then "kernel_1", "kernel_2", ... for later variables of that name.
+  const std::string base = base_name(var);
+  std::string unique = base;
+  for (int k = 1;; ++k) {
+    bool taken = false;
+    for (const Slots& s : slots_) taken = taken || s.name == unique;
+    if (!taken) break;
+    unique = fmt::format("{}_{}", base, k);
+  }
+  Slots s{unique, {}};
+  for (const std::string& slot : slot_names_)
+    s.slots.emplace_back(zeros(var.shape(), var.dtype()),
+                         VariableOptions{.name = unique + "/" + slot, .trainable = false, .keras_style = true});
+  slot_index_.emplace(var.handle_id(), slots_.size());
+  slots_.push_back(std::move(s));
+  return slots_.back();
+}
+
+void Optimizer::build(const std::vector<Variable>& vars) {
+  for (const Variable& v : vars) {
+    TAPEFLOW_REQUIRE(is_floating(v.dtype()), InvalidArgumentError,
+                     "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}", name_,
+                     v.name(), v.shape().to_string(), dtype_name(v.dtype()));
+    slots_for(v);
+  }
+}
+
+void Optimizer::apply_gradients(const std::vector<std::optional<Tensor>>& grads, const std::vector<Variable>& vars) {
+  TAPEFLOW_REQUIRE(grads.size() == vars.size(), InvalidArgumentError,
+                   "[{}] apply_gradients got {} gradients for {} variables; pass one gradient (or std::nullopt) "
+                   "per variable",
+                   name_, grads.size(), vars.size());
+  // Check everything before the first assignment, so a bad call changes nothing.
+  std::vector<std::size_t> present;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i]) continue;
+    const Tensor& g = *grads[i];
+    const Variable& v = vars[i];
+    TAPEFLOW_REQUIRE(g.defined(), InvalidArgumentError,
+                     "[{}] the gradient for variable '{}' is an undefined (default-constructed) Tensor", name_,
+                     v.name());
+    TAPEFLOW_REQUIRE(is_floating(v.dtype()), InvalidArgumentError,
+                     "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}", name_,
+                     v.name(), v.shape().to_string(), dtype_name(v.dtype()));
+    TAPEFLOW_REQUIRE(g.shape() == v.shape() && g.dtype() == v.dtype(), InvalidArgumentError,
+                     "[{}] the gradient for variable '{}' has shape {} and dtype {}, but the variable has shape {} "
+                     "and dtype {}",
+                     name_, v.name(), g.shape().to_string(), dtype_name(g.dtype()), v.shape().to_string(),
+                     dtype_name(v.dtype()));
+    present.push_back(i);
+  }
+  if (present.empty()) {
+    std::vector<std::string> names;
+    for (const Variable& v : vars) names.push_back(fmt::format("'{}'", v.name()));
+    throw InvalidArgumentError(
+        fmt::format("[{}] No gradients provided for any variable: ([{}],)", name_, fmt::join(names, ", ")));
+  }
+
+  if (present.size() < vars.size()) {
+    std::vector<std::string> missing;
+    for (std::size_t i = 0; i < vars.size(); ++i)
+      if (!grads[i]) missing.push_back(fmt::format("'{}'", vars[i].name()));
+    log(LogLevel::Warning, fmt::format("[{}] Gradients do not exist for variables [{}] when minimizing the loss; "
+                                       "they are not updated",
+                                       name_, fmt::join(missing, ", ")));
+  }
+
+  // Neither the clipping nor the update belongs on a tape that may be recording around us.
+  autodiff::RecordingSuspension no_recording;
+  std::vector<std::optional<Tensor>> g;
+  g.reserve(present.size());
+  for (std::size_t i : present) g.push_back(grads[i]);
+  if (clip_.global_clipnorm) {
+    g = clip_by_global_norm(g, *clip_.global_clipnorm).first;
+  } else if (clip_.clipnorm) {
+    for (auto& t : g) t = clip_by_norm(*t, *clip_.clipnorm);
+  } else if (clip_.clipvalue) {
+    for (auto& t : g) t = clip_by_value(*t, -*clip_.clipvalue, *clip_.clipvalue);
+  }
+  const std::int64_t step = iterations_.value().item<std::int64_t>() + 1;
+  for (std::size_t k = 0; k < present.size(); ++k) {
+    Variable var = vars[present[k]];
+    Slots& s = slots_for(var);
+    update_step(*g[k], var, s.slots, learning_rate_, step);
+  }
+  iterations_.assign_add(constant(std::int64_t{1}));
+}
+
+std::vector<std::pair<std::string, Variable>> Optimizer::variables() const {
+  std::vector<std::pair<std::string, Variable>> out{{"iterations", iterations_}};
+  for (const Slots& s : slots_)
+    for (std::size_t j = 0; j < s.slots.size(); ++j) out.emplace_back(s.name + "/" + slot_names_[j], s.slots[j]);
+  return out;
+}
+
+Variable Optimizer::slot(const Variable& var, std::string_view slot) const {
+  auto it = slot_index_.find(var.handle_id());
+  TAPEFLOW_REQUIRE(it != slot_index_.end(), InvalidArgumentError,
+                   "[{}] variable '{}' has no slots yet: it has not been updated or built", name_, var.name());
+  for (std::size_t j = 0; j < slot_names_.size(); ++j)
+    if (slot_names_[j] == slot) return slots_[it->second].slots[j];
+  throw InvalidArgumentError(fmt::format("[{}] has no slot '{}'; its slots are [{}]", name_, slot,
+                                         fmt::join(slot_names_, ", ")));
+}
+
+}  // namespace tapeflow::optim

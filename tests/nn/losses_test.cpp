@@ -1,0 +1,150 @@
+// Keras losses: values against hand-computed ones (from logits and from probabilities, with
+// Keras's clipping), label-shape matching, gradients, and errors naming the loss and shapes.
+
+#include "tapeflow/nn/losses.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+namespace {
+
+/// log(e^1 + e^2 + e^3)
+const double kLse123 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+
+TEST(CategoricalCrossentropy, FromLogitsIsMeanOfNegativeLogSoftmaxAtTheTrueClass) {
+  tf::Tensor logits = tf::constant({{1.0, 2.0, 3.0}, {1.0, 2.0, 3.0}});
+  tf::Tensor labels = tf::constant({{0.0, 0.0, 1.0}, {1.0, 0.0, 0.0}});
+  // row 0: lse - 3;  row 1: lse - 1
+  EXPECT_NEAR(tf::losses::categorical_crossentropy(labels, logits, true).item<double>(),
+              ((kLse123 - 3.0) + (kLse123 - 1.0)) / 2, 1e-12);
+}
+
+TEST(CategoricalCrossentropy, FromProbabilitiesIsNegativeLogOfTheTrueClass) {
+  tf::Tensor probs = tf::constant({{0.2, 0.3, 0.5}});
+  tf::Tensor labels = tf::constant({{0.0, 1.0, 0.0}});
+  EXPECT_NEAR(tf::losses::categorical_crossentropy(labels, probs).item<double>(), -std::log(0.3), 1e-12);
+}
+
+TEST(CategoricalCrossentropy, NormalisesProbabilitiesThatDoNotSumToOne) {
+  // [1, 1, 2] / 4 = [0.25, 0.25, 0.5]
+  tf::Tensor scores = tf::constant({{1.f, 1.f, 2.f}});
+  tf::Tensor labels = tf::constant({{0.f, 0.f, 1.f}});
+  EXPECT_NEAR(tf::losses::categorical_crossentropy(labels, scores).item<float>(), -std::log(0.5), 1e-6);
+}
+
+TEST(CategoricalCrossentropy, ClipsZeroProbabilityToEpsilon) {
+  tf::Tensor probs = tf::constant({{0.0, 1.0}});
+  tf::Tensor labels = tf::constant({{1.0, 0.0}});
+  // -log(1e-7) = 16.118..., finite instead of inf
+  EXPECT_NEAR(tf::losses::categorical_crossentropy(labels, probs).item<double>(), -std::log(1e-7), 1e-9);
+}
+
+TEST(CategoricalCrossentropy, GradientFromLogitsIsSoftmaxMinusLabelsOverBatch) {
+  tf::Tensor logits = tf::constant({{1.0, 2.0, 3.0}});
+  tf::Tensor labels = tf::constant({{0.0, 1.0, 0.0}});
+  tf::GradientTape tape;
+  tape.watch(logits);
+  tf::Tensor loss = tf::losses::categorical_crossentropy(labels, logits, true);
+  std::vector<double> g = tape.gradient(loss, logits)->to_vector<double>();
+  for (int j = 0; j < 3; ++j)
+    EXPECT_NEAR(g[j], std::exp(1.0 + j - kLse123) - (j == 1 ? 1.0 : 0.0), 1e-12) << "class " << j;
+}
+
+TEST(CategoricalCrossentropy, ShapeAndDtypeMismatchesThrow) {
+  EXPECT_THAT([] { tf::losses::categorical_crossentropy(tf::ones({2, 3}), tf::ones({2, 4})); },
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  AllOf(HasSubstr("[categorical_crossentropy]"), HasSubstr("(2, 3)"), HasSubstr("(2, 4)"))));
+  EXPECT_THAT([] { tf::losses::categorical_crossentropy(tf::ones({2, 3}, tf::DType::Float64), tf::ones({2, 3})); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("float64"), HasSubstr("float32"))));
+}
+
+TEST(SparseCategoricalCrossentropy, FromLogitsPicksTheLabelledClass) {
+  tf::Tensor logits = tf::constant({{1.0, 2.0, 3.0}, {1.0, 2.0, 3.0}});
+  tf::Tensor labels = tf::constant(std::vector<std::int32_t>{2, 1}, {2});
+  EXPECT_NEAR(tf::losses::sparse_categorical_crossentropy(labels, logits, true).item<double>(),
+              ((kLse123 - 3.0) + (kLse123 - 2.0)) / 2, 1e-12);
+}
+
+TEST(SparseCategoricalCrossentropy, FromProbabilities) {
+  tf::Tensor probs = tf::constant({{0.2, 0.3, 0.5}, {0.6, 0.3, 0.1}});
+  tf::Tensor labels = tf::constant(std::vector<std::int64_t>{1, 0}, {2});
+  EXPECT_NEAR(tf::losses::sparse_categorical_crossentropy(labels, probs).item<double>(),
+              (-std::log(0.3) - std::log(0.6)) / 2, 1e-12);
+}
+
+TEST(SparseCategoricalCrossentropy, AcceptsLabelsWithATrailingUnitAxis) {
+  tf::Tensor logits = tf::constant({{1.0, 2.0, 3.0}});
+  tf::Tensor labels = tf::constant(std::vector<std::int32_t>{0}, {1, 1});
+  EXPECT_NEAR(tf::losses::sparse_categorical_crossentropy(labels, logits, true).item<double>(), kLse123 - 1.0,
+              1e-12);
+}
+
+TEST(SparseCategoricalCrossentropy, RejectsFloatLabelsWrongShapesAndBadIds) {
+  EXPECT_THAT([] { tf::losses::sparse_categorical_crossentropy(tf::zeros({2}), tf::ones({2, 3})); },
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  AllOf(HasSubstr("[sparse_categorical_crossentropy]"), HasSubstr("int32 or int64"))));
+  EXPECT_THAT([] { tf::losses::sparse_categorical_crossentropy(tf::constant({0, 1, 2}), tf::ones({2, 3})); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("(3,)"), HasSubstr("(2, 3)"))));
+  EXPECT_THROW(tf::losses::sparse_categorical_crossentropy(tf::constant({0, 3}), tf::ones({2, 3}), true),
+               tf::InvalidArgumentError);
+}
+
+TEST(BinaryCrossentropy, FromLogits) {
+  tf::Tensor logits = tf::constant({0.0, 2.0});
+  tf::Tensor labels = tf::constant({1.0, 0.0});
+  // x = 0, z = 1: log(2);  x = 2, z = 0: log(1 + e^2)
+  EXPECT_NEAR(tf::losses::binary_crossentropy(labels, logits, true).item<double>(),
+              (std::log(2.0) + std::log1p(std::exp(2.0))) / 2, 1e-12);
+}
+
+TEST(BinaryCrossentropy, FromProbabilities) {
+  tf::Tensor probs = tf::constant({{0.8}, {0.3}});
+  tf::Tensor labels = tf::constant({{1.0}, {0.0}});
+  EXPECT_NEAR(tf::losses::binary_crossentropy(labels, probs).item<double>(), (-std::log(0.8) - std::log(0.7)) / 2,
+              1e-12);
+}
+
+TEST(BinaryCrossentropy, ClipsCertainWrongPredictions) {
+  // p = 1 for label 0: -log(1 - (1 - 1e-7)) = -log(1e-7), finite
+  EXPECT_NEAR(tf::losses::binary_crossentropy(tf::constant({0.0}), tf::constant({1.0})).item<double>(),
+              -std::log(1e-7), 1e-6);
+}
+
+TEST(BinaryCrossentropy, MatchesLabelsOfShapeBatchToPredictionsOfShapeBatchByOne) {
+  tf::Tensor probs = tf::constant({{0.8}, {0.3}});
+  tf::Tensor labels = tf::constant({1.0, 0.0});
+  EXPECT_NEAR(tf::losses::binary_crossentropy(labels, probs).item<double>(), (-std::log(0.8) - std::log(0.7)) / 2,
+              1e-12);
+}
+
+TEST(MeanSquaredError, IsTheMeanOverAllElements) {
+  // (0 + 1 + 4) / 3
+  EXPECT_NEAR(tf::losses::mean_squared_error(tf::constant({1.0, 2.0, 3.0}), tf::constant({1.0, 3.0, 5.0}))
+                  .item<double>(),
+              5.0 / 3, 1e-12);
+}
+
+TEST(MeanSquaredError, DoesNotBroadcastLabelsAgainstAColumnOfPredictions) {
+  // y_true (2,) against y_pred (2, 1) compares row by row (Keras), not as a (2, 2) outer grid.
+  tf::Tensor y_true = tf::constant({1.f, 2.f});
+  tf::Tensor y_pred = tf::constant({{1.f}, {4.f}});
+  EXPECT_FLOAT_EQ(tf::losses::mean_squared_error(y_true, y_pred).item<float>(), 2.f);
+}
+
+TEST(MeanSquaredError, ShapeMismatchThrows) {
+  EXPECT_THAT([] { tf::losses::mean_squared_error(tf::ones({3}), tf::ones({2})); },
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  AllOf(HasSubstr("[mean_squared_error]"), HasSubstr("(3,)"), HasSubstr("(2,)"))));
+}
+
+}  // namespace

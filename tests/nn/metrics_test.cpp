@@ -1,0 +1,115 @@
+// Streaming metrics: accumulation over updates, weights, reset, label shapes, errors, and that
+// updating a metric records nothing on a live tape.
+
+#include "tapeflow/nn/metrics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+namespace {
+
+TEST(MeanMetric, AccumulatesOverUpdatesAndResets) {
+  tf::metrics::Mean m;
+  EXPECT_EQ(m.result(), 0.0);  // nothing seen yet
+  m.update_state(tf::constant({1.f, 2.f, 3.f}));
+  EXPECT_DOUBLE_EQ(m.result(), 2.0);
+  m.update_state(tf::constant(4.0));
+  EXPECT_DOUBLE_EQ(m.result(), 2.5);  // (1 + 2 + 3 + 4) / 4
+  m.reset_state();
+  EXPECT_EQ(m.result(), 0.0);
+  m.update_state(tf::constant({7}));
+  EXPECT_DOUBLE_EQ(m.result(), 7.0);
+}
+
+TEST(MeanMetric, WeightsScaleValuesAndCount) {
+  tf::metrics::Mean m;
+  m.update_state(tf::constant({1.0, 2.0}), tf::constant({3.0, 1.0}));
+  EXPECT_DOUBLE_EQ(m.result(), (1.0 * 3 + 2.0 * 1) / 4);
+  EXPECT_DOUBLE_EQ(m.count(), 4.0);
+}
+
+TEST(MeanMetric, WeightsBroadcastToTheValues) {
+  tf::metrics::Mean m;
+  m.update_state(tf::constant({{1.f, 2.f}, {3.f, 4.f}}), tf::constant({{1.f}, {0.f}}));
+  EXPECT_DOUBLE_EQ(m.result(), 1.5);  // only the first row counts
+}
+
+TEST(MeanMetric, WeightsThatDoNotBroadcastThrow) {
+  tf::metrics::Mean m("loss");
+  EXPECT_THAT([&] { m.update_state(tf::ones({2}), tf::ones({3})); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[loss]"), HasSubstr("(3,)"), HasSubstr("(2,)"))));
+}
+
+TEST(MeanMetric, RecordsNothingOnALiveTape) {
+  tf::Variable w(2.0f);
+  tf::GradientTape tape;
+  tf::Tensor loss = w * w;
+  tf::Tensor scores = tf::reshape(tf::stack({loss, loss * 2.f}, 0), {1, 2});
+  const std::size_t before = tape.num_recorded_ops();
+  tf::metrics::Mean m;
+  m.update_state(loss);
+  tf::metrics::SparseCategoricalAccuracy acc;
+  acc.update_state(tf::constant({0}), scores);
+  EXPECT_EQ(tape.num_recorded_ops(), before);
+  EXPECT_DOUBLE_EQ(m.result(), 4.0);
+}
+
+TEST(AccuracyMetric, CountsExactMatches) {
+  tf::metrics::Accuracy acc;
+  acc.update_state(tf::constant({1, 2, 3, 4}), tf::constant({1, 2, 0, 4}));
+  EXPECT_DOUBLE_EQ(acc.result(), 0.75);
+  acc.update_state(tf::constant({1, 1, 1, 1}), tf::constant({0, 0, 0, 0}));
+  EXPECT_DOUBLE_EQ(acc.result(), 3.0 / 8);
+  acc.reset_state();
+  EXPECT_EQ(acc.result(), 0.0);
+}
+
+TEST(AccuracyMetric, ShapeMismatchThrows) {
+  tf::metrics::Accuracy acc;
+  EXPECT_THAT([&] { acc.update_state(tf::ones({2}), tf::ones({3})); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[accuracy]"), HasSubstr("(2,)"))));
+}
+
+TEST(BinaryAccuracyMetric, ThresholdsPredictionsAtOneHalf) {
+  tf::metrics::BinaryAccuracy acc;
+  acc.update_state(tf::constant({1.f, 0.f, 1.f}), tf::constant({0.7f, 0.6f, 0.2f}));
+  EXPECT_DOUBLE_EQ(acc.result(), 1.0 / 3);
+}
+
+TEST(CategoricalAccuracyMetric, ComparesArgmaxOfLabelsAndPredictions) {
+  tf::metrics::CategoricalAccuracy acc;
+  acc.update_state(tf::constant({{0.f, 0.f, 1.f}, {0.f, 1.f, 0.f}}), tf::constant({{0.1f, 0.2f, 0.7f}, {0.6f, 0.3f, 0.1f}}));
+  EXPECT_DOUBLE_EQ(acc.result(), 0.5);
+  acc.update_state(tf::constant({{1.f, 0.f, 0.f}}), tf::constant({{5.f, -1.f, 2.f}}));
+  EXPECT_DOUBLE_EQ(acc.result(), 2.0 / 3);
+}
+
+TEST(SparseCategoricalAccuracyMetric, ComparesLabelsWithArgmax) {
+  tf::metrics::SparseCategoricalAccuracy acc;
+  tf::Tensor scores = tf::constant({{0.9f, 0.1f, 0.f}, {0.2f, 0.5f, 0.3f}});
+  acc.update_state(tf::constant(std::vector<std::int64_t>{0, 2}, {2}), scores);
+  EXPECT_DOUBLE_EQ(acc.result(), 0.5);
+  acc.update_state(tf::constant(std::vector<std::int32_t>{0, 1}, {2, 1}), scores);  // (batch, 1) labels
+  EXPECT_DOUBLE_EQ(acc.result(), 0.75);
+  acc.reset_state();
+  EXPECT_EQ(acc.result(), 0.0);
+}
+
+TEST(SparseCategoricalAccuracyMetric, RejectsFloatLabelsAndWrongShapes) {
+  tf::metrics::SparseCategoricalAccuracy acc;
+  EXPECT_THAT([&] { acc.update_state(tf::zeros({2}), tf::ones({2, 3})); },
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  AllOf(HasSubstr("[sparse_categorical_accuracy]"), HasSubstr("int32 or int64"))));
+  EXPECT_THAT([&] { acc.update_state(tf::constant({0, 1, 2}), tf::ones({2, 3})); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("(3,)"), HasSubstr("(2, 3)"))));
+}
+
+}  // namespace

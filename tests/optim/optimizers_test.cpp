@@ -1,0 +1,212 @@
+// The update rules: the first updates of SGD, Adam, AdamW and RMSprop against values computed by
+// hand from Keras's formulas (written out in each test), in float64; float32 works too; and each
+// optimizer trains a linear regression y = 3x + 2 on a GradientTape.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+constexpr double kTol = 1e-12;
+
+/// A float64 scalar variable named "w" (Keras style).
+tf::Variable scalar_var(double value) {
+  return tf::Variable(tf::constant(value), {.name = "w", .keras_style = true});
+}
+
+/// Applies gradient `g` to `w` and returns w's new value.
+double step(tf::optim::Optimizer& opt, tf::Variable& w, double g) {
+  opt.apply_gradients({tf::constant(g)}, {w});
+  return w.value().item<double>();
+}
+
+TEST(SGD, PlainUpdateIsLearningRateTimesGradient) {
+  tf::Variable w = scalar_var(1.0);
+  tf::optim::SGD opt(0.1);
+  EXPECT_NEAR(step(opt, w, 0.5), 1.0 - 0.1 * 0.5, kTol);    // 0.95
+  EXPECT_NEAR(step(opt, w, -1.0), 0.95 + 0.1 * 1.0, kTol);  // 1.05
+  EXPECT_EQ(opt.variables().size(), 1u);                    // no slots without momentum
+}
+
+TEST(SGD, MomentumAccumulatesVelocity) {
+  tf::Variable w = scalar_var(1.0);
+  tf::optim::SGD opt(0.1, 0.9);
+  // v1 = 0.9 * 0 - 0.1 * 1 = -0.1;      w = 1 - 0.1 = 0.9
+  EXPECT_NEAR(step(opt, w, 1.0), 0.9, kTol);
+  // v2 = 0.9 * -0.1 - 0.1 * 1 = -0.19;  w = 0.9 - 0.19 = 0.71
+  EXPECT_NEAR(step(opt, w, 1.0), 0.71, kTol);
+  // v3 = 0.9 * -0.19 - 0.1 * 2 = -0.371;  w = 0.71 - 0.371 = 0.339
+  EXPECT_NEAR(step(opt, w, 2.0), 0.339, kTol);
+  EXPECT_NEAR(opt.slot(w, "momentum").value().item<double>(), -0.371, kTol);
+}
+
+TEST(SGD, NesterovLooksAheadAlongTheVelocity) {
+  tf::Variable w = scalar_var(1.0);
+  tf::optim::SGD opt(0.1, 0.9, /*nesterov=*/true);
+  // v1 = -0.1;   w += 0.9 * -0.1 - 0.1 * 1 = -0.19   -> 0.81
+  EXPECT_NEAR(step(opt, w, 1.0), 0.81, kTol);
+  // v2 = 0.9 * -0.1 - 0.1 = -0.19;  w += 0.9 * -0.19 - 0.1 = -0.271  -> 0.539
+  EXPECT_NEAR(step(opt, w, 1.0), 0.539, kTol);
+}
+
+TEST(SGD, UpdatesEveryElementOfAFloat32Tensor) {
+  tf::Variable w(tf::constant({1.f, 2.f}), {.name = "w", .keras_style = true});
+  tf::optim::SGD opt(0.5);
+  opt.apply_gradients({tf::constant({1.f, -2.f})}, {w});
+  EXPECT_THAT(w.value().to_vector<float>(), ::testing::ElementsAre(0.5f, 3.f));
+}
+
+TEST(Adam, FirstStepsFollowKerasBiasCorrectedFormula) {
+  const double lr = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-7;
+  tf::Variable w = scalar_var(1.0);
+  tf::optim::Adam opt(lr);
+  // t = 1, g = 1: m = 0.1, v = 0.001, lr_t = 0.1 * sqrt(1 - 0.999) / (1 - 0.9)
+  double m = 0.1, v = 0.001;
+  double lr_t = lr * std::sqrt(1 - b2) / (1 - b1);
+  double expected = 1.0 - lr_t * m / (std::sqrt(v) + eps);  // 0.9000003162...
+  EXPECT_NEAR(step(opt, w, 1.0), expected, kTol);
+  EXPECT_NEAR(expected, 0.90000031622, 1e-10);
+  // t = 2, g = -2: m = 0.1 + (-2 - 0.1) * 0.1 = -0.11, v = 0.001 + (4 - 0.001) * 0.001 = 0.004999
+  m = -0.11;
+  v = 0.004999;
+  lr_t = lr * std::sqrt(1 - b2 * b2) / (1 - b1 * b1);
+  expected -= lr_t * m / (std::sqrt(v) + eps);
+  EXPECT_NEAR(step(opt, w, -2.0), expected, kTol);
+  EXPECT_NEAR(opt.slot(w, "m").value().item<double>(), -0.11, kTol);
+  EXPECT_NEAR(opt.slot(w, "v").value().item<double>(), 0.004999, kTol);
+}
+
+TEST(Adam, AmsgradKeepsTheLargestSecondMoment) {
+  const double lr = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-7;
+  tf::Variable w = scalar_var(0.0);
+  tf::optim::Adam opt(lr, {.amsgrad = true});
+  step(opt, w, 2.0);  // m = 0.2, v = v_hat = 0.004
+  const double w1 = w.value().item<double>();
+  // t = 2, g = 0: m = 0.2 * 0.9 = 0.18, v = 0.004 * 0.999 = 0.003996, v_hat = max(0.004, 0.003996)
+  const double lr_t = lr * std::sqrt(1 - b2 * b2) / (1 - b1 * b1);
+  EXPECT_NEAR(step(opt, w, 0.0), w1 - lr_t * 0.18 / (std::sqrt(0.004) + eps), kTol);
+  EXPECT_NEAR(opt.slot(w, "v").value().item<double>(), 0.003996, kTol);
+  EXPECT_NEAR(opt.slot(w, "v_hat").value().item<double>(), 0.004, kTol);
+}
+
+TEST(AdamW, DecaysWeightsBeforeTheAdamStep) {
+  const double lr = 0.1, wd = 0.5, b1 = 0.9, b2 = 0.999, eps = 1e-7;
+  tf::Variable w = scalar_var(1.0);
+  tf::optim::AdamW opt(lr, wd);
+  // decay: w = 1 - 0.1 * 0.5 * 1 = 0.95; then Adam's t = 1 step with g = 1 (m = 0.1, v = 0.001)
+  const double adam1 = lr * std::sqrt(1 - b2) / (1 - b1) * 0.1 / (std::sqrt(0.001) + eps);
+  double expected = 0.95 - adam1;
+  EXPECT_NEAR(step(opt, w, 1.0), expected, kTol);
+  // t = 2, g = 1: decay by 1 - 0.05, then m = 0.19, v = 0.001999
+  const double adam2 = lr * std::sqrt(1 - b2 * b2) / (1 - b1 * b1) * 0.19 / (std::sqrt(0.001999) + eps);
+  expected = expected * (1 - lr * wd) - adam2;
+  EXPECT_NEAR(step(opt, w, 1.0), expected, kTol);
+}
+
+TEST(AdamW, ZeroGradientStillDecays) {
+  tf::Variable w = scalar_var(2.0);
+  tf::optim::AdamW opt(0.1, 0.5);
+  // w = 2 - 0.1 * 0.5 * 2 = 1.9; the Adam step is 0 (m = 0)
+  EXPECT_NEAR(step(opt, w, 0.0), 1.9, kTol);
+}
+
+TEST(RMSprop, DividesByTheRootMeanSquare) {
+  const double lr = 0.1, eps = 1e-7;
+  tf::Variable w = scalar_var(1.0);
+  tf::optim::RMSprop opt(lr);
+  // velocity = 0.9 * 0 + 0.1 * 1 = 0.1;  w -= 0.1 * 1 / sqrt(0.1 + 1e-7)
+  double expected = 1.0 - lr / std::sqrt(0.1 + eps);  // 0.68377...
+  EXPECT_NEAR(step(opt, w, 1.0), expected, kTol);
+  // velocity = 0.9 * 0.1 + 0.1 * 4 = 0.49;  w -= 0.1 * 2 / sqrt(0.49 + 1e-7)
+  expected -= lr * 2.0 / std::sqrt(0.49 + eps);
+  EXPECT_NEAR(step(opt, w, 2.0), expected, kTol);
+  EXPECT_NEAR(opt.slot(w, "velocity").value().item<double>(), 0.49, kTol);
+}
+
+TEST(RMSprop, CenteredSubtractsTheSquaredMeanGradient) {
+  const double lr = 0.1, eps = 1e-7;
+  tf::Variable w = scalar_var(1.0);
+  tf::optim::RMSprop opt(lr, {.centered = true});
+  // velocity = 0.1, average_gradient = 0.1 * 1 = 0.1;  denominator = 0.1 - 0.01 + 1e-7
+  double expected = 1.0 - lr / std::sqrt(0.09 + eps);
+  EXPECT_NEAR(step(opt, w, 1.0), expected, kTol);
+  // velocity = 0.09 + 0.1 = 0.19, average_gradient = 0.09 + 0.1 = 0.19;  0.19 - 0.0361 + 1e-7
+  expected -= lr / std::sqrt(0.19 - 0.0361 + eps);
+  EXPECT_NEAR(step(opt, w, 1.0), expected, kTol);
+  EXPECT_NEAR(opt.slot(w, "average_gradient").value().item<double>(), 0.19, kTol);
+}
+
+TEST(RMSprop, MomentumAccumulatesIncrements) {
+  const double lr = 0.1, eps = 1e-7;
+  tf::Variable w = scalar_var(1.0);
+  tf::optim::RMSprop opt(lr, {.momentum = 0.5});
+  const double inc1 = lr / std::sqrt(0.1 + eps);   // velocity 0.1
+  const double inc2 = lr / std::sqrt(0.19 + eps);  // velocity 0.19
+  // m1 = inc1; m2 = 0.5 * inc1 + inc2
+  EXPECT_NEAR(step(opt, w, 1.0), 1.0 - inc1, kTol);
+  EXPECT_NEAR(step(opt, w, 1.0), 1.0 - inc1 - (0.5 * inc1 + inc2), kTol);
+}
+
+// ---- end to end ---------------------------------------------------------------------------------
+
+struct Fit {
+  double w, b, loss;
+};
+
+/// Fits y = w * x + b to y = 3x + 2 on 32 points in [-1, 1] (float32) for `steps` steps.
+Fit fit_line(tf::optim::Optimizer& opt, int steps = 200) {
+  const tf::Tensor x = tf::linspace(-1.0, 1.0, 32);
+  const tf::Tensor y = x * 3.f + 2.f;
+  tf::Variable w(0.0f, {.name = "w", .keras_style = true});
+  tf::Variable b(0.0f, {.name = "b", .keras_style = true});
+  double loss = 0;
+  for (int i = 0; i < steps; ++i) {
+    tf::GradientTape tape;
+    tf::Tensor l = tf::losses::mean_squared_error(y, x * w + b);
+    loss = l.item<float>();
+    opt.apply_gradients(tape.gradient(l, std::vector<tf::Variable>{w, b}), {w, b});
+  }
+  return {w.value().item<float>(), b.value().item<float>(), loss};
+}
+
+struct TrainCase {
+  std::string name;
+  std::function<std::unique_ptr<tf::optim::Optimizer>()> make;
+};
+
+class TrainsLinearRegression : public ::testing::TestWithParam<TrainCase> {};
+
+TEST_P(TrainsLinearRegression, ReachesSlopeThreeInterceptTwo) {
+  auto opt = GetParam().make();
+  const Fit fit = fit_line(*opt);
+  EXPECT_LT(fit.loss, 1e-2);
+  EXPECT_NEAR(fit.w, 3.0, 0.1);
+  EXPECT_NEAR(fit.b, 2.0, 0.1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Optimizers, TrainsLinearRegression,
+    ::testing::Values(
+        TrainCase{"SGD", [] { return std::make_unique<tf::optim::SGD>(0.3); }},
+        TrainCase{"SGDMomentum", [] { return std::make_unique<tf::optim::SGD>(0.05, 0.9); }},
+        TrainCase{"SGDNesterov", [] { return std::make_unique<tf::optim::SGD>(0.05, 0.9, true); }},
+        TrainCase{"Adam", [] { return std::make_unique<tf::optim::Adam>(0.1); }},
+        TrainCase{"AdamAmsgrad", [] { return std::make_unique<tf::optim::Adam>(0.1, tf::optim::AdamOptions{.amsgrad = true}); }},
+        TrainCase{"AdamW", [] { return std::make_unique<tf::optim::AdamW>(0.1); }},
+        TrainCase{"RMSprop", [] { return std::make_unique<tf::optim::RMSprop>(0.05); }},
+        TrainCase{"RMSpropCenteredMomentum",
+                  [] { return std::make_unique<tf::optim::RMSprop>(0.01, tf::optim::RMSpropOptions{.momentum = 0.9, .centered = true}); }},
+        TrainCase{"SGDGlobalClipnorm",
+                  [] { return std::make_unique<tf::optim::SGD>(0.3, 0, false, tf::optim::ClipOptions{.global_clipnorm = 1.0}); }}),
+    [](const ::testing::TestParamInfo<TrainCase>& info) { return info.param.name; });
+
+}  // namespace
