@@ -170,7 +170,8 @@ class GradientTape {
   ///
   /// With `parallel` (TensorFlow's experimental_use_pfor), the backward pass runs once with a
   /// stack of one-hot cotangents (in chunks bounded to about 256 MiB) when every op on the path
-  /// can take stacked cotangents (elementwise math, matmul, variable reads, broadcasting); an
+  /// can take stacked cotangents (elementwise math, matmul, reshape, broadcasting, sum and mean,
+  /// variable reads); an
   /// op that cannot makes it fall back to one backward pass per target element, and says so in
   /// an Info log naming the op. `parallel = false` always uses the per-row loop.
   template <nest::Nestable S>

@@ -53,7 +53,12 @@ struct Reshape {
   static Grads backward(const GradContext& c) {
     const auto d = c.batched(c.input_shape(0)).dims();
     return {reshape(c.dy(), {d.begin(), d.end()})};
+  }  // JVP: dy = reshape(dx)
+  static Tangents jvp(const JvpContext& c) {
+    const auto d = c.output().shape().dims();
+    return {reshape(c.tangent(0), {d.begin(), d.end()})};
   }
+
 };
 
 // y = broadcast_to(x, shape);  dx = sum of dy over the broadcast dimensions

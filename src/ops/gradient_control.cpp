@@ -15,6 +15,8 @@ struct Identity {
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
   static Grads backward(const GradContext& c) { return {c.dy()}; }
+  // JVP: dy = dx
+  static Tangents jvp(const JvpContext& c) { return {c.tangent(0)}; }
 };
 
 // y = x; no gradient by design (tf.stop_gradient).

@@ -173,6 +173,14 @@ Tensor batched_product(std::string_view op, const MatMulAttrs& at, const Tensor&
 ///   (T, T): da = b^T @ dc^T    db = dc^T @ a^T
 /// In the batched case the results are summed over the batch dimensions each operand was
 /// broadcast along (sum_to_shape).
+/// JVP of a product: dc = op(da) @ op(b) + op(a) @ op(db).
+Tangents product_jvp(const JvpContext& c) {
+  const auto& at = c.attrs<MatMulAttrs>();
+  return {sum_tangents({c.has_tangent(0) ? matmul(c.tangent(0), c.input(1), at.transpose_a, at.transpose_b) : Tensor(),
+                        c.has_tangent(1) ? matmul(c.input(0), c.tangent(1), at.transpose_a, at.transpose_b) : Tensor()},
+                       c.output().shape())};
+}
+
 Grads product_grads(const GradContext& c) {
   const auto& at = c.attrs<MatMulAttrs>();
   const Tensor& a = c.input(0);
@@ -204,6 +212,7 @@ struct MatMul {
     return batched_product(kName, at, a, b);
   }
   static Grads backward(const GradContext& c) { return product_grads(c); }
+  static Tangents jvp(const JvpContext& c) { return product_jvp(c); }
 };
 
 // c[..., :, :] = op(a[..., :, :]) @ op(b[..., :, :]) with broadcast batch dimensions;
@@ -218,6 +227,7 @@ struct BatchMatMulV2 {
     return batched_product(kName, at, a, b);
   }
   static Grads backward(const GradContext& c) { return product_grads(c); }
+  static Tangents jvp(const JvpContext& c) { return product_jvp(c); }
 };
 
 }  // namespace

@@ -37,7 +37,9 @@ struct AddV2 {
   }
   static Grads backward(const GradContext& c) {
     return {sum_to_shape(c.dy(), c.input_shape(0)), sum_to_shape(c.dy(), c.input_shape(1))};
-  }
+  }  // JVP: dz = dx + dy
+  static Tangents jvp(const JvpContext& c) { return {sum_tangents({(c.has_tangent(0) ? c.tangent(0) : Tensor()), (c.has_tangent(1) ? c.tangent(1) : Tensor())}, c.output().shape())}; }
+
 };
 
 // z = x - y;  dx = dy, dy_ = -dy
@@ -52,7 +54,9 @@ struct Sub {
     Grads g{sum_to_shape(c.dy(), c.input_shape(0)), std::nullopt};
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(-c.dy(), c.input_shape(1));
     return g;
-  }
+  }  // JVP: dz = dx - dy
+  static Tangents jvp(const JvpContext& c) { return {sum_tangents({(c.has_tangent(0) ? c.tangent(0) : Tensor()), c.has_tangent(1) ? -c.tangent(1) : Tensor()}, c.output().shape())}; }
+
 };
 
 // z = x * y;  dx = dy * y, dy_ = dy * x
@@ -68,7 +72,9 @@ struct Mul {
     if (c.needs_input_grad(0)) g[0] = sum_to_shape(c.dy() * c.input(1), c.input_shape(0));
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(c.dy() * c.input(0), c.input_shape(1));
     return g;
-  }
+  }  // JVP: dz = dx * y + x * dy
+  static Tangents jvp(const JvpContext& c) { return {sum_tangents({c.has_tangent(0) ? c.tangent(0) * c.input(1) : Tensor(), c.has_tangent(1) ? c.input(0) * c.tangent(1) : Tensor()}, c.output().shape())}; }
+
 };
 
 // z = x / y;  dx = dy / y, dy_ = -dy * x / y^2
@@ -101,7 +107,9 @@ struct RealDiv {
     if (c.needs_input_grad(0)) g[0] = sum_to_shape(c.dy() / y, c.input_shape(0));
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(-c.dy() * x / (y * y), c.input_shape(1));
     return g;
-  }
+  }  // JVP: dz = dx / y - z * dy / y
+  static Tangents jvp(const JvpContext& c) { return {sum_tangents({c.has_tangent(0) ? c.tangent(0) / c.input(1) : Tensor(), c.has_tangent(1) ? -c.output() * c.tangent(1) / c.input(1) : Tensor()}, c.output().shape())}; }
+
 };
 
 // y = -x;  dx = -dy
@@ -123,6 +131,8 @@ struct Neg {
     return out;
   }
   static Grads backward(const GradContext& c) { return {-c.dy()}; }
+  // JVP: dy = -dx
+  static Tangents jvp(const JvpContext& c) { return {-c.tangent(0)}; }
 };
 
 /// Validates float dtypes and shapes, then runs the array kernel

@@ -62,6 +62,8 @@ struct Exp {
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(exp)); }
   static Grads backward(const GradContext& c) { return {c.dy() * c.output(0)}; }
+  // JVP: dy = dx * y
+  static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * c.output()}; }
 };
 
 // y = exp(x) - 1;  dx = dy * exp(x)
@@ -80,6 +82,8 @@ struct Log {
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log)); }
   static Grads backward(const GradContext& c) { return {c.dy() / c.input(0)}; }
+  // JVP: dy = dx / x
+  static Tangents jvp(const JvpContext& c) { return {c.tangent(0) / c.input(0)}; }
 };
 
 // y = log(1 + x);  dx = dy / (1 + x)
@@ -109,6 +113,8 @@ struct Square {
     });
   }
   static Grads backward(const GradContext& c) { return {c.dy() * (c.input(0) * 2)}; }
+  // JVP: dy = 2 x dx
+  static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (c.input(0) * 2)}; }
 };
 
 // y = sqrt(x);  dx = dy / (2y)
@@ -118,6 +124,8 @@ struct Sqrt {
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sqrt)); }
   static Grads backward(const GradContext& c) { return {c.dy() * 0.5 / c.output(0)}; }
+  // JVP: dy = dx / (2 y)
+  static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * 0.5 / c.output()}; }
 };
 
 // y = 1 / sqrt(x);  dx = -dy * y^3 / 2
@@ -187,6 +195,8 @@ struct Sin {
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sin)); }
   static Grads backward(const GradContext& c) { return {c.dy() * cos(c.input(0))}; }
+  // JVP: dy = dx * cos(x)
+  static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * cos(c.input(0))}; }
 };
 
 // y = cos(x);  dx = -dy * sin(x)
@@ -196,6 +206,8 @@ struct Cos {
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cos)); }
   static Grads backward(const GradContext& c) { return {-c.dy() * sin(c.input(0))}; }
+  // JVP: dy = -dx * sin(x)
+  static Tangents jvp(const JvpContext& c) { return {-c.tangent(0) * sin(c.input(0))}; }
 };
 
 // y = tan(x);  dx = dy / cos(x)^2
@@ -259,6 +271,8 @@ struct Tanh {
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tanh)); }
   static Grads backward(const GradContext& c) { return {c.dy() * (1 - square(c.output(0)))}; }
+  // JVP: dy = dx * (1 - y^2)
+  static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (1 - square(c.output()))}; }
 };
 
 // y = 1 / (1 + exp(-x));  dx = dy * y * (1 - y)
@@ -284,7 +298,9 @@ struct Sigmoid {
   static Grads backward(const GradContext& c) {
     const Tensor& y = c.output(0);
     return {c.dy() * (y * (1 - y))};
-  }
+  }  // JVP: dy = dx * y * (1 - y)
+  static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (c.output() * (1 - c.output()))}; }
+
 };
 
 // y = log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|)) (no overflow, no cancellation);

@@ -30,6 +30,14 @@ void require_same_dtype(const Tensor& x, const Tensor& y, std::string_view op) {
                    op, describe(x), describe(y));
 }
 
+Tensor sum_tangents(std::initializer_list<Tensor> terms, const Shape& out) {
+  Tensor total;
+  for (const Tensor& t : terms)
+    if (t.defined()) total = total.defined() ? total + t : t;
+  if (total.defined() && total.shape() != out) total = broadcast_to(total, out);
+  return total;
+}
+
 Tensor sum_to_shape(const Tensor& g, const Shape& shape) {
   // In a vectorised Jacobian the leading batch dimensions of g belong to the cotangent stack and
   // are kept: the target is batch + shape.

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "autodiff/dispatch.h"
+#include "autodiff/jvp.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "tapeflow/ops/math.h"
@@ -11,6 +12,8 @@
 namespace tapeflow::ops {
 
 using autodiff::apply;
+using autodiff::JvpContext;
+using Tangents = std::vector<Tensor>;
 using autodiff::apply_list;
 using autodiff::apply_with;
 using autodiff::kSavesInputs;
@@ -37,6 +40,10 @@ decltype(auto) visit_floating(DType d, Fn&& fn) {
   if (d == DType::Float64) return fn.template operator()<double>();
   return fn.template operator()<float>();
 }
+
+/// The sum of the defined terms (each a tangent contribution), broadcast to `out`: how an op's
+/// JVP rule adds up the parts from inputs that have tangents. Undefined when no term is.
+Tensor sum_tangents(std::initializer_list<Tensor> terms, const Shape& out);
 
 /// Sums `g` down to `shape`, undoing NumPy broadcasting: the gradient of a broadcast operand.
 /// Differentiable (built from reduce_sum and reshape), so higher derivatives work.

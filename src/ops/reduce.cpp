@@ -89,6 +89,7 @@ Tensor visit_numeric(const Tensor& x, std::string_view op, Fn&& fn) {
 struct Sum {
   static constexpr std::string_view kName = "Sum";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr bool kBatchable = true;  // shapes below are batched(...)
   using Attrs = ReduceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     return visit_numeric(x, kName, [&]<class T>() {
@@ -97,7 +98,12 @@ struct Sum {
   }
   static Grads backward(const GradContext& c) {
     const auto& a = c.attrs<Attrs>();
-    return {broadcast_to(reshape(c.dy(), dims_of(a.keepdims_shape)), c.input_shape(0))};
+    return {broadcast_to(reshape(c.dy(), dims_of(c.batched(a.keepdims_shape))), c.batched(c.input_shape(0)))};
+  }
+  // JVP: dy = sum(dx, axes)
+  static Tangents jvp(const JvpContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    return {reduce_sum(c.tangent(0), to_axes(a.axes), a.keepdims)};
   }
 };
 
@@ -105,6 +111,7 @@ struct Sum {
 struct Mean {
   static constexpr std::string_view kName = "Mean";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr bool kBatchable = true;  // shapes below are batched(...)
   using Attrs = ReduceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     return visit_numeric(x, kName, [&]<class T>() {
@@ -126,7 +133,12 @@ struct Mean {
     const auto& a = c.attrs<Attrs>();
     // An empty input has no gradient elements: scale by 0 rather than divide by 0.
     const double scale = a.count > 0 ? 1.0 / static_cast<double>(a.count) : 0.0;
-    return {broadcast_to(reshape(c.dy() * scale, dims_of(a.keepdims_shape)), c.input_shape(0))};
+    return {broadcast_to(reshape(c.dy() * scale, dims_of(c.batched(a.keepdims_shape))), c.batched(c.input_shape(0)))};
+  }
+  // JVP: dy = mean(dx, axes)
+  static Tangents jvp(const JvpContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    return {reduce_mean(c.tangent(0), to_axes(a.axes), a.keepdims)};
   }
 };
 

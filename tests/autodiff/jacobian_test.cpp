@@ -234,3 +234,30 @@ TEST(BatchJacobianVectorised, UnbatchableOpFallsBackColumnByColumn) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Hessian, MatchesFiniteDifferencesOfTheGradient) {
+  // g(x) = sum(tanh(W x)) with x a column: H = W^T diag(-2 tanh(Wx) (1 - tanh^2(Wx))) W.
+  const tf::Tensor w = tf::random::normal({4, 3}, 0, 1, tf::float64, 21);
+  auto g = [&](const tf::Tensor& x) { return tf::reduce_sum(tf::tanh(tf::matmul(w, tf::reshape(x, {3, 1})))); };
+  const tf::Tensor x = tf::constant(std::vector<double>{0.3, -0.2, 0.5});
+  const auto h = tf::hessian(g, x).to_vector<double>();
+  auto grad_at = [&](std::vector<double> v) {
+    tf::Tensor xv = tf::constant(v);
+    tf::GradientTape tape;
+    tape.watch(xv);
+    return tape.gradient(g(xv), xv)->to_vector<double>();
+  };
+  for (int c = 0; c < 3; ++c) {
+    auto xp = x.to_vector<double>(), xm = xp;
+    xp[static_cast<std::size_t>(c)] += 1e-6;
+    xm[static_cast<std::size_t>(c)] -= 1e-6;
+    const auto gp = grad_at(xp), gm = grad_at(xm);
+    for (int r = 0; r < 3; ++r)
+      EXPECT_NEAR(h[static_cast<std::size_t>(r * 3 + c)], (gp[static_cast<std::size_t>(r)] - gm[static_cast<std::size_t>(r)]) / 2e-6,
+                  1e-6);
+  }
+}
+
+}  // namespace
