@@ -4,7 +4,8 @@
 // Beside each, the GEMM the forward pass reduces to (tf::matmul, i.e. OpenBLAS, of an im2col-sized
 // (64 * oh * ow, 9 * in_ch) matrix by the filters), so the ratio shows what im2col costs.
 // "GFLOP" is a rate over the forward multiply-adds (2 * rows * patch * out_ch per pass; the
-// backward pass does twice that again).
+// backward pass does twice that again), per second of wall time (OpenBLAS and parallel_for use
+// several threads).
 //
 //   ./build-bench/bench/bench_conv
 
@@ -75,11 +76,11 @@ void matmul_baseline(benchmark::State& state, ConvShape s) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(conv_forward, conv1_64x28x28x1_3x3x32, kConv1)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(matmul_baseline, conv1_64x28x28x1_3x3x32, kConv1)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(conv_forward_backward, conv1_64x28x28x1_3x3x32, kConv1)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(conv_forward, conv2_64x14x14x32_3x3x64, kConv2)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(matmul_baseline, conv2_64x14x14x32_3x3x64, kConv2)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(conv_forward_backward, conv2_64x14x14x32_3x3x64, kConv2)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(conv_forward, conv1_64x28x28x1_3x3x32, kConv1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(matmul_baseline, conv1_64x28x28x1_3x3x32, kConv1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(conv_forward_backward, conv1_64x28x28x1_3x3x32, kConv1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(conv_forward, conv2_64x14x14x32_3x3x64, kConv2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(matmul_baseline, conv2_64x14x14x32_3x3x64, kConv2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(conv_forward_backward, conv2_64x14x14x32_3x3x64, kConv2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();
