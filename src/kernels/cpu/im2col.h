@@ -61,8 +61,14 @@ void im2col(const T* x, std::int64_t images, const WindowGeometry& g, T* cols) {
             o += g.kw * g.c;
             continue;
           }
+          const std::int64_t ix0 = ox * g.sw - g.pad_left;
+          if (ix0 >= 0 && ix0 + g.kw <= g.w) {  // the whole window row is inside: one contiguous span
+            std::copy(xi + (iy * g.w + ix0) * g.c, xi + (iy * g.w + ix0 + g.kw) * g.c, o);
+            o += g.kw * g.c;
+            continue;
+          }
           for (std::int64_t kx = 0; kx < g.kw; ++kx, o += g.c) {
-            const std::int64_t ix = ox * g.sw - g.pad_left + kx;
+            const std::int64_t ix = ix0 + kx;
             if (ix < 0 || ix >= g.w)
               std::fill(o, o + g.c, T(0));
             else
@@ -92,8 +98,15 @@ void col2im_add(const T* cols, std::int64_t images, const WindowGeometry& g, T* 
               p += g.kw * g.c;
               continue;
             }
+            const std::int64_t ix0 = ox * g.sw - g.pad_left;
+            if (ix0 >= 0 && ix0 + g.kw <= g.w) {  // one contiguous span
+              T* dst = xi + (iy * g.w + ix0) * g.c;
+              for (std::int64_t j = 0; j < g.kw * g.c; ++j) dst[j] += p[j];
+              p += g.kw * g.c;
+              continue;
+            }
             for (std::int64_t kx = 0; kx < g.kw; ++kx, p += g.c) {
-              const std::int64_t ix = ox * g.sw - g.pad_left + kx;
+              const std::int64_t ix = ix0 + kx;
               if (ix < 0 || ix >= g.w) continue;
               T* dst = xi + (iy * g.w + ix) * g.c;
               for (std::int64_t ci = 0; ci < g.c; ++ci) dst[ci] += p[ci];
