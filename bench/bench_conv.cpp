@@ -27,14 +27,18 @@ const ConvShape kConv2{64, 14, 14, 32, 64};
 
 std::vector<float> values(std::int64_t count, int salt) {
   std::vector<float> v(static_cast<std::size_t>(count));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int>((i * 7 + salt) % 17) - 8) / 8.f;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>(static_cast<int>((i * 7 + salt) % 17) - 8) / 8.f;
   return v;
 }
 
-double forward_flops(const ConvShape& s) { return 2.0 * static_cast<double>(s.n * s.h * s.w * 9 * s.c * s.oc); }
+double forward_flops(const ConvShape& s) {
+  return 2.0 * static_cast<double>(s.n * s.h * s.w * 9 * s.c * s.oc);
+}
 
 void set_flops(benchmark::State& state, const ConvShape& s, double passes) {
-  state.counters["GFLOP"] = benchmark::Counter(1e-9 * passes * forward_flops(s), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP"] =
+      benchmark::Counter(1e-9 * passes * forward_flops(s), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void conv_forward(benchmark::State& state, ConvShape s) {
@@ -76,11 +80,23 @@ void matmul_baseline(benchmark::State& state, ConvShape s) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(conv_forward, conv1_64x28x28x1_3x3x32, kConv1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(matmul_baseline, conv1_64x28x28x1_3x3x32, kConv1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(conv_forward_backward, conv1_64x28x28x1_3x3x32, kConv1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(conv_forward, conv2_64x14x14x32_3x3x64, kConv2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(matmul_baseline, conv2_64x14x14x32_3x3x64, kConv2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(conv_forward_backward, conv2_64x14x14x32_3x3x64, kConv2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(conv_forward, conv1_64x28x28x1_3x3x32, kConv1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(matmul_baseline, conv1_64x28x28x1_3x3x32, kConv1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(conv_forward_backward, conv1_64x28x28x1_3x3x32, kConv1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(conv_forward, conv2_64x14x14x32_3x3x64, kConv2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(matmul_baseline, conv2_64x14x14x32_3x3x64, kConv2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(conv_forward_backward, conv2_64x14x14x32_3x3x64, kConv2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

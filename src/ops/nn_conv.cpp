@@ -64,7 +64,8 @@ std::int64_t mul_or_neg(std::int64_t a, std::int64_t b) {
 
 /// Output size and leading padding of one spatial dimension (TensorFlow's rule); false when a
 /// VALID window is larger than a non-empty input.
-bool spatial_dim(std::int64_t in, std::int64_t k, std::int64_t s, bool same, std::int64_t& out, std::int64_t& pad) {
+bool spatial_dim(std::int64_t in, std::int64_t k, std::int64_t s, bool same, std::int64_t& out,
+                 std::int64_t& pad) {
   pad = 0;
   if (same) {
     out = in / s + (in % s != 0 ? 1 : 0);
@@ -81,8 +82,8 @@ bool spatial_dim(std::int64_t in, std::int64_t k, std::int64_t s, bool same, std
 }
 
 void require_rank4(std::string_view op, const Shape& s, std::string_view arg, std::string_view layout) {
-  TAPEFLOW_REQUIRE(s.rank() == 4, InvalidArgumentError, "[{}] '{}' must have rank 4 ({}), got shape {}", op, arg,
-                   layout, s.to_string());
+  TAPEFLOW_REQUIRE(s.rank() == 4, InvalidArgumentError, "[{}] '{}' must have rank 4 ({}), got shape {}", op,
+                   arg, layout, s.to_string());
 }
 
 /// The validated geometry of a (kh, kw) window over the NHWC shape `in`. `what()` describes the
@@ -107,10 +108,11 @@ cpu::WindowGeometry window_geometry(std::string_view op, const Shape& in, Pair k
   g.sw = strides[1];
   const bool fits = spatial_dim(g.h, g.kh, g.sh, same, g.oh, g.pad_top) &&
                     spatial_dim(g.w, g.kw, g.sw, same, g.ow, g.pad_left);
-  TAPEFLOW_REQUIRE(fits, InvalidArgumentError,
-                   "[{}] the window {} is larger than the input's spatial size ({}, {}) with padding VALID: {}; use "
-                   "padding SAME or a smaller window",
-                   op, pair_string(k), g.h, g.w, what());
+  TAPEFLOW_REQUIRE(
+      fits, InvalidArgumentError,
+      "[{}] the window {} is larger than the input's spatial size ({}, {}) with padding VALID: {}; use "
+      "padding SAME or a smaller window",
+      op, pair_string(k), g.h, g.w, what());
   return g;
 }
 
@@ -123,18 +125,20 @@ cpu::WindowGeometry conv_geometry(std::string_view op, const Shape& in, const Sh
   };
   require_rank4(op, in, "input", "NHWC: batch, height, width, channels");
   require_rank4(op, f, "filters", "HWIO: height, width, in_channels, out_channels");
-  TAPEFLOW_REQUIRE(in[3] == f[2], InvalidArgumentError,
-                   "[{}] input channels must match the filters' in_channels: {} (input has {} channels, filters "
-                   "expect {})",
-                   op, what(), in[3], f[2]);
+  TAPEFLOW_REQUIRE(
+      in[3] == f[2], InvalidArgumentError,
+      "[{}] input channels must match the filters' in_channels: {} (input has {} channels, filters "
+      "expect {})",
+      op, what(), in[3], f[2]);
   const cpu::WindowGeometry g = window_geometry(op, in, {f[0], f[1]}, at.strides, at.same, what);
   const std::int64_t patch = mul_or_neg(mul_or_neg(g.kh, g.kw), g.c);
   const std::int64_t positions = mul_or_neg(g.oh, g.ow);
   const std::int64_t cols = patch < 0 || positions < 0 ? -1 : mul_or_neg(patch, positions);
   TAPEFLOW_REQUIRE(patch >= 0 && patch <= cpu::kMaxGemmDim && f[3] <= cpu::kMaxGemmDim && positions >= 0 &&
                        positions <= cpu::kMaxGemmDim && cols >= 0 && cols <= kMaxElements,
-                   InvalidArgumentError, "[{}] the convolution is too large (patch size {}, {} output positions): {}",
-                   op, patch, positions, what());
+                   InvalidArgumentError,
+                   "[{}] the convolution is too large (patch size {}, {} output positions): {}", op, patch,
+                   positions, what());
   return g;
 }
 
@@ -164,7 +168,8 @@ void for_each_chunk(const T* x, const cpu::WindowGeometry& g, F f) {
   const std::int64_t chunk = chunk_images(g);
   const bool direct = pointwise(g);
   std::unique_ptr<T[]> cols;
-  if (!direct) cols.reset(new T[static_cast<std::size_t>(std::min(chunk, g.n) * g.out_positions() * g.patch_size())]);
+  if (!direct)
+    cols.reset(new T[static_cast<std::size_t>(std::min(chunk, g.n) * g.out_positions() * g.patch_size())]);
   for (std::int64_t b0 = 0; b0 < g.n; b0 += chunk) {
     const std::int64_t nb = std::min(chunk, g.n - b0);
     if (direct) {
@@ -228,16 +233,17 @@ void conv_backprop_filter(const T* x, const T* dy, const cpu::WindowGeometry& g,
 void require_same_float(std::string_view op, const Tensor& a, std::string_view an, const Tensor& b,
                         std::string_view bn) {
   require_floating(a, op, an);
-  TAPEFLOW_REQUIRE(a.dtype() == b.dtype(), InvalidArgumentError,
-                   "[{}] '{}' and '{}' must have the same dtype (no implicit casting): {} is a {}, {} is a {}", op,
-                   an, bn, an, describe(a), bn, describe(b));
+  TAPEFLOW_REQUIRE(
+      a.dtype() == b.dtype(), InvalidArgumentError,
+      "[{}] '{}' and '{}' must have the same dtype (no implicit casting): {} is a {}, {} is a {}", op, an, bn,
+      an, describe(a), bn, describe(b));
 }
 
 /// Throws unless `t` has exactly the shape `expected` that the forward op would produce.
 void require_shape(std::string_view op, const Tensor& t, std::string_view arg, const Shape& expected,
                    std::string_view why) {
-  TAPEFLOW_REQUIRE(t.shape() == expected, InvalidArgumentError, "[{}] '{}' must have shape {} ({}), got a {}", op,
-                   arg, expected.to_string(), why, describe(t));
+  TAPEFLOW_REQUIRE(t.shape() == expected, InvalidArgumentError, "[{}] '{}' must have shape {} ({}), got a {}",
+                   op, arg, expected.to_string(), why, describe(t));
 }
 
 Tensor backprop_input(const ConvAttrs& at, const Shape& input_sizes, const Tensor& f, const Tensor& dy);
@@ -281,8 +287,8 @@ struct Conv2DBackpropInput {
     const cpu::WindowGeometry g = conv_geometry(kName, at.sizes, f.shape(), at);
     const std::int64_t oc = f.shape()[3];
     require_shape(kName, dy, "out_backprop", output_shape(kName, g, oc),
-                  fmt::format("conv2d's output for input shape {} and filters of shape {}", at.sizes.to_string(),
-                              f.shape().to_string()));
+                  fmt::format("conv2d's output for input shape {} and filters of shape {}",
+                              at.sizes.to_string(), f.shape().to_string()));
     Tensor dx = detail::empty(at.sizes, f.dtype(), kName);
     if (dx.num_elements() == 0) return dx;
     visit_floating(f.dtype(), [&]<class T>() {
@@ -309,8 +315,8 @@ struct Conv2DBackpropFilter {
     const cpu::WindowGeometry g = conv_geometry(kName, x.shape(), at.sizes, at);
     const std::int64_t oc = at.sizes[3];
     require_shape(kName, dy, "out_backprop", output_shape(kName, g, oc),
-                  fmt::format("conv2d's output for input shape {} and filters of shape {}", x.shape().to_string(),
-                              at.sizes.to_string()));
+                  fmt::format("conv2d's output for input shape {} and filters of shape {}",
+                              x.shape().to_string(), at.sizes.to_string()));
     Tensor df = detail::empty(at.sizes, x.dtype(), kName);
     if (df.num_elements() == 0) return df;
     visit_floating(x.dtype(), [&]<class T>() {
@@ -349,8 +355,8 @@ Tensor backprop_filter(const ConvAttrs& at, const Tensor& x, const Shape& filter
 cpu::WindowGeometry pool_geometry(std::string_view op, const Shape& in, const PoolAttrs& at) {
   require_rank4(op, in, "input", "NHWC: batch, height, width, channels");
   return window_geometry(op, in, at.ksize, at.strides, at.same, [&] {
-    return fmt::format("input has shape {}, ksize {}, strides {}, padding {}", in.to_string(), pair_string(at.ksize),
-                       pair_string(at.strides), padding_name(at.same));
+    return fmt::format("input has shape {}, ksize {}, strides {}, padding {}", in.to_string(),
+                       pair_string(at.ksize), pair_string(at.strides), padding_name(at.same));
   });
 }
 
@@ -369,7 +375,8 @@ struct MaxPool {
     const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at);
     Tensor y = detail::empty(output_shape(kName, g, g.c), x.dtype(), kName);
     if (y.num_elements() == 0) return y;
-    visit_floating(x.dtype(), [&]<class T>() { cpu::max_pool(x.values<T>().data(), g, detail::mutable_data<T>(y)); });
+    visit_floating(x.dtype(),
+                   [&]<class T>() { cpu::max_pool(x.values<T>().data(), g, detail::mutable_data<T>(y)); });
     return y;
   }
   static Grads backward(const GradContext& c) {
@@ -436,7 +443,8 @@ struct AvgPool {
     const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at);
     Tensor y = detail::empty(output_shape(kName, g, g.c), x.dtype(), kName);
     if (y.num_elements() == 0) return y;
-    visit_floating(x.dtype(), [&]<class T>() { cpu::avg_pool(x.values<T>().data(), g, detail::mutable_data<T>(y)); });
+    visit_floating(x.dtype(),
+                   [&]<class T>() { cpu::avg_pool(x.values<T>().data(), g, detail::mutable_data<T>(y)); });
     return y;
   }
   static Grads backward(const GradContext& c) {
@@ -487,9 +495,10 @@ Tensor avg_pool_grad(const PoolAttrs& at, const Shape& input_shape, const Tensor
 Pair spatial_pair(std::string_view op, std::string_view arg, const std::vector<std::int64_t>& v) {
   if (v.size() == 1) return {v[0], v[0]};
   if (v.size() == 2) return {v[0], v[1]};
-  TAPEFLOW_REQUIRE(v.size() == 4 && v[0] == 1 && v[3] == 1, InvalidArgumentError,
-                   "[{}] '{}' must have 1, 2 or 4 elements (4: (1, h, w, 1), no batch or channel stride), got ({})",
-                   op, arg, fmt::join(v, ", "));
+  TAPEFLOW_REQUIRE(
+      v.size() == 4 && v[0] == 1 && v[3] == 1, InvalidArgumentError,
+      "[{}] '{}' must have 1, 2 or 4 elements (4: (1, h, w, 1), no batch or channel stride), got ({})", op,
+      arg, fmt::join(v, ", "));
   return {v[1], v[2]};
 }
 
@@ -499,7 +508,8 @@ bool parse_padding(std::string_view op, std::string_view padding) {
   return padding == "SAME";
 }
 
-ConvAttrs conv_attrs(std::string_view op, const std::vector<std::int64_t>& strides, std::string_view padding) {
+ConvAttrs conv_attrs(std::string_view op, const std::vector<std::int64_t>& strides,
+                     std::string_view padding) {
   return {spatial_pair(op, "strides", strides), parse_padding(op, padding), Shape()};
 }
 
@@ -528,17 +538,20 @@ namespace nn {
 
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<std::int64_t>& strides,
               std::string_view padding) {
-  return autodiff::apply_with<ops::Conv2D>(ops::conv_attrs(ops::Conv2D::kName, strides, padding), input, filters);
+  return autodiff::apply_with<ops::Conv2D>(ops::conv_attrs(ops::Conv2D::kName, strides, padding), input,
+                                           filters);
 }
 
-Tensor max_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
-                  std::string_view padding) {
-  return autodiff::apply_with<ops::MaxPool>(ops::pool_attrs(ops::MaxPool::kName, ksize, strides, padding), input);
+Tensor max_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
+                  const std::vector<std::int64_t>& strides, std::string_view padding) {
+  return autodiff::apply_with<ops::MaxPool>(ops::pool_attrs(ops::MaxPool::kName, ksize, strides, padding),
+                                            input);
 }
 
-Tensor avg_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
-                  std::string_view padding) {
-  return autodiff::apply_with<ops::AvgPool>(ops::pool_attrs(ops::AvgPool::kName, ksize, strides, padding), input);
+Tensor avg_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
+                  const std::vector<std::int64_t>& strides, std::string_view padding) {
+  return autodiff::apply_with<ops::AvgPool>(ops::pool_attrs(ops::AvgPool::kName, ksize, strides, padding),
+                                            input);
 }
 
 }  // namespace nn
@@ -561,18 +574,20 @@ Tensor conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes, co
 
 Tensor max_pool_grad(const Tensor& orig_input, const Tensor& grad, const std::vector<std::int64_t>& ksize,
                      const std::vector<std::int64_t>& strides, std::string_view padding) {
-  return autodiff::apply_with<ops::MaxPoolGrad>(ops::pool_attrs(ops::MaxPoolGrad::kName, ksize, strides, padding),
-                                                orig_input, grad);
+  return autodiff::apply_with<ops::MaxPoolGrad>(
+      ops::pool_attrs(ops::MaxPoolGrad::kName, ksize, strides, padding), orig_input, grad);
 }
 
-Tensor max_pool_grad_grad(const Tensor& orig_input, const Tensor& grad, const std::vector<std::int64_t>& ksize,
-                          const std::vector<std::int64_t>& strides, std::string_view padding) {
+Tensor max_pool_grad_grad(const Tensor& orig_input, const Tensor& grad,
+                          const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
+                          std::string_view padding) {
   return autodiff::apply_with<ops::MaxPoolGradGrad>(
       ops::pool_attrs(ops::MaxPoolGradGrad::kName, ksize, strides, padding), orig_input, grad);
 }
 
-Tensor avg_pool_grad(const Shape& orig_input_shape, const Tensor& grad, const std::vector<std::int64_t>& ksize,
-                     const std::vector<std::int64_t>& strides, std::string_view padding) {
+Tensor avg_pool_grad(const Shape& orig_input_shape, const Tensor& grad,
+                     const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
+                     std::string_view padding) {
   ops::PoolAttrs at = ops::pool_attrs(ops::AvgPoolGrad::kName, ksize, strides, padding);
   at.sizes = orig_input_shape;
   return autodiff::apply_with<ops::AvgPoolGrad>(at, grad);

@@ -28,7 +28,8 @@ struct ConvCase {
 };
 
 /// Output size and leading padding of one dimension, written out from TensorFlow's documentation.
-std::pair<std::int64_t, std::int64_t> out_and_pad(std::int64_t in, std::int64_t k, std::int64_t s, bool same) {
+std::pair<std::int64_t, std::int64_t> out_and_pad(std::int64_t in, std::int64_t k, std::int64_t s,
+                                                  bool same) {
   if (!same) return {(in - k + s) / s, 0};  // ceil((in - k + 1) / s)
   const std::int64_t out = (in + s - 1) / s;
   const std::int64_t pad_total = std::max<std::int64_t>((out - 1) * s + k - in, 0);
@@ -70,7 +71,8 @@ struct Ref {
               const std::int64_t iy = y * k.sh + dy - pt, ix = x * k.sw + dx - pl;
               if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
               for (std::int64_t ci = 0; ci < k.c; ++ci)
-                for (std::int64_t o = 0; o < k.oc; ++o) f(xi(b, iy, ix, ci), fi(dy, dx, ci, o), yi(b, y, x, o));
+                for (std::int64_t o = 0; o < k.oc; ++o)
+                  f(xi(b, iy, ix, ci), fi(dy, dx, ci, o), yi(b, y, x, o));
             }
   }
   tf::Shape in_shape() const { return {k.n, k.h, k.w, k.c}; }
@@ -111,7 +113,8 @@ TEST(Conv2D, MatchesTheReferenceLoopInFloat64) {
   for (const ConvCase& c : kCases) {
     SCOPED_TRACE(label(c));
     const Ref r(c);
-    const auto xv = pattern(r.in_shape().num_elements(), 0.1), fv = pattern(r.filter_shape().num_elements(), 1.3);
+    const auto xv = pattern(r.in_shape().num_elements(), 0.1),
+               fv = pattern(r.filter_shape().num_elements(), 1.3);
     std::vector<double> want(static_cast<std::size_t>(r.out_shape().num_elements()), 0.0);
     r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[yi] += xv[xi] * fv[fi]; });
     const tf::Tensor y = tf::nn::conv2d(tf::constant(xv, r.in_shape()), tf::constant(fv, r.filter_shape()),
@@ -125,12 +128,13 @@ TEST(Conv2D, MatchesTheReferenceLoopInFloat64) {
 TEST(Conv2D, Float32MatchesTheReference) {
   const ConvCase c{2, 6, 7, 2, 3, 3, 4, 2, 2, true};
   const Ref r(c);
-  const auto xv = pattern(r.in_shape().num_elements(), 0.1), fv = pattern(r.filter_shape().num_elements(), 1.3);
+  const auto xv = pattern(r.in_shape().num_elements(), 0.1),
+             fv = pattern(r.filter_shape().num_elements(), 1.3);
   std::vector<double> want(static_cast<std::size_t>(r.out_shape().num_elements()), 0.0);
   r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[yi] += xv[xi] * fv[fi]; });
-  const tf::Tensor y = tf::nn::conv2d(tf::constant(std::vector<float>(xv.begin(), xv.end()), r.in_shape()),
-                                      tf::constant(std::vector<float>(fv.begin(), fv.end()), r.filter_shape()),
-                                      {2, 2}, "SAME");
+  const tf::Tensor y = tf::nn::conv2d(
+      tf::constant(std::vector<float>(xv.begin(), xv.end()), r.in_shape()),
+      tf::constant(std::vector<float>(fv.begin(), fv.end()), r.filter_shape()), {2, 2}, "SAME");
   EXPECT_EQ(y.dtype(), tf::DType::Float32);
   const auto got = y.to_vector<float>();
   expect_near(std::vector<double>(got.begin(), got.end()), want, 1e-5);
@@ -169,8 +173,9 @@ TEST(Conv2D, EmptySpatialOrChannelDimensionsGiveEmptyOrZeroOutputs) {
   EXPECT_EQ(tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 0}), {1, 1}, "VALID").shape(),
             tf::Shape({1, 2, 2, 0}));
   // No input channels: every output is an empty sum.
-  EXPECT_THAT(tf::nn::conv2d(tf::ones({1, 2, 2, 0}), tf::ones({1, 1, 0, 2}), {1, 1}, "VALID").to_vector<float>(),
-              ElementsAre(0, 0, 0, 0, 0, 0, 0, 0));
+  EXPECT_THAT(
+      tf::nn::conv2d(tf::ones({1, 2, 2, 0}), tf::ones({1, 1, 0, 2}), {1, 1}, "VALID").to_vector<float>(),
+      ElementsAre(0, 0, 0, 0, 0, 0, 0, 0));
 }
 
 TEST(Conv2D, GradientOfAnEmptyBatchIsEmptyAndTheFilterGradientZero) {
@@ -192,12 +197,13 @@ TEST(Conv2DBackpropInput, MatchesTheReferenceAdjoint) {
   for (const ConvCase& c : kCases) {
     SCOPED_TRACE(label(c));
     const Ref r(c);
-    const auto fv = pattern(r.filter_shape().num_elements(), 1.3), dyv = pattern(r.out_shape().num_elements(), 0.4);
+    const auto fv = pattern(r.filter_shape().num_elements(), 1.3),
+               dyv = pattern(r.out_shape().num_elements(), 0.4);
     std::vector<double> want(static_cast<std::size_t>(r.in_shape().num_elements()), 0.0);
     r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[xi] += dyv[yi] * fv[fi]; });
-    const tf::Tensor dx = tf::raw_ops::conv2d_backprop_input(r.in_shape(), tf::constant(fv, r.filter_shape()),
-                                                             tf::constant(dyv, r.out_shape()), r.strides(),
-                                                             r.padding());
+    const tf::Tensor dx =
+        tf::raw_ops::conv2d_backprop_input(r.in_shape(), tf::constant(fv, r.filter_shape()),
+                                           tf::constant(dyv, r.out_shape()), r.strides(), r.padding());
     EXPECT_EQ(dx.shape(), r.in_shape());
     expect_near(dx.to_vector<double>(), want, 1e-12);
   }
@@ -207,12 +213,13 @@ TEST(Conv2DBackpropFilter, MatchesTheReferenceAdjoint) {
   for (const ConvCase& c : kCases) {
     SCOPED_TRACE(label(c));
     const Ref r(c);
-    const auto xv = pattern(r.in_shape().num_elements(), 0.1), dyv = pattern(r.out_shape().num_elements(), 0.4);
+    const auto xv = pattern(r.in_shape().num_elements(), 0.1),
+               dyv = pattern(r.out_shape().num_elements(), 0.4);
     std::vector<double> want(static_cast<std::size_t>(r.filter_shape().num_elements()), 0.0);
     r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[fi] += dyv[yi] * xv[xi]; });
-    const tf::Tensor df = tf::raw_ops::conv2d_backprop_filter(tf::constant(xv, r.in_shape()), r.filter_shape(),
-                                                              tf::constant(dyv, r.out_shape()), r.strides(),
-                                                              r.padding());
+    const tf::Tensor df =
+        tf::raw_ops::conv2d_backprop_filter(tf::constant(xv, r.in_shape()), r.filter_shape(),
+                                            tf::constant(dyv, r.out_shape()), r.strides(), r.padding());
     EXPECT_EQ(df.shape(), r.filter_shape());
     expect_near(df.to_vector<double>(), want, 1e-12);
   }
@@ -285,79 +292,118 @@ TEST(Conv2D, SecondDerivativeThroughNestedTapes) {
 // ---- conv2d errors ---------------------------------------------------------------------------------
 
 TEST(Conv2D, RejectsInputsThatAreNotRankFour) {
-  EXPECT_THAT([] { tf::nn::conv2d(tf::ones({4, 4, 2}), tf::ones({3, 3, 2, 1})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Conv2D]"), HasSubstr("'input' must have rank 4"), HasSubstr("(4, 4, 2)"))));
-  EXPECT_THAT([] { tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Conv2D]"), HasSubstr("'filters' must have rank 4"), HasSubstr("HWIO"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({4, 4, 2}), tf::ones({3, 3, 2, 1}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("'input' must have rank 4"), HasSubstr("(4, 4, 2)"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("'filters' must have rank 4"), HasSubstr("HWIO"))));
 }
 
 TEST(Conv2D, RejectsAChannelMismatch) {
-  EXPECT_THAT([] { tf::nn::conv2d(tf::ones({1, 4, 4, 3}), tf::ones({3, 3, 2, 1})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Conv2D]"), HasSubstr("input channels"), HasSubstr("(1, 4, 4, 3)"),
-                        HasSubstr("(3, 3, 2, 1)"), HasSubstr("input has 3 channels, filters expect 2"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 3}), tf::ones({3, 3, 2, 1}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("input channels"), HasSubstr("(1, 4, 4, 3)"),
+                HasSubstr("(3, 3, 2, 1)"), HasSubstr("input has 3 channels, filters expect 2"))));
 }
 
 TEST(Conv2D, RejectsStridesBelowOneOrHuge) {
   for (const std::vector<std::int64_t>& s :
        {std::vector<std::int64_t>{0, 1}, {1, -2}, {0}, {std::int64_t{1} << 40, 1}}) {
-    EXPECT_THAT([&] { tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), s, "SAME"); },
-                ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                    AllOf(HasSubstr("[Conv2D]"), HasSubstr("strides must be >= 1"), HasSubstr("padding SAME"),
-                          HasSubstr("(1, 4, 4, 2)"))));
+    EXPECT_THAT(
+        [&] {
+          tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), s, "SAME");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+            AllOf(HasSubstr("[Conv2D]"), HasSubstr("strides must be >= 1"), HasSubstr("padding SAME"),
+                  HasSubstr("(1, 4, 4, 2)"))));
   }
 }
 
 TEST(Conv2D, RejectsMalformedStrideListsAndPadding) {
-  EXPECT_THAT([] { tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), {1, 1, 1}); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Conv2D]"), HasSubstr("'strides' must have 1, 2 or 4 elements"))));
-  EXPECT_THAT([] { tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), {2, 1, 1, 1}); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("(2, 1, 1, 1)")));
-  EXPECT_THAT([] { tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), {1, 1}, "same"); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Conv2D]"), HasSubstr("padding must be \"VALID\" or \"SAME\", got \"same\""))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), {1, 1, 1});
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("'strides' must have 1, 2 or 4 elements"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), {2, 1, 1, 1});
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("(2, 1, 1, 1)")));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), {1, 1}, "same");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("padding must be \"VALID\" or \"SAME\", got \"same\""))));
 }
 
 TEST(Conv2D, RejectsAKernelLargerThanTheInputWithValidPadding) {
-  EXPECT_THAT([] { tf::nn::conv2d(tf::ones({1, 2, 5, 1}), tf::ones({3, 3, 1, 1}), {1, 1}, "VALID"); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Conv2D]"), HasSubstr("window (3, 3) is larger than the input's spatial size (2, 5)"),
-                        HasSubstr("padding VALID"), HasSubstr("strides (1, 1)"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 2, 5, 1}), tf::ones({3, 3, 1, 1}), {1, 1}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(AllOf(
+          HasSubstr("[Conv2D]"), HasSubstr("window (3, 3) is larger than the input's spatial size (2, 5)"),
+          HasSubstr("padding VALID"), HasSubstr("strides (1, 1)"))));
   // SAME pads the input up to the kernel.
   EXPECT_EQ(tf::nn::conv2d(tf::ones({1, 2, 5, 1}), tf::ones({3, 3, 1, 1}), {1, 1}, "SAME").shape(),
             tf::Shape({1, 2, 5, 1}));
 }
 
 TEST(Conv2D, RejectsAnEmptyFilterWindow) {
-  EXPECT_THAT([] { tf::nn::conv2d(tf::ones({1, 4, 4, 1}), tf::ones({0, 3, 1, 1})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Conv2D]"), HasSubstr("window must be at least 1x1"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 1}), tf::ones({0, 3, 1, 1}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("window must be at least 1x1"))));
 }
 
 TEST(Conv2D, RejectsMixedDtypesAndIntegers) {
-  EXPECT_THAT([] { tf::nn::conv2d(tf::ones({1, 4, 4, 1}), tf::ones({3, 3, 1, 1}, tf::DType::Float64)); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Conv2D]"), HasSubstr("same dtype"), HasSubstr("float64"))));
-  EXPECT_THAT([] { tf::nn::conv2d(tf::ones({1, 4, 4, 1}, tf::DType::Int32), tf::ones({3, 3, 1, 1}, tf::DType::Int32)); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Conv2D]"), HasSubstr("float32 or float64"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 1}), tf::ones({3, 3, 1, 1}, tf::DType::Float64));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("same dtype"), HasSubstr("float64"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 1}, tf::DType::Int32), tf::ones({3, 3, 1, 1}, tf::DType::Int32));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("float32 or float64"))));
 }
 
 TEST(Conv2D, RejectsAnOutputTooLargeForTheGemm) {
   // A 1x1 kernel over 2^31 x 2^31 positions would need more rows than BLAS can index; the
   // input is empty (zero channels), so only the size check can stop it.
   const std::int64_t big = std::int64_t{1} << 31;
-  EXPECT_THAT([&] { tf::nn::conv2d(tf::ones({1, big, big, 0}), tf::ones({1, 1, 0, 1})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Conv2D]"), HasSubstr("too large"))));
+  EXPECT_THAT(
+      [&] {
+        tf::nn::conv2d(tf::ones({1, big, big, 0}), tf::ones({1, 1, 0, 1}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("too large"))));
 }
 
 TEST(Conv2DBackpropInput, RejectsAnOutBackpropOfTheWrongShape) {
   EXPECT_THAT(
-      [] { tf::raw_ops::conv2d_backprop_input({1, 4, 4, 2}, tf::ones({3, 3, 2, 3}), tf::ones({1, 3, 3, 3}), {1, 1}, "VALID"); },
+      [] {
+        tf::raw_ops::conv2d_backprop_input({1, 4, 4, 2}, tf::ones({3, 3, 2, 3}), tf::ones({1, 3, 3, 3}),
+                                           {1, 1}, "VALID");
+      },
       ::testing::ThrowsMessage<tf::InvalidArgumentError>(
           AllOf(HasSubstr("[Conv2DBackpropInput]"), HasSubstr("'out_backprop' must have shape (1, 2, 2, 3)"),
                 HasSubstr("(1, 3, 3, 3)"))));
@@ -365,9 +411,12 @@ TEST(Conv2DBackpropInput, RejectsAnOutBackpropOfTheWrongShape) {
 
 TEST(Conv2DBackpropFilter, RejectsAnOutBackpropOfTheWrongShape) {
   EXPECT_THAT(
-      [] { tf::raw_ops::conv2d_backprop_filter(tf::ones({1, 4, 4, 2}), {3, 3, 2, 3}, tf::ones({1, 4, 4, 3}), {1, 1}, "VALID"); },
-      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-          AllOf(HasSubstr("[Conv2DBackpropFilter]"), HasSubstr("'out_backprop' must have shape (1, 2, 2, 3)"))));
+      [] {
+        tf::raw_ops::conv2d_backprop_filter(tf::ones({1, 4, 4, 2}), {3, 3, 2, 3}, tf::ones({1, 4, 4, 3}),
+                                            {1, 1}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(AllOf(
+          HasSubstr("[Conv2DBackpropFilter]"), HasSubstr("'out_backprop' must have shape (1, 2, 2, 3)"))));
 }
 
 // ---- pooling ---------------------------------------------------------------------------------------
@@ -410,22 +459,22 @@ TEST(MaxPool, GradientGoesToTheArgmax) {
 
 TEST(MaxPool, GradientOnTiesGoesToTheFirstMaximumOnly) {
   const tf::Tensor x = tf::ones({1, 2, 2, 1}, tf::DType::Float64);
-  const tf::Tensor dx = tf::raw_ops::max_pool_grad(x, tf::constant(std::vector<double>{5}, {1, 1, 1, 1}), {2, 2},
-                                                   {2, 2}, "VALID");
+  const tf::Tensor dx = tf::raw_ops::max_pool_grad(x, tf::constant(std::vector<double>{5}, {1, 1, 1, 1}),
+                                                   {2, 2}, {2, 2}, "VALID");
   EXPECT_THAT(dx.to_vector<double>(), ElementsAre(5, 0, 0, 0));
 }
 
 TEST(MaxPool, OverlappingWindowsAccumulateAtASharedArgmax) {
   // Window 2, stride 1 over a 1x3 row with the maximum in the middle: both windows pick it.
   const tf::Tensor x = tf::constant(std::vector<double>{1, 9, 2}, {1, 1, 3, 1});
-  const tf::Tensor dx = tf::raw_ops::max_pool_grad(x, tf::constant(std::vector<double>{1, 10}, {1, 1, 2, 1}), {1, 2},
-                                                   {1, 1}, "VALID");
+  const tf::Tensor dx = tf::raw_ops::max_pool_grad(x, tf::constant(std::vector<double>{1, 10}, {1, 1, 2, 1}),
+                                                   {1, 2}, {1, 1}, "VALID");
   EXPECT_THAT(dx.to_vector<double>(), ElementsAre(0, 11, 0));
 }
 
 TEST(MaxPoolGradGrad, GathersAtTheArgmax) {
-  const tf::Tensor ddx = tf::constant(std::vector<double>{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25},
-                                      {1, 4, 4, 1});
+  const tf::Tensor ddx = tf::constant(
+      std::vector<double>{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25}, {1, 4, 4, 1});
   EXPECT_THAT(tf::raw_ops::max_pool_grad_grad(ramp16(), ddx, {2, 2}, {2, 2}, "VALID").to_vector<double>(),
               ElementsAre(15, 17, 23, 25));
 }
@@ -436,7 +485,8 @@ TEST(MaxPool, SecondDerivativeWithRespectToTheUpstreamGradientIsAGather) {
   tf::GradientTape tape;
   tape.watch(dy);
   const tf::Tensor dx = tf::raw_ops::max_pool_grad(x, dy, {2, 2}, {2, 2}, "VALID");
-  const tf::Tensor g = *tape.gradient(dx, dy, {tf::constant(std::vector<double>(16, 1.0), {1, 4, 4, 1}) + ramp16()});
+  const tf::Tensor g =
+      *tape.gradient(dx, dy, {tf::constant(std::vector<double>(16, 1.0), {1, 4, 4, 1}) + ramp16()});
   EXPECT_THAT(g.to_vector<double>(), ElementsAre(6, 8, 14, 16));
 }
 
@@ -447,7 +497,8 @@ TEST(AvgPool, AveragesEachWindow) {
 
 TEST(AvgPool, SamePaddingCountsOnlyInputElements) {
   // Windows {1, 2, 4, 5}, {3, 6}, {7, 8}, {9}.
-  EXPECT_THAT(tf::nn::avg_pool2d(ramp9(), {2, 2}, {2, 2}, "SAME").to_vector<double>(), ElementsAre(3, 4.5, 7.5, 9));
+  EXPECT_THAT(tf::nn::avg_pool2d(ramp9(), {2, 2}, {2, 2}, "SAME").to_vector<double>(),
+              ElementsAre(3, 4.5, 7.5, 9));
 }
 
 TEST(AvgPool, GradientSpreadsOverTheWindowCount) {
@@ -460,8 +511,8 @@ TEST(AvgPool, GradientSpreadsOverTheWindowCount) {
 }
 
 TEST(AvgPool, OverlappingWindowsAddUp) {
-  const tf::Tensor dx = tf::raw_ops::avg_pool_grad({1, 1, 3, 1}, tf::constant(std::vector<double>{2, 4}, {1, 1, 2, 1}),
-                                                   {1, 2}, {1, 1}, "VALID");
+  const tf::Tensor dx = tf::raw_ops::avg_pool_grad(
+      {1, 1, 3, 1}, tf::constant(std::vector<double>{2, 4}, {1, 1, 2, 1}), {1, 2}, {1, 1}, "VALID");
   EXPECT_THAT(dx.to_vector<double>(), ElementsAre(1, 3, 2));
 }
 
@@ -475,46 +526,83 @@ TEST(AvgPoolGrad, GradientIsAvgPool) {
 }
 
 TEST(Pooling, EmptyBatchAndSpatialDimensionsGiveEmptyOutputs) {
-  EXPECT_EQ(tf::nn::max_pool2d(tf::zeros({0, 4, 4, 3}), {2, 2}, {2, 2}, "VALID").shape(), tf::Shape({0, 2, 2, 3}));
-  EXPECT_EQ(tf::nn::avg_pool2d(tf::zeros({2, 0, 4, 3}), {2, 2}, {2, 2}, "SAME").shape(), tf::Shape({2, 0, 2, 3}));
-  EXPECT_EQ(tf::nn::avg_pool2d(tf::zeros({2, 4, 4, 0}), {2, 2}, {2, 2}, "SAME").shape(), tf::Shape({2, 2, 2, 0}));
+  EXPECT_EQ(tf::nn::max_pool2d(tf::zeros({0, 4, 4, 3}), {2, 2}, {2, 2}, "VALID").shape(),
+            tf::Shape({0, 2, 2, 3}));
+  EXPECT_EQ(tf::nn::avg_pool2d(tf::zeros({2, 0, 4, 3}), {2, 2}, {2, 2}, "SAME").shape(),
+            tf::Shape({2, 0, 2, 3}));
+  EXPECT_EQ(tf::nn::avg_pool2d(tf::zeros({2, 4, 4, 0}), {2, 2}, {2, 2}, "SAME").shape(),
+            tf::Shape({2, 2, 2, 0}));
 }
 
 TEST(Pooling, RejectsZeroOrHugeWindowsAndStrides) {
   const tf::Tensor x = tf::ones({1, 4, 4, 1});
   const std::int64_t huge = std::numeric_limits<std::int64_t>::max();
   for (auto pool : {&tf::nn::max_pool2d, &tf::nn::avg_pool2d}) {
-    EXPECT_THAT([&] { pool(x, {0, 2}, {1, 1}, "VALID"); },
-                ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                    AllOf(HasSubstr("window must be at least 1x1"), HasSubstr("(0, 2)"), HasSubstr("(1, 4, 4, 1)"))));
-    EXPECT_THAT([&] { pool(x, {huge, huge}, {1, 1}, "SAME"); },
-                ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("window must be at least 1x1")));
-    EXPECT_THAT([&] { pool(x, {2, 2}, {1, 0}, "VALID"); },
-                ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("strides must be >= 1")));
-    EXPECT_THAT([&] { pool(x, {2, 2}, {huge, 1}, "SAME"); },
-                ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("strides must be >= 1")));
-    EXPECT_THAT([&] { pool(x, {5, 1}, {1, 1}, "VALID"); },
-                ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("larger than the input")));
+    EXPECT_THAT(
+        [&] {
+          pool(x, {0, 2}, {1, 1}, "VALID");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+            AllOf(HasSubstr("window must be at least 1x1"), HasSubstr("(0, 2)"), HasSubstr("(1, 4, 4, 1)"))));
+    EXPECT_THAT(
+        [&] {
+          pool(x, {huge, huge}, {1, 1}, "SAME");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("window must be at least 1x1")));
+    EXPECT_THAT(
+        [&] {
+          pool(x, {2, 2}, {1, 0}, "VALID");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("strides must be >= 1")));
+    EXPECT_THAT(
+        [&] {
+          pool(x, {2, 2}, {huge, 1}, "SAME");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("strides must be >= 1")));
+    EXPECT_THAT(
+        [&] {
+          pool(x, {5, 1}, {1, 1}, "VALID");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("larger than the input")));
   }
-  EXPECT_THAT([&] { tf::nn::max_pool2d(x, {0, 2}, {1, 1}, "VALID"); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[MaxPool]")));
-  EXPECT_THAT([&] { tf::nn::avg_pool2d(x, {0, 2}, {1, 1}, "VALID"); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[AvgPool]")));
+  EXPECT_THAT(
+      [&] {
+        tf::nn::max_pool2d(x, {0, 2}, {1, 1}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[MaxPool]")));
+  EXPECT_THAT(
+      [&] {
+        tf::nn::avg_pool2d(x, {0, 2}, {1, 1}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[AvgPool]")));
 }
 
 TEST(Pooling, RejectsBadRanksAndGradientShapes) {
-  EXPECT_THAT([] { tf::nn::max_pool2d(tf::ones({4, 4}), {2, 2}, {2, 2}, "VALID"); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[MaxPool]"), HasSubstr("rank 4"), HasSubstr("(4, 4)"))));
-  EXPECT_THAT([] { tf::raw_ops::max_pool_grad(tf::ones({1, 4, 4, 1}), tf::ones({1, 3, 3, 1}), {2, 2}, {2, 2}, "VALID"); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[MaxPoolGrad]"), HasSubstr("'grad' must have shape (1, 2, 2, 1)"))));
-  EXPECT_THAT([] { tf::raw_ops::avg_pool_grad({1, 4, 4, 1}, tf::ones({1, 4, 4, 1}), {2, 2}, {2, 2}, "VALID"); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[AvgPoolGrad]"), HasSubstr("'grad' must have shape (1, 2, 2, 1)"))));
-  EXPECT_THAT([] { tf::raw_ops::max_pool_grad_grad(tf::ones({1, 4, 4, 1}), tf::ones({1, 2, 2, 1}), {2, 2}, {2, 2}, "VALID"); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[MaxPoolGradGrad]"), HasSubstr("'grad' must have shape (1, 4, 4, 1)"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::max_pool2d(tf::ones({4, 4}), {2, 2}, {2, 2}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[MaxPool]"), HasSubstr("rank 4"), HasSubstr("(4, 4)"))));
+  EXPECT_THAT(
+      [] {
+        tf::raw_ops::max_pool_grad(tf::ones({1, 4, 4, 1}), tf::ones({1, 3, 3, 1}), {2, 2}, {2, 2}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[MaxPoolGrad]"), HasSubstr("'grad' must have shape (1, 2, 2, 1)"))));
+  EXPECT_THAT(
+      [] {
+        tf::raw_ops::avg_pool_grad({1, 4, 4, 1}, tf::ones({1, 4, 4, 1}), {2, 2}, {2, 2}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[AvgPoolGrad]"), HasSubstr("'grad' must have shape (1, 2, 2, 1)"))));
+  EXPECT_THAT(
+      [] {
+        tf::raw_ops::max_pool_grad_grad(tf::ones({1, 4, 4, 1}), tf::ones({1, 2, 2, 1}), {2, 2}, {2, 2},
+                                        "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[MaxPoolGradGrad]"), HasSubstr("'grad' must have shape (1, 4, 4, 1)"))));
 }
 
 }  // namespace

@@ -146,11 +146,13 @@ Tensor max_pool_grad(const Tensor& orig_input, const Tensor& grad, const std::ve
 /// `grad` (the shape of orig_input) gathered at the first maximum of each window of
 /// `orig_input` (op "MaxPoolGradGrad"), of the pooled shape. Gradients: grad: max_pool_grad;
 /// orig_input: zeros.
-Tensor max_pool_grad_grad(const Tensor& orig_input, const Tensor& grad, const std::vector<std::int64_t>& ksize,
-                          const std::vector<std::int64_t>& strides, std::string_view padding);
+Tensor max_pool_grad_grad(const Tensor& orig_input, const Tensor& grad,
+                          const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
+                          std::string_view padding);
 /// d avg_pool2d / d input (op "AvgPoolGrad"): each element of `grad` divided by its window's
 /// count and added over the window, of shape `orig_input_shape`. Gradient: avg_pool2d.
-Tensor avg_pool_grad(const Shape& orig_input_shape, const Tensor& grad, const std::vector<std::int64_t>& ksize,
-                     const std::vector<std::int64_t>& strides, std::string_view padding);
+Tensor avg_pool_grad(const Shape& orig_input_shape, const Tensor& grad,
+                     const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
+                     std::string_view padding);
 
 }  // namespace tapeflow::raw_ops

@@ -121,7 +121,8 @@ void col2im_add(const T* cols, std::int64_t images, const WindowGeometry& g, T* 
 /// channel ci; -1 for a window with no input element (cannot happen for TensorFlow's padding).
 /// NaN counts as larger than everything (it propagates, as in TensorFlow's CPU kernel).
 template <class T>
-std::int64_t window_argmax(const T* xi, const WindowGeometry& g, std::int64_t oy, std::int64_t ox, std::int64_t ci) {
+std::int64_t window_argmax(const T* xi, const WindowGeometry& g, std::int64_t oy, std::int64_t ox,
+                           std::int64_t ci) {
   std::int64_t best = -1;
   T m = T(0);
   for (std::int64_t iy = g.row_lo(oy), y1 = g.row_hi(oy); iy < y1; ++iy)
