@@ -58,23 +58,21 @@ struct TapeOptions {
 
 /// The targets of a gradient: one tensor, or several (their gradients are summed). Accepts a
 /// Tensor, a Variable, braced lists `{y0, y1}`, `{{"y0", y0}, {"y1", y1}}`, and nested
-/// structures. Maps flatten in key order.
+/// structures. Maps flatten in key order. A Variable target stands for its handle, as in
+/// TensorFlow: gradient(v, v) is ones, whatever the tape recorded.
 class Targets {
  public:
-  Targets(const Tensor& t) : tensors_{t} {}
-  Targets(const Variable& v) : tensors_{v.read_value()} {}
-  Targets(std::initializer_list<Tensor> ts) : tensors_(ts) {}
+  Targets(const Tensor& t) : targets_{t} {}
+  Targets(const Variable& v) : targets_{v} {}
+  Targets(std::initializer_list<Tensor> ts) : targets_(ts.begin(), ts.end()) {}
   Targets(std::initializer_list<std::pair<const std::string, Tensor>> named);
   template <nest::Nestable S>
     requires(!std::is_same_v<S, Tensor> && !std::is_same_v<S, Variable>)
-  Targets(const S& structure) {
-    for (const Source& s : nest::flatten(structure))
-      tensors_.push_back(s.is_variable() ? s.variable().read_value() : s.tensor());
-  }
-  const std::vector<Tensor>& tensors() const { return tensors_; }
+  Targets(const S& structure) : targets_(nest::flatten(structure)) {}
+  const std::vector<Source>& flat() const { return targets_; }
 
  private:
-  std::vector<Tensor> tensors_;
+  std::vector<Source> targets_;
 };
 
 namespace detail {

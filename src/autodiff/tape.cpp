@@ -237,7 +237,7 @@ const void* GradContext::attrs_ptr() const {
 
 Targets::Targets(std::initializer_list<std::pair<const std::string, Tensor>> named) {
   const std::map<std::string, Tensor> sorted(named);
-  for (const auto& [name, t] : sorted) tensors_.push_back(t);
+  for (const auto& [name, t] : sorted) targets_.emplace_back(t);
 }
 
 TensorId Source::id() const { return variable_ ? variable_->handle_id() : tensor_.id(); }
@@ -377,9 +377,9 @@ void check_input_gradient(const autodiff::OpRecord& rec, std::size_t i, const Te
 
 namespace {
 
-void validate_targets_and_sources(std::span<const Tensor> ys, std::span<const Source> sources, std::string_view what) {
+void validate_targets_and_sources(std::span<const Source> ys, std::span<const Source> sources, std::string_view what) {
   for (std::size_t i = 0; i < ys.size(); ++i)
-    TAPEFLOW_REQUIRE(ys[i].defined(), InvalidArgumentError,
+    TAPEFLOW_REQUIRE(ys[i].is_variable() || ys[i].tensor().defined(), InvalidArgumentError,
                      "[GradientTape::{}] target {} is an undefined (default-constructed) Tensor", what, i);
   for (std::size_t i = 0; i < sources.size(); ++i)
     TAPEFLOW_REQUIRE(sources[i].is_variable() || sources[i].tensor().defined(), InvalidArgumentError,
@@ -393,10 +393,10 @@ struct Pruned {
   std::unordered_set<TensorId> source_ids;
 };
 
-Pruned prune(const std::vector<autodiff::OpRecord>& ops, std::span<const Tensor> ys, std::span<const Source> sources) {
+Pruned prune(const std::vector<autodiff::OpRecord>& ops, std::span<const Source> ys, std::span<const Source> sources) {
   Pruned p;
   std::unordered_set<TensorId> reaches_target;
-  for (const Tensor& y : ys) reaches_target.insert(y.id());
+  for (const Source& y : ys) reaches_target.insert(y.id());
   p.keep.assign(ops.size(), 0);
   for (std::size_t k = ops.size(); k-- > 0;) {
     for (const auto& out : ops[k].outputs())
@@ -425,7 +425,7 @@ Pruned prune(const std::vector<autodiff::OpRecord>& ops, std::span<const Tensor>
 /// record's saved values are dropped once it has been processed. `batch` are leading dimensions
 /// of a stack of cotangents pushed through at once (vectorised Jacobians; only batchable ops).
 std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops, const Pruned& p,
-                                            std::span<const Tensor> ys, std::span<const Tensor> seeds,
+                                            std::span<const Source> ys, std::span<const Tensor> seeds,
                                             std::span<const Source> sources, bool release,
                                             std::span<const std::int64_t> batch = {}) {
   struct BatchRank {
@@ -522,7 +522,7 @@ std::vector<std::optional<Tensor>> GradientTape::gradient_flat(const Targets& ta
                                                                std::span<const Source> sources,
                                                                const std::vector<Tensor>& output_gradients,
                                                                UnconnectedGradients unconnected) {
-  const std::vector<Tensor>& ys = targets.tensors();
+  const std::vector<Source>& ys = targets.flat();
   validate_targets_and_sources(ys, sources, "gradient");
   TAPEFLOW_REQUIRE(output_gradients.empty() || output_gradients.size() == ys.size(), InvalidArgumentError,
                    "[GradientTape::gradient] got {} output_gradients for {} targets",
@@ -538,7 +538,8 @@ std::vector<std::optional<Tensor>> GradientTape::gradient_flat(const Targets& ta
   }
   return run_backward("gradient", [&](std::vector<autodiff::OpRecord>& ops, bool release) {
     std::vector<Tensor> seeds;
-    for (const Tensor& y : ys) seeds.push_back(output_gradients.empty() ? ones_like(y) : output_gradients[seeds.size()]);
+    for (const Source& y : ys)
+      seeds.push_back(output_gradients.empty() ? ones(y.shape(), y.dtype()) : output_gradients[seeds.size()]);
     std::vector<std::optional<Tensor>> result = backward(ops, prune(ops, ys, sources), ys, seeds, sources, release);
     for (std::size_t i = 0; i < sources.size(); ++i)
       if (!result[i]) result[i] = unconnected_result(sources[i], sources[i].shape(), unconnected);
@@ -587,7 +588,8 @@ std::int64_t rows_per_pass(const std::vector<autodiff::OpRecord>& ops, const Pru
 
 std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& target, std::span<const Source> sources,
                                                                UnconnectedGradients unconnected, bool parallel) {
-  validate_targets_and_sources({&target, 1}, sources, "jacobian");
+  const Source y(target);
+  validate_targets_and_sources({&y, 1}, sources, "jacobian");
   return run_backward("jacobian", [&](std::vector<autodiff::OpRecord>& ops, bool) {
     // One backward pass per target element, seeded with a one-hot cotangent; rows land in
     // target.shape + source.shape. The records are released only after the last row.
@@ -599,7 +601,7 @@ std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& tar
       shapes.push_back(concat_shapes(target.shape().dims(), s.shape().dims(), "Jacobian"));
       out.push_back(detail::empty(shapes.back(), s.dtype(), "Jacobian"));
     }
-    const Pruned p = prune(ops, {&target, 1}, sources);
+    const Pruned p = prune(ops, {&y, 1}, sources);
     const autodiff::OpDef* blocker = parallel ? first_unbatchable(ops, p) : nullptr;
     if (parallel && blocker)
       log(LogLevel::Info, fmt::format("jacobian: op {} cannot take stacked cotangents; computing the Jacobian one "
@@ -615,7 +617,7 @@ std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& tar
         visit_dtype(target.dtype(), [&]<class T>() {
           for (std::int64_t j = 0; j < c; ++j) detail::mutable_data<T>(seed)[j * rows + start + j] = T(1);
         });
-        auto grads = backward(ops, p, {&target, 1}, {&seed, 1}, sources, /*release=*/false, batch);
+        auto grads = backward(ops, p, {&y, 1}, {&seed, 1}, sources, /*release=*/false, batch);
         for (std::size_t i = 0; i < sources.size(); ++i) {
           if (!grads[i]) continue;
           connected[i] = true;
@@ -630,7 +632,7 @@ std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& tar
       for (std::int64_t r = 0; r < rows; ++r) {
         Tensor seed = zeros(target.shape(), target.dtype());
         visit_dtype(target.dtype(), [&]<class T>() { detail::mutable_data<T>(seed)[r] = T(1); });
-        auto grads = backward(ops, p, {&target, 1}, {&seed, 1}, sources, /*release=*/false);
+        auto grads = backward(ops, p, {&y, 1}, {&seed, 1}, sources, /*release=*/false);
         for (std::size_t i = 0; i < sources.size(); ++i) {
           if (grads[i]) connected[i] = true;
           copy_row(out[i], r, grads[i] ? *grads[i] : zeros(sources[i].shape(), sources[i].dtype()));
@@ -647,7 +649,8 @@ std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& tar
 
 std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const Source& source,
                                                    UnconnectedGradients unconnected) {
-  validate_targets_and_sources({&target, 1}, {&source, 1}, "batch_jacobian");
+  const Source y(target);
+  validate_targets_and_sources({&y, 1}, {&source, 1}, "batch_jacobian");
   const Shape& ts = target.shape();
   const Shape& ss = source.shape();
   TAPEFLOW_REQUIRE(ts.rank() >= 1 && ss.rank() >= 1 && ts[0] == ss[0], InvalidArgumentError,
@@ -663,7 +666,7 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
     const Shape shape = concat_shapes(ts.dims(), ss.dims().subspan(1), "BatchJacobian");
     Tensor out = detail::empty(shape, source.dtype(), "BatchJacobian");
     bool connected = false;
-    const Pruned p = prune(ops, {&target, 1}, {&source, 1});
+    const Pruned p = prune(ops, {&y, 1}, {&source, 1});
     const autodiff::OpDef* blocker = first_unbatchable(ops, p);
     if (blocker)
       log(LogLevel::Info, fmt::format("batch_jacobian: op {} cannot take stacked cotangents; computing one column "
@@ -680,7 +683,7 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
           for (std::int64_t b = 0; b < batch; ++b)
             detail::mutable_data<T>(seed)[jj * ts.num_elements() + b * cols + j0 + jj] = T(1);
       });
-      auto g = backward(ops, p, {&target, 1}, {&seed, 1}, {&source, 1}, /*release=*/false, batch_dims)[0];
+      auto g = backward(ops, p, {&y, 1}, {&seed, 1}, {&source, 1}, /*release=*/false, batch_dims)[0];
       if (!g) continue;
       connected = true;
       for (std::int64_t jj = 0; jj < c; ++jj)

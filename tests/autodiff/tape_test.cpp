@@ -511,3 +511,15 @@ TEST(GradientTapeThreads, UsingATapeFromAnotherThreadThrows) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(GradientTape, VariableTargetStandsForItsHandle) {
+  tf::Variable v(tf::constant({1.f, 2.f})), other(3.f);
+  tf::GradientTape tape({.persistent = true});
+  auto pause = tape.stop_recording();
+  EXPECT_EQ(tape.gradient(v, v)->to_vector<float>(), (std::vector<float>{1.f, 1.f}));
+  EXPECT_FALSE(tape.gradient(v, other).has_value());
+}
+
+}  // namespace
