@@ -1,5 +1,6 @@
 // Gradient-check rows for the nn family (see op_cases.h).
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/op_cases.h"
@@ -34,6 +35,18 @@ Tensor labels_for(const Tensor& logits, DType dtype) {
   for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<std::int64_t>(k) % classes;
   if (dtype == DType::Int64) return constant(v, ls);
   return constant(std::vector<std::int32_t>(v.begin(), v.end()), ls);
+}
+
+/// No two elements of input `i` within 1e-4 of each other: max pooling's argmax is then stable
+/// under the gradient check's perturbations (no ties).
+std::function<bool(const In&)> distinct_values(std::size_t i) {
+  return [i](const In& x) {
+    std::vector<double> v = x[i].to_vector<double>();
+    std::sort(v.begin(), v.end());
+    for (std::size_t k = 1; k < v.size(); ++k)
+      if (v[k] - v[k - 1] < 1e-4) return false;
+    return true;
+  };
 }
 }  // namespace
 
@@ -90,6 +103,49 @@ void add_nn_cases(std::vector<OpCase>& c) {
   // Large logits: the stable form has no overflow.
   c.push_back({"SigmoidCrossEntropyWithLogits", {{{4}, {4}}},
                [](const In& x) { return nn::sigmoid_cross_entropy_with_logits(x[0], x[1] * 50.0); }, -3, 3});
+
+  // convolution: input (n, h, w, c), filters (kh, kw, c, oc)
+  c.push_back({"Conv2D", {{{1, 4, 4, 2}, {3, 3, 2, 3}}, {{2, 3, 4, 1}, {1, 1, 1, 2}}, {{0, 4, 4, 2}, {3, 3, 2, 3}}},
+               [](const In& x) { return nn::conv2d(x[0], x[1]); }});
+  c.push_back({"Conv2D", {{{1, 4, 4, 2}, {3, 3, 2, 3}}, {{2, 5, 4, 1}, {2, 3, 1, 2}}},
+               [](const In& x) { return nn::conv2d(x[0], x[1], {2, 2}, "SAME"); }});
+  c.push_back({"Conv2D", {{{1, 4, 5, 2}, {3, 2, 2, 2}}},
+               [](const In& x) { return nn::conv2d(x[0], x[1], {1, 2}, "SAME"); }});
+  // its gradient ops: (filters, out_backprop) and (input, out_backprop)
+  c.push_back({"Conv2DBackpropInput", {{{3, 3, 2, 3}, {1, 2, 2, 3}}},
+               [](const In& x) { return raw_ops::conv2d_backprop_input({1, 4, 4, 2}, x[0], x[1], {1, 1}, "VALID"); }});
+  c.push_back({"Conv2DBackpropInput", {{{3, 3, 2, 3}, {1, 2, 2, 3}}},
+               [](const In& x) { return raw_ops::conv2d_backprop_input({1, 4, 4, 2}, x[0], x[1], {2, 2}, "SAME"); }});
+  c.push_back({"Conv2DBackpropFilter", {{{1, 4, 4, 2}, {1, 2, 2, 3}}},
+               [](const In& x) { return raw_ops::conv2d_backprop_filter(x[0], {3, 3, 2, 3}, x[1], {1, 1}, "VALID"); }});
+  c.push_back({"Conv2DBackpropFilter", {{{2, 5, 4, 1}, {2, 3, 2, 2}}},
+               [](const In& x) { return raw_ops::conv2d_backprop_filter(x[0], {2, 3, 1, 2}, x[1], {2, 2}, "SAME"); }});
+
+  // pooling (samples without ties, so that the maximum of each window is unique)
+  c.push_back({"MaxPool", {{{1, 4, 4, 2}}, {{2, 3, 5, 1}}, {{0, 4, 4, 2}}},
+               [](const In& x) { return nn::max_pool2d(x[0], {2, 2}, {2, 2}, "VALID"); }, -2, 2, distinct_values(0)});
+  c.push_back({"MaxPool", {{{1, 4, 4, 2}}, {{1, 5, 3, 1}}},
+               [](const In& x) { return nn::max_pool2d(x[0], {3, 3}, {2, 1}, "SAME"); }, -2, 2, distinct_values(0)});
+  c.push_back({"MaxPoolGrad", {{{1, 4, 4, 2}, {1, 2, 2, 2}}},
+               [](const In& x) { return raw_ops::max_pool_grad(x[0], x[1], {2, 2}, {2, 2}, "VALID"); }, -2, 2,
+               distinct_values(0)});
+  c.push_back({"MaxPoolGrad", {{{1, 4, 4, 2}, {1, 2, 4, 2}}},
+               [](const In& x) { return raw_ops::max_pool_grad(x[0], x[1], {3, 3}, {2, 1}, "SAME"); }, -2, 2,
+               distinct_values(0)});
+  c.push_back({"MaxPoolGradGrad", {{{1, 4, 4, 2}, {1, 4, 4, 2}}},
+               [](const In& x) { return raw_ops::max_pool_grad_grad(x[0], x[1], {2, 2}, {2, 2}, "VALID"); }, -2, 2,
+               distinct_values(0)});
+  c.push_back({"MaxPoolGradGrad", {{{1, 4, 4, 2}, {1, 4, 4, 2}}},
+               [](const In& x) { return raw_ops::max_pool_grad_grad(x[0], x[1], {3, 3}, {2, 1}, "SAME"); }, -2, 2,
+               distinct_values(0)});
+  c.push_back({"AvgPool", {{{1, 4, 4, 2}}, {{2, 3, 5, 1}}, {{0, 4, 4, 2}}},
+               [](const In& x) { return nn::avg_pool2d(x[0], {2, 2}, {2, 2}, "VALID"); }});
+  c.push_back({"AvgPool", {{{1, 4, 4, 2}}, {{1, 5, 3, 1}}},
+               [](const In& x) { return nn::avg_pool2d(x[0], {3, 3}, {2, 1}, "SAME"); }});
+  c.push_back({"AvgPoolGrad", {{{1, 2, 2, 2}}},
+               [](const In& x) { return raw_ops::avg_pool_grad({1, 4, 4, 2}, x[0], {2, 2}, {2, 2}, "VALID"); }});
+  c.push_back({"AvgPoolGrad", {{{1, 2, 4, 2}}},
+               [](const In& x) { return raw_ops::avg_pool_grad({1, 4, 4, 2}, x[0], {3, 3}, {2, 1}, "SAME"); }});
 }
 
 }  // namespace tapeflow::testing

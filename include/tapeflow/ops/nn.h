@@ -14,6 +14,8 @@
 /// dtypes of two operands, an axis out of range, a label outside [0, classes).
 
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "tapeflow/ops/math.h"
 #include "tapeflow/tensor.h"
@@ -73,6 +75,34 @@ Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& log
 /// squared_difference and reduce_mean). Same float dtype; shapes broadcast; rank >= 1.
 Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 
+// ---- convolution and pooling (NHWC images) -------------------------------------------------------
+//
+// Images are NHWC (batch, height, width, channels) float32 or float64 tensors; conv2d's filters
+// are HWIO (height, width, in_channels, out_channels) of the same dtype. `strides` and `ksize`
+// are TensorFlow's lists: one value for both spatial dimensions, (h, w), or (1, h, w, 1).
+// `padding` is "VALID" (windows inside the input: out = ceil((in - k + 1) / stride)) or "SAME"
+// (out = ceil(in / stride); pad_total = max((out - 1) * stride + k - in, 0) zeros, pad_total / 2
+// before and the rest after, as TensorFlow). An empty batch or spatial dimension gives an empty
+// output. Errors (InvalidArgumentError naming the op, the shapes, strides and padding): rank not 4,
+// channel mismatch, a stride or window < 1 (or > 2^31), a VALID window larger than a non-empty
+// input, an unknown padding, mismatched dtypes.
+
+/// 2-D convolution (op "Conv2D"; strictly a cross-correlation, as in TensorFlow):
+/// out[b, i, j, o] = sum_{di, dj, c} input[b, i * sh + di - pad_top, j * sw + dj - pad_left, c] *
+/// filters[di, dj, c, o], shape (batch, out_h, out_w, out_channels). Runs as im2col + one GEMM
+/// (OpenBLAS) per batch chunk. Gradients: raw_ops::conv2d_backprop_input / _filter.
+Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<std::int64_t>& strides = {1, 1},
+              std::string_view padding = "VALID");
+/// The maximum of each ksize window (op "MaxPool"), shape (batch, out_h, out_w, channels); SAME
+/// padding is ignored (never the maximum). Gradient (raw_ops::max_pool_grad): dy goes to the
+/// first maximum of each window in row-major order (ties: the first, like TensorFlow's CPU kernel).
+Tensor max_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
+                  const std::vector<std::int64_t>& strides, std::string_view padding);
+/// The mean of each ksize window (op "AvgPool"); with SAME padding the mean is over the input
+/// elements only (padding is not counted), like TensorFlow. Gradient: raw_ops::avg_pool_grad.
+Tensor avg_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
+                  const std::vector<std::int64_t>& strides, std::string_view padding);
+
 }  // namespace tapeflow::nn
 
 namespace tapeflow::raw_ops {
@@ -93,5 +123,36 @@ Tensor elu_grad(const Tensor& gradients, const Tensor& outputs);
 Tensor selu_grad(const Tensor& gradients, const Tensor& outputs);
 /// gradients * gelu'(features) (op "GeluGrad").
 Tensor gelu_grad(const Tensor& gradients, const Tensor& features, bool approximate = false);
+
+/// The gradient ops of convolution and pooling (TensorFlow's raw ops), each differentiable again.
+/// Arguments as for nn::conv2d / max_pool2d / avg_pool2d; the gradient arguments must have
+/// exactly the shape the forward op produces (InvalidArgumentError otherwise).
+
+/// d conv2d / d input (op "Conv2DBackpropInput"): col2im(out_backprop @ filters^T), of shape
+/// `input_sizes`. Its gradients: filters: conv2d_backprop_filter(ddx, shape(filters),
+/// out_backprop); out_backprop: conv2d(ddx, filters).
+Tensor conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters, const Tensor& out_backprop,
+                             const std::vector<std::int64_t>& strides, std::string_view padding);
+/// d conv2d / d filters (op "Conv2DBackpropFilter"): im2col(input)^T @ out_backprop, of shape
+/// `filter_sizes`. Its gradients: input: conv2d_backprop_input(shape(input), ddW, out_backprop);
+/// out_backprop: conv2d(input, ddW).
+Tensor conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes, const Tensor& out_backprop,
+                              const std::vector<std::int64_t>& strides, std::string_view padding);
+/// d max_pool2d / d input (op "MaxPoolGrad"; TensorFlow's also takes orig_output, which is
+/// recomputed here): `grad` (the pooled shape) added at the first maximum of each window of
+/// `orig_input`, zeros elsewhere. Gradients: grad: max_pool_grad_grad; orig_input: zeros.
+Tensor max_pool_grad(const Tensor& orig_input, const Tensor& grad, const std::vector<std::int64_t>& ksize,
+                     const std::vector<std::int64_t>& strides, std::string_view padding);
+/// `grad` (the shape of orig_input) gathered at the first maximum of each window of
+/// `orig_input` (op "MaxPoolGradGrad"), of the pooled shape. Gradients: grad: max_pool_grad;
+/// orig_input: zeros.
+Tensor max_pool_grad_grad(const Tensor& orig_input, const Tensor& grad,
+                          const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
+                          std::string_view padding);
+/// d avg_pool2d / d input (op "AvgPoolGrad"): each element of `grad` divided by its window's
+/// count and added over the window, of shape `orig_input_shape`. Gradient: avg_pool2d.
+Tensor avg_pool_grad(const Shape& orig_input_shape, const Tensor& grad,
+                     const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
+                     std::string_view padding);
 
 }  // namespace tapeflow::raw_ops

@@ -1,0 +1,246 @@
+#pragma once
+// Sliding-window kernels on NHWC images: im2col / col2im for convolution (the GEMM does the
+// arithmetic, see src/ops/nn_conv.cpp) and the pooling loops.
+//
+// Geometry (validated by the caller, every product fits int64): an image is (h, w, c); a window
+// of (kh, kw) slides with strides (sh, sw) over the image padded by pad_top / pad_left zeros
+// (the bottom and right padding is implied by the output size (oh, ow)). Output position
+// (oy, ox) reads input rows oy * sh - pad_top + [0, kh) and columns ox * sw - pad_left + [0, kw);
+// positions outside [0, h) x [0, w) are padding.
+//
+// im2col writes one row per output position, (oh * ow) rows of kh * kw * c columns ordered
+// (ky, kx, ci): the layout of an HWIO filter reshaped to (kh * kw * c, out_channels), so that
+// conv = cols @ filters.
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "core/parallel.h"
+
+namespace tapeflow::cpu {
+
+struct WindowGeometry {
+  std::int64_t n = 0, h = 0, w = 0, c = 0;  // input (batch, height, width, channels)
+  std::int64_t kh = 1, kw = 1;              // window
+  std::int64_t sh = 1, sw = 1;              // strides
+  std::int64_t oh = 0, ow = 0;              // output height, width
+  std::int64_t pad_top = 0, pad_left = 0;
+
+  std::int64_t image_size() const { return h * w * c; }
+  std::int64_t out_positions() const { return oh * ow; }
+  std::int64_t patch_size() const { return kh * kw * c; }
+  /// The clipped input range [lo, hi) of output row oy (or column ox).
+  std::int64_t row_lo(std::int64_t oy) const { return std::max<std::int64_t>(oy * sh - pad_top, 0); }
+  std::int64_t row_hi(std::int64_t oy) const { return std::min<std::int64_t>(oy * sh - pad_top + kh, h); }
+  std::int64_t col_lo(std::int64_t ox) const { return std::max<std::int64_t>(ox * sw - pad_left, 0); }
+  std::int64_t col_hi(std::int64_t ox) const { return std::min<std::int64_t>(ox * sw - pad_left + kw, w); }
+};
+
+/// Rows per parallel_for task so that one task touches about kParallelGrain elements.
+inline std::int64_t rows_grain(std::int64_t per_row) {
+  return std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(per_row, 1));
+}
+
+/// cols[(img * oh * ow + oy * ow + ox), (ky * kw + kx) * c + ci] = x[img][iy][ix][ci] (0 in the
+/// padding) for `images` consecutive images starting at x.
+template <class T>
+void im2col(const T* x, std::int64_t images, const WindowGeometry& g, T* cols) {
+  const std::int64_t patch = g.patch_size(), img = g.image_size();
+  parallel_for(images * g.oh, rows_grain(g.ow * patch), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r) {
+      const std::int64_t i = r / g.oh, oy = r % g.oh;
+      const T* xi = x + i * img;
+      T* out = cols + r * g.ow * patch;
+      for (std::int64_t ox = 0; ox < g.ow; ++ox, out += patch) {
+        T* o = out;
+        for (std::int64_t ky = 0; ky < g.kh; ++ky) {
+          const std::int64_t iy = oy * g.sh - g.pad_top + ky;
+          if (iy < 0 || iy >= g.h) {
+            std::fill(o, o + g.kw * g.c, T(0));
+            o += g.kw * g.c;
+            continue;
+          }
+          const std::int64_t ix0 = ox * g.sw - g.pad_left;
+          if (ix0 >= 0 && ix0 + g.kw <= g.w) {  // the whole window row is inside: one contiguous span
+            std::copy(xi + (iy * g.w + ix0) * g.c, xi + (iy * g.w + ix0 + g.kw) * g.c, o);
+            o += g.kw * g.c;
+            continue;
+          }
+          for (std::int64_t kx = 0; kx < g.kw; ++kx, o += g.c) {
+            const std::int64_t ix = ix0 + kx;
+            if (ix < 0 || ix >= g.w)
+              std::fill(o, o + g.c, T(0));
+            else
+              std::copy(xi + (iy * g.w + ix) * g.c, xi + (iy * g.w + ix + 1) * g.c, o);
+          }
+        }
+      }
+    }
+  });
+}
+
+/// The adjoint of im2col: x[img][iy][ix][ci] += every cols entry im2col would read from it.
+/// `x` must be zeroed (or hold values to add to). Images run in parallel (disjoint outputs).
+template <class T>
+void col2im_add(const T* cols, std::int64_t images, const WindowGeometry& g, T* x) {
+  const std::int64_t patch = g.patch_size(), img = g.image_size();
+  parallel_for(images, rows_grain(g.out_positions() * patch), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      T* xi = x + i * img;
+      const T* in = cols + i * g.out_positions() * patch;
+      for (std::int64_t oy = 0; oy < g.oh; ++oy)
+        for (std::int64_t ox = 0; ox < g.ow; ++ox, in += patch) {
+          const T* p = in;
+          for (std::int64_t ky = 0; ky < g.kh; ++ky) {
+            const std::int64_t iy = oy * g.sh - g.pad_top + ky;
+            if (iy < 0 || iy >= g.h) {
+              p += g.kw * g.c;
+              continue;
+            }
+            const std::int64_t ix0 = ox * g.sw - g.pad_left;
+            if (ix0 >= 0 && ix0 + g.kw <= g.w) {  // one contiguous span
+              T* dst = xi + (iy * g.w + ix0) * g.c;
+              for (std::int64_t j = 0; j < g.kw * g.c; ++j) dst[j] += p[j];
+              p += g.kw * g.c;
+              continue;
+            }
+            for (std::int64_t kx = 0; kx < g.kw; ++kx, p += g.c) {
+              const std::int64_t ix = ix0 + kx;
+              if (ix < 0 || ix >= g.w) continue;
+              T* dst = xi + (iy * g.w + ix) * g.c;
+              for (std::int64_t ci = 0; ci < g.c; ++ci) dst[ci] += p[ci];
+            }
+          }
+        }
+    }
+  });
+}
+
+/// Flat input index (within one image) of the first maximum of the window of output (oy, ox),
+/// channel ci; -1 for a window with no input element (cannot happen for TensorFlow's padding).
+/// NaN counts as larger than everything (it propagates, as in TensorFlow's CPU kernel).
+template <class T>
+std::int64_t window_argmax(const T* xi, const WindowGeometry& g, std::int64_t oy, std::int64_t ox,
+                           std::int64_t ci) {
+  std::int64_t best = -1;
+  T m = T(0);
+  for (std::int64_t iy = g.row_lo(oy), y1 = g.row_hi(oy); iy < y1; ++iy)
+    for (std::int64_t ix = g.col_lo(ox), x1 = g.col_hi(ox); ix < x1; ++ix) {
+      const std::int64_t k = (iy * g.w + ix) * g.c + ci;
+      const T v = xi[k];
+      if (best < 0 || v > m || (v != v && m == m)) {
+        best = k;
+        m = v;
+      }
+    }
+  return best;
+}
+
+/// Calls f(image, out_index, in_image_offset) for each pooled output in parallel over output
+/// rows; out_index is the flat index into the (n, oh, ow, c) output.
+template <class F>
+void for_each_output_row(const WindowGeometry& g, F f) {
+  parallel_for(g.n * g.oh, rows_grain(g.ow * g.c * g.kh * g.kw), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r) f(r / g.oh, r % g.oh);
+  });
+}
+
+/// y = max over each window (padding ignored).
+template <class T>
+void max_pool(const T* x, const WindowGeometry& g, T* y) {
+  for_each_output_row(g, [&](std::int64_t i, std::int64_t oy) {
+    const T* xi = x + i * g.image_size();
+    T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
+    for (std::int64_t ox = 0; ox < g.ow; ++ox)
+      for (std::int64_t ci = 0; ci < g.c; ++ci) {
+        const std::int64_t k = window_argmax(xi, g, oy, ox, ci);
+        yr[ox * g.c + ci] = k < 0 ? T(0) : xi[k];
+      }
+  });
+}
+
+/// dx = 0, then dx[argmax of each window] += dy (images in parallel: windows of one image may
+/// share an argmax).
+template <class T>
+void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
+  std::fill(dx, dx + g.n * g.image_size(), T(0));
+  parallel_for(g.n, rows_grain(g.out_positions() * g.c * g.kh * g.kw), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const T* xi = x + i * g.image_size();
+      T* dxi = dx + i * g.image_size();
+      const T* dyi = dy + i * g.out_positions() * g.c;
+      for (std::int64_t oy = 0; oy < g.oh; ++oy)
+        for (std::int64_t ox = 0; ox < g.ow; ++ox)
+          for (std::int64_t ci = 0; ci < g.c; ++ci) {
+            const std::int64_t k = window_argmax(xi, g, oy, ox, ci);
+            if (k >= 0) dxi[k] += dyi[(oy * g.ow + ox) * g.c + ci];
+          }
+    }
+  });
+}
+
+/// y[window] = ddx[argmax of the window]: the adjoint of max_pool_grad in dy.
+template <class T>
+void max_pool_grad_grad(const T* x, const T* ddx, const WindowGeometry& g, T* y) {
+  for_each_output_row(g, [&](std::int64_t i, std::int64_t oy) {
+    const T* xi = x + i * g.image_size();
+    const T* ddxi = ddx + i * g.image_size();
+    T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
+    for (std::int64_t ox = 0; ox < g.ow; ++ox)
+      for (std::int64_t ci = 0; ci < g.c; ++ci) {
+        const std::int64_t k = window_argmax(xi, g, oy, ox, ci);
+        yr[ox * g.c + ci] = k < 0 ? T(0) : ddxi[k];
+      }
+  });
+}
+
+/// y = mean over each window's input elements (the count excludes padding, like TensorFlow).
+template <class T>
+void avg_pool(const T* x, const WindowGeometry& g, T* y) {
+  for_each_output_row(g, [&](std::int64_t i, std::int64_t oy) {
+    const T* xi = x + i * g.image_size();
+    T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
+    const std::int64_t y0 = g.row_lo(oy), y1 = g.row_hi(oy);
+    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+      T* o = yr + ox * g.c;
+      std::fill(o, o + g.c, T(0));
+      const std::int64_t x0 = g.col_lo(ox), x1 = g.col_hi(ox);
+      for (std::int64_t iy = y0; iy < y1; ++iy)
+        for (std::int64_t ix = x0; ix < x1; ++ix) {
+          const T* p = xi + (iy * g.w + ix) * g.c;
+          for (std::int64_t ci = 0; ci < g.c; ++ci) o[ci] += p[ci];
+        }
+      const std::int64_t count = (y1 - y0) * (x1 - x0);
+      if (count > 0)
+        for (std::int64_t ci = 0; ci < g.c; ++ci) o[ci] /= static_cast<T>(count);
+    }
+  });
+}
+
+/// dx = 0, then each window's input elements += dy / count (the adjoint of avg_pool).
+template <class T>
+void avg_pool_grad(const T* dy, const WindowGeometry& g, T* dx) {
+  std::fill(dx, dx + g.n * g.image_size(), T(0));
+  parallel_for(g.n, rows_grain(g.out_positions() * g.c * g.kh * g.kw), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      T* dxi = dx + i * g.image_size();
+      const T* dyi = dy + i * g.out_positions() * g.c;
+      for (std::int64_t oy = 0; oy < g.oh; ++oy)
+        for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+          const std::int64_t y0 = g.row_lo(oy), y1 = g.row_hi(oy), x0 = g.col_lo(ox), x1 = g.col_hi(ox);
+          const std::int64_t count = (y1 - y0) * (x1 - x0);
+          if (count <= 0) continue;
+          const T* d = dyi + (oy * g.ow + ox) * g.c;
+          const T cnt = static_cast<T>(count);
+          for (std::int64_t iy = y0; iy < y1; ++iy)
+            for (std::int64_t ix = x0; ix < x1; ++ix) {
+              T* p = dxi + (iy * g.w + ix) * g.c;
+              for (std::int64_t ci = 0; ci < g.c; ++ci) p[ci] += d[ci] / cnt;
+            }
+        }
+    }
+  });
+}
+
+}  // namespace tapeflow::cpu

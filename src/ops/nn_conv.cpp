@@ -1,0 +1,597 @@
+// Convolution and pooling on NHWC images (TensorFlow's Conv2D, MaxPool, AvgPool).
+//
+// Conv2D runs as im2col + GEMM: each batch chunk's patches become the rows of a
+// (images * oh * ow, kh * kw * in_ch) matrix, multiplied by the HWIO filters viewed as a
+// (kh * kw * in_ch, out_ch) matrix in one OpenBLAS call (src/kernels/cpu/gemm.h). A 1x1 filter
+// with stride 1 skips im2col (the input already is that matrix).
+//
+// Like TensorFlow, the gradients are primitives of their own, each differentiable again (its
+// gradient written with the public ops), following nn_grad.py:
+//   Conv2D:               dx = Conv2DBackpropInput(shape(x), W, dy)   = col2im(dy @ W^T)
+//                         dW = Conv2DBackpropFilter(x, shape(W), dy)  = im2col(x)^T @ dy
+//   Conv2DBackpropInput:  d(W) = Conv2DBackpropFilter(ddx, shape(W), dy), d(dy) = conv2d(ddx, W)
+//   Conv2DBackpropFilter: d(x) = Conv2DBackpropInput(shape(x), ddW, dy), d(dy) = conv2d(x, ddW)
+//   MaxPool -> MaxPoolGrad (scatter dy to each window's first maximum) -> MaxPoolGradGrad
+//   (gather at the same positions) -> MaxPoolGrad; AvgPool -> AvgPoolGrad -> AvgPool.
+//
+// Padding follows TensorFlow: VALID: out = ceil((in - k + 1) / stride); SAME: out =
+// ceil(in / stride), pad_total = max((out - 1) * stride + k - in, 0), pad_before = pad_total / 2.
+
+#include <algorithm>
+#include <array>
+#include <memory>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/im2col.h"
+#include "ops/op_util.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/nn.h"
+
+namespace tapeflow {
+namespace ops {
+namespace {
+
+/// Largest window or stride accepted (TensorFlow's are int32): keeps every index product in int64.
+constexpr std::int64_t kMaxWindow = std::int64_t{1} << 31;
+/// im2col buffer size (elements) a batch chunk aims for: large enough for one GEMM per chunk.
+constexpr std::int64_t kChunkElements = std::int64_t{1} << 23;
+
+using Pair = std::array<std::int64_t, 2>;
+
+struct ConvAttrs {
+  Pair strides{1, 1};
+  bool same = false;
+  /// Conv2DBackpropInput: the input's shape; Conv2DBackpropFilter: the filters' shape.
+  Shape sizes;
+};
+
+struct PoolAttrs {
+  Pair ksize{1, 1};
+  Pair strides{1, 1};
+  bool same = false;
+  /// AvgPoolGrad: the pooled input's shape.
+  Shape sizes;
+};
+
+std::string_view padding_name(bool same) { return same ? "SAME" : "VALID"; }
+std::string pair_string(Pair p) { return fmt::format("({}, {})", p[0], p[1]); }
+
+/// a * b, or -1 if it overflows int64 (both >= 0).
+std::int64_t mul_or_neg(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? -1 : r;
+}
+
+/// Output size and leading padding of one spatial dimension (TensorFlow's rule); false when a
+/// VALID window is larger than a non-empty input.
+bool spatial_dim(std::int64_t in, std::int64_t k, std::int64_t s, bool same, std::int64_t& out,
+                 std::int64_t& pad) {
+  pad = 0;
+  if (same) {
+    out = in / s + (in % s != 0 ? 1 : 0);
+    if (out > 0) pad = std::max<std::int64_t>((out - 1) * s + k - in, 0) / 2;
+    return true;
+  }
+  if (in == 0) {
+    out = 0;
+    return true;
+  }
+  if (k > in) return false;
+  out = (in - k) / s + 1;
+  return true;
+}
+
+void require_rank4(std::string_view op, const Shape& s, std::string_view arg, std::string_view layout) {
+  TAPEFLOW_REQUIRE(s.rank() == 4, InvalidArgumentError, "[{}] '{}' must have rank 4 ({}), got shape {}", op,
+                   arg, layout, s.to_string());
+}
+
+/// The validated geometry of a (kh, kw) window over the NHWC shape `in`. `what()` describes the
+/// operands for error messages (evaluated only on failure).
+template <class What>
+cpu::WindowGeometry window_geometry(std::string_view op, const Shape& in, Pair k, Pair strides, bool same,
+                                    What what) {
+  TAPEFLOW_REQUIRE(strides[0] >= 1 && strides[1] >= 1 && strides[0] <= kMaxWindow && strides[1] <= kMaxWindow,
+                   InvalidArgumentError, "[{}] strides must be >= 1 and <= 2^31, got strides {}: {}", op,
+                   pair_string(strides), what());
+  TAPEFLOW_REQUIRE(k[0] >= 1 && k[1] >= 1 && k[0] <= kMaxWindow && k[1] <= kMaxWindow, InvalidArgumentError,
+                   "[{}] the window must be at least 1x1 and at most 2^31 on a side, got window {}: {}", op,
+                   pair_string(k), what());
+  cpu::WindowGeometry g;
+  g.n = in[0];
+  g.h = in[1];
+  g.w = in[2];
+  g.c = in[3];
+  g.kh = k[0];
+  g.kw = k[1];
+  g.sh = strides[0];
+  g.sw = strides[1];
+  const bool fits = spatial_dim(g.h, g.kh, g.sh, same, g.oh, g.pad_top) &&
+                    spatial_dim(g.w, g.kw, g.sw, same, g.ow, g.pad_left);
+  TAPEFLOW_REQUIRE(
+      fits, InvalidArgumentError,
+      "[{}] the window {} is larger than the input's spatial size ({}, {}) with padding VALID: {}; use "
+      "padding SAME or a smaller window",
+      op, pair_string(k), g.h, g.w, what());
+  return g;
+}
+
+/// Conv2D's geometry for input shape `in` and filter shape `f`, with every check the kernels rely
+/// on (ranks, channels, window, sizes BLAS accepts). `op` names the calling op.
+cpu::WindowGeometry conv_geometry(std::string_view op, const Shape& in, const Shape& f, const ConvAttrs& at) {
+  auto what = [&] {
+    return fmt::format("input has shape {}, filters have shape {}, strides {}, padding {}", in.to_string(),
+                       f.to_string(), pair_string(at.strides), padding_name(at.same));
+  };
+  require_rank4(op, in, "input", "NHWC: batch, height, width, channels");
+  require_rank4(op, f, "filters", "HWIO: height, width, in_channels, out_channels");
+  TAPEFLOW_REQUIRE(
+      in[3] == f[2], InvalidArgumentError,
+      "[{}] input channels must match the filters' in_channels: {} (input has {} channels, filters "
+      "expect {})",
+      op, what(), in[3], f[2]);
+  const cpu::WindowGeometry g = window_geometry(op, in, {f[0], f[1]}, at.strides, at.same, what);
+  const std::int64_t patch = mul_or_neg(mul_or_neg(g.kh, g.kw), g.c);
+  const std::int64_t positions = mul_or_neg(g.oh, g.ow);
+  const std::int64_t cols = patch < 0 || positions < 0 ? -1 : mul_or_neg(patch, positions);
+  TAPEFLOW_REQUIRE(patch >= 0 && patch <= cpu::kMaxGemmDim && f[3] <= cpu::kMaxGemmDim && positions >= 0 &&
+                       positions <= cpu::kMaxGemmDim && cols >= 0 && cols <= kMaxElements,
+                   InvalidArgumentError,
+                   "[{}] the convolution is too large (patch size {}, {} output positions): {}", op, patch,
+                   positions, what());
+  return g;
+}
+
+/// The (batch, oh, ow, channels) shape of a windowed op's output.
+Shape output_shape(std::string_view op, const cpu::WindowGeometry& g, std::int64_t channels) {
+  const std::array<std::int64_t, 4> dims{g.n, g.oh, g.ow, channels};
+  return Shape::checked(dims, op);
+}
+
+bool pointwise(const cpu::WindowGeometry& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0;
+}
+
+/// Images per im2col chunk: as many as fill about kChunkElements, with the GEMM's row count
+/// within BLAS's range.
+std::int64_t chunk_images(const cpu::WindowGeometry& g) {
+  const std::int64_t rows = std::max<std::int64_t>(g.out_positions(), 1);
+  const std::int64_t per = std::max<std::int64_t>(rows * g.patch_size(), 1);
+  std::int64_t chunk = std::clamp<std::int64_t>(kChunkElements / per, 1, std::max<std::int64_t>(g.n, 1));
+  return std::min(chunk, std::max<std::int64_t>(cpu::kMaxGemmDim / rows, 1));
+}
+
+/// Calls f(b0, nb, cols) for each chunk of nb images starting at b0, where cols is the chunk's
+/// im2col matrix (the input itself for a pointwise filter).
+template <class T, class F>
+void for_each_chunk(const T* x, const cpu::WindowGeometry& g, F f) {
+  const std::int64_t chunk = chunk_images(g);
+  const bool direct = pointwise(g);
+  std::unique_ptr<T[]> cols;
+  if (!direct)
+    cols.reset(new T[static_cast<std::size_t>(std::min(chunk, g.n) * g.out_positions() * g.patch_size())]);
+  for (std::int64_t b0 = 0; b0 < g.n; b0 += chunk) {
+    const std::int64_t nb = std::min(chunk, g.n - b0);
+    if (direct) {
+      f(b0, nb, x + b0 * g.image_size());
+    } else {
+      cpu::im2col(x + b0 * g.image_size(), nb, g, cols.get());
+      f(b0, nb, static_cast<const T*>(cols.get()));
+    }
+  }
+}
+
+/// y = im2col(x) @ f, f viewed as (patch, oc).
+template <class T>
+void conv_forward(const T* x, const T* f, const cpu::WindowGeometry& g, std::int64_t oc, T* y) {
+  const std::int64_t rows = g.out_positions();
+  for_each_chunk(x, g, [&](std::int64_t b0, std::int64_t nb, const T* cols) {
+    cpu::gemm<T>(false, false, nb * rows, oc, g.patch_size(), cols, f, y + b0 * rows * oc);
+  });
+}
+
+/// dx = col2im(dy @ f^T).
+template <class T>
+void conv_backprop_input(const T* f, const T* dy, const cpu::WindowGeometry& g, std::int64_t oc, T* dx) {
+  const std::int64_t rows = g.out_positions(), patch = g.patch_size();
+  const std::int64_t chunk = chunk_images(g);
+  if (pointwise(g)) {
+    for (std::int64_t b0 = 0; b0 < g.n; b0 += chunk) {
+      const std::int64_t nb = std::min(chunk, g.n - b0);
+      cpu::gemm<T>(false, true, nb * rows, patch, oc, dy + b0 * rows * oc, f, dx + b0 * g.image_size());
+    }
+    return;
+  }
+  std::fill(dx, dx + g.n * g.image_size(), T(0));
+  std::unique_ptr<T[]> cols(new T[static_cast<std::size_t>(std::min(chunk, g.n) * rows * patch)]);
+  for (std::int64_t b0 = 0; b0 < g.n; b0 += chunk) {
+    const std::int64_t nb = std::min(chunk, g.n - b0);
+    cpu::gemm<T>(false, true, nb * rows, patch, oc, dy + b0 * rows * oc, f, cols.get());
+    cpu::col2im_add(cols.get(), nb, g, dx + b0 * g.image_size());
+  }
+}
+
+/// df = im2col(x)^T @ dy, summed over the batch chunks.
+template <class T>
+void conv_backprop_filter(const T* x, const T* dy, const cpu::WindowGeometry& g, std::int64_t oc, T* df) {
+  const std::int64_t rows = g.out_positions(), patch = g.patch_size(), size = patch * oc;
+  std::fill(df, df + size, T(0));
+  std::unique_ptr<T[]> part;
+  bool first = true;
+  for_each_chunk(x, g, [&](std::int64_t b0, std::int64_t nb, const T* cols) {
+    if (first) {
+      cpu::gemm<T>(true, false, patch, oc, nb * rows, cols, dy + b0 * rows * oc, df);
+      first = false;
+      return;
+    }
+    if (!part) part.reset(new T[static_cast<std::size_t>(size)]);
+    cpu::gemm<T>(true, false, patch, oc, nb * rows, cols, dy + b0 * rows * oc, part.get());
+    for (std::int64_t i = 0; i < size; ++i) df[i] += part[i];
+  });
+}
+
+void require_same_float(std::string_view op, const Tensor& a, std::string_view an, const Tensor& b,
+                        std::string_view bn) {
+  require_floating(a, op, an);
+  TAPEFLOW_REQUIRE(
+      a.dtype() == b.dtype(), InvalidArgumentError,
+      "[{}] '{}' and '{}' must have the same dtype (no implicit casting): {} is a {}, {} is a {}", op, an, bn,
+      an, describe(a), bn, describe(b));
+}
+
+/// Throws unless `t` has exactly the shape `expected` that the forward op would produce.
+void require_shape(std::string_view op, const Tensor& t, std::string_view arg, const Shape& expected,
+                   std::string_view why) {
+  TAPEFLOW_REQUIRE(t.shape() == expected, InvalidArgumentError, "[{}] '{}' must have shape {} ({}), got a {}",
+                   op, arg, expected.to_string(), why, describe(t));
+}
+
+Tensor backprop_input(const ConvAttrs& at, const Shape& input_sizes, const Tensor& f, const Tensor& dy);
+Tensor backprop_filter(const ConvAttrs& at, const Tensor& x, const Shape& filter_sizes, const Tensor& dy);
+Tensor conv(const ConvAttrs& at, const Tensor& x, const Tensor& f);
+
+// ---- convolution ---------------------------------------------------------------------------------
+
+// y = im2col(x) @ W;  dx = Conv2DBackpropInput(shape(x), W, dy), dW = Conv2DBackpropFilter(x, shape(W), dy)
+struct Conv2D {
+  static constexpr std::string_view kName = "Conv2D";
+  static constexpr Saves kSaves = kSavesInputs;
+  using Attrs = ConvAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& f) {
+    require_same_float(kName, x, "input", f, "filters");
+    const cpu::WindowGeometry g = conv_geometry(kName, x.shape(), f.shape(), at);
+    const std::int64_t oc = f.shape()[3];
+    Tensor y = detail::empty(output_shape(kName, g, oc), x.dtype(), kName);
+    if (y.num_elements() == 0) return y;
+    visit_floating(x.dtype(), [&]<class T>() {
+      conv_forward(x.values<T>().data(), f.values<T>().data(), g, oc, detail::mutable_data<T>(y));
+    });
+    return y;
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& at = c.attrs<Attrs>();
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = backprop_input(at, c.input_shape(0), c.input(1), c.dy());
+    if (c.needs_input_grad(1)) g[1] = backprop_filter(at, c.input(0), c.input_shape(1), c.dy());
+    return g;
+  }
+};
+
+// dx = col2im(dy @ W^T);  dW = Conv2DBackpropFilter(ddx, shape(W), dy), d(dy) = conv2d(ddx, W)
+struct Conv2DBackpropInput {
+  static constexpr std::string_view kName = "Conv2DBackpropInput";
+  static constexpr Saves kSaves = kSavesInputs;
+  using Attrs = ConvAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& f, const Tensor& dy) {
+    require_same_float(kName, f, "filters", dy, "out_backprop");
+    const cpu::WindowGeometry g = conv_geometry(kName, at.sizes, f.shape(), at);
+    const std::int64_t oc = f.shape()[3];
+    require_shape(kName, dy, "out_backprop", output_shape(kName, g, oc),
+                  fmt::format("conv2d's output for input shape {} and filters of shape {}",
+                              at.sizes.to_string(), f.shape().to_string()));
+    Tensor dx = detail::empty(at.sizes, f.dtype(), kName);
+    if (dx.num_elements() == 0) return dx;
+    visit_floating(f.dtype(), [&]<class T>() {
+      conv_backprop_input(f.values<T>().data(), dy.values<T>().data(), g, oc, detail::mutable_data<T>(dx));
+    });
+    return dx;
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& at = c.attrs<Attrs>();
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = backprop_filter(at, c.dy(), c.input_shape(0), c.input(1));
+    if (c.needs_input_grad(1)) g[1] = conv(at, c.dy(), c.input(0));
+    return g;
+  }
+};
+
+// dW = im2col(x)^T @ dy;  dx = Conv2DBackpropInput(shape(x), ddW, dy), d(dy) = conv2d(x, ddW)
+struct Conv2DBackpropFilter {
+  static constexpr std::string_view kName = "Conv2DBackpropFilter";
+  static constexpr Saves kSaves = kSavesInputs;
+  using Attrs = ConvAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& dy) {
+    require_same_float(kName, x, "input", dy, "out_backprop");
+    const cpu::WindowGeometry g = conv_geometry(kName, x.shape(), at.sizes, at);
+    const std::int64_t oc = at.sizes[3];
+    require_shape(kName, dy, "out_backprop", output_shape(kName, g, oc),
+                  fmt::format("conv2d's output for input shape {} and filters of shape {}",
+                              x.shape().to_string(), at.sizes.to_string()));
+    Tensor df = detail::empty(at.sizes, x.dtype(), kName);
+    if (df.num_elements() == 0) return df;
+    visit_floating(x.dtype(), [&]<class T>() {
+      conv_backprop_filter(x.values<T>().data(), dy.values<T>().data(), g, oc, detail::mutable_data<T>(df));
+    });
+    return df;
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& at = c.attrs<Attrs>();
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = backprop_input(at, c.input_shape(0), c.dy(), c.input(1));
+    if (c.needs_input_grad(1)) g[1] = conv(at, c.input(0), c.dy());
+    return g;
+  }
+};
+
+Tensor conv(const ConvAttrs& at, const Tensor& x, const Tensor& f) {
+  ConvAttrs a = at;
+  a.sizes = Shape();
+  return apply_with<Conv2D>(a, x, f);
+}
+Tensor backprop_input(const ConvAttrs& at, const Shape& input_sizes, const Tensor& f, const Tensor& dy) {
+  ConvAttrs a = at;
+  a.sizes = input_sizes;
+  return apply_with<Conv2DBackpropInput>(a, f, dy);
+}
+Tensor backprop_filter(const ConvAttrs& at, const Tensor& x, const Shape& filter_sizes, const Tensor& dy) {
+  ConvAttrs a = at;
+  a.sizes = filter_sizes;
+  return apply_with<Conv2DBackpropFilter>(a, x, dy);
+}
+
+// ---- pooling -------------------------------------------------------------------------------------
+
+/// The validated geometry of pooling `in` (NHWC) with the window and strides of `at`.
+cpu::WindowGeometry pool_geometry(std::string_view op, const Shape& in, const PoolAttrs& at) {
+  require_rank4(op, in, "input", "NHWC: batch, height, width, channels");
+  return window_geometry(op, in, at.ksize, at.strides, at.same, [&] {
+    return fmt::format("input has shape {}, ksize {}, strides {}, padding {}", in.to_string(),
+                       pair_string(at.ksize), pair_string(at.strides), padding_name(at.same));
+  });
+}
+
+Tensor max_pool_grad(const PoolAttrs& at, const Tensor& x, const Tensor& dy);
+Tensor max_pool_grad_grad(const PoolAttrs& at, const Tensor& x, const Tensor& ddx);
+Tensor avg_pool(const PoolAttrs& at, const Tensor& x);
+Tensor avg_pool_grad(const PoolAttrs& at, const Shape& input_shape, const Tensor& dy);
+
+// y = max over each window;  dx = MaxPoolGrad(x, dy) (dy routed to each window's first maximum)
+struct MaxPool {
+  static constexpr std::string_view kName = "MaxPool";
+  static constexpr Saves kSaves = kSavesInputs;
+  using Attrs = PoolAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& x) {
+    require_floating(x, kName, "input");
+    const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at);
+    Tensor y = detail::empty(output_shape(kName, g, g.c), x.dtype(), kName);
+    if (y.num_elements() == 0) return y;
+    visit_floating(x.dtype(),
+                   [&]<class T>() { cpu::max_pool(x.values<T>().data(), g, detail::mutable_data<T>(y)); });
+    return y;
+  }
+  static Grads backward(const GradContext& c) {
+    return {max_pool_grad(c.attrs<Attrs>(), c.input(0), c.dy())};
+  }
+};
+
+// dx = scatter of dy to the argmax of each window of x;  d(dy) = MaxPoolGradGrad(x, ddx),
+// d(x) = 0 (piecewise constant in x, like TensorFlow's _MaxPoolGradGrad)
+struct MaxPoolGrad {
+  static constexpr std::string_view kName = "MaxPoolGrad";
+  static constexpr Saves kSaves{1u, 0u};  // orig_input
+  using Attrs = PoolAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& dy) {
+    require_same_float(kName, x, "orig_input", dy, "grad");
+    const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at);
+    require_shape(kName, dy, "grad", output_shape(kName, g, g.c), "max_pool2d's output shape");
+    Tensor dx = detail::empty(x.shape(), x.dtype(), kName);
+    if (dx.num_elements() == 0) return dx;
+    visit_floating(x.dtype(), [&]<class T>() {
+      cpu::max_pool_grad(x.values<T>().data(), dy.values<T>().data(), g, detail::mutable_data<T>(dx));
+    });
+    return dx;
+  }
+  static Grads backward(const GradContext& c) {
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = zeros_like(c.input(0));
+    if (c.needs_input_grad(1)) g[1] = max_pool_grad_grad(c.attrs<Attrs>(), c.input(0), c.dy());
+    return g;
+  }
+};
+
+// y = ddx gathered at the argmax of each window of x;  d(ddx) = MaxPoolGrad(x, dy), d(x) = 0
+struct MaxPoolGradGrad {
+  static constexpr std::string_view kName = "MaxPoolGradGrad";
+  static constexpr Saves kSaves{1u, 0u};  // orig_input
+  using Attrs = PoolAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& ddx) {
+    require_same_float(kName, x, "orig_input", ddx, "grad");
+    const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at);
+    require_shape(kName, ddx, "grad", x.shape(), "the shape of orig_input");
+    Tensor y = detail::empty(output_shape(kName, g, g.c), x.dtype(), kName);
+    if (y.num_elements() == 0) return y;
+    visit_floating(x.dtype(), [&]<class T>() {
+      cpu::max_pool_grad_grad(x.values<T>().data(), ddx.values<T>().data(), g, detail::mutable_data<T>(y));
+    });
+    return y;
+  }
+  static Grads backward(const GradContext& c) {
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = zeros_like(c.input(0));
+    if (c.needs_input_grad(1)) g[1] = max_pool_grad(c.attrs<Attrs>(), c.input(0), c.dy());
+    return g;
+  }
+};
+
+// y = mean over each window (padding not counted);  dx = AvgPoolGrad(shape(x), dy)
+struct AvgPool {
+  static constexpr std::string_view kName = "AvgPool";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = PoolAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& x) {
+    require_floating(x, kName, "input");
+    const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at);
+    Tensor y = detail::empty(output_shape(kName, g, g.c), x.dtype(), kName);
+    if (y.num_elements() == 0) return y;
+    visit_floating(x.dtype(),
+                   [&]<class T>() { cpu::avg_pool(x.values<T>().data(), g, detail::mutable_data<T>(y)); });
+    return y;
+  }
+  static Grads backward(const GradContext& c) {
+    return {avg_pool_grad(c.attrs<Attrs>(), c.input_shape(0), c.dy())};
+  }
+};
+
+// dx = dy / count spread over each window (the adjoint of avg_pool);  d(dy) = avg_pool(ddx)
+struct AvgPoolGrad {
+  static constexpr std::string_view kName = "AvgPoolGrad";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = PoolAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& dy) {
+    require_floating(dy, kName, "grad");
+    const cpu::WindowGeometry g = pool_geometry(kName, at.sizes, at);
+    require_shape(kName, dy, "grad", output_shape(kName, g, g.c),
+                  fmt::format("avg_pool2d's output for input shape {}", at.sizes.to_string()));
+    Tensor dx = detail::empty(at.sizes, dy.dtype(), kName);
+    if (dx.num_elements() == 0) return dx;
+    visit_floating(dy.dtype(), [&]<class T>() {
+      cpu::avg_pool_grad(dy.values<T>().data(), g, detail::mutable_data<T>(dx));
+    });
+    return dx;
+  }
+  static Grads backward(const GradContext& c) { return {avg_pool(c.attrs<Attrs>(), c.dy())}; }
+};
+
+Tensor max_pool_grad(const PoolAttrs& at, const Tensor& x, const Tensor& dy) {
+  return apply_with<MaxPoolGrad>(at, x, dy);
+}
+Tensor max_pool_grad_grad(const PoolAttrs& at, const Tensor& x, const Tensor& ddx) {
+  return apply_with<MaxPoolGradGrad>(at, x, ddx);
+}
+Tensor avg_pool(const PoolAttrs& at, const Tensor& x) {
+  PoolAttrs a = at;
+  a.sizes = Shape();
+  return apply_with<AvgPool>(a, x);
+}
+Tensor avg_pool_grad(const PoolAttrs& at, const Shape& input_shape, const Tensor& dy) {
+  PoolAttrs a = at;
+  a.sizes = input_shape;
+  return apply_with<AvgPoolGrad>(a, dy);
+}
+
+// ---- public argument parsing ---------------------------------------------------------------------
+
+/// TensorFlow's spatial list: one value for both dimensions, (h, w), or NHWC (1, h, w, 1).
+Pair spatial_pair(std::string_view op, std::string_view arg, const std::vector<std::int64_t>& v) {
+  if (v.size() == 1) return {v[0], v[0]};
+  if (v.size() == 2) return {v[0], v[1]};
+  TAPEFLOW_REQUIRE(
+      v.size() == 4 && v[0] == 1 && v[3] == 1, InvalidArgumentError,
+      "[{}] '{}' must have 1, 2 or 4 elements (4: (1, h, w, 1), no batch or channel stride), got ({})", op,
+      arg, fmt::join(v, ", "));
+  return {v[1], v[2]};
+}
+
+bool parse_padding(std::string_view op, std::string_view padding) {
+  TAPEFLOW_REQUIRE(padding == "VALID" || padding == "SAME", InvalidArgumentError,
+                   "[{}] padding must be \"VALID\" or \"SAME\", got \"{}\"", op, padding);
+  return padding == "SAME";
+}
+
+ConvAttrs conv_attrs(std::string_view op, const std::vector<std::int64_t>& strides,
+                     std::string_view padding) {
+  return {spatial_pair(op, "strides", strides), parse_padding(op, padding), Shape()};
+}
+
+PoolAttrs pool_attrs(std::string_view op, const std::vector<std::int64_t>& ksize,
+                     const std::vector<std::int64_t>& strides, std::string_view padding) {
+  return {spatial_pair(op, "ksize", ksize), spatial_pair(op, "strides", strides), parse_padding(op, padding),
+          Shape()};
+}
+
+}  // namespace
+
+void register_conv_ops(autodiff::Registry& r) {
+  r.add<Conv2D>();
+  r.add<Conv2DBackpropInput>();
+  r.add<Conv2DBackpropFilter>();
+  r.add<MaxPool>();
+  r.add<MaxPoolGrad>();
+  r.add<MaxPoolGradGrad>();
+  r.add<AvgPool>();
+  r.add<AvgPoolGrad>();
+}
+
+}  // namespace ops
+
+namespace nn {
+
+Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<std::int64_t>& strides,
+              std::string_view padding) {
+  return autodiff::apply_with<ops::Conv2D>(ops::conv_attrs(ops::Conv2D::kName, strides, padding), input,
+                                           filters);
+}
+
+Tensor max_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
+                  const std::vector<std::int64_t>& strides, std::string_view padding) {
+  return autodiff::apply_with<ops::MaxPool>(ops::pool_attrs(ops::MaxPool::kName, ksize, strides, padding),
+                                            input);
+}
+
+Tensor avg_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
+                  const std::vector<std::int64_t>& strides, std::string_view padding) {
+  return autodiff::apply_with<ops::AvgPool>(ops::pool_attrs(ops::AvgPool::kName, ksize, strides, padding),
+                                            input);
+}
+
+}  // namespace nn
+
+namespace raw_ops {
+
+Tensor conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters, const Tensor& out_backprop,
+                             const std::vector<std::int64_t>& strides, std::string_view padding) {
+  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropInput::kName, strides, padding);
+  at.sizes = input_sizes;
+  return autodiff::apply_with<ops::Conv2DBackpropInput>(at, filters, out_backprop);
+}
+
+Tensor conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes, const Tensor& out_backprop,
+                              const std::vector<std::int64_t>& strides, std::string_view padding) {
+  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropFilter::kName, strides, padding);
+  at.sizes = filter_sizes;
+  return autodiff::apply_with<ops::Conv2DBackpropFilter>(at, input, out_backprop);
+}
+
+Tensor max_pool_grad(const Tensor& orig_input, const Tensor& grad, const std::vector<std::int64_t>& ksize,
+                     const std::vector<std::int64_t>& strides, std::string_view padding) {
+  return autodiff::apply_with<ops::MaxPoolGrad>(
+      ops::pool_attrs(ops::MaxPoolGrad::kName, ksize, strides, padding), orig_input, grad);
+}
+
+Tensor max_pool_grad_grad(const Tensor& orig_input, const Tensor& grad,
+                          const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
+                          std::string_view padding) {
+  return autodiff::apply_with<ops::MaxPoolGradGrad>(
+      ops::pool_attrs(ops::MaxPoolGradGrad::kName, ksize, strides, padding), orig_input, grad);
+}
+
+Tensor avg_pool_grad(const Shape& orig_input_shape, const Tensor& grad,
+                     const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
+                     std::string_view padding) {
+  ops::PoolAttrs at = ops::pool_attrs(ops::AvgPoolGrad::kName, ksize, strides, padding);
+  at.sizes = orig_input_shape;
+  return autodiff::apply_with<ops::AvgPoolGrad>(at, grad);
+}
+
+}  // namespace raw_ops
+}  // namespace tapeflow

@@ -1,0 +1,608 @@
+// Convolution and pooling: values against a direct float64 reference loop (both paddings,
+// strides 1 and 2, 1x1 / 3x3 / even and non-square kernels, several channels and images), the
+// gradient ops against the reference's adjoints, empty tensors, errors, and pooling values and
+// gradients by hand. The op table (op_cases_nn.cpp) checks every gradient numerically.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+namespace {
+
+/// A case of the reference tests: input (n, h, w, c), filters (kh, kw, c, oc).
+struct ConvCase {
+  std::int64_t n, h, w, c, kh, kw, oc, sh, sw;
+  bool same;
+};
+
+/// Output size and leading padding of one dimension, written out from TensorFlow's documentation.
+std::pair<std::int64_t, std::int64_t> out_and_pad(std::int64_t in, std::int64_t k, std::int64_t s,
+                                                  bool same) {
+  if (!same) return {(in - k + s) / s, 0};  // ceil((in - k + 1) / s)
+  const std::int64_t out = (in + s - 1) / s;
+  const std::int64_t pad_total = std::max<std::int64_t>((out - 1) * s + k - in, 0);
+  return {out, pad_total / 2};
+}
+
+/// Deterministic, non-symmetric values.
+std::vector<double> pattern(std::int64_t size, double phase) {
+  std::vector<double> v(static_cast<std::size_t>(size));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37 * static_cast<double>(i) + phase);
+  return v;
+}
+
+/// The convolution geometry of a case, and index helpers for the reference loops.
+struct Ref {
+  ConvCase k;
+  std::int64_t oh, ow, pt, pl;
+  explicit Ref(const ConvCase& c) : k(c) {
+    std::tie(oh, pt) = out_and_pad(c.h, c.kh, c.sh, c.same);
+    std::tie(ow, pl) = out_and_pad(c.w, c.kw, c.sw, c.same);
+  }
+  std::size_t xi(std::int64_t b, std::int64_t y, std::int64_t x, std::int64_t ci) const {
+    return static_cast<std::size_t>(((b * k.h + y) * k.w + x) * k.c + ci);
+  }
+  std::size_t fi(std::int64_t dy, std::int64_t dx, std::int64_t ci, std::int64_t o) const {
+    return static_cast<std::size_t>(((dy * k.kw + dx) * k.c + ci) * k.oc + o);
+  }
+  std::size_t yi(std::int64_t b, std::int64_t y, std::int64_t x, std::int64_t o) const {
+    return static_cast<std::size_t>(((b * oh + y) * ow + x) * k.oc + o);
+  }
+  /// Calls f(x index, filter index, output index) for every term of the convolution sum.
+  template <class F>
+  void terms(F f) const {
+    for (std::int64_t b = 0; b < k.n; ++b)
+      for (std::int64_t y = 0; y < oh; ++y)
+        for (std::int64_t x = 0; x < ow; ++x)
+          for (std::int64_t dy = 0; dy < k.kh; ++dy)
+            for (std::int64_t dx = 0; dx < k.kw; ++dx) {
+              const std::int64_t iy = y * k.sh + dy - pt, ix = x * k.sw + dx - pl;
+              if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
+              for (std::int64_t ci = 0; ci < k.c; ++ci)
+                for (std::int64_t o = 0; o < k.oc; ++o)
+                  f(xi(b, iy, ix, ci), fi(dy, dx, ci, o), yi(b, y, x, o));
+            }
+  }
+  tf::Shape in_shape() const { return {k.n, k.h, k.w, k.c}; }
+  tf::Shape filter_shape() const { return {k.kh, k.kw, k.c, k.oc}; }
+  tf::Shape out_shape() const { return {k.n, oh, ow, k.oc}; }
+  std::vector<std::int64_t> strides() const { return {k.sh, k.sw}; }
+  std::string padding() const { return k.same ? "SAME" : "VALID"; }
+};
+
+const std::vector<ConvCase> kCases = {
+    {1, 4, 4, 1, 1, 1, 1, 1, 1, false},  // 1x1, the pointwise (no im2col) path
+    {2, 5, 4, 3, 1, 1, 2, 1, 1, true},   // 1x1 SAME = VALID, several images and channels
+    {2, 5, 5, 3, 1, 1, 2, 2, 2, true},   // 1x1 with stride 2 (im2col path)
+    {1, 5, 5, 2, 3, 3, 3, 1, 1, false},  // 3x3 VALID
+    {2, 5, 5, 2, 3, 3, 3, 1, 1, true},   // 3x3 SAME
+    {2, 6, 7, 2, 3, 3, 4, 2, 2, true},   // 3x3 SAME stride 2, odd/even sizes
+    {3, 7, 6, 3, 3, 3, 2, 2, 2, false},  // 3x3 VALID stride 2
+    {1, 6, 6, 2, 2, 2, 2, 1, 1, true},   // even kernel: padding only after
+    {2, 5, 7, 2, 2, 3, 3, 2, 1, true},   // non-square kernel, different strides
+    {1, 3, 3, 1, 3, 3, 1, 1, 1, false},  // kernel = input: one output
+};
+
+std::string label(const ConvCase& c) {
+  auto d = [](std::int64_t v) { return std::to_string(v); };
+  return "input (" + d(c.n) + ", " + d(c.h) + ", " + d(c.w) + ", " + d(c.c) + ") filters (" + d(c.kh) + ", " +
+         d(c.kw) + ", " + d(c.c) + ", " + d(c.oc) + ") strides (" + d(c.sh) + ", " + d(c.sw) + ") " +
+         (c.same ? "SAME" : "VALID");
+}
+
+void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at flat index " << i;
+}
+
+// ---- conv2d values ---------------------------------------------------------------------------------
+
+TEST(Conv2D, MatchesTheReferenceLoopInFloat64) {
+  for (const ConvCase& c : kCases) {
+    SCOPED_TRACE(label(c));
+    const Ref r(c);
+    const auto xv = pattern(r.in_shape().num_elements(), 0.1),
+               fv = pattern(r.filter_shape().num_elements(), 1.3);
+    std::vector<double> want(static_cast<std::size_t>(r.out_shape().num_elements()), 0.0);
+    r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[yi] += xv[xi] * fv[fi]; });
+    const tf::Tensor y = tf::nn::conv2d(tf::constant(xv, r.in_shape()), tf::constant(fv, r.filter_shape()),
+                                        r.strides(), r.padding());
+    EXPECT_EQ(y.shape(), r.out_shape());
+    EXPECT_EQ(y.dtype(), tf::DType::Float64);
+    expect_near(y.to_vector<double>(), want, 1e-12);
+  }
+}
+
+TEST(Conv2D, Float32MatchesTheReference) {
+  const ConvCase c{2, 6, 7, 2, 3, 3, 4, 2, 2, true};
+  const Ref r(c);
+  const auto xv = pattern(r.in_shape().num_elements(), 0.1),
+             fv = pattern(r.filter_shape().num_elements(), 1.3);
+  std::vector<double> want(static_cast<std::size_t>(r.out_shape().num_elements()), 0.0);
+  r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[yi] += xv[xi] * fv[fi]; });
+  const tf::Tensor y = tf::nn::conv2d(
+      tf::constant(std::vector<float>(xv.begin(), xv.end()), r.in_shape()),
+      tf::constant(std::vector<float>(fv.begin(), fv.end()), r.filter_shape()), {2, 2}, "SAME");
+  EXPECT_EQ(y.dtype(), tf::DType::Float32);
+  const auto got = y.to_vector<float>();
+  expect_near(std::vector<double>(got.begin(), got.end()), want, 1e-5);
+}
+
+TEST(Conv2D, SamePaddingByHand) {
+  // 3x3 ones filter over a 3x3 image with SAME padding: each output sums its 3x3 neighbourhood.
+  const tf::Tensor x = tf::constant(std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1});
+  const tf::Tensor f = tf::constant(std::vector<double>(9, 1.0), {3, 3, 1, 1});
+  EXPECT_THAT(tf::nn::conv2d(x, f, {1, 1}, "SAME").to_vector<double>(),
+              ElementsAre(12, 21, 16, 27, 45, 33, 24, 39, 28));
+  EXPECT_THAT(tf::nn::conv2d(x, f, {1, 1}, "VALID").to_vector<double>(), ElementsAre(45));
+}
+
+TEST(Conv2D, StridesAcceptOneOrFourValuesLikeTensorFlow) {
+  const ConvCase c{1, 6, 6, 2, 3, 3, 2, 2, 2, true};
+  const Ref r(c);
+  const tf::Tensor x = tf::constant(pattern(r.in_shape().num_elements(), 0.2), r.in_shape());
+  const tf::Tensor f = tf::constant(pattern(r.filter_shape().num_elements(), 0.9), r.filter_shape());
+  const auto want = tf::nn::conv2d(x, f, {2, 2}, "SAME").to_vector<double>();
+  EXPECT_EQ(tf::nn::conv2d(x, f, {2}, "SAME").to_vector<double>(), want);
+  EXPECT_EQ(tf::nn::conv2d(x, f, {1, 2, 2, 1}, "SAME").to_vector<double>(), want);
+}
+
+TEST(Conv2D, EmptyBatchGivesAnEmptyOutput) {
+  const tf::Tensor x = tf::zeros({0, 5, 5, 2}, tf::DType::Float64);
+  const tf::Tensor f = tf::ones({3, 3, 2, 4}, tf::DType::Float64);
+  EXPECT_EQ(tf::nn::conv2d(x, f, {1, 1}, "SAME").shape(), tf::Shape({0, 5, 5, 4}));
+  EXPECT_EQ(tf::nn::conv2d(x, f, {2, 2}, "VALID").shape(), tf::Shape({0, 2, 2, 4}));
+}
+
+TEST(Conv2D, EmptySpatialOrChannelDimensionsGiveEmptyOrZeroOutputs) {
+  const tf::Tensor f = tf::ones({3, 3, 2, 4}, tf::DType::Float32);
+  EXPECT_EQ(tf::nn::conv2d(tf::zeros({1, 0, 5, 2}), f, {2, 2}, "SAME").shape(), tf::Shape({1, 0, 3, 4}));
+  EXPECT_EQ(tf::nn::conv2d(tf::zeros({1, 0, 5, 2}), f, {1, 1}, "VALID").shape(), tf::Shape({1, 0, 3, 4}));
+  EXPECT_EQ(tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 0}), {1, 1}, "VALID").shape(),
+            tf::Shape({1, 2, 2, 0}));
+  // No input channels: every output is an empty sum.
+  EXPECT_THAT(
+      tf::nn::conv2d(tf::ones({1, 2, 2, 0}), tf::ones({1, 1, 0, 2}), {1, 1}, "VALID").to_vector<float>(),
+      ElementsAre(0, 0, 0, 0, 0, 0, 0, 0));
+}
+
+TEST(Conv2D, GradientOfAnEmptyBatchIsEmptyAndTheFilterGradientZero) {
+  const tf::Tensor x = tf::zeros({0, 4, 4, 2}, tf::DType::Float64);
+  const tf::Tensor f = tf::ones({3, 3, 2, 3}, tf::DType::Float64);
+  tf::GradientTape tape;
+  tape.watch(x);
+  tape.watch(f);
+  const tf::Tensor y = tf::reduce_sum(tf::nn::conv2d(x, f, {1, 1}, "SAME"));
+  const auto g = tape.gradient(y, {x, f});
+  EXPECT_EQ(g[0]->shape(), x.shape());
+  EXPECT_EQ(g[1]->shape(), f.shape());
+  EXPECT_THAT(g[1]->to_vector<double>(), ::testing::Each(0.0));
+}
+
+// ---- the gradient ops against the reference's adjoints --------------------------------------------
+
+TEST(Conv2DBackpropInput, MatchesTheReferenceAdjoint) {
+  for (const ConvCase& c : kCases) {
+    SCOPED_TRACE(label(c));
+    const Ref r(c);
+    const auto fv = pattern(r.filter_shape().num_elements(), 1.3),
+               dyv = pattern(r.out_shape().num_elements(), 0.4);
+    std::vector<double> want(static_cast<std::size_t>(r.in_shape().num_elements()), 0.0);
+    r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[xi] += dyv[yi] * fv[fi]; });
+    const tf::Tensor dx =
+        tf::raw_ops::conv2d_backprop_input(r.in_shape(), tf::constant(fv, r.filter_shape()),
+                                           tf::constant(dyv, r.out_shape()), r.strides(), r.padding());
+    EXPECT_EQ(dx.shape(), r.in_shape());
+    expect_near(dx.to_vector<double>(), want, 1e-12);
+  }
+}
+
+TEST(Conv2DBackpropFilter, MatchesTheReferenceAdjoint) {
+  for (const ConvCase& c : kCases) {
+    SCOPED_TRACE(label(c));
+    const Ref r(c);
+    const auto xv = pattern(r.in_shape().num_elements(), 0.1),
+               dyv = pattern(r.out_shape().num_elements(), 0.4);
+    std::vector<double> want(static_cast<std::size_t>(r.filter_shape().num_elements()), 0.0);
+    r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[fi] += dyv[yi] * xv[xi]; });
+    const tf::Tensor df =
+        tf::raw_ops::conv2d_backprop_filter(tf::constant(xv, r.in_shape()), r.filter_shape(),
+                                            tf::constant(dyv, r.out_shape()), r.strides(), r.padding());
+    EXPECT_EQ(df.shape(), r.filter_shape());
+    expect_near(df.to_vector<double>(), want, 1e-12);
+  }
+}
+
+TEST(Conv2D, TapeGradientsAreTheBackpropOps) {
+  const ConvCase c{2, 5, 5, 2, 3, 3, 3, 2, 2, true};
+  const Ref r(c);
+  const tf::Tensor x = tf::constant(pattern(r.in_shape().num_elements(), 0.1), r.in_shape());
+  const tf::Tensor f = tf::constant(pattern(r.filter_shape().num_elements(), 1.3), r.filter_shape());
+  const tf::Tensor dy = tf::constant(pattern(r.out_shape().num_elements(), 0.4), r.out_shape());
+  tf::GradientTape tape;
+  tape.watch(x);
+  tape.watch(f);
+  const tf::Tensor y = tf::nn::conv2d(x, f, {2, 2}, "SAME");
+  const auto g = tape.gradient(y, {x, f}, {dy});
+  EXPECT_EQ(g[0]->to_vector<double>(),
+            tf::raw_ops::conv2d_backprop_input(x.shape(), f, dy, {2, 2}, "SAME").to_vector<double>());
+  EXPECT_EQ(g[1]->to_vector<double>(),
+            tf::raw_ops::conv2d_backprop_filter(x, f.shape(), dy, {2, 2}, "SAME").to_vector<double>());
+}
+
+TEST(Conv2DBackpropInput, GradientWithRespectToOutBackpropIsConv2D) {
+  // BackpropInput is linear in out_backprop with adjoint conv2d: the gradient of
+  // sum(ddx * backprop_input(W, dy)) with respect to dy is conv2d(ddx, W).
+  const ConvCase c{1, 5, 5, 2, 3, 3, 2, 2, 2, true};
+  const Ref r(c);
+  const tf::Tensor f = tf::constant(pattern(r.filter_shape().num_elements(), 1.3), r.filter_shape());
+  const tf::Tensor dy = tf::constant(pattern(r.out_shape().num_elements(), 0.4), r.out_shape());
+  const tf::Tensor ddx = tf::constant(pattern(r.in_shape().num_elements(), 2.0), r.in_shape());
+  tf::GradientTape tape;
+  tape.watch(dy);
+  const tf::Tensor dx = tf::raw_ops::conv2d_backprop_input(r.in_shape(), f, dy, {2, 2}, "SAME");
+  const tf::Tensor g = *tape.gradient(dx, dy, {ddx});
+  expect_near(g.to_vector<double>(), tf::nn::conv2d(ddx, f, {2, 2}, "SAME").to_vector<double>(), 1e-12);
+}
+
+TEST(Conv2D, SecondDerivativeThroughNestedTapes) {
+  // L = sum(conv2d(x, W)^2) / 2: dL/dx = BackpropInput(W, y); d/dW of sum(dL/dx * v) must match
+  // central differences.
+  const ConvCase c{1, 4, 4, 2, 3, 3, 2, 1, 1, true};
+  const Ref r(c);
+  const tf::Tensor x = tf::constant(pattern(r.in_shape().num_elements(), 0.1), r.in_shape());
+  const auto fv = pattern(r.filter_shape().num_elements(), 1.3);
+  const tf::Tensor v = tf::constant(pattern(r.in_shape().num_elements(), 0.7), r.in_shape());
+  auto inner = [&](const tf::Tensor& f) {
+    tf::GradientTape t;
+    t.watch(x);
+    const tf::Tensor y = tf::nn::conv2d(x, f, {1, 1}, "SAME");
+    const tf::Tensor loss = tf::reduce_sum(y * y) * 0.5;
+    return tf::reduce_sum(*t.gradient(loss, x) * v);
+  };
+  const tf::Tensor f = tf::constant(fv, r.filter_shape());
+  tf::GradientTape outer;
+  outer.watch(f);
+  const tf::Tensor s = inner(f);
+  const auto g = outer.gradient(s, f)->to_vector<double>();
+  const double eps = 1e-6;
+  for (std::size_t i : {std::size_t{0}, std::size_t{7}, std::size_t{20}, fv.size() - 1}) {
+    auto fp = fv, fm = fv;
+    fp[i] += eps;
+    fm[i] -= eps;
+    const double num = (inner(tf::constant(fp, r.filter_shape())).to_vector<double>()[0] -
+                        inner(tf::constant(fm, r.filter_shape())).to_vector<double>()[0]) /
+                       (2 * eps);
+    EXPECT_NEAR(g[i], num, 1e-6) << "filter element " << i;
+  }
+}
+
+// ---- conv2d errors ---------------------------------------------------------------------------------
+
+TEST(Conv2D, RejectsInputsThatAreNotRankFour) {
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({4, 4, 2}), tf::ones({3, 3, 2, 1}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("'input' must have rank 4"), HasSubstr("(4, 4, 2)"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("'filters' must have rank 4"), HasSubstr("HWIO"))));
+}
+
+TEST(Conv2D, RejectsAChannelMismatch) {
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 3}), tf::ones({3, 3, 2, 1}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("input channels"), HasSubstr("(1, 4, 4, 3)"),
+                HasSubstr("(3, 3, 2, 1)"), HasSubstr("input has 3 channels, filters expect 2"))));
+}
+
+TEST(Conv2D, RejectsStridesBelowOneOrHuge) {
+  for (const std::vector<std::int64_t>& s :
+       {std::vector<std::int64_t>{0, 1}, {1, -2}, {0}, {std::int64_t{1} << 40, 1}}) {
+    EXPECT_THAT(
+        [&] {
+          tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), s, "SAME");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+            AllOf(HasSubstr("[Conv2D]"), HasSubstr("strides must be >= 1"), HasSubstr("padding SAME"),
+                  HasSubstr("(1, 4, 4, 2)"))));
+  }
+}
+
+TEST(Conv2D, RejectsMalformedStrideListsAndPadding) {
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), {1, 1, 1});
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("'strides' must have 1, 2 or 4 elements"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), {2, 1, 1, 1});
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("(2, 1, 1, 1)")));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), {1, 1}, "same");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("padding must be \"VALID\" or \"SAME\", got \"same\""))));
+}
+
+TEST(Conv2D, RejectsAKernelLargerThanTheInputWithValidPadding) {
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 2, 5, 1}), tf::ones({3, 3, 1, 1}), {1, 1}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(AllOf(
+          HasSubstr("[Conv2D]"), HasSubstr("window (3, 3) is larger than the input's spatial size (2, 5)"),
+          HasSubstr("padding VALID"), HasSubstr("strides (1, 1)"))));
+  // SAME pads the input up to the kernel.
+  EXPECT_EQ(tf::nn::conv2d(tf::ones({1, 2, 5, 1}), tf::ones({3, 3, 1, 1}), {1, 1}, "SAME").shape(),
+            tf::Shape({1, 2, 5, 1}));
+}
+
+TEST(Conv2D, RejectsAnEmptyFilterWindow) {
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 1}), tf::ones({0, 3, 1, 1}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("window must be at least 1x1"))));
+}
+
+TEST(Conv2D, RejectsMixedDtypesAndIntegers) {
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 1}), tf::ones({3, 3, 1, 1}, tf::DType::Float64));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("same dtype"), HasSubstr("float64"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::conv2d(tf::ones({1, 4, 4, 1}, tf::DType::Int32), tf::ones({3, 3, 1, 1}, tf::DType::Int32));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("float32 or float64"))));
+}
+
+TEST(Conv2D, RejectsAnOutputTooLargeForTheGemm) {
+  // A 1x1 kernel over 2^31 x 2^31 positions would need more rows than BLAS can index; the
+  // input is empty (zero channels), so only the size check can stop it.
+  const std::int64_t big = std::int64_t{1} << 31;
+  EXPECT_THAT(
+      [&] {
+        tf::nn::conv2d(tf::ones({1, big, big, 0}), tf::ones({1, 1, 0, 1}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("too large"))));
+}
+
+TEST(Conv2DBackpropInput, RejectsAnOutBackpropOfTheWrongShape) {
+  EXPECT_THAT(
+      [] {
+        tf::raw_ops::conv2d_backprop_input({1, 4, 4, 2}, tf::ones({3, 3, 2, 3}), tf::ones({1, 3, 3, 3}),
+                                           {1, 1}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2DBackpropInput]"), HasSubstr("'out_backprop' must have shape (1, 2, 2, 3)"),
+                HasSubstr("(1, 3, 3, 3)"))));
+}
+
+TEST(Conv2DBackpropFilter, RejectsAnOutBackpropOfTheWrongShape) {
+  EXPECT_THAT(
+      [] {
+        tf::raw_ops::conv2d_backprop_filter(tf::ones({1, 4, 4, 2}), {3, 3, 2, 3}, tf::ones({1, 4, 4, 3}),
+                                            {1, 1}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(AllOf(
+          HasSubstr("[Conv2DBackpropFilter]"), HasSubstr("'out_backprop' must have shape (1, 2, 2, 3)"))));
+}
+
+// ---- pooling ---------------------------------------------------------------------------------------
+
+/// 0, 1, ..., 15 as a (1, 4, 4, 1) image.
+tf::Tensor ramp16() {
+  std::vector<double> v(16);
+  for (std::size_t i = 0; i < 16; ++i) v[i] = static_cast<double>(i);
+  return tf::constant(v, {1, 4, 4, 1});
+}
+
+/// 1, ..., 9 as a (1, 3, 3, 1) image.
+tf::Tensor ramp9() { return tf::constant(std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1}); }
+
+TEST(MaxPool, TakesTheMaximumOfEachWindow) {
+  const tf::Tensor y = tf::nn::max_pool2d(ramp16(), {2, 2}, {2, 2}, "VALID");
+  EXPECT_EQ(y.shape(), tf::Shape({1, 2, 2, 1}));
+  EXPECT_THAT(y.to_vector<double>(), ElementsAre(5, 7, 13, 15));
+}
+
+TEST(MaxPool, SamePaddingIgnoresThePadding) {
+  // 3x3, window 2, stride 2, SAME: pad_total 1, all after; windows rows/cols {0, 1} and {2}.
+  const tf::Tensor y = tf::nn::max_pool2d(-ramp9(), {2, 2}, {2, 2}, "SAME");
+  EXPECT_THAT(y.to_vector<double>(), ElementsAre(-1, -3, -7, -9));
+}
+
+TEST(MaxPool, PoolsEachChannelSeparatelyInFloat32) {
+  const tf::Tensor x = tf::constant(std::vector<float>{1, 8, 2, 7, 3, 6, 4, 5}, {1, 2, 2, 2});
+  EXPECT_THAT(tf::nn::max_pool2d(x, {2, 2}, {1, 1}, "VALID").to_vector<float>(), ElementsAre(4, 8));
+}
+
+TEST(MaxPool, GradientGoesToTheArgmax) {
+  const tf::Tensor x = ramp16();
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = tf::nn::max_pool2d(x, {2, 2}, {2, 2}, "VALID");
+  const tf::Tensor dx = *tape.gradient(y, x, {tf::constant(std::vector<double>{1, 2, 3, 4}, {1, 2, 2, 1})});
+  EXPECT_THAT(dx.to_vector<double>(), ElementsAre(0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4));
+}
+
+TEST(MaxPool, GradientOnTiesGoesToTheFirstMaximumOnly) {
+  const tf::Tensor x = tf::ones({1, 2, 2, 1}, tf::DType::Float64);
+  const tf::Tensor dx = tf::raw_ops::max_pool_grad(x, tf::constant(std::vector<double>{5}, {1, 1, 1, 1}),
+                                                   {2, 2}, {2, 2}, "VALID");
+  EXPECT_THAT(dx.to_vector<double>(), ElementsAre(5, 0, 0, 0));
+}
+
+TEST(MaxPool, OverlappingWindowsAccumulateAtASharedArgmax) {
+  // Window 2, stride 1 over a 1x3 row with the maximum in the middle: both windows pick it.
+  const tf::Tensor x = tf::constant(std::vector<double>{1, 9, 2}, {1, 1, 3, 1});
+  const tf::Tensor dx = tf::raw_ops::max_pool_grad(x, tf::constant(std::vector<double>{1, 10}, {1, 1, 2, 1}),
+                                                   {1, 2}, {1, 1}, "VALID");
+  EXPECT_THAT(dx.to_vector<double>(), ElementsAre(0, 11, 0));
+}
+
+TEST(MaxPoolGradGrad, GathersAtTheArgmax) {
+  const tf::Tensor ddx = tf::constant(
+      std::vector<double>{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25}, {1, 4, 4, 1});
+  EXPECT_THAT(tf::raw_ops::max_pool_grad_grad(ramp16(), ddx, {2, 2}, {2, 2}, "VALID").to_vector<double>(),
+              ElementsAre(15, 17, 23, 25));
+}
+
+TEST(MaxPool, SecondDerivativeWithRespectToTheUpstreamGradientIsAGather) {
+  const tf::Tensor x = ramp16();
+  const tf::Tensor dy = tf::constant(std::vector<double>{1, 2, 3, 4}, {1, 2, 2, 1});
+  tf::GradientTape tape;
+  tape.watch(dy);
+  const tf::Tensor dx = tf::raw_ops::max_pool_grad(x, dy, {2, 2}, {2, 2}, "VALID");
+  const tf::Tensor g =
+      *tape.gradient(dx, dy, {tf::constant(std::vector<double>(16, 1.0), {1, 4, 4, 1}) + ramp16()});
+  EXPECT_THAT(g.to_vector<double>(), ElementsAre(6, 8, 14, 16));
+}
+
+TEST(AvgPool, AveragesEachWindow) {
+  EXPECT_THAT(tf::nn::avg_pool2d(ramp16(), {2, 2}, {2, 2}, "VALID").to_vector<double>(),
+              ElementsAre(2.5, 4.5, 10.5, 12.5));
+}
+
+TEST(AvgPool, SamePaddingCountsOnlyInputElements) {
+  // Windows {1, 2, 4, 5}, {3, 6}, {7, 8}, {9}.
+  EXPECT_THAT(tf::nn::avg_pool2d(ramp9(), {2, 2}, {2, 2}, "SAME").to_vector<double>(),
+              ElementsAre(3, 4.5, 7.5, 9));
+}
+
+TEST(AvgPool, GradientSpreadsOverTheWindowCount) {
+  const tf::Tensor x = ramp9();
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = tf::nn::avg_pool2d(x, {2, 2}, {2, 2}, "SAME");
+  const tf::Tensor dx = *tape.gradient(y, x, {tf::constant(std::vector<double>{4, 2, 2, 1}, {1, 2, 2, 1})});
+  EXPECT_THAT(dx.to_vector<double>(), ElementsAre(1, 1, 1, 1, 1, 1, 1, 1, 1));
+}
+
+TEST(AvgPool, OverlappingWindowsAddUp) {
+  const tf::Tensor dx = tf::raw_ops::avg_pool_grad(
+      {1, 1, 3, 1}, tf::constant(std::vector<double>{2, 4}, {1, 1, 2, 1}), {1, 2}, {1, 1}, "VALID");
+  EXPECT_THAT(dx.to_vector<double>(), ElementsAre(1, 3, 2));
+}
+
+TEST(AvgPoolGrad, GradientIsAvgPool) {
+  const tf::Tensor dy = tf::constant(std::vector<double>{1, 2, 3, 4}, {1, 2, 2, 1});
+  tf::GradientTape tape;
+  tape.watch(dy);
+  const tf::Tensor dx = tf::raw_ops::avg_pool_grad({1, 3, 3, 1}, dy, {2, 2}, {2, 2}, "SAME");
+  const tf::Tensor g = *tape.gradient(dx, dy, {ramp9()});
+  EXPECT_THAT(g.to_vector<double>(), ElementsAre(3, 4.5, 7.5, 9));
+}
+
+TEST(Pooling, EmptyBatchAndSpatialDimensionsGiveEmptyOutputs) {
+  EXPECT_EQ(tf::nn::max_pool2d(tf::zeros({0, 4, 4, 3}), {2, 2}, {2, 2}, "VALID").shape(),
+            tf::Shape({0, 2, 2, 3}));
+  EXPECT_EQ(tf::nn::avg_pool2d(tf::zeros({2, 0, 4, 3}), {2, 2}, {2, 2}, "SAME").shape(),
+            tf::Shape({2, 0, 2, 3}));
+  EXPECT_EQ(tf::nn::avg_pool2d(tf::zeros({2, 4, 4, 0}), {2, 2}, {2, 2}, "SAME").shape(),
+            tf::Shape({2, 2, 2, 0}));
+}
+
+TEST(Pooling, RejectsZeroOrHugeWindowsAndStrides) {
+  const tf::Tensor x = tf::ones({1, 4, 4, 1});
+  const std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+  for (auto pool : {&tf::nn::max_pool2d, &tf::nn::avg_pool2d}) {
+    EXPECT_THAT(
+        [&] {
+          pool(x, {0, 2}, {1, 1}, "VALID");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+            AllOf(HasSubstr("window must be at least 1x1"), HasSubstr("(0, 2)"), HasSubstr("(1, 4, 4, 1)"))));
+    EXPECT_THAT(
+        [&] {
+          pool(x, {huge, huge}, {1, 1}, "SAME");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("window must be at least 1x1")));
+    EXPECT_THAT(
+        [&] {
+          pool(x, {2, 2}, {1, 0}, "VALID");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("strides must be >= 1")));
+    EXPECT_THAT(
+        [&] {
+          pool(x, {2, 2}, {huge, 1}, "SAME");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("strides must be >= 1")));
+    EXPECT_THAT(
+        [&] {
+          pool(x, {5, 1}, {1, 1}, "VALID");
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("larger than the input")));
+  }
+  EXPECT_THAT(
+      [&] {
+        tf::nn::max_pool2d(x, {0, 2}, {1, 1}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[MaxPool]")));
+  EXPECT_THAT(
+      [&] {
+        tf::nn::avg_pool2d(x, {0, 2}, {1, 1}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[AvgPool]")));
+}
+
+TEST(Pooling, RejectsBadRanksAndGradientShapes) {
+  EXPECT_THAT(
+      [] {
+        tf::nn::max_pool2d(tf::ones({4, 4}), {2, 2}, {2, 2}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[MaxPool]"), HasSubstr("rank 4"), HasSubstr("(4, 4)"))));
+  EXPECT_THAT(
+      [] {
+        tf::raw_ops::max_pool_grad(tf::ones({1, 4, 4, 1}), tf::ones({1, 3, 3, 1}), {2, 2}, {2, 2}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[MaxPoolGrad]"), HasSubstr("'grad' must have shape (1, 2, 2, 1)"))));
+  EXPECT_THAT(
+      [] {
+        tf::raw_ops::avg_pool_grad({1, 4, 4, 1}, tf::ones({1, 4, 4, 1}), {2, 2}, {2, 2}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[AvgPoolGrad]"), HasSubstr("'grad' must have shape (1, 2, 2, 1)"))));
+  EXPECT_THAT(
+      [] {
+        tf::raw_ops::max_pool_grad_grad(tf::ones({1, 4, 4, 1}), tf::ones({1, 2, 2, 1}), {2, 2}, {2, 2},
+                                        "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[MaxPoolGradGrad]"), HasSubstr("'grad' must have shape (1, 4, 4, 1)"))));
+}
+
+}  // namespace
