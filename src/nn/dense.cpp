@@ -1,9 +1,9 @@
 #include "tapeflow/nn/dense.h"
 
-#include <atomic>
 #include <cmath>
 
 #include "core/check.h"
+#include "nn/initializers.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/linalg.h"
 #include "tapeflow/ops/math.h"
@@ -14,16 +14,6 @@ namespace tapeflow::layers {
 namespace {
 
 constexpr std::string_view kDense = "Dense";
-
-/// The next seed of the process-wide sequence used by layers built without a seed.
-std::uint64_t next_seed() {
-  static std::atomic<std::uint64_t> counter{0};
-  // splitmix64's increment and finaliser: consecutive layers get unrelated seeds.
-  std::uint64_t z = (counter.fetch_add(1) + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 }  // namespace
 
@@ -40,8 +30,9 @@ Activation activation(std::string_view name) {
 }
 
 Dense::Dense(std::int64_t units, Activation activation, DenseOptions options)
-    : Module(options.name), units_(units), activation_(std::move(activation)), options_(std::move(options)) {
+    : Layer(options.name), units_(units), activation_(std::move(activation)), options_(std::move(options)) {
   TAPEFLOW_REQUIRE(units > 0, InvalidArgumentError, "[{}] units must be positive, got {}", kDense, units);
+  detail::check_initializer(kDense, options_.kernel_initializer);
 }
 
 Dense::Dense(std::int64_t units, std::string_view activation_name, DenseOptions options)
@@ -55,10 +46,9 @@ void Dense::build(const Shape& input_shape, DType dtype) {
   TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
                    "[{}] layer '{}' needs float32 or float64 inputs, got {}", kDense, name(), dtype_name(dtype));
   const std::int64_t fan_in = input_shape[input_shape.rank() - 1];
-  // Glorot (Xavier) uniform: keeps the variance of activations and gradients across layers.
-  const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + units_));
-  const std::uint64_t seed = options_.seed ? *options_.seed : next_seed();
-  kernel_ = track(Variable(random::uniform({fan_in, units_}, -limit, limit, dtype, seed),
+  const std::uint64_t seed = options_.seed ? *options_.seed : detail::next_seed();
+  kernel_ = track(Variable(detail::initial_kernel(kDense, options_.kernel_initializer, {fan_in, units_}, fan_in,
+                                                  units_, dtype, seed),
                            {.name = "kernel", .keras_style = true}));
   if (options_.use_bias) bias_ = track(Variable(zeros({units_}, dtype), {.name = "bias", .keras_style = true}));
 }

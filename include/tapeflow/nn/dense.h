@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "tapeflow/module.h"
+#include "tapeflow/nn/layer.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
@@ -46,9 +47,13 @@ struct DenseOptions {
   /// process-wide sequence: layers differ from each other, and a program that builds its layers
   /// in the same order gets the same kernels on every run.
   std::optional<std::uint64_t> seed = std::nullopt;
+  /// The kernel's initialiser, by its Keras name: "glorot_uniform" (the default), "glorot_normal",
+  /// "he_uniform" (U[-l, l], l = sqrt(6 / fan_in)) or "he_normal" (stddev sqrt(2 / fan_in), a
+  /// plain, not truncated, normal). Another name throws InvalidArgumentError at construction.
+  std::string kernel_initializer = "glorot_uniform";
 };
 
-class Dense : public Module {
+class Dense : public Layer {
  public:
   /// A layer with `units` outputs. Throws InvalidArgumentError if units <= 0.
   explicit Dense(std::int64_t units, Activation activation = {}, DenseOptions options = {});
@@ -64,6 +69,8 @@ class Dense : public Module {
   /// below 2, a non-float dtype, or, once built, an input whose last dimension or dtype differs
   /// from what the layer was built for.
   Tensor operator()(const Tensor& x);
+  /// Layer::call: the same as operator() (Dense ignores `training`).
+  Tensor call(const Tensor& x, bool /*training*/) override { return (*this)(x); }
 
   /// Creates the kernel and bias for inputs of `input_shape` (rank >= 2) and `dtype` (float32
   /// or float64). Called by the first operator(); throws FailedPreconditionError if already built.

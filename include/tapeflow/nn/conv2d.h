@@ -1,0 +1,87 @@
+#pragma once
+/// \file nn/conv2d.h
+/// Conv2D: the 2-D convolution layer, `activation(conv2d(x, kernel) + bias)` on NHWC images, like
+/// tf.keras.layers.Conv2D.
+///
+///   tf::layers::Conv2D conv(16, {3, 3}, "relu", {.strides = {2, 2}, .padding = "same"});
+///   tf::Tensor y = conv(tf::zeros({8, 28, 28, 1}));   // (8, 14, 14, 16); builds the layer
+///   conv.trainable_variables();                       // [kernel (3, 3, 1, 16), bias (16,)]
+///
+/// Built lazily, as in Keras: the first call creates the kernel, HWIO of shape
+/// (kh, kw, input channels, filters) and the input's dtype, drawn from the kernel initialiser
+/// (Glorot uniform by default, with fan_in = kh * kw * in and fan_out = kh * kw * filters), and
+/// the bias, zeros of shape (filters,), named "kernel" and "bias" as Keras 3 names them.
+/// Padding is Keras's "valid" or "same" (case-insensitive), with TensorFlow's SAME arithmetic.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tapeflow/nn/dense.h"
+#include "tapeflow/nn/layer.h"
+#include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"
+
+namespace tapeflow::layers {
+
+struct Conv2DOptions {
+  /// The layer's name (Module::name()).
+  std::string name = "conv2d";
+  /// Step of the window along height and width; both >= 1.
+  std::array<std::int64_t, 2> strides = {1, 1};
+  /// "valid" (windows inside the input) or "same" (output size ceil(in / stride)).
+  std::string padding = "valid";
+  /// Add the bias vector (Keras's use_bias).
+  bool use_bias = true;
+  /// Seed of the kernel initialiser; without one, the next of the process-wide sequence (as Dense).
+  std::optional<std::uint64_t> seed = std::nullopt;
+  /// "glorot_uniform" (default), "glorot_normal", "he_uniform" or "he_normal" (see DenseOptions).
+  std::string kernel_initializer = "glorot_uniform";
+};
+
+class Conv2D : public Layer {
+ public:
+  /// A layer with `filters` output channels and a window of kernel_size = {kh, kw}. Throws
+  /// InvalidArgumentError (naming Conv2D) if filters, a kernel size or a stride is < 1, or for
+  /// an unknown padding or initialiser.
+  Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Activation activation = {},
+         Conv2DOptions options = {});
+  Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Conv2DOptions options)
+      : Conv2D(filters, kernel_size, Activation{}, std::move(options)) {}
+  /// The activation by its Keras name (see activation()): Conv2D(8, {3, 3}, "relu").
+  Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, std::string_view activation,
+         Conv2DOptions options = {});
+  Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, const char* activation,
+         Conv2DOptions options = {})
+      : Conv2D(filters, kernel_size, std::string_view(activation), std::move(options)) {}
+
+  /// activation(conv2d(x, kernel) + bias) for x of shape (batch, height, width, channels);
+  /// builds the layer on the first call. Throws InvalidArgumentError (naming Conv2D and the
+  /// shapes) for a rank other than 4, a non-float dtype, a VALID window larger than the image,
+  /// or, once built, an input whose channels or dtype differ from what the layer was built for.
+  Tensor operator()(const Tensor& x);
+  Tensor call(const Tensor& x, bool /*training*/) override { return (*this)(x); }
+
+  /// Creates kernel and bias for inputs of `input_shape` (rank 4) and `dtype`. Called by the
+  /// first operator(); throws FailedPreconditionError if already built.
+  void build(const Shape& input_shape, DType dtype = DType::Float32);
+  bool built() const { return kernel_.has_value(); }
+
+  std::int64_t filters() const { return filters_; }
+  /// The kernel, shape (kh, kw, in, filters). Throws FailedPreconditionError before the build.
+  const Variable& kernel() const;
+  /// The bias, shape (filters,). Throws FailedPreconditionError before the build or without bias.
+  const Variable& bias() const;
+
+ private:
+  std::int64_t filters_;
+  std::array<std::int64_t, 2> kernel_size_;
+  Activation activation_;
+  Conv2DOptions options_;
+  std::string tf_padding_;  // "VALID" or "SAME", for nn::conv2d
+  std::optional<Variable> kernel_, bias_;
+};
+
+}  // namespace tapeflow::layers

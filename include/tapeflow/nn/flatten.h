@@ -1,0 +1,25 @@
+#pragma once
+/// \file nn/flatten.h
+/// Flatten: reshapes (batch, d1, d2, ...) to (batch, d1 * d2 * ...), keeping the batch
+/// dimension, like tf.keras.layers.Flatten. A rank-1 input (batch,) becomes (batch, 1).
+///
+///   tf::layers::Flatten flatten;
+///   flatten(tf::zeros({8, 4, 4, 3})).shape();   // (8, 48)
+
+#include <string>
+
+#include "tapeflow/nn/layer.h"
+#include "tapeflow/tensor.h"
+
+namespace tapeflow::layers {
+
+class Flatten : public Layer {
+ public:
+  explicit Flatten(std::string name = "flatten") : Layer(std::move(name)) {}
+  /// x reshaped to (x.shape[0], product of the other dimensions). Throws InvalidArgumentError
+  /// (naming Flatten and the shape) for an undefined tensor or a scalar.
+  Tensor operator()(const Tensor& x);
+  Tensor call(const Tensor& x, bool /*training*/) override { return (*this)(x); }
+};
+
+}  // namespace tapeflow::layers

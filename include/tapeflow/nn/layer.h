@@ -1,0 +1,27 @@
+#pragma once
+/// \file nn/layer.h
+/// Layer: the common base of the Keras-style layers (Dense, Conv2D, Flatten, Dropout, ...), so
+/// that a Sequential can hold and call any of them.
+///
+///   std::shared_ptr<tf::layers::Layer> l = std::make_shared<tf::layers::Dropout>(0.5);
+///   tf::Tensor y = l->call(x, /*training=*/true);
+///
+/// `call(x, training)` is Keras's Layer.call: `training` switches layers that behave differently
+/// while training (Dropout); the others ignore it. Each layer also has `operator()(x)`, the
+/// inference call (training = false).
+
+#include <string>
+
+#include "tapeflow/module.h"
+#include "tapeflow/tensor.h"
+
+namespace tapeflow::layers {
+
+class Layer : public Module {
+ public:
+  explicit Layer(std::string name) : Module(std::move(name)) {}
+  /// The layer applied to `x`; `training` is true inside a training step.
+  virtual Tensor call(const Tensor& x, bool training) = 0;
+};
+
+}  // namespace tapeflow::layers

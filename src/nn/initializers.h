@@ -1,0 +1,30 @@
+#pragma once
+// Kernel initialisers shared by the layers (Dense, Conv2D), and the process-wide seed sequence
+// used by layers built without a seed. Internal: the public choice is the layers'
+// `kernel_initializer` option.
+
+#include <cstdint>
+#include <string_view>
+
+#include "tapeflow/shape.h"
+#include "tapeflow/tensor.h"
+
+namespace tapeflow::layers::detail {
+
+/// The next seed of the process-wide sequence (splitmix64 of a counter).
+std::uint64_t next_seed();
+
+/// Throws InvalidArgumentError naming `layer` unless `name` is a known initialiser:
+/// "glorot_uniform", "glorot_normal", "he_uniform", "he_normal".
+void check_initializer(std::string_view layer, std::string_view name);
+
+/// A kernel of `shape` drawn from the initialiser `name` (Keras's definitions):
+///   glorot_uniform: U[-l, l], l = sqrt(6 / (fan_in + fan_out))
+///   glorot_normal:  truncated-free normal, stddev = sqrt(2 / (fan_in + fan_out))
+///   he_uniform:     U[-l, l], l = sqrt(6 / fan_in)
+///   he_normal:      normal, stddev = sqrt(2 / fan_in)
+/// (Keras's *_normal draw from a truncated normal; here the plain normal with the same stddev.)
+Tensor initial_kernel(std::string_view layer, std::string_view name, const Shape& shape, std::int64_t fan_in,
+                      std::int64_t fan_out, DType dtype, std::uint64_t seed);
+
+}  // namespace tapeflow::layers::detail

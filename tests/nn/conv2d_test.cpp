@@ -1,0 +1,202 @@
+// layers::Conv2D: lazy build, HWIO kernel and initialisers, forward values against a loop
+// reference, padding and strides, gradients to kernel and bias, errors.
+
+#include "tapeflow/nn/conv2d.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+namespace {
+
+std::vector<std::string> names(const std::vector<tf::Variable>& vars) {
+  std::vector<std::string> out;
+  for (const auto& v : vars) out.push_back(v.name());
+  return out;
+}
+
+/// VALID, stride-1 cross-correlation plus bias with plain loops: x (n, h, w, c), k (kh, kw, c, o).
+std::vector<double> conv_reference(const tf::Tensor& x, const tf::Tensor& k, const tf::Tensor& b) {
+  const auto& xs = x.shape();
+  const auto& ks = k.shape();
+  const std::int64_t n = xs[0], h = xs[1], w = xs[2], c = xs[3], kh = ks[0], kw = ks[1], o = ks[3];
+  const std::int64_t oh = h - kh + 1, ow = w - kw + 1;
+  auto xv = x.values<double>(), kv = k.values<double>(), bv = b.values<double>();
+  std::vector<double> out;
+  for (std::int64_t bi = 0; bi < n; ++bi)
+    for (std::int64_t i = 0; i < oh; ++i)
+      for (std::int64_t j = 0; j < ow; ++j)
+        for (std::int64_t oc = 0; oc < o; ++oc) {
+          double acc = bv[static_cast<std::size_t>(oc)];
+          for (std::int64_t di = 0; di < kh; ++di)
+            for (std::int64_t dj = 0; dj < kw; ++dj)
+              for (std::int64_t ci = 0; ci < c; ++ci)
+                acc += xv[static_cast<std::size_t>(((bi * h + i + di) * w + j + dj) * c + ci)] *
+                       kv[static_cast<std::size_t>(((di * kw + dj) * c + ci) * o + oc)];
+          out.push_back(acc);
+        }
+  return out;
+}
+
+double max_abs(const tf::Tensor& t) { return tf::reduce_max(tf::abs(t)).item<float>(); }
+
+}  // namespace
+
+TEST(Conv2D, IsBuiltLazilyWithAnHwioKernelFromTheInputChannels) {
+  tf::layers::Conv2D conv(4, {3, 2});
+  EXPECT_FALSE(conv.built());
+  EXPECT_TRUE(conv.variables().empty());
+  conv(tf::zeros({1, 5, 5, 2}));
+  ASSERT_TRUE(conv.built());
+  EXPECT_EQ(conv.kernel().shape(), tf::Shape({3, 2, 2, 4}));
+  EXPECT_EQ(conv.bias().shape(), tf::Shape({4}));
+  EXPECT_EQ(conv.name(), "conv2d");
+}
+
+TEST(Conv2D, VariablesAreKernelThenBiasWithKerasNames) {
+  tf::layers::Conv2D conv(2, {1, 1}, "relu");
+  conv(tf::zeros({1, 2, 2, 3}));
+  EXPECT_THAT(names(conv.trainable_variables()), ::testing::ElementsAre("kernel", "bias"));
+}
+
+TEST(Conv2D, WithoutBiasHasOnlyAKernel) {
+  tf::layers::Conv2D conv(2, {1, 1}, {.use_bias = false});
+  conv(tf::zeros({1, 2, 2, 3}));
+  EXPECT_THAT(names(conv.trainable_variables()), ::testing::ElementsAre("kernel"));
+  EXPECT_THROW(conv.bias(), tf::FailedPreconditionError);
+}
+
+TEST(Conv2D, MatchesALoopReferenceInFloat64) {
+  tf::layers::Conv2D conv(3, {2, 3}, {.seed = 5});
+  tf::Tensor x = tf::random::normal({2, 4, 5, 2}, 0, 1, tf::float64, 9);
+  conv.build(x.shape(), tf::float64);
+  tf::Variable bias = conv.bias();  // a handle to the same variable
+  bias.assign(tf::constant<double>({0.5, -1.0, 2.0}));
+  tf::Tensor y = conv(x);
+  ASSERT_EQ(y.shape(), tf::Shape({2, 3, 3, 3}));
+  auto expected = conv_reference(x, conv.kernel(), conv.bias());
+  auto got = y.values<double>();
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-12) << i;
+}
+
+TEST(Conv2D, OutputShapesFollowPaddingAndStrides) {
+  tf::Tensor x = tf::zeros({2, 7, 6, 1});
+  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3})(x).shape(), tf::Shape({2, 5, 4, 8}));
+  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, {.padding = "same"})(x).shape(), tf::Shape({2, 7, 6, 8}));
+  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, {.strides = {2, 2}, .padding = "SAME"})(x).shape(),
+            tf::Shape({2, 4, 3, 8}));
+  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, {.strides = {2, 1}})(x).shape(), tf::Shape({2, 3, 4, 8}));
+}
+
+TEST(Conv2D, EmptyBatchGivesAnEmptyOutput) {
+  tf::layers::Conv2D conv(4, {3, 3});
+  EXPECT_EQ(conv(tf::zeros({0, 5, 5, 2})).shape(), tf::Shape({0, 3, 3, 4}));
+}
+
+TEST(Conv2D, ReluActivationClampsNegatives) {
+  tf::layers::Conv2D conv(8, {2, 2}, "relu", {.seed = 1});
+  tf::Tensor y = conv(tf::random::normal({2, 4, 4, 3}, 0, 1, tf::float32, 3));
+  EXPECT_GE(tf::reduce_min(y).item<float>(), 0.f);
+  EXPECT_GT(tf::reduce_max(y).item<float>(), 0.f);
+}
+
+TEST(Conv2D, GlorotUniformKernelUsesReceptiveFieldFans) {
+  tf::layers::Conv2D conv(16, {3, 3}, {.seed = 2});
+  conv(tf::zeros({1, 3, 3, 8}));
+  const double limit = std::sqrt(6.0 / (9 * 8 + 9 * 16));  // fan_in = 3*3*8, fan_out = 3*3*16
+  EXPECT_LE(max_abs(conv.kernel()), limit);
+  EXPECT_GT(max_abs(conv.kernel()), 0.9 * limit);  // 1152 draws come close to the bound
+}
+
+TEST(Conv2D, HeUniformKernelIsBoundedBySqrtSixOverFanIn) {
+  tf::layers::Conv2D conv(16, {3, 3}, {.seed = 2, .kernel_initializer = "he_uniform"});
+  conv(tf::zeros({1, 3, 3, 8}));
+  const double limit = std::sqrt(6.0 / (9 * 8));
+  EXPECT_LE(max_abs(conv.kernel()), limit);
+  EXPECT_GT(max_abs(conv.kernel()), 0.9 * limit);
+}
+
+TEST(Conv2D, HeNormalKernelHasStddevSqrtTwoOverFanIn) {
+  tf::layers::Conv2D conv(64, {3, 3}, {.seed = 4, .kernel_initializer = "he_normal"});
+  conv(tf::zeros({1, 3, 3, 32}));
+  const tf::Tensor k = conv.kernel();
+  const double stddev = std::sqrt(tf::reduce_mean(k * k).item<float>());
+  EXPECT_NEAR(stddev, std::sqrt(2.0 / (9 * 32)), 0.03 * std::sqrt(2.0 / (9 * 32)));  // 18432 draws
+}
+
+TEST(Conv2D, SameSeedGivesTheSameKernel) {
+  tf::layers::Conv2D a(4, {2, 2}, {.seed = 7}), b(4, {2, 2}, {.seed = 7});
+  a(tf::zeros({1, 2, 2, 3}));
+  b(tf::zeros({1, 2, 2, 3}));
+  EXPECT_EQ(tf::reduce_max(tf::abs(a.kernel() - b.kernel())).item<float>(), 0.f);
+}
+
+TEST(Conv2D, GradientsReachKernelAndBias) {
+  tf::layers::Conv2D conv(2, {2, 2}, {.seed = 1});
+  tf::Tensor x = tf::random::normal({3, 4, 5, 2}, 0, 1, tf::float32, 6);
+  conv(x);
+  tf::GradientTape tape;
+  tf::Tensor loss = tf::reduce_sum(conv(x));
+  auto grads = tape.gradient(loss, conv.trainable_variables());
+  ASSERT_EQ(grads.size(), 2u);
+  ASSERT_TRUE(grads[0].has_value() && grads[1].has_value());
+  EXPECT_EQ(grads[0]->shape(), tf::Shape({2, 2, 2, 2}));
+  // d sum(y) / d bias[o] = number of output positions = 3 * 3 * 4.
+  for (float g : grads[1]->values<float>()) EXPECT_FLOAT_EQ(g, 36.f);
+  // d sum(y) / d kernel[di, dj, c, o] = sum of the inputs the tap sees, the same for every o.
+  tf::Tensor window = tf::reduce_sum(tf::slice(x, {0, 0, 0, 0}, {3, 3, 4, 2}), tf::Axes{0, 1, 2});
+  EXPECT_NEAR(grads[0]->values<float>()[0], window.values<float>()[0], 1e-4);
+}
+
+TEST(Conv2D, RankThreeInputThrowsNamingTheLayerAndShape) {
+  tf::layers::Conv2D conv(2, {3, 3});
+  EXPECT_THAT([&] { conv(tf::zeros({5, 5, 1})); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Conv2D]"), HasSubstr("rank 4"),
+                                                            HasSubstr("(5, 5, 1)"))));
+}
+
+TEST(Conv2D, ChannelMismatchAfterBuildThrows) {
+  tf::layers::Conv2D conv(2, {3, 3});
+  conv(tf::zeros({1, 5, 5, 3}));
+  EXPECT_THAT([&] { conv(tf::zeros({1, 5, 5, 4})); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Conv2D]"), HasSubstr("3 channels"),
+                                                            HasSubstr("(3, 3, 3, 2)"), HasSubstr("(1, 5, 5, 4)"))));
+}
+
+TEST(Conv2D, ValidWindowLargerThanTheImageThrows) {
+  tf::layers::Conv2D conv(2, {3, 3});
+  EXPECT_THAT([&] { conv(tf::zeros({1, 2, 5, 1})); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Conv2D]"), HasSubstr("3x3 window"),
+                                                            HasSubstr("(1, 2, 5, 1)"))));
+}
+
+TEST(Conv2D, IntegerInputThrows) {
+  tf::layers::Conv2D conv(2, {1, 1});
+  EXPECT_THAT([&] { conv(tf::zeros({1, 2, 2, 1}, tf::DType::Int32)); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Conv2D]"), HasSubstr("int32"))));
+}
+
+TEST(Conv2D, InvalidConstructorArgumentsThrow) {
+  EXPECT_THAT([] { tf::layers::Conv2D(0, {3, 3}); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] filters must be positive, got 0")));
+  EXPECT_THAT([] { tf::layers::Conv2D(2, {3, 0}); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] kernel_size must be positive, got (3, 0)")));
+  EXPECT_THAT([] { tf::layers::Conv2D(2, {3, 3}, {.strides = {0, 1}}); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] strides must be positive, got (0, 1)")));
+  EXPECT_THAT([] { tf::layers::Conv2D(2, {3, 3}, {.padding = "full"}); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown padding 'full'")));
+  EXPECT_THAT([] { tf::layers::Conv2D(2, {3, 3}, {.kernel_initializer = "lecun"}); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown kernel_initializer 'lecun'")));
+}

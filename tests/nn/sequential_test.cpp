@@ -1,0 +1,133 @@
+// layers::Sequential: calls its layers in order, collects their variables in order, passes
+// `training` through, gradients reach every layer, errors.
+
+#include "tapeflow/nn/sequential.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+namespace {
+
+/// A layer that multiplies by `factor` and records the `training` flag it was called with.
+class Scale : public tf::layers::Layer {
+ public:
+  explicit Scale(double factor) : Layer("scale"), factor_(factor) {}
+  tf::Tensor call(const tf::Tensor& x, bool training) override {
+    last_training = training;
+    return x * factor_;
+  }
+  bool last_training = false;
+
+ private:
+  double factor_;
+};
+
+/// A layer that adds `offset`: with Scale, shows the order in which layers run.
+class Shift : public tf::layers::Layer {
+ public:
+  explicit Shift(double offset) : Layer("shift"), offset_(offset) {}
+  tf::Tensor call(const tf::Tensor& x, bool /*training*/) override { return x + offset_; }
+
+ private:
+  double offset_;
+};
+
+}  // namespace
+
+TEST(Sequential, CallsLayersInTheOrderTheyWereGiven) {
+  tf::layers::Sequential scale_then_shift(std::make_shared<Scale>(2.0), std::make_shared<Shift>(1.0));
+  tf::layers::Sequential shift_then_scale(std::make_shared<Shift>(1.0), std::make_shared<Scale>(2.0));
+  tf::Tensor x = tf::constant<float>({3.f});
+  EXPECT_FLOAT_EQ(scale_then_shift(x).values<float>()[0], 7.f);
+  EXPECT_FLOAT_EQ(shift_then_scale(x).values<float>()[0], 8.f);
+}
+
+TEST(Sequential, AddAppendsLayers) {
+  tf::layers::Sequential model;
+  model.add(std::make_shared<Scale>(2.0));
+  model.add(std::make_shared<Shift>(1.0));
+  EXPECT_EQ(model.layers().size(), 2u);
+  EXPECT_FLOAT_EQ(model(tf::constant<float>({3.f})).values<float>()[0], 7.f);
+  EXPECT_EQ(model.name(), "sequential");
+}
+
+TEST(Sequential, EmptyModelIsTheIdentity) {
+  tf::layers::Sequential model;
+  EXPECT_FLOAT_EQ(model(tf::constant<float>({3.f})).values<float>()[0], 3.f);
+}
+
+TEST(Sequential, PassesTheTrainingFlagToEveryLayer) {
+  auto a = std::make_shared<Scale>(1.0), b = std::make_shared<Scale>(1.0);
+  tf::layers::Sequential model(a, b);
+  model(tf::ones({1}), /*training=*/true);
+  EXPECT_TRUE(a->last_training);
+  EXPECT_TRUE(b->last_training);
+  model(tf::ones({1}));
+  EXPECT_FALSE(a->last_training);
+  EXPECT_FALSE(b->last_training);
+}
+
+TEST(Sequential, MatchesCallingTheLayersByHand) {
+  auto flatten = std::make_shared<tf::layers::Flatten>();
+  auto hidden = std::make_shared<tf::layers::Dense>(4, "relu", tf::layers::DenseOptions{.seed = 1});
+  auto out = std::make_shared<tf::layers::Dense>(2, tf::layers::DenseOptions{.seed = 2});
+  tf::layers::Sequential model(flatten, hidden, out);
+  tf::Tensor x = tf::random::normal({3, 2, 3}, 0, 1, tf::float32, 7);
+  tf::Tensor y = model(x);
+  tf::Tensor expected = (*out)((*hidden)((*flatten)(x)));
+  ASSERT_EQ(y.shape(), tf::Shape({3, 2}));
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y.values<float>()[i], expected.values<float>()[i]);
+}
+
+TEST(Sequential, CollectsVariablesLayerByLayerInOrder) {
+  auto first = std::make_shared<tf::layers::Dense>(4, tf::layers::DenseOptions{.name = "first"});
+  auto second = std::make_shared<tf::layers::Dense>(2, tf::layers::DenseOptions{.name = "second"});
+  tf::layers::Sequential model(std::make_shared<tf::layers::Flatten>(), first, second);
+  EXPECT_TRUE(model.variables().empty());  // the Dense layers are built by the first call
+  model(tf::ones({1, 3}));
+  auto vars = model.trainable_variables();
+  ASSERT_EQ(vars.size(), 4u);
+  EXPECT_EQ(vars[0].shape(), tf::Shape({3, 4}));  // first.kernel
+  EXPECT_EQ(vars[1].shape(), tf::Shape({4}));     // first.bias
+  EXPECT_EQ(vars[2].shape(), tf::Shape({4, 2}));  // second.kernel
+  EXPECT_EQ(vars[3].shape(), tf::Shape({2}));     // second.bias
+  EXPECT_EQ(vars[0].handle_id(), first->kernel().handle_id());
+  EXPECT_EQ(vars[3].handle_id(), second->bias().handle_id());
+}
+
+TEST(Sequential, GradientsReachEveryLayersVariables) {
+  tf::layers::Sequential model(std::make_shared<tf::layers::Dense>(4, "tanh", tf::layers::DenseOptions{.seed = 3}),
+                               std::make_shared<tf::layers::Dense>(1, tf::layers::DenseOptions{.seed = 4}));
+  tf::Tensor x = tf::random::normal({5, 3}, 0, 1, tf::float32, 11);
+  model(x);  // build
+  tf::GradientTape tape;
+  tf::Tensor loss = tf::reduce_mean(tf::pow(model(x), 2));
+  auto grads = tape.gradient(loss, model.trainable_variables());
+  ASSERT_EQ(grads.size(), 4u);
+  for (const auto& g : grads) {
+    ASSERT_TRUE(g.has_value());
+    EXPECT_GT(tf::reduce_sum(tf::abs(*g)).item<float>(), 0.f);
+  }
+}
+
+TEST(Sequential, AddingANullLayerThrows) {
+  tf::layers::Sequential model;
+  EXPECT_THAT([&] { model.add(nullptr); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Sequential] model 'sequential': add() got a null layer")));
+}
+
+TEST(Sequential, ErrorsOfALayerNameThatLayer) {
+  tf::layers::Sequential model(std::make_shared<tf::layers::Dense>(2));
+  EXPECT_THAT([&] { model(tf::ones({3})); },
+              ThrowsMessage<tf::InvalidArgumentError>(::testing::AllOf(HasSubstr("[Dense]"), HasSubstr("(3,)"))));
+}
