@@ -3,7 +3,7 @@
 #include <cctype>
 
 #include "core/check.h"
-#include "nn/initializers.h"
+#include "nn/layer_util.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/nn.h"
@@ -43,7 +43,7 @@ Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Ac
 
 Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, std::string_view activation_name,
                Conv2DOptions options)
-    : Conv2D(filters, kernel_size, activation(activation_name), std::move(options)) {}
+    : Conv2D(filters, kernel_size, detail::named_activation(kConv2D, activation_name), std::move(options)) {}
 
 void Conv2D::build(const Shape& input_shape, DType dtype) {
   TAPEFLOW_REQUIRE(!built(), FailedPreconditionError, "[{}] layer '{}' is already built", kConv2D, name());

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "nn/initializers.h"
+#include "nn/layer_util.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/linalg.h"
 #include "tapeflow/ops/math.h"
@@ -17,17 +17,7 @@ constexpr std::string_view kDense = "Dense";
 
 }  // namespace
 
-Activation activation(std::string_view name) {
-  if (name == "relu") return [](const Tensor& x) { return nn::relu(x); };
-  if (name == "sigmoid") return [](const Tensor& x) { return sigmoid(x); };
-  if (name == "tanh") return [](const Tensor& x) { return tanh(x); };
-  if (name == "softmax") return [](const Tensor& x) { return nn::softmax(x); };
-  if (name == "linear" || name == "none" || name.empty()) return {};
-  throw InvalidArgumentError(fmt::format(
-      "[{}] unknown activation '{}'; expected one of \"relu\", \"sigmoid\", \"tanh\", \"softmax\", "
-      "\"linear\", or pass a function",
-      kDense, name));
-}
+Activation activation(std::string_view name) { return detail::named_activation(kDense, name); }
 
 Dense::Dense(std::int64_t units, Activation activation, DenseOptions options)
     : Layer(options.name), units_(units), activation_(std::move(activation)), options_(std::move(options)) {

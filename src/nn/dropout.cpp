@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "nn/initializers.h"
+#include "nn/layer_util.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 

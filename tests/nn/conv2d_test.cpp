@@ -200,3 +200,8 @@ TEST(Conv2D, InvalidConstructorArgumentsThrow) {
   EXPECT_THAT([] { tf::layers::Conv2D(2, {3, 3}, {.kernel_initializer = "lecun"}); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown kernel_initializer 'lecun'")));
 }
+
+TEST(Conv2D, UnknownActivationNameThrowsNamingConv2D) {
+  EXPECT_THAT([] { tf::layers::Conv2D(2, {3, 3}, "gelu_typo"); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown activation 'gelu_typo'")));
+}

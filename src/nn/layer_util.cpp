@@ -1,4 +1,4 @@
-#include "nn/initializers.h"
+#include "nn/layer_util.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,8 +6,22 @@
 
 #include "core/check.h"
 #include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
+#include "tapeflow/ops/nn.h"
 
 namespace tapeflow::layers::detail {
+
+Activation named_activation(std::string_view layer, std::string_view name) {
+  if (name == "relu") return [](const Tensor& x) { return nn::relu(x); };
+  if (name == "sigmoid") return [](const Tensor& x) { return sigmoid(x); };
+  if (name == "tanh") return [](const Tensor& x) { return tanh(x); };
+  if (name == "softmax") return [](const Tensor& x) { return nn::softmax(x); };
+  if (name == "linear" || name == "none" || name.empty()) return {};
+  throw InvalidArgumentError(fmt::format(
+      "[{}] unknown activation '{}'; expected one of \"relu\", \"sigmoid\", \"tanh\", \"softmax\", "
+      "\"linear\", or pass a function",
+      layer, name));
+}
 
 std::uint64_t next_seed() {
   static std::atomic<std::uint64_t> counter{0};

@@ -1,15 +1,18 @@
 #pragma once
-// Kernel initialisers shared by the layers (Dense, Conv2D), and the process-wide seed sequence
-// used by layers built without a seed. Internal: the public choice is the layers'
-// `kernel_initializer` option.
+// What the layers share (internal): activations by name, kernel initialisers, and the
+// process-wide seed sequence used by layers built without a seed.
 
 #include <cstdint>
 #include <string_view>
 
+#include "tapeflow/nn/dense.h"
 #include "tapeflow/shape.h"
 #include "tapeflow/tensor.h"
 
 namespace tapeflow::layers::detail {
+
+/// The activation Keras calls `name` (see layers::activation); errors name `layer`.
+Activation named_activation(std::string_view layer, std::string_view name);
 
 /// The next seed of the process-wide sequence (splitmix64 of a counter).
 std::uint64_t next_seed();
