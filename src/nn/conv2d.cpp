@@ -31,18 +31,21 @@ Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Ac
       activation_(std::move(activation)),
       options_(std::move(options)),
       tf_padding_(tf_padding(options_.padding)) {
-  TAPEFLOW_REQUIRE(filters > 0, InvalidArgumentError, "[{}] filters must be positive, got {}", kConv2D, filters);
+  TAPEFLOW_REQUIRE(filters > 0, InvalidArgumentError, "[{}] filters must be positive, got {}", kConv2D,
+                   filters);
   TAPEFLOW_REQUIRE(kernel_size[0] > 0 && kernel_size[1] > 0, InvalidArgumentError,
-                   "[{}] kernel_size must be positive, got ({}, {})", kConv2D, kernel_size[0], kernel_size[1]);
+                   "[{}] kernel_size must be positive, got ({}, {})", kConv2D, kernel_size[0],
+                   kernel_size[1]);
   TAPEFLOW_REQUIRE(options_.strides[0] > 0 && options_.strides[1] > 0, InvalidArgumentError,
-                   "[{}] strides must be positive, got ({}, {})", kConv2D, options_.strides[0], options_.strides[1]);
+                   "[{}] strides must be positive, got ({}, {})", kConv2D, options_.strides[0],
+                   options_.strides[1]);
   TAPEFLOW_REQUIRE(!tf_padding_.empty(), InvalidArgumentError,
                    "[{}] unknown padding '{}'; expected \"valid\" or \"same\"", kConv2D, options_.padding);
   detail::check_initializer(kConv2D, options_.kernel_initializer);
 }
 
-Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, std::string_view activation_name,
-               Conv2DOptions options)
+Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size,
+               std::string_view activation_name, Conv2DOptions options)
     : Conv2D(filters, kernel_size, detail::named_activation(kConv2D, activation_name), std::move(options)) {}
 
 void Conv2D::build(const Shape& input_shape, DType dtype) {
@@ -51,7 +54,8 @@ void Conv2D::build(const Shape& input_shape, DType dtype) {
                    "[{}] layer '{}' needs inputs of rank 4 (batch, height, width, channels), got shape {}",
                    kConv2D, name(), input_shape.to_string());
   TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
-                   "[{}] layer '{}' needs float32 or float64 inputs, got {}", kConv2D, name(), dtype_name(dtype));
+                   "[{}] layer '{}' needs float32 or float64 inputs, got {}", kConv2D, name(),
+                   dtype_name(dtype));
   const std::int64_t in = input_shape[3];
   const std::int64_t area = kernel_size_[0] * kernel_size_[1];
   const std::uint64_t seed = options_.seed ? *options_.seed : detail::next_seed();
@@ -59,28 +63,32 @@ void Conv2D::build(const Shape& input_shape, DType dtype) {
                                                   {kernel_size_[0], kernel_size_[1], in, filters_}, area * in,
                                                   area * filters_, dtype, seed),
                            {.name = "kernel", .keras_style = true}));
-  if (options_.use_bias) bias_ = track(Variable(zeros({filters_}, dtype), {.name = "bias", .keras_style = true}));
+  if (options_.use_bias)
+    bias_ = track(Variable(zeros({filters_}, dtype), {.name = "bias", .keras_style = true}));
 }
 
 Tensor Conv2D::operator()(const Tensor& x) {
   TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
-                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kConv2D, name());
+                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kConv2D,
+                   name());
   TAPEFLOW_REQUIRE(x.rank() == 4, InvalidArgumentError,
                    "[{}] layer '{}' needs inputs of rank 4 (batch, height, width, channels), got shape {}",
                    kConv2D, name(), x.shape().to_string());
   if (!built()) build(x.shape(), x.dtype());
   const Shape& k = kernel_->shape();
-  TAPEFLOW_REQUIRE(x.shape()[3] == k[2], InvalidArgumentError,
-                   "[{}] layer '{}' was built for inputs with {} channels and has a kernel of shape {}; got an "
-                   "input of shape {}",
-                   kConv2D, name(), k[2], k.to_string(), x.shape().to_string());
+  TAPEFLOW_REQUIRE(
+      x.shape()[3] == k[2], InvalidArgumentError,
+      "[{}] layer '{}' was built for inputs with {} channels and has a kernel of shape {}; got an "
+      "input of shape {}",
+      kConv2D, name(), k[2], k.to_string(), x.shape().to_string());
   TAPEFLOW_REQUIRE(x.dtype() == kernel_->dtype(), InvalidArgumentError,
                    "[{}] layer '{}' was built for {} inputs; got an input of shape {} and dtype {}", kConv2D,
                    name(), dtype_name(kernel_->dtype()), x.shape().to_string(), dtype_name(x.dtype()));
   if (tf_padding_ == "VALID") {
-    TAPEFLOW_REQUIRE(x.num_elements() == 0 || (x.shape()[1] >= k[0] && x.shape()[2] >= k[1]), InvalidArgumentError,
-                     "[{}] layer '{}' with padding \"valid\" has a {}x{} window larger than the input of shape {}",
-                     kConv2D, name(), k[0], k[1], x.shape().to_string());
+    TAPEFLOW_REQUIRE(
+        x.num_elements() == 0 || (x.shape()[1] >= k[0] && x.shape()[2] >= k[1]), InvalidArgumentError,
+        "[{}] layer '{}' with padding \"valid\" has a {}x{} window larger than the input of shape {}",
+        kConv2D, name(), k[0], k[1], x.shape().to_string());
   }
   Tensor y = nn::conv2d(x, *kernel_, {options_.strides[0], options_.strides[1]}, tf_padding_);
   if (bias_) y = y + *bias_;
@@ -89,13 +97,15 @@ Tensor Conv2D::operator()(const Tensor& x) {
 
 const Variable& Conv2D::kernel() const {
   TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kConv2D, name());
+                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kConv2D,
+                   name());
   return *kernel_;
 }
 
 const Variable& Conv2D::bias() const {
   TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kConv2D, name());
+                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kConv2D,
+                   name());
   TAPEFLOW_REQUIRE(bias_.has_value(), FailedPreconditionError,
                    "[{}] layer '{}' was created with use_bias = false and has no bias", kConv2D, name());
   return *bias_;

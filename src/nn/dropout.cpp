@@ -31,7 +31,8 @@ Dropout::Dropout(double rate, std::optional<std::uint64_t> seed, std::string nam
 
 Tensor Dropout::call(const Tensor& x, bool training) {
   TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
-                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kDropout, name());
+                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kDropout,
+                   name());
   if (!training) return x;
   TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError,
                    "[{}] layer '{}' needs float32 or float64 inputs when training, got shape {} and dtype {}",
@@ -39,7 +40,8 @@ Tensor Dropout::call(const Tensor& x, bool training) {
   const std::uint64_t seed = mask_seed(seed_, calls_++);
   if (rate_ == 0.0) return x;
   // keep where u >= rate, u ~ U[0, 1): each element is dropped with probability rate.
-  Tensor keep = greater_equal(random::uniform(x.shape(), 0.0, 1.0, x.dtype(), seed), fill({}, rate_, x.dtype()));
+  Tensor keep =
+      greater_equal(random::uniform(x.shape(), 0.0, 1.0, x.dtype(), seed), fill({}, rate_, x.dtype()));
   return where(keep, x * (1.0 / (1.0 - rate_)), zeros_like(x));
 }
 

@@ -11,7 +11,8 @@ constexpr std::string_view kFlatten = "Flatten";
 
 Tensor Flatten::operator()(const Tensor& x) {
   TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
-                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kFlatten, name());
+                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kFlatten,
+                   name());
   TAPEFLOW_REQUIRE(x.rank() >= 1, InvalidArgumentError,
                    "[{}] layer '{}' needs inputs of rank >= 1 (batch, ...), got shape {}", kFlatten, name(),
                    x.shape().to_string());

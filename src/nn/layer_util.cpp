@@ -33,12 +33,12 @@ std::uint64_t next_seed() {
 }
 
 void check_initializer(std::string_view layer, std::string_view name) {
-  TAPEFLOW_REQUIRE(name == "glorot_uniform" || name == "glorot_normal" || name == "he_uniform" ||
-                       name == "he_normal",
-                   InvalidArgumentError,
-                   "[{}] unknown kernel_initializer '{}'; expected one of \"glorot_uniform\", \"glorot_normal\", "
-                   "\"he_uniform\", \"he_normal\"",
-                   layer, name);
+  TAPEFLOW_REQUIRE(
+      name == "glorot_uniform" || name == "glorot_normal" || name == "he_uniform" || name == "he_normal",
+      InvalidArgumentError,
+      "[{}] unknown kernel_initializer '{}'; expected one of \"glorot_uniform\", \"glorot_normal\", "
+      "\"he_uniform\", \"he_normal\"",
+      layer, name);
 }
 
 Tensor initial_kernel(std::string_view layer, std::string_view name, const Shape& shape, std::int64_t fan_in,

@@ -35,24 +35,27 @@ Pool2D::Pool2D(std::string_view layer, std::string name, std::array<std::int64_t
 
 Tensor Pool2D::operator()(const Tensor& x) {
   TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
-                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", layer_, name());
+                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", layer_,
+                   name());
   TAPEFLOW_REQUIRE(x.rank() == 4, InvalidArgumentError,
                    "[{}] layer '{}' needs inputs of rank 4 (batch, height, width, channels), got shape {}",
                    layer_, name(), x.shape().to_string());
   TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError,
-                   "[{}] layer '{}' needs float32 or float64 inputs, got shape {} and dtype {}", layer_, name(),
-                   x.shape().to_string(), dtype_name(x.dtype()));
+                   "[{}] layer '{}' needs float32 or float64 inputs, got shape {} and dtype {}", layer_,
+                   name(), x.shape().to_string(), dtype_name(x.dtype()));
   if (padding_ == "VALID") {
-    TAPEFLOW_REQUIRE(x.num_elements() == 0 || (x.shape()[1] >= pool_size_[0] && x.shape()[2] >= pool_size_[1]),
-                     InvalidArgumentError,
-                     "[{}] layer '{}' with padding \"valid\" has a {}x{} window larger than the input of shape {}",
-                     layer_, name(), pool_size_[0], pool_size_[1], x.shape().to_string());
+    TAPEFLOW_REQUIRE(
+        x.num_elements() == 0 || (x.shape()[1] >= pool_size_[0] && x.shape()[2] >= pool_size_[1]),
+        InvalidArgumentError,
+        "[{}] layer '{}' with padding \"valid\" has a {}x{} window larger than the input of shape {}", layer_,
+        name(), pool_size_[0], pool_size_[1], x.shape().to_string());
   }
   return pool(x, {pool_size_[0], pool_size_[1]}, {strides_[0], strides_[1]}, padding_);
 }
 
-MaxPool2D::MaxPool2D(std::array<std::int64_t, 2> pool_size, std::optional<std::array<std::int64_t, 2>> strides,
-                     std::string_view padding, std::string name)
+MaxPool2D::MaxPool2D(std::array<std::int64_t, 2> pool_size,
+                     std::optional<std::array<std::int64_t, 2>> strides, std::string_view padding,
+                     std::string name)
     : Pool2D("MaxPool2D", std::move(name), pool_size, strides, padding) {}
 
 Tensor MaxPool2D::pool(const Tensor& x, const std::vector<std::int64_t>& ksize,

@@ -162,46 +162,77 @@ TEST(Conv2D, GradientsReachKernelAndBias) {
 
 TEST(Conv2D, RankThreeInputThrowsNamingTheLayerAndShape) {
   tf::layers::Conv2D conv(2, {3, 3});
-  EXPECT_THAT([&] { conv(tf::zeros({5, 5, 1})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Conv2D]"), HasSubstr("rank 4"),
-                                                            HasSubstr("(5, 5, 1)"))));
+  EXPECT_THAT(
+      [&] {
+        conv(tf::zeros({5, 5, 1}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("rank 4"), HasSubstr("(5, 5, 1)"))));
 }
 
 TEST(Conv2D, ChannelMismatchAfterBuildThrows) {
   tf::layers::Conv2D conv(2, {3, 3});
   conv(tf::zeros({1, 5, 5, 3}));
-  EXPECT_THAT([&] { conv(tf::zeros({1, 5, 5, 4})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Conv2D]"), HasSubstr("3 channels"),
-                                                            HasSubstr("(3, 3, 3, 2)"), HasSubstr("(1, 5, 5, 4)"))));
+  EXPECT_THAT(
+      [&] {
+        conv(tf::zeros({1, 5, 5, 4}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Conv2D]"), HasSubstr("3 channels"),
+                                                    HasSubstr("(3, 3, 3, 2)"), HasSubstr("(1, 5, 5, 4)"))));
 }
 
 TEST(Conv2D, ValidWindowLargerThanTheImageThrows) {
   tf::layers::Conv2D conv(2, {3, 3});
-  EXPECT_THAT([&] { conv(tf::zeros({1, 2, 5, 1})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Conv2D]"), HasSubstr("3x3 window"),
-                                                            HasSubstr("(1, 2, 5, 1)"))));
+  EXPECT_THAT(
+      [&] {
+        conv(tf::zeros({1, 2, 5, 1}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Conv2D]"), HasSubstr("3x3 window"), HasSubstr("(1, 2, 5, 1)"))));
 }
 
 TEST(Conv2D, IntegerInputThrows) {
   tf::layers::Conv2D conv(2, {1, 1});
-  EXPECT_THAT([&] { conv(tf::zeros({1, 2, 2, 1}, tf::DType::Int32)); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Conv2D]"), HasSubstr("int32"))));
+  EXPECT_THAT(
+      [&] {
+        conv(tf::zeros({1, 2, 2, 1}, tf::DType::Int32));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Conv2D]"), HasSubstr("int32"))));
 }
 
 TEST(Conv2D, InvalidConstructorArgumentsThrow) {
-  EXPECT_THAT([] { tf::layers::Conv2D(0, {3, 3}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] filters must be positive, got 0")));
-  EXPECT_THAT([] { tf::layers::Conv2D(2, {3, 0}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] kernel_size must be positive, got (3, 0)")));
-  EXPECT_THAT([] { tf::layers::Conv2D(2, {3, 3}, {.strides = {0, 1}}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] strides must be positive, got (0, 1)")));
-  EXPECT_THAT([] { tf::layers::Conv2D(2, {3, 3}, {.padding = "full"}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown padding 'full'")));
-  EXPECT_THAT([] { tf::layers::Conv2D(2, {3, 3}, {.kernel_initializer = "lecun"}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown kernel_initializer 'lecun'")));
+  EXPECT_THAT(
+      [] {
+        tf::layers::Conv2D(0, {3, 3});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] filters must be positive, got 0")));
+  EXPECT_THAT(
+      [] {
+        tf::layers::Conv2D(2, {3, 0});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("[Conv2D] kernel_size must be positive, got (3, 0)")));
+  EXPECT_THAT(
+      [] {
+        tf::layers::Conv2D(2, {3, 3}, {.strides = {0, 1}});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] strides must be positive, got (0, 1)")));
+  EXPECT_THAT(
+      [] {
+        tf::layers::Conv2D(2, {3, 3}, {.padding = "full"});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown padding 'full'")));
+  EXPECT_THAT(
+      [] {
+        tf::layers::Conv2D(2, {3, 3}, {.kernel_initializer = "lecun"});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown kernel_initializer 'lecun'")));
 }
 
 TEST(Conv2D, UnknownActivationNameThrowsNamingConv2D) {
-  EXPECT_THAT([] { tf::layers::Conv2D(2, {3, 3}, "gelu_typo"); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown activation 'gelu_typo'")));
+  EXPECT_THAT(
+      [] {
+        tf::layers::Conv2D(2, {3, 3}, "gelu_typo");
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown activation 'gelu_typo'")));
 }

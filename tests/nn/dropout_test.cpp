@@ -19,7 +19,9 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
 namespace {
-std::vector<float> values(const tf::Tensor& t) { return {t.values<float>().begin(), t.values<float>().end()}; }
+std::vector<float> values(const tf::Tensor& t) {
+  return {t.values<float>().begin(), t.values<float>().end()};
+}
 }  // namespace
 
 TEST(Dropout, IsTheIdentityWhenNotTraining) {
@@ -36,8 +38,10 @@ TEST(Dropout, TrainingZeroesAboutRateAndScalesTheRest) {
   tf::Tensor y = dropout(tf::ones({100, 100}), /*training=*/true);
   std::int64_t zeros = 0;
   for (float v : values(y)) {
-    if (v == 0.f) ++zeros;
-    else EXPECT_FLOAT_EQ(v, 1.f / 0.75f);
+    if (v == 0.f)
+      ++zeros;
+    else
+      EXPECT_FLOAT_EQ(v, 1.f / 0.75f);
   }
   // 10000 Bernoulli(0.25) draws: standard deviation ~0.0043; allow 5 of them.
   EXPECT_NEAR(static_cast<double>(zeros) / 10000.0, 0.25, 0.022);
@@ -114,7 +118,10 @@ TEST(Dropout, RateOutsideZeroToOneThrows) {
 
 TEST(Dropout, IntegerInputThrowsWhenTraining) {
   tf::layers::Dropout dropout(0.5, 1);
-  EXPECT_THAT([&] { dropout(tf::zeros({2, 3}, tf::int32), true); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Dropout]"), HasSubstr("(2, 3)"),
-                                                            HasSubstr("int32"))));
+  EXPECT_THAT(
+      [&] {
+        dropout(tf::zeros({2, 3}, tf::int32), true);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Dropout]"), HasSubstr("(2, 3)"), HasSubstr("int32"))));
 }

@@ -58,6 +58,6 @@ TEST(Flatten, GradientFlowsBackInTheInputShape) {
 TEST(Flatten, ScalarInputThrowsNamingTheLayerAndShape) {
   tf::layers::Flatten flatten;
   EXPECT_THAT([&] { flatten(tf::constant(1.0, tf::float32)); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Flatten]"), HasSubstr("rank >= 1"),
-                                                            HasSubstr("()"))));
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  AllOf(HasSubstr("[Flatten]"), HasSubstr("rank >= 1"), HasSubstr("()"))));
 }

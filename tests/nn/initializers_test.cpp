@@ -49,6 +49,7 @@ TEST(DenseInitializer, GlorotNormalHasStddevSqrtTwoOverFanSum) {
 }
 
 TEST(DenseInitializer, UnknownNameThrowsAtConstruction) {
-  EXPECT_THAT([] { tf::layers::Dense(2, {.kernel_initializer = "orthogonal"}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Dense] unknown kernel_initializer 'orthogonal'")));
+  EXPECT_THAT(
+      [] { tf::layers::Dense(2, {.kernel_initializer = "orthogonal"}); },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Dense] unknown kernel_initializer 'orthogonal'")));
 }

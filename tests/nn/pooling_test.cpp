@@ -24,7 +24,9 @@ tf::Tensor image4x4() {
   return tf::constant<float>(v, tf::Shape({1, 4, 4, 1}));
 }
 
-std::vector<float> values(const tf::Tensor& t) { return {t.values<float>().begin(), t.values<float>().end()}; }
+std::vector<float> values(const tf::Tensor& t) {
+  return {t.values<float>().begin(), t.values<float>().end()};
+}
 
 }  // namespace
 
@@ -94,32 +96,55 @@ TEST(AveragePool2D, WorksInFloat64AndOnEmptyBatches) {
 
 TEST(Pooling, RankThreeInputThrowsNamingTheLayerAndShape) {
   tf::layers::MaxPool2D pool;
-  EXPECT_THAT([&] { pool(tf::zeros({4, 4, 1})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[MaxPool2D]"), HasSubstr("rank 4"),
-                                                            HasSubstr("(4, 4, 1)"))));
+  EXPECT_THAT(
+      [&] {
+        pool(tf::zeros({4, 4, 1}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[MaxPool2D]"), HasSubstr("rank 4"), HasSubstr("(4, 4, 1)"))));
   tf::layers::AveragePool2D avg;
-  EXPECT_THAT([&] { avg(tf::zeros({4, 4})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[AveragePool2D]"), HasSubstr("(4, 4)"))));
+  EXPECT_THAT(
+      [&] {
+        avg(tf::zeros({4, 4}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[AveragePool2D]"), HasSubstr("(4, 4)"))));
 }
 
 TEST(Pooling, ValidWindowLargerThanTheImageThrows) {
   tf::layers::MaxPool2D pool({3, 3});
-  EXPECT_THAT([&] { pool(tf::zeros({1, 2, 2, 1})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[MaxPool2D]"), HasSubstr("3x3 window"),
-                                                            HasSubstr("(1, 2, 2, 1)"))));
+  EXPECT_THAT(
+      [&] {
+        pool(tf::zeros({1, 2, 2, 1}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[MaxPool2D]"), HasSubstr("3x3 window"), HasSubstr("(1, 2, 2, 1)"))));
 }
 
 TEST(Pooling, IntegerInputThrows) {
   tf::layers::AveragePool2D pool;
-  EXPECT_THAT([&] { pool(tf::zeros({1, 2, 2, 1}, tf::int32)); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[AveragePool2D]"), HasSubstr("int32"))));
+  EXPECT_THAT(
+      [&] {
+        pool(tf::zeros({1, 2, 2, 1}, tf::int32));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[AveragePool2D]"), HasSubstr("int32"))));
 }
 
 TEST(Pooling, InvalidConstructorArgumentsThrow) {
-  EXPECT_THAT([] { tf::layers::MaxPool2D({0, 2}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[MaxPool2D] pool_size must be positive, got (0, 2)")));
-  EXPECT_THAT([] { tf::layers::AveragePool2D({2, 2}, {{2, -1}}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[AveragePool2D] strides must be positive, got (2, -1)")));
-  EXPECT_THAT([] { tf::layers::MaxPool2D({2, 2}, std::nullopt, "causal"); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[MaxPool2D] unknown padding 'causal'")));
+  EXPECT_THAT(
+      [] {
+        tf::layers::MaxPool2D({0, 2});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("[MaxPool2D] pool_size must be positive, got (0, 2)")));
+  EXPECT_THAT(
+      [] {
+        tf::layers::AveragePool2D({2, 2}, {{2, -1}});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("[AveragePool2D] strides must be positive, got (2, -1)")));
+  EXPECT_THAT(
+      [] {
+        tf::layers::MaxPool2D({2, 2}, std::nullopt, "causal");
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[MaxPool2D] unknown padding 'causal'")));
 }

@@ -106,8 +106,9 @@ TEST(Sequential, CollectsVariablesLayerByLayerInOrder) {
 }
 
 TEST(Sequential, GradientsReachEveryLayersVariables) {
-  tf::layers::Sequential model(std::make_shared<tf::layers::Dense>(4, "tanh", tf::layers::DenseOptions{.seed = 3}),
-                               std::make_shared<tf::layers::Dense>(1, tf::layers::DenseOptions{.seed = 4}));
+  tf::layers::Sequential model(
+      std::make_shared<tf::layers::Dense>(4, "tanh", tf::layers::DenseOptions{.seed = 3}),
+      std::make_shared<tf::layers::Dense>(1, tf::layers::DenseOptions{.seed = 4}));
   tf::Tensor x = tf::random::normal({5, 3}, 0, 1, tf::float32, 11);
   model(x);  // build
   tf::GradientTape tape;
@@ -122,12 +123,12 @@ TEST(Sequential, GradientsReachEveryLayersVariables) {
 
 TEST(Sequential, AddingANullLayerThrows) {
   tf::layers::Sequential model;
-  EXPECT_THAT([&] { model.add(nullptr); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Sequential] model 'sequential': add() got a null layer")));
+  EXPECT_THAT([&] { model.add(nullptr); }, ThrowsMessage<tf::InvalidArgumentError>(HasSubstr(
+                                               "[Sequential] model 'sequential': add() got a null layer")));
 }
 
 TEST(Sequential, ErrorsOfALayerNameThatLayer) {
   tf::layers::Sequential model(std::make_shared<tf::layers::Dense>(2));
-  EXPECT_THAT([&] { model(tf::ones({3})); },
-              ThrowsMessage<tf::InvalidArgumentError>(::testing::AllOf(HasSubstr("[Dense]"), HasSubstr("(3,)"))));
+  EXPECT_THAT([&] { model(tf::ones({3})); }, ThrowsMessage<tf::InvalidArgumentError>(
+                                                 ::testing::AllOf(HasSubstr("[Dense]"), HasSubstr("(3,)"))));
 }

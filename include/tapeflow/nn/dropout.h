@@ -24,7 +24,8 @@ namespace tapeflow::layers {
 class Dropout : public Layer {
  public:
   /// Throws InvalidArgumentError (naming Dropout) unless 0 <= rate < 1.
-  explicit Dropout(double rate, std::optional<std::uint64_t> seed = std::nullopt, std::string name = "dropout");
+  explicit Dropout(double rate, std::optional<std::uint64_t> seed = std::nullopt,
+                   std::string name = "dropout");
 
   /// x with dropout applied when `training`, else x. Throws InvalidArgumentError (naming
   /// Dropout, the shape and dtype) for a non-float input when training.

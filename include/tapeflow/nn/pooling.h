@@ -53,8 +53,8 @@ class MaxPool2D : public Pool2D {
                      std::string_view padding = "valid", std::string name = "max_pooling2d");
 
  private:
-  Tensor pool(const Tensor& x, const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
-              std::string_view padding) const override;
+  Tensor pool(const Tensor& x, const std::vector<std::int64_t>& ksize,
+              const std::vector<std::int64_t>& strides, std::string_view padding) const override;
 };
 
 /// The mean of each window.
@@ -65,8 +65,8 @@ class AveragePool2D : public Pool2D {
                          std::string_view padding = "valid", std::string name = "average_pooling2d");
 
  private:
-  Tensor pool(const Tensor& x, const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
-              std::string_view padding) const override;
+  Tensor pool(const Tensor& x, const std::vector<std::int64_t>& ksize,
+              const std::vector<std::int64_t>& strides, std::string_view padding) const override;
 };
 
 }  // namespace tapeflow::layers

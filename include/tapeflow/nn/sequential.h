@@ -28,8 +28,9 @@ class Sequential : public Layer {
   explicit Sequential(std::string name = "sequential") : Layer(std::move(name)) {}
   /// A model of the given layers, in order.
   template <class... Ls>
-    requires(sizeof...(Ls) > 0 && (std::is_base_of_v<Layer, Ls> && ...))
-  explicit Sequential(std::shared_ptr<Ls>... layers) : Layer("sequential") {
+  requires(sizeof...(Ls) > 0 &&
+           (std::is_base_of_v<Layer, Ls> && ...)) explicit Sequential(std::shared_ptr<Ls>... layers)
+      : Layer("sequential") {
     (add(std::move(layers)), ...);
   }
 
