@@ -132,3 +132,28 @@ TEST(Sequential, ErrorsOfALayerNameThatLayer) {
   EXPECT_THAT([&] { model(tf::ones({3})); }, ThrowsMessage<tf::InvalidArgumentError>(
                                                  ::testing::AllOf(HasSubstr("[Dense]"), HasSubstr("(3,)"))));
 }
+
+TEST(Sequential, SmallConvNetLearnsAToyTarget) {
+  // Conv2D -> MaxPool2D -> Flatten -> Dropout -> Dense, trained with SGD to predict the mean of
+  // each image: the loss after 60 steps is well below the first one.
+  tf::layers::Sequential model(
+      std::make_shared<tf::layers::Conv2D>(4, std::array<std::int64_t, 2>{3, 3}, "relu",
+                                           tf::layers::Conv2DOptions{.padding = "same", .seed = 1}),
+      std::make_shared<tf::layers::MaxPool2D>(), std::make_shared<tf::layers::Flatten>(),
+      std::make_shared<tf::layers::Dropout>(0.1, 2),
+      std::make_shared<tf::layers::Dense>(1, tf::layers::DenseOptions{.seed = 3}));
+  tf::Tensor x = tf::random::uniform({16, 6, 6, 1}, 0, 1, tf::float32, 4);
+  tf::Tensor y = tf::reduce_mean(x, {1, 2});  // (16, 1)
+  tf::optim::SGD opt(0.1);
+  float first = 0.f, last = 0.f;
+  for (int step = 0; step < 60; ++step) {
+    tf::GradientTape tape;
+    tf::Tensor loss = tf::losses::mean_squared_error(y, model(x, /*training=*/true));
+    if (step == 0) first = loss.item<float>();
+    last = loss.item<float>();
+    auto vars = model.trainable_variables();
+    opt.apply_gradients(tape.gradient(loss, vars), vars);
+  }
+  EXPECT_EQ(model.trainable_variables().size(), 4u);  // conv kernel, bias, dense kernel, bias
+  EXPECT_LT(last, 0.5f * first);
+}
