@@ -30,9 +30,10 @@
 
 namespace tapeflow::autodiff {
 
-/// Number of tapes recording on this thread. A trivially-initialised thread_local, so checking it
-/// is one TLS load: with no tape, an op pays nothing else for autodiff.
-extern thread_local int t_recording_tapes;
+/// Number of tapes recording on this thread. constinit tells every translation unit that it needs
+/// no dynamic initialisation, so checking it is one direct TLS load (no TLS wrapper call, which
+/// UBSan also mis-instruments): with no tape, an op pays nothing else for autodiff.
+extern constinit thread_local int t_recording_tapes;
 /// Whether check-numerics mode is on (process-wide).
 extern std::atomic<bool> g_check_numerics;
 
@@ -40,10 +41,10 @@ inline bool any_tape_recording() { return t_recording_tapes > 0; }
 
 /// Leading batch dimensions of the cotangents in the backward pass running on this thread
 /// (vectorised Jacobians); 0 otherwise.
-extern thread_local int t_cotangent_batch_rank;
+extern constinit thread_local int t_cotangent_batch_rank;
 
 /// Number of forward accumulators active on this thread (forward_accumulator.cpp).
-extern thread_local int t_active_accumulators;
+extern constinit thread_local int t_active_accumulators;
 inline bool any_accumulator_active() { return t_active_accumulators > 0; }
 
 /// Computes and stores output tangents on every active accumulator that tracks an input.

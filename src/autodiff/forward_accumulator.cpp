@@ -38,7 +38,7 @@ struct AccumulatorState {
 
 namespace autodiff {
 
-thread_local int t_active_accumulators = 0;
+constinit thread_local int t_active_accumulators = 0;
 
 namespace {
 

@@ -48,10 +48,10 @@ namespace tapeflow {
 
 namespace autodiff {
 
-thread_local int t_recording_tapes = 0;
-thread_local int t_cotangent_batch_rank = 0;
-thread_local std::uint64_t t_hidden_lo = 0;
-thread_local std::uint64_t t_hidden_hi = 0;
+constinit thread_local int t_recording_tapes = 0;
+constinit thread_local int t_cotangent_batch_rank = 0;
+constinit thread_local std::uint64_t t_hidden_lo = 0;
+constinit thread_local std::uint64_t t_hidden_hi = 0;
 std::atomic<bool> g_check_numerics{false};
 
 namespace {

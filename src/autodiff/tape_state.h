@@ -47,8 +47,8 @@ namespace tapeflow::autodiff {
 std::uint64_t next_nesting_id();
 /// The id the next tape or accumulator will get.
 std::uint64_t peek_nesting_id();
-extern thread_local std::uint64_t t_hidden_lo;
-extern thread_local std::uint64_t t_hidden_hi;
+extern constinit thread_local std::uint64_t t_hidden_lo;
+extern constinit thread_local std::uint64_t t_hidden_hi;
 
 inline bool nesting_hidden(std::uint64_t id) { return id >= t_hidden_lo && id < t_hidden_hi; }
 
@@ -73,38 +73,6 @@ class HideNestedFrom {
 
  private:
   std::uint64_t lo_, hi_;
-};
-
-}  // namespace tapeflow::autodiff
-
-namespace tapeflow::autodiff {
-
-/// Tapes and forward accumulators are numbered in creation order on their thread. While an
-/// accumulator computes its JVPs, only those created before it (id below the limit) observe the
-/// ops: inner tapes and accumulators ignore an outer accumulator's products (TensorFlow's strict
-/// nesting), which is what makes forward-over-reverse and forward-over-forward compose.
-std::uint64_t next_nesting_id();
-extern thread_local std::uint64_t t_nesting_limit;
-
-/// Recounts the recording tapes and active accumulators after a state change.
-void recount_observers();
-
-/// While alive, hides tapes and accumulators with nesting id >= `limit`.
-class NestingLimit {
- public:
-  explicit NestingLimit(std::uint64_t limit) : saved_(t_nesting_limit) {
-    t_nesting_limit = std::min(limit, saved_);
-    recount_observers();
-  }
-  ~NestingLimit() {
-    t_nesting_limit = saved_;
-    recount_observers();
-  }
-  NestingLimit(const NestingLimit&) = delete;
-  NestingLimit& operator=(const NestingLimit&) = delete;
-
- private:
-  std::uint64_t saved_;
 };
 
 }  // namespace tapeflow::autodiff
