@@ -51,7 +51,8 @@ struct Reshape {
   };
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) {
-    const auto d = c.batched(c.input_shape(0)).dims();
+    const Shape target = c.batched(c.input_shape(0));  // a named Shape: dims() views its storage
+    const auto d = target.dims();
     return {reshape(c.dy(), {d.begin(), d.end()})};
   }  // JVP: dy = reshape(dx)
   static Tangents jvp(const JvpContext& c) {
@@ -94,7 +95,8 @@ struct ExpandDims {
   using Attrs = NewShape;
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) {
-    const auto d = c.batched(c.input_shape(0)).dims();
+    const Shape target = c.batched(c.input_shape(0));  // a named Shape: dims() views its storage
+    const auto d = target.dims();
     return {reshape(c.dy(), {d.begin(), d.end()})};
   }
 };
@@ -106,7 +108,8 @@ struct Squeeze {
   using Attrs = NewShape;
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) {
-    const auto d = c.batched(c.input_shape(0)).dims();
+    const Shape target = c.batched(c.input_shape(0));  // a named Shape: dims() views its storage
+    const auto d = target.dims();
     return {reshape(c.dy(), {d.begin(), d.end()})};
   }
 };
