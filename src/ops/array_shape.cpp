@@ -41,6 +41,13 @@ Shape reshape_target(const Tensor& x, const std::vector<std::int64_t>& dims, std
   return s;
 }
 
+/// dx = reshape(dy, shape(x)): the gradient of every op that only changes the shape.
+Grads reshape_back(const GradContext& c) {
+  const Shape target = c.batched(c.input_shape(0));  // a named Shape: dims() views its storage
+  const auto d = target.dims();
+  return {reshape(c.dy(), {d.begin(), d.end()})};
+}
+
 // y = reshape(x);  dx = reshape(dy, shape(x))
 struct Reshape {
   static constexpr std::string_view kName = "Reshape";
@@ -50,11 +57,7 @@ struct Reshape {
     Shape shape;
   };
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
-  static Grads backward(const GradContext& c) {
-    const Shape target = c.batched(c.input_shape(0));  // a named Shape: dims() views its storage
-    const auto d = target.dims();
-    return {reshape(c.dy(), {d.begin(), d.end()})};
-  }  // JVP: dy = reshape(dx)
+  static Grads backward(const GradContext& c) { return reshape_back(c); }  // JVP: dy = reshape(dx)
   static Tangents jvp(const JvpContext& c) {
     const auto d = c.output().shape().dims();
     return {reshape(c.tangent(0), {d.begin(), d.end()})};
@@ -94,11 +97,7 @@ struct ExpandDims {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = NewShape;
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
-  static Grads backward(const GradContext& c) {
-    const Shape target = c.batched(c.input_shape(0));  // a named Shape: dims() views its storage
-    const auto d = target.dims();
-    return {reshape(c.dy(), {d.begin(), d.end()})};
-  }
+  static Grads backward(const GradContext& c) { return reshape_back(c); }
 };
 
 // y = squeeze(x, axes);  dx = reshape(dy, shape(x))
@@ -107,11 +106,7 @@ struct Squeeze {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = NewShape;
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
-  static Grads backward(const GradContext& c) {
-    const Shape target = c.batched(c.input_shape(0));  // a named Shape: dims() views its storage
-    const auto d = target.dims();
-    return {reshape(c.dy(), {d.begin(), d.end()})};
-  }
+  static Grads backward(const GradContext& c) { return reshape_back(c); }
 };
 
 struct TransposeAttrs {
