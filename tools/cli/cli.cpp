@@ -53,7 +53,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    app.exit(e, out, err);
+    err << "tapeflow: error: " << e.what() << "\n(`tapeflow --help` and `tapeflow train --help` list the options)\n";
     return 2;
   }
 

@@ -51,7 +51,7 @@ struct Series {
 
 /// One panel at horizontal offset `x0`: axes, ticks, grid, a polyline and markers per series.
 std::string panel(double x0, double y0, const std::string& title, const std::string& ylabel,
-                  const std::vector<double>& epochs, const std::vector<Series>& series) {
+                  const std::vector<double>& epochs, const std::vector<Series>& series, bool legend_at_bottom) {
   std::string o;
   const double left = x0 + kLeft, right = x0 + kPanelWidth - kRight;
   const double top = y0 + kTop, bottom = y0 + kPanelHeight - kBottom;
@@ -109,9 +109,11 @@ std::string panel(double x0, double y0, const std::string& title, const std::str
       o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", px(epochs[i]), py(s.y[i]),
                        s.colour);
   }
-  // Legend, upper right.
+  // Legend at the right, away from the curves: the top for losses (they fall), the bottom for
+  // accuracies (they rise).
   for (std::size_t i = 0; i < series.size(); ++i) {
-    const double ly = top + 12 + 16 * static_cast<double>(i);
+    const double ly = legend_at_bottom ? bottom - 12 - 16 * static_cast<double>(series.size() - 1 - i)
+                                       : top + 12 + 16 * static_cast<double>(i);
     o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
                      "stroke-width=\"2\"/>\n",
                      right - 80, ly, right - 60, series[i].colour);
@@ -142,9 +144,9 @@ std::string training_svg(const History& history, const std::string& title) {
       "<text x=\"{2}\" y=\"20\" text-anchor=\"middle\" font-size=\"16\">{3}</text>\n",
       width, height, width / 2, escape(title));
   o += panel(0, kTitleHeight, "loss", "loss", epochs,
-             {{"train", kTrainColour, train_loss}, {"test", kTestColour, test_loss}});
+             {{"train", kTrainColour, train_loss}, {"test", kTestColour, test_loss}}, false);
   o += panel(kPanelWidth, kTitleHeight, "accuracy", "accuracy", epochs,
-             {{"train", kTrainColour, train_acc}, {"test", kTestColour, test_acc}});
+             {{"train", kTrainColour, train_acc}, {"test", kTestColour, test_acc}}, true);
   o += "</svg>\n";
   return o;
 }
