@@ -4,24 +4,24 @@
 // installed (scripts/setup.sh installs it).
 #ifdef TAPEFLOW_HAVE_CLI
 
+#include "cli.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <numeric>
-#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "cli.h"
 #include "models.h"
 #include "plot.h"
 #include "progress.h"
@@ -47,7 +47,9 @@ Result run(std::vector<const char*> args) {
   return {status, out.str(), err.str()};
 }
 
-bool have_dataset() { return fs::exists(fs::path(tf::data::kFashionMnistDir) / "train-labels-idx1-ubyte.gz"); }
+bool have_dataset() {
+  return fs::exists(fs::path(tf::data::kFashionMnistDir) / "train-labels-idx1-ubyte.gz");
+}
 
 /// The data set, loaded once for all the tests of this file.
 const tf::data::FashionMnist& dataset() {
@@ -58,8 +60,10 @@ const tf::data::FashionMnist& dataset() {
 /// A fresh directory under the test temp dir, removed at the end of the test.
 class TempDir {
  public:
-  TempDir() : path_(fs::path(::testing::TempDir()) / ("tapeflow_cli_" + std::to_string(::getpid()) + "_" +
-                                                       ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+  TempDir()
+      : path_(fs::path(::testing::TempDir()) /
+              ("tapeflow_cli_" + std::to_string(::getpid()) + "_" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -85,7 +89,8 @@ cli::TrainOptions quick(const std::string& model, std::int64_t epochs, std::int6
 /// Every entry of a checkpoint as raw bytes, by name.
 std::map<std::string, std::string> checkpoint_bytes(const std::string& path) {
   tf::NamedVariables vars;
-  for (const auto& e : tf::list_checkpoint(path)) vars.emplace_back(e.name, tf::Variable(tf::zeros(e.shape, e.dtype)));
+  for (const auto& e : tf::list_checkpoint(path))
+    vars.emplace_back(e.name, tf::Variable(tf::zeros(e.shape, e.dtype)));
   tf::restore_checkpoint(path, vars);
   std::map<std::string, std::string> bytes;
   for (const auto& [name, var] : vars) {
@@ -151,7 +156,8 @@ TEST(CliArguments, UnknownOptionAndMissingSubcommandExitWith2) {
 TEST(CliArguments, HelpExitsWith0AndListsTheOptions) {
   Result r = run({"train", "--help"});
   EXPECT_EQ(r.status, 0);
-  for (const char* option : {"--model", "--epochs", "--batch-size", "--lr", "--checkpoint", "--resume", "--plot"})
+  for (const char* option :
+       {"--model", "--epochs", "--batch-size", "--lr", "--checkpoint", "--resume", "--plot"})
     EXPECT_THAT(r.out, HasSubstr(option));
 }
 
@@ -219,7 +225,8 @@ std::size_t count_points(const std::string& points) {
 }
 
 TEST(CliPlot, HasFourCurvesWithOnePointPerEpoch) {
-  cli::History h = {{1, 0.6, 0.78, 0.5, 0.82, 10}, {2, 0.4, 0.85, 0.42, 0.85, 10}, {3, 0.35, 0.87, 0.4, 0.86, 10}};
+  cli::History h = {
+      {1, 0.6, 0.78, 0.5, 0.82, 10}, {2, 0.4, 0.85, 0.42, 0.85, 10}, {3, 0.35, 0.87, 0.4, 0.86, 10}};
   const std::string svg = cli::training_svg(h, "t");
   const auto curves = polyline_points(svg);
   ASSERT_EQ(curves.size(), 4u);  // train/test loss, train/test accuracy
@@ -262,7 +269,8 @@ TEST(CliTrain, MlpLossFallsOnFashionMnist) {
     auto b = batches.next();
     if (!b) continue;
     tf::GradientTape tape;
-    tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(b->labels, (*model.net)(b->features, true), true);
+    tf::Tensor loss =
+        tf::losses::sparse_categorical_crossentropy(b->labels, (*model.net)(b->features, true), true);
     opt.apply_gradients(tape.gradient(loss, vars), vars);
     losses.push_back(loss.item<float>());
   }

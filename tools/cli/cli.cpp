@@ -24,7 +24,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
                         ->capture_default_str();
   train_cmd->add_option("--epochs", t.epochs, "Total epochs (with --resume: continue up to this many)")
       ->capture_default_str();
-  auto* batch_opt = train_cmd->add_option("--batch-size", t.batch_size, "Examples per step")->capture_default_str();
+  auto* batch_opt =
+      train_cmd->add_option("--batch-size", t.batch_size, "Examples per step")->capture_default_str();
   auto* lr_opt = train_cmd->add_option("--lr", t.learning_rate, "Learning rate")->capture_default_str();
   auto* optimizer_opt = train_cmd->add_option("--optimizer", t.optimizer, "adam or sgd (momentum 0.9)")
                             ->check(CLI::IsMember({"adam", "sgd"}))
@@ -33,10 +34,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
                        ->capture_default_str();
   train_cmd->add_option("--checkpoint", t.checkpoint, "Save a checkpoint here after each epoch");
   train_cmd->add_flag("--resume", t.resume, "Continue from the checkpoint's epoch");
-  train_cmd->add_option("--data-dir", t.data_dir, "Directory of the Fashion-MNIST IDX files")->capture_default_str();
-  train_cmd->add_option("--plot", t.plot, "Write the loss and accuracy curves to this SVG file after each epoch");
-  auto* limit_opt =
-      train_cmd->add_option("--limit", t.limit, "Train on the first N examples only (0: all), for quick runs");
+  train_cmd->add_option("--data-dir", t.data_dir, "Directory of the Fashion-MNIST IDX files")
+      ->capture_default_str();
+  train_cmd->add_option("--plot", t.plot,
+                        "Write the loss and accuracy curves to this SVG file after each epoch");
+  auto* limit_opt = train_cmd->add_option("--limit", t.limit,
+                                          "Train on the first N examples only (0: all), for quick runs");
   train_cmd->add_option("--threads", t.threads, "Threads for the kernels and OpenBLAS (0: every core)");
 
   std::optional<std::string> name, dir;
@@ -53,7 +56,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    err << "tapeflow: error: " << e.what() << "\n(`tapeflow --help` and `tapeflow train --help` list the options)\n";
+    err << "tapeflow: error: " << e.what()
+        << "\n(`tapeflow --help` and `tapeflow train --help` list the options)\n";
     return 2;
   }
 

@@ -85,9 +85,10 @@ int run_examples(const std::string& dir, const std::string& name, std::ostream& 
   }
   for (const auto& n : todo)
     if (!is_built(dir, n))
-      throw UsageError(fmt::format("the example program '{}' is not built in {}: configure with "
-                                   "-DTAPEFLOW_BUILD_EXAMPLES=ON and build it (or pass --dir)",
-                                   n, dir));
+      throw UsageError(
+          fmt::format("the example program '{}' is not built in {}: configure with "
+                      "-DTAPEFLOW_BUILD_EXAMPLES=ON and build it (or pass --dir)",
+                      n, dir));
   int failed = 0;
   for (const auto& n : todo) {
     const int status = run_one(dir, n, out);
@@ -96,7 +97,8 @@ int run_examples(const std::string& dir, const std::string& name, std::ostream& 
       ++failed;
     }
   }
-  if (todo.size() > 1) out << fmt::format("{} of {} examples ran successfully\n", todo.size() - failed, todo.size());
+  if (todo.size() > 1)
+    out << fmt::format("{} of {} examples ran successfully\n", todo.size() - failed, todo.size());
   return failed == 0 ? 0 : 1;
 }
 

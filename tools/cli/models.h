@@ -38,8 +38,8 @@ class EpochSeededDropout : public layers::Layer {
 
 /// A classifier of 28x28x1 images into 10 classes: `net(x, training)` gives logits (batch, 10).
 struct Model {
-  std::string kind;                                        // "mlp" or "cnn"
-  std::shared_ptr<layers::Sequential> net;                 // the layers, in order
+  std::string kind;                                           // "mlp" or "cnn"
+  std::shared_ptr<layers::Sequential> net;                    // the layers, in order
   std::vector<std::shared_ptr<EpochSeededDropout>> dropouts;  // to restart at each epoch
 
   /// Restarts every dropout layer's masks for epoch `epoch` (call before training it).

@@ -17,8 +17,8 @@ namespace {
 
 constexpr double kPanelWidth = 420, kPanelHeight = 320, kTitleHeight = 30;
 constexpr double kLeft = 60, kRight = 20, kTop = 30, kBottom = 50;  // margins inside a panel
-constexpr const char* kTrainColour = "#1f77b4";                    // matplotlib's tab10 blue
-constexpr const char* kTestColour = "#ff7f0e";                     // and orange
+constexpr const char* kTrainColour = "#1f77b4";                     // matplotlib's tab10 blue
+constexpr const char* kTestColour = "#ff7f0e";                      // and orange
 
 /// A "nice" tick step (1, 2, 2.5 or 5 times a power of ten) giving about `target` ticks.
 double nice_step(double span, int target) {
@@ -33,11 +33,20 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -51,7 +60,8 @@ struct Series {
 
 /// One panel at horizontal offset `x0`: axes, ticks, grid, a polyline and markers per series.
 std::string panel(double x0, double y0, const std::string& title, const std::string& ylabel,
-                  const std::vector<double>& epochs, const std::vector<Series>& series, bool legend_at_bottom) {
+                  const std::vector<double>& epochs, const std::vector<Series>& series,
+                  bool legend_at_bottom) {
   std::string o;
   const double left = x0 + kLeft, right = x0 + kPanelWidth - kRight;
   const double top = y0 + kTop, bottom = y0 + kPanelHeight - kBottom;
@@ -75,17 +85,17 @@ std::string panel(double x0, double y0, const std::string& title, const std::str
   // Ticks and grid lines.
   const double ystep = nice_step(ymax - ymin, 5);
   for (double v = std::ceil(ymin / ystep) * ystep; v <= ymax + 1e-12; v += ystep) {
-    o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>\n", left,
-                     py(v), right);
+    o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>\n",
+                     left, py(v), right);
     o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" font-size=\"11\">{:g}</text>\n",
                      left - 6, py(v) + 4, std::round(v / ystep) * ystep);
   }
   const double xstep = std::max(1.0, std::round(nice_step(xmax - xmin, 6)));
   for (double v = xmin; v <= xmax + 1e-12; v += xstep) {
-    o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#000\"/>\n", px(v),
-                     bottom, bottom + 5);
-    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"11\">{:g}</text>\n", px(v),
-                     bottom + 18, v);
+    o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#000\"/>\n",
+                     px(v), bottom, bottom + 5);
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"11\">{:g}</text>\n",
+                     px(v), bottom + 18, v);
   }
   // Axes and their labels.
   o += fmt::format("<path d=\"M{:.1f},{:.1f} V{:.1f} H{:.1f}\" fill=\"none\" stroke=\"#000\"/>\n", left, top,
@@ -106,17 +116,18 @@ std::string panel(double x0, double y0, const std::string& title, const std::str
         "points=\"{}\"/>\n",
         ylabel, s.label, ylabel, s.colour, points);
     for (std::size_t i = 0; i < s.y.size(); ++i)
-      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", px(epochs[i]), py(s.y[i]),
-                       s.colour);
+      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", px(epochs[i]),
+                       py(s.y[i]), s.colour);
   }
   // Legend at the right, away from the curves: the top for losses (they fall), the bottom for
   // accuracies (they rise).
   for (std::size_t i = 0; i < series.size(); ++i) {
     const double ly = legend_at_bottom ? bottom - 12 - 16 * static_cast<double>(series.size() - 1 - i)
                                        : top + 12 + 16 * static_cast<double>(i);
-    o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
-                     "stroke-width=\"2\"/>\n",
-                     right - 80, ly, right - 60, series[i].colour);
+    o += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
+        "stroke-width=\"2\"/>\n",
+        right - 80, ly, right - 60, series[i].colour);
     o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", right - 55, ly + 4,
                      series[i].label);
   }

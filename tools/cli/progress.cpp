@@ -19,8 +19,9 @@ ProgressBar::ProgressBar(std::ostream& out, bool redraw, std::int64_t epoch, std
       start_(Clock::now()),
       last_draw_(start_) {}
 
-std::string ProgressBar::line(std::int64_t epoch, std::int64_t epochs, std::int64_t done, std::int64_t batches,
-                              double loss, double accuracy, double examples_per_second, bool with_bar) {
+std::string ProgressBar::line(std::int64_t epoch, std::int64_t epochs, std::int64_t done,
+                              std::int64_t batches, double loss, double accuracy, double examples_per_second,
+                              bool with_bar) {
   std::string bar;
   if (with_bar) {
     constexpr std::int64_t kWidth = 20;
@@ -42,7 +43,8 @@ void ProgressBar::update(std::int64_t done, std::int64_t examples, double loss, 
   const double rate = seconds > 0 ? static_cast<double>(examples) / seconds : 0.0;
   if (redraw_) {
     if (done < batches_ && now - last_draw_ < std::chrono::milliseconds(100) && drawn_) return;
-    out_ << '\r' << line(epoch_, epochs_, done, batches_, loss, accuracy, rate, true) << "\x1b[K" << std::flush;
+    out_ << '\r' << line(epoch_, epochs_, done, batches_, loss, accuracy, rate, true) << "\x1b[K"
+         << std::flush;
     last_draw_ = now;
     drawn_ = true;
     return;

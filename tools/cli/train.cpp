@@ -56,13 +56,14 @@ struct Meta {
   Variable limit{std::int64_t{0}, {.name = "train/limit", .trainable = false}};
   Variable model{std::int64_t{0}, {.name = "train/model", .trainable = false}};
   Variable optimizer{std::int64_t{0}, {.name = "train/optimizer", .trainable = false}};
-  Variable history{zeros({0, kHistoryColumns}, DType::Float64), {.name = "train/history", .trainable = false}};
+  Variable history{zeros({0, kHistoryColumns}, DType::Float64),
+                   {.name = "train/history", .trainable = false}};
 
   NamedVariables entries() const {
-    return {{"train/epoch", epoch},           {"train/learning_rate", learning_rate},
-            {"train/seed", seed},             {"train/batch_size", batch_size},
-            {"train/limit", limit},           {"train/model", model},
-            {"train/optimizer", optimizer},   {"train/history", history}};
+    return {{"train/epoch", epoch},         {"train/learning_rate", learning_rate},
+            {"train/seed", seed},           {"train/batch_size", batch_size},
+            {"train/limit", limit},         {"train/model", model},
+            {"train/optimizer", optimizer}, {"train/history", history}};
   }
 };
 
@@ -91,10 +92,12 @@ Meta read_meta(const std::string& path) {
     for (const auto& e : list_checkpoint(path))
       if (e.name == "train/history") history_shape = e.shape;
     if (!history_shape)
-      throw UsageError("cannot resume from '" + path + "': not a checkpoint written by `tapeflow train` "
+      throw UsageError("cannot resume from '" + path +
+                       "': not a checkpoint written by `tapeflow train` "
                        "(it has no train/history entry)");
     // The history is not fixed-size: recreate the variable with the file's shape.
-    meta.history = Variable(zeros(*history_shape, DType::Float64), {.name = "train/history", .trainable = false});
+    meta.history =
+        Variable(zeros(*history_shape, DType::Float64), {.name = "train/history", .trainable = false});
     restore_checkpoint(path, meta.entries(), {.allow_unused_entries = true});
   } catch (const Error& e) {
     throw UsageError(std::string("cannot resume from the checkpoint: ") + e.what());
@@ -106,12 +109,15 @@ Meta read_meta(const std::string& path) {
 template <class T>
 void require_same(bool given, const char* option, const T& ours, const T& saved, const std::string& path) {
   if (given && ours != saved)
-    throw UsageError(fmt::format("cannot resume from '{}': it was trained with --{} {}, not {} (leave the "
-                                 "option out to continue with the checkpoint's value)",
-                                 path, option, saved, ours));
+    throw UsageError(
+        fmt::format("cannot resume from '{}': it was trained with --{} {}, not {} (leave the "
+                    "option out to continue with the checkpoint's value)",
+                    path, option, saved, ours));
 }
 
-std::string plural(std::int64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+std::string plural(std::int64_t n, const char* word) {
+  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
 
 struct Evaluation {
   double loss = 0, accuracy = 0;
@@ -148,11 +154,13 @@ void validate(const TrainOptions& o) {
   if (index_of(kOptimizers, o.optimizer) == static_cast<std::int64_t>(kOptimizers.size()))
     throw UsageError("unknown optimizer '" + o.optimizer + "': expected adam or sgd");
   if (o.epochs < 1) throw UsageError(fmt::format("--epochs must be at least 1, got {}", o.epochs));
-  if (o.batch_size < 1) throw UsageError(fmt::format("--batch-size must be at least 1, got {}", o.batch_size));
+  if (o.batch_size < 1)
+    throw UsageError(fmt::format("--batch-size must be at least 1, got {}", o.batch_size));
   if (!(o.learning_rate > 0) || !std::isfinite(o.learning_rate))
     throw UsageError(fmt::format("--lr must be a positive number, got {}", o.learning_rate));
   if (o.limit < 0) throw UsageError(fmt::format("--limit must be 0 (all) or positive, got {}", o.limit));
-  if (o.threads < 0) throw UsageError(fmt::format("--threads must be 0 (all cores) or positive, got {}", o.threads));
+  if (o.threads < 0)
+    throw UsageError(fmt::format("--threads must be 0 (all cores) or positive, got {}", o.threads));
   std::error_code ec;
   if (!o.dataset && !fs::is_directory(o.data_dir, ec))
     throw UsageError("the data directory '" + o.data_dir +
@@ -186,10 +194,10 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
     require_same(o.model_given, "model", o.model, models[static_cast<std::size_t>(model_id)], o.checkpoint);
     require_same(o.optimizer_given, "optimizer", o.optimizer, kOptimizers[static_cast<std::size_t>(opt_id)],
                  o.checkpoint);
-    require_same(o.seed_given, "seed", o.seed, static_cast<std::uint64_t>(saved->seed.value().item<std::int64_t>()),
-                 o.checkpoint);
-    require_same(o.batch_size_given, "batch-size", o.batch_size, saved->batch_size.value().item<std::int64_t>(),
-                 o.checkpoint);
+    require_same(o.seed_given, "seed", o.seed,
+                 static_cast<std::uint64_t>(saved->seed.value().item<std::int64_t>()), o.checkpoint);
+    require_same(o.batch_size_given, "batch-size", o.batch_size,
+                 saved->batch_size.value().item<std::int64_t>(), o.checkpoint);
     require_same(o.limit_given, "limit", o.limit, saved->limit.value().item<std::int64_t>(), o.checkpoint);
     o.model = models[static_cast<std::size_t>(model_id)];
     o.optimizer = kOptimizers[static_cast<std::size_t>(opt_id)];
@@ -251,14 +259,16 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
   }
 
   const std::int64_t n_train = train_x.shape()[0];
-  data::BatchIterator batches(train_x, train_y, {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed});
-  out << fmt::format("tapeflow train: {} ({} parameters), {} lr {:g}, batch {}, {} train / {} test examples, {}\n",
-                     o.model, parameter_count(model), o.optimizer, o.learning_rate, o.batch_size, n_train,
-                     ds.test_images.shape()[0], plural(o.threads > 0 ? o.threads : cpu::num_threads(), "thread"));
+  data::BatchIterator batches(train_x, train_y,
+                              {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed});
+  out << fmt::format(
+      "tapeflow train: {} ({} parameters), {} lr {:g}, batch {}, {} train / {} test examples, {}\n", o.model,
+      parameter_count(model), o.optimizer, o.learning_rate, o.batch_size, n_train, ds.test_images.shape()[0],
+      plural(o.threads > 0 ? o.threads : cpu::num_threads(), "thread"));
   if (saved) out << fmt::format("resumed from {} after epoch {}\n", o.checkpoint, first_epoch);
   if (first_epoch >= o.epochs)
-    out << fmt::format("nothing to do: the checkpoint has {} done (--epochs {})\n", plural(first_epoch, "epoch"),
-                       o.epochs);
+    out << fmt::format("nothing to do: the checkpoint has {} done (--epochs {})\n",
+                       plural(first_epoch, "epoch"), o.epochs);
   out << std::flush;
 
   for (std::int64_t epoch = first_epoch; epoch < o.epochs; ++epoch) {
@@ -288,10 +298,11 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
     bar.finish();
     const Evaluation test = evaluate(model, ds.test_images, ds.test_labels, o.eval_batch_size);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    history.push_back({epoch + 1, train_loss.result(), train_accuracy.result(), test.loss, test.accuracy, seconds});
+    history.push_back(
+        {epoch + 1, train_loss.result(), train_accuracy.result(), test.loss, test.accuracy, seconds});
     out << fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} | {:.1f} s\n",
-                       epoch + 1, o.epochs, train_loss.result(), train_accuracy.result(), test.loss, test.accuracy,
-                       seconds)
+                       epoch + 1, o.epochs, train_loss.result(), train_accuracy.result(), test.loss,
+                       test.accuracy, seconds)
         << std::flush;
 
     if (!o.checkpoint.empty()) {

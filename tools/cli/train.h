@@ -35,7 +35,7 @@ struct TrainOptions {
   std::string checkpoint;  ///< empty: no checkpoint
   bool resume = false;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  std::string plot;  ///< empty: no plot
+  std::string plot;        ///< empty: no plot
   std::int64_t limit = 0;  ///< train on the first `limit` examples; 0: all
   int threads = 0;         ///< 0: the library's default (every core)
   std::int64_t eval_batch_size = 1000;
