@@ -205,6 +205,10 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
     o.batch_size = saved->batch_size.value().item<std::int64_t>();
     o.limit = saved->limit.value().item<std::int64_t>();
     if (!o.learning_rate_given) o.learning_rate = saved->learning_rate.value().item<double>();
+    if (o.batch_size < 1 || o.limit < 0 || !(o.learning_rate > 0) || !std::isfinite(o.learning_rate) ||
+        saved->epoch.value().item<std::int64_t>() < 0)
+      throw UsageError("cannot resume from '" + o.checkpoint +
+                       "': its batch size, limit, learning rate or epoch is invalid");
   }
 
   if (o.threads > 0) {
