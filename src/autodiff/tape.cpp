@@ -462,7 +462,15 @@ std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops
     std::unique_ptr<bool[]> needed(new bool[ins.size()]);
     for (std::size_t i = 0; i < ins.size(); ++i)
       needed[i] = is_floating(ins[i].dtype) && p.depends_on_source.contains(ins[i].id);
-    const Grads input_grads = entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
+    Grads input_grads;
+    try {
+      input_grads = entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
+    } catch (const InvalidArgumentError& e) {
+      // A check-numerics failure inside a gradient names the gradient's own op (Mul, RealDiv):
+      // say which recorded op's gradient it was.
+      if (!std::string_view(e.what()).starts_with("[CheckNumerics]")) throw;
+      throw InvalidArgumentError(fmt::format("{} (in the gradient of {})", e.what(), rec.op->name()));
+    }
     TAPEFLOW_REQUIRE(input_grads.size() == ins.size(), InternalError,
                      "Recorded operation '{}' returned too {} gradients. Expected {} but received {}",
                      rec.op->name(), input_grads.size() < ins.size() ? "few" : "many", ins.size(),
