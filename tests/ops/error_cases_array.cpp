@@ -7,6 +7,7 @@ namespace tapeflow::testing::errors {
 namespace {
 using C = ErrorClass;
 constexpr std::int64_t kBig = std::int64_t{1} << 40;
+constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min(), kMax = std::numeric_limits<std::int64_t>::max();
 }  // namespace
 
 void add_array_error_cases(std::vector<ErrorCase>& rows) {
@@ -128,6 +129,33 @@ void add_array_error_cases(std::vector<ErrorCase>& rows) {
     rows.push_back({.op = "SplitV", .cls = C::Size, .what = "two -1 sizes", .inputs = {f32({4})},
                     .attrs = {{"size_splits", Ints{-1, -1}}, {"axis", std::int64_t{0}}}, .call = sv({-1, -1}, 0),
                     .needles = {"-1"}});
+  }
+  // Extreme attribute values (INT64_MIN / INT64_MAX): no negation or addition may overflow.
+  {
+    rows.push_back({.op = "ExpandDims", .cls = C::Index, .what = "axis INT64_MIN", .inputs = {f32({2})},
+                    .attrs = {{"axis", kMin}}, .call = [](const Ins& x) { return one(expand_dims(x[0], kMin)); },
+                    .needles = {"axis -9223372036854775808"}});
+    rows.push_back({.op = "ConcatV2", .cls = C::Index, .what = "axis INT64_MIN", .inputs = {f32({2}), f32({2})},
+                    .attrs = {{"axis", kMin}}, .call = [](const Ins& x) { return one(concat(x, kMin)); },
+                    .needles = {"axis -9223372036854775808"}});
+    rows.push_back({.op = "Transpose", .cls = C::Index, .what = "perm entry INT64_MIN", .inputs = {f32({2, 3})},
+                    .attrs = {{"perm", Ints{kMin, 0}}}, .call = [](const Ins& x) { return one(transpose(x[0], {kMin, 0})); },
+                    .needles = {"perm", "-9223372036854775808"}});
+    rows.push_back({.op = "Slice", .cls = C::Overflow, .what = "begin + size overflows int64", .inputs = {f32({4})},
+                    .attrs = {{"begin", Ints{1}}, {"size", Ints{kMax}}},
+                    .call = [](const Ins& x) { return one(slice(x[0], {1}, {kMax})); },
+                    .needles = {"size[0] = 9223372036854775807", "(4,)"}});
+    rows.push_back({.op = "SplitV", .cls = C::Overflow, .what = "sizes whose sum overflows int64", .inputs = {f32({4})},
+                    .attrs = {{"size_splits", Ints{kMax, kMax}}, {"axis", std::int64_t{0}}},
+                    .call = [](const Ins& x) { return split(x[0], Ints{kMax, kMax}, 0); },
+                    .needles = {"9223372036854775807", "(4,)"}});
+    rows.push_back({.op = "Pad", .cls = C::Overflow, .what = "paddings INT64_MAX on both sides", .inputs = {f32({2})},
+                    .attrs = {{"paddings", Ints{kMax, kMax}}}, .call = [](const Ins& x) { return one(pad(x[0], {{kMax, kMax}})); },
+                    .needles = {"9223372036854775807"}, .throws = Throws::ResourceExhausted});
+    rows.push_back({.op = "StridedSlice", .cls = C::Index, .what = "index INT64_MIN", .inputs = {f32({4})},
+                    .attrs = {{"begin", Ints{kMin}}, {"end", Ints{0}}, {"shrink_axis_mask", std::int64_t{1}}},
+                    .call = [](const Ins& x) { return one(strided_slice(x[0], {SliceSpec::at(kMin)})); },
+                    .needles = {"-9223372036854775808", "(4,)"}});
   }
   // Tile / Pad
   {

@@ -175,6 +175,10 @@ void add_nn_error_cases(std::vector<ErrorCase>& rows) {
                     .needles = {"10000000000"}});
     rows.push_back({.op = op, .cls = C::Rank, .what = "rank-2 input", .inputs = {f32({4, 4})},
                     .attrs = at({2, 2}, {1, 1}, "VALID"), .call = pl({2, 2}, {1, 1}, "VALID"), .needles = {"(4, 4)"}});
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    rows.push_back({.op = op, .cls = C::Size, .what = "stride INT64_MAX with SAME padding", .inputs = {f32({1, 4, 4, 1})},
+                    .attrs = at({1, 1}, {kMax, kMax}, "SAME"), .call = pl({1, 1}, {kMax, kMax}, "SAME"),
+                    .needles = {"strides", "9223372036854775807"}});
     rows.push_back({.op = op, .cls = C::Rank, .what = "ksize of length 3", .inputs = {f32({1, 4, 4, 1})},
                     .attrs = at({2, 2, 2}, {1, 1}, "VALID"), .call = pl({2, 2, 2}, {1, 1}, "VALID"), .needles = {"ksize"}});
   }
