@@ -182,6 +182,7 @@ const std::map<std::string, Entry, std::less<>>& table() {
       {"AddV2", binary<add>()},
       {"Sub", binary<subtract>()},
       {"Mul", binary<multiply>()},
+      {"MulNoNan", binary<multiply_no_nan>()},
       {"RealDiv", binary<divide>()},
       {"Pow", {2, {}, [](const Args& a) { return one(pow(a.in(0), a.in(1))); }}},
       {"Maximum", {2, {}, [](const Args& a) { return one(maximum(a.in(0), a.in(1))); }}},

@@ -60,7 +60,7 @@ TEST(CheckNumerics, BackwardRaisesNamingTheGradientOp) {
   EXPECT_THAT(m, HasSubstr("[CheckNumerics]"));
   EXPECT_THAT(m, HasSubstr("1 Inf"));
   EXPECT_THAT(m, HasSubstr("float64 tensor of shape (2,)"));
-  EXPECT_THAT(m, HasSubstr("in the gradient of Sqrt"));
+  EXPECT_THAT(m, HasSubstr("while computing the gradient of Sqrt"));
 }
 
 TEST(CheckNumerics, AnOpThatFailsTheCheckIsNotRecorded) {

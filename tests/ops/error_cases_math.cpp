@@ -101,6 +101,7 @@ void add_math_error_cases(std::vector<ErrorCase>& rows) {
   binary(rows, "AddV2", add, false);
   binary(rows, "Sub", subtract, false);
   binary(rows, "Mul", multiply, false);
+  binary(rows, "MulNoNan", multiply_no_nan, true);
   binary(rows, "RealDiv", divide, false);
   binary(rows, "Pow", [](const Tensor& x, const Tensor& y) { return pow(x, y); }, false);
   binary(rows, "Maximum", [](const Tensor& x, const Tensor& y) { return maximum(x, y); }, false);
