@@ -108,6 +108,18 @@ TEST(SizeLimits, ByteCountOverflowIsRefusedNotWrapped) {
   expect_exhausted([&] { tile(constant(std::vector<double>{1.0}), {std::int64_t{1} << 62}); }, "Tile");
 }
 
+TEST(SizeLimits, IntegerArithmeticWrapsLikeTensorFlowInsteadOfOverflowing) {
+  // Computed in unsigned arithmetic (signed overflow would be undefined behaviour; UBSan checks).
+  constexpr std::int32_t kMax32 = std::numeric_limits<std::int32_t>::max();
+  constexpr std::int32_t kMin32 = std::numeric_limits<std::int32_t>::min();
+  EXPECT_EQ((constant(std::vector<std::int32_t>{kMax32}) + constant(std::vector<std::int32_t>{1})).to_vector<std::int32_t>(),
+            std::vector<std::int32_t>{kMin32});
+  EXPECT_EQ((constant(std::vector<std::int32_t>{kMin32}) - constant(std::vector<std::int32_t>{1})).to_vector<std::int32_t>(),
+            std::vector<std::int32_t>{kMax32});
+  EXPECT_EQ((constant(std::vector<std::int64_t>{kMax}) * constant(std::vector<std::int64_t>{2})).to_vector<std::int64_t>(),
+            std::vector<std::int64_t>{-2});
+}
+
 TEST(SizeLimits, BadAllocNeverEscapes) {
   // 2^61 bytes is within the element limit and, with the cap lifted, reaches operator new, which
   // cannot satisfy it (beyond any address space): the allocator turns bad_alloc into
