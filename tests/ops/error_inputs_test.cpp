@@ -117,8 +117,24 @@ TEST(ErrorInputs, NothingChangesAfterAnError) {
       EXPECT_EQ(before.ops, after.ops);
       EXPECT_EQ(before.saved_bytes, after.saved_bytes);
       EXPECT_EQ(before.live_buffers, after.live_buffers) << "a tensor leaked on the error path";
+      // The tape is still usable: d(sum(2 v))/dv = 2.
+      const auto g = tape.gradient(reduce_sum(kept), {v});
+      ASSERT_TRUE(g[0].has_value());
+      EXPECT_EQ(g[0]->to_vector<double>(), (std::vector<double>{2.0, 2.0, 2.0}));
     }
   }
+}
+
+TEST(ErrorInputs, APersistentTapeStillWorksAfterAFailedGradientCall) {
+  const Tensor x = constant({1.0, 2.0});
+  GradientTape tape({.persistent = true});
+  tape.watch(x);
+  const Tensor y = x * x;
+  EXPECT_THROW(tape.gradient(y, {x}, {constant({1.0, 1.0, 1.0})}), InvalidArgumentError);
+  EXPECT_THROW(tape.gradient(Tensor{}, {x}), InvalidArgumentError);
+  const std::size_t n = tape.num_recorded_ops();
+  EXPECT_EQ(tape.gradient(y, {x})[0]->to_vector<double>(), (std::vector<double>{2.0, 4.0}));
+  EXPECT_EQ(tape.num_recorded_ops(), n);
 }
 
 TEST(ErrorInputsCoverage, EveryRegisteredOpHasARowAndThreeOnAverage) {
