@@ -104,6 +104,32 @@ std::vector<Kernel> kernels() {
          const Tensor y = reduce_sum(gather(m, idx) * 1.5f);
          return *tape.gradient(y, {m})[0];
        }},
+      {"reduce_sum float64 over all elements", [] { return reduce_sum(cast(v, DType::Float64)); }},
+      {"conv2d gradient (filter)", [] {
+         GradientTape tape;
+         tape.watch(filt);
+         const Tensor y = reduce_sum(nn::conv2d(img, filt, {1, 1}, "SAME") * img);
+         return *tape.gradient(y, {filt})[0];
+       }},
+      {"conv2d gradient (input)", [] {
+         GradientTape tape;
+         tape.watch(img);
+         const Tensor y = reduce_sum(nn::conv2d(img, filt, {2, 2}, "SAME"));
+         return *tape.gradient(y, {img})[0];
+       }},
+      {"max_pool2d / avg_pool2d gradients", [] {
+         GradientTape tape;
+         tape.watch(img);
+         const Tensor y = reduce_sum(nn::max_pool2d(img, {3, 3}, {2, 2}, "SAME")) +
+                          reduce_sum(nn::avg_pool2d(img, {3, 3}, {2, 2}, "SAME"));
+         return *tape.gradient(y, {img})[0];
+       }},
+      {"softmax cross-entropy gradient", [] {
+         GradientTape tape;
+         tape.watch(m);
+         const Tensor y = reduce_mean(nn::softmax_cross_entropy_with_logits(nn::softmax(m * 0.5f), m));
+         return *tape.gradient(y, {m})[0];
+       }},
       {"matmul gradient", [] {
          GradientTape tape;
          tape.watch(m);
