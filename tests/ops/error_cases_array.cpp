@@ -119,6 +119,12 @@ void add_array_error_cases(std::vector<ErrorCase>& rows) {
     rows.push_back({.op = "Split", .cls = C::Index, .what = "axis 1 for rank 1", .inputs = {f32({4})},
                     .attrs = {{"num_split", std::int64_t{2}}, {"axis", std::int64_t{1}}}, .call = sp(2, 1),
                     .needles = {"axis 1"}});
+    rows.push_back({.op = "Split", .cls = C::Size, .what = "an empty tensor into 2^40 parts", .inputs = {f32({0})},
+                    .attrs = {{"num_split", kBig}, {"axis", std::int64_t{0}}}, .call = sp(kBig, 0),
+                    .needles = {"1099511627776 parts", "1048576"}, .throws = Throws::ResourceExhausted});
+    rows.push_back({.op = "Unpack", .cls = C::Size, .what = "2^40 outputs from an empty (2^40, 0) tensor",
+                    .inputs = {f32({kBig, 0})}, .attrs = {{"axis", std::int64_t{0}}}, .call = us(0),
+                    .needles = {"(1099511627776, 0)", "1048576"}, .throws = Throws::ResourceExhausted});
     auto sv = [](Ints s, std::int64_t a) { return [s, a](const Ins& x) { return split(x[0], s, a); }; };
     rows.push_back({.op = "SplitV", .cls = C::Shape, .what = "sizes sum to 5, dim is 4", .inputs = {f32({4})},
                     .attrs = {{"size_splits", Ints{2, 3}}, {"axis", std::int64_t{0}}}, .call = sv({2, 3}, 0),
