@@ -8,6 +8,7 @@
 //                           triad, peak RSS (child processes), one training epoch MLP and CNN
 //   options: --threads N (default: all cores) --rounds R --python PATH --script PATH
 //            --epoch-batches B (0: the full epoch) --data synthetic|fashion-mnist
+//            --clock wall|thread-cpu (default wall)
 //
 // scripts/bench_compare.sh runs both groups with LibTorch's best configuration
 // (OMP_WAIT_POLICY=PASSIVE; jemalloc preloaded for the large group) and prints the tables.
@@ -394,28 +395,10 @@ void mlp_step(const Options& o, std::vector<Row>& rows) {
 constexpr int kDeepLayers = 32;
 constexpr std::int64_t kWidth = 1024, kDeepBatch = 512;
 
-int rss_child(const std::string& side) {
+/// LibTorch's side of workload 5 (tapeflow's is rss_tapeflow.cpp, a program without LibTorch).
+int rss_child_torch() {
   const std::int64_t start_kib = compare::proc_status_kib("VmRSS");
-  if (side == "tapeflow") {
-    std::vector<tf::Variable> ws, bs;
-    for (int i = 0; i < kDeepLayers; ++i) {
-      ws.emplace_back(tf::random::normal({kWidth, kWidth}, 0, 0.03, tf::float32, 100 + i));
-      bs.emplace_back(tf::zeros({kWidth}));
-    }
-    const tf::Tensor x = tf::random::normal({kDeepBatch, kWidth}, 0, 1, tf::float32, 99);
-    const std::int64_t params_kib = compare::proc_status_kib("VmRSS");
-    {
-      tf::GradientTape tape;
-      tf::Tensor h = x;
-      for (int i = 0; i < kDeepLayers; ++i) h = tf::nn::relu(tf::matmul(h, ws[i].read_value()) + bs[i].read_value());
-      tf::Tensor loss = tf::reduce_mean(h * h);
-      std::vector<tf::Variable> all = ws;
-      all.insert(all.end(), bs.begin(), bs.end());
-      auto g = tape.gradient(loss, all);
-    }
-    std::printf("rss %lld %lld %lld\n", static_cast<long long>(start_kib), static_cast<long long>(params_kib),
-                static_cast<long long>(compare::proc_status_kib("VmHWM")));
-  } else {
+  {
     std::vector<torch::Tensor> ws, bs;
     for (int i = 0; i < kDeepLayers; ++i) {
       ws.push_back((torch::randn({kWidth, kWidth}) * 0.03).requires_grad_(true));
@@ -427,6 +410,7 @@ int rss_child(const std::string& side) {
       torch::Tensor h = x;
       for (int i = 0; i < kDeepLayers; ++i) h = torch::relu(torch::addmm(bs[i], h, ws[i]));
       torch::Tensor loss = (h * h).mean();
+      h.reset();
       std::vector<torch::Tensor> all = ws;
       all.insert(all.end(), bs.begin(), bs.end());
       auto g = torch::autograd::grad({loss}, all);
@@ -442,12 +426,13 @@ struct RssSample {
 };
 
 /// Runs this program again as `--rss-child side`, with jemalloc preloaded or not.
-RssSample spawn_rss(const std::string& self, const std::string& side, const Options& o, bool jemalloc) {
+RssSample spawn_rss(const std::string& exe, const std::vector<std::string>& extra, bool jemalloc) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env.emplace_back(*e);
   if (jemalloc) env.emplace_back("LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
-  std::vector<std::string> args = {self, "--rss-child", side, "--threads", std::to_string(o.threads)};
+  std::vector<std::string> args = {exe};
+  args.insert(args.end(), extra.begin(), extra.end());
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -460,7 +445,7 @@ RssSample spawn_rss(const std::string& self, const std::string& side, const Opti
   posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
   posix_spawn_file_actions_addclose(&fa, fds[0]);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, self.c_str(), &fa, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   close(fds[1]);
   RssSample s;
@@ -480,29 +465,38 @@ RssSample spawn_rss(const std::string& self, const std::string& side, const Opti
   return s;
 }
 
-void peak_rss(const std::string& self, const Options& o, std::vector<Row>& rows) {
-  // Peak above the process's resident size at start (the same binary, both libraries loaded,
-  // for every child), medians of 3 children per configuration, alternating.
-  std::vector<double> tf_peak, torch_peak, torch_peak_je, tf_abs, torch_abs, torch_abs_je;
+void peak_rss(const Options& o, std::vector<Row>& rows) {
+  // Each side in its own process, medians of 3 processes per configuration, alternating:
+  // tapeflow (compare_rss_tapeflow, no LibTorch loaded), LibTorch with glibc malloc and with
+  // jemalloc (this program re-executed with --rss-child). The row compares absolute peaks
+  // (VmHWM, what a program doing this costs); the note gives the peaks above process start.
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return;
+  self[len] = 0;
+  std::string dir(self);
+  dir = dir.substr(0, dir.rfind('/'));
+  const std::vector<std::string> child = {"--rss-child", "torch", "--threads", std::to_string(o.threads)};
+  std::vector<double> tf_abs, tf_rel, pt_abs, pt_rel, je_abs, je_rel;
   for (int r = 0; r < 3; ++r) {
-    RssSample a = spawn_rss(self, "tapeflow", o, false);
-    RssSample b = spawn_rss(self, "torch", o, false);
-    RssSample c = spawn_rss(self, "torch", o, true);
-    tf_peak.push_back(a.peak_mib - a.start_mib), tf_abs.push_back(a.peak_mib);
-    torch_peak.push_back(b.peak_mib - b.start_mib), torch_abs.push_back(b.peak_mib);
-    torch_peak_je.push_back(c.peak_mib - c.start_mib), torch_abs_je.push_back(c.peak_mib);
+    const RssSample a = spawn_rss(dir + "/compare_rss_tapeflow", {}, false);
+    const RssSample b = spawn_rss(self, child, false);
+    const RssSample c = spawn_rss(self, child, true);
+    tf_abs.push_back(a.peak_mib), tf_rel.push_back(a.peak_mib - a.start_mib);
+    pt_abs.push_back(b.peak_mib), pt_rel.push_back(b.peak_mib - b.start_mib);
+    je_abs.push_back(c.peak_mib), je_rel.push_back(c.peak_mib - c.start_mib);
   }
-  const double tp = compare::median(tf_peak), pp = compare::median(torch_peak), pj = compare::median(torch_peak_je);
-  const bool je_best = pj < pp;
+  const double t = compare::median(tf_abs), p = compare::median(pt_abs), j = compare::median(je_abs);
+  const bool je_best = j < p;
   const double params_mib = kDeepLayers * (kWidth * kWidth + kWidth) * 4.0 / (1 << 20);
-  rows.push_back(
-      {"5 peak RSS, 32x1024 MLP batch 512 fwd+bwd (above process start)", "MiB", tp, je_best ? pj : pp,
-       fmt("parameters %.1f MiB", params_mib),
-       je_best ? "PASSIVE + jemalloc (separate process)" : "PASSIVE, glibc malloc (separate process)",
-       fmt2("LibTorch glibc %.0f MiB, jemalloc %.0f MiB above start", pp, pj) +
-           fmt2("; absolute VmHWM: tapeflow %.0f MiB, LibTorch %.0f MiB", compare::median(tf_abs),
-                compare::median(je_best ? torch_abs_je : torch_abs)) +
-           fmt(" (process start %.0f MiB: both libraries loaded)", compare::median(tf_abs) - tp)});
+  rows.push_back({"5 peak RSS (VmHWM), 32x1024 MLP batch 512 fwd+bwd", "MiB", t, je_best ? j : p,
+                  fmt("parameters %.1f MiB (+ as much for their gradients)", params_mib),
+                  je_best ? "PASSIVE + jemalloc (own process)" : "PASSIVE, glibc malloc (own process)",
+                  fmt2("LibTorch VmHWM glibc %.0f MiB, jemalloc %.0f MiB", p, j) +
+                      fmt2("; above process start: tapeflow %.0f MiB, LibTorch %.0f MiB", compare::median(tf_rel),
+                           compare::median(je_best ? je_rel : pt_rel)) +
+                      fmt(" (LibTorch's process starts at %.0f MiB)",
+                          compare::median(je_best ? je_abs : pt_abs) - compare::median(je_best ? je_rel : pt_rel))});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -634,6 +628,7 @@ int main(int argc, char** argv) {
     else if (a == "--epoch-batches") o.epoch_batches = std::stoll(next());
     else if (a == "--data") o.data = next();
     else if (a == "--rss-child") rss_side = next();
+    else if (a == "--clock") compare::use_thread_cpu_clock = next() == "thread-cpu";
     else {
       std::fprintf(stderr, "unknown argument %s (see the comment at the top of bench/compare/compare.cpp)\n", a.c_str());
       return 2;
@@ -643,7 +638,7 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(o.threads);
   at::set_num_threads(o.threads);
   at::set_num_interop_threads(1);
-  if (!rss_side.empty()) return rss_child(rss_side);
+  if (!rss_side.empty()) return rss_child_torch();
 
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   const char* pre = std::getenv("LD_PRELOAD");
@@ -651,6 +646,7 @@ int main(int argc, char** argv) {
   o.config = std::string("OMP_WAIT_POLICY=") + (wait ? wait : "(unset)") + (jemalloc ? ", jemalloc" : ", glibc malloc");
   std::printf("group %s: %d threads (tapeflow pool, LibTorch intra-op, OpenBLAS), %d rounds, LibTorch %s, %s\n",
               o.group.c_str(), o.threads, o.rounds, TORCH_VERSION, o.config.c_str());
+  std::printf("clock: %s\n", compare::use_thread_cpu_clock ? "CPU time of the calling thread" : "wall");
   std::printf("load average at start: %s\n", compare::load_average().c_str());
   std::fflush(stdout);
 
@@ -664,7 +660,7 @@ int main(int argc, char** argv) {
       double triad = 0;
       mlp_step(o, rows);
       elementwise(o, rows, triad);
-      peak_rss("/proc/self/exe", o, rows);
+      peak_rss(o, rows);
     }
     epochs(o, rows);
   } else {

@@ -59,3 +59,14 @@ TEST(Allocator, CacheLimitZeroDisablesRecycling) {
   EXPECT_EQ(tf::allocator_stats().cached_bytes, 0);
   tf::set_buffer_cache_limit(old);
 }
+
+TEST(Allocator, ACacheMissReturnsCachedBuffersOfOtherSizesFirst) {
+  // Cached buffers must not add to the peak: a request the cache cannot serve first gives back
+  // at least as many cached bytes of other size classes.
+  tf::release_cached_buffers();
+  { tf::Tensor t = tf::ones({1 << 20}); }  // 4 MiB, now cached
+  EXPECT_GE(tf::allocator_stats().cached_bytes, 4 << 20);
+  tf::Tensor other = tf::ones({3 << 20});  // 12 MiB: another class, a miss
+  EXPECT_EQ(tf::allocator_stats().cached_bytes, 0);
+  tf::release_cached_buffers();
+}
