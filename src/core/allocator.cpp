@@ -7,11 +7,13 @@
 // compaction (175 ms). The cache holds at most buffer_cache_limit() bytes;
 // release_cached_buffers() empties it.
 //
-// Cached buffers must not raise the peak resident memory: a request that misses the cache first
-// returns at least as many cached bytes of other classes to the system, so the live plus cached
-// bytes only grow when the cache is empty (issue 7's workload 5, a deep MLP's backward pass, kept
-// its freed 2 MiB activations cached while it allocated 4 MiB weight gradients: 334 MiB peak
-// above start instead of about 260). Large buffers come straight from mmap and go back with
+// Cached buffers should not raise the peak resident memory: a request that misses the cache first
+// returns at least as many cached bytes of *smaller* classes to the system (issue 7's workload 5,
+// a deep MLP's backward pass, kept its freed 2 MiB activations cached while it allocated 4 MiB
+// weight gradients: 334 MiB peak above start instead of about 264). Only smaller classes, so
+// that a loop cannot thrash: a class is evicted only by misses of larger ones, and from the
+// largest class down each class's count settles at what the loop needs, after which nothing
+// misses (evicting any other class made an MLP training step page-fault on every step). Large buffers come straight from mmap and go back with
 // munmap, so that what the cache evicts really leaves the process (glibc keeps freed chunks
 // below its dynamic mmap threshold in its heap).
 
@@ -76,13 +78,13 @@ class BufferCache {
     free_.clear();
     cached_bytes_ = 0;
   }
-  /// Returns cached buffers of classes other than `cls` to the system, at least `cls` bytes of
-  /// them when there are that many, largest classes first.
+  /// Returns cached buffers of classes smaller than `cls` to the system, at least `cls` bytes
+  /// of them when there are that many, largest of those classes first.
   void evict_for(std::int64_t cls) {
     std::lock_guard lock(mutex_);
     std::int64_t freed = 0;
     for (auto it = free_.rbegin(); it != free_.rend() && freed < cls; ++it) {
-      if (it->first == cls) continue;
+      if (it->first >= cls) continue;
       auto& ptrs = it->second;
       while (!ptrs.empty() && freed < cls) {
         system_free(ptrs.back(), it->first);
