@@ -188,7 +188,8 @@ constexpr std::int64_t kJac = 256;
 double python_jacobian_ms(const Options& o, double* loop_ms) {
   if (o.script.empty()) return 0.0;
   const std::string cmd = o.python + " " + o.script + " --threads " + std::to_string(o.threads) + " --rounds " +
-                          std::to_string(std::max(o.rounds, 15));
+                          std::to_string(std::max(o.rounds, 15)) +
+                          (compare::use_thread_cpu_clock ? " --clock thread-cpu" : "");
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return 0.0;
   double vec = 0, loop = 0;
