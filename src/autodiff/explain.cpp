@@ -34,6 +34,7 @@
 #include <unordered_set>
 
 #include "autodiff/dispatch.h"
+#include "autodiff/masked_lanes.h"
 #include "autodiff/tape_state.h"
 #include "core/check.h"
 #include "tapeflow/ops/creation.h"
@@ -239,6 +240,7 @@ NumericFlow numeric_flow(const std::vector<OpRecord>& ops, const SymbolicFlow& f
   // Record nothing on any tape, and let no accumulator see these ops; tapes created by gradient
   // functions (recompute_grad) are created later and stay visible to themselves.
   const autodiff::HideNestedFrom hide(0);
+  const autodiff::MaskedLanesScope masked_lanes;  // where()'s untaken lanes, as in gradient()
   NumericFlow n;
   std::unordered_map<TensorId, Tensor> grads;
   grads.emplace(target.id(), ones(target.shape(), target.dtype()));
@@ -275,7 +277,13 @@ NumericFlow numeric_flow(const std::vector<OpRecord>& ops, const SymbolicFlow& f
       }
       all_inputs_zero = all_inputs_zero && all_zero(*input_grads[i]);
       auto [it, inserted] = grads.try_emplace(ins[i].id, *input_grads[i]);
-      if (!inserted) it->second = add(it->second, *input_grads[i]);
+      if (inserted) continue;
+      // Summed as gradient() sums: a lane stays masked only if every contribution masks it.
+      const Tensor* m1 = autodiff::masked_lanes(it->second);
+      const Tensor* m2 = autodiff::masked_lanes(*input_grads[i]);
+      const Tensor both = m1 && m2 ? logical_and(*m1, *m2) : Tensor();
+      it->second = add(it->second, *input_grads[i]);
+      if (both.defined()) autodiff::mark_masked_lanes(it->second, both);
     }
     if (any_needed && nonzero && all_inputs_zero && !n.became_zero) n.became_zero = &rec;
   }
