@@ -76,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         case 26: return tf::raw_ops::gelu_grad(a, b, flag);
         case 27: return tf::nn::sigmoid_cross_entropy_with_logits(a, b);
         case 28: return tf::nn::mean_squared_error(a, b);
-        default: return tf::adjust_contrast(a, b);
+        default: return tf::image::adjust_contrast(a, b);
       }
     });
   });

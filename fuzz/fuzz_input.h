@@ -25,7 +25,7 @@ namespace tapeflow::fuzz {
 
 /// Byte budget per input: a fuzz run sets the allocation limit so that huge shapes throw
 /// ResourceExhaustedError instead of allocating (see init()).
-inline constexpr std::int64_t kAllocationLimit = std::int64_t{64} << 20;
+inline constexpr std::int64_t kAllocationLimit = std::int64_t{8} << 20;
 /// Tensors built from input bytes hold at most this many elements (larger ones use fill()).
 inline constexpr std::int64_t kMaxDecodedElements = 4096;
 

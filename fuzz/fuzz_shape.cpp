@@ -141,7 +141,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         case 12: return tf::gather(t, idx, axis);
         case 13: return tf::gather_nd(t, idx);
         case 14: {
-          const tf::Shape target(std::span<const std::int64_t>(a1));
+          const tf::Shape target{std::span<const std::int64_t>(a1)};
           return tf::scatter_nd(idx, t, target);
         }
         case 15: return tf::tile(t, a1);

@@ -41,8 +41,13 @@ TensorId next_tensor_id() {
 }
 
 Tensor empty(const Shape& shape, DType dtype, std::string_view op) {
-  // Shape guarantees num_elements <= 2^62, so the byte count (x8 at most) cannot overflow.
-  const std::int64_t bytes = shape.num_elements() * static_cast<std::int64_t>(dtype_size(dtype));
+  // NOTE: num_elements <= 2^62 does not keep the byte count (x4 or x8) inside int64.
+  std::int64_t bytes = 0;
+  const bool overflow =
+      __builtin_mul_overflow(shape.num_elements(), static_cast<std::int64_t>(dtype_size(dtype)), &bytes);
+  TAPEFLOW_REQUIRE(!overflow, ResourceExhaustedError,
+                   "[{}] a tensor of shape {} and dtype {} needs 2^63 bytes or more; the allocation limit is {} bytes",
+                   op, shape.to_string(), dtype_name(dtype), allocation_limit());
   detail::check_allocation_limit(bytes, op);
   if (bytes <= kInlineBytes) {
     auto block = std::make_shared<InlineTensor>(TensorImpl{shape, dtype, nullptr, nullptr}, bytes);
