@@ -33,7 +33,7 @@ cmake --build --preset fuzz -j"$jobs"
 step "ASan + UBSan: the whole unit-test suite"
 build/fuzz/tests/tapeflow_tests --gtest_brief=1
 step "LeakSanitizer (and ASan + UBSan): the examples and their golden output"
-ctest --test-dir build/fuzz --output-on-failure -j"$jobs" -R '^examples\.'
+ctest --test-dir build/fuzz --output-on-failure -j"$jobs" -R '^(examples|seeds)\.'
 step "libFuzzer: every harness for ${FUZZ_SECONDS:-15} s"
 scripts/fuzz.sh "${FUZZ_SECONDS:-15}" --no-build
 
