@@ -1,8 +1,45 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the whole test suite.
+# Sets up, builds and runs the whole test suite:
+#   1. release build (gcc) and ctest (unit tests, example golden tests, a short gradient fuzz);
+#   2. clang ASan + UBSan (float-cast-overflow included) + libFuzzer coverage build (preset fuzz):
+#      the whole unit-test binary, the examples under LeakSanitizer, and a short run of every
+#      fuzz harness on its committed corpus (scripts/fuzz.sh);
+#   3. clang ThreadSanitizer build (preset tsan) of the library and the thread tests.
+# Any sanitizer report fails the run (halt_on_error, non-zero exit codes). docs/RELIABILITY.md
+# has the figures. FUZZ_SECONDS (default 15) sets the time per fuzz harness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cmake --preset release -DTAPEFLOW_BUILD_TESTS=ON >/dev/null
-cmake --build --preset release -j"$(nproc)"
-ctest --test-dir build/release --output-on-failure -j"$(nproc)"
+jobs="$(nproc)"
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+
+step() { echo "=== test.sh: $* ($(date -u +%H:%M:%S))"; }
+
+step "release build and ctest"
+cmake --preset release -DTAPEFLOW_BUILD_TESTS=ON "${launcher[@]}" >/dev/null
+cmake --build --preset release -j"$jobs"
+ctest --test-dir build/release --output-on-failure -j"$jobs"
+
+# Sanitizer settings: stop at the first report and exit non-zero.
+export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:allocator_may_return_null=1:exitcode=86
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
+export LSAN_OPTIONS=exitcode=88
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:exitcode=89
+
+step "ASan + UBSan build (clang, preset fuzz)"
+cmake --preset fuzz "${launcher[@]}" >/dev/null
+cmake --build --preset fuzz -j"$jobs"
+step "ASan + UBSan: the whole unit-test suite"
+build/fuzz/tests/tapeflow_tests --gtest_brief=1
+step "LeakSanitizer (and ASan + UBSan): the examples and their golden output"
+ctest --test-dir build/fuzz --output-on-failure -j"$jobs" -R '^(examples|seeds)\.'
+step "libFuzzer: every harness for ${FUZZ_SECONDS:-15} s"
+scripts/fuzz.sh "${FUZZ_SECONDS:-15}" --no-build
+
+step "ThreadSanitizer build (clang, preset tsan): the library and the thread tests"
+cmake --preset tsan "${launcher[@]}" >/dev/null
+cmake --build --preset tsan -j"$jobs"
+# OpenBLAS is not instrumented: keep its own threads out of the picture.
+OPENBLAS_NUM_THREADS=1 build/tsan/tests/tapeflow_thread_tests --gtest_filter='Threads*:*Threads.*:Variable.ReadsFromManyThreads*' --gtest_brief=1
+step "done"

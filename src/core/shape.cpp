@@ -12,19 +12,27 @@ Shape Shape::checked(std::span<const std::int64_t> dims, std::string_view op) {
                    dims);
   Shape s;
   s.rank_ = static_cast<std::uint8_t>(dims.size());
-  std::int64_t n = 1;
+  // The product of the non-zero dimensions is checked too, so that no partial product of any
+  // dims (strides, outer/inner block sizes in kernels) overflows, also in an empty tensor such
+  // as (16, 2^62 + 1, 0).
+  std::int64_t nonzero = 1;
+  bool empty = false;
   for (std::size_t i = 0; i < dims.size(); ++i) {
     TAPEFLOW_REQUIRE(dims[i] >= 0, InvalidArgumentError,
                      "[{}] dimension {} is negative ({}) in dims {}", op, i, dims[i], dims);
     s.dims_[i] = dims[i];
-    // Overflow-checked product: a zero dimension makes the product 0 whatever follows.
-    if (n != 0 && dims[i] != 0) {
-      TAPEFLOW_REQUIRE(n <= kMaxElements / dims[i], ResourceExhaustedError,
-                       "[{}] shape {} has more than 2^62 elements", op, dims);
+    if (dims[i] == 0) {
+      empty = true;
+      continue;
     }
-    n *= dims[i];
+    TAPEFLOW_REQUIRE(nonzero <= kMaxElements / dims[i], ResourceExhaustedError,
+                     "[{}] shape {} has more than 2^62 elements{}", op, dims,
+                     std::find(dims.begin(), dims.end(), 0) != dims.end()
+                         ? " (not counting its zero dimensions)"
+                         : "");
+    nonzero *= dims[i];
   }
-  s.num_elements_ = n;
+  s.num_elements_ = empty ? 0 : nonzero;
   return s;
 }
 

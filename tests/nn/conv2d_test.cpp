@@ -94,10 +94,10 @@ TEST(Conv2D, MatchesALoopReferenceInFloat64) {
 TEST(Conv2D, OutputShapesFollowPaddingAndStrides) {
   tf::Tensor x = tf::zeros({2, 7, 6, 1});
   EXPECT_EQ(tf::layers::Conv2D(8, {3, 3})(x).shape(), tf::Shape({2, 5, 4, 8}));
-  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, {.padding = "same"})(x).shape(), tf::Shape({2, 7, 6, 8}));
-  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, {.strides = {2, 2}, .padding = "SAME"})(x).shape(),
+  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, tf::layers::Conv2DOptions{.padding = "same"})(x).shape(), tf::Shape({2, 7, 6, 8}));
+  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, tf::layers::Conv2DOptions{.strides = {2, 2}, .padding = "SAME"})(x).shape(),
             tf::Shape({2, 4, 3, 8}));
-  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, {.strides = {2, 1}})(x).shape(), tf::Shape({2, 3, 4, 8}));
+  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, tf::layers::Conv2DOptions{.strides = {2, 1}})(x).shape(), tf::Shape({2, 3, 4, 8}));
 }
 
 TEST(Conv2D, EmptyBatchGivesAnEmptyOutput) {
@@ -214,17 +214,17 @@ TEST(Conv2D, InvalidConstructorArgumentsThrow) {
           HasSubstr("[Conv2D] kernel_size must be positive, got (3, 0)")));
   EXPECT_THAT(
       [] {
-        tf::layers::Conv2D(2, {3, 3}, {.strides = {0, 1}});
+        tf::layers::Conv2D(2, {3, 3}, tf::layers::Conv2DOptions{.strides = {0, 1}});
       },
       ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] strides must be positive, got (0, 1)")));
   EXPECT_THAT(
       [] {
-        tf::layers::Conv2D(2, {3, 3}, {.padding = "full"});
+        tf::layers::Conv2D(2, {3, 3}, tf::layers::Conv2DOptions{.padding = "full"});
       },
       ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown padding 'full'")));
   EXPECT_THAT(
       [] {
-        tf::layers::Conv2D(2, {3, 3}, {.kernel_initializer = "lecun"});
+        tf::layers::Conv2D(2, {3, 3}, tf::layers::Conv2DOptions{.kernel_initializer = "lecun"});
       },
       ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown kernel_initializer 'lecun'")));
 }

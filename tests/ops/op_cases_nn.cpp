@@ -32,7 +32,7 @@ Tensor labels_for(const Tensor& logits, DType dtype) {
   std::vector<std::int64_t> dims(s.dims().begin(), s.dims().end() - 1);
   const Shape ls(dims);
   std::vector<std::int64_t> v(static_cast<std::size_t>(ls.num_elements()));
-  for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<std::int64_t>(k) % classes;
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<std::int64_t>(k) % std::max<std::int64_t>(classes, 1);  // classes = 0: an out-of-range label
   if (dtype == DType::Int64) return constant(v, ls);
   return constant(std::vector<std::int32_t>(v.begin(), v.end()), ls);
 }

@@ -179,9 +179,9 @@ TEST(Optimizer, LearningRateCanBeChangedAndIsValidated) {
 TEST(OptimizerValidation, LearningRateMustBePositiveAndFinite) {
   EXPECT_THAT([] { tf::optim::SGD(0.0); },
               ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[SGD]"), HasSubstr("learning_rate"))));
-  EXPECT_THAT([] { tf::optim::Adam(std::numeric_limits<double>::quiet_NaN()); },
+  EXPECT_THAT([] { (void)tf::optim::Adam(std::numeric_limits<double>::quiet_NaN()); },
               ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Adam]"), HasSubstr("nan"))));
-  EXPECT_THROW(tf::optim::RMSprop(std::numeric_limits<double>::infinity()), tf::InvalidArgumentError);
+  EXPECT_THROW((void)tf::optim::RMSprop(std::numeric_limits<double>::infinity()), tf::InvalidArgumentError);
 }
 
 TEST(OptimizerValidation, MomentumMustBeInZeroOne) {

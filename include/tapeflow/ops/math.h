@@ -18,7 +18,10 @@ class Scalar {
  public:
   template <class T>
     requires std::is_arithmetic_v<T>
-  Scalar(T v) : is_integer_(std::is_integral_v<T>), i_(static_cast<std::int64_t>(v)), d_(static_cast<double>(v)) {}
+  Scalar(T v)
+      // NOTE: only an integral v is converted to int64: a double like 1e300 has no int64 value (UB).
+      : is_integer_(std::is_integral_v<T>), i_(std::is_integral_v<T> ? static_cast<std::int64_t>(v) : 0),
+        d_(static_cast<double>(v)) {}
   /// This number as a scalar tensor of `dtype`; `op` names the op in errors.
   Tensor as(DType dtype, std::string_view op) const;
 
