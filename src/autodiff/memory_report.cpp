@@ -31,7 +31,6 @@ std::string origin_of(const detail::TapeState& tape, TensorId t) {
 
 std::string human_bytes(std::int64_t b) {
   constexpr std::array<const char*, 4> kUnits{"KiB", "MiB", "GiB", "TiB"};
-  if (b < 1024) return fmt::format("{} B", b);
   double v = static_cast<double>(b);
   std::size_t u = 0;
   for (v /= 1024; v >= 1024 && u + 1 < kUnits.size(); v /= 1024) ++u;
@@ -106,8 +105,9 @@ std::string MemoryReport::to_string() const {
   };
   line(head);
   for (const auto& row : cells) line(row);
-  out += fmt::format("total: {} bytes ({}) in {} buffer{}, {} saved tensor{} from {} recorded op{}", total_bytes,
-                     human_bytes(total_bytes), num_buffers, num_buffers == 1 ? "" : "s", rows.size(),
+  const std::string human = total_bytes >= 1024 ? fmt::format(" ({})", human_bytes(total_bytes)) : "";
+  out += fmt::format("total: {} bytes{} in {} buffer{}, {} saved tensor{} from {} recorded op{}", total_bytes, human,
+                     num_buffers, num_buffers == 1 ? "" : "s", rows.size(),
                      rows.size() == 1 ? "" : "s", num_records, num_records == 1 ? "" : "s");
   if (shared_bytes > 0) out += fmt::format("; {} bytes saved more than once are counted once", shared_bytes);
   out += "\n";

@@ -60,6 +60,8 @@ std::string escape(std::string_view s) {
 }
 
 std::string shape_dtype(const Shape& s, DType d) { return fmt::format("{} {}", s.to_string(), dtype_name(d)); }
+/// The same on a new label line.
+std::string shape_dtype_line(const Shape& s, DType d) { return fmt::format("\n{} {}", s.to_string(), dtype_name(d)); }
 
 double l2_norm(const Tensor& g) {
   double sum = 0;
@@ -205,6 +207,7 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
   DotText dot;
   dot.text = "digraph tape {\n";
   dot.line("rankdir=\"TB\";");
+  dot.line("graph [fontname=\"Helvetica\", fontsize=\"12\"];");
   dot.line("node [fontname=\"Helvetica\", fontsize=\"10\"];");
   dot.line("edge [fontname=\"Helvetica\", fontsize=\"9\"];");
   std::string caption = options.title;
@@ -268,7 +271,7 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
     if (collapsed(k)) continue;
     const OpRecord& rec = ops[k];
     std::string label = fmt::format("{} #{}", rec.op->name(), k);
-    for (const auto& out : rec.outputs()) label += "\n" + shape_dtype(out.shape, out.dtype);
+    for (const auto& out : rec.outputs()) label += shape_dtype_line(out.shape, out.dtype);
     const GradientStatus status = rec.op->gradient()->status;
     if (status == GradientStatus::NotDifferentiable) label += "\nno gradient";
     if (status == GradientStatus::Missing) label += "\nno registered gradient";
@@ -287,7 +290,7 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
     if (source_index.at(s.id()) != j) continue;  // the same source twice is drawn once
     const bool on = depends.contains(s.id()) && reaches.contains(s.id());
     std::string label = s.is_variable() ? s.variable().name() : fmt::format("source {}", j);
-    label += "\n" + shape_dtype(s.shape(), s.dtype());
+    label += shape_dtype_line(s.shape(), s.dtype());
     bool is_target = false;
     for (const Source& y : ys) is_target = is_target || y.id() == s.id();
     if (!is_floating(s.dtype()))
@@ -316,7 +319,7 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
     const Source& y = ys[j];
     const bool on = depends.contains(y.id());
     std::string label = y.is_variable() ? y.variable().name() : fmt::format("target {}", j);
-    label += "\n" + shape_dtype(y.shape(), y.dtype());
+    label += shape_dtype_line(y.shape(), y.dtype());
     dot.node(fmt::format("tgt{}", j), {{"label", label},
                                        {"shape", "doubleoctagon"},
                                        {"style", "filled"},
@@ -340,9 +343,9 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
     std::string shape = "ellipse";
     std::string style = "dashed";
     if (auto it = variables.find(t); it != variables.end()) {
-      label = it->second->name() + "\n" + shape_dtype(leaf.shape, leaf.dtype) + "\nwatched, not a source";
+      label = fmt::format("{}{}\nwatched, not a source", it->second->name(), shape_dtype_line(leaf.shape, leaf.dtype));
     } else if (tape.producer.contains(t)) {
-      label = "watched tensor\n" + shape_dtype(leaf.shape, leaf.dtype) + "\nnot a source";
+      label = fmt::format("watched tensor{}\nnot a source", shape_dtype_line(leaf.shape, leaf.dtype));
     } else {
       label = shape_dtype(leaf.shape, leaf.dtype);
       shape = "note";
