@@ -34,6 +34,7 @@
 #include "tapeflow/memory.h"
 #include "tapeflow/module.h"
 #include "tapeflow/nest.h"
+#include "tapeflow/nn/batch_normalization.h"
 #include "tapeflow/nn/conv2d.h"
 #include "tapeflow/nn/dense.h"
 #include "tapeflow/nn/dropout.h"

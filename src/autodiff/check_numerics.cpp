@@ -12,6 +12,8 @@ bool check_numerics_enabled() { return autodiff::g_check_numerics.load(); }
 
 namespace autodiff {
 
+constinit thread_local const OpDef* t_gradient_of = nullptr;
+
 void check_numerics(const OpDef& op, std::span<const Tensor> outputs) {
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     const Tensor& t = outputs[k];
@@ -26,8 +28,9 @@ void check_numerics(const OpDef& op, std::span<const Tensor> outputs) {
     if (t.dtype() == DType::Float32) count(t.values<float>());
     else count(t.values<double>());
     TAPEFLOW_REQUIRE(nan == 0 && inf == 0, InvalidArgumentError,
-                     "[CheckNumerics] op {} produced {} NaN and {} Inf values in output {} ({} tensor of shape {})",
-                     op.name(), nan, inf, k, dtype_name(t.dtype()), t.shape().to_string());
+                     "[CheckNumerics] op {} produced {} NaN and {} Inf values in output {} ({} tensor of shape {}){}",
+                     op.name(), nan, inf, k, dtype_name(t.dtype()), t.shape().to_string(),
+                     t_gradient_of ? fmt::format(" while computing the gradient of {}", t_gradient_of->name()) : "");
   }
 }
 

@@ -39,6 +39,10 @@ extern std::atomic<bool> g_check_numerics;
 
 inline bool any_tape_recording() { return t_recording_tapes > 0; }
 
+/// The op whose gradient function is running on this thread (innermost), or nullptr: lets
+/// check-numerics say which gradient produced a NaN, not only which op inside it.
+extern constinit thread_local const OpDef* t_gradient_of;
+
 /// Leading batch dimensions of the cotangents in the backward pass running on this thread
 /// (vectorised Jacobians); 0 otherwise.
 extern constinit thread_local int t_cotangent_batch_rank;

@@ -38,6 +38,7 @@
 
 #include "autodiff/dispatch.h"
 #include "autodiff/gradient_observer.h"
+#include "autodiff/masked_lanes.h"
 #include "autodiff/tape_state.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
@@ -345,7 +346,13 @@ class Cotangents {
  public:
   void add(TensorId id, const Tensor& g) {
     auto [it, inserted] = map_.try_emplace(id, g);
-    if (!inserted) it->second = it->second + g;
+    if (inserted) return;
+    // A lane stays masked only if it is masked in every contribution.
+    const Tensor* m1 = autodiff::masked_lanes(it->second);
+    const Tensor* m2 = autodiff::masked_lanes(g);
+    const Tensor both = m1 && m2 ? logical_and(*m1, *m2) : Tensor();
+    it->second = it->second + g;
+    if (both.defined()) autodiff::mark_masked_lanes(it->second, both);
   }
   const Tensor* find(TensorId id) const {
     auto it = map_.find(id);
@@ -435,6 +442,7 @@ std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops
     ~BatchRank() { autodiff::t_cotangent_batch_rank = saved; }
   } restore;
   autodiff::t_cotangent_batch_rank = static_cast<int>(batch.size());
+  const autodiff::MaskedLanesScope masked_lanes;
   Cotangents grads;
   for (std::size_t i = 0; i < ys.size(); ++i)
     if (is_floating(ys[i].dtype())) grads.add(ys[i].id(), seeds[i]);  // integer targets carry no gradient
@@ -464,7 +472,14 @@ std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops
     std::unique_ptr<bool[]> needed(new bool[ins.size()]);
     for (std::size_t i = 0; i < ins.size(); ++i)
       needed[i] = is_floating(ins[i].dtype) && p.depends_on_source.contains(ins[i].id);
-    const Grads input_grads = entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
+    const Grads input_grads = [&] {
+      const autodiff::OpDef* outer = std::exchange(autodiff::t_gradient_of, rec.op);
+      struct Restore {
+        const autodiff::OpDef* op;
+        ~Restore() { autodiff::t_gradient_of = op; }
+      } restore{outer};
+      return entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
+    }();
     TAPEFLOW_REQUIRE(input_grads.size() == ins.size(), InternalError,
                      "Recorded operation '{}' returned too {} gradients. Expected {} but received {}",
                      rec.op->name(), input_grads.size() < ins.size() ? "few" : "many", ins.size(),

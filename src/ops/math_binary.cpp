@@ -52,7 +52,7 @@ struct Sub {
   }
   static Grads backward(const GradContext& c) {
     Grads g{sum_to_shape(c.dy(), c.input_shape(0)), std::nullopt};
-    if (c.needs_input_grad(1)) g[1] = sum_to_shape(-c.dy(), c.input_shape(1));
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(pass_masked_lanes(c.dy(), -c.dy()), c.input_shape(1));
     return g;
   }  // JVP: dz = dx - dy
   static Tangents jvp(const JvpContext& c) { return {sum_tangents({(c.has_tangent(0) ? c.tangent(0) : Tensor()), c.has_tangent(1) ? -c.tangent(1) : Tensor()}, c.output().shape())}; }
@@ -69,12 +69,30 @@ struct Mul {
   }
   static Grads backward(const GradContext& c) {
     Grads g(2);
-    if (c.needs_input_grad(0)) g[0] = sum_to_shape(c.dy() * c.input(1), c.input_shape(0));
-    if (c.needs_input_grad(1)) g[1] = sum_to_shape(c.dy() * c.input(0), c.input_shape(1));
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain(c.dy(), c.input(1)), c.input_shape(0));
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain(c.dy(), c.input(0)), c.input_shape(1));
     return g;
   }  // JVP: dz = dx * y + x * dy
   static Tangents jvp(const JvpContext& c) { return {sum_tangents({c.has_tangent(0) ? c.tangent(0) * c.input(1) : Tensor(), c.has_tangent(1) ? c.input(0) * c.tangent(1) : Tensor()}, c.output().shape())}; }
 
+};
+
+// z = x * y, or exactly 0 wherever y == 0, even where x is NaN or Inf (TensorFlow's
+// multiply_no_nan);  dx = multiply_no_nan(dz, y), dy_ = multiply_no_nan(x, dz)
+struct MulNoNan {
+  static constexpr std::string_view kName = "MulNoNan";
+  static constexpr Saves kSaves = kSavesInputs;
+  static constexpr bool kBatchable = true;  // elementwise in dy
+  static Tensor forward(const Tensor& x, const Tensor& y) {
+    require_floating(x, kName);
+    return binary_numeric(kName, x, y, [](auto a, auto b) { return b == 0 ? decltype(a)(0) : a * b; });
+  }
+  static Grads backward(const GradContext& c) {
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(multiply_no_nan(c.dy(), c.input(1)), c.input_shape(0));
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(multiply_no_nan(c.input(0), c.dy()), c.input_shape(1));
+    return g;
+  }
 };
 
 // z = x / y;  dx = dy / y, dy_ = -dy * x / y^2
@@ -104,8 +122,8 @@ struct RealDiv {
     Grads g(2);
     const Tensor& x = c.input(0);
     const Tensor& y = c.input(1);
-    if (c.needs_input_grad(0)) g[0] = sum_to_shape(c.dy() / y, c.input_shape(0));
-    if (c.needs_input_grad(1)) g[1] = sum_to_shape(-c.dy() * x / (y * y), c.input_shape(1));
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain(c.dy(), reciprocal(y)), c.input_shape(0));
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain(c.dy(), -x / (y * y)), c.input_shape(1));
     return g;
   }  // JVP: dz = dx / y - z * dy / y
   static Tangents jvp(const JvpContext& c) { return {sum_tangents({c.has_tangent(0) ? c.tangent(0) / c.input(1) : Tensor(), c.has_tangent(1) ? -c.output() * c.tangent(1) / c.input(1) : Tensor()}, c.output().shape())}; }
@@ -130,7 +148,7 @@ struct Neg {
     });
     return out;
   }
-  static Grads backward(const GradContext& c) { return {-c.dy()}; }
+  static Grads backward(const GradContext& c) { return {pass_masked_lanes(c.dy(), -c.dy())}; }
   // JVP: dy = -dx
   static Tangents jvp(const JvpContext& c) { return {-c.tangent(0)}; }
 };
@@ -199,11 +217,11 @@ struct Pow {
     const Tensor& x = c.input(0);
     const Tensor& y = c.input(1);
     Grads g(2);
-    if (c.needs_input_grad(0)) g[0] = sum_to_shape(c.dy() * y * pow(x, y - 1), c.input_shape(0));
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain(c.dy(), y * pow(x, y - 1)), c.input_shape(0));
     if (c.needs_input_grad(1)) {
       const Tensor positive = x > 0;
       const Tensor log_x = where(positive, log(where(positive, x, ones_like(x))), zeros_like(x));
-      g[1] = sum_to_shape(c.dy() * c.output(0) * log_x, c.input_shape(1));
+      g[1] = sum_to_shape(chain(c.dy(), c.output(0) * log_x), c.input_shape(1));
     }
     return g;
   }
@@ -255,10 +273,10 @@ struct Atan2 {
   static Grads backward(const GradContext& c) {
     const Tensor& a = c.input(0);
     const Tensor& b = c.input(1);
-    const Tensor dz_over_r2 = c.dy() / (square(a) + square(b));
+    const Tensor inv_r2 = reciprocal(square(a) + square(b));
     Grads g(2);
-    if (c.needs_input_grad(0)) g[0] = sum_to_shape(dz_over_r2 * b, c.input_shape(0));
-    if (c.needs_input_grad(1)) g[1] = sum_to_shape(-dz_over_r2 * a, c.input_shape(1));
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain(c.dy(), b * inv_r2), c.input_shape(0));
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain(c.dy(), -a * inv_r2), c.input_shape(1));
     return g;
   }
 };
@@ -281,7 +299,7 @@ struct SquaredDifference {
     });
   }
   static Grads backward(const GradContext& c) {
-    const Tensor dx = c.dy() * ((c.input(0) - c.input(1)) * 2);
+    const Tensor dx = chain(c.dy(), (c.input(0) - c.input(1)) * 2);
     Grads g(2);
     if (c.needs_input_grad(0)) g[0] = sum_to_shape(dx, c.input_shape(0));
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(-dx, c.input_shape(1));
@@ -295,6 +313,7 @@ void register_binary_arithmetic_ops(autodiff::Registry& r) {
   r.add<AddV2>();
   r.add<Sub>();
   r.add<Mul>();
+  r.add<MulNoNan>();
   r.add<RealDiv>();
   r.add<Neg>();
   r.add<Pow>();
@@ -325,6 +344,7 @@ Tensor Scalar::as(DType dtype, std::string_view op) const {
 Tensor add(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::AddV2>(x, y); }
 Tensor subtract(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Sub>(x, y); }
 Tensor multiply(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Mul>(x, y); }
+Tensor multiply_no_nan(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::MulNoNan>(x, y); }
 Tensor divide(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::RealDiv>(x, y); }
 Tensor negative(const Tensor& x) { return autodiff::apply<ops::Neg>(x); }
 Tensor pow(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Pow>(x, y); }

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#include "autodiff/masked_lanes.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/op_util.h"
+#include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 
 namespace tapeflow {
@@ -112,9 +114,18 @@ struct SelectV2 {
   static Grads backward(const GradContext& c) {
     const Tensor& cond = c.input(0);
     const Tensor zero = zeros({}, c.dy().dtype());
+    // Each branch's untaken lanes (and the lanes already masked in dz) are masked from here on:
+    // the gradients behind them keep them zero (src/autodiff/masked_lanes.h).
+    const Tensor* dz_masked = autodiff::masked_lanes(c.dy());
+    const auto branch = [&](bool taken_where_cond) {
+      const Tensor g = taken_where_cond ? where(cond, c.dy(), zero) : where(cond, zero, c.dy());
+      const Tensor untaken = broadcast_to(taken_where_cond ? logical_not(cond) : cond, g.shape());
+      autodiff::mark_masked_lanes(g, dz_masked ? logical_or(untaken, *dz_masked) : untaken);
+      return g;
+    };
     Grads g(3);
-    if (c.needs_input_grad(1)) g[1] = sum_to_shape(where(cond, c.dy(), zero), c.input_shape(1));
-    if (c.needs_input_grad(2)) g[2] = sum_to_shape(where(cond, zero, c.dy()), c.input_shape(2));
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(branch(true), c.input_shape(1));
+    if (c.needs_input_grad(2)) g[2] = sum_to_shape(branch(false), c.input_shape(2));
     return g;
   }
 };
@@ -161,7 +172,7 @@ struct Cast {
   }
   static Grads backward(const GradContext& c) {
     if (!is_floating(c.input_dtype(0)) || !is_floating(c.dy().dtype())) return {std::nullopt};
-    return {cast(c.dy(), c.input_dtype(0))};
+    return {pass_masked_lanes(c.dy(), cast(c.dy(), c.input_dtype(0)))};
   }
 };
 

@@ -61,7 +61,7 @@ struct Exp {
   static constexpr Saves kSaves = kSavesOutput;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(exp)); }
-  static Grads backward(const GradContext& c) { return {c.dy() * c.output(0)}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), c.output(0))}; }
   // JVP: dy = dx * y
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * c.output()}; }
 };
@@ -72,7 +72,7 @@ struct Expm1 {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(expm1)); }
-  static Grads backward(const GradContext& c) { return {c.dy() * exp(c.input(0))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), exp(c.input(0)))}; }
 };
 
 // y = log(x);  dx = dy / x
@@ -81,7 +81,7 @@ struct Log {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log)); }
-  static Grads backward(const GradContext& c) { return {c.dy() / c.input(0)}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), reciprocal(c.input(0)))}; }
   // JVP: dy = dx / x
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) / c.input(0)}; }
 };
@@ -92,7 +92,7 @@ struct Log1p {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log1p)); }
-  static Grads backward(const GradContext& c) { return {c.dy() / (c.input(0) + 1)}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), reciprocal(c.input(0) + 1))}; }
 };
 
 // y = x^2;  dx = dy * 2x
@@ -112,7 +112,7 @@ struct Square {
       }
     });
   }
-  static Grads backward(const GradContext& c) { return {c.dy() * (c.input(0) * 2)}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), c.input(0) * 2)}; }
   // JVP: dy = 2 x dx
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (c.input(0) * 2)}; }
 };
@@ -123,7 +123,7 @@ struct Sqrt {
   static constexpr Saves kSaves = kSavesOutput;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sqrt)); }
-  static Grads backward(const GradContext& c) { return {c.dy() * 0.5 / c.output(0)}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), 0.5 / c.output(0))}; }
   // JVP: dy = dx / (2 y)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * 0.5 / c.output()}; }
 };
@@ -141,7 +141,7 @@ struct Rsqrt {
   }
   static Grads backward(const GradContext& c) {
     const Tensor& y = c.output(0);
-    return {c.dy() * (y * y * y) * -0.5};
+    return {chain(c.dy(), (y * y * y) * -0.5)};
   }
 };
 
@@ -153,7 +153,7 @@ struct Reciprocal {
   static Tensor forward(const Tensor& x) {
     return unary_floating(kName, x, [](auto v) { return 1 / v; });
   }
-  static Grads backward(const GradContext& c) { return {-c.dy() * square(c.output(0))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), -square(c.output(0)))}; }
 };
 
 // y = |x|;  dx = dy * sign(x)
@@ -171,7 +171,7 @@ struct Abs {
         return std::abs(v);
     });
   }
-  static Grads backward(const GradContext& c) { return {c.dy() * sign(c.input(0))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), sign(c.input(0)))}; }
 };
 
 // y = sign(x) (-1, 0 or 1; NaN stays NaN);  dx = 0 (TensorFlow's gradient: zero almost everywhere)
@@ -194,7 +194,7 @@ struct Sin {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sin)); }
-  static Grads backward(const GradContext& c) { return {c.dy() * cos(c.input(0))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), cos(c.input(0)))}; }
   // JVP: dy = dx * cos(x)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * cos(c.input(0))}; }
 };
@@ -205,7 +205,7 @@ struct Cos {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cos)); }
-  static Grads backward(const GradContext& c) { return {-c.dy() * sin(c.input(0))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), -sin(c.input(0)))}; }
   // JVP: dy = -dx * sin(x)
   static Tangents jvp(const JvpContext& c) { return {-c.tangent(0) * sin(c.input(0))}; }
 };
@@ -216,7 +216,7 @@ struct Tan {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tan)); }
-  static Grads backward(const GradContext& c) { return {c.dy() * square(reciprocal(cos(c.input(0))))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), square(reciprocal(cos(c.input(0)))))}; }
 };
 
 // y = asin(x);  dx = dy / sqrt(1 - x^2)
@@ -225,7 +225,7 @@ struct Asin {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(asin)); }
-  static Grads backward(const GradContext& c) { return {c.dy() * rsqrt(1 - square(c.input(0)))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), rsqrt(1 - square(c.input(0))))}; }
 };
 
 // y = acos(x);  dx = -dy / sqrt(1 - x^2)
@@ -234,7 +234,7 @@ struct Acos {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(acos)); }
-  static Grads backward(const GradContext& c) { return {-c.dy() * rsqrt(1 - square(c.input(0)))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), -rsqrt(1 - square(c.input(0))))}; }
 };
 
 // y = atan(x);  dx = dy / (1 + x^2)
@@ -243,7 +243,7 @@ struct Atan {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(atan)); }
-  static Grads backward(const GradContext& c) { return {c.dy() / (square(c.input(0)) + 1)}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), reciprocal(square(c.input(0)) + 1))}; }
 };
 
 // y = sinh(x);  dx = dy * cosh(x)
@@ -252,7 +252,7 @@ struct Sinh {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sinh)); }
-  static Grads backward(const GradContext& c) { return {c.dy() * cosh(c.input(0))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), cosh(c.input(0)))}; }
 };
 
 // y = cosh(x);  dx = dy * sinh(x)
@@ -261,7 +261,7 @@ struct Cosh {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cosh)); }
-  static Grads backward(const GradContext& c) { return {c.dy() * sinh(c.input(0))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), sinh(c.input(0)))}; }
 };
 
 // y = tanh(x);  dx = dy * (1 - y^2)
@@ -270,7 +270,7 @@ struct Tanh {
   static constexpr Saves kSaves = kSavesOutput;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tanh)); }
-  static Grads backward(const GradContext& c) { return {c.dy() * (1 - square(c.output(0)))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), 1 - square(c.output(0)))}; }
   // JVP: dy = dx * (1 - y^2)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (1 - square(c.output()))}; }
 };
@@ -297,7 +297,7 @@ struct Sigmoid {
   }
   static Grads backward(const GradContext& c) {
     const Tensor& y = c.output(0);
-    return {c.dy() * (y * (1 - y))};
+    return {chain(c.dy(), y * (1 - y))};
   }  // JVP: dy = dx * y * (1 - y)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (c.output() * (1 - c.output()))}; }
 
@@ -321,7 +321,7 @@ struct Softplus {
       });
     });
   }
-  static Grads backward(const GradContext& c) { return {c.dy() * sigmoid(c.input(0))}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), sigmoid(c.input(0)))}; }
 };
 
 // y = x / (1 + |x|);  dx = dy / (1 + |x|)^2
@@ -336,7 +336,7 @@ struct Softsign {
       return std::isinf(v) ? std::copysign(T(1), v) : v / (T(1) + std::abs(v));
     });
   }
-  static Grads backward(const GradContext& c) { return {c.dy() / square(abs(c.input(0)) + 1)}; }
+  static Grads backward(const GradContext& c) { return {chain(c.dy(), reciprocal(square(abs(c.input(0)) + 1)))}; }
 };
 
 #undef TAPEFLOW_ARRAY

@@ -1,6 +1,10 @@
 #include "ops/op_util.h"
 
+#include "autodiff/masked_lanes.h"
+
 #include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
 #include "tapeflow/ops/reduce.h"
 
 namespace tapeflow::ops {
@@ -36,6 +40,19 @@ Tensor sum_tangents(std::initializer_list<Tensor> terms, const Shape& out) {
     if (t.defined()) total = total.defined() ? total + t : t;
   if (total.defined() && total.shape() != out) total = broadcast_to(total, out);
   return total;
+}
+
+Tensor chain(const Tensor& dy, const Tensor& local) {
+  const Tensor* masked = autodiff::masked_lanes(dy);
+  if (!masked) return dy * local;
+  Tensor g = where(*masked, zeros({}, dy.dtype()), dy * local);
+  autodiff::mark_masked_lanes(g, *masked);
+  return g;
+}
+
+Tensor pass_masked_lanes(const Tensor& dy, Tensor g) {
+  if (const Tensor* masked = autodiff::masked_lanes(dy)) autodiff::mark_masked_lanes(g, *masked);
+  return g;
 }
 
 Tensor sum_to_shape(const Tensor& g, const Shape& shape) {

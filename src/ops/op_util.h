@@ -45,6 +45,14 @@ decltype(auto) visit_floating(DType d, Fn&& fn) {
 /// JVP rule adds up the parts from inputs that have tangents. Undefined when no term is.
 Tensor sum_tangents(std::initializer_list<Tensor> terms, const Shape& out);
 
+/// The chain rule of an elementwise gradient: dy * local, except in the masked lanes of dy (lanes
+/// a where() did not take, src/autodiff/masked_lanes.h), which stay exact zeros even where the
+/// local derivative is Inf or NaN, and stay masked in the result. So the gradient of
+/// where(x > 0, sqrt(x), 0) at x = 0 is 0, not 0 * Inf = NaN.
+Tensor chain(const Tensor& dy, const Tensor& local);
+/// `g`, a gradient that is dy up to sign or dtype (Neg, Sub, Cast), with dy's masked lanes.
+Tensor pass_masked_lanes(const Tensor& dy, Tensor g);
+
 /// Sums `g` down to `shape`, undoing NumPy broadcasting: the gradient of a broadcast operand.
 /// Differentiable (built from reduce_sum and reshape), so higher derivatives work.
 Tensor sum_to_shape(const Tensor& g, const Shape& shape);

@@ -251,3 +251,32 @@ TEST(SquaredDifference, FloatAndIntegerValues) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- multiply_no_nan ------------------------------------------------------------------------------
+
+TEST(MultiplyNoNan, IsZeroWhereverYIsZeroEvenForNaNAndInfX) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> z =
+      tf::multiply_no_nan(tf::constant({kNaN, inf, -inf, 2.0, kNaN}), tf::constant({0.0, 0.0, -0.0, 3.0, 1.0}))
+          .to_vector<double>();
+  EXPECT_EQ(z[0], 0.0);
+  EXPECT_EQ(z[1], 0.0);
+  EXPECT_EQ(z[2], 0.0);
+  EXPECT_EQ(z[3], 6.0);
+  EXPECT_TRUE(std::isnan(z[4]));  // only a zero y protects
+}
+
+TEST(MultiplyNoNan, Broadcasts) {
+  EXPECT_THAT(tf::multiply_no_nan(tf::constant({{1.f}, {2.f}}), tf::constant({0.f, 3.f})).to_vector<float>(),
+              ElementsAre(0.f, 3.f, 0.f, 6.f));
+}
+
+TEST(MultiplyNoNan, IntegersThrowNamingTheOp) {
+  const std::string msg = error_of([] { tf::multiply_no_nan(tf::constant({1}), tf::constant({0})); });
+  EXPECT_THAT(msg, HasSubstr("MulNoNan"));
+  EXPECT_THAT(msg, HasSubstr("int32"));
+}
+
+}  // namespace

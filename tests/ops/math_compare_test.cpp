@@ -220,10 +220,9 @@ TEST(Where, UntakenLanesGetExactZerosEvenForNaNAndInfUpstream) {
   EXPECT_EQ(gy[2], 0.f);
 }
 
-TEST(Where, DoubleWhereKeepsAnUndefinedBranchGradientOut) {
-  // where passes an exact 0 to the untaken branch, but that branch's own gradient can still turn
-  // it into NaN (sqrt at 0: 0 * 0.5 / 0). The TensorFlow idiom feeds the branch a safe input too:
-  // where(x > 0, sqrt(where(x > 0, x, 1)), 0) has gradient 0 at x = 0.
+TEST(Where, DoubleWhereIdiomStillWorks) {
+  // TensorFlow's workaround for the NaN of the branch not taken feeds that branch a safe input
+  // too; it is unnecessary here (see MaskedLanes below) but must keep working.
   tf::Tensor x = tf::constant({0.f, 4.f});
   tf::GradientTape tape;
   tape.watch(x);
@@ -243,6 +242,121 @@ TEST(Where, SecondDerivativeFlowsThroughTheSelectedBranch) {
     g = inner.gradient(tf::where(x > 0.0, x * x * x, x * x), x);  // 3x^2 | 2x
   }
   EXPECT_THAT(outer.gradient(*g, x)->to_vector<double>(), ElementsAre(12.0, 2.0));  // 6x | 2
+}
+
+// ---- masked lanes stay zero -----------------------------------------------------------------------
+// In TensorFlow, PyTorch and JAX the gradient of where(x > 0, sqrt(x), 0) at x = 0 is NaN: where
+// sends an exact 0 to the branch not taken and sqrt's gradient turns it into 0 * Inf. Here the
+// backward pass remembers the lanes where() did not take, and every elementwise gradient keeps
+// them exact zeros (src/autodiff/masked_lanes.h). A zero that is not a mask is not protected.
+
+TEST(MaskedLanes, WhereOfSqrtHasZeroGradientAtZero) {
+  tf::Tensor x = tf::constant({0.f, 4.f, -1.f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor z = tf::where(x > 0.f, tf::sqrt(x), tf::zeros_like(x));
+  EXPECT_THAT(tape.gradient(z, x)->to_vector<float>(), ElementsAre(0.f, 0.25f, 0.f));
+}
+
+TEST(MaskedLanes, WhereOfReciprocalHasZeroGradientAtZero) {
+  tf::Tensor x = tf::constant({0.0, 2.0});
+  tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+  tape.watch(x);
+  const tf::Tensor safe_div = tf::where(x != 0.0, 1.0 / x, tf::zeros_like(x));
+  const tf::Tensor safe_reciprocal = tf::where(x != 0.0, tf::reciprocal(x), tf::zeros_like(x));
+  EXPECT_THAT(tape.gradient(safe_div, x)->to_vector<double>(), ElementsAre(0.0, -0.25));
+  EXPECT_THAT(tape.gradient(safe_reciprocal, x)->to_vector<double>(), ElementsAre(0.0, -0.25));
+}
+
+TEST(MaskedLanes, ZerosStayZeroThroughAChainOfOps) {
+  // At x = 0 the masked branch holds log(0) = -Inf and the local derivatives 1/0 and 0.5/0.
+  tf::Tensor x = tf::constant({0.0, 1.0});
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor branch = -tf::log(tf::sqrt(x)) * 2.0 + tf::exp(x) * x - tf::cast(tf::sqrt(x), tf::float64);
+  const tf::Tensor z = tf::where(x > 0.0, branch, tf::zeros_like(x));
+  const std::vector<double> g = tape.gradient(z, x)->to_vector<double>();
+  EXPECT_EQ(g[0], 0.0);
+  EXPECT_DOUBLE_EQ(g[1], -1.0 + 2.0 * std::exp(1.0) - 0.5);  // d/dx [-log x + x e^x - sqrt x] at 1
+}
+
+TEST(MaskedLanes, HoldBeforeABroadcastOperandSumsItsGradient) {
+  // d/dc of where(x != 0, c / x, 0) sums over the lanes; the masked lane's 0 / 0 must not enter.
+  tf::Tensor x = tf::constant({0.0, 2.0, 4.0});
+  tf::Tensor c = tf::constant(3.0);
+  tf::GradientTape tape;
+  tape.watch({x, c});
+  const tf::Tensor z = tf::where(x != 0.0, c / x, tf::zeros_like(x));
+  auto g = tape.gradient(z, {x, c});
+  EXPECT_EQ(g[1]->item<double>(), 0.75);
+  EXPECT_THAT(g[0]->to_vector<double>(), ElementsAre(0.0, -0.75, -0.1875));
+}
+
+TEST(MaskedLanes, SurviveAVariableUsedByBothBranches) {
+  // x reaches z through both branches; each lane is masked in one of them only, so after the two
+  // contributions are summed no lane is masked: the real gradient of each branch comes through.
+  tf::Tensor x = tf::constant({0.0, 4.0});
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor z = tf::where(x > 0.0, tf::sqrt(x), x * 3.0);
+  EXPECT_THAT(tape.gradient(z, x)->to_vector<double>(), ElementsAre(3.0, 0.25));
+}
+
+TEST(MaskedLanes, AZeroThatIsNotAMaskStillGivesNaNAsInTensorFlow) {
+  // log(1 + exp(100)) in float32: exp overflows, log's gradient 1 / (1 + Inf) underflows to 0, and
+  // 0 * Inf = NaN tells the truth (the value is wrong), where a zero would hide it.
+  tf::Tensor x = tf::constant(100.0f);
+  tf::GradientTape tape;
+  tape.watch(x);
+  EXPECT_TRUE(std::isnan(tape.gradient(tf::log(1.f + tf::exp(x)), x)->item<float>()));
+}
+
+TEST(MaskedLanes, HoldInVectorisedAndLoopedJacobians) {
+  tf::Tensor x = tf::constant({0.0, 4.0});
+  for (bool parallel : {true, false}) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor z = tf::where(x > 0.0, tf::sqrt(x), tf::zeros_like(x));
+    const tf::Tensor j = *tape.jacobian(z, x, tf::UnconnectedGradients::None, parallel);
+    EXPECT_THAT(j.to_vector<double>(), ElementsAre(0.0, 0.0, 0.0, 0.25)) << "parallel=" << parallel;
+  }
+}
+
+TEST(MaskedLanes, HoldForSecondDerivatives) {
+  tf::Tensor x = tf::constant({0.0, 4.0});
+  tf::GradientTape outer;
+  outer.watch(x);
+  std::optional<tf::Tensor> g;
+  {
+    tf::GradientTape inner;
+    inner.watch(x);
+    g = inner.gradient(tf::where(x > 0.0, x * tf::sqrt(x), tf::zeros_like(x)), x);  // 1.5 sqrt(x)
+  }
+  EXPECT_THAT(g->to_vector<double>(), ElementsAre(0.0, 3.0));
+  EXPECT_THAT(outer.gradient(*g, x)->to_vector<double>(), ElementsAre(0.0, 0.375));  // 0.75 / sqrt(x)
+}
+
+TEST(MaskedLanes, AGenuineInfiniteGradientIsStillReported) {
+  // Only an exactly zero cotangent is protected: sqrt's own gradient at 0 is Inf.
+  tf::Tensor x = tf::constant({0.f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  EXPECT_EQ(tape.gradient(tf::sqrt(x), x)->to_vector<float>()[0], kInf);
+}
+
+TEST(MaskedLanes, CheckNumericsNamesTheGradientWhereANaNStillAppears) {
+  tf::enable_check_numerics();
+  struct Off {
+    ~Off() { tf::disable_check_numerics(); }
+  } off;
+  tf::Tensor x = tf::constant({0.f, 1.f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = tf::sqrt(x);  // finite forward; its gradient at 0 is Inf
+  const std::string msg = error_of([&] { tape.gradient(y, x); });
+  EXPECT_THAT(msg, HasSubstr("while computing the gradient of Sqrt"));
+  EXPECT_THAT(msg, HasSubstr("1 Inf"));
+  EXPECT_THAT(msg, HasSubstr("float32"));
 }
 
 // ---- cast --------------------------------------------------------------------------------------------

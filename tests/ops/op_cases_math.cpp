@@ -43,6 +43,8 @@ void add_math_cases(std::vector<OpCase>& c) {
   c.push_back({"AddV2", kBinaryShapes, [](const In& x) { return x[0] + x[1]; }});
   c.push_back({"Sub", kBinaryShapes, [](const In& x) { return x[0] - x[1]; }});
   c.push_back({"Mul", kBinaryShapes, [](const In& x) { return x[0] * x[1]; }});
+  // Away from y = 0, where the op switches to an exact zero.
+  c.push_back({"MulNoNan", kBinaryShapes, [](const In& x) { return multiply_no_nan(x[0], x[1]); }, 0.5, 2.0});
   c.push_back({"RealDiv", kBinaryShapes, [](const In& x) { return x[0] / x[1]; }, 0.5, 2.0});
   c.push_back({"Neg", kUnaryShapes, [](const In& x) { return -x[0]; }});
   // Base in [0.5, 2], exponent in [-0.75, 0.75].

@@ -32,6 +32,10 @@ class Scalar {
 Tensor add(const Tensor& x, const Tensor& y);       ///< AddV2
 Tensor subtract(const Tensor& x, const Tensor& y);  ///< Sub
 Tensor multiply(const Tensor& x, const Tensor& y);  ///< Mul
+/// MulNoNan: x * y, or exactly 0 wherever y == 0, even where x is NaN or Inf (floats only), as
+/// TensorFlow's multiply_no_nan. (The masked lanes of where() need no such care in gradients:
+/// see docs/ARCHITECTURE.md, "Masked lanes stay zero".)
+Tensor multiply_no_nan(const Tensor& x, const Tensor& y);
 Tensor divide(const Tensor& x, const Tensor& y);    ///< RealDiv (floats), FloorDiv-free: ints divide truncating
 Tensor negative(const Tensor& x);                   ///< Neg
 /// Pow: x^y for floats and integers. An integer raised to a negative integer power throws

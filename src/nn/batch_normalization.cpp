@@ -1,0 +1,107 @@
+#include "tapeflow/nn/batch_normalization.h"
+
+#include <cmath>
+
+#include "autodiff/dispatch.h"
+#include "core/check.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
+#include "tapeflow/ops/reduce.h"
+
+namespace tapeflow::layers {
+
+namespace {
+
+constexpr std::string_view kBatchNorm = "BatchNormalization";
+
+}  // namespace
+
+BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
+    : Layer(options.name), options_(std::move(options)) {
+  TAPEFLOW_REQUIRE(options_.momentum >= 0.0 && options_.momentum <= 1.0, InvalidArgumentError,
+                   "[{}] momentum must be in [0, 1], got {}", kBatchNorm, options_.momentum);
+  TAPEFLOW_REQUIRE(std::isfinite(options_.epsilon) && options_.epsilon > 0.0, InvalidArgumentError,
+                   "[{}] epsilon must be positive and finite, got {}", kBatchNorm, options_.epsilon);
+}
+
+void BatchNormalization::build(std::int64_t channels, DType dtype) {
+  const Shape shape{channels};
+  if (options_.scale) gamma_ = track(Variable(ones(shape, dtype), {.name = "gamma", .keras_style = true}));
+  if (options_.center) beta_ = track(Variable(zeros(shape, dtype), {.name = "beta", .keras_style = true}));
+  moving_mean_ = track(Variable(zeros(shape, dtype), {.name = "moving_mean", .trainable = false, .keras_style = true}));
+  moving_variance_ =
+      track(Variable(ones(shape, dtype), {.name = "moving_variance", .trainable = false, .keras_style = true}));
+}
+
+Tensor BatchNormalization::call(const Tensor& x, bool training) {
+  TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
+                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kBatchNorm, name());
+  TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError,
+                   "[{}] layer '{}' needs float32 or float64 inputs, got shape {} and dtype {}", kBatchNorm, name(),
+                   x.shape().to_string(), dtype_name(x.dtype()));
+  const std::int64_t rank = x.rank();
+  const std::int64_t axis = options_.axis < 0 ? options_.axis + rank : options_.axis;
+  TAPEFLOW_REQUIRE(axis >= 0 && axis < rank, InvalidArgumentError,
+                   "[{}] layer '{}' normalises axis {}, which an input of shape {} (rank {}) does not have",
+                   kBatchNorm, name(), options_.axis, x.shape().to_string(), rank);
+  const std::int64_t channels = x.shape()[axis];
+  if (!built()) build(channels, x.dtype());
+  TAPEFLOW_REQUIRE(channels == moving_mean_->shape()[0] && x.dtype() == moving_mean_->dtype(), InvalidArgumentError,
+                   "[{}] layer '{}' was built for {} {} channels on axis {}; got an input of shape {} and dtype {}",
+                   kBatchNorm, name(), moving_mean_->shape()[0], dtype_name(moving_mean_->dtype()), options_.axis,
+                   x.shape().to_string(), dtype_name(x.dtype()));
+
+  // The per-channel vectors reshaped to broadcast against x: (1, ..., channels, ..., 1).
+  std::vector<std::int64_t> param_dims(static_cast<std::size_t>(rank), 1);
+  param_dims[static_cast<std::size_t>(axis)] = channels;
+  Axes reduce_axes;
+  for (std::int64_t a = 0; a < rank; ++a)
+    if (a != axis) reduce_axes.push_back(a);
+
+  Tensor mean, variance;
+  if (training) {
+    TAPEFLOW_REQUIRE(x.num_elements() > 0, InvalidArgumentError,
+                     "[{}] layer '{}' cannot compute batch statistics of an empty input of shape {}", kBatchNorm,
+                     name(), x.shape().to_string());
+    mean = reduce_mean(x, reduce_axes, /*keepdims=*/true);
+    variance = reduce_mean(square(x - mean), reduce_axes, /*keepdims=*/true);
+    // Stateful updates of the moving statistics: not part of any gradient (Keras's assign ops).
+    autodiff::RecordingSuspension not_recorded;
+    const double m = options_.momentum;
+    moving_mean_->assign(moving_mean_->value() * m + reshape(mean, {channels}) * (1.0 - m));
+    moving_variance_->assign(moving_variance_->value() * m + reshape(variance, {channels}) * (1.0 - m));
+  } else {
+    mean = reshape(moving_mean_->value(), param_dims);
+    variance = reshape(moving_variance_->value(), param_dims);
+  }
+  Tensor y = (x - mean) * rsqrt(variance + options_.epsilon);
+  if (gamma_) y = y * reshape(*gamma_, param_dims);
+  if (beta_) y = y + reshape(*beta_, param_dims);
+  return y;
+}
+
+namespace {
+
+const Variable& built_variable(const std::optional<Variable>& v, bool built, std::string_view layer,
+                               std::string_view which) {
+  TAPEFLOW_REQUIRE(built, FailedPreconditionError,
+                   "[{}] layer '{}' has no {} yet: it is built by its first call", kBatchNorm, layer, which);
+  TAPEFLOW_REQUIRE(v.has_value(), FailedPreconditionError,
+                   "[{}] layer '{}' has no {}: it was created with {} = false", kBatchNorm, layer, which,
+                   which == "gamma" ? "scale" : "center");
+  return *v;
+}
+
+}  // namespace
+
+const Variable& BatchNormalization::gamma() const { return built_variable(gamma_, built(), name(), "gamma"); }
+const Variable& BatchNormalization::beta() const { return built_variable(beta_, built(), name(), "beta"); }
+const Variable& BatchNormalization::moving_mean() const {
+  return built_variable(moving_mean_, built(), name(), "moving_mean");
+}
+const Variable& BatchNormalization::moving_variance() const {
+  return built_variable(moving_variance_, built(), name(), "moving_variance");
+}
+
+}  // namespace tapeflow::layers
