@@ -42,62 +42,54 @@ class Mean {
   double total_ = 0, count_ = 0;
 };
 
-/// How often y_pred equals y_true exactly (keras.metrics.Accuracy): same shape and dtype.
-class Accuracy {
+/// The part every accuracy metric shares (Keras's MeanMetricWrapper): a running Mean of
+/// per-element matches. Subclasses add update_state(y_true, y_pred).
+class MeanMetricWrapper {
  public:
-  explicit Accuracy(std::string name = "accuracy") : mean_(std::move(name)) {}
-  void update_state(const Tensor& y_true, const Tensor& y_pred);
   double result() const { return mean_.result(); }
   void reset_state() { mean_.reset_state(); }
   const std::string& name() const { return mean_.name(); }
 
- private:
+ protected:
+  explicit MeanMetricWrapper(std::string name) : mean_(std::move(name)) {}
   Mean mean_;
+};
+
+/// How often y_pred equals y_true exactly (keras.metrics.Accuracy): same shape and dtype.
+class Accuracy : public MeanMetricWrapper {
+ public:
+  explicit Accuracy(std::string name = "accuracy") : MeanMetricWrapper(std::move(name)) {}
+  void update_state(const Tensor& y_true, const Tensor& y_pred);
 };
 
 /// How often y_pred > threshold agrees with y_true > threshold (keras.metrics.BinaryAccuracy,
 /// default threshold 0.5): same shape; y_true and y_pred may have different numeric dtypes.
-class BinaryAccuracy {
+class BinaryAccuracy : public MeanMetricWrapper {
  public:
   explicit BinaryAccuracy(double threshold = 0.5, std::string name = "binary_accuracy")
-      : threshold_(threshold), mean_(std::move(name)) {}
+      : MeanMetricWrapper(std::move(name)), threshold_(threshold) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred);
-  double result() const { return mean_.result(); }
-  void reset_state() { mean_.reset_state(); }
-  const std::string& name() const { return mean_.name(); }
 
  private:
   double threshold_;
-  Mean mean_;
 };
 
 /// How often argmax(y_pred, -1) == argmax(y_true, -1) (keras.metrics.CategoricalAccuracy):
 /// one-hot (or probability) y_true and scores y_pred of the same shape, rank >= 1.
-class CategoricalAccuracy {
+class CategoricalAccuracy : public MeanMetricWrapper {
  public:
-  explicit CategoricalAccuracy(std::string name = "categorical_accuracy") : mean_(std::move(name)) {}
+  explicit CategoricalAccuracy(std::string name = "categorical_accuracy") : MeanMetricWrapper(std::move(name)) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred);
-  double result() const { return mean_.result(); }
-  void reset_state() { mean_.reset_state(); }
-  const std::string& name() const { return mean_.name(); }
-
- private:
-  Mean mean_;
 };
 
 /// How often argmax(y_pred, -1) equals the integer label y_true
 /// (keras.metrics.SparseCategoricalAccuracy): y_true int32/int64 of y_pred's shape without the
 /// last axis (or with a trailing size-1 axis); y_pred scores or logits, rank >= 1.
-class SparseCategoricalAccuracy {
+class SparseCategoricalAccuracy : public MeanMetricWrapper {
  public:
-  explicit SparseCategoricalAccuracy(std::string name = "sparse_categorical_accuracy") : mean_(std::move(name)) {}
+  explicit SparseCategoricalAccuracy(std::string name = "sparse_categorical_accuracy")
+      : MeanMetricWrapper(std::move(name)) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred);
-  double result() const { return mean_.result(); }
-  void reset_state() { mean_.reset_state(); }
-  const std::string& name() const { return mean_.name(); }
-
- private:
-  Mean mean_;
 };
 
 }  // namespace tapeflow::metrics
