@@ -51,6 +51,7 @@
 #include "tapeflow/ops/linalg.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/nn.h"
+#include "tapeflow/ops/raw.h"
 #include "tapeflow/ops/reduce.h"
 #include "tapeflow/optim/optimizer.h"
 #include "tapeflow/registry.h"

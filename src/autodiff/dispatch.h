@@ -1,8 +1,8 @@
 #pragma once
 // The single dispatch path every op goes through:
 //
-//   forward (validates, allocates, runs the kernel) -> record on the active tapes if needed
-//   -> check numerics if enabled.
+//   forward (validates, allocates, runs the kernel) -> check numerics if enabled -> record on the
+//   active tapes if needed.
 //
 // Ops never touch the tape directly. An op is a struct in its family file (src/ops/*.cpp):
 //
@@ -111,6 +111,8 @@ void require_defined(std::string_view op, std::span<const Tensor* const> inputs)
 
 template <class Op, class Attrs>
 void after_forward(const Attrs& attrs, std::span<const Tensor* const> ins, std::span<const Tensor> outs) {
+  // Checked before recording: an op that throws leaves no record on any tape.
+  if (g_check_numerics.load(std::memory_order_relaxed)) [[unlikely]] check_numerics(op_def<Op>(), outs);
   if (any_tape_recording() || any_accumulator_active()) [[unlikely]] {
     std::shared_ptr<const void> a;
     if constexpr (!std::is_empty_v<Attrs>) a = std::make_shared<const Attrs>(attrs);
@@ -119,7 +121,6 @@ void after_forward(const Attrs& attrs, std::span<const Tensor* const> ins, std::
     if (any_tape_recording()) record(op_def<Op>(), ins, outs, a);
     if (any_accumulator_active()) forward_accumulate(op_def<Op>(), ins, outs, a);
   }
-  if (g_check_numerics.load(std::memory_order_relaxed)) [[unlikely]] check_numerics(op_def<Op>(), outs);
 }
 
 /// Runs a single-output op without attributes on fixed inputs.

@@ -41,8 +41,14 @@ TensorId next_tensor_id() {
 }
 
 Tensor empty(const Shape& shape, DType dtype, std::string_view op) {
-  // Shape guarantees num_elements <= 2^62, so the byte count (x8 at most) cannot overflow.
-  const std::int64_t bytes = shape.num_elements() * static_cast<std::int64_t>(dtype_size(dtype));
+  // NOTE: Shape guarantees num_elements <= 2^62, but times 2, 4 or 8 bytes that can still exceed
+  // int64 (a (2^31, 2^31) float32 tensor needs 2^64 bytes): multiply with an overflow check.
+  std::int64_t bytes = 0;
+  TAPEFLOW_REQUIRE(!__builtin_mul_overflow(shape.num_elements(), static_cast<std::int64_t>(dtype_size(dtype)), &bytes),
+                   ResourceExhaustedError,
+                   "[{}] a {} tensor of shape {} needs more than 2^63 bytes, which exceeds the allocation limit of {} "
+                   "bytes",
+                   op, dtype_name(dtype), shape.to_string(), allocation_limit());
   detail::check_allocation_limit(bytes, op);
   if (bytes <= kInlineBytes) {
     auto block = std::make_shared<InlineTensor>(TensorImpl{shape, dtype, nullptr, nullptr}, bytes);

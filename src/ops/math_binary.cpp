@@ -2,6 +2,7 @@
 // backward side by side. Gradients undo broadcasting with sum_to_shape.
 
 #include <cmath>
+#include <functional>
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/vmath.h"
@@ -27,13 +28,25 @@ Tensor binary_numeric(std::string_view op, const Tensor& x, const Tensor& y, F f
   return out;
 }
 
+/// a + b, a - b and a * b; for integers in unsigned arithmetic, so overflow wraps (two's
+/// complement, like TensorFlow's kernels) instead of being undefined behaviour.
+template <class T, class Op>
+T wrapping(T a, T b, Op op) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(op(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return op(a, b);
+  }
+}
+
 // z = x + y;  dx = dy, dy_ = dy (each summed back to its operand's shape)
 struct AddV2 {
   static constexpr std::string_view kName = "AddV2";
   static constexpr Saves kSaves = kSavesNothing;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
-    return binary_numeric(kName, x, y, [](auto a, auto b) { return a + b; });
+    return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::plus<>{}); });
   }
   static Grads backward(const GradContext& c) {
     return {sum_to_shape(c.dy(), c.input_shape(0)), sum_to_shape(c.dy(), c.input_shape(1))};
@@ -48,7 +61,7 @@ struct Sub {
   static constexpr Saves kSaves = kSavesNothing;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
-    return binary_numeric(kName, x, y, [](auto a, auto b) { return a - b; });
+    return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::minus<>{}); });
   }
   static Grads backward(const GradContext& c) {
     Grads g{sum_to_shape(c.dy(), c.input_shape(0)), std::nullopt};
@@ -65,7 +78,7 @@ struct Mul {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
-    return binary_numeric(kName, x, y, [](auto a, auto b) { return a * b; });
+    return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::multiplies<>{}); });
   }
   static Grads backward(const GradContext& c) {
     Grads g(2);

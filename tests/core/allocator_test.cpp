@@ -59,3 +59,23 @@ TEST(Allocator, CacheLimitZeroDisablesRecycling) {
   EXPECT_EQ(tf::allocator_stats().cached_bytes, 0);
   tf::set_buffer_cache_limit(old);
 }
+
+TEST(Allocator, ACacheMissReturnsCachedBuffersOfSmallerSizesFirst) {
+  // Cached buffers should not add to the peak: a request the cache cannot serve first gives
+  // back at least as many cached bytes of smaller size classes.
+  tf::release_cached_buffers();
+  { tf::Tensor t = tf::ones({1 << 20}); }  // 4 MiB, now cached
+  EXPECT_GE(tf::allocator_stats().cached_bytes, 4 << 20);
+  tf::Tensor other = tf::ones({3 << 20});  // 12 MiB: another class, a miss
+  EXPECT_EQ(tf::allocator_stats().cached_bytes, 0);
+  tf::release_cached_buffers();
+}
+
+TEST(Allocator, ACacheMissKeepsCachedBuffersOfLargerSizes) {
+  // Only smaller classes are evicted, so a loop alternating sizes settles without misses.
+  tf::release_cached_buffers();
+  { tf::Tensor t = tf::ones({3 << 20}); }  // 12 MiB, now cached
+  tf::Tensor small = tf::ones({1 << 20});  // 4 MiB: a miss
+  EXPECT_GE(tf::allocator_stats().cached_bytes, 12 << 20);
+  tf::release_cached_buffers();
+}

@@ -1,0 +1,105 @@
+// Shared helpers of the tapeflow / LibTorch comparison: wall-clock timing, medians, the
+// machine's limits (STREAM triad bandwidth), peak RSS, and the result table.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace compare {
+
+/// Wall-clock time by default. With `use_thread_cpu_clock = true` (compare --clock thread-cpu)
+/// the calling thread's CPU time instead: for the single-threaded tiny-op workloads on a machine
+/// loaded by other jobs, where wall time mostly measures how long the thread waited for a core.
+inline bool use_thread_cpu_clock = false;
+
+inline double now_s() {
+  if (use_thread_cpu_clock) {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Seconds taken by one call of `fn`.
+template <class F>
+double seconds(F&& fn) {
+  const double t0 = now_s();
+  fn();
+  return now_s() - t0;
+}
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// A named competitor: `run` performs one timed repetition and returns its duration in seconds
+/// (it may exclude set-up and tear-down from what it returns).
+struct Side {
+  std::string name;
+  std::function<double()> run;
+  std::vector<double> samples;
+};
+
+/// Runs every side once as a warm-up, then `rounds` rounds in which each side runs once, in
+/// turn (tapeflow, LibTorch, hardware baseline, tapeflow, ...): slow drifts of a shared machine
+/// hit all sides alike. Returns the median seconds of each side.
+inline std::vector<double> alternate(std::vector<Side>& sides, int rounds) {
+  for (Side& s : sides) s.run();
+  for (int r = 0; r < rounds; ++r)
+    for (Side& s : sides) s.samples.push_back(s.run());
+  std::vector<double> m;
+  for (Side& s : sides) m.push_back(median(s.samples));
+  return m;
+}
+
+/// A value of /proc/self/status in KiB (VmHWM: peak resident set; VmRSS: current).
+inline std::int64_t proc_status_kib(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1));
+  return -1;
+}
+
+inline std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+/// One row of the final table.
+struct Row {
+  std::string workload;
+  std::string unit;
+  double tapeflow = 0, torch = 0;
+  std::string limit;   // the hardware limit measured in the same run, or the reference
+  std::string config;  // LibTorch's configuration for this row
+  std::string note;
+};
+
+inline void print_table(const std::vector<Row>& rows) {
+  std::printf("\n| workload | tapeflow | LibTorch | tapeflow/LibTorch | hardware limit / reference (same run) | LibTorch config |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const Row& r : rows) {
+    const double ratio = r.torch > 0 ? r.tapeflow / r.torch : 0.0;
+    std::printf("| %s | %.4g %s | %.4g %s | %.3f | %s | %s |\n", r.workload.c_str(), r.tapeflow, r.unit.c_str(),
+                r.torch, r.unit.c_str(), ratio, r.limit.c_str(), r.config.c_str());
+  }
+  for (const Row& r : rows)
+    if (!r.note.empty()) std::printf("- %s: %s\n", r.workload.c_str(), r.note.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace compare

@@ -1,0 +1,674 @@
+// tapeflow against LibTorch (C++), the same workloads side by side in one process, run
+// alternately (tapeflow, LibTorch, hardware baseline, tapeflow, ...), medians and ratios, with
+// the machine's limit measured in the same run (issue 7, and issue 5's training epoch).
+//
+//   compare --group small   per-op tape overhead, Jacobian (with PyTorch's vectorised Jacobian
+//                           from jacobian_torch.py), second order
+//   compare --group large   MLP step against cblas_sgemm, 16M elementwise chain against STREAM
+//                           triad, peak RSS (child processes), one training epoch MLP and CNN
+//   options: --threads N (default: all cores) --rounds R --python PATH --script PATH
+//            --epoch-batches B (0: the full epoch) --data synthetic|fashion-mnist
+//            --clock wall|thread-cpu (default wall)
+//
+// scripts/bench_compare.sh runs both groups with LibTorch's best configuration
+// (OMP_WAIT_POLICY=PASSIVE; jemalloc preloaded for the large group) and prints the tables.
+// Threads: tapeflow's pool, LibTorch's intra-op pool and OpenBLAS (shared by both libraries,
+// which link the same libopenblas) are all set to --threads.
+
+#include <cblas.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common.h"
+#include "core/parallel.h"
+#include "tapeflow/tapeflow.h"
+
+extern "C" void openblas_set_num_threads(int);
+extern char** environ;
+
+namespace tf = tapeflow;
+using compare::Row;
+using compare::Side;
+
+namespace {
+
+struct Options {
+  std::string group = "small";
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int rounds = 7;
+  std::string python = "/usr/bin/python3";
+  std::string script;
+  std::int64_t epoch_batches = 0;
+  std::string data = "fashion-mnist";
+  std::string config;  // describes LibTorch's configuration, printed per row
+};
+
+std::string fmt(const char* f, double a) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, f, a);
+  return buf;
+}
+std::string fmt2(const char* f, double a, double b) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, f, a, b);
+  return buf;
+}
+
+torch::Tensor to_torch(const tf::Tensor& t) {
+  std::vector<std::int64_t> dims(t.shape().dims().begin(), t.shape().dims().end());
+  if (t.dtype() == tf::float32)
+    return torch::from_blob(const_cast<void*>(t.raw_data()), dims, torch::kFloat32).clone();
+  return torch::from_blob(const_cast<void*>(t.raw_data()), dims, torch::kInt32).to(torch::kInt64);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Per-op overhead: 20,000 elementwise ops (alternating Mul and AddV2) on one float32 element.
+
+constexpr int kChain = 20000;
+
+tf::Tensor tf_chain(const tf::Tensor& x, const tf::Tensor& c, int n) {
+  tf::Tensor y = x;
+  for (int i = 0; i < n; i += 2) y = (y * c) + c;
+  return y;
+}
+torch::Tensor torch_chain(const torch::Tensor& x, const torch::Tensor& c, int n) {
+  torch::Tensor y = x;
+  for (int i = 0; i < n; i += 2) y = (y * c) + c;
+  return y;
+}
+
+void per_op(const Options& o, std::vector<Row>& rows) {
+  const tf::Tensor tx = tf::constant(1.0f), tc = tf::constant(0.5f);
+  const torch::Tensor px = torch::ones({}, torch::kFloat32), pc = torch::full({}, 0.5f);
+  const torch::Tensor pxg = px.clone().requires_grad_(true);
+  const double ns = 1e9 / kChain;
+
+  std::vector<Side> fwd = {
+      {"tapeflow", [&] { return compare::seconds([&] { tf_chain(tx, tc, kChain); }); }, {}},
+      {"torch", [&] {
+         torch::NoGradGuard g;
+         return compare::seconds([&] { torch_chain(px, pc, kChain); });
+       }, {}}};
+  auto m = compare::alternate(fwd, o.rounds);
+  rows.push_back({"1a tiny op, forward without tape", "ns/op", m[0] * ns, m[1] * ns, "n/a", o.config, ""});
+
+  // Recording: the records are freed outside the timed region (freeing is not recording).
+  std::vector<Side> rec = {
+      {"tapeflow", [&] {
+         auto tape = std::make_unique<tf::GradientTape>();
+         tape->watch(tx);
+         const double t = compare::seconds([&] { tf_chain(tx, tc, kChain); });
+         tape.reset();
+         return t;
+       }, {}},
+      {"torch", [&] {
+         torch::Tensor y;
+         const double t = compare::seconds([&] { y = torch_chain(pxg, pc, kChain); });
+         y.reset();
+         return t;
+       }, {}}};
+  m = compare::alternate(rec, o.rounds);
+  rows.push_back({"1b tiny op, forward recorded", "ns/op", m[0] * ns, m[1] * ns, "target <= 0.1", o.config, ""});
+
+  std::vector<Side> bwd = {
+      {"tapeflow", [&] {
+         auto tape = std::make_unique<tf::GradientTape>();
+         tape->watch(tx);
+         tf::Tensor y = tf_chain(tx, tc, kChain);
+         double t = compare::seconds([&] { tape->gradient(y, tx); });
+         tape.reset();
+         return t;
+       }, {}},
+      {"torch", [&] {
+         torch::Tensor y = torch_chain(pxg, pc, kChain);
+         return compare::seconds([&] { torch::autograd::grad({y}, {pxg}); });
+       }, {}}};
+  m = compare::alternate(bwd, o.rounds);
+  rows.push_back({"1c tiny op, backward", "ns/op", m[0] * ns, m[1] * ns, "target <= 0.1", o.config, ""});
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Second order: d/dx of d/dx over a chain of 2,000 ops y = (y * x) + c (forward, first and
+// second backward pass, all timed; per op of the chain).
+
+constexpr int kChain2 = 2000;
+
+void second_order(const Options& o, std::vector<Row>& rows) {
+  const tf::Tensor tx = tf::constant(1.0f), tc = tf::constant(0.5f);
+  const torch::Tensor pc = torch::full({}, 0.5f);
+  std::vector<Side> sides = {
+      {"tapeflow", [&] {
+         return compare::seconds([&] {
+           tf::GradientTape outer;
+           outer.watch(tx);
+           tf::Tensor g;
+           {
+             tf::GradientTape inner;
+             inner.watch(tx);
+             tf::Tensor y = tx;
+             for (int i = 0; i < kChain2; i += 2) y = (y * tx) + tc;
+             g = *inner.gradient(y, tx);
+           }
+           outer.gradient(g, tx);
+         });
+       }, {}},
+      {"torch", [&] {
+         return compare::seconds([&] {
+           torch::Tensor x = torch::ones({}, torch::kFloat32).requires_grad_(true);
+           torch::Tensor y = x;
+           for (int i = 0; i < kChain2; i += 2) y = (y * x) + pc;
+           torch::Tensor g = torch::autograd::grad({y}, {x}, {}, true, true)[0];
+           torch::autograd::grad({g}, {x});
+         });
+       }, {}}};
+  auto m = compare::alternate(sides, o.rounds);
+  const double ns = 1e9 / kChain2;
+  rows.push_back({"6 second order (grad of grad), 2,000-op chain", "ns/op", m[0] * ns, m[1] * ns, "target <= 0.1",
+                  o.config, "forward + gradient + gradient of the gradient, per op of the chain"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Jacobian of tanh(W x + b), x in R^256: tapeflow vectorised; LibTorch row by row (256
+// backward passes); PyTorch's vectorised jacobian from the Python script.
+
+constexpr std::int64_t kJac = 256;
+
+double python_jacobian_ms(const Options& o, double* loop_ms) {
+  if (o.script.empty()) return 0.0;
+  const std::string cmd = o.python + " " + o.script + " --threads " + std::to_string(o.threads) + " --rounds " +
+                          std::to_string(std::max(o.rounds, 15)) +
+                          (compare::use_thread_cpu_clock ? " --clock thread-cpu" : "");
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return 0.0;
+  double vec = 0, loop = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) {
+    std::sscanf(line, "vectorized_ms %lf", &vec);
+    std::sscanf(line, "loop_ms %lf", &loop);
+  }
+  pclose(p);
+  if (loop_ms) *loop_ms = loop;
+  return vec;
+}
+
+void jacobian(const Options& o, std::vector<Row>& rows) {
+  const tf::Tensor w = tf::random::normal({kJac, kJac}, 0, 0.1, tf::float32, 1);
+  const tf::Tensor b = tf::random::normal({kJac, 1}, 0, 0.1, tf::float32, 2);
+  const tf::Tensor x = tf::random::normal({kJac, 1}, 0, 1, tf::float32, 3);
+  const torch::Tensor pw = to_torch(w), pb = to_torch(b), px0 = to_torch(x);
+  const torch::Tensor eye = torch::eye(kJac, torch::kFloat32);
+
+  auto tf_jac = [&](bool parallel) {
+    return compare::seconds([&] {
+      tf::GradientTape tape;
+      tape.watch(x);
+      tf::Tensor y = tf::tanh(tf::matmul(w, x) + b);
+      tape.jacobian(y, x, tf::UnconnectedGradients::None, parallel);
+    });
+  };
+  std::vector<Side> sides = {
+      {"tapeflow vectorised", [&] { return tf_jac(true); }, {}},
+      {"torch loop", [&] {
+         return compare::seconds([&] {
+           torch::Tensor px = px0.clone().requires_grad_(true);
+           torch::Tensor y = torch::tanh(torch::matmul(pw, px) + pb);
+           std::vector<torch::Tensor> rowsv;
+           rowsv.reserve(kJac);
+           for (std::int64_t i = 0; i < kJac; ++i)
+             rowsv.push_back(torch::autograd::grad({y}, {px}, {eye[i].view({kJac, 1})}, true)[0].view({kJac}));
+           torch::stack(rowsv);
+         });
+       }, {}},
+      {"tapeflow row by row", [&] { return tf_jac(false); }, {}}};
+  auto m = compare::alternate(sides, o.rounds * 2);
+  double py_loop = 0;
+  const double py_vec = python_jacobian_ms(o, &py_loop);
+  rows.push_back({"4 Jacobian tanh(Wx+b), 256x256 (vs LibTorch row loop)", "ms", m[0] * 1e3, m[1] * 1e3,
+                  py_vec > 0 ? fmt2("PyTorch jacobian(vectorize=True) %.3f ms (python loop %.3f ms)", py_vec, py_loop)
+                             : "PyTorch not run",
+                  o.config,
+                  fmt("tapeflow row by row (256 backward passes) %.3f ms", m[2] * 1e3) +
+                      (py_vec > 0 ? fmt("; tapeflow / PyTorch vectorised = %.3f", m[0] * 1e3 / py_vec) : "")});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hardware limits: STREAM triad a = b + s*c over 16M floats, at --threads threads.
+
+constexpr std::int64_t kBig = std::int64_t{1} << 24;
+
+struct Triad {
+  std::vector<float> a, b, c;
+  Triad() : a(kBig, 0.f), b(kBig, 1.f), c(kBig, 2.f) {}
+  double run() {
+    return compare::seconds([&] {
+      float* pa = a.data();
+      const float* pb = b.data();
+      const float* pc = c.data();
+      tf::cpu::parallel_for(kBig, tf::cpu::kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t i = lo; i < hi; ++i) pa[i] = pb[i] + 3.f * pc[i];
+      });
+    });
+  }
+  static double gbps(double s) { return 12.0 * static_cast<double>(kBig) / s / 1e9; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// 3. y = sin(x)*x + x*x; z = exp(-y); sum(z); forward + backward over 16M floats.
+//
+// Bytes the unfused ops must move (STREAM counting, one array = 64 MiB): forward sin 2, mul 3,
+// mul (x*x) 2, add 3, neg 2, exp 2, sum 1 = 15 arrays; backward exp-grad (dz*z) 2, neg 2,
+// sin-branch mul grads 3 + 3, cos 2 + mul 3, x*x grads 3 + 3, three accumulating adds 9 = 30
+// arrays. 45 arrays = 3.0 GB.
+constexpr double kChainArrays = 45;
+
+void elementwise(const Options& o, std::vector<Row>& rows, double& triad_gbps) {
+  const tf::Tensor x = tf::random::uniform({kBig}, -2, 2, tf::float32, 7);
+  const torch::Tensor px0 = to_torch(x);
+  Triad triad;
+  std::vector<Side> sides = {
+      {"tapeflow", [&] {
+         return compare::seconds([&] {
+           tf::GradientTape tape;
+           tape.watch(x);
+           tf::Tensor y = tf::sin(x) * x + x * x;
+           tf::Tensor s = tf::reduce_sum(tf::exp(-y));
+           tape.gradient(s, x);
+         });
+       }, {}},
+      {"torch", [&] {
+         torch::Tensor px = px0.detach().requires_grad_(true);
+         return compare::seconds([&] {
+           torch::Tensor y = torch::sin(px) * px + px * px;
+           torch::Tensor s = torch::exp(-y).sum();
+           torch::autograd::grad({s}, {px});
+         });
+       }, {}},
+      {"triad", [&] { return triad.run(); }, {}}};
+  auto m = compare::alternate(sides, o.rounds);
+  triad_gbps = Triad::gbps(m[2]);
+  const double bytes = kChainArrays * 4.0 * static_cast<double>(kBig);
+  const double bound_ms = bytes / (triad_gbps * 1e9) * 1e3;
+  rows.push_back({"3 elementwise chain 16M floats, fwd+bwd", "ms", m[0] * 1e3, m[1] * 1e3,
+                  fmt2("triad %.1f GB/s: bound %.1f ms", triad_gbps, bound_ms), o.config,
+                  fmt2("tapeflow at %.2fx the bandwidth bound (%.2f GB moved by unfused ops)", m[0] * 1e3 / bound_ms,
+                       bytes / 1e9)});
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. One MLP training step, batch 256, 784-512-512-10, ReLU, softmax cross-entropy, SGD.
+
+constexpr std::int64_t kB = 256, kIn = 784, kH = 512, kOut = 10;
+
+struct Sgemms {
+  // The step's eight products with the step's shapes and transposes, on preallocated buffers.
+  std::vector<float> x, w1, w2, w3, h1, h2, l, dw1, dw2, dw3, dh1, dh2;
+  Sgemms()
+      : x(kB * kIn, 0.1f), w1(kIn * kH, 0.01f), w2(kH * kH, 0.01f), w3(kH * kOut, 0.01f), h1(kB * kH), h2(kB * kH),
+        l(kB * kOut, 0.1f), dw1(kIn * kH), dw2(kH * kH), dw3(kH * kOut), dh1(kB * kH), dh2(kB * kH) {}
+  static void mm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
+                 const float* b, std::int64_t ldb, float* c) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                static_cast<int>(n), static_cast<int>(k), 1.f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.f,
+                c, static_cast<int>(n));
+  }
+  double run() {
+    return compare::seconds([&] {
+      mm(false, false, kB, kH, kIn, x.data(), kIn, w1.data(), kH, h1.data());     // h1 = x w1
+      mm(false, false, kB, kH, kH, h1.data(), kH, w2.data(), kH, h2.data());      // h2 = h1 w2
+      mm(false, false, kB, kOut, kH, h2.data(), kH, w3.data(), kOut, l.data());   // l = h2 w3
+      mm(true, false, kH, kOut, kB, h2.data(), kH, l.data(), kOut, dw3.data());   // dw3 = h2^T dl
+      mm(false, true, kB, kH, kOut, l.data(), kOut, w3.data(), kOut, dh2.data()); // dh2 = dl w3^T
+      mm(true, false, kH, kH, kB, h1.data(), kH, dh2.data(), kH, dw2.data());     // dw2 = h1^T dh2
+      mm(false, true, kB, kH, kH, dh2.data(), kH, w2.data(), kH, dh1.data());     // dh1 = dh2 w2^T
+      mm(true, false, kIn, kH, kB, x.data(), kIn, dh1.data(), kH, dw1.data());    // dw1 = x^T dh1
+    });
+  }
+  static double flops() { return 2.0 * kB * (2.0 * kIn * kH + 3.0 * kH * kH + 3.0 * kH * kOut); }
+};
+
+void mlp_step(const Options& o, std::vector<Row>& rows) {
+  // tapeflow
+  std::vector<tf::Variable> vars = {
+      tf::Variable(tf::random::normal({kIn, kH}, 0, 0.05, tf::float32, 11)), tf::Variable(tf::zeros({kH})),
+      tf::Variable(tf::random::normal({kH, kH}, 0, 0.05, tf::float32, 12)), tf::Variable(tf::zeros({kH})),
+      tf::Variable(tf::random::normal({kH, kOut}, 0, 0.05, tf::float32, 13)), tf::Variable(tf::zeros({kOut}))};
+  const tf::Tensor x = tf::random::uniform({kB, kIn}, 0, 1, tf::float32, 14);
+  std::vector<std::int32_t> lab(kB);
+  for (std::int64_t i = 0; i < kB; ++i) lab[i] = static_cast<std::int32_t>(i % kOut);
+  const tf::Tensor labels = tf::constant(lab, tf::Shape{kB});
+  tf::optim::SGD sgd(0.01);
+
+  // LibTorch
+  std::vector<torch::Tensor> p;
+  for (const tf::Variable& v : vars) p.push_back(to_torch(v.value()).requires_grad_(true));
+  const torch::Tensor px = to_torch(x), plabels = to_torch(labels);
+  torch::optim::SGD psgd(p, torch::optim::SGDOptions(0.01));
+
+  Sgemms gemm;
+  std::vector<Side> sides = {
+      {"tapeflow", [&] {
+         return compare::seconds([&] {
+           tf::GradientTape tape;
+           tf::Tensor h = tf::nn::relu(tf::matmul(x, vars[0].read_value()) + vars[1].read_value());
+           h = tf::nn::relu(tf::matmul(h, vars[2].read_value()) + vars[3].read_value());
+           tf::Tensor logits = tf::matmul(h, vars[4].read_value()) + vars[5].read_value();
+           tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(labels, logits, true);
+           sgd.apply_gradients(tape.gradient(loss, vars), vars);
+         });
+       }, {}},
+      {"torch", [&] {
+         return compare::seconds([&] {
+           psgd.zero_grad();
+           torch::Tensor h = torch::relu(torch::addmm(p[1], px, p[0]));
+           h = torch::relu(torch::addmm(p[3], h, p[2]));
+           torch::Tensor logits = torch::addmm(p[5], h, p[4]);
+           torch::Tensor loss = torch::nn::functional::cross_entropy(logits, plabels);
+           loss.backward();
+           psgd.step();
+         });
+       }, {}},
+      {"sgemm", [&] { return gemm.run(); }, {}}};
+  auto m = compare::alternate(sides, o.rounds * 3);
+  const double gf = Sgemms::flops() / 1e9;
+  rows.push_back({"2 MLP step 784-512-512-10, batch 256, SGD", "ms", m[0] * 1e3, m[1] * 1e3,
+                  fmt2("8 cblas_sgemm %.3f ms (%.1f GFLOP/s)", m[2] * 1e3, gf / m[2]), o.config,
+                  fmt2("tapeflow %.1f GFLOP/s, %.3fx its sgemm time", gf / m[0], m[0] / m[2]) +
+                      fmt("; LibTorch %.3fx its sgemm time", m[1] / m[2])});
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Peak resident memory of one forward+backward of a 32-layer, width-1024 ReLU MLP at batch
+// 512 (128 MiB of parameters). Each measurement is its own process (this program re-executed
+// with --rss-child): VmHWM is a process-wide high-water mark.
+
+constexpr int kDeepLayers = 32;
+constexpr std::int64_t kWidth = 1024, kDeepBatch = 512;
+
+/// LibTorch's side of workload 5 (tapeflow's is rss_tapeflow.cpp, a program without LibTorch).
+int rss_child_torch() {
+  const std::int64_t start_kib = compare::proc_status_kib("VmRSS");
+  {
+    std::vector<torch::Tensor> ws, bs;
+    for (int i = 0; i < kDeepLayers; ++i) {
+      ws.push_back((torch::randn({kWidth, kWidth}) * 0.03).requires_grad_(true));
+      bs.push_back(torch::zeros({kWidth}).requires_grad_(true));
+    }
+    const torch::Tensor x = torch::randn({kDeepBatch, kWidth});
+    const std::int64_t params_kib = compare::proc_status_kib("VmRSS");
+    {
+      torch::Tensor h = x;
+      for (int i = 0; i < kDeepLayers; ++i) h = torch::relu(torch::addmm(bs[i], h, ws[i]));
+      torch::Tensor loss = (h * h).mean();
+      h.reset();
+      std::vector<torch::Tensor> all = ws;
+      all.insert(all.end(), bs.begin(), bs.end());
+      auto g = torch::autograd::grad({loss}, all);
+    }
+    std::printf("rss %lld %lld %lld\n", static_cast<long long>(start_kib), static_cast<long long>(params_kib),
+                static_cast<long long>(compare::proc_status_kib("VmHWM")));
+  }
+  return 0;
+}
+
+struct RssSample {
+  double start_mib = 0, params_mib = 0, peak_mib = 0;
+};
+
+/// Runs this program again as `--rss-child side`, with jemalloc preloaded or not.
+RssSample spawn_rss(const std::string& exe, const std::vector<std::string>& extra, bool jemalloc) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env.emplace_back(*e);
+  if (jemalloc) env.emplace_back("LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
+  std::vector<std::string> args = {exe};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  RssSample s;
+  if (rc == 0) {
+    FILE* f = fdopen(fds[0], "r");
+    char line[256];
+    while (std::fgets(line, sizeof line, f)) {
+      long long a = 0, b = 0, c = 0;
+      if (std::sscanf(line, "rss %lld %lld %lld", &a, &b, &c) == 3) s = {a / 1024.0, b / 1024.0, c / 1024.0};
+    }
+    fclose(f);
+    int status = 0;
+    waitpid(pid, &status, 0);
+  } else {
+    close(fds[0]);
+  }
+  return s;
+}
+
+void peak_rss(const Options& o, std::vector<Row>& rows) {
+  // Each side in its own process, medians of 3 processes per configuration, alternating:
+  // tapeflow (compare_rss_tapeflow, no LibTorch loaded), LibTorch with glibc malloc and with
+  // jemalloc (this program re-executed with --rss-child). The row compares absolute peaks
+  // (VmHWM, what a program doing this costs); the note gives the peaks above process start.
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return;
+  self[len] = 0;
+  std::string dir(self);
+  dir = dir.substr(0, dir.rfind('/'));
+  const std::vector<std::string> child = {"--rss-child", "torch", "--threads", std::to_string(o.threads)};
+  std::vector<double> tf_abs, tf_rel, pt_abs, pt_rel, je_abs, je_rel;
+  for (int r = 0; r < 3; ++r) {
+    const RssSample a = spawn_rss(dir + "/compare_rss_tapeflow", {}, false);
+    const RssSample b = spawn_rss(self, child, false);
+    const RssSample c = spawn_rss(self, child, true);
+    tf_abs.push_back(a.peak_mib), tf_rel.push_back(a.peak_mib - a.start_mib);
+    pt_abs.push_back(b.peak_mib), pt_rel.push_back(b.peak_mib - b.start_mib);
+    je_abs.push_back(c.peak_mib), je_rel.push_back(c.peak_mib - c.start_mib);
+  }
+  const double t = compare::median(tf_abs), p = compare::median(pt_abs), j = compare::median(je_abs);
+  const bool je_best = j < p;
+  const double params_mib = kDeepLayers * (kWidth * kWidth + kWidth) * 4.0 / (1 << 20);
+  rows.push_back({"5 peak RSS (VmHWM), 32x1024 MLP batch 512 fwd+bwd", "MiB", t, je_best ? j : p,
+                  fmt("parameters %.1f MiB (+ as much for their gradients)", params_mib),
+                  je_best ? "PASSIVE + jemalloc (own process)" : "PASSIVE, glibc malloc (own process)",
+                  fmt2("LibTorch VmHWM glibc %.0f MiB, jemalloc %.0f MiB", p, j) +
+                      fmt2("; above process start: tapeflow %.0f MiB, LibTorch %.0f MiB", compare::median(tf_rel),
+                           compare::median(je_best ? je_rel : pt_rel)) +
+                      fmt(" (LibTorch's process starts at %.0f MiB)",
+                          compare::median(je_best ? je_abs : pt_abs) - compare::median(je_best ? je_rel : pt_rel))});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 5: one training epoch, batch 128, Adam, MLP 784-256-128-10 and the CNN.
+
+struct EpochData {
+  tf::Tensor images;  // [n, 28, 28, 1] float32
+  tf::Tensor labels;  // [n] int32
+  std::string what;
+};
+
+EpochData epoch_data(const Options& o) {
+  if (o.data == "fashion-mnist") {
+    try {
+      tf::data::FashionMnist d = tf::data::load_fashion_mnist();
+      return {d.train_images, d.train_labels, "Fashion-MNIST train set (60,000 images)"};
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "Fashion-MNIST not loaded (%s): random data of the same shape\n", e.what());
+    }
+  }
+  std::vector<std::int32_t> lab(60000);
+  for (std::size_t i = 0; i < lab.size(); ++i) lab[i] = static_cast<std::int32_t>((i * 7919) % 10);
+  return {tf::random::uniform({60000, 28, 28, 1}, 0, 1, tf::float32, 5), tf::constant(lab, tf::Shape{60000}),
+          "random data of Fashion-MNIST's shape (60,000 x 28x28x1)"};
+}
+
+std::shared_ptr<tf::layers::Sequential> tf_model(bool cnn) {
+  namespace L = tf::layers;
+  auto m = std::make_shared<L::Sequential>();
+  if (cnn) {
+    L::Conv2DOptions same;
+    same.padding = "same";
+    m->add(std::make_shared<L::Conv2D>(32, std::array<std::int64_t, 2>{3, 3}, "relu", same));
+    m->add(std::make_shared<L::MaxPool2D>());
+    m->add(std::make_shared<L::Conv2D>(64, std::array<std::int64_t, 2>{3, 3}, "relu", same));
+    m->add(std::make_shared<L::MaxPool2D>());
+    m->add(std::make_shared<L::Flatten>());
+    m->add(std::make_shared<L::Dense>(128, "relu"));
+    m->add(std::make_shared<L::Dense>(10));
+  } else {
+    m->add(std::make_shared<L::Flatten>());
+    m->add(std::make_shared<L::Dense>(256, "relu"));
+    m->add(std::make_shared<L::Dense>(128, "relu"));
+    m->add(std::make_shared<L::Dense>(10));
+  }
+  return m;
+}
+
+torch::nn::Sequential torch_model(bool cnn) {
+  namespace nn = torch::nn;
+  if (cnn)
+    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+                          nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+                          nn::Flatten(), nn::Linear(64 * 7 * 7, 128), nn::ReLU(), nn::Linear(128, 10));
+  return nn::Sequential(nn::Flatten(), nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 128), nn::ReLU(),
+                        nn::Linear(128, 10));
+}
+
+void epochs(const Options& o, std::vector<Row>& rows) {
+  const EpochData d = epoch_data(o);
+  const std::int64_t n = d.images.shape().dims()[0], batch = 128;
+  std::int64_t batches = (n + batch - 1) / batch;
+  if (o.epoch_batches > 0) batches = std::min(batches, o.epoch_batches);
+  // Batches are sliced in order (no shuffling on either side: the same work).
+  std::vector<tf::Tensor> xb, yb;
+  std::vector<torch::Tensor> pxb, pyb;
+  const torch::Tensor pimages = to_torch(d.images).permute({0, 3, 1, 2}).contiguous();  // NCHW
+  const torch::Tensor plabels = to_torch(d.labels);
+  for (std::int64_t i = 0; i < batches; ++i) {
+    const std::int64_t lo = i * batch, hi = std::min(n, lo + batch);
+    xb.push_back(tf::slice(d.images, {lo, 0, 0, 0}, {hi - lo, 28, 28, 1}));
+    yb.push_back(tf::slice(d.labels, {lo}, {hi - lo}));
+    pxb.push_back(pimages.slice(0, lo, hi).contiguous());
+    pyb.push_back(plabels.slice(0, lo, hi).contiguous());
+  }
+  for (bool cnn : {false, true}) {
+    auto model = tf_model(cnn);
+    model->call(xb[0], true);  // builds the layers
+    std::vector<tf::Variable> vars = model->trainable_variables();
+    tf::optim::Adam adam(1e-3);
+    torch::nn::Sequential pm = torch_model(cnn);
+    torch::optim::Adam padam(pm->parameters(), torch::optim::AdamOptions(1e-3));
+    std::vector<Side> sides = {
+        {"tapeflow", [&] {
+           return compare::seconds([&] {
+             for (std::int64_t i = 0; i < batches; ++i) {
+               tf::GradientTape tape;
+               tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(yb[i], model->call(xb[i], true), true);
+               adam.apply_gradients(tape.gradient(loss, vars), vars);
+             }
+           });
+         }, {}},
+        {"torch", [&] {
+           return compare::seconds([&] {
+             for (std::int64_t i = 0; i < batches; ++i) {
+               padam.zero_grad();
+               torch::Tensor loss = torch::nn::functional::cross_entropy(pm->forward(pxb[i]), pyb[i]);
+               loss.backward();
+               padam.step();
+             }
+           });
+         }, {}}};
+    // An epoch is long: one warm-up (inside alternate) and few rounds.
+    auto m = compare::alternate(sides, cnn ? 1 : 3);
+    const double full = static_cast<double>((n + batch - 1) / batch) / static_cast<double>(batches);
+    rows.push_back({std::string("issue 5: one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") + ", Adam, batch 128",
+                    "s", m[0] * full, m[1] * full,
+                    fmt2("%.0f vs %.0f examples/s", batches * batch / m[0], batches * batch / m[1]), o.config,
+                    d.what + (batches * batch < n ? fmt(", timed on %.0f batches and scaled to the epoch",
+                                                        static_cast<double>(batches))
+                                                  : std::string(", full epoch")) +
+                        (cnn ? "; LibTorch NCHW, tapeflow NHWC (each its native layout)" : "")});
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  std::string rss_side;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--group") o.group = next();
+    else if (a == "--threads") o.threads = std::stoi(next());
+    else if (a == "--rounds") o.rounds = std::stoi(next());
+    else if (a == "--python") o.python = next();
+    else if (a == "--script") o.script = next();
+    else if (a == "--epoch-batches") o.epoch_batches = std::stoll(next());
+    else if (a == "--data") o.data = next();
+    else if (a == "--rss-child") rss_side = next();
+    else if (a == "--clock") compare::use_thread_cpu_clock = next() == "thread-cpu";
+    else {
+      std::fprintf(stderr, "unknown argument %s (see the comment at the top of bench/compare/compare.cpp)\n", a.c_str());
+      return 2;
+    }
+  }
+  tf::cpu::set_num_threads(o.threads);
+  openblas_set_num_threads(o.threads);
+  at::set_num_threads(o.threads);
+  at::set_num_interop_threads(1);
+  if (!rss_side.empty()) return rss_child_torch();
+
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+  const char* pre = std::getenv("LD_PRELOAD");
+  const bool jemalloc = pre && std::strstr(pre, "jemalloc");
+  o.config = std::string("OMP_WAIT_POLICY=") + (wait ? wait : "(unset)") + (jemalloc ? ", jemalloc" : ", glibc malloc");
+  std::printf("group %s: %d threads (tapeflow pool, LibTorch intra-op, OpenBLAS), %d rounds, LibTorch %s, %s\n",
+              o.group.c_str(), o.threads, o.rounds, TORCH_VERSION, o.config.c_str());
+  std::printf("clock: %s\n", compare::use_thread_cpu_clock ? "CPU time of the calling thread" : "wall");
+  std::printf("load average at start: %s\n", compare::load_average().c_str());
+  std::fflush(stdout);
+
+  std::vector<Row> rows;
+  if (o.group == "small") {
+    per_op(o, rows);
+    jacobian(o, rows);
+    second_order(o, rows);
+  } else if (o.group == "large" || o.group == "epoch") {
+    if (o.group == "large") {
+      double triad = 0;
+      mlp_step(o, rows);
+      elementwise(o, rows, triad);
+      peak_rss(o, rows);
+    }
+    epochs(o, rows);
+  } else {
+    std::fprintf(stderr, "--group must be small, large or epoch\n");
+    return 2;
+  }
+  compare::print_table(rows);
+  std::printf("load average at end: %s\n", compare::load_average().c_str());
+  return 0;
+}

@@ -1,0 +1,34 @@
+// Issue 7, workload 5, tapeflow's side, as its own program (no LibTorch loaded): one forward +
+// backward of a 32-layer, width-1024 ReLU MLP at batch 512; prints "rss START PARAMS PEAK" in
+// KiB (VmRSS at start, VmRSS once the parameters exist, VmHWM at the end). Run by compare.
+
+#include <cstdio>
+#include <vector>
+
+#include "common.h"
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+
+int main() {
+  constexpr int kLayers = 32;
+  constexpr std::int64_t kWidth = 1024, kBatch = 512;
+  const std::int64_t start_kib = compare::proc_status_kib("VmRSS");
+  std::vector<tf::Variable> vars;
+  for (int i = 0; i < kLayers; ++i) vars.emplace_back(tf::random::normal({kWidth, kWidth}, 0, 0.03, tf::float32, 100 + i));
+  for (int i = 0; i < kLayers; ++i) vars.emplace_back(tf::zeros({kWidth}));
+  const tf::Tensor x = tf::random::normal({kBatch, kWidth}, 0, 1, tf::float32, 99);
+  const std::int64_t params_kib = compare::proc_status_kib("VmRSS");
+  {
+    tf::GradientTape tape;
+    tf::Tensor h = x;
+    for (int i = 0; i < kLayers; ++i)
+      h = tf::nn::relu(tf::matmul(h, vars[i].read_value()) + vars[kLayers + i].read_value());
+    tf::Tensor loss = tf::reduce_mean(h * h);
+    h = tf::Tensor();
+    auto g = tape.gradient(loss, vars);
+  }
+  std::printf("rss %lld %lld %lld\n", static_cast<long long>(start_kib), static_cast<long long>(params_kib),
+              static_cast<long long>(compare::proc_status_kib("VmHWM")));
+  return 0;
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tapeflow against LibTorch, side by side (issue 7; issue 5's training epoch): installs what the
+# benchmarks need (scripts/bench_setup.sh), builds bench/compare in build/bench (Release,
+# -DTAPEFLOW_BUILD_BENCHMARKS=ON), and prints one table per group. LibTorch runs at its best
+# configuration: OMP_WAIT_POLICY=PASSIVE everywhere, jemalloc preloaded for the large-tensor group.
+#
+#   scripts/bench_compare.sh                  # both groups, all cores
+#   THREADS=1 ROUNDS=11 scripts/bench_compare.sh small
+#   EPOCH_BATCHES=100 scripts/bench_compare.sh large   # epochs timed on 100 batches, scaled
+#   CLOCK=thread-cpu scripts/bench_compare.sh small    # CPU time of the thread (loaded machine)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+groups=("$@")
+((${#groups[@]})) || groups=(small large)
+threads=${THREADS:-$(nproc)}
+rounds=${ROUNDS:-7}
+jemalloc=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+
+scripts/bench_setup.sh
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake --preset bench -DTAPEFLOW_BUILD_TESTS=OFF -DTAPEFLOW_BUILD_EXAMPLES=OFF "${launcher[@]}" >/dev/null
+cmake --build build/bench -j"$(nproc)" --target compare
+bin=build/bench/bench/compare/compare
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(uptime)"
+export OMP_WAIT_POLICY=PASSIVE
+common=(--threads "$threads" --rounds "$rounds" --clock "${CLOCK:-wall}")
+for g in "${groups[@]}"; do
+  case "$g" in
+    small) "$bin" --group small "${common[@]}" --python /usr/bin/python3 --script bench/compare/jacobian_torch.py ;;
+    large|epoch) LD_PRELOAD="$jemalloc" "$bin" --group "$g" "${common[@]}" --epoch-batches "${EPOCH_BATCHES:-0}" \
+                   --data "${DATA:-fashion-mnist}" ;;
+    *) echo "unknown group $g (small, large, epoch)" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,178 @@
+// Error rows for the elementwise math family: unary, binary, comparisons, logical, select, cast,
+// clip.
+
+#include "ops/error_cases.h"
+
+namespace tapeflow::testing::errors {
+namespace {
+
+using C = ErrorClass;
+
+using UnaryFn = Tensor (*)(const Tensor&);
+using BinaryFn = Tensor (*)(const Tensor&, const Tensor&);
+
+/// Float-only unary ops: integer and bool inputs have no kernel; undefined inputs are refused.
+void float_unary(std::vector<ErrorCase>& rows, const std::string& op, UnaryFn f) {
+  auto call = [f](const Ins& x) { return one(f(x[0])); };
+  rows.push_back({.op = op, .cls = C::DType, .what = "int32 input", .inputs = {i32({2, 3})}, .call = call,
+                  .needles = {"'x'", "int32", "(2, 3)"}});
+  rows.push_back({.op = op, .cls = C::DType, .what = "bool input", .inputs = {bools({2})}, .call = call,
+                  .needles = {"'x'", "bool", "(2,)"}});
+  rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined input", .inputs = {Tensor{}}, .call = call,
+                  .needles = {"input 0", "undefined"}});
+}
+
+/// Numeric unary ops (ints allowed): bool inputs and undefined inputs are refused.
+void numeric_unary(std::vector<ErrorCase>& rows, const std::string& op, UnaryFn f) {
+  auto call = [f](const Ins& x) { return one(f(x[0])); };
+  rows.push_back({.op = op, .cls = C::DType, .what = "bool input", .inputs = {bools({3, 1})}, .call = call,
+                  .needles = {"'x'", "bool", "(3, 1)"}});
+  rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined input", .inputs = {Tensor{}}, .call = call,
+                  .needles = {"input 0", "undefined"}});
+}
+
+/// Binary ops with broadcasting: incompatible shapes (also against an empty operand), mixed
+/// dtypes, undefined operands.
+void binary(std::vector<ErrorCase>& rows, const std::string& op, BinaryFn f, bool floats_only) {
+  auto call = [f](const Ins& x) { return one(f(x[0], x[1])); };
+  rows.push_back({.op = op, .cls = C::Shape, .what = "shapes do not broadcast", .inputs = {f32({2, 3}), f32({4})},
+                  .call = call, .needles = {"(2, 3)", "(4,)"}});
+  rows.push_back({.op = op, .cls = C::Empty, .what = "empty operand against a size-2 dim",
+                  .inputs = {f64({0}), f64({2})}, .call = call, .needles = {"(0,)", "(2,)"}});
+  rows.push_back({.op = op, .cls = C::DType, .what = "float32 with float64 (no implicit cast)",
+                  .inputs = {f32({2}), f64({2})}, .call = call, .needles = {"float32", "float64"}});
+  rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined y", .inputs = {f32({2}), Tensor{}},
+                  .call = call, .needles = {"input 1", "undefined"}});
+  if (floats_only)
+    rows.push_back({.op = op, .cls = C::DType, .what = "int32 operands", .inputs = {i32({2}), i32({2})},
+                    .call = call, .needles = {"int32", "(2,)"}});
+  else
+    rows.push_back({.op = op, .cls = C::DType, .what = "bool operands", .inputs = {bools({2}), bools({2})},
+                    .call = call, .needles = {"bool", "(2,)"}});
+}
+
+void comparison(std::vector<ErrorCase>& rows, const std::string& op, BinaryFn f) {
+  auto call = [f](const Ins& x) { return one(f(x[0], x[1])); };
+  rows.push_back({.op = op, .cls = C::Shape, .what = "shapes do not broadcast", .inputs = {f32({3}), f32({2, 2})},
+                  .call = call, .needles = {"(3,)", "(2, 2)"}});
+  rows.push_back({.op = op, .cls = C::DType, .what = "int32 against float32", .inputs = {i32({2}), f32({2})},
+                  .call = call, .needles = {"int32", "float32"}});
+  rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined x", .inputs = {Tensor{}, f32({2})},
+                  .call = call, .needles = {"input 0", "undefined"}});
+}
+
+void logical(std::vector<ErrorCase>& rows, const std::string& op, BinaryFn f) {
+  auto call = [f](const Ins& x) { return one(f(x[0], x[1])); };
+  rows.push_back({.op = op, .cls = C::DType, .what = "float32 operand", .inputs = {f32({2}), bools({2})},
+                  .call = call, .needles = {"'x'", "float32", "(2,)"}});
+  rows.push_back({.op = op, .cls = C::Shape, .what = "shapes do not broadcast", .inputs = {bools({2}), bools({3})},
+                  .call = call, .needles = {"(2,)", "(3,)"}});
+  rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined y", .inputs = {bools({2}), Tensor{}},
+                  .call = call, .needles = {"input 1", "undefined"}});
+}
+
+}  // namespace
+
+void add_math_error_cases(std::vector<ErrorCase>& rows) {
+  float_unary(rows, "Exp", exp);
+  float_unary(rows, "Expm1", expm1);
+  float_unary(rows, "Log", log);
+  float_unary(rows, "Log1p", log1p);
+  float_unary(rows, "Sqrt", sqrt);
+  float_unary(rows, "Rsqrt", rsqrt);
+  float_unary(rows, "Sin", sin);
+  float_unary(rows, "Cos", cos);
+  float_unary(rows, "Tan", tan);
+  float_unary(rows, "Asin", asin);
+  float_unary(rows, "Acos", acos);
+  float_unary(rows, "Atan", atan);
+  float_unary(rows, "Sinh", sinh);
+  float_unary(rows, "Cosh", cosh);
+  float_unary(rows, "Tanh", tanh);
+  float_unary(rows, "Sigmoid", sigmoid);
+  float_unary(rows, "Softplus", softplus);
+  float_unary(rows, "Softsign", softsign);
+  float_unary(rows, "Reciprocal", reciprocal);
+  numeric_unary(rows, "Square", square);
+  numeric_unary(rows, "Abs", abs);
+  numeric_unary(rows, "Sign", sign);
+  numeric_unary(rows, "Neg", negative);
+
+  binary(rows, "AddV2", add, false);
+  binary(rows, "Sub", subtract, false);
+  binary(rows, "Mul", multiply, false);
+  binary(rows, "MulNoNan", multiply_no_nan, true);
+  binary(rows, "RealDiv", divide, false);
+  binary(rows, "Pow", [](const Tensor& x, const Tensor& y) { return pow(x, y); }, false);
+  binary(rows, "Maximum", [](const Tensor& x, const Tensor& y) { return maximum(x, y); }, false);
+  binary(rows, "Minimum", [](const Tensor& x, const Tensor& y) { return minimum(x, y); }, false);
+  binary(rows, "Atan2", atan2, true);
+  binary(rows, "SquaredDifference", squared_difference, false);
+  rows.push_back({.op = "RealDiv", .cls = C::Size, .what = "integer division by zero",
+                  .inputs = {i32({3}), constant(std::vector<std::int32_t>{1, 0, 2})},
+                  .call = [](const Ins& x) { return one(divide(x[0], x[1])); }, .needles = {"division by zero", "int32"}});
+  rows.push_back({.op = "Pow", .cls = C::Size, .what = "integer to a negative integer power",
+                  .inputs = {i32({2}), constant(std::vector<std::int32_t>{2, -1})},
+                  .call = [](const Ins& x) { return one(pow(x[0], x[1])); }, .needles = {"y[1] = -1", "int32"}});
+
+  comparison(rows, "Equal", equal);
+  comparison(rows, "NotEqual", not_equal);
+  comparison(rows, "Less", less);
+  comparison(rows, "LessEqual", less_equal);
+  comparison(rows, "Greater", greater);
+  comparison(rows, "GreaterEqual", greater_equal);
+  logical(rows, "LogicalAnd", logical_and);
+  logical(rows, "LogicalOr", logical_or);
+  {
+    auto call = [](const Ins& x) { return one(logical_not(x[0])); };
+    rows.push_back({.op = "LogicalNot", .cls = C::DType, .what = "float32 input", .inputs = {f32({2, 2})},
+                    .call = call, .needles = {"'x'", "float32", "(2, 2)"}});
+    rows.push_back({.op = "LogicalNot", .cls = C::DType, .what = "int64 input", .inputs = {i64({1})},
+                    .call = call, .needles = {"'x'", "int64", "(1,)"}});
+    rows.push_back({.op = "LogicalNot", .cls = C::Undefined, .what = "undefined input", .inputs = {Tensor{}},
+                    .call = call, .needles = {"input 0", "undefined"}});
+  }
+  {
+    auto call = [](const Ins& x) { return one(where(x[0], x[1], x[2])); };
+    rows.push_back({.op = "SelectV2", .cls = C::DType, .what = "float condition",
+                    .inputs = {f32({2}), f32({2}), f32({2})}, .call = call, .needles = {"condition", "float32"}});
+    rows.push_back({.op = "SelectV2", .cls = C::DType, .what = "x and y of different dtypes",
+                    .inputs = {bools({2}), f32({2}), f64({2})}, .call = call, .needles = {"float32", "float64"}});
+    rows.push_back({.op = "SelectV2", .cls = C::Shape, .what = "condition does not broadcast",
+                    .inputs = {bools({3}), f32({2}), f32({2})}, .call = call, .needles = {"(3,)", "(2,)"}});
+    rows.push_back({.op = "SelectV2", .cls = C::Undefined, .what = "undefined y",
+                    .inputs = {bools({2}), f32({2}), Tensor{}}, .call = call, .needles = {"input 2", "undefined"}});
+  }
+  {
+    const Tensor nan = constant(std::vector<float>{1.f, std::nanf(""), 2.f});
+    const Tensor huge = constant(std::vector<double>{1.0, 3e9});
+    rows.push_back({.op = "Cast", .cls = C::NonFinite, .what = "NaN to int32", .inputs = {nan},
+                    .attrs = {{"DstT", DType::Int32}}, .call = [](const Ins& x) { return one(cast(x[0], DType::Int32)); },
+                    .needles = {"element 1", "nan", "int32"}});
+    rows.push_back({.op = "Cast", .cls = C::NonFinite, .what = "Inf to int64",
+                    .inputs = {constant(std::vector<double>{-std::numeric_limits<double>::infinity()})}, .attrs = {{"DstT", DType::Int64}},
+                    .call = [](const Ins& x) { return one(cast(x[0], DType::Int64)); },
+                    .needles = {"element 0", "-inf", "int64"}});
+    rows.push_back({.op = "Cast", .cls = C::Size, .what = "3e9 outside int32", .inputs = {huge},
+                    .attrs = {{"DstT", DType::Int32}}, .call = [](const Ins& x) { return one(cast(x[0], DType::Int32)); },
+                    .needles = {"element 1", "3000000000", "int32"}});
+    rows.push_back({.op = "Cast", .cls = C::Undefined, .what = "undefined input", .inputs = {Tensor{}},
+                    .attrs = {{"DstT", DType::Float32}},
+                    .call = [](const Ins& x) { return one(cast(x[0], DType::Float32)); }, .needles = {"undefined"}});
+  }
+  {
+    auto call = [](const Ins& x) { return one(clip_by_value(x[0], x[1], x[2])); };
+    rows.push_back({.op = "ClipByValue", .cls = C::DType, .what = "bounds of another dtype",
+                    .inputs = {f32({2}), f64({}), f64({})}, .call = call,
+                    .needles = {"clip_value_min", "float32", "float64"}});
+    rows.push_back({.op = "ClipByValue", .cls = C::Shape, .what = "bound that would enlarge x",
+                    .inputs = {f32({2}), f32({3, 2}), f32({})}, .call = call,
+                    .needles = {"clip_value_min", "(2,)", "(3, 2)"}});
+    rows.push_back({.op = "ClipByValue", .cls = C::Shape, .what = "bound that does not broadcast",
+                    .inputs = {f32({2}), f32({}), f32({3})}, .call = call, .needles = {"(2,)", "(3,)"}});
+    rows.push_back({.op = "ClipByValue", .cls = C::Undefined, .what = "undefined clip_value_max",
+                    .inputs = {f32({2}), f32({}), Tensor{}}, .call = call, .needles = {"undefined"}});
+  }
+}
+
+}  // namespace tapeflow::testing::errors

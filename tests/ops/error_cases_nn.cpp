@@ -1,0 +1,229 @@
+// Error rows for the nn family: activations and their gradient ops, softmax, losses, convolution
+// and pooling with their gradient ops (the "forward shape" arguments TensorFlow's *Grad kernels
+// trusted are checked here).
+
+#include "ops/error_cases.h"
+
+namespace tapeflow::testing::errors {
+namespace {
+using C = ErrorClass;
+using UnaryFn = Tensor (*)(const Tensor&);
+using GradFn = Tensor (*)(const Tensor&, const Tensor&);
+
+void activation(std::vector<ErrorCase>& rows, const std::string& op, std::function<Tensor(const Tensor&)> f,
+                bool ints_ok, raw_ops::AttrMap attrs = {}) {
+  auto call = [f](const Ins& x) { return one(f(x[0])); };
+  rows.push_back({.op = op, .cls = C::DType, .what = "bool input", .inputs = {bools({2})}, .attrs = attrs,
+                  .call = call, .needles = {"'features'", "bool", "(2,)"}});
+  if (!ints_ok)
+    rows.push_back({.op = op, .cls = C::DType, .what = "int32 input", .inputs = {i32({2, 2})}, .attrs = attrs,
+                    .call = call, .needles = {"'features'", "int32", "(2, 2)"}});
+  rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined input", .inputs = {Tensor{}}, .attrs = attrs,
+                  .call = call, .needles = {"input 0", "undefined"}});
+}
+
+/// Gradient ops of activations: (gradients, features) must agree in shape and dtype (the
+/// binary-kernel CVE class: a no-broadcast kernel given operands of different sizes).
+void activation_grad(std::vector<ErrorCase>& rows, const std::string& op, const std::string& second,
+                     std::function<Tensor(const Tensor&, const Tensor&)> f, raw_ops::AttrMap attrs = {}) {
+  auto call = [f](const Ins& x) { return one(f(x[0], x[1])); };
+  rows.push_back({.op = op, .cls = C::Shape, .what = "gradients (3,) with features (4,)", .inputs = {f32({3}), f32({4})},
+                  .attrs = attrs, .call = call, .needles = {second, "(3,)", "(4,)"}});
+  rows.push_back({.op = op, .cls = C::Shape, .what = "gradients (2, 2) with features (4,)",
+                  .inputs = {f32({2, 2}), f32({4})}, .attrs = attrs, .call = call, .needles = {"(2, 2)", "(4,)"}});
+  rows.push_back({.op = op, .cls = C::DType, .what = "float32 gradients with float64 features",
+                  .inputs = {f32({2}), f64({2})}, .attrs = attrs, .call = call, .needles = {"float32", "float64"}});
+  rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined features", .inputs = {f32({2}), Tensor{}},
+                  .attrs = attrs, .call = call, .needles = {"input 1", "undefined"}});
+}
+
+}  // namespace
+
+void add_nn_error_cases(std::vector<ErrorCase>& rows) {
+  using namespace tapeflow::nn;
+  activation(rows, "Relu", relu, true);
+  activation(rows, "Relu6", relu6, true);
+  activation(rows, "Elu", elu, false);
+  activation(rows, "Selu", selu, false);
+  activation(rows, "LeakyRelu", [](const Tensor& x) { return leaky_relu(x, 0.2); }, false, {{"alpha", 0.2}});
+  activation(rows, "Gelu", [](const Tensor& x) { return gelu(x, false); }, false);
+  activation_grad(rows, "ReluGrad", "features", raw_ops::relu_grad);
+  activation_grad(rows, "Relu6Grad", "features", raw_ops::relu6_grad);
+  activation_grad(rows, "EluGrad", "outputs", raw_ops::elu_grad);
+  activation_grad(rows, "SeluGrad", "outputs", raw_ops::selu_grad);
+  activation_grad(rows, "LeakyReluGrad", "features",
+                  [](const Tensor& g, const Tensor& f) { return raw_ops::leaky_relu_grad(g, f, 0.2); }, {{"alpha", 0.2}});
+  activation_grad(rows, "GeluGrad", "features",
+                  [](const Tensor& g, const Tensor& f) { return raw_ops::gelu_grad(g, f, false); });
+
+  for (const std::string op : {"Softmax", "LogSoftmax"}) {
+    auto f = op == "Softmax" ? softmax : log_softmax;
+    auto call = [f](std::int64_t a) { return [f, a](const Ins& x) { return one(f(x[0], a)); }; };
+    rows.push_back({.op = op, .cls = C::Index, .what = "axis 2 for rank 2", .inputs = {f32({2, 3})},
+                    .attrs = {{"axis", std::int64_t{2}}}, .call = call(2), .needles = {"axis 2"}});
+    rows.push_back({.op = op, .cls = C::Rank, .what = "scalar logits", .inputs = {f32({})},
+                    .attrs = {{"axis", std::int64_t{-1}}}, .call = call(-1), .needles = {"'logits'", "rank >= 1", "()"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "int32 logits", .inputs = {i32({2})},
+                    .attrs = {{"axis", std::int64_t{-1}}}, .call = call(-1), .needles = {"logits", "int32"}});
+  }
+  {
+    auto call = [](const Ins& x) { return one(softmax_cross_entropy_with_logits(x[0], x[1])); };
+    const std::string op = "SoftmaxCrossEntropyWithLogits";
+    rows.push_back({.op = op, .cls = C::Shape, .what = "labels and logits shapes differ",
+                    .inputs = {f32({2, 3}), f32({2, 4})}, .call = call, .needles = {"labels", "(2, 3)", "(2, 4)"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "labels and logits dtypes differ",
+                    .inputs = {f64({2, 3}), f32({2, 3})}, .call = call, .needles = {"float64", "float32"}});
+    rows.push_back({.op = op, .cls = C::Rank, .what = "scalar logits", .inputs = {f32({}), f32({})}, .call = call,
+                    .needles = {"logits", "()"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "int32 logits", .inputs = {i32({2, 3}), i32({2, 3})},
+                    .call = call, .needles = {"logits", "int32"}});
+  }
+  {
+    auto call = [](const Ins& x) { return one(sparse_softmax_cross_entropy_with_logits(x[0], x[1])); };
+    const std::string op = "SparseSoftmaxCrossEntropyWithLogits";
+    rows.push_back({.op = op, .cls = C::Index, .what = "label 3 with 3 classes",
+                    .inputs = {constant(std::vector<std::int32_t>{0, 3}), f32({2, 3})}, .call = call,
+                    .needles = {"labels", "3", "(2, 3)"}});
+    rows.push_back({.op = op, .cls = C::Index, .what = "label -1",
+                    .inputs = {constant(std::vector<std::int64_t>{-1, 0}), f32({2, 3})}, .call = call,
+                    .needles = {"labels", "-1"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "float labels", .inputs = {f32({2}), f32({2, 3})},
+                    .call = call, .needles = {"labels", "float32"}});
+    rows.push_back({.op = op, .cls = C::Shape, .what = "labels (3,) for logits (2, 3)", .inputs = {i32({3}), f32({2, 3})},
+                    .call = call, .needles = {"labels", "(3,)", "(2, 3)"}});
+    rows.push_back({.op = op, .cls = C::Empty, .what = "zero classes", .inputs = {i32({2}), f32({2, 0})},
+                    .call = call, .needles = {"(2, 0)"}});
+  }
+  {
+    auto call = [](const Ins& x) { return one(sigmoid_cross_entropy_with_logits(x[0], x[1])); };
+    const std::string op = "SigmoidCrossEntropyWithLogits";
+    rows.push_back({.op = op, .cls = C::Shape, .what = "labels and logits shapes differ",
+                    .inputs = {f32({3}), f32({2})}, .call = call, .needles = {"(3,)", "(2,)"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "dtypes differ", .inputs = {f32({2}), f64({2})}, .call = call,
+                    .needles = {"float32", "float64"}});
+    rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined labels", .inputs = {Tensor{}, f32({2})},
+                    .call = call, .needles = {"'labels'", "undefined"}});
+  }
+  // Convolution and pooling: rank, channels, strides, windows, padding, and the gradient ops'
+  // shape arguments.
+  {
+    auto cv = [](Ints s, std::string p) { return [s, p](const Ins& x) { return one(conv2d(x[0], x[1], s, p)); }; };
+    const std::string op = "Conv2D";
+    rows.push_back({.op = op, .cls = C::Rank, .what = "rank-3 input", .inputs = {f32({4, 4, 1}), f32({2, 2, 1, 1})},
+                    .call = cv({1, 1}, "VALID"), .needles = {"input", "(4, 4, 1)"}});
+    rows.push_back({.op = op, .cls = C::Shape, .what = "channels 2 vs filter in-channels 3",
+                    .inputs = {f32({1, 4, 4, 2}), f32({2, 2, 3, 1})}, .call = cv({1, 1}, "VALID"),
+                    .needles = {"(1, 4, 4, 2)", "(2, 2, 3, 1)"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "stride 0", .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 1})},
+                    .attrs = {{"strides", Ints{0, 1}}}, .call = cv({0, 1}, "VALID"), .needles = {"strides", "0"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "negative stride", .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 1})},
+                    .attrs = {{"strides", Ints{1, -3}}}, .call = cv({1, -3}, "VALID"), .needles = {"strides", "-3"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "padding 'FOO'", .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 1})},
+                    .attrs = {{"padding", std::string("FOO")}}, .call = cv({1, 1}, "FOO"), .needles = {"padding", "FOO"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "filter larger than input (VALID)",
+                    .inputs = {f32({1, 2, 2, 1}), f32({3, 3, 1, 1})}, .call = cv({1, 1}, "VALID"),
+                    .needles = {"(1, 2, 2, 1)", "(3, 3, 1, 1)"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "int32 input", .inputs = {i32({1, 4, 4, 1}), i32({2, 2, 1, 1})},
+                    .call = cv({1, 1}, "VALID"), .needles = {"int32"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "stride 2^62", .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 1})},
+                    .attrs = {{"strides", Ints{std::int64_t{1} << 62, 1}}},
+                    .call = cv({std::int64_t{1} << 62, 1}, "VALID"), .needles = {"strides", "4611686018427387904"}});
+  }
+  {
+    const std::string op = "Conv2DBackpropInput";
+    auto bi = [](Shape s) {
+      return [s](const Ins& x) { return one(raw_ops::conv2d_backprop_input(s, x[0], x[1], {1, 1}, "VALID")); };
+    };
+    rows.push_back({.op = op, .cls = C::Shape, .what = "input_sizes inconsistent with out_backprop",
+                    .inputs = {f32({2, 2, 1, 1}), f32({1, 3, 3, 1})}, .attrs = {{"input_sizes", Shape{1, 9, 9, 1}}},
+                    .call = bi({1, 9, 9, 1}), .needles = {"(1, 9, 9, 1)", "(1, 3, 3, 1)"}});
+    rows.push_back({.op = op, .cls = C::Rank, .what = "input_sizes of rank 3", .inputs = {f32({2, 2, 1, 1}), f32({1, 3, 3, 1})},
+                    .attrs = {{"input_sizes", Shape{4, 4, 1}}}, .call = bi({4, 4, 1}), .needles = {"'input'", "(4, 4, 1)"}});
+    rows.push_back({.op = op, .cls = C::Shape, .what = "input_sizes channels differ from the filter's",
+                    .inputs = {f32({2, 2, 1, 1}), f32({1, 3, 3, 1})}, .attrs = {{"input_sizes", Shape{1, 4, 4, 5}}},
+                    .call = bi({1, 4, 4, 5}), .needles = {"(1, 4, 4, 5)", "(2, 2, 1, 1)"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "negative input_sizes (raw list)", .inputs = {f32({2, 2, 1, 1}), f32({1, 3, 3, 1})},
+                    .attrs = {{"input_sizes", Ints{-536870912, -536870912, -536870912, -536870912}}},
+                    .call = nullptr, .needles = {"negative", "-536870912"}});
+  }
+  {
+    const std::string op = "Conv2DBackpropFilter";
+    auto bf = [](Shape s) {
+      return [s](const Ins& x) { return one(raw_ops::conv2d_backprop_filter(x[0], s, x[1], {1, 1}, "VALID")); };
+    };
+    rows.push_back({.op = op, .cls = C::Shape, .what = "filter_sizes inconsistent with out_backprop",
+                    .inputs = {f32({1, 4, 4, 1}), f32({1, 3, 3, 1})}, .attrs = {{"filter_sizes", Shape{3, 3, 1, 1}}},
+                    .call = bf({3, 3, 1, 1}), .needles = {"(3, 3, 1, 1)", "(1, 3, 3, 1)"}});
+    rows.push_back({.op = op, .cls = C::Rank, .what = "filter_sizes of rank 2", .inputs = {f32({1, 4, 4, 1}), f32({1, 3, 3, 1})},
+                    .attrs = {{"filter_sizes", Shape{2, 2}}}, .call = bf({2, 2}), .needles = {"'filters'", "(2, 2)"}});
+    rows.push_back({.op = op, .cls = C::Shape, .what = "out_backprop batch differs from input's",
+                    .inputs = {f32({1, 4, 4, 1}), f32({2, 3, 3, 1})}, .attrs = {{"filter_sizes", Shape{2, 2, 1, 1}}},
+                    .call = bf({2, 2, 1, 1}), .needles = {"(1, 4, 4, 1)", "(2, 3, 3, 1)"}});
+  }
+  for (const std::string op : {"MaxPool", "AvgPool"}) {
+    auto f = op == "MaxPool" ? max_pool2d : avg_pool2d;
+    auto pl = [f](Ints k, Ints s, std::string p) { return [=](const Ins& x) { return one(f(x[0], k, s, p)); }; };
+    auto at = [](Ints k, Ints s, std::string p) {
+      return raw_ops::AttrMap{{"ksize", k}, {"strides", s}, {"padding", p}};
+    };
+    rows.push_back({.op = op, .cls = C::Size, .what = "ksize 0", .inputs = {f32({1, 4, 4, 1})},
+                    .attrs = at({0, 0}, {1, 1}, "VALID"), .call = pl({0, 0}, {1, 1}, "VALID"), .needles = {"ksize", "0"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "stride 0", .inputs = {f32({1, 4, 4, 1})},
+                    .attrs = at({2, 2}, {0, 0}, "VALID"), .call = pl({2, 2}, {0, 0}, "VALID"), .needles = {"strides", "0"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "ksize 1e10 (window larger than input)", .inputs = {f32({1, 4, 4, 1})},
+                    .attrs = at({10000000000, 1}, {1, 1}, "VALID"), .call = pl({10000000000, 1}, {1, 1}, "VALID"),
+                    .needles = {"10000000000"}});
+    rows.push_back({.op = op, .cls = C::Rank, .what = "rank-2 input", .inputs = {f32({4, 4})},
+                    .attrs = at({2, 2}, {1, 1}, "VALID"), .call = pl({2, 2}, {1, 1}, "VALID"), .needles = {"(4, 4)"}});
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    rows.push_back({.op = op, .cls = C::Size, .what = "stride INT64_MAX with SAME padding", .inputs = {f32({1, 4, 4, 1})},
+                    .attrs = at({1, 1}, {kMax, kMax}, "SAME"), .call = pl({1, 1}, {kMax, kMax}, "SAME"),
+                    .needles = {"strides", "9223372036854775807"}});
+    rows.push_back({.op = op, .cls = C::Rank, .what = "ksize of length 3", .inputs = {f32({1, 4, 4, 1})},
+                    .attrs = at({2, 2, 2}, {1, 1}, "VALID"), .call = pl({2, 2, 2}, {1, 1}, "VALID"), .needles = {"ksize"}});
+  }
+  {
+    auto mg = [](bool gg) {
+      return [gg](const Ins& x) {
+        return one(gg ? raw_ops::max_pool_grad_grad(x[0], x[1], {2, 2}, {2, 2}, "VALID")
+                      : raw_ops::max_pool_grad(x[0], x[1], {2, 2}, {2, 2}, "VALID"));
+      };
+    };
+    const raw_ops::AttrMap at{{"ksize", Ints{2, 2}}, {"strides", Ints{2, 2}}, {"padding", std::string("VALID")}};
+    rows.push_back({.op = "MaxPoolGrad", .cls = C::Shape, .what = "grad larger than the pooled output",
+                    .inputs = {f32({1, 4, 4, 1}), f32({1, 3, 3, 1})}, .attrs = at, .call = mg(false),
+                    .needles = {"grad", "(1, 3, 3, 1)", "(1, 2, 2, 1)"}});
+    rows.push_back({.op = "MaxPoolGrad", .cls = C::DType, .what = "dtypes differ",
+                    .inputs = {f32({1, 4, 4, 1}), f64({1, 2, 2, 1})}, .attrs = at, .call = mg(false),
+                    .needles = {"float32", "float64"}});
+    rows.push_back({.op = "MaxPoolGrad", .cls = C::Rank, .what = "rank-3 orig_input",
+                    .inputs = {f32({4, 4, 1}), f32({1, 2, 2, 1})}, .attrs = at, .call = mg(false), .needles = {"(4, 4, 1)"}});
+    rows.push_back({.op = "MaxPoolGradGrad", .cls = C::Shape, .what = "grad not of orig_input's shape",
+                    .inputs = {f32({1, 4, 4, 1}), f32({1, 2, 2, 1})}, .attrs = at, .call = mg(true),
+                    .needles = {"grad", "(1, 2, 2, 1)", "(1, 4, 4, 1)"}});
+    rows.push_back({.op = "MaxPoolGradGrad", .cls = C::DType, .what = "dtypes differ",
+                    .inputs = {f32({1, 4, 4, 1}), f64({1, 4, 4, 1})}, .attrs = at, .call = mg(true),
+                    .needles = {"float32", "float64"}});
+    rows.push_back({.op = "MaxPoolGradGrad", .cls = C::Rank, .what = "rank-3 orig_input",
+                    .inputs = {f32({4, 4, 1}), f32({4, 4, 1})}, .attrs = at, .call = mg(true), .needles = {"(4, 4, 1)"}});
+    auto ag = [](Shape s) {
+      return [s](const Ins& x) { return one(raw_ops::avg_pool_grad(s, x[0], {2, 2}, {2, 2}, "VALID")); };
+    };
+    auto aat = [&](raw_ops::AttrValue s) {
+      raw_ops::AttrMap m = at;
+      m["orig_input_shape"] = s;
+      return m;
+    };
+    rows.push_back({.op = "AvgPoolGrad", .cls = C::Shape, .what = "orig_input_shape inconsistent with grad",
+                    .inputs = {f32({1, 3, 3, 1})}, .attrs = aat(Shape{1, 4, 4, 1}), .call = ag({1, 4, 4, 1}),
+                    .needles = {"(1, 4, 4, 1)", "(1, 3, 3, 1)"}});
+    rows.push_back({.op = "AvgPoolGrad", .cls = C::Rank, .what = "orig_input_shape of rank 2",
+                    .inputs = {f32({1, 2, 2, 1})}, .attrs = aat(Shape{4, 4}), .call = ag({4, 4}),
+                    .needles = {"'input'", "(4, 4)"}});
+    rows.push_back({.op = "AvgPoolGrad", .cls = C::Size, .what = "negative orig_input_shape (raw list, TFSA-2022-100)",
+                    .inputs = {f32({1, 2, 2, 1})}, .attrs = aat(Ints(4, -536870912)), .call = nullptr,
+                    .needles = {"negative", "-536870912"}});
+  }
+}
+
+}  // namespace tapeflow::testing::errors
