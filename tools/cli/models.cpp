@@ -1,0 +1,81 @@
+#include "models.h"
+
+#include <array>
+
+#include "tapeflow/errors.h"
+#include "tapeflow/nn/conv2d.h"
+#include "tapeflow/nn/dense.h"
+#include "tapeflow/nn/dropout.h"
+#include "tapeflow/nn/flatten.h"
+#include "tapeflow/nn/pooling.h"
+#include "tapeflow/ops/creation.h"
+
+namespace tapeflow::cli {
+namespace {
+
+/// SplitMix64's finaliser: well-mixed, distinct seeds for the layers of one model.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+const std::vector<std::string>& model_names() {
+  static const std::vector<std::string> names = {"mlp", "cnn"};
+  return names;
+}
+
+EpochSeededDropout::EpochSeededDropout(double rate, std::uint64_t seed)
+    : Layer("dropout"), rate_(rate), seed_(seed), dropout_(std::make_shared<layers::Dropout>(rate, seed)) {}
+
+void EpochSeededDropout::start_epoch(std::int64_t epoch) {
+  dropout_ = std::make_shared<layers::Dropout>(rate_, mix(seed_ ^ mix(static_cast<std::uint64_t>(epoch))));
+}
+
+Tensor EpochSeededDropout::call(const Tensor& x, bool training) { return dropout_->call(x, training); }
+
+void Model::start_epoch(std::int64_t epoch) {
+  for (auto& d : dropouts) d->start_epoch(epoch);
+}
+
+Model make_model(std::string_view kind, std::uint64_t seed) {
+  Model m;
+  m.kind = std::string(kind);
+  m.net = std::make_shared<layers::Sequential>(m.kind);
+  std::uint64_t next = mix(seed);
+  auto dense = [&](std::int64_t units, const char* activation) {
+    return std::make_shared<layers::Dense>(units, activation, layers::DenseOptions{.seed = next++});
+  };
+  auto conv = [&](std::int64_t filters) {
+    return std::make_shared<layers::Conv2D>(filters, std::array<std::int64_t, 2>{3, 3}, "relu",
+                                            layers::Conv2DOptions{.padding = "same", .seed = next++});
+  };
+  if (kind == "mlp") {
+    m.net->add(std::make_shared<layers::Flatten>());
+    m.net->add(dense(256, "relu"));
+    m.net->add(dense(128, "relu"));
+    m.net->add(dense(10, "linear"));
+  } else if (kind == "cnn") {
+    m.net->add(conv(32));
+    m.net->add(std::make_shared<layers::MaxPool2D>());
+    m.net->add(conv(64));
+    m.net->add(std::make_shared<layers::MaxPool2D>());
+    m.net->add(std::make_shared<layers::Flatten>());
+    m.net->add(dense(128, "relu"));
+    auto dropout = std::make_shared<EpochSeededDropout>(0.3, next++);
+    m.dropouts.push_back(dropout);
+    m.net->add(dropout);
+    m.net->add(dense(10, "linear"));
+  } else {
+    throw InvalidArgumentError("unknown model '" + std::string(kind) + "': expected mlp or cnn");
+  }
+  // Build every layer now (Keras builds on the first call), so that the variables exist for a
+  // checkpoint restore or an optimizer's build() before the first step.
+  (*m.net)(zeros({1, 28, 28, 1}));
+  return m;
+}
+
+}  // namespace tapeflow::cli

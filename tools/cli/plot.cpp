@@ -1,0 +1,183 @@
+#include "plot.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "tapeflow/errors.h"
+
+namespace tapeflow::cli {
+namespace {
+
+constexpr double kPanelWidth = 420, kPanelHeight = 320, kTitleHeight = 30;
+constexpr double kLeft = 60, kRight = 20, kTop = 30, kBottom = 50;  // margins inside a panel
+constexpr const char* kTrainColour = "#1f77b4";                     // matplotlib's tab10 blue
+constexpr const char* kTestColour = "#ff7f0e";                      // and orange
+
+/// A "nice" tick step (1, 2, 2.5 or 5 times a power of ten) giving about `target` ticks.
+double nice_step(double span, int target) {
+  const double raw = span / target;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (m * mag >= raw) return m * mag;
+  return 10 * mag;
+}
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+struct Series {
+  const char* label;
+  const char* colour;
+  std::vector<double> y;
+};
+
+/// One panel at horizontal offset `x0`: axes, ticks, grid, a polyline and markers per series.
+std::string panel(double x0, double y0, const std::string& title, const std::string& ylabel,
+                  const std::vector<double>& epochs, const std::vector<Series>& series,
+                  bool legend_at_bottom) {
+  std::string o;
+  const double left = x0 + kLeft, right = x0 + kPanelWidth - kRight;
+  const double top = y0 + kTop, bottom = y0 + kPanelHeight - kBottom;
+  // Data ranges: x from 1 to the last epoch (at least 1..2 so one epoch still has an axis), y
+  // from the data with a 5% margin.
+  const double xmin = 1, xmax = std::max(2.0, epochs.empty() ? 2.0 : epochs.back());
+  double ymin = INFINITY, ymax = -INFINITY;
+  for (const auto& s : series)
+    for (double v : s.y)
+      if (std::isfinite(v)) ymin = std::min(ymin, v), ymax = std::max(ymax, v);
+  if (!std::isfinite(ymin)) ymin = 0, ymax = 1;
+  if (ymax - ymin < 1e-9) ymin -= 0.5, ymax += 0.5;
+  const double pad = 0.05 * (ymax - ymin);
+  ymin -= pad, ymax += pad;
+  auto px = [&](double v) { return left + (v - xmin) / (xmax - xmin) * (right - left); };
+  auto py = [&](double v) { return bottom - (v - ymin) / (ymax - ymin) * (bottom - top); };
+
+  o += fmt::format("<g class=\"panel\" id=\"{}\">\n", ylabel);
+  o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
+                   (left + right) / 2, y0 + 18, escape(title));
+  // Ticks and grid lines.
+  const double ystep = nice_step(ymax - ymin, 5);
+  for (double v = std::ceil(ymin / ystep) * ystep; v <= ymax + 1e-12; v += ystep) {
+    o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>\n",
+                     left, py(v), right);
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" font-size=\"11\">{:g}</text>\n",
+                     left - 6, py(v) + 4, std::round(v / ystep) * ystep);
+  }
+  const double xstep = std::max(1.0, std::round(nice_step(xmax - xmin, 6)));
+  for (double v = xmin; v <= xmax + 1e-12; v += xstep) {
+    o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#000\"/>\n",
+                     px(v), bottom, bottom + 5);
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"11\">{:g}</text>\n",
+                     px(v), bottom + 18, v);
+  }
+  // Axes and their labels.
+  o += fmt::format("<path d=\"M{:.1f},{:.1f} V{:.1f} H{:.1f}\" fill=\"none\" stroke=\"#000\"/>\n", left, top,
+                   bottom, right);
+  o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"12\">epoch</text>\n",
+                   (left + right) / 2, bottom + 36);
+  o += fmt::format(
+      "<text x=\"{0:.1f}\" y=\"{1:.1f}\" text-anchor=\"middle\" font-size=\"12\" "
+      "transform=\"rotate(-90 {0:.1f} {1:.1f})\">{2}</text>\n",
+      x0 + 16, (top + bottom) / 2, ylabel);
+  // The curves: one polyline per series, with a marker at each epoch.
+  for (const auto& s : series) {
+    std::string points;
+    for (std::size_t i = 0; i < s.y.size(); ++i)
+      points += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", px(epochs[i]), py(s.y[i]));
+    o += fmt::format(
+        "<polyline class=\"{}\" data-series=\"{} {}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
+        "points=\"{}\"/>\n",
+        ylabel, s.label, ylabel, s.colour, points);
+    for (std::size_t i = 0; i < s.y.size(); ++i)
+      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", px(epochs[i]),
+                       py(s.y[i]), s.colour);
+  }
+  // Legend at the right, away from the curves: the top for losses (they fall), the bottom for
+  // accuracies (they rise).
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const double ly = legend_at_bottom ? bottom - 12 - 16 * static_cast<double>(series.size() - 1 - i)
+                                       : top + 12 + 16 * static_cast<double>(i);
+    o += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
+        "stroke-width=\"2\"/>\n",
+        right - 80, ly, right - 60, series[i].colour);
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", right - 55, ly + 4,
+                     series[i].label);
+  }
+  o += "</g>\n";
+  return o;
+}
+
+}  // namespace
+
+std::string training_svg(const History& history, const std::string& title) {
+  std::vector<double> epochs, train_loss, test_loss, train_acc, test_acc;
+  for (const auto& r : history) {
+    epochs.push_back(static_cast<double>(r.epoch));
+    train_loss.push_back(r.train_loss);
+    test_loss.push_back(r.test_loss);
+    train_acc.push_back(r.train_accuracy);
+    test_acc.push_back(r.test_accuracy);
+  }
+  const double width = 2 * kPanelWidth, height = kPanelHeight + kTitleHeight;
+  std::string o = fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"sans-serif\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{2}\" y=\"20\" text-anchor=\"middle\" font-size=\"16\">{3}</text>\n",
+      width, height, width / 2, escape(title));
+  o += panel(0, kTitleHeight, "loss", "loss", epochs,
+             {{"train", kTrainColour, train_loss}, {"test", kTestColour, test_loss}}, false);
+  o += panel(kPanelWidth, kTitleHeight, "accuracy", "accuracy", epochs,
+             {{"train", kTrainColour, train_acc}, {"test", kTestColour, test_acc}}, true);
+  o += "</svg>\n";
+  return o;
+}
+
+void write_training_svg(const std::string& path, const History& history, const std::string& title) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (f) f << training_svg(history, title);
+    if (!f || !f.flush()) {
+      const std::string reason = std::strerror(errno);
+      std::remove(tmp.c_str());
+      throw FailedPreconditionError("cannot write the plot '" + path + "': " + reason);
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw FailedPreconditionError("cannot write the plot '" + path + "': " + reason);
+  }
+}
+
+}  // namespace tapeflow::cli

@@ -1,0 +1,329 @@
+#include "train.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+
+#include "models.h"
+#include "plot.h"
+#include "progress.h"
+#include "tapeflow/checkpoint.h"
+#include "tapeflow/data.h"
+#include "tapeflow/errors.h"
+#include "tapeflow/nn/losses.h"
+#include "tapeflow/nn/metrics.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/optim/optimizer.h"
+#include "tapeflow/tape.h"
+
+// NOTE: the thread count has no public setter yet; the tool uses the library's internal one
+// (src/core/parallel.h) and OpenBLAS's.
+#include "core/parallel.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace tapeflow::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string> kOptimizers = {"adam", "sgd"};
+constexpr std::int64_t kHistoryColumns = 6;  // epoch, train loss, train acc, test loss, test acc, s
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, double learning_rate) {
+  if (name == "adam") return std::make_unique<optim::Adam>(learning_rate);
+  if (name == "sgd") return std::make_unique<optim::SGD>(learning_rate, /*momentum=*/0.9);
+  throw UsageError("unknown optimizer '" + name + "': expected adam or sgd");
+}
+
+std::int64_t index_of(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) - names.begin();
+}
+
+/// The scalars a checkpoint keeps besides the variables, under "train/...".
+struct Meta {
+  Variable epoch{std::int64_t{0}, {.name = "train/epoch", .trainable = false}};
+  Variable learning_rate{0.0, {.name = "train/learning_rate", .trainable = false}};
+  Variable seed{std::int64_t{0}, {.name = "train/seed", .trainable = false}};
+  Variable batch_size{std::int64_t{0}, {.name = "train/batch_size", .trainable = false}};
+  Variable limit{std::int64_t{0}, {.name = "train/limit", .trainable = false}};
+  Variable model{std::int64_t{0}, {.name = "train/model", .trainable = false}};
+  Variable optimizer{std::int64_t{0}, {.name = "train/optimizer", .trainable = false}};
+  Variable history{zeros({0, kHistoryColumns}, DType::Float64),
+                   {.name = "train/history", .trainable = false}};
+
+  NamedVariables entries() const {
+    return {{"train/epoch", epoch},         {"train/learning_rate", learning_rate},
+            {"train/seed", seed},           {"train/batch_size", batch_size},
+            {"train/limit", limit},         {"train/model", model},
+            {"train/optimizer", optimizer}, {"train/history", history}};
+  }
+};
+
+Tensor history_tensor(const History& h) {
+  std::vector<double> v;
+  for (const auto& r : h)
+    v.insert(v.end(), {static_cast<double>(r.epoch), r.train_loss, r.train_accuracy, r.test_loss,
+                       r.test_accuracy, r.seconds});
+  return constant(v, Shape({static_cast<std::int64_t>(h.size()), kHistoryColumns}));
+}
+
+History history_from(const Tensor& t) {
+  History h;
+  auto v = t.values<double>();
+  for (std::size_t i = 0; i + kHistoryColumns <= v.size(); i += kHistoryColumns)
+    h.push_back({static_cast<std::int64_t>(v[i]), v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5]});
+  return h;
+}
+
+/// Reads the "train/..." entries of `path` into a Meta. Throws UsageError for a file that cannot
+/// be read, is corrupt or is not a `tapeflow train` checkpoint.
+Meta read_meta(const std::string& path) {
+  Meta meta;
+  try {
+    std::optional<Shape> history_shape;
+    for (const auto& e : list_checkpoint(path))
+      if (e.name == "train/history") history_shape = e.shape;
+    if (!history_shape)
+      throw UsageError("cannot resume from '" + path +
+                       "': not a checkpoint written by `tapeflow train` "
+                       "(it has no train/history entry)");
+    // The history is not fixed-size: recreate the variable with the file's shape.
+    meta.history =
+        Variable(zeros(*history_shape, DType::Float64), {.name = "train/history", .trainable = false});
+    restore_checkpoint(path, meta.entries(), {.allow_unused_entries = true});
+  } catch (const Error& e) {
+    throw UsageError(std::string("cannot resume from the checkpoint: ") + e.what());
+  }
+  return meta;
+}
+
+/// Fails with UsageError if an explicitly given option disagrees with the checkpoint.
+template <class T>
+void require_same(bool given, const char* option, const T& ours, const T& saved, const std::string& path) {
+  if (given && ours != saved)
+    throw UsageError(
+        fmt::format("cannot resume from '{}': it was trained with --{} {}, not {} (leave the "
+                    "option out to continue with the checkpoint's value)",
+                    path, option, saved, ours));
+}
+
+std::string plural(std::int64_t n, const char* word) {
+  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
+
+struct Evaluation {
+  double loss = 0, accuracy = 0;
+};
+
+/// Mean loss and accuracy of `model` on (images, labels), in batches, without a tape.
+Evaluation evaluate(Model& model, const Tensor& images, const Tensor& labels, std::int64_t batch_size) {
+  metrics::Mean loss;
+  metrics::SparseCategoricalAccuracy accuracy;
+  const std::int64_t n = images.shape()[0];
+  for (std::int64_t begin = 0; begin < n; begin += batch_size) {
+    const std::int64_t size = std::min(batch_size, n - begin);
+    Tensor x = slice(images, {begin, 0, 0, 0}, {size, -1, -1, -1});
+    Tensor y = slice(labels, {begin}, {size});
+    Tensor logits = (*model.net)(x, /*training=*/false);
+    loss.update_state(losses::sparse_categorical_crossentropy(y, logits, /*from_logits=*/true),
+                      constant(static_cast<double>(size), DType::Float32));
+    accuracy.update_state(y, logits);
+  }
+  return {loss.result(), accuracy.result()};
+}
+
+std::int64_t parameter_count(const Model& m) {
+  std::int64_t n = 0;
+  for (const auto& v : m.net->trainable_variables()) n += v.shape().num_elements();
+  return n;
+}
+
+}  // namespace
+
+void validate(const TrainOptions& o) {
+  if (index_of(model_names(), o.model) == static_cast<std::int64_t>(model_names().size()))
+    throw UsageError("unknown model '" + o.model + "': expected mlp or cnn");
+  if (index_of(kOptimizers, o.optimizer) == static_cast<std::int64_t>(kOptimizers.size()))
+    throw UsageError("unknown optimizer '" + o.optimizer + "': expected adam or sgd");
+  if (o.epochs < 1) throw UsageError(fmt::format("--epochs must be at least 1, got {}", o.epochs));
+  if (o.batch_size < 1)
+    throw UsageError(fmt::format("--batch-size must be at least 1, got {}", o.batch_size));
+  if (!(o.learning_rate > 0) || !std::isfinite(o.learning_rate))
+    throw UsageError(fmt::format("--lr must be a positive number, got {}", o.learning_rate));
+  if (o.limit < 0) throw UsageError(fmt::format("--limit must be 0 (all) or positive, got {}", o.limit));
+  if (o.threads < 0)
+    throw UsageError(fmt::format("--threads must be 0 (all cores) or positive, got {}", o.threads));
+  std::error_code ec;
+  if (!o.dataset && !fs::is_directory(o.data_dir, ec))
+    throw UsageError("the data directory '" + o.data_dir +
+                     "' does not exist: install Fashion-MNIST with `apt-get install dataset-fashion-mnist` "
+                     "(scripts/setup.sh does) or pass --data-dir");
+  if (o.resume && o.checkpoint.empty()) throw UsageError("--resume needs --checkpoint PATH");
+  if (o.resume && !fs::exists(o.checkpoint, ec))
+    throw UsageError("cannot resume: there is no checkpoint at '" + o.checkpoint + "'");
+  for (const std::string* path : {&o.checkpoint, &o.plot}) {
+    if (path->empty()) continue;
+    const fs::path parent = fs::path(*path).parent_path();
+    if (!parent.empty() && !fs::is_directory(parent, ec))
+      throw UsageError("the directory of '" + *path + "' does not exist");
+  }
+}
+
+History train(const TrainOptions& options, std::ostream& out, std::ostream& log, bool log_is_terminal) {
+  validate(options);
+  TrainOptions o = options;
+
+  // Resume: the checkpoint decides the configuration; explicit options must agree with it.
+  std::optional<Meta> saved;
+  if (o.resume) {
+    saved = read_meta(o.checkpoint);
+    const auto& models = model_names();
+    const std::int64_t model_id = saved->model.value().item<std::int64_t>();
+    const std::int64_t opt_id = saved->optimizer.value().item<std::int64_t>();
+    if (model_id < 0 || model_id >= static_cast<std::int64_t>(models.size()) || opt_id < 0 ||
+        opt_id >= static_cast<std::int64_t>(kOptimizers.size()))
+      throw UsageError("cannot resume from '" + o.checkpoint + "': unknown model or optimizer id");
+    require_same(o.model_given, "model", o.model, models[static_cast<std::size_t>(model_id)], o.checkpoint);
+    require_same(o.optimizer_given, "optimizer", o.optimizer, kOptimizers[static_cast<std::size_t>(opt_id)],
+                 o.checkpoint);
+    require_same(o.seed_given, "seed", o.seed,
+                 static_cast<std::uint64_t>(saved->seed.value().item<std::int64_t>()), o.checkpoint);
+    require_same(o.batch_size_given, "batch-size", o.batch_size,
+                 saved->batch_size.value().item<std::int64_t>(), o.checkpoint);
+    require_same(o.limit_given, "limit", o.limit, saved->limit.value().item<std::int64_t>(), o.checkpoint);
+    o.model = models[static_cast<std::size_t>(model_id)];
+    o.optimizer = kOptimizers[static_cast<std::size_t>(opt_id)];
+    o.seed = static_cast<std::uint64_t>(saved->seed.value().item<std::int64_t>());
+    o.batch_size = saved->batch_size.value().item<std::int64_t>();
+    o.limit = saved->limit.value().item<std::int64_t>();
+    if (!o.learning_rate_given) o.learning_rate = saved->learning_rate.value().item<double>();
+    if (o.batch_size < 1 || o.limit < 0 || !(o.learning_rate > 0) || !std::isfinite(o.learning_rate) ||
+        saved->epoch.value().item<std::int64_t>() < 0)
+      throw UsageError("cannot resume from '" + o.checkpoint +
+                       "': its batch size, limit, learning rate or epoch is invalid");
+  }
+
+  if (o.threads > 0) {
+    cpu::set_num_threads(o.threads);
+    openblas_set_num_threads(o.threads);
+  }
+
+  data::FashionMnist ds;
+  if (o.dataset) {
+    ds = *o.dataset;
+  } else {
+    try {
+      ds = data::load_fashion_mnist(o.data_dir);
+    } catch (const Error& e) {
+      throw UsageError(std::string("cannot load Fashion-MNIST: ") + e.what());
+    }
+  }
+  if (o.test_limit > 0 && o.test_limit < ds.test_images.shape()[0]) {
+    ds.test_images = slice(ds.test_images, {0, 0, 0, 0}, {o.test_limit, -1, -1, -1});
+    ds.test_labels = slice(ds.test_labels, {0}, {o.test_limit});
+  }
+  Tensor train_x = ds.train_images, train_y = ds.train_labels;
+  if (o.limit > 0 && o.limit < train_x.shape()[0]) {
+    train_x = slice(train_x, {0, 0, 0, 0}, {o.limit, -1, -1, -1});
+    train_y = slice(train_y, {0}, {o.limit});
+  }
+
+  Model model = make_model(o.model, o.seed);
+  auto optimizer = make_optimizer(o.optimizer, o.learning_rate);
+  const std::vector<Variable> vars = model.net->trainable_variables();
+  optimizer->build(vars);
+
+  Meta meta;
+  History history;
+  auto entries = [&] {
+    NamedVariables all = checkpoint_variables(*model.net, "model/");
+    for (auto& [name, var] : optimizer->variables()) all.emplace_back("optimizer/" + name, var);
+    for (auto& e : meta.entries()) all.push_back(e);
+    return all;
+  };
+  std::int64_t first_epoch = 0;  // epochs already done
+  if (saved) {
+    meta.history = Variable(saved->history.value(), {.name = "train/history", .trainable = false});
+    try {
+      restore_checkpoint(o.checkpoint, entries());
+    } catch (const Error& e) {
+      throw UsageError(std::string("cannot resume from the checkpoint: ") + e.what());
+    }
+    first_epoch = meta.epoch.value().item<std::int64_t>();
+    history = history_from(meta.history.value());
+    optimizer->set_learning_rate(o.learning_rate);
+  }
+
+  const std::int64_t n_train = train_x.shape()[0];
+  data::BatchIterator batches(train_x, train_y,
+                              {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed});
+  out << fmt::format(
+      "tapeflow train: {} ({} parameters), {} lr {:g}, batch {}, {} train / {} test examples, {}\n", o.model,
+      parameter_count(model), o.optimizer, o.learning_rate, o.batch_size, n_train, ds.test_images.shape()[0],
+      plural(o.threads > 0 ? o.threads : cpu::num_threads(), "thread"));
+  if (saved) out << fmt::format("resumed from {} after epoch {}\n", o.checkpoint, first_epoch);
+  if (first_epoch >= o.epochs)
+    out << fmt::format("nothing to do: the checkpoint has {} done (--epochs {})\n",
+                       plural(first_epoch, "epoch"), o.epochs);
+  out << std::flush;
+
+  for (std::int64_t epoch = first_epoch; epoch < o.epochs; ++epoch) {
+    const auto start = Clock::now();
+    batches.reset(epoch);
+    model.start_epoch(epoch);
+    metrics::Mean train_loss;
+    metrics::SparseCategoricalAccuracy train_accuracy;
+    ProgressBar bar(log, log_is_terminal, epoch + 1, o.epochs, batches.num_batches());
+    std::int64_t step = 0, seen = 0;
+    while (auto b = batches.next()) {
+      const std::int64_t size = b->labels.shape()[0];
+      Tensor logits, loss;
+      std::vector<std::optional<Tensor>> grads;
+      {
+        GradientTape tape;
+        logits = (*model.net)(b->features, /*training=*/true);
+        loss = losses::sparse_categorical_crossentropy(b->labels, logits, /*from_logits=*/true);
+        grads = tape.gradient(loss, vars);
+      }
+      optimizer->apply_gradients(grads, vars);
+      train_loss.update_state(loss, constant(static_cast<double>(size), DType::Float32));
+      train_accuracy.update_state(b->labels, logits);
+      seen += size;
+      bar.update(++step, seen, train_loss.result(), train_accuracy.result());
+    }
+    bar.finish();
+    const Evaluation test = evaluate(model, ds.test_images, ds.test_labels, o.eval_batch_size);
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    history.push_back(
+        {epoch + 1, train_loss.result(), train_accuracy.result(), test.loss, test.accuracy, seconds});
+    out << fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} | {:.1f} s\n",
+                       epoch + 1, o.epochs, train_loss.result(), train_accuracy.result(), test.loss,
+                       test.accuracy, seconds)
+        << std::flush;
+
+    if (!o.checkpoint.empty()) {
+      meta.epoch.assign(constant<std::int64_t>(epoch + 1));
+      meta.learning_rate.assign(constant<double>(optimizer->learning_rate()));
+      meta.seed.assign(constant(static_cast<std::int64_t>(o.seed)));
+      meta.batch_size.assign(constant<std::int64_t>(o.batch_size));
+      meta.limit.assign(constant<std::int64_t>(o.limit));
+      meta.model.assign(constant<std::int64_t>(index_of(model_names(), o.model)));
+      meta.optimizer.assign(constant<std::int64_t>(index_of(kOptimizers, o.optimizer)));
+      meta.history = Variable(history_tensor(history), {.name = "train/history", .trainable = false});
+      save_checkpoint(o.checkpoint, entries());
+    }
+    if (!o.plot.empty())
+      write_training_svg(o.plot, history, fmt::format("tapeflow train --model {}: Fashion-MNIST", o.model));
+  }
+  return history;
+}
+
+}  // namespace tapeflow::cli

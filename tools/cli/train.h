@@ -1,0 +1,62 @@
+#pragma once
+// `tapeflow train`: trains the MLP or the CNN on Fashion-MNIST with a GradientTape, evaluates on
+// the test set after each epoch, saves a checkpoint per epoch and can resume from one exactly.
+//
+// Resuming is exact: the checkpoint holds the model's variables, the optimizer's state
+// (iterations and slots), the number of epochs done, the learning rate, the seed, batch size and
+// example limit, and the history of every epoch; the shuffle order and the dropout masks of
+// epoch e depend only on (seed, e). So `train --epochs 2` and `train --epochs 1` followed by
+// `train --epochs 2 --resume` end with bitwise identical variables.
+
+#include <cstdint>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+
+#include "history.h"
+#include "tapeflow/data.h"
+
+namespace tapeflow::cli {
+
+/// Bad command-line input (an unknown model, a missing data directory, a checkpoint that does
+/// not fit): the program prints the message and exits with status 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TrainOptions {
+  std::string model = "mlp";
+  std::int64_t epochs = 5;  ///< total epochs: with --resume, training continues up to this many
+  std::int64_t batch_size = 64;
+  double learning_rate = 1e-3;
+  std::string optimizer = "adam";  ///< "adam" or "sgd" (momentum 0.9)
+  std::uint64_t seed = 1;
+  std::string checkpoint;  ///< empty: no checkpoint
+  bool resume = false;
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string plot;        ///< empty: no plot
+  std::int64_t limit = 0;  ///< train on the first `limit` examples; 0: all
+  int threads = 0;         ///< 0: the library's default (every core)
+  std::int64_t eval_batch_size = 1000;
+  /// Not on the command line, for tests: evaluate on the first `test_limit` test examples only
+  /// (0: all), and use an already loaded data set instead of reading data_dir.
+  std::int64_t test_limit = 0;
+  const data::FashionMnist* dataset = nullptr;
+  /// Which of the options above were given on the command line: on resume, an explicitly given
+  /// model, optimizer, seed, batch size or limit must agree with the checkpoint; an explicit
+  /// learning rate replaces the checkpoint's.
+  bool model_given = false, optimizer_given = false, seed_given = false, batch_size_given = false,
+       limit_given = false, learning_rate_given = false;
+};
+
+/// Checks what can be checked before loading anything. Throws UsageError.
+void validate(const TrainOptions& options);
+
+/// Runs the training. Per-epoch results go to `out`, the progress bar and notes to `log`
+/// (`log_is_terminal` selects the redrawn bar). Returns the history of every epoch so far
+/// (including those of a resumed checkpoint). Throws UsageError for bad input (missing data,
+/// unreadable or mismatched checkpoint); other tapeflow errors propagate.
+History train(const TrainOptions& options, std::ostream& out, std::ostream& log, bool log_is_terminal);
+
+}  // namespace tapeflow::cli
