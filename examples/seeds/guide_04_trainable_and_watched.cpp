@@ -37,10 +37,17 @@ int main() {
   tf::GradientTape tape;
   tf::Tensor y = tf::pow(x0, 2) + tf::pow(x1, 2) + tf::pow(x2, 2);
 
+  // Companion lines (not in the seed): what explain() says about each None. explain() reads the
+  // tape's records, so it runs before gradient() consumes the non-persistent tape.
+  const std::vector<std::string> why = {tape.explain(y, x1).to_string(), tape.explain(y, x2).to_string(),
+                                        tape.explain(y, x3).to_string()};
+
   std::vector<std::optional<tf::Tensor>> grad = tape.gradient(y, {x0, x1, x2, x3});
   for (const auto& g : grad) seeds::print(g);
 
   std::vector<std::string> names;
   for (const tf::Variable& var : tape.watched_variables()) names.push_back(var.name());
   seeds::display(names);
+
+  for (const std::string& line : why) std::cout << "explain: " << line << "\n";
 }

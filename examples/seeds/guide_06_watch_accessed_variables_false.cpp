@@ -31,7 +31,12 @@ int main() {
   tf::Tensor ys = tf::reduce_sum(y);
 
   // dys/dx1 = exp(x1) / (1 + exp(x1)) = sigmoid(x1)
+  // Companion line (not in the seed): what explain() says about the None, before gradient()
+  // consumes the tape.
+  const std::string why = tape.explain(ys, x0).to_string();
+
   std::map<std::string, std::optional<tf::Tensor>> grad = tape.gradient(ys, {{"x0", x0}, {"x1", x1}});
   seeds::print("dy/dx0:", grad["x0"]);
   seeds::print("dy/dx1:", grad["x1"]->numpy());
+  std::cout << "explain: " << why << "\n";
 }

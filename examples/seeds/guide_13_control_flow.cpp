@@ -41,4 +41,8 @@ int main() {
 
   std::optional<tf::Tensor> dx = tape.gradient(result, x);
   seeds::print(dx);
+
+  // Companion lines (not in the seed): what explain() says about each None (a persistent tape).
+  std::cout << "explain: " << tape.explain(result, v1).to_string() << "\n";
+  std::cout << "explain: " << tape.explain(result, x).to_string() << "\n";
 }

@@ -36,11 +36,14 @@ tf::Tensor value(const VariableOrTensor& x) {
 
 int main() {
   VariableOrTensor x = tf::Variable(2.0f);
+  std::vector<std::string> why;  // companion lines (not in the seed): what explain() says each epoch
   for (int epoch = 0; epoch < 2; ++epoch) {
     tf::GradientTape tape;
     tf::Tensor y = value(x) + 1;
+    why.push_back(std::visit([&](const auto& source) { return tape.explain(y, source).to_string(); }, x));
     std::optional<tf::Tensor> dy_dx = std::visit([&](const auto& source) { return tape.gradient(y, source); }, x);
     seeds::print(type_name(x), ":", dy_dx);
     x = value(x) + 1;  // This should be `x.assign_add(1)`
   }
+  for (const std::string& line : why) std::cout << "explain: " << line << "\n";
 }

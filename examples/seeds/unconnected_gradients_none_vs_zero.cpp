@@ -40,4 +40,6 @@ int main() {
   seeds::print("dy/da:", dy_da);
   seeds::print("dz/da with NONE:", dz_da_none);
   seeds::print("dz/da with ZERO:", dz_da_zero);
+  // Companion line (not in the seed): what explain() says about the None (a persistent tape).
+  std::cout << "explain: " << tape.explain(z, a).to_string() << "\n";
 }

@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "tapeflow/explain.h"
 #include "tapeflow/nest.h"
 #include "tapeflow/tape_graph.h"
 #include "tapeflow/tensor.h"
@@ -79,6 +80,7 @@ class Targets {
 namespace detail {
 struct TapeState;
 }
+class Module;
 
 class GradientTape {
  public:
@@ -197,6 +199,24 @@ class GradientTape {
   /// zeros under Zero); unlike TensorFlow, never zeros under None.
   std::optional<Tensor> batch_jacobian(const Tensor& target, const Source& source,
                                        UnconnectedGradients unconnected = UnconnectedGradients::None);
+
+  // ---- Debugging gradients (explain.cpp, gradient_report.cpp; see explain.h) ----
+
+  /// Why the gradient of `target` with respect to `source` is missing or zero, or the path it
+  /// takes: the cause, the op where the path breaks, the path for a connected source. Agrees with
+  /// gradient() and changes nothing on the tape (it may run one backward pass, recorded on no
+  /// tape). Works on persistent tapes and on non-persistent ones before their gradient() call;
+  /// throws FailedPreconditionError on a consumed non-persistent tape (its records are gone) and
+  /// from another thread than the tape's.
+  GradientDiagnosis explain(const Tensor& target, const Source& source) const;
+
+  /// The gradient of `target` for each variable: its L2 norm or why it has none, with vanishing
+  /// and exploding flags. Consumes a non-persistent tape, like gradient(). Throws like gradient().
+  GradientReport gradient_report(const Tensor& target, const std::vector<Variable>& variables,
+                                 const GradientReportOptions& options = {});
+  /// The same for a module's trainable_variables().
+  GradientReport gradient_report(const Tensor& target, const Module& module,
+                                 const GradientReportOptions& options = {});
 
   /// The flat form every overload above goes through.
   std::vector<std::optional<Tensor>> gradient_flat(const Targets& targets, std::span<const Source> sources,

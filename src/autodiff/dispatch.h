@@ -109,6 +109,17 @@ struct AttrsOf<Op> {
 /// Throws InvalidArgumentError naming `op` if an input is an undefined Tensor.
 void require_defined(std::string_view op, std::span<const Tensor* const> inputs);
 
+/// Number of GradientTapes alive in the process (any thread).
+extern std::atomic<int> g_live_tapes;
+
+/// For explain(): remembers which thread computed `outputs` when this thread has no tape while
+/// another thread has one ("the target was computed on another thread"). Bounded, off the hot path.
+void note_unrecorded(std::span<const Tensor> outputs);
+
+/// For explain(): tells the recording tapes that `value` was written into variable `var` by `op`
+/// (AssignVariableOp, AssignAddVariableOp, ...), which no tape records.
+void note_variable_update(std::string_view op, const Variable& var, const Tensor& value);
+
 template <class Op, class Attrs>
 void after_forward(const Attrs& attrs, std::span<const Tensor* const> ins, std::span<const Tensor> outs) {
   // Checked before recording: an op that throws leaves no record on any tape.
@@ -120,6 +131,8 @@ void after_forward(const Attrs& attrs, std::span<const Tensor* const> ins, std::
     // tapes that record those JVP ops (records stay in topological order).
     if (any_tape_recording()) record(op_def<Op>(), ins, outs, a);
     if (any_accumulator_active()) forward_accumulate(op_def<Op>(), ins, outs, a);
+  } else if (g_live_tapes.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    note_unrecorded(outs);
   }
 }
 

@@ -33,7 +33,9 @@
 #include "tapeflow/tape.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <mutex>
 #include <unordered_set>
 
 #include "autodiff/dispatch.h"
@@ -56,6 +58,7 @@ constinit thread_local std::uint64_t t_hidden_lo = 0;
 constinit thread_local std::uint64_t t_hidden_hi = 0;
 std::atomic<bool> g_check_numerics{false};
 constinit thread_local GradientObserver* t_gradient_observer = nullptr;  // gradient_observer.h
+std::atomic<int> g_live_tapes{0};
 
 namespace {
 thread_local std::uint64_t t_next_nesting_id = 0;
@@ -78,6 +81,8 @@ void recount_recording_tapes() {
 }
 
 }  // namespace
+
+const std::vector<std::shared_ptr<detail::TapeState>>& this_thread_tapes() { return thread_tapes(); }
 
 void recount_accumulators();  // forward_accumulator.cpp
 
@@ -112,6 +117,71 @@ void append(detail::TapeState& tape, const OpDef& op, std::span<const Slot> inpu
 
 }  // namespace
 
+// ---- Cut records for explain(): what a tape saw on tracked tensors but did not record. These run
+// only for ops a recording tape does not record, never for recorded ones.
+
+namespace {
+
+/// Whether an op the tape does not record takes a tracked input: an integer/bool tensor the tape
+/// produced or watched, or the output of an earlier cut.
+bool takes_cut_input(const detail::TapeState& tape, std::span<const Tensor* const> inputs) {
+  for (const Tensor* in : inputs)
+    if ((!is_floating(in->dtype()) && tape.producer.contains(in->id())) ||
+        (!tape.cut_ids.empty() && tape.cut_ids.contains(in->id())))
+      return true;
+  return false;
+}
+
+void add_cut(detail::TapeState& tape, std::string_view op, CutReason reason, std::vector<TensorId> inputs,
+             std::vector<TensorId> outputs, std::string variable = {}) {
+  if (tape.cuts.size() >= detail::TapeState::kMaxCuts) return;
+  for (TensorId id : outputs) tape.cut_ids.insert(id);
+  tape.cuts.push_back({op, reason, tape.ops.size(), std::move(inputs), std::move(outputs), std::move(variable)});
+}
+
+void note_cut(detail::TapeState& tape, const OpDef& op, std::span<const Tensor* const> inputs,
+              std::span<const Tensor> outputs) {
+  if (!takes_cut_input(tape, inputs)) return;
+  std::vector<TensorId> in_ids, out_ids;
+  for (const Tensor* in : inputs) in_ids.push_back(in->id());
+  for (const Tensor& out : outputs) out_ids.push_back(out.id());
+  add_cut(tape, op.name(), CutReason::kIntegerInput, std::move(in_ids), std::move(out_ids));
+}
+
+struct UnrecordedRing {
+  static constexpr std::size_t kSize = 4096;
+  std::mutex mutex;
+  std::array<std::pair<TensorId, std::thread::id>, kSize> entries{};
+  std::size_t next = 0;
+};
+UnrecordedRing& unrecorded_ring() {
+  static UnrecordedRing ring;
+  return ring;
+}
+
+}  // namespace
+
+void note_unrecorded(std::span<const Tensor> outputs) {
+  if (!thread_tapes().empty()) return;  // this thread's own tape is paused: explain uses paused_ids
+  UnrecordedRing& ring = unrecorded_ring();
+  const std::lock_guard lock(ring.mutex);
+  for (const Tensor& out : outputs) ring.entries[ring.next++ % UnrecordedRing::kSize] = {out.id(), std::this_thread::get_id()};
+}
+
+std::optional<std::thread::id> unrecorded_thread_of(TensorId id) {
+  UnrecordedRing& ring = unrecorded_ring();
+  const std::lock_guard lock(ring.mutex);
+  for (const auto& [t, thread] : ring.entries)
+    if (t == id && id != 0) return thread;
+  return std::nullopt;
+}
+
+void note_variable_update(std::string_view op, const Variable& var, const Tensor& value) {
+  for (const auto& tape : thread_tapes())
+    if (tape->recording() && (tape->producer.contains(value.id()) || tape->cut_ids.contains(value.id())))
+      add_cut(*tape, op, CutReason::kVariableUpdate, {value.id()}, {var.handle_id()}, var.name());
+}
+
 void record(const OpDef& op, std::span<const Tensor* const> inputs, std::span<const Tensor> outputs,
             std::shared_ptr<const void> attrs) {
   record_with_variables(op, inputs, {}, outputs, std::move(attrs));
@@ -132,7 +202,10 @@ void record_with_variables(const OpDef& op, std::span<const Tensor* const> input
       }
       watched = watched || tape->producer.contains(v.handle_id());
     }
-    if (!watched) continue;
+    if (!watched) {
+      note_cut(*tape, op, inputs, outputs);
+      continue;
+    }
     if (slots.empty()) {
       const Saves saves = op.saves();
       slots.reserve(inputs.size() + variables.size());
@@ -265,11 +338,14 @@ constexpr std::string_view kConsumedMessage =
 
 GradientTape::GradientTape(TapeOptions options) : state_(std::make_shared<detail::TapeState>()) {
   state_->options = options;
+  state_->first_id = detail::next_tensor_id();
+  autodiff::g_live_tapes.fetch_add(1, std::memory_order_relaxed);
   autodiff::thread_tapes().push_back(state_);
   autodiff::recount_observers();
 }
 
 GradientTape::~GradientTape() {
+  autodiff::g_live_tapes.fetch_sub(1, std::memory_order_relaxed);
   state_->in_stack = false;
   if (state_->owner != std::this_thread::get_id()) return;  // the owner's stack drops it lazily
   auto& tapes = autodiff::thread_tapes();
@@ -302,6 +378,10 @@ void GradientTape::reset() {
   state_->ops.clear();
   state_->producer.clear();
   state_->watched_variables.clear();
+  state_->cuts.clear();
+  state_->cut_ids.clear();
+  state_->paused_ids.clear();
+  state_->first_id = detail::next_tensor_id();
   state_->consumed = false;
   state_->warned_dtype = false;
   autodiff::recount_observers();
@@ -310,10 +390,12 @@ void GradientTape::reset() {
 GradientTape::RecordingPause::RecordingPause(std::shared_ptr<detail::TapeState> s)
     : state_(std::move(s)), was_recording_(!state_->paused) {
   state_->paused = true;
+  if (was_recording_) state_->paused_ids.emplace_back(detail::next_tensor_id(), ~TensorId{0});
   autodiff::recount_observers();
 }
 GradientTape::RecordingPause::~RecordingPause() {
   state_->paused = !was_recording_;
+  if (was_recording_ && !state_->paused_ids.empty()) state_->paused_ids.back().second = detail::next_tensor_id();
   if (state_->owner == std::this_thread::get_id()) autodiff::recount_observers();
 }
 
@@ -531,6 +613,8 @@ auto GradientTape::run_backward(std::string_view what, F&& body) {
       tape.ops.clear();
       tape.ops.shrink_to_fit();
       tape.producer.clear();
+      tape.cuts.clear();
+      tape.cut_ids.clear();
     }
   } release{tape};
   return body(tape.ops, !tape.options.persistent);

@@ -188,6 +188,12 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
     DType dtype;
   };
   std::map<TensorId, Leaf> leaves;  // drawn after the ops, in id order
+  // Ops the tape saw on tracked tensors and did not record (integer inputs): their outputs are
+  // drawn as coming from a dashed "not recorded" node. Variable updates point at the variable.
+  std::unordered_map<TensorId, std::size_t> cut_of;
+  for (std::size_t c = 0; c < tape.cuts.size(); ++c)
+    if (tape.cuts[c].reason != autodiff::CutReason::kVariableUpdate)
+      for (TensorId t : tape.cuts[c].outputs) cut_of.try_emplace(t, c);
   std::function<std::string(TensorId, const Shape&, DType)> node_of = [&](TensorId t, const Shape& shape,
                                                                           DType dtype) -> std::string {
     if (auto it = source_index.find(t); it != source_index.end()) return fmt::format("src{}", it->second);
@@ -199,10 +205,13 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
       }
       return fmt::format("op{}", p);
     }
+    if (auto it = cut_of.find(t); it != cut_of.end()) return fmt::format("cut{}", it->second);
     leaves.try_emplace(t, Leaf{shape, dtype});
     return fmt::format("t{}", t);
   };
-  auto is_constant = [&](TensorId t) { return !tape.producer.contains(t) && !source_index.contains(t); };
+  auto is_constant = [&](TensorId t) {
+    return !tape.producer.contains(t) && !source_index.contains(t) && !cut_of.contains(t);
+  };
 
   DotText dot;
   dot.text = "digraph tape {\n";
@@ -312,6 +321,31 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
         grey_edges.edge(from, fmt::format("src{}", j),
                         {{"color", kGrey}, {"fontcolor", kGrey}, {"label", "gradients stop at the source"}});
     }
+  }
+
+  // Cut records (ops seen on tracked tensors and not recorded): dashed grey boxes, the reason on
+  // the dashed edges into them. Inputs that are constants or plain watched tensors are left out.
+  for (std::size_t c = 0; c < tape.cuts.size(); ++c) {
+    const autodiff::CutRecord& cut = tape.cuts[c];
+    const bool update = cut.reason == autodiff::CutReason::kVariableUpdate;
+    const std::string id = fmt::format("cut{}", c);
+    std::string label = fmt::format("{}\nnot recorded", cut.op);
+    if (update && !cut.variable.empty()) label = fmt::format("{}\nnot recorded: updates {}", cut.op, cut.variable);
+    dot.node(id, {{"label", label}, {"shape", "box"}, {"style", "rounded,dashed"}, {"color", kGrey},
+                  {"fontcolor", kGrey}});
+    const std::string reason = update ? "variable update: not differentiable" : "integer input: not recorded";
+    for (TensorId t : cut.inputs) {
+      auto p = tape.producer.find(t);
+      if (!source_index.contains(t) && !cut_of.contains(t) && (p == tape.producer.end() || p->second < 0)) continue;
+      grey_edges.edge(node_of(t, Shape(), DType::Float32), id,
+                      {{"color", kGrey}, {"fontcolor", kGrey}, {"style", "dashed"}, {"label", reason}});
+    }
+    if (update)
+      for (TensorId h : cut.outputs)
+        if (auto it = source_index.find(h); it != source_index.end())
+          grey_edges.edge(id, fmt::format("src{}", it->second),
+                          {{"color", kGrey}, {"fontcolor", kGrey}, {"style", "dashed"},
+                           {"label", "later reads start a new path"}});
   }
 
   // Targets, with an edge from the node that produced each.

@@ -5,6 +5,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -33,6 +36,23 @@ struct OpRecord {
 
   std::span<const Slot> inputs() const { return {slots.data(), num_inputs}; }
   std::span<const Slot> outputs() const { return std::span<const Slot>(slots).subspan(num_inputs); }
+};
+
+/// Why the tape saw an op on a tracked tensor and did not record it (explain.cpp reads these).
+enum class CutReason : std::uint8_t {
+  kIntegerInput,    // a tracked input is an integer/bool tensor, or the output of an earlier cut
+  kVariableUpdate,  // assign / assign_add / assign_sub of a tracked value into a variable
+};
+
+/// An op the tape did not record although one of its inputs is tracked: the cheap trace
+/// GradientTape::explain uses to say where a path was cut. Only ids, no values or shapes.
+struct CutRecord {
+  std::string_view op;   // the OpDef's name (the registry owns the string) or a static name
+  CutReason reason;
+  std::size_t position;  // number of records before it: its place in execution order
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;  // for kVariableUpdate: the variable's handle id
+  std::string variable;           // for kVariableUpdate: the variable's name
 };
 
 }  // namespace tapeflow::autodiff
@@ -94,9 +114,31 @@ struct TapeState {
 
   std::uint64_t nesting_id = autodiff::next_nesting_id();
 
+  // What explain() needs to know about what the tape did NOT record (see explain.cpp).
+  /// Tensors with ids below this existed before the tape was created (ids grow in creation order).
+  TensorId first_id = 0;
+  /// Ops seen on tracked inputs but not recorded, in execution order (bounded by kMaxCuts).
+  std::vector<autodiff::CutRecord> cuts;
+  /// Outputs of `cuts`: an op on one of them is a cut too, so a cut path can be followed.
+  std::unordered_set<TensorId> cut_ids;
+  /// Tensor id ranges [first, last) allocated while recording was paused; last = max while paused.
+  std::vector<std::pair<TensorId, TensorId>> paused_ids;
+  static constexpr std::size_t kMaxCuts = std::size_t{1} << 16;
+
   bool recording() const {
     return in_stack && !paused && !consumed && !autodiff::nesting_hidden(nesting_id);
   }
 };
 
 }  // namespace tapeflow::detail
+
+namespace tapeflow::autodiff {
+
+/// This thread's tapes, innermost last (tape.cpp).
+const std::vector<std::shared_ptr<detail::TapeState>>& this_thread_tapes();
+
+/// The thread that computed tensor `id` while it had no tape and another thread had one, if it
+/// is among the most recent such tensors (tape.cpp; explain's "computed on another thread").
+std::optional<std::thread::id> unrecorded_thread_of(TensorId id);
+
+}  // namespace tapeflow::autodiff

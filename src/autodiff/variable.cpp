@@ -66,6 +66,9 @@ Tensor Variable::read_value() const {
 }
 
 void Variable::assign(const Tensor& new_value) {
+  // For explain(): a tracked value written into a variable is where a path is cut. assign_add
+  // computes its sum off the tape, so that sum is never tracked and notes nothing here.
+  if (autodiff::any_tape_recording()) [[unlikely]] autodiff::note_variable_update("AssignVariableOp", *this, new_value);
   TAPEFLOW_REQUIRE(new_value.defined(), InvalidArgumentError,
                    "[AssignVariableOp] variable {}: the value is an undefined Tensor", name());
   std::lock_guard lock(state_->mutex);
@@ -86,6 +89,7 @@ void Variable::assign_add(const Tensor& delta) {
     const autodiff::RecordingSuspension off;
     sum = v + delta;
   }
+  if (autodiff::any_tape_recording()) [[unlikely]] autodiff::note_variable_update("AssignAddVariableOp", *this, delta);
   assign(*sum);
 }
 
@@ -96,6 +100,7 @@ void Variable::assign_sub(const Tensor& delta) {
     const autodiff::RecordingSuspension off;
     diff = v - delta;
   }
+  if (autodiff::any_tape_recording()) [[unlikely]] autodiff::note_variable_update("AssignSubVariableOp", *this, delta);
   assign(*diff);
 }
 

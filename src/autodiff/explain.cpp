@@ -1,0 +1,497 @@
+// GradientTape::explain: why the gradient of a target with respect to a source is None or zero.
+//
+// explain() answers with gradient()'s own semantics, in three steps.
+//
+//   1. The symbolic backward pass. Prune as gradient() does, then walk the kept records in reverse
+//      tracking only which tensor ids receive a cotangent: an op with no registered gradient on
+//      that walk is where gradient() raises LookupError; a source that receives a cotangent is
+//      connected, and the op that delivered each cotangent gives the path back to the target.
+//   2. For a connected source, the numeric backward pass (gradient()'s loop, keeping the records):
+//      if the gradient is zero everywhere, the first op, from the target's side, whose input
+//      cotangent is all zeros while its output cotangent is not is where it became zero.
+//   3. For a source with no cotangent, the data-flow graph: the recorded ops plus the *cuts*, ops
+//      the tape saw on tracked tensors and did not record (an op on an integer tensor, a variable
+//      assignment; see CutRecord). If the target depends on the source in that graph, the first
+//      op on such a path that stops gradients is the cause: an op producing an integer or bool
+//      tensor, StopGradient, a no_gradient op, an assignment. Otherwise the target does not depend
+//      on the source on this tape, and the tape's own facts say why: the source was never watched
+//      (and why not), it was created after the target (tensor ids grow in creation order), or the
+//      target was made outside the tape's recording (before the tape, while paused, on another
+//      thread, on another tape).
+//
+// Costs. Recording pays for none of this on a recorded op: cuts are noted only for ops a
+// recording tape does *not* record and that take a tracked input (rare: metrics on argmax,
+// casts to int, assignments), paused spans cost two id allocations per stop_recording(), and the
+// other-thread trace runs only on a thread with no tape while another thread has one. explain()
+// itself costs at most one backward pass, recorded on no tape.
+
+#include "tapeflow/explain.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autodiff/dispatch.h"
+#include "autodiff/masked_lanes.h"
+#include "autodiff/tape_state.h"
+#include "core/check.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
+#include "tapeflow/tape.h"
+
+namespace tapeflow {
+
+std::string_view to_string(GradientCause cause) {
+  switch (cause) {
+    case GradientCause::Connected: return "Connected";
+    case GradientCause::ZeroGradient: return "ZeroGradient";
+    case GradientCause::TensorNotWatched: return "TensorNotWatched";
+    case GradientCause::VariableNotTrainable: return "VariableNotTrainable";
+    case GradientCause::AccessedVariablesNotWatched: return "AccessedVariablesNotWatched";
+    case GradientCause::SourceNotUsed: return "SourceNotUsed";
+    case GradientCause::StopGradient: return "StopGradient";
+    case GradientCause::NonDifferentiableOp: return "NonDifferentiableOp";
+    case GradientCause::IntegerDtype: return "IntegerDtype";
+    case GradientCause::StatefulUpdate: return "StatefulUpdate";
+    case GradientCause::TargetBeforeTape: return "TargetBeforeTape";
+    case GradientCause::RecordingPaused: return "RecordingPaused";
+    case GradientCause::TargetOnAnotherTape: return "TargetOnAnotherTape";
+    case GradientCause::TargetOnAnotherThread: return "TargetOnAnotherThread";
+    case GradientCause::SourceCreatedAfterTarget: return "SourceCreatedAfterTarget";
+    case GradientCause::NoGradientRegistered: return "NoGradientRegistered";
+  }
+  return "Unknown";
+}
+
+std::string GradientDiagnosis::to_string() const {
+  const std::string& s = source;
+  // In sentences: "variable w:0" or "the source tensor".
+  const std::string who = source_is_variable ? "variable " + source : "the source tensor";
+  auto path_text = [&] {
+    std::string p = "target";
+    for (const std::string& op : path) p += " <- " + op;
+    return p + " <- " + s;
+  };
+  switch (cause) {
+    case GradientCause::Connected:
+      return fmt::format("connected: {}", path_text());
+    case GradientCause::ZeroGradient:
+      return fmt::format("zero gradient: the gradient is exactly zero everywhere; it became zero at {} ({})",
+                         op.empty() ? "an op on the path" : op, path_text());
+    case GradientCause::TensorNotWatched:
+      return fmt::format("None: the source tensor is not watched by the tape; call tape.watch() on it before "
+                         "computing the target, or keep it a Variable (x.assign_add(1), not x = x + 1)");
+    case GradientCause::VariableNotTrainable:
+      return fmt::format("None: variable {} is not trainable, so the tape does not watch it; create it with "
+                         "trainable = true or call tape.watch() on it", s);
+    case GradientCause::AccessedVariablesNotWatched:
+      return fmt::format("None: variable {} is not watched: the tape has watch_accessed_variables = false; call "
+                         "tape.watch() on it", s);
+    case GradientCause::SourceNotUsed:
+      if (!target_recorded)
+        return fmt::format("None: no op this tape recorded made the target: it was computed from values the tape "
+                           "does not track (constants, host values), so it does not depend on {}", who);
+      return fmt::format("None: the target does not depend on {} through any op this tape recorded (a tensor must "
+                         "be watched, and a variable read, while the tape records)", who);
+    case GradientCause::StopGradient:
+      return fmt::format("None: the path from {} to the target goes through {}, which blocks gradients by design",
+                         who, op);
+    case GradientCause::NonDifferentiableOp:
+      return fmt::format("None: the path from {} to the target goes through {}, an op declared non-differentiable "
+                         "(no_gradient)", who, op);
+    case GradientCause::IntegerDtype: {
+      const std::string dt = dtype ? std::string(dtype_name(*dtype)) : "integer";
+      if (producer.empty())
+        return fmt::format("None: {} has dtype {}; integer and bool tensors carry no gradient", who, dt);
+      return fmt::format("None: the path from {} to the target goes through a tensor of dtype {} made by {}{}; "
+                         "integer and bool tensors carry no gradient (keep the computation in floating point)",
+                         who, dt, producer, op.empty() ? std::string() : " and used by " + op);
+    }
+    case GradientCause::StatefulUpdate:
+      return fmt::format("None: {} reaches the target only through {} on variable {}; assignments are not "
+                         "differentiable, a read after one starts a new path (compute with the values instead)",
+                         who, op, variable);
+    case GradientCause::TargetBeforeTape:
+      return fmt::format("None: the target was computed before this tape was created; compute it while the tape "
+                         "records");
+    case GradientCause::RecordingPaused:
+      return fmt::format("None: the target was computed while this tape's recording was paused (stop_recording() "
+                         "or its own gradient() call)");
+    case GradientCause::TargetOnAnotherTape:
+      return fmt::format("None: the target was recorded by another tape, not this one, which does not track {}", who);
+    case GradientCause::TargetOnAnotherThread:
+      return fmt::format("None: the target was computed on another thread; a tape records only the thread that "
+                         "created it");
+    case GradientCause::SourceCreatedAfterTarget:
+      return fmt::format("None: {} was created after the target, so the target cannot depend on it (a variable "
+                         "replaced by a tensor, x = x + 1, is the usual cause: use x.assign_add(1))", who);
+    case GradientCause::NoGradientRegistered:
+      return fmt::format("LookupError: the path from {} to the target goes through {}, which has no registered "
+                         "gradient; register one with register_gradient(\"{}\", ...) or declare it no_gradient",
+                         who, op, op);
+  }
+  return "unknown cause";
+}
+
+namespace {
+
+using autodiff::CutReason;
+using autodiff::CutRecord;
+using autodiff::OpRecord;
+
+bool all_zero(const Tensor& t) {
+  if (!t.defined()) return true;
+  if (t.dtype() == DType::Float32) {
+    for (float v : t.values<float>())
+      if (v != 0.0f) return false;
+    return true;
+  }
+  if (t.dtype() == DType::Float64) {
+    for (double v : t.values<double>())
+      if (v != 0.0) return false;
+    return true;
+  }
+  return false;
+}
+
+/// Step 1: gradient()'s prune and backward walk, tracking only who receives a cotangent.
+struct SymbolicFlow {
+  std::vector<char> keep;
+  std::unordered_set<TensorId> depends_on_source;
+  std::unordered_map<TensorId, std::size_t> via;  // id -> the record that gave it a cotangent
+  std::unordered_set<TensorId> has_cotangent;
+  const OpRecord* missing = nullptr;               // where gradient() raises LookupError
+};
+
+SymbolicFlow symbolic_flow(const std::vector<OpRecord>& ops, TensorId target, TensorId source) {
+  SymbolicFlow f;
+  std::unordered_set<TensorId> reaches_target{target};
+  f.keep.assign(ops.size(), 0);
+  for (std::size_t k = ops.size(); k-- > 0;) {
+    for (const auto& out : ops[k].outputs())
+      if (reaches_target.contains(out.id)) f.keep[k] = 1;
+    if (f.keep[k])
+      for (const auto& in : ops[k].inputs()) reaches_target.insert(in.id);
+  }
+  f.depends_on_source.insert(source);
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    if (!f.keep[k]) continue;
+    bool depends = false;
+    for (const auto& in : ops[k].inputs())
+      depends = depends || (is_floating(in.dtype) && f.depends_on_source.contains(in.id));
+    f.keep[k] = depends;
+    if (depends)
+      for (const auto& out : ops[k].outputs()) f.depends_on_source.insert(out.id);
+  }
+  f.has_cotangent.insert(target);
+  for (std::size_t k = ops.size(); k-- > 0;) {
+    if (!f.keep[k]) continue;
+    bool any = false;
+    for (const auto& out : ops[k].outputs()) any = any || f.has_cotangent.contains(out.id);
+    if (!any) continue;
+    const auto entry = ops[k].op->gradient();
+    if (entry->status == GradientStatus::Missing) {
+      f.missing = &ops[k];
+      return f;
+    }
+    if (entry->status == GradientStatus::NotDifferentiable) continue;
+    for (const auto& in : ops[k].inputs())
+      if (is_floating(in.dtype) && f.depends_on_source.contains(in.id)) {
+        f.has_cotangent.insert(in.id);
+        f.via.try_emplace(in.id, k);
+      }
+  }
+  return f;
+}
+
+/// The ops of one path from the target back to the source, target side first.
+std::vector<std::string> path_of(const std::vector<OpRecord>& ops, const SymbolicFlow& f, TensorId target,
+                                 TensorId source) {
+  std::vector<std::string> path;
+  TensorId id = source;
+  while (id != target) {
+    const auto it = f.via.find(id);
+    if (it == f.via.end()) break;
+    const OpRecord& rec = ops[it->second];
+    path.push_back(rec.op->name());
+    TensorId next = id;
+    for (const auto& out : rec.outputs())
+      if (f.has_cotangent.contains(out.id)) {
+        next = out.id;
+        break;
+      }
+    if (next == id) break;
+    id = next;
+  }
+  return {path.rbegin(), path.rend()};
+}
+
+/// Step 2: gradient()'s numeric backward pass over the kept records (records are kept intact).
+struct NumericFlow {
+  std::optional<Tensor> gradient;
+  const OpRecord* became_zero = nullptr;  // first op (target side) with zero input, non-zero output cotangent
+  const OpRecord* no_gradient = nullptr;  // an op whose gradient function returned none for a needed input
+};
+
+NumericFlow numeric_flow(const std::vector<OpRecord>& ops, const SymbolicFlow& f, const Tensor& target,
+                         TensorId source) {
+  // Record nothing on any tape, and let no accumulator see these ops; tapes created by gradient
+  // functions (recompute_grad) are created later and stay visible to themselves.
+  const autodiff::HideNestedFrom hide(0);
+  const autodiff::MaskedLanesScope masked_lanes;  // where()'s untaken lanes, as in gradient()
+  NumericFlow n;
+  std::unordered_map<TensorId, Tensor> grads;
+  grads.emplace(target.id(), ones(target.shape(), target.dtype()));
+  std::vector<Tensor> dys;
+  for (std::size_t k = ops.size(); k-- > 0;) {
+    if (!f.keep[k]) continue;
+    const OpRecord& rec = ops[k];
+    const auto outs = rec.outputs();
+    dys.clear();
+    bool any = false, nonzero = false;
+    for (const auto& out : outs) {
+      const auto it = grads.find(out.id);
+      any = any || it != grads.end();
+      if (it != grads.end()) nonzero = nonzero || !all_zero(it->second);
+      dys.push_back(it != grads.end() ? it->second : Tensor());
+    }
+    if (!any) continue;
+    const auto entry = rec.op->gradient();
+    if (entry->status != GradientStatus::Registered) continue;  // Missing was ruled out in step 1
+    for (std::size_t j = 0; j < outs.size(); ++j)
+      if (!dys[j].defined()) dys[j] = zeros(outs[j].shape, outs[j].dtype);
+    const auto ins = rec.inputs();
+    std::unique_ptr<bool[]> needed(new bool[ins.size()]);
+    for (std::size_t i = 0; i < ins.size(); ++i)
+      needed[i] = is_floating(ins[i].dtype) && f.depends_on_source.contains(ins[i].id);
+    const Grads input_grads = entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
+    bool all_inputs_zero = true, any_needed = false;
+    for (std::size_t i = 0; i < ins.size() && i < input_grads.size(); ++i) {
+      if (!needed[i]) continue;
+      any_needed = true;
+      if (!input_grads[i]) {
+        if (nonzero && !n.no_gradient) n.no_gradient = &rec;
+        continue;
+      }
+      all_inputs_zero = all_inputs_zero && all_zero(*input_grads[i]);
+      auto [it, inserted] = grads.try_emplace(ins[i].id, *input_grads[i]);
+      if (inserted) continue;
+      // Summed as gradient() sums: a lane stays masked only if every contribution masks it.
+      const Tensor* m1 = autodiff::masked_lanes(it->second);
+      const Tensor* m2 = autodiff::masked_lanes(*input_grads[i]);
+      const Tensor both = m1 && m2 ? logical_and(*m1, *m2) : Tensor();
+      it->second = add(it->second, *input_grads[i]);
+      if (both.defined()) autodiff::mark_masked_lanes(it->second, both);
+    }
+    if (any_needed && nonzero && all_inputs_zero && !n.became_zero) n.became_zero = &rec;
+  }
+  if (const auto it = grads.find(source); it != grads.end()) n.gradient = it->second;
+  return n;
+}
+
+/// One step of execution in the data-flow graph: a recorded op or a cut.
+struct Node {
+  const OpRecord* rec = nullptr;
+  const CutRecord* cut = nullptr;
+  std::vector<TensorId> inputs, outputs;
+  std::vector<DType> output_dtypes;  // recorded ops only
+  std::string_view name() const { return rec ? std::string_view(rec->op->name()) : cut->op; }
+};
+
+std::vector<Node> execution_order(const detail::TapeState& t) {
+  std::vector<Node> nodes;
+  std::size_t c = 0;
+  for (std::size_t k = 0; k <= t.ops.size(); ++k) {
+    for (; c < t.cuts.size() && t.cuts[c].position <= k; ++c)
+      nodes.push_back({nullptr, &t.cuts[c], t.cuts[c].inputs, t.cuts[c].outputs, {}});
+    if (k == t.ops.size()) break;
+    Node n{&t.ops[k], nullptr, {}, {}, {}};
+    for (const auto& in : t.ops[k].inputs()) n.inputs.push_back(in.id);
+    for (const auto& out : t.ops[k].outputs()) {
+      n.outputs.push_back(out.id);
+      n.output_dtypes.push_back(out.dtype);
+    }
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+/// Step 3a: if the target depends on the source through recorded ops and cuts, the first op on
+/// such a path that stops gradients. std::nullopt if the target does not depend on the source.
+std::optional<GradientDiagnosis> find_cut(const detail::TapeState& t, TensorId target, TensorId source,
+                                          GradientDiagnosis d) {
+  const std::vector<Node> nodes = execution_order(t);
+  std::unordered_set<TensorId> from_source{source};
+  std::vector<char> reached(nodes.size(), 0), reaches(nodes.size(), 0);
+  for (std::size_t p = 0; p < nodes.size(); ++p) {
+    for (TensorId id : nodes[p].inputs) reached[p] = reached[p] || from_source.contains(id);
+    if (reached[p]) from_source.insert(nodes[p].outputs.begin(), nodes[p].outputs.end());
+  }
+  if (!from_source.contains(target)) return std::nullopt;
+  std::unordered_set<TensorId> to_target{target};
+  for (std::size_t p = nodes.size(); p-- > 0;) {
+    for (TensorId id : nodes[p].outputs) reaches[p] = reaches[p] || to_target.contains(id);
+    if (reaches[p]) to_target.insert(nodes[p].inputs.begin(), nodes[p].inputs.end());
+  }
+  // Diagnostic code, not the engine: StopGradient is told apart from other no_gradient ops by its
+  // OpDef, only to word the message.
+  const autodiff::OpDef* stop_gradient = &autodiff::registry().get("StopGradient");
+  for (std::size_t p = 0; p < nodes.size(); ++p) {
+    if (!reached[p] || !reaches[p]) continue;
+    const Node& n = nodes[p];
+    if (n.cut && n.cut->reason == CutReason::kVariableUpdate) {
+      d.cause = GradientCause::StatefulUpdate;
+      d.op = std::string(n.cut->op);
+      d.variable = n.cut->variable;
+      return d;
+    }
+    if (n.cut) {  // an op on an integer input nothing recorded made: the source itself, or a watched int
+      d.cause = GradientCause::IntegerDtype;
+      d.op = std::string(n.cut->op);
+      return d;
+    }
+    for (std::size_t j = 0; j < n.outputs.size(); ++j) {
+      if (is_floating(n.output_dtypes[j]) || !to_target.contains(n.outputs[j])) continue;
+      d.cause = GradientCause::IntegerDtype;
+      d.producer = n.rec->op->name();
+      d.dtype = n.output_dtypes[j];
+      for (std::size_t q = p + 1; q < nodes.size() && d.op.empty(); ++q)
+        for (TensorId id : nodes[q].inputs)
+          if (id == n.outputs[j] && reaches[q]) d.op = std::string(nodes[q].name());
+      return d;
+    }
+    if (n.rec->op->gradient()->status == GradientStatus::NotDifferentiable) {
+      d.cause = n.rec->op == stop_gradient ? GradientCause::StopGradient : GradientCause::NonDifferentiableOp;
+      d.op = n.rec->op->name();
+      return d;
+    }
+  }
+  d.cause = GradientCause::SourceNotUsed;
+  return d;
+}
+
+/// Whether this tape produced `id` (a recorded op's output or a cut's output).
+bool on_tape(const detail::TapeState& t, TensorId id) {
+  const auto it = t.producer.find(id);
+  return (it != t.producer.end() && it->second >= 0) || t.cut_ids.contains(id);
+}
+
+/// The op that made `id` on this tape, or "".
+std::string producer_name(const detail::TapeState& t, TensorId id) {
+  if (const auto it = t.producer.find(id); it != t.producer.end() && it->second >= 0)
+    return t.ops[static_cast<std::size_t>(it->second)].op->name();
+  for (const CutRecord& c : t.cuts)
+    for (TensorId out : c.outputs)
+      if (out == id) return std::string(c.op);
+  return "";
+}
+
+}  // namespace
+
+GradientDiagnosis GradientTape::explain(const Tensor& target, const Source& source) const {
+  const detail::TapeState& t = *state_;
+  TAPEFLOW_REQUIRE(t.owner == std::this_thread::get_id(), FailedPreconditionError,
+                   "[GradientTape::explain] a tape records the thread that created it and must be used from that "
+                   "thread");
+  TAPEFLOW_REQUIRE(!t.consumed, FailedPreconditionError,
+                   "[GradientTape::explain] this non-persistent tape was consumed by its gradient() call and its "
+                   "records are gone; call explain() before gradient(), or use a persistent tape");
+  TAPEFLOW_REQUIRE(target.defined(), InvalidArgumentError,
+                   "[GradientTape::explain] the target is an undefined (default-constructed) Tensor");
+  TAPEFLOW_REQUIRE(source.is_variable() || source.tensor().defined(), InvalidArgumentError,
+                   "[GradientTape::explain] the source is an undefined (default-constructed) Tensor");
+
+  GradientDiagnosis d;
+  d.source = source.is_variable() ? source.variable().name() : "source";
+  d.source_is_variable = source.is_variable();
+  const TensorId src = source.id();
+  const TensorId tgt = target.id();
+
+  if (src == tgt) {
+    d.cause = GradientCause::Connected;
+    return d;
+  }
+  if (!is_floating(source.dtype())) {
+    d.cause = GradientCause::IntegerDtype;
+    d.dtype = source.dtype();
+    return d;
+  }
+  if (!is_floating(target.dtype())) {
+    d.cause = GradientCause::IntegerDtype;
+    d.dtype = target.dtype();
+    d.producer = producer_name(t, tgt);
+    if (d.producer.empty()) d.producer = "the target";
+    return d;
+  }
+
+  // Step 1 and 2: what gradient() would do.
+  const SymbolicFlow flow = symbolic_flow(t.ops, tgt, src);
+  if (flow.missing) {
+    d.cause = GradientCause::NoGradientRegistered;
+    d.op = flow.missing->op->name();
+    return d;
+  }
+  if (flow.has_cotangent.contains(src)) {
+    d.path = path_of(t.ops, flow, tgt, src);
+    const NumericFlow n = numeric_flow(t.ops, flow, target, src);
+    if (!n.gradient) {
+      d.cause = GradientCause::NonDifferentiableOp;
+      d.op = n.no_gradient ? n.no_gradient->op->name() : "";
+      d.path.clear();
+    } else if (all_zero(*n.gradient)) {
+      d.cause = GradientCause::ZeroGradient;
+      d.op = n.became_zero ? n.became_zero->op->name() : "";
+    } else {
+      d.cause = GradientCause::Connected;
+    }
+    return d;
+  }
+
+  // Step 3: no cotangent reaches the source.
+  if (auto cut = find_cut(t, tgt, src, d)) return *cut;
+  if (src > tgt) {
+    d.cause = GradientCause::SourceCreatedAfterTarget;
+    return d;
+  }
+  if (!t.producer.contains(src)) {
+    if (!source.is_variable()) {
+      d.cause = GradientCause::TensorNotWatched;
+      return d;
+    }
+    if (!source.variable().trainable()) {
+      d.cause = GradientCause::VariableNotTrainable;
+      return d;
+    }
+    if (!t.options.watch_accessed_variables) {
+      d.cause = GradientCause::AccessedVariablesNotWatched;
+      return d;
+    }
+  }
+  if (!on_tape(t, tgt)) {
+    if (tgt < t.first_id) {
+      d.cause = GradientCause::TargetBeforeTape;
+      return d;
+    }
+    for (const auto& [first, last] : t.paused_ids)
+      if (tgt >= first && tgt < last) {
+        d.cause = GradientCause::RecordingPaused;
+        return d;
+      }
+    if (const auto thread = autodiff::unrecorded_thread_of(tgt); thread && *thread != t.owner) {
+      d.cause = GradientCause::TargetOnAnotherThread;
+      return d;
+    }
+    for (const auto& other : autodiff::this_thread_tapes())
+      if (other.get() != &t && on_tape(*other, tgt)) {
+        d.cause = GradientCause::TargetOnAnotherTape;
+        return d;
+      }
+  }
+  d.cause = GradientCause::SourceNotUsed;
+  d.target_recorded = t.producer.contains(tgt) || t.cut_ids.contains(tgt);
+  return d;
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,130 @@
+// GradientTape::gradient_report: the check people do by hand before they trust a training run.
+// One gradient() pass for all variables, then explain() for each variable whose gradient is
+// missing or zero (one more backward pass each, only for those).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "autodiff/tape_state.h"
+#include "core/check.h"
+#include "tapeflow/explain.h"
+#include "tapeflow/module.h"
+#include "tapeflow/tape.h"
+
+namespace tapeflow {
+
+namespace {
+
+/// L2 norm in double precision; NaN or Inf if the tensor holds one.
+double l2_norm(const Tensor& t) {
+  double sum = 0;
+  if (t.dtype() == DType::Float32)
+    for (float v : t.values<float>()) sum += static_cast<double>(v) * static_cast<double>(v);
+  else if (t.dtype() == DType::Float64)
+    for (double v : t.values<double>()) sum += v * v;
+  return std::sqrt(sum);
+}
+
+bool all_finite(const Tensor& t) {
+  if (t.dtype() == DType::Float32)
+    return std::ranges::all_of(t.values<float>(), [](float v) { return std::isfinite(v); });
+  if (t.dtype() == DType::Float64)
+    return std::ranges::all_of(t.values<double>(), [](double v) { return std::isfinite(v); });
+  return true;
+}
+
+}  // namespace
+
+bool GradientReport::ok() const {
+  return std::ranges::all_of(rows, [](const GradientReportRow& r) { return r.norm && !r.vanishing && !r.exploding; });
+}
+
+std::string GradientReport::to_string() const {
+  std::vector<std::array<std::string, 4>> cells;
+  cells.push_back({"variable", "shape", "gradient norm", "status"});
+  for (const GradientReportRow& r : rows) {
+    std::string status = "ok";
+    if (!r.norm) {
+      status = r.why ? r.why->to_string() : "None";
+    } else {
+      std::vector<std::string> flags;
+      if (r.exploding) flags.emplace_back(std::isfinite(*r.norm) ? "EXPLODING" : "EXPLODING (not finite)");
+      if (r.vanishing) flags.emplace_back("VANISHING");
+      if (!flags.empty()) status = fmt::format("{}", fmt::join(flags, ", "));
+      if (r.why && r.why->cause == GradientCause::ZeroGradient) status += ": " + r.why->to_string();
+    }
+    cells.push_back({r.name, r.shape.to_string(), r.norm ? fmt::format("{:.4e}", *r.norm) : "None", status});
+  }
+  std::array<std::size_t, 3> width{};
+  for (const auto& row : cells)
+    for (std::size_t c = 0; c < 3; ++c) width[c] = std::max(width[c], row[c].size());
+  std::string out;
+  for (const auto& row : cells)
+    out += fmt::format("{:<{}}  {:<{}}  {:>{}}  {}\n", row[0], width[0], row[1], width[1], row[2], width[2], row[3]);
+  return out;
+}
+
+GradientReport GradientTape::gradient_report(const Tensor& target, const Module& module,
+                                             const GradientReportOptions& options) {
+  return gradient_report(target, module.trainable_variables(), options);
+}
+
+GradientReport GradientTape::gradient_report(const Tensor& target, const std::vector<Variable>& variables,
+                                             const GradientReportOptions& options) {
+  detail::TapeState& t = *state_;
+  TAPEFLOW_REQUIRE(target.defined(), InvalidArgumentError,
+                   "[GradientTape::gradient_report] the target is an undefined (default-constructed) Tensor");
+  // A non-persistent tape is consumed as by gradient(), but only after explain() has read it:
+  // run as persistent, then consume and release.
+  const bool persistent = t.options.persistent;
+  std::vector<std::optional<Tensor>> grads;
+  {
+    t.options.persistent = true;
+    struct Restore {
+      detail::TapeState& t;
+      bool persistent;
+      ~Restore() { t.options.persistent = persistent; }
+    } restore{t, persistent};
+    std::vector<Source> sources(variables.begin(), variables.end());
+    grads = gradient_flat(target, sources, {}, UnconnectedGradients::None);
+  }
+  GradientReport report;
+  struct ConsumeAtExit {
+    detail::TapeState& t;
+    bool persistent;
+    ~ConsumeAtExit() {
+      if (persistent) return;
+      t.consumed = true;
+      t.ops.clear();
+      t.ops.shrink_to_fit();
+      t.producer.clear();
+      t.cuts.clear();
+      t.cut_ids.clear();
+      autodiff::recount_observers();
+    }
+  } consume{t, persistent};
+  for (std::size_t i = 0; i < variables.size(); ++i) {
+    const Variable& v = variables[i];
+    GradientReportRow row;
+    row.name = v.name();
+    row.shape = v.shape();
+    row.variable_norm = is_floating(v.dtype()) ? l2_norm(v.value()) : 0.0;
+    if (grads[i]) {
+      const double norm = l2_norm(*grads[i]);
+      row.norm = norm;
+      row.exploding = !all_finite(*grads[i]) || !(norm <= options.exploding);
+      row.vanishing = !row.exploding &&
+                      norm <= std::max(options.relative_vanishing * row.variable_norm, options.absolute_vanishing);
+      if (norm == 0.0) row.why = explain(target, v);
+    } else {
+      row.why = explain(target, v);
+    }
+    report.rows.push_back(std::move(row));
+  }
+  return report;
+}
+
+}  // namespace tapeflow
