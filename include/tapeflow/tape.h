@@ -41,6 +41,7 @@
 
 #include "tapeflow/explain.h"
 #include "tapeflow/nest.h"
+#include "tapeflow/tape_graph.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
@@ -221,6 +222,38 @@ class GradientTape {
   std::vector<std::optional<Tensor>> gradient_flat(const Targets& targets, std::span<const Source> sources,
                                                    const std::vector<Tensor>& output_gradients,
                                                    UnconnectedGradients unconnected);
+
+  /// Pictures and memory (tape_graph.h). The recorded computation as Graphviz DOT text, with
+  /// every path from `sources` to `targets` highlighted and the rest greyed with the reason; with
+  /// options.gradient_norms (the default) edges are as thick as the gradient they carry, which
+  /// runs the backward pass once and needs a persistent tape (FailedPreconditionError otherwise).
+  template <nest::Nestable S>
+  std::string to_dot(const Targets& targets, const S& sources, const GraphOptions& options = {}) {
+    return to_dot_flat(targets, nest::flatten(sources), options);
+  }
+  std::string to_dot(const Targets& targets, std::initializer_list<Source> sources, const GraphOptions& options = {}) {
+    return to_dot_flat(targets, std::span<const Source>(sources.begin(), sources.size()), options);
+  }
+  std::string to_dot_flat(const Targets& targets, std::span<const Source> sources, const GraphOptions& options);
+  /// to_dot rendered to SVG by Graphviz (see render_svg for what it throws).
+  template <nest::Nestable S>
+  std::string to_svg(const Targets& targets, const S& sources, const GraphOptions& options = {}) {
+    return render_svg(to_dot(targets, sources, options), options.dot_program);
+  }
+  std::string to_svg(const Targets& targets, std::initializer_list<Source> sources, const GraphOptions& options = {}) {
+    return render_svg(to_dot(targets, sources, options), options.dot_program);
+  }
+  /// to_svg written to `path` (InvalidArgumentError when the file cannot be written).
+  void write_svg(const std::string& path, const Targets& targets, std::initializer_list<Source> sources,
+                 const GraphOptions& options = {});
+  template <nest::Nestable S>
+  void write_svg(const std::string& path, const Targets& targets, const S& sources, const GraphOptions& options = {}) {
+    write_svg_flat(path, targets, nest::flatten(sources), options);
+  }
+  void write_svg_flat(const std::string& path, const Targets& targets, std::span<const Source> sources,
+                      const GraphOptions& options);
+  /// Every tensor the tape keeps for its backward pass, with the op that saved it.
+  MemoryReport memory_report() const;
 
  private:
   template <class F>

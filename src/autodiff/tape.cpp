@@ -39,6 +39,7 @@
 #include <unordered_set>
 
 #include "autodiff/dispatch.h"
+#include "autodiff/gradient_observer.h"
 #include "autodiff/masked_lanes.h"
 #include "autodiff/tape_state.h"
 #include "core/check.h"
@@ -56,6 +57,7 @@ constinit thread_local int t_cotangent_batch_rank = 0;
 constinit thread_local std::uint64_t t_hidden_lo = 0;
 constinit thread_local std::uint64_t t_hidden_hi = 0;
 std::atomic<bool> g_check_numerics{false};
+constinit thread_local GradientObserver* t_gradient_observer = nullptr;  // gradient_observer.h
 std::atomic<int> g_live_tapes{0};
 
 namespace {
@@ -568,6 +570,7 @@ std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops
       if (!needed[i] || !input_grads[i]) continue;
       check_input_gradient(rec, i, *input_grads[i], batch);
       grads.add(ins[i].id, *input_grads[i]);
+      if (autodiff::t_gradient_observer) autodiff::t_gradient_observer->input_gradient(ops, k, i, *input_grads[i]);
     }
     if (release)
       for (auto& slot : rec.slots) slot.saved = Tensor();
