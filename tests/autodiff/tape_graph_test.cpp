@@ -252,6 +252,36 @@ TEST(TapeGraph, IntegerEdgeSaysItCarriesNoGradient) {
   EXPECT_EQ(dot.edge("src0", cast).attrs.at("label"), "not on a path to the target");
 }
 
+TEST(TapeGraph, AnOpNotRecordedOnAnIntegerInputIsADashedCut) {
+  tf::Tensor x = tf::constant({0.4f, 1.6f});
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  tf::Tensor rounded = tf::cast(tf::cast(x, tf::int32), tf::float32);  // the second Cast is not recorded
+  tf::Tensor y = tf::reduce_sum(rounded * x);
+  const Dot dot = parse_dot(tape.to_dot(y, x));
+  const std::string to_int = dot.node_labelled("Cast #0"), cut = dot.node_labelled("Cast\nnot recorded");
+  EXPECT_EQ(dot.nodes.at(cut).at("style"), "rounded,dashed");
+  EXPECT_EQ(dot.nodes.at(cut).at("color"), tf::kGreyColor);
+  const DotEdge& into_cut = dot.edge(to_int, cut);
+  EXPECT_EQ(into_cut.attrs.at("label"), "integer input: not recorded");
+  EXPECT_EQ(into_cut.attrs.at("style"), "dashed");
+  EXPECT_EQ(dot.edge("src0", dot.node_labelled("Mul #1")).attrs.at("color"), tf::kPathColor);  // x * ... still flows
+}
+
+TEST(TapeGraph, AVariableUpdateIsACutIntoTheVariable) {
+  tf::Variable v(1.0f, {.name = "v"}), w(2.0f, {.name = "w"});
+  tf::GradientTape tape({.persistent = true});
+  tf::Tensor y = v * 3.0f;
+  w.assign_add(y);  // stateful: not recorded
+  tf::Tensor z = w * 5.0f;
+  const Dot dot = parse_dot(tape.to_dot(z, {v, w}));
+  const std::string cut = dot.node_labelled("AssignAddVariableOp\nnot recorded: updates w:0");
+  EXPECT_EQ(dot.edge(dot.node_labelled("Mul #1"), cut).attrs.at("label"), "variable update: not differentiable");
+  const DotEdge& into_w = dot.edge(cut, "src1");
+  EXPECT_EQ(into_w.attrs.at("label"), "later reads start a new path");
+  EXPECT_EQ(into_w.attrs.at("style"), "dashed");
+}
+
 TEST(TapeGraph, TargetNotRecordedOnTheTapeIsSaid) {
   tf::Tensor x = tf::constant({1.0f});
   tf::Tensor y = x * 2.0f;  // before the tape exists

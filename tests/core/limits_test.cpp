@@ -46,7 +46,9 @@ TEST(SizeLimits, ShapeRefusesMoreThan2To62Elements) {
   EXPECT_THROW(Shape({3, kThirdOf63p1}), ResourceExhaustedError);  // 2^63 + 1
   EXPECT_THROW(Shape({std::int64_t{1} << 31, std::int64_t{1} << 31, 2}), ResourceExhaustedError);  // 2^63
   EXPECT_NO_THROW(Shape({std::int64_t{1} << 62}));  // the limit itself is a valid shape
-  EXPECT_NO_THROW(Shape({0, kMax}));                // zero elements whatever follows
+  EXPECT_NO_THROW(Shape({0, std::int64_t{1} << 62}));  // zero elements, the other dims within the limit
+  // Even with zero elements the other dims are bounded: kernels multiply partial products of them.
+  EXPECT_THROW(Shape({0, kMax}), ResourceExhaustedError);
   EXPECT_THROW(Shape({-1}), InvalidArgumentError);
   EXPECT_THROW(Shape(std::vector<std::int64_t>(kMaxRank + 1, 1)), InvalidArgumentError);
 }

@@ -284,6 +284,21 @@ TEST(CliTrain, MlpLossFallsOnFashionMnist) {
   EXPECT_GT(accuracy.result(), 0.6);  // chance is 0.1
 }
 
+TEST(CliTrain, GradientReportOfTheFirstStepListsEveryVariable) {
+  REQUIRE_DATASET();
+  cli::TrainOptions o = quick("mlp", 1, 64);
+  o.gradient_report = true;
+  std::ostringstream out, log;
+  cli::train(o, out, log, false);
+  const std::string report = out.str();
+  EXPECT_THAT(report, HasSubstr("gradient report of the first step:"));
+  EXPECT_THAT(report, HasSubstr("gradient norm"));
+  // The MLP's six variables (three kernels, three biases), each with a norm: none is missing.
+  std::size_t ok_rows = 0;
+  for (std::size_t at = report.find(" ok\n"); at != std::string::npos; at = report.find(" ok\n", at + 1)) ++ok_rows;
+  EXPECT_EQ(ok_rows, 6u) << report;
+}
+
 TEST(CliTrain, PrintsOneLinePerEpochAndPlotsEveryEpoch) {
   REQUIRE_DATASET();
   TempDir dir;

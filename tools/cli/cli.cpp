@@ -41,6 +41,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   auto* limit_opt = train_cmd->add_option("--limit", t.limit,
                                           "Train on the first N examples only (0: all), for quick runs");
   train_cmd->add_option("--threads", t.threads, "Threads for the kernels and OpenBLAS (0: every core)");
+  train_cmd->add_flag("--gradient-report", t.gradient_report,
+                      "Print each variable's gradient norm (or why it has none) for the first step");
 
   std::optional<std::string> name, dir;
   bool list = false;

@@ -288,9 +288,12 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
       Tensor logits, loss;
       std::vector<std::optional<Tensor>> grads;
       {
-        GradientTape tape;
+        // The report needs the records after it: the first step's tape is persistent then.
+        const bool report = o.gradient_report && epoch == first_epoch && step == 0;
+        GradientTape tape(TapeOptions{.persistent = report});
         logits = (*model.net)(b->features, /*training=*/true);
         loss = losses::sparse_categorical_crossentropy(b->labels, logits, /*from_logits=*/true);
+        if (report) out << "gradient report of the first step:\n" << tape.gradient_report(loss, vars).to_string() << "\n";
         grads = tape.gradient(loss, vars);
       }
       optimizer->apply_gradients(grads, vars);

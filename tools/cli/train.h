@@ -38,6 +38,9 @@ struct TrainOptions {
   std::string plot;        ///< empty: no plot
   std::int64_t limit = 0;  ///< train on the first `limit` examples; 0: all
   int threads = 0;         ///< 0: the library's default (every core)
+  /// Print tape.gradient_report (each variable's gradient norm, or why it has none, with
+  /// vanishing/exploding flags) for the first training step.
+  bool gradient_report = false;
   std::int64_t eval_batch_size = 1000;
   /// Not on the command line, for tests: evaluate on the first `test_limit` test examples only
   /// (0: all), and use an already loaded data set instead of reading data_dir.
