@@ -27,8 +27,14 @@ int main(int argc, char** argv) {
 
   tf::GradientTape tape({.persistent = true});
   tf::Tensor frozen = tf::stop_gradient(tf::matmul(x, pretrained));
-  tf::Tensor h = tf::nn::relu(tf::matmul(x, w1) + b1 + frozen);
-  tf::Tensor prediction = tf::matmul(h, w2) + b2;
+  // One op per statement: C++ leaves the order of evaluating `matmul(x, w1) + b1`'s operands (and
+  // so of the variable reads, which are recorded ops) to the compiler, and the record numbers
+  // printed below would differ between GCC and Clang.
+  tf::Tensor z1 = tf::matmul(x, w1);
+  z1 = z1 + b1;
+  tf::Tensor h = tf::nn::relu(z1 + frozen);
+  tf::Tensor z2 = tf::matmul(h, w2);
+  tf::Tensor prediction = z2 + b2;
   tf::Tensor loss = tf::reduce_mean(tf::square(prediction - labels));
 
   const std::vector<tf::Variable> variables = {w1, b1, w2, b2, pretrained, head2};
