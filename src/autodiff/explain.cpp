@@ -140,6 +140,7 @@ namespace {
 using autodiff::CutReason;
 using autodiff::CutRecord;
 using autodiff::OpRecord;
+using autodiff::Records;
 
 bool all_zero(const Tensor& t) {
   if (!t.defined()) return true;
@@ -165,7 +166,7 @@ struct SymbolicFlow {
   const OpRecord* missing = nullptr;               // where gradient() raises LookupError
 };
 
-SymbolicFlow symbolic_flow(const std::vector<OpRecord>& ops, TensorId target, TensorId source) {
+SymbolicFlow symbolic_flow(const Records& ops, TensorId target, TensorId source) {
   SymbolicFlow f;
   std::unordered_set<TensorId> reaches_target{target};
   f.keep.assign(ops.size(), 0);
@@ -207,7 +208,7 @@ SymbolicFlow symbolic_flow(const std::vector<OpRecord>& ops, TensorId target, Te
 }
 
 /// The ops of one path from the target back to the source, target side first.
-std::vector<std::string> path_of(const std::vector<OpRecord>& ops, const SymbolicFlow& f, TensorId target,
+std::vector<std::string> path_of(const Records& ops, const SymbolicFlow& f, TensorId target,
                                  TensorId source) {
   std::vector<std::string> path;
   TensorId id = source;
@@ -235,7 +236,7 @@ struct NumericFlow {
   const OpRecord* no_gradient = nullptr;  // an op whose gradient function returned none for a needed input
 };
 
-NumericFlow numeric_flow(const std::vector<OpRecord>& ops, const SymbolicFlow& f, const Tensor& target,
+NumericFlow numeric_flow(const Records& ops, const SymbolicFlow& f, const Tensor& target,
                          TensorId source) {
   // Record nothing on any tape, and let no accumulator see these ops; tapes created by gradient
   // functions (recompute_grad) are created later and stay visible to themselves.

@@ -17,7 +17,7 @@ class GradientObserver {
   /// Record `k` of `ops` (a tape's records) produced `g`, the contribution of that record to the
   /// cotangent of its input `input` (contributions to one tensor id are then summed). Nested
   /// backward passes (gradient functions that differentiate) report too, with their own `ops`.
-  virtual void input_gradient(const std::vector<OpRecord>& ops, std::size_t k, std::size_t input,
+  virtual void input_gradient(const Records& ops, std::size_t k, std::size_t input,
                               const Tensor& g) = 0;
 };
 

@@ -38,8 +38,6 @@
 #include <mutex>
 #include <unordered_set>
 
-#include <absl/container/flat_hash_set.h>
-
 #include "autodiff/dispatch.h"
 #include "autodiff/gradient_observer.h"
 #include "autodiff/masked_lanes.h"
@@ -464,7 +462,7 @@ class Cotangents {
   }
 
  private:
-  absl::flat_hash_map<TensorId, Tensor> map_;
+  autodiff::IdMap<Tensor> map_;
 };
 
 /// `s` with the batch dimensions `batch` in front.
@@ -501,19 +499,19 @@ void validate_targets_and_sources(std::span<const Source> ys, std::span<const So
 /// Which records a backward pass from `ys` to `sources` visits (step 1 of the algorithm above),
 /// and which of their inputs need a gradient (floating and depending on a source).
 struct Pruned {
-  std::vector<char> keep;
-  std::vector<std::size_t> first_input;  // record k's input flags start at input_needed[first_input[k]]
-  std::unique_ptr<bool[]> input_needed;
-  absl::flat_hash_set<TensorId> source_ids;
+  detail::RecyclingVector<char> keep;
+  detail::RecyclingVector<std::size_t> first_input;  // record k's input flags start at input_needed[first_input[k]]
+  detail::RecyclingArray<bool> input_needed;
+  autodiff::IdSet source_ids;
 
   std::span<const bool> needed(std::size_t k, std::size_t num_inputs) const {
     return {input_needed.get() + first_input[k], num_inputs};
   }
 };
 
-Pruned prune(const std::vector<autodiff::OpRecord>& ops, std::span<const Source> ys, std::span<const Source> sources) {
+Pruned prune(const autodiff::Records& ops, std::span<const Source> ys, std::span<const Source> sources) {
   Pruned p;
-  absl::flat_hash_set<TensorId> reaches_target;
+  autodiff::IdSet reaches_target;
   reaches_target.reserve(ops.size() + ys.size());
   for (const Source& y : ys) reaches_target.insert(y.id());
   p.keep.assign(ops.size(), 0);
@@ -523,7 +521,7 @@ Pruned prune(const std::vector<autodiff::OpRecord>& ops, std::span<const Source>
     if (p.keep[k])
       for (const auto& in : ops[k].inputs()) reaches_target.insert(in.id);
   }
-  absl::flat_hash_set<TensorId> depends_on_source;
+  autodiff::IdSet depends_on_source;
   depends_on_source.reserve(ops.size() + sources.size());
   for (const Source& s : sources) {
     depends_on_source.insert(s.id());
@@ -535,7 +533,7 @@ Pruned prune(const std::vector<autodiff::OpRecord>& ops, std::span<const Source>
     p.first_input[k] = num_inputs;
     num_inputs += ops[k].num_inputs;
   }
-  p.input_needed = std::make_unique<bool[]>(num_inputs);
+  p.input_needed = detail::RecyclingArray<bool>(num_inputs);
   for (std::size_t k = 0; k < ops.size(); ++k) {
     if (!p.keep[k]) continue;
     bool depends = false;
@@ -556,7 +554,7 @@ Pruned prune(const std::vector<autodiff::OpRecord>& ops, std::span<const Source>
 /// returns each source's cotangent (std::nullopt where none arrived). With `release`, each
 /// record's saved values are dropped once it has been processed. `batch` are leading dimensions
 /// of a stack of cotangents pushed through at once (vectorised Jacobians; only batchable ops).
-std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops, const Pruned& p,
+std::vector<std::optional<Tensor>> backward(autodiff::Records& ops, const Pruned& p,
                                             std::span<const Source> ys, std::span<const Tensor> seeds,
                                             std::span<const Source> sources, bool release,
                                             std::span<const std::int64_t> batch = {}) {
@@ -673,7 +671,7 @@ std::vector<std::optional<Tensor>> GradientTape::gradient_flat(const Targets& ta
                      i, ys[i].shape().to_string(), dtype_name(ys[i].dtype()),
                      w.defined() ? w.shape().to_string() : "(undefined)", w.defined() ? dtype_name(w.dtype()) : "-");
   }
-  return run_backward("gradient", [&](std::vector<autodiff::OpRecord>& ops, bool release) {
+  return run_backward("gradient", [&](autodiff::Records& ops, bool release) {
     std::vector<Tensor> seeds;
     for (const Source& y : ys)
       seeds.push_back(output_gradients.empty() ? ones(y.shape(), y.dtype()) : output_gradients[seeds.size()]);
@@ -704,7 +702,7 @@ Shape concat_shapes(std::span<const std::int64_t> a, std::span<const std::int64_
 namespace {
 
 /// The first kept record whose gradient cannot take a stack of cotangents, or nullptr.
-const autodiff::OpDef* first_unbatchable(const std::vector<autodiff::OpRecord>& ops, const Pruned& p) {
+const autodiff::OpDef* first_unbatchable(const autodiff::Records& ops, const Pruned& p) {
   for (std::size_t k = 0; k < ops.size(); ++k)
     if (p.keep[k] && !ops[k].op->batchable) return ops[k].op;
   return nullptr;
@@ -712,7 +710,7 @@ const autodiff::OpDef* first_unbatchable(const std::vector<autodiff::OpRecord>& 
 
 /// How many Jacobian rows to push through at once: the stacked cotangents of the largest kept
 /// tensor stay under about 256 MiB.
-std::int64_t rows_per_pass(const std::vector<autodiff::OpRecord>& ops, const Pruned& p, std::int64_t rows) {
+std::int64_t rows_per_pass(const autodiff::Records& ops, const Pruned& p, std::int64_t rows) {
   std::int64_t largest = 1;
   for (std::size_t k = 0; k < ops.size(); ++k)
     if (p.keep[k])
@@ -727,7 +725,7 @@ std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& tar
                                                                UnconnectedGradients unconnected, bool parallel) {
   const Source y(target);
   validate_targets_and_sources({&y, 1}, sources, "jacobian");
-  return run_backward("jacobian", [&](std::vector<autodiff::OpRecord>& ops, bool) {
+  return run_backward("jacobian", [&](autodiff::Records& ops, bool) {
     // One backward pass per target element, seeded with a one-hot cotangent; rows land in
     // target.shape + source.shape. The records are released only after the last row.
     const std::int64_t rows = target.num_elements();
@@ -793,7 +791,7 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
   TAPEFLOW_REQUIRE(ts.rank() >= 1 && ss.rank() >= 1 && ts[0] == ss[0], InvalidArgumentError,
                    "[GradientTape::batch_jacobian] Need first dimension of target shape {} and source shape {} to match.",
                    ts.to_string(), ss.to_string());
-  return run_backward("batch_jacobian", [&](std::vector<autodiff::OpRecord>& ops, bool) -> std::optional<Tensor> {
+  return run_backward("batch_jacobian", [&](autodiff::Records& ops, bool) -> std::optional<Tensor> {
     // Examples are independent, so a cotangent that is one-hot in column j of every example
     // gives column j for all examples at once: out[b, j, ...] = d target[b, j] / d source[b, ...].
     // Vectorised, a stack of such cotangents (several columns) goes through one backward pass.

@@ -45,6 +45,7 @@ namespace tapeflow {
 namespace {
 
 using autodiff::OpRecord;
+using autodiff::Records;
 
 std::string escape(std::string_view s) {
   std::string out;
@@ -77,15 +78,15 @@ bool has_gradient(const OpRecord& r) { return r.op->gradient()->status != Gradie
 /// The norm of each (record, input) gradient contribution of one backward pass over `ops`.
 class NormObserver final : public autodiff::GradientObserver {
  public:
-  explicit NormObserver(const std::vector<OpRecord>& ops) : ops_(&ops) {}
-  void input_gradient(const std::vector<OpRecord>& ops, std::size_t k, std::size_t input, const Tensor& g) override {
+  explicit NormObserver(const Records& ops) : ops_(&ops) {}
+  void input_gradient(const Records& ops, std::size_t k, std::size_t input, const Tensor& g) override {
     if (&ops != ops_) return;  // a nested backward pass inside a gradient function
     norms[{k, input}] = l2_norm(g);
   }
   std::map<std::pair<std::size_t, std::size_t>, double> norms;
 
  private:
-  const std::vector<OpRecord>* ops_;
+  const Records* ops_;
 };
 
 /// Appends DOT statements with every attribute value quoted, one statement per line.
@@ -136,7 +137,7 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
   TAPEFLOW_REQUIRE(!options.gradient_norms || tape.options.persistent, FailedPreconditionError,
                    "[GradientTape::to_dot] gradient norms run the backward pass, which would consume this "
                    "non-persistent tape; create it with {{.persistent = true}} or pass {{.gradient_norms = false}}");
-  const std::vector<OpRecord>& ops = tape.ops;
+  const Records& ops = tape.ops;
 
   // Gradient norms: one real backward pass, observed.
   NormObserver observer(ops);

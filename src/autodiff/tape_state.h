@@ -15,8 +15,10 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
 #include "autodiff/op_def.h"
+#include "core/recycling_allocator.h"
 #include "tapeflow/tape.h"
 
 namespace tapeflow::autodiff {
@@ -46,15 +48,20 @@ struct OpRecord {
   std::span<const Slot> outputs() const { return {slots + num_inputs, num_slots - num_inputs}; }
 };
 
-/// Objects handed out in chunks that never move (records point into them), default-constructed,
-/// freed all at once by clear(). A request larger than a chunk gets a chunk of its own.
+/// Objects handed out in chunks that never move (records point into them), value-initialised,
+/// destroyed all at once by clear(). A request larger than a chunk gets a chunk of its own.
 template <class T, std::size_t kChunk>
 class ChunkedStore {
  public:
+  ChunkedStore() = default;
+  ChunkedStore(const ChunkedStore&) = delete;
+  ChunkedStore& operator=(const ChunkedStore&) = delete;
+  ~ChunkedStore() { clear(); }
+
   T* allocate(std::size_t n) {
-    if (n > kChunk) return chunks_.emplace_back(std::make_unique<T[]>(n)).get();
+    if (n > kChunk) return new_chunk(n);
     if (used_ + n > kChunk) {
-      current_ = chunks_.emplace_back(std::make_unique<T[]>(kChunk)).get();
+      current_ = new_chunk(kChunk);
       used_ = 0;
     }
     T* p = current_ + used_;
@@ -62,14 +69,25 @@ class ChunkedStore {
     return p;
   }
   void clear() {
+    for (const auto& [p, n] : chunks_) {
+      std::destroy_n(p, n);
+      detail::RecyclingAllocator<T>().deallocate(p, n);
+    }
     chunks_.clear();
-    chunks_.shrink_to_fit();
     current_ = nullptr;
     used_ = kChunk;
   }
 
  private:
-  std::vector<std::unique_ptr<T[]>> chunks_;
+  T* new_chunk(std::size_t n) {
+    chunks_.reserve(chunks_.size() + 1);  // no throw between allocating and remembering the chunk
+    T* p = detail::RecyclingAllocator<T>().allocate(n);
+    std::uninitialized_value_construct_n(p, n);  // Slot and Shape construct without throwing
+    chunks_.push_back({p, n});
+    return p;
+  }
+
+  detail::RecyclingVector<std::pair<T*, std::size_t>> chunks_;
   T* current_ = nullptr;
   std::size_t used_ = kChunk;  // in *current_
 };
@@ -99,6 +117,22 @@ class ShapeStore {
   std::array<const Shape*, 4> recent_{};
   std::size_t next_ = 0;
 };
+
+/// The hash of a tensor id for the tape's Abseil maps. Abseil places a key by hash >> 7 (the
+/// group) and tags it with the low 7 bits; ids are handed out consecutively on a thread, so
+/// (id << 7 | id & 127) puts consecutive ids in neighbouring slots with distinct tags. A mixing
+/// hash scatters them over the whole table instead: each insert was a cache miss once a host
+/// program's work between two tapes had evicted the table (bench/compare, workload 1b).
+struct IdHash {
+  std::size_t operator()(TensorId id) const { return static_cast<std::size_t>((id << 7) | (id & 127)); }
+};
+template <class V>
+using IdMap = absl::flat_hash_map<TensorId, V, IdHash, std::equal_to<TensorId>,
+                                  detail::RecyclingAllocator<std::pair<const TensorId, V>>>;
+using IdSet = absl::flat_hash_set<TensorId, IdHash, std::equal_to<TensorId>, detail::RecyclingAllocator<TensorId>>;
+
+/// A tape's records in execution order.
+using Records = detail::RecyclingVector<OpRecord>;
 
 /// Why the tape saw an op on a tracked tensor and did not record it (explain.cpp reads these).
 enum class CutReason : std::uint8_t {
@@ -170,8 +204,8 @@ struct TapeState {
   bool warned_dtype = false;
 
   /// Tensor id -> index of the op that produced it in `ops`, or -1 for a watched tensor/variable.
-  absl::flat_hash_map<TensorId, std::int64_t> producer;
-  std::vector<autodiff::OpRecord> ops;
+  autodiff::IdMap<std::int64_t> producer;
+  autodiff::Records ops;
   autodiff::SlotStore slots;    // the records' slots
   autodiff::ShapeStore shapes;  // the slots' shapes
   std::vector<Variable> watched_variables;

@@ -2,11 +2,8 @@
 #include <new>
 #include <ostream>
 
-#ifndef TAPEFLOW_SYSTEM_MALLOC
-#include <mimalloc.h>
-#endif
-
 #include "core/allocator.h"
+#include "core/block_pool.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "tapeflow/memory.h"
@@ -15,19 +12,6 @@ namespace tapeflow {
 namespace {
 
 using detail::count_allocation;
-
-// Tensor blocks (a TensorImpl with its shared_ptr control block, plus a tiny tensor's elements)
-// come from mimalloc's per-thread heaps. Every op makes one, and a tape keeps thousands alive:
-// glibc's malloc served them in 150 ns instead of 40 once a host program (LibTorch, measured in
-// bench/compare) had fragmented its heap. Sanitizer builds use the system allocator, which the
-// sanitizers instrument.
-#ifdef TAPEFLOW_SYSTEM_MALLOC
-template <class T>
-using BlockAllocator = std::allocator<T>;
-#else
-template <class T>
-using BlockAllocator = mi_stl_allocator<T>;
-#endif
 
 /// Tensors of at most this many bytes keep their elements inline, after the TensorImpl, in the
 /// same heap block: one allocation per tiny tensor instead of three (impl, buffer, control block).
@@ -47,6 +31,9 @@ struct InlineTensor {
   InlineTensor& operator=(const InlineTensor&) = delete;
   std::int64_t counted;
 };
+// allocate_shared puts the object after the control block's header (a vtable pointer and two
+// counts): the whole block must fit one pool block, or every tiny tensor would miss the pool.
+static_assert(sizeof(InlineTensor) + 16 + alignof(InlineTensor) <= detail::kPoolBlockBytes);
 
 }  // namespace
 
@@ -79,14 +66,14 @@ Tensor empty(const Shape& shape, DType dtype, std::string_view op) {
                    op, dtype_name(dtype), shape.to_string(), allocation_limit());
   detail::check_allocation_limit(bytes, op);
   if (bytes <= kInlineBytes) {
-    auto block = std::allocate_shared<InlineTensor>(BlockAllocator<InlineTensor>(),
+    auto block = std::allocate_shared<InlineTensor>(detail::PoolAllocator<InlineTensor>(),
                                                     TensorImpl{shape, dtype, nullptr, nullptr}, bytes);
     const TensorImpl* impl = &block->impl;
     return Tensor(std::shared_ptr<const TensorImpl>(std::move(block), impl));  // moved: no atomic count updates
   }
   std::shared_ptr<void> buffer = detail::allocate_buffer(bytes, op);
   void* data = buffer.get();
-  return Tensor(std::allocate_shared<TensorImpl>(BlockAllocator<TensorImpl>(),
+  return Tensor(std::allocate_shared<TensorImpl>(detail::PoolAllocator<TensorImpl>(),
                                                  TensorImpl{shape, dtype, data, std::move(buffer)}));
 }
 
@@ -97,7 +84,7 @@ Tensor share_with_shape(const Tensor& t, const Shape& shape) {
   // Keep alive whatever keeps the source's bytes alive: its buffer, or the source itself when the
   // bytes are inline.
   std::shared_ptr<const void> owner = src.owner ? src.owner : std::shared_ptr<const void>(t.impl_handle());
-  return Tensor(std::allocate_shared<TensorImpl>(BlockAllocator<TensorImpl>(),
+  return Tensor(std::allocate_shared<TensorImpl>(detail::PoolAllocator<TensorImpl>(),
                                                  TensorImpl{shape, t.dtype(), src.data, std::move(owner)}));
 }
 
