@@ -347,8 +347,11 @@ constexpr std::string_view kConsumedMessage =
 
 }  // namespace
 
+constinit thread_local std::size_t detail::TapeState::t_last_tape_records = 0;
+
 GradientTape::GradientTape(TapeOptions options) : state_(std::make_shared<detail::TapeState>()) {
   state_->options = options;
+  state_->reserve_like_last_tape();
   state_->first_id = detail::next_tensor_id();
   autodiff::g_live_tapes.fetch_add(1, std::memory_order_relaxed);
   autodiff::thread_tapes().push_back(state_);

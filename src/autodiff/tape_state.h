@@ -223,8 +223,26 @@ struct TapeState {
   std::vector<std::pair<TensorId, TensorId>> paused_ids;
   static constexpr std::size_t kMaxCuts = std::size_t{1} << 16;
 
+  TapeState() = default;
+  TapeState(const TapeState&) = delete;
+  TapeState& operator=(const TapeState&) = delete;
+  ~TapeState() {
+    if (!ops.empty()) t_last_tape_records = ops.size();
+  }
+
+  /// The number of records of the last tape released on this thread: a new tape reserves room
+  /// for as many (a training loop records the same ops every step), so its id map and record
+  /// array do not grow and rehash their way there again.
+  static constinit thread_local std::size_t t_last_tape_records;
+  void reserve_like_last_tape() {
+    const std::size_t n = std::min<std::size_t>(t_last_tape_records, std::size_t{1} << 20);
+    ops.reserve(n);
+    producer.reserve(n);
+  }
+
   /// Drops every record and what explain() knows (a non-persistent tape after its gradient call).
   void release_records() {
+    if (!ops.empty()) t_last_tape_records = ops.size();
     ops.clear();
     ops.shrink_to_fit();
     slots.clear();
