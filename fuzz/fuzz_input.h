@@ -204,6 +204,28 @@ double touch(const Tensor& t);
 
 }  // namespace tapeflow::fuzz
 
+/// Defines a harness's two libFuzzer entry points around the block that follows it (like
+/// libprotobuf-mutator's DEFINE_PROTO_FUZZER): LLVMFuzzerInitialize runs init(), and
+/// LLVMFuzzerTestOneInput decodes the input into the FuzzInput named `in` and runs the block
+/// under expect_success_or_error. A harness then holds only what it fuzzes:
+///
+///   TAPEFLOW_FUZZ_TARGET(in) {
+///     const tapeflow::Tensor x = in.any_tensor();
+///     tapeflow::fuzz::touch(tapeflow::exp(x));
+///   }
+#define TAPEFLOW_FUZZ_TARGET(in)                                                                 \
+  static void tapeflow_fuzz_target(::tapeflow::fuzz::FuzzInput& in);                             \
+  extern "C" int LLVMFuzzerInitialize(int*, char***) {                                           \
+    ::tapeflow::fuzz::init();                                                                    \
+    return 0;                                                                                    \
+  }                                                                                              \
+  extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {            \
+    ::tapeflow::fuzz::FuzzInput input(data, size);                                               \
+    ::tapeflow::fuzz::expect_success_or_error([&] { tapeflow_fuzz_target(input); });             \
+    return 0;                                                                                    \
+  }                                                                                              \
+  static void tapeflow_fuzz_target(::tapeflow::fuzz::FuzzInput& in)
+
 namespace tapeflow::fuzz {
 
 /// Calls f(xs); when the input says so, under a tape watching the float inputs, then takes the

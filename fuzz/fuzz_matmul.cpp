@@ -39,34 +39,25 @@ std::string equation(tf::fuzz::FuzzInput& in, bool two) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  tf::fuzz::init();
-  return 0;
-}
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  tf::fuzz::FuzzInput in(data, size);
-  tf::fuzz::expect_success_or_error([&] {
-    const int op = in.u8() % 5;
-    const bool ta = in.boolean(), tb = in.boolean();
-    const tf::DType da = in.u8() < 220 ? in.float_dtype() : in.dtype();
-    const tf::DType db = in.u8() < 240 ? da : in.dtype();
-    const std::vector<std::int64_t> sa = in.dims();
-    const std::vector<std::int64_t> sb = partner(in, sa, ta, tb);
-    const tf::Tensor a = in.tensor(sa, da);
-    const tf::Tensor b = in.tensor(sb, db);
-    const std::int64_t naxes = in.u8() < 220 ? in.range(0, 2) : in.extreme();
-    const std::vector<std::int64_t> axes_a = in.axes(a.rank()), axes_b = in.axes(b.rank());
-    const std::string eq = equation(in, op == 3);
-    tf::fuzz::run_op(in, {a, b}, [&](const std::vector<tf::Tensor>& v) -> tf::Tensor {
-      switch (op) {
-        case 0: return tf::matmul(v[0], v[1], ta, tb);
-        case 1: return tf::tensordot(v[0], v[1], naxes);
-        case 2: return tf::tensordot(v[0], v[1], axes_a, axes_b);
-        case 3: return tf::einsum(eq, v[0], v[1]);
-        default: return tf::einsum(eq, v[0]);
-      }
-    });
+TAPEFLOW_FUZZ_TARGET(in) {
+  const int op = in.u8() % 5;
+  const bool ta = in.boolean(), tb = in.boolean();
+  const tf::DType da = in.u8() < 220 ? in.float_dtype() : in.dtype();
+  const tf::DType db = in.u8() < 240 ? da : in.dtype();
+  const std::vector<std::int64_t> sa = in.dims();
+  const std::vector<std::int64_t> sb = partner(in, sa, ta, tb);
+  const tf::Tensor a = in.tensor(sa, da);
+  const tf::Tensor b = in.tensor(sb, db);
+  const std::int64_t naxes = in.u8() < 220 ? in.range(0, 2) : in.extreme();
+  const std::vector<std::int64_t> axes_a = in.axes(a.rank()), axes_b = in.axes(b.rank());
+  const std::string eq = equation(in, op == 3);
+  tf::fuzz::run_op(in, {a, b}, [&](const std::vector<tf::Tensor>& v) -> tf::Tensor {
+    switch (op) {
+      case 0: return tf::matmul(v[0], v[1], ta, tb);
+      case 1: return tf::tensordot(v[0], v[1], naxes);
+      case 2: return tf::tensordot(v[0], v[1], axes_a, axes_b);
+      case 3: return tf::einsum(eq, v[0], v[1]);
+      default: return tf::einsum(eq, v[0]);
+    }
   });
-  return 0;
 }

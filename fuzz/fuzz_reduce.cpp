@@ -5,31 +5,22 @@
 
 namespace tf = tapeflow;
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  tf::fuzz::init();
-  return 0;
-}
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  tf::fuzz::FuzzInput in(data, size);
-  tf::fuzz::expect_success_or_error([&] {
-    const int op = in.u8() % 8;
-    const bool keepdims = in.boolean();
-    const tf::Tensor x = in.any_tensor();
-    const tf::Axes axes = in.axes(x.rank());
-    const std::int64_t axis = in.axis(x.rank());
-    tf::fuzz::run_op(in, {x}, [&](const std::vector<tf::Tensor>& v) -> tf::Tensor {
-      switch (op) {
-        case 0: return tf::reduce_sum(v[0], axes, keepdims);
-        case 1: return tf::reduce_mean(v[0], axes, keepdims);
-        case 2: return tf::reduce_max(v[0], axes, keepdims);
-        case 3: return tf::reduce_min(v[0], axes, keepdims);
-        case 4: return tf::reduce_prod(v[0], axes, keepdims);
-        case 5: return tf::reduce_logsumexp(v[0], axes, keepdims);
-        case 6: return tf::argmax(v[0], axis);
-        default: return tf::argmin(v[0], axis);
-      }
-    });
+TAPEFLOW_FUZZ_TARGET(in) {
+  const int op = in.u8() % 8;
+  const bool keepdims = in.boolean();
+  const tf::Tensor x = in.any_tensor();
+  const tf::Axes axes = in.axes(x.rank());
+  const std::int64_t axis = in.axis(x.rank());
+  tf::fuzz::run_op(in, {x}, [&](const std::vector<tf::Tensor>& v) -> tf::Tensor {
+    switch (op) {
+      case 0: return tf::reduce_sum(v[0], axes, keepdims);
+      case 1: return tf::reduce_mean(v[0], axes, keepdims);
+      case 2: return tf::reduce_max(v[0], axes, keepdims);
+      case 3: return tf::reduce_min(v[0], axes, keepdims);
+      case 4: return tf::reduce_prod(v[0], axes, keepdims);
+      case 5: return tf::reduce_logsumexp(v[0], axes, keepdims);
+      case 6: return tf::argmax(v[0], axis);
+      default: return tf::argmin(v[0], axis);
+    }
   });
-  return 0;
 }

@@ -186,13 +186,8 @@ struct Machine {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  tf::fuzz::init();
-  return 0;
-}
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  tf::fuzz::FuzzInput in(data, size);
+// A step that ends in a tapeflow::Error is skipped and the program goes on with the next one.
+TAPEFLOW_FUZZ_TARGET(in) {
   Machine m{in, {}, {}, {}};
   m.pool = {tf::constant(1.5), tf::constant({1.0, -2.0, 3.0}), tf::constant({{0.5, 1.0}, {-1.0, 2.0}})};
   m.vars = {tf::Variable(tf::constant(2.0)), tf::Variable(tf::constant({1.0, 2.0})),
@@ -200,5 +195,4 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (int steps = 0; steps < 64 && !in.empty(); ++steps) {
     tf::fuzz::expect_success_or_error([&] { m.step(); });
   }
-  return 0;
 }

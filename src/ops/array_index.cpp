@@ -435,7 +435,6 @@ struct OneHotAttrs {
 // y[p, j] = on if indices[p] == j else off. Not differentiable (integer input).
 struct OneHot {
   static constexpr std::string_view kName = "OneHot";
-  static constexpr Saves kSaves = kSavesNothing;
   using Attrs = OneHotAttrs;
   static Tensor forward(const Attrs& a, const Tensor& indices) {
     std::vector<std::int64_t> out = dims_between(indices.shape(), 0, indices.rank());

@@ -246,6 +246,20 @@ void require_shape(std::string_view op, const Tensor& t, std::string_view arg, c
                    op, arg, expected.to_string(), why, describe(t));
 }
 
+/// Conv2DBackpropInput's and Conv2DBackpropFilter's checks: `operand` (the filters or the input,
+/// named `operand_name`) and `dy` share a float dtype, the conv2d of an input of shape `in` with
+/// filters of shape `f` is valid, and `dy` has its output's shape. Returns that conv2d's geometry.
+cpu::WindowGeometry conv_backprop_geometry(std::string_view op, const ConvAttrs& at, const Shape& in,
+                                           const Shape& f, const Tensor& operand,
+                                           std::string_view operand_name, const Tensor& dy) {
+  require_same_float(op, operand, operand_name, dy, "out_backprop");
+  const cpu::WindowGeometry g = conv_geometry(op, in, f, at);
+  require_shape(op, dy, "out_backprop", output_shape(op, g, f[3]),
+                fmt::format("conv2d's output for input shape {} and filters of shape {}", in.to_string(),
+                            f.to_string()));
+  return g;
+}
+
 Tensor backprop_input(const ConvAttrs& at, const Shape& input_sizes, const Tensor& f, const Tensor& dy);
 Tensor backprop_filter(const ConvAttrs& at, const Tensor& x, const Shape& filter_sizes, const Tensor& dy);
 Tensor conv(const ConvAttrs& at, const Tensor& x, const Tensor& f);
@@ -283,12 +297,8 @@ struct Conv2DBackpropInput {
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = ConvAttrs;
   static Tensor forward(const Attrs& at, const Tensor& f, const Tensor& dy) {
-    require_same_float(kName, f, "filters", dy, "out_backprop");
-    const cpu::WindowGeometry g = conv_geometry(kName, at.sizes, f.shape(), at);
+    const cpu::WindowGeometry g = conv_backprop_geometry(kName, at, at.sizes, f.shape(), f, "filters", dy);
     const std::int64_t oc = f.shape()[3];
-    require_shape(kName, dy, "out_backprop", output_shape(kName, g, oc),
-                  fmt::format("conv2d's output for input shape {} and filters of shape {}",
-                              at.sizes.to_string(), f.shape().to_string()));
     Tensor dx = detail::empty(at.sizes, f.dtype(), kName);
     if (dx.num_elements() == 0) return dx;
     visit_floating(f.dtype(), [&]<class T>() {
@@ -311,12 +321,8 @@ struct Conv2DBackpropFilter {
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = ConvAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& dy) {
-    require_same_float(kName, x, "input", dy, "out_backprop");
-    const cpu::WindowGeometry g = conv_geometry(kName, x.shape(), at.sizes, at);
+    const cpu::WindowGeometry g = conv_backprop_geometry(kName, at, x.shape(), at.sizes, x, "input", dy);
     const std::int64_t oc = at.sizes[3];
-    require_shape(kName, dy, "out_backprop", output_shape(kName, g, oc),
-                  fmt::format("conv2d's output for input shape {} and filters of shape {}",
-                              x.shape().to_string(), at.sizes.to_string()));
     Tensor df = detail::empty(at.sizes, x.dtype(), kName);
     if (df.num_elements() == 0) return df;
     visit_floating(x.dtype(), [&]<class T>() {
@@ -360,6 +366,18 @@ cpu::WindowGeometry pool_geometry(std::string_view op, const Shape& in, const Po
   });
 }
 
+/// MaxPool's and AvgPool's forward: validates `x` and the window, then runs
+/// `kernel(x, geometry, y)` on the (batch, oh, ow, channels) output `y`.
+template <class Kernel>
+Tensor pool_forward(std::string_view op, const PoolAttrs& at, const Tensor& x, Kernel kernel) {
+  require_floating(x, op, "input");
+  const cpu::WindowGeometry g = pool_geometry(op, x.shape(), at);
+  Tensor y = detail::empty(output_shape(op, g, g.c), x.dtype(), op);
+  if (y.num_elements() == 0) return y;
+  visit_floating(x.dtype(), [&]<class T>() { kernel(x.values<T>().data(), g, detail::mutable_data<T>(y)); });
+  return y;
+}
+
 Tensor max_pool_grad(const PoolAttrs& at, const Tensor& x, const Tensor& dy);
 Tensor max_pool_grad_grad(const PoolAttrs& at, const Tensor& x, const Tensor& ddx);
 Tensor avg_pool(const PoolAttrs& at, const Tensor& x);
@@ -371,13 +389,8 @@ struct MaxPool {
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x) {
-    require_floating(x, kName, "input");
-    const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at);
-    Tensor y = detail::empty(output_shape(kName, g, g.c), x.dtype(), kName);
-    if (y.num_elements() == 0) return y;
-    visit_floating(x.dtype(),
-                   [&]<class T>() { cpu::max_pool(x.values<T>().data(), g, detail::mutable_data<T>(y)); });
-    return y;
+    return pool_forward(kName, at, x,
+                        [](const auto* in, const auto& g, auto* out) { cpu::max_pool(in, g, out); });
   }
   static Grads backward(const GradContext& c) {
     return {max_pool_grad(c.attrs<Attrs>(), c.input(0), c.dy())};
@@ -439,13 +452,8 @@ struct AvgPool {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x) {
-    require_floating(x, kName, "input");
-    const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at);
-    Tensor y = detail::empty(output_shape(kName, g, g.c), x.dtype(), kName);
-    if (y.num_elements() == 0) return y;
-    visit_floating(x.dtype(),
-                   [&]<class T>() { cpu::avg_pool(x.values<T>().data(), g, detail::mutable_data<T>(y)); });
-    return y;
+    return pool_forward(kName, at, x,
+                        [](const auto* in, const auto& g, auto* out) { cpu::avg_pool(in, g, out); });
   }
   static Grads backward(const GradContext& c) {
     return {avg_pool_grad(c.attrs<Attrs>(), c.input_shape(0), c.dy())};

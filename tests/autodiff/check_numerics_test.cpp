@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/errors.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tapeflow {
@@ -12,21 +13,13 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::tapeflow::testing::error_of;
 
 /// Turns check-numerics mode on for one test.
 struct CheckNumerics {
   CheckNumerics() { enable_check_numerics(); }
   ~CheckNumerics() { disable_check_numerics(); }
 };
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InvalidArgumentError& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 TEST(CheckNumerics, OffByDefaultSoNaNFlowsThrough) {
   ASSERT_FALSE(check_numerics_enabled());
@@ -37,7 +30,7 @@ TEST(CheckNumerics, OffByDefaultSoNaNFlowsThrough) {
 TEST(CheckNumerics, ForwardRaisesAtTheFirstOpProducingNaNWithDtypeShapeAndCount) {
   CheckNumerics on;
   const Tensor x = constant({{-1.f, 2.f, -3.f}, {4.f, 5.f, 6.f}});
-  const std::string m = message_of([&] { (void)exp(log(x)); });  // Log makes the NaN, not Exp
+  const std::string m = error_of([&] { (void)exp(log(x)); });  // Log makes the NaN, not Exp
   EXPECT_THAT(m, HasSubstr("[CheckNumerics] op Log"));
   EXPECT_THAT(m, HasSubstr("2 NaN and 0 Inf"));
   EXPECT_THAT(m, HasSubstr("float32 tensor of shape (2, 3)"));
@@ -45,7 +38,7 @@ TEST(CheckNumerics, ForwardRaisesAtTheFirstOpProducingNaNWithDtypeShapeAndCount)
 
 TEST(CheckNumerics, ForwardCountsInfinities) {
   CheckNumerics on;
-  const std::string m = message_of([] { (void)(constant({1.0, 0.0, -1.0}) / constant({0.0, 1.0, 0.0})); });
+  const std::string m = error_of([] { (void)(constant({1.0, 0.0, -1.0}) / constant({0.0, 1.0, 0.0})); });
   EXPECT_THAT(m, HasSubstr("op RealDiv produced 0 NaN and 2 Inf"));
   EXPECT_THAT(m, HasSubstr("float64 tensor of shape (3,)"));
 }
@@ -56,7 +49,7 @@ TEST(CheckNumerics, BackwardRaisesNamingTheGradientOp) {
   tape.watch(x);
   const Tensor y = reduce_sum(sqrt(x));  // finite forward; d sqrt(x) / dx = inf at 0
   CheckNumerics on;
-  const std::string m = message_of([&] { (void)tape.gradient(y, {x}); });
+  const std::string m = error_of([&] { (void)tape.gradient(y, {x}); });
   EXPECT_THAT(m, HasSubstr("[CheckNumerics]"));
   EXPECT_THAT(m, HasSubstr("1 Inf"));
   EXPECT_THAT(m, HasSubstr("float64 tensor of shape (2,)"));

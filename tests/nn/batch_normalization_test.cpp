@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "support/errors.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -17,21 +18,11 @@ using ::testing::DoubleNear;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pointwise;
+using tf::testing::error_of;
 
 namespace {
 
 std::vector<double> values(const tf::Tensor& t) { return t.to_vector<double>(); }
-
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const tf::InvalidArgumentError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InvalidArgumentError";
-  return "";
-}
 
 // Two features over a batch of four: means (2.5, 10), biased variances (1.25, 62.5).
 const tf::Tensor kBatch = tf::constant({{1.0, 0.0}, {2.0, 5.0}, {3.0, 15.0}, {4.0, 20.0}});

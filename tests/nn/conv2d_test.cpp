@@ -11,20 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using tf::testing::names;
 
 namespace {
-
-std::vector<std::string> names(const std::vector<tf::Variable>& vars) {
-  std::vector<std::string> out;
-  for (const auto& v : vars) out.push_back(v.name());
-  return out;
-}
 
 /// VALID, stride-1 cross-correlation plus bias with plain loops: x (n, h, w, c), k (kh, kw, c, o).
 std::vector<double> conv_reference(const tf::Tensor& x, const tf::Tensor& k, const tf::Tensor& b) {

@@ -10,19 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using tf::testing::names;
 
 namespace {
-
-std::vector<std::string> names(const std::vector<tf::Variable>& vars) {
-  std::vector<std::string> out;
-  for (const auto& v : vars) out.push_back(v.name());
-  return out;
-}
 
 /// x @ k + b computed with plain loops, for x (n, in), k (in, units), b (units,).
 std::vector<double> affine_reference(const tf::Tensor& x, const tf::Tensor& k, const tf::Tensor& b) {

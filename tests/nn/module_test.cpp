@@ -8,17 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
+using tf::testing::names;
 
 namespace {
-
-std::vector<std::string> names(const std::vector<tf::Variable>& vars) {
-  std::vector<std::string> out;
-  for (const auto& v : vars) out.push_back(v.name());
-  return out;
-}
 
 /// A leaf module owning two variables, one not trainable.
 class Leaf : public tf::Module {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <numbers>
 
+#include "support/errors.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -16,22 +17,11 @@ using ::testing::DoubleNear;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pointwise;
+using tf::testing::error_of;
 
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-/// The message of the InvalidArgumentError `f` throws ("" and a test failure if it does not).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const tf::InvalidArgumentError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InvalidArgumentError";
-  return "";
-}
 
 // ---- broadcasting (shared by every binary op) -------------------------------------------------
 

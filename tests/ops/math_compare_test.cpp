@@ -8,27 +8,18 @@
 #include <cmath>
 #include <limits>
 
+#include "support/errors.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using tf::testing::error_of;
 
 namespace {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const tf::InvalidArgumentError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InvalidArgumentError";
-  return "";
-}
 
 std::vector<bool> bools(const tf::Tensor& t) {
   EXPECT_EQ(t.dtype(), tf::bool_);

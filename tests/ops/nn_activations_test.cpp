@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -16,16 +17,12 @@ using ::testing::DoubleNear;
 using ::testing::ElementsAre;
 using ::testing::FloatEq;
 using ::testing::HasSubstr;
+using tf::testing::vals;
 
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-template <class T>
-std::vector<T> vals(const tf::Tensor& t) {
-  return t.to_vector<T>();
-}
 
 /// dy/dx of the sum of f(x) (one backward pass with upstream ones).
 std::vector<double> grad(tf::Tensor (*f)(const tf::Tensor&), const tf::Tensor& x) {

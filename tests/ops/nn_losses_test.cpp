@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -14,13 +15,9 @@ using ::testing::DoubleNear;
 using ::testing::ElementsAre;
 using ::testing::FloatEq;
 using ::testing::HasSubstr;
+using tf::testing::vals;
 
 namespace {
-
-template <class T>
-std::vector<T> vals(const tf::Tensor& t) {
-  return t.to_vector<T>();
-}
 
 constexpr double kLse123 = 3.4076059644443806;  // log(e + e^2 + e^3)
 

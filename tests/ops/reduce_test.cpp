@@ -10,22 +10,19 @@
 #include <random>
 
 #include "core/parallel.h"
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using tf::testing::vals;
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-template <class T>
-std::vector<T> vals(const tf::Tensor& t) {
-  return t.to_vector<T>();
-}
 
 tf::Tensor iota_f32(const tf::Shape& s) {
   std::vector<float> v(static_cast<std::size_t>(s.num_elements()));

@@ -146,20 +146,6 @@ void for_each_output_row(const WindowGeometry& g, F f) {
   });
 }
 
-/// y = max over each window (padding ignored).
-template <class T>
-void max_pool(const T* x, const WindowGeometry& g, T* y) {
-  for_each_output_row(g, [&](std::int64_t i, std::int64_t oy) {
-    const T* xi = x + i * g.image_size();
-    T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
-    for (std::int64_t ox = 0; ox < g.ow; ++ox)
-      for (std::int64_t ci = 0; ci < g.c; ++ci) {
-        const std::int64_t k = window_argmax(xi, g, oy, ox, ci);
-        yr[ox * g.c + ci] = k < 0 ? T(0) : xi[k];
-      }
-  });
-}
-
 /// dx = 0, then dx[argmax of each window] += dy (images in parallel: windows of one image may
 /// share an argmax).
 template <class T>
@@ -193,6 +179,12 @@ void max_pool_grad_grad(const T* x, const T* ddx, const WindowGeometry& g, T* y)
         yr[ox * g.c + ci] = k < 0 ? T(0) : ddxi[k];
       }
   });
+}
+
+/// y = max over each window (padding ignored): x gathered at the argmax of its own windows.
+template <class T>
+void max_pool(const T* x, const WindowGeometry& g, T* y) {
+  max_pool_grad_grad(x, x, g, y);
 }
 
 /// y = mean over each window's input elements (the count excludes padding, like TensorFlow).
