@@ -1,19 +1,34 @@
 // Issue 7, workload 5, tapeflow's side, as its own program (no LibTorch loaded): one forward +
 // backward of a 32-layer, width-1024 ReLU MLP at batch 512; prints "rss START PARAMS PEAK" in
-// KiB (VmRSS at start, VmRSS once the parameters exist, VmHWM at the end). Run by compare.
+// KiB (VmRSS at start, VmRSS once the parameters exist, VmHWM at the end). Run by compare as
+// `compare_rss_tapeflow --threads N`, N the --threads of the run (LibTorch's side runs with the
+// same count): tapeflow's pool and OpenBLAS use N threads, and OpenBLAS keeps one GEMM packing
+// buffer per thread (0.9 MiB of it touched per thread for these shapes).
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "common.h"
+#include "core/parallel.h"
 #include "tapeflow/tapeflow.h"
+
+extern "C" void openblas_set_num_threads(int);
 
 namespace tf = tapeflow;
 
-int main() {
+int main(int argc, char** argv) {
   constexpr int kLayers = 32;
   constexpr std::int64_t kWidth = 1024, kBatch = 512;
   const std::int64_t start_kib = compare::proc_status_kib("VmRSS");
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--threads") == 0) {
+      const int threads = std::max(1, std::atoi(argv[i + 1]));
+      tf::cpu::set_num_threads(threads);
+      openblas_set_num_threads(threads);
+    }
   std::vector<tf::Variable> vars;
   for (int i = 0; i < kLayers; ++i) vars.emplace_back(tf::random::normal({kWidth, kWidth}, 0, 0.03, tf::float32, 100 + i));
   for (int i = 0; i < kLayers; ++i) vars.emplace_back(tf::zeros({kWidth}));
