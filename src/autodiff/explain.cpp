@@ -15,7 +15,7 @@
 //      op on such a path that stops gradients is the cause: an op producing an integer or bool
 //      tensor, StopGradient, a no_gradient op, an assignment. Otherwise the target does not depend
 //      on the source on this tape, and the tape's own facts say why: the source was never watched
-//      (and why not), it was created after the target (tensor ids grow in creation order), or the
+//      (and why not), it was created after the target (tensor ids grow in creation order on a thread), or the
 //      target was made outside the tape's recording (before the tape, while paused, on another
 //      thread, on another tape).
 //
@@ -261,7 +261,7 @@ NumericFlow numeric_flow(const std::vector<OpRecord>& ops, const SymbolicFlow& f
     const auto entry = rec.op->gradient();
     if (entry->status != GradientStatus::Registered) continue;  // Missing was ruled out in step 1
     for (std::size_t j = 0; j < outs.size(); ++j)
-      if (!dys[j].defined()) dys[j] = zeros(outs[j].shape, outs[j].dtype);
+      if (!dys[j].defined()) dys[j] = zeros(*outs[j].shape, outs[j].dtype);
     const auto ins = rec.inputs();
     std::unique_ptr<bool[]> needed(new bool[ins.size()]);
     for (std::size_t i = 0; i < ins.size(); ++i)
@@ -470,6 +470,12 @@ GradientDiagnosis GradientTape::explain(const Tensor& target, const Source& sour
     }
   }
   if (!on_tape(t, tgt)) {
+    // Another thread first: tensor ids grow in creation order on each thread only, so the id
+    // comparisons below say something about tensors of the tape's own thread.
+    if (const auto thread = autodiff::unrecorded_thread_of(tgt); thread && *thread != t.owner) {
+      d.cause = GradientCause::TargetOnAnotherThread;
+      return d;
+    }
     if (tgt < t.first_id) {
       d.cause = GradientCause::TargetBeforeTape;
       return d;
@@ -479,10 +485,6 @@ GradientDiagnosis GradientTape::explain(const Tensor& target, const Source& sour
         d.cause = GradientCause::RecordingPaused;
         return d;
       }
-    if (const auto thread = autodiff::unrecorded_thread_of(tgt); thread && *thread != t.owner) {
-      d.cause = GradientCause::TargetOnAnotherThread;
-      return d;
-    }
     for (const auto& other : autodiff::this_thread_tapes())
       if (other.get() != &t && on_tape(*other, tgt)) {
         d.cause = GradientCause::TargetOnAnotherTape;

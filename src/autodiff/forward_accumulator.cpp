@@ -59,9 +59,11 @@ std::vector<Tensor> jvp_from_gradient(const OpDef& op, std::span<const Tensor* c
   std::vector<Tensor> result(outputs.size());
   if (entry->status == GradientStatus::NotDifferentiable) return result;
 
-  OpRecord rec{&op, static_cast<std::uint32_t>(inputs.size()), {}, attrs};
-  for (const Tensor* in : inputs) rec.slots.push_back({in->id(), in->shape(), in->dtype(), *in});
-  for (const Tensor& out : outputs) rec.slots.push_back({out.id(), out.shape(), out.dtype(), out});
+  std::vector<Slot> slots;
+  for (const Tensor* in : inputs) slots.push_back({in->id(), &in->shape(), in->dtype(), *in});
+  for (const Tensor& out : outputs) slots.push_back({out.id(), &out.shape(), out.dtype(), out});
+  const OpRecord rec{&op, static_cast<std::uint32_t>(inputs.size()), static_cast<std::uint32_t>(slots.size()),
+                     slots.data(), attrs};
   std::vector<Tensor> us;
   std::vector<Source> sources;
   GradientTape tape;

@@ -98,11 +98,7 @@ GradientReport GradientTape::gradient_report(const Tensor& target, const std::ve
     ~ConsumeAtExit() {
       if (persistent) return;
       t.consumed = true;
-      t.ops.clear();
-      t.ops.shrink_to_fit();
-      t.producer.clear();
-      t.cuts.clear();
-      t.cut_ids.clear();
+      t.release_records();
       autodiff::recount_observers();
     }
   } consume{t, persistent};

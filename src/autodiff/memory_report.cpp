@@ -46,7 +46,7 @@ MemoryReport GradientTape::memory_report() const {
   std::unordered_map<const void*, std::size_t> first_row;
   for (std::size_t k = 0; k < tape.ops.size(); ++k) {
     const autodiff::OpRecord& rec = tape.ops[k];
-    for (std::size_t i = 0; i < rec.slots.size(); ++i) {
+    for (std::size_t i = 0; i < rec.num_slots; ++i) {
       const autodiff::Slot& slot = rec.slots[i];
       if (!slot.saved.defined()) continue;
       SavedTensor row;

@@ -38,6 +38,8 @@
 #include <mutex>
 #include <unordered_set>
 
+#include <absl/container/flat_hash_set.h>
+
 #include "autodiff/dispatch.h"
 #include "autodiff/gradient_observer.h"
 #include "autodiff/masked_lanes.h"
@@ -99,20 +101,50 @@ bool watches_a_floating_input(const detail::TapeState& tape, std::span<const Ten
   return false;
 }
 
-void append(detail::TapeState& tape, const OpDef& op, std::span<const Slot> input_slots,
-            std::span<const Tensor> outputs, const std::shared_ptr<const void>& attrs) {
+/// Whether `tape` watches variable `v`, after watching it if the tape watches accessed variables
+/// and `v` is trainable and floating (a read inside the tape's scope).
+bool watches_variable(detail::TapeState& tape, const Variable& v) {
+  if (tape.options.watch_accessed_variables && v.trainable() && is_floating(v.dtype()) &&
+      tape.producer.emplace(v.handle_id(), -1).second) {
+    tape.watched_variables.push_back(v);
+    return true;
+  }
+  return tape.producer.contains(v.handle_id());
+}
+
+/// Records `op` on `tape`. The input slots are written by the first tape that records the op and
+/// copied by the others (`first`: that first record, or nullptr).
+void append(detail::TapeState& tape, const OpDef& op, std::span<const Tensor* const> inputs,
+            std::span<const Variable> variables, std::span<const Tensor> outputs,
+            const std::shared_ptr<const void>& attrs, const OpRecord* first) {
   const Saves saves = op.saves();
-  OpRecord rec{&op, static_cast<std::uint32_t>(input_slots.size()), {}, attrs};
-  rec.slots.reserve(input_slots.size() + outputs.size());
-  rec.slots.assign(input_slots.begin(), input_slots.end());
+  const std::size_t num_inputs = inputs.size() + variables.size();
+  const auto num_slots = static_cast<std::uint32_t>(num_inputs + outputs.size());
+  Slot* slots = tape.slots.allocate(num_slots);
+  if (first != nullptr) {
+    for (std::size_t i = 0; i < num_inputs; ++i) {
+      slots[i] = first->slots[i];
+      slots[i].shape = tape.shapes.intern(*first->slots[i].shape);
+    }
+  } else {
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& in = *inputs[i];
+      slots[i] = {in.id(), tape.shapes.intern(in.shape()), in.dtype(),
+                  saves.input(static_cast<int>(i)) ? in : Tensor()};
+    }
+    for (std::size_t i = 0; i < variables.size(); ++i) {
+      const Variable& v = variables[i];
+      slots[inputs.size() + i] = {v.handle_id(), tape.shapes.intern(v.shape()), v.dtype(), Tensor()};
+    }
+  }
   const auto index = static_cast<std::int64_t>(tape.ops.size());
   for (std::size_t j = 0; j < outputs.size(); ++j) {
     const Tensor& out = outputs[j];
-    rec.slots.push_back({out.id(), out.shape(), out.dtype(),
-                         saves.output(static_cast<int>(j)) ? out : Tensor()});
-    tape.producer[out.id()] = index;
+    slots[num_inputs + j] = {out.id(), tape.shapes.intern(out.shape()), out.dtype(),
+                             saves.output(static_cast<int>(j)) ? out : Tensor()};
+    tape.producer.insert_or_assign(out.id(), index);
   }
-  tape.ops.push_back(std::move(rec));
+  tape.ops.push_back({&op, static_cast<std::uint32_t>(num_inputs), num_slots, slots, attrs});
 }
 
 }  // namespace
@@ -190,32 +222,18 @@ void record(const OpDef& op, std::span<const Tensor* const> inputs, std::span<co
 void record_with_variables(const OpDef& op, std::span<const Tensor* const> inputs,
                            std::span<const Variable> variables, std::span<const Tensor> outputs,
                            std::shared_ptr<const void> attrs) {
-  std::vector<Slot> slots;
+  const OpRecord* first = nullptr;
   for (const auto& tape : thread_tapes()) {
     if (!tape->recording()) continue;
     bool watched = watches_a_floating_input(*tape, inputs);
-    for (const Variable& v : variables) {
-      if (!is_floating(v.dtype())) continue;
-      if (tape->options.watch_accessed_variables && v.trainable() && !tape->producer.contains(v.handle_id())) {
-        tape->producer.emplace(v.handle_id(), -1);
-        tape->watched_variables.push_back(v);
-      }
-      watched = watched || tape->producer.contains(v.handle_id());
-    }
+    for (const Variable& v : variables)
+      if (is_floating(v.dtype())) watched = watches_variable(*tape, v) || watched;
     if (!watched) {
       note_cut(*tape, op, inputs, outputs);
       continue;
     }
-    if (slots.empty()) {
-      const Saves saves = op.saves();
-      slots.reserve(inputs.size() + variables.size());
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const Tensor& in = *inputs[i];
-        slots.push_back({in.id(), in.shape(), in.dtype(), saves.input(static_cast<int>(i)) ? in : Tensor()});
-      }
-      for (const Variable& v : variables) slots.push_back({v.handle_id(), v.shape(), v.dtype(), Tensor()});
-    }
-    append(*tape, op, slots, outputs, attrs);
+    append(*tape, op, inputs, variables, outputs, attrs, first);
+    first = &tape->ops.back();
   }
 }
 
@@ -244,23 +262,18 @@ void forward_accumulate_variable_read(const Variable& var, const Tensor& read); 
 Tensor record_variable_read(const Variable& var, const Tensor& value) {
   const auto& tapes = thread_tapes();
   bool on_a_tape = false;
-  for (const auto& tape : tapes) {
-    if (!tape->recording()) continue;
-    if (tape->options.watch_accessed_variables && var.trainable() && is_floating(var.dtype()) &&
-        !tape->producer.contains(var.handle_id())) {
-      tape->producer.emplace(var.handle_id(), -1);
-      tape->watched_variables.push_back(var);
-    }
-    on_a_tape = on_a_tape || tape->producer.contains(var.handle_id());
-  }
+  for (const auto& tape : tapes)
+    if (tape->recording()) on_a_tape = watches_variable(*tape, var) || on_a_tape;
   if (!on_a_tape && !any_accumulator_active()) return value;
   Tensor read = detail::share_with_shape(value, value.shape());
   if (any_accumulator_active()) forward_accumulate_variable_read(var, read);
-  const Slot input{var.handle_id(), var.shape(), var.dtype(), Tensor()};
   const OpDef& op = op_def<ReadVariableOp>();
-  for (const auto& tape : tapes)
-    if (tape->recording() && tape->producer.contains(var.handle_id()))
-      append(*tape, op, {&input, 1}, {&read, 1}, nullptr);
+  const OpRecord* first = nullptr;
+  for (const auto& tape : tapes) {
+    if (!tape->recording() || !tape->producer.contains(var.handle_id())) continue;
+    append(*tape, op, {}, {&var, 1}, {&read, 1}, nullptr, first);
+    first = &tape->ops.back();
+  }
   return read;
 }
 
@@ -291,9 +304,9 @@ const Tensor& GradContext::output(int i) const {
                   op_name(), i);
   return t;
 }
-const Shape& GradContext::input_shape(int i) const { return record_.inputs()[static_cast<std::size_t>(i)].shape; }
+const Shape& GradContext::input_shape(int i) const { return *record_.inputs()[static_cast<std::size_t>(i)].shape; }
 DType GradContext::input_dtype(int i) const { return record_.inputs()[static_cast<std::size_t>(i)].dtype; }
-const Shape& GradContext::output_shape(int i) const { return record_.outputs()[static_cast<std::size_t>(i)].shape; }
+const Shape& GradContext::output_shape(int i) const { return *record_.outputs()[static_cast<std::size_t>(i)].shape; }
 int GradContext::batch_rank() const { return autodiff::t_cotangent_batch_rank; }
 Shape GradContext::batched(const Shape& s) const {
   const int k = batch_rank();
@@ -375,11 +388,8 @@ std::vector<Variable> GradientTape::watched_variables() const { return state_->w
 
 void GradientTape::reset() {
   require_owner(*state_, "reset");
-  state_->ops.clear();
-  state_->producer.clear();
+  state_->release_records();
   state_->watched_variables.clear();
-  state_->cuts.clear();
-  state_->cut_ids.clear();
   state_->paused_ids.clear();
   state_->first_id = detail::next_tensor_id();
   state_->consumed = false;
@@ -413,7 +423,7 @@ std::int64_t GradientTape::saved_bytes() const {
   std::unordered_set<const void*> seen;
   std::int64_t bytes = 0;
   for (const auto& rec : state_->ops)
-    for (const auto& slot : rec.slots)
+    for (const auto& slot : rec.all_slots())
       if (slot.saved.defined() && seen.insert(slot.saved.raw_data()).second)
         bytes += static_cast<std::int64_t>(slot.saved.nbytes());
   return bytes;
@@ -426,8 +436,8 @@ namespace {
 /// Cotangents by tensor id, summed with the public (differentiable) add.
 class Cotangents {
  public:
-  void add(TensorId id, const Tensor& g) {
-    auto [it, inserted] = map_.try_emplace(id, g);
+  void add(TensorId id, Tensor g) {
+    auto [it, inserted] = map_.try_emplace(id, std::move(g));
     if (inserted) return;
     // A lane stays masked only if it is masked in every contribution.
     const Tensor* m1 = autodiff::masked_lanes(it->second);
@@ -440,10 +450,21 @@ class Cotangents {
     auto it = map_.find(id);
     return it == map_.end() ? nullptr : &it->second;
   }
-  void erase(TensorId id) { map_.erase(id); }
+  std::optional<Tensor> get(TensorId id) const {
+    const Tensor* g = find(id);
+    return g ? std::optional<Tensor>(*g) : std::nullopt;
+  }
+  /// Removes and returns id's cotangent.
+  std::optional<Tensor> take(TensorId id) {
+    auto it = map_.find(id);
+    if (it == map_.end()) return std::nullopt;
+    std::optional<Tensor> g(std::move(it->second));
+    map_.erase(it);
+    return g;
+  }
 
  private:
-  std::unordered_map<TensorId, Tensor> map_;
+  absl::flat_hash_map<TensorId, Tensor> map_;
 };
 
 /// `s` with the batch dimensions `batch` in front.
@@ -457,11 +478,11 @@ Shape with_batch(std::span<const std::int64_t> batch, const Shape& s) {
 void check_input_gradient(const autodiff::OpRecord& rec, std::size_t i, const Tensor& g,
                           std::span<const std::int64_t> batch) {
   const autodiff::Slot& in = rec.inputs()[i];
-  TAPEFLOW_REQUIRE(g.defined() && g.shape() == with_batch(batch, in.shape) && g.dtype() == in.dtype, InternalError,
+  TAPEFLOW_REQUIRE(g.defined() && g.shape() == with_batch(batch, *in.shape) && g.dtype() == in.dtype, InternalError,
                    "Recorded operation '{}' returned a gradient for input {} with shape {} and dtype "
                    "{}, but the input has shape {} and dtype {}",
                    rec.op->name(), i, g.defined() ? g.shape().to_string() : "(undefined)",
-                   g.defined() ? dtype_name(g.dtype()) : "-", in.shape.to_string(), dtype_name(in.dtype));
+                   g.defined() ? dtype_name(g.dtype()) : "-", in.shape->to_string(), dtype_name(in.dtype));
 }
 
 }  // namespace
@@ -477,16 +498,23 @@ void validate_targets_and_sources(std::span<const Source> ys, std::span<const So
                      "[GradientTape::{}] source {} is an undefined (default-constructed) Tensor", what, i);
 }
 
-/// Which records a backward pass from `ys` to `sources` visits (step 1 of the algorithm above).
+/// Which records a backward pass from `ys` to `sources` visits (step 1 of the algorithm above),
+/// and which of their inputs need a gradient (floating and depending on a source).
 struct Pruned {
   std::vector<char> keep;
-  std::unordered_set<TensorId> depends_on_source;
-  std::unordered_set<TensorId> source_ids;
+  std::vector<std::size_t> first_input;  // record k's input flags start at input_needed[first_input[k]]
+  std::unique_ptr<bool[]> input_needed;
+  absl::flat_hash_set<TensorId> source_ids;
+
+  std::span<const bool> needed(std::size_t k, std::size_t num_inputs) const {
+    return {input_needed.get() + first_input[k], num_inputs};
+  }
 };
 
 Pruned prune(const std::vector<autodiff::OpRecord>& ops, std::span<const Source> ys, std::span<const Source> sources) {
   Pruned p;
-  std::unordered_set<TensorId> reaches_target;
+  absl::flat_hash_set<TensorId> reaches_target;
+  reaches_target.reserve(ops.size() + ys.size());
   for (const Source& y : ys) reaches_target.insert(y.id());
   p.keep.assign(ops.size(), 0);
   for (std::size_t k = ops.size(); k-- > 0;) {
@@ -495,18 +523,31 @@ Pruned prune(const std::vector<autodiff::OpRecord>& ops, std::span<const Source>
     if (p.keep[k])
       for (const auto& in : ops[k].inputs()) reaches_target.insert(in.id);
   }
+  absl::flat_hash_set<TensorId> depends_on_source;
+  depends_on_source.reserve(ops.size() + sources.size());
   for (const Source& s : sources) {
-    p.depends_on_source.insert(s.id());
+    depends_on_source.insert(s.id());
     p.source_ids.insert(s.id());
   }
+  p.first_input.resize(ops.size());
+  std::size_t num_inputs = 0;
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    p.first_input[k] = num_inputs;
+    num_inputs += ops[k].num_inputs;
+  }
+  p.input_needed = std::make_unique<bool[]>(num_inputs);
   for (std::size_t k = 0; k < ops.size(); ++k) {
     if (!p.keep[k]) continue;
     bool depends = false;
-    for (const auto& in : ops[k].inputs())
-      depends = depends || (is_floating(in.dtype) && p.depends_on_source.contains(in.id));
+    bool* needed = p.input_needed.get() + p.first_input[k];
+    for (const auto& in : ops[k].inputs()) {
+      *needed = is_floating(in.dtype) && depends_on_source.contains(in.id);
+      depends = depends || *needed;
+      ++needed;
+    }
     p.keep[k] = depends;
     if (depends)
-      for (const auto& out : ops[k].outputs()) p.depends_on_source.insert(out.id);
+      for (const auto& out : ops[k].outputs()) depends_on_source.insert(out.id);
   }
   return p;
 }
@@ -529,38 +570,37 @@ std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops
   for (std::size_t i = 0; i < ys.size(); ++i)
     if (is_floating(ys[i].dtype())) grads.add(ys[i].id(), seeds[i]);  // integer targets carry no gradient
 
+  // Gradient functions by op, looked up once per pass (an OpDef's entry is an atomic shared_ptr).
+  absl::flat_hash_map<const autodiff::OpDef*, std::shared_ptr<const autodiff::GradientEntry>> entries;
   std::vector<Tensor> dys;
   for (std::size_t k = ops.size(); k-- > 0;) {
     if (!p.keep[k]) continue;
     autodiff::OpRecord& rec = ops[k];
     const auto outs = rec.outputs();
-    dys.clear();
     bool any = false;
-    for (const auto& out : outs) {
-      const Tensor* g = grads.find(out.id);
-      any = any || g != nullptr;
-      dys.push_back(g ? *g : Tensor());
-    }
+    for (const auto& out : outs) any = any || grads.find(out.id) != nullptr;
     if (!any) continue;
-    const auto entry = rec.op->gradient();
-    if (entry->status == GradientStatus::Missing)
+    auto [it, inserted] = entries.try_emplace(rec.op);
+    if (inserted) it->second = rec.op->gradient();
+    const autodiff::GradientEntry& entry = *it->second;
+    if (entry.status == GradientStatus::Missing)
       throw LookupError(fmt::format("gradient registry has no entry for: {}", rec.op->name()));
-    for (std::size_t j = 0; j < outs.size(); ++j) {
-      if (!dys[j].defined()) dys[j] = zeros(with_batch(batch, outs[j].shape), outs[j].dtype);
-      if (!p.source_ids.contains(outs[j].id)) grads.erase(outs[j].id);  // consumed: free it early
+    dys.clear();
+    for (const auto& out : outs) {
+      // A consumed cotangent leaves the map (freed early) unless a source reads it at the end.
+      std::optional<Tensor> g = p.source_ids.contains(out.id) ? grads.get(out.id) : grads.take(out.id);
+      dys.push_back(g ? std::move(*g) : zeros(with_batch(batch, *out.shape), out.dtype));
     }
-    if (entry->status == GradientStatus::NotDifferentiable) continue;
+    if (entry.status == GradientStatus::NotDifferentiable) continue;
     const auto ins = rec.inputs();
-    std::unique_ptr<bool[]> needed(new bool[ins.size()]);
-    for (std::size_t i = 0; i < ins.size(); ++i)
-      needed[i] = is_floating(ins[i].dtype) && p.depends_on_source.contains(ins[i].id);
-    const Grads input_grads = [&] {
+    const std::span<const bool> needed = p.needed(k, ins.size());
+    Grads input_grads = [&] {
       const autodiff::OpDef* outer = std::exchange(autodiff::t_gradient_of, rec.op);
       struct Restore {
         const autodiff::OpDef* op;
         ~Restore() { autodiff::t_gradient_of = op; }
       } restore{outer};
-      return entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
+      return entry.fn(GradContext(rec, dys, needed));
     }();
     TAPEFLOW_REQUIRE(input_grads.size() == ins.size(), InternalError,
                      "Recorded operation '{}' returned too {} gradients. Expected {} but received {}",
@@ -569,11 +609,11 @@ std::vector<std::optional<Tensor>> backward(std::vector<autodiff::OpRecord>& ops
     for (std::size_t i = 0; i < ins.size(); ++i) {
       if (!needed[i] || !input_grads[i]) continue;
       check_input_gradient(rec, i, *input_grads[i], batch);
-      grads.add(ins[i].id, *input_grads[i]);
       if (autodiff::t_gradient_observer) autodiff::t_gradient_observer->input_gradient(ops, k, i, *input_grads[i]);
+      grads.add(ins[i].id, std::move(*input_grads[i]));
     }
     if (release)
-      for (auto& slot : rec.slots) slot.saved = Tensor();
+      for (auto& slot : rec.all_slots()) slot.saved = Tensor();
   }
 
   std::vector<std::optional<Tensor>> result;
@@ -609,12 +649,7 @@ auto GradientTape::run_backward(std::string_view what, F&& body) {
   struct ReleaseAtExit {
     detail::TapeState& tape;
     ~ReleaseAtExit() {
-      if (tape.options.persistent) return;
-      tape.ops.clear();
-      tape.ops.shrink_to_fit();
-      tape.producer.clear();
-      tape.cuts.clear();
-      tape.cut_ids.clear();
+      if (!tape.options.persistent) tape.release_records();
     }
   } release{tape};
   return body(tape.ops, !tape.options.persistent);
@@ -681,8 +716,8 @@ std::int64_t rows_per_pass(const std::vector<autodiff::OpRecord>& ops, const Pru
   std::int64_t largest = 1;
   for (std::size_t k = 0; k < ops.size(); ++k)
     if (p.keep[k])
-      for (const auto& slot : ops[k].slots)
-        largest = std::max(largest, slot.shape.num_elements() * static_cast<std::int64_t>(dtype_size(slot.dtype)));
+      for (const auto& slot : ops[k].all_slots())
+        largest = std::max(largest, slot.shape->num_elements() * static_cast<std::int64_t>(dtype_size(slot.dtype)));
   return std::clamp<std::int64_t>((std::int64_t{256} << 20) / largest, 1, std::max<std::int64_t>(rows, 1));
 }
 

@@ -201,7 +201,7 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
       const auto p = static_cast<std::size_t>(it->second);
       if (collapsed(p)) {
         const auto& in = ops[p].inputs()[0];
-        return node_of(in.id, in.shape, in.dtype);
+        return node_of(in.id, *in.shape, in.dtype);
       }
       return fmt::format("op{}", p);
     }
@@ -246,7 +246,7 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
     for (std::size_t i = 0; i < ins.size(); ++i) {
       const auto& in = ins[i];
       if (!options.show_constants && is_constant(in.id)) continue;
-      const std::string from = node_of(in.id, in.shape, in.dtype);
+      const std::string from = node_of(in.id, *in.shape, in.dtype);
       const std::string to = fmt::format("op{}", k);
       const bool dep = depends.contains(in.id);
       if (is_floating(in.dtype) && dep && has_gradient(rec) && out_reaches) {
@@ -280,7 +280,7 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
     if (collapsed(k)) continue;
     const OpRecord& rec = ops[k];
     std::string label = fmt::format("{} #{}", rec.op->name(), k);
-    for (const auto& out : rec.outputs()) label += shape_dtype_line(out.shape, out.dtype);
+    for (const auto& out : rec.outputs()) label += shape_dtype_line(*out.shape, out.dtype);
     const GradientStatus status = rec.op->gradient()->status;
     if (status == GradientStatus::NotDifferentiable) label += "\nno gradient";
     if (status == GradientStatus::Missing) label += "\nno registered gradient";
@@ -314,7 +314,7 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
                                        {"fontcolor", on ? "#000000" : kGrey}});
     if (auto it = tape.producer.find(s.id()); it != tape.producer.end() && it->second >= 0) {
       const auto p = static_cast<std::size_t>(it->second);
-      std::string from = collapsed(p) ? node_of(ops[p].inputs()[0].id, ops[p].inputs()[0].shape,
+      std::string from = collapsed(p) ? node_of(ops[p].inputs()[0].id, *ops[p].inputs()[0].shape,
                                                 ops[p].inputs()[0].dtype)
                                       : fmt::format("op{}", p);
       if (from != fmt::format("src{}", j))

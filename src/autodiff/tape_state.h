@@ -2,6 +2,7 @@
 // What a GradientTape holds. See tape.cpp for the algorithm.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -13,29 +14,90 @@
 #include <unordered_set>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "autodiff/op_def.h"
 #include "tapeflow/tape.h"
 
 namespace tapeflow::autodiff {
 
 /// One input or output of a recorded op: its identity and metadata always, its value only if the
-/// op's gradient reads it (Saves).
+/// op's gradient reads it (Saves). The shape lives in the tape's ShapeStore: a tape records the
+/// same few shapes over and over, and a pointer keeps a slot at 40 bytes instead of 112.
 struct Slot {
-  TensorId id;
-  Shape shape;
-  DType dtype;
+  TensorId id = 0;
+  const Shape* shape = nullptr;
+  DType dtype = DType::Float32;
   Tensor saved;
 };
 
-/// One executed op as the tape remembers it.
+/// One executed op as the tape remembers it. Its slots live in the tape's SlotStore (or, for a
+/// record built on the fly, in the caller's storage), so recording an op allocates nothing of its
+/// own.
 struct OpRecord {
   const OpDef* op;
   std::uint32_t num_inputs;
-  std::vector<Slot> slots;  // inputs first, then outputs
+  std::uint32_t num_slots;
+  Slot* slots;  // inputs first, then outputs
   std::shared_ptr<const void> attrs;
 
-  std::span<const Slot> inputs() const { return {slots.data(), num_inputs}; }
-  std::span<const Slot> outputs() const { return std::span<const Slot>(slots).subspan(num_inputs); }
+  std::span<Slot> all_slots() const { return {slots, num_slots}; }
+  std::span<const Slot> inputs() const { return {slots, num_inputs}; }
+  std::span<const Slot> outputs() const { return {slots + num_inputs, num_slots - num_inputs}; }
+};
+
+/// Objects handed out in chunks that never move (records point into them), default-constructed,
+/// freed all at once by clear(). A request larger than a chunk gets a chunk of its own.
+template <class T, std::size_t kChunk>
+class ChunkedStore {
+ public:
+  T* allocate(std::size_t n) {
+    if (n > kChunk) return chunks_.emplace_back(std::make_unique<T[]>(n)).get();
+    if (used_ + n > kChunk) {
+      current_ = chunks_.emplace_back(std::make_unique<T[]>(kChunk)).get();
+      used_ = 0;
+    }
+    T* p = current_ + used_;
+    used_ += n;
+    return p;
+  }
+  void clear() {
+    chunks_.clear();
+    chunks_.shrink_to_fit();
+    current_ = nullptr;
+    used_ = kChunk;
+  }
+
+ private:
+  std::vector<std::unique_ptr<T[]>> chunks_;
+  T* current_ = nullptr;
+  std::size_t used_ = kChunk;  // in *current_
+};
+
+using SlotStore = ChunkedStore<Slot, 512>;
+
+/// The distinct shapes a tape's slots point to. Interning compares with the few most recently
+/// used shapes only (no hashing on the recording path); a shape not among them is stored again,
+/// which costs memory but never correctness.
+class ShapeStore {
+ public:
+  const Shape* intern(const Shape& s) {
+    for (const Shape* r : recent_)
+      if (r != nullptr && *r == s) return r;
+    Shape* p = store_.allocate(1);
+    *p = s;
+    recent_[next_++ % recent_.size()] = p;
+    return p;
+  }
+  void clear() {
+    store_.clear();
+    recent_.fill(nullptr);
+  }
+
+ private:
+  ChunkedStore<Shape, 64> store_;
+  std::array<const Shape*, 4> recent_{};
+  std::size_t next_ = 0;
 };
 
 /// Why the tape saw an op on a tracked tensor and did not record it (explain.cpp reads these).
@@ -108,8 +170,10 @@ struct TapeState {
   bool warned_dtype = false;
 
   /// Tensor id -> index of the op that produced it in `ops`, or -1 for a watched tensor/variable.
-  std::unordered_map<TensorId, std::int64_t> producer;
+  absl::flat_hash_map<TensorId, std::int64_t> producer;
   std::vector<autodiff::OpRecord> ops;
+  autodiff::SlotStore slots;    // the records' slots
+  autodiff::ShapeStore shapes;  // the slots' shapes
   std::vector<Variable> watched_variables;
 
   std::uint64_t nesting_id = autodiff::next_nesting_id();
@@ -124,6 +188,17 @@ struct TapeState {
   /// Tensor id ranges [first, last) allocated while recording was paused; last = max while paused.
   std::vector<std::pair<TensorId, TensorId>> paused_ids;
   static constexpr std::size_t kMaxCuts = std::size_t{1} << 16;
+
+  /// Drops every record and what explain() knows (a non-persistent tape after its gradient call).
+  void release_records() {
+    ops.clear();
+    ops.shrink_to_fit();
+    slots.clear();
+    shapes.clear();
+    producer.clear();
+    cuts.clear();
+    cut_ids.clear();
+  }
 
   bool recording() const {
     return in_stack && !paused && !consumed && !autodiff::nesting_hidden(nesting_id);
