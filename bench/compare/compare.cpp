@@ -480,7 +480,7 @@ void peak_rss(const Options& o, std::vector<Row>& rows) {
   const std::vector<std::string> child = {"--rss-child", "torch", "--threads", std::to_string(o.threads)};
   std::vector<double> tf_abs, tf_rel, pt_abs, pt_rel, je_abs, je_rel;
   for (int r = 0; r < 3; ++r) {
-    const RssSample a = spawn_rss(dir + "/compare_rss_tapeflow", {}, false);
+    const RssSample a = spawn_rss(dir + "/compare_rss_tapeflow", {"--threads", std::to_string(o.threads)}, false);
     const RssSample b = spawn_rss(self, child, false);
     const RssSample c = spawn_rss(self, child, true);
     tf_abs.push_back(a.peak_mib), tf_rel.push_back(a.peak_mib - a.start_mib);

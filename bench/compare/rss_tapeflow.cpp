@@ -1,19 +1,37 @@
 // Issue 7, workload 5, tapeflow's side, as its own program (no LibTorch loaded): one forward +
-// backward of a 32-layer, width-1024 ReLU MLP at batch 512; prints "rss START PARAMS PEAK" in
-// KiB (VmRSS at start, VmRSS once the parameters exist, VmHWM at the end). Run by compare.
+// backward of a 32-layer, width-1024 ReLU MLP at batch 512; prints "rss START PARAMS PEAK
+// TENSORS" in KiB: VmRSS at start, VmRSS once the parameters exist, VmHWM at the end, and the
+// most bytes live at once in large (>= 256 KiB) tensor buffers (AllocatorStats::peak_bytes; the
+// floor for this workload is 260 MiB: 128 MiB of weights, 128 MiB of their gradients, the 2 MiB
+// input and one 2 MiB cotangent). Run by compare as `compare_rss_tapeflow --threads N`, N the
+// --threads of the run (LibTorch's side runs with the same count): tapeflow's pool and OpenBLAS
+// use N threads; OpenBLAS touches 1.4 MiB of its GEMM packing buffer at one thread, 0.9 MiB per
+// thread at two.
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "common.h"
+#include "core/parallel.h"
 #include "tapeflow/tapeflow.h"
+
+extern "C" void openblas_set_num_threads(int);
 
 namespace tf = tapeflow;
 
-int main() {
+int main(int argc, char** argv) {
   constexpr int kLayers = 32;
   constexpr std::int64_t kWidth = 1024, kBatch = 512;
   const std::int64_t start_kib = compare::proc_status_kib("VmRSS");
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--threads") == 0) {
+      const int threads = std::max(1, std::atoi(argv[i + 1]));
+      tf::cpu::set_num_threads(threads);
+      openblas_set_num_threads(threads);
+    }
   std::vector<tf::Variable> vars;
   for (int i = 0; i < kLayers; ++i) vars.emplace_back(tf::random::normal({kWidth, kWidth}, 0, 0.03, tf::float32, 100 + i));
   for (int i = 0; i < kLayers; ++i) vars.emplace_back(tf::zeros({kWidth}));
@@ -28,7 +46,8 @@ int main() {
     h = tf::Tensor();
     auto g = tape.gradient(loss, vars);
   }
-  std::printf("rss %lld %lld %lld\n", static_cast<long long>(start_kib), static_cast<long long>(params_kib),
-              static_cast<long long>(compare::proc_status_kib("VmHWM")));
+  std::printf("rss %lld %lld %lld %lld\n", static_cast<long long>(start_kib), static_cast<long long>(params_kib),
+              static_cast<long long>(compare::proc_status_kib("VmHWM")),
+              static_cast<long long>(tf::allocator_stats().peak_bytes / 1024));
   return 0;
 }
