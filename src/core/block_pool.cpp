@@ -86,7 +86,8 @@ struct ThreadPool {
   FreeList free;
   std::byte* bump = nullptr;
   std::byte* end = nullptr;
-  bool exited = false;  // the thread's TLS is being torn down: go through the shared list
+  bool flush_registered = false;  // ExitFlush will hand the blocks on when the thread exits
+  bool exited = false;            // the thread's TLS is being torn down: go through the shared list
 };
 constinit thread_local ThreadPool t_pool;
 
@@ -101,6 +102,14 @@ struct ExitFlush {
   }
 };
 
+/// Registers the exit flush on a thread's first use of its pool (allocating or freeing: a thread
+/// that only frees must hand its blocks on too).
+void register_exit_flush(ThreadPool& p) {
+  static thread_local ExitFlush flush_at_exit;
+  (void)flush_at_exit;
+  p.flush_registered = true;
+}
+
 void* allocate_slow(ThreadPool& p) {
   if (p.exited) {
     FreeList list = shared_free().take();
@@ -109,8 +118,7 @@ void* allocate_slow(ThreadPool& p) {
     shared_free().give(list);
     return block;
   }
-  static thread_local ExitFlush flush_at_exit;  // registers the flush on the thread's first refill
-  (void)flush_at_exit;
+  if (!p.flush_registered) register_exit_flush(p);
   p.free = shared_free().take();
   if (p.free.count != 0) return p.free.pop();
   // A slab is never freed (blocks are recycled), so operator new's memory is simply kept.
@@ -143,6 +151,7 @@ void pool_deallocate(void* block) noexcept {
     shared_free().give(one);
     return;
   }
+  if (!p.flush_registered) [[unlikely]] register_exit_flush(p);
   p.free.push(block);
   if (p.free.count > kMaxThreadFree) [[unlikely]] {
     shared_free().give(p.free);

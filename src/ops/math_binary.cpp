@@ -49,7 +49,10 @@ struct AddV2 {
     return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::plus<>{}); });
   }
   static Grads backward(const GradContext& c) {
-    return {sum_to_shape(c.dy(), c.input_shape(0)), sum_to_shape(c.dy(), c.input_shape(1))};
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(c.dy(), c.input_shape(0));
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(c.dy(), c.input_shape(1));
+    return g;
   }  // JVP: dz = dx + dy
   static Tangents jvp(const JvpContext& c) { return {sum_tangents({(c.has_tangent(0) ? c.tangent(0) : Tensor()), (c.has_tangent(1) ? c.tangent(1) : Tensor())}, c.output().shape())}; }
 

@@ -55,10 +55,11 @@ Tensor pass_masked_lanes(const Tensor& dy, Tensor g) {
   return g;
 }
 
-Tensor sum_to_shape(const Tensor& g, const Shape& shape) {
+Tensor sum_to_shape(Tensor g, const Shape& shape) {
   // In a vectorised Jacobian the leading batch dimensions of g belong to the cotangent stack and
   // are kept: the target is batch + shape.
   const int batch = autodiff::t_cotangent_batch_rank;
+  if (batch == 0 && g.shape() == shape) return g;  // the common case, without building the target
   std::vector<std::int64_t> target(g.shape().dims().begin(), g.shape().dims().begin() + batch);
   target.insert(target.end(), shape.dims().begin(), shape.dims().end());
   if (g.shape() == Shape::checked(target, "SumToShape")) return g;

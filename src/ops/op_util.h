@@ -55,6 +55,6 @@ Tensor pass_masked_lanes(const Tensor& dy, Tensor g);
 
 /// Sums `g` down to `shape`, undoing NumPy broadcasting: the gradient of a broadcast operand.
 /// Differentiable (built from reduce_sum and reshape), so higher derivatives work.
-Tensor sum_to_shape(const Tensor& g, const Shape& shape);
+Tensor sum_to_shape(Tensor g, const Shape& shape);
 
 }  // namespace tapeflow::ops
