@@ -2,7 +2,8 @@
 # tapeflow against LibTorch, side by side (issue 7; issue 5's training epoch): installs what the
 # benchmarks need (scripts/bench_setup.sh), builds bench/compare in build/bench (Release,
 # -DTAPEFLOW_BUILD_BENCHMARKS=ON), and prints one table per group. LibTorch runs at its best
-# configuration: OMP_WAIT_POLICY=PASSIVE everywhere, jemalloc preloaded for the large-tensor group.
+# configuration: OMP_WAIT_POLICY=PASSIVE and jemalloc preloaded, for both groups (jemalloc was
+# faster for LibTorch and PyTorch in every row, docs/PERFORMANCE.md; tapeflow shares the process).
 #
 #   scripts/bench_compare.sh                  # both groups, all cores
 #   THREADS=1 ROUNDS=11 scripts/bench_compare.sh small
@@ -29,7 +30,8 @@ export OMP_WAIT_POLICY=PASSIVE
 common=(--threads "$threads" --rounds "$rounds" --clock "${CLOCK:-wall}")
 for g in "${groups[@]}"; do
   case "$g" in
-    small) "$bin" --group small "${common[@]}" --python /usr/bin/python3 --script bench/compare/jacobian_torch.py ;;
+    small) LD_PRELOAD="$jemalloc" "$bin" --group small "${common[@]}" --python /usr/bin/python3 \
+             --script bench/compare/jacobian_torch.py ;;
     large|epoch) LD_PRELOAD="$jemalloc" "$bin" --group "$g" "${common[@]}" --epoch-batches "${EPOCH_BATCHES:-0}" \
                    --data "${DATA:-fashion-mnist}" ;;
     *) echo "unknown group $g (small, large, epoch)" >&2; exit 2 ;;

@@ -11,7 +11,8 @@
 //            --clock wall|thread-cpu (default wall)
 //
 // scripts/bench_compare.sh runs both groups with LibTorch's best configuration
-// (OMP_WAIT_POLICY=PASSIVE; jemalloc preloaded for the large group) and prints the tables.
+// (OMP_WAIT_POLICY=PASSIVE; jemalloc preloaded, which is faster for LibTorch and PyTorch in every
+// row) and prints the tables.
 // Threads: tapeflow's pool, LibTorch's intra-op pool and OpenBLAS (shared by both libraries,
 // which link the same libopenblas) are all set to --threads.
 

@@ -28,7 +28,14 @@ namespace tapeflow {
 using TensorId = std::uint64_t;
 
 namespace detail {
-struct TensorImpl;
+/// What every Tensor accessor reads: the start of the private TensorImpl (src/core/tensor_impl.h),
+/// declared here so that the accessors inline (they are on every op's path).
+struct TensorCore {
+  Shape shape;
+  DType dtype;
+  TensorId id;
+  void* data;  // the elements, row-major
+};
 [[noreturn]] void throw_dtype_mismatch(std::string_view what, DType have, DType want);
 [[noreturn]] void throw_not_scalar(const Shape& shape);
 [[noreturn]] void throw_undefined(std::string_view what);
@@ -46,15 +53,15 @@ class Tensor {
  public:
   /// An undefined tensor (like a null handle); every op given one throws InvalidArgumentError.
   Tensor() = default;
-  explicit Tensor(std::shared_ptr<const detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+  explicit Tensor(std::shared_ptr<const detail::TensorCore> impl) : impl_(std::move(impl)) {}
 
   bool defined() const { return impl_ != nullptr; }
-  const Shape& shape() const;
-  DType dtype() const;
+  const Shape& shape() const { return core("Tensor::shape").shape; }
+  DType dtype() const { return core("Tensor::dtype").dtype; }
   int rank() const { return shape().rank(); }
   std::int64_t num_elements() const { return shape().num_elements(); }
   std::size_t nbytes() const { return static_cast<std::size_t>(num_elements()) * dtype_size(dtype()); }
-  TensorId id() const;
+  TensorId id() const { return core("Tensor::id").id; }
 
   /// The elements in row-major order; throws InvalidArgumentError unless T is the tensor's dtype.
   template <Element T>
@@ -73,16 +80,20 @@ class Tensor {
     auto v = values<T>();
     return {v.begin(), v.end()};
   }
-  const void* raw_data() const;
+  const void* raw_data() const { return core("Tensor::data").data; }
 
   /// Printable like NumPy prints the array: `std::cout << t.numpy()` shows `[ 4. 108.]`.
   NumpyText numpy() const;
 
-  const detail::TensorImpl* impl() const { return impl_.get(); }
-  const std::shared_ptr<const detail::TensorImpl>& impl_handle() const { return impl_; }
+  const detail::TensorCore* impl() const { return impl_.get(); }
+  const std::shared_ptr<const detail::TensorCore>& impl_handle() const { return impl_; }
 
  private:
-  std::shared_ptr<const detail::TensorImpl> impl_;
+  const detail::TensorCore& core(std::string_view what) const {
+    if (impl_ == nullptr) [[unlikely]] detail::throw_undefined(what);
+    return *impl_;
+  }
+  std::shared_ptr<const detail::TensorCore> impl_;
 };
 
 struct NumpyText {

@@ -67,25 +67,25 @@ Tensor empty(const Shape& shape, DType dtype, std::string_view op) {
   detail::check_allocation_limit(bytes, op);
   if (bytes <= kInlineBytes) {
     auto block = std::allocate_shared<InlineTensor>(detail::PoolAllocator<InlineTensor>(),
-                                                    TensorImpl{shape, dtype, nullptr, nullptr}, bytes);
+                                                    TensorImpl{{shape, dtype, next_tensor_id(), nullptr}, nullptr}, bytes);
     const TensorImpl* impl = &block->impl;
     return Tensor(std::shared_ptr<const TensorImpl>(std::move(block), impl));  // moved: no atomic count updates
   }
   std::shared_ptr<void> buffer = detail::allocate_buffer(bytes, op);
   void* data = buffer.get();
   return Tensor(std::allocate_shared<TensorImpl>(detail::PoolAllocator<TensorImpl>(),
-                                                 TensorImpl{shape, dtype, data, std::move(buffer)}));
+                                                 TensorImpl{{shape, dtype, next_tensor_id(), data}, std::move(buffer)}));
 }
 
 Tensor share_with_shape(const Tensor& t, const Shape& shape) {
   TAPEFLOW_ASSERT(shape.num_elements() == t.num_elements(), "share_with_shape {} -> {}",
                   t.shape().to_string(), shape.to_string());
-  const TensorImpl& src = *t.impl();
+  const auto& src = static_cast<const TensorImpl&>(*t.impl());
   // Keep alive whatever keeps the source's bytes alive: its buffer, or the source itself when the
   // bytes are inline.
   std::shared_ptr<const void> owner = src.owner ? src.owner : std::shared_ptr<const void>(t.impl_handle());
   return Tensor(std::allocate_shared<TensorImpl>(detail::PoolAllocator<TensorImpl>(),
-                                                 TensorImpl{shape, t.dtype(), src.data, std::move(owner)}));
+                                                 TensorImpl{{shape, t.dtype(), next_tensor_id(), src.data}, std::move(owner)}));
 }
 
 void throw_dtype_mismatch(std::string_view what, DType have, DType want) {
@@ -102,18 +102,6 @@ void throw_undefined(std::string_view what) {
 }
 
 }  // namespace detail
-
-namespace {
-const detail::TensorImpl& checked_impl(const detail::TensorImpl* impl, std::string_view what) {
-  if (impl == nullptr) detail::throw_undefined(what);
-  return *impl;
-}
-}  // namespace
-
-const Shape& Tensor::shape() const { return checked_impl(impl_.get(), "Tensor::shape").shape; }
-DType Tensor::dtype() const { return checked_impl(impl_.get(), "Tensor::dtype").dtype; }
-TensorId Tensor::id() const { return checked_impl(impl_.get(), "Tensor::id").id; }
-const void* Tensor::raw_data() const { return checked_impl(impl_.get(), "Tensor::data").data; }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << to_string(t); }
 std::ostream& operator<<(std::ostream& os, const NumpyText& a) { return os << numpy_str(a.tensor); }

@@ -10,14 +10,12 @@ namespace tapeflow::detail {
 
 TensorId next_tensor_id();
 
-struct TensorImpl {
-  Shape shape;
-  DType dtype;
-  void* data;  // the elements, row-major
+/// A tensor's representation: its core (shape, dtype, id, elements; tensor.h) and what keeps the
+/// elements alive.
+struct TensorImpl : TensorCore {
   /// Keeps `data` alive: the heap buffer, or the tensor whose bytes this one views (reshape,
   /// variable reads). Empty when the bytes live inline after this struct (small tensors).
   std::shared_ptr<const void> owner;
-  TensorId id = next_tensor_id();
 };
 
 /// Allocates an uninitialised tensor. Throws ResourceExhaustedError naming `op` if the bytes
