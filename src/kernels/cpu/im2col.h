@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "core/parallel.h"
 
@@ -117,24 +118,63 @@ void col2im_add(const T* cols, std::int64_t images, const WindowGeometry& g, T* 
   });
 }
 
-/// Flat input index (within one image) of the first maximum of the window of output (oy, ox),
-/// channel ci; -1 for a window with no input element (cannot happen for TensorFlow's padding).
-/// NaN counts as larger than everything (it propagates, as in TensorFlow's CPU kernel).
+/// What window_argmax finds for one window, per channel: the maximum and where it first occurs.
+/// One per thread (g.c maxima and positions, kh * kw window offsets).
 template <class T>
-std::int64_t window_argmax(const T* xi, const WindowGeometry& g, std::int64_t oy, std::int64_t ox,
-                           std::int64_t ci) {
-  std::int64_t best = -1;
-  T m = T(0);
+struct WindowArgmax {
+  explicit WindowArgmax(const WindowGeometry& g)
+      : max(static_cast<std::size_t>(g.c)), pos(static_cast<std::size_t>(g.c)),
+        offset(static_cast<std::size_t>(g.kh * g.kw)) {}
+  std::vector<T> max;
+  std::vector<std::int32_t> pos;      // index into offset of the first maximum
+  std::vector<std::int64_t> offset;   // flat offset (within one image) of each window element
+  bool empty = false;                 // no input element (cannot happen for TensorFlow's padding)
+
+  /// Flat input index (within one image) of channel ci's first maximum, or -1 for an empty window.
+  std::int64_t index(std::int64_t ci) const {
+    return empty ? -1 : offset[static_cast<std::size_t>(pos[static_cast<std::size_t>(ci)])] + ci;
+  }
+};
+
+/// The maximum of each channel over the window of output (oy, ox) and where it first occurs. NaN
+/// counts as larger than everything (it propagates, as in TensorFlow's CPU kernel). Channels are
+/// contiguous in NHWC, so the loops run over them and vectorise (positions are int32 like the
+/// floats' lanes): one channel at a time, with stride c, made max pooling cost more than the
+/// CNN's GEMMs.
+template <class T>
+void window_argmax(const T* xi, const WindowGeometry& g, std::int64_t oy, std::int64_t ox, WindowArgmax<T>& out) {
+  const std::int64_t c = g.c;
+  T* __restrict m = out.max.data();
+  std::int32_t* __restrict pos = out.pos.data();
+  std::int32_t k = 0;
   for (std::int64_t iy = g.row_lo(oy), y1 = g.row_hi(oy); iy < y1; ++iy)
-    for (std::int64_t ix = g.col_lo(ox), x1 = g.col_hi(ox); ix < x1; ++ix) {
-      const std::int64_t k = (iy * g.w + ix) * g.c + ci;
-      const T v = xi[k];
-      if (best < 0 || v > m || (v != v && m == m)) {
-        best = k;
-        m = v;
+    for (std::int64_t ix = g.col_lo(ox), x1 = g.col_hi(ox); ix < x1; ++ix, ++k) {
+      const std::int64_t base = (iy * g.w + ix) * c;
+      out.offset[static_cast<std::size_t>(k)] = base;
+      const T* __restrict p = xi + base;
+      if (k == 0) {
+        for (std::int64_t ci = 0; ci < c; ++ci) m[ci] = p[ci];
+        std::fill(pos, pos + c, std::int32_t{0});
+        continue;
+      }
+      for (std::int64_t ci = 0; ci < c; ++ci) {
+        const T v = p[ci];
+        const bool take = v > m[ci] || (v != v && m[ci] == m[ci]);
+        m[ci] = take ? v : m[ci];
+        pos[ci] = take ? k : pos[ci];
       }
     }
-  return best;
+  out.empty = k == 0;
+}
+
+/// Calls f(image, oy, argmax) for each output row of images in parallel, with one WindowArgmax
+/// per thread.
+template <class T, class F>
+void for_each_output_row_with_argmax(const WindowGeometry& g, F f) {
+  parallel_for(g.n * g.oh, rows_grain(g.ow * g.c * g.kh * g.kw), [&](std::int64_t b, std::int64_t e) {
+    WindowArgmax<T> argmax(g);
+    for (std::int64_t r = b; r < e; ++r) f(r / g.oh, r % g.oh, argmax);
+  });
 }
 
 /// Calls f(image, out_index, in_image_offset) for each pooled output in parallel over output
@@ -152,16 +192,18 @@ template <class T>
 void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
   std::fill(dx, dx + g.n * g.image_size(), T(0));
   parallel_for(g.n, rows_grain(g.out_positions() * g.c * g.kh * g.kw), [&](std::int64_t b, std::int64_t e) {
+    WindowArgmax<T> argmax(g);
     for (std::int64_t i = b; i < e; ++i) {
       const T* xi = x + i * g.image_size();
       T* dxi = dx + i * g.image_size();
       const T* dyi = dy + i * g.out_positions() * g.c;
       for (std::int64_t oy = 0; oy < g.oh; ++oy)
-        for (std::int64_t ox = 0; ox < g.ow; ++ox)
-          for (std::int64_t ci = 0; ci < g.c; ++ci) {
-            const std::int64_t k = window_argmax(xi, g, oy, ox, ci);
-            if (k >= 0) dxi[k] += dyi[(oy * g.ow + ox) * g.c + ci];
-          }
+        for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+          window_argmax(xi, g, oy, ox, argmax);
+          if (argmax.empty) continue;
+          const T* d = dyi + (oy * g.ow + ox) * g.c;
+          for (std::int64_t ci = 0; ci < g.c; ++ci) dxi[argmax.index(ci)] += d[ci];
+        }
     }
   });
 }
@@ -169,22 +211,28 @@ void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
 /// y[window] = ddx[argmax of the window]: the adjoint of max_pool_grad in dy.
 template <class T>
 void max_pool_grad_grad(const T* x, const T* ddx, const WindowGeometry& g, T* y) {
-  for_each_output_row(g, [&](std::int64_t i, std::int64_t oy) {
+  for_each_output_row_with_argmax<T>(g, [&](std::int64_t i, std::int64_t oy, WindowArgmax<T>& argmax) {
     const T* xi = x + i * g.image_size();
     const T* ddxi = ddx + i * g.image_size();
     T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
-    for (std::int64_t ox = 0; ox < g.ow; ++ox)
-      for (std::int64_t ci = 0; ci < g.c; ++ci) {
-        const std::int64_t k = window_argmax(xi, g, oy, ox, ci);
-        yr[ox * g.c + ci] = k < 0 ? T(0) : ddxi[k];
-      }
+    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+      window_argmax(xi, g, oy, ox, argmax);
+      for (std::int64_t ci = 0; ci < g.c; ++ci) yr[ox * g.c + ci] = argmax.empty ? T(0) : ddxi[argmax.index(ci)];
+    }
   });
 }
 
-/// y = max over each window (padding ignored): x gathered at the argmax of its own windows.
+/// y = max over each window (padding ignored; 0 for a window with no input element).
 template <class T>
 void max_pool(const T* x, const WindowGeometry& g, T* y) {
-  max_pool_grad_grad(x, x, g, y);
+  for_each_output_row_with_argmax<T>(g, [&](std::int64_t i, std::int64_t oy, WindowArgmax<T>& argmax) {
+    const T* xi = x + i * g.image_size();
+    T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
+    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+      window_argmax(xi, g, oy, ox, argmax);
+      for (std::int64_t ci = 0; ci < g.c; ++ci) yr[ox * g.c + ci] = argmax.empty ? T(0) : argmax.max[static_cast<std::size_t>(ci)];
+    }
+  });
 }
 
 /// y = mean over each window's input elements (the count excludes padding, like TensorFlow).
