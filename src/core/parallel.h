@@ -9,8 +9,11 @@
 
 namespace tapeflow::cpu {
 
-/// Elements of a cheap elementwise op below which threading costs more than it saves.
-inline constexpr std::int64_t kParallelGrain = std::int64_t{1} << 16;
+/// Elements of a cheap elementwise op below which threading costs more than it saves. Waking a
+/// parked worker and waiting for it took about 60 µs on the 2-vCPU VM of docs/PERFORMANCE.md
+/// (a 262,144-element add: 31 µs on one thread, 70 µs on two); with 2^16 the MLP training
+/// step's bias adds and ReLUs paid that hand-off, 1.20x its GEMM time at two threads, 1.13x now.
+inline constexpr std::int64_t kParallelGrain = std::int64_t{1} << 18;
 
 /// A non-owning reference to a callable `void(int64 begin, int64 end)`.
 class RangeFn {

@@ -81,8 +81,8 @@ struct Kernel {
 std::vector<Kernel> kernels() {
   // Large enough that every kernel splits across the pool (n > kParallelGrain).
   static const Tensor v = random::uniform({1 << 20}, -1, 1, DType::Float32, 3);
-  static const Tensor m = random::uniform({512, 512}, -1, 1, DType::Float32, 4);
-  static const Tensor img = random::uniform({8, 64, 64, 8}, -1, 1, DType::Float32, 5);
+  static const Tensor m = random::uniform({1024, 1024}, -1, 1, DType::Float32, 4);
+  static const Tensor img = random::uniform({16, 64, 64, 8}, -1, 1, DType::Float32, 5);
   static const Tensor filt = random::uniform({3, 3, 8, 8}, -1, 1, DType::Float32, 6);
   static const Tensor idx = cast(random::uniform({1 << 16}, 0, 511, DType::Float32, 7), DType::Int32);
   return {
