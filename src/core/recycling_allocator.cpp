@@ -10,7 +10,7 @@ namespace tapeflow::detail {
 #ifdef TAPEFLOW_SYSTEM_MALLOC
 
 void* recycling_allocate(std::size_t bytes) { return ::operator new(bytes); }
-void recycling_deallocate(void* p, std::size_t bytes) noexcept { ::operator delete(p, bytes); }
+void recycling_deallocate(void* p, std::size_t) noexcept { ::operator delete(p); }
 
 #else
 
@@ -30,7 +30,7 @@ struct BlockCache {
   std::size_t bytes = 0;
 
   ~BlockCache() {
-    for (const Block& b : blocks) ::operator delete(b.p, b.bytes);
+    for (const Block& b : blocks) ::operator delete(b.p);
     t_cache_gone = true;
   }
 };
@@ -60,7 +60,7 @@ void recycling_deallocate(void* p, std::size_t bytes) noexcept {
   if (bytes >= kRecycleMinBytes && !t_cache_gone) {
     BlockCache& c = cache();
     if (c.blocks.size() == kRecycleCacheBlocks) {  // forget the oldest
-      ::operator delete(c.blocks.front().p, c.blocks.front().bytes);
+      ::operator delete(c.blocks.front().p);
       c.bytes -= c.blocks.front().bytes;
       c.blocks.erase(c.blocks.begin());
     }
@@ -74,7 +74,7 @@ void recycling_deallocate(void* p, std::size_t bytes) noexcept {
       }
     }
   }
-  ::operator delete(p, bytes);
+  ::operator delete(p);
 }
 
 #endif
