@@ -34,6 +34,17 @@ TEST(FuzzRegressions, ScalarOperandOutsideInt64RangeIsRefusedByIntegerTensors) {
   }
 }
 
+// fuzz_shape, UBSan signed-integer-overflow in cpu::coalesce (found in session 3's CI run): tile
+// of an empty tensor by a huge multiple built a copy plan whose merged strides overflowed.
+TEST(FuzzRegressions, TileOfAnEmptyTensorByAHugeMultipleIsEmpty) {
+  const tf::Tensor x = tf::zeros({0, 3});
+  const std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+  const tf::Tensor y = tf::tile(x, {huge, 4});
+  EXPECT_EQ(y.shape(), tf::Shape({0, 12}));
+  const tf::Tensor z = tf::tile(tf::zeros({2, 0, 5}), {3, huge, 2});
+  EXPECT_EQ(z.shape(), tf::Shape({6, 0, 10}));
+}
+
 // fuzz_shape and fuzz_nn, UBSan signed-integer-overflow in detail::empty: a shape of 2^62
 // elements (allowed by Shape) times 4 or 8 bytes overflowed int64; in a release build the
 // wrapped byte count could pass the allocation limit and allocate a tiny buffer for a huge tensor.

@@ -80,8 +80,11 @@ inline CopyPlan coalesce(const CopyPlan& p) {
 /// Runs `plan` on elements of type U.
 template <class U>
 void strided_copy(const CopyPlan& plan, const U* src, U* dst) {
+  // Nothing to copy. Checked before coalescing: an empty copy's other dimensions may be huge
+  // (tile of an empty tensor by 2^63 - 1), and merging them would overflow.
+  for (int k = 0; k < plan.rank; ++k)
+    if (plan.dims[static_cast<std::size_t>(k)] == 0) return;
   const CopyPlan p = coalesce(plan);
-  if (p.num_elements() == 0) return;
   if (p.rank == 0) {
     dst[p.dst_offset] = src[p.src_offset];
     return;
