@@ -43,10 +43,12 @@ for h in "${harnesses[@]}"; do
   scratch="build/fuzz/corpus/$h"
   mkdir -p "$corpus" "$scratch"
   echo "--- fuzz.sh: $h for ${seconds}s ($(find "$corpus" -type f | wc -l) committed inputs)"
-  # The first directory receives new inputs; the committed corpus is only read.
+  # The first directory receives new inputs; the committed corpus is only read. The seed is fixed
+  # (FUZZ_SEED, default 1) so that a run is repeatable: the same mutations in the same order, and
+  # what a CI run finds can be replayed. Vary it for longer runs of your own.
   log="build/fuzz/artifacts/$h.log"
   status=0
-  build/fuzz/fuzz/"$h" "$scratch" "$corpus" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+  build/fuzz/fuzz/"$h" "$scratch" "$corpus" -max_total_time="$seconds" -seed="${FUZZ_SEED:-1}" -timeout=20 -rss_limit_mb=2048 \
     -max_len=4096 -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$h-" >"$log" 2>&1 || status=$?
   grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ *DONE)' "$log" || true
   if [ "$status" -ne 0 ]; then
