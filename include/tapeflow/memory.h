@@ -28,7 +28,8 @@ AllocatorStats allocator_stats();
 /// chains) do not page-fault on fresh memory every time. Default 1 GiB; 0 disables the cache.
 void set_buffer_cache_limit(std::int64_t bytes);
 std::int64_t buffer_cache_limit();
-/// Returns every cached buffer to the system.
+/// Returns every cached buffer to the system, and the calling thread's recycled tape storage
+/// (the arrays of its released tapes, kept for the next tape; see docs/ARCHITECTURE.md).
 void release_cached_buffers();
 
 }  // namespace tapeflow

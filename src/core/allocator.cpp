@@ -18,6 +18,7 @@
 // below its dynamic mmap threshold in its heap).
 
 #include "core/allocator.h"
+#include "core/recycling_allocator.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -245,7 +246,10 @@ void set_buffer_cache_limit(std::int64_t bytes) {
   if (bytes == 0) release_cached_buffers();
 }
 std::int64_t buffer_cache_limit() { return detail::g_cache_limit.load(std::memory_order_relaxed); }
-void release_cached_buffers() { detail::cache().release_all(); }
+void release_cached_buffers() {
+  detail::cache().release_all();
+  detail::release_recycled_blocks();
+}
 
 AllocatorStats allocator_stats() {
   const auto [buffers, bytes] = detail::live_counts();

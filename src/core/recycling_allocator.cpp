@@ -11,6 +11,7 @@ namespace tapeflow::detail {
 
 void* recycling_allocate(std::size_t bytes) { return ::operator new(bytes); }
 void recycling_deallocate(void* p, std::size_t) noexcept { ::operator delete(p); }
+void release_recycled_blocks() noexcept {}
 
 #else
 
@@ -29,8 +30,13 @@ struct BlockCache {
   std::vector<Block> blocks;
   std::size_t bytes = 0;
 
-  ~BlockCache() {
+  void release() noexcept {
     for (const Block& b : blocks) ::operator delete(b.p);
+    blocks.clear();
+    bytes = 0;
+  }
+  ~BlockCache() {
+    release();
     t_cache_gone = true;
   }
 };
@@ -75,6 +81,10 @@ void recycling_deallocate(void* p, std::size_t bytes) noexcept {
     }
   }
   ::operator delete(p);
+}
+
+void release_recycled_blocks() noexcept {
+  if (!t_cache_gone) cache().release();
 }
 
 #endif

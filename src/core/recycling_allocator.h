@@ -25,6 +25,8 @@ inline constexpr std::size_t kRecycleCacheBlocks = 256;
 
 void* recycling_allocate(std::size_t bytes);
 void recycling_deallocate(void* p, std::size_t bytes) noexcept;
+/// Frees the calling thread's cached blocks (release_cached_buffers()).
+void release_recycled_blocks() noexcept;
 
 template <class T>
 struct RecyclingAllocator {
