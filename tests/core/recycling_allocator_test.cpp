@@ -35,7 +35,7 @@ TEST(RecyclingAllocator, ReleaseCachedBuffersEmptiesThisThreadsCacheAndRecycling
   if (!kRecycles) GTEST_SKIP() << "sanitizer build: nothing is recycled";
   void* p = recycling_allocate(48 << 10);
   recycling_deallocate(p, 48 << 10);
-  release_cached_buffers();  // p goes back to the system (LeakSanitizer would report it otherwise)
+  release_cached_buffers();  // p goes back to the system
   void* q = recycling_allocate(48 << 10);
   recycling_deallocate(q, 48 << 10);
   EXPECT_EQ(recycling_allocate(48 << 10), q);
