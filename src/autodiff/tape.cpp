@@ -512,24 +512,28 @@ struct Pruned {
   }
 };
 
-Pruned prune(const autodiff::Records& ops, std::span<const Source> ys, std::span<const Source> sources) {
+/// `producer` is the tape's id -> record map: both sweeps follow it instead of building sets of
+/// ids (a record's inputs come from earlier records; a later index is the id re-used as an
+/// output, e.g. a custom gradient's function returning its input, and counts as a leaf).
+Pruned prune(const autodiff::Records& ops, const autodiff::IdMap<std::int64_t>& producer, std::span<const Source> ys,
+             std::span<const Source> sources) {
+  const auto producer_before = [&](TensorId id, std::size_t k) -> std::int64_t {
+    const auto it = producer.find(id);
+    return it != producer.end() && it->second >= 0 && static_cast<std::size_t>(it->second) < k ? it->second : -1;
+  };
   Pruned p;
-  autodiff::IdSet reaches_target;
-  reaches_target.reserve(ops.size() + ys.size());
-  for (const Source& y : ys) reaches_target.insert(y.id());
+  // Reverse sweep: a record is kept if it produced a target or an input of a kept record.
   p.keep.assign(ops.size(), 0);
+  for (const Source& y : ys)
+    if (const std::int64_t j = producer_before(y.id(), ops.size()); j >= 0) p.keep[static_cast<std::size_t>(j)] = 1;
   for (std::size_t k = ops.size(); k-- > 0;) {
-    for (const auto& out : ops[k].outputs())
-      if (reaches_target.contains(out.id)) p.keep[k] = 1;
-    if (p.keep[k])
-      for (const auto& in : ops[k].inputs()) reaches_target.insert(in.id);
+    if (!p.keep[k]) continue;
+    for (const auto& in : ops[k].inputs())
+      if (const std::int64_t j = producer_before(in.id, k); j >= 0) p.keep[static_cast<std::size_t>(j)] = 1;
   }
-  autodiff::IdSet depends_on_source;
-  depends_on_source.reserve(ops.size() + sources.size());
-  for (const Source& s : sources) {
-    depends_on_source.insert(s.id());
-    p.source_ids.insert(s.id());
-  }
+  // Forward sweep: among those, keep the records with an input that depends on a source (is one,
+  // or comes from a kept record); only those inputs need gradients.
+  for (const Source& s : sources) p.source_ids.insert(s.id());
   p.first_input.resize(ops.size());
   std::size_t num_inputs = 0;
   for (std::size_t k = 0; k < ops.size(); ++k) {
@@ -542,13 +546,14 @@ Pruned prune(const autodiff::Records& ops, std::span<const Source> ys, std::span
     bool depends = false;
     bool* needed = p.input_needed.get() + p.first_input[k];
     for (const auto& in : ops[k].inputs()) {
-      *needed = is_floating(in.dtype) && depends_on_source.contains(in.id);
+      if (is_floating(in.dtype)) {
+        const std::int64_t j = producer_before(in.id, k);
+        *needed = p.source_ids.contains(in.id) || (j >= 0 && p.keep[static_cast<std::size_t>(j)]);
+      }
       depends = depends || *needed;
       ++needed;
     }
     p.keep[k] = depends;
-    if (depends)
-      for (const auto& out : ops[k].outputs()) depends_on_source.insert(out.id);
   }
   return p;
 }
@@ -678,7 +683,8 @@ std::vector<std::optional<Tensor>> GradientTape::gradient_flat(const Targets& ta
     std::vector<Tensor> seeds;
     for (const Source& y : ys)
       seeds.push_back(output_gradients.empty() ? ones(y.shape(), y.dtype()) : output_gradients[seeds.size()]);
-    std::vector<std::optional<Tensor>> result = backward(ops, prune(ops, ys, sources), ys, seeds, sources, release);
+    std::vector<std::optional<Tensor>> result =
+        backward(ops, prune(ops, state_->producer, ys, sources), ys, seeds, sources, release);
     for (std::size_t i = 0; i < sources.size(); ++i)
       if (!result[i]) result[i] = unconnected_result(sources[i], sources[i].shape(), unconnected);
     return result;
@@ -739,7 +745,7 @@ std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& tar
       shapes.push_back(concat_shapes(target.shape().dims(), s.shape().dims(), "Jacobian"));
       out.push_back(detail::empty(shapes.back(), s.dtype(), "Jacobian"));
     }
-    const Pruned p = prune(ops, {&y, 1}, sources);
+    const Pruned p = prune(ops, state_->producer, {&y, 1}, sources);
     const autodiff::OpDef* blocker = parallel ? first_unbatchable(ops, p) : nullptr;
     if (parallel && blocker)
       log(LogLevel::Info, fmt::format("jacobian: op {} cannot take stacked cotangents; computing the Jacobian one "
@@ -804,7 +810,7 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
     const Shape shape = concat_shapes(ts.dims(), ss.dims().subspan(1), "BatchJacobian");
     Tensor out = detail::empty(shape, source.dtype(), "BatchJacobian");
     bool connected = false;
-    const Pruned p = prune(ops, {&y, 1}, {&source, 1});
+    const Pruned p = prune(ops, state_->producer, {&y, 1}, {&source, 1});
     const autodiff::OpDef* blocker = first_unbatchable(ops, p);
     if (blocker)
       log(LogLevel::Info, fmt::format("batch_jacobian: op {} cannot take stacked cotangents; computing one column "

@@ -118,13 +118,21 @@ class ShapeStore {
   std::size_t next_ = 0;
 };
 
-/// The hash of a tensor id for the tape's Abseil maps. Abseil places a key by hash >> 7 (the
-/// group) and tags it with the low 7 bits; ids are handed out consecutively on a thread, so
-/// (id << 7 | id & 127) puts consecutive ids in neighbouring slots with distinct tags. A mixing
-/// hash scatters them over the whole table instead: each insert was a cache miss once a host
-/// program's work between two tapes had evicted the table (bench/compare, workload 1b).
+/// The hash of a tensor id for the tape's Abseil maps. Abseil places a key by hash >> 7 (its
+/// probe start) and tags it with the low 7 bits. Ids are handed out consecutively on a thread:
+/// a mixing hash scattered them over the whole table, so each insert was a cache miss once other
+/// work between two tapes had evicted it (bench/compare, workload 1b: 1.3x slower); placing all
+/// consecutive ids in consecutive slots made a lookup of an absent id (a constant operand) that
+/// lands inside the dense run probe through all of it. So runs of 64 consecutive ids are
+/// neighbours (64 inserts share 16 cache lines) and the runs are scattered (a lookup crosses at
+/// most one run, 4 groups of 16 slots, before it finds room and stops).
 struct IdHash {
-  std::size_t operator()(TensorId id) const { return static_cast<std::size_t>((id << 7) | (id & 127)); }
+  std::size_t operator()(TensorId id) const {
+    std::uint64_t run = id >> 6;
+    run *= 0x9E3779B97F4A7C15ull;  // Fibonacci hashing scatters the runs
+    run ^= run >> 29;
+    return static_cast<std::size_t>((((run << 6) | (id & 63)) << 7) | (id & 127));
+  }
 };
 template <class V>
 using IdMap = absl::flat_hash_map<TensorId, V, IdHash, std::equal_to<TensorId>,
