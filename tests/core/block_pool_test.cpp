@@ -13,16 +13,13 @@
 #include <thread>
 #include <vector>
 
+#include "support/allocators.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tapeflow::detail {
 namespace {
 
-#ifdef TAPEFLOW_SYSTEM_MALLOC
-constexpr bool kPooled = false;
-#else
-constexpr bool kPooled = true;
-#endif
+using tapeflow::testing::kRecyclesMemory;
 
 TEST(BlockPool, BlocksAreDistinctAlignedAndWritable) {
   std::vector<void*> blocks;
@@ -41,7 +38,7 @@ TEST(BlockPool, BlocksAreDistinctAlignedAndWritable) {
 }
 
 TEST(BlockPool, AFreedBlockIsTheNextOneHandedOut) {
-  if (!kPooled) GTEST_SKIP() << "sanitizer build: every block comes from operator new";
+  if (!kRecyclesMemory) GTEST_SKIP() << "sanitizer build: every block comes from operator new";
   void* b = pool_allocate();
   pool_deallocate(b);
   EXPECT_EQ(pool_allocate(), b);
@@ -56,7 +53,7 @@ TEST(BlockPool, BlocksFreedOnAnotherThreadAreReused) {
   std::thread([&] {
     for (void* b : blocks) pool_deallocate(b);
   }).join();
-  if (!kPooled) return;
+  if (!kRecyclesMemory) return;
   const std::set<void*> freed(blocks.begin(), blocks.end());
   int reused = 0;
   std::thread([&] {
