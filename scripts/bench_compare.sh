@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # tapeflow against LibTorch, side by side (issue 7; issue 5's training epoch): installs what the
 # benchmarks need (scripts/bench_setup.sh), builds bench/compare in build/bench (Release,
-# -DTAPEFLOW_BUILD_BENCHMARKS=ON), and prints one table per group. LibTorch runs at its best
-# configuration: OMP_WAIT_POLICY=PASSIVE and jemalloc preloaded, for both groups (jemalloc was
-# faster for LibTorch and PyTorch in every row, docs/PERFORMANCE.md; tapeflow shares the process).
+# -DTAPEFLOW_BUILD_BENCHMARKS=ON), and prints the tables. LibTorch runs at its best configuration:
+# OMP_WAIT_POLICY=PASSIVE, and each group runs once per allocator (glibc malloc; jemalloc;
+# jemalloc retaining freed memory, MALLOC_CONF=oversize_threshold:0,dirty_decay_ms:-1,
+# muzzy_decay_ms:-1), after which every row is printed with LibTorch's best allocator and which
+# one won (compare --every-malloc; tapeflow shares each process and its figure comes from the
+# same run as LibTorch's best).
 #
 #   scripts/bench_compare.sh                  # both groups, all cores
 #   THREADS=1 ROUNDS=11 scripts/bench_compare.sh small
@@ -16,7 +19,6 @@ groups=("$@")
 ((${#groups[@]})) || groups=(small large)
 threads=${THREADS:-$(nproc)}
 rounds=${ROUNDS:-7}
-jemalloc=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 
 scripts/bench_setup.sh
 launcher=()
@@ -30,9 +32,9 @@ export OMP_WAIT_POLICY=PASSIVE
 common=(--threads "$threads" --rounds "$rounds" --clock "${CLOCK:-wall}")
 for g in "${groups[@]}"; do
   case "$g" in
-    small) LD_PRELOAD="$jemalloc" "$bin" --group small "${common[@]}" --python /usr/bin/python3 \
+    small) "$bin" --every-malloc --group small "${common[@]}" --python /usr/bin/python3 \
              --script bench/compare/jacobian_torch.py ;;
-    large|epoch) LD_PRELOAD="$jemalloc" "$bin" --group "$g" "${common[@]}" --epoch-batches "${EPOCH_BATCHES:-0}" \
+    large|epoch) "$bin" --every-malloc --group "$g" "${common[@]}" --epoch-batches "${EPOCH_BATCHES:-0}" \
                    --data "${DATA:-fashion-mnist}" ;;
     *) echo "unknown group $g (small, large, epoch)" >&2; exit 2 ;;
   esac

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -87,7 +88,34 @@ struct Row {
   std::string limit;   // the hardware limit measured in the same run, or the reference
   std::string config;  // LibTorch's configuration for this row
   std::string note;
+  /// The row measured LibTorch under every allocator configuration itself (in child processes),
+  /// whatever the configuration of the process that printed it.
+  bool own_malloc_choice = false;
 };
+
+/// Rows as tab-separated lines (one run's result, read back by the run that picks the best
+/// allocator configuration for LibTorch).
+inline void write_rows(const std::string& path, const std::vector<Row>& rows) {
+  std::ofstream out(path);
+  out.precision(17);
+  for (const Row& r : rows)
+    out << r.workload << '\t' << r.unit << '\t' << r.tapeflow << '\t' << r.torch << '\t' << r.limit << '\t'
+        << r.config << '\t' << r.note << '\t' << r.own_malloc_choice << '\n';
+}
+
+inline std::vector<Row> read_rows(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<Row> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string field; std::getline(ss, field, '\t');) f.push_back(field);
+    f.resize(8);
+    rows.push_back({f[0], f[1], std::stod(f[2]), std::stod(f[3]), f[4], f[5], f[6], f[7] == "1"});
+  }
+  return rows;
+}
 
 inline void print_table(const std::vector<Row>& rows) {
   std::printf("\n| workload | tapeflow | LibTorch | tapeflow/LibTorch | hardware limit / reference (same run) | LibTorch config |\n");

@@ -9,14 +9,18 @@
 //   options: --threads N (default: all cores) --rounds R --python PATH --script PATH
 //            --epoch-batches B (0: the full epoch) --data synthetic|fashion-mnist
 //            --clock wall|thread-cpu (default wall)
+//            --every-malloc: one run per allocator configuration for LibTorch (glibc malloc;
+//            jemalloc; jemalloc retaining freed memory), each printing its table, then every
+//            row with LibTorch's best configuration and which one won
+//            --rows-out PATH: also write the rows, tab-separated (used by --every-malloc)
 //
-// scripts/bench_compare.sh runs both groups with LibTorch's best configuration
-// (OMP_WAIT_POLICY=PASSIVE; jemalloc preloaded, which is faster for LibTorch and PyTorch in every
-// row) and prints the tables.
+// scripts/bench_compare.sh runs both groups with --every-malloc and OMP_WAIT_POLICY=PASSIVE (no
+// spinning OpenMP threads): LibTorch at its best configuration, row by row.
 // Threads: tapeflow's pool, LibTorch's intra-op pool and OpenBLAS (shared by both libraries,
 // which link the same libopenblas) are all set to --threads.
 
 #include <cblas.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
@@ -54,7 +58,40 @@ struct Options {
   std::int64_t epoch_batches = 0;
   std::string data = "fashion-mnist";
   std::string config;  // describes LibTorch's configuration, printed per row
+  std::string rows_out;  // --rows-out: also write the rows here (tab-separated)
+  bool every_malloc = false;  // --every-malloc: one run per allocator configuration, LibTorch's best kept
 };
+
+/// The allocator configurations LibTorch is measured in; every row keeps LibTorch's best.
+/// tapeflow shares the process (its tensor blocks, tape storage and large buffers have their own
+/// pools and caches, so it barely depends on the malloc).
+struct MallocConfig {
+  std::string name;
+  bool jemalloc = false;
+  std::string malloc_conf;  // jemalloc's MALLOC_CONF, empty for its defaults
+};
+
+constexpr const char* kJemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+const std::vector<MallocConfig>& malloc_configs() {
+  static const std::vector<MallocConfig> configs = {
+      {"glibc malloc", false, ""},
+      {"jemalloc", true, ""},
+      // jemalloc keeping freed memory mapped (large allocations from its arenas, no decay back to
+      // the OS): LibTorch's fresh 64 MiB buffers then reuse faulted-in pages.
+      {"jemalloc retaining", true, "oversize_threshold:0,dirty_decay_ms:-1,muzzy_decay_ms:-1"}};
+  return configs;
+}
+
+/// The configuration this process runs under (from LD_PRELOAD and MALLOC_CONF).
+std::string current_malloc_config() {
+  const char* pre = std::getenv("LD_PRELOAD");
+  const char* conf = std::getenv("MALLOC_CONF");
+  const bool jemalloc = pre && std::strstr(pre, "jemalloc");
+  for (const MallocConfig& m : malloc_configs())
+    if (m.jemalloc == jemalloc && m.malloc_conf == (conf && jemalloc ? conf : "")) return m.name;
+  return std::string(jemalloc ? "jemalloc, MALLOC_CONF=" : "glibc malloc, MALLOC_CONF=") + (conf ? conf : "");
+}
 
 std::string fmt(const char* f, double a) {
   char buf[128];
@@ -427,78 +464,95 @@ struct RssSample {
   double start_mib = 0, params_mib = 0, peak_mib = 0;
 };
 
-/// Runs this program again as `--rss-child side`, with jemalloc preloaded or not.
-RssSample spawn_rss(const std::string& exe, const std::vector<std::string>& extra, bool jemalloc) {
+/// Starts this program's file `exe` with `args` under allocator configuration `m` (LD_PRELOAD
+/// and MALLOC_CONF replaced, the rest of the environment kept); its stdout goes to `stdout_fd`
+/// (-1: ours). Returns the child's pid, or -1.
+pid_t spawn_with_malloc(const std::string& exe, const std::vector<std::string>& args, const MallocConfig& m,
+                        int stdout_fd) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env.emplace_back(*e);
-  if (jemalloc) env.emplace_back("LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
-  std::vector<std::string> args = {exe};
-  args.insert(args.end(), extra.begin(), extra.end());
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0 && std::strncmp(*e, "MALLOC_CONF=", 12) != 0) env.emplace_back(*e);
+  if (m.jemalloc) env.emplace_back(std::string("LD_PRELOAD=") + kJemalloc);
+  if (!m.malloc_conf.empty()) env.emplace_back("MALLOC_CONF=" + m.malloc_conf);
+  std::vector<std::string> all = {exe};
+  all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.data());
+  for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
-  int fds[2];
-  if (pipe(fds) != 0) return {};
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&fa, stdout_fd, 1);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+std::string self_exe() {
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  return len > 0 ? std::string(self, static_cast<std::size_t>(len)) : std::string();
+}
+
+/// Runs `exe` under configuration `m` and reads the "rss start params peak" line it prints.
+RssSample spawn_rss(const std::string& exe, const std::vector<std::string>& args, const MallocConfig& m) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  const pid_t pid = spawn_with_malloc(exe, args, m, fds[1]);
   close(fds[1]);
   RssSample s;
-  if (rc == 0) {
-    FILE* f = fdopen(fds[0], "r");
-    char line[256];
-    while (std::fgets(line, sizeof line, f)) {
-      long long a = 0, b = 0, c = 0;
-      if (std::sscanf(line, "rss %lld %lld %lld", &a, &b, &c) == 3) s = {a / 1024.0, b / 1024.0, c / 1024.0};
-    }
-    fclose(f);
-    int status = 0;
-    waitpid(pid, &status, 0);
-  } else {
-    close(fds[0]);
+  FILE* f = fdopen(fds[0], "r");
+  char line[256];
+  while (std::fgets(line, sizeof line, f)) {
+    long long a = 0, b = 0, c = 0;
+    if (std::sscanf(line, "rss %lld %lld %lld", &a, &b, &c) == 3) s = {a / 1024.0, b / 1024.0, c / 1024.0};
   }
+  fclose(f);
+  if (pid > 0) waitpid(pid, nullptr, 0);
   return s;
 }
 
 void peak_rss(const Options& o, std::vector<Row>& rows) {
   // Each side in its own process, medians of 3 processes per configuration, alternating:
-  // tapeflow (compare_rss_tapeflow, no LibTorch loaded), LibTorch with glibc malloc and with
-  // jemalloc (this program re-executed with --rss-child). The row compares absolute peaks
-  // (VmHWM, what a program doing this costs); the note gives the peaks above process start.
-  char self[4096];
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) return;
-  self[len] = 0;
-  std::string dir(self);
-  dir = dir.substr(0, dir.rfind('/'));
+  // tapeflow (compare_rss_tapeflow, no LibTorch loaded, glibc malloc), then LibTorch under every
+  // allocator configuration (this program re-executed with --rss-child); LibTorch's smallest
+  // peak is kept. The row compares absolute peaks (VmHWM, what a program doing this costs); the
+  // note gives the peaks above process start.
+  const std::string self = self_exe();
+  if (self.empty()) return;
+  const std::string dir = self.substr(0, self.rfind('/'));
   const std::vector<std::string> child = {"--rss-child", "torch", "--threads", std::to_string(o.threads)};
-  std::vector<double> tf_abs, tf_rel, pt_abs, pt_rel, je_abs, je_rel;
+  const auto& configs = malloc_configs();
+  std::vector<double> tf_abs, tf_rel;
+  std::vector<std::vector<double>> pt_abs(configs.size()), pt_rel(configs.size());
   for (int r = 0; r < 3; ++r) {
-    const RssSample a = spawn_rss(dir + "/compare_rss_tapeflow", {"--threads", std::to_string(o.threads)}, false);
-    const RssSample b = spawn_rss(self, child, false);
-    const RssSample c = spawn_rss(self, child, true);
+    const RssSample a =
+        spawn_rss(dir + "/compare_rss_tapeflow", {"--threads", std::to_string(o.threads)}, configs[0]);
     tf_abs.push_back(a.peak_mib), tf_rel.push_back(a.peak_mib - a.start_mib);
-    pt_abs.push_back(b.peak_mib), pt_rel.push_back(b.peak_mib - b.start_mib);
-    je_abs.push_back(c.peak_mib), je_rel.push_back(c.peak_mib - c.start_mib);
+    for (std::size_t c = 0; c < configs.size(); ++c) {
+      const RssSample b = spawn_rss(self, child, configs[c]);
+      pt_abs[c].push_back(b.peak_mib), pt_rel[c].push_back(b.peak_mib - b.start_mib);
+    }
   }
-  const double t = compare::median(tf_abs), p = compare::median(pt_abs), j = compare::median(je_abs);
-  const bool je_best = j < p;
+  std::size_t best = 0;
+  std::string by_config;
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    if (compare::median(pt_abs[c]) < compare::median(pt_abs[best])) best = c;
+    by_config += (c ? ", " : "") + configs[c].name + fmt(" %.0f MiB", compare::median(pt_abs[c]));
+  }
   const double params_mib = kDeepLayers * (kWidth * kWidth + kWidth) * 4.0 / (1 << 20);
-  rows.push_back({"5 peak RSS (VmHWM), 32x1024 MLP batch 512 fwd+bwd", "MiB", t, je_best ? j : p,
-                  fmt("parameters %.1f MiB (+ as much for their gradients)", params_mib),
-                  je_best ? "PASSIVE + jemalloc (own process)" : "PASSIVE, glibc malloc (own process)",
-                  fmt2("LibTorch VmHWM glibc %.0f MiB, jemalloc %.0f MiB", p, j) +
+  const double torch_start = compare::median(pt_abs[best]) - compare::median(pt_rel[best]);
+  rows.push_back({"5 peak RSS (VmHWM), 32x1024 MLP batch 512 fwd+bwd", "MiB", compare::median(tf_abs),
+                  compare::median(pt_abs[best]), fmt("parameters %.1f MiB (+ as much for their gradients)", params_mib),
+                  "OMP_WAIT_POLICY=PASSIVE, " + configs[best].name + " (own process)",
+                  "LibTorch VmHWM by allocator: " + by_config +
                       fmt2("; above process start: tapeflow %.0f MiB, LibTorch %.0f MiB", compare::median(tf_rel),
-                           compare::median(je_best ? je_rel : pt_rel)) +
-                      fmt(" (LibTorch's process starts at %.0f MiB)",
-                          compare::median(je_best ? je_abs : pt_abs) - compare::median(je_best ? je_rel : pt_rel))});
+                           compare::median(pt_rel[best])) +
+                      fmt(" (LibTorch's process starts at %.0f MiB)", torch_start),
+                  true});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -614,6 +668,56 @@ void epochs(const Options& o, std::vector<Row>& rows) {
   }
 }
 
+/// --every-malloc: runs this program once per allocator configuration (each run prints its own
+/// table), then prints every row with LibTorch's best configuration. tapeflow's figure and the
+/// ratio come from the same run as LibTorch's best: the two sides alternate within one process,
+/// so a slow phase of the machine hits both.
+int run_every_malloc(const std::vector<std::string>& args) {
+  const std::string self = self_exe();
+  const auto& configs = malloc_configs();
+  std::vector<std::vector<Row>> runs;
+  for (const MallocConfig& m : configs) {
+    char path[] = "/tmp/compare_rows_XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0) return 1;
+    close(fd);
+    std::vector<std::string> child = args;
+    child.insert(child.end(), {"--rows-out", path});
+    std::printf("\n=== run with LibTorch on %s\n", m.name.c_str());
+    std::fflush(stdout);
+    const pid_t pid = spawn_with_malloc(self, child, m, -1);
+    int status = 0;
+    const bool ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    runs.push_back(compare::read_rows(path));
+    unlink(path);
+    if (!ok) {
+      std::fprintf(stderr, "compare: the run with %s failed\n", m.name.c_str());
+      return 1;
+    }
+  }
+  std::vector<Row> best;
+  for (std::size_t i = 0; i < runs[0].size(); ++i) {
+    std::size_t b = 0;
+    std::string by_config;
+    for (std::size_t c = 0; c < runs.size(); ++c) {
+      if (i >= runs[c].size() || runs[c][i].workload != runs[0][i].workload) {
+        std::fprintf(stderr, "compare: the runs measured different rows\n");
+        return 1;
+      }
+      if (runs[c][i].torch < runs[b][i].torch) b = c;
+      by_config += (c ? ", " : "") + configs[c].name + fmt(" %.4g", runs[c][i].torch) + " " + runs[c][i].unit;
+    }
+    Row r = runs[b][i];
+    if (!r.own_malloc_choice)
+      r.note += (r.note.empty() ? "" : "; ") + std::string("LibTorch by allocator: ") + by_config + "; best " +
+                configs[b].name + ", tapeflow from the same run";
+    best.push_back(r);
+  }
+  std::printf("\n=== every row with LibTorch's best allocator configuration\n");
+  compare::print_table(best);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -631,6 +735,8 @@ int main(int argc, char** argv) {
     else if (a == "--data") o.data = next();
     else if (a == "--rss-child") rss_side = next();
     else if (a == "--clock") compare::use_thread_cpu_clock = next() == "thread-cpu";
+    else if (a == "--rows-out") o.rows_out = next();
+    else if (a == "--every-malloc") o.every_malloc = true;
     else {
       std::fprintf(stderr, "unknown argument %s (see the comment at the top of bench/compare/compare.cpp)\n", a.c_str());
       return 2;
@@ -642,10 +748,14 @@ int main(int argc, char** argv) {
   at::set_num_interop_threads(1);
   if (!rss_side.empty()) return rss_child_torch();
 
+  if (o.every_malloc) {
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) != "--every-malloc") args.emplace_back(argv[i]);
+    return run_every_malloc(args);
+  }
   const char* wait = std::getenv("OMP_WAIT_POLICY");
-  const char* pre = std::getenv("LD_PRELOAD");
-  const bool jemalloc = pre && std::strstr(pre, "jemalloc");
-  o.config = std::string("OMP_WAIT_POLICY=") + (wait ? wait : "(unset)") + (jemalloc ? ", jemalloc" : ", glibc malloc");
+  o.config = std::string("OMP_WAIT_POLICY=") + (wait ? wait : "(unset)") + ", " + current_malloc_config();
   std::printf("group %s: %d threads (tapeflow pool, LibTorch intra-op, OpenBLAS), %d rounds, LibTorch %s, %s\n",
               o.group.c_str(), o.threads, o.rounds, TORCH_VERSION, o.config.c_str());
   std::printf("clock: %s\n", compare::use_thread_cpu_clock ? "CPU time of the calling thread" : "wall");
@@ -670,6 +780,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   compare::print_table(rows);
+  if (!o.rows_out.empty()) compare::write_rows(o.rows_out, rows);
   std::printf("load average at end: %s\n", compare::load_average().c_str());
   return 0;
 }
