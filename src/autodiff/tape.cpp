@@ -84,7 +84,7 @@ std::uint64_t peek_nesting_id() { return t_next_nesting_id; }
 /// in creation order (the pause guard, reset()).
 struct ThreadTapes {
   std::vector<std::shared_ptr<detail::TapeState>> live;  // any order; explain() looks through it
-  std::vector<detail::TapeState*> recording;              // creation (nesting id) order
+  std::vector<detail::TapeState*> recording;             // creation (nesting id) order
   /// Tapes of this thread destroyed on another thread: their states wait in `live` until this
   /// thread's next tape is created or destroyed.
   std::atomic<int> orphans{0};
@@ -107,8 +107,9 @@ struct ThreadTapes {
   /// Puts a tape that wants to record (again) on `recording`, keeping creation order.
   void list_if_recording(detail::TapeState& tape) {
     if (tape.listed_recording || !tape.wants_to_record()) return;
-    const auto at = std::upper_bound(recording.begin(), recording.end(), tape.nesting_id,
-                                     [](std::uint64_t id, const detail::TapeState* t) { return id < t->nesting_id; });
+    const auto at =
+        std::upper_bound(recording.begin(), recording.end(), tape.nesting_id,
+                         [](std::uint64_t id, const detail::TapeState* t) { return id < t->nesting_id; });
     recording.insert(at, &tape);
     tape.listed_recording = true;
   }
@@ -491,10 +492,11 @@ std::vector<Variable> GradientTape::watched_variables() const {
 
 void GradientTape::reset() {
   require_owner(*state_, "reset");
-  TAPEFLOW_REQUIRE(state_->running_passes == 0, FailedPreconditionError,
-                   "[GradientTape::reset] cannot reset a tape while its gradient() or jacobian() is running (was "
-                   "reset() called from a gradient function?): that backward pass reads the records reset() "
-                   "would discard");
+  TAPEFLOW_REQUIRE(
+      state_->running_passes == 0, FailedPreconditionError,
+      "[GradientTape::reset] cannot reset a tape while its gradient() or jacobian() is running (was "
+      "reset() called from a gradient function?): that backward pass reads the records reset() "
+      "would discard");
   state_->release_records();
   state_->watched_variables.clear();
   state_->paused_ids.clear();
@@ -514,7 +516,8 @@ GradientTape::RecordingPause::RecordingPause(std::shared_ptr<detail::TapeState> 
   autodiff::recount_observers();
 }
 GradientTape::RecordingPause::~RecordingPause() {
-  if (--state_->pauses == 0 && !state_->paused_ids.empty()) state_->paused_ids.back().second = detail::next_tensor_id();
+  if (--state_->pauses == 0 && !state_->paused_ids.empty())
+    state_->paused_ids.back().second = detail::next_tensor_id();
   if (state_->owner != std::this_thread::get_id()) return;  // only the owner thread's registry changes
   state_->registry->list_if_recording(*state_);
   autodiff::recount_observers();

@@ -214,9 +214,9 @@ struct TapeState {
   /// Between construction and destruction. Atomic: a tape may be destroyed on another thread than
   /// its owner, whose dispatch path may be reading this.
   std::atomic<bool> in_stack = true;
-  int pauses = 0;            // live stop_recording() guards (and gradient() of a persistent tape)
-  bool consumed = false;     // a non-persistent tape after its gradient() call
-  int running_passes = 0;    // gradient()/jacobian() calls running on this tape (reset() refuses)
+  int pauses = 0;          // live stop_recording() guards (and gradient() of a persistent tape)
+  bool consumed = false;   // a non-persistent tape after its gradient() call
+  int running_passes = 0;  // gradient()/jacobian() calls running on this tape (reset() refuses)
   bool warned_dtype = false;
   // Places in this thread's tape registry (tape.cpp): O(1) removal from the live list, and whether
   // the tape is on the list of recording tapes the dispatch path walks.
@@ -275,7 +275,9 @@ struct TapeState {
   }
 
   /// Whether the tape records ops of its thread, unless a forward accumulator hides it.
-  bool wants_to_record() const { return in_stack.load(std::memory_order_relaxed) && pauses == 0 && !consumed; }
+  bool wants_to_record() const {
+    return in_stack.load(std::memory_order_relaxed) && pauses == 0 && !consumed;
+  }
   bool recording() const { return wants_to_record() && !autodiff::nesting_hidden(nesting_id); }
 };
 

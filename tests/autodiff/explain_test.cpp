@@ -279,7 +279,8 @@ TEST(Explain, RunsNoGradientFunctionBehindStopGradientAsGradientRunsNone) {
   EXPECT_EQ(d.cause, Cause::Connected) << d.to_string();
   EXPECT_THAT(d.path, ElementsAre("AddV2", "ReadVariableOp"));
   EXPECT_FLOAT_EQ(tape.gradient(y, x)->item<float>(), 1.0f);
-  EXPECT_THAT(tape.to_dot(y, x), HasSubstr("cut: StopGradient is not differentiable"));  // with gradient norms
+  EXPECT_THAT(tape.to_dot(y, x),
+              HasSubstr("cut: StopGradient is not differentiable"));  // with gradient norms
   EXPECT_EQ(calls, 0);
 }
 

@@ -434,9 +434,7 @@ TEST(GradientTape, NestedStopRecordingGuardsResumeWhenTheLastEnds) {
   std::optional<tf::Tensor> during;
   {
     auto outer = tape.stop_recording();
-    {
-      auto inner = tape.stop_recording();
-    }
+    { auto inner = tape.stop_recording(); }
     during = x * x;  // the outer guard still pauses the tape
   }
   tf::Tensor after = x * x;
@@ -490,7 +488,8 @@ tf::Tensor square_calling(const tf::Tensor& x, std::function<void()> inside) {
   return tf::custom_gradient({x}, [inside](const std::vector<tf::Tensor>& in) {
     tf::Tensor x0 = in[0];
     return tf::CustomGradientResult{
-        {x0 * x0}, [inside, x0](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+        {x0 * x0},
+        [inside, x0](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
           inside();
           return {dy[0] * 2.0f * x0};
         }};
@@ -502,9 +501,10 @@ TEST(GradientTape, ResetFromAGradientFunctionOfItsOwnPassThrows) {
   tf::GradientTape tape({.persistent = true});
   tape.watch(x);
   bool reset_inside = true;
-  tf::Tensor y = square_calling(x, [&] {
+  const auto maybe_reset = [&] {
     if (reset_inside) tape.reset();
-  }) * 1.5f;
+  };
+  tf::Tensor y = square_calling(x, maybe_reset) * 1.5f;
   try {
     (void)tape.gradient(y, x);
     FAIL() << "expected FailedPreconditionError";
@@ -537,7 +537,7 @@ TEST(GradientTape, GradientOfTheSamePersistentTapeFromAGradientFunction) {
   tf::Tensor x2 = x * x;
   std::optional<tf::Tensor> inner;
   tf::Tensor y = square_calling(x2, [&] { inner = tape.gradient(x2, x); });  // x^4
-  EXPECT_FLOAT_EQ(value(tape.gradient(y, x)), 108.0f);                    // 4x^3
+  EXPECT_FLOAT_EQ(value(tape.gradient(y, x)), 108.0f);                       // 4x^3
   EXPECT_FLOAT_EQ(value(inner), 6.0f);
   const auto before = tape.num_recorded_ops();
   (void)tape.gradient(y, x);
