@@ -34,8 +34,8 @@
 // A non-persistent tape stops recording when gradient() starts and drops each record's saved
 // values as soon as that record has been processed.
 //
-// Lifecycle. Each thread keeps a registry of its live tapes (ThreadTapes below): creating and
-// destroying a tape is O(1), and an op visits only the tapes that record. stop_recording() guards
+// Lifecycle. Each thread keeps a registry of its live tapes (ThreadTapes below): creating a tape
+// and destroying the innermost are O(1), and an op visits only the tapes that record. stop_recording() guards
 // nest (a count). A gradient function may destroy the tape whose pass runs, or call gradient()
 // again on a persistent one; reset() from there throws (run_backward).
 
