@@ -1,9 +1,13 @@
 // Per-op cost of the tape on tiny tensors: a chain of 20,000 elementwise ops on a one-element
 // float32 tensor, run (a) without a tape, (b) recorded on a tape, and (c) backward through the
 // recorded chain, and (d) a second-order pass over a 2,000-op chain. Reported as nanoseconds per
-// op of the chain (the "ns/op" counter).
+// op of the chain (the "ns/op" counter). Then (e) the recorded chain and (f) creating a tape while
+// 40,000 idle tapes live (the cost of a tape must not grow with the number of live tapes).
 
 #include <benchmark/benchmark.h>
+
+#include <memory>
+#include <vector>
 
 #include "tapeflow/tapeflow.h"
 
@@ -85,6 +89,47 @@ void BM_SecondOrder(benchmark::State& state) {
                                                benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_SecondOrder)->Unit(benchmark::kMillisecond);
+
+/// 40,000 live tapes that do not record (consumed by their gradient() call), as a program that
+/// keeps tapes around would have.
+std::vector<std::unique_ptr<tf::GradientTape>> idle_tapes(const tf::Tensor& x) {
+  std::vector<std::unique_ptr<tf::GradientTape>> tapes;
+  for (int i = 0; i < 40000; ++i) {
+    tapes.push_back(std::make_unique<tf::GradientTape>());
+    (void)tapes.back()->gradient(x, x);
+  }
+  return tapes;
+}
+
+/// The recorded chain of BM_ForwardRecorded beside 40,000 idle live tapes: an op visits only the
+/// recording tape, so ns/op should match BM_ForwardRecorded (issue 13: it took 7 s per op).
+void BM_ForwardRecordedBesideManyLiveTapes(benchmark::State& state) {
+  const tf::Tensor x = tf::constant(1.0f), c = tf::constant(0.5f);
+  const auto idle = idle_tapes(x);
+  for (auto _ : state) {
+    auto tape = std::make_unique<tf::GradientTape>();
+    tape->watch(x);
+    benchmark::DoNotOptimize(chain(x, c));
+    state.PauseTiming();
+    tape.reset();
+    state.ResumeTiming();
+  }
+  per_op(state);
+}
+BENCHMARK(BM_ForwardRecordedBesideManyLiveTapes)->Unit(benchmark::kMillisecond);
+
+/// Creating and destroying a tape while 40,000 others live, per tape ("ns/tape").
+void BM_CreateAndDestroyTapeBesideManyLiveTapes(benchmark::State& state) {
+  const tf::Tensor x = tf::constant(1.0f);
+  const auto idle = idle_tapes(x);
+  for (auto _ : state) {
+    tf::GradientTape tape;
+    benchmark::DoNotOptimize(&tape);
+  }
+  state.counters["ns/tape"] = benchmark::Counter(static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_CreateAndDestroyTapeBesideManyLiveTapes)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

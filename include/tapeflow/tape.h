@@ -101,14 +101,22 @@ class GradientTape {
     for (const Source& s : sources) watch(s);
   }
 
-  /// The variables this tape watches, in the order they were first watched.
+  /// The variables this tape watches, in the order they were created (sorted by handle id, as
+  /// TensorFlow sorts them; ids grow in creation order on each thread), each once. Still answers
+  /// after a non-persistent tape's gradient() call.
   std::vector<Variable> watched_variables() const;
 
   /// Discards everything recorded and keeps recording with a fresh, empty tape (TensorFlow's
-  /// reset(): like leaving and re-entering the `with` block).
+  /// reset(): like leaving and re-entering the `with` block); inside a stop_recording() block it
+  /// stays paused until the block ends. Throws FailedPreconditionError while this tape's
+  /// gradient() or jacobian() is running (from a gradient function): that pass reads the records.
+  /// Destroying the tape there is allowed: the running pass keeps what it reads alive.
   void reset();
 
-  /// Pauses recording until the returned guard is destroyed.
+  /// Pauses recording until the returned guard is destroyed. Pauses nest: with several guards
+  /// alive the tape records again once all of them are gone, in whatever order they are destroyed.
+  /// Throws FailedPreconditionError on a consumed non-persistent tape (TensorFlow's "Trying to stop
+  /// recording a tape which is not recording.").
   class [[nodiscard]] RecordingPause {
    public:
     explicit RecordingPause(std::shared_ptr<detail::TapeState> s);
@@ -118,7 +126,6 @@ class GradientTape {
 
    private:
     std::shared_ptr<detail::TapeState> state_;
-    bool was_recording_;
   };
   RecordingPause stop_recording();
 

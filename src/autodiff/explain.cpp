@@ -182,8 +182,9 @@ SymbolicFlow symbolic_flow(const Records& ops, TensorId target, TensorId source)
     bool depends = false;
     for (const auto& in : ops[k].inputs())
       depends = depends || (is_floating(in.dtype) && f.depends_on_source.contains(in.id));
-    f.keep[k] = depends;
-    if (depends)
+    // As gradient()'s prune: a no_gradient op cuts the path, so what it feeds never runs.
+    f.keep[k] = depends && ops[k].op->gradient()->status != GradientStatus::NotDifferentiable;
+    if (f.keep[k])
       for (const auto& out : ops[k].outputs()) f.depends_on_source.insert(out.id);
   }
   f.has_cotangent.insert(target);
@@ -197,7 +198,6 @@ SymbolicFlow symbolic_flow(const Records& ops, TensorId target, TensorId source)
       f.missing = &ops[k];
       return f;
     }
-    if (entry->status == GradientStatus::NotDifferentiable) continue;
     for (const auto& in : ops[k].inputs())
       if (is_floating(in.dtype) && f.depends_on_source.contains(in.id)) {
         f.has_cotangent.insert(in.id);

@@ -17,7 +17,11 @@
 // order, so no graph sort is needed (the eager-tape observation stan-dev/math makes):
 //   1. Prune. A reverse sweep from the targets marks the records whose outputs reach a target; a
 //      forward sweep from the sources keeps, among those, the records with an input that depends
-//      on a source. Only these run, and only their source-dependent inputs get gradients.
+//      on a source. Only these run, and only their source-dependent inputs get gradients. Paths
+//      are cut where gradients stop: an integer/bool input never depends on a source, and a
+//      no_gradient op (StopGradient, argmax) is not kept, so nothing it feeds depends on a source
+//      through it (no gradient function behind a cut is ever called). Assignments and unwatched
+//      reads are cut at recording time: they give tensors the tape never linked to their inputs.
 //   2. Seed each target's cotangent with its output gradient, or ones.
 //   3. Walk the kept records in reverse. A record none of whose outputs has a cotangent is skipped;
 //      missing output cotangents are zeros. The registry's gradient function maps output
@@ -29,6 +33,11 @@
 // one runs its backward pass records the backward ops: nested tapes give higher derivatives.
 // A non-persistent tape stops recording when gradient() starts and drops each record's saved
 // values as soon as that record has been processed.
+//
+// Lifecycle. Each thread keeps a registry of its live tapes (ThreadTapes below): creating a tape
+// and destroying the innermost are O(1), and an op visits only the tapes that record. stop_recording() guards
+// nest (a count). A gradient function may destroy the tape whose pass runs, or call gradient()
+// again on a persistent one; reset() from there throws (run_backward).
 
 #include "tapeflow/tape.h"
 
@@ -66,23 +75,107 @@ thread_local std::uint64_t t_next_nesting_id = 0;
 std::uint64_t next_nesting_id() { return t_next_nesting_id++; }
 std::uint64_t peek_nesting_id() { return t_next_nesting_id; }
 
+/// This thread's tape registry. An op visits only `recording`: 40,000 live tapes of which few
+/// record cost an op no more than those few (issue 13). Creating a tape and destroying the newest
+/// are O(1): the live list removes by swapping with its last entry, a new tape goes to the end of
+/// `recording` (it has the newest nesting id) and `t_recording_tapes` moves by one. A tape is on
+/// `recording` while it wants to record (alive, not paused, not consumed): one that stops leaves
+/// at the next recount, which every other state change runs; one that starts again is re-listed
+/// in creation order (the pause guard, reset()).
+struct ThreadTapes {
+  std::vector<std::shared_ptr<detail::TapeState>> live;  // any order; explain() looks through it
+  std::vector<detail::TapeState*> recording;             // creation (nesting id) order
+  /// Tapes of this thread destroyed on another thread: their states wait in `live` until this
+  /// thread's next tape is created or destroyed.
+  std::atomic<int> orphans{0};
+
+  void add(const std::shared_ptr<detail::TapeState>& tape) {
+    const bool dropped = drop_orphans();
+    tape->live_index = live.size();
+    live.push_back(tape);
+    list_if_recording(*tape);
+    // A new tape records and is visible: accumulators hide only tapes older than themselves.
+    t_recording_tapes = dropped ? recount() : t_recording_tapes + 1;
+  }
+  void remove(detail::TapeState& tape) {
+    const bool counted = tape.listed_recording && !nesting_hidden(tape.nesting_id);
+    unlist(tape);
+    remove_live(tape);
+    const bool dropped = drop_orphans();  // after: `tape` is no longer in_stack either
+    t_recording_tapes = dropped ? recount() : t_recording_tapes - (counted ? 1 : 0);
+  }
+  /// Puts a tape that wants to record (again) on `recording`, keeping creation order.
+  void list_if_recording(detail::TapeState& tape) {
+    if (tape.listed_recording || !tape.wants_to_record()) return;
+    const auto at =
+        std::upper_bound(recording.begin(), recording.end(), tape.nesting_id,
+                         [](std::uint64_t id, const detail::TapeState* t) { return id < t->nesting_id; });
+    recording.insert(at, &tape);
+    tape.listed_recording = true;
+  }
+  /// Drops the tapes that stopped recording from `recording` and counts the visible rest.
+  int recount() {
+    std::erase_if(recording, [](detail::TapeState* t) {
+      if (t->wants_to_record()) return false;
+      t->listed_recording = false;
+      return true;
+    });
+    int n = 0;
+    for (const detail::TapeState* t : recording) n += nesting_hidden(t->nesting_id) ? 0 : 1;
+    return n;
+  }
+
+ private:
+  void unlist(detail::TapeState& tape) {
+    if (!tape.listed_recording) return;
+    // Searched from the end: tapes usually end innermost first.
+    const auto it = std::find(recording.rbegin(), recording.rend(), &tape);
+    recording.erase(std::next(it).base());
+    tape.listed_recording = false;
+  }
+  void remove_live(detail::TapeState& tape) {
+    const std::size_t i = tape.live_index;
+    if (i + 1 != live.size()) {
+      live[i] = std::move(live.back());
+      live[i]->live_index = i;
+    }
+    live.pop_back();
+  }
+  bool drop_orphans() {
+    if (orphans.exchange(0, std::memory_order_acquire) == 0) return false;
+    for (std::size_t i = live.size(); i-- > 0;)
+      if (!live[i]->in_stack.load(std::memory_order_relaxed)) {
+        unlist(*live[i]);
+        remove_live(*live[i]);
+      }
+    return true;
+  }
+};
+
 namespace {
 
-/// This thread's tapes, innermost last.
-std::vector<std::shared_ptr<detail::TapeState>>& thread_tapes() {
-  thread_local std::vector<std::shared_ptr<detail::TapeState>> tapes;
-  return tapes;
-}
+/// This thread's registry. Tapes keep it alive (a tape destroyed on another thread reports there),
+/// and it holds their states: the holder breaks that cycle when the thread exits.
+struct ThreadTapesHolder {
+  std::shared_ptr<ThreadTapes> tapes = std::make_shared<ThreadTapes>();
+  ~ThreadTapesHolder() {
+    tapes->recording.clear();
+    tapes->live.clear();
+  }
+};
 
-void recount_recording_tapes() {
-  int n = 0;
-  for (const auto& t : thread_tapes()) n += t->recording() ? 1 : 0;
-  t_recording_tapes = n;
+const std::shared_ptr<ThreadTapes>& thread_tapes_ptr() {
+  thread_local ThreadTapesHolder holder;
+  return holder.tapes;
 }
+ThreadTapes& thread_tapes() { return *thread_tapes_ptr(); }
+
+void recount_recording_tapes() { t_recording_tapes = thread_tapes().recount(); }
 
 }  // namespace
 
-const std::vector<std::shared_ptr<detail::TapeState>>& this_thread_tapes() { return thread_tapes(); }
+const std::vector<std::shared_ptr<detail::TapeState>>& this_thread_tapes() { return thread_tapes().live; }
+std::span<detail::TapeState* const> recording_tapes() { return thread_tapes().recording; }
 
 void recount_accumulators();  // forward_accumulator.cpp
 
@@ -192,7 +285,7 @@ UnrecordedRing& unrecorded_ring() {
 }  // namespace
 
 void note_unrecorded(std::span<const Tensor> outputs) {
-  if (!thread_tapes().empty()) return;  // this thread's own tape is paused: explain uses paused_ids
+  if (!thread_tapes().live.empty()) return;  // this thread's own tape is paused: explain uses paused_ids
   UnrecordedRing& ring = unrecorded_ring();
   const std::lock_guard lock(ring.mutex);
   for (const Tensor& out : outputs) ring.entries[ring.next++ % UnrecordedRing::kSize] = {out.id(), std::this_thread::get_id()};
@@ -207,7 +300,7 @@ std::optional<std::thread::id> unrecorded_thread_of(TensorId id) {
 }
 
 void note_variable_update(std::string_view op, const Variable& var, const Tensor& value) {
-  for (const auto& tape : thread_tapes())
+  for (detail::TapeState* tape : recording_tapes())
     if (tape->recording() && (tape->producer.contains(value.id()) || tape->cut_ids.contains(value.id())))
       add_cut(*tape, op, CutReason::kVariableUpdate, {value.id()}, {var.handle_id()}, var.name());
 }
@@ -221,7 +314,7 @@ void record_with_variables(const OpDef& op, std::span<const Tensor* const> input
                            std::span<const Variable> variables, std::span<const Tensor> outputs,
                            std::shared_ptr<const void> attrs) {
   const OpRecord* first = nullptr;
-  for (const auto& tape : thread_tapes()) {
+  for (detail::TapeState* tape : recording_tapes()) {
     if (!tape->recording()) continue;
     bool watched = watches_a_floating_input(*tape, inputs);
     for (const Variable& v : variables)
@@ -258,16 +351,16 @@ void forward_accumulate_variable_read(const Variable& var, const Tensor& read); 
 /// gives the read its tangent on accumulators. Returns the tensor the caller should use: a fresh
 /// id per observed read, as each read is its own op output in TensorFlow.
 Tensor record_variable_read(const Variable& var, const Tensor& value) {
-  const auto& tapes = thread_tapes();
   bool on_a_tape = false;
-  for (const auto& tape : tapes)
+  for (detail::TapeState* tape : recording_tapes())
     if (tape->recording()) on_a_tape = watches_variable(*tape, var) || on_a_tape;
   if (!on_a_tape && !any_accumulator_active()) return value;
   Tensor read = detail::share_with_shape(value, value.shape());
   if (any_accumulator_active()) forward_accumulate_variable_read(var, read);
   const OpDef& op = op_def<ReadVariableOp>();
   const OpRecord* first = nullptr;
-  for (const auto& tape : tapes) {
+  // Listed again: the accumulator's JVP may have created and destroyed a tape.
+  for (detail::TapeState* tape : recording_tapes()) {
     if (!tape->recording() || !tape->producer.contains(var.handle_id())) continue;
     append(*tape, op, {}, {&var, 1}, {&read, 1}, nullptr, first);
     first = &tape->ops.back();
@@ -353,18 +446,22 @@ GradientTape::GradientTape(TapeOptions options) : state_(std::make_shared<detail
   state_->options = options;
   state_->reserve_like_last_tape();
   state_->first_id = detail::next_tensor_id();
+  state_->registry = autodiff::thread_tapes_ptr();
+  state_->registry->add(state_);
   autodiff::g_live_tapes.fetch_add(1, std::memory_order_relaxed);
-  autodiff::thread_tapes().push_back(state_);
-  autodiff::recount_observers();
 }
 
+// NOTE: a gradient function may destroy the tape whose gradient() is running; that pass holds its
+// own reference to the state (run_backward), so only the registry entry goes here.
 GradientTape::~GradientTape() {
   autodiff::g_live_tapes.fetch_sub(1, std::memory_order_relaxed);
-  state_->in_stack = false;
-  if (state_->owner != std::this_thread::get_id()) return;  // the owner's stack drops it lazily
-  auto& tapes = autodiff::thread_tapes();
-  std::erase(tapes, state_);
-  autodiff::recount_observers();
+  state_->in_stack.store(false, std::memory_order_relaxed);
+  if (state_->owner != std::this_thread::get_id()) {
+    // The owner thread's registry is not ours to change: it drops the state at its next change.
+    state_->registry->orphans.fetch_add(1, std::memory_order_release);
+    return;
+  }
+  state_->registry->remove(*state_);
 }
 
 void GradientTape::watch(const Source& source) {
@@ -385,29 +482,45 @@ void GradientTape::watch(const Source& source) {
   if (inserted && source.is_variable()) state_->watched_variables.push_back(source.variable());
 }
 
-std::vector<Variable> GradientTape::watched_variables() const { return state_->watched_variables; }
+std::vector<Variable> GradientTape::watched_variables() const {
+  // Kept in first-watched order (appending is what the recording path can afford); TensorFlow
+  // answers in creation order, its VariableWatcher's set ordered by id.
+  std::vector<Variable> by_creation = state_->watched_variables;
+  std::ranges::sort(by_creation, {}, &Variable::handle_id);
+  return by_creation;
+}
 
 void GradientTape::reset() {
   require_owner(*state_, "reset");
+  TAPEFLOW_REQUIRE(
+      state_->running_passes == 0, FailedPreconditionError,
+      "[GradientTape::reset] cannot reset a tape while its gradient() or jacobian() is running (was "
+      "reset() called from a gradient function?): that backward pass reads the records reset() "
+      "would discard");
   state_->release_records();
   state_->watched_variables.clear();
   state_->paused_ids.clear();
+  // Inside a stop_recording() block the fresh tape is paused too, from now on.
+  if (state_->pauses > 0) state_->paused_ids.emplace_back(detail::next_tensor_id(), ~TensorId{0});
   state_->first_id = detail::next_tensor_id();
   state_->consumed = false;
   state_->warned_dtype = false;
+  state_->registry->list_if_recording(*state_);
   autodiff::recount_observers();
 }
 
-GradientTape::RecordingPause::RecordingPause(std::shared_ptr<detail::TapeState> s)
-    : state_(std::move(s)), was_recording_(!state_->paused) {
-  state_->paused = true;
-  if (was_recording_) state_->paused_ids.emplace_back(detail::next_tensor_id(), ~TensorId{0});
+// Pauses nest: the tape records again when its last guard is gone, whatever order the guards are
+// destroyed in. paused_ids holds one id range per outermost pause.
+GradientTape::RecordingPause::RecordingPause(std::shared_ptr<detail::TapeState> s) : state_(std::move(s)) {
+  if (state_->pauses++ == 0) state_->paused_ids.emplace_back(detail::next_tensor_id(), ~TensorId{0});
   autodiff::recount_observers();
 }
 GradientTape::RecordingPause::~RecordingPause() {
-  state_->paused = !was_recording_;
-  if (was_recording_ && !state_->paused_ids.empty()) state_->paused_ids.back().second = detail::next_tensor_id();
-  if (state_->owner == std::this_thread::get_id()) autodiff::recount_observers();
+  if (--state_->pauses == 0 && !state_->paused_ids.empty())
+    state_->paused_ids.back().second = detail::next_tensor_id();
+  if (state_->owner != std::this_thread::get_id()) return;  // only the owner thread's registry changes
+  state_->registry->list_if_recording(*state_);
+  autodiff::recount_observers();
 }
 
 GradientTape::RecordingPause GradientTape::stop_recording() {
@@ -506,6 +619,9 @@ struct Pruned {
   detail::RecyclingVector<std::size_t> first_input;  // record k's input flags start at input_needed[first_input[k]]
   detail::RecyclingArray<bool> input_needed;
   autodiff::IdSet source_ids;
+  /// The gradient entry of each op on a kept record, looked up once (an OpDef's entry is an atomic
+  /// shared_ptr): the entries the pruning decided by are the ones the backward pass calls.
+  absl::flat_hash_map<const autodiff::OpDef*, std::shared_ptr<const autodiff::GradientEntry>> entries;
 
   std::span<const bool> needed(std::size_t k, std::size_t num_inputs) const {
     return {input_needed.get() + first_input[k], num_inputs};
@@ -553,6 +669,14 @@ Pruned prune(const autodiff::Records& ops, const autodiff::IdMap<std::int64_t>& 
       depends = depends || *needed;
       ++needed;
     }
+    // A no_gradient op (StopGradient, argmax, comparisons) cuts the path: its outputs carry no
+    // gradient, so neither it nor the records it feeds run (their gradient functions are never
+    // called). A Missing entry stays kept: reaching it is gradient()'s LookupError.
+    if (depends) {
+      auto [it, inserted] = p.entries.try_emplace(ops[k].op);
+      if (inserted) it->second = ops[k].op->gradient();
+      depends = it->second->status != GradientStatus::NotDifferentiable;
+    }
     p.keep[k] = depends;
   }
   return p;
@@ -576,8 +700,6 @@ std::vector<std::optional<Tensor>> backward(autodiff::Records& ops, const Pruned
   for (std::size_t i = 0; i < ys.size(); ++i)
     if (is_floating(ys[i].dtype())) grads.add(ys[i].id(), seeds[i]);  // integer targets carry no gradient
 
-  // Gradient functions by op, looked up once per pass (an OpDef's entry is an atomic shared_ptr).
-  absl::flat_hash_map<const autodiff::OpDef*, std::shared_ptr<const autodiff::GradientEntry>> entries;
   std::vector<Tensor> dys;
   for (std::size_t k = ops.size(); k-- > 0;) {
     if (!p.keep[k]) continue;
@@ -586,9 +708,7 @@ std::vector<std::optional<Tensor>> backward(autodiff::Records& ops, const Pruned
     bool any = false;
     for (const auto& out : outs) any = any || grads.find(out.id) != nullptr;
     if (!any) continue;
-    auto [it, inserted] = entries.try_emplace(rec.op);
-    if (inserted) it->second = rec.op->gradient();
-    const autodiff::GradientEntry& entry = *it->second;
+    const autodiff::GradientEntry& entry = *p.entries.at(rec.op);
     if (entry.status == GradientStatus::Missing)
       throw LookupError(fmt::format("gradient registry has no entry for: {}", rec.op->name()));
     dys.clear();
@@ -597,7 +717,6 @@ std::vector<std::optional<Tensor>> backward(autodiff::Records& ops, const Pruned
       std::optional<Tensor> g = p.source_ids.contains(out.id) ? grads.get(out.id) : grads.take(out.id);
       dys.push_back(g ? std::move(*g) : zeros(with_batch(batch, *out.shape), out.dtype));
     }
-    if (entry.status == GradientStatus::NotDifferentiable) continue;
     const auto ins = rec.inputs();
     const std::span<const bool> needed = p.needed(k, ins.size());
     Grads input_grads = [&] {
@@ -640,24 +759,31 @@ std::optional<Tensor> unconnected_result(const Source& s, const Shape& shape, Un
 
 template <class F>
 auto GradientTape::run_backward(std::string_view what, F&& body) {
-  detail::TapeState& tape = *state_;
+  // NOTE: a gradient function may destroy this GradientTape (or call gradient() again on a
+  // persistent one). The pass holds its own reference to the state, so the records it walks stay
+  // alive, and `body` reads members of `this` only before the first gradient function runs (in
+  // prune). reset() refuses while running_passes > 0.
+  const std::shared_ptr<detail::TapeState> state = state_;
+  detail::TapeState& tape = *state;
   require_owner(tape, what);
   TAPEFLOW_REQUIRE(!tape.consumed, FailedPreconditionError, "{}", kConsumedMessage);
   // The backward pass is never recorded on this tape: a non-persistent tape is consumed from now
   // on (and releases everything when done), a persistent one is paused until we return.
   std::optional<RecordingPause> pause;
   if (tape.options.persistent) {
-    pause.emplace(state_);
+    pause.emplace(state);
   } else {
     tape.consumed = true;
     autodiff::recount_observers();
   }
-  struct ReleaseAtExit {
+  ++tape.running_passes;
+  struct EndPass {
     detail::TapeState& tape;
-    ~ReleaseAtExit() {
+    ~EndPass() {
+      --tape.running_passes;
       if (!tape.options.persistent) tape.release_records();
     }
-  } release{tape};
+  } end_pass{tape};
   return body(tape.ops, !tape.options.persistent);
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -201,15 +202,28 @@ class HideNestedFrom {
 
 }  // namespace tapeflow::autodiff
 
+namespace tapeflow::autodiff {
+struct ThreadTapes;
+}
+
 namespace tapeflow::detail {
 
 struct TapeState {
   TapeOptions options;
   std::thread::id owner = std::this_thread::get_id();
-  bool in_stack = true;   // between construction and destruction
-  bool paused = false;    // a stop_recording() guard is alive
-  bool consumed = false;  // a non-persistent tape after its gradient() call
+  /// Between construction and destruction. Atomic: a tape may be destroyed on another thread than
+  /// its owner, whose dispatch path may be reading this.
+  std::atomic<bool> in_stack = true;
+  int pauses = 0;          // live stop_recording() guards (and gradient() of a persistent tape)
+  bool consumed = false;   // a non-persistent tape after its gradient() call
+  int running_passes = 0;  // gradient()/jacobian() calls running on this tape (reset() refuses)
   bool warned_dtype = false;
+  // Places in this thread's tape registry (tape.cpp): O(1) removal from the live list, and whether
+  // the tape is on the list of recording tapes the dispatch path walks.
+  std::size_t live_index = 0;
+  bool listed_recording = false;
+  /// The owner thread's registry: a tape destroyed on another thread tells it there (tape.cpp).
+  std::shared_ptr<autodiff::ThreadTapes> registry;
 
   /// Tensor id -> index of the op that produced it in `ops`, or -1 for a watched tensor/variable.
   autodiff::IdMap<std::int64_t> producer;
@@ -260,17 +274,23 @@ struct TapeState {
     cut_ids.clear();
   }
 
-  bool recording() const {
-    return in_stack && !paused && !consumed && !autodiff::nesting_hidden(nesting_id);
+  /// Whether the tape records ops of its thread, unless a forward accumulator hides it.
+  bool wants_to_record() const {
+    return in_stack.load(std::memory_order_relaxed) && pauses == 0 && !consumed;
   }
+  bool recording() const { return wants_to_record() && !autodiff::nesting_hidden(nesting_id); }
 };
 
 }  // namespace tapeflow::detail
 
 namespace tapeflow::autodiff {
 
-/// This thread's tapes, innermost last (tape.cpp).
+/// This thread's live tapes, in no particular order (tape.cpp).
 const std::vector<std::shared_ptr<detail::TapeState>>& this_thread_tapes();
+/// The tapes of this thread the dispatch path visits for each op: those that want to record
+/// (maybe hidden by a forward accumulator), in creation order. Its length, not the number of live
+/// tapes, is what an op costs.
+std::span<detail::TapeState* const> recording_tapes();
 
 /// The thread that computed tensor `id` while it had no tape and another thread had one, if it
 /// is among the most recent such tensors (tape.cpp; explain's "computed on another thread").

@@ -37,7 +37,7 @@ Variable::Variable(const Tensor& initial, VariableOptions options)
     : state_(std::make_shared<detail::VariableState>()) {
   TAPEFLOW_REQUIRE(initial.defined(), InvalidArgumentError,
                    "[Variable] the initial value is an undefined (default-constructed) Tensor");
-  state_->value = initial;
+  state_->value = detail::share_with_shape(initial, initial.shape());  // an id of its own: see assign()
   state_->shape = initial.shape();
   state_->dtype = initial.dtype();
   state_->options = std::move(options);
@@ -78,7 +78,9 @@ void Variable::assign(const Tensor& new_value) {
                    "shape {} and dtype {}",
                    state_->options.name, state_->value.shape().to_string(), dtype_name(state_->value.dtype()),
                    new_value.shape().to_string(), dtype_name(new_value.dtype()));
-  state_->value = new_value;
+  // The same bytes under a new id: a read that no tape records (a non-trainable variable) must
+  // not be the assigned tensor itself, or the tape would follow it back through the assignment.
+  state_->value = detail::share_with_shape(new_value, new_value.shape());
 }
 
 void Variable::assign_add(const Tensor& delta) {

@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "support/forbidden_gradient.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -267,6 +268,20 @@ TEST(Explain, ConnectedSourceShowsThePath) {
   EXPECT_EQ(d.cause, Cause::Connected);
   EXPECT_THAT(d.path, ElementsAre("AddV2", "Pow", "ReadVariableOp"));
   EXPECT_EQ(d.to_string(), "connected: target <- AddV2 <- Pow <- ReadVariableOp <- x0:0");
+}
+
+TEST(Explain, RunsNoGradientFunctionBehindStopGradientAsGradientRunsNone) {
+  tf::Variable x(3.0f, {.name = "x"});
+  int calls = 0;
+  tf::GradientTape tape({.persistent = true});
+  tf::Tensor y = tf::testing::identity_with_forbidden_gradient(tf::stop_gradient(x), calls) + x;
+  const tf::GradientDiagnosis d = tape.explain(y, x);  // runs the numeric backward pass
+  EXPECT_EQ(d.cause, Cause::Connected) << d.to_string();
+  EXPECT_THAT(d.path, ElementsAre("AddV2", "ReadVariableOp"));
+  EXPECT_FLOAT_EQ(tape.gradient(y, x)->item<float>(), 1.0f);
+  EXPECT_THAT(tape.to_dot(y, x),
+              HasSubstr("cut: StopGradient is not differentiable"));  // with gradient norms
+  EXPECT_EQ(calls, 0);
 }
 
 TEST(Explain, TargetIsTheSource) {

@@ -4,12 +4,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <list>
 #include <thread>
 
+#include "autodiff/tape_state.h"
+#include "support/forbidden_gradient.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 using ::testing::HasSubstr;
+using tf::testing::identity_with_forbidden_gradient;
 
 namespace {
 
@@ -62,14 +66,24 @@ TEST(GradientTape, NonTrainableVariableAndTensorsGiveNone) {
   EXPECT_EQ(tape.watched_variables()[0].name(), "x0:0");
 }
 
-TEST(GradientTape, WatchedVariablesInFirstWatchedOrderWithoutDuplicates) {
-  tf::Variable a(1.0f, {.name = "a"}), b(2.0f, {.name = "b"});
+TEST(GradientTape, WatchedVariablesInCreationOrderWithoutDuplicates) {
+  tf::Variable a(1.0f, {.name = "a"}), b(2.0f, {.name = "b"}), c(3.0f, {.name = "c"});
   tf::GradientTape tape;
-  tf::Tensor y = b * a * b;
+  tf::Tensor y = c * b * c;  // first accessed: c, then b
   tape.watch(a);
+  tape.watch(b);
   std::vector<std::string> names;
   for (const auto& v : tape.watched_variables()) names.push_back(v.name());
-  EXPECT_EQ(names, (std::vector<std::string>{"b:0", "a:0"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"a:0", "b:0", "c:0"}));  // as TensorFlow: sorted by id
+}
+
+TEST(GradientTape, WatchedVariablesSurviveTheNonPersistentGradientCall) {
+  tf::Variable a(1.0f, {.name = "a"}), b(2.0f, {.name = "b"});
+  tf::GradientTape tape;
+  tf::Tensor y = b * a;
+  (void)tape.gradient(y, a);
+  ASSERT_EQ(tape.watched_variables().size(), 2u);
+  EXPECT_EQ(tape.watched_variables()[0].name(), "a:0");
 }
 
 TEST(GradientTape, WatchAccessedVariablesFalseWatchesOnlyExplicitly) {
@@ -259,6 +273,56 @@ TEST(GradientTape, NonDifferentiableOpGivesNone) {
   EXPECT_FALSE(tape.gradient(y, x).has_value());
 }
 
+TEST(GradientTape, NoGradientFunctionRunsBehindStopGradient) {
+  tf::Variable x(3.0f);
+  int calls = 0;
+  tf::GradientTape tape;
+  tf::Tensor y = identity_with_forbidden_gradient(tf::stop_gradient(x), calls) + x;
+  EXPECT_FLOAT_EQ(value(tape.gradient(y, x)), 1.0f);
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(GradientTape, NoGradientFunctionRunsBehindANoGradientOp) {
+  tf::Variable x(3.0f);
+  int calls = 0;
+  tf::GradientTape tape;
+  tf::Tensor y = identity_with_forbidden_gradient(tf::raw_ops::no_gradient(x), calls);
+  EXPECT_FALSE(tape.gradient(y, x).has_value());
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(GradientTape, NoGradientFunctionRunsBehindAnIntegerCast) {
+  tf::Variable x(2.5f);
+  int calls = 0;
+  tf::GradientTape tape;
+  tf::Tensor y = identity_with_forbidden_gradient(tf::cast(tf::cast(x, tf::int32), tf::float32), calls) * x;
+  EXPECT_FLOAT_EQ(value(tape.gradient(y, x)), 2.0f);
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(GradientTape, NoGradientFunctionRunsBehindAVariableAssignment) {
+  tf::Tensor x = tf::constant(3.0f);
+  tf::Variable v(0.0f, {.trainable = false});  // read without a ReadVariableOp record
+  int calls = 0;
+  tf::GradientTape tape;
+  tape.watch(x);
+  v.assign(x * 2.0f);
+  tf::Tensor y = identity_with_forbidden_gradient(v, calls) + x;
+  EXPECT_FLOAT_EQ(value(tape.gradient(y, x)), 1.0f);  // TensorFlow: assignments are not differentiable
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(GradientTape, NoGradientFunctionRunsBehindAVariableInitialisedFromATrackedTensor) {
+  tf::Tensor x = tf::constant(3.0f);
+  int calls = 0;
+  tf::GradientTape tape({.watch_accessed_variables = false});
+  tape.watch(x);
+  tf::Variable v(x * 2.0f);
+  tf::Tensor y = identity_with_forbidden_gradient(v, calls);
+  EXPECT_FALSE(tape.gradient(y, x).has_value());
+  EXPECT_EQ(calls, 0);
+}
+
 TEST(GradientTape, MissingRegistryEntryRaisesLookupError) {
   tf::Variable image(tf::constant({{{0.5f, 0.0f, 0.0f}}}));
   tf::Variable delta(0.1f);
@@ -364,6 +428,37 @@ TEST(GradientTape, StopRecordingPausesTheTape) {
   EXPECT_FLOAT_EQ(value(tape.gradient(z, x)), 27.0f);
 }
 
+TEST(GradientTape, NestedStopRecordingGuardsResumeWhenTheLastEnds) {
+  tf::Variable x(3.0f);
+  tf::GradientTape tape({.persistent = true});
+  std::optional<tf::Tensor> during;
+  {
+    auto outer = tape.stop_recording();
+    { auto inner = tape.stop_recording(); }
+    during = x * x;  // the outer guard still pauses the tape
+  }
+  tf::Tensor after = x * x;
+  EXPECT_FALSE(tape.gradient(*during, x).has_value());
+  EXPECT_FLOAT_EQ(value(tape.gradient(after, x)), 6.0f);
+}
+
+TEST(GradientTape, StopRecordingGuardsDestroyedOutOfOrderResumeWhenTheLastEnds) {
+  tf::Variable x(3.0f);
+  tf::GradientTape tape({.persistent = true});
+  struct Guard {  // holds a pause without moving it (guards are not movable)
+    explicit Guard(tf::GradientTape& t) : pause(t.stop_recording()) {}
+    tf::GradientTape::RecordingPause pause;
+  };
+  auto first = std::make_unique<Guard>(tape);
+  auto second = std::make_unique<Guard>(tape);
+  first.reset();  // the first guard ends while the second is alive
+  tf::Tensor during = x * x;
+  second.reset();
+  tf::Tensor after = x * x;
+  EXPECT_FALSE(tape.gradient(during, x).has_value());
+  EXPECT_FLOAT_EQ(value(tape.gradient(after, x)), 6.0f);
+}
+
 TEST(GradientTape, StopRecordingOnAConsumedTapeThrows) {
   tf::Variable x(3.0f);
   tf::GradientTape tape;
@@ -386,6 +481,67 @@ TEST(GradientTape, ResetForgetsEverythingAndKeepsRecording) {
   EXPECT_FALSE(tape.gradient(y, x).has_value());
   tf::Tensor z = x * x * x;
   EXPECT_FLOAT_EQ(value(tape.gradient(z, x)), 27.0f);
+}
+
+/// x * x with a gradient function that calls `inside` first (then returns 2x * dy).
+tf::Tensor square_calling(const tf::Tensor& x, std::function<void()> inside) {
+  return tf::custom_gradient({x}, [inside](const std::vector<tf::Tensor>& in) {
+    tf::Tensor x0 = in[0];
+    return tf::CustomGradientResult{
+        {x0 * x0},
+        [inside, x0](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+          inside();
+          return {dy[0] * 2.0f * x0};
+        }};
+  })[0];
+}
+
+TEST(GradientTape, ResetFromAGradientFunctionOfItsOwnPassThrows) {
+  tf::Tensor x = tf::constant(3.0f);
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  bool reset_inside = true;
+  const auto maybe_reset = [&] {
+    if (reset_inside) tape.reset();
+  };
+  tf::Tensor y = square_calling(x, maybe_reset) * 1.5f;
+  try {
+    (void)tape.gradient(y, x);
+    FAIL() << "expected FailedPreconditionError";
+  } catch (const tf::FailedPreconditionError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("[GradientTape::reset] cannot reset a tape while its gradient()"));
+  }
+  reset_inside = false;  // the refused reset left the records intact
+  EXPECT_FLOAT_EQ(value(tape.gradient(y, x)), 9.0f);
+  tape.reset();  // and it works once no pass runs
+  EXPECT_EQ(tape.num_recorded_ops(), 0u);
+}
+
+TEST(GradientTape, DestroyingTheTapeFromAGradientFunctionLetsItsPassFinish) {
+  for (const bool persistent : {false, true}) {
+    tf::Tensor x = tf::constant(3.0f);
+    auto tape = std::make_unique<tf::GradientTape>(tf::TapeOptions{.persistent = persistent});
+    tape->watch(x);
+    tf::Tensor y = tf::sin(square_calling(x, [&] { tape.reset(); }));
+    tf::GradientTape* const running = tape.get();
+    const auto g = running->gradient(y, x);  // the tape is destroyed during this call
+    EXPECT_EQ(tape, nullptr);
+    EXPECT_FLOAT_EQ(value(g), std::cos(9.0f) * 6.0f) << "persistent = " << persistent;
+  }
+}
+
+TEST(GradientTape, GradientOfTheSamePersistentTapeFromAGradientFunction) {
+  tf::Tensor x = tf::constant(3.0f);
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  tf::Tensor x2 = x * x;
+  std::optional<tf::Tensor> inner;
+  tf::Tensor y = square_calling(x2, [&] { inner = tape.gradient(x2, x); });  // x^4
+  EXPECT_FLOAT_EQ(value(tape.gradient(y, x)), 108.0f);                       // 4x^3
+  EXPECT_FLOAT_EQ(value(inner), 6.0f);
+  const auto before = tape.num_recorded_ops();
+  (void)tape.gradient(y, x);
+  EXPECT_EQ(tape.num_recorded_ops(), before);  // neither pass was recorded on the tape
 }
 
 TEST(GradientTape, GradientIsNotRecordedOnItsOwnPersistentTape) {
@@ -484,6 +640,62 @@ TEST(GradientTapeMemory, PersistentTapeKeepsUntilReset) {
   EXPECT_EQ(tape.saved_bytes(), 0);
 }
 
+// ---- the registry of live tapes ---------------------------------------------------------------
+
+TEST(GradientTapeRegistry, AnOpVisitsOnlyTheTapesThatRecord) {
+  // Tens of thousands of live tapes of which two record: an op walks a list of two (the dispatch
+  // path iterates recording_tapes()), and ending tapes in any order keeps the registry exact.
+  constexpr int kIdle = 20000;
+  tf::Tensor x = tf::constant(2.0f);
+  const std::size_t live_before = tf::autodiff::this_thread_tapes().size();
+  const std::size_t recording_before = tf::autodiff::recording_tapes().size();
+  std::vector<std::unique_ptr<tf::GradientTape>> consumed;
+  for (int i = 0; i < kIdle / 2; ++i) {
+    consumed.push_back(std::make_unique<tf::GradientTape>());
+    (void)consumed.back()->gradient(x, x);
+  }
+  struct Paused {
+    Paused() : pause(tape.stop_recording()) {}
+    tf::GradientTape tape;
+    tf::GradientTape::RecordingPause pause;
+  };
+  std::list<Paused> paused(kIdle / 2);
+  tf::GradientTape first;
+  first.watch(x);
+  tf::GradientTape second({.persistent = true});
+  second.watch(x);
+  tf::Tensor y = x * x;
+  EXPECT_EQ(tf::autodiff::this_thread_tapes().size(), live_before + kIdle + 2);
+  EXPECT_EQ(tf::autodiff::recording_tapes().size(), recording_before + 2);
+  EXPECT_EQ(first.num_recorded_ops(), 1u);
+  EXPECT_EQ(second.num_recorded_ops(), 1u);
+  for (std::size_t i = 0; i < consumed.size(); i += 2) consumed[i].reset();  // neither first nor last in
+  consumed.clear();
+  paused.clear();
+  EXPECT_EQ(tf::autodiff::this_thread_tapes().size(), live_before + 2);
+  EXPECT_FLOAT_EQ(value(first.gradient(y, x)), 4.0f);
+  EXPECT_EQ(tf::autodiff::recording_tapes().size(), recording_before + 1);  // `first` was consumed
+  EXPECT_FLOAT_EQ(value(second.gradient(x * x * x, x)), 12.0f);
+}
+
+TEST(GradientTapeRegistry, AResumedTapeRecordsInCreationOrder) {
+  tf::Tensor x = tf::constant(2.0f);
+  tf::GradientTape outer;
+  outer.watch(x);
+  std::optional<tf::Tensor> g;
+  tf::GradientTape inner;
+  inner.watch(x);
+  {
+    auto pause = outer.stop_recording();  // outer leaves the list and comes back before inner
+  }
+  const auto tapes = tf::autodiff::recording_tapes();
+  ASSERT_GE(tapes.size(), 2u);
+  EXPECT_LT(tapes[tapes.size() - 2]->nesting_id, tapes.back()->nesting_id);
+  // Nesting still gives second derivatives: inner's backward pass is recorded on outer.
+  g = inner.gradient(x * x * x, x);
+  EXPECT_FLOAT_EQ(value(outer.gradient(*g, x)), 12.0f);
+}
+
 // ---- threads ----------------------------------------------------------------------------------
 
 TEST(GradientTapeThreads, TapesRecordOnlyTheirOwnThread) {
@@ -492,6 +704,19 @@ TEST(GradientTapeThreads, TapesRecordOnlyTheirOwnThread) {
   tf::Tensor other;
   std::thread([&] { other = x * x; }).join();
   EXPECT_FALSE(tape.gradient(other, x).has_value());
+}
+
+TEST(GradientTapeThreads, ATapeDestroyedOnAnotherThreadStopsRecordingAndLeavesItsOwnersRegistry) {
+  tf::Tensor x = tf::constant(2.0f);
+  const std::size_t live_before = tf::autodiff::this_thread_tapes().size();
+  auto tape = std::make_unique<tf::GradientTape>();
+  tape->watch(x);
+  std::thread([&] { tape.reset(); }).join();
+  tf::GradientTape other;  // this thread's next registry change drops the orphan
+  other.watch(x);
+  tf::Tensor y = x * x;
+  EXPECT_EQ(tf::autodiff::this_thread_tapes().size(), live_before + 1);
+  EXPECT_EQ(other.num_recorded_ops(), 1u);
 }
 
 TEST(GradientTapeThreads, UsingATapeFromAnotherThreadThrows) {
