@@ -93,7 +93,8 @@ class Variable {
   /// The shared state; throws InvalidArgumentError naming `what` if this Variable was moved from.
   detail::VariableState& state(std::string_view what) const;
   /// assign_add / assign_sub: value = combine(value, delta) under the variable's lock.
-  void read_modify_write(std::string_view op, const Tensor& delta, Tensor (*combine)(const Tensor&, const Tensor&));
+  void read_modify_write(std::string_view op, const Tensor& delta,
+                         Tensor (*combine)(const Tensor&, const Tensor&));
   std::shared_ptr<detail::VariableState> state_;
 };
 

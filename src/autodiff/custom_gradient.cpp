@@ -34,16 +34,16 @@ void check_gradient_count(const CustomGradientAttrs& a, std::size_t returned) {
   const std::string counts =
       fmt::format("custom_gradient function expected to return {} gradients", expected) +
       (a.variables.empty() ? std::string()
-                           : fmt::format(" ({} for inputs, {} for the variables it read)", a.num_tensor_inputs,
-                                         a.variables.size())) +
+                           : fmt::format(" ({} for inputs, {} for the variables it read)",
+                                         a.num_tensor_inputs, a.variables.size())) +
       fmt::format(" but returned {} instead.", returned);
   if (a.variables.empty()) throw InvalidArgumentError(fmt::format("[CustomGradient] {}", counts));
   std::vector<std::string> names;
   for (const Variable& v : a.variables) names.push_back(v.name());
-  throw InvalidArgumentError(fmt::format(
-      "[CustomGradient] Must return gradient for each variable from @custom_gradient grad_fn: {} The variables, "
-      "in the order f first read them: {}.",
-      counts, fmt::join(names, ", ")));
+  throw InvalidArgumentError(
+      fmt::format("[CustomGradient] Must return gradient for each variable from @custom_gradient grad_fn: {} "
+                  "The variables, in the order f first read them: {}.",
+                  counts, fmt::join(names, ", ")));
 }
 
 // y = f(x) with the user's gradient function: dx, dvars = grad(dy, vars)
@@ -56,8 +56,9 @@ struct CustomGradient {
     check_gradient_count(a, g.size());
     check_user_gradients(c, g, "the custom_gradient function", [&a](int i) {
       const auto k = static_cast<std::size_t>(i);
-      return k < a.num_tensor_inputs ? fmt::format("input {}", k)
-                                     : fmt::format("variable {}", a.variables[k - a.num_tensor_inputs].name());
+      return k < a.num_tensor_inputs
+                 ? fmt::format("input {}", k)
+                 : fmt::format("variable {}", a.variables[k - a.num_tensor_inputs].name());
     });
     return g;
   }
@@ -141,12 +142,12 @@ void require_outputs_like_inputs(const std::vector<Tensor>& inputs, const std::v
                    outputs.size(), inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& y = outputs[i];
-    TAPEFLOW_REQUIRE(y.defined() && y.shape() == inputs[i].shape() && y.dtype() == inputs[i].dtype(),
-                     InvalidArgumentError,
-                     "[grad_pass_through] output {} has shape {} and dtype {}, but input {} has shape {} and "
-                     "dtype {}; the gradient passes output i's gradient to input i unchanged, so they must match",
-                     i, y.defined() ? y.shape().to_string() : "(undefined)", y.defined() ? dtype_name(y.dtype()) : "-",
-                     i, inputs[i].shape().to_string(), dtype_name(inputs[i].dtype()));
+    TAPEFLOW_REQUIRE(
+        y.defined() && y.shape() == inputs[i].shape() && y.dtype() == inputs[i].dtype(), InvalidArgumentError,
+        "[grad_pass_through] output {} has shape {} and dtype {}, but input {} has shape {} and "
+        "dtype {}; the gradient passes output i's gradient to input i unchanged, so they must match",
+        i, y.defined() ? y.shape().to_string() : "(undefined)", y.defined() ? dtype_name(y.dtype()) : "-", i,
+        inputs[i].shape().to_string(), dtype_name(inputs[i].dtype()));
   }
 }
 
@@ -219,8 +220,8 @@ Block grad_pass_through(Block f) {
       }
       autodiff::require_outputs_like_inputs(in, outputs);
       // dx = dy; variables f read get no gradient, as in TensorFlow.
-      return CustomGradientResult{std::move(outputs), [](const std::vector<Tensor>& dys,
-                                                         const std::vector<Variable>& variables) {
+      return CustomGradientResult{std::move(outputs),
+                                  [](const std::vector<Tensor>& dys, const std::vector<Variable>& variables) {
                                     Grads grads(dys.begin(), dys.end());
                                     grads.resize(dys.size() + variables.size());
                                     return grads;

@@ -8,9 +8,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tapeflow/registry.h"
 

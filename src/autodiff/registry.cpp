@@ -64,14 +64,16 @@ void check_user_gradients(const GradContext& c, const Grads& grads, std::string_
     const std::optional<Tensor>& g = grads[static_cast<std::size_t>(i)];
     if (!g || !c.needs_input_grad(i)) continue;
     const Shape want = c.batched(c.input_shape(i));
-    TAPEFLOW_REQUIRE(g->defined(), InvalidArgumentError,
-                     "[{}] {} returned an undefined Tensor as the gradient for {} (shape {}, dtype {}); return "
-                     "std::nullopt for no gradient",
-                     c.op_name(), function, input_name(i), want.to_string(), dtype_name(c.input_dtype(i)));
-    TAPEFLOW_REQUIRE(g->shape() == want && g->dtype() == c.input_dtype(i), InvalidArgumentError,
-                     "[{}] {} returned a gradient of shape {} and dtype {} for {}, which has shape {} and dtype {}",
-                     c.op_name(), function, g->shape().to_string(), dtype_name(g->dtype()), input_name(i),
-                     want.to_string(), dtype_name(c.input_dtype(i)));
+    TAPEFLOW_REQUIRE(
+        g->defined(), InvalidArgumentError,
+        "[{}] {} returned an undefined Tensor as the gradient for {} (shape {}, dtype {}); return "
+        "std::nullopt for no gradient",
+        c.op_name(), function, input_name(i), want.to_string(), dtype_name(c.input_dtype(i)));
+    TAPEFLOW_REQUIRE(
+        g->shape() == want && g->dtype() == c.input_dtype(i), InvalidArgumentError,
+        "[{}] {} returned a gradient of shape {} and dtype {} for {}, which has shape {} and dtype {}",
+        c.op_name(), function, g->shape().to_string(), dtype_name(g->dtype()), input_name(i),
+        want.to_string(), dtype_name(c.input_dtype(i)));
   }
 }
 

@@ -491,7 +491,9 @@ void check_input_gradient(const autodiff::OpRecord& rec, std::size_t i, const Te
 namespace {
 
 void validate_targets_and_sources(std::span<const Source> ys, std::span<const Source> sources, std::string_view what) {
-  auto usable = [](const Source& s) { return s.is_variable() ? !s.variable().moved_from() : s.tensor().defined(); };
+  auto usable = [](const Source& s) {
+    return s.is_variable() ? !s.variable().moved_from() : s.tensor().defined();
+  };
   auto unusable = [](const Source& s) {
     return s.is_variable() ? "a moved-from Variable" : "an undefined (default-constructed) Tensor";
   };

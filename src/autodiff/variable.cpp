@@ -72,16 +72,17 @@ Tensor locked_value(detail::VariableState& s) {
 }
 
 void require_defined_operand(const detail::VariableState& s, std::string_view op, const Tensor& t) {
-  TAPEFLOW_REQUIRE(t.defined(), InvalidArgumentError, "[{}] variable {}: the value is an undefined Tensor", op,
-                   name_of(s));
+  TAPEFLOW_REQUIRE(t.defined(), InvalidArgumentError, "[{}] variable {}: the value is an undefined Tensor",
+                   op, name_of(s));
 }
 
 /// Writes `new_value` into the variable; the caller holds `s.mutex`.
 void store_locked(detail::VariableState& s, std::string_view op, const Tensor& new_value) {
-  TAPEFLOW_REQUIRE(new_value.shape() == s.shape && new_value.dtype() == s.dtype, InvalidArgumentError,
-                   "[{}] variable {} has shape {} and dtype {}; cannot assign a value of shape {} and dtype {}", op,
-                   name_of(s), s.shape.to_string(), dtype_name(s.dtype), new_value.shape().to_string(),
-                   dtype_name(new_value.dtype()));
+  TAPEFLOW_REQUIRE(
+      new_value.shape() == s.shape && new_value.dtype() == s.dtype, InvalidArgumentError,
+      "[{}] variable {} has shape {} and dtype {}; cannot assign a value of shape {} and dtype {}", op,
+      name_of(s), s.shape.to_string(), dtype_name(s.dtype), new_value.shape().to_string(),
+      dtype_name(new_value.dtype()));
   s.value = new_value;
 }
 
@@ -102,7 +103,8 @@ void Variable::assign(const Tensor& new_value) {
   constexpr std::string_view op = "AssignVariableOp";
   detail::VariableState& s = state(op);
   // For explain(): a tracked value written into a variable is where a path is cut.
-  if (autodiff::any_tape_recording()) [[unlikely]] autodiff::note_variable_update(op, *this, new_value);
+  if (autodiff::any_tape_recording()) [[unlikely]]
+    autodiff::note_variable_update(op, *this, new_value);
   require_defined_operand(s, op, new_value);
   std::lock_guard lock(s.mutex);
   store_locked(s, op, new_value);
@@ -113,7 +115,8 @@ void Variable::read_modify_write(std::string_view op, const Tensor& delta,
   detail::VariableState& s = state(op);
   require_defined_operand(s, op, delta);
   // For explain(): a tracked delta is where a path is cut (the sum itself is computed off the tape).
-  if (autodiff::any_tape_recording()) [[unlikely]] autodiff::note_variable_update(op, *this, delta);
+  if (autodiff::any_tape_recording()) [[unlikely]]
+    autodiff::note_variable_update(op, *this, delta);
   // Stateful and not differentiable: computed off the tape, so nothing links later reads to delta.
   const autodiff::RecordingSuspension off;
   // NOTE: the lock is held from the read to the write (TensorFlow's AssignAddVariableOp holds the

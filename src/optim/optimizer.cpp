@@ -36,7 +36,8 @@ std::string base_name(const Variable& v) {
 }
 
 /// A moved-from Variable in the list is reported before anything is built or updated.
-void require_not_moved_from(const std::vector<Variable>& vars, std::string_view optimizer, std::string_view fn) {
+void require_not_moved_from(const std::vector<Variable>& vars, std::string_view optimizer,
+                            std::string_view fn) {
   for (std::size_t i = 0; i < vars.size(); ++i)
     TAPEFLOW_REQUIRE(!vars[i].moved_from(), InvalidArgumentError,
                      "[{}] {}: variable {} of {} is a moved-from Variable (std::move gave its state away)",

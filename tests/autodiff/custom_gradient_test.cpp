@@ -78,9 +78,8 @@ std::string error_of_gradient_function(std::function<tf::Grads(const In& dy)> gr
   tf::GradientTape tape;
   tape.watch(x);
   tf::Tensor y = tf::custom_gradient({x}, [&](const In& in) {
-    return tf::CustomGradientResult{{in[0] * 2.0f}, [grad](const In& dy, const std::vector<tf::Variable>&) {
-                                      return grad(dy);
-                                    }};
+    return tf::CustomGradientResult{
+        {in[0] * 2.0f}, [grad](const In& dy, const std::vector<tf::Variable>&) { return grad(dy); }};
   })[0];
   try {
     (void)tape.gradient(y, x);
@@ -93,7 +92,8 @@ std::string error_of_gradient_function(std::function<tf::Grads(const In& dy)> gr
 TEST(CustomGradient, GradientOfTheWrongShapeIsTheUsersErrorNamingTheInputAndBothShapes) {
   const std::string what = error_of_gradient_function([](const In&) { return tf::Grads{tf::zeros({3})}; });
   EXPECT_THAT(what, HasSubstr("[CustomGradient]"));
-  EXPECT_THAT(what, HasSubstr("shape (3,) and dtype float32 for input 0, which has shape (2,) and dtype float32"));
+  EXPECT_THAT(what,
+              HasSubstr("shape (3,) and dtype float32 for input 0, which has shape (2,) and dtype float32"));
 }
 
 TEST(CustomGradient, GradientOfTheWrongDtypeIsTheUsersError) {
@@ -111,10 +111,10 @@ TEST(CustomGradient, UndefinedGradientIsTheUsersError) {
 }
 
 TEST(CustomGradient, WrongNumberOfGradientsGetsTensorFlowsMessage) {
-  const std::string what =
-      error_of_gradient_function([](const In& dy) { return tf::Grads{dy[0], dy[0]}; });
-  EXPECT_THAT(what, HasSubstr("[CustomGradient] custom_gradient function expected to return 1 gradients but returned "
-                              "2 instead."));
+  const std::string what = error_of_gradient_function([](const In& dy) { return tf::Grads{dy[0], dy[0]}; });
+  EXPECT_THAT(
+      what, HasSubstr("[CustomGradient] custom_gradient function expected to return 1 gradients but returned "
+                      "2 instead."));
 }
 
 TEST(CustomGradient, MissingVariableGradientGetsTensorFlowsMessage) {

@@ -15,7 +15,9 @@ namespace {
 /// Registers `fn` as the gradient of the identity op NoGradient for one test, then declares it
 /// non-differentiable again (its built-in state).
 struct ScopedNoGradientGradient {
-  explicit ScopedNoGradientGradient(tf::GradientFunction fn) { tf::register_gradient("NoGradient", std::move(fn)); }
+  explicit ScopedNoGradientGradient(tf::GradientFunction fn) {
+    tf::register_gradient("NoGradient", std::move(fn));
+  }
   ~ScopedNoGradientGradient() { tf::no_gradient("NoGradient"); }
 };
 
@@ -38,8 +40,9 @@ std::string error_of_registered_gradient(tf::GradientFunction fn) {
 TEST(GradientRegistry, RegisteredGradientOfTheWrongShapeIsTheUsersErrorNamingTheOpAndShapes) {
   const std::string what =
       error_of_registered_gradient([](const tf::GradContext&) -> tf::Grads { return {tf::zeros({3})}; });
-  EXPECT_THAT(what, HasSubstr("[NoGradient] the gradient function given to register_gradient returned a gradient of "
-                              "shape (3,) and dtype float32 for input 0, which has shape (2,) and dtype float32"));
+  EXPECT_THAT(
+      what, HasSubstr("[NoGradient] the gradient function given to register_gradient returned a gradient of "
+                      "shape (3,) and dtype float32 for input 0, which has shape (2,) and dtype float32"));
 }
 
 TEST(GradientRegistry, RegisteredGradientOfTheWrongDtypeIsTheUsersError) {
@@ -52,8 +55,9 @@ TEST(GradientRegistry, RegisteredGradientOfTheWrongDtypeIsTheUsersError) {
 TEST(GradientRegistry, RegisteredGradientThatIsUndefinedIsTheUsersError) {
   const std::string what =
       error_of_registered_gradient([](const tf::GradContext&) -> tf::Grads { return {tf::Tensor()}; });
-  EXPECT_THAT(what, HasSubstr("[NoGradient] the gradient function given to register_gradient returned an undefined "
-                              "Tensor as the gradient for input 0"));
+  EXPECT_THAT(what,
+              HasSubstr("[NoGradient] the gradient function given to register_gradient returned an undefined "
+                        "Tensor as the gradient for input 0"));
 }
 
 TEST(GradientRegistry, CorrectRegisteredGradientPassesTheCheck) {

@@ -514,7 +514,8 @@ TEST_F(CheckpointTest, MovedFromVariableIsRejectedNamingTheCallAndTheEntry) {
       ADD_FAILURE() << "expected InvalidArgumentError";
     } catch (const tf::InvalidArgumentError& e) {
       EXPECT_THAT(e.what(), HasSubstr("the variable named 'w' is a moved-from Variable"));
-      EXPECT_THAT(e.what(), ::testing::AnyOf(HasSubstr("[save_checkpoint]"), HasSubstr("[restore_checkpoint]")));
+      EXPECT_THAT(e.what(),
+                  ::testing::AnyOf(HasSubstr("[save_checkpoint]"), HasSubstr("[restore_checkpoint]")));
     }
   }
   EXPECT_FALSE(fs::exists(path("x.ckpt")));
