@@ -11,6 +11,15 @@
 /// Using a Variable where a Tensor is expected reads its current value. Inside a recording tape the
 /// read is recorded (ReadVariableOp) and links the value to the variable's handle, so gradients
 /// with respect to the variable arrive at the handle. Assignments are not recorded.
+///
+/// Threads: reads, assign, assign_add and assign_sub may run concurrently on one variable. Each
+/// holds the variable's lock for its whole read-modify-write (as TensorFlow's resource variables
+/// do), so concurrent assign_add calls never lose an update.
+///
+/// Copies share one variable (a Variable is a handle). A moved-from Variable holds nothing: every
+/// use of it (read, assign, name, shape, watching it, differentiating with respect to it,
+/// optimizing or checkpointing it) throws InvalidArgumentError naming the operation attempted,
+/// as an undefined Tensor does; assigning another Variable to it makes it usable again.
 
 #include <initializer_list>
 #include <memory>
@@ -54,7 +63,10 @@ class Variable {
   /// Replaces the value. The shape and dtype must match (InvalidArgumentError otherwise).
   /// Not differentiable: later reads are not connected to what was assigned.
   void assign(const Tensor& value);
+  /// value += delta (delta broadcasts to the variable's shape), atomically: the variable stays
+  /// locked from the read to the write, so concurrent updates from many threads all land.
   void assign_add(const Tensor& delta);
+  /// value -= delta, atomically like assign_add.
   void assign_sub(const Tensor& delta);
 
   /// TensorFlow's `Variable.name`: "x0:0".
@@ -67,6 +79,9 @@ class Variable {
   /// The current value without recording anything (for printing, checkpoints, optimizers).
   Tensor value() const;
 
+  /// True after `std::move(*this)` went into another Variable: every other member then throws.
+  bool moved_from() const { return state_ == nullptr; }
+
   friend bool operator==(const Variable& a, const Variable& b) { return a.state_ == b.state_; }
 
  private:
@@ -75,6 +90,11 @@ class Variable {
     return make_from_bytes(&v, 1, true, dtype_of<T>());
   }
   static Tensor make_from_bytes(const void* data, std::int64_t n, bool scalar, DType dtype);
+  /// The shared state; throws InvalidArgumentError naming `what` if this Variable was moved from.
+  detail::VariableState& state(std::string_view what) const;
+  /// assign_add / assign_sub: value = combine(value, delta) under the variable's lock.
+  void read_modify_write(std::string_view op, const Tensor& delta,
+                         Tensor (*combine)(const Tensor&, const Tensor&));
   std::shared_ptr<detail::VariableState> state_;
 };
 

@@ -3,9 +3,11 @@
 #include "tapeflow/custom_gradient.h"
 
 #include "autodiff/dispatch.h"
+#include "autodiff/op_def.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "ops/families.h"
+#include "tapeflow/ops/gradient_control.h"
 #include "tapeflow/tape.h"
 
 namespace tapeflow {
@@ -24,6 +26,26 @@ std::vector<Tensor> output_cotangents(const GradContext& c) {
   return dys;
 }
 
+/// The user's gradient function must return one gradient per input, then one per variable f
+/// read; TensorFlow's two messages, with the counts.
+void check_gradient_count(const CustomGradientAttrs& a, std::size_t returned) {
+  const std::size_t expected = a.num_tensor_inputs + a.variables.size();
+  if (returned == expected) return;
+  const std::string counts =
+      fmt::format("custom_gradient function expected to return {} gradients", expected) +
+      (a.variables.empty() ? std::string()
+                           : fmt::format(" ({} for inputs, {} for the variables it read)",
+                                         a.num_tensor_inputs, a.variables.size())) +
+      fmt::format(" but returned {} instead.", returned);
+  if (a.variables.empty()) throw InvalidArgumentError(fmt::format("[CustomGradient] {}", counts));
+  std::vector<std::string> names;
+  for (const Variable& v : a.variables) names.push_back(v.name());
+  throw InvalidArgumentError(
+      fmt::format("[CustomGradient] Must return gradient for each variable from @custom_gradient grad_fn: {} "
+                  "The variables, in the order f first read them: {}.",
+                  counts, fmt::join(names, ", ")));
+}
+
 // y = f(x) with the user's gradient function: dx, dvars = grad(dy, vars)
 struct CustomGradient {
   static constexpr std::string_view kName = "CustomGradient";
@@ -31,11 +53,13 @@ struct CustomGradient {
   static Grads backward(const GradContext& c) {
     const auto& a = c.attrs<CustomGradientAttrs>();
     Grads g = a.grad(output_cotangents(c), a.variables);
-    const auto expected = static_cast<std::size_t>(c.num_inputs());
-    TAPEFLOW_REQUIRE(g.size() == expected, InvalidArgumentError,
-                     "[CustomGradient] custom_gradient function expected to return {} gradients ({} for inputs, {} "
-                     "for the variables it read) but returned {} instead.",
-                     expected, a.num_tensor_inputs, a.variables.size(), g.size());
+    check_gradient_count(a, g.size());
+    check_user_gradients(c, g, "the custom_gradient function", [&a](int i) {
+      const auto k = static_cast<std::size_t>(i);
+      return k < a.num_tensor_inputs
+                 ? fmt::format("input {}", k)
+                 : fmt::format("variable {}", a.variables[k - a.num_tensor_inputs].name());
+    });
     return g;
   }
 };
@@ -52,10 +76,12 @@ struct RecomputeGrad {
   static constexpr Saves kSaves = kSavesInputs;  // the inputs only: the point of recomputation
   static Grads backward(const GradContext& c) {
     const auto& a = c.attrs<RecomputeAttrs>();
+    // The block re-runs on identity copies (TensorFlow's id_args): each argument slot is its own
+    // source, so a tensor passed twice gets one gradient per slot, which the tape then sums once.
     std::vector<Tensor> inputs;
     std::vector<Source> sources;
     for (std::size_t i = 0; i < a.num_tensor_inputs; ++i) {
-      inputs.push_back(c.input(static_cast<int>(i)));
+      inputs.push_back(identity(c.input(static_cast<int>(i))));
       sources.emplace_back(inputs.back());
     }
     for (const Variable& v : a.variables) sources.emplace_back(v);
@@ -105,6 +131,24 @@ std::vector<const Tensor*> pointers(const std::vector<Tensor>& ts) {
   std::vector<const Tensor*> p;
   for (const Tensor& t : ts) p.push_back(&t);
   return p;
+}
+
+/// grad_pass_through's gradient passes output i's cotangent to input i unchanged, so each output
+/// must look like its input.
+void require_outputs_like_inputs(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+  TAPEFLOW_REQUIRE(outputs.size() == inputs.size(), InvalidArgumentError,
+                   "[grad_pass_through] the function returned {} outputs for {} inputs; the gradient passes "
+                   "output i's gradient to input i, so it must return one output per input",
+                   outputs.size(), inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& y = outputs[i];
+    TAPEFLOW_REQUIRE(
+        y.defined() && y.shape() == inputs[i].shape() && y.dtype() == inputs[i].dtype(), InvalidArgumentError,
+        "[grad_pass_through] output {} has shape {} and dtype {}, but input {} has shape {} and "
+        "dtype {}; the gradient passes output i's gradient to input i unchanged, so they must match",
+        i, y.defined() ? y.shape().to_string() : "(undefined)", y.defined() ? dtype_name(y.dtype()) : "-", i,
+        inputs[i].shape().to_string(), dtype_name(inputs[i].dtype()));
+  }
 }
 
 }  // namespace
@@ -161,6 +205,28 @@ Block recompute_grad(Block f) {
       if (autodiff::any_accumulator_active()) autodiff::accumulate_with_variables(op, ins, variables, outputs, attrs);
     }
     return outputs;
+  };
+}
+
+Block grad_pass_through(Block f) {
+  TAPEFLOW_REQUIRE(static_cast<bool>(f), InvalidArgumentError, "[grad_pass_through] the function is empty");
+  return [f = std::move(f)](const std::vector<Tensor>& inputs) {
+    return custom_gradient(inputs, [&f](const std::vector<Tensor>& in) {
+      std::vector<Tensor> outputs;
+      {
+        // The gradient never looks inside f (it is the identity), so f's ops are not recorded.
+        const autodiff::RecordingSuspension off;
+        outputs = f(in);
+      }
+      autodiff::require_outputs_like_inputs(in, outputs);
+      // dx = dy; variables f read get no gradient, as in TensorFlow.
+      return CustomGradientResult{std::move(outputs),
+                                  [](const std::vector<Tensor>& dys, const std::vector<Variable>& variables) {
+                                    Grads grads(dys.begin(), dys.end());
+                                    grads.resize(dys.size() + variables.size());
+                                    return grads;
+                                  }};
+    });
   };
 }
 

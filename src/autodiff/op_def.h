@@ -5,11 +5,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tapeflow/registry.h"
 
@@ -59,6 +60,15 @@ class OpDef {
   Saves saves_;
   std::atomic<std::shared_ptr<const GradientEntry>> gradient_{std::make_shared<GradientEntry>()};
 };
+
+/// Checks what a user's gradient function returned (register_gradient, custom_gradient): each
+/// gradient the tape will use must be a defined tensor of its input's shape (with the
+/// cotangents' batch dimensions) and dtype. The user's mistake is an InvalidArgumentError naming
+/// the op, the input (`input_name(i)`) and both shapes and dtypes, raised before the tape's own
+/// check (an InternalError, for tapeflow's gradients). The count is the caller's to check first;
+/// only the first min(grads, inputs) are looked at.
+void check_user_gradients(const GradContext& c, const Grads& grads, std::string_view function,
+                          const std::function<std::string(int)>& input_name);
 
 class Registry {
  public:

@@ -1,4 +1,7 @@
 #include "autodiff/op_def.h"
+
+#include <algorithm>
+
 #include "core/check.h"
 #include "ops/families.h"
 
@@ -54,6 +57,26 @@ OpDef& Registry::get(std::string_view name) {
   return *ops_.back();
 }
 
+void check_user_gradients(const GradContext& c, const Grads& grads, std::string_view function,
+                          const std::function<std::string(int)>& input_name) {
+  const int n = std::min(static_cast<int>(grads.size()), c.num_inputs());
+  for (int i = 0; i < n; ++i) {
+    const std::optional<Tensor>& g = grads[static_cast<std::size_t>(i)];
+    if (!g || !c.needs_input_grad(i)) continue;
+    const Shape want = c.batched(c.input_shape(i));
+    TAPEFLOW_REQUIRE(
+        g->defined(), InvalidArgumentError,
+        "[{}] {} returned an undefined Tensor as the gradient for {} (shape {}, dtype {}); return "
+        "std::nullopt for no gradient",
+        c.op_name(), function, input_name(i), want.to_string(), dtype_name(c.input_dtype(i)));
+    TAPEFLOW_REQUIRE(
+        g->shape() == want && g->dtype() == c.input_dtype(i), InvalidArgumentError,
+        "[{}] {} returned a gradient of shape {} and dtype {} for {}, which has shape {} and dtype {}",
+        c.op_name(), function, g->shape().to_string(), dtype_name(g->dtype()), input_name(i),
+        want.to_string(), dtype_name(c.input_dtype(i)));
+  }
+}
+
 std::vector<std::pair<std::string, GradientStatus>> Registry::list() const {
   std::lock_guard lock(mutex_);
   std::vector<std::pair<std::string, GradientStatus>> out;
@@ -71,8 +94,16 @@ void register_gradient(std::string_view op, GradientFunction fn) {
   TAPEFLOW_REQUIRE(static_cast<bool>(fn), InvalidArgumentError,
                    "[register_gradient] the gradient function for {} is empty; use no_gradient(\"{}\") "
                    "to declare the op non-differentiable", op, op);
+  // The user's function is checked where it returns, so its mistakes are InvalidArgumentErrors
+  // naming the op; the count is left to the tape (TensorFlow's "returned too few gradients").
+  GradientFunction checked = [fn = std::move(fn)](const GradContext& c) {
+    Grads grads = fn(c);
+    autodiff::check_user_gradients(c, grads, "the gradient function given to register_gradient",
+                                   [](int i) { return fmt::format("input {}", i); });
+    return grads;
+  };
   autodiff::registry().get(op).set_gradient(std::make_shared<const autodiff::GradientEntry>(
-      autodiff::GradientEntry{GradientStatus::Registered, std::move(fn)}));
+      autodiff::GradientEntry{GradientStatus::Registered, std::move(checked)}));
 }
 
 void no_gradient(std::string_view op) {

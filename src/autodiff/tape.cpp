@@ -604,12 +604,18 @@ void check_input_gradient(const autodiff::OpRecord& rec, std::size_t i, const Te
 namespace {
 
 void validate_targets_and_sources(std::span<const Source> ys, std::span<const Source> sources, std::string_view what) {
+  auto usable = [](const Source& s) {
+    return s.is_variable() ? !s.variable().moved_from() : s.tensor().defined();
+  };
+  auto unusable = [](const Source& s) {
+    return s.is_variable() ? "a moved-from Variable" : "an undefined (default-constructed) Tensor";
+  };
   for (std::size_t i = 0; i < ys.size(); ++i)
-    TAPEFLOW_REQUIRE(ys[i].is_variable() || ys[i].tensor().defined(), InvalidArgumentError,
-                     "[GradientTape::{}] target {} is an undefined (default-constructed) Tensor", what, i);
+    TAPEFLOW_REQUIRE(usable(ys[i]), InvalidArgumentError, "[GradientTape::{}] target {} is {}", what, i,
+                     unusable(ys[i]));
   for (std::size_t i = 0; i < sources.size(); ++i)
-    TAPEFLOW_REQUIRE(sources[i].is_variable() || sources[i].tensor().defined(), InvalidArgumentError,
-                     "[GradientTape::{}] source {} is an undefined (default-constructed) Tensor", what, i);
+    TAPEFLOW_REQUIRE(usable(sources[i]), InvalidArgumentError, "[GradientTape::{}] source {} is {}", what, i,
+                     unusable(sources[i]));
 }
 
 /// Which records a backward pass from `ys` to `sources` visits (step 1 of the algorithm above),

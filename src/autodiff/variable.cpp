@@ -51,13 +51,49 @@ Tensor Variable::make_from_bytes(const void* data, std::int64_t n, bool scalar, 
   return t;
 }
 
-Tensor Variable::value() const {
-  std::lock_guard lock(state_->mutex);
-  return state_->value;
+detail::VariableState& Variable::state(std::string_view what) const {
+  TAPEFLOW_REQUIRE(state_ != nullptr, InvalidArgumentError,
+                   "[{}] the Variable was moved from (std::move gave its state to another Variable); assign "
+                   "it a Variable before using it",
+                   what);
+  return *state_;
 }
 
+namespace {
+
+/// TensorFlow's `Variable.name`: "x0:0", or "kernel" for Keras-style names.
+std::string name_of(const detail::VariableState& s) {
+  return s.options.keras_style ? s.options.name : s.options.name + ":0";
+}
+
+Tensor locked_value(detail::VariableState& s) {
+  std::lock_guard lock(s.mutex);
+  return s.value;
+}
+
+void require_defined_operand(const detail::VariableState& s, std::string_view op, const Tensor& t) {
+  TAPEFLOW_REQUIRE(t.defined(), InvalidArgumentError, "[{}] variable {}: the value is an undefined Tensor",
+                   op, name_of(s));
+}
+
+/// Writes `new_value` into the variable; the caller holds `s.mutex`.
+void store_locked(detail::VariableState& s, std::string_view op, const Tensor& new_value) {
+  TAPEFLOW_REQUIRE(
+      new_value.shape() == s.shape && new_value.dtype() == s.dtype, InvalidArgumentError,
+      "[{}] variable {} has shape {} and dtype {}; cannot assign a value of shape {} and dtype {}", op,
+      name_of(s), s.shape.to_string(), dtype_name(s.dtype), new_value.shape().to_string(),
+      dtype_name(new_value.dtype()));
+  // The same bytes under a new id: a read that no tape records (a non-trainable variable) must
+  // not be the assigned tensor itself, or the tape would follow it back through the assignment.
+  s.value = detail::share_with_shape(new_value, new_value.shape());
+}
+
+}  // namespace
+
+Tensor Variable::value() const { return locked_value(state("Variable::value")); }
+
 Tensor Variable::read_value() const {
-  Tensor v = value();
+  Tensor v = locked_value(state("ReadVariableOp"));
   for (std::vector<Variable>* watcher : autodiff::VariableReadWatcher::active()) {
     if (std::find(watcher->begin(), watcher->end(), *this) == watcher->end()) watcher->push_back(*this);
   }
@@ -66,52 +102,38 @@ Tensor Variable::read_value() const {
 }
 
 void Variable::assign(const Tensor& new_value) {
-  // For explain(): a tracked value written into a variable is where a path is cut. assign_add
-  // computes its sum off the tape, so that sum is never tracked and notes nothing here.
-  if (autodiff::any_tape_recording()) [[unlikely]] autodiff::note_variable_update("AssignVariableOp", *this, new_value);
-  TAPEFLOW_REQUIRE(new_value.defined(), InvalidArgumentError,
-                   "[AssignVariableOp] variable {}: the value is an undefined Tensor", name());
-  std::lock_guard lock(state_->mutex);
-  TAPEFLOW_REQUIRE(new_value.shape() == state_->value.shape() && new_value.dtype() == state_->value.dtype(),
-                   InvalidArgumentError,
-                   "[AssignVariableOp] variable {} has shape {} and dtype {}; cannot assign a value of "
-                   "shape {} and dtype {}",
-                   state_->options.name, state_->value.shape().to_string(), dtype_name(state_->value.dtype()),
-                   new_value.shape().to_string(), dtype_name(new_value.dtype()));
-  // The same bytes under a new id: a read that no tape records (a non-trainable variable) must
-  // not be the assigned tensor itself, or the tape would follow it back through the assignment.
-  state_->value = detail::share_with_shape(new_value, new_value.shape());
+  constexpr std::string_view op = "AssignVariableOp";
+  detail::VariableState& s = state(op);
+  // For explain(): a tracked value written into a variable is where a path is cut.
+  if (autodiff::any_tape_recording()) [[unlikely]]
+    autodiff::note_variable_update(op, *this, new_value);
+  require_defined_operand(s, op, new_value);
+  std::lock_guard lock(s.mutex);
+  store_locked(s, op, new_value);
 }
 
-void Variable::assign_add(const Tensor& delta) {
+void Variable::read_modify_write(std::string_view op, const Tensor& delta,
+                                 Tensor (*combine)(const Tensor&, const Tensor&)) {
+  detail::VariableState& s = state(op);
+  require_defined_operand(s, op, delta);
+  // For explain(): a tracked delta is where a path is cut (the sum itself is computed off the tape).
+  if (autodiff::any_tape_recording()) [[unlikely]]
+    autodiff::note_variable_update(op, *this, delta);
   // Stateful and not differentiable: computed off the tape, so nothing links later reads to delta.
-  Tensor v = value();
-  std::optional<Tensor> sum;
-  {
-    const autodiff::RecordingSuspension off;
-    sum = v + delta;
-  }
-  if (autodiff::any_tape_recording()) [[unlikely]] autodiff::note_variable_update("AssignAddVariableOp", *this, delta);
-  assign(*sum);
+  const autodiff::RecordingSuspension off;
+  // NOTE: the lock is held from the read to the write (TensorFlow's AssignAddVariableOp holds the
+  // variable's mutex the same way); reading, combining and assigning separately lost updates.
+  std::lock_guard lock(s.mutex);
+  store_locked(s, op, combine(s.value, delta));
 }
 
-void Variable::assign_sub(const Tensor& delta) {
-  Tensor v = value();
-  std::optional<Tensor> diff;
-  {
-    const autodiff::RecordingSuspension off;
-    diff = v - delta;
-  }
-  if (autodiff::any_tape_recording()) [[unlikely]] autodiff::note_variable_update("AssignSubVariableOp", *this, delta);
-  assign(*diff);
-}
+void Variable::assign_add(const Tensor& delta) { read_modify_write("AssignAddVariableOp", delta, add); }
+void Variable::assign_sub(const Tensor& delta) { read_modify_write("AssignSubVariableOp", delta, subtract); }
 
-std::string Variable::name() const {
-  return state_->options.keras_style ? state_->options.name : state_->options.name + ":0";
-}
-bool Variable::trainable() const { return state_->options.trainable; }
-const Shape& Variable::shape() const { return state_->shape; }
-DType Variable::dtype() const { return state_->dtype; }
-TensorId Variable::handle_id() const { return state_->handle_id; }
+std::string Variable::name() const { return name_of(state("Variable::name")); }
+bool Variable::trainable() const { return state("Variable::trainable").options.trainable; }
+const Shape& Variable::shape() const { return state("Variable::shape").shape; }
+DType Variable::dtype() const { return state("Variable::dtype").dtype; }
+TensorId Variable::handle_id() const { return state("Variable::handle_id").handle_id; }
 
 }  // namespace tapeflow

@@ -172,6 +172,11 @@ std::string directory_of(const std::string& path) {
 void check_names(const NamedVariables& vars, std::string_view fn, const std::string& path) {
   std::unordered_set<std::string_view> seen;
   for (const auto& [name, var] : vars) {
+    TAPEFLOW_REQUIRE(
+        !var.moved_from(), InvalidArgumentError,
+        "[{}] checkpoint '{}': the variable named '{}' is a moved-from Variable (std::move gave its "
+        "state away)",
+        fn, path, name);
     TAPEFLOW_REQUIRE(!name.empty(), InvalidArgumentError,
                      "[{}] checkpoint '{}': a variable ({}) has an empty name", fn, path, var.name());
     TAPEFLOW_REQUIRE(name.size() <= kMaxNameLength, InvalidArgumentError,

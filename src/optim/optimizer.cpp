@@ -35,6 +35,15 @@ std::string base_name(const Variable& v) {
   return n;
 }
 
+/// A moved-from Variable in the list is reported before anything is built or updated.
+void require_not_moved_from(const std::vector<Variable>& vars, std::string_view optimizer,
+                            std::string_view fn) {
+  for (std::size_t i = 0; i < vars.size(); ++i)
+    TAPEFLOW_REQUIRE(!vars[i].moved_from(), InvalidArgumentError,
+                     "[{}] {}: variable {} of {} is a moved-from Variable (std::move gave its state away)",
+                     optimizer, fn, i, vars.size());
+}
+
 }  // namespace
 
 Tensor clip_by_norm(const Tensor& t, double clip_norm) {
@@ -128,6 +137,7 @@ Optimizer::Slots& Optimizer::slots_for(const Variable& var) {
 }
 
 void Optimizer::build(const std::vector<Variable>& vars) {
+  require_not_moved_from(vars, name_, "build");
   for (const Variable& v : vars) {
     TAPEFLOW_REQUIRE(is_floating(v.dtype()), InvalidArgumentError,
                      "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}", name_,
@@ -142,6 +152,7 @@ void Optimizer::apply_gradients(const std::vector<std::optional<Tensor>>& grads,
                    "per variable",
                    name_, grads.size(), vars.size());
   // Check everything before the first assignment, so a bad call changes nothing.
+  require_not_moved_from(vars, name_, "apply_gradients");
   std::vector<std::size_t> present;
   for (std::size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i]) continue;

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
 
 #include "tapeflow/tapeflow.h"
 
@@ -69,8 +71,54 @@ TEST(CustomGradient, VariablesReadInsideGetGradients) {
   ASSERT_EQ(tape.watched_variables().size(), 1u);
 }
 
-TEST(CustomGradient, WrongNumberOfGradientsIsReported) {
-  tf::Variable w(3.0f);
+/// Differentiates custom_gradient({x}, f) at x = [1, 2] (float32) with the gradient function
+/// `grad`, and returns the InvalidArgumentError's message ("" if nothing was thrown).
+std::string error_of_gradient_function(std::function<tf::Grads(const In& dy)> grad) {
+  tf::Tensor x = tf::constant({1.0f, 2.0f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = tf::custom_gradient({x}, [&](const In& in) {
+    return tf::CustomGradientResult{
+        {in[0] * 2.0f}, [grad](const In& dy, const std::vector<tf::Variable>&) { return grad(dy); }};
+  })[0];
+  try {
+    (void)tape.gradient(y, x);
+  } catch (const tf::InvalidArgumentError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CustomGradient, GradientOfTheWrongShapeIsTheUsersErrorNamingTheInputAndBothShapes) {
+  const std::string what = error_of_gradient_function([](const In&) { return tf::Grads{tf::zeros({3})}; });
+  EXPECT_THAT(what, HasSubstr("[CustomGradient]"));
+  EXPECT_THAT(what,
+              HasSubstr("shape (3,) and dtype float32 for input 0, which has shape (2,) and dtype float32"));
+}
+
+TEST(CustomGradient, GradientOfTheWrongDtypeIsTheUsersError) {
+  const std::string what =
+      error_of_gradient_function([](const In& dy) { return tf::Grads{tf::cast(dy[0], tf::float64)}; });
+  EXPECT_THAT(what, HasSubstr("[CustomGradient]"));
+  EXPECT_THAT(what, HasSubstr("dtype float64 for input 0, which has shape (2,) and dtype float32"));
+}
+
+TEST(CustomGradient, UndefinedGradientIsTheUsersError) {
+  const std::string what = error_of_gradient_function([](const In&) { return tf::Grads{tf::Tensor()}; });
+  EXPECT_THAT(what, HasSubstr("[CustomGradient]"));
+  EXPECT_THAT(what, HasSubstr("undefined Tensor as the gradient for input 0 (shape (2,), dtype float32)"));
+  EXPECT_THAT(what, HasSubstr("std::nullopt"));
+}
+
+TEST(CustomGradient, WrongNumberOfGradientsGetsTensorFlowsMessage) {
+  const std::string what = error_of_gradient_function([](const In& dy) { return tf::Grads{dy[0], dy[0]}; });
+  EXPECT_THAT(
+      what, HasSubstr("[CustomGradient] custom_gradient function expected to return 1 gradients but returned "
+                      "2 instead."));
+}
+
+TEST(CustomGradient, MissingVariableGradientGetsTensorFlowsMessage) {
+  tf::Variable w(3.0f, {.name = "w"});
   tf::Tensor x = tf::constant(2.0f);
   tf::GradientTape tape;
   tape.watch(x);
@@ -82,8 +130,28 @@ TEST(CustomGradient, WrongNumberOfGradientsIsReported) {
     (void)tape.gradient(y, x);
     FAIL();
   } catch (const tf::InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Must return gradient for each variable from @custom_gradient grad_fn"));
     EXPECT_THAT(e.what(), HasSubstr("expected to return 2 gradients (1 for inputs, 1 for the variables it read) but "
                                     "returned 1 instead"));
+    EXPECT_THAT(e.what(), HasSubstr("w:0"));
+  }
+}
+
+TEST(CustomGradient, VariableGradientOfTheWrongShapeNamesTheVariable) {
+  tf::Variable w({1.0f, 2.0f}, {.name = "w"});
+  tf::Tensor x = tf::constant(2.0f);
+  tf::GradientTape tape;
+  tf::Tensor y = tf::custom_gradient({x}, [&](const In& in) {
+    return tf::CustomGradientResult{{in[0] * tf::reduce_sum(tf::Tensor(w))},
+                                    [](const In& dy, const std::vector<tf::Variable>&) {
+                                      return tf::Grads{std::nullopt, dy[0]};
+                                    }};
+  })[0];
+  try {
+    (void)tape.gradient(y, w);
+    FAIL();
+  } catch (const tf::InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("shape () and dtype float32 for variable w:0, which has shape (2,)"));
   }
 }
 
@@ -148,6 +216,89 @@ TEST(RecomputeGrad, VariablesInsideTheBlockGetGradients) {
   auto g = tape.gradient(y, {x, w});
   EXPECT_FLOAT_EQ(g[0]->item<float>(), 4.0f);
   EXPECT_FLOAT_EQ(g[1]->item<float>(), 12.0f);
+}
+
+TEST(RecomputeGrad, TensorPassedAsTwoArgumentsGetsTheGradientOfBothSlotsOnce) {
+  const std::vector<tf::Block> blocks = {
+      [](const In& in) { return In{in[0] + in[1]}; },
+      [](const In& in) { return In{in[0] * in[1]}; },
+  };
+  for (const tf::Block& block : blocks) {
+    tf::Tensor x = tf::constant(3.0f);
+    tf::GradientTape plain, recomputed;
+    plain.watch(x);
+    recomputed.watch(x);
+    tf::Tensor y_plain = block({x, x})[0];
+    const float expected = plain.gradient(y_plain, x)->item<float>();
+    tf::Tensor y = tf::recompute_grad(block)({x, x})[0];
+    EXPECT_FLOAT_EQ(recomputed.gradient(y, x)->item<float>(), expected);
+  }
+}
+
+// ---- grad_pass_through: the straight-through estimator -----------------------------------------
+
+/// Rounds toward zero through an int32 cast, a step with no gradient.
+In truncate(const In& in) { return {tf::cast(tf::cast(in[0], tf::int32), tf::float32)}; }
+
+TEST(GradPassThrough, ForwardIsTheFunctionsOutput) {
+  tf::Tensor x = tf::constant({0.3f, -1.7f, 2.5f});
+  EXPECT_EQ(tf::grad_pass_through(truncate)({x})[0].to_vector<float>(), truncate({x})[0].to_vector<float>());
+}
+
+TEST(GradPassThrough, GradientIsTheIdentityThroughAStepWithoutOne) {
+  tf::Tensor x = tf::constant({0.3f, -1.7f, 2.5f});
+  tf::Tensor upstream = tf::constant({2.0f, -3.0f, 5.0f});
+  {
+    tf::GradientTape tape;
+    tape.watch(x);
+    EXPECT_FALSE(tape.gradient(tf::reduce_sum(truncate({x})[0] * upstream), x).has_value());
+  }
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = tf::reduce_sum(tf::grad_pass_through(truncate)({x})[0] * upstream);
+  EXPECT_EQ(tape.gradient(y, x)->to_vector<float>(), upstream.to_vector<float>());
+}
+
+TEST(GradPassThrough, PassesTheGradientThroughAnAssignmentAndNotToTheVariable) {
+  // TensorFlow's example: z = tf.grad_pass_through(x.assign)(y); dz/dy = 1, dz/dx = None.
+  tf::Variable x(1.0f);
+  tf::Tensor y = tf::constant(2.0f);
+  tf::GradientTape tape;
+  tape.watch(y);
+  tf::Tensor z = tf::grad_pass_through([&](const In& in) {
+    x.assign(in[0]);
+    return In{x};
+  })({y})[0];
+  EXPECT_EQ(x.value().item<float>(), y.item<float>());
+  auto g = tape.gradient(z * z, {y, x});
+  EXPECT_FLOAT_EQ(g[0]->item<float>(), 2 * z.item<float>());
+  EXPECT_FALSE(g[1].has_value());
+}
+
+TEST(GradPassThrough, TangentPassesThroughInForwardMode) {
+  tf::Tensor x = tf::constant({0.3, -1.7});
+  tf::Tensor v = tf::constant({1.0, -4.0});
+  tf::ForwardAccumulator acc;
+  acc.watch(x, v);
+  tf::Tensor y = tf::grad_pass_through([](const In& in) { return In{tf::sign(in[0])}; })({x})[0];
+  EXPECT_EQ(acc.jvp(y)->to_vector<double>(), v.to_vector<double>());
+}
+
+TEST(GradPassThrough, OutputsMustMatchTheInputsOneToOne) {
+  tf::Tensor x = tf::constant({1.0f, 2.0f});
+  try {
+    (void)tf::grad_pass_through([](const In& in) { return In{in[0], in[0]}; })({x});
+    FAIL();
+  } catch (const tf::InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("[grad_pass_through] the function returned 2 outputs for 1 inputs"));
+  }
+  try {
+    (void)tf::grad_pass_through([](const In& in) { return In{tf::reduce_sum(in[0])}; })({x});
+    FAIL();
+  } catch (const tf::InvalidArgumentError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("output 0 has shape () and dtype float32, but input 0 has shape (2,)"));
+  }
+  EXPECT_THROW(tf::grad_pass_through(nullptr), tf::InvalidArgumentError);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <random>
@@ -499,6 +500,25 @@ TEST_F(CheckpointTest, ModuleAndOptimizerStateInOneCheckpoint) {
   tf::restore_checkpoint(path("train.ckpt"), tf::checkpoint_variables(other, "model/"),
                          {.allow_unused_entries = true});
   EXPECT_EQ(other.c.value().item<std::int32_t>(), 4);
+}
+
+TEST_F(CheckpointTest, MovedFromVariableIsRejectedNamingTheCallAndTheEntry) {
+  tf::Variable w(tf::constant({1.f, 2.f}));
+  tf::NamedVariables vars = {{"w", w}};
+  tf::save_checkpoint(path("w.ckpt"), vars);
+  tf::Variable taken = std::move(vars[0].second);
+  for (const auto& call : {std::function<void()>([&] { tf::save_checkpoint(path("x.ckpt"), vars); }),
+                           std::function<void()>([&] { tf::restore_checkpoint(path("w.ckpt"), vars); })}) {
+    try {
+      call();
+      ADD_FAILURE() << "expected InvalidArgumentError";
+    } catch (const tf::InvalidArgumentError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("the variable named 'w' is a moved-from Variable"));
+      EXPECT_THAT(e.what(),
+                  ::testing::AnyOf(HasSubstr("[save_checkpoint]"), HasSubstr("[restore_checkpoint]")));
+    }
+  }
+  EXPECT_FALSE(fs::exists(path("x.ckpt")));
 }
 
 }  // namespace

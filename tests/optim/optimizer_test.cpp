@@ -310,4 +310,25 @@ TEST(OptimizerClipping, ClipvalueClipsEachElement) {
   EXPECT_THAT(a.value().to_vector<double>(), ElementsAre(-1.0, 0.5, 1.0));
 }
 
+TEST(Optimizer, MovedFromVariableIsRejectedBeforeAnyUpdate) {
+  tf::Variable a = keras_var(tf::constant({1.0}), "a");
+  tf::Variable b = keras_var(tf::constant({2.0}), "b");
+  tf::Variable taken = std::move(b);
+  tf::optim::SGD opt(0.5);
+  // NOLINTNEXTLINE(bugprone-use-after-move): the point of the test
+  EXPECT_THAT(
+      [&] {
+        opt.apply_gradients({tf::constant({1.0}), tf::constant({1.0})}, {a, b});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("[SGD] apply_gradients: variable 1 of 2 is a moved-from Variable")));
+  EXPECT_THAT(a.value().to_vector<double>(), ElementsAre(1.0));
+  EXPECT_EQ(opt.iterations().value().item<std::int64_t>(), 0);
+  EXPECT_THAT(
+      [&] {
+        opt.build({a, b});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[SGD] build: variable 1 of 2 is a moved-from")));
+}
+
 }  // namespace
