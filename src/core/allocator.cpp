@@ -211,11 +211,12 @@ void throw_out_of_memory(std::int64_t bytes, std::string_view op) {
 void check_scratch(std::int64_t count, std::size_t element_bytes, std::string_view op) {
   TAPEFLOW_ASSERT(count >= 0, "[{}] negative scratch size {}", op, count);
   std::int64_t bytes = 0;
-  TAPEFLOW_REQUIRE(!__builtin_mul_overflow(count, static_cast<std::int64_t>(element_bytes), &bytes),
-                   ResourceExhaustedError,
-                   "[{}] {} elements of {} bytes need more than 2^63 bytes, which exceeds the allocation limit of {} "
-                   "bytes",
-                   op, count, element_bytes, allocation_limit());
+  TAPEFLOW_REQUIRE(
+      !__builtin_mul_overflow(count, static_cast<std::int64_t>(element_bytes), &bytes),
+      ResourceExhaustedError,
+      "[{}] {} elements of {} bytes need more than 2^63 bytes, which exceeds the allocation limit of {} "
+      "bytes",
+      op, count, element_bytes, allocation_limit());
   check_allocation_limit(bytes, op);
 }
 
@@ -320,7 +321,8 @@ std::int64_t allocation_limit() {
   if (limit != detail::kLimitUnset) [[likely]]
     return limit;
   std::int64_t unset = detail::kLimitUnset;  // a concurrent set_allocation_limit wins
-  detail::g_allocation_limit.compare_exchange_strong(unset, default_allocation_limit(), std::memory_order_relaxed);
+  detail::g_allocation_limit.compare_exchange_strong(unset, default_allocation_limit(),
+                                                     std::memory_order_relaxed);
   return detail::g_allocation_limit.load(std::memory_order_relaxed);
 }
 

@@ -39,11 +39,11 @@ Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Ac
     return v[0] > 0 && v[1] > 0 && v[0] <= kMaxWindow && v[1] <= kMaxWindow;
   };
   TAPEFLOW_REQUIRE(in_range(kernel_size), InvalidArgumentError,
-                   "[{}] kernel_size must be positive and at most 2^31, got ({}, {})", kConv2D, kernel_size[0],
-                   kernel_size[1]);
+                   "[{}] kernel_size must be positive and at most 2^31, got ({}, {})", kConv2D,
+                   kernel_size[0], kernel_size[1]);
   TAPEFLOW_REQUIRE(in_range(options_.strides), InvalidArgumentError,
-                   "[{}] strides must be positive and at most 2^31, got ({}, {})", kConv2D, options_.strides[0],
-                   options_.strides[1]);
+                   "[{}] strides must be positive and at most 2^31, got ({}, {})", kConv2D,
+                   options_.strides[0], options_.strides[1]);
   TAPEFLOW_REQUIRE(!tf_padding_.empty(), InvalidArgumentError,
                    "[{}] unknown padding '{}'; expected \"valid\" or \"same\"", kConv2D, options_.padding);
   detail::check_initializer(kConv2D, options_.kernel_initializer);
@@ -68,8 +68,8 @@ void Conv2D::build(const Shape& input_shape, DType dtype) {
   const Shape kernel_shape = Shape::checked(kernel_dims, kConv2D);
   const std::int64_t area = kernel_size_[0] * kernel_size_[1];
   const std::uint64_t seed = options_.seed ? *options_.seed : detail::next_seed();
-  kernel_ = track(Variable(detail::initial_kernel(kConv2D, options_.kernel_initializer, kernel_shape, area * in,
-                                                  area * filters_, dtype, seed),
+  kernel_ = track(Variable(detail::initial_kernel(kConv2D, options_.kernel_initializer, kernel_shape,
+                                                  area * in, area * filters_, dtype, seed),
                            {.name = "kernel", .keras_style = true}));
   if (options_.use_bias)
     bias_ = track(Variable(zeros({filters_}, dtype), {.name = "bias", .keras_style = true}));

@@ -150,7 +150,6 @@ struct RealDiv {
                           c.has_tangent(1) ? multiply_no_nan(-c.output() / y, c.tangent(1)) : Tensor()},
                          c.output().shape())};
   }
-
 };
 
 // y = -x;  dx = -dy

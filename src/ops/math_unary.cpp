@@ -227,7 +227,9 @@ struct Asin {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(asin)); }
-  static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), rsqrt(1 - square(c.input(0))))}; }
+  static Grads backward(const GradContext& c) {
+    return {chain_singular(c.dy(), rsqrt(1 - square(c.input(0))))};
+  }
 };
 
 // y = acos(x);  dx = -dy / sqrt(1 - x^2)
@@ -236,7 +238,9 @@ struct Acos {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(acos)); }
-  static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), -rsqrt(1 - square(c.input(0))))}; }
+  static Grads backward(const GradContext& c) {
+    return {chain_singular(c.dy(), -rsqrt(1 - square(c.input(0))))};
+  }
 };
 
 // y = atan(x);  dx = dy / (1 + x^2)

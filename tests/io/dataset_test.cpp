@@ -107,12 +107,10 @@ TEST(ShuffledIndices, NegativeCountOrEpochThrows) {
 
 TEST(ShuffledIndices, MoreIndicesThanTheAllocationLimitThrowResourceExhausted) {
   // 2^40 indices need 8 TiB: std::bad_alloc used to escape.
-  EXPECT_THAT(
-      [] {
-        tf::data::shuffled_indices(std::int64_t{1} << 40, 0, 0);
-      },
-      ::testing::ThrowsMessage<tf::ResourceExhaustedError>(
-          AllOf(HasSubstr("[shuffled_indices]"), HasSubstr("allocating 8796093022208 bytes exceeds the allocation limit"))));
+  EXPECT_THAT([] { tf::data::shuffled_indices(std::int64_t{1} << 40, 0, 0); },
+              ::testing::ThrowsMessage<tf::ResourceExhaustedError>(
+                  AllOf(HasSubstr("[shuffled_indices]"),
+                        HasSubstr("allocating 8796093022208 bytes exceeds the allocation limit"))));
 }
 
 TEST(BatchIterator, EveryExampleAppearsOncePerEpoch) {
@@ -208,12 +206,9 @@ TEST(BatchIterator, TooManyEmptyExamplesThrowResourceExhausted) {
   // Features of shape (2^40, 0) hold no bytes but 2^40 examples, whose order would need 8 TiB.
   const tf::Tensor features = tf::zeros({std::int64_t{1} << 40, 0});
   for (const bool shuffle : {true, false}) {
-    EXPECT_THAT(
-        [&] {
-          tf::data::BatchIterator(features, features, {.batch_size = 4, .shuffle = shuffle});
-        },
-        ::testing::ThrowsMessage<tf::ResourceExhaustedError>(
-            HasSubstr(shuffle ? "[shuffled_indices]" : "[BatchIterator]")))
+    EXPECT_THAT([&] { tf::data::BatchIterator(features, features, {.batch_size = 4, .shuffle = shuffle}); },
+                ::testing::ThrowsMessage<tf::ResourceExhaustedError>(
+                    HasSubstr(shuffle ? "[shuffled_indices]" : "[BatchIterator]")))
         << "shuffle=" << shuffle;
   }
 }

@@ -240,7 +240,8 @@ TEST(Conv2D, HugeKernelSizesThrowInsteadOfOverflowing) {
       [&] {
         tf::layers::Conv2D(1, {3, 3}, tf::layers::Conv2DOptions{.strides = {max, 1}});
       },
-      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] strides must be positive and at most 2^31")));
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("[Conv2D] strides must be positive and at most 2^31")));
   // 2^31 x 2^31 x 3 x 1 kernel elements: more than 2^62, refused when the layer is built.
   const std::int64_t k = std::int64_t{1} << 31;
   tf::layers::Conv2D conv(1, {k, k}, tf::layers::Conv2DOptions{.padding = "same"});

@@ -152,7 +152,8 @@ TEST(Pow, ZeroUpstreamGradientGivesZeroAtTheSingularBase) {
   tape.watch({x, y});
   auto g = tape.gradient(tf::pow(x, y), std::vector<tf::Source>{x, y}, {tf::constant({0.0, 0.0, 1.0})});
   EXPECT_THAT(g[0]->to_vector<double>(), ElementsAre(0.0, 0.0, 0.25));
-  EXPECT_THAT(g[1]->to_vector<double>(), Pointwise(DoubleNear(1e-12), std::vector<double>{0.0, 0.0, 2.0 * std::log(4.0)}));
+  EXPECT_THAT(g[1]->to_vector<double>(),
+              Pointwise(DoubleNear(1e-12), std::vector<double>{0.0, 0.0, 2.0 * std::log(4.0)}));
 }
 
 TEST(Pow, BaseGradientOfAZeroExponentIsZeroEvenAtZero) {

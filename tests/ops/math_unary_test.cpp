@@ -295,10 +295,10 @@ struct SingularPoint {
 };
 
 TEST(UnaryMath, ZeroUpstreamGradientGivesZeroAtSingularPoints) {
-  const SingularPoint points[] = {{"sqrt", tf::sqrt, 0.0},      {"rsqrt", tf::rsqrt, 0.0},
-                                  {"reciprocal", tf::reciprocal, 0.0}, {"log", tf::log, 0.0},
-                                  {"log1p", tf::log1p, -1.0},   {"asin", tf::asin, 1.0},
-                                  {"acos", tf::acos, -1.0}};
+  const SingularPoint points[] = {
+      {"sqrt", tf::sqrt, 0.0}, {"rsqrt", tf::rsqrt, 0.0},  {"reciprocal", tf::reciprocal, 0.0},
+      {"log", tf::log, 0.0},   {"log1p", tf::log1p, -1.0}, {"asin", tf::asin, 1.0},
+      {"acos", tf::acos, -1.0}};
   for (const SingularPoint& p : points) {
     for (tf::DType dt : {tf::float32, tf::float64}) {
       tf::Tensor x = tf::cast(tf::constant({p.at, p.at, 0.5}), dt);
@@ -306,7 +306,8 @@ TEST(UnaryMath, ZeroUpstreamGradientGivesZeroAtSingularPoints) {
       tape.watch(x);
       const tf::Tensor y = p.op(x);
       const tf::Tensor upstream = tf::cast(tf::constant({0.0, -0.0, 1.0}), dt);
-      const std::vector<double> g = tf::cast(*tape.gradient(y, x, {upstream}), tf::float64).to_vector<double>();
+      const std::vector<double> g =
+          tf::cast(*tape.gradient(y, x, {upstream}), tf::float64).to_vector<double>();
       EXPECT_EQ(g[0], 0.0) << p.name << " " << tf::dtype_name(dt);
       EXPECT_EQ(g[1], 0.0) << p.name << " (-0 upstream) " << tf::dtype_name(dt);
       EXPECT_TRUE(std::isfinite(g[2]) && g[2] != 0.0) << p.name << " " << tf::dtype_name(dt);

@@ -585,10 +585,8 @@ TEST(Pooling, AWindowFarLargerThanTheInputCoversTheWholeInput) {
   const tf::Tensor dy = tf::ones({1, 4, 4, 1}, tf::DType::Float64);
   for (const std::int64_t k : {std::int64_t{1} << 14, (std::int64_t{1} << 31) - 1, std::int64_t{1} << 31}) {
     SCOPED_TRACE(k);
-    EXPECT_THAT(tf::nn::max_pool2d(x, {k, k}, {1, 1}, "SAME").to_vector<double>(),
-                ::testing::Each(15.0));
-    EXPECT_THAT(tf::nn::avg_pool2d(x, {k, k}, {1, 1}, "SAME").to_vector<double>(),
-                ::testing::Each(7.5));
+    EXPECT_THAT(tf::nn::max_pool2d(x, {k, k}, {1, 1}, "SAME").to_vector<double>(), ::testing::Each(15.0));
+    EXPECT_THAT(tf::nn::avg_pool2d(x, {k, k}, {1, 1}, "SAME").to_vector<double>(), ::testing::Each(7.5));
     // Each of the 16 windows sends its gradient to the maximum (the last element) ...
     std::vector<double> to_max(16, 0.0);
     to_max[15] = 16.0;
@@ -636,12 +634,21 @@ TEST(Conv2D, AnIm2colBufferBeyondTheAllocationLimitIsResourceExhausted) {
   const tf::Tensor x = tf::ones({1, 64, 64, 4});
   const tf::Tensor f = tf::ones({8, 8, 4, 1});
   const tf::Tensor dy = tf::ones({1, 64, 64, 1});
-  EXPECT_THAT([&] { tf::nn::conv2d(x, f, {1, 1}, "SAME"); },
-              ::testing::ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Conv2D]")));
-  EXPECT_THAT([&] { tf::raw_ops::conv2d_backprop_input(x.shape(), f, dy, {1, 1}, "SAME"); },
-              ::testing::ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Conv2DBackpropInput]")));
-  EXPECT_THAT([&] { tf::raw_ops::conv2d_backprop_filter(x, f.shape(), dy, {1, 1}, "SAME"); },
-              ::testing::ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Conv2DBackpropFilter]")));
+  EXPECT_THAT(
+      [&] {
+        tf::nn::conv2d(x, f, {1, 1}, "SAME");
+      },
+      ::testing::ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Conv2D]")));
+  EXPECT_THAT(
+      [&] {
+        tf::raw_ops::conv2d_backprop_input(x.shape(), f, dy, {1, 1}, "SAME");
+      },
+      ::testing::ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Conv2DBackpropInput]")));
+  EXPECT_THAT(
+      [&] {
+        tf::raw_ops::conv2d_backprop_filter(x, f.shape(), dy, {1, 1}, "SAME");
+      },
+      ::testing::ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Conv2DBackpropFilter]")));
 }
 
 TEST(Pooling, RejectsBadRanksAndGradientShapes) {
