@@ -8,7 +8,9 @@
 # them together with the committed corpus back into fuzz/corpus/<harness>/. A crash, sanitizer
 # report, leak, timeout or an exception that is not a tapeflow::Error stops the script with a
 # non-zero exit; the input is saved as build/fuzz/artifacts/<harness>-crash-<sha1>
-# (reproduce: build/fuzz/fuzz/<harness> <file>). Results: docs/RELIABILITY.md.
+# (reproduce: build/fuzz/fuzz/<harness> <file>). A harness with a dictionary fuzz/dict/<harness>.dict
+# (byte sequences of fuzz/fuzz_input.h's encoding, such as a huge pooling window) gets it as
+# -dict=. Results: docs/RELIABILITY.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=15
@@ -47,8 +49,10 @@ for h in "${harnesses[@]}"; do
   # (FUZZ_SEED, default 1) so that a run is repeatable: the same mutations in the same order, and
   # what a CI run finds can be replayed. Vary it for longer runs of your own.
   log="build/fuzz/artifacts/$h.log"
+  dict=()
+  if [ -f "fuzz/dict/$h.dict" ]; then dict=(-dict="fuzz/dict/$h.dict"); fi
   status=0
-  build/fuzz/fuzz/"$h" "$scratch" "$corpus" -max_total_time="$seconds" -seed="${FUZZ_SEED:-1}" -timeout=20 -rss_limit_mb=2048 \
+  build/fuzz/fuzz/"$h" "$scratch" "$corpus" "${dict[@]}" -max_total_time="$seconds" -seed="${FUZZ_SEED:-1}" -timeout=20 -rss_limit_mb=2048 \
     -max_len=4096 -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$h-" >"$log" 2>&1 || status=$?
   grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ *DONE)' "$log" || true
   if [ "$status" -ne 0 ]; then

@@ -75,7 +75,8 @@ const std::array<std::string_view, 10>& class_names();
 /// Generator (fixed, part of the API): SplitMix64 seeded with
 /// `seed ^ (0x9E3779B97F4A7C15 * (epoch + 1))`; Fisher-Yates from the back, swapping position i
 /// with j uniform in [0, i], drawn as `r % (i + 1)` after rejecting the r below
-/// `2^64 mod (i + 1)` (no modulo bias). Throws InvalidArgumentError for n < 0 or epoch < 0.
+/// `2^64 mod (i + 1)` (no modulo bias). Throws InvalidArgumentError for n < 0 or epoch < 0, and
+/// ResourceExhaustedError when n indices (8 bytes each) exceed the allocation limit (memory.h).
 std::vector<std::int64_t> shuffled_indices(std::int64_t n, std::uint64_t seed, std::int64_t epoch);
 
 /// How BatchIterator walks the examples.
@@ -100,7 +101,8 @@ class BatchIterator {
  public:
   /// `features` and `labels` have rank >= 1 and the same first dimension (the example count).
   /// Throws InvalidArgumentError for an undefined tensor, a rank-0 tensor, disagreeing first
-  /// dimensions or batch_size < 1.
+  /// dimensions or batch_size < 1, and ResourceExhaustedError when the example order (8 bytes per
+  /// example) exceeds the allocation limit (an empty tensor of shape (2^40, 0) has 2^40 examples).
   BatchIterator(Tensor features, Tensor labels, BatchOptions options = {});
 
   /// The next batch of the current epoch, or std::nullopt when the epoch is over; the call after

@@ -6,10 +6,19 @@
 
 namespace tapeflow {
 
-/// Tensors whose bytes would exceed this limit are refused with ResourceExhaustedError before any
-/// allocation. Default: 64 GiB. Set it lower to protect a service from hostile shapes.
+/// Tensors (and scratch arrays sized from user input, such as shuffled_indices) whose bytes would
+/// exceed this limit are refused with ResourceExhaustedError before any allocation. It bounds one
+/// request, not the total. Default: default_allocation_limit(). Set it lower to protect a service
+/// from hostile shapes, higher (up to INT64_MAX) to allow single tensors nearer the machine's size.
+/// Throws InvalidArgumentError for a negative limit.
 void set_allocation_limit(std::int64_t bytes);
 std::int64_t allocation_limit();
+/// Three quarters of the memory this process may use: physical memory, or the memory limit of its
+/// cgroup (a container's: cgroup v2 memory.max or v1 memory.limit_in_bytes, the lowest along its
+/// hierarchy) when lower; read once, at the first allocation. A single tensor larger than that
+/// would make the machine swap rather than compute (an op needs its inputs and its output), so it
+/// is refused up front. 48 GiB (3/4 of 64 GiB) where the memory size cannot be read.
+std::int64_t default_allocation_limit();
 
 /// Live tensor buffers and their bytes, for leak tests and memory reports. Large buffers are
 /// rounded up to a size class (at most 25% more) and counted at that size.

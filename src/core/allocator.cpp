@@ -20,14 +20,19 @@
 #include "core/allocator.h"
 #include "core/recycling_allocator.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <new>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/check.h"
 #include "tapeflow/memory.h"
@@ -38,7 +43,10 @@ namespace {
 
 constexpr std::int64_t kCacheMinBytes = std::int64_t{256} << 10;
 
-std::atomic<std::int64_t> g_allocation_limit{std::int64_t{64} << 30};
+/// g_allocation_limit before its first use: the default is computed then (it reads files, so not
+/// during static initialisation, when another translation unit may already allocate tensors).
+constexpr std::int64_t kLimitUnset = -1;
+std::atomic<std::int64_t> g_allocation_limit{kLimitUnset};
 std::atomic<std::int64_t> g_cache_limit{std::int64_t{1} << 30};
 std::atomic<std::int64_t> g_peak_bytes{0};
 
@@ -109,10 +117,6 @@ class BufferCache {
 BufferCache& cache() {
   static auto* c = new BufferCache;  // never destroyed: buffers may be freed during static destruction
   return *c;
-}
-
-[[noreturn]] void throw_out_of_memory(std::int64_t bytes, std::string_view op) {
-  throw ResourceExhaustedError(fmt::format("[{}] out of memory allocating {} bytes", op, bytes));
 }
 
 void* allocate_large(std::int64_t cls, std::string_view op) {
@@ -200,8 +204,24 @@ void count_large_deallocation(std::int64_t bytes) {
 
 }  // namespace
 
+void throw_out_of_memory(std::int64_t bytes, std::string_view op) {
+  throw ResourceExhaustedError(fmt::format("[{}] out of memory allocating {} bytes", op, bytes));
+}
+
+void check_scratch(std::int64_t count, std::size_t element_bytes, std::string_view op) {
+  TAPEFLOW_ASSERT(count >= 0, "[{}] negative scratch size {}", op, count);
+  std::int64_t bytes = 0;
+  TAPEFLOW_REQUIRE(
+      !__builtin_mul_overflow(count, static_cast<std::int64_t>(element_bytes), &bytes),
+      ResourceExhaustedError,
+      "[{}] {} elements of {} bytes need more than 2^63 bytes, which exceeds the allocation limit of {} "
+      "bytes",
+      op, count, element_bytes, allocation_limit());
+  check_allocation_limit(bytes, op);
+}
+
 void check_allocation_limit(std::int64_t bytes, std::string_view op) {
-  const std::int64_t limit = g_allocation_limit.load(std::memory_order_relaxed);
+  const std::int64_t limit = allocation_limit();
   TAPEFLOW_REQUIRE(bytes <= limit, ResourceExhaustedError,
                    "[{}] allocating {} bytes exceeds the allocation limit of {} bytes", op, bytes, limit);
 }
@@ -231,13 +251,80 @@ std::shared_ptr<void> allocate_buffer(std::int64_t bytes, std::string_view op) {
           }};
 }
 
+namespace {
+
+/// The number in `path` (a cgroup limit file), or nullopt if it is missing, "max" or not a number.
+std::optional<std::int64_t> read_limit_file(const std::string& path) {
+  std::ifstream in(path);
+  std::int64_t v = 0;
+  if (in >> v && v > 0) return v;
+  return std::nullopt;
+}
+
+/// The lowest memory limit of this process's cgroup and its ancestors (v2 `memory.max`, v1
+/// `memory.limit_in_bytes`, found through /proc/self/cgroup), or nullopt if none is set.
+std::optional<std::int64_t> cgroup_memory_limit() {
+  std::ifstream cgroups("/proc/self/cgroup");
+  std::optional<std::int64_t> lowest;
+  std::string line;
+  while (std::getline(cgroups, line)) {
+    // "0::/path" (v2) or "4:memory:/path" (v1, possibly with other controllers: "4:cpu,memory:/path").
+    const std::size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    std::string dir = line.substr(b + 1);
+    std::string root, file;
+    if (controllers.empty()) {
+      root = "/sys/fs/cgroup", file = "/memory.max";
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      root = "/sys/fs/cgroup/memory", file = "/memory.limit_in_bytes";
+    } else {
+      continue;
+    }
+    // A limit anywhere up the hierarchy applies; without a cgroup namespace the path may not
+    // exist under this mount, and its ancestors (down to the root) are read instead.
+    for (;;) {
+      if (const auto v = read_limit_file(root + (dir == "/" ? "" : dir) + file))
+        lowest = lowest ? std::min(*lowest, *v) : *v;
+      if (dir.empty() || dir == "/") break;
+      const std::size_t slash = dir.rfind('/');
+      dir = slash == 0 || slash == std::string::npos ? "/" : dir.substr(0, slash);
+    }
+  }
+  return lowest;
+}
+
+}  // namespace
+
+std::int64_t usable_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  std::int64_t bytes = 0;
+  if (pages <= 0 || page <= 0 || __builtin_mul_overflow(std::int64_t{pages}, std::int64_t{page}, &bytes))
+    bytes = std::int64_t{64} << 30;  // unknown: the limit of earlier versions
+  if (const auto cgroup = cgroup_memory_limit()) bytes = std::min(bytes, *cgroup);
+  return bytes;
+}
+
 }  // namespace detail
+
+std::int64_t default_allocation_limit() {
+  static const std::int64_t limit = detail::usable_memory_bytes() / 4 * 3;
+  return limit;
+}
 
 void set_allocation_limit(std::int64_t bytes) {
   TAPEFLOW_REQUIRE(bytes >= 0, InvalidArgumentError, "[set_allocation_limit] the limit must be >= 0, got {}", bytes);
   detail::g_allocation_limit.store(bytes, std::memory_order_relaxed);
 }
-std::int64_t allocation_limit() { return detail::g_allocation_limit.load(std::memory_order_relaxed); }
+std::int64_t allocation_limit() {
+  const std::int64_t limit = detail::g_allocation_limit.load(std::memory_order_relaxed);
+  if (limit != detail::kLimitUnset) [[likely]]
+    return limit;
+  std::int64_t unset = detail::kLimitUnset;  // a concurrent set_allocation_limit wins
+  detail::g_allocation_limit.compare_exchange_strong(unset, default_allocation_limit(),
+                                                     std::memory_order_relaxed);
+  return detail::g_allocation_limit.load(std::memory_order_relaxed);
+}
 
 void set_buffer_cache_limit(std::int64_t bytes) {
   TAPEFLOW_REQUIRE(bytes >= 0, InvalidArgumentError, "[set_buffer_cache_limit] the limit must be >= 0, got {}",

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/allocator.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "tapeflow/data.h"
@@ -57,13 +58,20 @@ Tensor gather_rows(const Tensor& src, const std::int64_t* idx, std::int64_t coun
   return out;
 }
 
+/// 0, 1, ..., n - 1; ResourceExhaustedError naming `op` when n indices exceed the allocation
+/// limit (a features tensor of shape (2^40, 0) has 2^40 examples and no bytes).
+std::vector<std::int64_t> identity_order(std::int64_t n, std::string_view op) {
+  std::vector<std::int64_t> order = detail::scratch_vector<std::int64_t>(n, op);
+  for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  return order;
+}
+
 }  // namespace
 
 std::vector<std::int64_t> shuffled_indices(std::int64_t n, std::uint64_t seed, std::int64_t epoch) {
   TAPEFLOW_REQUIRE(n >= 0, InvalidArgumentError, "[shuffled_indices] n must be >= 0, got {}", n);
   TAPEFLOW_REQUIRE(epoch >= 0, InvalidArgumentError, "[shuffled_indices] epoch must be >= 0, got {}", epoch);
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::vector<std::int64_t> order = identity_order(n, "shuffled_indices");
   SplitMix64 rng(seed ^ (0x9E3779B97F4A7C15ull * (static_cast<std::uint64_t>(epoch) + 1)));
   for (std::int64_t i = n - 1; i > 0; --i) {
     const auto j = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(i) + 1));
@@ -97,8 +105,7 @@ void BatchIterator::start_epoch(std::int64_t epoch) {
   if (options_.shuffle) {
     order_ = shuffled_indices(n_, options_.seed, epoch);
   } else if (static_cast<std::int64_t>(order_.size()) != n_) {
-    order_.resize(static_cast<std::size_t>(n_));
-    for (std::int64_t i = 0; i < n_; ++i) order_[static_cast<std::size_t>(i)] = i;
+    order_ = identity_order(n_, "BatchIterator");
   }
 }
 

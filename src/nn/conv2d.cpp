@@ -13,6 +13,8 @@ namespace tapeflow::layers {
 namespace {
 
 constexpr std::string_view kConv2D = "Conv2D";
+/// The largest kernel size and stride nn::conv2d accepts (TensorFlow's are int32).
+constexpr std::int64_t kMaxWindow = std::int64_t{1} << 31;
 
 /// "valid"/"same" in any case -> "VALID"/"SAME"; anything else -> "".
 std::string tf_padding(std::string_view padding) {
@@ -33,12 +35,15 @@ Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Ac
       tf_padding_(tf_padding(options_.padding)) {
   TAPEFLOW_REQUIRE(filters > 0, InvalidArgumentError, "[{}] filters must be positive, got {}", kConv2D,
                    filters);
-  TAPEFLOW_REQUIRE(kernel_size[0] > 0 && kernel_size[1] > 0, InvalidArgumentError,
-                   "[{}] kernel_size must be positive, got ({}, {})", kConv2D, kernel_size[0],
-                   kernel_size[1]);
-  TAPEFLOW_REQUIRE(options_.strides[0] > 0 && options_.strides[1] > 0, InvalidArgumentError,
-                   "[{}] strides must be positive, got ({}, {})", kConv2D, options_.strides[0],
-                   options_.strides[1]);
+  const auto in_range = [](std::array<std::int64_t, 2> v) {
+    return v[0] > 0 && v[1] > 0 && v[0] <= kMaxWindow && v[1] <= kMaxWindow;
+  };
+  TAPEFLOW_REQUIRE(in_range(kernel_size), InvalidArgumentError,
+                   "[{}] kernel_size must be positive and at most 2^31, got ({}, {})", kConv2D,
+                   kernel_size[0], kernel_size[1]);
+  TAPEFLOW_REQUIRE(in_range(options_.strides), InvalidArgumentError,
+                   "[{}] strides must be positive and at most 2^31, got ({}, {})", kConv2D,
+                   options_.strides[0], options_.strides[1]);
   TAPEFLOW_REQUIRE(!tf_padding_.empty(), InvalidArgumentError,
                    "[{}] unknown padding '{}'; expected \"valid\" or \"same\"", kConv2D, options_.padding);
   detail::check_initializer(kConv2D, options_.kernel_initializer);
@@ -57,11 +62,14 @@ void Conv2D::build(const Shape& input_shape, DType dtype) {
                    "[{}] layer '{}' needs float32 or float64 inputs, got {}", kConv2D, name(),
                    dtype_name(dtype));
   const std::int64_t in = input_shape[3];
+  // Checked first (ResourceExhaustedError beyond 2^62 elements): then the fans below, products of
+  // its dimensions, cannot overflow.
+  const std::array<std::int64_t, 4> kernel_dims{kernel_size_[0], kernel_size_[1], in, filters_};
+  const Shape kernel_shape = Shape::checked(kernel_dims, kConv2D);
   const std::int64_t area = kernel_size_[0] * kernel_size_[1];
   const std::uint64_t seed = options_.seed ? *options_.seed : detail::next_seed();
-  kernel_ = track(Variable(detail::initial_kernel(kConv2D, options_.kernel_initializer,
-                                                  {kernel_size_[0], kernel_size_[1], in, filters_}, area * in,
-                                                  area * filters_, dtype, seed),
+  kernel_ = track(Variable(detail::initial_kernel(kConv2D, options_.kernel_initializer, kernel_shape,
+                                                  area * in, area * filters_, dtype, seed),
                            {.name = "kernel", .keras_style = true}));
   if (options_.use_bias)
     bias_ = track(Variable(zeros({filters_}, dtype), {.name = "bias", .keras_style = true}));

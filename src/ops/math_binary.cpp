@@ -1,5 +1,7 @@
 // Binary arithmetic with NumPy broadcasting. Each op: forward (validate, broadcast, kernel) and
-// backward side by side. Gradients undo broadcasting with sum_to_shape.
+// backward side by side. Gradients undo broadcasting with sum_to_shape; those with a singular
+// point (division by 0, pow at x = 0, atan2 at the origin) chain with chain_singular, so a zero
+// incoming gradient gives 0 there, not 0 * Inf = NaN.
 
 #include <cmath>
 #include <functional>
@@ -138,12 +140,16 @@ struct RealDiv {
     Grads g(2);
     const Tensor& x = c.input(0);
     const Tensor& y = c.input(1);
-    if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain(c.dy(), reciprocal(y)), c.input_shape(0));
-    if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain(c.dy(), -x / (y * y)), c.input_shape(1));
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain_singular(c.dy(), reciprocal(y)), c.input_shape(0));
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain_singular(c.dy(), -x / (y * y)), c.input_shape(1));
     return g;
-  }  // JVP: dz = dx / y - z * dy / y
-  static Tangents jvp(const JvpContext& c) { return {sum_tangents({c.has_tangent(0) ? c.tangent(0) / c.input(1) : Tensor(), c.has_tangent(1) ? -c.output() * c.tangent(1) / c.input(1) : Tensor()}, c.output().shape())}; }
-
+  }  // JVP: dz = dx / y - z * dy / y (each term 0 where its tangent is 0, also at y = 0)
+  static Tangents jvp(const JvpContext& c) {
+    const Tensor& y = c.input(1);
+    return {sum_tangents({c.has_tangent(0) ? multiply_no_nan(reciprocal(y), c.tangent(0)) : Tensor(),
+                          c.has_tangent(1) ? multiply_no_nan(-c.output() / y, c.tangent(1)) : Tensor()},
+                         c.output().shape())};
+  }
 };
 
 // y = -x;  dx = -dy
@@ -233,11 +239,13 @@ struct Pow {
     const Tensor& x = c.input(0);
     const Tensor& y = c.input(1);
     Grads g(2);
-    if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain(c.dy(), y * pow(x, y - 1)), c.input_shape(0));
+    // multiply_no_nan: x^0 is constant, so its derivative is 0 also at x = 0 (not 0 * 0^-1 = NaN).
+    if (c.needs_input_grad(0))
+      g[0] = sum_to_shape(chain_singular(c.dy(), multiply_no_nan(pow(x, y - 1), y)), c.input_shape(0));
     if (c.needs_input_grad(1)) {
       const Tensor positive = x > 0;
       const Tensor log_x = where(positive, log(where(positive, x, ones_like(x))), zeros_like(x));
-      g[1] = sum_to_shape(chain(c.dy(), c.output(0) * log_x), c.input_shape(1));
+      g[1] = sum_to_shape(chain_singular(c.dy(), c.output(0) * log_x), c.input_shape(1));
     }
     return g;
   }
@@ -291,8 +299,8 @@ struct Atan2 {
     const Tensor& b = c.input(1);
     const Tensor inv_r2 = reciprocal(square(a) + square(b));
     Grads g(2);
-    if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain(c.dy(), b * inv_r2), c.input_shape(0));
-    if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain(c.dy(), -a * inv_r2), c.input_shape(1));
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain_singular(c.dy(), b * inv_r2), c.input_shape(0));
+    if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain_singular(c.dy(), -a * inv_r2), c.input_shape(1));
     return g;
   }
 };

@@ -1,6 +1,8 @@
 // Unary elementwise math. Each op: forward kernel and gradient side by side; gradients reuse the
 // saved output where that is cheaper than recomputing (Exp keeps y, not x). Transcendental
 // kernels run on arrays through vmath.h (SLEEF vector functions, see that file for why).
+// Gradients whose local derivative is infinite at a finite input (sqrt, rsqrt, reciprocal, log,
+// log1p, asin, acos) chain with chain_singular: a zero incoming gradient gives 0 there.
 
 #include <cmath>
 
@@ -81,9 +83,9 @@ struct Log {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log)); }
-  static Grads backward(const GradContext& c) { return {chain(c.dy(), reciprocal(c.input(0)))}; }
-  // JVP: dy = dx / x
-  static Tangents jvp(const JvpContext& c) { return {c.tangent(0) / c.input(0)}; }
+  static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), reciprocal(c.input(0)))}; }
+  // JVP: dy = dx / x (0 where dx is 0, also at x = 0)
+  static Tangents jvp(const JvpContext& c) { return {multiply_no_nan(reciprocal(c.input(0)), c.tangent(0))}; }
 };
 
 // y = log(1 + x);  dx = dy / (1 + x)
@@ -92,7 +94,7 @@ struct Log1p {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log1p)); }
-  static Grads backward(const GradContext& c) { return {chain(c.dy(), reciprocal(c.input(0) + 1))}; }
+  static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), reciprocal(c.input(0) + 1))}; }
 };
 
 // y = x^2;  dx = dy * 2x
@@ -123,9 +125,9 @@ struct Sqrt {
   static constexpr Saves kSaves = kSavesOutput;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sqrt)); }
-  static Grads backward(const GradContext& c) { return {chain(c.dy(), 0.5 / c.output(0))}; }
-  // JVP: dy = dx / (2 y)
-  static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * 0.5 / c.output()}; }
+  static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), 0.5 / c.output(0))}; }
+  // JVP: dy = dx / (2 y) (0 where dx is 0, also at x = 0)
+  static Tangents jvp(const JvpContext& c) { return {multiply_no_nan(0.5 / c.output(), c.tangent(0))}; }
 };
 
 // y = 1 / sqrt(x);  dx = -dy * y^3 / 2
@@ -141,7 +143,7 @@ struct Rsqrt {
   }
   static Grads backward(const GradContext& c) {
     const Tensor& y = c.output(0);
-    return {chain(c.dy(), (y * y * y) * -0.5)};
+    return {chain_singular(c.dy(), (y * y * y) * -0.5)};
   }
 };
 
@@ -153,7 +155,7 @@ struct Reciprocal {
   static Tensor forward(const Tensor& x) {
     return unary_floating(kName, x, [](auto v) { return 1 / v; });
   }
-  static Grads backward(const GradContext& c) { return {chain(c.dy(), -square(c.output(0)))}; }
+  static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), -square(c.output(0)))}; }
 };
 
 // y = |x|;  dx = dy * sign(x)
@@ -225,7 +227,9 @@ struct Asin {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(asin)); }
-  static Grads backward(const GradContext& c) { return {chain(c.dy(), rsqrt(1 - square(c.input(0))))}; }
+  static Grads backward(const GradContext& c) {
+    return {chain_singular(c.dy(), rsqrt(1 - square(c.input(0))))};
+  }
 };
 
 // y = acos(x);  dx = -dy / sqrt(1 - x^2)
@@ -234,7 +238,9 @@ struct Acos {
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(acos)); }
-  static Grads backward(const GradContext& c) { return {chain(c.dy(), -rsqrt(1 - square(c.input(0))))}; }
+  static Grads backward(const GradContext& c) {
+    return {chain_singular(c.dy(), -rsqrt(1 - square(c.input(0))))};
+  }
 };
 
 // y = atan(x);  dx = dy / (1 + x^2)

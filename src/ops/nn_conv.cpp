@@ -21,6 +21,7 @@
 #include <array>
 #include <memory>
 
+#include "core/allocator.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/im2col.h"
 #include "ops/op_util.h"
@@ -162,14 +163,14 @@ std::int64_t chunk_images(const cpu::WindowGeometry& g) {
 }
 
 /// Calls f(b0, nb, cols) for each chunk of nb images starting at b0, where cols is the chunk's
-/// im2col matrix (the input itself for a pointwise filter).
+/// im2col matrix (the input itself for a pointwise filter). `op` names the op in errors: one
+/// image's im2col matrix can exceed the allocation limit (ResourceExhaustedError).
 template <class T, class F>
-void for_each_chunk(const T* x, const cpu::WindowGeometry& g, F f) {
+void for_each_chunk(std::string_view op, const T* x, const cpu::WindowGeometry& g, F f) {
   const std::int64_t chunk = chunk_images(g);
   const bool direct = pointwise(g);
   std::unique_ptr<T[]> cols;
-  if (!direct)
-    cols.reset(new T[static_cast<std::size_t>(std::min(chunk, g.n) * g.out_positions() * g.patch_size())]);
+  if (!direct) cols = detail::scratch_array<T>(std::min(chunk, g.n) * g.out_positions() * g.patch_size(), op);
   for (std::int64_t b0 = 0; b0 < g.n; b0 += chunk) {
     const std::int64_t nb = std::min(chunk, g.n - b0);
     if (direct) {
@@ -185,7 +186,7 @@ void for_each_chunk(const T* x, const cpu::WindowGeometry& g, F f) {
 template <class T>
 void conv_forward(const T* x, const T* f, const cpu::WindowGeometry& g, std::int64_t oc, T* y) {
   const std::int64_t rows = g.out_positions();
-  for_each_chunk(x, g, [&](std::int64_t b0, std::int64_t nb, const T* cols) {
+  for_each_chunk("Conv2D", x, g, [&](std::int64_t b0, std::int64_t nb, const T* cols) {
     cpu::gemm<T>(false, false, nb * rows, oc, g.patch_size(), cols, f, y + b0 * rows * oc);
   });
 }
@@ -203,7 +204,8 @@ void conv_backprop_input(const T* f, const T* dy, const cpu::WindowGeometry& g, 
     return;
   }
   std::fill(dx, dx + g.n * g.image_size(), T(0));
-  std::unique_ptr<T[]> cols(new T[static_cast<std::size_t>(std::min(chunk, g.n) * rows * patch)]);
+  const std::unique_ptr<T[]> cols =
+      detail::scratch_array<T>(std::min(chunk, g.n) * rows * patch, "Conv2DBackpropInput");
   for (std::int64_t b0 = 0; b0 < g.n; b0 += chunk) {
     const std::int64_t nb = std::min(chunk, g.n - b0);
     cpu::gemm<T>(false, true, nb * rows, patch, oc, dy + b0 * rows * oc, f, cols.get());
@@ -218,13 +220,13 @@ void conv_backprop_filter(const T* x, const T* dy, const cpu::WindowGeometry& g,
   std::fill(df, df + size, T(0));
   std::unique_ptr<T[]> part;
   bool first = true;
-  for_each_chunk(x, g, [&](std::int64_t b0, std::int64_t nb, const T* cols) {
+  for_each_chunk("Conv2DBackpropFilter", x, g, [&](std::int64_t b0, std::int64_t nb, const T* cols) {
     if (first) {
       cpu::gemm<T>(true, false, patch, oc, nb * rows, cols, dy + b0 * rows * oc, df);
       first = false;
       return;
     }
-    if (!part) part.reset(new T[static_cast<std::size_t>(size)]);
+    if (!part) part = detail::scratch_array<T>(size, "Conv2DBackpropFilter");
     cpu::gemm<T>(true, false, patch, oc, nb * rows, cols, dy + b0 * rows * oc, part.get());
     for (std::int64_t i = 0; i < size; ++i) df[i] += part[i];
   });
@@ -357,21 +359,34 @@ Tensor backprop_filter(const ConvAttrs& at, const Tensor& x, const Shape& filter
 
 // ---- pooling -------------------------------------------------------------------------------------
 
-/// The validated geometry of pooling `in` (NHWC) with the window and strides of `at`.
-cpu::WindowGeometry pool_geometry(std::string_view op, const Shape& in, const PoolAttrs& at) {
+/// Whether a pooling op records where each window's maximum is (max pooling and its gradients).
+enum class Argmax : bool { kNo, kYes };
+
+/// The validated geometry of pooling `in` (NHWC) with the window and strides of `at`. The window
+/// may be far larger than the input (padding SAME): the kernels work on its part inside the
+/// input (src/kernels/cpu/im2col.h), so a huge window costs no more than one covering the input.
+cpu::WindowGeometry pool_geometry(std::string_view op, const Shape& in, const PoolAttrs& at,
+                                  Argmax argmax = Argmax::kNo) {
   require_rank4(op, in, "input", "NHWC: batch, height, width, channels");
-  return window_geometry(op, in, at.ksize, at.strides, at.same, [&] {
+  auto what = [&] {
     return fmt::format("input has shape {}, ksize {}, strides {}, padding {}", in.to_string(),
                        pair_string(at.ksize), pair_string(at.strides), padding_name(at.same));
-  });
+  };
+  const cpu::WindowGeometry g = window_geometry(op, in, at.ksize, at.strides, at.same, what);
+  // The argmax is an int32 position within the window (it vectorises with float32 lanes).
+  TAPEFLOW_REQUIRE(argmax == Argmax::kNo || g.window_positions() <= INT32_MAX, InvalidArgumentError,
+                   "[{}] a max-pooling window may cover at most 2^31 - 1 input positions, this one covers "
+                   "{} x {}: {}",
+                   op, g.window_rows(), g.window_cols(), what());
+  return g;
 }
 
 /// MaxPool's and AvgPool's forward: validates `x` and the window, then runs
 /// `kernel(x, geometry, y)` on the (batch, oh, ow, channels) output `y`.
 template <class Kernel>
-Tensor pool_forward(std::string_view op, const PoolAttrs& at, const Tensor& x, Kernel kernel) {
+Tensor pool_forward(std::string_view op, const PoolAttrs& at, const Tensor& x, Argmax argmax, Kernel kernel) {
   require_floating(x, op, "input");
-  const cpu::WindowGeometry g = pool_geometry(op, x.shape(), at);
+  const cpu::WindowGeometry g = pool_geometry(op, x.shape(), at, argmax);
   Tensor y = detail::empty(output_shape(op, g, g.c), x.dtype(), op);
   if (y.num_elements() == 0) return y;
   visit_floating(x.dtype(), [&]<class T>() { kernel(x.values<T>().data(), g, detail::mutable_data<T>(y)); });
@@ -389,7 +404,7 @@ struct MaxPool {
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x) {
-    return pool_forward(kName, at, x,
+    return pool_forward(kName, at, x, Argmax::kYes,
                         [](const auto* in, const auto& g, auto* out) { cpu::max_pool(in, g, out); });
   }
   static Grads backward(const GradContext& c) {
@@ -405,7 +420,7 @@ struct MaxPoolGrad {
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& dy) {
     require_same_float(kName, x, "orig_input", dy, "grad");
-    const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at);
+    const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at, Argmax::kYes);
     require_shape(kName, dy, "grad", output_shape(kName, g, g.c), "max_pool2d's output shape");
     Tensor dx = detail::empty(x.shape(), x.dtype(), kName);
     if (dx.num_elements() == 0) return dx;
@@ -429,7 +444,7 @@ struct MaxPoolGradGrad {
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& ddx) {
     require_same_float(kName, x, "orig_input", ddx, "grad");
-    const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at);
+    const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at, Argmax::kYes);
     require_shape(kName, ddx, "grad", x.shape(), "the shape of orig_input");
     Tensor y = detail::empty(output_shape(kName, g, g.c), x.dtype(), kName);
     if (y.num_elements() == 0) return y;
@@ -452,7 +467,7 @@ struct AvgPool {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x) {
-    return pool_forward(kName, at, x,
+    return pool_forward(kName, at, x, Argmax::kNo,
                         [](const auto* in, const auto& g, auto* out) { cpu::avg_pool(in, g, out); });
   }
   static Grads backward(const GradContext& c) {

@@ -50,6 +50,12 @@ Tensor chain(const Tensor& dy, const Tensor& local) {
   return g;
 }
 
+Tensor chain_singular(const Tensor& dy, const Tensor& local) {
+  // Masked lanes of dy are exact zeros, which multiply_no_nan already keeps zero: only the mask
+  // itself has to be passed on.
+  return pass_masked_lanes(dy, multiply_no_nan(local, dy));
+}
+
 Tensor pass_masked_lanes(const Tensor& dy, Tensor g) {
   if (const Tensor* masked = autodiff::masked_lanes(dy)) autodiff::mark_masked_lanes(g, *masked);
   return g;

@@ -48,8 +48,14 @@ Tensor sum_tangents(std::initializer_list<Tensor> terms, const Shape& out);
 /// The chain rule of an elementwise gradient: dy * local, except in the masked lanes of dy (lanes
 /// a where() did not take, src/autodiff/masked_lanes.h), which stay exact zeros even where the
 /// local derivative is Inf or NaN, and stay masked in the result. So the gradient of
-/// where(x > 0, sqrt(x), 0) at x = 0 is 0, not 0 * Inf = NaN.
+/// where(x > 80, 0, exp(x)) at x = 100 in float32 is 0, not 0 * Inf = NaN.
 Tensor chain(const Tensor& dy, const Tensor& local);
+/// chain for a local derivative that is infinite or undefined at a finite input (a singular
+/// point of the op: sqrt, rsqrt, reciprocal and log at 0, log1p at -1, asin and acos at +-1, pow
+/// at x = 0, division by 0, atan2 at the origin): where dy is exactly 0 the gradient is exactly 0,
+/// whatever the local derivative (0 * Inf = 0, TensorFlow's SqrtGrad, RsqrtGrad and
+/// ReciprocalGrad kernels; docs/ARCHITECTURE.md, "Zero cotangents at singular points").
+Tensor chain_singular(const Tensor& dy, const Tensor& local);
 /// `g`, a gradient that is dy up to sign or dtype (Neg, Sub, Cast), with dy's masked lanes.
 Tensor pass_masked_lanes(const Tensor& dy, Tensor g);
 

@@ -2,6 +2,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
 
 #include "tapeflow/tapeflow.h"
 
@@ -20,6 +23,30 @@ TEST(Allocator, LimitIsCheckedBeforeAllocating) {
   EXPECT_NO_THROW((void)tf::zeros({250}));
   tf::set_allocation_limit(old);
   EXPECT_THROW(tf::set_allocation_limit(-1), tf::InvalidArgumentError);
+}
+
+TEST(Allocator, DefaultLimitRefusesATensorAsLargeAsPhysicalMemoryUpFront) {
+  // The default is 3/4 of the machine's memory (or of its cgroup's limit): a single zeros() of the
+  // whole memory is refused before any page is touched, instead of making the machine swap.
+  const std::int64_t physical = std::int64_t{::sysconf(_SC_PHYS_PAGES)} * ::sysconf(_SC_PAGE_SIZE);
+  const std::int64_t d = tf::default_allocation_limit();
+  EXPECT_GT(d, 0);
+  EXPECT_LE(d, physical / 4 * 3);
+  const auto old = tf::allocation_limit();
+  tf::set_allocation_limit(d);
+  try {
+    (void)tf::zeros({physical / 4}, tf::DType::Float32);
+    ADD_FAILURE() << "allocated " << physical << " bytes";
+  } catch (const tf::ResourceExhaustedError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("exceeds the allocation limit of " + std::to_string(d) + " bytes"));
+  }
+  EXPECT_NO_THROW((void)tf::zeros({1000}));
+  tf::set_allocation_limit(old);
+}
+
+TEST(Allocator, TheLimitStartsAtTheDefault) {
+  // Every test restores the limit it changes, so the process still has its starting value.
+  EXPECT_EQ(tf::allocation_limit(), tf::default_allocation_limit());
 }
 
 TEST(Allocator, HugeRequestsThrowInsteadOfBadAlloc) {

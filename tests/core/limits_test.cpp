@@ -150,5 +150,25 @@ TEST(SizeLimits, BadAllocNeverEscapes) {
   }
 }
 
+TEST(SizeLimits, ScratchBadAllocNeverEscapes) {
+#ifdef TAPEFLOW_TEST_SANITIZED
+  GTEST_SKIP() << "the sanitizer's allocator reports a 2^62-byte request instead of failing it";
+#endif
+  // Host-side scratch sized from user input goes through the same limit and conversion as a
+  // tensor: 2^59 indices (2^62 bytes) pass a lifted limit and the system refuses them.
+  LimitGuard guard;
+  set_allocation_limit(kMax);
+  try {
+    data::shuffled_indices(std::int64_t{1} << 59, 0, 0);
+    ADD_FAILURE() << "allocated 2^62 bytes";
+  } catch (const ResourceExhaustedError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("[shuffled_indices] out of memory"));
+  } catch (const std::bad_alloc&) {
+    ADD_FAILURE() << "std::bad_alloc escaped";
+  }
+  // 2^61 indices need 2^64 bytes: the byte count itself overflows.
+  expect_exhausted([] { data::shuffled_indices(std::int64_t{1} << 61, 0, 0); }, "shuffled_indices");
+}
+
 }  // namespace
 }  // namespace tapeflow

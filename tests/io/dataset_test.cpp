@@ -105,6 +105,14 @@ TEST(ShuffledIndices, NegativeCountOrEpochThrows) {
   EXPECT_THROW(tf::data::shuffled_indices(3, 0, -1), tf::InvalidArgumentError);
 }
 
+TEST(ShuffledIndices, MoreIndicesThanTheAllocationLimitThrowResourceExhausted) {
+  // 2^40 indices need 8 TiB: std::bad_alloc used to escape.
+  EXPECT_THAT([] { tf::data::shuffled_indices(std::int64_t{1} << 40, 0, 0); },
+              ::testing::ThrowsMessage<tf::ResourceExhaustedError>(
+                  AllOf(HasSubstr("[shuffled_indices]"),
+                        HasSubstr("allocating 8796093022208 bytes exceeds the allocation limit"))));
+}
+
 TEST(BatchIterator, EveryExampleAppearsOncePerEpoch) {
   const Toy t = toy(10);
   tf::data::BatchIterator it(t.features, t.labels, {.batch_size = 3, .seed = 5});
@@ -192,6 +200,17 @@ TEST(BatchIterator, KeepsTrailingDimsAndDtypes) {
   EXPECT_EQ(b->labels.to_vector<bool>(), (std::vector<bool>{true, false, true, true}));
   const auto all = images.values<double>();
   EXPECT_EQ(b->features.to_vector<double>(), std::vector<double>(all.begin(), all.begin() + 64));
+}
+
+TEST(BatchIterator, TooManyEmptyExamplesThrowResourceExhausted) {
+  // Features of shape (2^40, 0) hold no bytes but 2^40 examples, whose order would need 8 TiB.
+  const tf::Tensor features = tf::zeros({std::int64_t{1} << 40, 0});
+  for (const bool shuffle : {true, false}) {
+    EXPECT_THAT([&] { tf::data::BatchIterator(features, features, {.batch_size = 4, .shuffle = shuffle}); },
+                ::testing::ThrowsMessage<tf::ResourceExhaustedError>(
+                    HasSubstr(shuffle ? "[shuffled_indices]" : "[BatchIterator]")))
+        << "shuffle=" << shuffle;
+  }
 }
 
 TEST(BatchIterator, InvalidArgumentsThrow) {

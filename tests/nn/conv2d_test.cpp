@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -207,12 +208,13 @@ TEST(Conv2D, InvalidConstructorArgumentsThrow) {
         tf::layers::Conv2D(2, {3, 0});
       },
       ThrowsMessage<tf::InvalidArgumentError>(
-          HasSubstr("[Conv2D] kernel_size must be positive, got (3, 0)")));
+          HasSubstr("[Conv2D] kernel_size must be positive and at most 2^31, got (3, 0)")));
   EXPECT_THAT(
       [] {
         tf::layers::Conv2D(2, {3, 3}, tf::layers::Conv2DOptions{.strides = {0, 1}});
       },
-      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] strides must be positive, got (0, 1)")));
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("[Conv2D] strides must be positive and at most 2^31, got (0, 1)")));
   EXPECT_THAT(
       [] {
         tf::layers::Conv2D(2, {3, 3}, tf::layers::Conv2DOptions{.padding = "full"});
@@ -223,6 +225,32 @@ TEST(Conv2D, InvalidConstructorArgumentsThrow) {
         tf::layers::Conv2D(2, {3, 3}, tf::layers::Conv2DOptions{.kernel_initializer = "lecun"});
       },
       ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown kernel_initializer 'lecun'")));
+}
+
+TEST(Conv2D, HugeKernelSizesThrowInsteadOfOverflowing) {
+  // The receptive field kh * kw was computed in signed arithmetic: INT64_MAX * 2 overflowed (UBSan).
+  const std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  EXPECT_THAT(
+      [&] {
+        tf::layers::Conv2D(1, {max, 2});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("[Conv2D] kernel_size must be positive and at most 2^31, got (9223372036854775807, 2)")));
+  EXPECT_THAT(
+      [&] {
+        tf::layers::Conv2D(1, {3, 3}, tf::layers::Conv2DOptions{.strides = {max, 1}});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("[Conv2D] strides must be positive and at most 2^31")));
+  // 2^31 x 2^31 x 3 x 1 kernel elements: more than 2^62, refused when the layer is built.
+  const std::int64_t k = std::int64_t{1} << 31;
+  tf::layers::Conv2D conv(1, {k, k}, tf::layers::Conv2DOptions{.padding = "same"});
+  EXPECT_THAT(
+      [&] {
+        conv.build(tf::Shape({1, 4, 4, 3}), tf::DType::Float32);
+      },
+      ThrowsMessage<tf::ResourceExhaustedError>(AllOf(HasSubstr("[Conv2D]"), HasSubstr("2^62"))));
+  EXPECT_FALSE(conv.built());
 }
 
 TEST(Conv2D, UnknownActivationNameThrowsNamingConv2D) {

@@ -144,6 +144,26 @@ TEST(Pow, ExponentGradientIsZeroWhereTheBaseIsNotPositive) {
   EXPECT_THAT(g[1]->to_vector<double>(), Pointwise(DoubleNear(1e-12), std::vector<double>{0.0, 0.0, 8.0 * std::log(2.0)}));
 }
 
+TEST(Pow, ZeroUpstreamGradientGivesZeroAtTheSingularBase) {
+  // d/dx x^0.5 = 0.5 x^-0.5 is Inf at x = 0; d/dy x^y at x = 0, y < 0 multiplies Inf by log's 0.
+  tf::Tensor x = tf::constant({0.0, 0.0, 4.0});
+  tf::Tensor y = tf::constant({0.5, -1.0, 0.5});
+  tf::GradientTape tape;
+  tape.watch({x, y});
+  auto g = tape.gradient(tf::pow(x, y), std::vector<tf::Source>{x, y}, {tf::constant({0.0, 0.0, 1.0})});
+  EXPECT_THAT(g[0]->to_vector<double>(), ElementsAre(0.0, 0.0, 0.25));
+  EXPECT_THAT(g[1]->to_vector<double>(),
+              Pointwise(DoubleNear(1e-12), std::vector<double>{0.0, 0.0, 2.0 * std::log(4.0)}));
+}
+
+TEST(Pow, BaseGradientOfAZeroExponentIsZeroEvenAtZero) {
+  // x^0 = 1 is constant: its derivative y x^(y-1) is 0 * 0^-1 = 0 * Inf at x = 0, which is 0.
+  tf::Tensor x = tf::constant({0.0, 3.0});
+  tf::GradientTape tape;
+  tape.watch(x);
+  EXPECT_THAT(tape.gradient(tf::pow(x, 0.0), x)->to_vector<double>(), ElementsAre(0.0, 0.0));
+}
+
 TEST(Pow, GradientSumsOverABroadcastExponent) {
   tf::Tensor x = tf::constant({1.0, 2.0, 4.0});
   tf::Tensor y = tf::constant(2.0);
@@ -152,6 +172,28 @@ TEST(Pow, GradientSumsOverABroadcastExponent) {
   tf::Tensor z = tf::pow(x, y);
   // sum_i x_i^2 log x_i
   EXPECT_NEAR(tape.gradient(z, y)->item<double>(), 4 * std::log(2.0) + 16 * std::log(4.0), 1e-12);
+}
+
+// ---- RealDiv --------------------------------------------------------------------------------------
+
+TEST(RealDiv, ZeroUpstreamGradientGivesZeroForADivisionByZero) {
+  // dx = dz / y and dy = -dz x / y^2 are Inf or NaN at y = 0; with dz = 0 they are 0.
+  tf::Tensor x = tf::constant({1.0, 0.0, 6.0});
+  tf::Tensor y = tf::constant({0.0, 0.0, 2.0});
+  tf::GradientTape tape;
+  tape.watch({x, y});
+  auto g = tape.gradient(x / y, std::vector<tf::Source>{x, y}, {tf::constant({0.0, 0.0, 1.0})});
+  EXPECT_THAT(g[0]->to_vector<double>(), ElementsAre(0.0, 0.0, 0.5));
+  EXPECT_THAT(g[1]->to_vector<double>(), ElementsAre(0.0, 0.0, -1.5));
+}
+
+TEST(RealDiv, ForwardModeZeroTangentForADivisionByZeroIsZero) {
+  tf::Tensor x = tf::constant({1.0, 6.0});
+  tf::Tensor y = tf::constant({0.0, 2.0});
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant({0.0, 1.0}));
+  acc.watch(y, tf::constant({0.0, 1.0}));
+  EXPECT_THAT(acc.jvp(x / y)->to_vector<double>(), ElementsAre(0.0, 0.5 - 1.5));
 }
 
 // ---- Maximum / Minimum -----------------------------------------------------------------------------
@@ -231,6 +273,17 @@ TEST(Atan2, GradientAtAKnownPoint) {
   auto g = tape.gradient(tf::atan2(y, x), std::vector<tf::Source>{y, x});
   EXPECT_DOUBLE_EQ(g[0]->item<double>(), 0.4);
   EXPECT_DOUBLE_EQ(g[1]->item<double>(), -0.2);
+}
+
+TEST(Atan2, ZeroUpstreamGradientAtTheOriginIsZero) {
+  // 1 / (a^2 + b^2) is Inf at the origin and b / (a^2 + b^2) is NaN: with dz = 0 both grads are 0.
+  tf::Tensor a = tf::constant({0.0, 1.0});
+  tf::Tensor b = tf::constant({0.0, 1.0});
+  tf::GradientTape tape;
+  tape.watch({a, b});
+  auto g = tape.gradient(tf::atan2(a, b), std::vector<tf::Source>{a, b}, {tf::constant({0.0, 2.0})});
+  EXPECT_THAT(g[0]->to_vector<double>(), ElementsAre(0.0, 1.0));
+  EXPECT_THAT(g[1]->to_vector<double>(), ElementsAre(0.0, -1.0));
 }
 
 TEST(SquaredDifference, FloatAndIntegerValues) {

@@ -239,7 +239,8 @@ TEST(Where, SecondDerivativeFlowsThroughTheSelectedBranch) {
 // In TensorFlow, PyTorch and JAX the gradient of where(x > 0, sqrt(x), 0) at x = 0 is NaN: where
 // sends an exact 0 to the branch not taken and sqrt's gradient turns it into 0 * Inf. Here the
 // backward pass remembers the lanes where() did not take, and every elementwise gradient keeps
-// them exact zeros (src/autodiff/masked_lanes.h). A zero that is not a mask is not protected.
+// them exact zeros (src/autodiff/masked_lanes.h). A zero that is not a mask is not protected,
+// except at an op's own singular points (sqrt at 0: UnaryMath.ZeroUpstreamGradientGivesZeroAtSingularPoints).
 
 TEST(MaskedLanes, WhereOfSqrtHasZeroGradientAtZero) {
   tf::Tensor x = tf::constant({0.f, 4.f, -1.f});

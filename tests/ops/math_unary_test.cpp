@@ -283,6 +283,82 @@ TEST(UnaryMath, SigmoidGradientVanishesWithoutNaNForLargeMagnitudes) {
   EXPECT_THAT(tape.gradient(y, x)->to_vector<float>(), ElementsAre(0.f, 0.f));
 }
 
+// ---- zero cotangents at singular points ---------------------------------------------------------
+// Where an op's derivative is infinite at a finite input (sqrt, rsqrt, reciprocal, log at 0,
+// log1p at -1, asin and acos at +-1), an incoming gradient of exactly 0 gives exactly 0, as in
+// TensorFlow's SqrtGrad, RsqrtGrad and ReciprocalGrad kernels; a non-zero one still gives +-Inf.
+
+struct SingularPoint {
+  const char* name;
+  tf::Tensor (*op)(const tf::Tensor&);
+  double at;  // the input where the derivative is infinite
+};
+
+TEST(UnaryMath, ZeroUpstreamGradientGivesZeroAtSingularPoints) {
+  const SingularPoint points[] = {
+      {"sqrt", tf::sqrt, 0.0}, {"rsqrt", tf::rsqrt, 0.0},  {"reciprocal", tf::reciprocal, 0.0},
+      {"log", tf::log, 0.0},   {"log1p", tf::log1p, -1.0}, {"asin", tf::asin, 1.0},
+      {"acos", tf::acos, -1.0}};
+  for (const SingularPoint& p : points) {
+    for (tf::DType dt : {tf::float32, tf::float64}) {
+      tf::Tensor x = tf::cast(tf::constant({p.at, p.at, 0.5}), dt);
+      tf::GradientTape tape;
+      tape.watch(x);
+      const tf::Tensor y = p.op(x);
+      const tf::Tensor upstream = tf::cast(tf::constant({0.0, -0.0, 1.0}), dt);
+      const std::vector<double> g =
+          tf::cast(*tape.gradient(y, x, {upstream}), tf::float64).to_vector<double>();
+      EXPECT_EQ(g[0], 0.0) << p.name << " " << tf::dtype_name(dt);
+      EXPECT_EQ(g[1], 0.0) << p.name << " (-0 upstream) " << tf::dtype_name(dt);
+      EXPECT_TRUE(std::isfinite(g[2]) && g[2] != 0.0) << p.name << " " << tf::dtype_name(dt);
+    }
+  }
+}
+
+TEST(UnaryMath, NonZeroUpstreamGradientAtASingularPointIsStillInfinite) {
+  tf::Tensor x = tf::constant({0.0, 0.0});
+  tf::GradientTape tape(tf::TapeOptions{.persistent = true});
+  tape.watch(x);
+  const tf::Tensor up = tf::constant({1.0, -2.0});
+  EXPECT_THAT(tape.gradient(tf::sqrt(x), x, {up})->to_vector<double>(),
+              ElementsAre(std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()));
+  EXPECT_THAT(tape.gradient(tf::reciprocal(x), x, {up})->to_vector<double>(),
+              ElementsAre(-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()));
+}
+
+TEST(UnaryMath, GradientOfAReductionThroughSqrtIgnoresTheLanesItDoesNotReach) {
+  // The pattern from the issue: a lane whose cotangent is 0 (here x[0] feeds only a product with
+  // 0) at sqrt's singular point no longer turns the whole gradient into NaN.
+  tf::Tensor x = tf::constant({0.f, 4.f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = tf::reduce_sum(tf::sqrt(x) * tf::constant({0.f, 1.f}));
+  EXPECT_THAT(tape.gradient(y, x)->to_vector<float>(), ElementsAre(0.f, 0.25f));
+}
+
+TEST(UnaryMath, SecondDerivativeAtASingularPointWithZeroUpstreamIsZero) {
+  tf::Tensor x = tf::constant({0.0, 4.0});
+  tf::GradientTape outer;
+  outer.watch(x);
+  std::optional<tf::Tensor> g;
+  {
+    tf::GradientTape inner;
+    inner.watch(x);
+    g = inner.gradient(tf::sqrt(x), x, {tf::constant({0.0, 1.0})});  // 0 | 1 / (2 sqrt(x))
+  }
+  EXPECT_THAT(g->to_vector<double>(), ElementsAre(0.0, 0.25));
+  EXPECT_THAT(outer.gradient(*g, x)->to_vector<double>(), ElementsAre(0.0, -1.0 / 32));  // -1 / (4 x^1.5)
+}
+
+TEST(UnaryMath, ForwardModeZeroTangentAtASingularPointIsZero) {
+  tf::Tensor x = tf::constant({0.0, 4.0});
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant({0.0, 1.0}));
+  EXPECT_THAT(acc.jvp(tf::sqrt(x))->to_vector<double>(), ElementsAre(0.0, 0.25));
+  EXPECT_THAT(acc.jvp(tf::log(x))->to_vector<double>(), ElementsAre(0.0, 0.25));
+  EXPECT_THAT(acc.jvp(tf::reciprocal(x))->to_vector<double>(), ElementsAre(0.0, -1.0 / 16));
+}
+
 // ---- clip_by_value ---------------------------------------------------------------------------
 
 TEST(ClipByValue, ClipsToScalarBounds) {

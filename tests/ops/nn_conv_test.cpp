@@ -577,6 +577,80 @@ TEST(Pooling, RejectsZeroOrHugeWindowsAndStrides) {
       ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[AvgPool]")));
 }
 
+TEST(Pooling, AWindowFarLargerThanTheInputCoversTheWholeInput) {
+  // With SAME padding every window of a huge size covers the whole 4x4 input. The kernels used to
+  // size their work and an argmax table by the window itself: 2^14 took 37 s, 2^31 - 1 hung,
+  // 2^31 threw std::length_error, and the size arithmetic overflowed (UBSan).
+  const tf::Tensor x = ramp16();  // 0..15
+  const tf::Tensor dy = tf::ones({1, 4, 4, 1}, tf::DType::Float64);
+  for (const std::int64_t k : {std::int64_t{1} << 14, (std::int64_t{1} << 31) - 1, std::int64_t{1} << 31}) {
+    SCOPED_TRACE(k);
+    EXPECT_THAT(tf::nn::max_pool2d(x, {k, k}, {1, 1}, "SAME").to_vector<double>(), ::testing::Each(15.0));
+    EXPECT_THAT(tf::nn::avg_pool2d(x, {k, k}, {1, 1}, "SAME").to_vector<double>(), ::testing::Each(7.5));
+    // Each of the 16 windows sends its gradient to the maximum (the last element) ...
+    std::vector<double> to_max(16, 0.0);
+    to_max[15] = 16.0;
+    EXPECT_THAT(tf::raw_ops::max_pool_grad(x, dy, {k, k}, {1, 1}, "SAME").to_vector<double>(),
+                ElementsAreArray(to_max));
+    EXPECT_THAT(tf::raw_ops::max_pool_grad_grad(x, ramp16(), {k, k}, {1, 1}, "SAME").to_vector<double>(),
+                ::testing::Each(15.0));
+    // ... or spreads 1/16 over the 16 elements.
+    EXPECT_THAT(tf::raw_ops::avg_pool_grad({1, 4, 4, 1}, dy, {k, k}, {1, 1}, "SAME").to_vector<double>(),
+                ::testing::Each(1.0));
+  }
+}
+
+TEST(Pooling, AHugeWindowOnOneAxisPoolsWholeColumns) {
+  const tf::Tensor x = ramp16();  // rows 0..3, 4..7, 8..11, 12..15
+  const std::int64_t k = std::int64_t{1} << 31;
+  const tf::Tensor y = tf::nn::max_pool2d(x, {k, 1}, {4, 1}, "SAME");
+  EXPECT_EQ(y.shape(), tf::Shape({1, 1, 4, 1}));
+  EXPECT_THAT(y.to_vector<double>(), ElementsAre(12, 13, 14, 15));
+  EXPECT_THAT(tf::nn::avg_pool2d(x, {1, k}, {1, 4}, "SAME").to_vector<double>(),
+              ElementsAre(1.5, 5.5, 9.5, 13.5));
+}
+
+TEST(MaxPool, RejectsAWindowCoveringMoreThan2To31MinusOneInputPositions) {
+  // The argmax is an int32 position within the window. (An image of 46341 x 46341 positions with
+  // no channels stands in for one of 2^31 elements.)
+  const tf::Tensor x = tf::zeros({1, 46341, 46341, 0});
+  EXPECT_THAT(
+      [&] {
+        tf::nn::max_pool2d(x, {46341, 46341}, {1, 1}, "VALID");
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[MaxPool]"), HasSubstr("2^31 - 1 input positions"), HasSubstr("46341 x 46341"))));
+  EXPECT_EQ(tf::nn::avg_pool2d(x, {46341, 46341}, {1, 1}, "VALID").shape(), tf::Shape({1, 1, 1, 0}));
+}
+
+TEST(Conv2D, AnIm2colBufferBeyondTheAllocationLimitIsResourceExhausted) {
+  // The im2col matrix of one 64x64x4 image with an 8x8 window has 4096 x 256 floats (4 MiB), far
+  // more than the input or the output: it is checked against the allocation limit like a tensor.
+  struct LimitGuard {
+    std::int64_t saved = tf::allocation_limit();
+    ~LimitGuard() { tf::set_allocation_limit(saved); }
+  } guard;
+  tf::set_allocation_limit(std::int64_t{1} << 20);
+  const tf::Tensor x = tf::ones({1, 64, 64, 4});
+  const tf::Tensor f = tf::ones({8, 8, 4, 1});
+  const tf::Tensor dy = tf::ones({1, 64, 64, 1});
+  EXPECT_THAT(
+      [&] {
+        tf::nn::conv2d(x, f, {1, 1}, "SAME");
+      },
+      ::testing::ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Conv2D]")));
+  EXPECT_THAT(
+      [&] {
+        tf::raw_ops::conv2d_backprop_input(x.shape(), f, dy, {1, 1}, "SAME");
+      },
+      ::testing::ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Conv2DBackpropInput]")));
+  EXPECT_THAT(
+      [&] {
+        tf::raw_ops::conv2d_backprop_filter(x, f.shape(), dy, {1, 1}, "SAME");
+      },
+      ::testing::ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Conv2DBackpropFilter]")));
+}
+
 TEST(Pooling, RejectsBadRanksAndGradientShapes) {
   EXPECT_THAT(
       [] {

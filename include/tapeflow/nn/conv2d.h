@@ -44,8 +44,10 @@ struct Conv2DOptions {
 class Conv2D : public Layer {
  public:
   /// A layer with `filters` output channels and a window of kernel_size = {kh, kw}. Throws
-  /// InvalidArgumentError (naming Conv2D) if filters, a kernel size or a stride is < 1, or for
-  /// an unknown padding or initialiser.
+  /// InvalidArgumentError (naming Conv2D) if filters, a kernel size or a stride is < 1, a kernel
+  /// size or stride is > 2^31 (nn::conv2d's limit), or for an unknown padding or initialiser.
+  /// Building it (first call or build()) throws ResourceExhaustedError if the kernel would have
+  /// more than 2^62 elements or exceed the allocation limit.
   Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Activation activation = {},
          Conv2DOptions options = {});
   Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Conv2DOptions options)

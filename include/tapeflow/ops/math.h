@@ -7,6 +7,12 @@
 ///
 /// Errors: InvalidArgumentError naming the op with both shapes and dtypes for incompatible
 /// shapes, mismatched dtypes, or a dtype the op does not support (e.g. exp of an int32 tensor).
+///
+/// Gradients at singular points: where an op's derivative is infinite or undefined at a finite
+/// input (sqrt, rsqrt, reciprocal and log at 0, log1p at -1, asin and acos at +-1, divide by 0,
+/// pow at x = 0, atan2 at the origin), an incoming gradient (or forward-mode tangent) of exactly
+/// 0 gives exactly 0 instead of 0 * Inf = NaN, as TensorFlow's SqrtGrad, RsqrtGrad and
+/// ReciprocalGrad kernels do; a non-zero one still gives Inf or NaN there.
 
 #include "tapeflow/tensor.h"
 

@@ -85,7 +85,9 @@ Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 // before and the rest after, as TensorFlow). An empty batch or spatial dimension gives an empty
 // output. Errors (InvalidArgumentError naming the op, the shapes, strides and padding): rank not 4,
 // channel mismatch, a stride or window < 1 (or > 2^31), a VALID window larger than a non-empty
-// input, an unknown padding, mismatched dtypes.
+// input, an unknown padding, mismatched dtypes; for max pooling, a window covering more than
+// 2^31 - 1 input positions. With SAME padding a pooling window may be far larger than the input:
+// pooling and its gradients take time and memory for the window's part inside the input only.
 
 /// 2-D convolution (op "Conv2D"; strictly a cross-correlation, as in TensorFlow):
 /// out[b, i, j, o] = sum_{di, dj, c} input[b, i * sh + di - pad_top, j * sw + dj - pad_left, c] *

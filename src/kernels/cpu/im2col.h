@@ -8,6 +8,11 @@
 // (oy, ox) reads input rows oy * sh - pad_top + [0, kh) and columns ox * sw - pad_left + [0, kw);
 // positions outside [0, h) x [0, w) are padding.
 //
+// A pooling window may be far larger than the image (SAME padding accepts any window up to 2^31
+// on a side): the pooling kernels never loop over, allocate for or multiply by the window itself,
+// only by its part inside the image (window_rows() x window_cols()), so their time and memory
+// depend on the input, not on the window.
+//
 // im2col writes one row per output position, (oh * ow) rows of kh * kw * c columns ordered
 // (ky, kx, ci): the layout of an HWIO filter reshaped to (kh * kw * c, out_channels), so that
 // conv = cols @ filters.
@@ -31,6 +36,11 @@ struct WindowGeometry {
   std::int64_t image_size() const { return h * w * c; }
   std::int64_t out_positions() const { return oh * ow; }
   std::int64_t patch_size() const { return kh * kw * c; }
+  /// Input rows (columns) one window can cover: the window clamped to the image.
+  std::int64_t window_rows() const { return std::min(kh, h); }
+  std::int64_t window_cols() const { return std::min(kw, w); }
+  /// Input positions one window can cover (at most h * w, so it fits int64).
+  std::int64_t window_positions() const { return window_rows() * window_cols(); }
   /// The clipped input range [lo, hi) of output row oy (or column ox).
   std::int64_t row_lo(std::int64_t oy) const { return std::max<std::int64_t>(oy * sh - pad_top, 0); }
   std::int64_t row_hi(std::int64_t oy) const { return std::min<std::int64_t>(oy * sh - pad_top + kh, h); }
@@ -41,6 +51,15 @@ struct WindowGeometry {
 /// Rows per parallel_for task so that one task touches about kParallelGrain elements.
 inline std::int64_t rows_grain(std::int64_t per_row) {
   return std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(per_row, 1));
+}
+
+/// rows_grain for rows of `outputs` pooled outputs, each reading a window: outputs times the
+/// window's positions inside the image, saturated (the product only has to exceed the grain; for
+/// a huge image with a huge window it would overflow int64).
+inline std::int64_t pool_rows_grain(const WindowGeometry& g, std::int64_t outputs) {
+  std::int64_t work = 0;
+  if (__builtin_mul_overflow(outputs, g.window_positions(), &work)) return 1;
+  return rows_grain(work);
 }
 
 /// cols[(img * oh * ow + oy * ow + ox), (ky * kw + kx) * c + ci] = x[img][iy][ix][ci] (0 in the
@@ -119,12 +138,13 @@ void col2im_add(const T* cols, std::int64_t images, const WindowGeometry& g, T* 
 }
 
 /// What window_argmax finds for one window, per channel: the maximum and where it first occurs.
-/// One per thread (g.c maxima and positions, kh * kw window offsets).
+/// One per thread (g.c maxima and positions, one offset per window position inside the image;
+/// the caller has checked that those fit int32).
 template <class T>
 struct WindowArgmax {
   explicit WindowArgmax(const WindowGeometry& g)
       : max(static_cast<std::size_t>(g.c)), pos(static_cast<std::size_t>(g.c)),
-        offset(static_cast<std::size_t>(g.kh * g.kw)) {}
+        offset(static_cast<std::size_t>(g.window_positions())) {}
   std::vector<T> max;
   std::vector<std::int32_t> pos;      // index into offset of the first maximum
   std::vector<std::int64_t> offset;   // flat offset (within one image) of each window element
@@ -171,7 +191,7 @@ void window_argmax(const T* xi, const WindowGeometry& g, std::int64_t oy, std::i
 /// per thread.
 template <class T, class F>
 void for_each_output_row_with_argmax(const WindowGeometry& g, F f) {
-  parallel_for(g.n * g.oh, rows_grain(g.ow * g.c * g.kh * g.kw), [&](std::int64_t b, std::int64_t e) {
+  parallel_for(g.n * g.oh, pool_rows_grain(g, g.ow * g.c), [&](std::int64_t b, std::int64_t e) {
     WindowArgmax<T> argmax(g);
     for (std::int64_t r = b; r < e; ++r) f(r / g.oh, r % g.oh, argmax);
   });
@@ -181,7 +201,7 @@ void for_each_output_row_with_argmax(const WindowGeometry& g, F f) {
 /// rows; out_index is the flat index into the (n, oh, ow, c) output.
 template <class F>
 void for_each_output_row(const WindowGeometry& g, F f) {
-  parallel_for(g.n * g.oh, rows_grain(g.ow * g.c * g.kh * g.kw), [&](std::int64_t b, std::int64_t e) {
+  parallel_for(g.n * g.oh, pool_rows_grain(g, g.ow * g.c), [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t r = b; r < e; ++r) f(r / g.oh, r % g.oh);
   });
 }
@@ -191,7 +211,7 @@ void for_each_output_row(const WindowGeometry& g, F f) {
 template <class T>
 void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
   std::fill(dx, dx + g.n * g.image_size(), T(0));
-  parallel_for(g.n, rows_grain(g.out_positions() * g.c * g.kh * g.kw), [&](std::int64_t b, std::int64_t e) {
+  parallel_for(g.n, pool_rows_grain(g, g.out_positions() * g.c), [&](std::int64_t b, std::int64_t e) {
     WindowArgmax<T> argmax(g);
     for (std::int64_t i = b; i < e; ++i) {
       const T* xi = x + i * g.image_size();
@@ -262,7 +282,7 @@ void avg_pool(const T* x, const WindowGeometry& g, T* y) {
 template <class T>
 void avg_pool_grad(const T* dy, const WindowGeometry& g, T* dx) {
   std::fill(dx, dx + g.n * g.image_size(), T(0));
-  parallel_for(g.n, rows_grain(g.out_positions() * g.c * g.kh * g.kw), [&](std::int64_t b, std::int64_t e) {
+  parallel_for(g.n, pool_rows_grain(g, g.out_positions() * g.c), [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t i = b; i < e; ++i) {
       T* dxi = dx + i * g.image_size();
       const T* dyi = dy + i * g.out_positions() * g.c;
