@@ -35,7 +35,8 @@
 ///     shape or dtype different, unused entries), the variable list is invalid (duplicate or
 ///     empty names), or the file cannot be opened (the message names the path and the reason).
 ///   - FailedPreconditionError: saving failed in the file system (cannot create, write, fsync or
-///     rename); the message names the path and the reason.
+///     rename; the path is not a regular file; its directory is missing or not writable); the
+///     message names the path and the reason.
 /// Every message names the file and, where there is one, the tensor.
 
 #include <string>

@@ -387,8 +387,8 @@ void check_checkpoint_path(const std::string& path, std::string_view fn) {
   } else {
     // ENOENT, ENOTDIR: nothing there; the directory checks below say what is wrong with it.
     const int err = errno;
-    TAPEFLOW_REQUIRE(err == ENOENT || err == ENOTDIR, FailedPreconditionError, "[{}] cannot write checkpoint '{}': {}", fn, path,
-                     errno_text(err));
+    TAPEFLOW_REQUIRE(err == ENOENT || err == ENOTDIR, FailedPreconditionError,
+                     "[{}] cannot write checkpoint '{}': {}", fn, path, errno_text(err));
   }
   const std::string dir = directory_of(path);
   struct stat dir_st {};
@@ -398,8 +398,8 @@ void check_checkpoint_path(const std::string& path, std::string_view fn) {
   TAPEFLOW_REQUIRE(S_ISDIR(dir_st.st_mode), FailedPreconditionError,
                    "[{}] cannot write checkpoint '{}': '{}' is not a directory", fn, path, dir);
   TAPEFLOW_REQUIRE(::access(dir.c_str(), W_OK | X_OK) == 0, FailedPreconditionError,
-                   "[{}] cannot write checkpoint '{}': its directory '{}' is not writable ({})", fn, path, dir,
-                   errno_text(errno));
+                   "[{}] cannot write checkpoint '{}': its directory '{}' is not writable ({})", fn, path,
+                   dir, errno_text(errno));
 }
 }  // namespace
 

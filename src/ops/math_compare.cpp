@@ -150,9 +150,10 @@ void require_convertible(const Tensor& x) {
   const auto v = x.values<From>();
   for (std::size_t i = 0; i < v.size(); ++i) {
     const double t = std::trunc(static_cast<double>(v[i]));
-    TAPEFLOW_REQUIRE(t >= -kHi && t < kHi, InvalidArgumentError,
-                     "[Cast] cannot convert {} to {}: element {} of the {} is NaN, infinite or outside {}'s range",
-                     exact_value(v[i]), dtype_name(dtype_of<To>()), i, describe(x), dtype_name(dtype_of<To>()));
+    TAPEFLOW_REQUIRE(
+        t >= -kHi && t < kHi, InvalidArgumentError,
+        "[Cast] cannot convert {} to {}: element {} of the {} is NaN, infinite or outside {}'s range",
+        exact_value(v[i]), dtype_name(dtype_of<To>()), i, describe(x), dtype_name(dtype_of<To>()));
   }
 }
 

@@ -3,9 +3,9 @@
 
 #include "tapeflow/checkpoint.h"
 
-#include <gmock/gmock.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -499,11 +499,10 @@ TEST_F(CheckpointTest, SaveRemovesTemporariesOfDeadWritersOfThatPathOnly) {
   // temporary (a concurrent writer), another checkpoint's temporary, names that only look alike.
   const pid_t dead = dead_pid();
   const std::string stale = path(fmt::format("a.ckpt.tmp.{}", dead));
-  const std::vector<std::string> kept = {path(fmt::format("a.ckpt.tmp.{}", ::getppid())),
-                                         path(fmt::format("b.ckpt.tmp.{}", dead)),
-                                         path(fmt::format("a.ckpt.tmp.{}x", dead)),
-                                         path(fmt::format("a.ckpt.tmp.0{}", dead)),
-                                         path(fmt::format("xa.ckpt.tmp.{}", dead))};
+  const std::vector<std::string> kept = {
+      path(fmt::format("a.ckpt.tmp.{}", ::getppid())), path(fmt::format("b.ckpt.tmp.{}", dead)),
+      path(fmt::format("a.ckpt.tmp.{}x", dead)), path(fmt::format("a.ckpt.tmp.0{}", dead)),
+      path(fmt::format("xa.ckpt.tmp.{}", dead))};
   for (const auto& p : kept) std::ofstream(p) << "keep";
   std::ofstream(stale) << "half a checkpoint";
 

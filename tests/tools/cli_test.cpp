@@ -5,7 +5,6 @@
 #ifdef TAPEFLOW_HAVE_CLI
 
 #include "cli.h"
-#include "interrupt.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -27,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "interrupt.h"
 #include "models.h"
 #include "plot.h"
 #include "progress.h"
@@ -246,7 +246,8 @@ TEST(CliProgress, TerminalLineFitsTheTerminalWidth) {
   const std::string full = cli::ProgressBar::line(3, 10, 469, 1875, 0.51234, 0.81641, 23104.4, true);
   EXPECT_EQ(cli::ProgressBar::line(3, 10, 469, 1875, 0.51234, 0.81641, 23104.4, true, 200), full);
   for (int columns : {80, 70, 60, 50, 40, 30, 20, 10, 2}) {
-    const std::string line = cli::ProgressBar::line(3, 10, 469, 1875, 0.51234, 0.81641, 23104.4, true, columns);
+    const std::string line =
+        cli::ProgressBar::line(3, 10, 469, 1875, 0.51234, 0.81641, 23104.4, true, columns);
     EXPECT_LT(line.size(), static_cast<std::size_t>(columns)) << columns << ": " << line;
     EXPECT_EQ(full.substr(0, std::min<std::size_t>(line.size(), 10)), line.substr(0, 10)) << line;
   }
@@ -366,7 +367,7 @@ TEST(CliPlot, PngPathGetsAPngImageOfTheCurvesAndSvgPathSvg) {
   const std::string png = read_file(dir / "curves.png");
   ASSERT_GT(png.size(), 33u);
   EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));  // the PNG signature
-  EXPECT_EQ(png.substr(12, 4), "IHDR");                             // the first chunk
+  EXPECT_EQ(png.substr(12, 4), "IHDR");                              // the first chunk
   // Twice the SVG's 840 x 350 user units.
   EXPECT_EQ(big_endian_u32(png, 16), 1680u);
   EXPECT_EQ(big_endian_u32(png, 20), 700u);

@@ -28,7 +28,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   for (std::size_t i = 1; i <= a.size(); ++i) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -42,12 +43,13 @@ std::optional<std::string> unknown_subcommand(int argc, const char* const* argv,
   if (first == argv + argc) return std::nullopt;
   const std::string given = *first;
   if (std::find(subcommands.begin(), subcommands.end(), given) != subcommands.end()) return std::nullopt;
-  const auto nearest = std::min_element(subcommands.begin(), subcommands.end(), [&](const auto& x, const auto& y) {
-    return edit_distance(given, x) < edit_distance(given, y);
-  });
+  const auto nearest = std::min_element(
+      subcommands.begin(), subcommands.end(),
+      [&](const auto& x, const auto& y) { return edit_distance(given, x) < edit_distance(given, y); });
   if (edit_distance(given, *nearest) <= 2)
     return fmt::format("unknown subcommand '{}'; did you mean '{}'?", given, *nearest);
-  return fmt::format("unknown subcommand '{}'; the subcommands are {}", given, fmt::join(subcommands, " and "));
+  return fmt::format("unknown subcommand '{}'; the subcommands are {}", given,
+                     fmt::join(subcommands, " and "));
 }
 
 }  // namespace

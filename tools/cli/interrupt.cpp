@@ -18,7 +18,8 @@ void write_stderr(const char* text, std::size_t n) {
 
 extern "C" void on_sigint(int) {
   if (g_interrupts.fetch_add(1) == 0) {
-    constexpr char kFirst[] = "\ntapeflow: interrupted: finishing the current step (Ctrl-C again to quit at once)\n";
+    constexpr char kFirst[] =
+        "\ntapeflow: interrupted: finishing the current step (Ctrl-C again to quit at once)\n";
     write_stderr(kFirst, sizeof kFirst - 1);
     return;
   }

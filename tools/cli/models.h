@@ -40,7 +40,7 @@ class StepSeededDropout : public layers::Layer {
 struct Model {
   std::string kind;                                           // "mlp" or "cnn"
   std::shared_ptr<layers::Sequential> net;                    // the layers, in order
-  std::vector<std::shared_ptr<StepSeededDropout>> dropouts;  // to reseed at each step
+  std::vector<std::shared_ptr<StepSeededDropout>> dropouts;   // to reseed at each step
 
   /// Reseeds every dropout layer for step `step` of epoch `epoch` (call before the step).
   void start_step(std::int64_t epoch, std::int64_t step);

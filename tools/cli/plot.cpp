@@ -194,7 +194,8 @@ void write_png(const std::string& file, const std::string& svg) {
     return std::runtime_error("librsvg: " + message);
   };
   if (!handle) throw take_error();
-  const int width = static_cast<int>(kSvgWidth) * kPngScale, height = static_cast<int>(kSvgHeight) * kPngScale;
+  const int width = static_cast<int>(kSvgWidth) * kPngScale,
+            height = static_cast<int>(kSvgHeight) * kPngScale;
   std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> surface(
       cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height), &cairo_surface_destroy);
   std::unique_ptr<cairo_t, decltype(&cairo_destroy)> cr(cairo_create(surface.get()), &cairo_destroy);

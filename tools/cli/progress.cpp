@@ -41,9 +41,10 @@ std::string ProgressBar::line(std::int64_t epoch, std::int64_t epochs, std::int6
   constexpr std::size_t kBarWidth = 20, kMinBarWidth = 5;
   auto bar = [&](std::size_t cells) {
     std::string b(cells + 3, ' ');  // "[" + cells + "] "
-    const std::size_t filled = batches > 0 ? std::min<std::size_t>(cells, static_cast<std::size_t>(done) * cells /
-                                                                               static_cast<std::size_t>(batches))
-                                           : cells;
+    const std::size_t filled = batches > 0
+                                   ? std::min<std::size_t>(cells, static_cast<std::size_t>(done) * cells /
+                                                                      static_cast<std::size_t>(batches))
+                                   : cells;
     b.front() = '[';
     b[cells + 1] = ']';
     for (std::size_t i = 0; i < filled; ++i) b[i + 1] = '=';

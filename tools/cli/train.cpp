@@ -171,9 +171,11 @@ std::string interrupted_message(const TrainOptions& o, std::int64_t epochs_done,
                                : fmt::format("interrupted after epoch {}/{}", epochs_done, o.epochs);
   if (o.checkpoint.empty())
     return where + "; nothing was saved (pass --checkpoint PATH to be able to resume an interrupted run)";
-  std::string resume = fmt::format("tapeflow train --resume --checkpoint {} --epochs {}", o.checkpoint, o.epochs);
+  std::string resume =
+      fmt::format("tapeflow train --resume --checkpoint {} --epochs {}", o.checkpoint, o.epochs);
   if (o.data_dir != TrainOptions{}.data_dir) resume += " --data-dir " + o.data_dir;
-  return fmt::format("{}; the checkpoint '{}' holds this state. To resume:\n  {}", where, o.checkpoint, resume);
+  return fmt::format("{}; the checkpoint '{}' holds this state. To resume:\n  {}", where, o.checkpoint,
+                     resume);
 }
 
 bool stop_requested(const TrainOptions& o) {
@@ -290,9 +292,10 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
     train_y = slice(train_y, {0}, {o.limit});
   }
   if (train_x.shape()[0] == 0)
-    throw UsageError(fmt::format("the training set is empty: {} holds no training examples, so there is nothing "
-                                 "to train",
-                                 o.dataset ? std::string("the data set") : "'" + o.data_dir + "'"));
+    throw UsageError(
+        fmt::format("the training set is empty: {} holds no training examples, so there is nothing "
+                    "to train",
+                    o.dataset ? std::string("the data set") : "'" + o.data_dir + "'"));
 
   Model model = make_model(o.model, o.seed);
   auto optimizer = make_optimizer(o.optimizer, o.learning_rate);
@@ -407,10 +410,11 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
     const EpochSums epoch_sums = sums();
     const Evaluation test = evaluate(model, ds.test_images, ds.test_labels, o.eval_batch_size);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    history.push_back({epoch + 1, epoch_sums.loss(), epoch_sums.accuracy(), test.loss, test.accuracy, seconds});
+    history.push_back(
+        {epoch + 1, epoch_sums.loss(), epoch_sums.accuracy(), test.loss, test.accuracy, seconds});
     out << fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} | {:.1f} s\n",
-                       epoch + 1, o.epochs, epoch_sums.loss(), epoch_sums.accuracy(), test.loss, test.accuracy,
-                       seconds)
+                       epoch + 1, o.epochs, epoch_sums.loss(), epoch_sums.accuracy(), test.loss,
+                       test.accuracy, seconds)
         << std::flush;
 
     if (!o.checkpoint.empty()) save(epoch + 1, 0, EpochSums{});
