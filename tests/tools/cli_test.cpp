@@ -1,5 +1,7 @@
 // tools/cli (the `tapeflow` program): argument errors exit with status 2 and a message, the
-// progress line, the SVG plot, resuming from a checkpoint, and a short end-to-end training on
+// progress line and its fit to the terminal, the SVG and PNG plots, resuming from a checkpoint
+// (also mid-epoch after an interruption; Ctrl-C sent to the real program is tested by
+// tools/cli/interrupt_test.sh), and a short end-to-end training on
 // Fashion-MNIST whose loss must fall. The data tests skip only when dataset-fashion-mnist is not
 // installed (scripts/setup.sh installs it).
 #ifdef TAPEFLOW_HAVE_CLI
