@@ -18,7 +18,14 @@
 ///
 /// Saving is atomic: the bytes go to `path + ".tmp.<pid>"`, which is fsynced and renamed over
 /// `path` (then the directory is fsynced). If anything fails, the temporary file is removed and
-/// the previous checkpoint at `path`, if any, is untouched.
+/// the previous checkpoint at `path`, if any, is untouched. `path` must be a regular file or not
+/// exist: a directory, device, FIFO, socket or symbolic link there is refused, never replaced.
+/// A save killed midway (SIGKILL, power loss) leaves its temporary file; the next save of the
+/// same path removes every `path + ".tmp.<pid>"` whose process no longer exists
+/// (kill(pid, 0) fails with ESRCH), and keeps those of live processes.
+///
+/// Restoring reads only regular files: a FIFO, device or directory is refused at once (the file
+/// is opened without blocking, so a FIFO with no writer does not hang the reader).
 ///
 /// Restoring validates the whole file and matches it against the variables before any variable
 /// changes: on any error every variable keeps its value.
@@ -28,7 +35,8 @@
 ///     shape or dtype different, unused entries), the variable list is invalid (duplicate or
 ///     empty names), or the file cannot be opened (the message names the path and the reason).
 ///   - FailedPreconditionError: saving failed in the file system (cannot create, write, fsync or
-///     rename); the message names the path and the reason.
+///     rename; the path is not a regular file; its directory is missing or not writable); the
+///     message names the path and the reason.
 /// Every message names the file and, where there is one, the tensor.
 
 #include <string>
@@ -65,6 +73,12 @@ struct CheckpointEntry {
 /// Throws InvalidArgumentError for a duplicate, empty or over-long name, FailedPreconditionError
 /// when the file system refuses (the message names the path and the reason).
 void save_checkpoint(const std::string& path, const NamedVariables& vars);
+
+/// Checks, without writing anything, what save_checkpoint checks of `path` before it writes:
+/// `path` is a regular file or nothing, and its directory exists and is writable. Lets a program
+/// refuse a bad path before hours of work instead of at the first save. Throws
+/// FailedPreconditionError naming the path and the reason (InvalidArgumentError for "").
+void check_checkpoint_path(const std::string& path);
 
 /// Reads `path` and assigns every variable of `vars` the tensor saved under its name.
 /// All-or-nothing: the file is validated and decoded completely before any variable is assigned.

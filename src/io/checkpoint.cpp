@@ -13,7 +13,9 @@
 
 #include "tapeflow/checkpoint.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -167,6 +169,47 @@ std::string directory_of(const std::string& path) {
   return dir.empty() ? std::string(".") : dir;
 }
 
+// What a file of type `mode` is, for messages: "a directory", "a character device", ...
+std::string_view file_type_name(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+// The temporary file a save by process `pid` writes before renaming it over `path`.
+std::string temporary_path(const std::string& path, pid_t pid) { return fmt::format("{}.tmp.{}", path, pid); }
+
+// Removes the temporaries of earlier saves of `path` whose process is dead (a save killed midway
+// leaves one): only files named exactly `<name>.tmp.<pid>` for this path, only regular files, and
+// only when kill(pid, 0) says no such process exists, so a live writer's temporary survives
+// (and so does one whose pid was reused: it is merely kept until a later save). Best effort: a
+// file that cannot be removed stays.
+void remove_stale_temporaries(const std::string& path) {
+  const std::string dir = directory_of(path);
+  const std::string prefix = std::filesystem::path(path).filename().string() + ".tmp.";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  const pid_t self = ::getpid();
+  while (const dirent* entry = ::readdir(d)) {
+    const std::string_view name = entry->d_name;
+    if (!name.starts_with(prefix)) continue;
+    const std::string_view digits = name.substr(prefix.size());
+    if (digits.empty() || digits.size() > 9 || digits.front() == '0' ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    const auto pid = static_cast<pid_t>(std::stol(std::string(digits)));
+    if (pid == self || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    const std::string stale = (std::filesystem::path(dir) / name).string();
+    struct stat st {};
+    if (::lstat(stale.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(stale.c_str());
+  }
+  ::closedir(d);
+}
+
 // --- Validation of the variable list ----------------------------------------------------------
 
 void check_names(const NamedVariables& vars, std::string_view fn, const std::string& path) {
@@ -209,14 +252,18 @@ struct OpenCheckpoint {
 // Opens `path` and validates its header and index completely; throws before allocating anything
 // whose size comes from the file (the index buffer is bounded by the file size).
 void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoint& ck) {
-  ck.fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. The type
+  // is checked on the open descriptor (no race with a rename), then reads block as usual.
+  ck.fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   TAPEFLOW_REQUIRE(ck.fd.fd >= 0, InvalidArgumentError, "[{}] cannot open checkpoint '{}' for reading: {}",
                    fn, path, errno_text(errno));
   struct stat st {};
   TAPEFLOW_REQUIRE(::fstat(ck.fd.fd, &st) == 0, InvalidArgumentError, "[{}] cannot stat checkpoint '{}': {}",
                    fn, path, errno_text(errno));
-  TAPEFLOW_REQUIRE(S_ISREG(st.st_mode), InvalidArgumentError, "[{}] checkpoint '{}' is not a regular file",
-                   fn, path);
+  TAPEFLOW_REQUIRE(S_ISREG(st.st_mode), InvalidArgumentError,
+                   "[{}] checkpoint '{}' is {}, not a regular file", fn, path, file_type_name(st.st_mode));
+  TAPEFLOW_REQUIRE(::fcntl(ck.fd.fd, F_SETFL, 0) == 0, InvalidArgumentError,
+                   "[{}] cannot read checkpoint '{}': {}", fn, path, errno_text(errno));
   const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
   ck.file_size = size;
 
@@ -332,9 +379,41 @@ void set_checkpoint_write_fault(std::int64_t fail_after_bytes) {
 
 // --- Saving -----------------------------------------------------------------------------------
 
+namespace {
+void check_checkpoint_path(const std::string& path, std::string_view fn) {
+  TAPEFLOW_REQUIRE(!path.empty(), InvalidArgumentError, "[{}] the checkpoint path is empty", fn);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    // rename() would replace whatever is there: a device, a FIFO, a symbolic link (not its target).
+    TAPEFLOW_REQUIRE(S_ISREG(st.st_mode), FailedPreconditionError,
+                     "[{}] cannot write checkpoint '{}': it is {}; a checkpoint replaces only a regular file "
+                     "(or is created where nothing is)",
+                     fn, path, file_type_name(st.st_mode));
+  } else {
+    // ENOENT, ENOTDIR: nothing there; the directory checks below say what is wrong with it.
+    const int err = errno;
+    TAPEFLOW_REQUIRE(err == ENOENT || err == ENOTDIR, FailedPreconditionError,
+                     "[{}] cannot write checkpoint '{}': {}", fn, path, errno_text(err));
+  }
+  const std::string dir = directory_of(path);
+  struct stat dir_st {};
+  TAPEFLOW_REQUIRE(::stat(dir.c_str(), &dir_st) == 0, FailedPreconditionError,
+                   "[{}] cannot write checkpoint '{}': its directory '{}' does not exist ({})", fn, path, dir,
+                   errno_text(errno));
+  TAPEFLOW_REQUIRE(S_ISDIR(dir_st.st_mode), FailedPreconditionError,
+                   "[{}] cannot write checkpoint '{}': '{}' is not a directory", fn, path, dir);
+  TAPEFLOW_REQUIRE(::access(dir.c_str(), W_OK | X_OK) == 0, FailedPreconditionError,
+                   "[{}] cannot write checkpoint '{}': its directory '{}' is not writable ({})", fn, path,
+                   dir, errno_text(errno));
+}
+}  // namespace
+
+void check_checkpoint_path(const std::string& path) { check_checkpoint_path(path, "check_checkpoint_path"); }
+
 void save_checkpoint(const std::string& path, const NamedVariables& vars) {
   constexpr std::string_view fn = "save_checkpoint";
   check_names(vars, fn, path);
+  check_checkpoint_path(path, fn);
 
   // Snapshot each value once: what is checksummed is what is written.
   std::vector<Tensor> values;
@@ -385,7 +464,8 @@ void save_checkpoint(const std::string& path, const NamedVariables& vars) {
   // One save at a time in this process, so two threads never share the temporary file.
   static std::mutex save_mutex;
   std::lock_guard lock(save_mutex);
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  remove_stale_temporaries(path);
+  const std::string tmp = temporary_path(path, ::getpid());
   auto fail = [&](std::string_view step, int err) -> FailedPreconditionError {
     ::unlink(tmp.c_str());
     return FailedPreconditionError(fmt::format("[{}] cannot write checkpoint '{}': {} '{}' failed: {}", fn,

@@ -133,6 +133,15 @@ struct SelectV2 {
 /// Throws InvalidArgumentError naming the first element of float `x` that has no value in the
 /// integer type To (NaN, Inf, or outside To's range after truncation toward zero): converting
 /// it would be undefined behaviour.
+/// A rejected Cast value, exactly: a whole number with all its digits (2147483648.f, not the
+/// shortest round-trip "2.1474836e+09"), anything else (NaN, Inf, a fraction) in its shortest
+/// form, which also identifies it exactly.
+template <class From>
+std::string exact_value(From v) {
+  if (std::isfinite(v) && std::trunc(v) == v) return fmt::format("{:.0f}", static_cast<double>(v));
+  return fmt::format("{}", v);
+}
+
 template <class From, class To>
 void require_convertible(const Tensor& x) {
   // To holds [-2^(bits-1), 2^(bits-1)); both bounds are powers of two, exact in double. A NaN
@@ -141,9 +150,10 @@ void require_convertible(const Tensor& x) {
   const auto v = x.values<From>();
   for (std::size_t i = 0; i < v.size(); ++i) {
     const double t = std::trunc(static_cast<double>(v[i]));
-    TAPEFLOW_REQUIRE(t >= -kHi && t < kHi, InvalidArgumentError,
-                     "[Cast] cannot convert {} to {}: element {} of the {} is NaN, infinite or outside {}'s range",
-                     v[i], dtype_name(dtype_of<To>()), i, describe(x), dtype_name(dtype_of<To>()));
+    TAPEFLOW_REQUIRE(
+        t >= -kHi && t < kHi, InvalidArgumentError,
+        "[Cast] cannot convert {} to {}: element {} of the {} is NaN, infinite or outside {}'s range",
+        exact_value(v[i]), dtype_name(dtype_of<To>()), i, describe(x), dtype_name(dtype_of<To>()));
   }
 }
 

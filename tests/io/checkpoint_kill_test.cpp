@@ -1,6 +1,7 @@
 // A save killed midway: a writer process saves checkpoints in a loop and is killed with SIGKILL
 // at a random moment; the checkpoint on disk must still restore, completely, to one of the saved
-// states (the last finished save or the previous one), never to a mix or a corrupt file.
+// states (the last finished save or the previous one), never to a mix or a corrupt file; and the
+// temporary files the killed saves leave are removed by the next save.
 //
 // The writer is this test binary re-executed with TAPEFLOW_CHECKPOINT_WRITER set (a forked copy of
 // a multithreaded process may not use its thread pool): CheckpointKillWriter.SavesUntilKilled
@@ -99,5 +100,11 @@ TEST(CheckpointKill, ASaveKilledMidwayLeavesTheLastFinishedCheckpointIntact) {
     for (float v : a) ASSERT_EQ(v, a.front()) << "round " << round;
     for (float v : b) ASSERT_EQ(v, -a.front()) << "round " << round;
   }
+  // The killed saves left their temporary files (`model.ckpt.tmp.<pid>`); the next save removes
+  // those of dead processes, so repeated kills do not fill the disk.
+  tf::save_checkpoint(path, state(0.f));
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
+  EXPECT_EQ(files, std::vector<std::string>{"model.ckpt"});
   fs::remove_all(dir);
 }

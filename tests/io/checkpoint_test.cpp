@@ -3,15 +3,21 @@
 
 #include "tapeflow/checkpoint.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <iterator>
 #include <limits>
 #include <random>
@@ -438,8 +444,92 @@ TEST_F(CheckpointTest, SaveFailingMidwayKeepsThePreviousCheckpoint) {
 TEST_F(CheckpointTest, SaveOntoADirectoryFailsAndRemovesTheTemporaryFile) {
   fs::create_directory(path("taken"));
   EXPECT_THAT([&] { tf::save_checkpoint(path("taken"), small_vars()); },
-              ::testing::ThrowsMessage<tf::FailedPreconditionError>(HasSubstr("renaming")));
+              ::testing::ThrowsMessage<tf::FailedPreconditionError>(HasSubstr("is a directory")));
   EXPECT_THAT(other_files("taken"), ::testing::IsEmpty());
+}
+
+TEST_F(CheckpointTest, SaveRefusesAFifoOrASymbolicLinkAndLeavesItInPlace) {
+  // rename() would replace the FIFO (or a device: the case was /dev/null) with a regular
+  // file, and a symbolic link with a file instead of writing where it points.
+  ASSERT_EQ(::mkfifo(path("pipe").c_str(), 0600), 0);
+  fs::create_symlink("/dev/null", path("link"));
+  for (const auto& [name, kind] : {std::pair{"pipe", "a FIFO"}, std::pair{"link", "a symbolic link"}}) {
+    SCOPED_TRACE(name);
+    EXPECT_THAT([&] { tf::save_checkpoint(path(name), small_vars()); },
+                ::testing::ThrowsMessage<tf::FailedPreconditionError>(
+                    ::testing::AllOf(HasSubstr(path(name)), HasSubstr(kind))));
+  }
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(path("pipe"))));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(path("link"))));
+  EXPECT_EQ(fs::read_symlink(path("link")), "/dev/null");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  EXPECT_EQ(other_files("").size(), 2u);  // no temporary file left beside them
+}
+
+TEST_F(CheckpointTest, CheckCheckpointPathRefusesWhatASaveWouldRefuseWithoutWriting) {
+  EXPECT_NO_THROW(tf::check_checkpoint_path(path("new.ckpt")));
+  EXPECT_FALSE(fs::exists(path("new.ckpt")));
+  tf::save_checkpoint(path("old.ckpt"), small_vars());
+  EXPECT_NO_THROW(tf::check_checkpoint_path(path("old.ckpt")));
+  EXPECT_THAT([&] { tf::check_checkpoint_path(path("no_dir/a.ckpt")); },
+              ::testing::ThrowsMessage<tf::FailedPreconditionError>(HasSubstr("does not exist")));
+  EXPECT_THAT([&] { tf::check_checkpoint_path(path("old.ckpt/a.ckpt")); },
+              ::testing::ThrowsMessage<tf::FailedPreconditionError>(HasSubstr("is not a directory")));
+  EXPECT_THAT([&] { tf::check_checkpoint_path(dir_.string()); },
+              ::testing::ThrowsMessage<tf::FailedPreconditionError>(HasSubstr("is a directory")));
+  EXPECT_THROW(tf::check_checkpoint_path(""), tf::InvalidArgumentError);
+  if (::geteuid() != 0) {  // root may write anywhere
+    fs::create_directory(path("read_only"));
+    fs::permissions(path("read_only"), fs::perms::owner_read | fs::perms::owner_exec);
+    EXPECT_THAT([&] { tf::check_checkpoint_path(path("read_only/a.ckpt")); },
+                ::testing::ThrowsMessage<tf::FailedPreconditionError>(HasSubstr("not writable")));
+    fs::permissions(path("read_only"), fs::perms::owner_all);
+  }
+}
+
+/// The pid of a process that has exited (and been reaped).
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST_F(CheckpointTest, SaveRemovesTemporariesOfDeadWritersOfThatPathOnly) {
+  // What a save killed midway leaves behind, beside files that must survive: a live process's
+  // temporary (a concurrent writer), another checkpoint's temporary, names that only look alike.
+  const pid_t dead = dead_pid();
+  const std::string stale = path(fmt::format("a.ckpt.tmp.{}", dead));
+  const std::vector<std::string> kept = {
+      path(fmt::format("a.ckpt.tmp.{}", ::getppid())), path(fmt::format("b.ckpt.tmp.{}", dead)),
+      path(fmt::format("a.ckpt.tmp.{}x", dead)), path(fmt::format("a.ckpt.tmp.0{}", dead)),
+      path(fmt::format("xa.ckpt.tmp.{}", dead))};
+  for (const auto& p : kept) std::ofstream(p) << "keep";
+  std::ofstream(stale) << "half a checkpoint";
+
+  tf::save_checkpoint(path("a.ckpt"), small_vars());
+
+  EXPECT_FALSE(fs::exists(stale));
+  for (const auto& p : kept) EXPECT_TRUE(fs::exists(p)) << p;
+  EXPECT_EQ(other_files("a.ckpt").size(), kept.size());
+}
+
+TEST_F(CheckpointTest, RestoringFromAFifoFailsAtOnceInsteadOfWaitingForAWriter) {
+  ASSERT_EQ(::mkfifo(path("pipe").c_str(), 0600), 0);
+  auto restore = std::async(std::launch::async, [&] {
+    tf::NamedVariables vars = small_vars();
+    tf::restore_checkpoint(path("pipe"), vars);
+  });
+  if (restore.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    // Release the blocked open() so the test ends.
+    const int writer = ::open(path("pipe").c_str(), O_WRONLY);
+    ::close(writer);
+    ADD_FAILURE() << "restore_checkpoint blocked opening a FIFO";
+  }
+  EXPECT_THAT([&] { restore.get(); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("a FIFO (named pipe)")));
+  EXPECT_THAT([&] { tf::list_checkpoint(dir_.string()); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("is a directory")));
 }
 
 TEST_F(CheckpointTest, SaveIntoAMissingDirectoryNamesThePath) {

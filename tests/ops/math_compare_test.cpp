@@ -374,6 +374,16 @@ TEST(Cast, NaNToIntThrowsNamingTheValue) {
   EXPECT_THAT(msg, HasSubstr("element 1 of the float32 tensor of shape (2,)"));
 }
 
+TEST(Cast, OutOfRangeErrorPrintsTheRejectedValueExactly) {
+  // float32 2^31 printed in its shortest form would read 2147483600 or 2.1474836e+09.
+  EXPECT_THAT(error_of([] { tf::cast(tf::constant(2147483648.f), tf::int32); }),
+              HasSubstr("cannot convert 2147483648 to int32"));
+  EXPECT_THAT(error_of([] { tf::cast(tf::constant(-1e20f), tf::int64); }),
+              HasSubstr("cannot convert -100000002004087734272 to int64"));
+  EXPECT_THAT(error_of([] { tf::cast(tf::constant(3e9 + 0.5), tf::int32); }),
+              HasSubstr("cannot convert 3000000000.5 to int32"));
+}
+
 TEST(Cast, InfinityAndOutOfRangeToIntThrow) {
   EXPECT_THAT(error_of([] { tf::cast(tf::constant(kInf), tf::int64); }), HasSubstr("inf"));
   EXPECT_THAT(error_of([] { tf::cast(tf::constant(2147483648.0), tf::int32); }), HasSubstr("2147483648"));

@@ -1,13 +1,19 @@
 // tools/cli (the `tapeflow` program): argument errors exit with status 2 and a message, the
-// progress line, the SVG plot, resuming from a checkpoint, and a short end-to-end training on
+// progress line and its fit to the terminal, the SVG and PNG plots, resuming from a checkpoint
+// (also mid-epoch after an interruption; Ctrl-C sent to the real program is tested by
+// tools/cli/interrupt_test.sh), and a short end-to-end training on
 // Fashion-MNIST whose loss must fall. The data tests skip only when dataset-fashion-mnist is not
 // installed (scripts/setup.sh installs it).
 #ifdef TAPEFLOW_HAVE_CLI
 
 #include "cli.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "interrupt.h"
 #include "models.h"
 #include "plot.h"
 #include "progress.h"
@@ -153,6 +160,37 @@ TEST(CliArguments, UnknownOptionAndMissingSubcommandExitWith2) {
   EXPECT_EQ(run({}).status, 2);
 }
 
+TEST(CliArguments, MistypedSubcommandSuggestsTheNearestOne) {
+  Result r = run({"trian"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown subcommand 'trian'; did you mean 'train'?"));
+  EXPECT_THAT(run({"exmaples", "--list"}).err, HasSubstr("did you mean 'examples'?"));
+  Result far = run({"frobnicate"});
+  EXPECT_EQ(far.status, 2);
+  EXPECT_THAT(far.err, HasSubstr("unknown subcommand 'frobnicate'; the subcommands are train and examples"));
+}
+
+TEST(CliArguments, UnwritableCheckpointPathExitsWith2BeforeTraining) {
+  // Refused before the data are even loaded (--data-dir / holds none), not after an epoch.
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
+  const std::string missing_dir = dir / "no_such_dir/run.ckpt";
+  for (const auto& [path, reason] : {std::pair{dir / "", std::string("is a directory")},
+                                     std::pair{missing_dir, std::string("does not exist")},
+                                     std::pair{dir / "pipe", std::string("a FIFO")}}) {
+    Result r = run({"train", "--checkpoint", path.c_str(), "--data-dir", "/"});
+    EXPECT_EQ(r.status, 2) << path;
+    EXPECT_THAT(r.err, HasSubstr("--checkpoint")) << path;
+    EXPECT_THAT(r.err, HasSubstr(reason)) << path;
+  }
+}
+
+TEST(CliArguments, PlotMustBeNamedSvgOrPng) {
+  Result r = run({"train", "--plot", "curves.jpg", "--data-dir", "/"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("must end in .svg (SVG) or .png (PNG image)"));
+}
+
 TEST(CliArguments, HelpExitsWith0AndListsTheOptions) {
   Result r = run({"train", "--help"});
   EXPECT_EQ(r.status, 0);
@@ -204,6 +242,70 @@ TEST(CliProgress, TerminalOutputRedrawsOneLine) {
   EXPECT_THAT(s, HasSubstr("3/3"));
 }
 
+TEST(CliProgress, TerminalLineFitsTheTerminalWidth) {
+  // A line as long as the terminal wraps, and '\r' then redraws only its second half: every
+  // line leaves the last column free. The bar shrinks first, then the fields go from the end.
+  const std::string full = cli::ProgressBar::line(3, 10, 469, 1875, 0.51234, 0.81641, 23104.4, true);
+  EXPECT_EQ(cli::ProgressBar::line(3, 10, 469, 1875, 0.51234, 0.81641, 23104.4, true, 200), full);
+  for (int columns : {80, 70, 60, 50, 40, 30, 20, 10, 2}) {
+    const std::string line =
+        cli::ProgressBar::line(3, 10, 469, 1875, 0.51234, 0.81641, 23104.4, true, columns);
+    EXPECT_LT(line.size(), static_cast<std::size_t>(columns)) << columns << ": " << line;
+    EXPECT_EQ(full.substr(0, std::min<std::size_t>(line.size(), 10)), line.substr(0, 10)) << line;
+  }
+  EXPECT_EQ(cli::ProgressBar::line(3, 10, 469, 1875, 0.51234, 0.81641, 23104.4, true, 70),
+            "epoch 3/10 [===>        ]  469/1875 loss 0.5123 acc 0.8164 23104 ex/s");
+  EXPECT_EQ(cli::ProgressBar::line(3, 10, 469, 1875, 0.51234, 0.81641, 23104.4, true, 60),
+            "epoch 3/10  469/1875 loss 0.5123 acc 0.8164 23104 ex/s");
+  EXPECT_EQ(cli::ProgressBar::line(3, 10, 469, 1875, 0.51234, 0.81641, 23104.4, true, 40),
+            "epoch 3/10  469/1875 loss 0.5123");
+}
+
+TEST(CliProgress, TerminalBarRedrawsWithinTheGivenWidth) {
+  std::ostringstream out;
+  cli::ProgressBar bar(out, /*redraw=*/true, 1, 1, 3, /*columns=*/30);
+  for (int i = 1; i <= 3; ++i) bar.update(i, i, 1.0, 0.5);
+  bar.finish();
+  std::string s = out.str();
+  std::size_t lines = 0;
+  for (std::size_t at = s.find('\r'); at != std::string::npos; at = s.find('\r', at + 1), ++lines) {
+    const std::size_t end = s.find("\x1b[K", at);
+    ASSERT_NE(end, std::string::npos);
+    EXPECT_LT(end - at - 1, 30u) << s.substr(at + 1, end - at - 1);
+  }
+  EXPECT_GE(lines, 1u);
+}
+
+TEST(CliProgress, TerminalColumnsFallBackToTheColumnsVariableThen80) {
+  // /dev/null is no terminal: TIOCGWINSZ fails on it.
+  const int fd = ::open("/dev/null", O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const char* saved = std::getenv("COLUMNS");
+  const std::string saved_value = saved ? saved : "";
+  ::setenv("COLUMNS", "123", 1);
+  EXPECT_EQ(cli::terminal_columns(fd), 123);
+  ::setenv("COLUMNS", "wide", 1);
+  EXPECT_EQ(cli::terminal_columns(fd), 80);
+  ::unsetenv("COLUMNS");
+  EXPECT_EQ(cli::terminal_columns(fd), 80);
+  if (saved) ::setenv("COLUMNS", saved_value.c_str(), 1);
+  ::close(fd);
+}
+
+TEST(CliInterrupt, FirstSigintOnlySetsTheFlagAndTheHandlerIsRestoredAfter) {
+  struct sigaction before {};
+  ASSERT_EQ(::sigaction(SIGINT, nullptr, &before), 0);
+  {
+    const cli::InterruptHandler handler;
+    EXPECT_EQ(cli::InterruptHandler::count().load(), 0);
+    ASSERT_EQ(::raise(SIGINT), 0);  // the process goes on
+    EXPECT_EQ(cli::InterruptHandler::count().load(), 1);
+  }
+  struct sigaction after {};
+  ASSERT_EQ(::sigaction(SIGINT, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, before.sa_handler);
+}
+
 /// The `points` attribute of every polyline of an SVG document.
 std::vector<std::string> polyline_points(const std::string& svg) {
   std::vector<std::string> points;
@@ -246,6 +348,34 @@ TEST(CliPlot, LowerLossIsDrawnHigherUp) {
   ASSERT_EQ(std::sscanf(curves[0].c_str(), "%lf,%lf %lf,%lf", &x0, &y0, &x1, &y1), 4);
   EXPECT_LT(x0, x1);
   EXPECT_LT(y0, y1);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+std::uint32_t big_endian_u32(const std::string& bytes, std::size_t at) {
+  std::uint32_t v = 0;
+  for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
+  return v;
+}
+
+TEST(CliPlot, PngPathGetsAPngImageOfTheCurvesAndSvgPathSvg) {
+  TempDir dir;
+  cli::History h = {{1, 0.6, 0.78, 0.5, 0.82, 10}, {2, 0.4, 0.85, 0.42, 0.85, 10}};
+  cli::write_training_plot(dir / "curves.png", h, "t");
+  cli::write_training_plot(dir / "curves.SVG", h, "t");
+  const std::string png = read_file(dir / "curves.png");
+  ASSERT_GT(png.size(), 33u);
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));  // the PNG signature
+  EXPECT_EQ(png.substr(12, 4), "IHDR");                              // the first chunk
+  // Twice the SVG's 840 x 350 user units.
+  EXPECT_EQ(big_endian_u32(png, 16), 1680u);
+  EXPECT_EQ(big_endian_u32(png, 20), 700u);
+  EXPECT_EQ(read_file(dir / "curves.SVG"), cli::training_svg(h, "t"));
+  EXPECT_THROW(cli::write_training_plot(dir / "curves.jpg", h, "t"), tf::InvalidArgumentError);
+  EXPECT_FALSE(fs::exists(dir / "curves.jpg"));
 }
 
 // --- Training (needs the data set) ----------------------------------------------------------
@@ -381,6 +511,81 @@ TEST(CliTrain, ResumingFromAModelOnlyCheckpointExitsWith2) {
   Result r = run({"train", "--resume", "--checkpoint", (dir / "weights.ckpt").c_str()});
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("not a checkpoint written by `tapeflow train`"));
+}
+
+TEST(CliTrain, EmptyTrainingSetIsAUsageError) {
+  REQUIRE_DATASET();
+  tf::data::FashionMnist empty = dataset();
+  empty.train_images = tf::slice(empty.train_images, {0, 0, 0, 0}, {0, -1, -1, -1});
+  empty.train_labels = tf::slice(empty.train_labels, {0}, {0});
+  cli::TrainOptions o = quick("mlp", 1, 0);
+  o.dataset = &empty;
+  std::ostringstream out, log;
+  EXPECT_THAT([&] { cli::train(o, out, log, false); },
+              ::testing::ThrowsMessage<cli::UsageError>(HasSubstr("the training set is empty")));
+  EXPECT_THAT(out.str(), ::testing::Not(HasSubstr("train loss")));
+}
+
+TEST(CliTrain, ChangedLearningRateOnResumeSaysWhichValueIsUsed) {
+  REQUIRE_DATASET();
+  TempDir dir;
+  cli::TrainOptions o = quick("mlp", 1, 64);
+  o.checkpoint = dir / "run.ckpt";
+  std::ostringstream out, log;
+  cli::train(o, out, log, false);
+  o.epochs = 2;
+  o.resume = true;
+  o.learning_rate = 0.01;
+  o.learning_rate_given = true;
+  std::ostringstream resumed;
+  cli::train(o, resumed, log, false);
+  EXPECT_THAT(resumed.str(), HasSubstr("note: using --lr 0.01, not the checkpoint's learning rate 0.001"));
+  EXPECT_THAT(resumed.str(), HasSubstr("adam lr 0.01,"));
+}
+
+TEST(CliTrain, InterruptedRunSavesItsStepAndResumesToTheUninterruptedResultBitwise) {
+  REQUIRE_DATASET();
+  for (const char* model : {"mlp", "cnn"}) {
+    SCOPED_TRACE(model);
+    TempDir dir;
+    std::ostringstream out, log;
+    cli::TrainOptions straight = quick(model, 2, model == std::string("cnn") ? 96 : 256);
+    straight.checkpoint = dir / "straight.ckpt";
+    cli::train(straight, out, log, false);
+    // Ctrl-C before the first step: the run stops after it, mid-epoch, and saves that state.
+    const std::atomic<int> interrupted{1};
+    cli::TrainOptions first = straight;
+    first.checkpoint = dir / "interrupted.ckpt";
+    first.stop_requested = &interrupted;
+    const std::int64_t steps = (straight.limit + 31) / 32;
+    EXPECT_THAT([&] { cli::train(first, out, log, false); },
+                ::testing::ThrowsMessage<cli::Interrupted>(::testing::AllOf(
+                    HasSubstr(fmt::format("interrupted after step 1/{} of epoch 1/2", steps)),
+                    HasSubstr("tapeflow train --resume --checkpoint " + first.checkpoint + " --epochs 2"))));
+    cli::TrainOptions second = first;
+    second.stop_requested = nullptr;
+    second.resume = true;
+    std::ostringstream resumed_out;
+    cli::History h = cli::train(second, resumed_out, log, false);
+    EXPECT_THAT(resumed_out.str(), HasSubstr(fmt::format("after step 1/{} of epoch 1", steps)));
+    ASSERT_EQ(h.size(), 2u);
+    auto a = checkpoint_bytes(straight.checkpoint), b = checkpoint_bytes(second.checkpoint);
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [name, bytes] : a) {
+      if (name == "train/history") continue;  // holds the wall time of each epoch
+      EXPECT_EQ(bytes, b[name]) << name << " differs after resuming";
+    }
+  }
+}
+
+TEST(CliTrain, InterruptWithoutCheckpointSaysNothingWasSaved) {
+  REQUIRE_DATASET();
+  const std::atomic<int> interrupted{1};
+  cli::TrainOptions o = quick("mlp", 1, 64);
+  o.stop_requested = &interrupted;
+  std::ostringstream out, log;
+  EXPECT_THAT([&] { cli::train(o, out, log, false); },
+              ::testing::ThrowsMessage<cli::Interrupted>(HasSubstr("nothing was saved")));
 }
 
 #endif  // TAPEFLOW_HAVE_CLI

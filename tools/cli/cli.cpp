@@ -1,17 +1,58 @@
 #include "cli.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "examples.h"
+#include "interrupt.h"
 #include "models.h"
 #include "tapeflow/errors.h"
 #include "train.h"
 
 namespace tapeflow::cli {
+namespace {
+
+/// Edits (insertions, deletions, substitutions, swaps of neighbours) turning `a` into `b`: the
+/// optimal string alignment distance, so "trian" is one edit from "train".
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+/// The message for a first argument that is no subcommand, suggesting the nearest one within
+/// two edits; std::nullopt when the first non-option argument is a subcommand (or there is none).
+std::optional<std::string> unknown_subcommand(int argc, const char* const* argv,
+                                              const std::vector<std::string>& subcommands) {
+  const auto first = std::find_if(argv + 1, argv + argc, [](const char* a) { return a[0] != '-'; });
+  if (first == argv + argc) return std::nullopt;
+  const std::string given = *first;
+  if (std::find(subcommands.begin(), subcommands.end(), given) != subcommands.end()) return std::nullopt;
+  const auto nearest = std::min_element(
+      subcommands.begin(), subcommands.end(),
+      [&](const auto& x, const auto& y) { return edit_distance(given, x) < edit_distance(given, y); });
+  if (edit_distance(given, *nearest) <= 2)
+    return fmt::format("unknown subcommand '{}'; did you mean '{}'?", given, *nearest);
+  return fmt::format("unknown subcommand '{}'; the subcommands are {}", given,
+                     fmt::join(subcommands, " and "));
+}
+
+}  // namespace
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool err_is_terminal) {
   CLI::App app{"tapeflow: train Fashion-MNIST classifiers and run the examples of the tapeflow library"};
@@ -37,7 +78,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   train_cmd->add_option("--data-dir", t.data_dir, "Directory of the Fashion-MNIST IDX files")
       ->capture_default_str();
   train_cmd->add_option("--plot", t.plot,
-                        "Write the loss and accuracy curves to this SVG file after each epoch");
+                        "Write the loss and accuracy curves to this .svg or .png file after each epoch");
   auto* limit_opt = train_cmd->add_option("--limit", t.limit,
                                           "Train on the first N examples only (0: all), for quick runs");
   train_cmd->add_option("--threads", t.threads, "Threads for the kernels and OpenBLAS (0: every core)");
@@ -50,6 +91,13 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   examples_cmd->add_option("name", name, "The example to run (default: all of them)");
   examples_cmd->add_flag("--list", list, "Only list the examples");
   examples_cmd->add_option("--dir", dir, "Directory of the built example programs");
+
+  std::vector<std::string> subcommands;
+  for (const CLI::App* sub : app.get_subcommands({})) subcommands.push_back(sub->get_name());
+  if (auto message = unknown_subcommand(argc, argv, subcommands)) {
+    err << "tapeflow: error: " << *message << "\n(`tapeflow --help` lists the subcommands)\n";
+    return 2;
+  }
 
   try {
     app.parse(argc, argv);
@@ -71,6 +119,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
       t.batch_size_given = batch_opt->count() > 0;
       t.limit_given = limit_opt->count() > 0;
       t.learning_rate_given = lr_opt->count() > 0;
+      const InterruptHandler interrupts;
+      t.stop_requested = &InterruptHandler::count();
       train(t, out, err, err_is_terminal);
       return 0;
     }
@@ -83,6 +133,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   } catch (const UsageError& e) {
     err << "tapeflow: error: " << e.what() << "\n";
     return 2;
+  } catch (const Interrupted& e) {
+    err << "tapeflow: " << e.what() << "\n";
+    return 130;
   } catch (const std::exception& e) {
     err << "tapeflow: failed: " << e.what() << "\n";
     return 1;

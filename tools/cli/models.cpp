@@ -28,17 +28,18 @@ const std::vector<std::string>& model_names() {
   return names;
 }
 
-EpochSeededDropout::EpochSeededDropout(double rate, std::uint64_t seed)
+StepSeededDropout::StepSeededDropout(double rate, std::uint64_t seed)
     : Layer("dropout"), rate_(rate), seed_(seed), dropout_(std::make_shared<layers::Dropout>(rate, seed)) {}
 
-void EpochSeededDropout::start_epoch(std::int64_t epoch) {
-  dropout_ = std::make_shared<layers::Dropout>(rate_, mix(seed_ ^ mix(static_cast<std::uint64_t>(epoch))));
+void StepSeededDropout::start_step(std::int64_t epoch, std::int64_t step) {
+  const std::uint64_t epoch_seed = mix(seed_ ^ mix(static_cast<std::uint64_t>(epoch)));
+  dropout_ = std::make_shared<layers::Dropout>(rate_, mix(epoch_seed + static_cast<std::uint64_t>(step)));
 }
 
-Tensor EpochSeededDropout::call(const Tensor& x, bool training) { return dropout_->call(x, training); }
+Tensor StepSeededDropout::call(const Tensor& x, bool training) { return dropout_->call(x, training); }
 
-void Model::start_epoch(std::int64_t epoch) {
-  for (auto& d : dropouts) d->start_epoch(epoch);
+void Model::start_step(std::int64_t epoch, std::int64_t step) {
+  for (auto& d : dropouts) d->start_step(epoch, step);
 }
 
 Model make_model(std::string_view kind, std::uint64_t seed) {
@@ -65,7 +66,7 @@ Model make_model(std::string_view kind, std::uint64_t seed) {
     m.net->add(std::make_shared<layers::MaxPool2D>());
     m.net->add(std::make_shared<layers::Flatten>());
     m.net->add(dense(128, "relu"));
-    auto dropout = std::make_shared<EpochSeededDropout>(0.3, next++);
+    auto dropout = std::make_shared<StepSeededDropout>(0.3, next++);
     m.dropouts.push_back(dropout);
     m.net->add(dropout);
     m.net->add(dense(10, "linear"));

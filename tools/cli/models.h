@@ -3,8 +3,8 @@
 // (two 3x3 conv + 2x2 max-pool blocks, a 128-unit dense layer, dropout, 10 logits).
 //
 // Everything a model draws at random comes from one seed: the kernel initialisers, and the
-// dropout masks, which are drawn per epoch from (seed, epoch) so that a run resumed from a
-// checkpoint at the start of epoch e draws the same masks as an uninterrupted run.
+// dropout masks, which are drawn per step from (seed, epoch, step) so that a run resumed from a
+// checkpoint at any step draws the same masks as an uninterrupted run.
 
 #include <cstdint>
 #include <memory>
@@ -20,14 +20,14 @@ namespace tapeflow::cli {
 /// The model names `--model` accepts, in the order `tapeflow train --help` lists them.
 const std::vector<std::string>& model_names();
 
-/// Dropout whose mask sequence restarts, from a seed derived from (seed, epoch), at the start of
-/// every epoch (layers::Dropout's generator only ever advances, so it cannot be restored from a
-/// checkpoint; this can, from the epoch number alone).
-class EpochSeededDropout : public layers::Layer {
+/// Dropout whose masks are drawn, at every step, from a seed derived from (seed, epoch, step)
+/// (layers::Dropout's generator only ever advances, so it cannot be restored from a checkpoint;
+/// this can, from the epoch and step numbers alone, also when a run stopped mid-epoch).
+class StepSeededDropout : public layers::Layer {
  public:
-  EpochSeededDropout(double rate, std::uint64_t seed);
-  /// Restarts the mask sequence for epoch `epoch`.
-  void start_epoch(std::int64_t epoch);
+  StepSeededDropout(double rate, std::uint64_t seed);
+  /// Draws the masks of step `step` (0-based) of epoch `epoch` from here on.
+  void start_step(std::int64_t epoch, std::int64_t step);
   Tensor call(const Tensor& x, bool training) override;
 
  private:
@@ -40,10 +40,10 @@ class EpochSeededDropout : public layers::Layer {
 struct Model {
   std::string kind;                                           // "mlp" or "cnn"
   std::shared_ptr<layers::Sequential> net;                    // the layers, in order
-  std::vector<std::shared_ptr<EpochSeededDropout>> dropouts;  // to restart at each epoch
+  std::vector<std::shared_ptr<StepSeededDropout>> dropouts;   // to reseed at each step
 
-  /// Restarts every dropout layer's masks for epoch `epoch` (call before training it).
-  void start_epoch(std::int64_t epoch);
+  /// Reseeds every dropout layer for step `step` of epoch `epoch` (call before the step).
+  void start_step(std::int64_t epoch, std::int64_t step);
 };
 
 /// The model named `kind` ("mlp" or "cnn"), built (its variables exist) for float32 NHWC images

@@ -1,13 +1,19 @@
 #include "plot.h"
 
+#include <cairo.h>
 #include <fmt/format.h>
+#include <librsvg/rsvg.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <system_error>
 #include <vector>
 
 #include "tapeflow/errors.h"
@@ -16,6 +22,8 @@ namespace tapeflow::cli {
 namespace {
 
 constexpr double kPanelWidth = 420, kPanelHeight = 320, kTitleHeight = 30;
+constexpr double kSvgWidth = 2 * kPanelWidth, kSvgHeight = kPanelHeight + kTitleHeight;
+constexpr int kPngScale = 2;  // pixels per SVG unit: sharp text on high-density screens
 constexpr double kLeft = 60, kRight = 20, kTop = 30, kBottom = 50;  // margins inside a panel
 constexpr const char* kTrainColour = "#1f77b4";                     // matplotlib's tab10 blue
 constexpr const char* kTestColour = "#ff7f0e";                      // and orange
@@ -146,7 +154,7 @@ std::string training_svg(const History& history, const std::string& title) {
     train_acc.push_back(r.train_accuracy);
     test_acc.push_back(r.test_accuracy);
   }
-  const double width = 2 * kPanelWidth, height = kPanelHeight + kTitleHeight;
+  const double width = kSvgWidth, height = kSvgHeight;
   std::string o = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
@@ -162,21 +170,71 @@ std::string training_svg(const History& history, const std::string& title) {
   return o;
 }
 
-void write_training_svg(const std::string& path, const History& history, const std::string& title) {
+namespace {
+
+[[noreturn]] void plot_failed(const std::string& path, const std::string& reason) {
+  throw FailedPreconditionError("cannot write the plot '" + path + "': " + reason);
+}
+
+void write_svg(const std::string& file, const std::string& svg) {
+  std::ofstream f(file, std::ios::binary | std::ios::trunc);
+  if (f) f << svg;
+  if (!f || !f.flush()) throw std::system_error(errno, std::generic_category());
+}
+
+/// Renders `svg` with librsvg onto an ARGB image surface kPngScale times its size, written as PNG.
+void write_png(const std::string& file, const std::string& svg) {
+  GError* error = nullptr;
+  std::unique_ptr<RsvgHandle, decltype(&g_object_unref)> handle(
+      rsvg_handle_new_from_data(reinterpret_cast<const guint8*>(svg.data()), svg.size(), &error),
+      &g_object_unref);
+  auto take_error = [&] {
+    std::string message = error ? error->message : "unknown error";
+    g_clear_error(&error);
+    return std::runtime_error("librsvg: " + message);
+  };
+  if (!handle) throw take_error();
+  const int width = static_cast<int>(kSvgWidth) * kPngScale,
+            height = static_cast<int>(kSvgHeight) * kPngScale;
+  std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> surface(
+      cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height), &cairo_surface_destroy);
+  std::unique_ptr<cairo_t, decltype(&cairo_destroy)> cr(cairo_create(surface.get()), &cairo_destroy);
+  const RsvgRectangle viewport{0, 0, static_cast<double>(width), static_cast<double>(height)};
+  if (!rsvg_handle_render_document(handle.get(), cr.get(), &viewport, &error)) throw take_error();
+  const cairo_status_t status = cairo_surface_write_to_png(surface.get(), file.c_str());
+  if (status != CAIRO_STATUS_SUCCESS) throw std::runtime_error(cairo_status_to_string(status));
+}
+
+}  // namespace
+
+std::optional<PlotFormat> plot_format(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (ext == ".svg") return PlotFormat::kSvg;
+  if (ext == ".png") return PlotFormat::kPng;
+  return std::nullopt;
+}
+
+void write_training_plot(const std::string& path, const History& history, const std::string& title) {
+  const std::optional<PlotFormat> format = plot_format(path);
+  if (!format)
+    throw InvalidArgumentError("cannot write the plot '" + path +
+                               "': the name must end in .svg (SVG) or .png (PNG image)");
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (f) f << training_svg(history, title);
-    if (!f || !f.flush()) {
-      const std::string reason = std::strerror(errno);
-      std::remove(tmp.c_str());
-      throw FailedPreconditionError("cannot write the plot '" + path + "': " + reason);
-    }
+  try {
+    const std::string svg = training_svg(history, title);
+    if (*format == PlotFormat::kSvg)
+      write_svg(tmp, svg);
+    else
+      write_png(tmp, svg);
+  } catch (const std::exception& e) {
+    std::remove(tmp.c_str());
+    plot_failed(path, e.what());
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string reason = std::strerror(errno);
     std::remove(tmp.c_str());
-    throw FailedPreconditionError("cannot write the plot '" + path + "': " + reason);
+    plot_failed(path, reason);
   }
 }
 

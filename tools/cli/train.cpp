@@ -58,13 +58,33 @@ struct Meta {
   Variable optimizer{std::int64_t{0}, {.name = "train/optimizer", .trainable = false}};
   Variable history{zeros({0, kHistoryColumns}, DType::Float64),
                    {.name = "train/history", .trainable = false}};
+  /// Where a run stopped mid-epoch: the steps done of epoch `epoch` (0 at an epoch's end) and
+  /// that epoch's sums so far (EpochSums, as [examples, loss sum, correct]).
+  Variable step{std::int64_t{0}, {.name = "train/step", .trainable = false}};
+  Variable partial{zeros({3}, DType::Float64), {.name = "train/partial", .trainable = false}};
+  /// Checkpoints written before runs could stop mid-epoch have no train/step and train/partial.
+  bool has_progress = true;
 
   NamedVariables entries() const {
-    return {{"train/epoch", epoch},         {"train/learning_rate", learning_rate},
-            {"train/seed", seed},           {"train/batch_size", batch_size},
-            {"train/limit", limit},         {"train/model", model},
-            {"train/optimizer", optimizer}, {"train/history", history}};
+    NamedVariables all = {{"train/epoch", epoch},         {"train/learning_rate", learning_rate},
+                          {"train/seed", seed},           {"train/batch_size", batch_size},
+                          {"train/limit", limit},         {"train/model", model},
+                          {"train/optimizer", optimizer}, {"train/history", history}};
+    if (has_progress) all.insert(all.end(), {{"train/step", step}, {"train/partial", partial}});
+    return all;
   }
+};
+
+/// The training loss and accuracy of one epoch as sums, so that the part of an epoch before an
+/// interruption and the part after resuming add up to the epoch's means.
+struct EpochSums {
+  double examples = 0, loss_sum = 0, correct = 0;
+
+  EpochSums operator+(const EpochSums& o) const {
+    return {examples + o.examples, loss_sum + o.loss_sum, correct + o.correct};
+  }
+  double loss() const { return examples > 0 ? loss_sum / examples : 0.0; }
+  double accuracy() const { return examples > 0 ? correct / examples : 0.0; }
 };
 
 Tensor history_tensor(const History& h) {
@@ -89,8 +109,11 @@ Meta read_meta(const std::string& path) {
   Meta meta;
   try {
     std::optional<Shape> history_shape;
-    for (const auto& e : list_checkpoint(path))
+    meta.has_progress = false;
+    for (const auto& e : list_checkpoint(path)) {
       if (e.name == "train/history") history_shape = e.shape;
+      if (e.name == "train/step") meta.has_progress = true;
+    }
     if (!history_shape)
       throw UsageError("cannot resume from '" + path +
                        "': not a checkpoint written by `tapeflow train` "
@@ -140,6 +163,25 @@ Evaluation evaluate(Model& model, const Tensor& images, const Tensor& labels, st
   return {loss.result(), accuracy.result()};
 }
 
+/// What Interrupted says: where the run stopped and how to go on from there.
+std::string interrupted_message(const TrainOptions& o, std::int64_t epochs_done, std::int64_t step,
+                                std::int64_t batches) {
+  std::string where = step > 0 ? fmt::format("interrupted after step {}/{} of epoch {}/{}", step, batches,
+                                             epochs_done + 1, o.epochs)
+                               : fmt::format("interrupted after epoch {}/{}", epochs_done, o.epochs);
+  if (o.checkpoint.empty())
+    return where + "; nothing was saved (pass --checkpoint PATH to be able to resume an interrupted run)";
+  std::string resume =
+      fmt::format("tapeflow train --resume --checkpoint {} --epochs {}", o.checkpoint, o.epochs);
+  if (o.data_dir != TrainOptions{}.data_dir) resume += " --data-dir " + o.data_dir;
+  return fmt::format("{}; the checkpoint '{}' holds this state. To resume:\n  {}", where, o.checkpoint,
+                     resume);
+}
+
+bool stop_requested(const TrainOptions& o) {
+  return o.stop_requested && o.stop_requested->load(std::memory_order_relaxed) != 0;
+}
+
 std::int64_t parameter_count(const Model& m) {
   std::int64_t n = 0;
   for (const auto& v : m.net->trainable_variables()) n += v.shape().num_elements();
@@ -169,11 +211,21 @@ void validate(const TrainOptions& o) {
   if (o.resume && o.checkpoint.empty()) throw UsageError("--resume needs --checkpoint PATH");
   if (o.resume && !fs::exists(o.checkpoint, ec))
     throw UsageError("cannot resume: there is no checkpoint at '" + o.checkpoint + "'");
-  for (const std::string* path : {&o.checkpoint, &o.plot}) {
-    if (path->empty()) continue;
-    const fs::path parent = fs::path(*path).parent_path();
+  // The checkpoint is first written after an epoch: refuse a path it cannot be written to now.
+  if (!o.checkpoint.empty()) {
+    try {
+      check_checkpoint_path(o.checkpoint);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--checkpoint: ") + e.what());
+    }
+  }
+  if (!o.plot.empty()) {
+    if (!plot_format(o.plot))
+      throw UsageError("--plot '" + o.plot + "': the name must end in .svg (SVG) or .png (PNG image)");
+    const fs::path parent = fs::path(o.plot).parent_path();
     if (!parent.empty() && !fs::is_directory(parent, ec))
-      throw UsageError("the directory of '" + *path + "' does not exist");
+      throw UsageError("the directory of '" + o.plot + "' does not exist");
+    if (fs::is_directory(o.plot, ec)) throw UsageError("--plot '" + o.plot + "' is a directory");
   }
 }
 
@@ -204,7 +256,11 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
     o.seed = static_cast<std::uint64_t>(saved->seed.value().item<std::int64_t>());
     o.batch_size = saved->batch_size.value().item<std::int64_t>();
     o.limit = saved->limit.value().item<std::int64_t>();
-    if (!o.learning_rate_given) o.learning_rate = saved->learning_rate.value().item<double>();
+    const double saved_learning_rate = saved->learning_rate.value().item<double>();
+    if (o.learning_rate_given && o.learning_rate != saved_learning_rate)
+      out << fmt::format("note: using --lr {:g}, not the checkpoint's learning rate {:g}\n", o.learning_rate,
+                         saved_learning_rate);
+    if (!o.learning_rate_given) o.learning_rate = saved_learning_rate;
     if (o.batch_size < 1 || o.limit < 0 || !(o.learning_rate > 0) || !std::isfinite(o.learning_rate) ||
         saved->epoch.value().item<std::int64_t>() < 0)
       throw UsageError("cannot resume from '" + o.checkpoint +
@@ -235,6 +291,11 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
     train_x = slice(train_x, {0, 0, 0, 0}, {o.limit, -1, -1, -1});
     train_y = slice(train_y, {0}, {o.limit});
   }
+  if (train_x.shape()[0] == 0)
+    throw UsageError(
+        fmt::format("the training set is empty: {} holds no training examples, so there is nothing "
+                    "to train",
+                    o.dataset ? std::string("the data set") : "'" + o.data_dir + "'"));
 
   Model model = make_model(o.model, o.seed);
   auto optimizer = make_optimizer(o.optimizer, o.learning_rate);
@@ -250,26 +311,52 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
     return all;
   };
   std::int64_t first_epoch = 0;  // epochs already done
+  std::int64_t first_step = 0;   // steps already done of epoch first_epoch
+  EpochSums resumed_sums;        // and their sums
+  const std::int64_t n_train = train_x.shape()[0];
+  data::BatchIterator batches(train_x, train_y,
+                              {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed});
   if (saved) {
     meta.history = Variable(saved->history.value(), {.name = "train/history", .trainable = false});
+    meta.has_progress = saved->has_progress;
     try {
       restore_checkpoint(o.checkpoint, entries());
     } catch (const Error& e) {
       throw UsageError(std::string("cannot resume from the checkpoint: ") + e.what());
     }
+    meta.has_progress = true;  // saved from now on
     first_epoch = meta.epoch.value().item<std::int64_t>();
+    first_step = meta.step.value().item<std::int64_t>();
+    const auto sums = meta.partial.value().to_vector<double>();
+    resumed_sums = {sums[0], sums[1], sums[2]};
+    if (first_step < 0 || first_step > batches.num_batches())
+      throw UsageError(fmt::format("cannot resume from '{}': it stopped at step {} of an epoch of {} steps",
+                                   o.checkpoint, first_step, batches.num_batches()));
     history = history_from(meta.history.value());
     optimizer->set_learning_rate(o.learning_rate);
   }
-
-  const std::int64_t n_train = train_x.shape()[0];
-  data::BatchIterator batches(train_x, train_y,
-                              {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed});
+  auto save = [&](std::int64_t epochs_done, std::int64_t step, const EpochSums& sums) {
+    meta.epoch.assign(constant<std::int64_t>(epochs_done));
+    meta.step.assign(constant<std::int64_t>(step));
+    meta.partial.assign(constant({sums.examples, sums.loss_sum, sums.correct}));
+    meta.learning_rate.assign(constant<double>(optimizer->learning_rate()));
+    meta.seed.assign(constant(static_cast<std::int64_t>(o.seed)));
+    meta.batch_size.assign(constant<std::int64_t>(o.batch_size));
+    meta.limit.assign(constant<std::int64_t>(o.limit));
+    meta.model.assign(constant<std::int64_t>(index_of(model_names(), o.model)));
+    meta.optimizer.assign(constant<std::int64_t>(index_of(kOptimizers, o.optimizer)));
+    meta.history = Variable(history_tensor(history), {.name = "train/history", .trainable = false});
+    save_checkpoint(o.checkpoint, entries());
+  };
   out << fmt::format(
       "tapeflow train: {} ({} parameters), {} lr {:g}, batch {}, {} train / {} test examples, {}\n", o.model,
       parameter_count(model), o.optimizer, o.learning_rate, o.batch_size, n_train, ds.test_images.shape()[0],
       plural(o.threads > 0 ? o.threads : cpu::num_threads(), "thread"));
-  if (saved) out << fmt::format("resumed from {} after epoch {}\n", o.checkpoint, first_epoch);
+  if (saved && first_step > 0)
+    out << fmt::format("resumed from {} after step {}/{} of epoch {}\n", o.checkpoint, first_step,
+                       batches.num_batches(), first_epoch + 1);
+  else if (saved)
+    out << fmt::format("resumed from {} after epoch {}\n", o.checkpoint, first_epoch);
   if (first_epoch >= o.epochs)
     out << fmt::format("nothing to do: the checkpoint has {} done (--epochs {})\n",
                        plural(first_epoch, "epoch"), o.epochs);
@@ -278,18 +365,28 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
   for (std::int64_t epoch = first_epoch; epoch < o.epochs; ++epoch) {
     const auto start = Clock::now();
     batches.reset(epoch);
-    model.start_epoch(epoch);
+    // A run resumed mid-epoch skips the batches it already trained on.
+    const std::int64_t skipped = epoch == first_epoch ? first_step : 0;
+    const EpochSums before = epoch == first_epoch ? resumed_sums : EpochSums{};
+    for (std::int64_t i = 0; i < skipped; ++i) batches.next();
     metrics::Mean train_loss;
     metrics::SparseCategoricalAccuracy train_accuracy;
     ProgressBar bar(log, log_is_terminal, epoch + 1, o.epochs, batches.num_batches());
-    std::int64_t step = 0, seen = 0;
+    std::int64_t step = skipped, seen = 0;
+    // The sums of the steps run so far, with those before a resume. The accuracy metric counts
+    // each example once, so result() x examples is the (whole) number of correct predictions.
+    auto sums = [&] {
+      return before + EpochSums{train_loss.count(), train_loss.total(),
+                                std::round(train_accuracy.result() * static_cast<double>(seen))};
+    };
     while (auto b = batches.next()) {
       const std::int64_t size = b->labels.shape()[0];
+      model.start_step(epoch, step);
       Tensor logits, loss;
       std::vector<std::optional<Tensor>> grads;
       {
         // The report needs the records after it: the first step's tape is persistent then.
-        const bool report = o.gradient_report && epoch == first_epoch && step == 0;
+        const bool report = o.gradient_report && epoch == first_epoch && step == skipped;
         GradientTape tape(TapeOptions{.persistent = report});
         logits = (*model.net)(b->features, /*training=*/true);
         loss = losses::sparse_categorical_crossentropy(b->labels, logits, /*from_logits=*/true);
@@ -300,31 +397,31 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
       train_loss.update_state(loss, constant(static_cast<double>(size), DType::Float32));
       train_accuracy.update_state(b->labels, logits);
       seen += size;
-      bar.update(++step, seen, train_loss.result(), train_accuracy.result());
+      const EpochSums so_far = sums();
+      bar.update(++step, seen, so_far.loss(), so_far.accuracy());
+      // At the epoch's last step the epoch is finished and saved as usual, then the run stops.
+      if (stop_requested(o) && step < batches.num_batches()) {
+        bar.finish();
+        if (!o.checkpoint.empty()) save(epoch, step, so_far);
+        throw Interrupted(interrupted_message(o, epoch, step, batches.num_batches()));
+      }
     }
     bar.finish();
+    const EpochSums epoch_sums = sums();
     const Evaluation test = evaluate(model, ds.test_images, ds.test_labels, o.eval_batch_size);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     history.push_back(
-        {epoch + 1, train_loss.result(), train_accuracy.result(), test.loss, test.accuracy, seconds});
+        {epoch + 1, epoch_sums.loss(), epoch_sums.accuracy(), test.loss, test.accuracy, seconds});
     out << fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} | {:.1f} s\n",
-                       epoch + 1, o.epochs, train_loss.result(), train_accuracy.result(), test.loss,
+                       epoch + 1, o.epochs, epoch_sums.loss(), epoch_sums.accuracy(), test.loss,
                        test.accuracy, seconds)
         << std::flush;
 
-    if (!o.checkpoint.empty()) {
-      meta.epoch.assign(constant<std::int64_t>(epoch + 1));
-      meta.learning_rate.assign(constant<double>(optimizer->learning_rate()));
-      meta.seed.assign(constant(static_cast<std::int64_t>(o.seed)));
-      meta.batch_size.assign(constant<std::int64_t>(o.batch_size));
-      meta.limit.assign(constant<std::int64_t>(o.limit));
-      meta.model.assign(constant<std::int64_t>(index_of(model_names(), o.model)));
-      meta.optimizer.assign(constant<std::int64_t>(index_of(kOptimizers, o.optimizer)));
-      meta.history = Variable(history_tensor(history), {.name = "train/history", .trainable = false});
-      save_checkpoint(o.checkpoint, entries());
-    }
+    if (!o.checkpoint.empty()) save(epoch + 1, 0, EpochSums{});
     if (!o.plot.empty())
-      write_training_svg(o.plot, history, fmt::format("tapeflow train --model {}: Fashion-MNIST", o.model));
+      write_training_plot(o.plot, history, fmt::format("tapeflow train --model {}: Fashion-MNIST", o.model));
+    if (stop_requested(o) && epoch + 1 < o.epochs)
+      throw Interrupted(interrupted_message(o, epoch + 1, 0, batches.num_batches()));
   }
   return history;
 }

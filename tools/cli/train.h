@@ -6,8 +6,12 @@
 // (iterations and slots), the number of epochs done, the learning rate, the seed, batch size and
 // example limit, and the history of every epoch; the shuffle order and the dropout masks of
 // epoch e depend only on (seed, e). So `train --epochs 2` and `train --epochs 1` followed by
-// `train --epochs 2 --resume` end with bitwise identical variables.
+// `train --epochs 2 --resume` end with bitwise identical variables. A run stopped mid-epoch
+// (Ctrl-C) saves the step it reached too (train/step, and the epoch's loss and accuracy sums in
+// train/partial): resuming skips the batches already done and ends bitwise where an
+// uninterrupted run ends.
 
+#include <atomic>
 #include <cstdint>
 #include <ostream>
 #include <stdexcept>
@@ -21,6 +25,14 @@ namespace tapeflow::cli {
 /// Bad command-line input (an unknown model, a missing data directory, a checkpoint that does
 /// not fit): the program prints the message and exits with status 2.
 class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The run stopped early because TrainOptions::stop_requested was set (Ctrl-C): the message says
+/// where it stopped, whether the checkpoint holds that state, and how to resume. The program
+/// prints it and exits with status 130 (128 + SIGINT, as a shell reports a process Ctrl-C ended).
+class Interrupted : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -46,9 +58,13 @@ struct TrainOptions {
   /// (0: all), and use an already loaded data set instead of reading data_dir.
   std::int64_t test_limit = 0;
   const data::FashionMnist* dataset = nullptr;
+  /// Checked after every step: when it holds a non-zero value (the Ctrl-C handler sets it),
+  /// training stops after the current step, saves the checkpoint (if any) and throws
+  /// Interrupted. nullptr: never stop early.
+  const std::atomic<int>* stop_requested = nullptr;
   /// Which of the options above were given on the command line: on resume, an explicitly given
   /// model, optimizer, seed, batch size or limit must agree with the checkpoint; an explicit
-  /// learning rate replaces the checkpoint's.
+  /// learning rate replaces the checkpoint's (a note on `out` says which value is used).
   bool model_given = false, optimizer_given = false, seed_given = false, batch_size_given = false,
        limit_given = false, learning_rate_given = false;
 };
@@ -58,8 +74,9 @@ void validate(const TrainOptions& options);
 
 /// Runs the training. Per-epoch results go to `out`, the progress bar and notes to `log`
 /// (`log_is_terminal` selects the redrawn bar). Returns the history of every epoch so far
-/// (including those of a resumed checkpoint). Throws UsageError for bad input (missing data,
-/// unreadable or mismatched checkpoint); other tapeflow errors propagate.
+/// (including those of a resumed checkpoint). Throws UsageError for bad input (missing data, an
+/// empty training set, a checkpoint path that cannot be written, an unreadable or mismatched
+/// checkpoint), Interrupted when stopped early; other tapeflow errors propagate.
 History train(const TrainOptions& options, std::ostream& out, std::ostream& log, bool log_is_terminal);
 
 }  // namespace tapeflow::cli
