@@ -286,7 +286,7 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
     while (auto b = batches.next()) {
       const std::int64_t size = b->labels.shape()[0];
       Tensor logits, loss;
-      std::vector<std::optional<Tensor>> grads;
+      std::vector<Gradient> grads;
       {
         // The report needs the records after it: the first step's tape is persistent then.
         const bool report = o.gradient_report && epoch == first_epoch && step == 0;
