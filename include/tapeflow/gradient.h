@@ -6,7 +6,7 @@
 ///   tf::Gradient g = tape.gradient(y, x);
 ///   if (g) use(*g);                 // one pointer test, like std::optional
 ///   tf::Tensor dx = *g;             // throws FailedPreconditionError when g is missing:
-///   // "[Gradient] no gradient for tensor #12 with shape (2) and dtype float32: the tape never
+///   // "[Gradient] no gradient for tensor #12 with shape (2,) and dtype float32: the tape never
 ///   //  watched it (call tape.watch(x) before computing the target)"
 ///
 /// It reads like std::optional<Tensor> (has_value, operator bool, *, ->, value, value_or,
@@ -17,14 +17,17 @@
 /// A present Gradient always holds a defined tensor.
 
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "tapeflow/tensor.h"
 
 namespace tapeflow {
 
+/// A gradient result: a tensor, or TensorFlow's None together with why (see above).
 class Gradient {
  public:
   /// A missing gradient with no known reason.
@@ -33,9 +36,9 @@ class Gradient {
   /// A present gradient. Throws InvalidArgumentError for an undefined (default-constructed)
   /// Tensor: a missing gradient is std::nullopt.
   Gradient(Tensor value);
-  /// A missing gradient that explains itself: `source` names it ("variable 'w:0' with shape (2)
+  /// A missing gradient that explains itself: `source` names it ("variable 'w:0' with shape (2,)
   /// and dtype float32"), `reason` says why it has none ("the tape never watched it").
-  static Gradient missing(std::string source, std::string reason);
+  static Gradient missing(std::string_view source, std::string_view reason);
 
   bool has_value() const noexcept { return value_.defined(); }
   explicit operator bool() const noexcept { return value_.defined(); }
@@ -75,8 +78,9 @@ class Gradient {
   [[noreturn]] void throw_missing() const;
 
   Tensor value_;
-  std::string source_;  // set only for missing gradients
-  std::string reason_;
+  // "no gradient for <source>: <reason>", written once, only for a missing gradient; shared so
+  // that copies stay two pointers.
+  std::shared_ptr<const std::string> why_missing_;
 };
 
 /// A gradient as Python prints it: "None" when missing, to_string(tensor) otherwise.

@@ -148,13 +148,13 @@ class GradientTape {
   }
   /// Braced lists of sources: tape.gradient(y, {x0, x1, x2, x3}) gives a std::vector.
   std::vector<Gradient> gradient(const Targets& targets, std::initializer_list<Source> sources,
-                                              const std::vector<Tensor>& output_gradients = {},
-                                              UnconnectedGradients unconnected = UnconnectedGradients::None) {
+                                 const std::vector<Tensor>& output_gradients = {},
+                                 UnconnectedGradients unconnected = UnconnectedGradients::None) {
     return gradient_flat(targets, std::span<const Source>(sources.begin(), sources.size()), output_gradients,
                          unconnected);
   }
   std::vector<Gradient> gradient(const Targets& targets, std::initializer_list<Source> sources,
-                                              UnconnectedGradients unconnected) {
+                                 UnconnectedGradients unconnected) {
     return gradient(targets, sources, {}, unconnected);
   }
   /// Braced maps of sources: tape.gradient(y, {{"w", w}, {"b", b}}) gives a std::map.
@@ -192,12 +192,12 @@ class GradientTape {
     return nest::Nest<S>::pack(sources, it);
   }
   std::vector<Gradient> jacobian(const Tensor& target, std::initializer_list<Source> sources,
-                                              UnconnectedGradients unconnected = UnconnectedGradients::None,
-                                              bool parallel = true) {
+                                 UnconnectedGradients unconnected = UnconnectedGradients::None,
+                                 bool parallel = true) {
     return jacobian_flat(target, std::span<const Source>(sources.begin(), sources.size()), unconnected, parallel);
   }
   std::vector<Gradient> jacobian_flat(const Tensor& target, std::span<const Source> sources,
-                                                   UnconnectedGradients unconnected, bool parallel = true);
+                                      UnconnectedGradients unconnected, bool parallel = true);
 
   /// Per-example Jacobians: target [b, y1..yn], source [b, x1..xm] -> [b, y1..yn, x1..xm], for
   /// computations where example i of the target depends only on example i of the source.
@@ -207,7 +207,7 @@ class GradientTape {
   /// a missing Gradient (or zeros under Zero); unlike TensorFlow, never zeros under None. Built
   /// with recorded ops, like jacobian().
   Gradient batch_jacobian(const Tensor& target, const Source& source,
-                                       UnconnectedGradients unconnected = UnconnectedGradients::None);
+                          UnconnectedGradients unconnected = UnconnectedGradients::None);
 
   // ---- Debugging gradients (explain.cpp, gradient_report.cpp; see explain.h) ----
 
@@ -229,8 +229,8 @@ class GradientTape {
 
   /// The flat form every overload above goes through.
   std::vector<Gradient> gradient_flat(const Targets& targets, std::span<const Source> sources,
-                                                   const std::vector<Tensor>& output_gradients,
-                                                   UnconnectedGradients unconnected);
+                                      const std::vector<Tensor>& output_gradients,
+                                      UnconnectedGradients unconnected);
 
   /// Pictures and memory (tape_graph.h). The recorded computation as Graphviz DOT text, with
   /// every path from `sources` to `targets` highlighted and the rest greyed with the reason; with

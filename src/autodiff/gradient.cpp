@@ -14,23 +14,22 @@ Gradient::Gradient(Tensor value) : value_(std::move(value)) {
                    "std::nullopt");
 }
 
-Gradient Gradient::missing(std::string source, std::string reason) {
+Gradient Gradient::missing(std::string_view source, std::string_view reason) {
   Gradient g;
-  g.source_ = std::move(source);
-  g.reason_ = std::move(reason);
+  g.why_missing_ = std::make_shared<const std::string>(fmt::format("no gradient for {}: {}", source, reason));
   return g;
 }
 
 std::string Gradient::why_missing() const {
   if (has_value()) return {};
-  if (source_.empty()) return "no gradient (std::nullopt)";
-  return fmt::format("no gradient for {}: {}", source_, reason_);
+  return why_missing_ ? *why_missing_ : "no gradient (std::nullopt)";
 }
 
 void Gradient::throw_missing() const {
-  throw FailedPreconditionError(fmt::format("[Gradient] {}; test the Gradient (if (g) ...) before reading it, "
-                                            "or ask for UnconnectedGradients::Zero",
-                                            why_missing()));
+  throw FailedPreconditionError(
+      fmt::format("[Gradient] {}; test the Gradient (if (g) ...) before reading it, "
+                  "or ask for UnconnectedGradients::Zero",
+                  why_missing()));
 }
 
 std::string to_string(const Gradient& g) { return g ? to_string(*g) : "None"; }

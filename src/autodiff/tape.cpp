@@ -635,25 +635,27 @@ std::vector<std::optional<Tensor>> backward(autodiff::Records& ops, const Pruned
 /// A missing gradient that names `s` and says why no cotangent reached it, from facts the tape
 /// has at hand (one lookup in its producer map; explain() does the full analysis).
 Gradient missing_gradient(const detail::TapeState& tape, const Source& s) {
-  std::string source = s.is_variable() ? fmt::format("variable '{}'", s.variable().name())
-                                       : fmt::format("tensor #{}", s.id());
+  std::string source =
+      s.is_variable() ? fmt::format("variable '{}'", s.variable().name()) : fmt::format("tensor #{}", s.id());
   source += fmt::format(" with shape {} and dtype {}", s.shape().to_string(), dtype_name(s.dtype()));
   std::string reason;
   if (!is_floating(s.dtype())) {
     reason = "its dtype cannot carry a gradient (only float32 and float64 do)";
   } else if (tape.producer.contains(s.id())) {
-    reason = "it is not connected to the target(s): no recorded op on a path from it to the target(s) "
-             "passes a gradient (GradientTape::explain names where the path breaks)";
+    reason =
+        "it is not connected to the target(s): no recorded op on a path from it to the target(s) "
+        "passes a gradient (GradientTape::explain names where the path breaks)";
   } else if (!s.is_variable()) {
     reason = "the tape never watched it (call tape.watch(x) before computing the target)";
   } else if (!s.variable().trainable()) {
-    reason = "the tape never watched it: the variable is not trainable (call tape.watch(v) to watch it anyway)";
+    reason =
+        "the tape never watched it: the variable is not trainable (call tape.watch(v) to watch it anyway)";
   } else if (!tape.options.watch_accessed_variables) {
     reason = "the tape never watched it: the tape has watch_accessed_variables = false (call tape.watch(v))";
   } else {
     reason = "the tape never watched it: the variable was not read while the tape recorded";
   }
-  return Gradient::missing(std::move(source), std::move(reason));
+  return Gradient::missing(source, reason);
 }
 
 /// What a source no cotangent reached gets: zeros of `shape`, or a missing gradient.
@@ -688,10 +690,9 @@ auto GradientTape::run_backward(std::string_view what, F&& body) {
   return body(tape.ops, !tape.options.persistent);
 }
 
-std::vector<Gradient> GradientTape::gradient_flat(const Targets& targets,
-                                                               std::span<const Source> sources,
-                                                               const std::vector<Tensor>& output_gradients,
-                                                               UnconnectedGradients unconnected) {
+std::vector<Gradient> GradientTape::gradient_flat(const Targets& targets, std::span<const Source> sources,
+                                                  const std::vector<Tensor>& output_gradients,
+                                                  UnconnectedGradients unconnected) {
   const std::vector<Source>& ys = targets.flat();
   validate_targets_and_sources(ys, sources, "gradient");
   TAPEFLOW_REQUIRE(output_gradients.empty() || output_gradients.size() == ys.size(), InvalidArgumentError,
@@ -776,7 +777,8 @@ std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::spa
     // released only after the last row.
     const std::int64_t rows = target.num_elements();
     std::vector<Shape> shapes;
-    for (const Source& s : sources) shapes.push_back(concat_shapes(target.shape().dims(), s.shape().dims(), "Jacobian"));
+    for (const Source& s : sources)
+      shapes.push_back(concat_shapes(target.shape().dims(), s.shape().dims(), "Jacobian"));
     const Pruned p = prune(ops, state_->producer, {&y, 1}, sources);
     const autodiff::OpDef* blocker = parallel ? first_unbatchable(ops, p) : nullptr;
     if (parallel && blocker)
@@ -821,7 +823,8 @@ std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::spa
     std::vector<Gradient> result;
     for (std::size_t i = 0; i < sources.size(); ++i) {
       TAPEFLOW_ASSERT(pieces[i].empty() || pieces[i].size() == passes,
-                      "jacobian: a source received a cotangent in {} of {} backward passes", pieces[i].size(), passes);
+                      "jacobian: a source received a cotangent in {} of {} backward passes", pieces[i].size(),
+                      passes);
       if (pieces[i].empty())
         result.push_back(unconnected_result(*state_, sources[i], shapes[i], unconnected));
       else if (rows == 0)
@@ -833,21 +836,24 @@ std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::spa
   });
 }
 
-Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source, UnconnectedGradients unconnected) {
+Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source,
+                                      UnconnectedGradients unconnected) {
   const Source y(target);
   validate_targets_and_sources({&y, 1}, {&source, 1}, "batch_jacobian");
   const Shape& ts = target.shape();
   const Shape& ss = source.shape();
   // TensorFlow checks the ranks with Shape.with_rank_at_least(2), then the batch dimensions.
   for (const Shape* s : {&ts, &ss})
-    TAPEFLOW_REQUIRE(s->rank() >= 2, InvalidArgumentError,
-                     "[GradientTape::batch_jacobian] Shape {} must have rank at least 2: the {} must be [batch, "
-                     "...]; got target shape {} and dtype {}, source shape {} and dtype {}",
-                     s->to_string(), s == &ts ? "target" : "source", ts.to_string(), dtype_name(target.dtype()),
-                     ss.to_string(), dtype_name(source.dtype()));
-  TAPEFLOW_REQUIRE(ts[0] == ss[0], InvalidArgumentError,
-                   "[GradientTape::batch_jacobian] Need first dimension of target shape {} and source shape {} to match.",
-                   ts.to_string(), ss.to_string());
+    TAPEFLOW_REQUIRE(
+        s->rank() >= 2, InvalidArgumentError,
+        "[GradientTape::batch_jacobian] Shape {} must have rank at least 2: the {} must be [batch, "
+        "...]; got target shape {} and dtype {}, source shape {} and dtype {}",
+        s->to_string(), s == &ts ? "target" : "source", ts.to_string(), dtype_name(target.dtype()),
+        ss.to_string(), dtype_name(source.dtype()));
+  TAPEFLOW_REQUIRE(
+      ts[0] == ss[0], InvalidArgumentError,
+      "[GradientTape::batch_jacobian] Need first dimension of target shape {} and source shape {} to match.",
+      ts.to_string(), ss.to_string());
   const Shape shape = concat_shapes(ts.dims(), ss.dims().subspan(1), "BatchJacobian");
   return run_backward("batch_jacobian", [&](autodiff::Records& ops, bool) -> Gradient {
     // Examples are independent, so a cotangent that is one-hot in column j of every example
@@ -861,7 +867,8 @@ Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source
       // No columns; one pass with the (empty) cotangent says whether the source is connected.
       const Tensor seed = zeros(ts, target.dtype());
       const auto g = backward(ops, p, {&y, 1}, {&seed, 1}, {&source, 1}, /*release=*/false)[0];
-      return g ? Gradient(empty_jacobian(*g, shape)) : unconnected_result(*state_, source, shape, unconnected);
+      return g ? Gradient(empty_jacobian(*g, shape))
+               : unconnected_result(*state_, source, shape, unconnected);
     }
     const std::int64_t batch = ts[0];
     const std::int64_t cols = ts.num_elements() / batch;

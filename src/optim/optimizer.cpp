@@ -63,8 +63,8 @@ Tensor global_norm(const std::vector<Gradient>& tensors) {
   return cast(sqrt(*total), dtype);
 }
 
-std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(
-    const std::vector<Gradient>& tensors, double clip_norm) {
+std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<Gradient>& tensors,
+                                                             double clip_norm) {
   require_clip_norm("ClipByGlobalNorm", clip_norm);
   for (std::size_t i = 0; i < tensors.size(); ++i)
     if (tensors[i]) require_float("ClipByGlobalNorm", *tensors[i], i);

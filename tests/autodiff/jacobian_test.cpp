@@ -298,7 +298,8 @@ TEST(Jacobian, OfAJacobianMatchesFiniteDifferences) {
       xm[k] -= 1e-6;
       const auto jp = jacobian_at(xp, parallel), jm = jacobian_at(xm, parallel);
       for (std::size_t rc = 0; rc < 9; ++rc)
-        EXPECT_NEAR(got[rc * 3 + k], (jp[rc] - jm[rc]) / 2e-6, 1e-6) << "parallel=" << parallel << " rc=" << rc;
+        EXPECT_NEAR(got[rc * 3 + k], (jp[rc] - jm[rc]) / 2e-6, 1e-6)
+            << "parallel=" << parallel << " rc=" << rc;
     }
   }
 }

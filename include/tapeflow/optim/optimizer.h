@@ -50,8 +50,8 @@ Tensor global_norm(const std::vector<Gradient>& tensors);
 /// entries pass through) and the global norm before clipping. A non-finite global norm makes
 /// every clipped value NaN, as in TensorFlow. Throws InvalidArgumentError for a non-float tensor
 /// or a negative or non-finite clip_norm.
-std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(
-    const std::vector<Gradient>& tensors, double clip_norm);
+std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<Gradient>& tensors,
+                                                             double clip_norm);
 
 /// Options every optimizer takes (Keras's clipnorm / clipvalue / global_clipnorm). At most one
 /// may be set; each must be positive and finite.
