@@ -243,7 +243,7 @@ void run_op(FuzzInput& in, const std::vector<Tensor>& xs, F&& f) {
   for (const Tensor& x : xs)
     if (x.dtype() == DType::Float32 || x.dtype() == DType::Float64) sources.emplace_back(x);
   GradientTape outer;
-  std::vector<std::optional<Tensor>> grads;
+  std::vector<Gradient> grads;
   {
     GradientTape tape;
     for (const Source& s : sources) tape.watch(s);

@@ -30,7 +30,7 @@ struct Machine {
     if (pool.size() < 24) pool.push_back(t);
     else pool[static_cast<std::size_t>(in.range(0, 23))] = t;
   }
-  void push_all(const std::vector<std::optional<tf::Tensor>>& ts) {
+  void push_all(const std::vector<tf::Gradient>& ts) {
     for (const auto& t : ts)
       if (t) push(*t);
   }

@@ -35,8 +35,8 @@ int main() {
   tf::Tensor y = tf::matmul(x, w) + b;
   tf::Tensor loss = tf::reduce_mean(tf::pow(y, 2));
 
-  std::vector<std::optional<tf::Tensor>> grads = tape.gradient(loss, {w, b});
-  std::optional<tf::Tensor> dl_dw = grads[0], dl_db = grads[1];
+  std::vector<tf::Gradient> grads = tape.gradient(loss, {w, b});
+  tf::Gradient dl_dw = grads[0], dl_db = grads[1];
   seeds::print(w.shape());
   seeds::print(dl_dw->shape());
 

@@ -28,7 +28,7 @@ int main() {
 
   // Calculate gradients with respect to every trainable variable
   std::vector<tf::Variable> vars = layer.trainable_variables();
-  std::vector<std::optional<tf::Tensor>> grad = tape.gradient(loss, vars);
+  std::vector<tf::Gradient> grad = tape.gradient(loss, vars);
   for (std::size_t i = 0; i < vars.size(); ++i)
     seeds::print(vars[i].name() + ", shape: " + grad[i]->shape().to_string());
 }

@@ -42,7 +42,7 @@ int main() {
   const std::vector<std::string> why = {tape.explain(y, x1).to_string(), tape.explain(y, x2).to_string(),
                                         tape.explain(y, x3).to_string()};
 
-  std::vector<std::optional<tf::Tensor>> grad = tape.gradient(y, {x0, x1, x2, x3});
+  std::vector<tf::Gradient> grad = tape.gradient(y, {x0, x1, x2, x3});
   for (const auto& g : grad) seeds::print(g);
 
   std::vector<std::string> names;

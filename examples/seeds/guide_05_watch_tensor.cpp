@@ -19,6 +19,6 @@ int main() {
   tf::Tensor y = tf::pow(x, 2);
 
   // dy = 2x * dx
-  std::optional<tf::Tensor> dy_dx = tape.gradient(y, x);
+  tf::Gradient dy_dx = tape.gradient(y, x);
   seeds::print(dy_dx->numpy());
 }

@@ -35,7 +35,7 @@ int main() {
   // consumes the tape.
   const std::string why = tape.explain(ys, x0).to_string();
 
-  std::map<std::string, std::optional<tf::Tensor>> grad = tape.gradient(ys, {{"x0", x0}, {"x1", x1}});
+  std::map<std::string, tf::Gradient> grad = tape.gradient(ys, {{"x0", x0}, {"x1", x1}});
   seeds::print("dy/dx0:", grad["x0"]);
   seeds::print("dy/dx1:", grad["x1"]->numpy());
   std::cout << "explain: " << why << "\n";

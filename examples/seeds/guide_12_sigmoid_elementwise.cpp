@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   tf::GradientTape tape;
   tape.watch(x);
   tf::Tensor y = tf::sigmoid(x);
-  std::optional<tf::Tensor> dy_dx = tape.gradient(y, x);
+  tf::Gradient dy_dx = tape.gradient(y, x);
 
   seeds::LinePlot plt;
   plt.add("y", to_double(x), to_double(y));

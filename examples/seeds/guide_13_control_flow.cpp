@@ -34,12 +34,12 @@ int main() {
     result = tf::pow(v1, 2);
   }
 
-  std::vector<std::optional<tf::Tensor>> grads = tape.gradient(result, {v0, v1});
-  std::optional<tf::Tensor> dv0 = grads[0], dv1 = grads[1];
+  std::vector<tf::Gradient> grads = tape.gradient(result, {v0, v1});
+  tf::Gradient dv0 = grads[0], dv1 = grads[1];
   seeds::print(dv0);
   seeds::print(dv1);
 
-  std::optional<tf::Tensor> dx = tape.gradient(result, x);
+  tf::Gradient dx = tape.gradient(result, x);
   seeds::print(dx);
 
   // Companion lines (not in the seed): what explain() says about each None (a persistent tape).

@@ -33,7 +33,7 @@ int main() {
   tf::Tensor y = non_differentiable_op(x);
   // Companion line (not in the seed): what explain() says, asked before gradient() consumes the tape.
   const std::string why = tape.explain(y, x).to_string();
-  std::optional<tf::Tensor> grad = tape.gradient(y, x);
+  tf::Gradient grad = tape.gradient(y, x);
 
   seeds::print("Gradient:", grad);
   std::cout << "explain: " << why << "\n";

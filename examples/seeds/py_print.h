@@ -7,10 +7,9 @@
 //   seeds::display(grad.at("b"));         // a cell ending in grad['b'] shows repr(grad['b'])
 //
 // str() and repr() follow Python: print() uses str() of each argument; a list shows repr() of its
-// elements; a notebook cell shows repr() of its value. A missing gradient (std::nullopt) is None.
+// elements; a notebook cell shows repr() of its value. A missing gradient is None.
 
 #include <iostream>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,7 +23,7 @@ namespace tf = tapeflow;
 // ---- repr ---------------------------------------------------------------------------------------
 inline std::string repr(const std::string& s) { return "'" + s + "'"; }  // names never hold a quote
 inline std::string repr(const tf::Tensor& t) { return tf::repr(t); }
-inline std::string repr(const std::optional<tf::Tensor>& t) { return t ? tf::repr(*t) : "None"; }
+inline std::string repr(const tf::Gradient& g) { return g ? tf::repr(*g) : "None"; }
 template <class T>
 std::string repr(const std::vector<T>& items) {
   std::string out = "[";
@@ -39,7 +38,7 @@ std::string repr(const std::vector<T>& items) {
 inline std::string str(const std::string& s) { return s; }
 inline std::string str(const char* s) { return s; }
 inline std::string str(const tf::Tensor& t) { return tf::to_string(t); }
-inline std::string str(const std::optional<tf::Tensor>& t) { return t ? tf::to_string(*t) : "None"; }
+inline std::string str(const tf::Gradient& g) { return tf::to_string(g); }
 /// `t.numpy()`: NumPy's str() of the array, e.g. `[ 4. 108.]` or `6.0`.
 inline std::string str(const tf::NumpyText& a) { return tf::numpy_str(a.tensor); }
 /// TensorShape prints as a tuple: `(3, 2)`.

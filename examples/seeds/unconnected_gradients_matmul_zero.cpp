@@ -36,6 +36,6 @@ int main() {
   tf::Tensor loss = tf::reduce_sum(z);
 
   // Attempt to calculate derivative w.r.t an unconnected variable
-  std::optional<tf::Tensor> gradients = tape.gradient(loss, w, tf::UnconnectedGradients::Zero);
+  tf::Gradient gradients = tape.gradient(loss, w, tf::UnconnectedGradients::Zero);
   seeds::print("Gradient:", gradients->numpy());
 }

@@ -33,9 +33,9 @@ int main() {
   tf::Tensor y = tf::pow(a, 2);
   tf::Tensor z = b * c;
 
-  std::optional<tf::Tensor> dy_da = tape.gradient(y, a);  // Known gradient
-  std::optional<tf::Tensor> dz_da_none = tape.gradient(z, a, tf::UnconnectedGradients::None);
-  std::optional<tf::Tensor> dz_da_zero = tape.gradient(z, a, tf::UnconnectedGradients::Zero);
+  tf::Gradient dy_da = tape.gradient(y, a);  // Known gradient
+  tf::Gradient dz_da_none = tape.gradient(z, a, tf::UnconnectedGradients::None);
+  tf::Gradient dz_da_zero = tape.gradient(z, a, tf::UnconnectedGradients::Zero);
 
   seeds::print("dy/da:", dy_da);
   seeds::print("dz/da with NONE:", dz_da_none);

@@ -8,9 +8,10 @@
 ///   std::cout << tape.explain(y, w).to_string() << "\n";
 ///   // no gradient: variable w:0 is not trainable, so the tape does not watch it; ...
 ///
-/// explain() mirrors gradient() exactly: it says None where gradient() returns std::nullopt, names
-/// the op where gradient() would raise LookupError, and for a connected source shows the path
-/// (target <- op <- ... <- source) and whether the gradient is exactly zero everywhere.
+/// explain() mirrors gradient() exactly: it says None where gradient() returns a missing
+/// Gradient, names the op where gradient() would raise LookupError, and for a connected source
+/// shows the path (target <- op <- ... <- source) and whether the gradient is exactly zero
+/// everywhere.
 
 #include <optional>
 #include <string>
@@ -23,7 +24,7 @@
 namespace tapeflow {
 
 /// What GradientTape::explain found. The first two have a gradient; every other one is a reason
-/// why gradient() returns std::nullopt (or, for NoGradientRegistered, raises LookupError).
+/// why gradient() returns a missing Gradient (or, for NoGradientRegistered, raises LookupError).
 enum class GradientCause {
   Connected,                    ///< a gradient flows; `path` shows one path
   ZeroGradient,                 ///< a gradient flows but is exactly zero everywhere; `op` made it zero

@@ -2,8 +2,8 @@
 /// \file nest.h
 /// Nested structures of tensors and variables, like TensorFlow's tf.nest: GradientTape::gradient
 /// accepts sources as any nesting of std::vector, std::map, std::pair and std::tuple around
-/// Tensor and Variable leaves, and returns the gradients in the same structure, with
-/// std::optional<Tensor> leaves (std::nullopt where TensorFlow returns None).
+/// Tensor and Variable leaves, and returns the gradients in the same structure, with Gradient
+/// leaves (gradient.h: a tensor, or missing where TensorFlow returns None).
 
 #include <map>
 #include <optional>
@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "tapeflow/gradient.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
@@ -46,7 +47,7 @@ concept Nestable = requires { typename Nest<S>::Result; };
 template <class S>
   requires std::is_same_v<S, Tensor> || std::is_same_v<S, Variable> || std::is_same_v<S, Source>
 struct Nest<S> {
-  using Result = std::optional<Tensor>;
+  using Result = Gradient;
   static void flatten(const S& s, std::vector<Source>& out) { out.emplace_back(s); }
   template <class It>
   static Result pack(const S&, It& it) {

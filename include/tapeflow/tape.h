@@ -5,7 +5,7 @@
 ///   tf::Variable x(3.0f);
 ///   tf::GradientTape tape;            // records from here while it is alive (Python's `with`)
 ///   tf::Tensor y = x * x;
-///   auto dy_dx = tape.gradient(y, x); // std::optional<Tensor>: 6.0
+///   auto dy_dx = tape.gradient(y, x); // tf::Gradient (gradient.h): 6.0
 ///
 /// Recording scope. A tape records the ops run on its thread from construction until it is
 /// destroyed, like the body of Python's `with tf.GradientTape() as tape:`. Pause it with a guard:
@@ -25,9 +25,15 @@
 /// A persistent tape keeps its records until reset() or destruction.
 ///
 /// Sources may be a Tensor, a Variable, or any nesting of std::vector / std::map / std::pair /
-/// std::tuple of them; the result has the same structure with std::optional<Tensor> leaves
-/// (std::nullopt where TensorFlow returns None). Several targets, or a non-scalar target, give
-/// the gradient of their sum.
+/// std::tuple of them; the result has the same structure with Gradient leaves (gradient.h): a
+/// tensor, or missing where TensorFlow returns None. Reading a missing Gradient (`*g`) throws
+/// FailedPreconditionError naming the source and why it has no gradient (its dtype, never
+/// watched, not connected); `if (g)` tests it. Several targets, or a non-scalar target, give the
+/// gradient of their sum; a target with no elements is connected and contributes zeros.
+///
+/// jacobian() and batch_jacobian() assemble their results with recorded ops (stack, concat,
+/// transpose, reshape of the gradients), so a tape recording around the call can differentiate a
+/// Jacobian again: a Hessian as the Jacobian of a gradient, a Jacobian of a Jacobian.
 
 #include <cstdint>
 #include <functional>
@@ -48,7 +54,7 @@
 namespace tapeflow {
 
 /// What gradient() returns for a source not connected to the targets (TensorFlow's
-/// tf.UnconnectedGradients): std::nullopt, or zeros of the source's shape and dtype.
+/// tf.UnconnectedGradients): a missing Gradient (None), or zeros of the source's shape and dtype.
 enum class UnconnectedGradients { None, Zero };
 
 struct TapeOptions {
@@ -143,23 +149,23 @@ class GradientTape {
                                           const std::vector<Tensor>& output_gradients = {},
                                           UnconnectedGradients unconnected = UnconnectedGradients::None) {
     const std::vector<Source> flat = nest::flatten(sources);
-    std::vector<std::optional<Tensor>> grads = gradient_flat(targets, flat, output_gradients, unconnected);
+    std::vector<Gradient> grads = gradient_flat(targets, flat, output_gradients, unconnected);
     auto it = grads.begin();
     return nest::Nest<S>::pack(sources, it);
   }
   /// Braced lists of sources: tape.gradient(y, {x0, x1, x2, x3}) gives a std::vector.
-  std::vector<std::optional<Tensor>> gradient(const Targets& targets, std::initializer_list<Source> sources,
-                                              const std::vector<Tensor>& output_gradients = {},
-                                              UnconnectedGradients unconnected = UnconnectedGradients::None) {
+  std::vector<Gradient> gradient(const Targets& targets, std::initializer_list<Source> sources,
+                                 const std::vector<Tensor>& output_gradients = {},
+                                 UnconnectedGradients unconnected = UnconnectedGradients::None) {
     return gradient_flat(targets, std::span<const Source>(sources.begin(), sources.size()), output_gradients,
                          unconnected);
   }
-  std::vector<std::optional<Tensor>> gradient(const Targets& targets, std::initializer_list<Source> sources,
-                                              UnconnectedGradients unconnected) {
+  std::vector<Gradient> gradient(const Targets& targets, std::initializer_list<Source> sources,
+                                 UnconnectedGradients unconnected) {
     return gradient(targets, sources, {}, unconnected);
   }
   /// Braced maps of sources: tape.gradient(y, {{"w", w}, {"b", b}}) gives a std::map.
-  std::map<std::string, std::optional<Tensor>> gradient(
+  std::map<std::string, Gradient> gradient(
       const Targets& targets, std::initializer_list<std::pair<const std::string, Source>> sources,
       const std::vector<Tensor>& output_gradients = {},
       UnconnectedGradients unconnected = UnconnectedGradients::None) {
@@ -172,9 +178,10 @@ class GradientTape {
   }
 
   /// The full Jacobian of `target` with respect to each source, with shape
-  /// target.shape + source.shape, in the sources' structure. Unconnected sources give
-  /// std::nullopt, or zeros under UnconnectedGradients::Zero. Works on non-persistent tapes
-  /// (the tape is consumed afterwards).
+  /// target.shape + source.shape, in the sources' structure. Unconnected sources give a missing
+  /// Gradient, or zeros under UnconnectedGradients::Zero; a target with no elements gives an empty
+  /// Jacobian for a connected source. The result is built with recorded ops, so an enclosing tape
+  /// can differentiate it. Works on non-persistent tapes (the tape is consumed afterwards).
   ///
   /// With `parallel` (TensorFlow's experimental_use_pfor), the backward pass runs once with a
   /// stack of one-hot cotangents (in chunks bounded to about 256 MiB) when every op on the path
@@ -187,25 +194,27 @@ class GradientTape {
                                           UnconnectedGradients unconnected = UnconnectedGradients::None,
                                           bool parallel = true) {
     const std::vector<Source> flat = nest::flatten(sources);
-    std::vector<std::optional<Tensor>> js = jacobian_flat(target, flat, unconnected, parallel);
+    std::vector<Gradient> js = jacobian_flat(target, flat, unconnected, parallel);
     auto it = js.begin();
     return nest::Nest<S>::pack(sources, it);
   }
-  std::vector<std::optional<Tensor>> jacobian(const Tensor& target, std::initializer_list<Source> sources,
-                                              UnconnectedGradients unconnected = UnconnectedGradients::None,
-                                              bool parallel = true) {
+  std::vector<Gradient> jacobian(const Tensor& target, std::initializer_list<Source> sources,
+                                 UnconnectedGradients unconnected = UnconnectedGradients::None,
+                                 bool parallel = true) {
     return jacobian_flat(target, std::span<const Source>(sources.begin(), sources.size()), unconnected, parallel);
   }
-  std::vector<std::optional<Tensor>> jacobian_flat(const Tensor& target, std::span<const Source> sources,
-                                                   UnconnectedGradients unconnected, bool parallel = true);
+  std::vector<Gradient> jacobian_flat(const Tensor& target, std::span<const Source> sources,
+                                      UnconnectedGradients unconnected, bool parallel = true);
 
   /// Per-example Jacobians: target [b, y1..yn], source [b, x1..xm] -> [b, y1..yn, x1..xm], for
   /// computations where example i of the target depends only on example i of the source.
-  /// Throws InvalidArgumentError ("Need first dimension of target shape ... and source shape ...
-  /// to match.") when the batch dimensions differ. An unconnected source gives std::nullopt (or
-  /// zeros under Zero); unlike TensorFlow, never zeros under None.
-  std::optional<Tensor> batch_jacobian(const Tensor& target, const Source& source,
-                                       UnconnectedGradients unconnected = UnconnectedGradients::None);
+  /// Throws InvalidArgumentError when target or source has rank below 2 ("Shape (3,) must have
+  /// rank at least 2", TensorFlow's ValueError) or the batch dimensions differ ("Need first
+  /// dimension of target shape ... and source shape ... to match."). An unconnected source gives
+  /// a missing Gradient (or zeros under Zero); unlike TensorFlow, never zeros under None. Built
+  /// with recorded ops, like jacobian().
+  Gradient batch_jacobian(const Tensor& target, const Source& source,
+                          UnconnectedGradients unconnected = UnconnectedGradients::None);
 
   // ---- Debugging gradients (explain.cpp, gradient_report.cpp; see explain.h) ----
 
@@ -226,9 +235,9 @@ class GradientTape {
                                  const GradientReportOptions& options = {});
 
   /// The flat form every overload above goes through.
-  std::vector<std::optional<Tensor>> gradient_flat(const Targets& targets, std::span<const Source> sources,
-                                                   const std::vector<Tensor>& output_gradients,
-                                                   UnconnectedGradients unconnected);
+  std::vector<Gradient> gradient_flat(const Targets& targets, std::span<const Source> sources,
+                                      const std::vector<Tensor>& output_gradients,
+                                      UnconnectedGradients unconnected);
 
   /// Pictures and memory (tape_graph.h). The recorded computation as Graphviz DOT text, with
   /// every path from `sources` to `targets` highlighted and the rest greyed with the reason; with

@@ -14,7 +14,7 @@
 ///   tf::GradientTape tape;                    // records while alive
 ///   tf::Tensor y = tf::matmul(x, w) + b;      // variables are watched when read
 ///   tf::Tensor loss = tf::reduce_mean(y * y);
-///   auto [dw, db] = tape.gradient(loss, std::pair{w, b});   // std::optional<Tensor> each
+///   auto [dw, db] = tape.gradient(loss, std::pair{w, b});   // tf::Gradient each
 ///   std::cout << *db << "\n";                 // tf.Tensor([...], shape=(2,), dtype=float32)
 ///
 /// - Tensors are immutable values with shared storage (tensor.h); Variables hold mutable state
@@ -30,6 +30,7 @@
 #include "tapeflow/dtype.h"
 #include "tapeflow/errors.h"
 #include "tapeflow/forward_accumulator.h"
+#include "tapeflow/gradient.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/memory.h"
 #include "tapeflow/module.h"

@@ -93,7 +93,8 @@ struct RecomputeGrad {
                      "[RecomputeGrad] the recomputed block returned {} outputs, the first run {}", outputs.size(),
                      dys.size());
     Targets targets(outputs);
-    return tape.gradient_flat(targets, sources, dys, UnconnectedGradients::None);
+    const std::vector<Gradient> grads = tape.gradient_flat(targets, sources, dys, UnconnectedGradients::None);
+    return Grads(grads.begin(), grads.end());
   }
 };
 

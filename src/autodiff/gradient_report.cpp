@@ -80,7 +80,7 @@ GradientReport GradientTape::gradient_report(const Tensor& target, const std::ve
   // A non-persistent tape is consumed as by gradient(), but only after explain() has read it:
   // run as persistent, then consume and release.
   const bool persistent = t.options.persistent;
-  std::vector<std::optional<Tensor>> grads;
+  std::vector<Gradient> grads;
   {
     t.options.persistent = true;
     struct Restore {

@@ -43,8 +43,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <mutex>
+#include <numeric>
 #include <unordered_set>
 
 #include "autodiff/dispatch.h"
@@ -54,6 +54,7 @@
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "tapeflow/logging.h"
+#include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 
@@ -756,9 +757,37 @@ std::vector<std::optional<Tensor>> backward(autodiff::Records& ops, const Pruned
   return result;
 }
 
-std::optional<Tensor> unconnected_result(const Source& s, const Shape& shape, UnconnectedGradients u) {
+/// A missing gradient that names `s` and says why no cotangent reached it, from facts the tape
+/// has at hand (one lookup in its producer map; explain() does the full analysis).
+Gradient missing_gradient(const detail::TapeState& tape, const Source& s) {
+  std::string source =
+      s.is_variable() ? fmt::format("variable '{}'", s.variable().name()) : fmt::format("tensor #{}", s.id());
+  source += fmt::format(" with shape {} and dtype {}", s.shape().to_string(), dtype_name(s.dtype()));
+  std::string reason;
+  if (!is_floating(s.dtype())) {
+    reason = "its dtype cannot carry a gradient (only float32 and float64 do)";
+  } else if (tape.producer.contains(s.id())) {
+    reason =
+        "it is not connected to the target(s): no recorded op on a path from it to the target(s) "
+        "passes a gradient (GradientTape::explain names where the path breaks)";
+  } else if (!s.is_variable()) {
+    reason = "the tape never watched it (call tape.watch(x) before computing the target)";
+  } else if (!s.variable().trainable()) {
+    reason =
+        "the tape never watched it: the variable is not trainable (call tape.watch(v) to watch it anyway)";
+  } else if (!tape.options.watch_accessed_variables) {
+    reason = "the tape never watched it: the tape has watch_accessed_variables = false (call tape.watch(v))";
+  } else {
+    reason = "the tape never watched it: the variable was not read while the tape recorded";
+  }
+  return Gradient::missing(source, reason);
+}
+
+/// What a source no cotangent reached gets: zeros of `shape`, or a missing gradient.
+Gradient unconnected_result(const detail::TapeState& tape, const Source& s, const Shape& shape,
+                            UnconnectedGradients u) {
   if (u == UnconnectedGradients::Zero) return zeros(shape, s.dtype());
-  return std::nullopt;
+  return missing_gradient(tape, s);
 }
 
 }  // namespace
@@ -793,10 +822,9 @@ auto GradientTape::run_backward(std::string_view what, F&& body) {
   return body(tape.ops, !tape.options.persistent);
 }
 
-std::vector<std::optional<Tensor>> GradientTape::gradient_flat(const Targets& targets,
-                                                               std::span<const Source> sources,
-                                                               const std::vector<Tensor>& output_gradients,
-                                                               UnconnectedGradients unconnected) {
+std::vector<Gradient> GradientTape::gradient_flat(const Targets& targets, std::span<const Source> sources,
+                                                  const std::vector<Tensor>& output_gradients,
+                                                  UnconnectedGradients unconnected) {
   const std::vector<Source>& ys = targets.flat();
   validate_targets_and_sources(ys, sources, "gradient");
   TAPEFLOW_REQUIRE(output_gradients.empty() || output_gradients.size() == ys.size(), InvalidArgumentError,
@@ -815,22 +843,18 @@ std::vector<std::optional<Tensor>> GradientTape::gradient_flat(const Targets& ta
     std::vector<Tensor> seeds;
     for (const Source& y : ys)
       seeds.push_back(output_gradients.empty() ? ones(y.shape(), y.dtype()) : output_gradients[seeds.size()]);
-    std::vector<std::optional<Tensor>> result =
+    std::vector<std::optional<Tensor>> grads =
         backward(ops, prune(ops, state_->producer, ys, sources), ys, seeds, sources, release);
+    std::vector<Gradient> result;
+    result.reserve(sources.size());
     for (std::size_t i = 0; i < sources.size(); ++i)
-      if (!result[i]) result[i] = unconnected_result(sources[i], sources[i].shape(), unconnected);
+      result.push_back(grads[i] ? Gradient(std::move(*grads[i]))
+                                : unconnected_result(*state_, sources[i], sources[i].shape(), unconnected));
     return result;
   });
 }
 
 namespace {
-
-/// Copies `row` (a gradient) into rows [r * n, (r + 1) * n) of a flat buffer of `out`.
-void copy_row(Tensor& out, std::int64_t r, const Tensor& row) {
-  const std::size_t bytes = row.nbytes();
-  std::memcpy(static_cast<std::byte*>(const_cast<void*>(out.raw_data())) + static_cast<std::size_t>(r) * bytes,
-              row.raw_data(), bytes);
-}
 
 Shape concat_shapes(std::span<const std::int64_t> a, std::span<const std::int64_t> b, std::string_view op) {
   std::vector<std::int64_t> dims(a.begin(), a.end());
@@ -838,9 +862,22 @@ Shape concat_shapes(std::span<const std::int64_t> a, std::span<const std::int64_
   return Shape::checked(dims, op);
 }
 
-}  // namespace
+std::vector<std::int64_t> to_vector(std::span<const std::int64_t> dims) { return {dims.begin(), dims.end()}; }
 
-namespace {
+/// The gradients of the rows of a Jacobian, in row order, joined into one [rows, ...] tensor by
+/// recorded ops (not copied into a fresh buffer), so that a tape recording around jacobian()
+/// can differentiate the result again. `pieces` are stacks [c, ...] of c rows each from
+/// vectorised passes, or single rows when `single_rows`.
+Tensor join_rows(const std::vector<Tensor>& pieces, bool single_rows) {
+  if (single_rows) return stack(pieces, 0);
+  return pieces.size() == 1 ? pieces[0] : concat(pieces, 0);
+}
+
+/// A Jacobian of `shape` with no elements (the target has none), recorded as a function of the
+/// source's gradient `g`, so that it is connected wherever `g` is.
+Tensor empty_jacobian(const Tensor& g, const Shape& shape) {
+  return reshape(slice(reshape(g, {-1}), {0}, {0}), to_vector(shape.dims()));
+}
 
 /// The first kept record whose gradient cannot take a stack of cotangents, or nullptr.
 const autodiff::OpDef* first_unbatchable(const autodiff::Records& ops, const Pruned& p) {
@@ -862,27 +899,40 @@ std::int64_t rows_per_pass(const autodiff::Records& ops, const Pruned& p, std::i
 
 }  // namespace
 
-std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& target, std::span<const Source> sources,
-                                                               UnconnectedGradients unconnected, bool parallel) {
+std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::span<const Source> sources,
+                                                  UnconnectedGradients unconnected, bool parallel) {
   const Source y(target);
   validate_targets_and_sources({&y, 1}, sources, "jacobian");
   return run_backward("jacobian", [&](autodiff::Records& ops, bool) {
-    // One backward pass per target element, seeded with a one-hot cotangent; rows land in
-    // target.shape + source.shape. The records are released only after the last row.
+    // Row r of the Jacobian is the gradient for a cotangent that is one-hot at target element r.
+    // The rows are joined by recorded ops into target.shape + source.shape. The records are
+    // released only after the last row.
     const std::int64_t rows = target.num_elements();
     std::vector<Shape> shapes;
-    std::vector<Tensor> out;
-    std::vector<bool> connected(sources.size(), false);
-    for (const Source& s : sources) {
+    for (const Source& s : sources)
       shapes.push_back(concat_shapes(target.shape().dims(), s.shape().dims(), "Jacobian"));
-      out.push_back(detail::empty(shapes.back(), s.dtype(), "Jacobian"));
-    }
     const Pruned p = prune(ops, state_->producer, {&y, 1}, sources);
     const autodiff::OpDef* blocker = parallel ? first_unbatchable(ops, p) : nullptr;
     if (parallel && blocker)
       log(LogLevel::Info, fmt::format("jacobian: op {} cannot take stacked cotangents; computing the Jacobian one "
                                       "row at a time", blocker->name()));
-    if (is_floating(target.dtype()) && parallel && !blocker) {
+    const bool single_rows = !parallel || blocker;
+    // pieces[i]: source i's gradient from each pass. Whether a cotangent reaches a source depends
+    // only on the pruned records, so a source gets one from every pass or from none.
+    std::vector<std::vector<Tensor>> pieces(sources.size());
+    std::size_t passes = 0;
+    const auto collect = [&](std::vector<std::optional<Tensor>> grads) {
+      ++passes;
+      for (std::size_t i = 0; i < sources.size(); ++i)
+        if (grads[i]) pieces[i].push_back(std::move(*grads[i]));
+    };
+    if (!is_floating(target.dtype())) {
+      // An integer target carries no gradient: every source is unconnected.
+    } else if (rows == 0) {
+      // No rows; one pass with the (empty) cotangent finds the connected sources.
+      const Tensor seed = zeros(target.shape(), target.dtype());
+      collect(backward(ops, p, {&y, 1}, {&seed, 1}, sources, /*release=*/false));
+    } else if (!single_rows) {
       // Vectorised: a stack of one-hot cotangents [c, *target.shape] goes through each record
       // once; the gradients come back as [c, *source.shape], which are rows of the Jacobian.
       const std::int64_t chunk = rows_per_pass(ops, p, rows);
@@ -893,66 +943,77 @@ std::vector<std::optional<Tensor>> GradientTape::jacobian_flat(const Tensor& tar
         visit_dtype(target.dtype(), [&]<class T>() {
           for (std::int64_t j = 0; j < c; ++j) detail::mutable_data<T>(seed)[j * rows + start + j] = T(1);
         });
-        auto grads = backward(ops, p, {&y, 1}, {&seed, 1}, sources, /*release=*/false, batch);
-        for (std::size_t i = 0; i < sources.size(); ++i) {
-          if (!grads[i]) continue;
-          connected[i] = true;
-          const std::size_t row_bytes = static_cast<std::size_t>(sources[i].shape().num_elements()) *
-                                        dtype_size(sources[i].dtype());
-          std::memcpy(static_cast<std::byte*>(const_cast<void*>(out[i].raw_data())) +
-                          static_cast<std::size_t>(start) * row_bytes,
-                      grads[i]->raw_data(), static_cast<std::size_t>(c) * row_bytes);
-        }
+        collect(backward(ops, p, {&y, 1}, {&seed, 1}, sources, /*release=*/false, batch));
       }
-    } else if (is_floating(target.dtype())) {
+    } else {
       for (std::int64_t r = 0; r < rows; ++r) {
         Tensor seed = zeros(target.shape(), target.dtype());
         visit_dtype(target.dtype(), [&]<class T>() { detail::mutable_data<T>(seed)[r] = T(1); });
-        auto grads = backward(ops, p, {&y, 1}, {&seed, 1}, sources, /*release=*/false);
-        for (std::size_t i = 0; i < sources.size(); ++i) {
-          if (grads[i]) connected[i] = true;
-          copy_row(out[i], r, grads[i] ? *grads[i] : zeros(sources[i].shape(), sources[i].dtype()));
-        }
+        collect(backward(ops, p, {&y, 1}, {&seed, 1}, sources, /*release=*/false));
       }
     }
-    std::vector<std::optional<Tensor>> result;
-    for (std::size_t i = 0; i < sources.size(); ++i)
-      result.push_back(connected[i] ? std::optional<Tensor>(out[i])
-                                    : unconnected_result(sources[i], shapes[i], unconnected));
+    std::vector<Gradient> result;
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      TAPEFLOW_ASSERT(pieces[i].empty() || pieces[i].size() == passes,
+                      "jacobian: a source received a cotangent in {} of {} backward passes", pieces[i].size(),
+                      passes);
+      if (pieces[i].empty())
+        result.push_back(unconnected_result(*state_, sources[i], shapes[i], unconnected));
+      else if (rows == 0)
+        result.push_back(empty_jacobian(pieces[i][0], shapes[i]));
+      else
+        result.push_back(reshape(join_rows(pieces[i], single_rows), to_vector(shapes[i].dims())));
+    }
     return result;
   });
 }
 
-std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const Source& source,
-                                                   UnconnectedGradients unconnected) {
+Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source,
+                                      UnconnectedGradients unconnected) {
   const Source y(target);
   validate_targets_and_sources({&y, 1}, {&source, 1}, "batch_jacobian");
   const Shape& ts = target.shape();
   const Shape& ss = source.shape();
-  TAPEFLOW_REQUIRE(ts.rank() >= 1 && ss.rank() >= 1 && ts[0] == ss[0], InvalidArgumentError,
-                   "[GradientTape::batch_jacobian] Need first dimension of target shape {} and source shape {} to match.",
-                   ts.to_string(), ss.to_string());
-  return run_backward("batch_jacobian", [&](autodiff::Records& ops, bool) -> std::optional<Tensor> {
+  // TensorFlow checks the ranks with Shape.with_rank_at_least(2), then the batch dimensions.
+  for (const Shape* s : {&ts, &ss})
+    TAPEFLOW_REQUIRE(
+        s->rank() >= 2, InvalidArgumentError,
+        "[GradientTape::batch_jacobian] Shape {} must have rank at least 2: the {} must be [batch, "
+        "...]; got target shape {} and dtype {}, source shape {} and dtype {}",
+        s->to_string(), s == &ts ? "target" : "source", ts.to_string(), dtype_name(target.dtype()),
+        ss.to_string(), dtype_name(source.dtype()));
+  TAPEFLOW_REQUIRE(
+      ts[0] == ss[0], InvalidArgumentError,
+      "[GradientTape::batch_jacobian] Need first dimension of target shape {} and source shape {} to match.",
+      ts.to_string(), ss.to_string());
+  const Shape shape = concat_shapes(ts.dims(), ss.dims().subspan(1), "BatchJacobian");
+  return run_backward("batch_jacobian", [&](autodiff::Records& ops, bool) -> Gradient {
     // Examples are independent, so a cotangent that is one-hot in column j of every example
-    // gives column j for all examples at once: out[b, j, ...] = d target[b, j] / d source[b, ...].
+    // gives column j for all examples at once: d target[b, j] / d source[b, ...] for every b.
     // Vectorised, a stack of such cotangents (several columns) goes through one backward pass.
-    const std::int64_t batch = ts[0];
-    const std::int64_t cols = batch == 0 ? 0 : ts.num_elements() / batch;
-    const std::int64_t per_example = batch == 0 ? 0 : ss.num_elements() / batch;
-    const Shape shape = concat_shapes(ts.dims(), ss.dims().subspan(1), "BatchJacobian");
-    Tensor out = detail::empty(shape, source.dtype(), "BatchJacobian");
-    bool connected = false;
+    // The columns [cols, batch, ...] are joined by recorded ops, transposed to [batch, cols, ...]
+    // and reshaped to target.shape + source.shape[1:] (TensorFlow's assembly).
     const Pruned p = prune(ops, state_->producer, {&y, 1}, {&source, 1});
+    if (!is_floating(target.dtype())) return unconnected_result(*state_, source, shape, unconnected);
+    if (ts.num_elements() == 0) {
+      // No columns; one pass with the (empty) cotangent says whether the source is connected.
+      const Tensor seed = zeros(ts, target.dtype());
+      const auto g = backward(ops, p, {&y, 1}, {&seed, 1}, {&source, 1}, /*release=*/false)[0];
+      return g ? Gradient(empty_jacobian(*g, shape))
+               : unconnected_result(*state_, source, shape, unconnected);
+    }
+    const std::int64_t batch = ts[0];
+    const std::int64_t cols = ts.num_elements() / batch;
     const autodiff::OpDef* blocker = first_unbatchable(ops, p);
     if (blocker)
       log(LogLevel::Info, fmt::format("batch_jacobian: op {} cannot take stacked cotangents; computing one column "
                                       "at a time", blocker->name()));
     const std::int64_t chunk = blocker ? 1 : rows_per_pass(ops, p, cols);
-    const std::size_t esize = dtype_size(source.dtype());
-    for (std::int64_t j0 = 0; is_floating(target.dtype()) && j0 < cols; j0 += chunk) {
+    std::vector<Tensor> columns;
+    for (std::int64_t j0 = 0; j0 < cols; j0 += chunk) {
       const std::int64_t c = std::min(chunk, cols - j0);
-      const std::int64_t stack[1] = {c};
-      const std::span<const std::int64_t> batch_dims = blocker ? std::span<const std::int64_t>() : stack;
+      const std::int64_t stack_dims[1] = {c};
+      const std::span<const std::int64_t> batch_dims = blocker ? std::span<const std::int64_t>() : stack_dims;
       Tensor seed = zeros(with_batch(batch_dims, ts), target.dtype());
       visit_dtype(target.dtype(), [&]<class T>() {
         for (std::int64_t jj = 0; jj < c; ++jj)
@@ -960,18 +1021,13 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
             detail::mutable_data<T>(seed)[jj * ts.num_elements() + b * cols + j0 + jj] = T(1);
       });
       auto g = backward(ops, p, {&y, 1}, {&seed, 1}, {&source, 1}, /*release=*/false, batch_dims)[0];
-      if (!g) continue;
-      connected = true;
-      for (std::int64_t jj = 0; jj < c; ++jj)
-        for (std::int64_t b = 0; b < batch; ++b)
-          std::memcpy(static_cast<std::byte*>(const_cast<void*>(out.raw_data())) +
-                          static_cast<std::size_t>((b * cols + j0 + jj) * per_example) * esize,
-                      static_cast<const std::byte*>(g->raw_data()) +
-                          static_cast<std::size_t>(jj * ss.num_elements() + b * per_example) * esize,
-                      static_cast<std::size_t>(per_example) * esize);
+      if (!g) return unconnected_result(*state_, source, shape, unconnected);  // the same for every column
+      columns.push_back(std::move(*g));
     }
-    if (!connected) return unconnected_result(source, shape, unconnected);
-    return out;
+    std::vector<std::int64_t> perm(static_cast<std::size_t>(ss.rank()) + 1);
+    std::iota(perm.begin(), perm.end(), std::int64_t{0});
+    std::swap(perm[0], perm[1]);
+    return reshape(transpose(join_rows(columns, blocker != nullptr), perm), to_vector(shape.dims()));
   });
 }
 

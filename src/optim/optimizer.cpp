@@ -57,7 +57,7 @@ Tensor clip_by_norm(const Tensor& t, double clip_norm) {
   return t * clip_norm / maximum(l2norm, clip_norm);
 }
 
-Tensor global_norm(const std::vector<std::optional<Tensor>>& tensors) {
+Tensor global_norm(const std::vector<Gradient>& tensors) {
   std::optional<Tensor> total;
   DType dtype = DType::Float32;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
@@ -72,8 +72,8 @@ Tensor global_norm(const std::vector<std::optional<Tensor>>& tensors) {
   return cast(sqrt(*total), dtype);
 }
 
-std::pair<std::vector<std::optional<Tensor>>, Tensor> clip_by_global_norm(
-    const std::vector<std::optional<Tensor>>& tensors, double clip_norm) {
+std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<Gradient>& tensors,
+                                                             double clip_norm) {
   require_clip_norm("ClipByGlobalNorm", clip_norm);
   for (std::size_t i = 0; i < tensors.size(); ++i)
     if (tensors[i]) require_float("ClipByGlobalNorm", *tensors[i], i);
@@ -82,9 +82,9 @@ std::pair<std::vector<std::optional<Tensor>>, Tensor> clip_by_global_norm(
   // scale = clip_norm / max(norm, clip_norm), written as TensorFlow does so that norm = 0 gives
   // 1; (norm - norm) is NaN for an infinite or NaN norm and poisons every value, on purpose.
   const Tensor scale = clip_norm * minimum(reciprocal(norm64), 1.0 / clip_norm) + (norm64 - norm64);
-  std::vector<std::optional<Tensor>> clipped;
+  std::vector<Gradient> clipped;
   clipped.reserve(tensors.size());
-  for (const auto& t : tensors) clipped.push_back(t ? std::optional<Tensor>(*t * cast(scale, t->dtype())) : t);
+  for (const auto& t : tensors) clipped.push_back(t ? Gradient(*t * cast(scale, t->dtype())) : t);
   return {std::move(clipped), norm};
 }
 
@@ -146,7 +146,7 @@ void Optimizer::build(const std::vector<Variable>& vars) {
   }
 }
 
-void Optimizer::apply_gradients(const std::vector<std::optional<Tensor>>& grads, const std::vector<Variable>& vars) {
+void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::vector<Variable>& vars) {
   TAPEFLOW_REQUIRE(grads.size() == vars.size(), InvalidArgumentError,
                    "[{}] apply_gradients got {} gradients for {} variables; pass one gradient (or std::nullopt) "
                    "per variable",
@@ -158,9 +158,6 @@ void Optimizer::apply_gradients(const std::vector<std::optional<Tensor>>& grads,
     if (!grads[i]) continue;
     const Tensor& g = *grads[i];
     const Variable& v = vars[i];
-    TAPEFLOW_REQUIRE(g.defined(), InvalidArgumentError,
-                     "[{}] the gradient for variable '{}' is an undefined (default-constructed) Tensor", name_,
-                     v.name());
     TAPEFLOW_REQUIRE(is_floating(v.dtype()), InvalidArgumentError,
                      "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}", name_,
                      v.name(), v.shape().to_string(), dtype_name(v.dtype()));
@@ -189,7 +186,7 @@ void Optimizer::apply_gradients(const std::vector<std::optional<Tensor>>& grads,
 
   // Neither the clipping nor the update belongs on a tape that may be recording around us.
   autodiff::RecordingSuspension no_recording;
-  std::vector<std::optional<Tensor>> g;
+  std::vector<Gradient> g;
   g.reserve(present.size());
   for (std::size_t i : present) g.push_back(grads[i]);
   if (clip_.global_clipnorm) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "support/errors.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -156,7 +157,7 @@ TEST(JacobianVectorised, DenseLayerMatchesTheRowByRowLoop) {
   tf::Variable b(tf::random::normal({5, 1}, 0, 1, tf::float64, 2));
   tf::Tensor x = tf::random::normal({4, 1}, 0, 1, tf::float64, 3);
   InfoLog log;
-  std::vector<std::optional<tf::Tensor>> fast, slow;
+  std::vector<tf::Gradient> fast, slow;
   for (bool parallel : {true, false}) {
     tf::GradientTape tape;
     tape.watch(x);
@@ -258,6 +259,172 @@ TEST(Hessian, MatchesFiniteDifferencesOfTheGradient) {
       EXPECT_NEAR(h[static_cast<std::size_t>(r * 3 + c)], (gp[static_cast<std::size_t>(r)] - gm[static_cast<std::size_t>(r)]) / 2e-6,
                   1e-6);
   }
+}
+
+}  // namespace
+
+namespace {
+
+/// Jacobians as values that tapes differentiate again: the outer tape's derivative of a
+/// Jacobian against central differences of the Jacobian itself.
+
+/// f's Jacobian at `x`, computed on a tape of its own (vectorised or row by row).
+std::vector<double> jacobian_at(const std::vector<double>& x, bool parallel) {
+  const tf::Tensor xv = tf::constant(x);
+  tf::GradientTape tape;
+  tape.watch(xv);
+  return tape.jacobian(f(xv), xv, tf::UnconnectedGradients::None, parallel)->to_vector<double>();
+}
+
+TEST(Jacobian, OfAJacobianMatchesFiniteDifferences) {
+  const std::vector<double> x0{0.4, -1.1, 0.8};
+  for (bool parallel : {true, false}) {
+    const tf::Tensor x = tf::constant(x0);
+    tf::GradientTape outer;
+    outer.watch(x);
+    tf::Tensor j;
+    {
+      tf::GradientTape inner;
+      inner.watch(x);
+      j = *inner.jacobian(f(x), x, tf::UnconnectedGradients::None, parallel);
+    }
+    const tf::Gradient jj = outer.jacobian(j, x);
+    ASSERT_TRUE(jj) << "parallel=" << parallel;
+    ASSERT_EQ(jj->shape(), (tf::Shape{3, 3, 3}));
+    const auto got = jj->to_vector<double>();
+    for (std::size_t k = 0; k < 3; ++k) {
+      auto xp = x0, xm = x0;
+      xp[k] += 1e-6;
+      xm[k] -= 1e-6;
+      const auto jp = jacobian_at(xp, parallel), jm = jacobian_at(xm, parallel);
+      for (std::size_t rc = 0; rc < 9; ++rc)
+        EXPECT_NEAR(got[rc * 3 + k], (jp[rc] - jm[rc]) / 2e-6, 1e-6)
+            << "parallel=" << parallel << " rc=" << rc;
+    }
+  }
+}
+
+TEST(Jacobian, IsRecordedOnAnEnclosingTape) {
+  // y = x^3 elementwise: J = diag(3x^2), so d sum(J) / dx = 6x; both assembly paths.
+  for (bool parallel : {true, false}) {
+    const tf::Tensor x = tf::constant({0.5, -2.0, 1.5});
+    tf::GradientTape outer;
+    outer.watch(x);
+    tf::Tensor j;
+    {
+      tf::GradientTape inner;
+      inner.watch(x);
+      j = *inner.jacobian(x * x * x, x, tf::UnconnectedGradients::None, parallel);
+    }
+    const tf::Gradient d = outer.gradient(j, x);
+    ASSERT_TRUE(d) << "parallel=" << parallel;
+    EXPECT_EQ(d->to_vector<double>(), (std::vector<double>{3.0, -12.0, 9.0})) << "parallel=" << parallel;
+  }
+}
+
+TEST(BatchJacobian, IsRecordedOnAnEnclosingTape) {
+  // y[b] = x[b]^3: each example's Jacobian is diag(3 x[b]^2), so d sum(J) / dx = 6x. The second
+  // case has sign() on the path, which makes batch_jacobian go column by column.
+  const tf::Tensor x = tf::constant({{1.0, -2.0}, {3.0, 0.5}});
+  for (bool column_by_column : {false, true}) {
+    tf::GradientTape outer;
+    outer.watch(x);
+    tf::Tensor j;
+    {
+      tf::GradientTape inner;
+      inner.watch(x);
+      const tf::Tensor cube = x * x * x;
+      j = *inner.batch_jacobian(column_by_column ? cube * tf::abs(tf::sign(x)) : cube, x);
+    }
+    ASSERT_EQ(j.shape(), (tf::Shape{2, 2, 2}));
+    const tf::Gradient d = outer.gradient(j, x);
+    ASSERT_TRUE(d) << "column_by_column=" << column_by_column;
+    EXPECT_EQ(d->to_vector<double>(), (std::vector<double>{6.0, -12.0, 18.0, 3.0}))
+        << "column_by_column=" << column_by_column;
+  }
+}
+
+TEST(Hessian, IsRecordedOnAnEnclosingTape) {
+  // f(x) = sum(x^4): H = diag(12 x^2), so d sum(H) / dx = 24x.
+  const tf::Tensor x = tf::constant({0.5, -1.0});
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor h = tf::hessian([](const tf::Tensor& v) { return tf::reduce_sum(v * v * v * v); }, x);
+  EXPECT_EQ(h.to_vector<double>(), (std::vector<double>{3.0, 0.0, 0.0, 12.0}));
+  EXPECT_EQ(tape.gradient(h, x)->to_vector<double>(), (std::vector<double>{12.0, -24.0}));
+}
+
+TEST(Jacobian, EmptyTargetGivesAnEmptyJacobianNotNone) {
+  const tf::Tensor x = tf::constant({1.0, 2.0, 3.0});
+  for (bool parallel : {true, false}) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor y = tf::slice(x * 2.0, {1}, {0});
+    const tf::Gradient j = tape.jacobian(y, x, tf::UnconnectedGradients::None, parallel);
+    ASSERT_TRUE(j) << "parallel=" << parallel;
+    EXPECT_EQ(j->shape(), (tf::Shape{0, 3}));
+  }
+}
+
+TEST(BatchJacobian, EmptyTargetGivesAnEmptyJacobianNotNone) {
+  {
+    const tf::Tensor x = tf::ones({0, 2}, tf::float64);  // no examples
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Gradient j = tape.batch_jacobian(x * x, x);
+    ASSERT_TRUE(j);
+    EXPECT_EQ(j->shape(), (tf::Shape{0, 2, 2}));
+  }
+  {
+    const tf::Tensor x = tf::ones({3, 2}, tf::float64);  // examples with no target columns
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Gradient j = tape.batch_jacobian(tf::slice(x * x, {0, 0}, {3, 0}), x);
+    ASSERT_TRUE(j);
+    EXPECT_EQ(j->shape(), (tf::Shape{3, 0, 2}));
+  }
+}
+
+TEST(BatchJacobian, RankBelowTwoThrowsTensorFlowsMessage) {
+  const tf::Tensor x = tf::ones({3, 2});
+  {
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor y = tf::reduce_sum(x, {1});  // [3]
+    const std::string msg = tf::testing::error_of([&] { (void)tape.batch_jacobian(y, x); });
+    EXPECT_THAT(msg, HasSubstr("[GradientTape::batch_jacobian] Shape (3,) must have rank at least 2"));
+    EXPECT_THAT(msg, HasSubstr("target shape (3,) and dtype float32, source shape (3, 2) and dtype float32"));
+  }
+  {
+    const tf::Tensor v = tf::ones({3});
+    tf::GradientTape tape;
+    tape.watch(v);
+    const tf::Tensor y = tf::reshape(v * 2.0f, {3, 1});
+    EXPECT_THAT(tf::testing::error_of([&] { (void)tape.batch_jacobian(y, v); }),
+                HasSubstr("Shape (3,) must have rank at least 2: the source must be [batch, ...]"));
+  }
+  {
+    const tf::Tensor s = tf::constant(2.0f);
+    tf::GradientTape tape;
+    tape.watch(s);
+    EXPECT_THAT(tf::testing::error_of([&] { (void)tape.batch_jacobian(s * s, s); }),
+                HasSubstr("Shape () must have rank at least 2"));
+  }
+}
+
+TEST(Jacobian, ReadingAMissingJacobianThrowsNamingTheSource) {
+  const tf::Tensor x = tf::constant({1.f, 2.f}), other = tf::constant({1.f, 2.f, 3.f});
+  tf::GradientTape tape({.persistent = true});
+  tape.watch({x, other});
+  const tf::Tensor y = x * x;
+  const auto js = tape.jacobian(y, {x, other});
+  const std::string msg = tf::testing::error_of<tf::FailedPreconditionError>([&] { (void)*js[1]; });
+  EXPECT_THAT(msg, HasSubstr("tensor #" + std::to_string(other.id()) + " with shape (3,) and dtype float32"));
+  EXPECT_THAT(msg, HasSubstr("not connected to the target"));
+  const tf::Tensor unused = tf::ones({2, 1});
+  tape.watch(unused);
+  const tf::Gradient bj = tape.batch_jacobian(tf::reshape(y, {2, 1}), unused);
+  EXPECT_THROW((void)bj.value(), tf::FailedPreconditionError);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "autodiff/tape_state.h"
+#include "support/errors.h"
 #include "support/forbidden_gradient.h"
 #include "tapeflow/tapeflow.h"
 
@@ -17,7 +18,7 @@ using tf::testing::identity_with_forbidden_gradient;
 
 namespace {
 
-float value(const std::optional<tf::Tensor>& t) { return t.value().item<float>(); }
+float value(const tf::Gradient& g) { return g.value().item<float>(); }
 
 /// Captures log messages for the lifetime of the object.
 struct LogCapture {
@@ -745,6 +746,94 @@ TEST(GradientTape, VariableTargetStandsForItsHandle) {
   auto pause = tape.stop_recording();
   EXPECT_EQ(tape.gradient(v, v)->to_vector<float>(), (std::vector<float>{1.f, 1.f}));
   EXPECT_FALSE(tape.gradient(v, other).has_value());
+}
+
+}  // namespace
+
+namespace {
+
+// A missing gradient (TensorFlow's None) is a tf::Gradient that throws when read, naming the
+// source and the reason the tape found.
+
+TEST(GradientTape, ReadingAGradientOfAnUnwatchedTensorThrowsNamingItAndWhy) {
+  const tf::Tensor x = tf::constant({3.0f, 4.0f});
+  tf::GradientTape tape;
+  const tf::Gradient g = tape.gradient(x * x, x);
+  EXPECT_FALSE(g);
+  const std::string msg = tf::testing::error_of<tf::FailedPreconditionError>([&] { (void)*g; });
+  EXPECT_THAT(msg, HasSubstr("tensor #" + std::to_string(x.id()) + " with shape (2,) and dtype float32"));
+  EXPECT_THAT(msg, HasSubstr("the tape never watched it"));
+  EXPECT_THROW((void)g->shape(), tf::FailedPreconditionError);
+  EXPECT_THROW((void)g.value(), tf::FailedPreconditionError);
+}
+
+TEST(GradientTape, ReadingAGradientOfAnUnconnectedSourceThrowsSayingNotConnected) {
+  const tf::Tensor x = tf::constant(1.0f), z = tf::constant(2.0f);
+  tf::GradientTape tape;
+  tape.watch({x, z});
+  const tf::Tensor y = x * 2.0f;
+  auto [dx, dz] = tape.gradient(y, std::pair{x, z});
+  EXPECT_FLOAT_EQ(value(dx), 2.0f);
+  EXPECT_THAT(tf::testing::error_of<tf::FailedPreconditionError>([&] { (void)*dz; }),
+              HasSubstr("it is not connected to the target(s)"));
+}
+
+TEST(GradientTape, ReadingAGradientOfAnUnwatchedVariableNamesTheVariableAndWhy) {
+  tf::Variable frozen(1.0f, {.name = "frozen", .trainable = false});
+  tf::Variable unread(1.0f, {.name = "unread"});
+  tf::Variable w(1.0f, {.name = "w"});
+  tf::GradientTape tape({.persistent = true});
+  const tf::Tensor y = frozen * w;
+  const auto g = tape.gradient(y, {frozen, unread});
+  const std::string frozen_msg = tf::testing::error_of<tf::FailedPreconditionError>([&] { (void)*g[0]; });
+  EXPECT_THAT(frozen_msg, HasSubstr("variable 'frozen:0' with shape () and dtype float32"));
+  EXPECT_THAT(frozen_msg, HasSubstr("the variable is not trainable"));
+  EXPECT_THAT(tf::testing::error_of<tf::FailedPreconditionError>([&] { (void)*g[1]; }),
+              HasSubstr("the variable was not read while the tape recorded"));
+
+  tf::GradientTape manual({.watch_accessed_variables = false});
+  const tf::Tensor y2 = w * w;
+  EXPECT_THAT(tf::testing::error_of<tf::FailedPreconditionError>([&] { (void)*manual.gradient(y2, w); }),
+              HasSubstr("watch_accessed_variables = false"));
+}
+
+TEST(GradientTape, ReadingAGradientOfAnIntegerSourceSaysItsDtypeCarriesNone) {
+  const tf::Tensor n = tf::constant({1, 2});
+  tf::GradientTape tape;
+  tape.watch(n);
+  const tf::Tensor y = tf::cast(n, tf::DType::Float32) * 2.0f;
+  EXPECT_THAT(tf::testing::error_of<tf::FailedPreconditionError>([&] { (void)*tape.gradient(y, n); }),
+              HasSubstr("with shape (2,) and dtype int32: its dtype cannot carry a gradient"));
+}
+
+TEST(GradientTape, EmptyTargetGivesZeroGradientsNotNone) {
+  const tf::Tensor x = tf::constant({1.0f, 2.0f, 3.0f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = tf::slice(x * x, {1}, {0});
+  const tf::Gradient g = tape.gradient(y, x);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->to_vector<float>(), (std::vector<float>{0.f, 0.f, 0.f}));
+}
+
+TEST(Gradient, ReadsLikeAnOptionalTensor) {
+  const tf::Gradient none = std::nullopt;
+  const tf::Gradient some = tf::constant(2.0f);
+  EXPECT_TRUE(none == std::nullopt);
+  EXPECT_TRUE(some != std::nullopt);
+  EXPECT_TRUE(some.has_value());
+  EXPECT_FLOAT_EQ(none.value_or(tf::constant(5.0f)).item<float>(), 5.0f);
+  EXPECT_FLOAT_EQ(some.value_or(tf::constant(5.0f)).item<float>(), 2.0f);
+  EXPECT_EQ(tf::to_string(none), "None");
+  EXPECT_EQ(tf::to_string(some), "tf.Tensor(2.0, shape=(), dtype=float32)");
+  EXPECT_THAT(tf::testing::error_of<tf::FailedPreconditionError>([&] { (void)*none; }),
+              HasSubstr("[Gradient] no gradient (std::nullopt)"));
+  EXPECT_EQ(some.why_missing(), "");
+}
+
+TEST(Gradient, CannotHoldAnUndefinedTensor) {
+  EXPECT_THAT(tf::testing::error_of([] { tf::Gradient g{tf::Tensor()}; }),
+              HasSubstr("[Gradient] cannot hold an undefined (default-constructed) Tensor"));
 }
 
 }  // namespace

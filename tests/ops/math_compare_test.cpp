@@ -226,7 +226,7 @@ TEST(Where, SecondDerivativeFlowsThroughTheSelectedBranch) {
   tf::Tensor x = tf::constant({2.0, -3.0});
   tf::GradientTape outer;
   outer.watch(x);
-  std::optional<tf::Tensor> g;
+  tf::Gradient g;
   {
     tf::GradientTape inner;
     inner.watch(x);
@@ -318,7 +318,7 @@ TEST(MaskedLanes, HoldForSecondDerivatives) {
   tf::Tensor x = tf::constant({0.0, 4.0});
   tf::GradientTape outer;
   outer.watch(x);
-  std::optional<tf::Tensor> g;
+  tf::Gradient g;
   {
     tf::GradientTape inner;
     inner.watch(x);

@@ -265,7 +265,7 @@ TEST(UnaryMath, TanhSecondDerivative) {
   tf::Tensor x = tf::constant(0.5);
   tf::GradientTape outer;
   outer.watch(x);
-  std::optional<tf::Tensor> g;
+  tf::Gradient g;
   {
     tf::GradientTape inner;
     inner.watch(x);

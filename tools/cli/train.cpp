@@ -383,7 +383,7 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
       const std::int64_t size = b->labels.shape()[0];
       model.start_step(epoch, step);
       Tensor logits, loss;
-      std::vector<std::optional<Tensor>> grads;
+      std::vector<Gradient> grads;
       {
         // The report needs the records after it: the first step's tape is persistent then.
         const bool report = o.gradient_report && epoch == first_epoch && step == skipped;

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "tapeflow/gradient.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
@@ -41,16 +42,16 @@ Tensor clip_by_norm(const Tensor& t, double clip_norm);
 
 /// sqrt(sum of squares of every element of every present tensor), the norm of all of them as
 /// one vector (tf.linalg.global_norm), as a scalar of the first present tensor's dtype (float32
-/// if none is present). std::nullopt entries are skipped.
-Tensor global_norm(const std::vector<std::optional<Tensor>>& tensors);
+/// if none is present). Missing entries are skipped.
+Tensor global_norm(const std::vector<Gradient>& tensors);
 
 /// Every present tensor scaled by clip_norm / max(global_norm, clip_norm), so that their global
-/// norm is at most `clip_norm` (tf.clip_by_global_norm). Returns the clipped list (std::nullopt
+/// norm is at most `clip_norm` (tf.clip_by_global_norm). Returns the clipped list (missing
 /// entries pass through) and the global norm before clipping. A non-finite global norm makes
 /// every clipped value NaN, as in TensorFlow. Throws InvalidArgumentError for a non-float tensor
 /// or a negative or non-finite clip_norm.
-std::pair<std::vector<std::optional<Tensor>>, Tensor> clip_by_global_norm(
-    const std::vector<std::optional<Tensor>>& tensors, double clip_norm);
+std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<Gradient>& tensors,
+                                                             double clip_norm);
 
 /// Options every optimizer takes (Keras's clipnorm / clipvalue / global_clipnorm). At most one
 /// may be set; each must be positive and finite.
@@ -70,13 +71,13 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  /// Updates each variable from its gradient: grads[i] belongs to vars[i]. A std::nullopt
-  /// gradient skips its variable (Keras logs a warning and does the same). Increments
+  /// Updates each variable from its gradient: grads[i] belongs to vars[i]. A missing gradient
+  /// (std::nullopt) skips its variable (Keras logs a warning and does the same). Increments
   /// iterations() once. Throws InvalidArgumentError, before changing anything, if the sizes
   /// differ, if no variable has a gradient ("No gradients provided for any variable: (['kernel',
   /// 'bias'],)"), or if a gradient's shape or dtype differs from its variable's, naming the
   /// variable and both shapes and dtypes. Variables must be float32 or float64.
-  void apply_gradients(const std::vector<std::optional<Tensor>>& grads, const std::vector<Variable>& vars);
+  void apply_gradients(const std::vector<Gradient>& grads, const std::vector<Variable>& vars);
 
   /// Creates the slot variables of `vars` now (Keras's build()), so that variables() lists them
   /// before the first update, e.g. to restore a checkpoint into them. Variables that already
