@@ -536,7 +536,7 @@ TEST(GradientTape, GradientOfTheSamePersistentTapeFromAGradientFunction) {
   tf::GradientTape tape({.persistent = true});
   tape.watch(x);
   tf::Tensor x2 = x * x;
-  std::optional<tf::Tensor> inner;
+  tf::Gradient inner;
   tf::Tensor y = square_calling(x2, [&] { inner = tape.gradient(x2, x); });  // x^4
   EXPECT_FLOAT_EQ(value(tape.gradient(y, x)), 108.0f);                       // 4x^3
   EXPECT_FLOAT_EQ(value(inner), 6.0f);
@@ -683,7 +683,7 @@ TEST(GradientTapeRegistry, AResumedTapeRecordsInCreationOrder) {
   tf::Tensor x = tf::constant(2.0f);
   tf::GradientTape outer;
   outer.watch(x);
-  std::optional<tf::Tensor> g;
+  tf::Gradient g;
   tf::GradientTape inner;
   inner.watch(x);
   {

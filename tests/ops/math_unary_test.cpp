@@ -340,7 +340,7 @@ TEST(UnaryMath, SecondDerivativeAtASingularPointWithZeroUpstreamIsZero) {
   tf::Tensor x = tf::constant({0.0, 4.0});
   tf::GradientTape outer;
   outer.watch(x);
-  std::optional<tf::Tensor> g;
+  tf::Gradient g;
   {
     tf::GradientTape inner;
     inner.watch(x);
