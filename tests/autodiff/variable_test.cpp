@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <latch>
 #include <string>
 #include <thread>
 #include <utility>
@@ -84,12 +85,14 @@ TEST(Variable, ReadsFromManyThreadsSeeConsistentValues) {
 
 // Runs under ThreadSanitizer too (tapeflow_thread_tests): the read-modify-write holds the lock.
 TEST(VariableThreads, ConcurrentAssignAddAndAssignSubLoseNoUpdate) {
-  constexpr int kThreads = 4, kIncrements = 5000;
+  constexpr int kThreads = 4, kIncrements = 20000;
   tf::Variable counter(0.0f);
   tf::Variable balance(0.0f);  // +2 then -1 per step: only the sum of all updates is exact
+  std::latch start(kThreads);  // all threads update at once, so their updates interleave
   std::vector<std::thread> workers;
   for (int t = 0; t < kThreads; ++t)
     workers.emplace_back([&] {
+      start.arrive_and_wait();
       for (int i = 0; i < kIncrements; ++i) {
         counter.assign_add(tf::constant(1.0f));
         balance.assign_add(tf::constant(2.0f));
