@@ -16,8 +16,8 @@
 /// product in one pass). Unwatched tensors have a zero tangent.
 
 #include <memory>
-#include <optional>
 
+#include "tapeflow/gradient.h"
 #include "tapeflow/tape.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
@@ -39,9 +39,10 @@ class ForwardAccumulator {
   /// InvalidArgumentError with TensorFlow's message; a non-floating primal logs a warning.
   void watch(const Source& primal, const Tensor& tangent);
 
-  /// The tangent of `t` (J v); std::nullopt if `t` does not depend on a watched primal, or zeros
-  /// under UnconnectedGradients::Zero.
-  std::optional<Tensor> jvp(const Tensor& t, UnconnectedGradients unconnected = UnconnectedGradients::None) const;
+  /// The tangent of `t` (J v), as a tf::Gradient (gradient.h): missing if `t` does not depend on
+  /// a watched primal (reading it then throws FailedPreconditionError naming `t` and why), or
+  /// zeros under UnconnectedGradients::Zero.
+  Gradient jvp(const Tensor& t, UnconnectedGradients unconnected = UnconnectedGradients::None) const;
 
  private:
   std::shared_ptr<detail::AccumulatorState> state_;

@@ -392,7 +392,9 @@ std::string producer_name(const detail::TapeState& t, TensorId id) {
 }  // namespace
 
 GradientDiagnosis GradientTape::explain(const Tensor& target, const Source& source) const {
-  const detail::TapeState& t = *state_;
+  // The numeric pass runs gradient functions, which may destroy this GradientTape: hold the state.
+  const std::shared_ptr<detail::TapeState> keep = state_;
+  const detail::TapeState& t = *keep;
   TAPEFLOW_REQUIRE(t.owner == std::this_thread::get_id(), FailedPreconditionError,
                    "[GradientTape::explain] a tape records the thread that created it and must be used from that "
                    "thread");

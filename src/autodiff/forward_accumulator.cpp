@@ -183,12 +183,15 @@ void ForwardAccumulator::watch(const Source& primal, const Tensor& tangent) {
                    primal.is_variable() ? primal.variable().name() : "of shape " + primal.shape().to_string());
 }
 
-std::optional<Tensor> ForwardAccumulator::jvp(const Tensor& t, UnconnectedGradients unconnected) const {
+Gradient ForwardAccumulator::jvp(const Tensor& t, UnconnectedGradients unconnected) const {
   TAPEFLOW_REQUIRE(t.defined(), InvalidArgumentError, "[ForwardAccumulator::jvp] the tensor is undefined");
   auto it = state_->tangents.find(t.id());
   if (it != state_->tangents.end()) return it->second;
   if (unconnected == UnconnectedGradients::Zero) return zeros_like(t);
-  return std::nullopt;
+  return Gradient::missing(
+      fmt::format("tensor #{} with shape {} and dtype {}", t.id(), t.shape().to_string(), dtype_name(t.dtype())),
+      "the ForwardAccumulator has no tangent for it: it was not watched and not computed from a watched "
+      "primal while the accumulator was active");
 }
 
 }  // namespace tapeflow

@@ -74,7 +74,16 @@ GradientReport GradientTape::gradient_report(const Tensor& target, const Module&
 
 GradientReport GradientTape::gradient_report(const Tensor& target, const std::vector<Variable>& variables,
                                              const GradientReportOptions& options) {
-  detail::TapeState& t = *state_;
+  // gradient_flat and explain run gradient functions, which may destroy this GradientTape: hold
+  // the state, and call no member of *this once it is gone.
+  const std::shared_ptr<detail::TapeState> keep = state_;
+  detail::TapeState& t = *keep;
+  const auto explain_unless_destroyed = [&](const Variable& v) {
+    TAPEFLOW_REQUIRE(t.in_stack.load(std::memory_order_relaxed), FailedPreconditionError,
+                     "[GradientTape::gradient_report] a gradient function destroyed this GradientTape while "
+                     "gradient_report ran");
+    return explain(target, v);
+  };
   TAPEFLOW_REQUIRE(target.defined(), InvalidArgumentError,
                    "[GradientTape::gradient_report] the target is an undefined (default-constructed) Tensor");
   // A non-persistent tape is consumed as by gradient(), but only after explain() has read it:
@@ -114,9 +123,9 @@ GradientReport GradientTape::gradient_report(const Tensor& target, const std::ve
       row.exploding = !all_finite(*grads[i]) || !(norm <= options.exploding);
       row.vanishing = !row.exploding &&
                       norm <= std::max(options.relative_vanishing * row.variable_norm, options.absolute_vanishing);
-      if (norm == 0.0) row.why = explain(target, v);
+      if (norm == 0.0) row.why = explain_unless_destroyed(v);
     } else {
-      row.why = explain(target, v);
+      row.why = explain_unless_destroyed(v);
     }
     report.rows.push_back(std::move(row));
   }

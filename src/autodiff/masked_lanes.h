@@ -6,9 +6,13 @@
 // TensorFlow, PyTorch and JAX the gradients behind the mask then multiply that zero by their
 // local derivative, and 0 * Inf = NaN poisons the result (where(x > 0, sqrt(x), 0) at x = 0).
 // Here the backward pass remembers which lanes of which cotangent are masked, and the chain rule
-// of every elementwise gradient (ops::chain) keeps those lanes exact zeros. Only masked lanes are
-// protected: a cotangent that is zero for a numerical reason (an underflow) still gives
-// 0 * Inf = NaN, as in TensorFlow, so a real problem is never hidden as a zero.
+// of every elementwise gradient (ops::chain) keeps those lanes exact zeros. Away from an op's
+// singular points only masked lanes are protected: a cotangent that is zero for a numerical
+// reason (an underflow) times an overflowed local derivative (exp's) still gives 0 * Inf = NaN,
+// as in TensorFlow, so a real problem is never hidden as a zero. At a singular point of the op
+// itself (sqrt, rsqrt, reciprocal, log, div, pow, atan2, ... at 0) any zero cotangent gives 0, as
+// TensorFlow's kernels do (ops::chain_singular; ARCHITECTURE.md, "Zero cotangents at singular
+// points").
 //
 // The table lives for one backward pass on one thread (MaskedLanesScope); outside a backward
 // pass nothing is recorded and lookups find nothing.

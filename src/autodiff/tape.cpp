@@ -795,9 +795,9 @@ Gradient unconnected_result(const detail::TapeState& tape, const Source& s, cons
 template <class F>
 auto GradientTape::run_backward(std::string_view what, F&& body) {
   // NOTE: a gradient function may destroy this GradientTape (or call gradient() again on a
-  // persistent one). The pass holds its own reference to the state, so the records it walks stay
-  // alive, and `body` reads members of `this` only before the first gradient function runs (in
-  // prune). reset() refuses while running_passes > 0.
+  // persistent one). The pass holds its own reference to the state and hands it to `body`, which
+  // must read the tape only through it, never through `this`: the records it walks and the
+  // producer map stay alive. reset() refuses while running_passes > 0.
   const std::shared_ptr<detail::TapeState> state = state_;
   detail::TapeState& tape = *state;
   require_owner(tape, what);
@@ -819,7 +819,7 @@ auto GradientTape::run_backward(std::string_view what, F&& body) {
       if (!tape.options.persistent) tape.release_records();
     }
   } end_pass{tape};
-  return body(tape.ops, !tape.options.persistent);
+  return body(tape, !tape.options.persistent);
 }
 
 std::vector<Gradient> GradientTape::gradient_flat(const Targets& targets, std::span<const Source> sources,
@@ -839,17 +839,18 @@ std::vector<Gradient> GradientTape::gradient_flat(const Targets& targets, std::s
                      i, ys[i].shape().to_string(), dtype_name(ys[i].dtype()),
                      w.defined() ? w.shape().to_string() : "(undefined)", w.defined() ? dtype_name(w.dtype()) : "-");
   }
-  return run_backward("gradient", [&](autodiff::Records& ops, bool release) {
+  return run_backward("gradient", [&](detail::TapeState& tape, bool release) {
+    autodiff::Records& ops = tape.ops;
     std::vector<Tensor> seeds;
     for (const Source& y : ys)
       seeds.push_back(output_gradients.empty() ? ones(y.shape(), y.dtype()) : output_gradients[seeds.size()]);
     std::vector<std::optional<Tensor>> grads =
-        backward(ops, prune(ops, state_->producer, ys, sources), ys, seeds, sources, release);
+        backward(ops, prune(ops, tape.producer, ys, sources), ys, seeds, sources, release);
     std::vector<Gradient> result;
     result.reserve(sources.size());
     for (std::size_t i = 0; i < sources.size(); ++i)
       result.push_back(grads[i] ? Gradient(std::move(*grads[i]))
-                                : unconnected_result(*state_, sources[i], sources[i].shape(), unconnected));
+                                : unconnected_result(tape, sources[i], sources[i].shape(), unconnected));
     return result;
   });
 }
@@ -903,7 +904,8 @@ std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::spa
                                                   UnconnectedGradients unconnected, bool parallel) {
   const Source y(target);
   validate_targets_and_sources({&y, 1}, sources, "jacobian");
-  return run_backward("jacobian", [&](autodiff::Records& ops, bool) {
+  return run_backward("jacobian", [&](detail::TapeState& tape, bool) {
+    autodiff::Records& ops = tape.ops;
     // Row r of the Jacobian is the gradient for a cotangent that is one-hot at target element r.
     // The rows are joined by recorded ops into target.shape + source.shape. The records are
     // released only after the last row.
@@ -911,7 +913,7 @@ std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::spa
     std::vector<Shape> shapes;
     for (const Source& s : sources)
       shapes.push_back(concat_shapes(target.shape().dims(), s.shape().dims(), "Jacobian"));
-    const Pruned p = prune(ops, state_->producer, {&y, 1}, sources);
+    const Pruned p = prune(ops, tape.producer, {&y, 1}, sources);
     const autodiff::OpDef* blocker = parallel ? first_unbatchable(ops, p) : nullptr;
     if (parallel && blocker)
       log(LogLevel::Info, fmt::format("jacobian: op {} cannot take stacked cotangents; computing the Jacobian one "
@@ -958,7 +960,7 @@ std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::spa
                       "jacobian: a source received a cotangent in {} of {} backward passes", pieces[i].size(),
                       passes);
       if (pieces[i].empty())
-        result.push_back(unconnected_result(*state_, sources[i], shapes[i], unconnected));
+        result.push_back(unconnected_result(tape, sources[i], shapes[i], unconnected));
       else if (rows == 0)
         result.push_back(empty_jacobian(pieces[i][0], shapes[i]));
       else
@@ -987,20 +989,21 @@ Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source
       "[GradientTape::batch_jacobian] Need first dimension of target shape {} and source shape {} to match.",
       ts.to_string(), ss.to_string());
   const Shape shape = concat_shapes(ts.dims(), ss.dims().subspan(1), "BatchJacobian");
-  return run_backward("batch_jacobian", [&](autodiff::Records& ops, bool) -> Gradient {
+  return run_backward("batch_jacobian", [&](detail::TapeState& tape, bool) -> Gradient {
+    autodiff::Records& ops = tape.ops;
     // Examples are independent, so a cotangent that is one-hot in column j of every example
     // gives column j for all examples at once: d target[b, j] / d source[b, ...] for every b.
     // Vectorised, a stack of such cotangents (several columns) goes through one backward pass.
     // The columns [cols, batch, ...] are joined by recorded ops, transposed to [batch, cols, ...]
     // and reshaped to target.shape + source.shape[1:] (TensorFlow's assembly).
-    const Pruned p = prune(ops, state_->producer, {&y, 1}, {&source, 1});
-    if (!is_floating(target.dtype())) return unconnected_result(*state_, source, shape, unconnected);
+    const Pruned p = prune(ops, tape.producer, {&y, 1}, {&source, 1});
+    if (!is_floating(target.dtype())) return unconnected_result(tape, source, shape, unconnected);
     if (ts.num_elements() == 0) {
       // No columns; one pass with the (empty) cotangent says whether the source is connected.
       const Tensor seed = zeros(ts, target.dtype());
       const auto g = backward(ops, p, {&y, 1}, {&seed, 1}, {&source, 1}, /*release=*/false)[0];
       return g ? Gradient(empty_jacobian(*g, shape))
-               : unconnected_result(*state_, source, shape, unconnected);
+               : unconnected_result(tape, source, shape, unconnected);
     }
     const std::int64_t batch = ts[0];
     const std::int64_t cols = ts.num_elements() / batch;
@@ -1021,7 +1024,7 @@ Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source
             detail::mutable_data<T>(seed)[jj * ts.num_elements() + b * cols + j0 + jj] = T(1);
       });
       auto g = backward(ops, p, {&y, 1}, {&seed, 1}, {&source, 1}, /*release=*/false, batch_dims)[0];
-      if (!g) return unconnected_result(*state_, source, shape, unconnected);  // the same for every column
+      if (!g) return unconnected_result(tape, source, shape, unconnected);  // the same for every column
       columns.push_back(std::move(*g));
     }
     std::vector<std::int64_t> perm(static_cast<std::size_t>(ss.rank()) + 1);

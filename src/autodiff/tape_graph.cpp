@@ -125,7 +125,10 @@ void require_usable(const detail::TapeState& s, std::string_view what) {
 
 std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const Source> sources,
                                       const GraphOptions& options) {
-  detail::TapeState& tape = *state_;
+  // The gradient-norm pass runs gradient functions, which may destroy this GradientTape: hold the
+  // state (its records stay intact: reset() refuses while a pass runs).
+  const std::shared_ptr<detail::TapeState> keep = state_;
+  detail::TapeState& tape = *keep;
   require_usable(tape, "to_dot");
   const std::vector<Source>& ys = targets.flat();
   for (std::size_t i = 0; i < ys.size(); ++i)

@@ -32,6 +32,20 @@ TEST(ForwardAccumulator, UnwatchedTensorsHaveNoTangent) {
   EXPECT_EQ(acc.jvp(y, tf::UnconnectedGradients::Zero)->item<double>(), 0.0);
 }
 
+TEST(ForwardAccumulator, ReadingAMissingTangentThrowsNamingTheTensorAndWhy) {
+  tf::Tensor x = tf::constant(1.0), z = tf::constant({2.0, 3.0});
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant(1.0));
+  const tf::Gradient t = acc.jvp(z * z);
+  try {
+    (void)*t;
+    FAIL() << "reading a missing tangent must throw";
+  } catch (const tf::FailedPreconditionError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("shape (2,) and dtype float64"));
+    EXPECT_THAT(e.what(), HasSubstr("the ForwardAccumulator has no tangent for it"));
+  }
+}
+
 TEST(ForwardAccumulator, WatchingTwiceThrowsTensorFlowsMessage) {
   tf::Tensor x = tf::constant(1.0);
   tf::ForwardAccumulator acc;

@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 
+#include "support/gradient_callback.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -149,6 +151,21 @@ TEST(GradientReport, TableIsAligned) {
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0].find("shape"), lines[1].find("(2,)"));
   EXPECT_EQ(lines[0].find("shape"), lines[2].find("()"));
+}
+
+TEST(GradientReport, ATapeDestroyedByAGradientFunctionIsAnErrorNotAUseAfterFree) {
+  tf::Variable w(tf::constant({1.0f, 2.0f}), {.name = "w"});
+  tf::Variable unused(1.0f, {.name = "unused"});  // its row needs explain(), after the pass
+  auto tape = std::make_unique<tf::GradientTape>();
+  tf::Tensor loss = tf::reduce_sum(tf::testing::square_calling(w, [&] { tape.reset(); }));
+  tf::GradientTape* const running = tape.get();
+  try {
+    (void)running->gradient_report(loss, {w, unused});
+    FAIL() << "a report on a tape destroyed mid-pass must throw";
+  } catch (const tf::FailedPreconditionError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("destroyed this GradientTape"));
+  }
+  EXPECT_EQ(tape, nullptr);
 }
 
 }  // namespace

@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "support/gradient_callback.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -411,6 +413,17 @@ TEST(TapeGraphSvg, WriteSvgWritesTheFile) {
 TEST(TapeGraphSvg, GraphvizRejectionIsAnInvalidArgument) {
   if (!tf::graphviz_available()) GTEST_SKIP() << "Graphviz's dot is not installed";
   EXPECT_THROW((void)tf::render_svg("digraph { a -> ; }"), tf::InvalidArgumentError);
+}
+
+TEST(TapeGraph, ATapeDestroyedByAGradientFunctionOfTheNormPassStillDrawsItsGraph) {
+  tf::Tensor x = tf::constant(3.0f);
+  auto tape = std::make_unique<tf::GradientTape>(tf::TapeOptions{.persistent = true});
+  tape->watch(x);
+  tf::Tensor y = tf::sin(tf::testing::square_calling(x, [&] { tape.reset(); }));
+  tf::GradientTape* const running = tape.get();
+  const std::string dot = running->to_dot(y, x);  // the tape is destroyed during the norm pass
+  EXPECT_EQ(tape, nullptr);
+  EXPECT_THAT(dot, ::testing::HasSubstr("Sin"));
 }
 
 }  // namespace

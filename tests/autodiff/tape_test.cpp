@@ -10,11 +10,13 @@
 #include "autodiff/tape_state.h"
 #include "support/errors.h"
 #include "support/forbidden_gradient.h"
+#include "support/gradient_callback.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 using ::testing::HasSubstr;
 using tf::testing::identity_with_forbidden_gradient;
+using tf::testing::square_calling;
 
 namespace {
 
@@ -484,19 +486,6 @@ TEST(GradientTape, ResetForgetsEverythingAndKeepsRecording) {
   EXPECT_FLOAT_EQ(value(tape.gradient(z, x)), 27.0f);
 }
 
-/// x * x with a gradient function that calls `inside` first (then returns 2x * dy).
-tf::Tensor square_calling(const tf::Tensor& x, std::function<void()> inside) {
-  return tf::custom_gradient({x}, [inside](const std::vector<tf::Tensor>& in) {
-    tf::Tensor x0 = in[0];
-    return tf::CustomGradientResult{
-        {x0 * x0},
-        [inside, x0](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
-          inside();
-          return {dy[0] * 2.0f * x0};
-        }};
-  })[0];
-}
-
 TEST(GradientTape, ResetFromAGradientFunctionOfItsOwnPassThrows) {
   tf::Tensor x = tf::constant(3.0f);
   tf::GradientTape tape({.persistent = true});
@@ -529,6 +518,17 @@ TEST(GradientTape, DestroyingTheTapeFromAGradientFunctionLetsItsPassFinish) {
     EXPECT_EQ(tape, nullptr);
     EXPECT_FLOAT_EQ(value(g), std::cos(9.0f) * 6.0f) << "persistent = " << persistent;
   }
+}
+
+TEST(GradientTape, DestroyingTheTapeFromAGradientFunctionStillExplainsAMissingGradient) {
+  tf::Tensor x = tf::constant(3.0f), unwatched = tf::constant(1.0f);
+  auto tape = std::make_unique<tf::GradientTape>();
+  tape->watch(x);
+  tf::Tensor y = square_calling(x, [&] { tape.reset(); });
+  tf::GradientTape* const running = tape.get();
+  const std::vector<tf::Gradient> g = running->gradient(y, {x, unwatched});  // reads the tape after the pass
+  EXPECT_FLOAT_EQ(value(g[0]), 6.0f);
+  EXPECT_THAT(g[1].why_missing(), HasSubstr("never watched"));
 }
 
 TEST(GradientTape, GradientOfTheSamePersistentTapeFromAGradientFunction) {
