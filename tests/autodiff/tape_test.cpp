@@ -772,9 +772,9 @@ TEST(GradientTape, ReadingAGradientOfAnUnconnectedSourceThrowsSayingNotConnected
   tf::GradientTape tape;
   tape.watch({x, z});
   const tf::Tensor y = x * 2.0f;
-  auto [dx, dz] = tape.gradient(y, std::pair{x, z});
+  const auto [dx, dz] = tape.gradient(y, std::pair{x, z});
   EXPECT_FLOAT_EQ(value(dx), 2.0f);
-  EXPECT_THAT(tf::testing::error_of<tf::FailedPreconditionError>([&] { (void)*dz; }),
+  EXPECT_THAT(tf::testing::error_of<tf::FailedPreconditionError>([dz = dz] { (void)*dz; }),
               HasSubstr("it is not connected to the target(s)"));
 }
 
