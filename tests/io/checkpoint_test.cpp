@@ -455,7 +455,7 @@ TEST_F(CheckpointTest, SaveRefusesAFifoOrASymbolicLinkAndLeavesItInPlace) {
   fs::create_symlink("/dev/null", path("link"));
   for (const auto& [name, kind] : {std::pair{"pipe", "a FIFO"}, std::pair{"link", "a symbolic link"}}) {
     SCOPED_TRACE(name);
-    EXPECT_THAT([&] { tf::save_checkpoint(path(name), small_vars()); },
+    EXPECT_THAT(([&, name = name] { tf::save_checkpoint(path(name), small_vars()); }),
                 ::testing::ThrowsMessage<tf::FailedPreconditionError>(
                     ::testing::AllOf(HasSubstr(path(name)), HasSubstr(kind))));
   }
