@@ -24,7 +24,7 @@ ctest --test-dir build/release --output-on-failure -j"$jobs"
 # Sanitizer settings: stop at the first report and exit non-zero.
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:allocator_may_return_null=1:exitcode=86
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
-export LSAN_OPTIONS=exitcode=88
+export LSAN_OPTIONS="exitcode=88:suppressions=$PWD/scripts/lsan.supp"  # third-party caches only
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:exitcode=89
 
 step "ASan + UBSan build (clang, preset fuzz)"
