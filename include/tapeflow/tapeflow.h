@@ -59,4 +59,6 @@
 #include "tapeflow/shape.h"
 #include "tapeflow/tape.h"
 #include "tapeflow/tensor.h"
+#include "tapeflow/threads.h"
 #include "tapeflow/variable.h"
+#include "tapeflow/version.h"

@@ -21,12 +21,7 @@
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/optim/optimizer.h"
 #include "tapeflow/tape.h"
-
-// NOTE: the thread count has no public setter yet; the tool uses the library's internal one
-// (src/core/parallel.h) and OpenBLAS's.
-#include "core/parallel.h"
-
-extern "C" void openblas_set_num_threads(int);
+#include "tapeflow/threads.h"
 
 namespace tapeflow::cli {
 namespace {
@@ -267,10 +262,7 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
                        "': its batch size, limit, learning rate or epoch is invalid");
   }
 
-  if (o.threads > 0) {
-    cpu::set_num_threads(o.threads);
-    openblas_set_num_threads(o.threads);
-  }
+  if (o.threads > 0) set_num_threads(o.threads);
 
   data::FashionMnist ds;
   if (o.dataset) {
@@ -351,7 +343,7 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
   out << fmt::format(
       "tapeflow train: {} ({} parameters), {} lr {:g}, batch {}, {} train / {} test examples, {}\n", o.model,
       parameter_count(model), o.optimizer, o.learning_rate, o.batch_size, n_train, ds.test_images.shape()[0],
-      plural(o.threads > 0 ? o.threads : cpu::num_threads(), "thread"));
+      plural(o.threads > 0 ? o.threads : num_threads(), "thread"));
   if (saved && first_step > 0)
     out << fmt::format("resumed from {} after step {}/{} of epoch {}\n", o.checkpoint, first_step,
                        batches.num_batches(), first_epoch + 1);
