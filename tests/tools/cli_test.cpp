@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <regex>
@@ -292,18 +293,42 @@ TEST(CliProgress, TerminalColumnsFallBackToTheColumnsVariableThen80) {
   ::close(fd);
 }
 
+/// Runs `body` with SIGINT's disposition set to `disposition`, then restores the process's own.
+void with_sigint_disposition(void (*disposition)(int), const std::function<void()>& body) {
+  struct sigaction saved {};
+  struct sigaction set {};
+  set.sa_handler = disposition;
+  sigemptyset(&set.sa_mask);
+  ASSERT_EQ(::sigaction(SIGINT, &set, &saved), 0);
+  body();
+  ::sigaction(SIGINT, &saved, nullptr);
+}
+
 TEST(CliInterrupt, FirstSigintOnlySetsTheFlagAndTheHandlerIsRestoredAfter) {
-  struct sigaction before {};
-  ASSERT_EQ(::sigaction(SIGINT, nullptr, &before), 0);
-  {
+  // SIG_DFL first: a test binary started in the background by a shell ignores SIGINT.
+  with_sigint_disposition(SIG_DFL, [] {
+    {
+      const cli::InterruptHandler handler;
+      EXPECT_EQ(cli::InterruptHandler::count().load(), 0);
+      ASSERT_EQ(::raise(SIGINT), 0);  // the process goes on
+      EXPECT_EQ(cli::InterruptHandler::count().load(), 1);
+    }
+    struct sigaction after {};
+    ASSERT_EQ(::sigaction(SIGINT, nullptr, &after), 0);
+    EXPECT_EQ(after.sa_handler, SIG_DFL);
+  });
+}
+
+TEST(CliInterrupt, AnIgnoredSigintStaysIgnored) {
+  // nohup-style and background runs ignore SIGINT: the tool keeps it so.
+  with_sigint_disposition(SIG_IGN, [] {
     const cli::InterruptHandler handler;
+    ASSERT_EQ(::raise(SIGINT), 0);
     EXPECT_EQ(cli::InterruptHandler::count().load(), 0);
-    ASSERT_EQ(::raise(SIGINT), 0);  // the process goes on
-    EXPECT_EQ(cli::InterruptHandler::count().load(), 1);
-  }
-  struct sigaction after {};
-  ASSERT_EQ(::sigaction(SIGINT, nullptr, &after), 0);
-  EXPECT_EQ(after.sa_handler, before.sa_handler);
+    struct sigaction now {};
+    ASSERT_EQ(::sigaction(SIGINT, nullptr, &now), 0);
+    EXPECT_EQ(now.sa_handler, SIG_IGN);
+  });
 }
 
 /// The `points` attribute of every polyline of an SVG document.
