@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -677,8 +678,9 @@ int run_every_malloc(const std::vector<std::string>& args) {
   const auto& configs = malloc_configs();
   std::vector<std::vector<Row>> runs;
   for (const MallocConfig& m : configs) {
-    char path[] = "/tmp/compare_rows_XXXXXX";
-    const int fd = mkstemp(path);
+    // The child's rows come back through a file of mkstemp's making in the temporary directory.
+    std::string path = (std::filesystem::temp_directory_path() / "compare_rows_XXXXXX").string();
+    const int fd = mkstemp(path.data());
     if (fd < 0) return 1;
     close(fd);
     std::vector<std::string> child = args;
@@ -689,7 +691,7 @@ int run_every_malloc(const std::vector<std::string>& args) {
     int status = 0;
     const bool ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     runs.push_back(compare::read_rows(path));
-    unlink(path);
+    unlink(path.c_str());
     if (!ok) {
       std::fprintf(stderr, "compare: the run with %s failed\n", m.name.c_str());
       return 1;
