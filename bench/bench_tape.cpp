@@ -25,8 +25,9 @@ tf::Tensor chain(const tf::Tensor& x, const tf::Tensor& c) {
 }
 
 void per_op(benchmark::State& state) {
-  state.counters["ns/op"] = benchmark::Counter(static_cast<double>(kChain) * static_cast<double>(state.iterations()),
-                                               benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns/op"] =
+      benchmark::Counter(static_cast<double>(kChain) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_ForwardNoTape(benchmark::State& state) {
@@ -85,8 +86,9 @@ void BM_SecondOrder(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(outer.gradient(g, x));
   }
-  state.counters["ns/op"] = benchmark::Counter(static_cast<double>(kChain2) * static_cast<double>(state.iterations()),
-                                               benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns/op"] =
+      benchmark::Counter(static_cast<double>(kChain2) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_SecondOrder)->Unit(benchmark::kMillisecond);
 

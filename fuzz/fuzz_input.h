@@ -46,8 +46,12 @@ class FuzzInput {
     return *p_++;
   }
   std::uint16_t u16() { return static_cast<std::uint16_t>(u8() | (u8() << 8)); }
-  std::uint32_t u32() { return static_cast<std::uint32_t>(u16()) | (static_cast<std::uint32_t>(u16()) << 16); }
-  std::uint64_t u64() { return static_cast<std::uint64_t>(u32()) | (static_cast<std::uint64_t>(u32()) << 32); }
+  std::uint32_t u32() {
+    return static_cast<std::uint32_t>(u16()) | (static_cast<std::uint32_t>(u16()) << 16);
+  }
+  std::uint64_t u64() {
+    return static_cast<std::uint64_t>(u32()) | (static_cast<std::uint64_t>(u32()) << 32);
+  }
   bool boolean() { return (u8() & 1) != 0; }
   /// Uniform-ish in [lo, hi] (inclusive).
   std::int64_t range(std::int64_t lo, std::int64_t hi) {
@@ -213,17 +217,17 @@ double touch(const Tensor& t);
 ///     const tapeflow::Tensor x = in.any_tensor();
 ///     tapeflow::fuzz::touch(tapeflow::exp(x));
 ///   }
-#define TAPEFLOW_FUZZ_TARGET(in)                                                                 \
-  static void tapeflow_fuzz_target(::tapeflow::fuzz::FuzzInput& in);                             \
-  extern "C" int LLVMFuzzerInitialize(int*, char***) {                                           \
-    ::tapeflow::fuzz::init();                                                                    \
-    return 0;                                                                                    \
-  }                                                                                              \
-  extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {            \
-    ::tapeflow::fuzz::FuzzInput input(data, size);                                               \
-    ::tapeflow::fuzz::expect_success_or_error([&] { tapeflow_fuzz_target(input); });             \
-    return 0;                                                                                    \
-  }                                                                                              \
+#define TAPEFLOW_FUZZ_TARGET(in)                                                      \
+  static void tapeflow_fuzz_target(::tapeflow::fuzz::FuzzInput& in);                  \
+  extern "C" int LLVMFuzzerInitialize(int*, char***) {                                \
+    ::tapeflow::fuzz::init();                                                         \
+    return 0;                                                                         \
+  }                                                                                   \
+  extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) { \
+    ::tapeflow::fuzz::FuzzInput input(data, size);                                    \
+    ::tapeflow::fuzz::expect_success_or_error([&] { tapeflow_fuzz_target(input); });  \
+    return 0;                                                                         \
+  }                                                                                   \
   static void tapeflow_fuzz_target(::tapeflow::fuzz::FuzzInput& in)
 
 namespace tapeflow::fuzz {
@@ -252,8 +256,8 @@ void run_op(FuzzInput& in, const std::vector<Tensor>& xs, F&& f) {
     touch(y);
     std::vector<Tensor> upstream;
     if (in.boolean() && y.num_elements() <= kMaxDecodedElements)
-      upstream.push_back(in.tensor(std::vector<std::int64_t>(y.shape().dims().begin(), y.shape().dims().end()),
-                                   y.dtype()));
+      upstream.push_back(
+          in.tensor(std::vector<std::int64_t>(y.shape().dims().begin(), y.shape().dims().end()), y.dtype()));
     grads = tape.gradient_flat(y, sources, upstream,
                                in.boolean() ? UnconnectedGradients::Zero : UnconnectedGradients::None);
   }

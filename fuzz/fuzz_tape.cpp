@@ -19,16 +19,22 @@ struct Machine {
   std::vector<tf::Variable> vars;
   std::vector<std::unique_ptr<tf::GradientTape>> tapes;
 
-  const tf::Tensor& any() { return pool[static_cast<std::size_t>(in.range(0, static_cast<std::int64_t>(pool.size()) - 1))]; }
-  tf::Variable& var() { return vars[static_cast<std::size_t>(in.range(0, static_cast<std::int64_t>(vars.size()) - 1))]; }
+  const tf::Tensor& any() {
+    return pool[static_cast<std::size_t>(in.range(0, static_cast<std::int64_t>(pool.size()) - 1))];
+  }
+  tf::Variable& var() {
+    return vars[static_cast<std::size_t>(in.range(0, static_cast<std::int64_t>(vars.size()) - 1))];
+  }
   tf::GradientTape* tape() {
     if (tapes.empty()) return nullptr;
     return tapes[static_cast<std::size_t>(in.range(0, static_cast<std::int64_t>(tapes.size()) - 1))].get();
   }
   void push(const tf::Tensor& t) {
     tf::fuzz::touch(t);
-    if (pool.size() < 24) pool.push_back(t);
-    else pool[static_cast<std::size_t>(in.range(0, 23))] = t;
+    if (pool.size() < 24)
+      pool.push_back(t);
+    else
+      pool[static_cast<std::size_t>(in.range(0, 23))] = t;
   }
   void push_all(const std::vector<tf::Gradient>& ts) {
     for (const auto& t : ts)
@@ -41,8 +47,10 @@ struct Machine {
   std::vector<tf::Source> sources() {
     std::vector<tf::Source> s;
     for (std::int64_t i = 0, n = in.range(1, 3); i < n; ++i) {
-      if (in.boolean()) s.emplace_back(var());
-      else s.emplace_back(any());
+      if (in.boolean())
+        s.emplace_back(var());
+      else
+        s.emplace_back(any());
     }
     return s;
   }
@@ -52,40 +60,67 @@ struct Machine {
 
   tf::Tensor unary(const tf::Tensor& x) {
     switch (in.u8() % 8) {
-      case 0: return tf::exp(x);
-      case 1: return tf::tanh(x);
-      case 2: return tf::square(x);
-      case 3: return tf::sin(x);
-      case 4: return tf::nn::relu(x);
-      case 5: return tf::reduce_sum(x, in.axes(x.rank()), in.boolean());
-      case 6: return tf::reshape(x, {-1});
-      default: return tf::nn::softmax(x, in.axis(x.rank()));
+      case 0:
+        return tf::exp(x);
+      case 1:
+        return tf::tanh(x);
+      case 2:
+        return tf::square(x);
+      case 3:
+        return tf::sin(x);
+      case 4:
+        return tf::nn::relu(x);
+      case 5:
+        return tf::reduce_sum(x, in.axes(x.rank()), in.boolean());
+      case 6:
+        return tf::reshape(x, {-1});
+      default:
+        return tf::nn::softmax(x, in.axis(x.rank()));
     }
   }
   tf::Tensor binary(const tf::Tensor& a, const tf::Tensor& b) {
     switch (in.u8() % 5) {
-      case 0: return a + b;
-      case 1: return a * b;
-      case 2: return a - b;
-      case 3: return tf::matmul(a, b, in.boolean(), in.boolean());
-      default: return tf::maximum(a, b);
+      case 0:
+        return a + b;
+      case 1:
+        return a * b;
+      case 2:
+        return a - b;
+      case 3:
+        return tf::matmul(a, b, in.boolean(), in.boolean());
+      default:
+        return tf::maximum(a, b);
     }
   }
 
   void step() {
     const int op = in.u8() % 24;
     switch (op) {
-      case 0: case 1: push(small()); break;
-      case 2: case 3: push(unary(any())); break;
-      case 4: case 5: push(binary(any(), any())); break;
-      case 6: push(var().read_value()); break;
+      case 0:
+      case 1:
+        push(small());
+        break;
+      case 2:
+      case 3:
+        push(unary(any()));
+        break;
+      case 4:
+      case 5:
+        push(binary(any(), any()));
+        break;
+      case 6:
+        push(var().read_value());
+        break;
       case 7: {
         tf::Variable& v = var();
         const tf::Tensor& x = any();
         const int k = in.u8() % 3;
-        if (k == 0) v.assign(x);
-        else if (k == 1) v.assign_add(x);
-        else v.assign_sub(x);
+        if (k == 0)
+          v.assign(x);
+        else if (k == 1)
+          v.assign_add(x);
+        else
+          v.assign_sub(x);
         break;
       }
       case 8:
@@ -97,22 +132,30 @@ struct Machine {
         }
         break;
       case 9:  // close a tape, not necessarily the innermost
-        if (!tapes.empty()) tapes.erase(tapes.begin() + static_cast<std::ptrdiff_t>(in.range(0, static_cast<std::int64_t>(tapes.size()) - 1)));
+        if (!tapes.empty())
+          tapes.erase(tapes.begin() +
+                      static_cast<std::ptrdiff_t>(in.range(0, static_cast<std::int64_t>(tapes.size()) - 1)));
         break;
       case 10:
         if (auto* t = tape()) {
-          if (in.boolean()) t->watch(var());
-          else t->watch(any());
+          if (in.boolean())
+            t->watch(var());
+          else
+            t->watch(any());
         }
         break;
-      case 11: push(tf::stop_gradient(any())); break;
+      case 11:
+        push(tf::stop_gradient(any()));
+        break;
       case 12:
         if (auto* t = tape()) {
           auto pause = t->stop_recording();
           push(unary(any()));
         }
         break;
-      case 13: case 14: case 15:
+      case 13:
+      case 14:
+      case 15:
         if (auto* t = tape()) {
           const tf::Tensor& y = any();
           std::vector<tf::Tensor> upstream;
@@ -141,7 +184,8 @@ struct Machine {
         break;
       case 19: {
         const tf::Tensor& x = any();
-        if (x.num_elements() <= 16) push(tf::hessian([&](const tf::Tensor& z) { return tf::reduce_sum(z * z * tf::sin(z)); }, x));
+        if (x.num_elements() <= 16)
+          push(tf::hessian([&](const tf::Tensor& z) { return tf::reduce_sum(z * z * tf::sin(z)); }, x));
         break;
       }
       case 20: {
@@ -159,7 +203,8 @@ struct Machine {
           r.outputs = {tf::exp(xs[0])};
           const tf::Tensor y = r.outputs[0];
           const bool wrong = in.u8() < 40;  // a gradient of the wrong shape must be refused
-          r.grad = [y, wrong](const std::vector<tf::Tensor>& dys, const std::vector<tf::Variable>&) -> tf::Grads {
+          r.grad = [y, wrong](const std::vector<tf::Tensor>& dys,
+                              const std::vector<tf::Variable>&) -> tf::Grads {
             if (wrong) return {tf::reshape(dys[0] * y, {-1})};
             return {dys[0] * y};
           };

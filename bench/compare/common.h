@@ -118,12 +118,14 @@ inline std::vector<Row> read_rows(const std::string& path) {
 }
 
 inline void print_table(const std::vector<Row>& rows) {
-  std::printf("\n| workload | tapeflow | LibTorch | tapeflow/LibTorch | hardware limit / reference (same run) | LibTorch config |\n");
+  std::printf(
+      "\n| workload | tapeflow | LibTorch | tapeflow/LibTorch | hardware limit / reference (same run) | "
+      "LibTorch config |\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
     const double ratio = r.torch > 0 ? r.tapeflow / r.torch : 0.0;
-    std::printf("| %s | %.4g %s | %.4g %s | %.3f | %s | %s |\n", r.workload.c_str(), r.tapeflow, r.unit.c_str(),
-                r.torch, r.unit.c_str(), ratio, r.limit.c_str(), r.config.c_str());
+    std::printf("| %s | %.4g %s | %.4g %s | %.3f | %s | %s |\n", r.workload.c_str(), r.tapeflow,
+                r.unit.c_str(), r.torch, r.unit.c_str(), ratio, r.limit.c_str(), r.config.c_str());
   }
   for (const Row& r : rows)
     if (!r.note.empty()) std::printf("- %s: %s\n", r.workload.c_str(), r.note.c_str());

@@ -58,8 +58,8 @@ struct Options {
   std::string script;
   std::int64_t epoch_batches = 0;
   std::string data = "fashion-mnist";
-  std::string config;  // describes LibTorch's configuration, printed per row
-  std::string rows_out;  // --rows-out: also write the rows here (tab-separated)
+  std::string config;         // describes LibTorch's configuration, printed per row
+  std::string rows_out;       // --rows-out: also write the rows here (tab-separated)
   bool every_malloc = false;  // --every-malloc: one run per allocator configuration, LibTorch's best kept
 };
 
@@ -136,44 +136,53 @@ void per_op(const Options& o, std::vector<Row>& rows) {
 
   std::vector<Side> fwd = {
       {"tapeflow", [&] { return compare::seconds([&] { tf_chain(tx, tc, kChain); }); }, {}},
-      {"torch", [&] {
+      {"torch",
+       [&] {
          torch::NoGradGuard g;
          return compare::seconds([&] { torch_chain(px, pc, kChain); });
-       }, {}}};
+       },
+       {}}};
   auto m = compare::alternate(fwd, o.rounds);
   rows.push_back({"1a tiny op, forward without tape", "ns/op", m[0] * ns, m[1] * ns, "n/a", o.config, ""});
 
   // Recording: the records are freed outside the timed region (freeing is not recording).
-  std::vector<Side> rec = {
-      {"tapeflow", [&] {
-         auto tape = std::make_unique<tf::GradientTape>();
-         tape->watch(tx);
-         const double t = compare::seconds([&] { tf_chain(tx, tc, kChain); });
-         tape.reset();
-         return t;
-       }, {}},
-      {"torch", [&] {
-         torch::Tensor y;
-         const double t = compare::seconds([&] { y = torch_chain(pxg, pc, kChain); });
-         y.reset();
-         return t;
-       }, {}}};
+  std::vector<Side> rec = {{"tapeflow",
+                            [&] {
+                              auto tape = std::make_unique<tf::GradientTape>();
+                              tape->watch(tx);
+                              const double t = compare::seconds([&] { tf_chain(tx, tc, kChain); });
+                              tape.reset();
+                              return t;
+                            },
+                            {}},
+                           {"torch",
+                            [&] {
+                              torch::Tensor y;
+                              const double t = compare::seconds([&] { y = torch_chain(pxg, pc, kChain); });
+                              y.reset();
+                              return t;
+                            },
+                            {}}};
   m = compare::alternate(rec, o.rounds);
-  rows.push_back({"1b tiny op, forward recorded", "ns/op", m[0] * ns, m[1] * ns, "target <= 0.1", o.config, ""});
+  rows.push_back(
+      {"1b tiny op, forward recorded", "ns/op", m[0] * ns, m[1] * ns, "target <= 0.1", o.config, ""});
 
-  std::vector<Side> bwd = {
-      {"tapeflow", [&] {
-         auto tape = std::make_unique<tf::GradientTape>();
-         tape->watch(tx);
-         tf::Tensor y = tf_chain(tx, tc, kChain);
-         double t = compare::seconds([&] { tape->gradient(y, tx); });
-         tape.reset();
-         return t;
-       }, {}},
-      {"torch", [&] {
-         torch::Tensor y = torch_chain(pxg, pc, kChain);
-         return compare::seconds([&] { torch::autograd::grad({y}, {pxg}); });
-       }, {}}};
+  std::vector<Side> bwd = {{"tapeflow",
+                            [&] {
+                              auto tape = std::make_unique<tf::GradientTape>();
+                              tape->watch(tx);
+                              tf::Tensor y = tf_chain(tx, tc, kChain);
+                              double t = compare::seconds([&] { tape->gradient(y, tx); });
+                              tape.reset();
+                              return t;
+                            },
+                            {}},
+                           {"torch",
+                            [&] {
+                              torch::Tensor y = torch_chain(pxg, pc, kChain);
+                              return compare::seconds([&] { torch::autograd::grad({y}, {pxg}); });
+                            },
+                            {}}};
   m = compare::alternate(bwd, o.rounds);
   rows.push_back({"1c tiny op, backward", "ns/op", m[0] * ns, m[1] * ns, "target <= 0.1", o.config, ""});
 }
@@ -187,35 +196,39 @@ constexpr int kChain2 = 2000;
 void second_order(const Options& o, std::vector<Row>& rows) {
   const tf::Tensor tx = tf::constant(1.0f), tc = tf::constant(0.5f);
   const torch::Tensor pc = torch::full({}, 0.5f);
-  std::vector<Side> sides = {
-      {"tapeflow", [&] {
-         return compare::seconds([&] {
-           tf::GradientTape outer;
-           outer.watch(tx);
-           tf::Tensor g;
-           {
-             tf::GradientTape inner;
-             inner.watch(tx);
-             tf::Tensor y = tx;
-             for (int i = 0; i < kChain2; i += 2) y = (y * tx) + tc;
-             g = *inner.gradient(y, tx);
-           }
-           outer.gradient(g, tx);
-         });
-       }, {}},
-      {"torch", [&] {
-         return compare::seconds([&] {
-           torch::Tensor x = torch::ones({}, torch::kFloat32).requires_grad_(true);
-           torch::Tensor y = x;
-           for (int i = 0; i < kChain2; i += 2) y = (y * x) + pc;
-           torch::Tensor g = torch::autograd::grad({y}, {x}, {}, true, true)[0];
-           torch::autograd::grad({g}, {x});
-         });
-       }, {}}};
+  std::vector<Side> sides = {{"tapeflow",
+                              [&] {
+                                return compare::seconds([&] {
+                                  tf::GradientTape outer;
+                                  outer.watch(tx);
+                                  tf::Tensor g;
+                                  {
+                                    tf::GradientTape inner;
+                                    inner.watch(tx);
+                                    tf::Tensor y = tx;
+                                    for (int i = 0; i < kChain2; i += 2) y = (y * tx) + tc;
+                                    g = *inner.gradient(y, tx);
+                                  }
+                                  outer.gradient(g, tx);
+                                });
+                              },
+                              {}},
+                             {"torch",
+                              [&] {
+                                return compare::seconds([&] {
+                                  torch::Tensor x = torch::ones({}, torch::kFloat32).requires_grad_(true);
+                                  torch::Tensor y = x;
+                                  for (int i = 0; i < kChain2; i += 2) y = (y * x) + pc;
+                                  torch::Tensor g = torch::autograd::grad({y}, {x}, {}, true, true)[0];
+                                  torch::autograd::grad({g}, {x});
+                                });
+                              },
+                              {}}};
   auto m = compare::alternate(sides, o.rounds);
   const double ns = 1e9 / kChain2;
-  rows.push_back({"6 second order (grad of grad), 2,000-op chain", "ns/op", m[0] * ns, m[1] * ns, "target <= 0.1",
-                  o.config, "forward + gradient + gradient of the gradient, per op of the chain"});
+  rows.push_back({"6 second order (grad of grad), 2,000-op chain", "ns/op", m[0] * ns, m[1] * ns,
+                  "target <= 0.1", o.config,
+                  "forward + gradient + gradient of the gradient, per op of the chain"});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -226,8 +239,8 @@ constexpr std::int64_t kJac = 256;
 
 double python_jacobian_ms(const Options& o, double* loop_ms) {
   if (o.script.empty()) return 0.0;
-  const std::string cmd = o.python + " " + o.script + " --threads " + std::to_string(o.threads) + " --rounds " +
-                          std::to_string(std::max(o.rounds, 15)) +
+  const std::string cmd = o.python + " " + o.script + " --threads " + std::to_string(o.threads) +
+                          " --rounds " + std::to_string(std::max(o.rounds, 15)) +
                           (compare::use_thread_cpu_clock ? " --clock thread-cpu" : "");
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return 0.0;
@@ -259,27 +272,31 @@ void jacobian(const Options& o, std::vector<Row>& rows) {
   };
   std::vector<Side> sides = {
       {"tapeflow vectorised", [&] { return tf_jac(true); }, {}},
-      {"torch loop", [&] {
+      {"torch loop",
+       [&] {
          return compare::seconds([&] {
            torch::Tensor px = px0.clone().requires_grad_(true);
            torch::Tensor y = torch::tanh(torch::matmul(pw, px) + pb);
            std::vector<torch::Tensor> rowsv;
            rowsv.reserve(kJac);
            for (std::int64_t i = 0; i < kJac; ++i)
-             rowsv.push_back(torch::autograd::grad({y}, {px}, {eye[i].view({kJac, 1})}, true)[0].view({kJac}));
+             rowsv.push_back(
+                 torch::autograd::grad({y}, {px}, {eye[i].view({kJac, 1})}, true)[0].view({kJac}));
            torch::stack(rowsv);
          });
-       }, {}},
+       },
+       {}},
       {"tapeflow row by row", [&] { return tf_jac(false); }, {}}};
   auto m = compare::alternate(sides, o.rounds * 2);
   double py_loop = 0;
   const double py_vec = python_jacobian_ms(o, &py_loop);
-  rows.push_back({"4 Jacobian tanh(Wx+b), 256x256 (vs LibTorch row loop)", "ms", m[0] * 1e3, m[1] * 1e3,
-                  py_vec > 0 ? fmt2("PyTorch jacobian(vectorize=True) %.3f ms (python loop %.3f ms)", py_vec, py_loop)
-                             : "PyTorch not run",
-                  o.config,
-                  fmt("tapeflow row by row (256 backward passes) %.3f ms", m[2] * 1e3) +
-                      (py_vec > 0 ? fmt("; tapeflow / PyTorch vectorised = %.3f", m[0] * 1e3 / py_vec) : "")});
+  rows.push_back(
+      {"4 Jacobian tanh(Wx+b), 256x256 (vs LibTorch row loop)", "ms", m[0] * 1e3, m[1] * 1e3,
+       py_vec > 0 ? fmt2("PyTorch jacobian(vectorize=True) %.3f ms (python loop %.3f ms)", py_vec, py_loop)
+                  : "PyTorch not run",
+       o.config,
+       fmt("tapeflow row by row (256 backward passes) %.3f ms", m[2] * 1e3) +
+           (py_vec > 0 ? fmt("; tapeflow / PyTorch vectorised = %.3f", m[0] * 1e3 / py_vec) : "")});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,33 +333,36 @@ void elementwise(const Options& o, std::vector<Row>& rows, double& triad_gbps) {
   const tf::Tensor x = tf::random::uniform({kBig}, -2, 2, tf::float32, 7);
   const torch::Tensor px0 = to_torch(x);
   Triad triad;
-  std::vector<Side> sides = {
-      {"tapeflow", [&] {
-         return compare::seconds([&] {
-           tf::GradientTape tape;
-           tape.watch(x);
-           tf::Tensor y = tf::sin(x) * x + x * x;
-           tf::Tensor s = tf::reduce_sum(tf::exp(-y));
-           tape.gradient(s, x);
-         });
-       }, {}},
-      {"torch", [&] {
-         torch::Tensor px = px0.detach().requires_grad_(true);
-         return compare::seconds([&] {
-           torch::Tensor y = torch::sin(px) * px + px * px;
-           torch::Tensor s = torch::exp(-y).sum();
-           torch::autograd::grad({s}, {px});
-         });
-       }, {}},
-      {"triad", [&] { return triad.run(); }, {}}};
+  std::vector<Side> sides = {{"tapeflow",
+                              [&] {
+                                return compare::seconds([&] {
+                                  tf::GradientTape tape;
+                                  tape.watch(x);
+                                  tf::Tensor y = tf::sin(x) * x + x * x;
+                                  tf::Tensor s = tf::reduce_sum(tf::exp(-y));
+                                  tape.gradient(s, x);
+                                });
+                              },
+                              {}},
+                             {"torch",
+                              [&] {
+                                torch::Tensor px = px0.detach().requires_grad_(true);
+                                return compare::seconds([&] {
+                                  torch::Tensor y = torch::sin(px) * px + px * px;
+                                  torch::Tensor s = torch::exp(-y).sum();
+                                  torch::autograd::grad({s}, {px});
+                                });
+                              },
+                              {}},
+                             {"triad", [&] { return triad.run(); }, {}}};
   auto m = compare::alternate(sides, o.rounds);
   triad_gbps = Triad::gbps(m[2]);
   const double bytes = kChainArrays * 4.0 * static_cast<double>(kBig);
   const double bound_ms = bytes / (triad_gbps * 1e9) * 1e3;
   rows.push_back({"3 elementwise chain 16M floats, fwd+bwd", "ms", m[0] * 1e3, m[1] * 1e3,
                   fmt2("triad %.1f GB/s: bound %.1f ms", triad_gbps, bound_ms), o.config,
-                  fmt2("tapeflow at %.2fx the bandwidth bound (%.2f GB moved by unfused ops)", m[0] * 1e3 / bound_ms,
-                       bytes / 1e9)});
+                  fmt2("tapeflow at %.2fx the bandwidth bound (%.2f GB moved by unfused ops)",
+                       m[0] * 1e3 / bound_ms, bytes / 1e9)});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -354,24 +374,34 @@ struct Sgemms {
   // The step's eight products with the step's shapes and transposes, on preallocated buffers.
   std::vector<float> x, w1, w2, w3, h1, h2, l, dw1, dw2, dw3, dh1, dh2;
   Sgemms()
-      : x(kB * kIn, 0.1f), w1(kIn * kH, 0.01f), w2(kH * kH, 0.01f), w3(kH * kOut, 0.01f), h1(kB * kH), h2(kB * kH),
-        l(kB * kOut, 0.1f), dw1(kIn * kH), dw2(kH * kH), dw3(kH * kOut), dh1(kB * kH), dh2(kB * kH) {}
-  static void mm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
-                 const float* b, std::int64_t ldb, float* c) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-                static_cast<int>(n), static_cast<int>(k), 1.f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.f,
-                c, static_cast<int>(n));
+      : x(kB * kIn, 0.1f),
+        w1(kIn * kH, 0.01f),
+        w2(kH * kH, 0.01f),
+        w3(kH * kOut, 0.01f),
+        h1(kB * kH),
+        h2(kB * kH),
+        l(kB * kOut, 0.1f),
+        dw1(kIn * kH),
+        dw2(kH * kH),
+        dw3(kH * kOut),
+        dh1(kB * kH),
+        dh2(kB * kH) {}
+  static void mm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                 std::int64_t lda, const float* b, std::int64_t ldb, float* c) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.f, a, static_cast<int>(lda),
+                b, static_cast<int>(ldb), 0.f, c, static_cast<int>(n));
   }
   double run() {
     return compare::seconds([&] {
-      mm(false, false, kB, kH, kIn, x.data(), kIn, w1.data(), kH, h1.data());     // h1 = x w1
-      mm(false, false, kB, kH, kH, h1.data(), kH, w2.data(), kH, h2.data());      // h2 = h1 w2
-      mm(false, false, kB, kOut, kH, h2.data(), kH, w3.data(), kOut, l.data());   // l = h2 w3
-      mm(true, false, kH, kOut, kB, h2.data(), kH, l.data(), kOut, dw3.data());   // dw3 = h2^T dl
-      mm(false, true, kB, kH, kOut, l.data(), kOut, w3.data(), kOut, dh2.data()); // dh2 = dl w3^T
-      mm(true, false, kH, kH, kB, h1.data(), kH, dh2.data(), kH, dw2.data());     // dw2 = h1^T dh2
-      mm(false, true, kB, kH, kH, dh2.data(), kH, w2.data(), kH, dh1.data());     // dh1 = dh2 w2^T
-      mm(true, false, kIn, kH, kB, x.data(), kIn, dh1.data(), kH, dw1.data());    // dw1 = x^T dh1
+      mm(false, false, kB, kH, kIn, x.data(), kIn, w1.data(), kH, h1.data());      // h1 = x w1
+      mm(false, false, kB, kH, kH, h1.data(), kH, w2.data(), kH, h2.data());       // h2 = h1 w2
+      mm(false, false, kB, kOut, kH, h2.data(), kH, w3.data(), kOut, l.data());    // l = h2 w3
+      mm(true, false, kH, kOut, kB, h2.data(), kH, l.data(), kOut, dw3.data());    // dw3 = h2^T dl
+      mm(false, true, kB, kH, kOut, l.data(), kOut, w3.data(), kOut, dh2.data());  // dh2 = dl w3^T
+      mm(true, false, kH, kH, kB, h1.data(), kH, dh2.data(), kH, dw2.data());      // dw2 = h1^T dh2
+      mm(false, true, kB, kH, kH, dh2.data(), kH, w2.data(), kH, dh1.data());      // dh1 = dh2 w2^T
+      mm(true, false, kIn, kH, kB, x.data(), kIn, dh1.data(), kH, dw1.data());     // dw1 = x^T dh1
     });
   }
   static double flops() { return 2.0 * kB * (2.0 * kIn * kH + 3.0 * kH * kH + 3.0 * kH * kOut); }
@@ -379,10 +409,12 @@ struct Sgemms {
 
 void mlp_step(const Options& o, std::vector<Row>& rows) {
   // tapeflow
-  std::vector<tf::Variable> vars = {
-      tf::Variable(tf::random::normal({kIn, kH}, 0, 0.05, tf::float32, 11)), tf::Variable(tf::zeros({kH})),
-      tf::Variable(tf::random::normal({kH, kH}, 0, 0.05, tf::float32, 12)), tf::Variable(tf::zeros({kH})),
-      tf::Variable(tf::random::normal({kH, kOut}, 0, 0.05, tf::float32, 13)), tf::Variable(tf::zeros({kOut}))};
+  std::vector<tf::Variable> vars = {tf::Variable(tf::random::normal({kIn, kH}, 0, 0.05, tf::float32, 11)),
+                                    tf::Variable(tf::zeros({kH})),
+                                    tf::Variable(tf::random::normal({kH, kH}, 0, 0.05, tf::float32, 12)),
+                                    tf::Variable(tf::zeros({kH})),
+                                    tf::Variable(tf::random::normal({kH, kOut}, 0, 0.05, tf::float32, 13)),
+                                    tf::Variable(tf::zeros({kOut}))};
   const tf::Tensor x = tf::random::uniform({kB, kIn}, 0, 1, tf::float32, 14);
   std::vector<std::int32_t> lab(kB);
   for (std::int64_t i = 0; i < kB; ++i) lab[i] = static_cast<std::int32_t>(i % kOut);
@@ -397,7 +429,8 @@ void mlp_step(const Options& o, std::vector<Row>& rows) {
 
   Sgemms gemm;
   std::vector<Side> sides = {
-      {"tapeflow", [&] {
+      {"tapeflow",
+       [&] {
          return compare::seconds([&] {
            tf::GradientTape tape;
            tf::Tensor h = tf::nn::relu(tf::matmul(x, vars[0].read_value()) + vars[1].read_value());
@@ -406,8 +439,10 @@ void mlp_step(const Options& o, std::vector<Row>& rows) {
            tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(labels, logits, true);
            sgd.apply_gradients(tape.gradient(loss, vars), vars);
          });
-       }, {}},
-      {"torch", [&] {
+       },
+       {}},
+      {"torch",
+       [&] {
          return compare::seconds([&] {
            psgd.zero_grad();
            torch::Tensor h = torch::relu(torch::addmm(p[1], px, p[0]));
@@ -417,7 +452,8 @@ void mlp_step(const Options& o, std::vector<Row>& rows) {
            loss.backward();
            psgd.step();
          });
-       }, {}},
+       },
+       {}},
       {"sgemm", [&] { return gemm.run(); }, {}}};
   auto m = compare::alternate(sides, o.rounds * 3);
   const double gf = Sgemms::flops() / 1e9;
@@ -472,7 +508,8 @@ pid_t spawn_with_malloc(const std::string& exe, const std::vector<std::string>& 
                         int stdout_fd) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0 && std::strncmp(*e, "MALLOC_CONF=", 12) != 0) env.emplace_back(*e);
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0 && std::strncmp(*e, "MALLOC_CONF=", 12) != 0)
+      env.emplace_back(*e);
   if (m.jemalloc) env.emplace_back(std::string("LD_PRELOAD=") + kJemalloc);
   if (!m.malloc_conf.empty()) env.emplace_back("MALLOC_CONF=" + m.malloc_conf);
   std::vector<std::string> all = {exe};
@@ -547,11 +584,12 @@ void peak_rss(const Options& o, std::vector<Row>& rows) {
   const double params_mib = kDeepLayers * (kWidth * kWidth + kWidth) * 4.0 / (1 << 20);
   const double torch_start = compare::median(pt_abs[best]) - compare::median(pt_rel[best]);
   rows.push_back({"5 peak RSS (VmHWM), 32x1024 MLP batch 512 fwd+bwd", "MiB", compare::median(tf_abs),
-                  compare::median(pt_abs[best]), fmt("parameters %.1f MiB (+ as much for their gradients)", params_mib),
+                  compare::median(pt_abs[best]),
+                  fmt("parameters %.1f MiB (+ as much for their gradients)", params_mib),
                   "OMP_WAIT_POLICY=PASSIVE, " + configs[best].name + " (own process)",
                   "LibTorch VmHWM by allocator: " + by_config +
-                      fmt2("; above process start: tapeflow %.0f MiB, LibTorch %.0f MiB", compare::median(tf_rel),
-                           compare::median(pt_rel[best])) +
+                      fmt2("; above process start: tapeflow %.0f MiB, LibTorch %.0f MiB",
+                           compare::median(tf_rel), compare::median(pt_rel[best])) +
                       fmt(" (LibTorch's process starts at %.0f MiB)", torch_start),
                   true});
 }
@@ -636,36 +674,43 @@ void epochs(const Options& o, std::vector<Row>& rows) {
     tf::optim::Adam adam(1e-3);
     torch::nn::Sequential pm = torch_model(cnn);
     torch::optim::Adam padam(pm->parameters(), torch::optim::AdamOptions(1e-3));
-    std::vector<Side> sides = {
-        {"tapeflow", [&] {
-           return compare::seconds([&] {
-             for (std::int64_t i = 0; i < batches; ++i) {
-               tf::GradientTape tape;
-               tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(yb[i], model->call(xb[i], true), true);
-               adam.apply_gradients(tape.gradient(loss, vars), vars);
-             }
-           });
-         }, {}},
-        {"torch", [&] {
-           return compare::seconds([&] {
-             for (std::int64_t i = 0; i < batches; ++i) {
-               padam.zero_grad();
-               torch::Tensor loss = torch::nn::functional::cross_entropy(pm->forward(pxb[i]), pyb[i]);
-               loss.backward();
-               padam.step();
-             }
-           });
-         }, {}}};
+    std::vector<Side> sides = {{"tapeflow",
+                                [&] {
+                                  return compare::seconds([&] {
+                                    for (std::int64_t i = 0; i < batches; ++i) {
+                                      tf::GradientTape tape;
+                                      tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(
+                                          yb[i], model->call(xb[i], true), true);
+                                      adam.apply_gradients(tape.gradient(loss, vars), vars);
+                                    }
+                                  });
+                                },
+                                {}},
+                               {"torch",
+                                [&] {
+                                  return compare::seconds([&] {
+                                    for (std::int64_t i = 0; i < batches; ++i) {
+                                      padam.zero_grad();
+                                      torch::Tensor loss =
+                                          torch::nn::functional::cross_entropy(pm->forward(pxb[i]), pyb[i]);
+                                      loss.backward();
+                                      padam.step();
+                                    }
+                                  });
+                                },
+                                {}}};
     // An epoch is long: one warm-up (inside alternate) and few rounds.
     auto m = compare::alternate(sides, cnn ? 1 : 3);
     const double full = static_cast<double>((n + batch - 1) / batch) / static_cast<double>(batches);
-    rows.push_back({std::string("issue 5: one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") + ", Adam, batch 128",
-                    "s", m[0] * full, m[1] * full,
-                    fmt2("%.0f vs %.0f examples/s", batches * batch / m[0], batches * batch / m[1]), o.config,
-                    d.what + (batches * batch < n ? fmt(", timed on %.0f batches and scaled to the epoch",
-                                                        static_cast<double>(batches))
-                                                  : std::string(", full epoch")) +
-                        (cnn ? "; LibTorch NCHW, tapeflow NHWC (each its native layout)" : "")});
+    rows.push_back(
+        {std::string("issue 5: one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") + ", Adam, batch 128", "s",
+         m[0] * full, m[1] * full,
+         fmt2("%.0f vs %.0f examples/s", batches * batch / m[0], batches * batch / m[1]), o.config,
+         d.what +
+             (batches * batch < n
+                  ? fmt(", timed on %.0f batches and scaled to the epoch", static_cast<double>(batches))
+                  : std::string(", full epoch")) +
+             (cnn ? "; LibTorch NCHW, tapeflow NHWC (each its native layout)" : "")});
   }
 }
 
@@ -689,7 +734,8 @@ int run_every_malloc(const std::vector<std::string>& args) {
     std::fflush(stdout);
     const pid_t pid = spawn_with_malloc(self, child, m, -1);
     int status = 0;
-    const bool ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const bool ok =
+        pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     runs.push_back(compare::read_rows(path));
     unlink(path.c_str());
     if (!ok) {
@@ -711,8 +757,8 @@ int run_every_malloc(const std::vector<std::string>& args) {
     }
     Row r = runs[b][i];
     if (!r.own_malloc_choice)
-      r.note += (r.note.empty() ? "" : "; ") + std::string("LibTorch by allocator: ") + by_config + "; best " +
-                configs[b].name + ", tapeflow from the same run";
+      r.note += (r.note.empty() ? "" : "; ") + std::string("LibTorch by allocator: ") + by_config +
+                "; best " + configs[b].name + ", tapeflow from the same run";
     best.push_back(r);
   }
   std::printf("\n=== every row with LibTorch's best allocator configuration\n");
@@ -728,19 +774,31 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--group") o.group = next();
-    else if (a == "--threads") o.threads = std::stoi(next());
-    else if (a == "--rounds") o.rounds = std::stoi(next());
-    else if (a == "--python") o.python = next();
-    else if (a == "--script") o.script = next();
-    else if (a == "--epoch-batches") o.epoch_batches = std::stoll(next());
-    else if (a == "--data") o.data = next();
-    else if (a == "--rss-child") rss_side = next();
-    else if (a == "--clock") compare::use_thread_cpu_clock = next() == "thread-cpu";
-    else if (a == "--rows-out") o.rows_out = next();
-    else if (a == "--every-malloc") o.every_malloc = true;
+    if (a == "--group")
+      o.group = next();
+    else if (a == "--threads")
+      o.threads = std::stoi(next());
+    else if (a == "--rounds")
+      o.rounds = std::stoi(next());
+    else if (a == "--python")
+      o.python = next();
+    else if (a == "--script")
+      o.script = next();
+    else if (a == "--epoch-batches")
+      o.epoch_batches = std::stoll(next());
+    else if (a == "--data")
+      o.data = next();
+    else if (a == "--rss-child")
+      rss_side = next();
+    else if (a == "--clock")
+      compare::use_thread_cpu_clock = next() == "thread-cpu";
+    else if (a == "--rows-out")
+      o.rows_out = next();
+    else if (a == "--every-malloc")
+      o.every_malloc = true;
     else {
-      std::fprintf(stderr, "unknown argument %s (see the comment at the top of bench/compare/compare.cpp)\n", a.c_str());
+      std::fprintf(stderr, "unknown argument %s (see the comment at the top of bench/compare/compare.cpp)\n",
+                   a.c_str());
       return 2;
     }
   }
@@ -758,8 +816,9 @@ int main(int argc, char** argv) {
   }
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   o.config = std::string("OMP_WAIT_POLICY=") + (wait ? wait : "(unset)") + ", " + current_malloc_config();
-  std::printf("group %s: %d threads (tapeflow pool, LibTorch intra-op, OpenBLAS), %d rounds, LibTorch %s, %s\n",
-              o.group.c_str(), o.threads, o.rounds, TORCH_VERSION, o.config.c_str());
+  std::printf(
+      "group %s: %d threads (tapeflow pool, LibTorch intra-op, OpenBLAS), %d rounds, LibTorch %s, %s\n",
+      o.group.c_str(), o.threads, o.rounds, TORCH_VERSION, o.config.c_str());
   std::printf("clock: %s\n", compare::use_thread_cpu_clock ? "CPU time of the calling thread" : "wall");
   std::printf("load average at start: %s\n", compare::load_average().c_str());
   std::fflush(stdout);

@@ -11,7 +11,8 @@
 //   print(dl_dw.shape)                  -> (3, 2)
 //   my_vars = {'w': w, 'b': b}
 //   grad = tape.gradient(loss, my_vars)
-//   grad['b']                           -> <tf.Tensor: shape=(2,), dtype=float32, numpy=array([7.5046124, 2.0025406], dtype=float32)>
+//   grad['b']                           -> <tf.Tensor: shape=(2,), dtype=float32,
+//   numpy=array([7.5046124, 2.0025406], dtype=float32)>
 //
 // w is drawn at random, so the golden test matches the repr's format, and this program checks the
 // values the math fixes: loss = mean(y_j^2) over the 2 outputs, so dl/db = y and dl/dw = x^T y.
@@ -46,7 +47,8 @@ int main() {
 
   // Check against the analytic gradients: dl/db[j] = y[j], dl/dw[i][j] = x[i] * y[j].
   auto xs = x.values<float>(), ys = y.values<float>();
-  auto db = grad.at("b")->values<float>(), dw = grad.at("w")->values<float>(), db_list = dl_db->values<float>();
+  auto db = grad.at("b")->values<float>(), dw = grad.at("w")->values<float>(),
+       db_list = dl_db->values<float>();
   for (std::size_t j = 0; j < 2; ++j) {
     bool ok = close(db[j], ys[j]) && close(db_list[j], ys[j]);
     for (std::size_t i = 0; i < 3; ++i) ok = ok && close(dw[i * 2 + j], xs[i] * ys[j]);

@@ -84,7 +84,7 @@ struct BatchOptions {
   std::int64_t batch_size = 32;  ///< >= 1
   bool shuffle = true;           ///< a new order every epoch (shuffled_indices); false: 0..n-1
   std::uint64_t seed = 0;
-  bool drop_remainder = false;   ///< drop a last batch smaller than batch_size (like tf.data)
+  bool drop_remainder = false;  ///< drop a last batch smaller than batch_size (like tf.data)
 };
 
 /// One batch: the selected rows of the features and of the labels, in the same order.
@@ -127,7 +127,7 @@ class BatchIterator {
   BatchOptions options_;
   std::int64_t n_ = 0;
   std::int64_t epoch_ = 0;
-  std::int64_t position_ = 0;       // index into order_ of the next example
+  std::int64_t position_ = 0;        // index into order_ of the next example
   std::vector<std::int64_t> order_;  // this epoch's order
 };
 

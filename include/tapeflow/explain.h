@@ -73,7 +73,9 @@ struct GradientDiagnosis {
   bool target_recorded = true;
 
   /// Whether gradient() returns a tensor (Connected or ZeroGradient).
-  bool has_gradient() const { return cause == GradientCause::Connected || cause == GradientCause::ZeroGradient; }
+  bool has_gradient() const {
+    return cause == GradientCause::Connected || cause == GradientCause::ZeroGradient;
+  }
   /// One readable line: what happened and how to fix it.
   std::string to_string() const;
 };

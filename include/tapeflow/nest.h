@@ -42,10 +42,12 @@ template <class S>
 struct Nest;
 
 template <class S>
-concept Nestable = requires { typename Nest<S>::Result; };
+concept Nestable = requires {
+  typename Nest<S>::Result;
+};
 
 template <class S>
-  requires std::is_same_v<S, Tensor> || std::is_same_v<S, Variable> || std::is_same_v<S, Source>
+requires std::is_same_v<S, Tensor> || std::is_same_v<S, Variable> || std::is_same_v<S, Source>
 struct Nest<S> {
   using Result = Gradient;
   static void flatten(const S& s, std::vector<Source>& out) { out.emplace_back(s); }

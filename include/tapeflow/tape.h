@@ -75,8 +75,8 @@ class Targets {
   Targets(std::initializer_list<Tensor> ts) : targets_(ts.begin(), ts.end()) {}
   Targets(std::initializer_list<std::pair<const std::string, Tensor>> named);
   template <nest::Nestable S>
-    requires(!std::is_same_v<S, Tensor> && !std::is_same_v<S, Variable>)
-  Targets(const S& structure) : targets_(nest::flatten(structure)) {}
+  requires(!std::is_same_v<S, Tensor> && !std::is_same_v<S, Variable>) Targets(const S& structure)
+      : targets_(nest::flatten(structure)) {}
   const std::vector<Source>& flat() const { return targets_; }
 
  private:
@@ -99,8 +99,7 @@ class GradientTape {
   /// Watching an integer or bool tensor logs TensorFlow's warning and has no effect on gradients.
   void watch(const Source& source);
   template <nest::Nestable S>
-    requires(!std::is_same_v<S, Tensor> && !std::is_same_v<S, Variable>)
-  void watch(const S& structure) {
+  requires(!std::is_same_v<S, Tensor> && !std::is_same_v<S, Variable>) void watch(const S& structure) {
     for (const Source& s : nest::flatten(structure)) watch(s);
   }
   void watch(std::initializer_list<Source> sources) {
@@ -201,7 +200,8 @@ class GradientTape {
   std::vector<Gradient> jacobian(const Tensor& target, std::initializer_list<Source> sources,
                                  UnconnectedGradients unconnected = UnconnectedGradients::None,
                                  bool parallel = true) {
-    return jacobian_flat(target, std::span<const Source>(sources.begin(), sources.size()), unconnected, parallel);
+    return jacobian_flat(target, std::span<const Source>(sources.begin(), sources.size()), unconnected,
+                         parallel);
   }
   std::vector<Gradient> jacobian_flat(const Tensor& target, std::span<const Source> sources,
                                       UnconnectedGradients unconnected, bool parallel = true);
@@ -247,23 +247,27 @@ class GradientTape {
   std::string to_dot(const Targets& targets, const S& sources, const GraphOptions& options = {}) {
     return to_dot_flat(targets, nest::flatten(sources), options);
   }
-  std::string to_dot(const Targets& targets, std::initializer_list<Source> sources, const GraphOptions& options = {}) {
+  std::string to_dot(const Targets& targets, std::initializer_list<Source> sources,
+                     const GraphOptions& options = {}) {
     return to_dot_flat(targets, std::span<const Source>(sources.begin(), sources.size()), options);
   }
-  std::string to_dot_flat(const Targets& targets, std::span<const Source> sources, const GraphOptions& options);
+  std::string to_dot_flat(const Targets& targets, std::span<const Source> sources,
+                          const GraphOptions& options);
   /// to_dot rendered to SVG by Graphviz (see render_svg for what it throws).
   template <nest::Nestable S>
   std::string to_svg(const Targets& targets, const S& sources, const GraphOptions& options = {}) {
     return render_svg(to_dot(targets, sources, options), options.dot_program);
   }
-  std::string to_svg(const Targets& targets, std::initializer_list<Source> sources, const GraphOptions& options = {}) {
+  std::string to_svg(const Targets& targets, std::initializer_list<Source> sources,
+                     const GraphOptions& options = {}) {
     return render_svg(to_dot(targets, sources, options), options.dot_program);
   }
   /// to_svg written to `path` (InvalidArgumentError when the file cannot be written).
   void write_svg(const std::string& path, const Targets& targets, std::initializer_list<Source> sources,
                  const GraphOptions& options = {});
   template <nest::Nestable S>
-  void write_svg(const std::string& path, const Targets& targets, const S& sources, const GraphOptions& options = {}) {
+  void write_svg(const std::string& path, const Targets& targets, const S& sources,
+                 const GraphOptions& options = {}) {
     write_svg_flat(path, targets, nest::flatten(sources), options);
   }
   void write_svg_flat(const std::string& path, const Targets& targets, std::span<const Source> sources,

@@ -47,12 +47,13 @@ class Variable {
   /// A variable holding a copy of the handle `initial` (tensors are immutable, so no data copy).
   explicit Variable(const Tensor& initial, VariableOptions options = {});
   template <Element T>
-  explicit Variable(T scalar, VariableOptions options = {}) : Variable(make_scalar(scalar), std::move(options)) {}
+  explicit Variable(T scalar, VariableOptions options = {})
+      : Variable(make_scalar(scalar), std::move(options)) {}
   template <Element T>
   Variable(std::initializer_list<T> values, VariableOptions options = {})
-      : Variable(make_from_bytes(values.begin(), static_cast<std::int64_t>(values.size()), false,
-                                 dtype_of<T>()),
-                 std::move(options)) {}
+      : Variable(
+            make_from_bytes(values.begin(), static_cast<std::int64_t>(values.size()), false, dtype_of<T>()),
+            std::move(options)) {}
 
   /// Reads the current value; inside a recording tape the read is recorded and, for a trainable
   /// variable on a tape with watch_accessed_variables, the variable is watched.

@@ -90,8 +90,8 @@ struct RecomputeGrad {
     const std::vector<Tensor> outputs = a.f(inputs);
     std::vector<Tensor> dys = output_cotangents(c);
     TAPEFLOW_REQUIRE(outputs.size() == dys.size(), InvalidArgumentError,
-                     "[RecomputeGrad] the recomputed block returned {} outputs, the first run {}", outputs.size(),
-                     dys.size());
+                     "[RecomputeGrad] the recomputed block returned {} outputs, the first run {}",
+                     outputs.size(), dys.size());
     Targets targets(outputs);
     const std::vector<Gradient> grads = tape.gradient_flat(targets, sources, dys, UnconnectedGradients::None);
     return Grads(grads.begin(), grads.end());
@@ -161,8 +161,9 @@ void register_custom_gradient_ops(Registry& r) {
 
 }  // namespace autodiff
 
-std::vector<Tensor> custom_gradient(const std::vector<Tensor>& inputs,
-                                    const std::function<CustomGradientResult(const std::vector<Tensor>&)>& f) {
+std::vector<Tensor> custom_gradient(
+    const std::vector<Tensor>& inputs,
+    const std::function<CustomGradientResult(const std::vector<Tensor>&)>& f) {
   std::vector<const Tensor*> ins = autodiff::pointers(inputs);
   autodiff::require_defined("CustomGradient", ins);
   std::vector<Variable> variables;
@@ -171,7 +172,8 @@ std::vector<Tensor> custom_gradient(const std::vector<Tensor>& inputs,
   // get fresh ids produced by the CustomGradient record, so first-order gradients flow through
   // the user's gradient function only.
   CustomGradientResult r = autodiff::run_watching_variables([&] { return f(inputs); }, variables);
-  TAPEFLOW_REQUIRE(!r.outputs.empty(), InvalidArgumentError, "[CustomGradient] the function returned no outputs");
+  TAPEFLOW_REQUIRE(!r.outputs.empty(), InvalidArgumentError,
+                   "[CustomGradient] the function returned no outputs");
   TAPEFLOW_REQUIRE(static_cast<bool>(r.grad), InvalidArgumentError,
                    "[CustomGradient] the function returned no gradient function");
   std::vector<Tensor> outputs = autodiff::fresh(r.outputs);
@@ -180,7 +182,8 @@ std::vector<Tensor> custom_gradient(const std::vector<Tensor>& inputs,
         autodiff::CustomGradientAttrs{std::move(r.grad), variables, inputs.size()});
     const autodiff::OpDef& op = autodiff::op_def<autodiff::CustomGradient>();
     if (autodiff::any_tape_recording()) autodiff::record_with_variables(op, ins, variables, outputs, attrs);
-    if (autodiff::any_accumulator_active()) autodiff::accumulate_with_variables(op, ins, variables, outputs, attrs);
+    if (autodiff::any_accumulator_active())
+      autodiff::accumulate_with_variables(op, ins, variables, outputs, attrs);
   }
   return outputs;
 }
@@ -199,11 +202,12 @@ Block recompute_grad(Block f) {
         },
         variables));
     if (autodiff::any_tape_recording() || autodiff::any_accumulator_active()) {
-      auto attrs =
-          std::make_shared<const autodiff::RecomputeAttrs>(autodiff::RecomputeAttrs{f, variables, inputs.size()});
+      auto attrs = std::make_shared<const autodiff::RecomputeAttrs>(
+          autodiff::RecomputeAttrs{f, variables, inputs.size()});
       const autodiff::OpDef& op = autodiff::op_def<autodiff::RecomputeGrad>();
       if (autodiff::any_tape_recording()) autodiff::record_with_variables(op, ins, variables, outputs, attrs);
-      if (autodiff::any_accumulator_active()) autodiff::accumulate_with_variables(op, ins, variables, outputs, attrs);
+      if (autodiff::any_accumulator_active())
+        autodiff::accumulate_with_variables(op, ins, variables, outputs, attrs);
     }
     return outputs;
   };

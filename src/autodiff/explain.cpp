@@ -45,22 +45,38 @@ namespace tapeflow {
 
 std::string_view to_string(GradientCause cause) {
   switch (cause) {
-    case GradientCause::Connected: return "Connected";
-    case GradientCause::ZeroGradient: return "ZeroGradient";
-    case GradientCause::TensorNotWatched: return "TensorNotWatched";
-    case GradientCause::VariableNotTrainable: return "VariableNotTrainable";
-    case GradientCause::AccessedVariablesNotWatched: return "AccessedVariablesNotWatched";
-    case GradientCause::SourceNotUsed: return "SourceNotUsed";
-    case GradientCause::StopGradient: return "StopGradient";
-    case GradientCause::NonDifferentiableOp: return "NonDifferentiableOp";
-    case GradientCause::IntegerDtype: return "IntegerDtype";
-    case GradientCause::StatefulUpdate: return "StatefulUpdate";
-    case GradientCause::TargetBeforeTape: return "TargetBeforeTape";
-    case GradientCause::RecordingPaused: return "RecordingPaused";
-    case GradientCause::TargetOnAnotherTape: return "TargetOnAnotherTape";
-    case GradientCause::TargetOnAnotherThread: return "TargetOnAnotherThread";
-    case GradientCause::SourceCreatedAfterTarget: return "SourceCreatedAfterTarget";
-    case GradientCause::NoGradientRegistered: return "NoGradientRegistered";
+    case GradientCause::Connected:
+      return "Connected";
+    case GradientCause::ZeroGradient:
+      return "ZeroGradient";
+    case GradientCause::TensorNotWatched:
+      return "TensorNotWatched";
+    case GradientCause::VariableNotTrainable:
+      return "VariableNotTrainable";
+    case GradientCause::AccessedVariablesNotWatched:
+      return "AccessedVariablesNotWatched";
+    case GradientCause::SourceNotUsed:
+      return "SourceNotUsed";
+    case GradientCause::StopGradient:
+      return "StopGradient";
+    case GradientCause::NonDifferentiableOp:
+      return "NonDifferentiableOp";
+    case GradientCause::IntegerDtype:
+      return "IntegerDtype";
+    case GradientCause::StatefulUpdate:
+      return "StatefulUpdate";
+    case GradientCause::TargetBeforeTape:
+      return "TargetBeforeTape";
+    case GradientCause::RecordingPaused:
+      return "RecordingPaused";
+    case GradientCause::TargetOnAnotherTape:
+      return "TargetOnAnotherTape";
+    case GradientCause::TargetOnAnotherThread:
+      return "TargetOnAnotherThread";
+    case GradientCause::SourceCreatedAfterTarget:
+      return "SourceCreatedAfterTarget";
+    case GradientCause::NoGradientRegistered:
+      return "NoGradientRegistered";
   }
   return "Unknown";
 }
@@ -81,56 +97,76 @@ std::string GradientDiagnosis::to_string() const {
       return fmt::format("zero gradient: the gradient is exactly zero everywhere; it became zero at {} ({})",
                          op.empty() ? "an op on the path" : op, path_text());
     case GradientCause::TensorNotWatched:
-      return fmt::format("None: the source tensor is not watched by the tape; call tape.watch() on it before "
-                         "computing the target, or keep it a Variable (x.assign_add(1), not x = x + 1)");
+      return fmt::format(
+          "None: the source tensor is not watched by the tape; call tape.watch() on it before "
+          "computing the target, or keep it a Variable (x.assign_add(1), not x = x + 1)");
     case GradientCause::VariableNotTrainable:
-      return fmt::format("None: variable {} is not trainable, so the tape does not watch it; create it with "
-                         "trainable = true or call tape.watch() on it", s);
+      return fmt::format(
+          "None: variable {} is not trainable, so the tape does not watch it; create it with "
+          "trainable = true or call tape.watch() on it",
+          s);
     case GradientCause::AccessedVariablesNotWatched:
-      return fmt::format("None: variable {} is not watched: the tape has watch_accessed_variables = false; call "
-                         "tape.watch() on it", s);
+      return fmt::format(
+          "None: variable {} is not watched: the tape has watch_accessed_variables = false; call "
+          "tape.watch() on it",
+          s);
     case GradientCause::SourceNotUsed:
       if (!target_recorded)
-        return fmt::format("None: no op this tape recorded made the target: it was computed from values the tape "
-                           "does not track (constants, host values), so it does not depend on {}", who);
-      return fmt::format("None: the target does not depend on {} through any op this tape recorded (a tensor must "
-                         "be watched, and a variable read, while the tape records)", who);
+        return fmt::format(
+            "None: no op this tape recorded made the target: it was computed from values the tape "
+            "does not track (constants, host values), so it does not depend on {}",
+            who);
+      return fmt::format(
+          "None: the target does not depend on {} through any op this tape recorded (a tensor must "
+          "be watched, and a variable read, while the tape records)",
+          who);
     case GradientCause::StopGradient:
-      return fmt::format("None: the path from {} to the target goes through {}, which blocks gradients by design",
-                         who, op);
+      return fmt::format(
+          "None: the path from {} to the target goes through {}, which blocks gradients by design", who, op);
     case GradientCause::NonDifferentiableOp:
-      return fmt::format("None: the path from {} to the target goes through {}, an op declared non-differentiable "
-                         "(no_gradient)", who, op);
+      return fmt::format(
+          "None: the path from {} to the target goes through {}, an op declared non-differentiable "
+          "(no_gradient)",
+          who, op);
     case GradientCause::IntegerDtype: {
       const std::string dt = dtype ? std::string(dtype_name(*dtype)) : "integer";
       if (producer.empty())
         return fmt::format("None: {} has dtype {}; integer and bool tensors carry no gradient", who, dt);
-      return fmt::format("None: the path from {} to the target goes through a tensor of dtype {} made by {}{}; "
-                         "integer and bool tensors carry no gradient (keep the computation in floating point)",
-                         who, dt, producer, op.empty() ? std::string() : " and used by " + op);
+      return fmt::format(
+          "None: the path from {} to the target goes through a tensor of dtype {} made by {}{}; "
+          "integer and bool tensors carry no gradient (keep the computation in floating point)",
+          who, dt, producer, op.empty() ? std::string() : " and used by " + op);
     }
     case GradientCause::StatefulUpdate:
-      return fmt::format("None: {} reaches the target only through {} on variable {}; assignments are not "
-                         "differentiable, a read after one starts a new path (compute with the values instead)",
-                         who, op, variable);
+      return fmt::format(
+          "None: {} reaches the target only through {} on variable {}; assignments are not "
+          "differentiable, a read after one starts a new path (compute with the values instead)",
+          who, op, variable);
     case GradientCause::TargetBeforeTape:
-      return fmt::format("None: the target was computed before this tape was created; compute it while the tape "
-                         "records");
+      return fmt::format(
+          "None: the target was computed before this tape was created; compute it while the tape "
+          "records");
     case GradientCause::RecordingPaused:
-      return fmt::format("None: the target was computed while this tape's recording was paused (stop_recording() "
-                         "or its own gradient() call)");
+      return fmt::format(
+          "None: the target was computed while this tape's recording was paused (stop_recording() "
+          "or its own gradient() call)");
     case GradientCause::TargetOnAnotherTape:
-      return fmt::format("None: the target was recorded by another tape, not this one, which does not track {}", who);
+      return fmt::format(
+          "None: the target was recorded by another tape, not this one, which does not track {}", who);
     case GradientCause::TargetOnAnotherThread:
-      return fmt::format("None: the target was computed on another thread; a tape records only the thread that "
-                         "created it");
+      return fmt::format(
+          "None: the target was computed on another thread; a tape records only the thread that "
+          "created it");
     case GradientCause::SourceCreatedAfterTarget:
-      return fmt::format("None: {} was created after the target, so the target cannot depend on it (a variable "
-                         "replaced by a tensor, x = x + 1, is the usual cause: use x.assign_add(1))", who);
+      return fmt::format(
+          "None: {} was created after the target, so the target cannot depend on it (a variable "
+          "replaced by a tensor, x = x + 1, is the usual cause: use x.assign_add(1))",
+          who);
     case GradientCause::NoGradientRegistered:
-      return fmt::format("LookupError: the path from {} to the target goes through {}, which has no registered "
-                         "gradient; register one with register_gradient(\"{}\", ...) or declare it no_gradient",
-                         who, op, op);
+      return fmt::format(
+          "LookupError: the path from {} to the target goes through {}, which has no registered "
+          "gradient; register one with register_gradient(\"{}\", ...) or declare it no_gradient",
+          who, op, op);
   }
   return "unknown cause";
 }
@@ -163,7 +199,7 @@ struct SymbolicFlow {
   std::unordered_set<TensorId> depends_on_source;
   std::unordered_map<TensorId, std::size_t> via;  // id -> the record that gave it a cotangent
   std::unordered_set<TensorId> has_cotangent;
-  const OpRecord* missing = nullptr;               // where gradient() raises LookupError
+  const OpRecord* missing = nullptr;  // where gradient() raises LookupError
 };
 
 SymbolicFlow symbolic_flow(const Records& ops, TensorId target, TensorId source) {
@@ -236,8 +272,7 @@ struct NumericFlow {
   const OpRecord* no_gradient = nullptr;  // an op whose gradient function returned none for a needed input
 };
 
-NumericFlow numeric_flow(const Records& ops, const SymbolicFlow& f, const Tensor& target,
-                         TensorId source) {
+NumericFlow numeric_flow(const Records& ops, const SymbolicFlow& f, const Tensor& target, TensorId source) {
   // Record nothing on any tape, and let no accumulator see these ops; tapes created by gradient
   // functions (recompute_grad) are created later and stay visible to themselves.
   const autodiff::HideNestedFrom hide(0);
@@ -267,7 +302,8 @@ NumericFlow numeric_flow(const Records& ops, const SymbolicFlow& f, const Tensor
     std::unique_ptr<bool[]> needed(new bool[ins.size()]);
     for (std::size_t i = 0; i < ins.size(); ++i)
       needed[i] = is_floating(ins[i].dtype) && f.depends_on_source.contains(ins[i].id);
-    const Grads input_grads = entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
+    const Grads input_grads =
+        entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
     bool all_inputs_zero = true, any_needed = false;
     for (std::size_t i = 0; i < ins.size() && i < input_grads.size(); ++i) {
       if (!needed[i]) continue;
@@ -395,12 +431,14 @@ GradientDiagnosis GradientTape::explain(const Tensor& target, const Source& sour
   // The numeric pass runs gradient functions, which may destroy this GradientTape: hold the state.
   const std::shared_ptr<detail::TapeState> keep = state_;
   const detail::TapeState& t = *keep;
-  TAPEFLOW_REQUIRE(t.owner == std::this_thread::get_id(), FailedPreconditionError,
-                   "[GradientTape::explain] a tape records the thread that created it and must be used from that "
-                   "thread");
-  TAPEFLOW_REQUIRE(!t.consumed, FailedPreconditionError,
-                   "[GradientTape::explain] this non-persistent tape was consumed by its gradient() call and its "
-                   "records are gone; call explain() before gradient(), or use a persistent tape");
+  TAPEFLOW_REQUIRE(
+      t.owner == std::this_thread::get_id(), FailedPreconditionError,
+      "[GradientTape::explain] a tape records the thread that created it and must be used from that "
+      "thread");
+  TAPEFLOW_REQUIRE(
+      !t.consumed, FailedPreconditionError,
+      "[GradientTape::explain] this non-persistent tape was consumed by its gradient() call and its "
+      "records are gone; call explain() before gradient(), or use a persistent tape");
   TAPEFLOW_REQUIRE(target.defined(), InvalidArgumentError,
                    "[GradientTape::explain] the target is an undefined (default-constructed) Tensor");
   TAPEFLOW_REQUIRE(source.is_variable() || source.tensor().defined(), InvalidArgumentError,

@@ -49,13 +49,15 @@ std::vector<detail::AccumulatorState*>& thread_accumulators() {
 
 /// J v from the op's gradient: d<vjp(u), v>/du at u = 0 (vjp is linear in u).
 std::vector<Tensor> jvp_from_gradient(const OpDef& op, std::span<const Tensor* const> inputs,
-                                      std::span<const Tensor> outputs, const std::shared_ptr<const void>& attrs,
+                                      std::span<const Tensor> outputs,
+                                      const std::shared_ptr<const void>& attrs,
                                       std::span<const Tensor> tangents) {
   const auto entry = op.gradient();
   if (entry->status == GradientStatus::Missing)
-    throw LookupError(fmt::format("gradient registry has no entry for: {} (forward mode derives the JVP of an op "
-                                  "without a JVP rule from its gradient)",
-                                  op.name()));
+    throw LookupError(
+        fmt::format("gradient registry has no entry for: {} (forward mode derives the JVP of an op "
+                    "without a JVP rule from its gradient)",
+                    op.name()));
   std::vector<Tensor> result(outputs.size());
   if (entry->status == GradientStatus::NotDifferentiable) return result;
 
@@ -78,8 +80,8 @@ std::vector<Tensor> jvp_from_gradient(const OpDef& op, std::span<const Tensor* c
   for (std::size_t i = 0; i < inputs.size(); ++i) needed[i] = tangents[i].defined();
   const Grads g = entry->fn(GradContext(rec, us, std::span<const bool>(needed.get(), inputs.size())));
   TAPEFLOW_REQUIRE(g.size() == inputs.size(), InternalError,
-                   "Recorded operation '{}' returned too {} gradients. Expected {} but received {}", op.name(),
-                   g.size() < inputs.size() ? "few" : "many", inputs.size(), g.size());
+                   "Recorded operation '{}' returned too {} gradients. Expected {} but received {}",
+                   op.name(), g.size() < inputs.size() ? "few" : "many", inputs.size(), g.size());
   std::optional<Tensor> inner;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!needed[i] || !g[i]) continue;
@@ -102,8 +104,8 @@ void recount_accumulators() {
   t_active_accumulators = n;
 }
 
-void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs, std::span<const Tensor> outputs,
-                        const std::shared_ptr<const void>& attrs) {
+void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs,
+                        std::span<const Tensor> outputs, const std::shared_ptr<const void>& attrs) {
   auto& accs = thread_accumulators();
   for (detail::AccumulatorState* a : accs) {  // outermost first: see the file comment
     detail::AccumulatorState& acc = *a;
@@ -125,15 +127,16 @@ void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs, 
                             : jvp_from_gradient(op, inputs, outputs, attrs, tangents);
     }
     TAPEFLOW_REQUIRE(out_tangents.size() == outputs.size(), InternalError,
-                     "The JVP rule of '{}' returned {} tangents for {} outputs", op.name(), out_tangents.size(),
-                     outputs.size());
+                     "The JVP rule of '{}' returned {} tangents for {} outputs", op.name(),
+                     out_tangents.size(), outputs.size());
     for (std::size_t j = 0; j < outputs.size(); ++j) {
       const Tensor& t = out_tangents[j];
       if (!t.defined() || !is_floating(outputs[j].dtype())) continue;
-      TAPEFLOW_REQUIRE(t.shape() == outputs[j].shape() && t.dtype() == outputs[j].dtype(), InternalError,
-                       "The JVP of '{}' output {} has shape {} and dtype {}, but the output has shape {} and dtype {}",
-                       op.name(), j, t.shape().to_string(), dtype_name(t.dtype()), outputs[j].shape().to_string(),
-                       dtype_name(outputs[j].dtype()));
+      TAPEFLOW_REQUIRE(
+          t.shape() == outputs[j].shape() && t.dtype() == outputs[j].dtype(), InternalError,
+          "The JVP of '{}' output {} has shape {} and dtype {}, but the output has shape {} and dtype {}",
+          op.name(), j, t.shape().to_string(), dtype_name(t.dtype()), outputs[j].shape().to_string(),
+          dtype_name(outputs[j].dtype()));
       acc.tangents[outputs[j].id()] = t;
     }
   }
@@ -164,23 +167,26 @@ ForwardAccumulator::~ForwardAccumulator() {
 void ForwardAccumulator::watch(const Source& primal, const Tensor& tangent) {
   TAPEFLOW_REQUIRE(primal.is_variable() || primal.tensor().defined(), InvalidArgumentError,
                    "[ForwardAccumulator::watch] the primal is an undefined Tensor");
-  TAPEFLOW_REQUIRE(tangent.defined() && tangent.shape() == primal.shape() && tangent.dtype() == primal.dtype(),
-                   InvalidArgumentError,
-                   "[ForwardAccumulator::watch] the tangent must match the primal: primal has shape {} and dtype {}, "
-                   "tangent has shape {} and dtype {}",
-                   primal.shape().to_string(), dtype_name(primal.dtype()),
-                   tangent.defined() ? tangent.shape().to_string() : "(undefined)",
-                   tangent.defined() ? dtype_name(tangent.dtype()) : "-");
+  TAPEFLOW_REQUIRE(
+      tangent.defined() && tangent.shape() == primal.shape() && tangent.dtype() == primal.dtype(),
+      InvalidArgumentError,
+      "[ForwardAccumulator::watch] the tangent must match the primal: primal has shape {} and dtype {}, "
+      "tangent has shape {} and dtype {}",
+      primal.shape().to_string(), dtype_name(primal.dtype()),
+      tangent.defined() ? tangent.shape().to_string() : "(undefined)",
+      tangent.defined() ? dtype_name(tangent.dtype()) : "-");
   if (!is_floating(primal.dtype())) {
-    log(LogLevel::Warning, fmt::format("The dtype of the watched primal must be floating (e.g. tf.float32), got tf.{}",
-                                       dtype_name(primal.dtype())));
+    log(LogLevel::Warning,
+        fmt::format("The dtype of the watched primal must be floating (e.g. tf.float32), got tf.{}",
+                    dtype_name(primal.dtype())));
     return;
   }
   const bool inserted = state_->tangents.emplace(primal.id(), tangent).second;
-  TAPEFLOW_REQUIRE(inserted, InvalidArgumentError,
-                   "Tensor {} was specified as a primal multiple times. This may indicate an error. If it was "
-                   "intended, please sum the corresponding tangents.",
-                   primal.is_variable() ? primal.variable().name() : "of shape " + primal.shape().to_string());
+  TAPEFLOW_REQUIRE(
+      inserted, InvalidArgumentError,
+      "Tensor {} was specified as a primal multiple times. This may indicate an error. If it was "
+      "intended, please sum the corresponding tangents.",
+      primal.is_variable() ? primal.variable().name() : "of shape " + primal.shape().to_string());
 }
 
 Gradient ForwardAccumulator::jvp(const Tensor& t, UnconnectedGradients unconnected) const {
@@ -189,7 +195,8 @@ Gradient ForwardAccumulator::jvp(const Tensor& t, UnconnectedGradients unconnect
   if (it != state_->tangents.end()) return it->second;
   if (unconnected == UnconnectedGradients::Zero) return zeros_like(t);
   return Gradient::missing(
-      fmt::format("tensor #{} with shape {} and dtype {}", t.id(), t.shape().to_string(), dtype_name(t.dtype())),
+      fmt::format("tensor #{} with shape {} and dtype {}", t.id(), t.shape().to_string(),
+                  dtype_name(t.dtype())),
       "the ForwardAccumulator has no tangent for it: it was not watched and not computed from a watched "
       "primal while the accumulator was active");
 }

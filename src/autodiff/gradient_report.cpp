@@ -39,7 +39,8 @@ bool all_finite(const Tensor& t) {
 }  // namespace
 
 bool GradientReport::ok() const {
-  return std::ranges::all_of(rows, [](const GradientReportRow& r) { return r.norm && !r.vanishing && !r.exploding; });
+  return std::ranges::all_of(
+      rows, [](const GradientReportRow& r) { return r.norm && !r.vanishing && !r.exploding; });
 }
 
 std::string GradientReport::to_string() const {
@@ -63,7 +64,8 @@ std::string GradientReport::to_string() const {
     for (std::size_t c = 0; c < 3; ++c) width[c] = std::max(width[c], row[c].size());
   std::string out;
   for (const auto& row : cells)
-    out += fmt::format("{:<{}}  {:<{}}  {:>{}}  {}\n", row[0], width[0], row[1], width[1], row[2], width[2], row[3]);
+    out += fmt::format("{:<{}}  {:<{}}  {:>{}}  {}\n", row[0], width[0], row[1], width[1], row[2], width[2],
+                       row[3]);
   return out;
 }
 
@@ -121,8 +123,8 @@ GradientReport GradientTape::gradient_report(const Tensor& target, const std::ve
       const double norm = l2_norm(*grads[i]);
       row.norm = norm;
       row.exploding = !all_finite(*grads[i]) || !(norm <= options.exploding);
-      row.vanishing = !row.exploding &&
-                      norm <= std::max(options.relative_vanishing * row.variable_norm, options.absolute_vanishing);
+      row.vanishing = !row.exploding && norm <= std::max(options.relative_vanishing * row.variable_norm,
+                                                         options.absolute_vanishing);
       if (norm == 0.0) row.why = explain_unless_destroyed(v);
     } else {
       row.why = explain_unless_destroyed(v);

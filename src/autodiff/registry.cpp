@@ -1,7 +1,6 @@
-#include "autodiff/op_def.h"
-
 #include <algorithm>
 
+#include "autodiff/op_def.h"
 #include "core/check.h"
 #include "ops/families.h"
 
@@ -24,8 +23,7 @@ Registry& registry() {
 }
 
 OpDef& Registry::insert(std::string_view name, Saves saves) {
-  for (const auto& op : ops_)
-    TAPEFLOW_ASSERT(op->name() != name, "op {} is defined twice", name);
+  for (const auto& op : ops_) TAPEFLOW_ASSERT(op->name() != name, "op {} is defined twice", name);
   ops_.push_back(std::make_unique<OpDef>(std::string(name), saves));
   ops_.back()->builtin = true;
   return *ops_.back();
@@ -33,14 +31,16 @@ OpDef& Registry::insert(std::string_view name, Saves saves) {
 
 void Registry::define(std::string_view name, Saves saves, GradientFunction grad) {
   std::lock_guard lock(mutex_);
-  insert(name, saves).set_gradient(
-      std::make_shared<const GradientEntry>(GradientEntry{GradientStatus::Registered, std::move(grad)}));
+  insert(name, saves)
+      .set_gradient(
+          std::make_shared<const GradientEntry>(GradientEntry{GradientStatus::Registered, std::move(grad)}));
 }
 
 void Registry::define_non_differentiable(std::string_view name) {
   std::lock_guard lock(mutex_);
   insert(name, kSavesNothing)
-      .set_gradient(std::make_shared<const GradientEntry>(GradientEntry{GradientStatus::NotDifferentiable, {}}));
+      .set_gradient(
+          std::make_shared<const GradientEntry>(GradientEntry{GradientStatus::NotDifferentiable, {}}));
 }
 
 void Registry::define_without_gradient(std::string_view name) {
@@ -93,7 +93,8 @@ void register_gradient(std::string_view op, GradientFunction fn) {
   TAPEFLOW_REQUIRE(!op.empty(), InvalidArgumentError, "[register_gradient] the op name is empty");
   TAPEFLOW_REQUIRE(static_cast<bool>(fn), InvalidArgumentError,
                    "[register_gradient] the gradient function for {} is empty; use no_gradient(\"{}\") "
-                   "to declare the op non-differentiable", op, op);
+                   "to declare the op non-differentiable",
+                   op, op);
   // The user's function is checked where it returns, so its mistakes are InvalidArgumentErrors
   // naming the op; the count is left to the tape (TensorFlow's "returned too few gradients").
   GradientFunction checked = [fn = std::move(fn)](const GradContext& c) {
@@ -112,7 +113,9 @@ void no_gradient(std::string_view op) {
       autodiff::GradientEntry{GradientStatus::NotDifferentiable, {}}));
 }
 
-GradientStatus gradient_status(std::string_view op) { return autodiff::registry().get(op).gradient()->status; }
+GradientStatus gradient_status(std::string_view op) {
+  return autodiff::registry().get(op).gradient()->status;
+}
 
 std::vector<std::pair<std::string, GradientStatus>> registered_ops() { return autodiff::registry().list(); }
 

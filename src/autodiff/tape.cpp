@@ -260,7 +260,8 @@ void add_cut(detail::TapeState& tape, std::string_view op, CutReason reason, std
              std::vector<TensorId> outputs, std::string variable = {}) {
   if (tape.cuts.size() >= detail::TapeState::kMaxCuts) return;
   for (TensorId id : outputs) tape.cut_ids.insert(id);
-  tape.cuts.push_back({op, reason, tape.ops.size(), std::move(inputs), std::move(outputs), std::move(variable)});
+  tape.cuts.push_back(
+      {op, reason, tape.ops.size(), std::move(inputs), std::move(outputs), std::move(variable)});
 }
 
 void note_cut(detail::TapeState& tape, const OpDef& op, std::span<const Tensor* const> inputs,
@@ -289,7 +290,8 @@ void note_unrecorded(std::span<const Tensor> outputs) {
   if (!thread_tapes().live.empty()) return;  // this thread's own tape is paused: explain uses paused_ids
   UnrecordedRing& ring = unrecorded_ring();
   const std::lock_guard lock(ring.mutex);
-  for (const Tensor& out : outputs) ring.entries[ring.next++ % UnrecordedRing::kSize] = {out.id(), std::this_thread::get_id()};
+  for (const Tensor& out : outputs)
+    ring.entries[ring.next++ % UnrecordedRing::kSize] = {out.id(), std::this_thread::get_id()};
 }
 
 std::optional<std::thread::id> unrecorded_thread_of(TensorId id) {
@@ -385,8 +387,10 @@ const Tensor& GradContext::dy(int i) const {
 const Tensor& GradContext::input(int i) const {
   TAPEFLOW_ASSERT(i >= 0 && i < num_inputs(), "[{}] input({}) of {} inputs", op_name(), i, num_inputs());
   const Tensor& t = record_.inputs()[static_cast<std::size_t>(i)].saved;
-  TAPEFLOW_ASSERT(t.defined(), "[{}] the gradient reads input {} but the op's Saves does not keep it, "
-                  "or a non-persistent tape already released it", op_name(), i);
+  TAPEFLOW_ASSERT(t.defined(),
+                  "[{}] the gradient reads input {} but the op's Saves does not keep it, "
+                  "or a non-persistent tape already released it",
+                  op_name(), i);
   return t;
 }
 const Tensor& GradContext::output(int i) const {
@@ -396,9 +400,13 @@ const Tensor& GradContext::output(int i) const {
                   op_name(), i);
   return t;
 }
-const Shape& GradContext::input_shape(int i) const { return *record_.inputs()[static_cast<std::size_t>(i)].shape; }
+const Shape& GradContext::input_shape(int i) const {
+  return *record_.inputs()[static_cast<std::size_t>(i)].shape;
+}
 DType GradContext::input_dtype(int i) const { return record_.inputs()[static_cast<std::size_t>(i)].dtype; }
-const Shape& GradContext::output_shape(int i) const { return *record_.outputs()[static_cast<std::size_t>(i)].shape; }
+const Shape& GradContext::output_shape(int i) const {
+  return *record_.outputs()[static_cast<std::size_t>(i)].shape;
+}
 int GradContext::batch_rank() const { return autodiff::t_cotangent_batch_rank; }
 Shape GradContext::batched(const Shape& s) const {
   const int k = batch_rank();
@@ -409,7 +417,8 @@ Shape GradContext::batched(const Shape& s) const {
   return Shape::checked(dims, op_name());
 }
 const void* GradContext::attrs_ptr() const {
-  TAPEFLOW_ASSERT(record_.attrs != nullptr, "[{}] the gradient reads attributes the op did not record", op_name());
+  TAPEFLOW_ASSERT(record_.attrs != nullptr, "[{}] the gradient reads attributes the op did not record",
+                  op_name());
   return record_.attrs.get();
 }
 
@@ -433,7 +442,8 @@ namespace {
 void require_owner(const detail::TapeState& s, std::string_view what) {
   TAPEFLOW_REQUIRE(s.owner == std::this_thread::get_id(), FailedPreconditionError,
                    "[GradientTape::{}] a tape records the thread that created it and must be used "
-                   "from that thread", what);
+                   "from that thread",
+                   what);
 }
 
 constexpr std::string_view kConsumedMessage =
@@ -593,7 +603,8 @@ Shape with_batch(std::span<const std::int64_t> batch, const Shape& s) {
 void check_input_gradient(const autodiff::OpRecord& rec, std::size_t i, const Tensor& g,
                           std::span<const std::int64_t> batch) {
   const autodiff::Slot& in = rec.inputs()[i];
-  TAPEFLOW_REQUIRE(g.defined() && g.shape() == with_batch(batch, *in.shape) && g.dtype() == in.dtype, InternalError,
+  TAPEFLOW_REQUIRE(g.defined() && g.shape() == with_batch(batch, *in.shape) && g.dtype() == in.dtype,
+                   InternalError,
                    "Recorded operation '{}' returned a gradient for input {} with shape {} and dtype "
                    "{}, but the input has shape {} and dtype {}",
                    rec.op->name(), i, g.defined() ? g.shape().to_string() : "(undefined)",
@@ -604,7 +615,8 @@ void check_input_gradient(const autodiff::OpRecord& rec, std::size_t i, const Te
 
 namespace {
 
-void validate_targets_and_sources(std::span<const Source> ys, std::span<const Source> sources, std::string_view what) {
+void validate_targets_and_sources(std::span<const Source> ys, std::span<const Source> sources,
+                                  std::string_view what) {
   auto usable = [](const Source& s) {
     return s.is_variable() ? !s.variable().moved_from() : s.tensor().defined();
   };
@@ -623,7 +635,8 @@ void validate_targets_and_sources(std::span<const Source> ys, std::span<const So
 /// and which of their inputs need a gradient (floating and depending on a source).
 struct Pruned {
   detail::RecyclingVector<char> keep;
-  detail::RecyclingVector<std::size_t> first_input;  // record k's input flags start at input_needed[first_input[k]]
+  detail::RecyclingVector<std::size_t>
+      first_input;  // record k's input flags start at input_needed[first_input[k]]
   detail::RecyclingArray<bool> input_needed;
   autodiff::IdSet source_ids;
   /// The gradient entry of each op on a kept record, looked up once (an OpDef's entry is an atomic
@@ -638,17 +651,19 @@ struct Pruned {
 /// `producer` is the tape's id -> record map: both sweeps follow it instead of building sets of
 /// ids (a record's inputs come from earlier records; a later index is the id re-used as an
 /// output, e.g. a custom gradient's function returning its input, and counts as a leaf).
-Pruned prune(const autodiff::Records& ops, const autodiff::IdMap<std::int64_t>& producer, std::span<const Source> ys,
-             std::span<const Source> sources) {
+Pruned prune(const autodiff::Records& ops, const autodiff::IdMap<std::int64_t>& producer,
+             std::span<const Source> ys, std::span<const Source> sources) {
   const auto producer_before = [&](TensorId id, std::size_t k) -> std::int64_t {
     const auto it = producer.find(id);
-    return it != producer.end() && it->second >= 0 && static_cast<std::size_t>(it->second) < k ? it->second : -1;
+    return it != producer.end() && it->second >= 0 && static_cast<std::size_t>(it->second) < k ? it->second
+                                                                                               : -1;
   };
   Pruned p;
   // Reverse sweep: a record is kept if it produced a target or an input of a kept record.
   p.keep.assign(ops.size(), 0);
   for (const Source& y : ys)
-    if (const std::int64_t j = producer_before(y.id(), ops.size()); j >= 0) p.keep[static_cast<std::size_t>(j)] = 1;
+    if (const std::int64_t j = producer_before(y.id(), ops.size()); j >= 0)
+      p.keep[static_cast<std::size_t>(j)] = 1;
   for (std::size_t k = ops.size(); k-- > 0;) {
     if (!p.keep[k]) continue;
     for (const auto& in : ops[k].inputs())
@@ -741,7 +756,8 @@ std::vector<std::optional<Tensor>> backward(autodiff::Records& ops, const Pruned
     for (std::size_t i = 0; i < ins.size(); ++i) {
       if (!needed[i] || !input_grads[i]) continue;
       check_input_gradient(rec, i, *input_grads[i], batch);
-      if (autodiff::t_gradient_observer) autodiff::t_gradient_observer->input_gradient(ops, k, i, *input_grads[i]);
+      if (autodiff::t_gradient_observer)
+        autodiff::t_gradient_observer->input_gradient(ops, k, i, *input_grads[i]);
       grads.add(ins[i].id, std::move(*input_grads[i]));
     }
     if (release)
@@ -828,16 +844,16 @@ std::vector<Gradient> GradientTape::gradient_flat(const Targets& targets, std::s
   const std::vector<Source>& ys = targets.flat();
   validate_targets_and_sources(ys, sources, "gradient");
   TAPEFLOW_REQUIRE(output_gradients.empty() || output_gradients.size() == ys.size(), InvalidArgumentError,
-                   "[GradientTape::gradient] got {} output_gradients for {} targets",
-                   output_gradients.size(), ys.size());
+                   "[GradientTape::gradient] got {} output_gradients for {} targets", output_gradients.size(),
+                   ys.size());
   for (std::size_t i = 0; i < output_gradients.size(); ++i) {
     const Tensor& w = output_gradients[i];
-    TAPEFLOW_REQUIRE(w.defined() && w.shape() == ys[i].shape() && w.dtype() == ys[i].dtype(),
-                     InvalidArgumentError,
-                     "[GradientTape::gradient] output_gradients[{}] must have the target's shape {} and "
-                     "dtype {}, got shape {} and dtype {}",
-                     i, ys[i].shape().to_string(), dtype_name(ys[i].dtype()),
-                     w.defined() ? w.shape().to_string() : "(undefined)", w.defined() ? dtype_name(w.dtype()) : "-");
+    TAPEFLOW_REQUIRE(
+        w.defined() && w.shape() == ys[i].shape() && w.dtype() == ys[i].dtype(), InvalidArgumentError,
+        "[GradientTape::gradient] output_gradients[{}] must have the target's shape {} and "
+        "dtype {}, got shape {} and dtype {}",
+        i, ys[i].shape().to_string(), dtype_name(ys[i].dtype()),
+        w.defined() ? w.shape().to_string() : "(undefined)", w.defined() ? dtype_name(w.dtype()) : "-");
   }
   return run_backward("gradient", [&](detail::TapeState& tape, bool release) {
     autodiff::Records& ops = tape.ops;
@@ -894,7 +910,8 @@ std::int64_t rows_per_pass(const autodiff::Records& ops, const Pruned& p, std::i
   for (std::size_t k = 0; k < ops.size(); ++k)
     if (p.keep[k])
       for (const auto& slot : ops[k].all_slots())
-        largest = std::max(largest, slot.shape->num_elements() * static_cast<std::int64_t>(dtype_size(slot.dtype)));
+        largest =
+            std::max(largest, slot.shape->num_elements() * static_cast<std::int64_t>(dtype_size(slot.dtype)));
   return std::clamp<std::int64_t>((std::int64_t{256} << 20) / largest, 1, std::max<std::int64_t>(rows, 1));
 }
 
@@ -916,8 +933,10 @@ std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::spa
     const Pruned p = prune(ops, tape.producer, {&y, 1}, sources);
     const autodiff::OpDef* blocker = parallel ? first_unbatchable(ops, p) : nullptr;
     if (parallel && blocker)
-      log(LogLevel::Info, fmt::format("jacobian: op {} cannot take stacked cotangents; computing the Jacobian one "
-                                      "row at a time", blocker->name()));
+      log(LogLevel::Info,
+          fmt::format("jacobian: op {} cannot take stacked cotangents; computing the Jacobian one "
+                      "row at a time",
+                      blocker->name()));
     const bool single_rows = !parallel || blocker;
     // pieces[i]: source i's gradient from each pass. Whether a cotangent reaches a source depends
     // only on the pruned records, so a source gets one from every pass or from none.
@@ -1002,15 +1021,16 @@ Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source
       // No columns; one pass with the (empty) cotangent says whether the source is connected.
       const Tensor seed = zeros(ts, target.dtype());
       const auto g = backward(ops, p, {&y, 1}, {&seed, 1}, {&source, 1}, /*release=*/false)[0];
-      return g ? Gradient(empty_jacobian(*g, shape))
-               : unconnected_result(tape, source, shape, unconnected);
+      return g ? Gradient(empty_jacobian(*g, shape)) : unconnected_result(tape, source, shape, unconnected);
     }
     const std::int64_t batch = ts[0];
     const std::int64_t cols = ts.num_elements() / batch;
     const autodiff::OpDef* blocker = first_unbatchable(ops, p);
     if (blocker)
-      log(LogLevel::Info, fmt::format("batch_jacobian: op {} cannot take stacked cotangents; computing one column "
-                                      "at a time", blocker->name()));
+      log(LogLevel::Info,
+          fmt::format("batch_jacobian: op {} cannot take stacked cotangents; computing one column "
+                      "at a time",
+                      blocker->name()));
     const std::int64_t chunk = blocker ? 1 : rows_per_pass(ops, p, cols);
     std::vector<Tensor> columns;
     for (std::int64_t j0 = 0; j0 < cols; j0 += chunk) {
@@ -1039,9 +1059,10 @@ Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source
 namespace tapeflow {
 
 Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
-  TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError, "[hessian] x is an undefined (default-constructed) Tensor");
-  TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError, "[hessian] x must be float32 or float64, got {}",
-                   dtype_name(x.dtype()));
+  TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
+                   "[hessian] x is an undefined (default-constructed) Tensor");
+  TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError,
+                   "[hessian] x must be float32 or float64, got {}", dtype_name(x.dtype()));
   GradientTape outer;
   outer.watch(x);
   Tensor g;
@@ -1050,7 +1071,8 @@ Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x) {
     inner.watch(x);
     const Tensor y = f(x);
     TAPEFLOW_REQUIRE(y.defined() && y.rank() == 0, InvalidArgumentError,
-                     "[hessian] f must return a scalar, got shape {}", y.defined() ? y.shape().to_string() : "(undefined)");
+                     "[hessian] f must return a scalar, got shape {}",
+                     y.defined() ? y.shape().to_string() : "(undefined)");
     g = *inner.gradient(y, x, UnconnectedGradients::Zero);
   }
   return *outer.jacobian(g, x, UnconnectedGradients::Zero);

@@ -60,9 +60,13 @@ std::string escape(std::string_view s) {
   return out;
 }
 
-std::string shape_dtype(const Shape& s, DType d) { return fmt::format("{} {}", s.to_string(), dtype_name(d)); }
+std::string shape_dtype(const Shape& s, DType d) {
+  return fmt::format("{} {}", s.to_string(), dtype_name(d));
+}
 /// The same on a new label line.
-std::string shape_dtype_line(const Shape& s, DType d) { return fmt::format("\n{} {}", s.to_string(), dtype_name(d)); }
+std::string shape_dtype_line(const Shape& s, DType d) {
+  return fmt::format("\n{} {}", s.to_string(), dtype_name(d));
+}
 
 double l2_norm(const Tensor& g) {
   double sum = 0;
@@ -104,7 +108,8 @@ class DotText {
   void statement(const std::string& head, const Attrs& attrs) {
     fmt::format_to(std::back_inserter(text), "  {} [", head);
     for (std::size_t i = 0; i < attrs.size(); ++i)
-      fmt::format_to(std::back_inserter(text), "{}{}=\"{}\"", i ? ", " : "", attrs[i].first, escape(attrs[i].second));
+      fmt::format_to(std::back_inserter(text), "{}{}=\"{}\"", i ? ", " : "", attrs[i].first,
+                     escape(attrs[i].second));
     text += "];\n";
   }
 };
@@ -116,9 +121,11 @@ constexpr std::string_view kNotOnPath = "not on a path to the target";
 void require_usable(const detail::TapeState& s, std::string_view what) {
   TAPEFLOW_REQUIRE(s.owner == std::this_thread::get_id(), FailedPreconditionError,
                    "[GradientTape::{}] a tape must be used from the thread that created it", what);
-  TAPEFLOW_REQUIRE(!s.consumed, FailedPreconditionError,
-                   "[GradientTape::{}] this non-persistent GradientTape was consumed by gradient() and holds no "
-                   "records; draw the picture before calling gradient(), or use a persistent tape", what);
+  TAPEFLOW_REQUIRE(
+      !s.consumed, FailedPreconditionError,
+      "[GradientTape::{}] this non-persistent GradientTape was consumed by gradient() and holds no "
+      "records; draw the picture before calling gradient(), or use a persistent tape",
+      what);
 }
 
 }  // namespace
@@ -137,9 +144,10 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
   for (std::size_t i = 0; i < sources.size(); ++i)
     TAPEFLOW_REQUIRE(sources[i].is_variable() || sources[i].tensor().defined(), InvalidArgumentError,
                      "[GradientTape::to_dot] source {} is an undefined (default-constructed) Tensor", i);
-  TAPEFLOW_REQUIRE(!options.gradient_norms || tape.options.persistent, FailedPreconditionError,
-                   "[GradientTape::to_dot] gradient norms run the backward pass, which would consume this "
-                   "non-persistent tape; create it with {{.persistent = true}} or pass {{.gradient_norms = false}}");
+  TAPEFLOW_REQUIRE(
+      !options.gradient_norms || tape.options.persistent, FailedPreconditionError,
+      "[GradientTape::to_dot] gradient norms run the backward pass, which would consume this "
+      "non-persistent tape; create it with {{.persistent = true}} or pass {{.gradient_norms = false}}");
   const Records& ops = tape.ops;
 
   // Gradient norms: one real backward pass, observed.
@@ -256,7 +264,8 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
       if (is_floating(in.dtype) && dep && has_gradient(rec) && out_reaches) {
         op_on_path[k] = 1;
         auto it = observer.norms.find({k, i});
-        path_edges.push_back({from, to, it == observer.norms.end() ? 0.0 : it->second, it != observer.norms.end()});
+        path_edges.push_back(
+            {from, to, it == observer.norms.end() ? 0.0 : it->second, it != observer.norms.end()});
         continue;
       }
       std::string reason;
@@ -289,7 +298,9 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
     if (status == GradientStatus::NotDifferentiable) label += "\nno gradient";
     if (status == GradientStatus::Missing) label += "\nno registered gradient";
     const bool on = op_on_path[k] != 0;
-    DotText::Attrs attrs{{"label", label}, {"shape", "box"}, {"color", on ? kPath : kGrey},
+    DotText::Attrs attrs{{"label", label},
+                         {"shape", "box"},
+                         {"color", on ? kPath : kGrey},
                          {"fontcolor", on ? "#000000" : kGrey}};
     attrs.emplace_back("style", status == GradientStatus::NotDifferentiable ? "rounded,dashed" : "rounded");
     if (on) attrs.emplace_back("penwidth", "2");
@@ -318,9 +329,9 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
                                        {"fontcolor", on ? "#000000" : kGrey}});
     if (auto it = tape.producer.find(s.id()); it != tape.producer.end() && it->second >= 0) {
       const auto p = static_cast<std::size_t>(it->second);
-      std::string from = collapsed(p) ? node_of(ops[p].inputs()[0].id, *ops[p].inputs()[0].shape,
-                                                ops[p].inputs()[0].dtype)
-                                      : fmt::format("op{}", p);
+      std::string from =
+          collapsed(p) ? node_of(ops[p].inputs()[0].id, *ops[p].inputs()[0].shape, ops[p].inputs()[0].dtype)
+                       : fmt::format("op{}", p);
       if (from != fmt::format("src{}", j))
         grey_edges.edge(from, fmt::format("src{}", j),
                         {{"color", kGrey}, {"fontcolor", kGrey}, {"label", "gradients stop at the source"}});
@@ -334,13 +345,18 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
     const bool update = cut.reason == autodiff::CutReason::kVariableUpdate;
     const std::string id = fmt::format("cut{}", c);
     std::string label = fmt::format("{}\nnot recorded", cut.op);
-    if (update && !cut.variable.empty()) label = fmt::format("{}\nnot recorded: updates {}", cut.op, cut.variable);
-    dot.node(id, {{"label", label}, {"shape", "box"}, {"style", "rounded,dashed"}, {"color", kGrey},
+    if (update && !cut.variable.empty())
+      label = fmt::format("{}\nnot recorded: updates {}", cut.op, cut.variable);
+    dot.node(id, {{"label", label},
+                  {"shape", "box"},
+                  {"style", "rounded,dashed"},
+                  {"color", kGrey},
                   {"fontcolor", kGrey}});
     const std::string reason = update ? "variable update: not differentiable" : "integer input: not recorded";
     for (TensorId t : cut.inputs) {
       auto p = tape.producer.find(t);
-      if (!source_index.contains(t) && !cut_of.contains(t) && (p == tape.producer.end() || p->second < 0)) continue;
+      if (!source_index.contains(t) && !cut_of.contains(t) && (p == tape.producer.end() || p->second < 0))
+        continue;
       grey_edges.edge(node_of(t, Shape(), DType::Float32), id,
                       {{"color", kGrey}, {"fontcolor", kGrey}, {"style", "dashed"}, {"label", reason}});
     }
@@ -348,7 +364,9 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
       for (TensorId h : cut.outputs)
         if (auto it = source_index.find(h); it != source_index.end())
           grey_edges.edge(id, fmt::format("src{}", it->second),
-                          {{"color", kGrey}, {"fontcolor", kGrey}, {"style", "dashed"},
+                          {{"color", kGrey},
+                           {"fontcolor", kGrey},
+                           {"style", "dashed"},
                            {"label", "later reads start a new path"}});
   }
 
@@ -369,8 +387,9 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
       dot.edge(from, fmt::format("tgt{}", j), {{"color", kPath}, {"penwidth", "2"}});
     } else {
       std::string reason = is_constant(y.id()) && !y.is_variable() ? "not recorded on this tape"
-                           : is_floating(y.dtype())              ? "not on a path from a source"
-                                                                 : fmt::format("{} carries no gradient", dtype_name(y.dtype()));
+                           : is_floating(y.dtype())
+                               ? "not on a path from a source"
+                               : fmt::format("{} carries no gradient", dtype_name(y.dtype()));
       dot.edge(from, fmt::format("tgt{}", j), {{"color", kGrey}, {"fontcolor", kGrey}, {"label", reason}});
     }
   }
@@ -381,7 +400,8 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
     std::string shape = "ellipse";
     std::string style = "dashed";
     if (auto it = variables.find(t); it != variables.end()) {
-      label = fmt::format("{}{}\nwatched, not a source", it->second->name(), shape_dtype_line(leaf.shape, leaf.dtype));
+      label = fmt::format("{}{}\nwatched, not a source", it->second->name(),
+                          shape_dtype_line(leaf.shape, leaf.dtype));
     } else if (tape.producer.contains(t)) {
       label = fmt::format("watched tensor{}\nnot a source", shape_dtype_line(leaf.shape, leaf.dtype));
     } else {
@@ -389,8 +409,12 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
       shape = "note";
       style = "solid";
     }
-    dot.node(fmt::format("t{}", t), {{"label", label}, {"shape", shape}, {"style", style}, {"color", kGrey},
-                                     {"fontcolor", kGrey}, {"fontsize", "9"}});
+    dot.node(fmt::format("t{}", t), {{"label", label},
+                                     {"shape", shape},
+                                     {"style", style},
+                                     {"color", kGrey},
+                                     {"fontcolor", kGrey},
+                                     {"fontsize", "9"}});
   }
 
   // Path edges, as thick as their gradient: logarithmic between the smallest and largest norm.
@@ -403,7 +427,8 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
       attrs.emplace_back("penwidth", "2");
     } else {
       double w = 0.8;
-      if (e.norm > 0) w = hi > lo ? 1.5 + 4.5 * (std::log(e.norm) - std::log(lo)) / (std::log(hi) - std::log(lo)) : 3.0;
+      if (e.norm > 0)
+        w = hi > lo ? 1.5 + 4.5 * (std::log(e.norm) - std::log(lo)) / (std::log(hi) - std::log(lo)) : 3.0;
       attrs.emplace_back("penwidth", fmt::format("{:.2f}", w));
       attrs.emplace_back("label", fmt::format("|g| {:.3g}", e.norm));
       attrs.emplace_back("fontcolor", kPath);
@@ -415,13 +440,13 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
   return dot.text;
 }
 
-void GradientTape::write_svg(const std::string& path, const Targets& targets, std::initializer_list<Source> sources,
-                             const GraphOptions& options) {
+void GradientTape::write_svg(const std::string& path, const Targets& targets,
+                             std::initializer_list<Source> sources, const GraphOptions& options) {
   write_svg_flat(path, targets, std::span<const Source>(sources.begin(), sources.size()), options);
 }
 
-void GradientTape::write_svg_flat(const std::string& path, const Targets& targets, std::span<const Source> sources,
-                                  const GraphOptions& options) {
+void GradientTape::write_svg_flat(const std::string& path, const Targets& targets,
+                                  std::span<const Source> sources, const GraphOptions& options) {
   const std::string svg = render_svg(to_dot_flat(targets, sources, options), options.dot_program);
   std::ofstream f(path, std::ios::binary);
   f << svg;
@@ -499,12 +524,12 @@ std::string render_svg(std::string_view dot, const std::string& dot_program) {
                    std::strerror(rc));
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
-    TAPEFLOW_REQUIRE(errno == EINTR, FailedPreconditionError, "[render_svg] waiting for '{}' failed: {}", dot_program,
-                     std::strerror(errno));
+    TAPEFLOW_REQUIRE(errno == EINTR, FailedPreconditionError, "[render_svg] waiting for '{}' failed: {}",
+                     dot_program, std::strerror(errno));
   TAPEFLOW_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0, InvalidArgumentError,
                    "[render_svg] '{} -Tsvg' failed ({} {}): {}", dot_program,
-                   WIFEXITED(status) ? "exit status" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-                   read_file(err.path));
+                   WIFEXITED(status) ? "exit status" : "signal",
+                   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), read_file(err.path));
   return read_file(out.path);
 }
 

@@ -1,6 +1,9 @@
 #pragma once
 // What a GradientTape holds. See tape.cpp for the algorithm.
 
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -14,9 +17,6 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
-
-#include <absl/container/flat_hash_map.h>
-#include <absl/container/flat_hash_set.h>
 
 #include "autodiff/op_def.h"
 #include "core/recycling_allocator.h"
@@ -138,7 +138,8 @@ struct IdHash {
 template <class V>
 using IdMap = absl::flat_hash_map<TensorId, V, IdHash, std::equal_to<TensorId>,
                                   detail::RecyclingAllocator<std::pair<const TensorId, V>>>;
-using IdSet = absl::flat_hash_set<TensorId, IdHash, std::equal_to<TensorId>, detail::RecyclingAllocator<TensorId>>;
+using IdSet =
+    absl::flat_hash_set<TensorId, IdHash, std::equal_to<TensorId>, detail::RecyclingAllocator<TensorId>>;
 
 /// A tape's records in execution order.
 using Records = detail::RecyclingVector<OpRecord>;
@@ -152,7 +153,7 @@ enum class CutReason : std::uint8_t {
 /// An op the tape did not record although one of its inputs is tracked: the cheap trace
 /// GradientTape::explain uses to say where a path was cut. Only ids, no values or shapes.
 struct CutRecord {
-  std::string_view op;   // the OpDef's name (the registry owns the string) or a static name
+  std::string_view op;  // the OpDef's name (the registry owns the string) or a static name
   CutReason reason;
   std::size_t position;  // number of records before it: its place in execution order
   std::vector<TensorId> inputs;

@@ -20,7 +20,7 @@ std::vector<std::vector<Variable>*>& VariableReadWatcher::active() {
 }
 VariableReadWatcher::VariableReadWatcher() { active().push_back(&variables); }
 VariableReadWatcher::~VariableReadWatcher() { active().pop_back(); }
-}
+}  // namespace autodiff
 
 namespace detail {
 struct VariableState {

@@ -13,12 +13,14 @@
 // weight gradients: 334 MiB peak above start instead of about 264). Only smaller classes, so
 // that a loop cannot thrash: a class is evicted only by misses of larger ones, and from the
 // largest class down each class's count settles at what the loop needs, after which nothing
-// misses (evicting any other class made an MLP training step page-fault on every step). Large buffers come straight from mmap and go back with
-// munmap, so that what the cache evicts really leaves the process (glibc keeps freed chunks
-// below its dynamic mmap threshold in its heap).
+// misses (evicting any other class made an MLP training step page-fault on every step). Large buffers come
+// straight from mmap and go back with munmap, so that what the cache evicts really leaves the process (glibc
+// keeps freed chunks below its dynamic mmap threshold in its heap).
 
 #include "core/allocator.h"
-#include "core/recycling_allocator.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -31,10 +33,8 @@
 #include <string>
 #include <vector>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include "core/check.h"
+#include "core/recycling_allocator.h"
 #include "tapeflow/memory.h"
 
 namespace tapeflow {
@@ -123,7 +123,8 @@ void* allocate_large(std::int64_t cls, std::string_view op) {
   if (void* p = cache().take(cls)) return p;
   cache().evict_for(cls);
   // cls is a multiple of 64 KiB; mmap's pages are aligned far beyond kBufferAlignment.
-  void* p = ::mmap(nullptr, static_cast<std::size_t>(cls), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = ::mmap(nullptr, static_cast<std::size_t>(cls), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw_out_of_memory(cls, op);
   return p;
 }
@@ -240,13 +241,13 @@ std::shared_ptr<void> allocate_buffer(std::int64_t bytes, std::string_view op) {
   void* p = nullptr;
   try {
     // At least one byte, so an empty tensor still has a distinct valid pointer.
-    p = ::operator new(static_cast<std::size_t>(bytes > 0 ? bytes : 1), std::align_val_t{kBufferAlignment});
+    p = ::operator new (static_cast<std::size_t>(bytes > 0 ? bytes : 1), std::align_val_t{kBufferAlignment});
   } catch (const std::bad_alloc&) {
     throw_out_of_memory(bytes, op);
   }
   count_allocation(bytes);
   return {p, [bytes](void* q) {
-            ::operator delete(q, std::align_val_t{kBufferAlignment});
+            ::operator delete (q, std::align_val_t{kBufferAlignment});
             count_deallocation(bytes);
           }};
 }
@@ -313,7 +314,8 @@ std::int64_t default_allocation_limit() {
 }
 
 void set_allocation_limit(std::int64_t bytes) {
-  TAPEFLOW_REQUIRE(bytes >= 0, InvalidArgumentError, "[set_allocation_limit] the limit must be >= 0, got {}", bytes);
+  TAPEFLOW_REQUIRE(bytes >= 0, InvalidArgumentError, "[set_allocation_limit] the limit must be >= 0, got {}",
+                   bytes);
   detail::g_allocation_limit.store(bytes, std::memory_order_relaxed);
 }
 std::int64_t allocation_limit() {
@@ -327,8 +329,8 @@ std::int64_t allocation_limit() {
 }
 
 void set_buffer_cache_limit(std::int64_t bytes) {
-  TAPEFLOW_REQUIRE(bytes >= 0, InvalidArgumentError, "[set_buffer_cache_limit] the limit must be >= 0, got {}",
-                   bytes);
+  TAPEFLOW_REQUIRE(bytes >= 0, InvalidArgumentError,
+                   "[set_buffer_cache_limit] the limit must be >= 0, got {}", bytes);
   detail::g_cache_limit.store(bytes, std::memory_order_relaxed);
   if (bytes == 0) release_cached_buffers();
 }
@@ -340,7 +342,8 @@ void release_cached_buffers() {
 
 AllocatorStats allocator_stats() {
   const auto [buffers, bytes] = detail::live_counts();
-  return {buffers, bytes, detail::g_peak_bytes.load(std::memory_order_relaxed), detail::cache().cached_bytes()};
+  return {buffers, bytes, detail::g_peak_bytes.load(std::memory_order_relaxed),
+          detail::cache().cached_bytes()};
 }
 
 }  // namespace tapeflow

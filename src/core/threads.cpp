@@ -13,7 +13,8 @@ extern "C" void openblas_set_num_threads(int);
 namespace tapeflow {
 
 void set_num_threads(int n) {
-  TAPEFLOW_REQUIRE(n >= 1, InvalidArgumentError, "[set_num_threads] the thread count must be at least 1, got {}", n);
+  TAPEFLOW_REQUIRE(n >= 1, InvalidArgumentError,
+                   "[set_num_threads] the thread count must be at least 1, got {}", n);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cpu::set_num_threads(std::min(n, cores));
   openblas_set_num_threads(std::min(n, cores));

@@ -41,8 +41,9 @@ Tensor gather_rows(const Tensor& src, const std::int64_t* idx, std::int64_t coun
   std::array<std::int64_t, kMaxRank> dims{};
   std::copy(s.dims().begin(), s.dims().end(), dims.begin());
   dims[0] = count;
-  Tensor out = detail::empty(Shape(std::span<const std::int64_t>(dims.data(), static_cast<std::size_t>(s.rank()))),
-                             src.dtype(), "BatchIterator");
+  Tensor out =
+      detail::empty(Shape(std::span<const std::int64_t>(dims.data(), static_cast<std::size_t>(s.rank()))),
+                    src.dtype(), "BatchIterator");
   const std::size_t row_bytes = s[0] == 0 ? 0 : src.nbytes() / static_cast<std::size_t>(s[0]);
   if (row_bytes == 0) return out;
   const auto* from = static_cast<const unsigned char*>(src.raw_data());
@@ -51,7 +52,8 @@ Tensor gather_rows(const Tensor& src, const std::int64_t* idx, std::int64_t coun
   while (i < count) {
     std::int64_t j = i + 1;
     while (j < count && idx[j] == idx[j - 1] + 1) ++j;
-    std::memcpy(to + static_cast<std::size_t>(i) * row_bytes, from + static_cast<std::size_t>(idx[i]) * row_bytes,
+    std::memcpy(to + static_cast<std::size_t>(i) * row_bytes,
+                from + static_cast<std::size_t>(idx[i]) * row_bytes,
                 static_cast<std::size_t>(j - i) * row_bytes);
     i = j;
   }
@@ -85,10 +87,11 @@ BatchIterator::BatchIterator(Tensor features, Tensor labels, BatchOptions option
   constexpr std::string_view op = "BatchIterator";
   TAPEFLOW_REQUIRE(features_.defined() && labels_.defined(), InvalidArgumentError,
                    "[{}] features and labels must be defined tensors", op);
-  TAPEFLOW_REQUIRE(features_.rank() >= 1 && labels_.rank() >= 1, InvalidArgumentError,
-                   "[{}] features and labels need a first (example) dimension; got features {} {} and labels {} {}",
-                   op, dtype_name(features_.dtype()), features_.shape().to_string(), dtype_name(labels_.dtype()),
-                   labels_.shape().to_string());
+  TAPEFLOW_REQUIRE(
+      features_.rank() >= 1 && labels_.rank() >= 1, InvalidArgumentError,
+      "[{}] features and labels need a first (example) dimension; got features {} {} and labels {} {}", op,
+      dtype_name(features_.dtype()), features_.shape().to_string(), dtype_name(labels_.dtype()),
+      labels_.shape().to_string());
   TAPEFLOW_REQUIRE(features_.shape()[0] == labels_.shape()[0], InvalidArgumentError,
                    "[{}] features and labels must have the same number of examples (first dimension); got "
                    "features {} and labels {}",
@@ -110,7 +113,8 @@ void BatchIterator::start_epoch(std::int64_t epoch) {
 }
 
 void BatchIterator::reset(std::int64_t epoch) {
-  TAPEFLOW_REQUIRE(epoch >= 0, InvalidArgumentError, "[BatchIterator] reset: epoch must be >= 0, got {}", epoch);
+  TAPEFLOW_REQUIRE(epoch >= 0, InvalidArgumentError, "[BatchIterator] reset: epoch must be >= 0, got {}",
+                   epoch);
   start_epoch(epoch);
 }
 

@@ -56,8 +56,11 @@ struct AddV2 {
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(c.dy(), c.input_shape(1));
     return g;
   }  // JVP: dz = dx + dy
-  static Tangents jvp(const JvpContext& c) { return {sum_tangents({(c.has_tangent(0) ? c.tangent(0) : Tensor()), (c.has_tangent(1) ? c.tangent(1) : Tensor())}, c.output().shape())}; }
-
+  static Tangents jvp(const JvpContext& c) {
+    return {sum_tangents(
+        {(c.has_tangent(0) ? c.tangent(0) : Tensor()), (c.has_tangent(1) ? c.tangent(1) : Tensor())},
+        c.output().shape())};
+  }
 };
 
 // z = x - y;  dx = dy, dy_ = -dy
@@ -73,8 +76,11 @@ struct Sub {
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(pass_masked_lanes(c.dy(), -c.dy()), c.input_shape(1));
     return g;
   }  // JVP: dz = dx - dy
-  static Tangents jvp(const JvpContext& c) { return {sum_tangents({(c.has_tangent(0) ? c.tangent(0) : Tensor()), c.has_tangent(1) ? -c.tangent(1) : Tensor()}, c.output().shape())}; }
-
+  static Tangents jvp(const JvpContext& c) {
+    return {sum_tangents(
+        {(c.has_tangent(0) ? c.tangent(0) : Tensor()), c.has_tangent(1) ? -c.tangent(1) : Tensor()},
+        c.output().shape())};
+  }
 };
 
 // z = x * y;  dx = dy * y, dy_ = dy * x
@@ -91,8 +97,11 @@ struct Mul {
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain(c.dy(), c.input(0)), c.input_shape(1));
     return g;
   }  // JVP: dz = dx * y + x * dy
-  static Tangents jvp(const JvpContext& c) { return {sum_tangents({c.has_tangent(0) ? c.tangent(0) * c.input(1) : Tensor(), c.has_tangent(1) ? c.input(0) * c.tangent(1) : Tensor()}, c.output().shape())}; }
-
+  static Tangents jvp(const JvpContext& c) {
+    return {sum_tangents({c.has_tangent(0) ? c.tangent(0) * c.input(1) : Tensor(),
+                          c.has_tangent(1) ? c.input(0) * c.tangent(1) : Tensor()},
+                         c.output().shape())};
+  }
 };
 
 // z = x * y, or exactly 0 wherever y == 0, even where x is NaN or Inf (TensorFlow's
@@ -164,8 +173,10 @@ struct Neg {
       if constexpr (!std::is_same_v<T, bool>)
         cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(), [](T a) {
           // Negating INT_MIN overflows: wrap (two's complement) instead of UB.
-          if constexpr (std::is_integral_v<T>) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
-          else return -a;
+          if constexpr (std::is_integral_v<T>)
+            return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
+          else
+            return -a;
         });
     });
     return out;
@@ -213,26 +224,28 @@ struct Pow {
   static Tensor forward(const Tensor& x, const Tensor& y) {
     require_same_dtype(x, y, kName);
     if (is_floating(x.dtype()))
-      return binary_floating_array(kName, x, y, [](const auto* a, std::int64_t ia, const auto* b, std::int64_t ib,
-                                                    auto* out, std::int64_t n) {
-        cpu::vmath::pow(a, ia, b, ib, out, n);
-      });
+      return binary_floating_array(kName, x, y,
+                                   [](const auto* a, std::int64_t ia, const auto* b, std::int64_t ib,
+                                      auto* out, std::int64_t n) { cpu::vmath::pow(a, ia, b, ib, out, n); });
     if (is_integer(y.dtype())) {
       visit_dtype(y.dtype(), [&]<class T>() {
         if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
           const auto v = y.values<T>();
           for (std::size_t i = 0; i < v.size(); ++i)
-            TAPEFLOW_REQUIRE(v[i] >= 0, InvalidArgumentError,
-                             "[{}] integers to negative integer powers are not allowed: y[{}] = {} (x is a {}, y is "
-                             "a {}); cast to a float dtype first",
-                             kName, i, v[i], describe(x), describe(y));
+            TAPEFLOW_REQUIRE(
+                v[i] >= 0, InvalidArgumentError,
+                "[{}] integers to negative integer powers are not allowed: y[{}] = {} (x is a {}, y is "
+                "a {}); cast to a float dtype first",
+                kName, i, v[i], describe(x), describe(y));
         }
       });
     }
     return binary_numeric(kName, x, y, [](auto a, auto b) {
       using T = decltype(a);
-      if constexpr (std::is_integral_v<T>) return integer_pow(a, b);
-      else return std::pow(a, b);  // not reached: floats take the vector path
+      if constexpr (std::is_integral_v<T>)
+        return integer_pow(a, b);
+      else
+        return std::pow(a, b);  // not reached: floats take the vector path
     });
   }
   static Grads backward(const GradContext& c) {
@@ -289,10 +302,11 @@ struct Atan2 {
   static constexpr std::string_view kName = "Atan2";
   static constexpr Saves kSaves = kSavesInputs;
   static Tensor forward(const Tensor& a, const Tensor& b) {
-    return binary_floating_array(kName, a, b, [](const auto* pa, std::int64_t ia, const auto* pb, std::int64_t ib,
-                                                  auto* out, std::int64_t n) {
-      cpu::vmath::atan2(pa, ia, pb, ib, out, n);
-    });
+    return binary_floating_array(
+        kName, a, b,
+        [](const auto* pa, std::int64_t ia, const auto* pb, std::int64_t ib, auto* out, std::int64_t n) {
+          cpu::vmath::atan2(pa, ia, pb, ib, out, n);
+        });
   }
   static Grads backward(const GradContext& c) {
     const Tensor& a = c.input(0);
@@ -352,8 +366,8 @@ void register_binary_arithmetic_ops(autodiff::Registry& r) {
 Tensor Scalar::as(DType dtype, std::string_view op) const {
   if (is_integer(dtype)) {
     // 2^63 is the first double above INT64_MAX; a converted value must stay below it (UB otherwise).
-    const bool integral = is_integer_ || (std::isfinite(d_) && std::trunc(d_) == d_ &&
-                                          d_ >= -0x1p63 && d_ < 0x1p63);
+    const bool integral =
+        is_integer_ || (std::isfinite(d_) && std::trunc(d_) == d_ && d_ >= -0x1p63 && d_ < 0x1p63);
     TAPEFLOW_REQUIRE(integral, InvalidArgumentError, "[{}] cannot convert {} to an {} operand", op, d_,
                      dtype_name(dtype));
     const std::int64_t v = is_integer_ ? i_ : static_cast<std::int64_t>(d_);

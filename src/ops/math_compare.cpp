@@ -24,18 +24,18 @@ Tensor compare(std::string_view op, const Tensor& x, const Tensor& y, bool allow
   const Shape out_shape = broadcast_shapes(x.shape(), y.shape(), op);
   Tensor out = detail::empty(out_shape, DType::Bool, op);
   visit_dtype(x.dtype(), [&]<class T>() {
-    cpu::zip(x.values<T>().data(), x.shape(), y.values<T>().data(), y.shape(), detail::mutable_data<bool>(out),
-             out_shape, [&](T a, T b) -> bool { return f(a, b); });
+    cpu::zip(x.values<T>().data(), x.shape(), y.values<T>().data(), y.shape(),
+             detail::mutable_data<bool>(out), out_shape, [&](T a, T b) -> bool { return f(a, b); });
   });
   return out;
 }
 
-#define TAPEFLOW_COMPARISON(Name, expr, allow_bool)                                             \
-  struct Name {                                                                                 \
-    static constexpr std::string_view kName = #Name;                                            \
-    static Tensor forward(const Tensor& x, const Tensor& y) {                                   \
-      return compare(kName, x, y, allow_bool, [](auto a, auto b) { return expr; });             \
-    }                                                                                           \
+#define TAPEFLOW_COMPARISON(Name, expr, allow_bool)                                 \
+  struct Name {                                                                     \
+    static constexpr std::string_view kName = #Name;                                \
+    static Tensor forward(const Tensor& x, const Tensor& y) {                       \
+      return compare(kName, x, y, allow_bool, [](auto a, auto b) { return expr; }); \
+    }                                                                               \
   };
 // z = (x == y) etc., elementwise with broadcasting; no gradient (bool result).
 TAPEFLOW_COMPARISON(Equal, a == b, true)
@@ -47,8 +47,8 @@ TAPEFLOW_COMPARISON(GreaterEqual, a >= b, false)
 #undef TAPEFLOW_COMPARISON
 
 void require_bool(const Tensor& x, std::string_view op, std::string_view arg) {
-  TAPEFLOW_REQUIRE(x.dtype() == DType::Bool, InvalidArgumentError, "[{}] '{}' must be a bool tensor, got a {}", op,
-                   arg, describe(x));
+  TAPEFLOW_REQUIRE(x.dtype() == DType::Bool, InvalidArgumentError,
+                   "[{}] '{}' must be a bool tensor, got a {}", op, arg, describe(x));
 }
 
 /// Logical ops take bool tensors only (TensorFlow does not treat numbers as truth values here).
@@ -58,8 +58,8 @@ Tensor logical(std::string_view op, const Tensor& x, const Tensor& y, F f) {
   require_bool(y, op, "y");
   const Shape out_shape = broadcast_shapes(x.shape(), y.shape(), op);
   Tensor out = detail::empty(out_shape, DType::Bool, op);
-  cpu::zip(x.values<bool>().data(), x.shape(), y.values<bool>().data(), y.shape(), detail::mutable_data<bool>(out),
-           out_shape, f);
+  cpu::zip(x.values<bool>().data(), x.shape(), y.values<bool>().data(), y.shape(),
+           detail::mutable_data<bool>(out), out_shape, f);
   return out;
 }
 
@@ -85,7 +85,8 @@ struct LogicalNot {
   static Tensor forward(const Tensor& x) {
     require_bool(x, kName, "x");
     Tensor out = detail::empty(x.shape(), DType::Bool, kName);
-    cpu::map(x.values<bool>().data(), detail::mutable_data<bool>(out), x.num_elements(), [](bool a) { return !a; });
+    cpu::map(x.values<bool>().data(), detail::mutable_data<bool>(out), x.num_elements(),
+             [](bool a) { return !a; });
     return out;
   }
 };
@@ -99,15 +100,17 @@ struct SelectV2 {
   static constexpr Saves kSaves{0b1, 0};  // cond only
   static Tensor forward(const Tensor& cond, const Tensor& x, const Tensor& y) {
     require_bool(cond, kName, "condition");
-    TAPEFLOW_REQUIRE(x.dtype() == y.dtype(), InvalidArgumentError,
-                     "[SelectV2] x and y must have the same dtype (no implicit casting): x is a {}, y is a {}",
-                     describe(x), describe(y));
+    TAPEFLOW_REQUIRE(
+        x.dtype() == y.dtype(), InvalidArgumentError,
+        "[SelectV2] x and y must have the same dtype (no implicit casting): x is a {}, y is a {}",
+        describe(x), describe(y));
     const Shape xy = broadcast_shapes(x.shape(), y.shape(), kName);
     const Shape out_shape = broadcast_shapes(cond.shape(), xy, kName);
     Tensor out = detail::empty(out_shape, x.dtype(), kName);
     visit_dtype(x.dtype(), [&]<class T>() {
-      cpu::zip3(cond.values<bool>().data(), cond.shape(), x.values<T>().data(), x.shape(), y.values<T>().data(),
-                y.shape(), detail::mutable_data<T>(out), out_shape, [](bool c, T a, T b) { return c ? a : b; });
+      cpu::zip3(cond.values<bool>().data(), cond.shape(), x.values<T>().data(), x.shape(),
+                y.values<T>().data(), y.shape(), detail::mutable_data<T>(out), out_shape,
+                [](bool c, T a, T b) { return c ? a : b; });
     });
     return out;
   }
@@ -173,8 +176,10 @@ struct Cast {
         if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> && !std::is_same_v<To, bool>)
           require_convertible<From, To>(x);
         cpu::map(x.values<From>().data(), detail::mutable_data<To>(out), x.num_elements(), [](From v) -> To {
-          if constexpr (std::is_same_v<To, bool>) return v != From(0);  // nonzero (and NaN) is true
-          else return static_cast<To>(v);  // int64 -> int32 wraps (C++20: modulo 2^32), as in TensorFlow
+          if constexpr (std::is_same_v<To, bool>)
+            return v != From(0);  // nonzero (and NaN) is true
+          else
+            return static_cast<To>(v);  // int64 -> int32 wraps (C++20: modulo 2^32), as in TensorFlow
         });
       });
     });
@@ -246,10 +251,11 @@ Tensor cast(const Tensor& x, DType dtype) { return autodiff::apply_with<ops::Cas
 
 bool to_bool(const Tensor& t) {
   ops::require_defined(t, "to_bool", "t");
-  TAPEFLOW_REQUIRE(t.num_elements() == 1, InvalidArgumentError,
-                   "[to_bool] the truth value of a tensor with {} elements is ambiguous: got a {}; reduce it to "
-                   "one element first",
-                   t.num_elements(), ops::describe(t));
+  TAPEFLOW_REQUIRE(
+      t.num_elements() == 1, InvalidArgumentError,
+      "[to_bool] the truth value of a tensor with {} elements is ambiguous: got a {}; reduce it to "
+      "one element first",
+      t.num_elements(), ops::describe(t));
   return visit_dtype(t.dtype(), [&]<class T>() { return t.values<T>()[0] != T(0); });
 }
 

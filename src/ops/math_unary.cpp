@@ -23,7 +23,8 @@ Tensor unary_floating(std::string_view op, const Tensor& x, F f) {
   require_floating(x, op);
   Tensor out = detail::empty(x.shape(), x.dtype(), op);
   visit_floating(x.dtype(), [&]<class T>() {
-    cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(), [&](T v) -> T { return f(v); });
+    cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
+             [&](T v) -> T { return f(v); });
   });
   return out;
 }
@@ -183,8 +184,10 @@ struct Sign {
   static Tensor forward(const Tensor& x) {
     return unary_numeric(kName, x, [](auto v) {
       using T = decltype(v);
-      if constexpr (std::is_integral_v<T>) return static_cast<T>((v > 0) - (v < 0));
-      else return v > 0 ? T(1) : v < 0 ? T(-1) : v == 0 ? T(0) : v;
+      if constexpr (std::is_integral_v<T>)
+        return static_cast<T>((v > 0) - (v < 0));
+      else
+        return v > 0 ? T(1) : v < 0 ? T(-1) : v == 0 ? T(0) : v;
     });
   }
   static Grads backward(const GradContext& c) { return {zeros(c.input_shape(0), c.input_dtype(0))}; }
@@ -306,7 +309,6 @@ struct Sigmoid {
     return {chain(c.dy(), y * (1 - y))};
   }  // JVP: dy = dx * y * (1 - y)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (c.output() * (1 - c.output()))}; }
-
 };
 
 // y = log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|)) (no overflow, no cancellation);
@@ -342,7 +344,9 @@ struct Softsign {
       return std::isinf(v) ? std::copysign(T(1), v) : v / (T(1) + std::abs(v));
     });
   }
-  static Grads backward(const GradContext& c) { return {chain(c.dy(), reciprocal(square(abs(c.input(0)) + 1)))}; }
+  static Grads backward(const GradContext& c) {
+    return {chain(c.dy(), reciprocal(square(abs(c.input(0)) + 1)))};
+  }
 };
 
 #undef TAPEFLOW_ARRAY
@@ -351,9 +355,10 @@ struct Softsign {
 /// clip_by_value keeps the shape of x).
 void require_bound_shape(const Tensor& x, const Tensor& bound, std::string_view arg) {
   const Shape b = broadcast_shapes(x.shape(), bound.shape(), "ClipByValue");
-  TAPEFLOW_REQUIRE(b == x.shape(), InvalidArgumentError,
-                   "[ClipByValue] {} must broadcast to the shape of x without changing it: x is a {}, {} is a {}",
-                   arg, describe(x), arg, describe(bound));
+  TAPEFLOW_REQUIRE(
+      b == x.shape(), InvalidArgumentError,
+      "[ClipByValue] {} must broadcast to the shape of x without changing it: x is a {}, {} is a {}", arg,
+      describe(x), arg, describe(bound));
 }
 
 // z = min(max(x, lo), hi), computed as max(min(x, hi), lo) like TensorFlow;
@@ -363,10 +368,11 @@ struct ClipByValue {
   static constexpr Saves kSaves = kSavesInputs;
   static Tensor forward(const Tensor& x, const Tensor& lo, const Tensor& hi) {
     require_numeric(x, kName);
-    TAPEFLOW_REQUIRE(lo.dtype() == x.dtype() && hi.dtype() == x.dtype(), InvalidArgumentError,
-                     "[ClipByValue] x, clip_value_min and clip_value_max must have the same dtype (no implicit "
-                     "casting): x is a {}, clip_value_min a {}, clip_value_max a {}",
-                     describe(x), describe(lo), describe(hi));
+    TAPEFLOW_REQUIRE(
+        lo.dtype() == x.dtype() && hi.dtype() == x.dtype(), InvalidArgumentError,
+        "[ClipByValue] x, clip_value_min and clip_value_max must have the same dtype (no implicit "
+        "casting): x is a {}, clip_value_min a {}, clip_value_max a {}",
+        describe(x), describe(lo), describe(hi));
     require_bound_shape(x, lo, "clip_value_min");
     require_bound_shape(x, hi, "clip_value_max");
     Tensor out = detail::empty(x.shape(), x.dtype(), kName);
@@ -383,7 +389,7 @@ struct ClipByValue {
   }
   static Grads backward(const GradContext& c) {
     const Tensor& x = c.input(0);
-    const Tensor below = x < c.input(1), above = x > c.input(2);
+    const Tensor below = x<c.input(1), above = x> c.input(2);
     const Tensor zero = zeros({}, c.dy().dtype());
     Grads g(3);
     if (c.needs_input_grad(0)) g[0] = where(logical_or(below, above), zero, c.dy());

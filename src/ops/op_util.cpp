@@ -1,7 +1,6 @@
 #include "ops/op_util.h"
 
 #include "autodiff/masked_lanes.h"
-
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
@@ -14,8 +13,8 @@ std::string describe(const Tensor& t) {
 }
 
 void require_defined(const Tensor& x, std::string_view op, std::string_view arg) {
-  TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError, "[{}] '{}' is an undefined (default-constructed) Tensor", op,
-                   arg);
+  TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
+                   "[{}] '{}' is an undefined (default-constructed) Tensor", op, arg);
 }
 
 void require_floating(const Tensor& x, std::string_view op, std::string_view arg) {
@@ -74,7 +73,8 @@ Tensor sum_to_shape(Tensor g, const Shape& shape) {
   Axes axes;
   for (int i = batch; i < g.rank(); ++i) {
     const int t = i - lead;
-    if (i < batch + lead || (target[static_cast<std::size_t>(t)] == 1 && g.shape()[i] != 1)) axes.push_back(i);
+    if (i < batch + lead || (target[static_cast<std::size_t>(t)] == 1 && g.shape()[i] != 1))
+      axes.push_back(i);
   }
   Tensor summed = axes.empty() ? g : reduce_sum(g, axes, /*keepdims=*/true);
   return reshape(summed, target);

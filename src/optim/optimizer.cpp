@@ -88,7 +88,8 @@ std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<G
   return {std::move(clipped), norm};
 }
 
-Optimizer::Optimizer(std::string name, double learning_rate, ClipOptions clip, std::vector<std::string> slot_names)
+Optimizer::Optimizer(std::string name, double learning_rate, ClipOptions clip,
+                     std::vector<std::string> slot_names)
     : name_(std::move(name)),
       learning_rate_(learning_rate),
       clip_(clip),
@@ -99,8 +100,9 @@ Optimizer::Optimizer(std::string name, double learning_rate, ClipOptions clip, s
                   int(clip_.global_clipnorm.has_value());
   TAPEFLOW_REQUIRE(set <= 1, InvalidArgumentError,
                    "[{}] only one of clipnorm, clipvalue and global_clipnorm can be set", name_);
-  for (const auto& [what, value] : {std::pair{"clipnorm", clip_.clipnorm}, std::pair{"clipvalue", clip_.clipvalue},
-                                    std::pair{"global_clipnorm", clip_.global_clipnorm}})
+  for (const auto& [what, value] :
+       {std::pair{"clipnorm", clip_.clipnorm}, std::pair{"clipvalue", clip_.clipvalue},
+        std::pair{"global_clipnorm", clip_.global_clipnorm}})
     TAPEFLOW_REQUIRE(!value || (std::isfinite(*value) && *value > 0), InvalidArgumentError,
                      "[{}] {} must be positive and finite, got {}", name_, what, *value);
 }
@@ -111,9 +113,11 @@ void Optimizer::set_learning_rate(double learning_rate) {
   learning_rate_ = learning_rate;
 }
 
-void Optimizer::require_in_range(std::string_view what, double value, double lo, double hi, bool open_hi) const {
-  TAPEFLOW_REQUIRE(std::isfinite(value) && value >= lo && (open_hi ? value < hi : value <= hi), InvalidArgumentError,
-                   "[{}] {} must be in [{}, {}{}, got {}", name_, what, lo, hi, open_hi ? ")" : "]", value);
+void Optimizer::require_in_range(std::string_view what, double value, double lo, double hi,
+                                 bool open_hi) const {
+  TAPEFLOW_REQUIRE(std::isfinite(value) && value >= lo && (open_hi ? value < hi : value <= hi),
+                   InvalidArgumentError, "[{}] {} must be in [{}, {}{}, got {}", name_, what, lo, hi,
+                   open_hi ? ")" : "]", value);
 }
 
 Optimizer::Slots& Optimizer::slots_for(const Variable& var) {
@@ -129,8 +133,9 @@ Optimizer::Slots& Optimizer::slots_for(const Variable& var) {
   }
   Slots s{unique, {}};
   for (const std::string& slot : slot_names_)
-    s.slots.emplace_back(zeros(var.shape(), var.dtype()),
-                         VariableOptions{.name = unique + "/" + slot, .trainable = false, .keras_style = true});
+    s.slots.emplace_back(
+        zeros(var.shape(), var.dtype()),
+        VariableOptions{.name = unique + "/" + slot, .trainable = false, .keras_style = true});
   slot_index_.emplace(var.handle_id(), slots_.size());
   slots_.push_back(std::move(s));
   return slots_.back();
@@ -140,17 +145,18 @@ void Optimizer::build(const std::vector<Variable>& vars) {
   require_not_moved_from(vars, name_, "build");
   for (const Variable& v : vars) {
     TAPEFLOW_REQUIRE(is_floating(v.dtype()), InvalidArgumentError,
-                     "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}", name_,
-                     v.name(), v.shape().to_string(), dtype_name(v.dtype()));
+                     "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}",
+                     name_, v.name(), v.shape().to_string(), dtype_name(v.dtype()));
     slots_for(v);
   }
 }
 
 void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::vector<Variable>& vars) {
-  TAPEFLOW_REQUIRE(grads.size() == vars.size(), InvalidArgumentError,
-                   "[{}] apply_gradients got {} gradients for {} variables; pass one gradient (or std::nullopt) "
-                   "per variable",
-                   name_, grads.size(), vars.size());
+  TAPEFLOW_REQUIRE(
+      grads.size() == vars.size(), InvalidArgumentError,
+      "[{}] apply_gradients got {} gradients for {} variables; pass one gradient (or std::nullopt) "
+      "per variable",
+      name_, grads.size(), vars.size());
   // Check everything before the first assignment, so a bad call changes nothing.
   require_not_moved_from(vars, name_, "apply_gradients");
   std::vector<std::size_t> present;
@@ -159,13 +165,14 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
     const Tensor& g = *grads[i];
     const Variable& v = vars[i];
     TAPEFLOW_REQUIRE(is_floating(v.dtype()), InvalidArgumentError,
-                     "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}", name_,
-                     v.name(), v.shape().to_string(), dtype_name(v.dtype()));
-    TAPEFLOW_REQUIRE(g.shape() == v.shape() && g.dtype() == v.dtype(), InvalidArgumentError,
-                     "[{}] the gradient for variable '{}' has shape {} and dtype {}, but the variable has shape {} "
-                     "and dtype {}",
-                     name_, v.name(), g.shape().to_string(), dtype_name(g.dtype()), v.shape().to_string(),
-                     dtype_name(v.dtype()));
+                     "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}",
+                     name_, v.name(), v.shape().to_string(), dtype_name(v.dtype()));
+    TAPEFLOW_REQUIRE(
+        g.shape() == v.shape() && g.dtype() == v.dtype(), InvalidArgumentError,
+        "[{}] the gradient for variable '{}' has shape {} and dtype {}, but the variable has shape {} "
+        "and dtype {}",
+        name_, v.name(), g.shape().to_string(), dtype_name(g.dtype()), v.shape().to_string(),
+        dtype_name(v.dtype()));
     present.push_back(i);
   }
   if (present.empty()) {
@@ -179,9 +186,10 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
     std::vector<std::string> missing;
     for (std::size_t i = 0; i < vars.size(); ++i)
       if (!grads[i]) missing.push_back(fmt::format("'{}'", vars[i].name()));
-    log(LogLevel::Warning, fmt::format("[{}] Gradients do not exist for variables [{}] when minimizing the loss; "
-                                       "they are not updated",
-                                       name_, fmt::join(missing, ", ")));
+    log(LogLevel::Warning,
+        fmt::format("[{}] Gradients do not exist for variables [{}] when minimizing the loss; "
+                    "they are not updated",
+                    name_, fmt::join(missing, ", ")));
   }
 
   // Neither the clipping nor the update belongs on a tape that may be recording around us.
@@ -208,18 +216,20 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
 std::vector<std::pair<std::string, Variable>> Optimizer::variables() const {
   std::vector<std::pair<std::string, Variable>> out{{"iterations", iterations_}};
   for (const Slots& s : slots_)
-    for (std::size_t j = 0; j < s.slots.size(); ++j) out.emplace_back(s.name + "/" + slot_names_[j], s.slots[j]);
+    for (std::size_t j = 0; j < s.slots.size(); ++j)
+      out.emplace_back(s.name + "/" + slot_names_[j], s.slots[j]);
   return out;
 }
 
 Variable Optimizer::slot(const Variable& var, std::string_view slot) const {
   auto it = slot_index_.find(var.handle_id());
   TAPEFLOW_REQUIRE(it != slot_index_.end(), InvalidArgumentError,
-                   "[{}] variable '{}' has no slots yet: it has not been updated or built", name_, var.name());
+                   "[{}] variable '{}' has no slots yet: it has not been updated or built", name_,
+                   var.name());
   for (std::size_t j = 0; j < slot_names_.size(); ++j)
     if (slot_names_[j] == slot) return slots_[it->second].slots[j];
-  throw InvalidArgumentError(fmt::format("[{}] has no slot '{}'; its slots are [{}]", name_, slot,
-                                         fmt::join(slot_names_, ", ")));
+  throw InvalidArgumentError(
+      fmt::format("[{}] has no slot '{}'; its slots are [{}]", name_, slot, fmt::join(slot_names_, ", ")));
 }
 
 }  // namespace tapeflow::optim

@@ -19,7 +19,8 @@ namespace {
 tf::Tensor log1pexp(const tf::Tensor& x) {
   return tf::custom_gradient({x}, [](const In& in) {
     tf::Tensor e = tf::exp(in[0]);
-    return tf::CustomGradientResult{{tf::log(1 + e)}, [e](const In& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+    return tf::CustomGradientResult{{tf::log(1 + e)},
+                                    [e](const In& dy, const std::vector<tf::Variable>&) -> tf::Grads {
                                       return {dy[0] * (1 - 1 / (1 + e))};
                                     }};
   })[0];
@@ -41,9 +42,9 @@ TEST(CustomGradient, StableGradientWhereTheNaiveOneIsNaN) {
 TEST(CustomGradient, ClipsGradientsInTheBackwardPass) {
   auto clip_gradient = [](const tf::Tensor& x) {
     return tf::custom_gradient({x}, [](const In& in) {
-      return tf::CustomGradientResult{{tf::identity(in[0])}, [](const In& dy, const std::vector<tf::Variable>&) {
-                                        return tf::Grads{dy[0] / 1000.0f};
-                                      }};
+      return tf::CustomGradientResult{
+          {tf::identity(in[0])},
+          [](const In& dy, const std::vector<tf::Variable>&) { return tf::Grads{dy[0] / 1000.0f}; }};
     })[0];
   };
   tf::Variable x(2.0f);
@@ -123,16 +124,18 @@ TEST(CustomGradient, MissingVariableGradientGetsTensorFlowsMessage) {
   tf::GradientTape tape;
   tape.watch(x);
   tf::Tensor y = tf::custom_gradient({x}, [&](const In& in) {
-    return tf::CustomGradientResult{{in[0] * tf::Tensor(w)},
-                                    [](const In& dy, const std::vector<tf::Variable>&) { return tf::Grads{dy[0]}; }};
+    return tf::CustomGradientResult{
+        {in[0] * tf::Tensor(w)},
+        [](const In& dy, const std::vector<tf::Variable>&) { return tf::Grads{dy[0]}; }};
   })[0];
   try {
     (void)tape.gradient(y, x);
     FAIL();
   } catch (const tf::InvalidArgumentError& e) {
     EXPECT_THAT(e.what(), HasSubstr("Must return gradient for each variable from @custom_gradient grad_fn"));
-    EXPECT_THAT(e.what(), HasSubstr("expected to return 2 gradients (1 for inputs, 1 for the variables it read) but "
-                                    "returned 1 instead"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("expected to return 2 gradients (1 for inputs, 1 for the variables it read) but "
+                          "returned 1 instead"));
     EXPECT_THAT(e.what(), HasSubstr("w:0"));
   }
 }
@@ -171,7 +174,10 @@ TEST(CustomGradient, IsDifferentiableAgainThroughNestedTapes) {
 }
 
 TEST(CustomGradient, RejectsMissingGradientFunction) {
-  EXPECT_THROW(tf::custom_gradient({tf::constant(1.f)}, [](const In& in) { return tf::CustomGradientResult{{in[0]}, {}}; }),
+  EXPECT_THROW(tf::custom_gradient({tf::constant(1.f)},
+                                   [](const In& in) {
+                                     return tf::CustomGradientResult{{in[0]}, {}};
+                                   }),
                tf::InvalidArgumentError);
 }
 

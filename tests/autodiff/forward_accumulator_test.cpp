@@ -18,7 +18,8 @@ TEST(ForwardAccumulator, JvpOfAnElementwiseChain) {
   tf::Tensor y = tf::sin(x) * x;
   auto jv = acc.jvp(y)->to_vector<double>();
   for (int i = 0; i < 2; ++i) {
-    const double xi = x.to_vector<double>()[static_cast<std::size_t>(i)], vi = v.to_vector<double>()[static_cast<std::size_t>(i)];
+    const double xi = x.to_vector<double>()[static_cast<std::size_t>(i)],
+                 vi = v.to_vector<double>()[static_cast<std::size_t>(i)];
     EXPECT_NEAR(jv[static_cast<std::size_t>(i)], (std::cos(xi) * xi + std::sin(xi)) * vi, 1e-12);
   }
 }
@@ -54,8 +55,9 @@ TEST(ForwardAccumulator, WatchingTwiceThrowsTensorFlowsMessage) {
     acc.watch(x, tf::constant(2.0));
     FAIL();
   } catch (const tf::InvalidArgumentError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("was specified as a primal multiple times. This may indicate an error. If it was "
-                                    "intended, please sum the corresponding tangents."));
+    EXPECT_THAT(e.what(),
+                HasSubstr("was specified as a primal multiple times. This may indicate an error. If it was "
+                          "intended, please sum the corresponding tangents."));
   }
 }
 

@@ -24,9 +24,11 @@ std::vector<double> finite_difference_jacobian(const tf::Tensor& x) {
     auto xp = x.to_vector<double>(), xm = xp;
     xp[static_cast<std::size_t>(c)] += 1e-6;
     xm[static_cast<std::size_t>(c)] -= 1e-6;
-    auto fp = f(tf::constant(xp, x.shape())).to_vector<double>(), fm = f(tf::constant(xm, x.shape())).to_vector<double>();
+    auto fp = f(tf::constant(xp, x.shape())).to_vector<double>(),
+         fm = f(tf::constant(xm, x.shape())).to_vector<double>();
     for (std::int64_t r = 0; r < m; ++r)
-      j[static_cast<std::size_t>(r * n + c)] = (fp[static_cast<std::size_t>(r)] - fm[static_cast<std::size_t>(r)]) / 2e-6;
+      j[static_cast<std::size_t>(r * n + c)] =
+          (fp[static_cast<std::size_t>(r)] - fm[static_cast<std::size_t>(r)]) / 2e-6;
   }
   return j;
 }
@@ -54,7 +56,8 @@ TEST(Jacobian, RowsEqualSeparateGradientCalls) {
     std::vector<double> onehot(3, 0.0);
     onehot[static_cast<std::size_t>(r)] = 1.0;
     auto row = tape.gradient(y, x, {tf::constant(onehot)})->to_vector<double>();
-    for (int c = 0; c < 3; ++c) EXPECT_EQ(j[static_cast<std::size_t>(r * 3 + c)], row[static_cast<std::size_t>(c)]);
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(j[static_cast<std::size_t>(r * 3 + c)], row[static_cast<std::size_t>(c)]);
   }
 }
 
@@ -105,7 +108,8 @@ TEST(BatchJacobian, MismatchedBatchDimensionsThrow) {
     (void)tape.batch_jacobian(y, x);
     FAIL();
   } catch (const tf::InvalidArgumentError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Need first dimension of target shape (2, 3) and source shape (3, 2) to match."));
+    EXPECT_THAT(e.what(),
+                HasSubstr("Need first dimension of target shape (2, 3) and source shape (3, 2) to match."));
   }
 }
 
@@ -121,17 +125,21 @@ TEST(BatchJacobian, UnconnectedIsNoneNotZeros) {
 TEST(Hessian, OfACoupledFunction) {
   // h(x) = sum(x)^2 + sum(sin(x)): H = 2 * ones - diag(sin(x))
   tf::Tensor x = tf::constant(std::vector<double>{0.2, -0.5, 1.0});
-  auto h = tf::hessian([](const tf::Tensor& v) { return tf::reduce_sum(v) * tf::reduce_sum(v) + tf::reduce_sum(tf::sin(v)); }, x);
+  auto h = tf::hessian(
+      [](const tf::Tensor& v) { return tf::reduce_sum(v) * tf::reduce_sum(v) + tf::reduce_sum(tf::sin(v)); },
+      x);
   EXPECT_EQ(h.shape(), (tf::Shape{3, 3}));
   auto xv = x.to_vector<double>();
   auto hv = h.to_vector<double>();
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 3; ++c)
-      EXPECT_NEAR(hv[static_cast<std::size_t>(r * 3 + c)], 2.0 - (r == c ? std::sin(xv[static_cast<std::size_t>(r)]) : 0.0), 1e-12);
+      EXPECT_NEAR(hv[static_cast<std::size_t>(r * 3 + c)],
+                  2.0 - (r == c ? std::sin(xv[static_cast<std::size_t>(r)]) : 0.0), 1e-12);
 }
 
 TEST(Hessian, RequiresAScalarFunction) {
-  EXPECT_THROW(tf::hessian([](const tf::Tensor& v) { return v * v; }, tf::ones({2})), tf::InvalidArgumentError);
+  EXPECT_THROW(tf::hessian([](const tf::Tensor& v) { return v * v; }, tf::ones({2})),
+               tf::InvalidArgumentError);
 }
 
 }  // namespace
@@ -221,8 +229,8 @@ TEST(BatchJacobianVectorised, DenseLayerPerExampleMatchesClosedForm) {
     for (int r = 0; r < 2; ++r)
       for (int i = 0; i < 3; ++i) {
         const double yy = yv[static_cast<std::size_t>(b * 2 + r)];
-        EXPECT_NEAR(jv[static_cast<std::size_t>((b * 2 + r) * 3 + i)], (1 - yy * yy) * wv[static_cast<std::size_t>(i * 2 + r)],
-                    1e-12);
+        EXPECT_NEAR(jv[static_cast<std::size_t>((b * 2 + r) * 3 + i)],
+                    (1 - yy * yy) * wv[static_cast<std::size_t>(i * 2 + r)], 1e-12);
       }
 }
 
@@ -241,7 +249,9 @@ namespace {
 TEST(Hessian, MatchesFiniteDifferencesOfTheGradient) {
   // g(x) = sum(tanh(W x)) with x a column: H = W^T diag(-2 tanh(Wx) (1 - tanh^2(Wx))) W.
   const tf::Tensor w = tf::random::normal({4, 3}, 0, 1, tf::float64, 21);
-  auto g = [&](const tf::Tensor& x) { return tf::reduce_sum(tf::tanh(tf::matmul(w, tf::reshape(x, {3, 1})))); };
+  auto g = [&](const tf::Tensor& x) {
+    return tf::reduce_sum(tf::tanh(tf::matmul(w, tf::reshape(x, {3, 1}))));
+  };
   const tf::Tensor x = tf::constant(std::vector<double>{0.3, -0.2, 0.5});
   const auto h = tf::hessian(g, x).to_vector<double>();
   auto grad_at = [&](std::vector<double> v) {
@@ -256,8 +266,8 @@ TEST(Hessian, MatchesFiniteDifferencesOfTheGradient) {
     xm[static_cast<std::size_t>(c)] -= 1e-6;
     const auto gp = grad_at(xp), gm = grad_at(xm);
     for (int r = 0; r < 3; ++r)
-      EXPECT_NEAR(h[static_cast<std::size_t>(r * 3 + c)], (gp[static_cast<std::size_t>(r)] - gm[static_cast<std::size_t>(r)]) / 2e-6,
-                  1e-6);
+      EXPECT_NEAR(h[static_cast<std::size_t>(r * 3 + c)],
+                  (gp[static_cast<std::size_t>(r)] - gm[static_cast<std::size_t>(r)]) / 2e-6, 1e-6);
   }
 }
 

@@ -147,12 +147,14 @@ TEST(TapeGraph, PathEdgesAreHighlightedAndEveryOtherEdgeIsGrey) {
   const Dot dot = parse_dot(m.dot());
   const std::string w = dot.node_labelled("w:0"), exp = dot.node_labelled("Exp #"),
                     mul = dot.node_labelled("Mul #7"), sum = dot.node_labelled("Sum #");
-  const std::set<std::pair<std::string, std::string>> path = {{w, exp}, {exp, mul}, {mul, sum}, {sum, "tgt0"}};
+  const std::set<std::pair<std::string, std::string>> path = {
+      {w, exp}, {exp, mul}, {mul, sum}, {sum, "tgt0"}};
   for (const DotEdge& e : dot.edges) {
     const bool on = path.contains({e.from, e.to});
     EXPECT_EQ(e.attrs.at("color"), on ? tf::kPathColor : tf::kGreyColor) << e.from << " -> " << e.to;
   }
-  for (const auto& [from, to] : path) EXPECT_EQ(dot.edges_between(from, to).size(), 1u) << from << " -> " << to;
+  for (const auto& [from, to] : path)
+    EXPECT_EQ(dot.edges_between(from, to).size(), 1u) << from << " -> " << to;
 }
 
 TEST(TapeGraph, StopGradientCutIsADashedGreyEdgeWithTheReason) {
@@ -174,7 +176,8 @@ TEST(TapeGraph, UnusedBranchesAndVariablesAreGreyedWithTheReason) {
             "not on a path to the target");
   EXPECT_EQ(dot.edge(dot.node_labelled("v:0"), dot.node_labelled("Mul #3")).attrs.at("label"),
             "not on a path to the target");
-  EXPECT_THAT(dot.nodes.at(dot.node_labelled("unused:0")).at("label"), HasSubstr("unused: no recorded op read it"));
+  EXPECT_THAT(dot.nodes.at(dot.node_labelled("unused:0")).at("label"),
+              HasSubstr("unused: no recorded op read it"));
   EXPECT_EQ(dot.nodes.at(dot.node_labelled("unused:0")).at("fillcolor"), "#eeeeee");
 }
 
@@ -200,8 +203,10 @@ TEST(TapeGraph, EdgeThicknessFollowsGradientNorm) {
   ASSERT_EQ(norm_width.size(), 6u);  // x->Mul x2, Mul->Sum x2, Sum->AddV2 x2
   std::sort(norm_width.begin(), norm_width.end());
   for (std::size_t i = 1; i < norm_width.size(); ++i) {
-    if (norm_width[i].first > norm_width[i - 1].first) EXPECT_GT(norm_width[i].second, norm_width[i - 1].second);
-    else EXPECT_EQ(norm_width[i].second, norm_width[i - 1].second);
+    if (norm_width[i].first > norm_width[i - 1].first)
+      EXPECT_GT(norm_width[i].second, norm_width[i - 1].second);
+    else
+      EXPECT_EQ(norm_width[i].second, norm_width[i - 1].second);
   }
 }
 
@@ -267,7 +272,8 @@ TEST(TapeGraph, AnOpNotRecordedOnAnIntegerInputIsADashedCut) {
   const DotEdge& into_cut = dot.edge(to_int, cut);
   EXPECT_EQ(into_cut.attrs.at("label"), "integer input: not recorded");
   EXPECT_EQ(into_cut.attrs.at("style"), "dashed");
-  EXPECT_EQ(dot.edge("src0", dot.node_labelled("Mul #1")).attrs.at("color"), tf::kPathColor);  // x * ... still flows
+  EXPECT_EQ(dot.edge("src0", dot.node_labelled("Mul #1")).attrs.at("color"),
+            tf::kPathColor);  // x * ... still flows
 }
 
 TEST(TapeGraph, AVariableUpdateIsACutIntoTheVariable) {
@@ -278,7 +284,8 @@ TEST(TapeGraph, AVariableUpdateIsACutIntoTheVariable) {
   tf::Tensor z = w * 5.0f;
   const Dot dot = parse_dot(tape.to_dot(z, {v, w}));
   const std::string cut = dot.node_labelled("AssignAddVariableOp\nnot recorded: updates w:0");
-  EXPECT_EQ(dot.edge(dot.node_labelled("Mul #1"), cut).attrs.at("label"), "variable update: not differentiable");
+  EXPECT_EQ(dot.edge(dot.node_labelled("Mul #1"), cut).attrs.at("label"),
+            "variable update: not differentiable");
   const DotEdge& into_w = dot.edge(cut, "src1");
   EXPECT_EQ(into_w.attrs.at("label"), "later reads start a new path");
   EXPECT_EQ(into_w.attrs.at("style"), "dashed");
@@ -313,7 +320,8 @@ TEST(TapeGraph, TitleIsTheGraphLabel) {
   tf::GradientTape tape({.persistent = true});
   tape.watch(x);
   tf::Tensor y = x * x;
-  EXPECT_THAT(tape.to_dot(y, x, {.title = "my \"model\""}), HasSubstr("label=\"my \\\"model\\\"\"; labelloc=\"t\";"));
+  EXPECT_THAT(tape.to_dot(y, x, {.title = "my \"model\""}),
+              HasSubstr("label=\"my \\\"model\\\"\"; labelloc=\"t\";"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,8 +330,8 @@ TEST(TapeGraph, TitleIsTheGraphLabel) {
 TEST(TapeGraphSvg, MissingProgramIsAFailedPreconditionNamingIt) {
   EXPECT_FALSE(tf::graphviz_available("tapeflow-no-such-dot"));
   EXPECT_THAT([] { (void)tf::render_svg("digraph { a -> b; }", "tapeflow-no-such-dot"); },
-              ::testing::ThrowsMessage<tf::FailedPreconditionError>(
-                  ::testing::AllOf(HasSubstr("'tapeflow-no-such-dot'"), HasSubstr("apt-get install graphviz"))));
+              ::testing::ThrowsMessage<tf::FailedPreconditionError>(::testing::AllOf(
+                  HasSubstr("'tapeflow-no-such-dot'"), HasSubstr("apt-get install graphviz"))));
 }
 
 /// Elements of Graphviz's SVG: <g id=".." class="node|edge"><title>NAME</title> ... shapes with
@@ -353,7 +361,8 @@ std::map<std::string, SvgElement> parse_svg(const std::string& svg, const std::s
     const std::size_t t0 = body.find("<title>") + 7;
     e.title = unescape_xml(body.substr(t0, body.find("</title>") - t0));
     static const std::regex stroke_re(R"re(stroke="([^"]*)")re");
-    for (auto it = std::sregex_iterator(body.begin(), body.end(), stroke_re); it != std::sregex_iterator(); ++it)
+    for (auto it = std::sregex_iterator(body.begin(), body.end(), stroke_re); it != std::sregex_iterator();
+         ++it)
       if ((*it)[1] != "transparent" && (*it)[1] != "none") e.strokes.insert((*it)[1]);
     static const std::regex width_re(R"re(stroke-width="([^"]*)")re");
     std::smatch m;

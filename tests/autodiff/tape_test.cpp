@@ -138,8 +138,9 @@ TEST(GradientTape, NonPersistentTapeAllowsOneGradientCall) {
     (void)tape.gradient(y, x);
     FAIL() << "expected FailedPreconditionError";
   } catch (const tf::FailedPreconditionError& e) {
-    EXPECT_STREQ(e.what(),
-                 "A non-persistent GradientTape can only be used to compute one set of gradients (or jacobians)");
+    EXPECT_STREQ(
+        e.what(),
+        "A non-persistent GradientTape can only be used to compute one set of gradients (or jacobians)");
   }
 }
 
@@ -219,7 +220,8 @@ TEST(GradientTape, IntegerWatchLogsTensorFlowsWarningOnceAndGivesNone) {
   tf::Tensor y = x * x;
   EXPECT_FALSE(tape.gradient(y, x).has_value());
   ASSERT_EQ(log.messages.size(), 1u);
-  EXPECT_EQ(log.messages[0], "The dtype of the watched tensor must be floating (e.g. tf.float32), got tf.int32");
+  EXPECT_EQ(log.messages[0],
+            "The dtype of the watched tensor must be floating (e.g. tf.float32), got tf.int32");
 }
 
 TEST(GradientTape, IntegerCastCutsThePath) {
@@ -354,7 +356,8 @@ TEST(GradientRegistry, RegisterGradientReplacesAndNoGradientDisables) {
     EXPECT_FALSE(tape.gradient(tf::sin(x), x).has_value());
   }
   // Restore the real gradient for the other tests: dx = dy * cos(x).
-  tf::register_gradient("Sin", [](const tf::GradContext& c) -> tf::Grads { return {c.dy() * tf::cos(c.input(0))}; });
+  tf::register_gradient("Sin",
+                        [](const tf::GradContext& c) -> tf::Grads { return {c.dy() * tf::cos(c.input(0))}; });
   tf::GradientTape tape;
   EXPECT_FLOAT_EQ(value(tape.gradient(tf::sin(x), x)), std::cos(0.5f));
 }
@@ -368,7 +371,9 @@ TEST(GradientRegistry, GradientWithWrongArityIsReported) {
     (void)tape.gradient(y, x);
     FAIL() << "expected InternalError";
   } catch (const tf::InternalError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Recorded operation 'NoGradient' returned too few gradients. Expected 1 but received 0"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr("Recorded operation 'NoGradient' returned too few gradients. Expected 1 but received 0"));
   }
   tf::no_gradient("NoGradient");
 }

@@ -18,7 +18,8 @@ TEST(Allocator, LimitIsCheckedBeforeAllocating) {
     (void)tf::zeros({1000});
     FAIL();
   } catch (const tf::ResourceExhaustedError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("[Fill] allocating 4000 bytes exceeds the allocation limit of 1000 bytes"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("[Fill] allocating 4000 bytes exceeds the allocation limit of 1000 bytes"));
   }
   EXPECT_NO_THROW((void)tf::zeros({250}));
   tf::set_allocation_limit(old);

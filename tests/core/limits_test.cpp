@@ -3,8 +3,8 @@
 // ResourceExhaustedError before allocating (a negative or impossible shape is InvalidArgumentError),
 // whichever op computes the shape; std::bad_alloc never escapes.
 
-#include <gmock/gmock.h>
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -17,7 +17,7 @@ namespace {
 
 using ::testing::HasSubstr;
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();  // 2^63 - 1
-constexpr std::int64_t k62p1 = (std::int64_t{1} << 62) + 1;             // 2^62 + 1
+constexpr std::int64_t k62p1 = (std::int64_t{1} << 62) + 1;              // 2^62 + 1
 // 2^63 + 1 = 3 * 3074457345618258603: a product of two int64 values that overflows int64.
 constexpr std::int64_t kThirdOf63p1 = 3074457345618258603;
 
@@ -43,9 +43,9 @@ void expect_exhausted(F&& f, std::string_view op) {
 TEST(SizeLimits, ShapeRefusesMoreThan2To62Elements) {
   EXPECT_THROW(Shape({kMax}), ResourceExhaustedError);
   EXPECT_THROW(Shape({k62p1}), ResourceExhaustedError);
-  EXPECT_THROW(Shape({3, kThirdOf63p1}), ResourceExhaustedError);  // 2^63 + 1
+  EXPECT_THROW(Shape({3, kThirdOf63p1}), ResourceExhaustedError);                                  // 2^63 + 1
   EXPECT_THROW(Shape({std::int64_t{1} << 31, std::int64_t{1} << 31, 2}), ResourceExhaustedError);  // 2^63
-  EXPECT_NO_THROW(Shape({std::int64_t{1} << 62}));  // the limit itself is a valid shape
+  EXPECT_NO_THROW(Shape({std::int64_t{1} << 62}));     // the limit itself is a valid shape
   EXPECT_NO_THROW(Shape({0, std::int64_t{1} << 62}));  // zero elements, the other dims within the limit
   // Even with zero elements the other dims are bounded: kernels multiply partial products of them.
   EXPECT_THROW(Shape({0, kMax}), ResourceExhaustedError);
@@ -56,19 +56,21 @@ TEST(SizeLimits, ShapeRefusesMoreThan2To62Elements) {
 TEST(SizeLimits, TileAtAndAbove2To63) {
   const Tensor one = constant(std::vector<float>{1.f});
   const Tensor three = constant(std::vector<float>{1.f, 2.f, 3.f});
-  expect_exhausted([&] { tile(one, {kMax}); }, "Tile");             // 2^63 - 1
-  expect_exhausted([&] { tile(three, {kThirdOf63p1}); }, "Tile");   // 2^63 + 1: overflows int64
-  expect_exhausted([&] { tile(one, {k62p1}); }, "Tile");            // 2^62 + 1
+  expect_exhausted([&] { tile(one, {kMax}); }, "Tile");            // 2^63 - 1
+  expect_exhausted([&] { tile(three, {kThirdOf63p1}); }, "Tile");  // 2^63 + 1: overflows int64
+  expect_exhausted([&] { tile(one, {k62p1}); }, "Tile");           // 2^62 + 1
 }
 
 TEST(SizeLimits, BroadcastToAndReshapeAtAndAbove2To63) {
   const Tensor one = constant(std::vector<float>{1.f});
   // The public API takes a Shape, which refuses these itself; the raw entry point takes the dims
   // as a list and reports them under the op's name.
-  for (const std::vector<std::int64_t>& dims :
-       {std::vector<std::int64_t>{kMax}, {3, kThirdOf63p1}, {k62p1}})
-    expect_exhausted([&] { raw_ops::call("BroadcastTo", std::vector<Tensor>{one}, {{"shape", dims}}); },
-                     "BroadcastTo");
+  for (const std::vector<std::int64_t>& dims : {std::vector<std::int64_t>{kMax}, {3, kThirdOf63p1}, {k62p1}})
+    expect_exhausted(
+        [&] {
+          raw_ops::call("BroadcastTo", std::vector<Tensor>{one}, {{"shape", dims}});
+        },
+        "BroadcastTo");
   for (const std::vector<std::int64_t>& dims :
        {std::vector<std::int64_t>{kMax}, {3, kThirdOf63p1}, {k62p1}, {-1, kMax, 2}})
     // Reshape keeps the element count, so such a target is impossible, not merely too large:
@@ -114,11 +116,14 @@ TEST(SizeLimits, IntegerArithmeticWrapsLikeTensorFlowInsteadOfOverflowing) {
   // Computed in unsigned arithmetic (signed overflow would be undefined behaviour; UBSan checks).
   constexpr std::int32_t kMax32 = std::numeric_limits<std::int32_t>::max();
   constexpr std::int32_t kMin32 = std::numeric_limits<std::int32_t>::min();
-  EXPECT_EQ((constant(std::vector<std::int32_t>{kMax32}) + constant(std::vector<std::int32_t>{1})).to_vector<std::int32_t>(),
+  EXPECT_EQ((constant(std::vector<std::int32_t>{kMax32}) + constant(std::vector<std::int32_t>{1}))
+                .to_vector<std::int32_t>(),
             std::vector<std::int32_t>{kMin32});
-  EXPECT_EQ((constant(std::vector<std::int32_t>{kMin32}) - constant(std::vector<std::int32_t>{1})).to_vector<std::int32_t>(),
+  EXPECT_EQ((constant(std::vector<std::int32_t>{kMin32}) - constant(std::vector<std::int32_t>{1}))
+                .to_vector<std::int32_t>(),
             std::vector<std::int32_t>{kMax32});
-  EXPECT_EQ((constant(std::vector<std::int64_t>{kMax}) * constant(std::vector<std::int64_t>{2})).to_vector<std::int64_t>(),
+  EXPECT_EQ((constant(std::vector<std::int64_t>{kMax}) * constant(std::vector<std::int64_t>{2}))
+                .to_vector<std::int64_t>(),
             std::vector<std::int64_t>{-2});
 }
 

@@ -10,7 +10,9 @@ namespace tf = tapeflow;
 
 TEST(Version, LibraryReportsTheHeadersVersion) {
   const std::string expected = std::to_string(TAPEFLOW_VERSION_MAJOR) + "." +
-                               std::to_string(TAPEFLOW_VERSION_MINOR) + "." + std::to_string(TAPEFLOW_VERSION_PATCH);
+                               std::to_string(TAPEFLOW_VERSION_MINOR) + "." +
+                               std::to_string(TAPEFLOW_VERSION_PATCH);
   EXPECT_EQ(tf::version(), expected);
-  EXPECT_EQ(TAPEFLOW_VERSION, TAPEFLOW_VERSION_MAJOR * 10000 + TAPEFLOW_VERSION_MINOR * 100 + TAPEFLOW_VERSION_PATCH);
+  EXPECT_EQ(TAPEFLOW_VERSION,
+            TAPEFLOW_VERSION_MAJOR * 10000 + TAPEFLOW_VERSION_MINOR * 100 + TAPEFLOW_VERSION_PATCH);
 }

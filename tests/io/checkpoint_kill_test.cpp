@@ -35,7 +35,8 @@ constexpr std::int64_t kElements = 1 << 20;  // 4 MiB per variable: a save takes
 /// Two variables whose every element holds `step`: a restored file is consistent if all
 /// elements of both agree.
 tf::NamedVariables state(float step) {
-  return {{"a", tf::Variable(tf::fill({kElements}, step))}, {"b", tf::Variable(tf::fill({kElements / 2}, -step))}};
+  return {{"a", tf::Variable(tf::fill({kElements}, step))},
+          {"b", tf::Variable(tf::fill({kElements / 2}, -step))}};
 }
 
 /// Starts the writer process on `path`; it writes one byte to `report_fd` per finished save.

@@ -86,7 +86,8 @@ TEST(ShuffledIndices, OrderIsPinnedAcrossPlatforms) {
   // The generator is part of the API (SplitMix64 + unbiased Fisher-Yates): these values must not
   // change with the compiler or standard library.
   EXPECT_EQ(tf::data::shuffled_indices(10, 0, 0), (std::vector<std::int64_t>{8, 7, 6, 5, 3, 9, 2, 4, 1, 0}));
-  EXPECT_EQ(tf::data::shuffled_indices(10, 12345, 4), (std::vector<std::int64_t>{1, 2, 8, 9, 0, 5, 4, 3, 6, 7}));
+  EXPECT_EQ(tf::data::shuffled_indices(10, 12345, 4),
+            (std::vector<std::int64_t>{1, 2, 8, 9, 0, 5, 4, 3, 6, 7}));
 }
 
 TEST(ShuffledIndices, AllPermutationsOfThreeAreAboutEquallyLikely) {
@@ -191,7 +192,8 @@ TEST(BatchIterator, EmptyDataGivesNoBatches) {
 
 TEST(BatchIterator, KeepsTrailingDimsAndDtypes) {
   const tf::Tensor images = tf::random::uniform({6, 4, 4, 1}, 0, 1, tf::float64, 3);
-  const tf::Tensor masks = tf::constant(std::vector<bool>{true, false, true, true, false, false}, tf::Shape{6});
+  const tf::Tensor masks =
+      tf::constant(std::vector<bool>{true, false, true, true, false, false}, tf::Shape{6});
   tf::data::BatchIterator it(images, masks, {.batch_size = 4, .shuffle = false});
   const auto b = it.next();
   ASSERT_TRUE(b.has_value());
@@ -215,8 +217,9 @@ TEST(BatchIterator, TooManyEmptyExamplesThrowResourceExhausted) {
 
 TEST(BatchIterator, InvalidArgumentsThrow) {
   const Toy t = toy(4);
-  EXPECT_THAT([&] { tf::data::BatchIterator(t.features, t.labels, {.batch_size = 0}); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("batch_size must be >= 1, got 0")));
+  EXPECT_THAT(
+      [&] { tf::data::BatchIterator(t.features, t.labels, {.batch_size = 0}); },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("batch_size must be >= 1, got 0")));
   EXPECT_THAT([&] { tf::data::BatchIterator(t.features, toy(5).labels); },
               ::testing::ThrowsMessage<tf::InvalidArgumentError>(
                   AllOf(HasSubstr("[BatchIterator]"), HasSubstr("(4, 2)"), HasSubstr("(5,)"))));
@@ -232,7 +235,8 @@ TEST(FashionMnist, ClassNamesAreTheTenClasses) {
 }
 
 TEST(FashionMnist, MissingFilesNameThePackageAndTheInstallCommand) {
-  const std::string dir = (std::filesystem::temp_directory_path() / "tapeflow_no_fashion_mnist_here").string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / "tapeflow_no_fashion_mnist_here").string();
   EXPECT_THAT([&] { tf::data::load_fashion_mnist(dir); },
               ::testing::ThrowsMessage<tf::FailedPreconditionError>(
                   AllOf(HasSubstr("dataset-fashion-mnist"), HasSubstr("apt-get install"), HasSubstr(dir))));

@@ -91,10 +91,13 @@ TEST(Conv2D, MatchesALoopReferenceInFloat64) {
 TEST(Conv2D, OutputShapesFollowPaddingAndStrides) {
   tf::Tensor x = tf::zeros({2, 7, 6, 1});
   EXPECT_EQ(tf::layers::Conv2D(8, {3, 3})(x).shape(), tf::Shape({2, 5, 4, 8}));
-  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, tf::layers::Conv2DOptions{.padding = "same"})(x).shape(), tf::Shape({2, 7, 6, 8}));
-  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, tf::layers::Conv2DOptions{.strides = {2, 2}, .padding = "SAME"})(x).shape(),
+  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, tf::layers::Conv2DOptions{.padding = "same"})(x).shape(),
+            tf::Shape({2, 7, 6, 8}));
+  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, tf::layers::Conv2DOptions{.strides = {2, 2}, .padding = "SAME"})(x)
+                .shape(),
             tf::Shape({2, 4, 3, 8}));
-  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, tf::layers::Conv2DOptions{.strides = {2, 1}})(x).shape(), tf::Shape({2, 3, 4, 8}));
+  EXPECT_EQ(tf::layers::Conv2D(8, {3, 3}, tf::layers::Conv2DOptions{.strides = {2, 1}})(x).shape(),
+            tf::Shape({2, 3, 4, 8}));
 }
 
 TEST(Conv2D, EmptyBatchGivesAnEmptyOutput) {

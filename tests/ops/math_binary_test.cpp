@@ -103,16 +103,18 @@ TEST(IntegerArithmetic, FractionalScalarOperandThrows) {
 // ---- Pow -----------------------------------------------------------------------------------------
 
 TEST(Pow, FloatValues) {
-  EXPECT_THAT(tf::pow(tf::constant({2.f, 9.f, 2.f, 0.f}), tf::constant({3.f, 0.5f, -1.f, 0.f})).to_vector<float>(),
-              ElementsAre(8.f, 3.f, 0.5f, 1.f));
+  EXPECT_THAT(
+      tf::pow(tf::constant({2.f, 9.f, 2.f, 0.f}), tf::constant({3.f, 0.5f, -1.f, 0.f})).to_vector<float>(),
+      ElementsAre(8.f, 3.f, 0.5f, 1.f));
   EXPECT_THAT(tf::pow(tf::constant({-2.0, 4.0}), 2).to_vector<double>(), ElementsAre(4.0, 16.0));
   EXPECT_THAT(tf::pow(2.0, tf::constant({0.0, 10.0})).to_vector<double>(), ElementsAre(1.0, 1024.0));
   EXPECT_TRUE(std::isnan(tf::pow(tf::constant(-2.0), tf::constant(0.5)).item<double>()));
 }
 
 TEST(Pow, IntegerValues) {
-  EXPECT_THAT(tf::pow(tf::constant({2, -3, 0, 5, -1}), tf::constant({10, 3, 0, 1, 7})).to_vector<std::int32_t>(),
-              ElementsAre(1024, -27, 1, 5, -1));
+  EXPECT_THAT(
+      tf::pow(tf::constant({2, -3, 0, 5, -1}), tf::constant({10, 3, 0, 1, 7})).to_vector<std::int32_t>(),
+      ElementsAre(1024, -27, 1, 5, -1));
   EXPECT_EQ(tf::pow(tf::constant(std::int64_t{3}), 39).item<std::int64_t>(), 4052555153018976267);
 }
 
@@ -141,7 +143,8 @@ TEST(Pow, ExponentGradientIsZeroWhereTheBaseIsNotPositive) {
   tf::Tensor z = tf::pow(x, y);
   auto g = tape.gradient(z, std::vector<tf::Source>{x, y});
   EXPECT_THAT(g[0]->to_vector<double>(), ElementsAre(-4.0, 0.0, 12.0));  // y x^(y-1)
-  EXPECT_THAT(g[1]->to_vector<double>(), Pointwise(DoubleNear(1e-12), std::vector<double>{0.0, 0.0, 8.0 * std::log(2.0)}));
+  EXPECT_THAT(g[1]->to_vector<double>(),
+              Pointwise(DoubleNear(1e-12), std::vector<double>{0.0, 0.0, 8.0 * std::log(2.0)}));
 }
 
 TEST(Pow, ZeroUpstreamGradientGivesZeroAtTheSingularBase) {
@@ -207,15 +210,18 @@ TEST(MaximumMinimum, ValuesWithBroadcastingAndScalars) {
 }
 
 TEST(MaximumMinimum, Integers) {
-  EXPECT_THAT(tf::maximum(tf::constant({INT32_MIN, 3}), tf::constant({0, INT32_MAX})).to_vector<std::int32_t>(),
-              ElementsAre(0, INT32_MAX));
-  EXPECT_THAT(tf::minimum(tf::constant({std::int64_t{-5}, std::int64_t{8}}), std::int64_t{1}).to_vector<std::int64_t>(),
+  EXPECT_THAT(
+      tf::maximum(tf::constant({INT32_MIN, 3}), tf::constant({0, INT32_MAX})).to_vector<std::int32_t>(),
+      ElementsAre(0, INT32_MAX));
+  EXPECT_THAT(tf::minimum(tf::constant({std::int64_t{-5}, std::int64_t{8}}), std::int64_t{1})
+                  .to_vector<std::int64_t>(),
               ElementsAre(-5, 1));
 }
 
 TEST(MaximumMinimum, NaNPropagatesFromEitherSide) {
-  for (const auto& v : {tf::maximum(tf::constant({kNaN, 1.0}), tf::constant({1.0, kNaN})).to_vector<double>(),
-                        tf::minimum(tf::constant({kNaN, 1.0}), tf::constant({1.0, kNaN})).to_vector<double>()}) {
+  for (const auto& v :
+       {tf::maximum(tf::constant({kNaN, 1.0}), tf::constant({1.0, kNaN})).to_vector<double>(),
+        tf::minimum(tf::constant({kNaN, 1.0}), tf::constant({1.0, kNaN})).to_vector<double>()}) {
     EXPECT_TRUE(std::isnan(v[0]));
     EXPECT_TRUE(std::isnan(v[1]));
   }
@@ -255,10 +261,13 @@ TEST(MaximumMinimum, GradientLanesNotSelectedAreExactZerosEvenForNaNUpstream) {
 
 TEST(Atan2, AllFourQuadrantsAndAxes) {
   const double pi = std::numbers::pi;
-  EXPECT_THAT(tf::atan2(tf::constant({1.0, 1.0, -1.0, -1.0, 0.0, 1.0}), tf::constant({1.0, -1.0, -1.0, 1.0, -1.0, 0.0}))
+  EXPECT_THAT(tf::atan2(tf::constant({1.0, 1.0, -1.0, -1.0, 0.0, 1.0}),
+                        tf::constant({1.0, -1.0, -1.0, 1.0, -1.0, 0.0}))
                   .to_vector<double>(),
-              Pointwise(DoubleNear(1e-15), std::vector<double>{pi / 4, 3 * pi / 4, -3 * pi / 4, -pi / 4, pi, pi / 2}));
-  EXPECT_FLOAT_EQ(tf::atan2(tf::constant(1.f), tf::constant(std::sqrt(3.f))).item<float>(), static_cast<float>(pi / 6));
+              Pointwise(DoubleNear(1e-15),
+                        std::vector<double>{pi / 4, 3 * pi / 4, -3 * pi / 4, -pi / 4, pi, pi / 2}));
+  EXPECT_FLOAT_EQ(tf::atan2(tf::constant(1.f), tf::constant(std::sqrt(3.f))).item<float>(),
+                  static_cast<float>(pi / 6));
 }
 
 TEST(Atan2, IntegersThrow) {
@@ -301,9 +310,9 @@ namespace {
 
 TEST(MultiplyNoNan, IsZeroWhereverYIsZeroEvenForNaNAndInfX) {
   const double inf = std::numeric_limits<double>::infinity();
-  const std::vector<double> z =
-      tf::multiply_no_nan(tf::constant({kNaN, inf, -inf, 2.0, kNaN}), tf::constant({0.0, 0.0, -0.0, 3.0, 1.0}))
-          .to_vector<double>();
+  const std::vector<double> z = tf::multiply_no_nan(tf::constant({kNaN, inf, -inf, 2.0, kNaN}),
+                                                    tf::constant({0.0, 0.0, -0.0, 3.0, 1.0}))
+                                    .to_vector<double>();
   EXPECT_EQ(z[0], 0.0);
   EXPECT_EQ(z[1], 0.0);
   EXPECT_EQ(z[2], 0.0);

@@ -30,8 +30,8 @@ std::vector<bool> bools(const tf::Tensor& t) {
 // ---- comparisons -------------------------------------------------------------------------------
 
 TEST(Comparison, AllSixWithBroadcasting) {
-  const tf::Tensor x = tf::constant({{1.f, 2.f, 3.f}});   // (1, 3)
-  const tf::Tensor y = tf::constant({{2.f}, {3.f}});       // (2, 1)
+  const tf::Tensor x = tf::constant({{1.f, 2.f, 3.f}});  // (1, 3)
+  const tf::Tensor y = tf::constant({{2.f}, {3.f}});     // (2, 1)
   EXPECT_EQ(tf::equal(x, y).shape(), tf::Shape({2, 3}));
   EXPECT_THAT(bools(tf::equal(x, y)), ElementsAre(false, true, false, false, false, true));
   EXPECT_THAT(bools(tf::not_equal(x, y)), ElementsAre(true, false, true, true, true, false));
@@ -66,7 +66,8 @@ TEST(Comparison, EveryDtype) {
   EXPECT_THAT(bools(tf::constant({1.0, 2.0}) > 1.5), ElementsAre(false, true));
   EXPECT_THAT(bools(tf::constant({std::int64_t{5}, INT64_MIN}) < std::int64_t{0}), ElementsAre(false, true));
   EXPECT_THAT(bools(tf::equal(tf::constant({true, false}), tf::constant(true))), ElementsAre(true, false));
-  EXPECT_THAT(bools(tf::not_equal(tf::constant({true, false}), tf::constant(true))), ElementsAre(false, true));
+  EXPECT_THAT(bools(tf::not_equal(tf::constant({true, false}), tf::constant(true))),
+              ElementsAre(false, true));
 }
 
 TEST(Comparison, OrderingOfBoolsThrows) {
@@ -109,8 +110,8 @@ TEST(Comparison, CarriesNoGradient) {
 // ---- logic ---------------------------------------------------------------------------------------
 
 TEST(Logical, TruthTablesWithBroadcasting) {
-  const tf::Tensor a = tf::constant({{true}, {false}});   // (2, 1)
-  const tf::Tensor b = tf::constant({true, false});       // (2,)
+  const tf::Tensor a = tf::constant({{true}, {false}});  // (2, 1)
+  const tf::Tensor b = tf::constant({true, false});      // (2,)
   EXPECT_THAT(bools(tf::logical_and(a, b)), ElementsAre(true, false, false, false));
   EXPECT_THAT(bools(tf::logical_or(a, b)), ElementsAre(true, true, true, false));
   EXPECT_THAT(bools(tf::logical_xor(a, b)), ElementsAre(false, true, true, false));
@@ -130,28 +131,33 @@ TEST(Logical, NonBoolOperandsThrowNamingTheOp) {
   EXPECT_THAT(msg, HasSubstr("[LogicalAnd]"));
   EXPECT_THAT(msg, HasSubstr("'y' must be a bool tensor, got a int32 tensor of shape (1,)"));
   EXPECT_THAT(error_of([] { tf::logical_not(tf::constant(1.f)); }), HasSubstr("[LogicalNot]"));
-  EXPECT_THAT(error_of([] { tf::logical_xor(tf::constant(1.f), tf::constant(true)); }), HasSubstr("[LogicalXor]"));
-  EXPECT_THAT(error_of([] { tf::logical_or(tf::constant({true, false}), tf::constant({true, false, true})); }),
+  EXPECT_THAT(error_of([] { tf::logical_xor(tf::constant(1.f), tf::constant(true)); }),
+              HasSubstr("[LogicalXor]"));
+  EXPECT_THAT(error_of([] {
+                tf::logical_or(tf::constant({true, false}), tf::constant({true, false, true}));
+              }),
               HasSubstr("LogicalOr"));
 }
 
 // ---- where (SelectV2) ---------------------------------------------------------------------------------
 
 TEST(Where, PicksXWhereTrueAndYElsewhere) {
-  EXPECT_THAT(tf::where(tf::constant({true, false, true}), tf::constant({1.f, 2.f, 3.f}), tf::constant({-1.f, -2.f, -3.f}))
+  EXPECT_THAT(tf::where(tf::constant({true, false, true}), tf::constant({1.f, 2.f, 3.f}),
+                        tf::constant({-1.f, -2.f, -3.f}))
                   .to_vector<float>(),
               ElementsAre(1.f, -2.f, 3.f));
 }
 
 TEST(Where, BroadcastsAllThreeOperands) {
-  const tf::Tensor cond = tf::constant({{true}, {false}});     // (2, 1)
-  const tf::Tensor x = tf::constant({1, 2, 3});                // (3,)
-  const tf::Tensor y = tf::constant(0);                        // ()
+  const tf::Tensor cond = tf::constant({{true}, {false}});  // (2, 1)
+  const tf::Tensor x = tf::constant({1, 2, 3});             // (3,)
+  const tf::Tensor y = tf::constant(0);                     // ()
   const tf::Tensor z = tf::where(cond, x, y);
   EXPECT_EQ(z.shape(), tf::Shape({2, 3}));
   EXPECT_THAT(z.to_vector<std::int32_t>(), ElementsAre(1, 2, 3, 0, 0, 0));
   // The condition alone may set the shape.
-  EXPECT_EQ(tf::where(tf::constant({true, false}), tf::constant(1.0), tf::constant(2.0)).shape(), tf::Shape({2}));
+  EXPECT_EQ(tf::where(tf::constant({true, false}), tf::constant(1.0), tf::constant(2.0)).shape(),
+            tf::Shape({2}));
 }
 
 TEST(Where, EveryDtypeAndEmpty) {
@@ -164,20 +170,23 @@ TEST(Where, EveryDtypeAndEmpty) {
 }
 
 TEST(Where, NonBoolConditionThrows) {
-  const std::string msg = error_of([] { tf::where(tf::constant({1.f}), tf::constant({1.f}), tf::constant({1.f})); });
+  const std::string msg =
+      error_of([] { tf::where(tf::constant({1.f}), tf::constant({1.f}), tf::constant({1.f})); });
   EXPECT_THAT(msg, HasSubstr("[SelectV2]"));
   EXPECT_THAT(msg, HasSubstr("'condition' must be a bool tensor, got a float32 tensor of shape (1,)"));
 }
 
 TEST(Where, MismatchedBranchDtypesThrow) {
-  const std::string msg = error_of([] { tf::where(tf::constant(true), tf::constant(1.f), tf::constant(1.0)); });
+  const std::string msg =
+      error_of([] { tf::where(tf::constant(true), tf::constant(1.f), tf::constant(1.0)); });
   EXPECT_THAT(msg, HasSubstr("[SelectV2]"));
   EXPECT_THAT(msg, HasSubstr("float32 tensor of shape ()"));
   EXPECT_THAT(msg, HasSubstr("float64 tensor of shape ()"));
 }
 
 TEST(Where, IncompatibleShapesThrow) {
-  const std::string msg = error_of([] { tf::where(tf::zeros({3}, tf::bool_), tf::zeros({2}), tf::zeros({2})); });
+  const std::string msg =
+      error_of([] { tf::where(tf::zeros({3}, tf::bool_), tf::zeros({2}), tf::zeros({2})); });
   EXPECT_THAT(msg, HasSubstr("SelectV2"));
   EXPECT_THAT(msg, HasSubstr("(3,)"));
 }
@@ -218,7 +227,8 @@ TEST(Where, DoubleWhereIdiomStillWorks) {
   tf::GradientTape tape;
   tape.watch(x);
   const tf::Tensor positive = x > 0.f;
-  const tf::Tensor z = tf::where(positive, tf::sqrt(tf::where(positive, x, tf::ones_like(x))), tf::zeros_like(x));
+  const tf::Tensor z =
+      tf::where(positive, tf::sqrt(tf::where(positive, x, tf::ones_like(x))), tf::zeros_like(x));
   EXPECT_THAT(tape.gradient(z, x)->to_vector<float>(), ElementsAre(0.f, 0.25f));
 }
 
@@ -395,14 +405,16 @@ TEST(Cast, BoolToAndFromNumbers) {
   EXPECT_THAT(tf::cast(tf::constant({true, false}), tf::float32).to_vector<float>(), ElementsAre(1.f, 0.f));
   EXPECT_THAT(tf::cast(tf::constant({true, false}), tf::int64).to_vector<std::int64_t>(), ElementsAre(1, 0));
   // Nonzero is true; NaN is nonzero.
-  EXPECT_THAT(bools(tf::cast(tf::constant({0.f, -0.f, 2.5f, kNaN}), tf::bool_)), ElementsAre(false, false, true, true));
+  EXPECT_THAT(bools(tf::cast(tf::constant({0.f, -0.f, 2.5f, kNaN}), tf::bool_)),
+              ElementsAre(false, false, true, true));
   EXPECT_THAT(bools(tf::cast(tf::constant({0, -3}), tf::bool_)), ElementsAre(false, true));
 }
 
 TEST(Cast, BetweenIntegerAndFloatWidths) {
   // int64 -> int32 keeps the low 32 bits, as TensorFlow does.
   EXPECT_EQ(tf::cast(tf::constant((std::int64_t{1} << 32) + 5), tf::int32).item<std::int32_t>(), 5);
-  EXPECT_THAT(tf::cast(tf::constant({-7, 16777217}), tf::float32).to_vector<float>(), ElementsAre(-7.f, 16777216.f));
+  EXPECT_THAT(tf::cast(tf::constant({-7, 16777217}), tf::float32).to_vector<float>(),
+              ElementsAre(-7.f, 16777216.f));
   EXPECT_EQ(tf::cast(tf::constant(0.1), tf::float32).item<float>(), 0.1f);
   EXPECT_EQ(tf::cast(tf::constant(1e300), tf::float32).item<float>(), kInf);
   EXPECT_EQ(tf::cast(tf::constant(0.1f), tf::float64).item<double>(), static_cast<double>(0.1f));

@@ -42,21 +42,36 @@ struct UnaryRef {
 
 const std::vector<UnaryRef>& unary_refs() {
   static const std::vector<UnaryRef> refs = {
-      {"Exp", [](const tf::Tensor& x) { return tf::exp(x); }, [](long double v) { return std::exp(v); }, -80, 80},
-      {"Expm1", [](const tf::Tensor& x) { return tf::expm1(x); }, [](long double v) { return std::expm1(v); }, -20, 20},
-      {"Log", [](const tf::Tensor& x) { return tf::log(x); }, [](long double v) { return std::log(v); }, 1e-6, 1e6},
-      {"Log1p", [](const tf::Tensor& x) { return tf::log1p(x); }, [](long double v) { return std::log1p(v); }, -0.99, 100},
-      {"Sqrt", [](const tf::Tensor& x) { return tf::sqrt(x); }, [](long double v) { return std::sqrt(v); }, 0, 1e6},
-      {"Rsqrt", [](const tf::Tensor& x) { return tf::rsqrt(x); }, [](long double v) { return 1 / std::sqrt(v); }, 1e-3, 1e6},
-      {"Sin", [](const tf::Tensor& x) { return tf::sin(x); }, [](long double v) { return std::sin(v); }, -100, 100},
-      {"Cos", [](const tf::Tensor& x) { return tf::cos(x); }, [](long double v) { return std::cos(v); }, -100, 100},
-      {"Tan", [](const tf::Tensor& x) { return tf::tan(x); }, [](long double v) { return std::tan(v); }, -1.5, 1.5},
-      {"Asin", [](const tf::Tensor& x) { return tf::asin(x); }, [](long double v) { return std::asin(v); }, -1, 1},
-      {"Acos", [](const tf::Tensor& x) { return tf::acos(x); }, [](long double v) { return std::acos(v); }, -1, 1},
-      {"Atan", [](const tf::Tensor& x) { return tf::atan(x); }, [](long double v) { return std::atan(v); }, -50, 50},
-      {"Sinh", [](const tf::Tensor& x) { return tf::sinh(x); }, [](long double v) { return std::sinh(v); }, -80, 80},
-      {"Cosh", [](const tf::Tensor& x) { return tf::cosh(x); }, [](long double v) { return std::cosh(v); }, -80, 80},
-      {"Tanh", [](const tf::Tensor& x) { return tf::tanh(x); }, [](long double v) { return std::tanh(v); }, -10, 10},
+      {"Exp", [](const tf::Tensor& x) { return tf::exp(x); }, [](long double v) { return std::exp(v); }, -80,
+       80},
+      {"Expm1", [](const tf::Tensor& x) { return tf::expm1(x); }, [](long double v) { return std::expm1(v); },
+       -20, 20},
+      {"Log", [](const tf::Tensor& x) { return tf::log(x); }, [](long double v) { return std::log(v); }, 1e-6,
+       1e6},
+      {"Log1p", [](const tf::Tensor& x) { return tf::log1p(x); }, [](long double v) { return std::log1p(v); },
+       -0.99, 100},
+      {"Sqrt", [](const tf::Tensor& x) { return tf::sqrt(x); }, [](long double v) { return std::sqrt(v); }, 0,
+       1e6},
+      {"Rsqrt", [](const tf::Tensor& x) { return tf::rsqrt(x); },
+       [](long double v) { return 1 / std::sqrt(v); }, 1e-3, 1e6},
+      {"Sin", [](const tf::Tensor& x) { return tf::sin(x); }, [](long double v) { return std::sin(v); }, -100,
+       100},
+      {"Cos", [](const tf::Tensor& x) { return tf::cos(x); }, [](long double v) { return std::cos(v); }, -100,
+       100},
+      {"Tan", [](const tf::Tensor& x) { return tf::tan(x); }, [](long double v) { return std::tan(v); }, -1.5,
+       1.5},
+      {"Asin", [](const tf::Tensor& x) { return tf::asin(x); }, [](long double v) { return std::asin(v); },
+       -1, 1},
+      {"Acos", [](const tf::Tensor& x) { return tf::acos(x); }, [](long double v) { return std::acos(v); },
+       -1, 1},
+      {"Atan", [](const tf::Tensor& x) { return tf::atan(x); }, [](long double v) { return std::atan(v); },
+       -50, 50},
+      {"Sinh", [](const tf::Tensor& x) { return tf::sinh(x); }, [](long double v) { return std::sinh(v); },
+       -80, 80},
+      {"Cosh", [](const tf::Tensor& x) { return tf::cosh(x); }, [](long double v) { return std::cosh(v); },
+       -80, 80},
+      {"Tanh", [](const tf::Tensor& x) { return tf::tanh(x); }, [](long double v) { return std::tanh(v); },
+       -10, 10},
       {"Sigmoid", [](const tf::Tensor& x) { return tf::sigmoid(x); },
        [](long double v) { return 1 / (1 + std::exp(-v)); }, -30, 30, 4},
       {"Softplus", [](const tf::Tensor& x) { return tf::softplus(x); },
@@ -118,7 +133,8 @@ TEST(UnaryMath, LargeTensorSplitAcrossThreadsMatchesSmallOne) {
 }
 
 TEST(UnaryMath, SpecialValuesFollowC99) {
-  EXPECT_THAT(tf::exp(tf::constant({-kInf, kInf, 0.f, -200.f})).to_vector<float>(), ElementsAre(0.f, kInf, 1.f, 0.f));
+  EXPECT_THAT(tf::exp(tf::constant({-kInf, kInf, 0.f, -200.f})).to_vector<float>(),
+              ElementsAre(0.f, kInf, 1.f, 0.f));
   EXPECT_THAT(tf::log(tf::constant({0.f, kInf, 1.f})).to_vector<float>(), ElementsAre(-kInf, kInf, 0.f));
   EXPECT_TRUE(std::isnan(tf::log(tf::constant(-1.f)).item<float>()));
   EXPECT_TRUE(std::isnan(tf::sqrt(tf::constant(-1.f)).item<float>()));
@@ -143,11 +159,13 @@ TEST(UnaryMath, SinhAndCoshStayFiniteUntilTheTrueOverflow) {
 }
 
 TEST(UnaryMath, TanhSaturatesToPlusMinusOne) {
-  EXPECT_THAT(tf::tanh(tf::constant({-30.f, 30.f, -kInf, kInf})).to_vector<float>(), ElementsAre(-1.f, 1.f, -1.f, 1.f));
+  EXPECT_THAT(tf::tanh(tf::constant({-30.f, 30.f, -kInf, kInf})).to_vector<float>(),
+              ElementsAre(-1.f, 1.f, -1.f, 1.f));
 }
 
 TEST(UnaryMath, SigmoidIsStableForLargeMagnitudes) {
-  const std::vector<float> f = tf::sigmoid(tf::constant({-100.f, -20.f, 0.f, 20.f, 100.f, -kInf, kInf})).to_vector<float>();
+  const std::vector<float> f =
+      tf::sigmoid(tf::constant({-100.f, -20.f, 0.f, 20.f, 100.f, -kInf, kInf})).to_vector<float>();
   EXPECT_FLOAT_EQ(f[0], 3.7200760e-44f);  // exp(-100), a float subnormal: not flushed to 0
   EXPECT_FLOAT_EQ(f[1], 2.0611537e-09f);
   EXPECT_EQ(f[2], 0.5f);
@@ -184,13 +202,16 @@ TEST(UnaryMath, SoftsignTendsToPlusMinusOneAtInfinity) {
 }
 
 TEST(UnaryMath, ReciprocalAndRsqrtValues) {
-  EXPECT_THAT(tf::reciprocal(tf::constant({4.f, -0.5f, 0.f})).to_vector<float>(), ElementsAre(0.25f, -2.f, kInf));
+  EXPECT_THAT(tf::reciprocal(tf::constant({4.f, -0.5f, 0.f})).to_vector<float>(),
+              ElementsAre(0.25f, -2.f, kInf));
   EXPECT_THAT(tf::rsqrt(tf::constant({4.0, 0.25, 0.0})).to_vector<double>(), ElementsAre(0.5, 2.0, INFINITY));
 }
 
 TEST(UnaryMath, AbsOfIntegersWrapsAtTheMinimumLikeTensorFlow) {
-  EXPECT_THAT(tf::abs(tf::constant({-3, 0, 5, INT32_MIN})).to_vector<std::int32_t>(), ElementsAre(3, 0, 5, INT32_MIN));
-  EXPECT_THAT(tf::abs(tf::constant({std::int64_t{-7}, INT64_MAX})).to_vector<std::int64_t>(), ElementsAre(7, INT64_MAX));
+  EXPECT_THAT(tf::abs(tf::constant({-3, 0, 5, INT32_MIN})).to_vector<std::int32_t>(),
+              ElementsAre(3, 0, 5, INT32_MIN));
+  EXPECT_THAT(tf::abs(tf::constant({std::int64_t{-7}, INT64_MAX})).to_vector<std::int64_t>(),
+              ElementsAre(7, INT64_MAX));
   EXPECT_THAT(tf::abs(tf::constant({-1.5, -0.0, 2.0})).to_vector<double>(), ElementsAre(1.5, 0.0, 2.0));
 }
 
@@ -199,7 +220,8 @@ TEST(UnaryMath, SignOfFloatsAndIntegers) {
   EXPECT_THAT(std::vector<float>(f.begin(), f.end() - 1), ElementsAre(-1.f, 0.f, 1.f, -1.f));
   EXPECT_TRUE(std::isnan(f.back()));  // as in TensorFlow
   EXPECT_THAT(tf::sign(tf::constant({-5, 0, 7})).to_vector<std::int32_t>(), ElementsAre(-1, 0, 1));
-  EXPECT_THAT(tf::sign(tf::constant({INT64_MIN, std::int64_t{9}})).to_vector<std::int64_t>(), ElementsAre(-1, 1));
+  EXPECT_THAT(tf::sign(tf::constant({INT64_MIN, std::int64_t{9}})).to_vector<std::int64_t>(),
+              ElementsAre(-1, 1));
 }
 
 TEST(UnaryMath, SquareOfIntegersWrapsInsteadOfOverflowing) {
@@ -364,15 +386,17 @@ TEST(UnaryMath, ForwardModeZeroTangentAtASingularPointIsZero) {
 TEST(ClipByValue, ClipsToScalarBounds) {
   EXPECT_THAT(tf::clip_by_value(tf::constant({-3.f, 0.5f, 7.f}), -1, 2).to_vector<float>(),
               ElementsAre(-1.f, 0.5f, 2.f));
-  EXPECT_THAT(tf::clip_by_value(tf::constant({-3, 1, 7}), 0, 5).to_vector<std::int32_t>(), ElementsAre(0, 1, 5));
-  EXPECT_THAT(tf::clip_by_value(tf::constant({std::int64_t{-3}, std::int64_t{9}}), 0, 5).to_vector<std::int64_t>(),
-              ElementsAre(0, 5));
+  EXPECT_THAT(tf::clip_by_value(tf::constant({-3, 1, 7}), 0, 5).to_vector<std::int32_t>(),
+              ElementsAre(0, 1, 5));
+  EXPECT_THAT(
+      tf::clip_by_value(tf::constant({std::int64_t{-3}, std::int64_t{9}}), 0, 5).to_vector<std::int64_t>(),
+      ElementsAre(0, 5));
 }
 
 TEST(ClipByValue, BoundsBroadcastToTheShapeOfX) {
   const tf::Tensor x = tf::constant({{-5.0, 0.0, 5.0}, {-5.0, 0.0, 5.0}});
-  const tf::Tensor lo = tf::constant({-1.0, 1.0, -1.0});   // per column
-  const tf::Tensor hi = tf::constant({{2.0}, {4.0}});      // per row
+  const tf::Tensor lo = tf::constant({-1.0, 1.0, -1.0});  // per column
+  const tf::Tensor hi = tf::constant({{2.0}, {4.0}});     // per row
   EXPECT_THAT(tf::clip_by_value(x, lo, hi).to_vector<double>(), ElementsAre(-1.0, 1.0, 2.0, -1.0, 1.0, 4.0));
 }
 

@@ -68,26 +68,35 @@ TEST(Optimizer, NoGradientsForAnyVariableThrowsKerasMessage) {
   tf::Variable k = keras_var(tf::zeros({2, 2}), "kernel");
   tf::Variable b = keras_var(tf::zeros({2}), "bias");
   tf::optim::SGD opt(0.1);
-  EXPECT_THAT([&] { opt.apply_gradients({std::nullopt, std::nullopt}, {k, b}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  HasSubstr("No gradients provided for any variable: (['kernel', 'bias'],)")));
+  EXPECT_THAT(
+      [&] {
+        opt.apply_gradients({std::nullopt, std::nullopt}, {k, b});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("No gradients provided for any variable: (['kernel', 'bias'],)")));
   EXPECT_EQ(opt.iterations().value().item<std::int64_t>(), 0);
 }
 
 TEST(Optimizer, GradientCountMustMatchVariableCount) {
   tf::Variable k = keras_var(tf::zeros({2}), "kernel");
   tf::optim::SGD opt(0.1);
-  EXPECT_THAT([&] { opt.apply_gradients({tf::zeros({2}), tf::zeros({2})}, {k}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("2 gradients for 1 variables")));
+  EXPECT_THAT(
+      [&] {
+        opt.apply_gradients({tf::zeros({2}), tf::zeros({2})}, {k});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("2 gradients for 1 variables")));
 }
 
 TEST(Optimizer, GradientShapeMismatchNamesVariableAndShapesAndChangesNothing) {
   tf::Variable k = keras_var(tf::ones({3, 2}), "kernel");
   tf::Variable b = keras_var(tf::ones({2}), "bias");
   tf::optim::SGD opt(0.1);
-  EXPECT_THAT([&] { opt.apply_gradients({tf::ones({3, 2}), tf::ones({2, 3})}, {k, b}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[SGD]"), HasSubstr("'bias'"), HasSubstr("(2, 3)"), HasSubstr("(2,)"))));
+  EXPECT_THAT(
+      [&] {
+        opt.apply_gradients({tf::ones({3, 2}), tf::ones({2, 3})}, {k, b});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[SGD]"), HasSubstr("'bias'"), HasSubstr("(2, 3)"), HasSubstr("(2,)"))));
   // The check runs before any update: the kernel, whose gradient was fine, is unchanged too.
   EXPECT_EQ(k.value().values<float>()[0], 1.0f);
 }
@@ -96,8 +105,8 @@ TEST(Optimizer, GradientDtypeMismatchThrows) {
   tf::Variable k = keras_var(tf::ones({2}), "kernel");
   tf::optim::Adam opt;
   EXPECT_THAT([&] { opt.apply_gradients({tf::ones({2}, tf::DType::Float64)}, {k}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Adam]"), HasSubstr("'kernel'"), HasSubstr("float64"), HasSubstr("float32"))));
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Adam]"), HasSubstr("'kernel'"),
+                                                            HasSubstr("float64"), HasSubstr("float32"))));
 }
 
 TEST(Optimizer, IntegerVariablesCannotBeOptimized) {
@@ -156,7 +165,8 @@ TEST(Optimizer, SlotLooksUpAVariablesSlotByName) {
   EXPECT_THAT([&] { (void)opt.slot(w, "momentum"); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("no slot 'momentum'")));
   tf::Variable other = keras_var(tf::constant({0.0}), "other");
-  EXPECT_THAT([&] { (void)opt.slot(other, "m"); }, ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("no slots yet")));
+  EXPECT_THAT([&] { (void)opt.slot(other, "m"); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("no slots yet")));
 }
 
 TEST(Optimizer, UpdatesAreNotRecordedOnALiveTape) {
@@ -211,7 +221,8 @@ TEST(OptimizerValidation, EpsilonAndWeightDecayMustBeNonNegative) {
 
 TEST(OptimizerValidation, AtMostOneClipOptionAndPositive) {
   EXPECT_THAT([] { tf::optim::SGD(0.1, 0, false, {.clipnorm = 1.0, .global_clipnorm = 1.0}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("only one of clipnorm, clipvalue and global_clipnorm")));
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  HasSubstr("only one of clipnorm, clipvalue and global_clipnorm")));
   EXPECT_THAT([] { tf::optim::SGD(0.1, 0, false, {.clipnorm = 0.0}); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("clipnorm must be positive")));
 }
@@ -220,11 +231,13 @@ TEST(OptimizerValidation, AtMostOneClipOptionAndPositive) {
 
 TEST(ClipByNorm, ScalesDownToTheClipNorm) {
   // |[3, 4]| = 5 > 2.5: scaled by 2.5 / 5
-  EXPECT_THAT(tf::optim::clip_by_norm(tf::constant({3.0, 4.0}), 2.5).to_vector<double>(), ElementsAre(1.5, 2.0));
+  EXPECT_THAT(tf::optim::clip_by_norm(tf::constant({3.0, 4.0}), 2.5).to_vector<double>(),
+              ElementsAre(1.5, 2.0));
 }
 
 TEST(ClipByNorm, LeavesSmallerNormsUnchanged) {
-  EXPECT_THAT(tf::optim::clip_by_norm(tf::constant({{3.f}, {4.f}}), 10.0).to_vector<float>(), ElementsAre(3.f, 4.f));
+  EXPECT_THAT(tf::optim::clip_by_norm(tf::constant({{3.f}, {4.f}}), 10.0).to_vector<float>(),
+              ElementsAre(3.f, 4.f));
 }
 
 TEST(ClipByNorm, ZeroAndEmptyTensorsStayAsTheyAre) {
@@ -245,14 +258,17 @@ TEST(ClipByNorm, GradientOfZeroTensorIsFinite) {
 TEST(ClipByNorm, RejectsNegativeClipNormAndIntegers) {
   EXPECT_THAT([] { tf::optim::clip_by_norm(tf::ones({2}), -1.0); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[ClipByNorm] clip_norm")));
-  EXPECT_THAT([] { tf::optim::clip_by_norm(tf::constant({1, 2}), 1.0); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("int32")));
+  EXPECT_THAT(
+      [] {
+        tf::optim::clip_by_norm(tf::constant({1, 2}), 1.0);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("int32")));
 }
 
 TEST(ClipByGlobalNorm, ScalesAllTensorsTogetherAndPassesMissingOnes) {
   // global norm = sqrt(3^2 + 0^2 + 4^2) = 5; scale 2.5 / 5 = 0.5
-  auto [clipped, norm] = tf::optim::clip_by_global_norm(
-      {tf::constant({3.0, 0.0}), std::nullopt, tf::constant({4.0})}, 2.5);
+  auto [clipped, norm] =
+      tf::optim::clip_by_global_norm({tf::constant({3.0, 0.0}), std::nullopt, tf::constant({4.0})}, 2.5);
   EXPECT_DOUBLE_EQ(norm.item<double>(), 5.0);
   ASSERT_EQ(clipped.size(), 3u);
   EXPECT_THAT(clipped[0]->to_vector<double>(), ElementsAre(1.5, 0.0));

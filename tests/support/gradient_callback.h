@@ -14,11 +14,11 @@ namespace tapeflow::testing {
 inline Tensor square_calling(const Tensor& x, std::function<void()> inside) {
   return custom_gradient({x}, [inside](const std::vector<Tensor>& in) {
     Tensor x0 = in[0];
-    return CustomGradientResult{{x0 * x0},
-                                [inside, x0](const std::vector<Tensor>& dy, const std::vector<Variable>&) -> Grads {
-                                  inside();
-                                  return {dy[0] * 2.0f * x0};
-                                }};
+    return CustomGradientResult{
+        {x0 * x0}, [inside, x0](const std::vector<Tensor>& dy, const std::vector<Variable>&) -> Grads {
+          inside();
+          return {dy[0] * 2.0f * x0};
+        }};
   })[0];
 }
 

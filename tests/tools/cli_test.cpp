@@ -450,7 +450,8 @@ TEST(CliTrain, GradientReportOfTheFirstStepListsEveryVariable) {
   EXPECT_THAT(report, HasSubstr("gradient norm"));
   // The MLP's six variables (three kernels, three biases), each with a norm: none is missing.
   std::size_t ok_rows = 0;
-  for (std::size_t at = report.find(" ok\n"); at != std::string::npos; at = report.find(" ok\n", at + 1)) ++ok_rows;
+  for (std::size_t at = report.find(" ok\n"); at != std::string::npos; at = report.find(" ok\n", at + 1))
+    ++ok_rows;
   EXPECT_EQ(ok_rows, 6u) << report;
 }
 

@@ -38,9 +38,9 @@ class StepSeededDropout : public layers::Layer {
 
 /// A classifier of 28x28x1 images into 10 classes: `net(x, training)` gives logits (batch, 10).
 struct Model {
-  std::string kind;                                           // "mlp" or "cnn"
-  std::shared_ptr<layers::Sequential> net;                    // the layers, in order
-  std::vector<std::shared_ptr<StepSeededDropout>> dropouts;   // to reseed at each step
+  std::string kind;                                          // "mlp" or "cnn"
+  std::shared_ptr<layers::Sequential> net;                   // the layers, in order
+  std::vector<std::shared_ptr<StepSeededDropout>> dropouts;  // to reseed at each step
 
   /// Reseeds every dropout layer for step `step` of epoch `epoch` (call before the step).
   void start_step(std::int64_t epoch, std::int64_t step);

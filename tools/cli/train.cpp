@@ -382,7 +382,9 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
         GradientTape tape(TapeOptions{.persistent = report});
         logits = (*model.net)(b->features, /*training=*/true);
         loss = losses::sparse_categorical_crossentropy(b->labels, logits, /*from_logits=*/true);
-        if (report) out << "gradient report of the first step:\n" << tape.gradient_report(loss, vars).to_string() << "\n";
+        if (report)
+          out << "gradient report of the first step:\n"
+              << tape.gradient_report(loss, vars).to_string() << "\n";
         grads = tape.gradient(loss, vars);
       }
       optimizer->apply_gradients(grads, vars);

@@ -23,10 +23,10 @@ namespace tapeflow {
 class Scalar {
  public:
   template <class T>
-    requires std::is_arithmetic_v<T>
-  Scalar(T v)
+  requires std::is_arithmetic_v<T> Scalar(T v)
       // NOTE: only an integral v is converted to int64: a double like 1e300 has no int64 value (UB).
-      : is_integer_(std::is_integral_v<T>), i_(std::is_integral_v<T> ? static_cast<std::int64_t>(v) : 0),
+      : is_integer_(std::is_integral_v<T>),
+        i_(std::is_integral_v<T> ? static_cast<std::int64_t>(v) : 0),
         d_(static_cast<double>(v)) {}
   /// This number as a scalar tensor of `dtype`; `op` names the op in errors.
   Tensor as(DType dtype, std::string_view op) const;
@@ -45,8 +45,8 @@ Tensor multiply(const Tensor& x, const Tensor& y);  ///< Mul
 /// TensorFlow's multiply_no_nan. (The masked lanes of where() need no such care in gradients:
 /// see docs/ARCHITECTURE.md, "Masked lanes stay zero".)
 Tensor multiply_no_nan(const Tensor& x, const Tensor& y);
-Tensor divide(const Tensor& x, const Tensor& y);    ///< RealDiv (floats), FloorDiv-free: ints divide truncating
-Tensor negative(const Tensor& x);                   ///< Neg
+Tensor divide(const Tensor& x, const Tensor& y);  ///< RealDiv (floats), FloorDiv-free: ints divide truncating
+Tensor negative(const Tensor& x);                 ///< Neg
 /// Pow: x^y for floats and integers. An integer raised to a negative integer power throws
 /// InvalidArgumentError (as in TensorFlow); integer overflow wraps. The gradient for y is 0
 /// where x <= 0 (TensorFlow's convention).

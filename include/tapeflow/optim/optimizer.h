@@ -138,7 +138,8 @@ class Optimizer {
 /// Slot (only when momentum > 0): "momentum". learning_rate > 0, momentum in [0, 1].
 class SGD : public Optimizer {
  public:
-  explicit SGD(double learning_rate = 0.01, double momentum = 0.0, bool nesterov = false, ClipOptions clip = {});
+  explicit SGD(double learning_rate = 0.01, double momentum = 0.0, bool nesterov = false,
+               ClipOptions clip = {});
   double momentum() const { return momentum_; }
   bool nesterov() const { return nesterov_; }
 

@@ -143,12 +143,13 @@ void col2im_add(const T* cols, std::int64_t images, const WindowGeometry& g, T* 
 template <class T>
 struct WindowArgmax {
   explicit WindowArgmax(const WindowGeometry& g)
-      : max(static_cast<std::size_t>(g.c)), pos(static_cast<std::size_t>(g.c)),
+      : max(static_cast<std::size_t>(g.c)),
+        pos(static_cast<std::size_t>(g.c)),
         offset(static_cast<std::size_t>(g.window_positions())) {}
   std::vector<T> max;
-  std::vector<std::int32_t> pos;      // index into offset of the first maximum
-  std::vector<std::int64_t> offset;   // flat offset (within one image) of each window element
-  bool empty = false;                 // no input element (cannot happen for TensorFlow's padding)
+  std::vector<std::int32_t> pos;     // index into offset of the first maximum
+  std::vector<std::int64_t> offset;  // flat offset (within one image) of each window element
+  bool empty = false;                // no input element (cannot happen for TensorFlow's padding)
 
   /// Flat input index (within one image) of channel ci's first maximum, or -1 for an empty window.
   std::int64_t index(std::int64_t ci) const {
@@ -162,7 +163,8 @@ struct WindowArgmax {
 /// floats' lanes): one channel at a time, with stride c, made max pooling cost more than the
 /// CNN's GEMMs.
 template <class T>
-void window_argmax(const T* xi, const WindowGeometry& g, std::int64_t oy, std::int64_t ox, WindowArgmax<T>& out) {
+void window_argmax(const T* xi, const WindowGeometry& g, std::int64_t oy, std::int64_t ox,
+                   WindowArgmax<T>& out) {
   const std::int64_t c = g.c;
   T* __restrict m = out.max.data();
   std::int32_t* __restrict pos = out.pos.data();
@@ -237,7 +239,8 @@ void max_pool_grad_grad(const T* x, const T* ddx, const WindowGeometry& g, T* y)
     T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
     for (std::int64_t ox = 0; ox < g.ow; ++ox) {
       window_argmax(xi, g, oy, ox, argmax);
-      for (std::int64_t ci = 0; ci < g.c; ++ci) yr[ox * g.c + ci] = argmax.empty ? T(0) : ddxi[argmax.index(ci)];
+      for (std::int64_t ci = 0; ci < g.c; ++ci)
+        yr[ox * g.c + ci] = argmax.empty ? T(0) : ddxi[argmax.index(ci)];
     }
   });
 }
@@ -250,7 +253,8 @@ void max_pool(const T* x, const WindowGeometry& g, T* y) {
     T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
     for (std::int64_t ox = 0; ox < g.ow; ++ox) {
       window_argmax(xi, g, oy, ox, argmax);
-      for (std::int64_t ci = 0; ci < g.c; ++ci) yr[ox * g.c + ci] = argmax.empty ? T(0) : argmax.max[static_cast<std::size_t>(ci)];
+      for (std::int64_t ci = 0; ci < g.c; ++ci)
+        yr[ox * g.c + ci] = argmax.empty ? T(0) : argmax.max[static_cast<std::size_t>(ci)];
     }
   });
 }
