@@ -15,6 +15,13 @@ install(TARGETS tapeflow EXPORT tapeflowTargets
 install(DIRECTORY include/tapeflow DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 install(EXPORT tapeflowTargets NAMESPACE tapeflow:: DESTINATION ${TAPEFLOW_CMAKE_DIR})
 
+# A static library's link interface carries its private dependencies (find_dependency finds
+# them again); a shared one carries only Threads.
+if(BUILD_SHARED_LIBS)
+  set(TAPEFLOW_CONFIG_FINDS_PRIVATE_DEPENDENCIES OFF)
+else()
+  set(TAPEFLOW_CONFIG_FINDS_PRIVATE_DEPENDENCIES ON)
+endif()
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/tapeflowConfig.cmake.in
                               ${CMAKE_CURRENT_BINARY_DIR}/tapeflowConfig.cmake INSTALL_DESTINATION ${TAPEFLOW_CMAKE_DIR})
 # 0.x: a minor version may break the API, so only the same major.minor is compatible.
@@ -40,3 +47,6 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tapeflow.pc DESTINATION ${CMAKE_INSTAL
 if(TARGET tapeflow_cli)
   install(TARGETS tapeflow_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+
+# The Debian package (cpack -G DEB, scripts/package.sh).
+include(${CMAKE_CURRENT_LIST_DIR}/package.cmake)

@@ -24,7 +24,7 @@ scripts/bench_setup.sh
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake --preset bench -DTAPEFLOW_BUILD_TESTS=OFF -DTAPEFLOW_BUILD_EXAMPLES=OFF "${launcher[@]}" >/dev/null
-cmake --build build/bench -j"$(nproc)" --target compare
+cmake --build build/bench -j"$(nproc)" --target tapeflow_bench_compare
 bin=build/bench/bench/compare/compare
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(uptime)"

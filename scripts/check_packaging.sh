@@ -4,7 +4,11 @@
 #      configured with find_package(tapeflow 0.1 CONFIG REQUIRED), built and run;
 #   2. the same program compiled and linked with `pkg-config --cflags --libs tapeflow`;
 #   3. tests/consumer/add_subdirectory: tapeflow as a subproject beside a target named `demo`
-#      (only the library is built, no name collides).
+#      (only the library is built, no name collides);
+#   4. the Debian package (scripts/package.sh: shared library, portable code): the examples' golden
+#      tests pass against the shared library, the .so has its SONAME and exports only the public
+#      API, the .deb holds what it should (dpkg-deb -c) with Depends on the runtime packages, and
+#      the find_package and pkg-config consumers build and run against the unpacked package.
 # Each program must print the gradient 6.0, and no compile line of a consumer's own source may
 # carry tapeflow's warning or -march flags.
 #   scripts/check_packaging.sh [BUILD_DIR]   # default build/release, already built
@@ -63,4 +67,45 @@ cmake --build "$work/add_subdirectory" --verbose -j"$(nproc)" >"$work/add_subdir
 no_leaked_flags "$work/add_subdirectory.build.log"
 [ ! -e "$work/add_subdirectory/tapeflow/tests" ] || fail "the subproject built its tests"
 expect_gradient "$work/add_subdirectory/demo"
-echo "check_packaging: 3 consumers built and ran (find_package, pkg-config, add_subdirectory)"
+
+echo "check_packaging: the Debian package"
+deb="$(scripts/package.sh | tail -1)"
+ctest --test-dir build/package --output-on-failure -j"$(nproc)" -R '^(examples|seeds)\.' >"$work/package.ctest.log" ||
+  fail "the examples' golden tests failed against the shared library: $work/package.ctest.log"
+dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$work/deb.contents"
+version="$(dpkg-deb -f "$deb" Version)"
+soname="libtapeflow.so.${version%.*}"
+for f in "/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/$soname" /usr/include/tapeflow/tapeflow.h \
+  /usr/include/tapeflow/ops/math.h /usr/bin/tapeflow; do
+  grep -qxF "$f" "$work/deb.contents" || fail "$deb lacks $f"
+done
+for f in tapeflowConfig.cmake tapeflowConfigVersion.cmake tapeflowTargets.cmake tapeflow.pc libtapeflow.so; do
+  grep -q "/$f\$" "$work/deb.contents" || fail "$deb lacks $f"
+done
+if grep -E -q '/(tests|fuzz|examples|bench)/|\.a$' "$work/deb.contents"; then fail "$deb holds more than it should"; fi
+depends="$(dpkg-deb -f "$deb" Depends)"
+for p in libc6 libstdc++6 libopenblas libsleef libfmt zlib1g; do
+  grep -q "$p" <<<"$depends" || fail "$deb's Depends lacks $p: $depends"
+done
+rm -rf "$work/deb" && dpkg-deb -x "$deb" "$work/deb"
+lib="$(find "$work/deb" -name "$soname")"
+[ "$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')" = "$soname" ] || fail "$lib: SONAME is not $soname"
+# Exported: the public API only. The kernels (tapeflow::cpu), the tape's internals
+# (tapeflow::autodiff::*State, ...), and the code of the libraries it links statically stay hidden.
+# Every public header declares its API between the pragmas that export it (CMakeLists.txt).
+unexported="$(grep -L -r --include='*.h' 'visibility push(default)' include/tapeflow | grep -v '/tapeflow\.h$' || true)"
+[ -z "$unexported" ] || fail "public headers without '#pragma GCC visibility push(default)': $unexported"
+nm -DC --defined-only "$lib" | awk '{ $1 = ""; $2 = ""; print substr($0, 3) }' >"$work/exported.txt"
+if grep -E '^(tapeflow::cpu|absl::|fmt::|Sleef)' "$work/exported.txt"; then fail "$lib exports internals"; fi
+echo "check_packaging: $(wc -l <"$work/exported.txt") symbols exported by $soname"
+
+cmake -S tests/consumer/find_package -B "$work/deb_find_package" -DCMAKE_PREFIX_PATH="$work/deb/usr" \
+  "${launcher[@]}" >"$work/deb_find_package.configure.log"
+cmake --build "$work/deb_find_package" >"$work/deb_find_package.build.log"
+expect_gradient "$work/deb_find_package/app"
+pc="$(find "$work/deb" -name tapeflow.pc)"
+# shellcheck disable=SC2046  # pkg-config's output is a list of flags
+c++ tests/consumer/main.cpp -o "$work/deb_pkg_config_app" \
+  $(PKG_CONFIG_PATH="$(dirname "$pc")" pkg-config --cflags --libs tapeflow)
+LD_LIBRARY_PATH="$(dirname "$lib")" expect_gradient "$work/deb_pkg_config_app"
+echo "check_packaging: 3 consumers of the install and 2 of the unpacked $(basename "$deb") built and ran"

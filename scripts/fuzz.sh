@@ -29,7 +29,7 @@ if ((build)); then
   launcher=()
   if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
   cmake --preset fuzz -DTAPEFLOW_BUILD_TESTS=OFF -DTAPEFLOW_BUILD_EXAMPLES=OFF "${launcher[@]}" >/dev/null
-  cmake --build --preset fuzz -j"$(nproc)" --target fuzzers
+  cmake --build --preset fuzz -j"$(nproc)" --target tapeflow_fuzzers
 fi
 if ((${#harnesses[@]} == 0)); then
   for src in fuzz/fuzz_*.cpp; do

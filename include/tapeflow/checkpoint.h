@@ -48,6 +48,7 @@
 #include "tapeflow/shape.h"
 #include "tapeflow/variable.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// A list of named variables, the unit a checkpoint saves and restores. Names must be non-empty
@@ -102,3 +103,4 @@ void restore_checkpoint(const std::string& path, const Module& module, RestoreOp
 std::vector<CheckpointEntry> list_checkpoint(const std::string& path);
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -55,6 +55,7 @@
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 struct CustomGradientResult {
@@ -84,3 +85,4 @@ Block recompute_grad(Block f);
 Block grad_pass_through(Block f);
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -22,6 +22,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::data {
 
 /// Reads an IDX file (http://yann.lecun.com/exdb/mnist/ format), gzip-compressed or raw; gzip is
@@ -132,3 +133,4 @@ class BatchIterator {
 };
 
 }  // namespace tapeflow::data
+#pragma GCC visibility pop

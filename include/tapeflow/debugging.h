@@ -6,6 +6,7 @@
 /// relaxed atomic load per op). Gradient computations run ops too, so the backward pass is
 /// checked as well.
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 void enable_check_numerics();
@@ -13,3 +14,4 @@ void disable_check_numerics();
 bool check_numerics_enabled();
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

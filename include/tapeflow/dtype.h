@@ -7,6 +7,7 @@
 #include <string_view>
 #include <type_traits>
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// Element type of a tensor. Names and semantics follow TensorFlow: only float32 and float64
@@ -77,3 +78,4 @@ decltype(auto) visit_dtype(DType d, Fn&& fn) {
 }
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

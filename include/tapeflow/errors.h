@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// Base of every exception tapeflow throws on purpose.
@@ -64,3 +65,4 @@ class InternalError : public Error {
 };
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

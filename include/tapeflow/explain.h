@@ -21,6 +21,7 @@
 #include "tapeflow/dtype.h"
 #include "tapeflow/shape.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// What GradientTape::explain found. The first two have a gradient; every other one is a reason
@@ -112,3 +113,4 @@ struct GradientReport {
 };
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -22,6 +22,7 @@
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 namespace detail {
@@ -49,3 +50,4 @@ class ForwardAccumulator {
 };
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -25,6 +25,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// A gradient result: a tensor, or TensorFlow's None together with why (see above).
@@ -88,3 +89,4 @@ std::string to_string(const Gradient& g);
 std::ostream& operator<<(std::ostream& os, const Gradient& g);
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

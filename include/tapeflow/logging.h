@@ -6,6 +6,7 @@
 #include <functional>
 #include <string_view>
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 enum class LogLevel { Debug, Info, Warning, Error };
@@ -21,3 +22,4 @@ void set_min_log_level(LogLevel level);
 void log(LogLevel level, std::string_view message);
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

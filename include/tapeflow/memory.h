@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// Tensors (and scratch arrays sized from user input, such as shuffled_indices) whose bytes would
@@ -42,3 +43,4 @@ std::int64_t buffer_cache_limit();
 void release_cached_buffers();
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -34,6 +34,7 @@
 
 #include "tapeflow/variable.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 class Module {
@@ -79,3 +80,4 @@ class Module {
 };
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -15,6 +15,7 @@
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// A gradient source: a tensor or a variable (TensorFlow accepts both in one list).
@@ -124,3 +125,4 @@ std::vector<Source> flatten(const S& s) {
 
 }  // namespace nest
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -23,6 +23,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 namespace autodiff {
@@ -94,3 +95,4 @@ GradientStatus gradient_status(std::string_view op);
 std::vector<std::pair<std::string, GradientStatus>> registered_ops();
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

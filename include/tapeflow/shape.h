@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// The largest rank a tensor may have. Kept small so shapes live inline; a larger rank throws.
@@ -63,3 +64,4 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
 int normalize_axis(std::int64_t axis, int rank, std::string_view op);
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -51,6 +51,7 @@
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// What gradient() returns for a source not connected to the targets (TensorFlow's
@@ -291,3 +292,4 @@ namespace tapeflow {
 Tensor hessian(const std::function<Tensor(const Tensor&)>& f, const Tensor& x);
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

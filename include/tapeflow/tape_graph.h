@@ -27,6 +27,7 @@
 #include "tapeflow/dtype.h"
 #include "tapeflow/shape.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// Options of GradientTape::to_dot / to_svg / write_svg.
@@ -88,3 +89,4 @@ struct MemoryReport {
 };
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -22,6 +22,7 @@
 #include "tapeflow/errors.h"
 #include "tapeflow/shape.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// Identity of a tensor (or of a variable's handle) on a tape. Unique in the process.
@@ -114,3 +115,4 @@ std::string to_string(const std::optional<Tensor>& t);
 std::ostream& operator<<(std::ostream& os, const std::optional<Tensor>& t);
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -9,6 +9,7 @@
 /// Results are bitwise identical for every thread count. The default is the machine's hardware
 /// concurrency. Setting it affects later ops on every thread of the process.
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// Sets the thread count of tapeflow's pool and of OpenBLAS. Counts above the machine's hardware
@@ -19,3 +20,4 @@ void set_num_threads(int n);
 int num_threads();
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -27,6 +27,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 struct VariableOptions {
@@ -100,3 +101,4 @@ class Variable {
 };
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -13,9 +13,11 @@
 #define TAPEFLOW_VERSION \
   (TAPEFLOW_VERSION_MAJOR * 10000 + TAPEFLOW_VERSION_MINOR * 100 + TAPEFLOW_VERSION_PATCH)
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// The linked library's version, "major.minor.patch".
 std::string_view version();
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

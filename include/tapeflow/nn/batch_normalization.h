@@ -28,6 +28,7 @@
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
 struct BatchNormalizationOptions {
@@ -73,3 +74,4 @@ class BatchNormalization : public Layer {
 };
 
 }  // namespace tapeflow::layers
+#pragma GCC visibility pop

@@ -24,6 +24,7 @@
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
 struct Conv2DOptions {
@@ -87,3 +88,4 @@ class Conv2D : public Layer {
 };
 
 }  // namespace tapeflow::layers
+#pragma GCC visibility pop

@@ -27,6 +27,7 @@
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
 /// An activation function: any callable from tensor to tensor (tf::nn::relu, tf::tanh, a lambda).
@@ -92,3 +93,4 @@ class Dense : public Layer {
 };
 
 }  // namespace tapeflow::layers
+#pragma GCC visibility pop

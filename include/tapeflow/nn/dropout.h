@@ -19,6 +19,7 @@
 #include "tapeflow/nn/layer.h"
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
 class Dropout : public Layer {
@@ -41,3 +42,4 @@ class Dropout : public Layer {
 };
 
 }  // namespace tapeflow::layers
+#pragma GCC visibility pop

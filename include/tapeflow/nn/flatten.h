@@ -11,6 +11,7 @@
 #include "tapeflow/nn/layer.h"
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
 class Flatten : public Layer {
@@ -23,3 +24,4 @@ class Flatten : public Layer {
 };
 
 }  // namespace tapeflow::layers
+#pragma GCC visibility pop

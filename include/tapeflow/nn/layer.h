@@ -15,6 +15,7 @@
 #include "tapeflow/module.h"
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
 class Layer : public Module {
@@ -25,3 +26,4 @@ class Layer : public Module {
 };
 
 }  // namespace tapeflow::layers
+#pragma GCC visibility pop

@@ -17,6 +17,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::losses {
 
 /// Keras's epsilon: probabilities are clipped to [kEpsilon, 1 - kEpsilon] before a log.
@@ -41,3 +42,4 @@ Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from
 Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 
 }  // namespace tapeflow::losses
+#pragma GCC visibility pop

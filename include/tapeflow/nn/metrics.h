@@ -19,6 +19,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::metrics {
 
 /// The (weighted) mean of every value seen (keras.metrics.Mean): total / count.
@@ -93,3 +94,4 @@ class SparseCategoricalAccuracy : public MeanMetricWrapper {
 };
 
 }  // namespace tapeflow::metrics
+#pragma GCC visibility pop

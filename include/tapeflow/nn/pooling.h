@@ -20,6 +20,7 @@
 #include "tapeflow/nn/layer.h"
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
 /// What MaxPool2D and AveragePool2D share: window, strides, padding, validation.
@@ -70,3 +71,4 @@ class AveragePool2D : public Pool2D {
 };
 
 }  // namespace tapeflow::layers
+#pragma GCC visibility pop

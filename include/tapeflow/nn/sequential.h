@@ -20,6 +20,7 @@
 #include "tapeflow/nn/layer.h"
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
 class Sequential : public Layer {
@@ -49,3 +50,4 @@ class Sequential : public Layer {
 };
 
 }  // namespace tapeflow::layers
+#pragma GCC visibility pop

@@ -11,6 +11,7 @@
 #include "tapeflow/ops/reduce.h"
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// New shape with the same element count; one dimension may be -1 (inferred).
@@ -78,3 +79,4 @@ Tensor one_hot(const Tensor& indices, std::int64_t depth, double on_value = 1.0,
                DType dtype = DType::Float32);
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -10,24 +10,30 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
+
+// The constant templates are instantiated in the library for every Element type. GCC gives an
+// instantiation the visibility of the context it is defined in (hidden there), so each
+// declaration carries the attribute that keeps it exported from a shared library.
 
 /// A scalar tensor: constant(3.f) is float32, constant(3.0) float64, constant(3) int32,
 /// constant(int64_t{3}) int64, constant(true) bool.
 template <Element T>
-Tensor constant(T value);
+[[gnu::visibility("default")]] Tensor constant(T value);
 /// A vector: constant({1.f, 2.f}).
 template <Element T>
-Tensor constant(std::initializer_list<T> values);
+[[gnu::visibility("default")]] Tensor constant(std::initializer_list<T> values);
 /// A matrix: constant({{1.f, 2.f}, {3.f, 4.f}}); rows must have equal length.
 template <Element T>
-Tensor constant(std::initializer_list<std::initializer_list<T>> rows);
+[[gnu::visibility("default")]] Tensor constant(std::initializer_list<std::initializer_list<T>> rows);
 /// A rank-3 tensor from nested lists; ragged lists throw InvalidArgumentError.
 template <Element T>
-Tensor constant(std::initializer_list<std::initializer_list<std::initializer_list<T>>> values);
+[[gnu::visibility("default")]] Tensor constant(
+    std::initializer_list<std::initializer_list<std::initializer_list<T>>> values);
 /// Values in row-major order with an explicit shape; the element count must match.
 template <Element T>
-Tensor constant(const std::vector<T>& values, const Shape& shape);
+[[gnu::visibility("default")]] Tensor constant(const std::vector<T>& values, const Shape& shape);
 template <Element T>
 Tensor constant(const std::vector<T>& values) {
   return constant(values, Shape{static_cast<std::int64_t>(values.size())});
@@ -62,3 +68,4 @@ Tensor uniform(const Shape& shape, double minval = 0.0, double maxval = 1.0, DTy
 }  // namespace random
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -4,6 +4,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// Returns a tensor with the same values (a new tensor id). Gradient: passes dy through.
@@ -20,3 +21,4 @@ Tensor no_gradient(const Tensor& x);
 }  // namespace raw_ops
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -4,6 +4,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::image {
 
 /// tf.image.adjust_contrast: for each channel, (x - mean) * contrast_factor + mean, where the
@@ -16,3 +17,4 @@ namespace tapeflow::image {
 Tensor adjust_contrast(const Tensor& images, const Tensor& contrast_factor);
 
 }  // namespace tapeflow::image
+#pragma GCC visibility pop

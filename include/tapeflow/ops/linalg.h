@@ -26,6 +26,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// The matrix product of the last two dimensions: op(a) @ op(b), where op transposes when the
@@ -92,3 +93,4 @@ Tensor einsum(std::string_view equation, const Tensor& a);
 Tensor einsum(std::string_view equation, const Tensor& a, const Tensor& b);
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -16,6 +16,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 /// A C++ number used as an operand next to a tensor; converted to the tensor's dtype (an
@@ -158,3 +159,4 @@ Tensor cast(const Tensor& x, DType dtype);
 bool to_bool(const Tensor& t);
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

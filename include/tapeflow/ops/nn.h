@@ -20,6 +20,7 @@
 #include "tapeflow/ops/math.h"
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::nn {
 
 // ---- activations ---------------------------------------------------------------------------------
@@ -158,3 +159,4 @@ Tensor avg_pool_grad(const Shape& orig_input_shape, const Tensor& grad,
                      std::string_view padding);
 
 }  // namespace tapeflow::raw_ops
+#pragma GCC visibility pop

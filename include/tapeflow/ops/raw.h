@@ -21,6 +21,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::raw_ops {
 
 /// One attribute value: a bool, an int, a float, a string (padding), a list of ints, a dtype or
@@ -39,3 +40,4 @@ std::vector<Tensor> call(std::string_view op, std::span<const Tensor> inputs, co
 std::vector<std::string> callable_ops();
 
 }  // namespace tapeflow::raw_ops
+#pragma GCC visibility pop

@@ -22,6 +22,7 @@
 
 #include "tapeflow/tensor.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
 using Axes = std::vector<std::int64_t>;
@@ -59,3 +60,4 @@ Tensor argmax(const Tensor& x, std::int64_t axis = 0);
 Tensor argmin(const Tensor& x, std::int64_t axis = 0);
 
 }  // namespace tapeflow
+#pragma GCC visibility pop

@@ -32,6 +32,7 @@
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::optim {
 
 /// `t * clip_norm / max(l2norm(t), clip_norm)`: `t` rescaled so that its L2 norm (over all
@@ -227,3 +228,4 @@ class RMSprop : public Optimizer {
 };
 
 }  // namespace tapeflow::optim
+#pragma GCC visibility pop
