@@ -36,8 +36,11 @@
 
 namespace tapeflow {
 
+/// A named collection of variables and sub-modules (tf.Module): subclass it and register what
+/// the subclass owns with track() (see the example above). Layers and models are Modules.
 class Module {
  public:
+  /// An empty module named `name`.
   explicit Module(std::string name = "module");
   virtual ~Module() = default;
   Module(const Module&) = delete;
