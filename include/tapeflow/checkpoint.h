@@ -69,7 +69,7 @@ struct CheckpointEntry {
   std::string name;
   DType dtype;
   Shape shape;
-///@}
+  ///@}
 };
 
 /// Writes the current values of `vars` to `path`, atomically (see the file comment).

@@ -63,7 +63,7 @@ class Conv2D : public Layer {
   Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, const char* activation,
          Conv2DOptions options = {})
       : Conv2D(filters, kernel_size, std::string_view(activation), std::move(options)) {}
-      ///@}
+  ///@}
 
   /// activation(conv2d(x, kernel) + bias) for x of shape (batch, height, width, channels);
   /// builds the layer on the first call. Throws InvalidArgumentError (naming Conv2D and the

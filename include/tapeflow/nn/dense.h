@@ -66,7 +66,7 @@ class Dense : public Layer {
   Dense(std::int64_t units, std::string_view activation, DenseOptions options = {});
   Dense(std::int64_t units, const char* activation, DenseOptions options = {})
       : Dense(units, std::string_view(activation), std::move(options)) {}
-      ///@}
+  ///@}
 
   /// activation(x @ kernel + bias) for x of shape (..., in) with rank >= 2; builds the layer
   /// on the first call. Throws InvalidArgumentError (naming Dense and the shapes) for a rank

@@ -1,6 +1,6 @@
 #pragma once
 /// \file raw.h
-/// Running an op by its registry name (TensorFlow's `tf.raw_ops.<Name>(args)`): the entry point
+/// Running an op by its registry name (TensorFlow's `tf.raw_ops.OpName(args)`): the entry point
 /// that tools, fuzzers and the error-input table use to reach every registered op uniformly.
 ///
 ///   auto y = tf::raw_ops::call("Tile", {x}, {{"multiples", std::vector<std::int64_t>{2, 1}}});
