@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the whole test suite:
 #   1. release build (gcc) and ctest (unit tests, example golden tests, a short gradient fuzz),
-#      then the packaging check: install, and three consumer projects (scripts/check_packaging.sh);
+#      then the packaging check: install, and three consumer projects (scripts/check_packaging.sh),
+#      and the API reference (scripts/docs.sh: Doxygen, failing on any undocumented public API);
 #   2. clang ASan + UBSan (float-cast-overflow included) + libFuzzer coverage build (preset fuzz):
 #      the whole unit-test binary, the examples under LeakSanitizer, and a short run of every
 #      fuzz harness on its committed corpus (scripts/fuzz.sh);
@@ -23,6 +24,8 @@ cmake --build --preset release -j"$jobs"
 ctest --test-dir build/release --output-on-failure -j"$jobs"
 step "packaging: install, find_package, pkg-config and add_subdirectory consumers"
 scripts/check_packaging.sh build/release
+step "API reference: doxygen, failing on undocumented public API"
+scripts/docs.sh
 
 # Sanitizer settings: stop at the first report and exit non-zero.
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:allocator_may_return_null=1:exitcode=86

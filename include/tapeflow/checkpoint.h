@@ -65,9 +65,12 @@ struct RestoreOptions {
 
 /// What the index of a checkpoint says about one tensor (see list_checkpoint).
 struct CheckpointEntry {
+  /// The name the tensor was saved under, its dtype and its shape.
+  ///@{
   std::string name;
   DType dtype;
   Shape shape;
+  ///@}
 };
 
 /// Writes the current values of `vars` to `path`, atomically (see the file comment).

@@ -58,7 +58,9 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
+/// What the function given to custom_gradient returns: its outputs and their gradient function.
 struct CustomGradientResult {
+  /// The outputs of `f`; custom_gradient returns them as fresh tensors of the recorded op.
   std::vector<Tensor> outputs;
   /// (output cotangents, variables read by f in first-read order) -> one gradient per input, then
   /// one per variable. std::nullopt means no gradient.
@@ -72,6 +74,7 @@ struct CustomGradientResult {
 std::vector<Tensor> custom_gradient(const std::vector<Tensor>& inputs,
                                     const std::function<CustomGradientResult(const std::vector<Tensor>&)>& f);
 
+/// A block of computation for recompute_grad and grad_pass_through: tensors in, tensors out.
 using Block = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 /// Wraps `f` so that the tape keeps only its inputs and recomputes `f` during backward.

@@ -84,6 +84,7 @@ std::vector<std::int64_t> shuffled_indices(std::int64_t n, std::uint64_t seed, s
 struct BatchOptions {
   std::int64_t batch_size = 32;  ///< >= 1
   bool shuffle = true;           ///< a new order every epoch (shuffled_indices); false: 0..n-1
+  /// Seed of the shuffle: the same (seed, epoch) gives the same order on every run and platform.
   std::uint64_t seed = 0;
   bool drop_remainder = false;  ///< drop a last batch smaller than batch_size (like tf.data)
 };
@@ -115,9 +116,11 @@ class BatchIterator {
   /// Restarts at the beginning of epoch `epoch` (>= 0); throws InvalidArgumentError otherwise.
   void reset(std::int64_t epoch = 0);
 
+  /// The number of examples: the first dimension of the features and labels.
   std::int64_t num_examples() const { return n_; }
   /// Batches per epoch: ceil(n / b), or floor(n / b) with drop_remainder.
   std::int64_t num_batches() const;
+  /// The options given at construction.
   const BatchOptions& options() const { return options_; }
 
  private:

@@ -9,8 +9,12 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
+/// Turns check-numerics mode on, for every thread: from now on each op throws
+/// InvalidArgumentError at the first NaN or Inf among its outputs.
 void enable_check_numerics();
+/// Turns check-numerics mode off (the default), for every thread.
 void disable_check_numerics();
+/// Whether check-numerics mode is on.
 bool check_numerics_enabled();
 
 }  // namespace tapeflow

@@ -14,11 +14,14 @@ namespace tapeflow {
 /// carry gradients; int32, int64 and bool paths are never recorded on a tape.
 enum class DType : std::uint8_t { Float32, Float64, Int32, Int64, Bool };
 
+/// The dtypes by TensorFlow's names (tf::float32, ...); `bool_` because `bool` is a C++ keyword.
+///@{
 inline constexpr DType float32 = DType::Float32;
 inline constexpr DType float64 = DType::Float64;
 inline constexpr DType int32 = DType::Int32;
 inline constexpr DType int64 = DType::Int64;
 inline constexpr DType bool_ = DType::Bool;
+///@}
 
 /// TensorFlow's name of a dtype: "float32", "int64", "bool", ...
 constexpr std::string_view dtype_name(DType d) {
@@ -46,6 +49,7 @@ constexpr std::size_t dtype_size(DType d) {
 
 /// True for float32 and float64: the dtypes that carry gradients (TensorFlow's "trainable" dtypes).
 constexpr bool is_floating(DType d) { return d == DType::Float32 || d == DType::Float64; }
+/// True for int32 and int64 (bool is neither an integer nor a floating dtype).
 constexpr bool is_integer(DType d) { return d == DType::Int32 || d == DType::Int64; }
 
 template <class T>

@@ -50,9 +50,11 @@ std::string_view to_string(GradientCause cause);
 
 /// GradientTape::explain's answer for one (target, source) pair.
 struct GradientDiagnosis {
+  /// What explain() found; the fields below say more for some causes.
   GradientCause cause = GradientCause::SourceNotUsed;
   /// The source as the message names it: a variable's name ("w:0") or "source".
   std::string source;
+  /// Whether the source is a Variable (else a tensor).
   bool source_is_variable = false;
   /// The op where the path breaks (StopGradient, NonDifferentiableOp, StatefulUpdate,
   /// NoGradientRegistered), where the gradient became zero (ZeroGradient), or the op that first
@@ -85,6 +87,7 @@ struct GradientDiagnosis {
 struct GradientReportOptions {
   /// Vanishing: norm <= max(relative_vanishing * ||variable||, absolute_vanishing).
   double relative_vanishing = 1e-7;
+  /// The absolute floor of the vanishing test above.
   double absolute_vanishing = 1e-12;
   /// Exploding: norm > exploding, or a NaN/Inf in the gradient.
   double exploding = 1e3;
@@ -92,12 +95,17 @@ struct GradientReportOptions {
 
 /// One variable's line of a GradientReport.
 struct GradientReportRow {
+  /// The variable's name ("w:0").
   std::string name;
+  /// The variable's shape.
   Shape shape;
   /// L2 norm of the gradient (std::nullopt: no gradient; see `why`).
   std::optional<double> norm;
+  /// L2 norm of the variable's value: the scale of the relative vanishing test.
   double variable_norm = 0;
+  /// The gradient's norm is at or below the vanishing threshold (GradientReportOptions).
   bool vanishing = false;
+  /// The gradient's norm is above GradientReportOptions::exploding, or it holds a NaN or Inf.
   bool exploding = false;
   /// Why there is no gradient, or where a zero gradient became zero.
   std::optional<GradientDiagnosis> why;
@@ -105,6 +113,7 @@ struct GradientReportRow {
 
 /// GradientTape::gradient_report's answer: one row per variable, in the order given.
 struct GradientReport {
+  /// One row per variable, in the order given.
   std::vector<GradientReportRow> rows;
   /// True when every variable has a gradient that is neither vanishing nor exploding.
   bool ok() const;

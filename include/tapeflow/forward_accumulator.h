@@ -29,6 +29,9 @@ namespace detail {
 struct AccumulatorState;
 }
 
+/// Forward-mode autodiff: watch() primals with their tangents, run the computation, read the
+/// Jacobian-vector products with jvp() (see the example above). Active on its thread from
+/// construction to destruction, like Python's `with` block.
 class ForwardAccumulator {
  public:
   ForwardAccumulator();

@@ -33,6 +33,7 @@ class Gradient {
  public:
   /// A missing gradient with no known reason.
   Gradient() noexcept = default;
+  /// A missing gradient with no known reason, so that `std::nullopt` converts to a Gradient.
   Gradient(std::nullopt_t) noexcept {}
   /// A present gradient. Throws InvalidArgumentError for an undefined (default-constructed)
   /// Tensor: a missing gradient is std::nullopt.
@@ -41,10 +42,14 @@ class Gradient {
   /// and dtype float32"), `reason` says why it has none ("the tape never watched it").
   static Gradient missing(std::string_view source, std::string_view reason);
 
+  /// Whether the gradient is present (TensorFlow: not None); `if (g)` reads the same.
+  ///@{
   bool has_value() const noexcept { return value_.defined(); }
   explicit operator bool() const noexcept { return value_.defined(); }
+  ///@}
 
   /// The tensor; throws FailedPreconditionError naming the source and the reason when missing.
+  ///@{
   const Tensor& value() const& {
     if (!has_value()) throw_missing();
     return value_;
@@ -57,15 +62,22 @@ class Gradient {
     if (!has_value()) throw_missing();
     return std::move(value_);
   }
+  ///@}
+  /// The tensor, as value() returns it: `*g`, `g->shape()`. Throws FailedPreconditionError naming
+  /// the source and the reason when the gradient is missing.
+  ///@{
   const Tensor& operator*() const& { return value(); }
   Tensor& operator*() & { return value(); }
   Tensor operator*() && { return std::move(*this).value(); }
   const Tensor* operator->() const { return &value(); }
   Tensor* operator->() { return &value(); }
+  ///@}
+  /// The tensor, or `fallback` when the gradient is missing (never throws).
   Tensor value_or(Tensor fallback) const { return has_value() ? value_ : std::move(fallback); }
 
   /// Why the gradient is missing ("no gradient for <source>: <reason>"); empty when present.
   std::string why_missing() const;
+  /// Makes this a missing gradient with no reason.
   void reset() noexcept { *this = Gradient(); }
 
   /// For a gradient function's result (registry.h's Grads), e.g. one computed on a nested tape.
@@ -73,6 +85,7 @@ class Gradient {
     return has_value() ? std::optional<Tensor>(value_) : std::nullopt;
   }
 
+  /// `g == std::nullopt`: whether the gradient is missing.
   friend bool operator==(const Gradient& g, std::nullopt_t) noexcept { return !g.has_value(); }
 
  private:
@@ -86,6 +99,7 @@ class Gradient {
 
 /// A gradient as Python prints it: "None" when missing, to_string(tensor) otherwise.
 std::string to_string(const Gradient& g);
+/// Writes to_string(g) to `os`.
 std::ostream& operator<<(std::ostream& os, const Gradient& g);
 
 }  // namespace tapeflow

@@ -13,6 +13,7 @@ namespace tapeflow {
 /// from hostile shapes, higher (up to INT64_MAX) to allow single tensors nearer the machine's size.
 /// Throws InvalidArgumentError for a negative limit.
 void set_allocation_limit(std::int64_t bytes);
+/// The current limit, in bytes (see set_allocation_limit).
 std::int64_t allocation_limit();
 /// Three quarters of the memory this process may use: physical memory, or the memory limit of its
 /// cgroup (a container's: cgroup v2 memory.max or v1 memory.limit_in_bytes, the lowest along its
@@ -24,19 +25,24 @@ std::int64_t default_allocation_limit();
 /// Live tensor buffers and their bytes, for leak tests and memory reports. Large buffers are
 /// rounded up to a size class (at most 25% more) and counted at that size.
 struct AllocatorStats {
+  /// Tensor buffers alive now, and their bytes.
+  ///@{
   std::int64_t live_buffers = 0;
   std::int64_t live_bytes = 0;
+  ///@}
   /// Highest live bytes held in large (>= 256 KiB) buffers, which make up any real peak.
   std::int64_t peak_bytes = 0;
   /// Freed large buffers kept for reuse (see set_buffer_cache_limit).
   std::int64_t cached_bytes = 0;
 };
+/// The allocator's statistics now, for the whole process.
 AllocatorStats allocator_stats();
 
 /// Freed buffers of 256 KiB or more are kept, up to this many bytes, and reused by later
 /// tensors of the same size class, so repeated large ops (training steps, long elementwise
 /// chains) do not page-fault on fresh memory every time. Default 1 GiB; 0 disables the cache.
 void set_buffer_cache_limit(std::int64_t bytes);
+/// The current cache limit, in bytes (see set_buffer_cache_limit).
 std::int64_t buffer_cache_limit();
 /// Returns every cached buffer to the system, and the calling thread's recycled tape storage
 /// (the arrays of its released tapes, kept for the next tape; see docs/ARCHITECTURE.md).

@@ -37,8 +37,11 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
+/// A named collection of variables and sub-modules (tf.Module): subclass it and register what
+/// the subclass owns with track() (see the example above). Layers and models are Modules.
 class Module {
  public:
+  /// An empty module named `name`.
   explicit Module(std::string name = "module");
   virtual ~Module() = default;
   Module(const Module&) = delete;

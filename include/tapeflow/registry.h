@@ -38,22 +38,30 @@ using Grads = std::vector<std::optional<Tensor>>;
 /// read (the tape keeps nothing else); shapes and dtypes of all inputs and outputs are always there.
 class GradContext {
  public:
+  /// Made by the tape for each op of a backward pass; gradient functions receive it.
   GradContext(const autodiff::OpRecord& record, std::span<const Tensor> dys,
               std::span<const bool> input_needed)
       : record_(record), dys_(dys), input_needed_(input_needed) {}
 
+  /// The op's registry name ("Mul").
   std::string_view op_name() const;
+  /// The op's number of inputs / outputs.
+  ///@{
   int num_inputs() const;
   int num_outputs() const;
+  ///@}
   /// Cotangent of output `i`: dL/d(output i). Zeros if no gradient reached this output.
   const Tensor& dy(int i = 0) const;
   /// Forward input `i`; throws InternalError if the op did not declare it in its Saves.
   const Tensor& input(int i) const;
   /// Forward output `i`; throws InternalError if the op did not declare it in its Saves.
   const Tensor& output(int i = 0) const;
+  /// Shape and dtype of input `i`, shape of output `i`: always available, saved or not.
+  ///@{
   const Shape& input_shape(int i) const;
   DType input_dtype(int i) const;
   const Shape& output_shape(int i = 0) const;
+  ///@}
   /// False when the gradient of input `i` will be discarded (not connected to any source), so a
   /// gradient function may return std::nullopt for it and skip the work.
   bool needs_input_grad(int i) const { return input_needed_[static_cast<std::size_t>(i)]; }
@@ -77,6 +85,7 @@ class GradContext {
   std::span<const bool> input_needed_;
 };
 
+/// A gradient function: one op's context in, one gradient per input out.
 using GradientFunction = std::function<Grads(const GradContext&)>;
 
 /// Registers `fn` as the gradient of `op` (TensorFlow's tf.RegisterGradient), replacing any
@@ -89,6 +98,7 @@ void no_gradient(std::string_view op);
 
 /// How the registry answers for one op name.
 enum class GradientStatus { Registered, NotDifferentiable, Missing };
+/// What the registry has for `op`: a gradient, a no_gradient declaration, or neither.
 GradientStatus gradient_status(std::string_view op);
 
 /// Every op the library defines, with its gradient status: used by the coverage tests.

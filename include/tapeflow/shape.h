@@ -27,22 +27,30 @@ class Shape {
   Shape() = default;
   /// Throws InvalidArgumentError for a negative dimension, rank > kMaxRank or element-count
   /// overflow.
+  ///@{
   Shape(std::initializer_list<std::int64_t> dims);
   explicit Shape(std::span<const std::int64_t> dims);
+  ///@}
   /// Like the constructor, but the error message names `op`, the op that computed the dims.
   static Shape checked(std::span<const std::int64_t> dims, std::string_view op);
 
+  /// The number of dimensions; 0 for a scalar.
   int rank() const { return rank_; }
+  /// The product of the dimensions; 1 for a scalar.
   std::int64_t num_elements() const { return num_elements_; }
+  /// Dimension `i`, for 0 <= i < rank() (unchecked; dim() checks and takes negative axes).
   std::int64_t operator[](int i) const { return dims_[static_cast<std::size_t>(i)]; }
   /// Dimension `axis`, where a negative axis counts from the end; throws for an axis out of range.
   std::int64_t dim(int axis) const;
+  /// Every dimension, outermost first.
   std::span<const std::int64_t> dims() const { return {dims_.data(), static_cast<std::size_t>(rank_)}; }
+  /// True for the rank-0 shape `()`.
   bool is_scalar() const { return rank_ == 0; }
 
   /// TensorFlow's rendering: "()", "(2,)", "(3, 2)".
   std::string to_string() const;
 
+  /// Same rank and the same dimensions.
   friend bool operator==(const Shape& a, const Shape& b) {
     if (a.rank_ != b.rank_) return false;
     for (int i = 0; i < a.rank_; ++i)

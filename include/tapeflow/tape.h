@@ -58,6 +58,7 @@ namespace tapeflow {
 /// tf.UnconnectedGradients): a missing Gradient (None), or zeros of the source's shape and dtype.
 enum class UnconnectedGradients { None, Zero };
 
+/// Options of a GradientTape (TensorFlow's GradientTape arguments).
 struct TapeOptions {
   /// Allow many gradient() calls; the tape keeps its records until reset or destroyed.
   bool persistent = false;
@@ -71,6 +72,9 @@ struct TapeOptions {
 /// TensorFlow: gradient(v, v) is ones, whatever the tape recorded.
 class Targets {
  public:
+  /// One tensor or variable, a braced list `{y0, y1}`, a braced list of named tensors, or any
+  /// nested structure (see nest.h); implicit, so gradient() takes any of them directly.
+  ///@{
   Targets(const Tensor& t) : targets_{t} {}
   Targets(const Variable& v) : targets_{v} {}
   Targets(std::initializer_list<Tensor> ts) : targets_(ts.begin(), ts.end()) {}
@@ -78,6 +82,8 @@ class Targets {
   template <nest::Nestable S>
   requires(!std::is_same_v<S, Tensor> && !std::is_same_v<S, Variable>) Targets(const S& structure)
       : targets_(nest::flatten(structure)) {}
+  ///@}
+  /// The targets in flattening order (maps by key).
   const std::vector<Source>& flat() const { return targets_; }
 
  private:
@@ -89,8 +95,11 @@ struct TapeState;
 }
 class Module;
 
+/// Records the ops run on its thread while it is alive and computes gradients, Jacobians and
+/// diagnostics of the recorded computation (see the file comment).
 class GradientTape {
  public:
+  /// Starts recording on the calling thread.
   explicit GradientTape(TapeOptions options = {});
   ~GradientTape();
   GradientTape(const GradientTape&) = delete;
@@ -98,6 +107,7 @@ class GradientTape {
 
   /// Starts tracking a tensor or variable (or a structure of them), so ops on it are recorded.
   /// Watching an integer or bool tensor logs TensorFlow's warning and has no effect on gradients.
+  ///@{
   void watch(const Source& source);
   template <nest::Nestable S>
   requires(!std::is_same_v<S, Tensor> && !std::is_same_v<S, Variable>) void watch(const S& structure) {
@@ -106,6 +116,7 @@ class GradientTape {
   void watch(std::initializer_list<Source> sources) {
     for (const Source& s : sources) watch(s);
   }
+  ///@}
 
   /// The variables this tape watches, in the order they were created (sorted by handle id, as
   /// TensorFlow sorts them; ids grow in creation order on each thread), each once. Still answers
@@ -125,6 +136,7 @@ class GradientTape {
   /// recording a tape which is not recording.").
   class [[nodiscard]] RecordingPause {
    public:
+    /// Made by stop_recording().
     explicit RecordingPause(std::shared_ptr<detail::TapeState> s);
     ~RecordingPause();
     RecordingPause(const RecordingPause&) = delete;
@@ -133,8 +145,10 @@ class GradientTape {
    private:
     std::shared_ptr<detail::TapeState> state_;
   };
+  /// A guard that pauses recording while it lives (see RecordingPause).
   RecordingPause stop_recording();
 
+  /// Whether the tape was created with {.persistent = true}.
   bool persistent() const;
   /// Bytes of tensor data the tape keeps alive for the backward pass.
   std::int64_t saved_bytes() const;
@@ -160,6 +174,7 @@ class GradientTape {
     return gradient_flat(targets, std::span<const Source>(sources.begin(), sources.size()), output_gradients,
                          unconnected);
   }
+  /// Braced lists of sources with `unconnected` and no output gradients.
   std::vector<Gradient> gradient(const Targets& targets, std::initializer_list<Source> sources,
                                  UnconnectedGradients unconnected) {
     return gradient(targets, sources, {}, unconnected);
@@ -198,12 +213,14 @@ class GradientTape {
     auto it = js.begin();
     return nest::Nest<S>::pack(sources, it);
   }
+  /// Braced lists of sources: tape.jacobian(y, {x0, x1}) gives a std::vector.
   std::vector<Gradient> jacobian(const Tensor& target, std::initializer_list<Source> sources,
                                  UnconnectedGradients unconnected = UnconnectedGradients::None,
                                  bool parallel = true) {
     return jacobian_flat(target, std::span<const Source>(sources.begin(), sources.size()), unconnected,
                          parallel);
   }
+  /// The flat form the jacobian() overloads go through.
   std::vector<Gradient> jacobian_flat(const Tensor& target, std::span<const Source> sources,
                                       UnconnectedGradients unconnected, bool parallel = true);
 
@@ -244,6 +261,7 @@ class GradientTape {
   /// every path from `sources` to `targets` highlighted and the rest greyed with the reason; with
   /// options.gradient_norms (the default) edges are as thick as the gradient they carry, which
   /// runs the backward pass once and needs a persistent tape (FailedPreconditionError otherwise).
+  ///@{
   template <nest::Nestable S>
   std::string to_dot(const Targets& targets, const S& sources, const GraphOptions& options = {}) {
     return to_dot_flat(targets, nest::flatten(sources), options);
@@ -252,9 +270,12 @@ class GradientTape {
                      const GraphOptions& options = {}) {
     return to_dot_flat(targets, std::span<const Source>(sources.begin(), sources.size()), options);
   }
+  ///@}
+  /// The flat form the to_dot() overloads go through.
   std::string to_dot_flat(const Targets& targets, std::span<const Source> sources,
                           const GraphOptions& options);
   /// to_dot rendered to SVG by Graphviz (see render_svg for what it throws).
+  ///@{
   template <nest::Nestable S>
   std::string to_svg(const Targets& targets, const S& sources, const GraphOptions& options = {}) {
     return render_svg(to_dot(targets, sources, options), options.dot_program);
@@ -263,7 +284,9 @@ class GradientTape {
                      const GraphOptions& options = {}) {
     return render_svg(to_dot(targets, sources, options), options.dot_program);
   }
+  ///@}
   /// to_svg written to `path` (InvalidArgumentError when the file cannot be written).
+  ///@{
   void write_svg(const std::string& path, const Targets& targets, std::initializer_list<Source> sources,
                  const GraphOptions& options = {});
   template <nest::Nestable S>
@@ -271,6 +294,8 @@ class GradientTape {
                  const GraphOptions& options = {}) {
     write_svg_flat(path, targets, nest::flatten(sources), options);
   }
+  ///@}
+  /// The flat form the write_svg() overloads go through.
   void write_svg_flat(const std::string& path, const Targets& targets, std::span<const Source> sources,
                       const GraphOptions& options);
   /// Every tensor the tape keeps for its backward pass, with the op that saved it.

@@ -8,7 +8,7 @@
 ///   tape.write_svg("model.svg", loss, {w, b});      // the same, rendered by Graphviz's `dot`
 ///   std::cout << tape.memory_report().to_string();  // every tensor the tape keeps alive
 ///
-/// The picture. Recorded ops are boxes labelled with the op's name, its record number (#k, in
+/// The picture. Recorded ops are boxes labelled with the op's name, its record number (`#k`, in
 /// execution order) and its outputs' shapes and dtypes; tensors flowing between them are edges.
 /// Sources are blue ellipses (variables by name), targets orange octagons. Every edge and node on
 /// a differentiable path from a source to a target is drawn in red (kPathColor); everything
@@ -50,8 +50,10 @@ struct GraphOptions {
 };
 
 /// The colour of nodes and edges on a source->target path, and of everything else.
+///@{
 inline constexpr std::string_view kPathColor = "#c0392b";
 inline constexpr std::string_view kGreyColor = "#b3b3b3";
+///@}
 
 /// Renders DOT text to SVG by running `dot_program -Tsvg` (Graphviz). Throws
 /// FailedPreconditionError naming the program when it is not installed (Debian: `apt-get install
@@ -63,13 +65,16 @@ bool graphviz_available(const std::string& dot_program = "dot");
 
 /// One tensor a tape keeps for its backward pass: a saved input or output of a recorded op.
 struct SavedTensor {
-  std::size_t record = 0;  ///< the op's position in recording order (#k in to_dot's picture)
+  std::size_t record = 0;  ///< the op's position in recording order (`#k` in to_dot's picture)
   std::string op;          ///< the op's name, e.g. "Mul"
   bool is_output = false;  ///< saved as an output of the op (else as an input)
   int position = 0;        ///< which input or output
+  /// The tensor's shape, dtype and size in bytes.
+  ///@{
   Shape shape;
   DType dtype = DType::Float32;
   std::int64_t bytes = 0;
+  ///@}
   std::string origin;  ///< where the tensor came from: "Exp #1", "read of w:0", "watched", "constant"
   /// The row that first saved the same buffer: this row's bytes are not counted again.
   std::optional<std::size_t> same_buffer_as;

@@ -48,20 +48,32 @@ class Tensor;
 /// `6.0`), which is what TensorFlow's `print(t.numpy())` shows. Holds its own handle to the
 /// tensor, so it stays valid after the tensor it came from is gone.
 struct NumpyText;
+/// Prints the array as NumPy does.
 std::ostream& operator<<(std::ostream& os, const NumpyText& a);
 
+/// An immutable n-dimensional array of one dtype (see the file comment). A Tensor is a handle:
+/// copies share the elements, and ops return new tensors. Every accessor below but defined()
+/// throws InvalidArgumentError on an undefined (default-constructed) tensor.
 class Tensor {
  public:
   /// An undefined tensor (like a null handle); every op given one throws InvalidArgumentError.
   Tensor() = default;
+  /// Wraps the library's tensor implementation: for tapeflow's own code, which makes every tensor.
   explicit Tensor(std::shared_ptr<const detail::TensorCore> impl) : impl_(std::move(impl)) {}
 
+  /// False for a default-constructed (undefined) tensor.
   bool defined() const { return impl_ != nullptr; }
+  /// The dimensions, outermost first.
   const Shape& shape() const { return core("Tensor::shape").shape; }
+  /// The element type.
   DType dtype() const { return core("Tensor::dtype").dtype; }
+  /// The number of dimensions; 0 for a scalar.
   int rank() const { return shape().rank(); }
+  /// The number of elements; 1 for a scalar.
   std::int64_t num_elements() const { return shape().num_elements(); }
+  /// Bytes of the elements: num_elements() * dtype_size(dtype()).
   std::size_t nbytes() const { return static_cast<std::size_t>(num_elements()) * dtype_size(dtype()); }
+  /// The identity tapes know this tensor by; copies of the handle share it.
   TensorId id() const { return core("Tensor::id").id; }
 
   /// The elements in row-major order; throws InvalidArgumentError unless T is the tensor's dtype.
@@ -76,18 +88,23 @@ class Tensor {
     if (num_elements() != 1) detail::throw_not_scalar(shape());
     return values<T>()[0];
   }
+  /// The elements copied into a vector; throws like values().
   template <Element T>
   std::vector<T> to_vector() const {
     auto v = values<T>();
     return {v.begin(), v.end()};
   }
+  /// The elements' bytes, row-major, whatever the dtype.
   const void* raw_data() const { return core("Tensor::data").data; }
 
   /// Printable like NumPy prints the array: `std::cout << t.numpy()` shows `[ 4. 108.]`.
   NumpyText numpy() const;
 
+  /// The implementation behind the handle: for tapeflow's own code (ops, tapes, kernels).
+  ///@{
   const detail::TensorCore* impl() const { return impl_.get(); }
   const std::shared_ptr<const detail::TensorCore>& impl_handle() const { return impl_; }
+  ///@}
 
  private:
   const detail::TensorCore& core(std::string_view what) const {
@@ -97,7 +114,9 @@ class Tensor {
   std::shared_ptr<const detail::TensorCore> impl_;
 };
 
+/// What Tensor::numpy() returns (see the declaration above).
 struct NumpyText {
+  /// The tensor printed: its own handle, so the text stays valid.
   Tensor tensor;
 };
 inline NumpyText Tensor::numpy() const { return NumpyText{*this}; }
@@ -112,6 +131,7 @@ std::string numpy_str(const Tensor& t);
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 /// A gradient as Python prints it: "None" for std::nullopt, to_string(t) otherwise.
 std::string to_string(const std::optional<Tensor>& t);
+/// Writes to_string(t): "None" or the tensor.
 std::ostream& operator<<(std::ostream& os, const std::optional<Tensor>& t);
 
 }  // namespace tapeflow

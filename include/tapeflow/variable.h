@@ -30,6 +30,7 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
+/// Options of a Variable (TensorFlow's tf.Variable arguments).
 struct VariableOptions {
   /// TensorFlow's name; `name()` reports it as TensorFlow does, with the ":0" output suffix.
   std::string name = "Variable";
@@ -43,13 +44,17 @@ namespace detail {
 struct VariableState;
 }
 
+/// A named, mutable holder of a tensor with a stable identity (see the file comment); copies
+/// share the variable.
 class Variable {
  public:
   /// A variable holding a copy of the handle `initial` (tensors are immutable, so no data copy).
   explicit Variable(const Tensor& initial, VariableOptions options = {});
+  /// A scalar variable: Variable(3.0f) is float32, Variable(3.0) float64, Variable(3) int32.
   template <Element T>
   explicit Variable(T scalar, VariableOptions options = {})
       : Variable(make_scalar(scalar), std::move(options)) {}
+  /// A vector variable: Variable({1.f, 2.f}).
   template <Element T>
   Variable(std::initializer_list<T> values, VariableOptions options = {})
       : Variable(
@@ -73,9 +78,13 @@ class Variable {
 
   /// TensorFlow's `Variable.name`: "x0:0".
   std::string name() const;
+  /// Whether a recording tape watches it when read (VariableOptions::trainable).
   bool trainable() const;
+  /// The shape and dtype, fixed at construction: assign() must keep them.
+  ///@{
   const Shape& shape() const;
   DType dtype() const;
+  ///@}
   /// The stable id gradients with respect to this variable are computed for.
   TensorId handle_id() const;
   /// The current value without recording anything (for printing, checkpoints, optimizers).
@@ -84,6 +93,7 @@ class Variable {
   /// True after `std::move(*this)` went into another Variable: every other member then throws.
   bool moved_from() const { return state_ == nullptr; }
 
+  /// Whether both handles are the same variable (not whether their values are equal).
   friend bool operator==(const Variable& a, const Variable& b) { return a.state_ == b.state_; }
 
  private:

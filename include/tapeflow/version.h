@@ -6,9 +6,12 @@
 
 #include <string_view>
 
+/// The headers' version: major, minor and patch numbers.
+///@{
 #define TAPEFLOW_VERSION_MAJOR 0
 #define TAPEFLOW_VERSION_MINOR 1
 #define TAPEFLOW_VERSION_PATCH 0
+///@}
 /// major * 10000 + minor * 100 + patch, for `#if TAPEFLOW_VERSION >= 100` style checks.
 #define TAPEFLOW_VERSION \
   (TAPEFLOW_VERSION_MAJOR * 10000 + TAPEFLOW_VERSION_MINOR * 100 + TAPEFLOW_VERSION_PATCH)

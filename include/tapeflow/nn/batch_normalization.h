@@ -31,6 +31,7 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
+/// Options of BatchNormalization (Keras's constructor arguments).
 struct BatchNormalizationOptions {
   /// The feature axis (negative counts from the end): Keras's default -1.
   std::int64_t axis = -1;
@@ -42,9 +43,12 @@ struct BatchNormalizationOptions {
   bool center = true;
   /// Multiply by gamma (Keras's scale).
   bool scale = true;
+  /// The layer's name (Module::name()).
   std::string name = "batch_normalization";
 };
 
+/// Batch normalization (tf.keras.layers.BatchNormalization): normalises with the batch's
+/// statistics in training and with the moving ones at inference (see the file comment).
 class BatchNormalization : public Layer {
  public:
   /// Throws InvalidArgumentError (naming BatchNormalization) for a momentum outside [0, 1] or a
@@ -58,13 +62,16 @@ class BatchNormalization : public Layer {
   Tensor operator()(const Tensor& x, bool training = false) { return call(x, training); }
   Tensor call(const Tensor& x, bool training) override;
 
+  /// Whether the variables exist: after the first call, which sizes them from its input.
   bool built() const { return moving_mean_.has_value(); }
   /// The variables; each throws FailedPreconditionError before the layer is built (gamma and
   /// beta also when disabled by scale / center).
+  ///@{
   const Variable& gamma() const;
   const Variable& beta() const;
   const Variable& moving_mean() const;
   const Variable& moving_variance() const;
+  ///@}
 
  private:
   void build(std::int64_t channels, DType dtype);

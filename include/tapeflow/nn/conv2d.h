@@ -27,6 +27,7 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
+/// Options of Conv2D (Keras's constructor arguments).
 struct Conv2DOptions {
   /// The layer's name (Module::name()).
   std::string name = "conv2d";
@@ -42,6 +43,8 @@ struct Conv2DOptions {
   std::string kernel_initializer = "glorot_uniform";
 };
 
+/// A 2-D convolution layer over NHWC images (tf.keras.layers.Conv2D):
+/// activation(conv2d(x, kernel) + bias).
 class Conv2D : public Layer {
  public:
   /// A layer with `filters` output channels and a window of kernel_size = {kh, kw}. Throws
@@ -51,14 +54,17 @@ class Conv2D : public Layer {
   /// more than 2^62 elements or exceed the allocation limit.
   Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Activation activation = {},
          Conv2DOptions options = {});
+  /// No activation, with options: Conv2D(8, {3, 3}, {.padding = "same"}).
   Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Conv2DOptions options)
       : Conv2D(filters, kernel_size, Activation{}, std::move(options)) {}
   /// The activation by its Keras name (see activation()): Conv2D(8, {3, 3}, "relu").
+  ///@{
   Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, std::string_view activation,
          Conv2DOptions options = {});
   Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, const char* activation,
          Conv2DOptions options = {})
       : Conv2D(filters, kernel_size, std::string_view(activation), std::move(options)) {}
+  ///@}
 
   /// activation(conv2d(x, kernel) + bias) for x of shape (batch, height, width, channels);
   /// builds the layer on the first call. Throws InvalidArgumentError (naming Conv2D and the
@@ -70,8 +76,10 @@ class Conv2D : public Layer {
   /// Creates kernel and bias for inputs of `input_shape` (rank 4) and `dtype`. Called by the
   /// first operator(); throws FailedPreconditionError if already built.
   void build(const Shape& input_shape, DType dtype = DType::Float32);
+  /// Whether kernel and bias exist: after the first call or build().
   bool built() const { return kernel_.has_value(); }
 
+  /// The number of output channels.
   std::int64_t filters() const { return filters_; }
   /// The kernel, shape (kh, kw, in, filters). Throws FailedPreconditionError before the build.
   const Variable& kernel() const;

@@ -39,6 +39,7 @@ using Activation = std::function<Tensor(const Tensor&)>;
 /// Throws InvalidArgumentError naming the accepted names for any other name.
 Activation activation(std::string_view name);
 
+/// Options of Dense (Keras's constructor arguments).
 struct DenseOptions {
   /// The layer's name (Module::name()).
   std::string name = "dense";
@@ -54,6 +55,7 @@ struct DenseOptions {
   std::string kernel_initializer = "glorot_uniform";
 };
 
+/// A fully connected layer (tf.keras.layers.Dense): activation(x @ kernel + bias).
 class Dense : public Layer {
  public:
   /// A layer with `units` outputs. Throws InvalidArgumentError if units <= 0.
@@ -61,9 +63,11 @@ class Dense : public Layer {
   /// No activation, with options: Dense(2, {.name = "out", .seed = 1}).
   Dense(std::int64_t units, DenseOptions options) : Dense(units, Activation{}, std::move(options)) {}
   /// The activation by its Keras name (see activation()): Dense(2, "relu").
+  ///@{
   Dense(std::int64_t units, std::string_view activation, DenseOptions options = {});
   Dense(std::int64_t units, const char* activation, DenseOptions options = {})
       : Dense(units, std::string_view(activation), std::move(options)) {}
+  ///@}
 
   /// activation(x @ kernel + bias) for x of shape (..., in) with rank >= 2; builds the layer
   /// on the first call. Throws InvalidArgumentError (naming Dense and the shapes) for a rank
@@ -76,8 +80,10 @@ class Dense : public Layer {
   /// Creates the kernel and bias for inputs of `input_shape` (rank >= 2) and `dtype` (float32
   /// or float64). Called by the first operator(); throws FailedPreconditionError if already built.
   void build(const Shape& input_shape, DType dtype = DType::Float32);
+  /// Whether kernel and bias exist: after the first call or build().
   bool built() const { return kernel_.has_value(); }
 
+  /// The number of outputs.
   std::int64_t units() const { return units_; }
   /// The kernel, shape (in, units). Throws FailedPreconditionError before the layer is built.
   const Variable& kernel() const;

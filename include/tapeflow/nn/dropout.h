@@ -22,6 +22,8 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
+/// Dropout (tf.keras.layers.Dropout): in training, zeroes each element with probability `rate`
+/// and scales the others by 1 / (1 - rate); at inference, the identity.
 class Dropout : public Layer {
  public:
   /// Throws InvalidArgumentError (naming Dropout) unless 0 <= rate < 1.
@@ -33,6 +35,7 @@ class Dropout : public Layer {
   Tensor operator()(const Tensor& x, bool training = false) { return call(x, training); }
   Tensor call(const Tensor& x, bool training) override;
 
+  /// The probability of dropping an element in training.
   double rate() const { return rate_; }
 
  private:

@@ -14,8 +14,10 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
+/// Flattens every dimension but the first, the batch (tf.keras.layers.Flatten).
 class Flatten : public Layer {
  public:
+  /// A layer named `name`; it has no variables.
   explicit Flatten(std::string name = "flatten") : Layer(std::move(name)) {}
   /// x reshaped to (x.shape[0], product of the other dimensions). Throws InvalidArgumentError
   /// (naming Flatten and the shape) for an undefined tensor or a scalar.

@@ -18,8 +18,11 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
+/// What every Keras-style layer is: a Module (it owns its variables) with call(x, training),
+/// so a Sequential can hold and call any of them.
 class Layer : public Module {
  public:
+  /// A layer named `name` (Module::name()).
   explicit Layer(std::string name) : Module(std::move(name)) {}
   /// The layer applied to `x`; `training` is true inside a training step.
   virtual Tensor call(const Tensor& x, bool training) = 0;

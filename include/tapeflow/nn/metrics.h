@@ -25,6 +25,7 @@ namespace tapeflow::metrics {
 /// The (weighted) mean of every value seen (keras.metrics.Mean): total / count.
 class Mean {
  public:
+  /// A metric named `name`, with nothing accumulated.
   explicit Mean(std::string name = "mean") : name_(std::move(name)) {}
   /// Adds every element of `values` (any numeric or bool dtype, any shape). With
   /// `sample_weight` (numeric, broadcastable to values' shape), adds sum(values * w) to the total
@@ -33,10 +34,15 @@ class Mean {
   void update_state(const Tensor& values, const std::optional<Tensor>& sample_weight = std::nullopt);
   /// total / count, 0 when count is 0.
   double result() const { return count_ == 0 ? 0.0 : total_ / count_; }
+  /// Forgets everything accumulated (Keras: at the start of each epoch).
   void reset_state() { total_ = count_ = 0; }
+  /// The name given at construction.
   const std::string& name() const { return name_; }
+  /// The weighted sum and the total weight accumulated so far: result() is total / count.
+  ///@{
   double total() const { return total_; }
   double count() const { return count_; }
+  ///@}
 
  private:
   std::string name_;
@@ -47,19 +53,27 @@ class Mean {
 /// per-element matches. Subclasses add update_state(y_true, y_pred).
 class MeanMetricWrapper {
  public:
+  /// The fraction of matching elements so far, in [0, 1]; 0 before any update.
   double result() const { return mean_.result(); }
+  /// Forgets every match counted (Keras: at the start of each epoch).
   void reset_state() { mean_.reset_state(); }
+  /// The name given at construction.
   const std::string& name() const { return mean_.name(); }
 
  protected:
+  /// A metric named `name`, with nothing counted.
   explicit MeanMetricWrapper(std::string name) : mean_(std::move(name)) {}
+  /// The running mean of per-element matches (1 for a match, 0 otherwise).
   Mean mean_;
 };
 
 /// How often y_pred equals y_true exactly (keras.metrics.Accuracy): same shape and dtype.
 class Accuracy : public MeanMetricWrapper {
  public:
+  /// A metric named `name`, with nothing counted.
   explicit Accuracy(std::string name = "accuracy") : MeanMetricWrapper(std::move(name)) {}
+  /// Counts the elements where y_pred == y_true. Throws InvalidArgumentError (naming the metric)
+  /// for an undefined tensor or different shapes or dtypes.
   void update_state(const Tensor& y_true, const Tensor& y_pred);
 };
 
@@ -67,8 +81,11 @@ class Accuracy : public MeanMetricWrapper {
 /// default threshold 0.5): same shape; y_true and y_pred may have different numeric dtypes.
 class BinaryAccuracy : public MeanMetricWrapper {
  public:
+  /// A metric named `name` that compares both sides with `threshold`.
   explicit BinaryAccuracy(double threshold = 0.5, std::string name = "binary_accuracy")
       : MeanMetricWrapper(std::move(name)), threshold_(threshold) {}
+  /// Counts the elements where (y_pred > threshold) == (y_true > threshold). Throws
+  /// InvalidArgumentError (naming the metric) for an undefined tensor or different shapes.
   void update_state(const Tensor& y_true, const Tensor& y_pred);
 
  private:
@@ -79,7 +96,10 @@ class BinaryAccuracy : public MeanMetricWrapper {
 /// one-hot (or probability) y_true and scores y_pred of the same shape, rank >= 1.
 class CategoricalAccuracy : public MeanMetricWrapper {
  public:
+  /// A metric named `name`, with nothing counted.
   explicit CategoricalAccuracy(std::string name = "categorical_accuracy") : MeanMetricWrapper(std::move(name)) {}
+  /// Counts the rows whose argmax agree. Throws InvalidArgumentError (naming the metric) for an
+  /// undefined tensor, different shapes or a rank-0 input.
   void update_state(const Tensor& y_true, const Tensor& y_pred);
 };
 
@@ -88,8 +108,12 @@ class CategoricalAccuracy : public MeanMetricWrapper {
 /// last axis (or with a trailing size-1 axis); y_pred scores or logits, rank >= 1.
 class SparseCategoricalAccuracy : public MeanMetricWrapper {
  public:
+  /// A metric named `name`, with nothing counted.
   explicit SparseCategoricalAccuracy(std::string name = "sparse_categorical_accuracy")
       : MeanMetricWrapper(std::move(name)) {}
+  /// Counts the rows whose argmax equals the label. Throws InvalidArgumentError (naming the
+  /// metric and the shapes) for an undefined tensor, labels that are not int32/int64 or whose
+  /// shape does not match y_pred's without its last axis, or a rank-0 y_pred.
   void update_state(const Tensor& y_true, const Tensor& y_pred);
 };
 

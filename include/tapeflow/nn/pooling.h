@@ -26,16 +26,25 @@ namespace tapeflow::layers {
 /// What MaxPool2D and AveragePool2D share: window, strides, padding, validation.
 class Pool2D : public Layer {
  public:
+  /// The pooled x: (batch, height, width, channels) in, (batch, out_height, out_width,
+  /// channels) out. Throws InvalidArgumentError naming the layer and the shape for an undefined
+  /// tensor, a rank other than 4, a non-float dtype, or a "valid" window larger than the image.
+  /// Gradient: that of nn::max_pool2d / nn::avg_pool2d.
   Tensor operator()(const Tensor& x);
   Tensor call(const Tensor& x, bool /*training*/) override { return (*this)(x); }
 
+  /// The window and the strides, (height, width).
+  ///@{
   std::array<std::int64_t, 2> pool_size() const { return pool_size_; }
   std::array<std::int64_t, 2> strides() const { return strides_; }
+  ///@}
 
  protected:
   /// Throws InvalidArgumentError naming `layer` for a pool size or stride < 1 or an unknown padding.
   Pool2D(std::string_view layer, std::string name, std::array<std::int64_t, 2> pool_size,
          std::optional<std::array<std::int64_t, 2>> strides, std::string_view padding);
+  /// The subclass's op (nn::max_pool2d or nn::avg_pool2d) on a validated input, with TensorFlow's
+  /// four-entry NHWC ksize and strides and padding "VALID" or "SAME".
   virtual Tensor pool(const Tensor& x, const std::vector<std::int64_t>& ksize,
                       const std::vector<std::int64_t>& strides, std::string_view padding) const = 0;
 
@@ -61,6 +70,7 @@ class MaxPool2D : public Pool2D {
 /// The mean of each window.
 class AveragePool2D : public Pool2D {
  public:
+  /// Windows of pool_size; strides default to pool_size.
   explicit AveragePool2D(std::array<std::int64_t, 2> pool_size = {2, 2},
                          std::optional<std::array<std::int64_t, 2>> strides = std::nullopt,
                          std::string_view padding = "valid", std::string name = "average_pooling2d");

@@ -23,6 +23,7 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
+/// A stack of layers called in order (tf.keras.Sequential); itself a Layer, so models nest.
 class Sequential : public Layer {
  public:
   /// An empty model named `name`; add layers with add().
@@ -43,6 +44,7 @@ class Sequential : public Layer {
   Tensor operator()(const Tensor& x, bool training = false) { return call(x, training); }
   Tensor call(const Tensor& x, bool training) override;
 
+  /// The layers, in call order.
   const std::vector<std::shared_ptr<Layer>>& layers() const { return layers_; }
 
  private:

@@ -25,6 +25,8 @@ Tensor transpose(const Tensor& x, const std::vector<std::int64_t>& perm = {});
 Tensor expand_dims(const Tensor& x, std::int64_t axis);
 /// Removes size-1 dimensions (all of them if `axes` is empty); a listed axis of size != 1 throws.
 Tensor squeeze(const Tensor& x, const Axes& axes = {});
+/// x repeated to `shape` by NumPy broadcasting (BroadcastTo); InvalidArgumentError when x's shape
+/// does not broadcast to it. Gradient: dy summed over the broadcast dimensions.
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 /// Joins tensors along an existing axis (ConcatV2). They need the same dtype and rank and equal
 /// dimensions except along `axis`; an empty list or scalars throw InvalidArgumentError.
@@ -42,12 +44,19 @@ Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std:
 
 /// One dimension of a strided_slice, like a Python index `start:stop:step` or a single index.
 struct SliceSpec {
+  /// Python's start and stop (std::nullopt where omitted); negative values count from the end.
+  ///@{
   std::optional<std::int64_t> start, stop;
+  ///@}
+  /// Python's step: negative walks backwards; zero throws.
   std::int64_t step = 1;
   /// A single index that removes the dimension (x[2] rather than x[2:3]).
   bool index = false;
+  /// x[i]: one index, removing the dimension.
   static SliceSpec at(std::int64_t i) { return {i, std::nullopt, 1, true}; }
+  /// x[:]: the whole dimension.
   static SliceSpec all() { return {}; }
+  /// x[start:stop:step], with std::nullopt for an omitted bound.
   static SliceSpec range(std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
                          std::int64_t step = 1) {
     return {start, stop, step, false};

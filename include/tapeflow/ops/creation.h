@@ -34,6 +34,7 @@ template <Element T>
 /// Values in row-major order with an explicit shape; the element count must match.
 template <Element T>
 [[gnu::visibility("default")]] Tensor constant(const std::vector<T>& values, const Shape& shape);
+/// A vector of `values`, of shape (values.size(),).
 template <Element T>
 Tensor constant(const std::vector<T>& values) {
   return constant(values, Shape{static_cast<std::int64_t>(values.size())});
@@ -41,17 +42,24 @@ Tensor constant(const std::vector<T>& values) {
 /// A constant converted to `dtype` (like tf.constant(3.0, dtype=tf.float64)).
 Tensor constant(double value, DType dtype);
 
+/// A tensor of `shape` and `dtype` filled with 0 / with 1.
+///@{
 Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
 Tensor ones(const Shape& shape, DType dtype = DType::Float32);
+///@}
 /// A tensor of `shape` filled with `value` converted to `dtype`; throws if `value` is not
 /// representable (NaN or a fraction into an integer dtype, out of range).
 Tensor fill(const Shape& shape, double value, DType dtype = DType::Float32);
+/// Zeros / ones with t's shape and dtype.
+///@{
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
+///@}
 
 /// [start, start + delta, ...) below `limit` (above, for a negative delta), like tf.range.
 /// The dtype defaults to int64 for integral arguments and float32 otherwise... here it is explicit.
 Tensor range(double start, double limit, double delta = 1.0, DType dtype = DType::Int32);
+/// 0, 1, ..., limit - 1, like tf.range(limit).
 Tensor range(std::int64_t limit, DType dtype = DType::Int32);
 /// `num` evenly spaced values from start to stop inclusive (tf.linspace); float32 by default.
 Tensor linspace(double start, double stop, std::int64_t num, DType dtype = DType::Float32);

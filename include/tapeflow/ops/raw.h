@@ -1,6 +1,6 @@
 #pragma once
 /// \file raw.h
-/// Running an op by its registry name (TensorFlow's `tf.raw_ops.<Name>(...)`): the entry point
+/// Running an op by its registry name (TensorFlow's `tf.raw_ops.OpName(args)`): the entry point
 /// that tools, fuzzers and the error-input table use to reach every registered op uniformly.
 ///
 ///   auto y = tf::raw_ops::call("Tile", {x}, {{"multiples", std::vector<std::int64_t>{2, 1}}});
@@ -27,6 +27,7 @@ namespace tapeflow::raw_ops {
 /// One attribute value: a bool, an int, a float, a string (padding), a list of ints, a dtype or
 /// a shape.
 using AttrValue = std::variant<bool, std::int64_t, double, std::string, std::vector<std::int64_t>, DType, Shape>;
+/// Attributes by name; looked up with string_views, no copies.
 using AttrMap = std::map<std::string, AttrValue, std::less<>>;
 
 /// Runs the registered op `op` on `inputs` with `attrs` and returns its outputs.

@@ -25,6 +25,7 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
+/// The axes to reduce over (negative counts from the end); empty means every axis.
 using Axes = std::vector<std::int64_t>;
 
 /// Sum over `axes` (op "Sum"). Numeric dtypes (float32/64, int32/64). An empty reduction is 0.
@@ -56,8 +57,10 @@ Tensor reduce_logsumexp(const Tensor& x, const Axes& axes = {}, bool keepdims = 
 /// first one on ties; NaN counts as the extreme value (the first NaN's index). Numeric dtypes.
 /// Not differentiable. Throws InvalidArgumentError for an empty reduction axis (no index exists)
 /// and for a rank-0 input (no axis).
+///@{
 Tensor argmax(const Tensor& x, std::int64_t axis = 0);
 Tensor argmin(const Tensor& x, std::int64_t axis = 0);
+///@}
 
 }  // namespace tapeflow
 #pragma GCC visibility pop

@@ -97,6 +97,7 @@ class Optimizer {
 
   /// The number of apply_gradients calls so far (an int64 scalar variable).
   const Variable& iterations() const { return iterations_; }
+  /// The learning rate the next update uses.
   double learning_rate() const { return learning_rate_; }
   /// Changes the learning rate for later updates; must be positive and finite.
   void set_learning_rate(double learning_rate);
@@ -139,9 +140,13 @@ class Optimizer {
 /// Slot (only when momentum > 0): "momentum". learning_rate > 0, momentum in [0, 1].
 class SGD : public Optimizer {
  public:
+  /// Throws InvalidArgumentError (naming SGD) for a learning rate that is not positive and finite,
+  /// a momentum outside [0, 1], or clip options that break ClipOptions' rules.
   explicit SGD(double learning_rate = 0.01, double momentum = 0.0, bool nesterov = false,
                ClipOptions clip = {});
+  /// The momentum factor; 0: plain gradient descent.
   double momentum() const { return momentum_; }
+  /// Whether the momentum is Nesterov's.
   bool nesterov() const { return nesterov_; }
 
  protected:
@@ -153,12 +158,17 @@ class SGD : public Optimizer {
   bool nesterov_;
 };
 
+/// Options of Adam and AdamW (Keras's arguments).
 struct AdamOptions {
+  /// Decay rate of the first-moment (mean) estimate m, in [0, 1).
   double beta_1 = 0.9;
+  /// Decay rate of the second-moment estimate v, in [0, 1).
   double beta_2 = 0.999;
+  /// Added to sqrt(v) in the denominator, for numerical stability; >= 0.
   double epsilon = 1e-7;
   /// Use the maximum of all second moments so far (Reddi et al.); adds the slot "v_hat".
   bool amsgrad = false;
+  /// Gradient clipping before the update.
   ClipOptions clip = {};
 };
 
@@ -169,9 +179,12 @@ struct AdamOptions {
 /// Slots: "m", "v" (and "v_hat"). learning_rate > 0, betas in [0, 1), epsilon >= 0.
 class Adam : public Optimizer {
  public:
+  /// Throws InvalidArgumentError (naming Adam) for a learning rate that is not positive and
+  /// finite, a beta outside [0, 1), a negative epsilon, or bad clip options.
   explicit Adam(double learning_rate = 0.001, AdamOptions options = {});
 
  protected:
+  /// For AdamW: validates as the public constructor does, naming `name` in messages.
   Adam(std::string name, double learning_rate, const AdamOptions& options);
   void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, double learning_rate,
                    std::int64_t step) override;
@@ -185,7 +198,10 @@ class Adam : public Optimizer {
 /// weight_decay >= 0 and finite (Keras's default 0.004).
 class AdamW : public Adam {
  public:
+  /// Throws InvalidArgumentError (naming AdamW) for a negative or non-finite weight decay and
+  /// for what Adam rejects.
   explicit AdamW(double learning_rate = 0.001, double weight_decay = 0.004, AdamOptions options = {});
+  /// The decoupled weight-decay factor.
   double weight_decay() const { return weight_decay_; }
 
  protected:
@@ -196,13 +212,18 @@ class AdamW : public Adam {
   double weight_decay_;
 };
 
+/// Options of RMSprop (Keras's arguments).
 struct RMSpropOptions {
+  /// Decay rate of the squared-gradient average (velocity), in [0, 1).
   double rho = 0.9;
+  /// Momentum of the update, in [0, 1]; 0: none, and no "momentum" slot.
   double momentum = 0.0;
+  /// Added to the denominator, for numerical stability; >= 0.
   double epsilon = 1e-7;
   /// Normalise by the centred second moment (an estimate of the variance); adds the slot
   /// "average_gradient".
   bool centered = false;
+  /// Gradient clipping before the update.
   ClipOptions clip = {};
 };
 
@@ -217,6 +238,8 @@ struct RMSpropOptions {
 /// momentum in [0, 1], epsilon >= 0.
 class RMSprop : public Optimizer {
  public:
+  /// Throws InvalidArgumentError (naming RMSprop) for a learning rate that is not positive and
+  /// finite, rho outside [0, 1), momentum outside [0, 1], a negative epsilon, or bad clip options.
   explicit RMSprop(double learning_rate = 0.001, RMSpropOptions options = {});
 
  protected:
