@@ -22,7 +22,7 @@ constexpr std::array kIsas = {
 #if defined(TAPEFLOW_VMATH_DISPATCH)
 /// The best supported ISA, or TAPEFLOW_VMATH_ISA's if this CPU runs it.
 const Isa& choose() {
-  if (const char* name = std::getenv("TAPEFLOW_VMATH_ISA")) {
+  if (const char* name = std::getenv("TAPEFLOW_VMATH_ISA"); name != nullptr && *name != 0) {
     for (const Isa* isa : kIsas)
       if (isa->name == name && supported(*isa)) return *isa;
     log(LogLevel::Warning,
