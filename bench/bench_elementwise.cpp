@@ -26,6 +26,12 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+#if defined(__AVX2__)
+#include <immintrin.h>
+#include <sleef.h>
+#undef CONST
+#undef IMPORT
+#endif
 
 #include "core/parallel.h"
 #include "kernels/cpu/elementwise.h"
