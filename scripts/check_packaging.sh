@@ -87,6 +87,8 @@ depends="$(dpkg-deb -f "$deb" Depends)"
 for p in libc6 libstdc++6 libopenblas libsleef libfmt zlib1g; do
   grep -q "$p" <<<"$depends" || fail "$deb's Depends lacks $p: $depends"
 done
+# apt resolves the Depends on this system (a simulation: nothing is installed).
+apt-get -s install "$PWD/$deb" >"$work/apt-simulate.log" 2>&1 || fail "apt-get cannot install $deb: $work/apt-simulate.log"
 rm -rf "$work/deb" && dpkg-deb -x "$deb" "$work/deb"
 lib="$(find "$work/deb" -name "$soname")"
 [ "$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')" = "$soname" ] || fail "$lib: SONAME is not $soname"
