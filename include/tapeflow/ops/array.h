@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "tapeflow/ops/reduce.h"
+#include "tapeflow/axes.h"
 #include "tapeflow/tensor.h"
 
 namespace tapeflow {
@@ -22,7 +22,8 @@ Tensor transpose(const Tensor& x, const std::vector<std::int64_t>& perm = {});
 /// Inserts a size-1 dimension at `axis` in [-rank - 1, rank] (negative counts from the end of the
 /// output): expand_dims(x of shape (2, 3), -1) has shape (2, 3, 1).
 Tensor expand_dims(const Tensor& x, std::int64_t axis);
-/// Removes size-1 dimensions (all of them if `axes` is empty); a listed axis of size != 1 throws.
+/// Removes size-1 dimensions: those in `axes` (one axis or a list), all of them if `axes` is
+/// empty; a listed axis of size != 1 throws.
 Tensor squeeze(const Tensor& x, const Axes& axes = {});
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 /// Joins tensors along an existing axis (ConcatV2). They need the same dtype and rank and equal
