@@ -419,7 +419,7 @@ void mlp_step(const Options& o, std::vector<Row>& rows) {
   std::vector<std::int32_t> lab(kB);
   for (std::int64_t i = 0; i < kB; ++i) lab[i] = static_cast<std::int32_t>(i % kOut);
   const tf::Tensor labels = tf::constant(lab, tf::Shape{kB});
-  tf::optim::SGD sgd(0.01);
+  tf::optimizers::SGD sgd(0.01);
 
   // LibTorch
   std::vector<torch::Tensor> p;
@@ -671,7 +671,7 @@ void epochs(const Options& o, std::vector<Row>& rows) {
     auto model = tf_model(cnn);
     model->call(xb[0], true);  // builds the layers
     std::vector<tf::Variable> vars = model->trainable_variables();
-    tf::optim::Adam adam(1e-3);
+    tf::optimizers::Adam adam(1e-3);
     torch::nn::Sequential pm = torch_model(cnn);
     torch::optim::Adam padam(pm->parameters(), torch::optim::AdamOptions(1e-3));
     std::vector<Side> sides = {{"tapeflow",

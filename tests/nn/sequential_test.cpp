@@ -144,7 +144,7 @@ TEST(Sequential, SmallConvNetLearnsAToyTarget) {
       std::make_shared<tf::layers::Dense>(1, tf::layers::DenseOptions{.seed = 3}));
   tf::Tensor x = tf::random::uniform({16, 6, 6, 1}, 0, 1, tf::float32, 4);
   tf::Tensor y = tf::reduce_mean(x, {1, 2});  // (16, 1)
-  tf::optim::SGD opt(0.1);
+  tf::optimizers::SGD opt(0.1);
   float first = 0.f, last = 0.f;
   for (int step = 0; step < 60; ++step) {
     tf::GradientTape tape;
