@@ -11,7 +11,7 @@ int main() {
   std::cout << "x = " << x << "\n";
   std::cout << "x * 2 + 1 = " << x * 2 + 1 << "\n";
   std::cout << "exp(x) = " << tf::exp(x) << "\n";
-  std::cout << "reduce_sum(x, {0}) = " << tf::reduce_sum(x, {0}) << "\n";
+  std::cout << "reduce_sum(x, 0) = " << tf::reduce_sum(x, 0) << "\n";
 
   tf::Variable w(3.0f, {.name = "w"});
   tf::GradientTape tape;

@@ -419,7 +419,7 @@ void mlp_step(const Options& o, std::vector<Row>& rows) {
   std::vector<std::int32_t> lab(kB);
   for (std::int64_t i = 0; i < kB; ++i) lab[i] = static_cast<std::int32_t>(i % kOut);
   const tf::Tensor labels = tf::constant(lab, tf::Shape{kB});
-  tf::optim::SGD sgd(0.01);
+  tf::optimizers::SGD sgd(0.01);
 
   // LibTorch
   std::vector<torch::Tensor> p;
@@ -620,24 +620,11 @@ EpochData epoch_data(const Options& o) {
 
 std::shared_ptr<tf::layers::Sequential> tf_model(bool cnn) {
   namespace L = tf::layers;
-  auto m = std::make_shared<L::Sequential>();
-  if (cnn) {
-    L::Conv2DOptions same;
-    same.padding = "same";
-    m->add(std::make_shared<L::Conv2D>(32, std::array<std::int64_t, 2>{3, 3}, "relu", same));
-    m->add(std::make_shared<L::MaxPool2D>());
-    m->add(std::make_shared<L::Conv2D>(64, std::array<std::int64_t, 2>{3, 3}, "relu", same));
-    m->add(std::make_shared<L::MaxPool2D>());
-    m->add(std::make_shared<L::Flatten>());
-    m->add(std::make_shared<L::Dense>(128, "relu"));
-    m->add(std::make_shared<L::Dense>(10));
-  } else {
-    m->add(std::make_shared<L::Flatten>());
-    m->add(std::make_shared<L::Dense>(256, "relu"));
-    m->add(std::make_shared<L::Dense>(128, "relu"));
-    m->add(std::make_shared<L::Dense>(10));
-  }
-  return m;
+  if (cnn)
+    return L::sequential({L::conv2d(32, {3, 3}, "relu", {.padding = "same"}), L::max_pool2d(),
+                          L::conv2d(64, {3, 3}, "relu", {.padding = "same"}), L::max_pool2d(), L::flatten(),
+                          L::dense(128, "relu"), L::dense(10)});
+  return L::sequential({L::flatten(), L::dense(256, "relu"), L::dense(128, "relu"), L::dense(10)});
 }
 
 torch::nn::Sequential torch_model(bool cnn) {
@@ -671,7 +658,7 @@ void epochs(const Options& o, std::vector<Row>& rows) {
     auto model = tf_model(cnn);
     model->call(xb[0], true);  // builds the layers
     std::vector<tf::Variable> vars = model->trainable_variables();
-    tf::optim::Adam adam(1e-3);
+    tf::optimizers::Adam adam(1e-3);
     torch::nn::Sequential pm = torch_model(cnn);
     torch::optim::Adam padam(pm->parameters(), torch::optim::AdamOptions(1e-3));
     std::vector<Side> sides = {{"tapeflow",

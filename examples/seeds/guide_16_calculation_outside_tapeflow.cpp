@@ -33,7 +33,7 @@ int main() {
       mean[static_cast<std::size_t>(c)] += values[static_cast<std::size_t>(r * cols + c)] / static_cast<float>(rows);
 
   // Back into tapeflow as a new constant, with no history.
-  tf::Tensor y = tf::reduce_mean(tf::constant(mean), {0});
+  tf::Tensor y = tf::reduce_mean(tf::constant(mean), 0);
 
   // Companion line (not in the seed): what explain() says, asked before gradient() consumes the tape.
   const std::string why = tape.explain(y, x).to_string();

@@ -348,8 +348,7 @@ Tensor einsum(std::string_view equation, const Tensor& a, const Tensor& b) {
   return ops::einsum_impl(equation, operands);
 }
 
-Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<std::int64_t>& a_axes,
-                 const std::vector<std::int64_t>& b_axes) {
+Tensor tensordot(const Tensor& a, const Tensor& b, const Axes& a_axes, const Axes& b_axes) {
   ops::require_defined(a, "Tensordot", "a");
   ops::require_defined(b, "Tensordot", "b");
   TAPEFLOW_REQUIRE(a.dtype() == b.dtype(), InvalidArgumentError,
@@ -389,7 +388,7 @@ Tensor tensordot(const Tensor& a, const Tensor& b, std::int64_t axes) {
   TAPEFLOW_REQUIRE(axes >= 0 && axes <= a.rank() && axes <= b.rank(), InvalidArgumentError,
                    "[Tensordot] axes = {} must be between 0 and the rank of both operands: a is a {}, b is a {}",
                    axes, ops::describe(a), ops::describe(b));
-  std::vector<std::int64_t> a_axes, b_axes;
+  Axes a_axes, b_axes;
   for (std::int64_t i = 0; i < axes; ++i) {
     a_axes.push_back(a.rank() - axes + i);
     b_axes.push_back(i);

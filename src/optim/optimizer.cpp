@@ -11,7 +11,7 @@
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/reduce.h"
 
-namespace tapeflow::optim {
+namespace tapeflow::optimizers {
 
 namespace {
 
@@ -232,4 +232,4 @@ Variable Optimizer::slot(const Variable& var, std::string_view slot) const {
       fmt::format("[{}] has no slot '{}'; its slots are [{}]", name_, slot, fmt::join(slot_names_, ", ")));
 }
 
-}  // namespace tapeflow::optim
+}  // namespace tapeflow::optimizers

@@ -6,7 +6,7 @@
 #include "tapeflow/ops/math.h"
 #include "tapeflow/optim/optimizer.h"
 
-namespace tapeflow::optim {
+namespace tapeflow::optimizers {
 
 namespace {
 
@@ -126,4 +126,4 @@ void RMSprop::update_step(const Tensor& g, Variable& w, std::span<Variable> slot
   }
 }
 
-}  // namespace tapeflow::optim
+}  // namespace tapeflow::optimizers

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "support/errors.h"
@@ -158,4 +159,15 @@ TEST(BatchNormalization, VariablesBeforeTheFirstCallThrow) {
   bn(kBatch, true);
   EXPECT_THROW(bn.beta(), tf::FailedPreconditionError);
   EXPECT_EQ(bn.gamma().shape(), tf::Shape({2}));
+}
+
+TEST(BatchNormalization, FactoryMakesTheLayerTheConstructorMakes) {
+  EXPECT_EQ(tf::layers::batch_normalization()->name(), tf::layers::BatchNormalization().name());
+  auto bn = tf::layers::batch_normalization({.momentum = 0.5, .name = "bn"});
+  tf::layers::BatchNormalization by_hand({.momentum = 0.5, .name = "bn"});
+  EXPECT_EQ(bn->name(), "bn");
+  const tf::Tensor x = tf::constant({{1.0, 2.0}, {3.0, 6.0}});
+  EXPECT_EQ(values((*bn)(x, true)), values(by_hand(x, true)));
+  EXPECT_EQ(values(bn->moving_mean().value()), values(by_hand.moving_mean().value()));
+  EXPECT_THROW(tf::layers::batch_normalization({.epsilon = 0}), tf::InvalidArgumentError);
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -262,4 +263,21 @@ TEST(Conv2D, UnknownActivationNameThrowsNamingConv2D) {
         tf::layers::Conv2D(2, {3, 3}, "gelu_typo");
       },
       ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown activation 'gelu_typo'")));
+}
+
+// ---- the factory -------------------------------------------------------------------------------
+
+TEST(Conv2D, FactoryMakesTheLayerTheConstructorMakes) {
+  const tf::Tensor x = tf::random::uniform({1, 5, 5, 2}, -1, 1, tf::float32, 9);
+  std::shared_ptr<tf::layers::Conv2D> conv =
+      tf::layers::conv2d(3, {3, 3}, "relu", {.padding = "same", .seed = 4});
+  tf::layers::Conv2D by_hand(3, {3, 3}, "relu", {.padding = "same", .seed = 4});
+  EXPECT_EQ(conv->name(), by_hand.name());
+  EXPECT_EQ(conv->filters(), 3);
+  EXPECT_EQ((*conv)(x).to_vector<float>(), by_hand(x).to_vector<float>());
+  auto strided = tf::layers::conv2d(2, {2, 2}, {.name = "c", .strides = {2, 2}, .seed = 5});
+  tf::layers::Conv2D strided_by_hand(2, {2, 2}, {.name = "c", .strides = {2, 2}, .seed = 5});
+  EXPECT_EQ(strided->name(), "c");
+  EXPECT_EQ((*strided)(x).to_vector<float>(), strided_by_hand(x).to_vector<float>());
+  EXPECT_THROW(tf::layers::conv2d(1, {0, 3}), tf::InvalidArgumentError);
 }

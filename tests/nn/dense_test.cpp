@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -242,4 +243,24 @@ TEST(Dense, ModelOfLayersCollectsVariablesInOrder) {
   }
   // dloss/d out_bias = 1 for a batch of one.
   EXPECT_FLOAT_EQ(grads[3]->item<float>(), 1.0f);
+}
+
+// ---- the factory -------------------------------------------------------------------------------
+
+TEST(Dense, FactoryMakesTheLayerTheConstructorMakes) {
+  const tf::Tensor x = tf::constant({{1.f, -2.f, 3.f}});
+  std::shared_ptr<tf::layers::Dense> plain = tf::layers::dense(4);
+  EXPECT_EQ(plain->name(), tf::layers::Dense(4).name());
+  EXPECT_EQ(plain->units(), 4);
+  auto out = tf::layers::dense(2, {.name = "out", .seed = 1});
+  tf::layers::Dense out_by_hand(2, {.name = "out", .seed = 1});
+  EXPECT_EQ(out->name(), "out");
+  EXPECT_EQ((*out)(x).to_vector<float>(), out_by_hand(x).to_vector<float>());
+  auto relu = tf::layers::dense(2, "relu", {.seed = 2});
+  tf::layers::Dense relu_by_hand(2, "relu", {.seed = 2});
+  EXPECT_EQ((*relu)(x).to_vector<float>(), relu_by_hand(x).to_vector<float>());
+  auto tanh = tf::layers::dense(2, tf::tanh, {.seed = 3, .kernel_initializer = "he_normal"});
+  tf::layers::Dense tanh_by_hand(2, tf::tanh, {.seed = 3, .kernel_initializer = "he_normal"});
+  EXPECT_EQ((*tanh)(x).to_vector<float>(), tanh_by_hand(x).to_vector<float>());
+  EXPECT_THROW(tf::layers::dense(0), tf::InvalidArgumentError);
 }

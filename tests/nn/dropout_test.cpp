@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "tapeflow/tapeflow.h"
@@ -124,4 +125,15 @@ TEST(Dropout, IntegerInputThrowsWhenTraining) {
       },
       ThrowsMessage<tf::InvalidArgumentError>(
           AllOf(HasSubstr("[Dropout]"), HasSubstr("(2, 3)"), HasSubstr("int32"))));
+}
+
+TEST(Dropout, FactoryMakesTheLayerTheConstructorMakes) {
+  std::shared_ptr<tf::layers::Dropout> dropout = tf::layers::dropout(0.5, 7);
+  tf::layers::Dropout by_hand(0.5, 7);
+  EXPECT_EQ(dropout->name(), by_hand.name());
+  EXPECT_EQ(dropout->rate(), 0.5);
+  const tf::Tensor x = tf::ones({10, 10});
+  EXPECT_EQ(values((*dropout)(x, true)), values(by_hand(x, true)));
+  EXPECT_EQ(tf::layers::dropout(0.1, std::nullopt, "d")->name(), "d");
+  EXPECT_THROW(tf::layers::dropout(1.0), tf::InvalidArgumentError);
 }

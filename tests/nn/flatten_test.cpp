@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -60,4 +62,11 @@ TEST(Flatten, ScalarInputThrowsNamingTheLayerAndShape) {
   EXPECT_THAT([&] { flatten(tf::constant(1.0, tf::float32)); },
               ThrowsMessage<tf::InvalidArgumentError>(
                   AllOf(HasSubstr("[Flatten]"), HasSubstr("rank >= 1"), HasSubstr("()"))));
+}
+
+TEST(Flatten, FactoryMakesTheLayerTheConstructorMakes) {
+  std::shared_ptr<tf::layers::Flatten> flatten = tf::layers::flatten();
+  EXPECT_EQ(flatten->name(), tf::layers::Flatten().name());
+  EXPECT_EQ((*flatten)(tf::zeros({2, 3, 4})).shape(), tf::Shape({2, 12}));
+  EXPECT_EQ(tf::layers::flatten("f")->name(), "f");
 }

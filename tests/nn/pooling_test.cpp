@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "tapeflow/tapeflow.h"
@@ -147,4 +149,30 @@ TEST(Pooling, InvalidConstructorArgumentsThrow) {
         tf::layers::MaxPool2D({2, 2}, std::nullopt, "causal");
       },
       ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[MaxPool2D] unknown padding 'causal'")));
+}
+
+// ---- the factories -----------------------------------------------------------------------------
+
+TEST(MaxPool2D, FactoryMakesTheLayerTheConstructorMakes) {
+  std::shared_ptr<tf::layers::MaxPool2D> pool = tf::layers::max_pool2d();
+  tf::layers::MaxPool2D by_hand;
+  EXPECT_EQ(pool->name(), by_hand.name());
+  EXPECT_EQ(pool->pool_size(), by_hand.pool_size());
+  EXPECT_EQ(pool->strides(), by_hand.strides());
+  auto same = tf::layers::max_pool2d({3, 3}, {{1, 1}}, "same", "p");
+  tf::layers::MaxPool2D same_by_hand({3, 3}, {{1, 1}}, "same", "p");
+  EXPECT_EQ(same->name(), "p");
+  EXPECT_EQ(values((*same)(image4x4())), values(same_by_hand(image4x4())));
+  EXPECT_THROW(tf::layers::max_pool2d({2, 2}, std::nullopt, "full"), tf::InvalidArgumentError);
+}
+
+TEST(AveragePool2D, FactoryMakesTheLayerTheConstructorMakes) {
+  std::shared_ptr<tf::layers::AveragePool2D> pool = tf::layers::average_pool2d();
+  tf::layers::AveragePool2D by_hand;
+  EXPECT_EQ(pool->name(), by_hand.name());
+  EXPECT_EQ(pool->pool_size(), by_hand.pool_size());
+  EXPECT_EQ(values((*pool)(image4x4())), values(by_hand(image4x4())));
+  auto same = tf::layers::average_pool2d({3, 3}, {{1, 1}}, "same");
+  tf::layers::AveragePool2D same_by_hand({3, 3}, {{1, 1}}, "same");
+  EXPECT_EQ(values((*same)(image4x4())), values(same_by_hand(image4x4())));
 }

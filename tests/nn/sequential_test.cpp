@@ -78,10 +78,10 @@ TEST(Sequential, PassesTheTrainingFlagToEveryLayer) {
 }
 
 TEST(Sequential, MatchesCallingTheLayersByHand) {
-  auto flatten = std::make_shared<tf::layers::Flatten>();
-  auto hidden = std::make_shared<tf::layers::Dense>(4, "relu", tf::layers::DenseOptions{.seed = 1});
-  auto out = std::make_shared<tf::layers::Dense>(2, tf::layers::DenseOptions{.seed = 2});
-  tf::layers::Sequential model(flatten, hidden, out);
+  auto flatten = tf::layers::flatten();
+  auto hidden = tf::layers::dense(4, "relu", {.seed = 1});
+  auto out = tf::layers::dense(2, {.seed = 2});
+  tf::layers::Sequential model{flatten, hidden, out};
   tf::Tensor x = tf::random::normal({3, 2, 3}, 0, 1, tf::float32, 7);
   tf::Tensor y = model(x);
   tf::Tensor expected = (*out)((*hidden)((*flatten)(x)));
@@ -90,9 +90,9 @@ TEST(Sequential, MatchesCallingTheLayersByHand) {
 }
 
 TEST(Sequential, CollectsVariablesLayerByLayerInOrder) {
-  auto first = std::make_shared<tf::layers::Dense>(4, tf::layers::DenseOptions{.name = "first"});
-  auto second = std::make_shared<tf::layers::Dense>(2, tf::layers::DenseOptions{.name = "second"});
-  tf::layers::Sequential model(std::make_shared<tf::layers::Flatten>(), first, second);
+  auto first = tf::layers::dense(4, {.name = "first"});
+  auto second = tf::layers::dense(2, {.name = "second"});
+  tf::layers::Sequential model{tf::layers::flatten(), first, second};
   EXPECT_TRUE(model.variables().empty());  // the Dense layers are built by the first call
   model(tf::ones({1, 3}));
   auto vars = model.trainable_variables();
@@ -106,9 +106,7 @@ TEST(Sequential, CollectsVariablesLayerByLayerInOrder) {
 }
 
 TEST(Sequential, GradientsReachEveryLayersVariables) {
-  tf::layers::Sequential model(
-      std::make_shared<tf::layers::Dense>(4, "tanh", tf::layers::DenseOptions{.seed = 3}),
-      std::make_shared<tf::layers::Dense>(1, tf::layers::DenseOptions{.seed = 4}));
+  tf::layers::Sequential model{tf::layers::dense(4, "tanh", {.seed = 3}), tf::layers::dense(1, {.seed = 4})};
   tf::Tensor x = tf::random::normal({5, 3}, 0, 1, tf::float32, 11);
   model(x);  // build
   tf::GradientTape tape;
@@ -128,7 +126,7 @@ TEST(Sequential, AddingANullLayerThrows) {
 }
 
 TEST(Sequential, ErrorsOfALayerNameThatLayer) {
-  tf::layers::Sequential model(std::make_shared<tf::layers::Dense>(2));
+  tf::layers::Sequential model{tf::layers::dense(2)};
   EXPECT_THAT([&] { model(tf::ones({3})); }, ThrowsMessage<tf::InvalidArgumentError>(
                                                  ::testing::AllOf(HasSubstr("[Dense]"), HasSubstr("(3,)"))));
 }
@@ -136,15 +134,12 @@ TEST(Sequential, ErrorsOfALayerNameThatLayer) {
 TEST(Sequential, SmallConvNetLearnsAToyTarget) {
   // Conv2D -> MaxPool2D -> Flatten -> Dropout -> Dense, trained with SGD to predict the mean of
   // each image: the loss after 60 steps is well below the first one.
-  tf::layers::Sequential model(
-      std::make_shared<tf::layers::Conv2D>(4, std::array<std::int64_t, 2>{3, 3}, "relu",
-                                           tf::layers::Conv2DOptions{.padding = "same", .seed = 1}),
-      std::make_shared<tf::layers::MaxPool2D>(), std::make_shared<tf::layers::Flatten>(),
-      std::make_shared<tf::layers::Dropout>(0.1, 2),
-      std::make_shared<tf::layers::Dense>(1, tf::layers::DenseOptions{.seed = 3}));
+  tf::layers::Sequential model{tf::layers::conv2d(4, {3, 3}, "relu", {.padding = "same", .seed = 1}),
+                               tf::layers::max_pool2d(), tf::layers::flatten(), tf::layers::dropout(0.1, 2),
+                               tf::layers::dense(1, {.seed = 3})};
   tf::Tensor x = tf::random::uniform({16, 6, 6, 1}, 0, 1, tf::float32, 4);
   tf::Tensor y = tf::reduce_mean(x, {1, 2});  // (16, 1)
-  tf::optim::SGD opt(0.1);
+  tf::optimizers::SGD opt(0.1);
   float first = 0.f, last = 0.f;
   for (int step = 0; step < 60; ++step) {
     tf::GradientTape tape;
@@ -156,4 +151,46 @@ TEST(Sequential, SmallConvNetLearnsAToyTarget) {
   }
   EXPECT_EQ(model.trainable_variables().size(), 4u);  // conv kernel, bias, dense kernel, bias
   EXPECT_LT(last, 0.5f * first);
+}
+
+// ---- reading like Keras: the factories, braces, sequential() -----------------------------------
+
+TEST(Sequential, BracesTakeTheFactoriesLikeKerasSequential) {
+  tf::layers::Sequential model{tf::layers::flatten(), tf::layers::dense(16, "relu"), tf::layers::dense(10)};
+  model.add(tf::layers::dropout(0.1));
+  ASSERT_EQ(model.layers().size(), 4u);
+  EXPECT_EQ(model.layers()[1]->name(), "dense");
+  EXPECT_EQ(model(tf::ones({2, 4, 4})).shape(), tf::Shape({2, 10}));
+  EXPECT_EQ(model.name(), "sequential");
+}
+
+TEST(Sequential, ANamedModelOfALayerList) {
+  tf::layers::Sequential model({tf::layers::dense(1)}, "mlp");
+  EXPECT_EQ(model.name(), "mlp");
+  EXPECT_EQ(model.layers().size(), 1u);
+}
+
+TEST(Sequential, BracesCreateTheLayersLeftToRight) {
+  // Layers without a seed draw the next seed of a process-wide sequence when created, so the
+  // creation order decides their kernels: braces guarantee left to right.
+  int created = 0;
+  auto stamped = [&created] { return std::make_shared<Scale>(static_cast<double>(created++)); };
+  tf::layers::Sequential model{stamped(), stamped(), stamped()};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const tf::Tensor factor = model.layers()[i]->call(tf::constant<float>({1.f}), false);
+    EXPECT_FLOAT_EQ(factor.values<float>()[0], static_cast<float>(i)) << "layer " << i;
+  }
+}
+
+TEST(Sequential, FactoryMakesAModelThatNestsInAnother) {
+  std::shared_ptr<tf::layers::Sequential> empty = tf::layers::sequential();
+  EXPECT_TRUE(empty->layers().empty());
+  EXPECT_EQ(empty->name(), "sequential");
+  EXPECT_EQ(tf::layers::sequential("encoder")->name(), "encoder");
+  auto encoder =
+      tf::layers::sequential({tf::layers::flatten(), tf::layers::dense(3, {.seed = 1})}, "encoder");
+  EXPECT_EQ(encoder->name(), "encoder");
+  tf::layers::Sequential model{encoder, tf::layers::dense(1, {.seed = 2})};
+  model(tf::ones({2, 2, 2}));
+  EXPECT_EQ(model.trainable_variables().size(), 4u);  // the encoder's kernel and bias, then the head's
 }

@@ -181,6 +181,10 @@ TEST(Squeeze, ListedAxesOnlyIncludingNegative) {
   EXPECT_EQ(tf::squeeze(x, {-1, 0}).shape(), (tf::Shape{2, 1}));
 }
 
+TEST(Squeeze, OneAxisNeedsNoBraces) {
+  EXPECT_EQ(tf::squeeze(tf::zeros({1, 2, 1}), -1).shape(), (tf::Shape{1, 2}));
+}
+
 TEST(Squeeze, EmptyTensorKeepsItsZeroDimension) {
   EXPECT_EQ(tf::squeeze(tf::zeros({1, 0, 1})).shape(), (tf::Shape{0}));
 }

@@ -607,6 +607,12 @@ TEST(Tensordot, ExplicitAxisPairs) {
     }
 }
 
+TEST(Tensordot, OneAxisEachLikeTensorFlowsAxesPair) {
+  // TensorFlow's axes=[1, 0]: a's axis 1 with b's axis 0, the matrix product.
+  tf::Tensor a = random_tensor({2, 3}, 47), b = random_tensor({3, 4}, 48);
+  expect_near_all(tf::tensordot(a, b, 1, 0).to_vector<double>(), tf::matmul(a, b).to_vector<double>());
+}
+
 TEST(Tensordot, RejectsBadAxes) {
   tf::Tensor a = tf::zeros({2, 3}), b = tf::zeros({3, 4});
   expect_error<tf::InvalidArgumentError>([&] { tf::tensordot(a, b, 3); },

@@ -8,6 +8,9 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "core/parallel.h"
 #include "support/values.h"
@@ -66,6 +69,48 @@ std::vector<double> reference(const tf::Tensor& x, const std::vector<int>& axes,
     }
   }
   return out;
+}
+
+// ---- axes: one axis or a list, as TensorFlow's axis argument --------------------------------------
+
+// Any integer type is one axis; bool (keepdims' type), floating point and strings are not axes.
+static_assert(std::is_convertible_v<int, tf::Axes>);
+static_assert(std::is_convertible_v<long, tf::Axes>);
+static_assert(std::is_convertible_v<std::int64_t, tf::Axes>);
+static_assert(std::is_convertible_v<std::size_t, tf::Axes>);
+static_assert(std::is_convertible_v<std::vector<std::int64_t>, tf::Axes>);
+static_assert(!std::is_convertible_v<bool, tf::Axes>);
+static_assert(!std::is_convertible_v<double, tf::Axes>);
+static_assert(!std::is_convertible_v<std::string, tf::Axes>);
+static_assert(!std::is_convertible_v<const char*, tf::Axes>);
+
+TEST(ReduceAxes, OneAxisReadsLikeTensorFlow) {
+  const tf::Tensor x = tf::constant({{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}});
+  EXPECT_THAT(vals<float>(tf::reduce_sum(x, 1)), ElementsAre(6.f, 15.f));
+  const tf::Tensor mean = tf::reduce_mean(x, -1, true);
+  EXPECT_EQ(mean.shape(), tf::Shape({2, 1}));
+  EXPECT_THAT(vals<float>(mean), ElementsAre(2.f, 5.f));
+  const int axis = 0;
+  EXPECT_THAT(vals<float>(tf::reduce_max(x, axis)), ElementsAre(4.f, 5.f, 6.f));
+  const std::size_t unsigned_axis = 1;
+  EXPECT_THAT(vals<float>(tf::reduce_min(x, unsigned_axis)), ElementsAre(1.f, 4.f));
+}
+
+TEST(ReduceAxes, ListsVectorsAndTheEmptyList) {
+  const tf::Tensor x = tf::constant({{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}});
+  EXPECT_EQ(tf::reduce_sum(x, {0, 1}).item<float>(), 21.f);
+  EXPECT_EQ(tf::reduce_sum(x, {}).item<float>(), 21.f);
+  const std::vector<std::int64_t> axes = {0};
+  EXPECT_THAT(vals<float>(tf::reduce_sum(x, axes)), ElementsAre(5.f, 7.f, 9.f));
+  const std::vector<int> int_axes = {1};
+  EXPECT_THAT(vals<float>(tf::reduce_prod(x, {int_axes.begin(), int_axes.end()})), ElementsAre(6.f, 120.f));
+}
+
+TEST(ReduceAxes, AnUnsignedAxisThatWrappedIsOutOfRangeNotTheLastAxis) {
+  const tf::Tensor x = tf::constant({{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}});
+  const std::size_t wrapped = std::size_t{0} - 1;
+  EXPECT_THAT([&] { tf::reduce_sum(x, wrapped); }, ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+                                                       AllOf(HasSubstr("[Sum]"), HasSubstr("out of range"))));
 }
 
 // ---- values --------------------------------------------------------------------------------------

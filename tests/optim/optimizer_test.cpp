@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tapeflow/tapeflow.h"
@@ -31,10 +32,14 @@ tf::Variable keras_var(tf::Tensor init, std::string name) {
   return tf::Variable(init, {.name = std::move(name), .keras_style = true});
 }
 
+// tf::optimizers is the Keras name; tf::optim, the 0.x one, still names the same classes.
+static_assert(std::is_same_v<tf::optim::SGD, tf::optimizers::SGD>);
+static_assert(std::is_same_v<tf::optim::Adam, tf::optimizers::Adam>);
+
 TEST(Optimizer, SkipsVariablesWhoseGradientIsMissing) {
   tf::Variable a = keras_var(tf::constant({1.0, 2.0}), "a");
   tf::Variable b = keras_var(tf::constant({5.0}), "b");
-  tf::optim::SGD opt(0.5);
+  tf::optimizers::SGD opt(0.5);
   opt.apply_gradients({tf::constant({1.0, -2.0}), std::nullopt}, {a, b});
   // a -= 0.5 * [1, -2]; b untouched
   EXPECT_THAT(a.value().to_vector<double>(), ElementsAre(0.5, 3.0));
@@ -48,7 +53,7 @@ TEST(Optimizer, WarnsAboutVariablesWithoutGradientLikeKeras) {
       tf::set_log_sink([&](tf::LogLevel, std::string_view m) { messages.emplace_back(m); });
   tf::Variable a = keras_var(tf::constant({1.0}), "a");
   tf::Variable b = keras_var(tf::constant({5.0}), "b");
-  tf::optim::SGD opt(0.5);
+  tf::optimizers::SGD opt(0.5);
   opt.apply_gradients({tf::constant({1.0}), std::nullopt}, {a, b});
   opt.apply_gradients({tf::constant({1.0}), tf::constant({1.0})}, {a, b});
   tf::set_log_sink(previous);
@@ -59,7 +64,7 @@ TEST(Optimizer, WarnsAboutVariablesWithoutGradientLikeKeras) {
 TEST(Optimizer, SlotsAreCreatedOnlyForVariablesWithAGradient) {
   tf::Variable a = keras_var(tf::constant({1.0}), "a");
   tf::Variable b = keras_var(tf::constant({5.0}), "b");
-  tf::optim::Adam opt;
+  tf::optimizers::Adam opt;
   opt.apply_gradients({std::nullopt, tf::constant({1.0})}, {a, b});
   EXPECT_THAT(names(opt.variables()), ElementsAre("iterations", "b/m", "b/v"));
 }
@@ -67,7 +72,7 @@ TEST(Optimizer, SlotsAreCreatedOnlyForVariablesWithAGradient) {
 TEST(Optimizer, NoGradientsForAnyVariableThrowsKerasMessage) {
   tf::Variable k = keras_var(tf::zeros({2, 2}), "kernel");
   tf::Variable b = keras_var(tf::zeros({2}), "bias");
-  tf::optim::SGD opt(0.1);
+  tf::optimizers::SGD opt(0.1);
   EXPECT_THAT(
       [&] {
         opt.apply_gradients({std::nullopt, std::nullopt}, {k, b});
@@ -79,7 +84,7 @@ TEST(Optimizer, NoGradientsForAnyVariableThrowsKerasMessage) {
 
 TEST(Optimizer, GradientCountMustMatchVariableCount) {
   tf::Variable k = keras_var(tf::zeros({2}), "kernel");
-  tf::optim::SGD opt(0.1);
+  tf::optimizers::SGD opt(0.1);
   EXPECT_THAT(
       [&] {
         opt.apply_gradients({tf::zeros({2}), tf::zeros({2})}, {k});
@@ -90,7 +95,7 @@ TEST(Optimizer, GradientCountMustMatchVariableCount) {
 TEST(Optimizer, GradientShapeMismatchNamesVariableAndShapesAndChangesNothing) {
   tf::Variable k = keras_var(tf::ones({3, 2}), "kernel");
   tf::Variable b = keras_var(tf::ones({2}), "bias");
-  tf::optim::SGD opt(0.1);
+  tf::optimizers::SGD opt(0.1);
   EXPECT_THAT(
       [&] {
         opt.apply_gradients({tf::ones({3, 2}), tf::ones({2, 3})}, {k, b});
@@ -103,7 +108,7 @@ TEST(Optimizer, GradientShapeMismatchNamesVariableAndShapesAndChangesNothing) {
 
 TEST(Optimizer, GradientDtypeMismatchThrows) {
   tf::Variable k = keras_var(tf::ones({2}), "kernel");
-  tf::optim::Adam opt;
+  tf::optimizers::Adam opt;
   EXPECT_THAT([&] { opt.apply_gradients({tf::ones({2}, tf::DType::Float64)}, {k}); },
               ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Adam]"), HasSubstr("'kernel'"),
                                                             HasSubstr("float64"), HasSubstr("float32"))));
@@ -111,14 +116,14 @@ TEST(Optimizer, GradientDtypeMismatchThrows) {
 
 TEST(Optimizer, IntegerVariablesCannotBeOptimized) {
   tf::Variable n(std::int32_t{3}, {.name = "n", .trainable = false, .keras_style = true});
-  tf::optim::SGD opt(0.1);
+  tf::optimizers::SGD opt(0.1);
   EXPECT_THAT([&] { opt.apply_gradients({tf::constant(1)}, {n}); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("float32 or float64")));
 }
 
 TEST(Optimizer, IterationsCountApplyGradientsCalls) {
   tf::Variable w = keras_var(tf::constant({1.f}), "w");
-  tf::optim::SGD opt(0.1);
+  tf::optimizers::SGD opt(0.1);
   for (int i = 0; i < 3; ++i) opt.apply_gradients({tf::constant({1.f})}, {w});
   EXPECT_EQ(opt.iterations().value().dtype(), tf::DType::Int64);
   EXPECT_EQ(opt.iterations().value().item<std::int64_t>(), 3);
@@ -127,7 +132,7 @@ TEST(Optimizer, IterationsCountApplyGradientsCalls) {
 TEST(Optimizer, VariablesListsIterationsThenSlotsInFirstSeenOrder) {
   tf::layers::Dense layer(2, {.seed = 1});
   layer.build(tf::Shape{1, 3});
-  tf::optim::Adam opt;
+  tf::optimizers::Adam opt;
   opt.build(layer.trainable_variables());
   const auto vars = opt.variables();
   EXPECT_THAT(names(vars), ElementsAre("iterations", "kernel/m", "kernel/v", "bias/m", "bias/v"));
@@ -141,7 +146,7 @@ TEST(Optimizer, RepeatedVariableNamesGetNumberedSlotNames) {
   tf::layers::Dense first(2, {.seed = 1}), second(1, {.seed = 2});
   first.build(tf::Shape{1, 3});
   second.build(tf::Shape{1, 2});
-  tf::optim::SGD opt(0.1, 0.9);
+  tf::optimizers::SGD opt(0.1, 0.9);
   auto vars = first.trainable_variables();
   for (const auto& v : second.trainable_variables()) vars.push_back(v);
   opt.build(vars);
@@ -151,14 +156,14 @@ TEST(Optimizer, RepeatedVariableNamesGetNumberedSlotNames) {
 
 TEST(Optimizer, SlotNamesDropTensorFlowOutputSuffix) {
   tf::Variable x(1.0f, {.name = "x0"});
-  tf::optim::RMSprop opt;
+  tf::optimizers::RMSprop opt;
   opt.apply_gradients({tf::constant(1.f)}, {x});
   EXPECT_THAT(names(opt.variables()), ElementsAre("iterations", "x0/velocity"));
 }
 
 TEST(Optimizer, SlotLooksUpAVariablesSlotByName) {
   tf::Variable w = keras_var(tf::constant({0.0}), "w");
-  tf::optim::Adam opt(0.1);
+  tf::optimizers::Adam opt(0.1);
   opt.apply_gradients({tf::constant({2.0})}, {w});
   // m = 0 + (2 - 0) * (1 - 0.9) = 0.2
   EXPECT_NEAR(opt.slot(w, "m").value().item<double>(), 0.2, 1e-15);
@@ -174,56 +179,57 @@ TEST(Optimizer, UpdatesAreNotRecordedOnALiveTape) {
   tf::GradientTape tape({.persistent = true});
   tf::Tensor y = w * w;
   const std::size_t before = tape.num_recorded_ops();
-  tf::optim::Adam opt(0.1, {.clip = {.clipnorm = 1.0}});
+  tf::optimizers::Adam opt(0.1, {.clip = {.clipnorm = 1.0}});
   opt.apply_gradients({*tape.gradient(y, w)}, {w});
   EXPECT_EQ(tape.num_recorded_ops(), before);
 }
 
 TEST(Optimizer, LearningRateCanBeChangedAndIsValidated) {
-  tf::optim::SGD opt(0.1);
+  tf::optimizers::SGD opt(0.1);
   opt.set_learning_rate(0.5);
   EXPECT_EQ(opt.learning_rate(), 0.5);
   EXPECT_THROW(opt.set_learning_rate(-1), tf::InvalidArgumentError);
 }
 
 TEST(OptimizerValidation, LearningRateMustBePositiveAndFinite) {
-  EXPECT_THAT([] { tf::optim::SGD(0.0); },
+  EXPECT_THAT([] { tf::optimizers::SGD(0.0); },
               ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[SGD]"), HasSubstr("learning_rate"))));
-  EXPECT_THAT([] { (void)tf::optim::Adam(std::numeric_limits<double>::quiet_NaN()); },
+  EXPECT_THAT([] { (void)tf::optimizers::Adam(std::numeric_limits<double>::quiet_NaN()); },
               ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Adam]"), HasSubstr("nan"))));
-  EXPECT_THROW((void)tf::optim::RMSprop(std::numeric_limits<double>::infinity()), tf::InvalidArgumentError);
+  EXPECT_THROW((void)tf::optimizers::RMSprop(std::numeric_limits<double>::infinity()),
+               tf::InvalidArgumentError);
 }
 
 TEST(OptimizerValidation, MomentumMustBeInZeroOne) {
-  EXPECT_THAT([] { tf::optim::SGD(0.1, 1.5); },
+  EXPECT_THAT([] { tf::optimizers::SGD(0.1, 1.5); },
               ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[SGD] momentum"), HasSubstr("1.5"))));
-  EXPECT_THROW(tf::optim::SGD(0.1, -0.1), tf::InvalidArgumentError);
-  EXPECT_NO_THROW(tf::optim::SGD(0.1, 1.0));
-  EXPECT_THAT([] { tf::optim::RMSprop(0.1, {.momentum = 2.0}); },
+  EXPECT_THROW(tf::optimizers::SGD(0.1, -0.1), tf::InvalidArgumentError);
+  EXPECT_NO_THROW(tf::optimizers::SGD(0.1, 1.0));
+  EXPECT_THAT([] { tf::optimizers::RMSprop(0.1, {.momentum = 2.0}); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[RMSprop] momentum")));
 }
 
 TEST(OptimizerValidation, BetasMustBeInZeroOneExclusive) {
-  EXPECT_THAT([] { tf::optim::Adam(0.1, {.beta_1 = 1.0}); },
+  EXPECT_THAT([] { tf::optimizers::Adam(0.1, {.beta_1 = 1.0}); },
               ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Adam] beta_1"), HasSubstr("1"))));
-  EXPECT_THAT([] { tf::optim::AdamW(0.1, 0.004, {.beta_2 = -0.5}); },
+  EXPECT_THAT([] { tf::optimizers::AdamW(0.1, 0.004, {.beta_2 = -0.5}); },
               ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[AdamW] beta_2"), HasSubstr("-0.5"))));
-  EXPECT_THROW(tf::optim::RMSprop(0.1, {.rho = 1.0}), tf::InvalidArgumentError);
+  EXPECT_THROW(tf::optimizers::RMSprop(0.1, {.rho = 1.0}), tf::InvalidArgumentError);
 }
 
 TEST(OptimizerValidation, EpsilonAndWeightDecayMustBeNonNegative) {
-  EXPECT_THAT([] { tf::optim::Adam(0.1, {.epsilon = -1e-7}); },
+  EXPECT_THAT([] { tf::optimizers::Adam(0.1, {.epsilon = -1e-7}); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Adam] epsilon")));
-  EXPECT_THAT([] { tf::optim::AdamW(0.1, -0.1); },
+  EXPECT_THAT([] { tf::optimizers::AdamW(0.1, -0.1); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[AdamW] weight_decay")));
-  EXPECT_NO_THROW(tf::optim::Adam(0.1, {.epsilon = 0.0}));
+  EXPECT_NO_THROW(tf::optimizers::Adam(0.1, {.epsilon = 0.0}));
 }
 
 TEST(OptimizerValidation, AtMostOneClipOptionAndPositive) {
-  EXPECT_THAT([] { tf::optim::SGD(0.1, 0, false, {.clipnorm = 1.0, .global_clipnorm = 1.0}); },
+  EXPECT_THAT([] { tf::optimizers::SGD(0.1, 0, false, {.clipnorm = 1.0, .global_clipnorm = 1.0}); },
               ThrowsMessage<tf::InvalidArgumentError>(
                   HasSubstr("only one of clipnorm, clipvalue and global_clipnorm")));
-  EXPECT_THAT([] { tf::optim::SGD(0.1, 0, false, {.clipnorm = 0.0}); },
+  EXPECT_THAT([] { tf::optimizers::SGD(0.1, 0, false, {.clipnorm = 0.0}); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("clipnorm must be positive")));
 }
 
@@ -231,36 +237,36 @@ TEST(OptimizerValidation, AtMostOneClipOptionAndPositive) {
 
 TEST(ClipByNorm, ScalesDownToTheClipNorm) {
   // |[3, 4]| = 5 > 2.5: scaled by 2.5 / 5
-  EXPECT_THAT(tf::optim::clip_by_norm(tf::constant({3.0, 4.0}), 2.5).to_vector<double>(),
+  EXPECT_THAT(tf::optimizers::clip_by_norm(tf::constant({3.0, 4.0}), 2.5).to_vector<double>(),
               ElementsAre(1.5, 2.0));
 }
 
 TEST(ClipByNorm, LeavesSmallerNormsUnchanged) {
-  EXPECT_THAT(tf::optim::clip_by_norm(tf::constant({{3.f}, {4.f}}), 10.0).to_vector<float>(),
+  EXPECT_THAT(tf::optimizers::clip_by_norm(tf::constant({{3.f}, {4.f}}), 10.0).to_vector<float>(),
               ElementsAre(3.f, 4.f));
 }
 
 TEST(ClipByNorm, ZeroAndEmptyTensorsStayAsTheyAre) {
-  EXPECT_THAT(tf::optim::clip_by_norm(tf::zeros({2}), 1.0).to_vector<float>(), ElementsAre(0.f, 0.f));
-  EXPECT_EQ(tf::optim::clip_by_norm(tf::zeros({0, 3}), 1.0).shape(), (tf::Shape{0, 3}));
+  EXPECT_THAT(tf::optimizers::clip_by_norm(tf::zeros({2}), 1.0).to_vector<float>(), ElementsAre(0.f, 0.f));
+  EXPECT_EQ(tf::optimizers::clip_by_norm(tf::zeros({0, 3}), 1.0).shape(), (tf::Shape{0, 3}));
 }
 
 TEST(ClipByNorm, GradientOfZeroTensorIsFinite) {
   tf::Tensor x = tf::zeros({2}, tf::DType::Float64);
   tf::GradientTape tape;
   tape.watch(x);
-  tf::Tensor y = tf::reduce_sum(tf::optim::clip_by_norm(x, 1.0));
+  tf::Tensor y = tf::reduce_sum(tf::optimizers::clip_by_norm(x, 1.0));
   auto g = tape.gradient(y, x);
   ASSERT_TRUE(g.has_value());
   EXPECT_THAT(g->to_vector<double>(), ElementsAre(1.0, 1.0));
 }
 
 TEST(ClipByNorm, RejectsNegativeClipNormAndIntegers) {
-  EXPECT_THAT([] { tf::optim::clip_by_norm(tf::ones({2}), -1.0); },
+  EXPECT_THAT([] { tf::optimizers::clip_by_norm(tf::ones({2}), -1.0); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[ClipByNorm] clip_norm")));
   EXPECT_THAT(
       [] {
-        tf::optim::clip_by_norm(tf::constant({1, 2}), 1.0);
+        tf::optimizers::clip_by_norm(tf::constant({1, 2}), 1.0);
       },
       ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("int32")));
 }
@@ -268,7 +274,7 @@ TEST(ClipByNorm, RejectsNegativeClipNormAndIntegers) {
 TEST(ClipByGlobalNorm, ScalesAllTensorsTogetherAndPassesMissingOnes) {
   // global norm = sqrt(3^2 + 0^2 + 4^2) = 5; scale 2.5 / 5 = 0.5
   auto [clipped, norm] =
-      tf::optim::clip_by_global_norm({tf::constant({3.0, 0.0}), std::nullopt, tf::constant({4.0})}, 2.5);
+      tf::optimizers::clip_by_global_norm({tf::constant({3.0, 0.0}), std::nullopt, tf::constant({4.0})}, 2.5);
   EXPECT_DOUBLE_EQ(norm.item<double>(), 5.0);
   ASSERT_EQ(clipped.size(), 3u);
   EXPECT_THAT(clipped[0]->to_vector<double>(), ElementsAre(1.5, 0.0));
@@ -277,7 +283,7 @@ TEST(ClipByGlobalNorm, ScalesAllTensorsTogetherAndPassesMissingOnes) {
 }
 
 TEST(ClipByGlobalNorm, LeavesTensorsUnchangedBelowTheClipNorm) {
-  auto [clipped, norm] = tf::optim::clip_by_global_norm({tf::constant({3.f}), tf::constant({4.f})}, 6.0);
+  auto [clipped, norm] = tf::optimizers::clip_by_global_norm({tf::constant({3.f}), tf::constant({4.f})}, 6.0);
   EXPECT_FLOAT_EQ(norm.item<float>(), 5.f);
   EXPECT_EQ(norm.dtype(), tf::DType::Float32);
   EXPECT_FLOAT_EQ(clipped[0]->item<float>(), 3.f);
@@ -286,13 +292,13 @@ TEST(ClipByGlobalNorm, LeavesTensorsUnchangedBelowTheClipNorm) {
 
 TEST(ClipByGlobalNorm, InfiniteNormGivesNaN) {
   const double inf = std::numeric_limits<double>::infinity();
-  auto [clipped, norm] = tf::optim::clip_by_global_norm({tf::constant({inf, 1.0})}, 1.0);
+  auto [clipped, norm] = tf::optimizers::clip_by_global_norm({tf::constant({inf, 1.0})}, 1.0);
   EXPECT_TRUE(std::isinf(norm.item<double>()));
   EXPECT_TRUE(std::isnan(clipped[0]->values<double>()[1]));
 }
 
 TEST(ClipByGlobalNorm, AllMissingGivesZeroNorm) {
-  auto [clipped, norm] = tf::optim::clip_by_global_norm({std::nullopt}, 1.0);
+  auto [clipped, norm] = tf::optimizers::clip_by_global_norm({std::nullopt}, 1.0);
   EXPECT_EQ(norm.item<float>(), 0.f);
   EXPECT_FALSE(clipped[0].has_value());
 }
@@ -300,7 +306,7 @@ TEST(ClipByGlobalNorm, AllMissingGivesZeroNorm) {
 TEST(OptimizerClipping, ClipnormClipsEachGradientSeparately) {
   tf::Variable a = keras_var(tf::constant({0.0, 0.0}), "a");
   tf::Variable b = keras_var(tf::constant({0.0}), "b");
-  tf::optim::SGD opt(1.0, 0, false, {.clipnorm = 1.0});
+  tf::optimizers::SGD opt(1.0, 0, false, {.clipnorm = 1.0});
   opt.apply_gradients({tf::constant({3.0, 4.0}), tf::constant({0.5})}, {a, b});
   // a: [3, 4] / 5; b: |0.5| < 1, unchanged
   EXPECT_THAT(a.value().to_vector<double>(), ElementsAre(-0.6, -0.8));
@@ -311,7 +317,7 @@ TEST(OptimizerClipping, GlobalClipnormClipsAllGradientsTogether) {
   tf::Variable a = keras_var(tf::constant({0.0}), "a");
   tf::Variable b = keras_var(tf::constant({0.0}), "b");
   tf::Variable c = keras_var(tf::constant({0.0}), "c");
-  tf::optim::SGD opt(1.0, 0, false, {.global_clipnorm = 1.0});
+  tf::optimizers::SGD opt(1.0, 0, false, {.global_clipnorm = 1.0});
   opt.apply_gradients({tf::constant({3.0}), std::nullopt, tf::constant({4.0})}, {a, b, c});
   // global norm 5: scale 1 / 5
   EXPECT_DOUBLE_EQ(a.value().item<double>(), -0.6);
@@ -321,7 +327,7 @@ TEST(OptimizerClipping, GlobalClipnormClipsAllGradientsTogether) {
 
 TEST(OptimizerClipping, ClipvalueClipsEachElement) {
   tf::Variable a = keras_var(tf::constant({0.0, 0.0, 0.0}), "a");
-  tf::optim::SGD opt(1.0, 0, false, {.clipvalue = 1.0});
+  tf::optimizers::SGD opt(1.0, 0, false, {.clipvalue = 1.0});
   opt.apply_gradients({tf::constant({3.0, -0.5, -7.0})}, {a});
   EXPECT_THAT(a.value().to_vector<double>(), ElementsAre(-1.0, 0.5, 1.0));
 }
@@ -330,7 +336,7 @@ TEST(Optimizer, MovedFromVariableIsRejectedBeforeAnyUpdate) {
   tf::Variable a = keras_var(tf::constant({1.0}), "a");
   tf::Variable b = keras_var(tf::constant({2.0}), "b");
   tf::Variable taken = std::move(b);
-  tf::optim::SGD opt(0.5);
+  tf::optimizers::SGD opt(0.5);
   // NOLINTNEXTLINE(bugprone-use-after-move): the point of the test
   EXPECT_THAT(
       [&] {

@@ -24,14 +24,14 @@ tf::Variable scalar_var(double value) {
 }
 
 /// Applies gradient `g` to `w` and returns w's new value.
-double step(tf::optim::Optimizer& opt, tf::Variable& w, double g) {
+double step(tf::optimizers::Optimizer& opt, tf::Variable& w, double g) {
   opt.apply_gradients({tf::constant(g)}, {w});
   return w.value().item<double>();
 }
 
 TEST(SGD, PlainUpdateIsLearningRateTimesGradient) {
   tf::Variable w = scalar_var(1.0);
-  tf::optim::SGD opt(0.1);
+  tf::optimizers::SGD opt(0.1);
   EXPECT_NEAR(step(opt, w, 0.5), 1.0 - 0.1 * 0.5, kTol);    // 0.95
   EXPECT_NEAR(step(opt, w, -1.0), 0.95 + 0.1 * 1.0, kTol);  // 1.05
   EXPECT_EQ(opt.variables().size(), 1u);                    // no slots without momentum
@@ -39,7 +39,7 @@ TEST(SGD, PlainUpdateIsLearningRateTimesGradient) {
 
 TEST(SGD, MomentumAccumulatesVelocity) {
   tf::Variable w = scalar_var(1.0);
-  tf::optim::SGD opt(0.1, 0.9);
+  tf::optimizers::SGD opt(0.1, 0.9);
   // v1 = 0.9 * 0 - 0.1 * 1 = -0.1;      w = 1 - 0.1 = 0.9
   EXPECT_NEAR(step(opt, w, 1.0), 0.9, kTol);
   // v2 = 0.9 * -0.1 - 0.1 * 1 = -0.19;  w = 0.9 - 0.19 = 0.71
@@ -51,7 +51,7 @@ TEST(SGD, MomentumAccumulatesVelocity) {
 
 TEST(SGD, NesterovLooksAheadAlongTheVelocity) {
   tf::Variable w = scalar_var(1.0);
-  tf::optim::SGD opt(0.1, 0.9, /*nesterov=*/true);
+  tf::optimizers::SGD opt(0.1, 0.9, /*nesterov=*/true);
   // v1 = -0.1;   w += 0.9 * -0.1 - 0.1 * 1 = -0.19   -> 0.81
   EXPECT_NEAR(step(opt, w, 1.0), 0.81, kTol);
   // v2 = 0.9 * -0.1 - 0.1 = -0.19;  w += 0.9 * -0.19 - 0.1 = -0.271  -> 0.539
@@ -60,7 +60,7 @@ TEST(SGD, NesterovLooksAheadAlongTheVelocity) {
 
 TEST(SGD, UpdatesEveryElementOfAFloat32Tensor) {
   tf::Variable w(tf::constant({1.f, 2.f}), {.name = "w", .keras_style = true});
-  tf::optim::SGD opt(0.5);
+  tf::optimizers::SGD opt(0.5);
   opt.apply_gradients({tf::constant({1.f, -2.f})}, {w});
   EXPECT_THAT(w.value().to_vector<float>(), ::testing::ElementsAre(0.5f, 3.f));
 }
@@ -68,7 +68,7 @@ TEST(SGD, UpdatesEveryElementOfAFloat32Tensor) {
 TEST(Adam, FirstStepsFollowKerasBiasCorrectedFormula) {
   const double lr = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-7;
   tf::Variable w = scalar_var(1.0);
-  tf::optim::Adam opt(lr);
+  tf::optimizers::Adam opt(lr);
   // t = 1, g = 1: m = 0.1, v = 0.001, lr_t = 0.1 * sqrt(1 - 0.999) / (1 - 0.9)
   double m = 0.1, v = 0.001;
   double lr_t = lr * std::sqrt(1 - b2) / (1 - b1);
@@ -88,7 +88,7 @@ TEST(Adam, FirstStepsFollowKerasBiasCorrectedFormula) {
 TEST(Adam, AmsgradKeepsTheLargestSecondMoment) {
   const double lr = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-7;
   tf::Variable w = scalar_var(0.0);
-  tf::optim::Adam opt(lr, {.amsgrad = true});
+  tf::optimizers::Adam opt(lr, {.amsgrad = true});
   step(opt, w, 2.0);  // m = 0.2, v = v_hat = 0.004
   const double w1 = w.value().item<double>();
   // t = 2, g = 0: m = 0.2 * 0.9 = 0.18, v = 0.004 * 0.999 = 0.003996, v_hat = max(0.004, 0.003996)
@@ -101,7 +101,7 @@ TEST(Adam, AmsgradKeepsTheLargestSecondMoment) {
 TEST(AdamW, DecaysWeightsBeforeTheAdamStep) {
   const double lr = 0.1, wd = 0.5, b1 = 0.9, b2 = 0.999, eps = 1e-7;
   tf::Variable w = scalar_var(1.0);
-  tf::optim::AdamW opt(lr, wd);
+  tf::optimizers::AdamW opt(lr, wd);
   // decay: w = 1 - 0.1 * 0.5 * 1 = 0.95; then Adam's t = 1 step with g = 1 (m = 0.1, v = 0.001)
   const double adam1 = lr * std::sqrt(1 - b2) / (1 - b1) * 0.1 / (std::sqrt(0.001) + eps);
   double expected = 0.95 - adam1;
@@ -114,7 +114,7 @@ TEST(AdamW, DecaysWeightsBeforeTheAdamStep) {
 
 TEST(AdamW, ZeroGradientStillDecays) {
   tf::Variable w = scalar_var(2.0);
-  tf::optim::AdamW opt(0.1, 0.5);
+  tf::optimizers::AdamW opt(0.1, 0.5);
   // w = 2 - 0.1 * 0.5 * 2 = 1.9; the Adam step is 0 (m = 0)
   EXPECT_NEAR(step(opt, w, 0.0), 1.9, kTol);
 }
@@ -122,7 +122,7 @@ TEST(AdamW, ZeroGradientStillDecays) {
 TEST(RMSprop, DividesByTheRootMeanSquare) {
   const double lr = 0.1, eps = 1e-7;
   tf::Variable w = scalar_var(1.0);
-  tf::optim::RMSprop opt(lr);
+  tf::optimizers::RMSprop opt(lr);
   // velocity = 0.9 * 0 + 0.1 * 1 = 0.1;  w -= 0.1 * 1 / sqrt(0.1 + 1e-7)
   double expected = 1.0 - lr / std::sqrt(0.1 + eps);  // 0.68377...
   EXPECT_NEAR(step(opt, w, 1.0), expected, kTol);
@@ -135,7 +135,7 @@ TEST(RMSprop, DividesByTheRootMeanSquare) {
 TEST(RMSprop, CenteredSubtractsTheSquaredMeanGradient) {
   const double lr = 0.1, eps = 1e-7;
   tf::Variable w = scalar_var(1.0);
-  tf::optim::RMSprop opt(lr, {.centered = true});
+  tf::optimizers::RMSprop opt(lr, {.centered = true});
   // velocity = 0.1, average_gradient = 0.1 * 1 = 0.1;  denominator = 0.1 - 0.01 + 1e-7
   double expected = 1.0 - lr / std::sqrt(0.09 + eps);
   EXPECT_NEAR(step(opt, w, 1.0), expected, kTol);
@@ -148,7 +148,7 @@ TEST(RMSprop, CenteredSubtractsTheSquaredMeanGradient) {
 TEST(RMSprop, MomentumAccumulatesIncrements) {
   const double lr = 0.1, eps = 1e-7;
   tf::Variable w = scalar_var(1.0);
-  tf::optim::RMSprop opt(lr, {.momentum = 0.5});
+  tf::optimizers::RMSprop opt(lr, {.momentum = 0.5});
   const double inc1 = lr / std::sqrt(0.1 + eps);   // velocity 0.1
   const double inc2 = lr / std::sqrt(0.19 + eps);  // velocity 0.19
   // m1 = inc1; m2 = 0.5 * inc1 + inc2
@@ -163,7 +163,7 @@ struct Fit {
 };
 
 /// Fits y = w * x + b to y = 3x + 2 on 32 points in [-1, 1] (float32) for `steps` steps.
-Fit fit_line(tf::optim::Optimizer& opt, int steps = 200) {
+Fit fit_line(tf::optimizers::Optimizer& opt, int steps = 200) {
   const tf::Tensor x = tf::linspace(-1.0, 1.0, 32);
   const tf::Tensor y = x * 3.f + 2.f;
   tf::Variable w(0.0f, {.name = "w", .keras_style = true});
@@ -180,7 +180,7 @@ Fit fit_line(tf::optim::Optimizer& opt, int steps = 200) {
 
 struct TrainCase {
   std::string name;
-  std::function<std::unique_ptr<tf::optim::Optimizer>()> make;
+  std::function<std::unique_ptr<tf::optimizers::Optimizer>()> make;
 };
 
 class TrainsLinearRegression : public ::testing::TestWithParam<TrainCase> {};
@@ -196,17 +196,27 @@ TEST_P(TrainsLinearRegression, ReachesSlopeThreeInterceptTwo) {
 INSTANTIATE_TEST_SUITE_P(
     Optimizers, TrainsLinearRegression,
     ::testing::Values(
-        TrainCase{"SGD", [] { return std::make_unique<tf::optim::SGD>(0.3); }},
-        TrainCase{"SGDMomentum", [] { return std::make_unique<tf::optim::SGD>(0.05, 0.9); }},
-        TrainCase{"SGDNesterov", [] { return std::make_unique<tf::optim::SGD>(0.05, 0.9, true); }},
-        TrainCase{"Adam", [] { return std::make_unique<tf::optim::Adam>(0.1); }},
-        TrainCase{"AdamAmsgrad", [] { return std::make_unique<tf::optim::Adam>(0.1, tf::optim::AdamOptions{.amsgrad = true}); }},
-        TrainCase{"AdamW", [] { return std::make_unique<tf::optim::AdamW>(0.1); }},
-        TrainCase{"RMSprop", [] { return std::make_unique<tf::optim::RMSprop>(0.05); }},
+        TrainCase{"SGD", [] { return std::make_unique<tf::optimizers::SGD>(0.3); }},
+        TrainCase{"SGDMomentum", [] { return std::make_unique<tf::optimizers::SGD>(0.05, 0.9); }},
+        TrainCase{"SGDNesterov", [] { return std::make_unique<tf::optimizers::SGD>(0.05, 0.9, true); }},
+        TrainCase{"Adam", [] { return std::make_unique<tf::optimizers::Adam>(0.1); }},
+        TrainCase{"AdamAmsgrad",
+                  [] {
+                    return std::make_unique<tf::optimizers::Adam>(
+                        0.1, tf::optimizers::AdamOptions{.amsgrad = true});
+                  }},
+        TrainCase{"AdamW", [] { return std::make_unique<tf::optimizers::AdamW>(0.1); }},
+        TrainCase{"RMSprop", [] { return std::make_unique<tf::optimizers::RMSprop>(0.05); }},
         TrainCase{"RMSpropCenteredMomentum",
-                  [] { return std::make_unique<tf::optim::RMSprop>(0.01, tf::optim::RMSpropOptions{.momentum = 0.9, .centered = true}); }},
+                  [] {
+                    return std::make_unique<tf::optimizers::RMSprop>(
+                        0.01, tf::optimizers::RMSpropOptions{.momentum = 0.9, .centered = true});
+                  }},
         TrainCase{"SGDGlobalClipnorm",
-                  [] { return std::make_unique<tf::optim::SGD>(0.3, 0, false, tf::optim::ClipOptions{.global_clipnorm = 1.0}); }}),
+                  [] {
+                    return std::make_unique<tf::optimizers::SGD>(
+                        0.3, 0, false, tf::optimizers::ClipOptions{.global_clipnorm = 1.0});
+                  }}),
     [](const ::testing::TestParamInfo<TrainCase>& info) { return info.param.name; });
 
 }  // namespace

@@ -414,7 +414,7 @@ TEST(CliTrain, MlpLossFallsOnFashionMnist) {
   REQUIRE_DATASET();
   const auto& ds = dataset();
   cli::Model model = cli::make_model("mlp", 1);
-  tf::optim::Adam opt(1e-3);
+  tf::optimizers::Adam opt(1e-3);
   auto vars = model.net->trainable_variables();
   tf::Tensor x = tf::slice(ds.train_images, {0, 0, 0, 0}, {3000, -1, -1, -1});
   tf::Tensor y = tf::slice(ds.train_labels, {0}, {3000});

@@ -1,7 +1,5 @@
 #include "models.h"
 
-#include <array>
-
 #include "tapeflow/errors.h"
 #include "tapeflow/nn/conv2d.h"
 #include "tapeflow/nn/dense.h"
@@ -29,11 +27,11 @@ const std::vector<std::string>& model_names() {
 }
 
 StepSeededDropout::StepSeededDropout(double rate, std::uint64_t seed)
-    : Layer("dropout"), rate_(rate), seed_(seed), dropout_(std::make_shared<layers::Dropout>(rate, seed)) {}
+    : Layer("dropout"), rate_(rate), seed_(seed), dropout_(layers::dropout(rate, seed)) {}
 
 void StepSeededDropout::start_step(std::int64_t epoch, std::int64_t step) {
   const std::uint64_t epoch_seed = mix(seed_ ^ mix(static_cast<std::uint64_t>(epoch)));
-  dropout_ = std::make_shared<layers::Dropout>(rate_, mix(epoch_seed + static_cast<std::uint64_t>(step)));
+  dropout_ = layers::dropout(rate_, mix(epoch_seed + static_cast<std::uint64_t>(step)));
 }
 
 Tensor StepSeededDropout::call(const Tensor& x, bool training) { return dropout_->call(x, training); }
@@ -45,26 +43,25 @@ void Model::start_step(std::int64_t epoch, std::int64_t step) {
 Model make_model(std::string_view kind, std::uint64_t seed) {
   Model m;
   m.kind = std::string(kind);
-  m.net = std::make_shared<layers::Sequential>(m.kind);
+  m.net = layers::sequential(m.kind);
   std::uint64_t next = mix(seed);
   auto dense = [&](std::int64_t units, const char* activation) {
-    return std::make_shared<layers::Dense>(units, activation, layers::DenseOptions{.seed = next++});
+    return layers::dense(units, activation, {.seed = next++});
   };
   auto conv = [&](std::int64_t filters) {
-    return std::make_shared<layers::Conv2D>(filters, std::array<std::int64_t, 2>{3, 3}, "relu",
-                                            layers::Conv2DOptions{.padding = "same", .seed = next++});
+    return layers::conv2d(filters, {3, 3}, "relu", {.padding = "same", .seed = next++});
   };
   if (kind == "mlp") {
-    m.net->add(std::make_shared<layers::Flatten>());
+    m.net->add(layers::flatten());
     m.net->add(dense(256, "relu"));
     m.net->add(dense(128, "relu"));
     m.net->add(dense(10, "linear"));
   } else if (kind == "cnn") {
     m.net->add(conv(32));
-    m.net->add(std::make_shared<layers::MaxPool2D>());
+    m.net->add(layers::max_pool2d());
     m.net->add(conv(64));
-    m.net->add(std::make_shared<layers::MaxPool2D>());
-    m.net->add(std::make_shared<layers::Flatten>());
+    m.net->add(layers::max_pool2d());
+    m.net->add(layers::flatten());
     m.net->add(dense(128, "relu"));
     auto dropout = std::make_shared<StepSeededDropout>(0.3, next++);
     m.dropouts.push_back(dropout);

@@ -32,9 +32,9 @@ using Clock = std::chrono::steady_clock;
 const std::vector<std::string> kOptimizers = {"adam", "sgd"};
 constexpr std::int64_t kHistoryColumns = 6;  // epoch, train loss, train acc, test loss, test acc, s
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, double learning_rate) {
-  if (name == "adam") return std::make_unique<optim::Adam>(learning_rate);
-  if (name == "sgd") return std::make_unique<optim::SGD>(learning_rate, /*momentum=*/0.9);
+std::unique_ptr<optimizers::Optimizer> make_optimizer(const std::string& name, double learning_rate) {
+  if (name == "adam") return std::make_unique<optimizers::Adam>(learning_rate);
+  if (name == "sgd") return std::make_unique<optimizers::SGD>(learning_rate, /*momentum=*/0.9);
   throw UsageError("unknown optimizer '" + name + "': expected adam or sgd");
 }
 

@@ -21,6 +21,7 @@
 /// dtype.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -79,6 +80,12 @@ class BatchNormalization : public Layer {
   BatchNormalizationOptions options_;
   std::optional<Variable> gamma_, beta_, moving_mean_, moving_variance_;
 };
+
+/// A BatchNormalization layer in a std::shared_ptr, ready for Sequential:
+/// tf::layers::batch_normalization({.momentum = 0.9}). The options and errors are the constructor's.
+inline std::shared_ptr<BatchNormalization> batch_normalization(BatchNormalizationOptions options = {}) {
+  return std::make_shared<BatchNormalization>(std::move(options));
+}
 
 }  // namespace tapeflow::layers
 #pragma GCC visibility pop

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,6 +95,23 @@ class Conv2D : public Layer {
   std::string tf_padding_;  // "VALID" or "SAME", for nn::conv2d
   std::optional<Variable> kernel_, bias_;
 };
+
+/// A Conv2D layer in a std::shared_ptr, ready for Sequential: tf::layers::conv2d(32, {3, 3}, "relu",
+/// {.padding = "same"}). The arguments and errors are the constructors'.
+///@{
+inline std::shared_ptr<Conv2D> conv2d(std::int64_t filters, std::array<std::int64_t, 2> kernel_size,
+                                      Activation activation = {}, Conv2DOptions options = {}) {
+  return std::make_shared<Conv2D>(filters, kernel_size, std::move(activation), std::move(options));
+}
+inline std::shared_ptr<Conv2D> conv2d(std::int64_t filters, std::array<std::int64_t, 2> kernel_size,
+                                      Conv2DOptions options) {
+  return std::make_shared<Conv2D>(filters, kernel_size, std::move(options));
+}
+inline std::shared_ptr<Conv2D> conv2d(std::int64_t filters, std::array<std::int64_t, 2> kernel_size,
+                                      std::string_view activation, Conv2DOptions options = {}) {
+  return std::make_shared<Conv2D>(filters, kernel_size, activation, std::move(options));
+}
+///@}
 
 }  // namespace tapeflow::layers
 #pragma GCC visibility pop

@@ -4,6 +4,7 @@
 /// tf.keras.layers.Dense.
 ///
 ///   tf::layers::Dense layer(2, "relu");          // or Dense(2, tf::nn::relu), or a lambda
+///   auto shared = tf::layers::dense(2, "relu");  // the same layer in a std::shared_ptr, for Sequential
 ///   tf::Tensor x = tf::constant({{1.f, 2.f, 3.f}});
 ///   tf::GradientTape tape;
 ///   tf::Tensor loss = tf::reduce_mean(tf::pow(layer(x), 2));   // the first call builds the layer
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -97,6 +99,23 @@ class Dense : public Layer {
   DenseOptions options_;
   std::optional<Variable> kernel_, bias_;
 };
+
+/// A Dense layer in a std::shared_ptr, ready for Sequential: tf::layers::dense(16, "relu"),
+/// tf::layers::dense(10), tf::layers::dense(2, {.name = "out", .seed = 1}). The arguments and
+/// errors are the constructors'.
+///@{
+inline std::shared_ptr<Dense> dense(std::int64_t units, Activation activation = {},
+                                    DenseOptions options = {}) {
+  return std::make_shared<Dense>(units, std::move(activation), std::move(options));
+}
+inline std::shared_ptr<Dense> dense(std::int64_t units, DenseOptions options) {
+  return std::make_shared<Dense>(units, std::move(options));
+}
+inline std::shared_ptr<Dense> dense(std::int64_t units, std::string_view activation,
+                                    DenseOptions options = {}) {
+  return std::make_shared<Dense>(units, activation, std::move(options));
+}
+///@}
 
 }  // namespace tapeflow::layers
 #pragma GCC visibility pop

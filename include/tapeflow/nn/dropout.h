@@ -13,6 +13,7 @@
 /// the layer takes the next seed of the process-wide sequence that Dense and Conv2D use.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -43,6 +44,13 @@ class Dropout : public Layer {
   std::uint64_t seed_;
   std::uint64_t calls_ = 0;  // training calls so far: the generator's position
 };
+
+/// A Dropout layer in a std::shared_ptr, ready for Sequential: tf::layers::dropout(0.25). The
+/// arguments and errors are the constructor's.
+inline std::shared_ptr<Dropout> dropout(double rate, std::optional<std::uint64_t> seed = std::nullopt,
+                                        std::string name = "dropout") {
+  return std::make_shared<Dropout>(rate, seed, std::move(name));
+}
 
 }  // namespace tapeflow::layers
 #pragma GCC visibility pop

@@ -6,6 +6,7 @@
 ///   tf::layers::Flatten flatten;
 ///   flatten(tf::zeros({8, 4, 4, 3})).shape();   // (8, 48)
 
+#include <memory>
 #include <string>
 
 #include "tapeflow/nn/layer.h"
@@ -24,6 +25,11 @@ class Flatten : public Layer {
   Tensor operator()(const Tensor& x);
   Tensor call(const Tensor& x, bool /*training*/) override { return (*this)(x); }
 };
+
+/// A Flatten layer in a std::shared_ptr, ready for Sequential: tf::layers::flatten().
+inline std::shared_ptr<Flatten> flatten(std::string name = "flatten") {
+  return std::make_shared<Flatten>(std::move(name));
+}
 
 }  // namespace tapeflow::layers
 #pragma GCC visibility pop

@@ -3,7 +3,7 @@
 /// Layer: the common base of the Keras-style layers (Dense, Conv2D, Flatten, Dropout, ...), so
 /// that a Sequential can hold and call any of them.
 ///
-///   std::shared_ptr<tf::layers::Layer> l = std::make_shared<tf::layers::Dropout>(0.5);
+///   std::shared_ptr<tf::layers::Layer> l = tf::layers::dropout(0.5);   // see sequential.h
 ///   tf::Tensor y = l->call(x, /*training=*/true);
 ///
 /// `call(x, training)` is Keras's Layer.call: `training` switches layers that behave differently

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,6 +68,15 @@ class MaxPool2D : public Pool2D {
               const std::vector<std::int64_t>& strides, std::string_view padding) const override;
 };
 
+/// A MaxPool2D layer in a std::shared_ptr, ready for Sequential: tf::layers::max_pool2d(), or
+/// max_pool2d({3, 3}, {{1, 1}}, "same"). The arguments and errors are the constructor's.
+inline std::shared_ptr<MaxPool2D> max_pool2d(
+    std::array<std::int64_t, 2> pool_size = {2, 2},
+    std::optional<std::array<std::int64_t, 2>> strides = std::nullopt, std::string_view padding = "valid",
+    std::string name = "max_pooling2d") {
+  return std::make_shared<MaxPool2D>(pool_size, strides, padding, std::move(name));
+}
+
 /// The mean of each window.
 class AveragePool2D : public Pool2D {
  public:
@@ -79,6 +89,14 @@ class AveragePool2D : public Pool2D {
   Tensor pool(const Tensor& x, const std::vector<std::int64_t>& ksize,
               const std::vector<std::int64_t>& strides, std::string_view padding) const override;
 };
+
+/// An AveragePool2D layer in a std::shared_ptr, ready for Sequential (arguments as max_pool2d's).
+inline std::shared_ptr<AveragePool2D> average_pool2d(
+    std::array<std::int64_t, 2> pool_size = {2, 2},
+    std::optional<std::array<std::int64_t, 2>> strides = std::nullopt, std::string_view padding = "valid",
+    std::string name = "average_pooling2d") {
+  return std::make_shared<AveragePool2D>(pool_size, strides, padding, std::move(name));
+}
 
 }  // namespace tapeflow::layers
 #pragma GCC visibility pop

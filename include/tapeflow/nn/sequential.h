@@ -2,19 +2,24 @@
 /// \file nn/sequential.h
 /// Sequential: a stack of layers called in order, like tf.keras.Sequential.
 ///
-///   tf::layers::Sequential model(std::make_shared<tf::layers::Flatten>(),
-///                                std::make_shared<tf::layers::Dense>(16, "relu"),
-///                                std::make_shared<tf::layers::Dense>(10));
-///   model.add(std::make_shared<tf::layers::Dropout>(0.1));
+///   tf::layers::Sequential model{tf::layers::flatten(), tf::layers::dense(16, "relu"),
+///                                tf::layers::dense(10)};
+///   model.add(tf::layers::dropout(0.1));
 ///   tf::Tensor y = model(x);                       // inference (training = false)
 ///   tf::Tensor y_train = model(x, /*training=*/true);
 ///   model.trainable_variables();                   // layer by layer, in order
 ///
-/// The model shares ownership of its layers; variables() lists them layer by layer in the order
-/// the layers were added (each layer's own order inside, e.g. kernel then bias).
+/// The lower-case factories (tf::layers::dense, conv2d, max_pool2d, average_pool2d, flatten,
+/// dropout, batch_normalization, sequential) return each layer in a std::shared_ptr: layers are
+/// Modules, which track their sub-modules by address, so they are neither copied nor moved, and a
+/// model shares ownership of its layers. Any class derived from Layer goes in with
+/// std::make_shared. variables() lists the variables layer by layer in the order the layers were
+/// added (each layer's own order inside, e.g. kernel then bias).
 
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tapeflow/nn/layer.h"
@@ -28,6 +33,15 @@ class Sequential : public Layer {
  public:
   /// An empty model named `name`; add layers with add().
   explicit Sequential(std::string name = "sequential") : Layer(std::move(name)) {}
+  /// A model of the given layers, in order, named `name`, like keras.Sequential([...], name):
+  /// Sequential model{dense(16, "relu"), dense(1)} or Sequential model({...}, "mlp").
+  /// NOTE: braces fix the order the layers are created in (left to right), and with it the seeds
+  /// that layers without an explicit seed draw from the process-wide sequence; the arguments of a
+  /// call with parentheses, Sequential(dense(16), dense(1)), are evaluated in an unspecified order.
+  Sequential(std::initializer_list<std::shared_ptr<Layer>> layers, std::string name = "sequential")
+      : Layer(std::move(name)) {
+    for (const auto& layer : layers) add(layer);
+  }
   /// A model of the given layers, in order.
   template <class... Ls>
   requires(sizeof...(Ls) > 0 &&
@@ -50,6 +64,19 @@ class Sequential : public Layer {
  private:
   std::vector<std::shared_ptr<Layer>> layers_;
 };
+
+/// A Sequential in a std::shared_ptr, like keras.Sequential([...]), e.g. as a layer of another
+/// model: tf::layers::sequential({tf::layers::dense(16, "relu"), tf::layers::dense(1)}), or an
+/// empty one, tf::layers::sequential().
+///@{
+inline std::shared_ptr<Sequential> sequential(std::initializer_list<std::shared_ptr<Layer>> layers,
+                                              std::string name = "sequential") {
+  return std::make_shared<Sequential>(layers, std::move(name));
+}
+inline std::shared_ptr<Sequential> sequential(std::string name = "sequential") {
+  return std::make_shared<Sequential>(std::move(name));
+}
+///@}
 
 }  // namespace tapeflow::layers
 #pragma GCC visibility pop

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "tapeflow/ops/reduce.h"
+#include "tapeflow/axes.h"
 #include "tapeflow/tensor.h"
 
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
@@ -23,7 +23,8 @@ Tensor transpose(const Tensor& x, const std::vector<std::int64_t>& perm = {});
 /// Inserts a size-1 dimension at `axis` in [-rank - 1, rank] (negative counts from the end of the
 /// output): expand_dims(x of shape (2, 3), -1) has shape (2, 3, 1).
 Tensor expand_dims(const Tensor& x, std::int64_t axis);
-/// Removes size-1 dimensions (all of them if `axes` is empty); a listed axis of size != 1 throws.
+/// Removes size-1 dimensions: those in `axes` (one axis or a list), all of them if `axes` is
+/// empty; a listed axis of size != 1 throws.
 Tensor squeeze(const Tensor& x, const Axes& axes = {});
 /// x repeated to `shape` by NumPy broadcasting (BroadcastTo); InvalidArgumentError when x's shape
 /// does not broadcast to it. Gradient: dy summed over the broadcast dimensions.

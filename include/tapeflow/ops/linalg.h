@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tapeflow/axes.h"
 #include "tapeflow/tensor.h"
 
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
@@ -59,13 +60,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
 /// rank, disagreeing contracted sizes, or different dtypes.
 Tensor tensordot(const Tensor& a, const Tensor& b, std::int64_t axes);
 
-/// tf.tensordot with explicit axis lists: contracts a's axis a_axes[i] with b's axis b_axes[i]
-/// (negative axes count from the end). The result holds a's free axes in order, then b's.
+/// tf.tensordot with explicit axes: contracts a's axis a_axes[i] with b's axis b_axes[i]
+/// (negative axes count from the end). Each is one axis or a list, as in TensorFlow's
+/// axes=[[1], [0]] or axes=[1, 0]: tensordot(a, b, {1}, {0}) == tensordot(a, b, 1, 0).
+/// The result holds a's free axes in order, then b's.
 ///
 /// Throws InvalidArgumentError for lists of different lengths, an axis out of range or repeated,
 /// disagreeing contracted sizes, or different dtypes.
-Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<std::int64_t>& a_axes,
-                 const std::vector<std::int64_t>& b_axes);
+Tensor tensordot(const Tensor& a, const Tensor& b, const Axes& a_axes, const Axes& b_axes);
 
 /// tf.einsum / numpy.einsum for one operand: "ij->ji" (transpose), "ij->i" (row sums), "ij->"
 /// (total), "...ij->...ji". Labels are ASCII letters; "..." stands for any number of leading or

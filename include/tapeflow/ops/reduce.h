@@ -1,13 +1,15 @@
 #pragma once
 /// \file ops/reduce.h
-/// Reductions over any set of axes. An empty `axes` list reduces over all axes (like
-/// `axis=None` in TensorFlow). Negative axes count from the end. With `keepdims` the reduced axes
-/// stay as size-1 dimensions, so the result broadcasts against the input.
+/// Reductions over any set of axes: one axis or a list (see axes.h). An empty `axes` list reduces
+/// over all axes (like `axis=None` in TensorFlow). Negative axes count from the end. With
+/// `keepdims` the reduced axes stay as size-1 dimensions, so the result broadcasts against the
+/// input.
 ///
 ///   tf::Tensor x = tf::constant({{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}});
 ///   tf::reduce_sum(x);                  // 21
-///   tf::reduce_sum(x, {0});             // [5, 7, 9]        column sums
-///   tf::reduce_mean(x, {-1}, true);     // [[2], [5]]       shape (2, 1)
+///   tf::reduce_sum(x, 0);               // [5, 7, 9]        column sums
+///   tf::reduce_mean(x, -1, true);       // [[2], [5]]       shape (2, 1)
+///   tf::reduce_max(x, {0, 1});          // 6
 ///   tf::argmax(x, 1);                   // [2, 2]           int64
 ///
 /// Errors (InvalidArgumentError, naming the op, the axes and the input's shape and dtype): an
@@ -18,15 +20,12 @@
 /// complement), as in TensorFlow. max/min propagate NaN.
 
 #include <cstdint>
-#include <vector>
 
+#include "tapeflow/axes.h"
 #include "tapeflow/tensor.h"
 
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
-
-/// The axes to reduce over (negative counts from the end); empty means every axis.
-using Axes = std::vector<std::int64_t>;
 
 /// Sum over `axes` (op "Sum"). Numeric dtypes (float32/64, int32/64). An empty reduction is 0.
 /// Gradient: dy broadcast back to the input's shape.

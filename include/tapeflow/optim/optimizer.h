@@ -1,9 +1,10 @@
 #pragma once
 /// \file optim/optimizer.h
-/// Optimizers that update variables from their gradients, like Keras 3's keras.optimizers.
+/// Optimizers that update variables from their gradients, like Keras 3's keras.optimizers, in
+/// namespace tf::optimizers (tf::optim, the 0.x name, is an alias of it).
 ///
 ///   tf::layers::Dense model(1);
-///   tf::optim::Adam opt(0.01);
+///   tf::optimizers::Adam opt(0.01);
 ///   for (int step = 0; step < 200; ++step) {
 ///     tf::GradientTape tape;
 ///     tf::Tensor loss = tf::losses::mean_squared_error(y, model(x));
@@ -33,7 +34,7 @@
 #include "tapeflow/variable.h"
 
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
-namespace tapeflow::optim {
+namespace tapeflow::optimizers {
 
 /// `t * clip_norm / max(l2norm(t), clip_norm)`: `t` rescaled so that its L2 norm (over all
 /// elements) is at most `clip_norm`, unchanged if it already is (tf.clip_by_norm). A zero tensor
@@ -250,5 +251,10 @@ class RMSprop : public Optimizer {
   RMSpropOptions options_;
 };
 
-}  // namespace tapeflow::optim
+}  // namespace tapeflow::optimizers
+
+namespace tapeflow {
+/// The 0.x name of tapeflow::optimizers, kept so that code written against it still compiles.
+namespace optim = optimizers;
+}  // namespace tapeflow
 #pragma GCC visibility pop
