@@ -66,6 +66,7 @@ constinit thread_local int t_recording_tapes = 0;
 constinit thread_local int t_cotangent_batch_rank = 0;
 constinit thread_local std::uint64_t t_hidden_lo = 0;
 constinit thread_local std::uint64_t t_hidden_hi = 0;
+constinit thread_local std::uint64_t t_suspended_below = 0;
 std::atomic<bool> g_check_numerics{false};
 constinit thread_local GradientObserver* t_gradient_observer = nullptr;  // gradient_observer.h
 std::atomic<int> g_live_tapes{0};
@@ -99,7 +100,7 @@ struct ThreadTapes {
     t_recording_tapes = dropped ? recount() : t_recording_tapes + 1;
   }
   void remove(detail::TapeState& tape) {
-    const bool counted = tape.listed_recording && !nesting_hidden(tape.nesting_id);
+    const bool counted = tape.listed_recording && !tape_hidden(tape.nesting_id);
     unlist(tape);
     remove_live(tape);
     const bool dropped = drop_orphans();  // after: `tape` is no longer in_stack either
@@ -122,7 +123,7 @@ struct ThreadTapes {
       return true;
     });
     int n = 0;
-    for (const detail::TapeState* t : recording) n += nesting_hidden(t->nesting_id) ? 0 : 1;
+    for (const detail::TapeState* t : recording) n += tape_hidden(t->nesting_id) ? 0 : 1;
     return n;
   }
 
@@ -174,6 +175,15 @@ ThreadTapes& thread_tapes() { return *thread_tapes_ptr(); }
 void recount_recording_tapes() { t_recording_tapes = thread_tapes().recount(); }
 
 }  // namespace
+
+RecordingSuspension::RecordingSuspension() : saved_floor_(t_suspended_below) {
+  t_suspended_below = peek_nesting_id();
+  recount_recording_tapes();
+}
+RecordingSuspension::~RecordingSuspension() {
+  t_suspended_below = saved_floor_;
+  recount_recording_tapes();
+}
 
 const std::vector<std::shared_ptr<detail::TapeState>>& this_thread_tapes() { return thread_tapes().live; }
 std::span<detail::TapeState* const> recording_tapes() { return thread_tapes().recording; }

@@ -178,6 +178,13 @@ extern constinit thread_local std::uint64_t t_hidden_hi;
 
 inline bool nesting_hidden(std::uint64_t id) { return id >= t_hidden_lo && id < t_hidden_hi; }
 
+/// Tapes with a nesting id below this floor do not record: a RecordingSuspension (dispatch.h)
+/// raised it to the next id when it started. 0 when no suspension is alive.
+extern constinit thread_local std::uint64_t t_suspended_below;
+/// Whether a tape with nesting id `id` is kept from recording by a forward accumulator's
+/// computation or a recording suspension.
+inline bool tape_hidden(std::uint64_t id) { return id < t_suspended_below || nesting_hidden(id); }
+
 /// Recounts the recording tapes and active accumulators after a state change.
 void recount_observers();
 
@@ -279,7 +286,7 @@ struct TapeState {
   bool wants_to_record() const {
     return in_stack.load(std::memory_order_relaxed) && pauses == 0 && !consumed;
   }
-  bool recording() const { return wants_to_record() && !autodiff::nesting_hidden(nesting_id); }
+  bool recording() const { return wants_to_record() && !autodiff::tape_hidden(nesting_id); }
 };
 
 }  // namespace tapeflow::detail

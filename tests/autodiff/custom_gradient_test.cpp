@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "tapeflow/tapeflow.h"
@@ -288,6 +289,48 @@ TEST(GradPassThrough, TangentPassesThroughInForwardMode) {
   acc.watch(x, v);
   tf::Tensor y = tf::grad_pass_through([](const In& in) { return In{tf::sign(in[0])}; })({x})[0];
   EXPECT_EQ(acc.jvp(y)->to_vector<double>(), v.to_vector<double>());
+}
+
+// The blocks of grad_pass_through and recompute_grad run unrecorded by the tapes that exist when
+// they start. What the block does with tapes must not leak out of it (outside testing, issue 14
+// session): a pause of an outer tape ending inside the block used to turn recording back on for
+// the rest of the block, and a tape created inside the block recorded nothing once it ended.
+TEST(GradPassThrough, APauseEndingInsideTheBlockKeepsTheBlockUnrecorded) {
+  tf::Variable v(2.0f);
+  tf::GradientTape outer;
+  tf::Tensor x = v.read_value();
+  const std::size_t before = outer.num_recorded_ops();
+  tf::grad_pass_through([&](const In& in) {
+    { auto pause = outer.stop_recording(); }
+    return In{in[0] * in[0] * 1.0f};
+  })({x});
+  EXPECT_EQ(outer.num_recorded_ops() - before, 1u);  // the pass-through op only
+  EXPECT_FLOAT_EQ(outer.gradient(x, v)->item<float>(), 1.0f);
+}
+
+TEST(GradPassThrough, ATapeCreatedInsideTheBlockRecordsAfterIt) {
+  tf::Variable v(2.0f);
+  std::optional<tf::GradientTape> inner;
+  tf::GradientTape outer;
+  tf::grad_pass_through([&](const In& in) {
+    inner.emplace();
+    return In{in[0] + 0.0f};
+  })({tf::constant(1.0f)});
+  tf::Tensor y = v * v;
+  EXPECT_FLOAT_EQ(inner->gradient(y, v)->item<float>(), 4.0f);
+  EXPECT_FLOAT_EQ(outer.gradient(y, v)->item<float>(), 4.0f);  // the outer tape records again too
+}
+
+TEST(RecomputeGrad, ATapeDestroyedInsideTheBlockLeavesTheOthersRecording) {
+  tf::Variable v(3.0f);
+  std::optional<tf::GradientTape> doomed(std::in_place);
+  tf::GradientTape tape;
+  tf::recompute_grad([&](const In& in) {
+    doomed.reset();
+    return In{in[0] * 2.0f};
+  })({tf::constant(1.0f)});
+  tf::Tensor y = v * v;
+  EXPECT_FLOAT_EQ(tape.gradient(y, v)->item<float>(), 6.0f);
 }
 
 TEST(GradPassThrough, OutputsMustMatchTheInputsOneToOne) {

@@ -267,6 +267,12 @@ TEST(Conv2D, UnknownActivationNameThrowsNamingConv2D) {
 
 // ---- the factory -------------------------------------------------------------------------------
 
+TEST(Conv2D, BracedOptionsAloneNameTheLayer) {
+  tf::layers::Conv2D layer(4, {3, 3}, {.name = "features"});
+  EXPECT_EQ(layer.name(), "features");
+  EXPECT_EQ(tf::layers::conv2d(4, {3, 3}, {.name = "c"})->name(), "c");
+}
+
 TEST(Conv2D, FactoryMakesTheLayerTheConstructorMakes) {
   const tf::Tensor x = tf::random::uniform({1, 5, 5, 2}, -1, 1, tf::float32, 9);
   std::shared_ptr<tf::layers::Conv2D> conv =

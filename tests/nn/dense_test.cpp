@@ -77,6 +77,17 @@ TEST(Dense, SameSeedGivesSameKernelAndUnseededLayersDiffer) {
   EXPECT_NE(c.kernel().value().to_vector<float>(), d.kernel().value().to_vector<float>());
 }
 
+// Options alone in braces pick the options overload on every compiler (clang 14 used to fail
+// hard while trying to turn the braces into a std::function activation).
+TEST(Dense, BracedOptionsAloneNameTheLayer) {
+  tf::layers::Dense layer(2, {.name = "out", .seed = 1});
+  EXPECT_EQ(layer.name(), "out");
+  EXPECT_EQ(tf::layers::dense(3, {.name = "hidden"})->name(), "hidden");
+  const tf::layers::Activation none;
+  EXPECT_FALSE(none);
+  EXPECT_TRUE(tf::layers::Activation(tf::nn::relu));
+}
+
 TEST(Dense, ComputesAffineMapWithoutActivation) {
   tf::layers::Dense layer(3, {.seed = 1});
   tf::Tensor x = tf::constant({{1.f, -2.f}, {0.5f, 4.f}});

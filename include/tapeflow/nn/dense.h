@@ -17,12 +17,14 @@
 /// shape (units,). They are named "kernel" and "bias" as Keras 3 names them (no ":0" suffix).
 /// Inputs of rank > 2 are multiplied on their last dimension: (batch, ..., in) -> (batch, ..., units).
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "tapeflow/module.h"
 #include "tapeflow/nn/layer.h"
@@ -32,9 +34,29 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
-/// An activation function: any callable from tensor to tensor (tf::nn::relu, tf::tanh, a lambda).
-/// An empty one means no activation ("linear").
-using Activation = std::function<Tensor(const Tensor&)>;
+/// An activation function: any callable from tensor to tensor (tf::nn::relu, tf::tanh, a lambda,
+/// a std::function). An empty one (default-constructed) means no activation ("linear").
+///
+/// A class rather than a std::function alias: its converting constructor accepts only callables,
+/// so a braced options struct such as Dense(2, {.name = "out"}) never considers converting to an
+/// Activation (clang 14 fails hard on std::function's constructor there instead of discarding it).
+class Activation {
+ public:
+  /// No activation.
+  Activation() = default;
+  /// Any callable `f` with f(const Tensor&) convertible to Tensor.
+  template <class F>
+  requires(!std::same_as<std::remove_cvref_t<F>, Activation> &&
+           std::is_invocable_r_v<Tensor, F&, const Tensor&>) Activation(F f)
+      : fn_(std::move(f)) {}
+  /// The activation applied to `x`. Throws std::bad_function_call when empty.
+  Tensor operator()(const Tensor& x) const { return fn_(x); }
+  /// Whether there is a function (false: no activation).
+  explicit operator bool() const { return static_cast<bool>(fn_); }
+
+ private:
+  std::function<Tensor(const Tensor&)> fn_;
+};
 
 /// The activation Keras calls `name`: "relu", "sigmoid", "tanh", "softmax" (over the last axis),
 /// or "linear" (also "" and "none": no activation, an empty Activation).
