@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "ops/families.h"
+#include "tapeflow/no_recording.h"
 #include "tapeflow/ops/gradient_control.h"
 #include "tapeflow/tape.h"
 
@@ -197,7 +198,7 @@ Block recompute_grad(Block f) {
     // The forward runs unrecorded (that is the memory saving); backward recomputes it.
     std::vector<Tensor> outputs = autodiff::fresh(autodiff::run_watching_variables(
         [&] {
-          const autodiff::RecordingSuspension off;
+          const NoRecordingScope off;
           return f(inputs);
         },
         variables));
@@ -220,7 +221,7 @@ Block grad_pass_through(Block f) {
       std::vector<Tensor> outputs;
       {
         // The gradient never looks inside f (it is the identity), so f's ops are not recorded.
-        const autodiff::RecordingSuspension off;
+        const NoRecordingScope off;
         outputs = f(in);
       }
       autodiff::require_outputs_like_inputs(in, outputs);

@@ -55,23 +55,6 @@ inline bool any_accumulator_active() { return t_active_accumulators > 0; }
 void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs, std::span<const Tensor> outputs,
                         const std::shared_ptr<const void>& attrs);
 
-/// Suspends, while alive, the recording of every tape that exists on this thread when it starts
-/// (stateful updates such as assign_add, optimizer steps, the blocks of recompute_grad and
-/// grad_pass_through). Tapes created inside the scope record normally, also after it ends.
-/// The suspension is a floor of nesting ids that every recount of the recording tapes honours
-/// (tape_state.h, tape_hidden), so a tape created, paused, resumed or destroyed inside the scope
-/// leaves the count right on both sides of it. Scopes nest (RAII, innermost ends first).
-class RecordingSuspension {
- public:
-  RecordingSuspension();
-  ~RecordingSuspension();
-  RecordingSuspension(const RecordingSuspension&) = delete;
-  RecordingSuspension& operator=(const RecordingSuspension&) = delete;
-
- private:
-  std::uint64_t saved_floor_;
-};
-
 /// Collects, while alive, every variable read on this thread (first-read order, no duplicates):
 /// custom_gradient uses it to find the variables its function captured.
 struct VariableReadWatcher {

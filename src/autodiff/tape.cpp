@@ -54,6 +54,7 @@
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "tapeflow/logging.h"
+#include "tapeflow/no_recording.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
@@ -174,16 +175,33 @@ ThreadTapes& thread_tapes() { return *thread_tapes_ptr(); }
 
 void recount_recording_tapes() { t_recording_tapes = thread_tapes().recount(); }
 
+/// The floors of this thread's live NoRecordingScopes, in creation order. t_suspended_below is
+/// their maximum, so the scopes may end in any order.
+std::vector<std::uint64_t>& suspension_floors() {
+  thread_local std::vector<std::uint64_t> floors;
+  return floors;
+}
+
 }  // namespace
 
-RecordingSuspension::RecordingSuspension() : saved_floor_(t_suspended_below) {
-  t_suspended_below = peek_nesting_id();
-  recount_recording_tapes();
+}  // namespace autodiff
+
+NoRecordingScope::NoRecordingScope() : floor_(autodiff::peek_nesting_id()) {
+  autodiff::suspension_floors().push_back(floor_);
+  autodiff::t_suspended_below = std::max(autodiff::t_suspended_below, floor_);
+  autodiff::recount_recording_tapes();
 }
-RecordingSuspension::~RecordingSuspension() {
-  t_suspended_below = saved_floor_;
-  recount_recording_tapes();
+
+NoRecordingScope::~NoRecordingScope() {
+  std::vector<std::uint64_t>& floors = autodiff::suspension_floors();
+  // Searched from the end: scopes usually end innermost first.
+  if (const auto it = std::find(floors.rbegin(), floors.rend(), floor_); it != floors.rend())
+    floors.erase(std::next(it).base());
+  autodiff::t_suspended_below = floors.empty() ? 0 : *std::max_element(floors.begin(), floors.end());
+  autodiff::recount_recording_tapes();
 }
+
+namespace autodiff {
 
 const std::vector<std::shared_ptr<detail::TapeState>>& this_thread_tapes() { return thread_tapes().live; }
 std::span<detail::TapeState* const> recording_tapes() { return thread_tapes().recording; }

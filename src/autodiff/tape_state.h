@@ -178,8 +178,9 @@ extern constinit thread_local std::uint64_t t_hidden_hi;
 
 inline bool nesting_hidden(std::uint64_t id) { return id >= t_hidden_lo && id < t_hidden_hi; }
 
-/// Tapes with a nesting id below this floor do not record: a RecordingSuspension (dispatch.h)
-/// raised it to the next id when it started. 0 when no suspension is alive.
+/// Tapes with a nesting id below this floor do not record: the highest floor of the live
+/// NoRecordingScopes (no_recording.h) on this thread, each the next nesting id when it began;
+/// 0 when none is alive.
 extern constinit thread_local std::uint64_t t_suspended_below;
 /// Whether a tape with nesting id `id` is kept from recording by a forward accumulator's
 /// computation or a recording suspension.

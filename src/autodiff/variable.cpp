@@ -7,6 +7,7 @@
 #include "autodiff/dispatch.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
+#include "tapeflow/no_recording.h"
 #include "tapeflow/ops/math.h"
 
 namespace tapeflow {
@@ -120,7 +121,7 @@ void Variable::read_modify_write(std::string_view op, const Tensor& delta,
   if (autodiff::any_tape_recording()) [[unlikely]]
     autodiff::note_variable_update(op, *this, delta);
   // Stateful and not differentiable: computed off the tape, so nothing links later reads to delta.
-  const autodiff::RecordingSuspension off;
+  const NoRecordingScope off;
   // NOTE: the lock is held from the read to the write (TensorFlow's AssignAddVariableOp holds the
   // variable's mutex the same way); reading, combining and assigning separately lost updates.
   std::lock_guard lock(s.mutex);

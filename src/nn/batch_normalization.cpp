@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "autodiff/dispatch.h"
 #include "core/check.h"
+#include "tapeflow/no_recording.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
@@ -67,7 +67,7 @@ Tensor BatchNormalization::call(const Tensor& x, bool training) {
     mean = reduce_mean(x, reduce_axes, /*keepdims=*/true);
     variance = reduce_mean(square(x - mean), reduce_axes, /*keepdims=*/true);
     // Stateful updates of the moving statistics: not part of any gradient (Keras's assign ops).
-    autodiff::RecordingSuspension not_recorded;
+    const NoRecordingScope not_recorded;
     const double m = options_.momentum;
     moving_mean_->assign(moving_mean_->value() * m + reshape(mean, {channels}) * (1.0 - m));
     moving_variance_->assign(moving_variance_->value() * m + reshape(variance, {channels}) * (1.0 - m));

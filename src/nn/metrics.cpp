@@ -2,8 +2,8 @@
 
 #include "tapeflow/nn/metrics.h"
 
-#include "autodiff/dispatch.h"
 #include "core/check.h"
+#include "tapeflow/no_recording.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/reduce.h"
@@ -24,7 +24,7 @@ double sum_of(const Tensor& t) { return reduce_sum(cast(t, DType::Float64)).item
 
 void Mean::update_state(const Tensor& values, const std::optional<Tensor>& sample_weight) {
   require_defined(name_, values, "values");
-  autodiff::RecordingSuspension no_recording;
+  const NoRecordingScope no_recording;
   const Tensor v = cast(values, DType::Float64);
   if (!sample_weight) {
     total_ += sum_of(v);
@@ -50,7 +50,7 @@ void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
                    "[{}] y_true and y_pred must have the same shape and dtype, got y_true {} {} and y_pred {} {}",
                    name(), y_true.shape().to_string(), dtype_name(y_true.dtype()), y_pred.shape().to_string(),
                    dtype_name(y_pred.dtype()));
-  autodiff::RecordingSuspension no_recording;
+  const NoRecordingScope no_recording;
   mean_.update_state(equal(y_true, y_pred));
 }
 
@@ -60,7 +60,7 @@ void BinaryAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
   TAPEFLOW_REQUIRE(y_true.shape() == y_pred.shape(), InvalidArgumentError,
                    "[{}] y_true and y_pred must have the same shape, got y_true {} and y_pred {}", name(),
                    y_true.shape().to_string(), y_pred.shape().to_string());
-  autodiff::RecordingSuspension no_recording;
+  const NoRecordingScope no_recording;
   const Tensor t = cast(y_true, DType::Float64) > threshold_;
   const Tensor p = cast(y_pred, DType::Float64) > threshold_;
   mean_.update_state(equal(t, p));
@@ -73,7 +73,7 @@ void CategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y_pre
                    "[{}] y_true and y_pred must have the same shape of rank >= 1 (batch, ..., classes), got y_true "
                    "{} and y_pred {}",
                    name(), y_true.shape().to_string(), y_pred.shape().to_string());
-  autodiff::RecordingSuspension no_recording;
+  const NoRecordingScope no_recording;
   mean_.update_state(equal(argmax(y_true, -1), argmax(y_pred, -1)));
 }
 
@@ -92,7 +92,7 @@ void SparseCategoricalAccuracy::update_state(const Tensor& y_true, const Tensor&
   TAPEFLOW_REQUIRE(labels.shape() == expected, InvalidArgumentError,
                    "[{}] y_true must have y_pred's shape without the class axis, {}, got y_true {} and y_pred {}",
                    name(), expected.to_string(), y_true.shape().to_string(), y_pred.shape().to_string());
-  autodiff::RecordingSuspension no_recording;
+  const NoRecordingScope no_recording;
   mean_.update_state(equal(cast(labels, DType::Int64), argmax(y_pred, -1)));
 }
 

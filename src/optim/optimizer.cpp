@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "autodiff/dispatch.h"
 #include "core/check.h"
 #include "tapeflow/logging.h"
+#include "tapeflow/no_recording.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/reduce.h"
@@ -193,7 +193,7 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
   }
 
   // Neither the clipping nor the update belongs on a tape that may be recording around us.
-  autodiff::RecordingSuspension no_recording;
+  const NoRecordingScope no_recording;
   std::vector<Gradient> g;
   g.reserve(present.size());
   for (std::size_t i : present) g.push_back(grads[i]);
