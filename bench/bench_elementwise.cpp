@@ -16,8 +16,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -86,7 +86,8 @@ void measure_triad(int threads) {
 void report(benchmark::State& state, double bytes_per_element, int threads) {
   const double bytes = bytes_per_element * static_cast<double>(kN) * static_cast<double>(state.iterations());
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
-  state.counters["of_triad"] = benchmark::Counter(bytes / triad_bandwidth()[threads], benchmark::Counter::kIsRate);
+  state.counters["of_triad"] =
+      benchmark::Counter(bytes / triad_bandwidth()[threads], benchmark::Counter::kIsRate);
 }
 
 void BM_Triad(benchmark::State& state) {
@@ -116,25 +117,25 @@ void raw_loop(benchmark::State& state, F kernel) {
   report(state, 8.0, 1);
 }
 
-#define TAPEFLOW_BENCH_LIBM(fn)                                                              \
-  void BM_Libm_##fn(benchmark::State& state) {                                               \
-    raw_loop(state, [](const float* x, float* y, std::int64_t n) {                           \
-      for (std::int64_t i = 0; i < n; ++i) y[i] = std::fn(x[i]);                             \
-    });                                                                                      \
-  }                                                                                          \
+#define TAPEFLOW_BENCH_LIBM(fn)                                    \
+  void BM_Libm_##fn(benchmark::State& state) {                     \
+    raw_loop(state, [](const float* x, float* y, std::int64_t n) { \
+      for (std::int64_t i = 0; i < n; ++i) y[i] = std::fn(x[i]);   \
+    });                                                            \
+  }                                                                \
   BENCHMARK(BM_Libm_##fn)->UseRealTime()->Unit(benchmark::kMillisecond);
 TAPEFLOW_BENCH_LIBM(exp)
 TAPEFLOW_BENCH_LIBM(tanh)
 TAPEFLOW_BENCH_LIBM(sin)
 
 #if defined(__AVX2__) && defined(__FMA__)
-#define TAPEFLOW_BENCH_SLEEF_AVX2(fn)                                                              \
-  void BM_SleefAvx2_##fn(benchmark::State& state) {                                                \
-    raw_loop(state, [](const float* x, float* y, std::int64_t n) {                                 \
-      for (std::int64_t i = 0; i + 8 <= n; i += 8)                                                 \
-        _mm256_storeu_ps(y + i, Sleef_##fn##f8_u10avx2(_mm256_loadu_ps(x + i)));                   \
-    });                                                                                            \
-  }                                                                                                \
+#define TAPEFLOW_BENCH_SLEEF_AVX2(fn)                                            \
+  void BM_SleefAvx2_##fn(benchmark::State& state) {                              \
+    raw_loop(state, [](const float* x, float* y, std::int64_t n) {               \
+      for (std::int64_t i = 0; i + 8 <= n; i += 8)                               \
+        _mm256_storeu_ps(y + i, Sleef_##fn##f8_u10avx2(_mm256_loadu_ps(x + i))); \
+    });                                                                          \
+  }                                                                              \
   BENCHMARK(BM_SleefAvx2_##fn)->UseRealTime()->Unit(benchmark::kMillisecond);
 TAPEFLOW_BENCH_SLEEF_AVX2(exp)
 TAPEFLOW_BENCH_SLEEF_AVX2(tanh)
@@ -142,13 +143,13 @@ TAPEFLOW_BENCH_SLEEF_AVX2(sin)
 #endif
 
 #if defined(__AVX512F__)
-#define TAPEFLOW_BENCH_SLEEF_AVX512(fn)                                                            \
-  void BM_SleefAvx512_##fn(benchmark::State& state) {                                              \
-    raw_loop(state, [](const float* x, float* y, std::int64_t n) {                                 \
-      for (std::int64_t i = 0; i + 16 <= n; i += 16)                                               \
-        _mm512_storeu_ps(y + i, Sleef_##fn##f16_u10avx512f(_mm512_loadu_ps(x + i)));               \
-    });                                                                                            \
-  }                                                                                                \
+#define TAPEFLOW_BENCH_SLEEF_AVX512(fn)                                              \
+  void BM_SleefAvx512_##fn(benchmark::State& state) {                                \
+    raw_loop(state, [](const float* x, float* y, std::int64_t n) {                   \
+      for (std::int64_t i = 0; i + 16 <= n; i += 16)                                 \
+        _mm512_storeu_ps(y + i, Sleef_##fn##f16_u10avx512f(_mm512_loadu_ps(x + i))); \
+    });                                                                              \
+  }                                                                                  \
   BENCHMARK(BM_SleefAvx512_##fn)->UseRealTime()->Unit(benchmark::kMillisecond);
 TAPEFLOW_BENCH_SLEEF_AVX512(exp)
 TAPEFLOW_BENCH_SLEEF_AVX512(tanh)
@@ -171,10 +172,10 @@ void kernel_loop(benchmark::State& state, F kernel) {
   report(state, 8.0, threads);
 }
 
-#define TAPEFLOW_BENCH_KERNEL(fn)                                                                     \
-  void BM_Kernel_##fn(benchmark::State& state) {                                                      \
+#define TAPEFLOW_BENCH_KERNEL(fn)                                                                      \
+  void BM_Kernel_##fn(benchmark::State& state) {                                                       \
     kernel_loop(state, [](const float* x, float* y, std::int64_t n) { tf::cpu::vmath::fn(x, y, n); }); \
-  }                                                                                                   \
+  }                                                                                                    \
   BENCHMARK(BM_Kernel_##fn)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
 TAPEFLOW_BENCH_KERNEL(exp)
 TAPEFLOW_BENCH_KERNEL(tanh)
@@ -188,15 +189,19 @@ void BM_KernelFreshOutput_exp(benchmark::State& state) {
   const float* x = inputs().data();
   for (auto _ : state) {
     std::unique_ptr<float[]> y(new float[static_cast<std::size_t>(kN)]);
-    tf::cpu::map_blocks(x, y.get(), kN, [](const float* in, float* out, std::int64_t n) {
-      tf::cpu::vmath::exp(in, out, n);
-    });
+    tf::cpu::map_blocks(x, y.get(), kN,
+                        [](const float* in, float* out, std::int64_t n) { tf::cpu::vmath::exp(in, out, n); });
     benchmark::DoNotOptimize(y.get());
     benchmark::ClobberMemory();
   }
   report(state, 8.0, threads);
 }
-BENCHMARK(BM_KernelFreshOutput_exp)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_KernelFreshOutput_exp)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 #if defined(__linux__)
 // The same with the fresh buffer backed by transparent huge pages (2 MiB: 32 faults, not 16384).
@@ -208,14 +213,20 @@ void BM_KernelFreshHugePageOutput_exp(benchmark::State& state) {
   for (auto _ : state) {
     auto* y = static_cast<float*>(std::aligned_alloc(std::size_t{2} << 20, kBytes));
     madvise(y, kBytes, MADV_HUGEPAGE);
-    tf::cpu::map_blocks(x, y, kN, [](const float* in, float* out, std::int64_t n) { tf::cpu::vmath::exp(in, out, n); });
+    tf::cpu::map_blocks(x, y, kN,
+                        [](const float* in, float* out, std::int64_t n) { tf::cpu::vmath::exp(in, out, n); });
     benchmark::DoNotOptimize(y);
     benchmark::ClobberMemory();
     std::free(y);
   }
   report(state, 8.0, threads);
 }
-BENCHMARK(BM_KernelFreshHugePageOutput_exp)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_KernelFreshHugePageOutput_exp)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 #endif
 
 // ---- tapeflow ops, allocation of the output included -------------------------------------------
@@ -225,7 +236,7 @@ void op_loop(benchmark::State& state, double bytes_per_element, Op op) {
   const int threads = static_cast<int>(state.range(0));
   tf::cpu::set_num_threads(threads);
   const tf::Tensor x = tf::constant(inputs(), tf::Shape{kN});  // uniform in [-8, 8]
-  const tf::Tensor xp = tf::abs(x) + 0.5f;                        // positive, for sqrt and pow
+  const tf::Tensor xp = tf::abs(x) + 0.5f;                     // positive, for sqrt and pow
   for (auto _ : state) {
     tf::Tensor y = op(x, xp);
     benchmark::DoNotOptimize(y.raw_data());
@@ -233,10 +244,12 @@ void op_loop(benchmark::State& state, double bytes_per_element, Op op) {
   report(state, bytes_per_element, threads);
 }
 
-#define TAPEFLOW_BENCH_OP(name, bytes, expr)                                                                   \
-  void BM_Op_##name(benchmark::State& state) {                                                                 \
-    op_loop(state, bytes, []([[maybe_unused]] const tf::Tensor& x, [[maybe_unused]] const tf::Tensor& xp) { return expr; });    \
-  }                                                                                                            \
+#define TAPEFLOW_BENCH_OP(name, bytes, expr)                                                                \
+  void BM_Op_##name(benchmark::State& state) {                                                              \
+    op_loop(state, bytes, []([[maybe_unused]] const tf::Tensor& x, [[maybe_unused]] const tf::Tensor& xp) { \
+      return expr;                                                                                          \
+    });                                                                                                     \
+  }                                                                                                         \
   BENCHMARK(BM_Op_##name)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
 TAPEFLOW_BENCH_OP(add, 12.0, x + xp)
 TAPEFLOW_BENCH_OP(abs, 8.0, tf::abs(x))

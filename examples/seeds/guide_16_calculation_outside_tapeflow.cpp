@@ -30,7 +30,8 @@ int main() {
   std::vector<float> mean(static_cast<std::size_t>(cols), 0.0f);
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t c = 0; c < cols; ++c)
-      mean[static_cast<std::size_t>(c)] += values[static_cast<std::size_t>(r * cols + c)] / static_cast<float>(rows);
+      mean[static_cast<std::size_t>(c)] +=
+          values[static_cast<std::size_t>(r * cols + c)] / static_cast<float>(rows);
 
   // Back into tapeflow as a new constant, with no history.
   tf::Tensor y = tf::reduce_mean(tf::constant(mean), 0);

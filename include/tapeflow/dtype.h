@@ -26,11 +26,16 @@ inline constexpr DType bool_ = DType::Bool;
 /// TensorFlow's name of a dtype: "float32", "int64", "bool", ...
 constexpr std::string_view dtype_name(DType d) {
   switch (d) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Int32: return "int32";
-    case DType::Int64: return "int64";
-    case DType::Bool: return "bool";
+    case DType::Float32:
+      return "float32";
+    case DType::Float64:
+      return "float64";
+    case DType::Int32:
+      return "int32";
+    case DType::Int64:
+      return "int64";
+    case DType::Bool:
+      return "bool";
   }
   return "invalid";
 }
@@ -38,11 +43,16 @@ constexpr std::string_view dtype_name(DType d) {
 /// Bytes per element.
 constexpr std::size_t dtype_size(DType d) {
   switch (d) {
-    case DType::Float32: return 4;
-    case DType::Float64: return 8;
-    case DType::Int32: return 4;
-    case DType::Int64: return 8;
-    case DType::Bool: return 1;
+    case DType::Float32:
+      return 4;
+    case DType::Float64:
+      return 8;
+    case DType::Int32:
+      return 4;
+    case DType::Int64:
+      return 8;
+    case DType::Bool:
+      return 1;
   }
   return 0;
 }
@@ -53,18 +63,22 @@ constexpr bool is_floating(DType d) { return d == DType::Float32 || d == DType::
 constexpr bool is_integer(DType d) { return d == DType::Int32 || d == DType::Int64; }
 
 template <class T>
-concept Element = std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                  std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> ||
-                  std::is_same_v<T, bool>;
+concept Element = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
+    std::is_same_v<T, std::int64_t> || std::is_same_v<T, bool>;
 
 /// The DType of a C++ element type: dtype_of<float>() == DType::Float32.
 template <Element T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::Float32;
-  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return DType::Int32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return DType::Int64;
-  else return DType::Bool;
+  if constexpr (std::is_same_v<T, float>)
+    return DType::Float32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::Float64;
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return DType::Int32;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return DType::Int64;
+  else
+    return DType::Bool;
 }
 
 /// Calls `fn.template operator()<T>()` with the C++ type of `d`:
@@ -72,11 +86,16 @@ constexpr DType dtype_of() {
 template <class Fn>
 decltype(auto) visit_dtype(DType d, Fn&& fn) {
   switch (d) {
-    case DType::Float32: return fn.template operator()<float>();
-    case DType::Float64: return fn.template operator()<double>();
-    case DType::Int32: return fn.template operator()<std::int32_t>();
-    case DType::Int64: return fn.template operator()<std::int64_t>();
-    case DType::Bool: break;
+    case DType::Float32:
+      return fn.template operator()<float>();
+    case DType::Float64:
+      return fn.template operator()<double>();
+    case DType::Int32:
+      return fn.template operator()<std::int32_t>();
+    case DType::Int64:
+      return fn.template operator()<std::int64_t>();
+    case DType::Bool:
+      break;
   }
   return fn.template operator()<bool>();
 }

@@ -66,8 +66,7 @@ class Module {
   Variable track(Variable variable);
   /// Registers a sub-module; returns it. It must outlive this module (e.g. be a data member).
   template <class M>
-    requires std::is_base_of_v<Module, M>
-  M& track(M& module) {
+  requires std::is_base_of_v<Module, M> M& track(M& module) {
     track_module(module);
     return module;
   }

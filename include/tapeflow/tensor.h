@@ -108,7 +108,8 @@ class Tensor {
 
  private:
   const detail::TensorCore& core(std::string_view what) const {
-    if (impl_ == nullptr) [[unlikely]] detail::throw_undefined(what);
+    if (impl_ == nullptr) [[unlikely]]
+      detail::throw_undefined(what);
     return *impl_;
   }
   std::shared_ptr<const detail::TensorCore> impl_;

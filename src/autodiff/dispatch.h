@@ -52,8 +52,8 @@ extern constinit thread_local int t_active_accumulators;
 inline bool any_accumulator_active() { return t_active_accumulators > 0; }
 
 /// Computes and stores output tangents on every active accumulator that tracks an input.
-void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs, std::span<const Tensor> outputs,
-                        const std::shared_ptr<const void>& attrs);
+void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs,
+                        std::span<const Tensor> outputs, const std::shared_ptr<const void>& attrs);
 
 /// Collects, while alive, every variable read on this thread (first-read order, no duplicates):
 /// custom_gradient uses it to find the variables its function captured.
@@ -88,7 +88,7 @@ struct AttrsOf {
   using type = NoAttrs;
 };
 template <class Op>
-  requires requires { typename Op::Attrs; }
+requires requires { typename Op::Attrs; }
 struct AttrsOf<Op> {
   using type = typename Op::Attrs;
 };
@@ -110,7 +110,8 @@ void note_variable_update(std::string_view op, const Variable& var, const Tensor
 template <class Op, class Attrs>
 void after_forward(const Attrs& attrs, std::span<const Tensor* const> ins, std::span<const Tensor> outs) {
   // Checked before recording: an op that throws leaves no record on any tape.
-  if (g_check_numerics.load(std::memory_order_relaxed)) [[unlikely]] check_numerics(op_def<Op>(), outs);
+  if (g_check_numerics.load(std::memory_order_relaxed)) [[unlikely]]
+    check_numerics(op_def<Op>(), outs);
   if (any_tape_recording() || any_accumulator_active()) [[unlikely]] {
     std::shared_ptr<const void> a;
     if constexpr (!std::is_empty_v<Attrs>) a = std::make_shared<const Attrs>(attrs);

@@ -29,17 +29,19 @@ void BatchNormalization::build(std::int64_t channels, DType dtype) {
   const Shape shape{channels};
   if (options_.scale) gamma_ = track(Variable(ones(shape, dtype), {.name = "gamma", .keras_style = true}));
   if (options_.center) beta_ = track(Variable(zeros(shape, dtype), {.name = "beta", .keras_style = true}));
-  moving_mean_ = track(Variable(zeros(shape, dtype), {.name = "moving_mean", .trainable = false, .keras_style = true}));
-  moving_variance_ =
-      track(Variable(ones(shape, dtype), {.name = "moving_variance", .trainable = false, .keras_style = true}));
+  moving_mean_ =
+      track(Variable(zeros(shape, dtype), {.name = "moving_mean", .trainable = false, .keras_style = true}));
+  moving_variance_ = track(
+      Variable(ones(shape, dtype), {.name = "moving_variance", .trainable = false, .keras_style = true}));
 }
 
 Tensor BatchNormalization::call(const Tensor& x, bool training) {
   TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
-                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kBatchNorm, name());
+                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kBatchNorm,
+                   name());
   TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError,
-                   "[{}] layer '{}' needs float32 or float64 inputs, got shape {} and dtype {}", kBatchNorm, name(),
-                   x.shape().to_string(), dtype_name(x.dtype()));
+                   "[{}] layer '{}' needs float32 or float64 inputs, got shape {} and dtype {}", kBatchNorm,
+                   name(), x.shape().to_string(), dtype_name(x.dtype()));
   const std::int64_t rank = x.rank();
   const std::int64_t axis = options_.axis < 0 ? options_.axis + rank : options_.axis;
   TAPEFLOW_REQUIRE(axis >= 0 && axis < rank, InvalidArgumentError,
@@ -47,10 +49,11 @@ Tensor BatchNormalization::call(const Tensor& x, bool training) {
                    kBatchNorm, name(), options_.axis, x.shape().to_string(), rank);
   const std::int64_t channels = x.shape()[axis];
   if (!built()) build(channels, x.dtype());
-  TAPEFLOW_REQUIRE(channels == moving_mean_->shape()[0] && x.dtype() == moving_mean_->dtype(), InvalidArgumentError,
-                   "[{}] layer '{}' was built for {} {} channels on axis {}; got an input of shape {} and dtype {}",
-                   kBatchNorm, name(), moving_mean_->shape()[0], dtype_name(moving_mean_->dtype()), options_.axis,
-                   x.shape().to_string(), dtype_name(x.dtype()));
+  TAPEFLOW_REQUIRE(
+      channels == moving_mean_->shape()[0] && x.dtype() == moving_mean_->dtype(), InvalidArgumentError,
+      "[{}] layer '{}' was built for {} {} channels on axis {}; got an input of shape {} and dtype {}",
+      kBatchNorm, name(), moving_mean_->shape()[0], dtype_name(moving_mean_->dtype()), options_.axis,
+      x.shape().to_string(), dtype_name(x.dtype()));
 
   // The per-channel vectors reshaped to broadcast against x: (1, ..., channels, ..., 1).
   std::vector<std::int64_t> param_dims(static_cast<std::size_t>(rank), 1);
@@ -62,8 +65,8 @@ Tensor BatchNormalization::call(const Tensor& x, bool training) {
   Tensor mean, variance;
   if (training) {
     TAPEFLOW_REQUIRE(x.num_elements() > 0, InvalidArgumentError,
-                     "[{}] layer '{}' cannot compute batch statistics of an empty input of shape {}", kBatchNorm,
-                     name(), x.shape().to_string());
+                     "[{}] layer '{}' cannot compute batch statistics of an empty input of shape {}",
+                     kBatchNorm, name(), x.shape().to_string());
     mean = reduce_mean(x, reduce_axes, /*keepdims=*/true);
     variance = reduce_mean(square(x - mean), reduce_axes, /*keepdims=*/true);
     // Stateful updates of the moving statistics: not part of any gradient (Keras's assign ops).

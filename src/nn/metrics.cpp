@@ -13,8 +13,8 @@ namespace tapeflow::metrics {
 namespace {
 
 void require_defined(std::string_view metric, const Tensor& t, std::string_view arg) {
-  TAPEFLOW_REQUIRE(t.defined(), InvalidArgumentError, "[{}] {} is an undefined (default-constructed) Tensor", metric,
-                   arg);
+  TAPEFLOW_REQUIRE(t.defined(), InvalidArgumentError, "[{}] {} is an undefined (default-constructed) Tensor",
+                   metric, arg);
 }
 
 /// The sum of every element as a double.
@@ -36,8 +36,9 @@ void Mean::update_state(const Tensor& values, const std::optional<Tensor>& sampl
   try {
     w = broadcast_to(cast(*sample_weight, DType::Float64), v.shape());
   } catch (const InvalidArgumentError&) {
-    throw InvalidArgumentError(fmt::format("[{}] sample_weight of shape {} does not broadcast to values of shape {}",
-                                           name_, sample_weight->shape().to_string(), values.shape().to_string()));
+    throw InvalidArgumentError(
+        fmt::format("[{}] sample_weight of shape {} does not broadcast to values of shape {}", name_,
+                    sample_weight->shape().to_string(), values.shape().to_string()));
   }
   total_ += sum_of(v * w);
   count_ += sum_of(w);
@@ -46,10 +47,11 @@ void Mean::update_state(const Tensor& values, const std::optional<Tensor>& sampl
 void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
   require_defined(name(), y_true, "y_true");
   require_defined(name(), y_pred, "y_pred");
-  TAPEFLOW_REQUIRE(y_true.shape() == y_pred.shape() && y_true.dtype() == y_pred.dtype(), InvalidArgumentError,
-                   "[{}] y_true and y_pred must have the same shape and dtype, got y_true {} {} and y_pred {} {}",
-                   name(), y_true.shape().to_string(), dtype_name(y_true.dtype()), y_pred.shape().to_string(),
-                   dtype_name(y_pred.dtype()));
+  TAPEFLOW_REQUIRE(
+      y_true.shape() == y_pred.shape() && y_true.dtype() == y_pred.dtype(), InvalidArgumentError,
+      "[{}] y_true and y_pred must have the same shape and dtype, got y_true {} {} and y_pred {} {}", name(),
+      y_true.shape().to_string(), dtype_name(y_true.dtype()), y_pred.shape().to_string(),
+      dtype_name(y_pred.dtype()));
   const NoRecordingScope no_recording;
   mean_.update_state(equal(y_true, y_pred));
 }
@@ -69,10 +71,11 @@ void BinaryAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
 void CategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
   require_defined(name(), y_true, "y_true");
   require_defined(name(), y_pred, "y_pred");
-  TAPEFLOW_REQUIRE(y_true.shape() == y_pred.shape() && y_pred.rank() >= 1, InvalidArgumentError,
-                   "[{}] y_true and y_pred must have the same shape of rank >= 1 (batch, ..., classes), got y_true "
-                   "{} and y_pred {}",
-                   name(), y_true.shape().to_string(), y_pred.shape().to_string());
+  TAPEFLOW_REQUIRE(
+      y_true.shape() == y_pred.shape() && y_pred.rank() >= 1, InvalidArgumentError,
+      "[{}] y_true and y_pred must have the same shape of rank >= 1 (batch, ..., classes), got y_true "
+      "{} and y_pred {}",
+      name(), y_true.shape().to_string(), y_pred.shape().to_string());
   const NoRecordingScope no_recording;
   mean_.update_state(equal(argmax(y_true, -1), argmax(y_pred, -1)));
 }
@@ -81,17 +84,19 @@ void SparseCategoricalAccuracy::update_state(const Tensor& y_true, const Tensor&
   require_defined(name(), y_true, "y_true");
   require_defined(name(), y_pred, "y_pred");
   TAPEFLOW_REQUIRE(y_true.dtype() == DType::Int32 || y_true.dtype() == DType::Int64, InvalidArgumentError,
-                   "[{}] y_true holds class ids and must be int32 or int64, got shape {} and dtype {}", name(),
-                   y_true.shape().to_string(), dtype_name(y_true.dtype()));
+                   "[{}] y_true holds class ids and must be int32 or int64, got shape {} and dtype {}",
+                   name(), y_true.shape().to_string(), dtype_name(y_true.dtype()));
   TAPEFLOW_REQUIRE(y_pred.rank() >= 1, InvalidArgumentError,
                    "[{}] y_pred needs rank >= 1 (batch, ..., classes), got shape {}", name(),
                    y_pred.shape().to_string());
   Tensor labels = y_true;
-  if (labels.rank() == y_pred.rank() && labels.shape()[labels.rank() - 1] == 1) labels = squeeze(labels, {-1});
+  if (labels.rank() == y_pred.rank() && labels.shape()[labels.rank() - 1] == 1)
+    labels = squeeze(labels, {-1});
   const Shape expected(y_pred.shape().dims().first(static_cast<std::size_t>(y_pred.rank() - 1)));
-  TAPEFLOW_REQUIRE(labels.shape() == expected, InvalidArgumentError,
-                   "[{}] y_true must have y_pred's shape without the class axis, {}, got y_true {} and y_pred {}",
-                   name(), expected.to_string(), y_true.shape().to_string(), y_pred.shape().to_string());
+  TAPEFLOW_REQUIRE(
+      labels.shape() == expected, InvalidArgumentError,
+      "[{}] y_true must have y_pred's shape without the class axis, {}, got y_true {} and y_pred {}", name(),
+      expected.to_string(), y_true.shape().to_string(), y_pred.shape().to_string());
   const NoRecordingScope no_recording;
   mean_.update_state(equal(cast(labels, DType::Int64), argmax(y_pred, -1)));
 }

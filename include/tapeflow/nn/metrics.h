@@ -97,7 +97,8 @@ class BinaryAccuracy : public MeanMetricWrapper {
 class CategoricalAccuracy : public MeanMetricWrapper {
  public:
   /// A metric named `name`, with nothing counted.
-  explicit CategoricalAccuracy(std::string name = "categorical_accuracy") : MeanMetricWrapper(std::move(name)) {}
+  explicit CategoricalAccuracy(std::string name = "categorical_accuracy")
+      : MeanMetricWrapper(std::move(name)) {}
   /// Counts the rows whose argmax agree. Throws InvalidArgumentError (naming the metric) for an
   /// undefined tensor, different shapes or a rank-0 input.
   void update_state(const Tensor& y_true, const Tensor& y_pred);

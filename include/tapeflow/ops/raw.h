@@ -26,7 +26,8 @@ namespace tapeflow::raw_ops {
 
 /// One attribute value: a bool, an int, a float, a string (padding), a list of ints, a dtype or
 /// a shape.
-using AttrValue = std::variant<bool, std::int64_t, double, std::string, std::vector<std::int64_t>, DType, Shape>;
+using AttrValue =
+    std::variant<bool, std::int64_t, double, std::string, std::vector<std::int64_t>, DType, Shape>;
 /// Attributes by name; looked up with string_views, no copies.
 using AttrMap = std::map<std::string, AttrValue, std::less<>>;
 
