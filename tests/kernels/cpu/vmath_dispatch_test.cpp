@@ -61,11 +61,14 @@ std::vector<T> special_and_swept_inputs() {
   return x;
 }
 
-struct UnaryRef {
+/// A kernel's member in Kernels<float> and Kernels<double>, its name and its long-double
+/// reference function.
+template <template <class> class Fn, class Reference>
+struct KernelRef {
   std::string name;
-  UnaryFn<float> Kernels<float>::*f32;
-  UnaryFn<double> Kernels<double>::*f64;
-  long double (*reference)(long double);
+  Fn<float> Kernels<float>::*f32;
+  Fn<double> Kernels<double>::*f64;
+  Reference reference;
   /// The kernel's member of Kernels<T>.
   template <class T>
   auto member() const {
@@ -75,20 +78,8 @@ struct UnaryRef {
       return f64;
   }
 };
-struct BinaryRef {
-  std::string name;
-  BinaryFn<float> Kernels<float>::*f32;
-  BinaryFn<double> Kernels<double>::*f64;
-  long double (*reference)(long double, long double);
-  /// The kernel's member of Kernels<T>.
-  template <class T>
-  auto member() const {
-    if constexpr (std::is_same_v<T, float>)
-      return f32;
-    else
-      return f64;
-  }
-};
+using UnaryRef = KernelRef<UnaryFn, long double (*)(long double)>;
+using BinaryRef = KernelRef<BinaryFn, long double (*)(long double, long double)>;
 #define TAPEFLOW_UNARY_REF(fn) \
   UnaryRef{#fn, &Kernels<float>::fn, &Kernels<double>::fn, [](long double v) { return std::fn(v); }},
 #define TAPEFLOW_BINARY_REF(fn)                             \
