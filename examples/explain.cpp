@@ -23,10 +23,10 @@ int main() {
   // Rounding through int32 cuts the path.
   tf::Tensor rounded = tf::reduce_sum(tf::cast(tf::cast(tf::matmul(x, w1), tf::int32), tf::float32));
 
-  std::cout << "explain(loss, b2):    " << tape.explain(loss, b2).to_string() << "\n";
-  std::cout << "explain(loss, w1):    " << tape.explain(loss, w1).to_string() << "\n";
-  std::cout << "explain(loss, scale): " << tape.explain(loss, scale).to_string() << "\n";
-  std::cout << "explain(rounded, w1): " << tape.explain(rounded, w1).to_string() << "\n";
+  std::cout << "explain(loss, b2):    " << tf::debug::explain(tape, loss, b2).to_string() << "\n";
+  std::cout << "explain(loss, w1):    " << tf::debug::explain(tape, loss, w1).to_string() << "\n";
+  std::cout << "explain(loss, scale): " << tf::debug::explain(tape, loss, scale).to_string() << "\n";
+  std::cout << "explain(rounded, w1): " << tf::debug::explain(tape, rounded, w1).to_string() << "\n";
 
   // A stateful update is not differentiable: y reads x1 after the assignment.
   tf::Variable x0(3.0f, {.name = "x0"});
@@ -35,9 +35,9 @@ int main() {
     tf::GradientTape t;
     x1.assign_add(x0);
     tf::Tensor y = tf::pow(x1, 2);
-    std::cout << "explain(y, x0):       " << t.explain(y, x0).to_string() << "\n";
+    std::cout << "explain(y, x0):       " << tf::debug::explain(t, y, x0).to_string() << "\n";
   }
 
   std::cout << "\ngradient_report(loss, {w1, b1, w2, b2, scale}):\n"
-            << tape.gradient_report(loss, {w1, b1, w2, b2, scale}).to_string();
+            << tf::debug::gradient_report(tape, loss, {w1, b1, w2, b2, scale}).to_string();
 }

@@ -41,15 +41,15 @@ int main(int argc, char** argv) {
   const tf::GraphOptions options{.title = "Dense-ReLU-Dense: gradient of the loss"};
   {
     std::ofstream f(dir / "model.dot");
-    f << tape.to_dot(loss, variables, options);
+    f << tf::debug::to_dot(tape, loss, variables, options);
   }
   std::cout << "wrote " << (dir / "model.dot").filename().string() << "\n";
   if (tf::graphviz_available()) {
-    tape.write_svg((dir / "model.svg").string(), loss, variables, options);
+    tf::debug::write_svg((dir / "model.svg").string(), tape, loss, variables, options);
     std::cerr << "wrote " << (dir / "model.svg").string() << "\n";
   } else {
     std::cerr << "Graphviz's dot is not installed: render model.dot elsewhere (dot -Tsvg model.dot)\n";
   }
-  std::cout << "\n" << tape.memory_report().to_string();
+  std::cout << "\n" << tf::debug::memory_report(tape).to_string();
   return 0;
 }

@@ -33,7 +33,7 @@ int main() {
   // dys/dx1 = exp(x1) / (1 + exp(x1)) = sigmoid(x1)
   // Companion line (not in the seed): what explain() says about the None, before gradient()
   // consumes the tape.
-  const std::string why = tape.explain(ys, x0).to_string();
+  const std::string why = tf::debug::explain(tape, ys, x0).to_string();
 
   std::map<std::string, tf::Gradient> grad = tape.gradient(ys, {{"x0", x0}, {"x1", x1}});
   seeds::print("dy/dx0:", grad["x0"]);

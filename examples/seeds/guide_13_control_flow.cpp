@@ -43,6 +43,6 @@ int main() {
   seeds::print(dx);
 
   // Companion lines (not in the seed): what explain() says about each None (a persistent tape).
-  std::cout << "explain: " << tape.explain(result, v1).to_string() << "\n";
-  std::cout << "explain: " << tape.explain(result, x).to_string() << "\n";
+  std::cout << "explain: " << tf::debug::explain(tape, result, v1).to_string() << "\n";
+  std::cout << "explain: " << tf::debug::explain(tape, result, x).to_string() << "\n";
 }

@@ -17,7 +17,7 @@ int main() {
   tf::Tensor z = y * y;
 
   // Companion line (not in the seed): what explain() says, asked before gradient() consumes the tape.
-  const std::string why = tape.explain(z, x).to_string();
+  const std::string why = tf::debug::explain(tape, z, x).to_string();
   seeds::print(tape.gradient(z, x));
   std::cout << "explain: " << why << "\n";
 }

@@ -37,7 +37,7 @@ int main() {
   tf::Tensor y = tf::reduce_mean(tf::constant(mean), 0);
 
   // Companion line (not in the seed): what explain() says, asked before gradient() consumes the tape.
-  const std::string why = tape.explain(y, x).to_string();
+  const std::string why = tf::debug::explain(tape, y, x).to_string();
   seeds::print(tape.gradient(y, x));
   std::cout << "explain: " << why << "\n";
 }

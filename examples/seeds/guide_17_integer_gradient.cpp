@@ -21,7 +21,7 @@ int main() {
   tf::Tensor y = x * x;
 
   // Companion line (not in the seed): what explain() says, asked before gradient() consumes the tape.
-  const std::string why = g.explain(y, x).to_string();
+  const std::string why = tf::debug::explain(g, y, x).to_string();
   seeds::print(g.gradient(y, x));
   std::cout << "explain: " << why << "\n";
 }

@@ -27,7 +27,7 @@ int main() {
   tf::Tensor y = tf::pow(x1, 2);  // y = (x1 + x0)**2
 
   // Companion line (not in the seed): what explain() says, asked before gradient() consumes the tape.
-  const std::string why = tape.explain(y, x0).to_string();
+  const std::string why = tf::debug::explain(tape, y, x0).to_string();
   // This doesn't work.
   seeds::print(tape.gradient(y, x0));  // dy/dx0 = 2*(x1 + x0)
   std::cout << "explain: " << why << "\n";

@@ -32,7 +32,7 @@ int main() {
   tf::GradientTape tape;
   tf::Tensor y = non_differentiable_op(x);
   // Companion line (not in the seed): what explain() says, asked before gradient() consumes the tape.
-  const std::string why = tape.explain(y, x).to_string();
+  const std::string why = tf::debug::explain(tape, y, x).to_string();
   tf::Gradient grad = tape.gradient(y, x);
 
   seeds::print("Gradient:", grad);

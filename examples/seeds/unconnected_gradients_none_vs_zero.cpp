@@ -41,5 +41,5 @@ int main() {
   seeds::print("dz/da with NONE:", dz_da_none);
   seeds::print("dz/da with ZERO:", dz_da_zero);
   // Companion line (not in the seed): what explain() says about the None (a persistent tape).
-  std::cout << "explain: " << tape.explain(z, a).to_string() << "\n";
+  std::cout << "explain: " << tf::debug::explain(tape, z, a).to_string() << "\n";
 }

@@ -41,13 +41,12 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "tapeflow/explain.h"
 #include "tapeflow/nest.h"
-#include "tapeflow/tape_graph.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
@@ -92,11 +91,12 @@ class Targets {
 
 namespace detail {
 struct TapeState;
-}
-class Module;
+struct TapeAccess;
+}  // namespace detail
 
-/// Records the ops run on its thread while it is alive and computes gradients, Jacobians and
-/// diagnostics of the recorded computation (see the file comment).
+/// Records the ops run on its thread while it is alive and computes gradients and Jacobians of the
+/// recorded computation (see the file comment). Diagnostics of a tape (why a gradient is missing,
+/// gradient reports, pictures, memory) are free functions in tapeflow/debug.h.
 class GradientTape {
  public:
   /// Starts recording on the calling thread.
@@ -234,82 +234,33 @@ class GradientTape {
   Gradient batch_jacobian(const Tensor& target, const Source& source,
                           UnconnectedGradients unconnected = UnconnectedGradients::None);
 
-  // ---- Debugging gradients (explain.cpp, gradient_report.cpp; see explain.h) ----
-
-  /// Why the gradient of `target` with respect to `source` is missing or zero, or the path it
-  /// takes: the cause, the op where the path breaks, the path for a connected source. Agrees with
-  /// gradient() and changes nothing on the tape (it may run one backward pass, recorded on no
-  /// tape). Works on persistent tapes and on non-persistent ones before their gradient() call;
-  /// throws FailedPreconditionError on a consumed non-persistent tape (its records are gone) and
-  /// from another thread than the tape's.
-  GradientDiagnosis explain(const Tensor& target, const Source& source) const;
-
-  /// The gradient of `target` for each variable: its L2 norm or why it has none, with vanishing
-  /// and exploding flags. Consumes a non-persistent tape, like gradient(). Throws like gradient().
-  GradientReport gradient_report(const Tensor& target, const std::vector<Variable>& variables,
-                                 const GradientReportOptions& options = {});
-  /// The same for a module's trainable_variables().
-  GradientReport gradient_report(const Tensor& target, const Module& module,
-                                 const GradientReportOptions& options = {});
-
   /// The flat form every overload above goes through.
   std::vector<Gradient> gradient_flat(const Targets& targets, std::span<const Source> sources,
                                       const std::vector<Tensor>& output_gradients,
                                       UnconnectedGradients unconnected);
 
-  /// Pictures and memory (tape_graph.h). The recorded computation as Graphviz DOT text, with
-  /// every path from `sources` to `targets` highlighted and the rest greyed with the reason; with
-  /// options.gradient_norms (the default) edges are as thick as the gradient they carry, which
-  /// runs the backward pass once and needs a persistent tape (FailedPreconditionError otherwise).
-  ///@{
-  template <nest::Nestable S>
-  std::string to_dot(const Targets& targets, const S& sources, const GraphOptions& options = {}) {
-    return to_dot_flat(targets, nest::flatten(sources), options);
-  }
-  std::string to_dot(const Targets& targets, std::initializer_list<Source> sources,
-                     const GraphOptions& options = {}) {
-    return to_dot_flat(targets, std::span<const Source>(sources.begin(), sources.size()), options);
-  }
-  ///@}
-  /// The flat form the to_dot() overloads go through.
-  std::string to_dot_flat(const Targets& targets, std::span<const Source> sources,
-                          const GraphOptions& options);
-  /// to_dot rendered to SVG by Graphviz (see render_svg for what it throws).
-  ///@{
-  template <nest::Nestable S>
-  std::string to_svg(const Targets& targets, const S& sources, const GraphOptions& options = {}) {
-    return render_svg(to_dot(targets, sources, options), options.dot_program);
-  }
-  std::string to_svg(const Targets& targets, std::initializer_list<Source> sources,
-                     const GraphOptions& options = {}) {
-    return render_svg(to_dot(targets, sources, options), options.dot_program);
-  }
-  ///@}
-  /// to_svg written to `path` (InvalidArgumentError when the file cannot be written).
-  ///@{
-  void write_svg(const std::string& path, const Targets& targets, std::initializer_list<Source> sources,
-                 const GraphOptions& options = {});
-  template <nest::Nestable S>
-  void write_svg(const std::string& path, const Targets& targets, const S& sources,
-                 const GraphOptions& options = {}) {
-    write_svg_flat(path, targets, nest::flatten(sources), options);
-  }
-  ///@}
-  /// The flat form the write_svg() overloads go through.
-  void write_svg_flat(const std::string& path, const Targets& targets, std::span<const Source> sources,
-                      const GraphOptions& options);
-  /// Every tensor the tape keeps for its backward pass, with the op that saved it.
-  MemoryReport memory_report() const;
-
  private:
-  template <class F>
-  auto run_backward(std::string_view what, F&& body);
+  friend struct detail::TapeAccess;  // the passes over a tape (src/autodiff/tape_access.h)
   std::shared_ptr<detail::TapeState> state_;
 };
 
 }  // namespace tapeflow
 
 namespace tapeflow {
+
+/// gradient() delivered one source at a time, the moment the backward pass is done with it: `fn(i,
+/// g)` is called once per source, with source i's gradient as soon as no op left in the pass adds
+/// to it (the sources read last by the forward pass come first), and the pass then drops its own
+/// reference, so a gradient the callback does not keep is freed before the pass goes on. Sources
+/// no gradient reaches are called last, with a missing Gradient (or zeros under
+/// UnconnectedGradients::Zero). The values are bitwise those gradient() returns. This is how
+/// Optimizer::minimize updates each variable without holding every gradient at once (PyTorch's
+/// post-accumulate-grad hooks); distributed training reduces gradients the same way. Consumes a
+/// non-persistent tape, and throws what gradient() throws; an exception thrown by `fn` ends the
+/// pass and propagates.
+void for_each_gradient(GradientTape& tape, const Targets& targets, std::span<const Source> sources,
+                       const std::function<void(std::size_t, Gradient)>& fn,
+                       UnconnectedGradients unconnected = UnconnectedGradients::None);
 
 /// The Hessian of a scalar function at `x` (shape x.shape + x.shape), through nested tapes:
 /// the Jacobian of the gradient. `f` must return a scalar (rank 0) tensor; zeros where f does not

@@ -26,6 +26,7 @@
 #include "tapeflow/checkpoint.h"
 #include "tapeflow/custom_gradient.h"
 #include "tapeflow/data.h"
+#include "tapeflow/debug.h"
 #include "tapeflow/debugging.h"
 #include "tapeflow/dtype.h"
 #include "tapeflow/errors.h"

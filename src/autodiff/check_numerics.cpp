@@ -12,6 +12,7 @@ bool check_numerics_enabled() { return autodiff::g_check_numerics.load(); }
 
 namespace autodiff {
 
+std::atomic<bool> g_check_numerics{false};
 constinit thread_local const OpDef* t_gradient_of = nullptr;
 
 void check_numerics(const OpDef& op, std::span<const Tensor> outputs) {

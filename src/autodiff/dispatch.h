@@ -99,12 +99,12 @@ void require_defined(std::string_view op, std::span<const Tensor* const> inputs)
 /// Number of GradientTapes alive in the process (any thread).
 extern std::atomic<int> g_live_tapes;
 
-/// For explain(): remembers which thread computed `outputs` when this thread has no tape while
-/// another thread has one ("the target was computed on another thread"). Bounded, off the hot path.
+/// Tells the recording listener (recording_listener.h), if any, that an op computed `outputs` on
+/// this thread while it has no tape and another thread has one. Off the hot path.
 void note_unrecorded(std::span<const Tensor> outputs);
 
-/// For explain(): tells the recording tapes that `value` was written into variable `var` by `op`
-/// (AssignVariableOp, AssignAddVariableOp, ...), which no tape records.
+/// Tells the recording listener, if any, that `value` is being written into variable `var` by
+/// `op` (AssignVariableOp, AssignAddVariableOp, ...) while tapes record; no tape records it.
 void note_variable_update(std::string_view op, const Variable& var, const Tensor& value);
 
 template <class Op, class Attrs>

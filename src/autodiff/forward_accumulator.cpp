@@ -17,7 +17,8 @@
 
 #include "autodiff/dispatch.h"
 #include "autodiff/jvp.h"
-#include "autodiff/tape_state.h"
+#include "autodiff/nesting.h"
+#include "autodiff/records.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "tapeflow/logging.h"

@@ -105,7 +105,7 @@ Tensor Variable::read_value() const {
 void Variable::assign(const Tensor& new_value) {
   constexpr std::string_view op = "AssignVariableOp";
   detail::VariableState& s = state(op);
-  // For explain(): a tracked value written into a variable is where a path is cut.
+  // The recording listener hears of it: a tracked value written into a variable cuts a path.
   if (autodiff::any_tape_recording()) [[unlikely]]
     autodiff::note_variable_update(op, *this, new_value);
   require_defined_operand(s, op, new_value);
@@ -117,7 +117,7 @@ void Variable::read_modify_write(std::string_view op, const Tensor& delta,
                                  Tensor (*combine)(const Tensor&, const Tensor&)) {
   detail::VariableState& s = state(op);
   require_defined_operand(s, op, delta);
-  // For explain(): a tracked delta is where a path is cut (the sum itself is computed off the tape).
+  // The recording listener hears of it: a tracked delta cuts a path (the sum is computed off the tape).
   if (autodiff::any_tape_recording()) [[unlikely]]
     autodiff::note_variable_update(op, *this, delta);
   // Stateful and not differentiable: computed off the tape, so nothing links later reads to delta.

@@ -141,14 +141,40 @@ Optimizer::Slots& Optimizer::slots_for(const Variable& var) {
   return slots_.back();
 }
 
+void Optimizer::require_float_variable(const Variable& v) const {
+  TAPEFLOW_REQUIRE(is_floating(v.dtype()), InvalidArgumentError,
+                   "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}", name_,
+                   v.name(), v.shape().to_string(), dtype_name(v.dtype()));
+}
+
 void Optimizer::build(const std::vector<Variable>& vars) {
   require_not_moved_from(vars, name_, "build");
   for (const Variable& v : vars) {
-    TAPEFLOW_REQUIRE(is_floating(v.dtype()), InvalidArgumentError,
-                     "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}",
-                     name_, v.name(), v.shape().to_string(), dtype_name(v.dtype()));
+    require_float_variable(v);
     slots_for(v);
   }
+}
+
+void Optimizer::report_missing(const std::vector<Variable>& vars, const std::vector<char>& present) const {
+  std::vector<std::string> names, missing;
+  for (std::size_t i = 0; i < vars.size(); ++i) {
+    names.push_back(fmt::format("'{}'", vars[i].name()));
+    if (!present[i]) missing.push_back(names.back());
+  }
+  if (missing.size() == vars.size())
+    throw InvalidArgumentError(
+        fmt::format("[{}] No gradients provided for any variable: ([{}],)", name_, fmt::join(names, ", ")));
+  if (!missing.empty())
+    log(LogLevel::Warning,
+        fmt::format("[{}] Gradients do not exist for variables [{}] when minimizing the loss; "
+                    "they are not updated",
+                    name_, fmt::join(missing, ", ")));
+}
+
+Tensor Optimizer::clip_one(const Tensor& grad) const {
+  if (clip_.clipnorm) return clip_by_norm(grad, *clip_.clipnorm);
+  if (clip_.clipvalue) return clip_by_value(grad, -*clip_.clipvalue, *clip_.clipvalue);
+  return grad;
 }
 
 void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::vector<Variable>& vars) {
@@ -160,13 +186,12 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
   // Check everything before the first assignment, so a bad call changes nothing.
   require_not_moved_from(vars, name_, "apply_gradients");
   std::vector<std::size_t> present;
+  std::vector<char> has_gradient(vars.size(), 0);
   for (std::size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i]) continue;
     const Tensor& g = *grads[i];
     const Variable& v = vars[i];
-    TAPEFLOW_REQUIRE(is_floating(v.dtype()), InvalidArgumentError,
-                     "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}",
-                     name_, v.name(), v.shape().to_string(), dtype_name(v.dtype()));
+    require_float_variable(v);
     TAPEFLOW_REQUIRE(
         g.shape() == v.shape() && g.dtype() == v.dtype(), InvalidArgumentError,
         "[{}] the gradient for variable '{}' has shape {} and dtype {}, but the variable has shape {} "
@@ -174,42 +199,43 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
         name_, v.name(), g.shape().to_string(), dtype_name(g.dtype()), v.shape().to_string(),
         dtype_name(v.dtype()));
     present.push_back(i);
+    has_gradient[i] = 1;
   }
-  if (present.empty()) {
-    std::vector<std::string> names;
-    for (const Variable& v : vars) names.push_back(fmt::format("'{}'", v.name()));
-    throw InvalidArgumentError(
-        fmt::format("[{}] No gradients provided for any variable: ([{}],)", name_, fmt::join(names, ", ")));
-  }
-
-  if (present.size() < vars.size()) {
-    std::vector<std::string> missing;
-    for (std::size_t i = 0; i < vars.size(); ++i)
-      if (!grads[i]) missing.push_back(fmt::format("'{}'", vars[i].name()));
-    log(LogLevel::Warning,
-        fmt::format("[{}] Gradients do not exist for variables [{}] when minimizing the loss; "
-                    "they are not updated",
-                    name_, fmt::join(missing, ", ")));
-  }
+  report_missing(vars, has_gradient);
 
   // Neither the clipping nor the update belongs on a tape that may be recording around us.
   const NoRecordingScope no_recording;
   std::vector<Gradient> g;
   g.reserve(present.size());
   for (std::size_t i : present) g.push_back(grads[i]);
-  if (clip_.global_clipnorm) {
-    g = clip_by_global_norm(g, *clip_.global_clipnorm).first;
-  } else if (clip_.clipnorm) {
-    for (auto& t : g) t = clip_by_norm(*t, *clip_.clipnorm);
-  } else if (clip_.clipvalue) {
-    for (auto& t : g) t = clip_by_value(*t, -*clip_.clipvalue, *clip_.clipvalue);
-  }
+  if (clip_.global_clipnorm) g = clip_by_global_norm(g, *clip_.global_clipnorm).first;
   const std::int64_t step = iterations_.value().item<std::int64_t>() + 1;
   for (std::size_t k = 0; k < present.size(); ++k) {
     Variable var = vars[present[k]];
-    Slots& s = slots_for(var);
-    update_step(*g[k], var, s.slots, learning_rate_, step);
+    update_step(clip_one(*g[k]), var, slots_for(var).slots, learning_rate_, step);
   }
+  iterations_.assign_add(constant(std::int64_t{1}));
+}
+
+void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars, GradientTape& tape) {
+  if (clip_.global_clipnorm) {  // the norm needs every gradient: nothing to fuse
+    apply_gradients(tape.gradient(loss, vars), vars);
+    return;
+  }
+  require_not_moved_from(vars, name_, "minimize");
+  build(vars);  // checks the dtypes, then creates the slots in list order
+  const std::int64_t step = iterations_.value().item<std::int64_t>() + 1;
+  std::vector<char> has_gradient(vars.size(), 0);
+  const std::vector<Source> sources(vars.begin(), vars.end());
+  for_each_gradient(tape, loss, sources, [&](std::size_t i, Gradient g) {
+    if (!g) return;
+    // Not recorded on a tape that may be recording around us, as in apply_gradients.
+    const NoRecordingScope no_recording;
+    Variable var = vars[i];
+    update_step(clip_one(*g), var, slots_for(var).slots, learning_rate_, step);
+    has_gradient[i] = 1;
+  });
+  report_missing(vars, has_gradient);
   iterations_.assign_add(constant(std::int64_t{1}));
 }
 

@@ -14,6 +14,7 @@
 #include "progress.h"
 #include "tapeflow/checkpoint.h"
 #include "tapeflow/data.h"
+#include "tapeflow/debug.h"
 #include "tapeflow/errors.h"
 #include "tapeflow/nn/losses.h"
 #include "tapeflow/nn/metrics.h"
@@ -384,7 +385,7 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
         loss = losses::sparse_categorical_crossentropy(b->labels, logits, /*from_logits=*/true);
         if (report)
           out << "gradient report of the first step:\n"
-              << tape.gradient_report(loss, vars).to_string() << "\n";
+              << debug::gradient_report(tape, loss, vars).to_string() << "\n";
         grads = tape.gradient(loss, vars);
       }
       optimizer->apply_gradients(grads, vars);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tapeflow/gradient.h"
+#include "tapeflow/tape.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
@@ -81,6 +82,23 @@ class Optimizer {
   /// variable and both shapes and dtypes. Variables must be float32 or float64.
   void apply_gradients(const std::vector<Gradient>& grads, const std::vector<Variable>& vars);
 
+  /// One training step fused into the backward pass (TensorFlow's minimize(loss, var_list,
+  /// tape)): computes the gradients of `loss` for `vars` on `tape` and updates each variable the
+  /// moment its gradient is final, then frees that gradient (for_each_gradient, tape.h), so the
+  /// step never holds every gradient at once: its peak is the weights, the activations the tape
+  /// saved and about one gradient, not the weights plus all their gradients. The variables, slots
+  /// and iterations() end bitwise as after apply_gradients(tape.gradient(loss, vars), vars). The
+  /// slots of every variable in `vars` are created first, in list order (build()), so their names
+  /// do not depend on the order the backward pass finishes the gradients in. With
+  /// global_clipnorm, which needs every gradient for the norm, the step is not fused (it is
+  /// apply_gradients(tape.gradient(...))). Consumes a non-persistent tape, like gradient().
+  /// Throws what gradient() and apply_gradients() throw: checks on the variables come first and
+  /// change nothing; "No gradients provided for any variable" is known only after the pass, which
+  /// then has updated nothing. NOTE: if a gradient function throws during the pass, the
+  /// variables whose gradients were already final keep their update and iterations() is not
+  /// incremented.
+  void minimize(const Tensor& loss, const std::vector<Variable>& vars, GradientTape& tape);
+
   /// Creates the slot variables of `vars` now (Keras's build()), so that variables() lists them
   /// before the first update, e.g. to restore a checkpoint into them. Variables that already
   /// have slots are left alone.
@@ -124,6 +142,12 @@ class Optimizer {
     std::vector<Variable> slots;
   };
   Slots& slots_for(const Variable& var);
+  /// Throws InvalidArgumentError naming the variable unless it is float32 or float64.
+  void require_float_variable(const Variable& v) const;
+  /// The no-gradient error (none present) or warning (some missing) of apply_gradients.
+  void report_missing(const std::vector<Variable>& vars, const std::vector<char>& present) const;
+  /// clipnorm or clipvalue applied to one gradient (global_clipnorm is applied to all at once).
+  Tensor clip_one(const Tensor& grad) const;
 
   std::string name_;
   double learning_rate_;

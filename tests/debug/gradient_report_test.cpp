@@ -34,7 +34,7 @@ TEST(GradientReport, NormOfEachVariable) {
   tf::Variable b(0.5f, {.name = "b"});
   tf::GradientTape tape;
   tf::Tensor loss = tf::reduce_sum(tf::constant({3.0f, 4.0f}) * w) + b;  // dw = (3, 4), db = 1
-  const tf::GradientReport r = tape.gradient_report(loss, {w, b});
+  const tf::GradientReport r = tf::debug::gradient_report(tape, loss, {w, b});
   ASSERT_EQ(r.rows.size(), 2u);
   EXPECT_EQ(r.rows[0].name, "w:0");
   EXPECT_EQ(r.rows[0].shape, tf::Shape({2}));
@@ -50,7 +50,7 @@ TEST(GradientReport, MissingGradientCarriesTheExplanation) {
   tf::GradientTape tape;
   tape.watch(unused);
   tf::Tensor loss = used * used;
-  const tf::GradientReport r = tape.gradient_report(loss, {used, unused});
+  const tf::GradientReport r = tf::debug::gradient_report(tape, loss, {used, unused});
   EXPECT_FALSE(r.rows[1].norm.has_value());
   ASSERT_TRUE(r.rows[1].why.has_value());
   EXPECT_EQ(r.rows[1].why->cause, tf::GradientCause::SourceNotUsed);
@@ -62,7 +62,7 @@ TEST(GradientReport, AcceptsAModuleAndReportsItsTrainableVariables) {
   TwoVariables model;
   tf::GradientTape tape;
   tf::Tensor loss = model(tf::constant({1.0f, 1.0f}));
-  const tf::GradientReport r = tape.gradient_report(loss, model);
+  const tf::GradientReport r = tf::debug::gradient_report(tape, loss, model);
   ASSERT_EQ(r.rows.size(), 1u);  // frozen is not trainable
   EXPECT_EQ(r.rows[0].name, "w:0");
   EXPECT_DOUBLE_EQ(*r.rows[0].norm, std::sqrt(2.0));
@@ -72,7 +72,7 @@ TEST(GradientReport, NotTrainableVariableListedExplicitly) {
   tf::Variable frozen(1.0f, {.name = "frozen", .trainable = false});
   tf::GradientTape tape;
   tf::Tensor loss = frozen * 2.0f;
-  const tf::GradientReport r = tape.gradient_report(loss, {frozen});
+  const tf::GradientReport r = tf::debug::gradient_report(tape, loss, {frozen});
   EXPECT_EQ(r.rows[0].why->cause, tf::GradientCause::VariableNotTrainable);
   EXPECT_THAT(r.to_string(), HasSubstr("not trainable"));
 }
@@ -81,7 +81,7 @@ TEST(GradientReport, ZeroGradientIsVanishingAndSaysWhereItBecameZero) {
   tf::Variable w(tf::constant({1.0f, 2.0f}), {.name = "w"});
   tf::GradientTape tape;
   tf::Tensor loss = tf::reduce_sum(tf::nn::relu(w - 10.0f));  // dead ReLU
-  const tf::GradientReport r = tape.gradient_report(loss, {w});
+  const tf::GradientReport r = tf::debug::gradient_report(tape, loss, {w});
   EXPECT_DOUBLE_EQ(*r.rows[0].norm, 0.0);
   EXPECT_TRUE(r.rows[0].vanishing);
   ASSERT_TRUE(r.rows[0].why.has_value());
@@ -94,7 +94,7 @@ TEST(GradientReport, TinyGradientRelativeToTheVariableIsVanishing) {
   tf::Variable w(1000.0, {.name = "w"});
   tf::GradientTape tape;
   tf::Tensor loss = w * 1e-8;  // |dw| = 1e-8 < 1e-7 * 1000
-  const tf::GradientReport r = tape.gradient_report(loss, {w});
+  const tf::GradientReport r = tf::debug::gradient_report(tape, loss, {w});
   EXPECT_TRUE(r.rows[0].vanishing);
   EXPECT_FALSE(r.rows[0].exploding);
 }
@@ -103,7 +103,7 @@ TEST(GradientReport, LargeGradientIsExploding) {
   tf::Variable w(1.0f, {.name = "w"});
   tf::GradientTape tape;
   tf::Tensor loss = w * 5000.0f;
-  const tf::GradientReport r = tape.gradient_report(loss, {w});
+  const tf::GradientReport r = tf::debug::gradient_report(tape, loss, {w});
   EXPECT_TRUE(r.rows[0].exploding);
   EXPECT_THAT(r.to_string(), HasSubstr("EXPLODING"));
   EXPECT_FALSE(r.ok());
@@ -113,7 +113,7 @@ TEST(GradientReport, NonFiniteGradientIsExploding) {
   tf::Variable w(0.0f, {.name = "w"});
   tf::GradientTape tape;
   tf::Tensor loss = tf::sqrt(w);  // d sqrt(w) / dw = inf at 0
-  const tf::GradientReport r = tape.gradient_report(loss, {w});
+  const tf::GradientReport r = tf::debug::gradient_report(tape, loss, {w});
   EXPECT_TRUE(r.rows[0].exploding);
   EXPECT_THAT(r.to_string(), HasSubstr("not finite"));
 }
@@ -122,15 +122,15 @@ TEST(GradientReport, ThresholdsAreOptions) {
   tf::Variable w(1.0f, {.name = "w"});
   tf::GradientTape tape({.persistent = true});
   tf::Tensor loss = w * 50.0f;
-  EXPECT_FALSE(tape.gradient_report(loss, {w}).rows[0].exploding);
-  EXPECT_TRUE(tape.gradient_report(loss, {w}, {.exploding = 10.0}).rows[0].exploding);
+  EXPECT_FALSE(tf::debug::gradient_report(tape, loss, {w}).rows[0].exploding);
+  EXPECT_TRUE(tf::debug::gradient_report(tape, loss, {w}, {.exploding = 10.0}).rows[0].exploding);
 }
 
 TEST(GradientReport, ConsumesANonPersistentTapeLikeGradient) {
   tf::Variable w(1.0f);
   tf::GradientTape tape;
   tf::Tensor loss = w * 2.0f;
-  (void)tape.gradient_report(loss, {w});
+  (void)tf::debug::gradient_report(tape, loss, {w});
   EXPECT_EQ(tape.num_recorded_ops(), 0u);
   EXPECT_THROW((void)tape.gradient(loss, w), tf::FailedPreconditionError);
 }
@@ -140,7 +140,7 @@ TEST(GradientReport, TableIsAligned) {
   tf::Variable b(1.0f, {.name = "b"});
   tf::GradientTape tape;
   tf::Tensor loss = tf::reduce_sum(a) * b;
-  const std::string table = tape.gradient_report(loss, {a, b}).to_string();
+  const std::string table = tf::debug::gradient_report(tape, loss, {a, b}).to_string();
   // Every line starts its shape column at the same offset.
   std::vector<std::string> lines;
   for (std::size_t start = 0; start < table.size();) {
@@ -160,7 +160,7 @@ TEST(GradientReport, ATapeDestroyedByAGradientFunctionIsAnErrorNotAUseAfterFree)
   tf::Tensor loss = tf::reduce_sum(tf::testing::square_calling(w, [&] { tape.reset(); }));
   tf::GradientTape* const running = tape.get();
   try {
-    (void)running->gradient_report(loss, {w, unused});
+    (void)tf::debug::gradient_report(*running, loss, {w, unused});
     FAIL() << "a report on a tape destroyed mid-pass must throw";
   } catch (const tf::FailedPreconditionError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("destroyed this GradientTape"));

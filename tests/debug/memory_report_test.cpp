@@ -18,7 +18,7 @@ TEST(MemoryReport, ExpSavesItsOutput) {
   tf::GradientTape tape;
   tape.watch(x);
   tf::Tensor y = tf::exp(x);
-  const tf::MemoryReport r = tape.memory_report();
+  const tf::MemoryReport r = tf::debug::memory_report(tape);
   ASSERT_EQ(r.rows.size(), 1u);
   const tf::SavedTensor& s = r.rows[0];
   EXPECT_EQ(s.record, 0u);
@@ -40,7 +40,7 @@ TEST(MemoryReport, MulSavesBothInputs) {
   tf::GradientTape tape;
   tape.watch(a);
   tf::Tensor y = a * b;
-  const tf::MemoryReport r = tape.memory_report();
+  const tf::MemoryReport r = tf::debug::memory_report(tape);
   ASSERT_EQ(r.rows.size(), 2u);
   EXPECT_FALSE(r.rows[0].is_output);
   EXPECT_EQ(r.rows[0].position, 0);
@@ -56,7 +56,7 @@ TEST(MemoryReport, AddSavesNothing) {
   tf::GradientTape tape;
   tape.watch(a);
   tf::Tensor y = a + a;
-  const tf::MemoryReport r = tape.memory_report();
+  const tf::MemoryReport r = tf::debug::memory_report(tape);
   EXPECT_TRUE(r.rows.empty());
   EXPECT_EQ(r.num_records, 1u);
   EXPECT_EQ(r.total_bytes, 0);
@@ -68,7 +68,7 @@ TEST(MemoryReport, SameBufferSavedTwiceIsCountedOnce) {
   tf::GradientTape tape;
   tape.watch(x);
   tf::Tensor y = x * x;
-  const tf::MemoryReport r = tape.memory_report();
+  const tf::MemoryReport r = tf::debug::memory_report(tape);
   ASSERT_EQ(r.rows.size(), 2u);
   EXPECT_FALSE(r.rows[0].same_buffer_as.has_value());
   EXPECT_EQ(r.rows[1].same_buffer_as, 0u);
@@ -87,7 +87,7 @@ TEST(MemoryReport, TotalEqualsSavedBytesForAModel) {
   tf::GradientTape tape;
   tf::Tensor h = tf::nn::relu(tf::matmul(x, w) + b);
   tf::Tensor loss = tf::reduce_mean(tf::square(tf::tanh(h)));
-  const tf::MemoryReport r = tape.memory_report();
+  const tf::MemoryReport r = tf::debug::memory_report(tape);
   EXPECT_EQ(r.total_bytes, tape.saved_bytes());
   EXPECT_GT(r.total_bytes, 0);
   EXPECT_EQ(r.num_records, tape.num_recorded_ops());
@@ -101,7 +101,7 @@ TEST(MemoryReport, VariableReadsAreNamed) {
   tf::Variable w(tf::ones({2}, tf::float32), {.name = "w"});
   tf::GradientTape tape;
   tf::Tensor y = tf::square(w);
-  const tf::MemoryReport r = tape.memory_report();
+  const tf::MemoryReport r = tf::debug::memory_report(tape);
   ASSERT_EQ(r.rows.size(), 1u);
   EXPECT_EQ(r.rows[0].op, "Square");
   EXPECT_EQ(r.rows[0].origin, "read of w:0");
@@ -112,7 +112,7 @@ TEST(MemoryReport, TableColumnsAreAligned) {
   tf::GradientTape tape;
   tape.watch(x);
   tf::Tensor y = tf::exp(x) * x;
-  const std::string text = tape.memory_report().to_string();
+  const std::string text = tf::debug::memory_report(tape).to_string();
   std::istringstream lines(text);
   std::vector<std::string> table;
   for (std::string l; std::getline(lines, l);) table.push_back(l);
@@ -133,7 +133,7 @@ TEST(MemoryReport, NonPersistentTapeHoldsNothingAfterGradient) {
   tape.watch(x);
   tf::Tensor y = tf::exp(x);
   (void)tape.gradient(y, x);
-  EXPECT_TRUE(tape.memory_report().rows.empty());
+  EXPECT_TRUE(tf::debug::memory_report(tape).rows.empty());
 }
 
 }  // namespace

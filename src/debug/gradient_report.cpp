@@ -1,4 +1,4 @@
-// GradientTape::gradient_report: the check people do by hand before they trust a training run.
+// tf::debug::gradient_report: the check people do by hand before they trust a training run.
 // One gradient() pass for all variables, then explain() for each variable whose gradient is
 // missing or zero (one more backward pass each, only for those).
 
@@ -8,11 +8,10 @@
 #include <array>
 #include <cmath>
 
-#include "autodiff/tape_state.h"
+#include "autodiff/tape_access.h"
 #include "core/check.h"
-#include "tapeflow/explain.h"
+#include "tapeflow/debug.h"
 #include "tapeflow/module.h"
-#include "tapeflow/tape.h"
 
 namespace tapeflow {
 
@@ -69,50 +68,38 @@ std::string GradientReport::to_string() const {
   return out;
 }
 
-GradientReport GradientTape::gradient_report(const Tensor& target, const Module& module,
-                                             const GradientReportOptions& options) {
-  return gradient_report(target, module.trainable_variables(), options);
+GradientReport debug::gradient_report(GradientTape& tape, const Tensor& target, const Module& module,
+                                      const GradientReportOptions& options) {
+  return gradient_report(tape, target, module.trainable_variables(), options);
 }
 
-GradientReport GradientTape::gradient_report(const Tensor& target, const std::vector<Variable>& variables,
-                                             const GradientReportOptions& options) {
-  // gradient_flat and explain run gradient functions, which may destroy this GradientTape: hold
-  // the state, and call no member of *this once it is gone.
-  const std::shared_ptr<detail::TapeState> keep = state_;
+GradientReport debug::gradient_report(GradientTape& tape, const Tensor& target,
+                                      const std::vector<Variable>& variables, const GradientReportOptions& options) {
+  // The pass and explain run gradient functions, which may destroy the GradientTape: hold the
+  // state, and use the GradientTape only while it is alive.
+  const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(tape);
   detail::TapeState& t = *keep;
   const auto explain_unless_destroyed = [&](const Variable& v) {
     TAPEFLOW_REQUIRE(t.in_stack.load(std::memory_order_relaxed), FailedPreconditionError,
                      "[GradientTape::gradient_report] a gradient function destroyed this GradientTape while "
                      "gradient_report ran");
-    return explain(target, v);
+    return explain(tape, target, v);
   };
   TAPEFLOW_REQUIRE(target.defined(), InvalidArgumentError,
                    "[GradientTape::gradient_report] the target is an undefined (default-constructed) Tensor");
-  // A non-persistent tape is consumed as by gradient(), but only after explain() has read it:
-  // run as persistent, then consume and release.
-  const bool persistent = t.options.persistent;
-  std::vector<Gradient> grads;
-  {
-    t.options.persistent = true;
-    struct Restore {
-      detail::TapeState& t;
-      bool persistent;
-      ~Restore() { t.options.persistent = persistent; }
-    } restore{t, persistent};
-    std::vector<Source> sources(variables.begin(), variables.end());
-    grads = gradient_flat(target, sources, {}, UnconnectedGradients::None);
-  }
+  // A non-persistent tape is consumed as by gradient(), but only after explain() has read it: the
+  // pass keeps the records, and the tape is consumed at the end.
+  const std::vector<Source> sources(variables.begin(), variables.end());
+  const std::vector<Gradient> grads =
+      autodiff::gradient_pass(keep, "gradient", target, sources, {}, UnconnectedGradients::None, nullptr,
+                              /*keep_records=*/true);
   GradientReport report;
   struct ConsumeAtExit {
     detail::TapeState& t;
-    bool persistent;
     ~ConsumeAtExit() {
-      if (persistent) return;
-      t.consumed = true;
-      t.release_records();
-      autodiff::recount_observers();
+      if (!t.options.persistent) autodiff::consume(t);
     }
-  } consume{t, persistent};
+  } consume{t};
   for (std::size_t i = 0; i < variables.size(); ++i) {
     const Variable& v = variables[i];
     GradientReportRow row;

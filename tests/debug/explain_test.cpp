@@ -28,7 +28,7 @@ TEST(Explain, PlainTensorNotWatched) {
   tf::Tensor x = tf::constant(3.0f);
   tf::GradientTape tape;
   tf::Tensor y = x * x;
-  const tf::GradientDiagnosis d = tape.explain(y, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x);
   EXPECT_EQ(d.cause, Cause::TensorNotWatched);
   EXPECT_FALSE(d.has_gradient());
   EXPECT_THAT(d.to_string(), HasSubstr("tape.watch()"));
@@ -39,7 +39,7 @@ TEST(Explain, VariableNotTrainable) {
   tf::Variable w(3.0f, {.name = "w", .trainable = false});
   tf::GradientTape tape;
   tf::Tensor y = w * w;
-  const tf::GradientDiagnosis d = tape.explain(y, w);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, w);
   EXPECT_EQ(d.cause, Cause::VariableNotTrainable);
   EXPECT_EQ(d.source, "w:0");
   EXPECT_THAT(d.to_string(), HasSubstr("variable w:0 is not trainable"));
@@ -49,7 +49,7 @@ TEST(Explain, WatchAccessedVariablesFalse) {
   tf::Variable w(3.0f, {.name = "w"});
   tf::GradientTape tape({.watch_accessed_variables = false});
   tf::Tensor y = w * w;
-  const tf::GradientDiagnosis d = tape.explain(y, w);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, w);
   EXPECT_EQ(d.cause, Cause::AccessedVariablesNotWatched);
   EXPECT_THAT(d.to_string(), HasSubstr("watch_accessed_variables = false"));
 }
@@ -60,7 +60,7 @@ TEST(Explain, WatchedSourceNotUsedByTheTarget) {
   tf::GradientTape tape;
   tape.watch(x);
   tf::Tensor z = y * y;
-  const tf::GradientDiagnosis d = tape.explain(z, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, z, x);
   EXPECT_EQ(d.cause, Cause::SourceNotUsed);
   EXPECT_TRUE(d.target_recorded);
 }
@@ -70,7 +70,7 @@ TEST(Explain, TargetMadeFromHostValuesIsNotOnTheTape) {
   tf::GradientTape tape;
   tf::Tensor x2 = x * x;
   tf::Tensor y = tf::constant(x2.item<float>()) * 2.0f;  // a round trip through a C++ float
-  const tf::GradientDiagnosis d = tape.explain(y, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x);
   EXPECT_EQ(d.cause, Cause::SourceNotUsed);
   EXPECT_FALSE(d.target_recorded);
   EXPECT_THAT(d.to_string(), HasSubstr("values the tape does not track"));
@@ -82,7 +82,7 @@ TEST(Explain, StopGradientCutsThePath) {
   tf::Variable x(2.0f);
   tf::GradientTape tape;
   tf::Tensor y = tf::square(tf::stop_gradient(x * 3.0f));
-  const tf::GradientDiagnosis d = tape.explain(y, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x);
   EXPECT_EQ(d.cause, Cause::StopGradient);
   EXPECT_EQ(d.op, "StopGradient");
   EXPECT_FALSE(tape.gradient(y, x).has_value());
@@ -92,7 +92,7 @@ TEST(Explain, NonDifferentiableOpCutsThePath) {
   tf::Variable x(3.0f);
   tf::GradientTape tape;
   tf::Tensor y = tf::raw_ops::no_gradient(x) * 2.0f;
-  const tf::GradientDiagnosis d = tape.explain(y, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x);
   EXPECT_EQ(d.cause, Cause::NonDifferentiableOp);
   EXPECT_EQ(d.op, "NoGradient");
   EXPECT_THAT(d.to_string(), HasSubstr("no_gradient"));
@@ -103,9 +103,9 @@ TEST(Explain, ComparisonOutputIsABoolPath) {
   tf::GradientTape tape;
   tf::Tensor y = x > 0.0f;  // comparisons are declared non-differentiable and give bool
   tf::Tensor z = tf::cast(y, tf::float32) * x;
-  const tf::GradientDiagnosis d = tape.explain(z, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, z, x);
   EXPECT_EQ(d.cause, Cause::Connected) << d.to_string();  // through the Mul's other input
-  const tf::GradientDiagnosis through_mask = tape.explain(tf::cast(y, tf::float32), x);
+  const tf::GradientDiagnosis through_mask = tf::debug::explain(tape, tf::cast(y, tf::float32), x);
   EXPECT_EQ(through_mask.cause, Cause::IntegerDtype);
   EXPECT_EQ(through_mask.producer, "Greater");
   EXPECT_EQ(through_mask.dtype, tf::bool_);
@@ -117,7 +117,7 @@ TEST(Explain, CastToIntegerCutsThePathAndNamesTheCast) {
   tf::GradientTape tape;
   tf::Tensor i = tf::cast(x, tf::int32);
   tf::Tensor y = tf::cast(i * 2, tf::float32) + 1.0f;
-  const tf::GradientDiagnosis d = tape.explain(y, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x);
   EXPECT_EQ(d.cause, Cause::IntegerDtype);
   EXPECT_EQ(d.producer, "Cast");
   EXPECT_EQ(d.op, "Mul");
@@ -129,7 +129,7 @@ TEST(Explain, ArgMaxOutputIsAnIntegerPath) {
   tf::Variable x({1.0f, 3.0f, 2.0f});
   tf::GradientTape tape;
   tf::Tensor y = tf::cast(tf::argmax(x), tf::float32);
-  const tf::GradientDiagnosis d = tape.explain(y, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x);
   EXPECT_EQ(d.cause, Cause::IntegerDtype);
   EXPECT_EQ(d.producer, "ArgMax");
   EXPECT_EQ(d.dtype, tf::int64);
@@ -140,7 +140,7 @@ TEST(Explain, IntegerSource) {
   tf::GradientTape tape;
   tape.watch(x);
   tf::Tensor y = x * x;
-  const tf::GradientDiagnosis d = tape.explain(y, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x);
   EXPECT_EQ(d.cause, Cause::IntegerDtype);
   EXPECT_EQ(d.dtype, tf::int32);
   EXPECT_THAT(d.to_string(), HasSubstr("source tensor has dtype int32"));
@@ -152,7 +152,7 @@ TEST(Explain, StatefulAssignAddCutsThePath) {
   tf::GradientTape tape;
   x1.assign_add(x0);
   tf::Tensor y = tf::pow(x1, 2);
-  const tf::GradientDiagnosis d = tape.explain(y, x0);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x0);
   EXPECT_EQ(d.cause, Cause::StatefulUpdate);
   EXPECT_EQ(d.op, "AssignAddVariableOp");
   EXPECT_EQ(d.variable, "x1:0");
@@ -165,7 +165,7 @@ TEST(Explain, StatefulAssignOfAComputedValueCutsThePath) {
   tf::GradientTape tape;
   x1.assign(x0 * 2.0f);
   tf::Tensor y = x1 * 1.0f;
-  const tf::GradientDiagnosis d = tape.explain(y, x0);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x0);
   EXPECT_EQ(d.cause, Cause::StatefulUpdate);
   EXPECT_EQ(d.op, "AssignVariableOp");
 }
@@ -177,7 +177,7 @@ TEST(Explain, TargetComputedBeforeTheTape) {
   tf::Tensor y = x * x;
   tf::GradientTape tape;
   tape.watch(x);
-  EXPECT_EQ(tape.explain(y, x).cause, Cause::TargetBeforeTape);
+  EXPECT_EQ(tf::debug::explain(tape, y, x).cause, Cause::TargetBeforeTape);
 }
 
 TEST(Explain, TargetComputedWhileRecordingWasPaused) {
@@ -190,8 +190,8 @@ TEST(Explain, TargetComputedWhileRecordingWasPaused) {
     y = x * x;
   }
   tf::Tensor after = x * x;  // recording again: not a paused tensor
-  EXPECT_EQ(tape.explain(y, x).cause, Cause::RecordingPaused);
-  EXPECT_EQ(tape.explain(after, x).cause, Cause::Connected);
+  EXPECT_EQ(tf::debug::explain(tape, y, x).cause, Cause::RecordingPaused);
+  EXPECT_EQ(tf::debug::explain(tape, after, x).cause, Cause::Connected);
 }
 
 TEST(Explain, TargetComputedOnAnotherThread) {
@@ -201,7 +201,7 @@ TEST(Explain, TargetComputedOnAnotherThread) {
   tf::Tensor y;
   std::thread worker([&] { y = x * x; });
   worker.join();
-  const tf::GradientDiagnosis d = tape.explain(y, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x);
   EXPECT_EQ(d.cause, Cause::TargetOnAnotherThread);
   EXPECT_THAT(d.to_string(), HasSubstr("another thread"));
 }
@@ -214,10 +214,10 @@ TEST(Explain, TargetRecordedOnAnotherTape) {
   other.watch(x);
   mine.watch(z);
   tf::Tensor y = x * x;  // recorded by `other` only
-  const tf::GradientDiagnosis d = mine.explain(y, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(mine, y, x);
   EXPECT_EQ(d.cause, Cause::TensorNotWatched);  // the root cause comes first
-  EXPECT_EQ(mine.explain(y, z).cause, Cause::TargetOnAnotherTape);
-  EXPECT_THAT(mine.explain(y, z).to_string(), HasSubstr("recorded by another tape"));
+  EXPECT_EQ(tf::debug::explain(mine, y, z).cause, Cause::TargetOnAnotherTape);
+  EXPECT_THAT(tf::debug::explain(mine, y, z).to_string(), HasSubstr("recorded by another tape"));
 }
 
 TEST(Explain, VariableReplacedByATensorCreatedAfterTheTarget) {
@@ -225,7 +225,7 @@ TEST(Explain, VariableReplacedByATensorCreatedAfterTheTarget) {
   tf::GradientTape tape;
   tf::Tensor y = v + 1.0f;
   tf::Tensor x = v + 1.0f;  // `x = x + 1`: the name now means a new tensor
-  const tf::GradientDiagnosis d = tape.explain(y, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x);
   EXPECT_EQ(d.cause, Cause::SourceCreatedAfterTarget);
   EXPECT_THAT(d.to_string(), HasSubstr("assign_add"));
 }
@@ -238,7 +238,7 @@ TEST(Explain, DeadReluGivesAZeroGradientAndNamesRelu) {
   tf::GradientTape tape;
   tf::Tensor h = tf::nn::relu(tf::matmul(x, w) - 10.0f);  // every unit negative: dead
   tf::Tensor loss = tf::reduce_sum(h * 3.0f);
-  const tf::GradientDiagnosis d = tape.explain(loss, w);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, loss, w);
   EXPECT_EQ(d.cause, Cause::ZeroGradient);
   EXPECT_TRUE(d.has_gradient());
   EXPECT_EQ(d.op, "Relu");
@@ -251,7 +251,7 @@ TEST(Explain, MissingGradientIsTheLookupErrorCase) {
   tf::Variable delta(0.1f);
   tf::GradientTape tape({.persistent = true});
   tf::Tensor out = tf::image::adjust_contrast(image, delta);
-  const tf::GradientDiagnosis d = tape.explain(out, image);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, out, image);
   EXPECT_EQ(d.cause, Cause::NoGradientRegistered);
   EXPECT_EQ(d.op, "AdjustContrastv2");
   EXPECT_THAT(d.to_string(), HasSubstr("LookupError"));
@@ -264,7 +264,7 @@ TEST(Explain, ConnectedSourceShowsThePath) {
   tf::Variable x0(3.0f, {.name = "x0"});
   tf::GradientTape tape;
   tf::Tensor y = tf::pow(x0, 2) + 1.0f;
-  const tf::GradientDiagnosis d = tape.explain(y, x0);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x0);
   EXPECT_EQ(d.cause, Cause::Connected);
   EXPECT_THAT(d.path, ElementsAre("AddV2", "Pow", "ReadVariableOp"));
   EXPECT_EQ(d.to_string(), "connected: target <- AddV2 <- Pow <- ReadVariableOp <- x0:0");
@@ -275,11 +275,11 @@ TEST(Explain, RunsNoGradientFunctionBehindStopGradientAsGradientRunsNone) {
   int calls = 0;
   tf::GradientTape tape({.persistent = true});
   tf::Tensor y = tf::testing::identity_with_forbidden_gradient(tf::stop_gradient(x), calls) + x;
-  const tf::GradientDiagnosis d = tape.explain(y, x);  // runs the numeric backward pass
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, x);  // runs the numeric backward pass
   EXPECT_EQ(d.cause, Cause::Connected) << d.to_string();
   EXPECT_THAT(d.path, ElementsAre("AddV2", "ReadVariableOp"));
   EXPECT_FLOAT_EQ(tape.gradient(y, x)->item<float>(), 1.0f);
-  EXPECT_THAT(tape.to_dot(y, x),
+  EXPECT_THAT(tf::debug::to_dot(tape, y, x),
               HasSubstr("cut: StopGradient is not differentiable"));  // with gradient norms
   EXPECT_EQ(calls, 0);
 }
@@ -288,7 +288,7 @@ TEST(Explain, TargetIsTheSource) {
   tf::Tensor x = tf::constant(1.0f);
   tf::GradientTape tape;
   tape.watch(x);
-  const tf::GradientDiagnosis d = tape.explain(x, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, x, x);
   EXPECT_EQ(d.cause, Cause::Connected);
   EXPECT_TRUE(d.path.empty());
 }
@@ -299,9 +299,9 @@ TEST(Explain, ConnectedThroughMatmulReduceAndReshape) {
   const tf::Tensor x = tf::constant({{1.0f, 1.0f}});
   tf::GradientTape tape;
   tf::Tensor y = tf::reduce_mean(tf::reshape(tf::matmul(x, w) + b, {2}));
-  EXPECT_EQ(tape.explain(y, w).cause, Cause::Connected);
-  EXPECT_EQ(tape.explain(y, b).cause, Cause::Connected);
-  EXPECT_THAT(tape.explain(y, w).path, ElementsAre("Mean", "Reshape", "AddV2", "MatMul", "ReadVariableOp"));
+  EXPECT_EQ(tf::debug::explain(tape, y, w).cause, Cause::Connected);
+  EXPECT_EQ(tf::debug::explain(tape, y, b).cause, Cause::Connected);
+  EXPECT_THAT(tf::debug::explain(tape, y, w).path, ElementsAre("Mean", "Reshape", "AddV2", "MatMul", "ReadVariableOp"));
 }
 
 TEST(Explain, ConnectedThroughConv2D) {
@@ -309,7 +309,7 @@ TEST(Explain, ConnectedThroughConv2D) {
   const tf::Tensor images = tf::ones({1, 3, 3, 1});
   tf::GradientTape tape;
   tf::Tensor y = tf::reduce_sum(tf::nn::conv2d(images, filters));
-  const tf::GradientDiagnosis d = tape.explain(y, filters);
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, y, filters);
   EXPECT_EQ(d.cause, Cause::Connected) << d.to_string();
   EXPECT_THAT(d.path, ElementsAre("Sum", "Conv2D", "ReadVariableOp"));
 }
@@ -323,10 +323,10 @@ TEST(Explain, ConnectedThroughNestedTapes) {
     tf::GradientTape inner;
     inner.watch(x);
     tf::Tensor y = x * x * x;
-    EXPECT_EQ(inner.explain(y, x).cause, Cause::Connected);
+    EXPECT_EQ(tf::debug::explain(inner, y, x).cause, Cause::Connected);
     g = *inner.gradient(y, x);  // 3x^2, recorded on the outer tape
   }
-  const tf::GradientDiagnosis d = outer.explain(g, x);
+  const tf::GradientDiagnosis d = tf::debug::explain(outer, g, x);
   EXPECT_EQ(d.cause, Cause::Connected) << d.to_string();
   EXPECT_FLOAT_EQ(outer.gradient(g, x)->item<float>(), 12.0f);
 }
@@ -340,7 +340,7 @@ TEST(Explain, EveryConnectedSourceOfAGradientCallIsConnected) {
   tf::GradientTape tape({.persistent = true});
   tf::Tensor loss = tf::reduce_sum(tf::square(tf::matmul(tf::tanh(tf::matmul(x, w1)), w2)));
   for (const tf::Variable& v : {w1, w2, unused}) {
-    const tf::GradientDiagnosis d = tape.explain(loss, v);
+    const tf::GradientDiagnosis d = tf::debug::explain(tape, loss, v);
     EXPECT_EQ(d.has_gradient(), tape.gradient(loss, v).has_value()) << v.name() << ": " << d.to_string();
   }
 }
@@ -354,7 +354,7 @@ TEST(Explain, DoesNotChangeTheTapeAndRecordsNothing) {
   tf::Tensor y = tf::nn::relu(x * x);
   const std::size_t ops = tape.num_recorded_ops(), outer_ops = outer.num_recorded_ops();
   const std::int64_t bytes = tape.saved_bytes();
-  (void)tape.explain(y, x);
+  (void)tf::debug::explain(tape, y, x);
   EXPECT_EQ(tape.num_recorded_ops(), ops);
   EXPECT_EQ(outer.num_recorded_ops(), outer_ops);
   EXPECT_EQ(tape.saved_bytes(), bytes);
@@ -367,7 +367,7 @@ TEST(Explain, ConsumedNonPersistentTapeThrows) {
   tf::Tensor y = x * x;
   (void)tape.gradient(y, x);
   try {
-    (void)tape.explain(y, x);
+    (void)tf::debug::explain(tape, y, x);
     FAIL() << "expected FailedPreconditionError";
   } catch (const tf::FailedPreconditionError& e) {
     EXPECT_THAT(e.what(), HasSubstr("call explain() before gradient()"));
@@ -379,13 +379,13 @@ TEST(Explain, WorksAfterGradientOnAPersistentTape) {
   tf::GradientTape tape({.persistent = true});
   tf::Tensor y = x * x;
   (void)tape.gradient(y, x);
-  EXPECT_EQ(tape.explain(y, x).cause, Cause::Connected);
+  EXPECT_EQ(tf::debug::explain(tape, y, x).cause, Cause::Connected);
 }
 
 TEST(Explain, UndefinedTargetThrows) {
   tf::Variable x(2.0f);
   tf::GradientTape tape;
-  EXPECT_THROW((void)tape.explain(tf::Tensor(), x), tf::InvalidArgumentError);
+  EXPECT_THROW((void)tf::debug::explain(tape, tf::Tensor(), x), tf::InvalidArgumentError);
 }
 
 TEST(Explain, CauseNames) {

@@ -1,18 +1,15 @@
-// Pictures of the recorded computation: GradientTape::to_dot / to_svg / write_svg, and
-// render_svg, which runs Graphviz.
+// Pictures of the recorded computation: tf::debug::to_dot / to_svg / write_svg, and render_svg,
+// which runs Graphviz.
 //
-// The picture is drawn from the tape's records alone. Which parts are "on a path" follows the
-// rule of the backward pass's pruning (tape.cpp, step 1) with one difference: an op without a
-// gradient (StopGradient, argmax, comparisons) cuts the path here, since no gradient crosses it.
-//   depends  a tensor depends on a source: the sources, then the floating outputs of every
-//            differentiable record with a floating input that depends (forward sweep);
-//   reaches  a tensor reaches a target: the targets, then the floating inputs of every
-//            differentiable record with an output that reaches (reverse sweep).
-// An edge (tensor t into record k) is on a path when t is floating and depends, k is
-// differentiable, and an output of k reaches. A node is on a path when an edge into it is (a
-// source: when it depends and reaches; a target: when it depends). Gradient norms come from one
-// real backward pass with an observer (gradient_observer.h) that keeps the norm of each
-// (record, input) contribution: exactly what flowed along that edge.
+// The picture is drawn from the tape's records and the backward pass's own prune (backward.h):
+//   depends  a tensor depends on a source: a source, or a floating output of a live record;
+//   reaches  a tensor reaches a target: a target, or a floating input of a differentiable record
+//            an output of which reaches.
+// An edge (tensor t into record k) is on a path when k is kept by the prune and t is one of its
+// inputs that need a gradient. A node is on a path when an edge into it is (a source: when it
+// depends and reaches; a target: when it depends). Gradient norms come from one real backward
+// pass with an observer that keeps the norm of each (record, input) contribution: exactly what
+// flowed along that edge.
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -33,10 +30,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "autodiff/gradient_observer.h"
-#include "autodiff/tape_state.h"
+#include "autodiff/tape_access.h"
 #include "core/check.h"
-#include "tapeflow/tape.h"
+#include "debug/trace.h"
+#include "tapeflow/debug.h"
 
 extern char** environ;
 
@@ -46,6 +43,9 @@ namespace {
 
 using autodiff::OpRecord;
 using autodiff::Records;
+using debug::CutReason;
+using debug::CutRecord;
+using debug::trace_of;
 
 std::string escape(std::string_view s) {
   std::string out;
@@ -79,18 +79,15 @@ double l2_norm(const Tensor& g) {
 
 bool has_gradient(const OpRecord& r) { return r.op->gradient()->status != GradientStatus::NotDifferentiable; }
 
-/// The norm of each (record, input) gradient contribution of one backward pass over `ops`.
-class NormObserver final : public autodiff::GradientObserver {
+/// The norm of each (record, input) gradient contribution of one backward pass.
+class NormObserver final : public autodiff::BackwardObserver {
  public:
-  explicit NormObserver(const Records& ops) : ops_(&ops) {}
-  void input_gradient(const Records& ops, std::size_t k, std::size_t input, const Tensor& g) override {
-    if (&ops != ops_) return;  // a nested backward pass inside a gradient function
-    norms[{k, input}] = l2_norm(g);
+  void after_record(std::size_t k, std::span<const Tensor>, std::span<const bool> needed,
+                    const Grads& grads) override {
+    for (std::size_t i = 0; i < needed.size(); ++i)
+      if (needed[i] && grads[i]) norms[{k, i}] = l2_norm(*grads[i]);
   }
   std::map<std::pair<std::size_t, std::size_t>, double> norms;
-
- private:
-  const Records* ops_;
 };
 
 /// Appends DOT statements with every attribute value quoted, one statement per line.
@@ -130,11 +127,11 @@ void require_usable(const detail::TapeState& s, std::string_view what) {
 
 }  // namespace
 
-std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const Source> sources,
-                                      const GraphOptions& options) {
-  // The gradient-norm pass runs gradient functions, which may destroy this GradientTape: hold the
+std::string debug::to_dot_flat(const GradientTape& gradient_tape, const Targets& targets,
+                               std::span<const Source> sources, const GraphOptions& options) {
+  // The gradient-norm pass runs gradient functions, which may destroy the GradientTape: hold the
   // state (its records stay intact: reset() refuses while a pass runs).
-  const std::shared_ptr<detail::TapeState> keep = state_;
+  const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(gradient_tape);
   detail::TapeState& tape = *keep;
   require_usable(tape, "to_dot");
   const std::vector<Source>& ys = targets.flat();
@@ -151,48 +148,40 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
   const Records& ops = tape.ops;
 
   // Gradient norms: one real backward pass, observed.
-  NormObserver observer(ops);
+  NormObserver observer;
   std::string norm_note;
   if (options.gradient_norms) {
-    autodiff::ObserveGradients guard(observer);
     try {
-      (void)gradient_flat(targets, sources, {}, UnconnectedGradients::None);
+      (void)autodiff::gradient_pass(keep, "gradient", targets, sources, {}, UnconnectedGradients::None, &observer);
     } catch (const LookupError& e) {
       norm_note = fmt::format("gradient norms incomplete: {}", e.what());
     }
   }
 
-  // Which tensors depend on a source and which reach a target, through differentiable ops.
+  // Which tensors depend on a source and which reach a target: the backward pass's prune.
   std::unordered_map<TensorId, std::size_t> source_index;
-  std::unordered_set<TensorId> depends, reaches;
-  for (std::size_t j = 0; j < sources.size(); ++j) {
-    source_index.try_emplace(sources[j].id(), j);
-    if (is_floating(sources[j].dtype())) depends.insert(sources[j].id());
-  }
-  for (const OpRecord& rec : ops) {
-    if (!has_gradient(rec)) continue;
-    bool d = false;
-    for (const auto& in : rec.inputs()) d = d || (is_floating(in.dtype) && depends.contains(in.id));
-    if (d)
-      for (const auto& out : rec.outputs())
-        if (is_floating(out.dtype)) depends.insert(out.id);
-  }
+  for (std::size_t j = 0; j < sources.size(); ++j) source_index.try_emplace(sources[j].id(), j);
+  const autodiff::Pruned pruned = autodiff::prune(ops, tape.producer, ys, sources);
+  const auto depends = [&](TensorId id, DType dtype) {
+    if (!is_floating(dtype)) return false;
+    if (pruned.source_ids.contains(id)) return true;
+    const auto it = tape.producer.find(id);
+    return it != tape.producer.end() && it->second >= 0 && pruned.live[static_cast<std::size_t>(it->second)];
+  };
+  std::unordered_set<TensorId> reaches;
   for (const Source& y : ys)
     if (is_floating(y.dtype())) reaches.insert(y.id());
-  for (std::size_t k = ops.size(); k-- > 0;) {
-    if (!has_gradient(ops[k])) continue;
-    bool r = false;
-    for (const auto& out : ops[k].outputs()) r = r || reaches.contains(out.id);
-    if (r)
+  for (std::size_t k = 0; k < ops.size(); ++k)
+    if (pruned.reaches[k] && has_gradient(ops[k]))
       for (const auto& in : ops[k].inputs())
         if (is_floating(in.dtype)) reaches.insert(in.id);
-  }
 
   // Node names. With show_variable_reads off, a ReadVariableOp is drawn as its variable.
   const autodiff::OpDef* read_op = &autodiff::registry().get("ReadVariableOp");
   auto collapsed = [&](std::size_t k) { return !options.show_variable_reads && ops[k].op == read_op; };
   std::unordered_map<TensorId, const Variable*> variables;
   for (const Variable& v : tape.watched_variables) variables.emplace(v.handle_id(), &v);
+  const std::vector<CutRecord>& cuts = trace_of(tape).cuts;
   for (const Source& s : sources)
     if (s.is_variable()) variables.emplace(s.id(), &s.variable());
   struct Leaf {
@@ -203,9 +192,9 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
   // Ops the tape saw on tracked tensors and did not record (integer inputs): their outputs are
   // drawn as coming from a dashed "not recorded" node. Variable updates point at the variable.
   std::unordered_map<TensorId, std::size_t> cut_of;
-  for (std::size_t c = 0; c < tape.cuts.size(); ++c)
-    if (tape.cuts[c].reason != autodiff::CutReason::kVariableUpdate)
-      for (TensorId t : tape.cuts[c].outputs) cut_of.try_emplace(t, c);
+  for (std::size_t c = 0; c < cuts.size(); ++c)
+    if (cuts[c].reason != CutReason::kVariableUpdate)
+      for (TensorId t : cuts[c].outputs) cut_of.try_emplace(t, c);
   std::function<std::string(TensorId, const Shape&, DType)> node_of = [&](TensorId t, const Shape& shape,
                                                                           DType dtype) -> std::string {
     if (auto it = source_index.find(t); it != source_index.end()) return fmt::format("src{}", it->second);
@@ -252,16 +241,16 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
     const OpRecord& rec = ops[k];
     for (const auto& in : rec.inputs()) consumed.insert(in.id);
     if (collapsed(k)) continue;
-    bool out_reaches = false;
-    for (const auto& out : rec.outputs()) out_reaches = out_reaches || reaches.contains(out.id);
+    const bool out_reaches = pruned.reaches[k] != 0;
     const auto ins = rec.inputs();
+    const std::span<const bool> needed = pruned.needed(k, ins.size());
     for (std::size_t i = 0; i < ins.size(); ++i) {
       const auto& in = ins[i];
       if (!options.show_constants && is_constant(in.id)) continue;
       const std::string from = node_of(in.id, *in.shape, in.dtype);
       const std::string to = fmt::format("op{}", k);
-      const bool dep = depends.contains(in.id);
-      if (is_floating(in.dtype) && dep && has_gradient(rec) && out_reaches) {
+      const bool dep = depends(in.id, in.dtype);
+      if (pruned.keep[k] && needed[i]) {
         op_on_path[k] = 1;
         auto it = observer.norms.find({k, i});
         path_edges.push_back(
@@ -312,7 +301,7 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
   for (std::size_t j = 0; j < sources.size(); ++j) {
     const Source& s = sources[j];
     if (source_index.at(s.id()) != j) continue;  // the same source twice is drawn once
-    const bool on = depends.contains(s.id()) && reaches.contains(s.id());
+    const bool on = depends(s.id(), s.dtype()) && reaches.contains(s.id());
     std::string label = s.is_variable() ? s.variable().name() : fmt::format("source {}", j);
     label += shape_dtype_line(s.shape(), s.dtype());
     bool is_target = false;
@@ -340,9 +329,9 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
 
   // Cut records (ops seen on tracked tensors and not recorded): dashed grey boxes, the reason on
   // the dashed edges into them. Inputs that are constants or plain watched tensors are left out.
-  for (std::size_t c = 0; c < tape.cuts.size(); ++c) {
-    const autodiff::CutRecord& cut = tape.cuts[c];
-    const bool update = cut.reason == autodiff::CutReason::kVariableUpdate;
+  for (std::size_t c = 0; c < cuts.size(); ++c) {
+    const CutRecord& cut = cuts[c];
+    const bool update = cut.reason == CutReason::kVariableUpdate;
     const std::string id = fmt::format("cut{}", c);
     std::string label = fmt::format("{}\nnot recorded", cut.op);
     if (update && !cut.variable.empty())
@@ -373,7 +362,7 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
   // Targets, with an edge from the node that produced each.
   for (std::size_t j = 0; j < ys.size(); ++j) {
     const Source& y = ys[j];
-    const bool on = depends.contains(y.id());
+    const bool on = depends(y.id(), y.dtype());
     std::string label = y.is_variable() ? y.variable().name() : fmt::format("target {}", j);
     label += shape_dtype_line(y.shape(), y.dtype());
     dot.node(fmt::format("tgt{}", j), {{"label", label},
@@ -440,14 +429,9 @@ std::string GradientTape::to_dot_flat(const Targets& targets, std::span<const So
   return dot.text;
 }
 
-void GradientTape::write_svg(const std::string& path, const Targets& targets,
-                             std::initializer_list<Source> sources, const GraphOptions& options) {
-  write_svg_flat(path, targets, std::span<const Source>(sources.begin(), sources.size()), options);
-}
-
-void GradientTape::write_svg_flat(const std::string& path, const Targets& targets,
-                                  std::span<const Source> sources, const GraphOptions& options) {
-  const std::string svg = render_svg(to_dot_flat(targets, sources, options), options.dot_program);
+void debug::write_svg_flat(const std::string& path, const GradientTape& tape, const Targets& targets,
+                           std::span<const Source> sources, const GraphOptions& options) {
+  const std::string svg = render_svg(to_dot_flat(tape, targets, sources, options), options.dot_program);
   std::ofstream f(path, std::ios::binary);
   f << svg;
   f.close();

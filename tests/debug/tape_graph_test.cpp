@@ -118,7 +118,7 @@ struct FrozenBranchModel {
     tf::Tensor side = tf::sin(w);
     y = tf::reduce_sum(a * frozen);
   }
-  std::string dot(tf::GraphOptions o = {}) { return tape.to_dot(y, {w, v, unused}, o); }
+  std::string dot(tf::GraphOptions o = {}) { return tf::debug::to_dot(tape, y, {w, v, unused}, o); }
 };
 
 TEST(TapeGraph, HighlightsExactlyTheNodesOnSourceToTargetPaths) {
@@ -188,7 +188,7 @@ TEST(TapeGraph, EdgeThicknessFollowsGradientNorm) {
   tf::Tensor big = x * tf::constant(10.0f);
   tf::Tensor small = x * tf::constant(0.1f);
   tf::Tensor y = tf::reduce_sum(big) + tf::reduce_sum(small);
-  const Dot dot = parse_dot(tape.to_dot(y, x));
+  const Dot dot = parse_dot(tf::debug::to_dot(tape, y, x));
   const std::string src = "src0";
   const DotEdge& to_big = dot.edge(src, dot.node_labelled("Mul #0"));
   const DotEdge& to_small = dot.edge(src, dot.node_labelled("Mul #1"));
@@ -215,7 +215,7 @@ TEST(TapeGraph, GradientNormsLeaveAPersistentTapeUsable) {
   tf::GradientTape tape({.persistent = true});
   tf::Tensor y = tf::reduce_sum(w * w);
   const std::size_t ops = tape.num_recorded_ops();
-  (void)tape.to_dot(y, w);
+  (void)tf::debug::to_dot(tape, y, w);
   EXPECT_EQ(tape.num_recorded_ops(), ops);
   EXPECT_EQ(tape.gradient(y, w)->to_vector<float>(), (std::vector<float>{2.0f, 4.0f}));
 }
@@ -224,10 +224,10 @@ TEST(TapeGraph, GradientNormsNeedAPersistentTape) {
   tf::Variable w(tf::constant({1.0f, 2.0f}));
   tf::GradientTape tape;
   tf::Tensor y = tf::reduce_sum(w * w);
-  EXPECT_THAT([&] { (void)tape.to_dot(y, w); },
+  EXPECT_THAT([&] { (void)tf::debug::to_dot(tape, y, w); },
               ::testing::ThrowsMessage<tf::FailedPreconditionError>(HasSubstr("persistent")));
   // Without norms the picture does not consume the tape.
-  const Dot dot = parse_dot(tape.to_dot(y, w, {.gradient_norms = false}));
+  const Dot dot = parse_dot(tf::debug::to_dot(tape, y, w, {.gradient_norms = false}));
   const auto edges = dot.edges_between("src0", dot.node_labelled("Mul #"));
   ASSERT_EQ(edges.size(), 2u);  // w * w: one edge per input
   for (const DotEdge* e : edges) EXPECT_EQ(e->attrs.count("label"), 0u);
@@ -239,7 +239,7 @@ TEST(TapeGraph, ConsumedTapeHasNothingToDraw) {
   tf::GradientTape tape;
   tf::Tensor y = tf::reduce_sum(w * w);
   (void)tape.gradient(y, w);
-  EXPECT_THAT([&] { (void)tape.to_dot(y, w, {.gradient_norms = false}); },
+  EXPECT_THAT([&] { (void)tf::debug::to_dot(tape, y, w, {.gradient_norms = false}); },
               ::testing::ThrowsMessage<tf::FailedPreconditionError>(HasSubstr("consumed")));
 }
 
@@ -249,7 +249,7 @@ TEST(TapeGraph, IntegerEdgeSaysItCarriesNoGradient) {
   tape.watch(x);
   tf::Tensor index = tf::cast(x, tf::int32);  // [0, 1]
   tf::Tensor y = tf::reduce_sum(tf::gather(x, index));
-  const Dot dot = parse_dot(tape.to_dot(y, x));
+  const Dot dot = parse_dot(tf::debug::to_dot(tape, y, x));
   const std::string cast = dot.node_labelled("Cast #0"), gather = dot.node_labelled("GatherV2 #1");
   const DotEdge& e = dot.edge(cast, gather);
   EXPECT_EQ(e.attrs.at("label"), "int32 carries no gradient");
@@ -265,7 +265,7 @@ TEST(TapeGraph, AnOpNotRecordedOnAnIntegerInputIsADashedCut) {
   tape.watch(x);
   tf::Tensor rounded = tf::cast(tf::cast(x, tf::int32), tf::float32);  // the second Cast is not recorded
   tf::Tensor y = tf::reduce_sum(rounded * x);
-  const Dot dot = parse_dot(tape.to_dot(y, x));
+  const Dot dot = parse_dot(tf::debug::to_dot(tape, y, x));
   const std::string to_int = dot.node_labelled("Cast #0"), cut = dot.node_labelled("Cast\nnot recorded");
   EXPECT_EQ(dot.nodes.at(cut).at("style"), "rounded,dashed");
   EXPECT_EQ(dot.nodes.at(cut).at("color"), tf::kGreyColor);
@@ -282,7 +282,7 @@ TEST(TapeGraph, AVariableUpdateIsACutIntoTheVariable) {
   tf::Tensor y = v * 3.0f;
   w.assign_add(y);  // stateful: not recorded
   tf::Tensor z = w * 5.0f;
-  const Dot dot = parse_dot(tape.to_dot(z, {v, w}));
+  const Dot dot = parse_dot(tf::debug::to_dot(tape, z, {v, w}));
   const std::string cut = dot.node_labelled("AssignAddVariableOp\nnot recorded: updates w:0");
   EXPECT_EQ(dot.edge(dot.node_labelled("Mul #1"), cut).attrs.at("label"),
             "variable update: not differentiable");
@@ -296,7 +296,7 @@ TEST(TapeGraph, TargetNotRecordedOnTheTapeIsSaid) {
   tf::Tensor y = x * 2.0f;  // before the tape exists
   tf::GradientTape tape({.persistent = true});
   tape.watch(x);
-  const Dot dot = parse_dot(tape.to_dot(y, x));
+  const Dot dot = parse_dot(tf::debug::to_dot(tape, y, x));
   ASSERT_EQ(dot.edges.size(), 1u);
   EXPECT_EQ(dot.edges[0].to, "tgt0");
   EXPECT_EQ(dot.edges[0].attrs.at("label"), "not recorded on this tape");
@@ -307,9 +307,9 @@ TEST(TapeGraph, VariableReadsCanBeShownAsNodes) {
   tf::Variable w(tf::constant({1.0f, 2.0f}), {.name = "w"});
   tf::GradientTape tape({.persistent = true});
   tf::Tensor y = tf::reduce_sum(tf::exp(w));
-  const Dot collapsed = parse_dot(tape.to_dot(y, w));
+  const Dot collapsed = parse_dot(tf::debug::to_dot(tape, y, w));
   EXPECT_EQ(collapsed.edge("src0", collapsed.node_labelled("Exp #1")).attrs.at("color"), tf::kPathColor);
-  const Dot shown = parse_dot(tape.to_dot(y, w, {.show_variable_reads = true}));
+  const Dot shown = parse_dot(tf::debug::to_dot(tape, y, w, {.show_variable_reads = true}));
   const std::string read = shown.node_labelled("ReadVariableOp #0");
   EXPECT_EQ(shown.edge("src0", read).attrs.at("color"), tf::kPathColor);
   EXPECT_EQ(shown.edge(read, shown.node_labelled("Exp #1")).attrs.at("color"), tf::kPathColor);
@@ -320,7 +320,7 @@ TEST(TapeGraph, TitleIsTheGraphLabel) {
   tf::GradientTape tape({.persistent = true});
   tape.watch(x);
   tf::Tensor y = x * x;
-  EXPECT_THAT(tape.to_dot(y, x, {.title = "my \"model\""}),
+  EXPECT_THAT(tf::debug::to_dot(tape, y, x, {.title = "my \"model\""}),
               HasSubstr("label=\"my \\\"model\\\"\"; labelloc=\"t\";"));
 }
 
@@ -376,7 +376,7 @@ TEST(TapeGraphSvg, SvgShowsTheHighlightedPathAndGreyedBranches) {
   if (!tf::graphviz_available()) GTEST_SKIP() << "Graphviz's dot is not installed";
   FrozenBranchModel m;
   const Dot dot = parse_dot(m.dot());
-  const std::string svg = m.tape.to_svg(m.y, {m.w, m.v, m.unused});
+  const std::string svg = tf::debug::to_svg(m.tape, m.y, {m.w, m.v, m.unused});
   ASSERT_THAT(svg, HasSubstr("<svg"));
   const auto nodes = parse_svg(svg, "node");
   const auto edges = parse_svg(svg, "edge");
@@ -402,7 +402,7 @@ TEST(TapeGraphSvg, SvgEdgeWidthFollowsGradientNorm) {
   tf::Tensor big = x * tf::constant(10.0f);   // op0
   tf::Tensor small = x * tf::constant(0.1f);  // op1
   tf::Tensor y = tf::reduce_sum(big) + tf::reduce_sum(small);
-  const auto edges = parse_svg(tape.to_svg(y, x), "edge");
+  const auto edges = parse_svg(tf::debug::to_svg(tape, y, x), "edge");
   EXPECT_GT(edges.at("src0->op0").stroke_width, edges.at("src0->op1").stroke_width);
 }
 
@@ -412,7 +412,7 @@ TEST(TapeGraphSvg, WriteSvgWritesTheFile) {
   tf::GradientTape tape({.persistent = true});
   tf::Tensor y = tf::reduce_sum(tf::exp(w));
   const auto path = std::filesystem::temp_directory_path() / "tapeflow_tape_graph_test.svg";
-  tape.write_svg(path.string(), y, {w});
+  tf::debug::write_svg(path.string(), tape, y, {w});
   std::ifstream f(path);
   const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
   std::filesystem::remove(path);
@@ -430,7 +430,7 @@ TEST(TapeGraph, ATapeDestroyedByAGradientFunctionOfTheNormPassStillDrawsItsGraph
   tape->watch(x);
   tf::Tensor y = tf::sin(tf::testing::square_calling(x, [&] { tape.reset(); }));
   tf::GradientTape* const running = tape.get();
-  const std::string dot = running->to_dot(y, x);  // the tape is destroyed during the norm pass
+  const std::string dot = tf::debug::to_dot(*running, y, x);  // the tape is destroyed during the norm pass
   EXPECT_EQ(tape, nullptr);
   EXPECT_THAT(dot, ::testing::HasSubstr("Sin"));
 }

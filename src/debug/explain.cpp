@@ -1,29 +1,25 @@
-// GradientTape::explain: why the gradient of a target with respect to a source is None or zero.
+// tf::debug::explain: why the gradient of a target with respect to a source is None or zero.
 //
-// explain() answers with gradient()'s own semantics, in three steps.
+// explain() answers with gradient()'s own semantics, in two steps.
 //
-//   1. The symbolic backward pass. Prune as gradient() does, then walk the kept records in reverse
-//      tracking only which tensor ids receive a cotangent: an op with no registered gradient on
-//      that walk is where gradient() raises LookupError; a source that receives a cotangent is
-//      connected, and the op that delivered each cotangent gives the path back to the target.
-//   2. For a connected source, the numeric backward pass (gradient()'s loop, keeping the records):
-//      if the gradient is zero everywhere, the first op, from the target's side, whose input
-//      cotangent is all zeros while its output cotangent is not is where it became zero.
-//   3. For a source with no cotangent, the data-flow graph: the recorded ops plus the *cuts*, ops
+//   1. The backward pass itself (backward.h), over the records as they are, recorded on no tape,
+//      with an observer. An op with no registered gradient on the walk is where gradient()
+//      raises LookupError; a source that receives a cotangent is connected, and the record that
+//      delivered each cotangent gives the path back to the target. If the gradient is zero
+//      everywhere, the first op from the target's side whose input cotangent is all zeros while
+//      its output cotangent is not is where it became zero.
+//   2. For a source with no cotangent, the data-flow graph: the recorded ops plus the *cuts*, ops
 //      the tape saw on tracked tensors and did not record (an op on an integer tensor, a variable
-//      assignment; see CutRecord). If the target depends on the source in that graph, the first
+//      assignment; see trace.h). If the target depends on the source in that graph, the first
 //      op on such a path that stops gradients is the cause: an op producing an integer or bool
 //      tensor, StopGradient, a no_gradient op, an assignment. Otherwise the target does not depend
 //      on the source on this tape, and the tape's own facts say why: the source was never watched
-//      (and why not), it was created after the target (tensor ids grow in creation order on a thread), or the
-//      target was made outside the tape's recording (before the tape, while paused, on another
-//      thread, on another tape).
+//      (and why not), it was created after the target (tensor ids grow in creation order on a
+//      thread), or the target was made outside the tape's recording (before the tape, while
+//      paused, on another thread, on another tape).
 //
-// Costs. Recording pays for none of this on a recorded op: cuts are noted only for ops a
-// recording tape does *not* record and that take a tracked input (rare: metrics on argmax,
-// casts to int, assignments), paused spans cost two id allocations per stop_recording(), and the
-// other-thread trace runs only on a thread with no tape while another thread has one. explain()
-// itself costs at most one backward pass, recorded on no tape.
+// Costs. explain() itself costs one backward pass, recorded on no tape. What recording pays for
+// the trace is in trace.cpp.
 
 #include "tapeflow/explain.h"
 
@@ -33,13 +29,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "autodiff/dispatch.h"
-#include "autodiff/masked_lanes.h"
-#include "autodiff/tape_state.h"
+#include "autodiff/nesting.h"
+#include "autodiff/tape_access.h"
 #include "core/check.h"
+#include "debug/trace.h"
+#include "tapeflow/debug.h"
 #include "tapeflow/ops/creation.h"
-#include "tapeflow/ops/math.h"
-#include "tapeflow/tape.h"
 
 namespace tapeflow {
 
@@ -173,8 +168,9 @@ std::string GradientDiagnosis::to_string() const {
 
 namespace {
 
-using autodiff::CutReason;
-using autodiff::CutRecord;
+using debug::CutReason;
+using debug::CutRecord;
+using debug::trace_of;
 using autodiff::OpRecord;
 using autodiff::Records;
 
@@ -193,59 +189,44 @@ bool all_zero(const Tensor& t) {
   return false;
 }
 
-/// Step 1: gradient()'s prune and backward walk, tracking only who receives a cotangent.
-struct SymbolicFlow {
-  std::vector<char> keep;
-  std::unordered_set<TensorId> depends_on_source;
-  std::unordered_map<TensorId, std::size_t> via;  // id -> the record that gave it a cotangent
+/// Step 1: what the backward pass did for one target and one source, as its observer saw it.
+class Flow final : public autodiff::BackwardObserver {
+ public:
+  Flow(const Records& ops, TensorId target) : ops_(ops) { has_cotangent.insert(target); }
+
+  void before_record(std::size_t k) override { current = &ops_[k]; }
+  void after_record(std::size_t k, std::span<const Tensor> dys, std::span<const bool> needed,
+                    const Grads& grads) override {
+    const OpRecord& rec = ops_[k];
+    const bool nonzero = std::ranges::any_of(dys, [](const Tensor& dy) { return !all_zero(dy); });
+    bool all_inputs_zero = true, any_needed = false;
+    for (std::size_t i = 0; i < needed.size(); ++i) {
+      if (!needed[i]) continue;
+      any_needed = true;
+      const TensorId id = rec.inputs()[i].id;
+      has_cotangent.insert(id);
+      via.try_emplace(id, k);
+      if (!grads[i]) {
+        if (nonzero && !no_gradient) no_gradient = &rec;
+        continue;
+      }
+      all_inputs_zero = all_inputs_zero && all_zero(*grads[i]);
+    }
+    if (any_needed && nonzero && all_inputs_zero && !became_zero) became_zero = &rec;
+  }
+
+  const OpRecord* current = nullptr;  // the record whose gradient runs (or was about to)
   std::unordered_set<TensorId> has_cotangent;
-  const OpRecord* missing = nullptr;  // where gradient() raises LookupError
+  std::unordered_map<TensorId, std::size_t> via;  // id -> the record that gave it a cotangent
+  const OpRecord* became_zero = nullptr;  // first op (target side) with zero input, non-zero output cotangent
+  const OpRecord* no_gradient = nullptr;  // an op whose gradient function returned none for a needed input
+
+ private:
+  const Records& ops_;
 };
 
-SymbolicFlow symbolic_flow(const Records& ops, TensorId target, TensorId source) {
-  SymbolicFlow f;
-  std::unordered_set<TensorId> reaches_target{target};
-  f.keep.assign(ops.size(), 0);
-  for (std::size_t k = ops.size(); k-- > 0;) {
-    for (const auto& out : ops[k].outputs())
-      if (reaches_target.contains(out.id)) f.keep[k] = 1;
-    if (f.keep[k])
-      for (const auto& in : ops[k].inputs()) reaches_target.insert(in.id);
-  }
-  f.depends_on_source.insert(source);
-  for (std::size_t k = 0; k < ops.size(); ++k) {
-    if (!f.keep[k]) continue;
-    bool depends = false;
-    for (const auto& in : ops[k].inputs())
-      depends = depends || (is_floating(in.dtype) && f.depends_on_source.contains(in.id));
-    // As gradient()'s prune: a no_gradient op cuts the path, so what it feeds never runs.
-    f.keep[k] = depends && ops[k].op->gradient()->status != GradientStatus::NotDifferentiable;
-    if (f.keep[k])
-      for (const auto& out : ops[k].outputs()) f.depends_on_source.insert(out.id);
-  }
-  f.has_cotangent.insert(target);
-  for (std::size_t k = ops.size(); k-- > 0;) {
-    if (!f.keep[k]) continue;
-    bool any = false;
-    for (const auto& out : ops[k].outputs()) any = any || f.has_cotangent.contains(out.id);
-    if (!any) continue;
-    const auto entry = ops[k].op->gradient();
-    if (entry->status == GradientStatus::Missing) {
-      f.missing = &ops[k];
-      return f;
-    }
-    for (const auto& in : ops[k].inputs())
-      if (is_floating(in.dtype) && f.depends_on_source.contains(in.id)) {
-        f.has_cotangent.insert(in.id);
-        f.via.try_emplace(in.id, k);
-      }
-  }
-  return f;
-}
-
 /// The ops of one path from the target back to the source, target side first.
-std::vector<std::string> path_of(const Records& ops, const SymbolicFlow& f, TensorId target,
-                                 TensorId source) {
+std::vector<std::string> path_of(const Records& ops, const Flow& f, TensorId target, TensorId source) {
   std::vector<std::string> path;
   TensorId id = source;
   while (id != target) {
@@ -265,69 +246,6 @@ std::vector<std::string> path_of(const Records& ops, const SymbolicFlow& f, Tens
   return {path.rbegin(), path.rend()};
 }
 
-/// Step 2: gradient()'s numeric backward pass over the kept records (records are kept intact).
-struct NumericFlow {
-  std::optional<Tensor> gradient;
-  const OpRecord* became_zero = nullptr;  // first op (target side) with zero input, non-zero output cotangent
-  const OpRecord* no_gradient = nullptr;  // an op whose gradient function returned none for a needed input
-};
-
-NumericFlow numeric_flow(const Records& ops, const SymbolicFlow& f, const Tensor& target, TensorId source) {
-  // Record nothing on any tape, and let no accumulator see these ops; tapes created by gradient
-  // functions (recompute_grad) are created later and stay visible to themselves.
-  const autodiff::HideNestedFrom hide(0);
-  const autodiff::MaskedLanesScope masked_lanes;  // where()'s untaken lanes, as in gradient()
-  NumericFlow n;
-  std::unordered_map<TensorId, Tensor> grads;
-  grads.emplace(target.id(), ones(target.shape(), target.dtype()));
-  std::vector<Tensor> dys;
-  for (std::size_t k = ops.size(); k-- > 0;) {
-    if (!f.keep[k]) continue;
-    const OpRecord& rec = ops[k];
-    const auto outs = rec.outputs();
-    dys.clear();
-    bool any = false, nonzero = false;
-    for (const auto& out : outs) {
-      const auto it = grads.find(out.id);
-      any = any || it != grads.end();
-      if (it != grads.end()) nonzero = nonzero || !all_zero(it->second);
-      dys.push_back(it != grads.end() ? it->second : Tensor());
-    }
-    if (!any) continue;
-    const auto entry = rec.op->gradient();
-    if (entry->status != GradientStatus::Registered) continue;  // Missing was ruled out in step 1
-    for (std::size_t j = 0; j < outs.size(); ++j)
-      if (!dys[j].defined()) dys[j] = zeros(*outs[j].shape, outs[j].dtype);
-    const auto ins = rec.inputs();
-    std::unique_ptr<bool[]> needed(new bool[ins.size()]);
-    for (std::size_t i = 0; i < ins.size(); ++i)
-      needed[i] = is_floating(ins[i].dtype) && f.depends_on_source.contains(ins[i].id);
-    const Grads input_grads =
-        entry->fn(GradContext(rec, dys, std::span<const bool>(needed.get(), ins.size())));
-    bool all_inputs_zero = true, any_needed = false;
-    for (std::size_t i = 0; i < ins.size() && i < input_grads.size(); ++i) {
-      if (!needed[i]) continue;
-      any_needed = true;
-      if (!input_grads[i]) {
-        if (nonzero && !n.no_gradient) n.no_gradient = &rec;
-        continue;
-      }
-      all_inputs_zero = all_inputs_zero && all_zero(*input_grads[i]);
-      auto [it, inserted] = grads.try_emplace(ins[i].id, *input_grads[i]);
-      if (inserted) continue;
-      // Summed as gradient() sums: a lane stays masked only if every contribution masks it.
-      const Tensor* m1 = autodiff::masked_lanes(it->second);
-      const Tensor* m2 = autodiff::masked_lanes(*input_grads[i]);
-      const Tensor both = m1 && m2 ? logical_and(*m1, *m2) : Tensor();
-      it->second = add(it->second, *input_grads[i]);
-      if (both.defined()) autodiff::mark_masked_lanes(it->second, both);
-    }
-    if (any_needed && nonzero && all_inputs_zero && !n.became_zero) n.became_zero = &rec;
-  }
-  if (const auto it = grads.find(source); it != grads.end()) n.gradient = it->second;
-  return n;
-}
-
 /// One step of execution in the data-flow graph: a recorded op or a cut.
 struct Node {
   const OpRecord* rec = nullptr;
@@ -338,11 +256,12 @@ struct Node {
 };
 
 std::vector<Node> execution_order(const detail::TapeState& t) {
+  const std::vector<CutRecord>& cuts = trace_of(t).cuts;
   std::vector<Node> nodes;
   std::size_t c = 0;
   for (std::size_t k = 0; k <= t.ops.size(); ++k) {
-    for (; c < t.cuts.size() && t.cuts[c].position <= k; ++c)
-      nodes.push_back({nullptr, &t.cuts[c], t.cuts[c].inputs, t.cuts[c].outputs, {}});
+    for (; c < cuts.size() && cuts[c].position <= k; ++c)
+      nodes.push_back({nullptr, &cuts[c], cuts[c].inputs, cuts[c].outputs, {}});
     if (k == t.ops.size()) break;
     Node n{&t.ops[k], nullptr, {}, {}, {}};
     for (const auto& in : t.ops[k].inputs()) n.inputs.push_back(in.id);
@@ -412,14 +331,14 @@ std::optional<GradientDiagnosis> find_cut(const detail::TapeState& t, TensorId t
 /// Whether this tape produced `id` (a recorded op's output or a cut's output).
 bool on_tape(const detail::TapeState& t, TensorId id) {
   const auto it = t.producer.find(id);
-  return (it != t.producer.end() && it->second >= 0) || t.cut_ids.contains(id);
+  return (it != t.producer.end() && it->second >= 0) || trace_of(t).cut_ids.contains(id);
 }
 
 /// The op that made `id` on this tape, or "".
 std::string producer_name(const detail::TapeState& t, TensorId id) {
   if (const auto it = t.producer.find(id); it != t.producer.end() && it->second >= 0)
     return t.ops[static_cast<std::size_t>(it->second)].op->name();
-  for (const CutRecord& c : t.cuts)
+  for (const CutRecord& c : trace_of(t).cuts)
     for (TensorId out : c.outputs)
       if (out == id) return std::string(c.op);
   return "";
@@ -427,10 +346,10 @@ std::string producer_name(const detail::TapeState& t, TensorId id) {
 
 }  // namespace
 
-GradientDiagnosis GradientTape::explain(const Tensor& target, const Source& source) const {
-  // The numeric pass runs gradient functions, which may destroy this GradientTape: hold the state.
-  const std::shared_ptr<detail::TapeState> keep = state_;
-  const detail::TapeState& t = *keep;
+GradientDiagnosis debug::explain(const GradientTape& tape, const Tensor& target, const Source& source) {
+  // The pass runs gradient functions, which may destroy the GradientTape: hold the state.
+  const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(tape);
+  detail::TapeState& t = *keep;
   TAPEFLOW_REQUIRE(
       t.owner == std::this_thread::get_id(), FailedPreconditionError,
       "[GradientTape::explain] a tape records the thread that created it and must be used from that "
@@ -467,30 +386,42 @@ GradientDiagnosis GradientTape::explain(const Tensor& target, const Source& sour
     return d;
   }
 
-  // Step 1 and 2: what gradient() would do.
-  const SymbolicFlow flow = symbolic_flow(t.ops, tgt, src);
-  if (flow.missing) {
+  // Step 1: what gradient() does, observed. Recorded on no tape, and no accumulator sees it; tapes
+  // that gradient functions create (recompute_grad's) are created later and stay visible to
+  // themselves. The records are kept.
+  Flow flow(t.ops, tgt);
+  std::optional<Tensor> gradient;
+  try {
+    const autodiff::RunningPass running(t);
+    const autodiff::HideNestedFrom hide(0);
+    const Source y(target);
+    const Tensor seed = ones(target.shape(), target.dtype());
+    const autodiff::Pruned p = autodiff::prune(t.ops, t.producer, {&y, 1}, {&source, 1});
+    gradient = autodiff::backward(t.ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1},
+                                             .observer = &flow})[0];
+  } catch (const LookupError&) {
+    // gradient()'s LookupError, unless a gradient function raised it from inside.
+    if (flow.current == nullptr || flow.current->op->gradient()->status != GradientStatus::Missing) throw;
     d.cause = GradientCause::NoGradientRegistered;
-    d.op = flow.missing->op->name();
+    d.op = flow.current->op->name();
     return d;
   }
   if (flow.has_cotangent.contains(src)) {
     d.path = path_of(t.ops, flow, tgt, src);
-    const NumericFlow n = numeric_flow(t.ops, flow, target, src);
-    if (!n.gradient) {
+    if (!gradient) {
       d.cause = GradientCause::NonDifferentiableOp;
-      d.op = n.no_gradient ? n.no_gradient->op->name() : "";
+      d.op = flow.no_gradient ? flow.no_gradient->op->name() : "";
       d.path.clear();
-    } else if (all_zero(*n.gradient)) {
+    } else if (all_zero(*gradient)) {
       d.cause = GradientCause::ZeroGradient;
-      d.op = n.became_zero ? n.became_zero->op->name() : "";
+      d.op = flow.became_zero ? flow.became_zero->op->name() : "";
     } else {
       d.cause = GradientCause::Connected;
     }
     return d;
   }
 
-  // Step 3: no cotangent reaches the source.
+  // Step 2: no cotangent reaches the source.
   if (auto cut = find_cut(t, tgt, src, d)) return *cut;
   if (src > tgt) {
     d.cause = GradientCause::SourceCreatedAfterTarget;
@@ -513,15 +444,15 @@ GradientDiagnosis GradientTape::explain(const Tensor& target, const Source& sour
   if (!on_tape(t, tgt)) {
     // Another thread first: tensor ids grow in creation order on each thread only, so the id
     // comparisons below say something about tensors of the tape's own thread.
-    if (const auto thread = autodiff::unrecorded_thread_of(tgt); thread && *thread != t.owner) {
+    if (const auto thread = debug::unrecorded_thread_of(tgt); thread && *thread != t.owner) {
       d.cause = GradientCause::TargetOnAnotherThread;
       return d;
     }
-    if (tgt < t.first_id) {
+    if (tgt < trace_of(t).first_id) {
       d.cause = GradientCause::TargetBeforeTape;
       return d;
     }
-    for (const auto& [first, last] : t.paused_ids)
+    for (const auto& [first, last] : trace_of(t).paused_ids)
       if (tgt >= first && tgt < last) {
         d.cause = GradientCause::RecordingPaused;
         return d;
@@ -533,7 +464,7 @@ GradientDiagnosis GradientTape::explain(const Tensor& target, const Source& sour
       }
   }
   d.cause = GradientCause::SourceNotUsed;
-  d.target_recorded = t.producer.contains(tgt) || t.cut_ids.contains(tgt);
+  d.target_recorded = t.producer.contains(tgt) || trace_of(t).cut_ids.contains(tgt);
   return d;
 }
 

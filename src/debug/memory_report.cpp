@@ -1,4 +1,4 @@
-// GradientTape::memory_report(): every tensor a tape keeps alive for its backward pass (the
+// tf::debug::memory_report(): every tensor a tape keeps alive for its backward pass (the
 // values each record's Saves declared), the op that saved it, and the total. Buffers are
 // identified by their data pointer, as saved_bytes() does, so x * x (which saves x twice) and a
 // reshape that shares its input's buffer are counted once.
@@ -8,9 +8,9 @@
 #include <iterator>
 #include <unordered_map>
 
-#include "autodiff/tape_state.h"
+#include "autodiff/tape_access.h"
 #include "core/check.h"
-#include "tapeflow/tape.h"
+#include "tapeflow/debug.h"
 
 namespace tapeflow {
 
@@ -39,8 +39,8 @@ std::string human_bytes(std::int64_t b) {
 
 }  // namespace
 
-MemoryReport GradientTape::memory_report() const {
-  const detail::TapeState& tape = *state_;
+MemoryReport debug::memory_report(const GradientTape& gradient_tape) {
+  const detail::TapeState& tape = *detail::TapeAccess::state(gradient_tape);
   MemoryReport report;
   report.num_records = tape.ops.size();
   std::unordered_map<const void*, std::size_t> first_row;

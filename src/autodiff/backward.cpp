@@ -1,0 +1,285 @@
+// The backward pass.
+//
+// Terms. A *target* is a tensor we differentiate (a loss); a *source* is a tensor or variable we
+// differentiate with respect to; a *cotangent* of a tensor t is dL/dt, the gradient of the summed
+// targets with respect to t, with t's shape.
+//
+// Records are in execution order, which is already a topological order, so no graph sort is
+// needed (the eager-tape observation stan-dev/math makes):
+//   1. Prune. A reverse sweep from the targets marks the records an output of which *reaches* a
+//      target through the floating inputs of differentiable records; a forward sweep marks the
+//      *live* records: differentiable, with a floating input that depends on a source (is one,
+//      or is an output of a live record). The pass runs the records that are both, and only their
+//      source-dependent inputs get gradients. Paths are cut where gradients stop: an integer/bool
+//      input never depends on a source, and a no_gradient op (StopGradient, argmax) is not live,
+//      so nothing it feeds depends on a source through it (no gradient function behind a cut is
+//      ever called). A record whose id map entry is later re-used as another record's output (a
+//      custom gradient returning its input) is followed by index, never by the later producer.
+//      Assignments and unwatched reads are cut at recording time: they give tensors the tape
+//      never linked to their inputs. An op with a *Missing* gradient stays live: reaching it is
+//      gradient()'s LookupError.
+//   2. Seed each target's cotangent with its output gradient, or ones.
+//   3. Walk the kept records in reverse. A record none of whose outputs has a cotangent is
+//      skipped; missing output cotangents are zeros. The registry's gradient function maps output
+//      cotangents to input cotangents (checked for count, shape and dtype: a mismatch is an
+//      InternalError naming the op), which are summed per tensor id in this fixed reverse order,
+//      so results are bitwise reproducible.
+//   4. Each source reads its id's cotangent: none when none arrived. A source's cotangent is final
+//      once the walk has passed the earliest record that reads it; an observer hears it then.
+// Gradient functions are written with public ops, so another tape that is recording while a pass
+// runs records the backward ops: nested tapes give higher derivatives.
+
+#include "autodiff/backward.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "autodiff/dispatch.h"
+#include "autodiff/masked_lanes.h"
+#include "core/check.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
+
+namespace tapeflow::autodiff {
+
+constinit thread_local int t_cotangent_batch_rank = 0;
+
+Shape with_batch(std::span<const std::int64_t> batch, const Shape& s) {
+  if (batch.empty()) return s;
+  std::vector<std::int64_t> dims(batch.begin(), batch.end());
+  dims.insert(dims.end(), s.dims().begin(), s.dims().end());
+  return Shape::checked(dims, "GradientTape");
+}
+
+namespace {
+
+/// Cotangents by tensor id, summed with the public (differentiable) add.
+class Cotangents {
+ public:
+  void add(TensorId id, Tensor g) {
+    auto [it, inserted] = map_.try_emplace(id, std::move(g));
+    if (inserted) return;
+    // A lane stays masked only if it is masked in every contribution.
+    const Tensor* m1 = masked_lanes(it->second);
+    const Tensor* m2 = masked_lanes(g);
+    const Tensor both = m1 && m2 ? logical_and(*m1, *m2) : Tensor();
+    it->second = it->second + g;
+    if (both.defined()) mark_masked_lanes(it->second, both);
+  }
+  const Tensor* find(TensorId id) const {
+    auto it = map_.find(id);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  /// Removes and returns id's cotangent.
+  std::optional<Tensor> take(TensorId id) {
+    auto it = map_.find(id);
+    if (it == map_.end()) return std::nullopt;
+    std::optional<Tensor> g(std::move(it->second));
+    map_.erase(it);
+    return g;
+  }
+  void erase(TensorId id) { map_.erase(id); }
+
+ private:
+  IdMap<Tensor> map_;
+};
+
+/// The gradient entry of `op`, looked up once per pass.
+const GradientEntry& entry_of(Pruned& p, const OpDef* op) {
+  auto [it, inserted] = p.entries.try_emplace(op);
+  if (inserted) it->second = op->gradient();
+  return *it->second;
+}
+
+void check_input_gradient(const OpRecord& rec, std::size_t i, const Tensor& g,
+                          std::span<const std::int64_t> batch) {
+  const Slot& in = rec.inputs()[i];
+  TAPEFLOW_REQUIRE(g.defined() && g.shape() == with_batch(batch, *in.shape) && g.dtype() == in.dtype,
+                   InternalError,
+                   "Recorded operation '{}' returned a gradient for input {} with shape {} and dtype "
+                   "{}, but the input has shape {} and dtype {}",
+                   rec.op->name(), i, g.defined() ? g.shape().to_string() : "(undefined)",
+                   g.defined() ? dtype_name(g.dtype()) : "-", in.shape->to_string(), dtype_name(in.dtype));
+}
+
+/// Runs record `rec`'s gradient function, naming it for check-numerics while it runs.
+Grads run_gradient(const GradientEntry& entry, const OpRecord& rec, std::span<const Tensor> dys,
+                   std::span<const bool> needed) {
+  const OpDef* outer = std::exchange(t_gradient_of, rec.op);
+  struct Restore {
+    const OpDef* op;
+    ~Restore() { t_gradient_of = op; }
+  } restore{outer};
+  Grads grads = entry.fn(GradContext(rec, dys, needed));
+  TAPEFLOW_REQUIRE(grads.size() == rec.num_inputs, InternalError,
+                   "Recorded operation '{}' returned too {} gradients. Expected {} but received {}",
+                   rec.op->name(), grads.size() < rec.num_inputs ? "few" : "many", rec.num_inputs,
+                   grads.size());
+  return grads;
+}
+
+/// Tells the observer about sources whose cotangent is final, the latest first reader first.
+class FinalSources {
+ public:
+  FinalSources(const Pruned& p, std::size_t num_records, std::span<const Source> sources,
+               BackwardObserver* observer)
+      : sources_(sources), observer_(observer) {
+    if (observer == nullptr) return;
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      // Final once the walk has passed record `first`; a source no record reads is final now.
+      const auto it = p.first_use.find(sources[i].id());
+      pending_.push_back({it == p.first_use.end() ? num_records : it->second, i});
+    }
+    std::ranges::sort(pending_, std::greater<>());
+  }
+  /// Reports the sources whose first reader comes after record `k`: the walk is about to run k.
+  void before(std::size_t k, Cotangents& grads, const IdSet& produced) { report([&](std::size_t first) { return first > k; }, grads, produced); }
+  /// Reports the rest: the walk is over.
+  void finish(Cotangents& grads, const IdSet& produced) { report([](std::size_t) { return true; }, grads, produced); }
+
+ private:
+  template <class Due>
+  void report(Due due, Cotangents& grads, const IdSet& produced) {
+    if (observer_ == nullptr) return;
+    std::vector<TensorId> taken;  // erased after every source of that id heard it
+    for (; next_ < pending_.size() && due(pending_[next_].first); ++next_) {
+      const std::size_t i = pending_[next_].second;
+      const TensorId id = sources_[i].id();
+      const Tensor* g = is_floating(sources_[i].dtype()) ? grads.find(id) : nullptr;
+      // A source that an earlier record produced (a watched intermediate) still passes its
+      // cotangent on to that record: it stays in the map.
+      if (observer_->source_final(i, g) && g != nullptr && !produced.contains(id)) taken.push_back(id);
+    }
+    for (TensorId id : taken) grads.erase(id);
+  }
+
+  std::span<const Source> sources_;
+  BackwardObserver* observer_;
+  std::vector<std::pair<std::size_t, std::size_t>> pending_;  // (first reader, source index)
+  std::size_t next_ = 0;
+};
+
+}  // namespace
+
+Pruned prune(const Records& ops, const IdMap<std::int64_t>& producer, std::span<const Source> ys,
+             std::span<const Source> sources) {
+  // The record before `k` that produced `id`, or -1 (a later index is the id re-used as an
+  // output, e.g. a custom gradient's function returning its input, and counts as a leaf).
+  const auto producer_before = [&](TensorId id, std::size_t k) -> std::int64_t {
+    const auto it = producer.find(id);
+    return it != producer.end() && it->second >= 0 && static_cast<std::size_t>(it->second) < k ? it->second
+                                                                                               : -1;
+  };
+  Pruned p;
+  const auto differentiable = [&](std::size_t k) {
+    return entry_of(p, ops[k].op).status != GradientStatus::NotDifferentiable;
+  };
+  // Reverse sweep: the records an output of which reaches a target.
+  p.reaches.assign(ops.size(), 0);
+  for (const Source& y : ys)
+    if (const std::int64_t j = producer_before(y.id(), ops.size()); j >= 0 && is_floating(y.dtype()))
+      p.reaches[static_cast<std::size_t>(j)] = 1;
+  for (std::size_t k = ops.size(); k-- > 0;) {
+    if (!p.reaches[k] || !differentiable(k)) continue;
+    for (const Slot& in : ops[k].inputs())
+      if (is_floating(in.dtype))
+        if (const std::int64_t j = producer_before(in.id, k); j >= 0) p.reaches[static_cast<std::size_t>(j)] = 1;
+  }
+  // Forward sweep: the live records and the inputs that need gradients; the pass keeps the live
+  // records that reach a target.
+  for (const Source& s : sources) p.source_ids.insert(s.id());
+  p.first_input.resize(ops.size());
+  std::size_t num_inputs = 0;
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    p.first_input[k] = num_inputs;
+    num_inputs += ops[k].num_inputs;
+  }
+  p.input_needed = detail::RecyclingArray<bool>(num_inputs);
+  p.live.assign(ops.size(), 0);
+  p.keep.assign(ops.size(), 0);
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    // Kept if it reaches, is differentiable and an input depends on a source.
+    const bool differentiable_k = differentiable(k);
+    const bool may_keep = p.reaches[k] && differentiable_k;
+    bool depends = false;
+    bool* needed = p.input_needed.get() + p.first_input[k];
+    for (const Slot& in : ops[k].inputs()) {
+      *needed = false;
+      if (is_floating(in.dtype)) {
+        const bool source = p.source_ids.contains(in.id);
+        if (source && may_keep) p.first_use.try_emplace(in.id, k);
+        const std::int64_t j = source ? -1 : producer_before(in.id, k);
+        *needed = source || (j >= 0 && p.live[static_cast<std::size_t>(j)]);
+      }
+      depends = depends || *needed;
+      ++needed;
+    }
+    p.live[k] = depends && differentiable_k;
+    p.keep[k] = depends && may_keep;
+  }
+  return p;
+}
+
+std::vector<std::optional<Tensor>> backward(Records& ops, const Pruned& p, const BackwardPass& pass) {
+  struct BatchRank {
+    int saved = t_cotangent_batch_rank;
+    ~BatchRank() { t_cotangent_batch_rank = saved; }
+  } restore;
+  t_cotangent_batch_rank = static_cast<int>(pass.batch.size());
+  const MaskedLanesScope masked_lanes;
+  Cotangents grads;
+  for (std::size_t i = 0; i < pass.ys.size(); ++i)
+    if (is_floating(pass.ys[i].dtype())) grads.add(pass.ys[i].id(), pass.seeds[i]);
+
+  // Sources some kept record produces: the observer may not take their cotangents early.
+  IdSet produced;
+  if (pass.observer != nullptr)
+    for (std::size_t k = 0; k < ops.size(); ++k)
+      if (p.keep[k])
+        for (const Slot& out : ops[k].outputs())
+          if (p.source_ids.contains(out.id)) produced.insert(out.id);
+  FinalSources finals(p, ops.size(), pass.sources, pass.observer);
+
+  std::vector<Tensor> dys;
+  for (std::size_t k = ops.size(); k-- > 0;) {
+    finals.before(k, grads, produced);
+    if (!p.keep[k]) continue;
+    OpRecord& rec = ops[k];
+    const auto outs = rec.outputs();
+    bool any = false;
+    for (const Slot& out : outs) any = any || grads.find(out.id) != nullptr;
+    if (!any) continue;
+    if (pass.observer != nullptr) pass.observer->before_record(k);
+    const GradientEntry& entry = *p.entries.at(rec.op);
+    if (entry.status == GradientStatus::Missing)
+      throw LookupError(fmt::format("gradient registry has no entry for: {}", rec.op->name()));
+    dys.clear();
+    for (const Slot& out : outs) {
+      // A consumed cotangent leaves the map (freed early) unless a source reads it at the end.
+      const Tensor* kept = p.source_ids.contains(out.id) ? grads.find(out.id) : nullptr;
+      std::optional<Tensor> g = kept ? std::optional<Tensor>(*kept) : grads.take(out.id);
+      dys.push_back(g ? std::move(*g) : zeros(with_batch(pass.batch, *out.shape), out.dtype));
+    }
+    const auto ins = rec.inputs();
+    const std::span<const bool> needed = p.needed(k, ins.size());
+    Grads input_grads = run_gradient(entry, rec, dys, needed);
+    for (std::size_t i = 0; i < ins.size(); ++i)
+      if (needed[i] && input_grads[i]) check_input_gradient(rec, i, *input_grads[i], pass.batch);
+    if (pass.observer != nullptr) pass.observer->after_record(k, dys, needed, input_grads);
+    for (std::size_t i = 0; i < ins.size(); ++i)
+      if (needed[i] && input_grads[i]) grads.add(ins[i].id, std::move(*input_grads[i]));
+    if (pass.release)
+      for (Slot& slot : rec.all_slots()) slot.saved = Tensor();
+  }
+  finals.finish(grads, produced);
+
+  std::vector<std::optional<Tensor>> result;
+  result.reserve(pass.sources.size());
+  for (const Source& s : pass.sources) {
+    const Tensor* g = is_floating(s.dtype()) ? grads.find(s.id()) : nullptr;
+    result.push_back(g ? std::optional<Tensor>(*g) : std::nullopt);
+  }
+  return result;
+}
+
+}  // namespace tapeflow::autodiff

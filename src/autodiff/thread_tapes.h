@@ -1,0 +1,97 @@
+#pragma once
+// This thread's registry of live tapes: what the dispatch path walks (recording.cpp) and what a
+// tape's lifecycle changes (gradient_tape.cpp).
+
+#include <algorithm>
+#include <atomic>
+#include <iterator>
+#include <memory>
+#include <vector>
+
+#include "autodiff/tape_state.h"
+
+namespace tapeflow::autodiff {
+
+extern constinit thread_local int t_recording_tapes;
+
+/// This thread's tape registry. An op visits only `recording`: 40,000 live tapes of which few
+/// record cost an op no more than those few (issue 13). Creating a tape and destroying the newest
+/// are O(1): the live list removes by swapping with its last entry, a new tape goes to the end of
+/// `recording` (it has the newest nesting id) and `t_recording_tapes` moves by one. A tape is on
+/// `recording` while it wants to record (alive, not paused, not consumed): one that stops leaves
+/// at the next recount, which every other state change runs; one that starts again is re-listed
+/// in creation order (the pause guard, reset()).
+struct ThreadTapes {
+  std::vector<std::shared_ptr<detail::TapeState>> live;  // any order; explain() looks through it
+  std::vector<detail::TapeState*> recording;             // creation (nesting id) order
+  /// Tapes of this thread destroyed on another thread: their states wait in `live` until this
+  /// thread's next tape is created or destroyed.
+  std::atomic<int> orphans{0};
+
+  void add(const std::shared_ptr<detail::TapeState>& tape) {
+    const bool dropped = drop_orphans();
+    tape->live_index = live.size();
+    live.push_back(tape);
+    list_if_recording(*tape);
+    // A new tape records and is visible: accumulators hide only tapes older than themselves.
+    t_recording_tapes = dropped ? recount() : t_recording_tapes + 1;
+  }
+  void remove(detail::TapeState& tape) {
+    const bool counted = tape.listed_recording && !tape_hidden(tape.nesting_id);
+    unlist(tape);
+    remove_live(tape);
+    const bool dropped = drop_orphans();  // after: `tape` is no longer in_stack either
+    t_recording_tapes = dropped ? recount() : t_recording_tapes - (counted ? 1 : 0);
+  }
+  /// Puts a tape that wants to record (again) on `recording`, keeping creation order.
+  void list_if_recording(detail::TapeState& tape) {
+    if (tape.listed_recording || !tape.wants_to_record()) return;
+    const auto at =
+        std::upper_bound(recording.begin(), recording.end(), tape.nesting_id,
+                         [](std::uint64_t id, const detail::TapeState* t) { return id < t->nesting_id; });
+    recording.insert(at, &tape);
+    tape.listed_recording = true;
+  }
+  /// Drops the tapes that stopped recording from `recording` and counts the visible rest.
+  int recount() {
+    std::erase_if(recording, [](detail::TapeState* t) {
+      if (t->wants_to_record()) return false;
+      t->listed_recording = false;
+      return true;
+    });
+    int n = 0;
+    for (const detail::TapeState* t : recording) n += tape_hidden(t->nesting_id) ? 0 : 1;
+    return n;
+  }
+
+ private:
+  void unlist(detail::TapeState& tape) {
+    if (!tape.listed_recording) return;
+    // Searched from the end: tapes usually end innermost first.
+    const auto it = std::find(recording.rbegin(), recording.rend(), &tape);
+    recording.erase(std::next(it).base());
+    tape.listed_recording = false;
+  }
+  void remove_live(detail::TapeState& tape) {
+    const std::size_t i = tape.live_index;
+    if (i + 1 != live.size()) {
+      live[i] = std::move(live.back());
+      live[i]->live_index = i;
+    }
+    live.pop_back();
+  }
+  bool drop_orphans() {
+    if (orphans.exchange(0, std::memory_order_acquire) == 0) return false;
+    for (std::size_t i = live.size(); i-- > 0;)
+      if (!live[i]->in_stack.load(std::memory_order_relaxed)) {
+        unlist(*live[i]);
+        remove_live(*live[i]);
+      }
+    return true;
+  }
+};
+
+/// This thread's registry (tapes keep it alive: a tape destroyed on another thread reports there).
+const std::shared_ptr<ThreadTapes>& thread_tapes_ptr();
+
+}  // namespace tapeflow::autodiff
