@@ -171,8 +171,13 @@ Pruned prune(const Records& ops, const IdMap<std::int64_t>& producer, std::span<
                                                                                                : -1;
   };
   Pruned p;
+  // Whether record k's op is differentiable, looked up at most once per record (most records are
+  // asked in both sweeps): 0 unknown, 1 no, 2 yes.
+  detail::RecyclingVector<char> differentiable_cache(ops.size(), 0);
   const auto differentiable = [&](std::size_t k) {
-    return entry_of(p, ops[k].op).status != GradientStatus::NotDifferentiable;
+    if (differentiable_cache[k] == 0)
+      differentiable_cache[k] = entry_of(p, ops[k].op).status != GradientStatus::NotDifferentiable ? 2 : 1;
+    return differentiable_cache[k] == 2;
   };
   // Reverse sweep: the records an output of which reaches a target.
   p.reaches.assign(ops.size(), 0);
@@ -199,23 +204,23 @@ Pruned prune(const Records& ops, const IdMap<std::int64_t>& producer, std::span<
   p.keep.assign(ops.size(), 0);
   for (std::size_t k = 0; k < ops.size(); ++k) {
     // Kept if it reaches, is differentiable and an input depends on a source.
-    const bool differentiable_k = differentiable(k);
-    const bool may_keep = p.reaches[k] && differentiable_k;
+    const bool reaches = p.reaches[k] != 0;
     bool depends = false;
     bool* needed = p.input_needed.get() + p.first_input[k];
     for (const Slot& in : ops[k].inputs()) {
       *needed = false;
       if (is_floating(in.dtype)) {
         const bool source = p.source_ids.contains(in.id);
-        if (source && may_keep) p.first_use.try_emplace(in.id, k);
+        // Reaching records were asked in the reverse sweep: no lookup here.
+        if (source && reaches && differentiable(k)) p.first_use.try_emplace(in.id, k);
         const std::int64_t j = source ? -1 : producer_before(in.id, k);
         *needed = source || (j >= 0 && p.live[static_cast<std::size_t>(j)]);
       }
       depends = depends || *needed;
       ++needed;
     }
-    p.live[k] = depends && differentiable_k;
-    p.keep[k] = depends && may_keep;
+    p.live[k] = depends && differentiable(k);
+    p.keep[k] = p.live[k] && reaches;
   }
   return p;
 }
@@ -242,7 +247,7 @@ std::vector<std::optional<Tensor>> backward(Records& ops, const Pruned& p, const
 
   std::vector<Tensor> dys;
   for (std::size_t k = ops.size(); k-- > 0;) {
-    finals.before(k, grads, produced);
+    if (pass.observer != nullptr) finals.before(k, grads, produced);
     if (!p.keep[k]) continue;
     OpRecord& rec = ops[k];
     const auto outs = rec.outputs();
