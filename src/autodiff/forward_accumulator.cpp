@@ -9,7 +9,7 @@
 // accumulators created inside it hidden: an inner accumulator's JVP computation may read the
 // op's outputs, whose outer tangents must already exist for the outer accumulator to
 // differentiate that computation (forward over forward). Outer observers see inner products,
-// never the reverse (strict nesting, see tape_state.h).
+// never the reverse (strict nesting, see nesting.h).
 
 #include "tapeflow/forward_accumulator.h"
 

@@ -13,7 +13,7 @@
 namespace tapeflow {
 
 namespace autodiff {
-Tensor record_variable_read(const Variable& var, const Tensor& value);  // tape.cpp
+Tensor record_variable_read(const Variable& var, const Tensor& value);  // recording.cpp
 
 std::vector<std::vector<Variable>*>& VariableReadWatcher::active() {
   thread_local std::vector<std::vector<Variable>*> watchers;
