@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
       openblas_set_num_threads(threads);
     }
   std::vector<tf::Variable> vars;
-  for (int i = 0; i < kLayers; ++i) vars.emplace_back(tf::random::normal({kWidth, kWidth}, 0, 0.03, tf::float32, 100 + i));
+  for (int i = 0; i < kLayers; ++i)
+    vars.emplace_back(tf::random::normal({kWidth, kWidth}, 0, 0.03, tf::float32, 100 + i));
   for (int i = 0; i < kLayers; ++i) vars.emplace_back(tf::zeros({kWidth}));
   const tf::Tensor x = tf::random::normal({kBatch, kWidth}, 0, 1, tf::float32, 99);
   const std::int64_t params_kib = compare::proc_status_kib("VmRSS");
@@ -46,8 +47,8 @@ int main(int argc, char** argv) {
     h = tf::Tensor();
     auto g = tape.gradient(loss, vars);
   }
-  std::printf("rss %lld %lld %lld %lld\n", static_cast<long long>(start_kib), static_cast<long long>(params_kib),
-              static_cast<long long>(compare::proc_status_kib("VmHWM")),
+  std::printf("rss %lld %lld %lld %lld\n", static_cast<long long>(start_kib),
+              static_cast<long long>(params_kib), static_cast<long long>(compare::proc_status_kib("VmHWM")),
               static_cast<long long>(tf::allocator_stats().peak_bytes / 1024));
   return 0;
 }

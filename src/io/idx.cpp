@@ -163,16 +163,16 @@ IdxFile read_idx_file(const std::string& path) {
   TAPEFLOW_REQUIRE(head[0] == 0 && head[1] == 0, DataLossError,
                    "[{}] '{}' is not an IDX file: its magic number starts with {:02x} {:02x}, expected 00 00",
                    kOp, path, head[0], head[1]);
-  const auto type_it = std::find_if(kIdxTypes.begin(), kIdxTypes.end(),
-                                    [&](const IdxType& t) { return t.code == head[2]; });
+  const auto type_it =
+      std::find_if(kIdxTypes.begin(), kIdxTypes.end(), [&](const IdxType& t) { return t.code == head[2]; });
   TAPEFLOW_REQUIRE(type_it != kIdxTypes.end(), DataLossError,
                    "[{}] '{}' has unknown IDX type code 0x{:02X}; expected 0x08 (uint8), 0x09 (int8), "
                    "0x0B (int16), 0x0C (int32), 0x0D (float32) or 0x0E (float64)",
                    kOp, path, head[2]);
   const int ndims = head[3];
   TAPEFLOW_REQUIRE(ndims >= 1 && ndims <= kMaxRank, DataLossError,
-                   "[{}] '{}' declares {} dimensions; tapeflow reads IDX files with 1 to {}", kOp, path, ndims,
-                   kMaxRank);
+                   "[{}] '{}' declares {} dimensions; tapeflow reads IDX files with 1 to {}", kOp, path,
+                   ndims, kMaxRank);
 
   unsigned char dim_bytes[4 * kMaxRank];
   const std::size_t want_dims = 4 * static_cast<std::size_t>(ndims);
@@ -187,8 +187,10 @@ IdxFile read_idx_file(const std::string& path) {
   for (int i = 0; i < ndims; ++i) {
     dims[static_cast<std::size_t>(i)] = load_be32(dim_bytes + 4 * i);
     const std::int64_t d = dims[static_cast<std::size_t>(i)];
-    if (d != 0 && elements > kMaxElements / d) overflow = true;
-    else elements *= d;
+    if (d != 0 && elements > kMaxElements / d)
+      overflow = true;
+    else
+      elements *= d;
   }
   const std::span<const std::int64_t> dim_span(dims.data(), static_cast<std::size_t>(ndims));
   // A zero dimension makes the product 0 however large the others are; still reject an overflowing
@@ -202,11 +204,12 @@ IdxFile read_idx_file(const std::string& path) {
   // elements <= 2^62, so the byte counts below fit in int64 only after this check.
   const std::int64_t limit = allocation_limit();
   const std::int64_t out_size = static_cast<std::int64_t>(dtype_size(type.dtype));
-  TAPEFLOW_REQUIRE(elements <= limit / out_size && elements <= limit / static_cast<std::int64_t>(type.size),
-                   ResourceExhaustedError,
-                   "[{}] '{}' declares shape {} of {}: the tensor would need {} elements of {} bytes, above the "
-                   "allocation limit of {} bytes (see set_allocation_limit)",
-                   kOp, path, shape.to_string(), type.name, elements, out_size, limit);
+  TAPEFLOW_REQUIRE(
+      elements <= limit / out_size && elements <= limit / static_cast<std::int64_t>(type.size),
+      ResourceExhaustedError,
+      "[{}] '{}' declares shape {} of {}: the tensor would need {} elements of {} bytes, above the "
+      "allocation limit of {} bytes (see set_allocation_limit)",
+      kOp, path, shape.to_string(), type.name, elements, out_size, limit);
   const std::int64_t payload_bytes = elements * static_cast<std::int64_t>(type.size);
   const std::int64_t header_bytes = 4 + 4 * ndims;
 
@@ -243,9 +246,10 @@ IdxFile read_idx_file(const std::string& path) {
   unsigned char extra = 0;
   if (src.read(&extra, 1) != 0) throw size_error(payload_bytes + 1 + src.drain());
   // All the data arrived, but the gzip trailer (CRC-32 and length) is cut off.
-  TAPEFLOW_REQUIRE(src.gzip_note().empty(), DataLossError,
-                   "[{}] '{}' is truncated: the gzip stream ends before its trailer, after all {} declared bytes{}",
-                   kOp, path, header_bytes + payload_bytes, src.gzip_note());
+  TAPEFLOW_REQUIRE(
+      src.gzip_note().empty(), DataLossError,
+      "[{}] '{}' is truncated: the gzip stream ends before its trailer, after all {} declared bytes{}", kOp,
+      path, header_bytes + payload_bytes, src.gzip_note());
   return file;
 }
 
@@ -289,7 +293,8 @@ Tensor decode(const IdxFile& f) {
       }
       break;
     }
-    default: TAPEFLOW_ASSERT(false, "IDX type 0x{:02X} passed validation but has no decoder", f.type.code);
+    default:
+      TAPEFLOW_ASSERT(false, "IDX type 0x{:02X} passed validation but has no decoder", f.type.code);
   }
   return out;
 }
@@ -316,8 +321,8 @@ Tensor load_images(const std::string& path) {
   const IdxFile f = read_idx_file(path);
   const Shape& s = f.shape;
   TAPEFLOW_REQUIRE(f.type.code == 0x08 && s.rank() == 3 && s[1] == 28 && s[2] == 28, DataLossError,
-                   "[load_fashion_mnist] '{}' should hold uint8 images of shape (n, 28, 28), it holds {} {}", path,
-                   f.type.name, s.to_string());
+                   "[load_fashion_mnist] '{}' should hold uint8 images of shape (n, 28, 28), it holds {} {}",
+                   path, f.type.name, s.to_string());
   Tensor out = detail::empty(Shape{s[0], 28, 28, 1}, DType::Float32, "load_fashion_mnist");
   float* o = detail::mutable_data<float>(out);
   const unsigned char* p = f.payload.data();
@@ -328,10 +333,11 @@ Tensor load_images(const std::string& path) {
 
 Tensor load_labels(const std::string& path, std::int64_t expected_count) {
   const IdxFile f = read_idx_file(path);
-  TAPEFLOW_REQUIRE(f.type.code == 0x08 && f.shape.rank() == 1 && f.shape[0] == expected_count, DataLossError,
-                   "[load_fashion_mnist] '{}' should hold uint8 labels of shape ({},) to match the images, it "
-                   "holds {} {}",
-                   path, expected_count, f.type.name, f.shape.to_string());
+  TAPEFLOW_REQUIRE(
+      f.type.code == 0x08 && f.shape.rank() == 1 && f.shape[0] == expected_count, DataLossError,
+      "[load_fashion_mnist] '{}' should hold uint8 labels of shape ({},) to match the images, it "
+      "holds {} {}",
+      path, expected_count, f.type.name, f.shape.to_string());
   Tensor out = detail::empty(f.shape, DType::Int32, "load_fashion_mnist");
   auto* o = detail::mutable_data<std::int32_t>(out);
   for (std::size_t i = 0; i < f.payload.size(); ++i) {
@@ -360,13 +366,14 @@ Tensor pixels_to_float(const Tensor& pixels) {
   std::array<std::int64_t, kMaxRank> dims{};
   std::copy(s.dims().begin(), s.dims().end(), dims.begin());
   dims[static_cast<std::size_t>(s.rank())] = 1;
-  Tensor out = detail::empty(Shape(std::span<const std::int64_t>(dims.data(), s.rank() + 1)), DType::Float32, op);
+  Tensor out =
+      detail::empty(Shape(std::span<const std::int64_t>(dims.data(), s.rank() + 1)), DType::Float32, op);
   const auto in = pixels.values<std::int32_t>();
   float* o = detail::mutable_data<float>(out);
   for (std::size_t i = 0; i < in.size(); ++i) {
     TAPEFLOW_REQUIRE(in[i] >= 0 && in[i] <= 255, InvalidArgumentError,
-                     "[{}] pixel values must be in 0..255, got {} at flat position {} of shape {}", op, in[i], i,
-                     s.to_string());
+                     "[{}] pixel values must be in 0..255, got {} at flat position {} of shape {}", op, in[i],
+                     i, s.to_string());
     o[i] = static_cast<float>(in[i]) / 255.0f;
   }
   return out;
@@ -388,7 +395,8 @@ FashionMnist load_fashion_mnist(const std::string& dir) {
 
 const std::array<std::string_view, 10>& class_names() {
   static constexpr std::array<std::string_view, 10> kNames = {
-      "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+      "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
   return kNames;
 }
 
