@@ -19,7 +19,6 @@
 #include <filesystem>
 
 #include "core/check.h"
-#include "core/tensor_impl.h"
 #include "tapeflow/data.h"
 #include "tapeflow/memory.h"
 
@@ -253,50 +252,45 @@ IdxFile read_idx_file(const std::string& path) {
   return file;
 }
 
+// A new tensor of element type T holding load(p, i) for each element i of the payload p.
+template <Element T, class Load>
+Tensor decode_as(const IdxFile& f, Load load) {
+  const unsigned char* p = f.payload.data();
+  return tensor_for_overwrite<T>(
+      f.shape,
+      [&](std::span<T> out) {
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = load(p, i);
+      },
+      kOp);
+}
+
 // Converts the big-endian payload into a new tensor of the type's dtype.
 Tensor decode(const IdxFile& f) {
-  Tensor out = detail::empty(f.shape, f.type.dtype, kOp);
-  const unsigned char* p = f.payload.data();
-  const auto n = static_cast<std::size_t>(f.shape.num_elements());
+  using Bytes = const unsigned char*;
   switch (f.type.code) {
-    case 0x08: {
-      auto* o = detail::mutable_data<std::int32_t>(out);
-      for (std::size_t i = 0; i < n; ++i) o[i] = p[i];
-      break;
-    }
-    case 0x09: {
-      auto* o = detail::mutable_data<std::int32_t>(out);
-      for (std::size_t i = 0; i < n; ++i) o[i] = static_cast<std::int8_t>(p[i]);
-      break;
-    }
-    case 0x0B: {
-      auto* o = detail::mutable_data<std::int32_t>(out);
-      for (std::size_t i = 0; i < n; ++i)
-        o[i] = static_cast<std::int16_t>(static_cast<std::uint16_t>((p[2 * i] << 8) | p[2 * i + 1]));
-      break;
-    }
-    case 0x0C: {
-      auto* o = detail::mutable_data<std::int32_t>(out);
-      for (std::size_t i = 0; i < n; ++i) o[i] = static_cast<std::int32_t>(load_be32(p + 4 * i));
-      break;
-    }
-    case 0x0D: {
-      auto* o = detail::mutable_data<float>(out);
-      for (std::size_t i = 0; i < n; ++i) o[i] = std::bit_cast<float>(load_be32(p + 4 * i));
-      break;
-    }
-    case 0x0E: {
-      auto* o = detail::mutable_data<double>(out);
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t bits = (std::uint64_t{load_be32(p + 8 * i)} << 32) | load_be32(p + 8 * i + 4);
-        o[i] = std::bit_cast<double>(bits);
-      }
-      break;
-    }
+    case 0x08:
+      return decode_as<std::int32_t>(f, [](Bytes p, std::size_t i) { return p[i]; });
+    case 0x09:
+      return decode_as<std::int32_t>(f,
+                                     [](Bytes p, std::size_t i) { return static_cast<std::int8_t>(p[i]); });
+    case 0x0B:
+      return decode_as<std::int32_t>(f, [](Bytes p, std::size_t i) {
+        return static_cast<std::int16_t>(static_cast<std::uint16_t>((p[2 * i] << 8) | p[2 * i + 1]));
+      });
+    case 0x0C:
+      return decode_as<std::int32_t>(
+          f, [](Bytes p, std::size_t i) { return static_cast<std::int32_t>(load_be32(p + 4 * i)); });
+    case 0x0D:
+      return decode_as<float>(
+          f, [](Bytes p, std::size_t i) { return std::bit_cast<float>(load_be32(p + 4 * i)); });
+    case 0x0E:
+      return decode_as<double>(f, [](Bytes p, std::size_t i) {
+        return std::bit_cast<double>((std::uint64_t{load_be32(p + 8 * i)} << 32) | load_be32(p + 8 * i + 4));
+      });
     default:
       TAPEFLOW_ASSERT(false, "IDX type 0x{:02X} passed validation but has no decoder", f.type.code);
   }
-  return out;
+  return Tensor();
 }
 
 // ---- Fashion-MNIST ------------------------------------------------------------------------------
@@ -323,12 +317,12 @@ Tensor load_images(const std::string& path) {
   TAPEFLOW_REQUIRE(f.type.code == 0x08 && s.rank() == 3 && s[1] == 28 && s[2] == 28, DataLossError,
                    "[load_fashion_mnist] '{}' should hold uint8 images of shape (n, 28, 28), it holds {} {}",
                    path, f.type.name, s.to_string());
-  Tensor out = detail::empty(Shape{s[0], 28, 28, 1}, DType::Float32, "load_fashion_mnist");
-  float* o = detail::mutable_data<float>(out);
-  const unsigned char* p = f.payload.data();
-  const auto n = static_cast<std::size_t>(s.num_elements());
-  for (std::size_t i = 0; i < n; ++i) o[i] = static_cast<float>(p[i]) / 255.0f;
-  return out;
+  return tensor_for_overwrite<float>(
+      Shape{s[0], 28, 28, 1},
+      [&](std::span<float> out) {
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(f.payload[i]) / 255.0f;
+      },
+      "load_fashion_mnist");
 }
 
 Tensor load_labels(const std::string& path, std::int64_t expected_count) {
@@ -338,15 +332,18 @@ Tensor load_labels(const std::string& path, std::int64_t expected_count) {
       "[load_fashion_mnist] '{}' should hold uint8 labels of shape ({},) to match the images, it "
       "holds {} {}",
       path, expected_count, f.type.name, f.shape.to_string());
-  Tensor out = detail::empty(f.shape, DType::Int32, "load_fashion_mnist");
-  auto* o = detail::mutable_data<std::int32_t>(out);
-  for (std::size_t i = 0; i < f.payload.size(); ++i) {
-    TAPEFLOW_REQUIRE(f.payload[i] <= 9, DataLossError,
-                     "[load_fashion_mnist] '{}' holds label {} at position {}; Fashion-MNIST labels are 0..9",
-                     path, f.payload[i], i);
-    o[i] = f.payload[i];
-  }
-  return out;
+  return tensor_for_overwrite<std::int32_t>(
+      f.shape,
+      [&](std::span<std::int32_t> out) {
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          TAPEFLOW_REQUIRE(
+              f.payload[i] <= 9, DataLossError,
+              "[load_fashion_mnist] '{}' holds label {} at position {}; Fashion-MNIST labels are 0..9", path,
+              f.payload[i], i);
+          out[i] = f.payload[i];
+        }
+      },
+      "load_fashion_mnist");
 }
 
 }  // namespace
@@ -366,17 +363,18 @@ Tensor pixels_to_float(const Tensor& pixels) {
   std::array<std::int64_t, kMaxRank> dims{};
   std::copy(s.dims().begin(), s.dims().end(), dims.begin());
   dims[static_cast<std::size_t>(s.rank())] = 1;
-  Tensor out =
-      detail::empty(Shape(std::span<const std::int64_t>(dims.data(), s.rank() + 1)), DType::Float32, op);
   const auto in = pixels.values<std::int32_t>();
-  float* o = detail::mutable_data<float>(out);
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    TAPEFLOW_REQUIRE(in[i] >= 0 && in[i] <= 255, InvalidArgumentError,
-                     "[{}] pixel values must be in 0..255, got {} at flat position {} of shape {}", op, in[i],
-                     i, s.to_string());
-    o[i] = static_cast<float>(in[i]) / 255.0f;
-  }
-  return out;
+  return tensor_for_overwrite<float>(
+      Shape(std::span<const std::int64_t>(dims.data(), s.rank() + 1)),
+      [&](std::span<float> out) {
+        for (std::size_t i = 0; i < in.size(); ++i) {
+          TAPEFLOW_REQUIRE(in[i] >= 0 && in[i] <= 255, InvalidArgumentError,
+                           "[{}] pixel values must be in 0..255, got {} at flat position {} of shape {}", op,
+                           in[i], i, s.to_string());
+          out[i] = static_cast<float>(in[i]) / 255.0f;
+        }
+      },
+      op);
 }
 
 FashionMnist load_fashion_mnist(const std::string& dir) {
