@@ -33,7 +33,6 @@
 #include <unordered_set>
 
 #include "core/check.h"
-#include "core/tensor_impl.h"
 #include "io/checkpoint_testing.h"
 
 namespace tapeflow {
@@ -555,31 +554,32 @@ void restore_checkpoint(const std::string& path, const NamedVariables& vars, Res
   std::vector<Tensor> decoded;
   decoded.reserve(vars.size());
   for (const IndexEntry* e : matched) {
-    Tensor t = detail::empty(e->shape, e->dtype, "RestoreCheckpoint");
-    auto* bytes = static_cast<unsigned char*>(const_cast<void*>(t.raw_data()));
-    const auto n = static_cast<std::size_t>(e->byte_size);
-    if (!read_at(ck.fd.fd, bytes, n, e->offset))
-      throw DataLossError(
-          fmt::format("[{}] checkpoint '{}': cannot read the {} bytes of tensor '{}' at offset {} "
-                      "(was the file truncated while reading?)",
-                      fn, path, n, e->name, e->offset));
-    const std::uint32_t crc = crc32_of(bytes, n);
-    if (crc != e->crc)
-      throw DataLossError(
-          fmt::format("[{}] checkpoint '{}' is corrupt: tensor '{}' ({} bytes at offset {}) has "
-                      "checksum 0x{:08x}, the index says 0x{:08x}",
-                      fn, path, e->name, n, e->offset, crc, e->crc));
-    if (e->dtype == DType::Bool) {
-      // A bool byte other than 0 or 1 is undefined behaviour to read as bool.
-      const auto bad = std::find_if(bytes, bytes + n, [](unsigned char b) { return b > 1; });
-      if (bad != bytes + n)
+    auto read_verified = [&](std::span<std::byte> out) {
+      auto* bytes = reinterpret_cast<unsigned char*>(out.data());
+      const auto n = static_cast<std::size_t>(e->byte_size);
+      if (!read_at(ck.fd.fd, bytes, n, e->offset))
         throw DataLossError(
-            fmt::format("[{}] checkpoint '{}' is corrupt: bool tensor '{}' holds byte {} at "
-                        "element {} (only 0 and 1 are valid)",
-                        fn, path, e->name, *bad, bad - bytes));
-    }
-    to_from_little_endian(bytes, n, dtype_size(e->dtype));
-    decoded.push_back(std::move(t));
+            fmt::format("[{}] checkpoint '{}': cannot read the {} bytes of tensor '{}' at offset {} "
+                        "(was the file truncated while reading?)",
+                        fn, path, n, e->name, e->offset));
+      const std::uint32_t crc = crc32_of(bytes, n);
+      if (crc != e->crc)
+        throw DataLossError(
+            fmt::format("[{}] checkpoint '{}' is corrupt: tensor '{}' ({} bytes at offset {}) has "
+                        "checksum 0x{:08x}, the index says 0x{:08x}",
+                        fn, path, e->name, n, e->offset, crc, e->crc));
+      if (e->dtype == DType::Bool) {
+        // A bool byte other than 0 or 1 is undefined behaviour to read as bool.
+        const auto bad = std::find_if(bytes, bytes + n, [](unsigned char b) { return b > 1; });
+        if (bad != bytes + n)
+          throw DataLossError(
+              fmt::format("[{}] checkpoint '{}' is corrupt: bool tensor '{}' holds byte {} at "
+                          "element {} (only 0 and 1 are valid)",
+                          fn, path, e->name, *bad, bad - bytes));
+      }
+      to_from_little_endian(bytes, n, dtype_size(e->dtype));
+    };
+    decoded.push_back(tensor_for_overwrite(e->shape, e->dtype, read_verified, "RestoreCheckpoint"));
   }
 
   // Shapes and dtypes were matched above, so assign() cannot fail. A Variable is a handle: the
