@@ -15,10 +15,7 @@
 #include <vector>
 
 #include "common.h"
-#include "core/parallel.h"
 #include "tapeflow/tapeflow.h"
-
-extern "C" void openblas_set_num_threads(int);
 
 namespace tf = tapeflow;
 
@@ -28,9 +25,7 @@ int main(int argc, char** argv) {
   const std::int64_t start_kib = compare::proc_status_kib("VmRSS");
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--threads") == 0) {
-      const int threads = std::max(1, std::atoi(argv[i + 1]));
-      tf::cpu::set_num_threads(threads);
-      openblas_set_num_threads(threads);
+      tf::set_num_threads(std::max(1, std::atoi(argv[i + 1])));  // tapeflow's pool and OpenBLAS
     }
   std::vector<tf::Variable> vars;
   for (int i = 0; i < kLayers; ++i)
