@@ -151,9 +151,17 @@ struct IdxFile {
   std::vector<unsigned char> payload;
 };
 
-IdxFile read_idx_file(const std::string& path) {
-  ByteSource src(path);
+// What an IDX header declares, validated: the element type, the shape, and the payload's size
+// (within the allocation limit) and where it starts.
+struct IdxHeader {
+  IdxType type;
+  Shape shape;
+  std::int64_t payload_bytes = 0;
+  std::int64_t header_bytes = 0;
+};
 
+// Step 1 of the file comment: reads and validates the header; allocates nothing.
+IdxHeader read_idx_header(ByteSource& src, const std::string& path) {
   unsigned char head[4];
   const std::size_t got_head = src.read(head, 4);
   TAPEFLOW_REQUIRE(got_head == 4, DataLossError,
@@ -211,7 +219,16 @@ IdxFile read_idx_file(const std::string& path) {
       kOp, path, shape.to_string(), type.name, elements, out_size, limit);
   const std::int64_t payload_bytes = elements * static_cast<std::int64_t>(type.size);
   const std::int64_t header_bytes = 4 + 4 * ndims;
+  return IdxHeader{type, shape, payload_bytes, header_bytes};
+}
 
+// Step 2: reads the payload that header `h` declares, growing the buffer only with bytes that
+// arrive, and checks that nothing follows it.
+std::vector<unsigned char> read_idx_payload(ByteSource& src, const std::string& path, const IdxHeader& h) {
+  const Shape& shape = h.shape;
+  const IdxType& type = h.type;
+  const std::int64_t payload_bytes = h.payload_bytes;
+  const std::int64_t header_bytes = h.header_bytes;
   auto size_error = [&](std::int64_t actual_payload) {
     return DataLossError(fmt::format(
         "[{}] '{}' is {}: its header declares shape {} of {}, which needs {} data bytes after the {}-byte "
@@ -222,22 +239,22 @@ IdxFile read_idx_file(const std::string& path) {
         src.gzip_note()));
   };
 
-  IdxFile file{type, shape, header_bytes, {}};
+  std::vector<unsigned char> payload;
   if (!src.is_gzip() && src.raw_size()) {
     const std::int64_t actual = *src.raw_size() - header_bytes;
     if (actual != payload_bytes) throw size_error(actual);
-    file.payload.resize(static_cast<std::size_t>(payload_bytes));
-    const std::size_t got = src.read(file.payload.data(), file.payload.size());
+    payload.resize(static_cast<std::size_t>(payload_bytes));
+    const std::size_t got = src.read(payload.data(), payload.size());
     // The file changed under us (or the size was wrong): report what we really read.
-    if (got != file.payload.size()) throw size_error(static_cast<std::int64_t>(got));
+    if (got != payload.size()) throw size_error(static_cast<std::int64_t>(got));
   } else {
     // Grow with the bytes that really arrive (a lying header cannot make us allocate).
     constexpr std::int64_t kChunk = std::int64_t{1} << 22;
     std::int64_t have = 0;
     while (have < payload_bytes) {
       const std::int64_t want = std::min(kChunk, payload_bytes - have);
-      file.payload.resize(static_cast<std::size_t>(have + want));
-      const std::size_t got = src.read(file.payload.data() + have, static_cast<std::size_t>(want));
+      payload.resize(static_cast<std::size_t>(have + want));
+      const std::size_t got = src.read(payload.data() + have, static_cast<std::size_t>(want));
       have += static_cast<std::int64_t>(got);
       if (static_cast<std::int64_t>(got) < want) throw size_error(have);
     }
@@ -249,7 +266,13 @@ IdxFile read_idx_file(const std::string& path) {
       src.gzip_note().empty(), DataLossError,
       "[{}] '{}' is truncated: the gzip stream ends before its trailer, after all {} declared bytes{}", kOp,
       path, header_bytes + payload_bytes, src.gzip_note());
-  return file;
+  return payload;
+}
+
+IdxFile read_idx_file(const std::string& path) {
+  ByteSource src(path);
+  const IdxHeader h = read_idx_header(src, path);
+  return IdxFile{h.type, h.shape, h.header_bytes, read_idx_payload(src, path, h)};
 }
 
 // A new tensor of element type T holding load(p, i) for each element i of the payload p.
