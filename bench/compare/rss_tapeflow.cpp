@@ -15,10 +15,7 @@
 #include <vector>
 
 #include "common.h"
-#include "core/parallel.h"
 #include "tapeflow/tapeflow.h"
-
-extern "C" void openblas_set_num_threads(int);
 
 namespace tf = tapeflow;
 
@@ -28,12 +25,11 @@ int main(int argc, char** argv) {
   const std::int64_t start_kib = compare::proc_status_kib("VmRSS");
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--threads") == 0) {
-      const int threads = std::max(1, std::atoi(argv[i + 1]));
-      tf::cpu::set_num_threads(threads);
-      openblas_set_num_threads(threads);
+      tf::set_num_threads(std::max(1, std::atoi(argv[i + 1])));  // tapeflow's pool and OpenBLAS
     }
   std::vector<tf::Variable> vars;
-  for (int i = 0; i < kLayers; ++i) vars.emplace_back(tf::random::normal({kWidth, kWidth}, 0, 0.03, tf::float32, 100 + i));
+  for (int i = 0; i < kLayers; ++i)
+    vars.emplace_back(tf::random::normal({kWidth, kWidth}, 0, 0.03, tf::float32, 100 + i));
   for (int i = 0; i < kLayers; ++i) vars.emplace_back(tf::zeros({kWidth}));
   const tf::Tensor x = tf::random::normal({kBatch, kWidth}, 0, 1, tf::float32, 99);
   const std::int64_t params_kib = compare::proc_status_kib("VmRSS");
@@ -46,8 +42,8 @@ int main(int argc, char** argv) {
     h = tf::Tensor();
     auto g = tape.gradient(loss, vars);
   }
-  std::printf("rss %lld %lld %lld %lld\n", static_cast<long long>(start_kib), static_cast<long long>(params_kib),
-              static_cast<long long>(compare::proc_status_kib("VmHWM")),
+  std::printf("rss %lld %lld %lld %lld\n", static_cast<long long>(start_kib),
+              static_cast<long long>(params_kib), static_cast<long long>(compare::proc_status_kib("VmHWM")),
               static_cast<long long>(tf::allocator_stats().peak_bytes / 1024));
   return 0;
 }

@@ -2,7 +2,9 @@
 /// \file memory.h
 /// The allocation limit and allocator statistics.
 
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
@@ -21,6 +23,16 @@ std::int64_t allocation_limit();
 /// would make the machine swap rather than compute (an op needs its inputs and its output), so it
 /// is refused up front. 48 GiB (3/4 of 64 GiB) where the memory size cannot be read.
 std::int64_t default_allocation_limit();
+
+/// For host memory sized from user input that is not a tensor (a data loader's list of example
+/// indices, a custom op's work array): throws ResourceExhaustedError naming `op` when `count`
+/// elements of `element_bytes` bytes exceed the allocation limit, as a tensor of that many bytes
+/// would be refused (also when the byte count overflows 64 bits). Throws InvalidArgumentError for
+/// a negative `count`.
+///
+///   tf::check_allocation(n, sizeof(std::int64_t), "my_loader");
+///   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+void check_allocation(std::int64_t count, std::size_t element_bytes, std::string_view op);
 
 /// Live tensor buffers and their bytes, for leak tests and memory reports. Large buffers are
 /// rounded up to a size class (at most 25% more) and counted at that size.

@@ -10,12 +10,15 @@
 /// Copying a Tensor copies a handle, never the data. Every tensor has an id that a GradientTape
 /// uses to find the op that produced it.
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tapeflow/dtype.h"
@@ -121,6 +124,57 @@ struct NumpyText {
   Tensor tensor;
 };
 inline NumpyText Tensor::numpy() const { return NumpyText{*this}; }
+
+/// A new tensor of `shape` and `dtype` holding a copy of `bytes`: the elements in row-major order
+/// and in the host's byte order (what raw_data() gives back). For bytes already in memory; to fill
+/// a tensor in place (decoding a file, say) without the copy, use tensor_for_overwrite.
+///
+///   std::vector<float> v = {1, 2, 3, 4, 5, 6};
+///   tf::Tensor t = tf::tensor_from_bytes({2, 3}, tf::float32, std::as_bytes(std::span(v)));
+///
+/// `op` is the name error messages give, `[tensor_from_bytes]` unless a caller (a data loader)
+/// names itself. Throws InvalidArgumentError naming `op`, the shape and the dtype when
+/// bytes.size() is not shape.num_elements() * dtype_size(dtype), or when a bool tensor's bytes
+/// hold a value other than 0 and 1; ResourceExhaustedError when the tensor would exceed the
+/// allocation limit (memory.h), before anything is allocated. A negative dimension never gets
+/// here: building the Shape throws InvalidArgumentError.
+Tensor tensor_from_bytes(const Shape& shape, DType dtype, std::span<const std::byte> bytes,
+                         std::string_view op = "tensor_from_bytes");
+
+/// Allocates a tensor of `shape` and `dtype`, calls `write` once with its bytes (uninitialised,
+/// shape.num_elements() * dtype_size(dtype) of them, aligned for any element type) and returns
+/// the tensor, immutable from then on. The name follows std::make_shared_for_overwrite: the
+/// caller writes every element, so nothing is zeroed and nothing is copied.
+///
+///   tf::Tensor t = tf::tensor_for_overwrite({n}, tf::int32, [&](std::span<std::byte> out) {
+///     std::memcpy(out.data(), decoded.data(), out.size());
+///   });
+///
+/// The allocation goes through the allocation limit like every tensor's: ResourceExhaustedError
+/// naming `op` (`[tensor_for_overwrite]` by default) before `write` is called. An exception
+/// from `write` propagates and frees the tensor. A bool tensor whose bytes `write` left other than
+/// 0 or 1 throws InvalidArgumentError naming `op`, the shape and the dtype.
+Tensor tensor_for_overwrite(const Shape& shape, DType dtype,
+                            const std::function<void(std::span<std::byte>)>& write,
+                            std::string_view op = "tensor_for_overwrite");
+
+/// tensor_for_overwrite with the elements typed: `write` gets a std::span<T> of
+/// shape.num_elements() elements, and the dtype is T's.
+///
+///   tf::Tensor t = tf::tensor_for_overwrite<float>({2, 2}, [](std::span<float> out) {
+///     for (std::size_t i = 0; i < out.size(); ++i) out[i] = 0.5f * static_cast<float>(i);
+///   });
+template <Element T>
+Tensor tensor_for_overwrite(const Shape& shape, const std::function<void(std::span<T>)>& write,
+                            std::string_view op = "tensor_for_overwrite") {
+  return tensor_for_overwrite(
+      shape, dtype_of<T>(),
+      [&](std::span<std::byte> bytes) {
+        // The buffer is aligned for every element type (see above), so the cast is valid.
+        write(std::span<T>(reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T)));
+      },
+      op);
+}
 
 /// TensorFlow's str(): `tf.Tensor(6.0, shape=(), dtype=float32)`.
 std::string to_string(const Tensor& t);

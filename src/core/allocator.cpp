@@ -313,6 +313,12 @@ std::int64_t default_allocation_limit() {
   return limit;
 }
 
+void check_allocation(std::int64_t count, std::size_t element_bytes, std::string_view op) {
+  TAPEFLOW_REQUIRE(count >= 0, InvalidArgumentError, "[{}] the element count must be >= 0, got {}", op,
+                   count);
+  detail::check_scratch(count, element_bytes, op);
+}
+
 void set_allocation_limit(std::int64_t bytes) {
   TAPEFLOW_REQUIRE(bytes >= 0, InvalidArgumentError, "[set_allocation_limit] the limit must be >= 0, got {}",
                    bytes);

@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cerrno>
@@ -33,7 +34,6 @@
 #include <unordered_set>
 
 #include "core/check.h"
-#include "core/tensor_impl.h"
 #include "io/checkpoint_testing.h"
 
 namespace tapeflow {
@@ -63,38 +63,20 @@ U get_le(const unsigned char* p) {
   return v;
 }
 
-// The file's dtype codes. Written out rather than cast from the enum, so reordering DType can
-// never silently change the format.
+// The file's dtype codes: kDTypeOfCode[code]. Written out rather than cast from the enum, so
+// reordering DType can never silently change the format.
+constexpr std::array<DType, 5> kDTypeOfCode = {DType::Float32, DType::Float64, DType::Int32, DType::Int64,
+                                               DType::Bool};
+
 std::uint8_t dtype_code(DType d) {
-  switch (d) {
-    case DType::Float32:
-      return 0;
-    case DType::Float64:
-      return 1;
-    case DType::Int32:
-      return 2;
-    case DType::Int64:
-      return 3;
-    case DType::Bool:
-      return 4;
-  }
-  throw UnimplementedError(fmt::format("[save_checkpoint] unsupported dtype code {}", static_cast<int>(d)));
+  const auto it = std::find(kDTypeOfCode.begin(), kDTypeOfCode.end(), d);
+  if (it == kDTypeOfCode.end())
+    throw UnimplementedError(fmt::format("[save_checkpoint] unsupported dtype code {}", static_cast<int>(d)));
+  return static_cast<std::uint8_t>(it - kDTypeOfCode.begin());
 }
 std::optional<DType> dtype_from_code(std::uint8_t c) {
-  switch (c) {
-    case 0:
-      return DType::Float32;
-    case 1:
-      return DType::Float64;
-    case 2:
-      return DType::Int32;
-    case 3:
-      return DType::Int64;
-    case 4:
-      return DType::Bool;
-    default:
-      return std::nullopt;
-  }
+  if (c >= kDTypeOfCode.size()) return std::nullopt;
+  return kDTypeOfCode[c];
 }
 
 std::uint32_t crc32_of(const void* data, std::size_t n) {
@@ -249,9 +231,20 @@ struct OpenCheckpoint {
   std::vector<IndexEntry> entries;
 };
 
-// Opens `path` and validates its header and index completely; throws before allocating anything
-// whose size comes from the file (the index buffer is bounded by the file size).
-void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoint& ck) {
+// Builds the DataLossError for a corrupt or truncated checkpoint: "[fn] checkpoint 'path' (size
+// bytes) is corrupt or truncated: what".
+struct CorruptCheckpoint {
+  std::string_view fn;
+  const std::string& path;
+  std::uint64_t size;
+  DataLossError operator()(std::string_view what) const {
+    return DataLossError(
+        fmt::format("[{}] checkpoint '{}' ({} bytes) is corrupt or truncated: {}", fn, path, size, what));
+  }
+};
+
+// Opens `path` for reading into ck.fd, refusing anything but a regular file, and sets ck.file_size.
+void open_regular_file(const std::string& path, std::string_view fn, OpenCheckpoint& ck) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. The type
   // is checked on the open descriptor (no race with a rename), then reads block as usual.
   ck.fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -264,14 +257,17 @@ void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoin
                    "[{}] checkpoint '{}' is {}, not a regular file", fn, path, file_type_name(st.st_mode));
   TAPEFLOW_REQUIRE(::fcntl(ck.fd.fd, F_SETFL, 0) == 0, InvalidArgumentError,
                    "[{}] cannot read checkpoint '{}': {}", fn, path, errno_text(errno));
-  const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
-  ck.file_size = size;
+  ck.file_size = static_cast<std::uint64_t>(st.st_size);
+}
 
-  auto loss = [&](std::string what) -> DataLossError {
-    return DataLossError(
-        fmt::format("[{}] checkpoint '{}' ({} bytes) is corrupt or truncated: {}", fn, path, size, what));
-  };
+// What the 32-byte header declares, checked against the file size.
+struct Header {
+  std::uint64_t count = 0;
+  std::uint64_t index_size = 0;
+};
 
+Header read_header(const OpenCheckpoint& ck, const CorruptCheckpoint& loss) {
+  const std::uint64_t size = ck.file_size;
   if (size < kHeaderSize + kCrcSize)
     throw loss(fmt::format("the file is shorter than the {}-byte header and index checksum",
                            kHeaderSize + kCrcSize));
@@ -291,82 +287,121 @@ void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoin
   if (count > index_size / kMinEntrySize)
     throw loss(fmt::format("the header claims {} tensors, more than an index of {} bytes can hold", count,
                            index_size));
+  return Header{count, index_size};
+}
 
-  // Header + index + checksum: at most the file size, checked above.
-  std::vector<unsigned char> index(kHeaderSize + static_cast<std::size_t>(index_size) + kCrcSize);
+// Header + index + checksum, with the checksum verified. At most the file size (read_header
+// checked the index size against it).
+std::vector<unsigned char> read_checked_index(const OpenCheckpoint& ck, const Header& h,
+                                              const CorruptCheckpoint& loss) {
+  std::vector<unsigned char> index(kHeaderSize + static_cast<std::size_t>(h.index_size) + kCrcSize);
   if (!read_at(ck.fd.fd, index.data(), index.size(), 0)) throw loss("cannot read the index");
-  const auto stored_crc = get_le<std::uint32_t>(index.data() + kHeaderSize + index_size);
-  const std::uint32_t actual_crc = crc32_of(index.data(), kHeaderSize + static_cast<std::size_t>(index_size));
+  const auto stored_crc = get_le<std::uint32_t>(index.data() + kHeaderSize + h.index_size);
+  const std::uint32_t actual_crc =
+      crc32_of(index.data(), kHeaderSize + static_cast<std::size_t>(h.index_size));
   if (stored_crc != actual_crc)
     throw loss(fmt::format("header/index checksum mismatch (stored 0x{:08x}, computed 0x{:08x})", stored_crc,
                            actual_crc));
+  return index;
+}
 
-  // Parse with a bounds-checked cursor. The checksum matched, but it is not a signature: every
-  // field is still checked as if hostile.
-  const unsigned char* p = index.data() + kHeaderSize;
-  const unsigned char* const end = p + index_size;
-  std::uint64_t data_cursor = kHeaderSize + index_size + kCrcSize;  // where the next tensor must start
-  std::unordered_set<std::string> names;
-  ck.entries.reserve(static_cast<std::size_t>(count));
-  for (std::uint64_t i = 0; i < count; ++i) {
-    auto need = [&](std::size_t n, std::string_view field) {
-      if (static_cast<std::size_t>(end - p) < n)
-        throw loss(fmt::format("index entry {}: the {} runs past the end of the index", i, field));
-    };
-    need(2, "name length");
-    const auto name_len = get_le<std::uint16_t>(p);
-    p += 2;
-    if (name_len == 0) throw loss(fmt::format("index entry {}: empty name", i));
-    need(name_len, "name");
-    std::string name(reinterpret_cast<const char*>(p), name_len);
-    p += name_len;
-    const std::string who = fmt::format("tensor '{}' (index entry {})", name, i);
-    need(2, "dtype and rank");
-    const std::optional<DType> dtype = dtype_from_code(p[0]);
-    if (!dtype) throw loss(fmt::format("{}: unknown dtype code {}", who, p[0]));
-    const int rank = p[1];
-    p += 2;
-    if (rank > kMaxRank)
-      throw loss(fmt::format("{}: rank {} exceeds the maximum rank {}", who, rank, kMaxRank));
-    need(static_cast<std::size_t>(rank) * 8 + 20, "dims, byte size, offset and checksum");
-    std::int64_t dims[kMaxRank];
-    std::int64_t elements = 1;
-    for (int d = 0; d < rank; ++d) {
-      dims[d] = static_cast<std::int64_t>(get_le<std::uint64_t>(p));
-      p += 8;
-      if (dims[d] < 0) throw loss(fmt::format("{}: dimension {} is negative ({})", who, d, dims[d]));
-      if (dims[d] != 0 && elements > kMaxElements / dims[d])
-        throw loss(fmt::format("{}: the element count overflows (more than {})", who, kMaxElements));
-      elements *= dims[d];
-    }
-    const auto byte_size = get_le<std::uint64_t>(p);
-    const auto offset = get_le<std::uint64_t>(p + 8);
-    const auto crc = get_le<std::uint32_t>(p + 16);
-    p += 20;
-    // Compared by division: elements (<= 2^62) x 8 would overflow 64 bits.
-    const std::uint64_t elem_size = dtype_size(*dtype);
-    if (byte_size % elem_size != 0 || byte_size / elem_size != static_cast<std::uint64_t>(elements))
-      throw loss(fmt::format("{}: byte size {} does not equal {} elements x {} bytes ({})", who, byte_size,
-                             elements, dtype_size(*dtype), dtype_name(*dtype)));
-    if (offset != data_cursor)
-      throw loss(
-          fmt::format("{}: data offset {} should be {} (data are stored back to back in index order; "
-                      "an offset elsewhere overlaps another tensor or leaves a gap)",
-                      who, offset, data_cursor));
-    if (byte_size > size || offset > size - byte_size)
-      throw loss(fmt::format("{}: data at offset {} with {} bytes extend past the end of the file", who,
-                             offset, byte_size));
-    data_cursor = offset + byte_size;
-    if (!names.insert(name).second) throw loss(fmt::format("{}: the name appears twice in the index", who));
-    ck.entries.push_back(IndexEntry{
-        std::move(name), *dtype, Shape(std::span<const std::int64_t>(dims, static_cast<std::size_t>(rank))),
-        byte_size, offset, crc});
+// A bounds-checked cursor over the index. The checksum matched, but it is not a signature: every
+// field is still checked as if hostile.
+struct IndexCursor {
+  const unsigned char* p;
+  const unsigned char* end;
+  const CorruptCheckpoint& loss;
+
+  void need(std::size_t n, std::uint64_t entry, std::string_view field) const {
+    if (static_cast<std::size_t>(end - p) < n)
+      throw loss(fmt::format("index entry {}: the {} runs past the end of the index", entry, field));
   }
-  if (p != end)
-    throw loss(fmt::format("{} unparsed bytes at the end of the index", static_cast<std::size_t>(end - p)));
+};
+
+// Parses index entry `i` at the cursor. `data_cursor` is where its data must start (back to back
+// after the previous entry's); `file_size` bounds the data.
+IndexEntry parse_entry(IndexCursor& c, std::uint64_t i, std::uint64_t data_cursor, std::uint64_t file_size) {
+  const CorruptCheckpoint& loss = c.loss;
+  c.need(2, i, "name length");
+  const auto name_len = get_le<std::uint16_t>(c.p);
+  c.p += 2;
+  if (name_len == 0) throw loss(fmt::format("index entry {}: empty name", i));
+  c.need(name_len, i, "name");
+  std::string name(reinterpret_cast<const char*>(c.p), name_len);
+  c.p += name_len;
+  const std::string who = fmt::format("tensor '{}' (index entry {})", name, i);
+  c.need(2, i, "dtype and rank");
+  const std::optional<DType> dtype = dtype_from_code(c.p[0]);
+  if (!dtype) throw loss(fmt::format("{}: unknown dtype code {}", who, c.p[0]));
+  const int rank = c.p[1];
+  c.p += 2;
+  if (rank > kMaxRank)
+    throw loss(fmt::format("{}: rank {} exceeds the maximum rank {}", who, rank, kMaxRank));
+  c.need(static_cast<std::size_t>(rank) * 8 + 20, i, "dims, byte size, offset and checksum");
+  std::int64_t dims[kMaxRank];
+  std::int64_t elements = 1;
+  for (int d = 0; d < rank; ++d) {
+    dims[d] = static_cast<std::int64_t>(get_le<std::uint64_t>(c.p));
+    c.p += 8;
+    if (dims[d] < 0) throw loss(fmt::format("{}: dimension {} is negative ({})", who, d, dims[d]));
+    if (dims[d] != 0 && elements > kMaxElements / dims[d])
+      throw loss(fmt::format("{}: the element count overflows (more than {})", who, kMaxElements));
+    elements *= dims[d];
+  }
+  const auto byte_size = get_le<std::uint64_t>(c.p);
+  const auto offset = get_le<std::uint64_t>(c.p + 8);
+  const auto crc = get_le<std::uint32_t>(c.p + 16);
+  c.p += 20;
+  // Compared by division: elements (<= 2^62) x 8 would overflow 64 bits.
+  const std::uint64_t elem_size = dtype_size(*dtype);
+  if (byte_size % elem_size != 0 || byte_size / elem_size != static_cast<std::uint64_t>(elements))
+    throw loss(fmt::format("{}: byte size {} does not equal {} elements x {} bytes ({})", who, byte_size,
+                           elements, dtype_size(*dtype), dtype_name(*dtype)));
+  if (offset != data_cursor)
+    throw loss(
+        fmt::format("{}: data offset {} should be {} (data are stored back to back in index order; "
+                    "an offset elsewhere overlaps another tensor or leaves a gap)",
+                    who, offset, data_cursor));
+  if (byte_size > file_size || offset > file_size - byte_size)
+    throw loss(fmt::format("{}: data at offset {} with {} bytes extend past the end of the file", who, offset,
+                           byte_size));
+  return IndexEntry{
+      std::move(name), *dtype, Shape(std::span<const std::int64_t>(dims, static_cast<std::size_t>(rank))),
+      byte_size,       offset, crc};
+}
+
+// Parses every entry of a checksummed index into ck.entries, and checks that the entries and
+// their data fill the index and the file exactly.
+void parse_index(const std::vector<unsigned char>& index, const Header& h, const CorruptCheckpoint& loss,
+                 OpenCheckpoint& ck) {
+  const std::uint64_t size = ck.file_size;
+  IndexCursor c{index.data() + kHeaderSize, index.data() + kHeaderSize + h.index_size, loss};
+  std::uint64_t data_cursor = kHeaderSize + h.index_size + kCrcSize;  // where the next tensor must start
+  std::unordered_set<std::string> names;
+  ck.entries.reserve(static_cast<std::size_t>(h.count));
+  for (std::uint64_t i = 0; i < h.count; ++i) {
+    IndexEntry e = parse_entry(c, i, data_cursor, size);
+    data_cursor = e.offset + e.byte_size;
+    if (!names.insert(e.name).second)
+      throw loss(fmt::format("tensor '{}' (index entry {}): the name appears twice in the index", e.name, i));
+    ck.entries.push_back(std::move(e));
+  }
+  if (c.p != c.end)
+    throw loss(
+        fmt::format("{} unparsed bytes at the end of the index", static_cast<std::size_t>(c.end - c.p)));
   if (data_cursor != size)
     throw loss(fmt::format("the data section should end at byte {} but the file has {} bytes{}", data_cursor,
                            size, data_cursor > size ? " (truncated)" : " (trailing bytes)"));
+}
+
+// Opens `path` and validates its header and index completely; throws before allocating anything
+// whose size comes from the file (the index buffer is bounded by the file size).
+void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoint& ck) {
+  open_regular_file(path, fn, ck);
+  const CorruptCheckpoint loss{fn, path, ck.file_size};
+  const Header header = read_header(ck, loss);
+  const std::vector<unsigned char> index = read_checked_index(ck, header, loss);
+  parse_index(index, header, loss, ck);
 }
 
 }  // namespace
@@ -410,32 +445,40 @@ void check_checkpoint_path(const std::string& path, std::string_view fn) {
 
 void check_checkpoint_path(const std::string& path) { check_checkpoint_path(path, "check_checkpoint_path"); }
 
-void save_checkpoint(const std::string& path, const NamedVariables& vars) {
-  constexpr std::string_view fn = "save_checkpoint";
-  check_names(vars, fn, path);
-  check_checkpoint_path(path, fn);
+namespace {
 
-  // Snapshot each value once: what is checksummed is what is written.
+// The values to save, each read once (what is checksummed is what is written), and their bytes in
+// little-endian order: the tensors' own bytes, or copies where the host is big-endian.
+struct SaveSnapshot {
   std::vector<Tensor> values;
-  values.reserve(vars.size());
-  for (const auto& [name, var] : vars) values.push_back(var.value());
+  std::vector<std::vector<unsigned char>> swapped;
 
-  // Little-endian copies, only where the host is big-endian.
-  std::vector<std::vector<unsigned char>> swapped(vars.size());
-  auto bytes_of = [&](std::size_t i) -> const void* {
+  const void* bytes_of(std::size_t i) const {
     return swapped[i].empty() ? values[i].raw_data() : static_cast<const void*>(swapped[i].data());
-  };
+  }
+};
+
+SaveSnapshot snapshot_values(const NamedVariables& vars) {
+  SaveSnapshot snap;
+  snap.values.reserve(vars.size());
+  for (const auto& [name, var] : vars) snap.values.push_back(var.value());
+  snap.swapped.resize(vars.size());
   if constexpr (std::endian::native != std::endian::little) {
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      const auto* b = static_cast<const unsigned char*>(values[i].raw_data());
-      swapped[i].assign(b, b + values[i].nbytes());
-      to_from_little_endian(swapped[i].data(), swapped[i].size(), dtype_size(values[i].dtype()));
+    for (std::size_t i = 0; i < snap.values.size(); ++i) {
+      const auto* b = static_cast<const unsigned char*>(snap.values[i].raw_data());
+      snap.swapped[i].assign(b, b + snap.values[i].nbytes());
+      to_from_little_endian(snap.swapped[i].data(), snap.swapped[i].size(),
+                            dtype_size(snap.values[i].dtype()));
     }
   }
+  return snap;
+}
 
+// The header, the index and the index checksum: everything the file holds before the data.
+std::string encode_header_and_index(const NamedVariables& vars, const SaveSnapshot& snap) {
   std::uint64_t index_size = 0;
   for (std::size_t i = 0; i < vars.size(); ++i)
-    index_size += 2 + vars[i].first.size() + 2 + static_cast<std::size_t>(values[i].rank()) * 8 + 20;
+    index_size += 2 + vars[i].first.size() + 2 + static_cast<std::size_t>(snap.values[i].rank()) * 8 + 20;
   std::string head;
   head.reserve(kHeaderSize + index_size + kCrcSize);
   head.append(kMagic, sizeof kMagic);
@@ -446,7 +489,7 @@ void save_checkpoint(const std::string& path, const NamedVariables& vars) {
   std::uint64_t offset = kHeaderSize + index_size + kCrcSize;
   for (std::size_t i = 0; i < vars.size(); ++i) {
     const std::string& name = vars[i].first;
-    const Tensor& t = values[i];
+    const Tensor& t = snap.values[i];
     put_le<std::uint16_t>(head, static_cast<std::uint16_t>(name.size()));
     head.append(name);
     put_u8(head, dtype_code(t.dtype()));
@@ -454,16 +497,19 @@ void save_checkpoint(const std::string& path, const NamedVariables& vars) {
     for (std::int64_t d : t.shape().dims()) put_le<std::uint64_t>(head, static_cast<std::uint64_t>(d));
     put_le<std::uint64_t>(head, t.nbytes());
     put_le<std::uint64_t>(head, offset);
-    put_le<std::uint32_t>(head, crc32_of(bytes_of(i), t.nbytes()));
+    put_le<std::uint32_t>(head, crc32_of(snap.bytes_of(i), t.nbytes()));
     offset += t.nbytes();
   }
   TAPEFLOW_ASSERT(head.size() == kHeaderSize + index_size, "checkpoint index size {} != {}", head.size(),
                   kHeaderSize + index_size);
   put_le<std::uint32_t>(head, crc32_of(head.data(), head.size()));
+  return head;
+}
 
-  // One save at a time in this process, so two threads never share the temporary file.
-  static std::mutex save_mutex;
-  std::lock_guard lock(save_mutex);
+// Writes `head` and the data to this process's temporary file beside `path`, syncs it and renames
+// it over `path`; on failure removes the temporary and throws FailedPreconditionError.
+void write_temporary_and_rename(const std::string& path, std::string_view fn, const std::string& head,
+                                const SaveSnapshot& snap) {
   remove_stale_temporaries(path);
   const std::string tmp = temporary_path(path, ::getpid());
   auto fail = [&](std::string_view step, int err) -> FailedPreconditionError {
@@ -482,16 +528,14 @@ void save_checkpoint(const std::string& path, const NamedVariables& vars) {
                     fn, path, tmp, errno_text(err)));
   }
   std::int64_t written = 0;
-  if (int err = write_all(fd.fd, head.data(), head.size(), written)) {
-    ::close(fd.release());
-    throw fail("writing", err);
-  }
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (int err = write_all(fd.fd, bytes_of(i), values[i].nbytes(), written)) {
+  auto write_part = [&](const void* data, std::size_t n) {
+    if (int err = write_all(fd.fd, data, n, written)) {
       ::close(fd.release());
       throw fail("writing", err);
     }
-  }
+  };
+  write_part(head.data(), head.size());
+  for (std::size_t i = 0; i < snap.values.size(); ++i) write_part(snap.bytes_of(i), snap.values[i].nbytes());
   if (::fsync(fd.fd) != 0) {
     const int err = errno;
     ::close(fd.release());
@@ -499,9 +543,11 @@ void save_checkpoint(const std::string& path, const NamedVariables& vars) {
   }
   if (::close(fd.release()) != 0) throw fail("closing", errno);
   if (::rename(tmp.c_str(), path.c_str()) != 0) throw fail("renaming", errno);
+}
 
-  // Make the rename durable. The new checkpoint is already in place; a failure here means only
-  // that it might not survive a crash.
+// Makes the rename durable. The new checkpoint is already in place; a failure here means only
+// that it might not survive a crash.
+void sync_directory(const std::string& path, std::string_view fn) {
   const std::string dir = directory_of(path);
   Fd dfd;
   dfd.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -511,15 +557,32 @@ void save_checkpoint(const std::string& path, const NamedVariables& vars) {
                    fn, path, dir, errno_text(errno));
 }
 
+}  // namespace
+
+void save_checkpoint(const std::string& path, const NamedVariables& vars) {
+  constexpr std::string_view fn = "save_checkpoint";
+  check_names(vars, fn, path);
+  check_checkpoint_path(path, fn);
+  const SaveSnapshot snap = snapshot_values(vars);
+  const std::string head = encode_header_and_index(vars, snap);
+
+  // One save at a time in this process, so two threads never share the temporary file.
+  static std::mutex save_mutex;
+  std::lock_guard lock(save_mutex);
+  write_temporary_and_rename(path, fn, head, snap);
+  sync_directory(path, fn);
+}
+
 // --- Restoring --------------------------------------------------------------------------------
 
-void restore_checkpoint(const std::string& path, const NamedVariables& vars, RestoreOptions options) {
-  constexpr std::string_view fn = "restore_checkpoint";
-  check_names(vars, fn, path);
-  OpenCheckpoint ck;
-  open_checkpoint(path, fn, ck);
+namespace {
 
-  // Match every variable with an entry: nothing is allocated until the file fits the variables.
+// The index entry of each variable, in the variables' order. Throws InvalidArgumentError for a
+// variable with no entry or one of another shape or dtype, and, unless `allow_unused`, for an
+// entry no variable asks for. Allocates nothing whose size comes from the file.
+std::vector<const IndexEntry*> match_entries(const OpenCheckpoint& ck, const NamedVariables& vars,
+                                             bool allow_unused, std::string_view fn,
+                                             const std::string& path) {
   std::unordered_map<std::string_view, const IndexEntry*> by_name;
   for (const IndexEntry& e : ck.entries) by_name.emplace(e.name, &e);
   std::vector<const IndexEntry*> matched;
@@ -540,7 +603,7 @@ void restore_checkpoint(const std::string& path, const NamedVariables& vars, Res
         dtype_name(var.dtype()));
     matched.push_back(&e);
   }
-  if (!options.allow_unused_entries && ck.entries.size() != vars.size()) {
+  if (!allow_unused && ck.entries.size() != vars.size()) {
     std::unordered_set<std::string_view> wanted;
     for (const auto& [name, var] : vars) wanted.insert(name);
     for (const IndexEntry& e : ck.entries) {
@@ -550,37 +613,56 @@ void restore_checkpoint(const std::string& path, const NamedVariables& vars, Res
                        fn, path, e.name, e.shape.to_string(), dtype_name(e.dtype));
     }
   }
+  return matched;
+}
 
-  // Decode everything into new tensors; verify checksums and bool values.
-  std::vector<Tensor> decoded;
-  decoded.reserve(vars.size());
-  for (const IndexEntry* e : matched) {
-    Tensor t = detail::empty(e->shape, e->dtype, "RestoreCheckpoint");
-    auto* bytes = static_cast<unsigned char*>(const_cast<void*>(t.raw_data()));
-    const auto n = static_cast<std::size_t>(e->byte_size);
-    if (!read_at(ck.fd.fd, bytes, n, e->offset))
+// Reads entry `e`'s data straight into a new tensor, verifying its checksum and, for bool, its
+// values; throws DataLossError.
+Tensor read_entry(const OpenCheckpoint& ck, const IndexEntry& e, std::string_view fn,
+                  const std::string& path) {
+  auto read_verified = [&](std::span<std::byte> out) {
+    auto* bytes = reinterpret_cast<unsigned char*>(out.data());
+    const auto n = static_cast<std::size_t>(e.byte_size);
+    if (!read_at(ck.fd.fd, bytes, n, e.offset))
       throw DataLossError(
           fmt::format("[{}] checkpoint '{}': cannot read the {} bytes of tensor '{}' at offset {} "
                       "(was the file truncated while reading?)",
-                      fn, path, n, e->name, e->offset));
+                      fn, path, n, e.name, e.offset));
     const std::uint32_t crc = crc32_of(bytes, n);
-    if (crc != e->crc)
+    if (crc != e.crc)
       throw DataLossError(
           fmt::format("[{}] checkpoint '{}' is corrupt: tensor '{}' ({} bytes at offset {}) has "
                       "checksum 0x{:08x}, the index says 0x{:08x}",
-                      fn, path, e->name, n, e->offset, crc, e->crc));
-    if (e->dtype == DType::Bool) {
+                      fn, path, e.name, n, e.offset, crc, e.crc));
+    if (e.dtype == DType::Bool) {
       // A bool byte other than 0 or 1 is undefined behaviour to read as bool.
       const auto bad = std::find_if(bytes, bytes + n, [](unsigned char b) { return b > 1; });
       if (bad != bytes + n)
         throw DataLossError(
             fmt::format("[{}] checkpoint '{}' is corrupt: bool tensor '{}' holds byte {} at "
                         "element {} (only 0 and 1 are valid)",
-                        fn, path, e->name, *bad, bad - bytes));
+                        fn, path, e.name, *bad, bad - bytes));
     }
-    to_from_little_endian(bytes, n, dtype_size(e->dtype));
-    decoded.push_back(std::move(t));
-  }
+    to_from_little_endian(bytes, n, dtype_size(e.dtype));
+  };
+  return tensor_for_overwrite(e.shape, e.dtype, read_verified, "RestoreCheckpoint");
+}
+
+}  // namespace
+
+void restore_checkpoint(const std::string& path, const NamedVariables& vars, RestoreOptions options) {
+  constexpr std::string_view fn = "restore_checkpoint";
+  check_names(vars, fn, path);
+  OpenCheckpoint ck;
+  open_checkpoint(path, fn, ck);
+  const std::vector<const IndexEntry*> matched =
+      match_entries(ck, vars, options.allow_unused_entries, fn, path);
+
+  // Decode everything into new tensors before assigning any, so a failure leaves every variable as
+  // it was.
+  std::vector<Tensor> decoded;
+  decoded.reserve(vars.size());
+  for (const IndexEntry* e : matched) decoded.push_back(read_entry(ck, *e, fn, path));
 
   // Shapes and dtypes were matched above, so assign() cannot fail. A Variable is a handle: the
   // copy assigns the same variable the (const) list refers to.

@@ -1,11 +1,11 @@
 // Seeded shuffling and batching of (features, labels) pairs.
 
 #include <cstring>
+#include <new>
 
-#include "core/allocator.h"
 #include "core/check.h"
-#include "core/tensor_impl.h"
 #include "tapeflow/data.h"
+#include "tapeflow/memory.h"
 
 namespace tapeflow::data {
 namespace {
@@ -41,29 +41,36 @@ Tensor gather_rows(const Tensor& src, const std::int64_t* idx, std::int64_t coun
   std::array<std::int64_t, kMaxRank> dims{};
   std::copy(s.dims().begin(), s.dims().end(), dims.begin());
   dims[0] = count;
-  Tensor out =
-      detail::empty(Shape(std::span<const std::int64_t>(dims.data(), static_cast<std::size_t>(s.rank()))),
-                    src.dtype(), "BatchIterator");
   const std::size_t row_bytes = s[0] == 0 ? 0 : src.nbytes() / static_cast<std::size_t>(s[0]);
-  if (row_bytes == 0) return out;
-  const auto* from = static_cast<const unsigned char*>(src.raw_data());
-  auto* to = static_cast<unsigned char*>(const_cast<void*>(out.raw_data()));
-  std::int64_t i = 0;
-  while (i < count) {
-    std::int64_t j = i + 1;
-    while (j < count && idx[j] == idx[j - 1] + 1) ++j;
-    std::memcpy(to + static_cast<std::size_t>(i) * row_bytes,
-                from + static_cast<std::size_t>(idx[i]) * row_bytes,
-                static_cast<std::size_t>(j - i) * row_bytes);
-    i = j;
-  }
-  return out;
+  const auto* from = static_cast<const std::byte*>(src.raw_data());
+  auto copy_rows = [&](std::span<std::byte> to) {
+    if (row_bytes == 0) return;
+    std::int64_t i = 0;
+    while (i < count) {
+      std::int64_t j = i + 1;
+      while (j < count && idx[j] == idx[j - 1] + 1) ++j;
+      std::memcpy(to.data() + static_cast<std::size_t>(i) * row_bytes,
+                  from + static_cast<std::size_t>(idx[i]) * row_bytes,
+                  static_cast<std::size_t>(j - i) * row_bytes);
+      i = j;
+    }
+  };
+  return tensor_for_overwrite(
+      Shape(std::span<const std::int64_t>(dims.data(), static_cast<std::size_t>(s.rank()))), src.dtype(),
+      copy_rows, "BatchIterator");
 }
 
 /// 0, 1, ..., n - 1; ResourceExhaustedError naming `op` when n indices exceed the allocation
 /// limit (a features tensor of shape (2^40, 0) has 2^40 examples and no bytes).
 std::vector<std::int64_t> identity_order(std::int64_t n, std::string_view op) {
-  std::vector<std::int64_t> order = detail::scratch_vector<std::int64_t>(n, op);
+  check_allocation(n, sizeof(std::int64_t), op);
+  std::vector<std::int64_t> order;
+  try {
+    order.resize(static_cast<std::size_t>(n));
+  } catch (const std::bad_alloc&) {
+    throw ResourceExhaustedError(fmt::format("[{}] out of memory allocating {} bytes", op,
+                                             n * static_cast<std::int64_t>(sizeof(std::int64_t))));
+  }
   for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
   return order;
 }

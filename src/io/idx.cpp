@@ -19,7 +19,6 @@
 #include <filesystem>
 
 #include "core/check.h"
-#include "core/tensor_impl.h"
 #include "tapeflow/data.h"
 #include "tapeflow/memory.h"
 
@@ -152,9 +151,17 @@ struct IdxFile {
   std::vector<unsigned char> payload;
 };
 
-IdxFile read_idx_file(const std::string& path) {
-  ByteSource src(path);
+// What an IDX header declares, validated: the element type, the shape, and the payload's size
+// (within the allocation limit) and where it starts.
+struct IdxHeader {
+  IdxType type;
+  Shape shape;
+  std::int64_t payload_bytes = 0;
+  std::int64_t header_bytes = 0;
+};
 
+// Step 1 of the file comment: reads and validates the header; allocates nothing.
+IdxHeader read_idx_header(ByteSource& src, const std::string& path) {
   unsigned char head[4];
   const std::size_t got_head = src.read(head, 4);
   TAPEFLOW_REQUIRE(got_head == 4, DataLossError,
@@ -163,16 +170,16 @@ IdxFile read_idx_file(const std::string& path) {
   TAPEFLOW_REQUIRE(head[0] == 0 && head[1] == 0, DataLossError,
                    "[{}] '{}' is not an IDX file: its magic number starts with {:02x} {:02x}, expected 00 00",
                    kOp, path, head[0], head[1]);
-  const auto type_it = std::find_if(kIdxTypes.begin(), kIdxTypes.end(),
-                                    [&](const IdxType& t) { return t.code == head[2]; });
+  const auto type_it =
+      std::find_if(kIdxTypes.begin(), kIdxTypes.end(), [&](const IdxType& t) { return t.code == head[2]; });
   TAPEFLOW_REQUIRE(type_it != kIdxTypes.end(), DataLossError,
                    "[{}] '{}' has unknown IDX type code 0x{:02X}; expected 0x08 (uint8), 0x09 (int8), "
                    "0x0B (int16), 0x0C (int32), 0x0D (float32) or 0x0E (float64)",
                    kOp, path, head[2]);
   const int ndims = head[3];
   TAPEFLOW_REQUIRE(ndims >= 1 && ndims <= kMaxRank, DataLossError,
-                   "[{}] '{}' declares {} dimensions; tapeflow reads IDX files with 1 to {}", kOp, path, ndims,
-                   kMaxRank);
+                   "[{}] '{}' declares {} dimensions; tapeflow reads IDX files with 1 to {}", kOp, path,
+                   ndims, kMaxRank);
 
   unsigned char dim_bytes[4 * kMaxRank];
   const std::size_t want_dims = 4 * static_cast<std::size_t>(ndims);
@@ -187,8 +194,10 @@ IdxFile read_idx_file(const std::string& path) {
   for (int i = 0; i < ndims; ++i) {
     dims[static_cast<std::size_t>(i)] = load_be32(dim_bytes + 4 * i);
     const std::int64_t d = dims[static_cast<std::size_t>(i)];
-    if (d != 0 && elements > kMaxElements / d) overflow = true;
-    else elements *= d;
+    if (d != 0 && elements > kMaxElements / d)
+      overflow = true;
+    else
+      elements *= d;
   }
   const std::span<const std::int64_t> dim_span(dims.data(), static_cast<std::size_t>(ndims));
   // A zero dimension makes the product 0 however large the others are; still reject an overflowing
@@ -202,14 +211,24 @@ IdxFile read_idx_file(const std::string& path) {
   // elements <= 2^62, so the byte counts below fit in int64 only after this check.
   const std::int64_t limit = allocation_limit();
   const std::int64_t out_size = static_cast<std::int64_t>(dtype_size(type.dtype));
-  TAPEFLOW_REQUIRE(elements <= limit / out_size && elements <= limit / static_cast<std::int64_t>(type.size),
-                   ResourceExhaustedError,
-                   "[{}] '{}' declares shape {} of {}: the tensor would need {} elements of {} bytes, above the "
-                   "allocation limit of {} bytes (see set_allocation_limit)",
-                   kOp, path, shape.to_string(), type.name, elements, out_size, limit);
+  TAPEFLOW_REQUIRE(
+      elements <= limit / out_size && elements <= limit / static_cast<std::int64_t>(type.size),
+      ResourceExhaustedError,
+      "[{}] '{}' declares shape {} of {}: the tensor would need {} elements of {} bytes, above the "
+      "allocation limit of {} bytes (see set_allocation_limit)",
+      kOp, path, shape.to_string(), type.name, elements, out_size, limit);
   const std::int64_t payload_bytes = elements * static_cast<std::int64_t>(type.size);
   const std::int64_t header_bytes = 4 + 4 * ndims;
+  return IdxHeader{type, shape, payload_bytes, header_bytes};
+}
 
+// Step 2: reads the payload that header `h` declares, growing the buffer only with bytes that
+// arrive, and checks that nothing follows it.
+std::vector<unsigned char> read_idx_payload(ByteSource& src, const std::string& path, const IdxHeader& h) {
+  const Shape& shape = h.shape;
+  const IdxType& type = h.type;
+  const std::int64_t payload_bytes = h.payload_bytes;
+  const std::int64_t header_bytes = h.header_bytes;
   auto size_error = [&](std::int64_t actual_payload) {
     return DataLossError(fmt::format(
         "[{}] '{}' is {}: its header declares shape {} of {}, which needs {} data bytes after the {}-byte "
@@ -220,22 +239,22 @@ IdxFile read_idx_file(const std::string& path) {
         src.gzip_note()));
   };
 
-  IdxFile file{type, shape, header_bytes, {}};
+  std::vector<unsigned char> payload;
   if (!src.is_gzip() && src.raw_size()) {
     const std::int64_t actual = *src.raw_size() - header_bytes;
     if (actual != payload_bytes) throw size_error(actual);
-    file.payload.resize(static_cast<std::size_t>(payload_bytes));
-    const std::size_t got = src.read(file.payload.data(), file.payload.size());
+    payload.resize(static_cast<std::size_t>(payload_bytes));
+    const std::size_t got = src.read(payload.data(), payload.size());
     // The file changed under us (or the size was wrong): report what we really read.
-    if (got != file.payload.size()) throw size_error(static_cast<std::int64_t>(got));
+    if (got != payload.size()) throw size_error(static_cast<std::int64_t>(got));
   } else {
     // Grow with the bytes that really arrive (a lying header cannot make us allocate).
     constexpr std::int64_t kChunk = std::int64_t{1} << 22;
     std::int64_t have = 0;
     while (have < payload_bytes) {
       const std::int64_t want = std::min(kChunk, payload_bytes - have);
-      file.payload.resize(static_cast<std::size_t>(have + want));
-      const std::size_t got = src.read(file.payload.data() + have, static_cast<std::size_t>(want));
+      payload.resize(static_cast<std::size_t>(have + want));
+      const std::size_t got = src.read(payload.data() + have, static_cast<std::size_t>(want));
       have += static_cast<std::int64_t>(got);
       if (static_cast<std::int64_t>(got) < want) throw size_error(have);
     }
@@ -243,55 +262,58 @@ IdxFile read_idx_file(const std::string& path) {
   unsigned char extra = 0;
   if (src.read(&extra, 1) != 0) throw size_error(payload_bytes + 1 + src.drain());
   // All the data arrived, but the gzip trailer (CRC-32 and length) is cut off.
-  TAPEFLOW_REQUIRE(src.gzip_note().empty(), DataLossError,
-                   "[{}] '{}' is truncated: the gzip stream ends before its trailer, after all {} declared bytes{}",
-                   kOp, path, header_bytes + payload_bytes, src.gzip_note());
-  return file;
+  TAPEFLOW_REQUIRE(
+      src.gzip_note().empty(), DataLossError,
+      "[{}] '{}' is truncated: the gzip stream ends before its trailer, after all {} declared bytes{}", kOp,
+      path, header_bytes + payload_bytes, src.gzip_note());
+  return payload;
+}
+
+IdxFile read_idx_file(const std::string& path) {
+  ByteSource src(path);
+  const IdxHeader h = read_idx_header(src, path);
+  return IdxFile{h.type, h.shape, h.header_bytes, read_idx_payload(src, path, h)};
+}
+
+// A new tensor of element type T holding load(p, i) for each element i of the payload p.
+template <Element T, class Load>
+Tensor decode_as(const IdxFile& f, Load load) {
+  const unsigned char* p = f.payload.data();
+  return tensor_for_overwrite<T>(
+      f.shape,
+      [&](std::span<T> out) {
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = load(p, i);
+      },
+      kOp);
 }
 
 // Converts the big-endian payload into a new tensor of the type's dtype.
 Tensor decode(const IdxFile& f) {
-  Tensor out = detail::empty(f.shape, f.type.dtype, kOp);
-  const unsigned char* p = f.payload.data();
-  const auto n = static_cast<std::size_t>(f.shape.num_elements());
+  using Bytes = const unsigned char*;
   switch (f.type.code) {
-    case 0x08: {
-      auto* o = detail::mutable_data<std::int32_t>(out);
-      for (std::size_t i = 0; i < n; ++i) o[i] = p[i];
-      break;
-    }
-    case 0x09: {
-      auto* o = detail::mutable_data<std::int32_t>(out);
-      for (std::size_t i = 0; i < n; ++i) o[i] = static_cast<std::int8_t>(p[i]);
-      break;
-    }
-    case 0x0B: {
-      auto* o = detail::mutable_data<std::int32_t>(out);
-      for (std::size_t i = 0; i < n; ++i)
-        o[i] = static_cast<std::int16_t>(static_cast<std::uint16_t>((p[2 * i] << 8) | p[2 * i + 1]));
-      break;
-    }
-    case 0x0C: {
-      auto* o = detail::mutable_data<std::int32_t>(out);
-      for (std::size_t i = 0; i < n; ++i) o[i] = static_cast<std::int32_t>(load_be32(p + 4 * i));
-      break;
-    }
-    case 0x0D: {
-      auto* o = detail::mutable_data<float>(out);
-      for (std::size_t i = 0; i < n; ++i) o[i] = std::bit_cast<float>(load_be32(p + 4 * i));
-      break;
-    }
-    case 0x0E: {
-      auto* o = detail::mutable_data<double>(out);
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t bits = (std::uint64_t{load_be32(p + 8 * i)} << 32) | load_be32(p + 8 * i + 4);
-        o[i] = std::bit_cast<double>(bits);
-      }
-      break;
-    }
-    default: TAPEFLOW_ASSERT(false, "IDX type 0x{:02X} passed validation but has no decoder", f.type.code);
+    case 0x08:
+      return decode_as<std::int32_t>(f, [](Bytes p, std::size_t i) { return p[i]; });
+    case 0x09:
+      return decode_as<std::int32_t>(f,
+                                     [](Bytes p, std::size_t i) { return static_cast<std::int8_t>(p[i]); });
+    case 0x0B:
+      return decode_as<std::int32_t>(f, [](Bytes p, std::size_t i) {
+        return static_cast<std::int16_t>(static_cast<std::uint16_t>((p[2 * i] << 8) | p[2 * i + 1]));
+      });
+    case 0x0C:
+      return decode_as<std::int32_t>(
+          f, [](Bytes p, std::size_t i) { return static_cast<std::int32_t>(load_be32(p + 4 * i)); });
+    case 0x0D:
+      return decode_as<float>(
+          f, [](Bytes p, std::size_t i) { return std::bit_cast<float>(load_be32(p + 4 * i)); });
+    case 0x0E:
+      return decode_as<double>(f, [](Bytes p, std::size_t i) {
+        return std::bit_cast<double>((std::uint64_t{load_be32(p + 8 * i)} << 32) | load_be32(p + 8 * i + 4));
+      });
+    default:
+      TAPEFLOW_ASSERT(false, "IDX type 0x{:02X} passed validation but has no decoder", f.type.code);
   }
-  return out;
+  return Tensor();
 }
 
 // ---- Fashion-MNIST ------------------------------------------------------------------------------
@@ -316,31 +338,35 @@ Tensor load_images(const std::string& path) {
   const IdxFile f = read_idx_file(path);
   const Shape& s = f.shape;
   TAPEFLOW_REQUIRE(f.type.code == 0x08 && s.rank() == 3 && s[1] == 28 && s[2] == 28, DataLossError,
-                   "[load_fashion_mnist] '{}' should hold uint8 images of shape (n, 28, 28), it holds {} {}", path,
-                   f.type.name, s.to_string());
-  Tensor out = detail::empty(Shape{s[0], 28, 28, 1}, DType::Float32, "load_fashion_mnist");
-  float* o = detail::mutable_data<float>(out);
-  const unsigned char* p = f.payload.data();
-  const auto n = static_cast<std::size_t>(s.num_elements());
-  for (std::size_t i = 0; i < n; ++i) o[i] = static_cast<float>(p[i]) / 255.0f;
-  return out;
+                   "[load_fashion_mnist] '{}' should hold uint8 images of shape (n, 28, 28), it holds {} {}",
+                   path, f.type.name, s.to_string());
+  return tensor_for_overwrite<float>(
+      Shape{s[0], 28, 28, 1},
+      [&](std::span<float> out) {
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(f.payload[i]) / 255.0f;
+      },
+      "load_fashion_mnist");
 }
 
 Tensor load_labels(const std::string& path, std::int64_t expected_count) {
   const IdxFile f = read_idx_file(path);
-  TAPEFLOW_REQUIRE(f.type.code == 0x08 && f.shape.rank() == 1 && f.shape[0] == expected_count, DataLossError,
-                   "[load_fashion_mnist] '{}' should hold uint8 labels of shape ({},) to match the images, it "
-                   "holds {} {}",
-                   path, expected_count, f.type.name, f.shape.to_string());
-  Tensor out = detail::empty(f.shape, DType::Int32, "load_fashion_mnist");
-  auto* o = detail::mutable_data<std::int32_t>(out);
-  for (std::size_t i = 0; i < f.payload.size(); ++i) {
-    TAPEFLOW_REQUIRE(f.payload[i] <= 9, DataLossError,
-                     "[load_fashion_mnist] '{}' holds label {} at position {}; Fashion-MNIST labels are 0..9",
-                     path, f.payload[i], i);
-    o[i] = f.payload[i];
-  }
-  return out;
+  TAPEFLOW_REQUIRE(
+      f.type.code == 0x08 && f.shape.rank() == 1 && f.shape[0] == expected_count, DataLossError,
+      "[load_fashion_mnist] '{}' should hold uint8 labels of shape ({},) to match the images, it "
+      "holds {} {}",
+      path, expected_count, f.type.name, f.shape.to_string());
+  return tensor_for_overwrite<std::int32_t>(
+      f.shape,
+      [&](std::span<std::int32_t> out) {
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          TAPEFLOW_REQUIRE(
+              f.payload[i] <= 9, DataLossError,
+              "[load_fashion_mnist] '{}' holds label {} at position {}; Fashion-MNIST labels are 0..9", path,
+              f.payload[i], i);
+          out[i] = f.payload[i];
+        }
+      },
+      "load_fashion_mnist");
 }
 
 }  // namespace
@@ -360,16 +386,18 @@ Tensor pixels_to_float(const Tensor& pixels) {
   std::array<std::int64_t, kMaxRank> dims{};
   std::copy(s.dims().begin(), s.dims().end(), dims.begin());
   dims[static_cast<std::size_t>(s.rank())] = 1;
-  Tensor out = detail::empty(Shape(std::span<const std::int64_t>(dims.data(), s.rank() + 1)), DType::Float32, op);
   const auto in = pixels.values<std::int32_t>();
-  float* o = detail::mutable_data<float>(out);
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    TAPEFLOW_REQUIRE(in[i] >= 0 && in[i] <= 255, InvalidArgumentError,
-                     "[{}] pixel values must be in 0..255, got {} at flat position {} of shape {}", op, in[i], i,
-                     s.to_string());
-    o[i] = static_cast<float>(in[i]) / 255.0f;
-  }
-  return out;
+  return tensor_for_overwrite<float>(
+      Shape(std::span<const std::int64_t>(dims.data(), s.rank() + 1)),
+      [&](std::span<float> out) {
+        for (std::size_t i = 0; i < in.size(); ++i) {
+          TAPEFLOW_REQUIRE(in[i] >= 0 && in[i] <= 255, InvalidArgumentError,
+                           "[{}] pixel values must be in 0..255, got {} at flat position {} of shape {}", op,
+                           in[i], i, s.to_string());
+          out[i] = static_cast<float>(in[i]) / 255.0f;
+        }
+      },
+      op);
 }
 
 FashionMnist load_fashion_mnist(const std::string& dir) {
@@ -388,7 +416,8 @@ FashionMnist load_fashion_mnist(const std::string& dir) {
 
 const std::array<std::string_view, 10>& class_names() {
   static constexpr std::array<std::string_view, 10> kNames = {
-      "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+      "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
   return kNames;
 }
 

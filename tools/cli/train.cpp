@@ -6,8 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "models.h"
 #include "plot.h"
@@ -52,14 +54,19 @@ struct Meta {
   Variable limit{std::int64_t{0}, {.name = "train/limit", .trainable = false}};
   Variable model{std::int64_t{0}, {.name = "train/model", .trainable = false}};
   Variable optimizer{std::int64_t{0}, {.name = "train/optimizer", .trainable = false}};
-  Variable history{zeros({0, kHistoryColumns}, DType::Float64),
-                   {.name = "train/history", .trainable = false}};
+  Variable history = history_variable(zeros({0, kHistoryColumns}, DType::Float64));
   /// Where a run stopped mid-epoch: the steps done of epoch `epoch` (0 at an epoch's end) and
   /// that epoch's sums so far (EpochSums, as [examples, loss sum, correct]).
   Variable step{std::int64_t{0}, {.name = "train/step", .trainable = false}};
   Variable partial{zeros({3}, DType::Float64), {.name = "train/partial", .trainable = false}};
   /// Checkpoints written before runs could stop mid-epoch have no train/step and train/partial.
   bool has_progress = true;
+
+  /// The train/history variable holding `value` (the history has no fixed size: it is recreated
+  /// whenever it grows or is read).
+  static Variable history_variable(Tensor value) {
+    return Variable(std::move(value), {.name = "train/history", .trainable = false});
+  }
 
   NamedVariables entries() const {
     NamedVariables all = {{"train/epoch", epoch},         {"train/learning_rate", learning_rate},
@@ -115,8 +122,7 @@ Meta read_meta(const std::string& path) {
                        "': not a checkpoint written by `tapeflow train` "
                        "(it has no train/history entry)");
     // The history is not fixed-size: recreate the variable with the file's shape.
-    meta.history =
-        Variable(zeros(*history_shape, DType::Float64), {.name = "train/history", .trainable = false});
+    meta.history = Meta::history_variable(zeros(*history_shape, DType::Float64));
     restore_checkpoint(path, meta.entries(), {.allow_unused_entries = true});
   } catch (const Error& e) {
     throw UsageError(std::string("cannot resume from the checkpoint: ") + e.what());
@@ -225,46 +231,53 @@ void validate(const TrainOptions& o) {
   }
 }
 
-History train(const TrainOptions& options, std::ostream& out, std::ostream& log, bool log_is_terminal) {
-  validate(options);
-  TrainOptions o = options;
+namespace {
 
-  // Resume: the checkpoint decides the configuration; explicit options must agree with it.
-  std::optional<Meta> saved;
-  if (o.resume) {
-    saved = read_meta(o.checkpoint);
-    const auto& models = model_names();
-    const std::int64_t model_id = saved->model.value().item<std::int64_t>();
-    const std::int64_t opt_id = saved->optimizer.value().item<std::int64_t>();
-    if (model_id < 0 || model_id >= static_cast<std::int64_t>(models.size()) || opt_id < 0 ||
-        opt_id >= static_cast<std::int64_t>(kOptimizers.size()))
-      throw UsageError("cannot resume from '" + o.checkpoint + "': unknown model or optimizer id");
-    require_same(o.model_given, "model", o.model, models[static_cast<std::size_t>(model_id)], o.checkpoint);
-    require_same(o.optimizer_given, "optimizer", o.optimizer, kOptimizers[static_cast<std::size_t>(opt_id)],
-                 o.checkpoint);
-    require_same(o.seed_given, "seed", o.seed,
-                 static_cast<std::uint64_t>(saved->seed.value().item<std::int64_t>()), o.checkpoint);
-    require_same(o.batch_size_given, "batch-size", o.batch_size,
-                 saved->batch_size.value().item<std::int64_t>(), o.checkpoint);
-    require_same(o.limit_given, "limit", o.limit, saved->limit.value().item<std::int64_t>(), o.checkpoint);
-    o.model = models[static_cast<std::size_t>(model_id)];
-    o.optimizer = kOptimizers[static_cast<std::size_t>(opt_id)];
-    o.seed = static_cast<std::uint64_t>(saved->seed.value().item<std::int64_t>());
-    o.batch_size = saved->batch_size.value().item<std::int64_t>();
-    o.limit = saved->limit.value().item<std::int64_t>();
-    const double saved_learning_rate = saved->learning_rate.value().item<double>();
-    if (o.learning_rate_given && o.learning_rate != saved_learning_rate)
-      out << fmt::format("note: using --lr {:g}, not the checkpoint's learning rate {:g}\n", o.learning_rate,
-                         saved_learning_rate);
-    if (!o.learning_rate_given) o.learning_rate = saved_learning_rate;
-    if (o.batch_size < 1 || o.limit < 0 || !(o.learning_rate > 0) || !std::isfinite(o.learning_rate) ||
-        saved->epoch.value().item<std::int64_t>() < 0)
-      throw UsageError("cannot resume from '" + o.checkpoint +
-                       "': its batch size, limit, learning rate or epoch is invalid");
-  }
+/// On --resume: reads the checkpoint's "train/..." entries and makes them the configuration of
+/// `o` (explicit options must agree with them; an explicit --lr wins, with a note on `out`).
+/// Returns nullopt without --resume. Throws UsageError.
+std::optional<Meta> adopt_checkpoint_configuration(TrainOptions& o, std::ostream& out) {
+  if (!o.resume) return std::nullopt;
+  Meta saved = read_meta(o.checkpoint);
+  const auto& models = model_names();
+  const std::int64_t model_id = saved.model.value().item<std::int64_t>();
+  const std::int64_t opt_id = saved.optimizer.value().item<std::int64_t>();
+  if (model_id < 0 || model_id >= static_cast<std::int64_t>(models.size()) || opt_id < 0 ||
+      opt_id >= static_cast<std::int64_t>(kOptimizers.size()))
+    throw UsageError("cannot resume from '" + o.checkpoint + "': unknown model or optimizer id");
+  require_same(o.model_given, "model", o.model, models[static_cast<std::size_t>(model_id)], o.checkpoint);
+  require_same(o.optimizer_given, "optimizer", o.optimizer, kOptimizers[static_cast<std::size_t>(opt_id)],
+               o.checkpoint);
+  require_same(o.seed_given, "seed", o.seed,
+               static_cast<std::uint64_t>(saved.seed.value().item<std::int64_t>()), o.checkpoint);
+  require_same(o.batch_size_given, "batch-size", o.batch_size, saved.batch_size.value().item<std::int64_t>(),
+               o.checkpoint);
+  require_same(o.limit_given, "limit", o.limit, saved.limit.value().item<std::int64_t>(), o.checkpoint);
+  o.model = models[static_cast<std::size_t>(model_id)];
+  o.optimizer = kOptimizers[static_cast<std::size_t>(opt_id)];
+  o.seed = static_cast<std::uint64_t>(saved.seed.value().item<std::int64_t>());
+  o.batch_size = saved.batch_size.value().item<std::int64_t>();
+  o.limit = saved.limit.value().item<std::int64_t>();
+  const double saved_learning_rate = saved.learning_rate.value().item<double>();
+  if (o.learning_rate_given && o.learning_rate != saved_learning_rate)
+    out << fmt::format("note: using --lr {:g}, not the checkpoint's learning rate {:g}\n", o.learning_rate,
+                       saved_learning_rate);
+  if (!o.learning_rate_given) o.learning_rate = saved_learning_rate;
+  if (o.batch_size < 1 || o.limit < 0 || !(o.learning_rate > 0) || !std::isfinite(o.learning_rate) ||
+      saved.epoch.value().item<std::int64_t>() < 0)
+    throw UsageError("cannot resume from '" + o.checkpoint +
+                     "': its batch size, limit, learning rate or epoch is invalid");
+  return saved;
+}
 
-  if (o.threads > 0) set_num_threads(o.threads);
+/// The examples a run trains and evaluates on, after --limit and test_limit.
+struct TrainingData {
+  Tensor train_x, train_y, test_x, test_y;
+};
 
+/// Loads Fashion-MNIST (or takes o.dataset) and cuts it to the limits. Throws UsageError when it
+/// cannot be loaded or leaves no training example.
+TrainingData load_training_data(const TrainOptions& o) {
   data::FashionMnist ds;
   if (o.dataset) {
     ds = *o.dataset;
@@ -289,136 +302,196 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
         fmt::format("the training set is empty: {} holds no training examples, so there is nothing "
                     "to train",
                     o.dataset ? std::string("the data set") : "'" + o.data_dir + "'"));
+  return {train_x, train_y, ds.test_images, ds.test_labels};
+}
 
-  Model model = make_model(o.model, o.seed);
-  auto optimizer = make_optimizer(o.optimizer, o.learning_rate);
-  const std::vector<Variable> vars = model.net->trainable_variables();
-  optimizer->build(vars);
+/// Where a run starts: the epochs already done, the steps done of the next epoch and their sums.
+struct StartPoint {
+  std::int64_t epoch = 0;
+  std::int64_t step = 0;
+  EpochSums sums;
+};
 
+/// Everything a training checkpoint holds: the model, the optimizer's state, the "train/..."
+/// scalars and the history.
+struct TrainingState {
+  Model model;
+  std::unique_ptr<optimizers::Optimizer> optimizer;
+  std::vector<Variable> vars;  // the model's trainable variables
   Meta meta;
   History history;
-  auto entries = [&] {
+
+  NamedVariables checkpoint_entries() const {
     NamedVariables all = checkpoint_variables(*model.net, "model/");
     for (auto& [name, var] : optimizer->variables()) all.emplace_back("optimizer/" + name, var);
     for (auto& e : meta.entries()) all.push_back(e);
     return all;
-  };
-  std::int64_t first_epoch = 0;  // epochs already done
-  std::int64_t first_step = 0;   // steps already done of epoch first_epoch
-  EpochSums resumed_sums;        // and their sums
-  const std::int64_t n_train = train_x.shape()[0];
-  data::BatchIterator batches(train_x, train_y,
-                              {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed});
-  if (saved) {
-    meta.history = Variable(saved->history.value(), {.name = "train/history", .trainable = false});
-    meta.has_progress = saved->has_progress;
-    try {
-      restore_checkpoint(o.checkpoint, entries());
-    } catch (const Error& e) {
-      throw UsageError(std::string("cannot resume from the checkpoint: ") + e.what());
-    }
-    meta.has_progress = true;  // saved from now on
-    first_epoch = meta.epoch.value().item<std::int64_t>();
-    first_step = meta.step.value().item<std::int64_t>();
-    const auto sums = meta.partial.value().to_vector<double>();
-    resumed_sums = {sums[0], sums[1], sums[2]};
-    if (first_step < 0 || first_step > batches.num_batches())
-      throw UsageError(fmt::format("cannot resume from '{}': it stopped at step {} of an epoch of {} steps",
-                                   o.checkpoint, first_step, batches.num_batches()));
-    history = history_from(meta.history.value());
-    optimizer->set_learning_rate(o.learning_rate);
   }
-  auto save = [&](std::int64_t epochs_done, std::int64_t step, const EpochSums& sums) {
-    meta.epoch.assign(constant<std::int64_t>(epochs_done));
-    meta.step.assign(constant<std::int64_t>(step));
-    meta.partial.assign(constant({sums.examples, sums.loss_sum, sums.correct}));
-    meta.learning_rate.assign(constant<double>(optimizer->learning_rate()));
-    meta.seed.assign(constant(static_cast<std::int64_t>(o.seed)));
-    meta.batch_size.assign(constant<std::int64_t>(o.batch_size));
-    meta.limit.assign(constant<std::int64_t>(o.limit));
-    meta.model.assign(constant<std::int64_t>(index_of(model_names(), o.model)));
-    meta.optimizer.assign(constant<std::int64_t>(index_of(kOptimizers, o.optimizer)));
-    meta.history = Variable(history_tensor(history), {.name = "train/history", .trainable = false});
-    save_checkpoint(o.checkpoint, entries());
-  };
+};
+
+/// A fresh model of o.model and its optimizer, built.
+TrainingState make_training_state(const TrainOptions& o) {
+  TrainingState s{make_model(o.model, o.seed), make_optimizer(o.optimizer, o.learning_rate), {}, {}, {}};
+  s.vars = s.model.net->trainable_variables();
+  s.optimizer->build(s.vars);
+  return s;
+}
+
+/// Restores `s` from o.checkpoint, whose "train/..." entries `saved` holds, and says where the
+/// run resumes. Throws UsageError.
+StartPoint restore_training_state(TrainingState& s, const Meta& saved, const TrainOptions& o,
+                                  std::int64_t num_batches) {
+  s.meta.history = Meta::history_variable(saved.history.value());
+  s.meta.has_progress = saved.has_progress;
+  try {
+    restore_checkpoint(o.checkpoint, s.checkpoint_entries());
+  } catch (const Error& e) {
+    throw UsageError(std::string("cannot resume from the checkpoint: ") + e.what());
+  }
+  s.meta.has_progress = true;  // saved from now on
+  StartPoint start;
+  start.epoch = s.meta.epoch.value().item<std::int64_t>();
+  start.step = s.meta.step.value().item<std::int64_t>();
+  const auto sums = s.meta.partial.value().to_vector<double>();
+  start.sums = {sums[0], sums[1], sums[2]};
+  if (start.step < 0 || start.step > num_batches)
+    throw UsageError(fmt::format("cannot resume from '{}': it stopped at step {} of an epoch of {} steps",
+                                 o.checkpoint, start.step, num_batches));
+  s.history = history_from(s.meta.history.value());
+  s.optimizer->set_learning_rate(o.learning_rate);
+  return start;
+}
+
+/// Writes the checkpoint of `s` after `epochs_done` epochs and `step` steps of the next (with
+/// that epoch's sums so far).
+void save_training_state(TrainingState& s, const TrainOptions& o, std::int64_t epochs_done, std::int64_t step,
+                         const EpochSums& sums) {
+  Meta& meta = s.meta;
+  meta.epoch.assign(constant<std::int64_t>(epochs_done));
+  meta.step.assign(constant<std::int64_t>(step));
+  meta.partial.assign(constant({sums.examples, sums.loss_sum, sums.correct}));
+  meta.learning_rate.assign(constant<double>(s.optimizer->learning_rate()));
+  meta.seed.assign(constant(static_cast<std::int64_t>(o.seed)));
+  meta.batch_size.assign(constant<std::int64_t>(o.batch_size));
+  meta.limit.assign(constant<std::int64_t>(o.limit));
+  meta.model.assign(constant<std::int64_t>(index_of(model_names(), o.model)));
+  meta.optimizer.assign(constant<std::int64_t>(index_of(kOptimizers, o.optimizer)));
+  meta.history = Meta::history_variable(history_tensor(s.history));
+  save_checkpoint(o.checkpoint, s.checkpoint_entries());
+}
+
+/// The run's first lines: the configuration, where it resumes, and whether anything is left.
+void print_run_header(std::ostream& out, const TrainOptions& o, const TrainingState& s, const TrainingData& d,
+                      bool resumed, const StartPoint& start, std::int64_t num_batches) {
   out << fmt::format(
       "tapeflow train: {} ({} parameters), {} lr {:g}, batch {}, {} train / {} test examples, {}\n", o.model,
-      parameter_count(model), o.optimizer, o.learning_rate, o.batch_size, n_train, ds.test_images.shape()[0],
-      plural(o.threads > 0 ? o.threads : num_threads(), "thread"));
-  if (saved && first_step > 0)
-    out << fmt::format("resumed from {} after step {}/{} of epoch {}\n", o.checkpoint, first_step,
-                       batches.num_batches(), first_epoch + 1);
-  else if (saved)
-    out << fmt::format("resumed from {} after epoch {}\n", o.checkpoint, first_epoch);
-  if (first_epoch >= o.epochs)
+      parameter_count(s.model), o.optimizer, o.learning_rate, o.batch_size, d.train_x.shape()[0],
+      d.test_x.shape()[0], plural(o.threads > 0 ? o.threads : num_threads(), "thread"));
+  if (resumed && start.step > 0)
+    out << fmt::format("resumed from {} after step {}/{} of epoch {}\n", o.checkpoint, start.step,
+                       num_batches, start.epoch + 1);
+  else if (resumed)
+    out << fmt::format("resumed from {} after epoch {}\n", o.checkpoint, start.epoch);
+  if (start.epoch >= o.epochs)
     out << fmt::format("nothing to do: the checkpoint has {} done (--epochs {})\n",
-                       plural(first_epoch, "epoch"), o.epochs);
+                       plural(start.epoch, "epoch"), o.epochs);
   out << std::flush;
+}
 
-  for (std::int64_t epoch = first_epoch; epoch < o.epochs; ++epoch) {
-    const auto start = Clock::now();
-    batches.reset(epoch);
-    // A run resumed mid-epoch skips the batches it already trained on.
-    const std::int64_t skipped = epoch == first_epoch ? first_step : 0;
-    const EpochSums before = epoch == first_epoch ? resumed_sums : EpochSums{};
-    for (std::int64_t i = 0; i < skipped; ++i) batches.next();
-    metrics::Mean train_loss;
-    metrics::SparseCategoricalAccuracy train_accuracy;
-    ProgressBar bar(log, log_is_terminal, epoch + 1, o.epochs, batches.num_batches());
-    std::int64_t step = skipped, seen = 0;
-    // The sums of the steps run so far, with those before a resume. The accuracy metric counts
-    // each example once, so result() x examples is the (whole) number of correct predictions.
-    auto sums = [&] {
-      return before + EpochSums{train_loss.count(), train_loss.total(),
-                                std::round(train_accuracy.result() * static_cast<double>(seen))};
-    };
-    while (auto b = batches.next()) {
-      const std::int64_t size = b->labels.shape()[0];
-      model.start_step(epoch, step);
-      Tensor logits, loss;
-      std::vector<Gradient> grads;
-      {
-        // The report needs the records after it: the first step's tape is persistent then.
-        const bool report = o.gradient_report && epoch == first_epoch && step == skipped;
-        GradientTape tape(TapeOptions{.persistent = report});
-        logits = (*model.net)(b->features, /*training=*/true);
-        loss = losses::sparse_categorical_crossentropy(b->labels, logits, /*from_logits=*/true);
-        if (report)
-          out << "gradient report of the first step:\n"
-              << debug::gradient_report(tape, loss, vars).to_string() << "\n";
-        grads = tape.gradient(loss, vars);
-      }
-      optimizer->apply_gradients(grads, vars);
-      train_loss.update_state(loss, constant(static_cast<double>(size), DType::Float32));
-      train_accuracy.update_state(b->labels, logits);
-      seen += size;
-      const EpochSums so_far = sums();
-      bar.update(++step, seen, so_far.loss(), so_far.accuracy());
-      // At the epoch's last step the epoch is finished and saved as usual, then the run stops.
-      if (stop_requested(o) && step < batches.num_batches()) {
-        bar.finish();
-        if (!o.checkpoint.empty()) save(epoch, step, so_far);
-        throw Interrupted(interrupted_message(o, epoch, step, batches.num_batches()));
-      }
+/// One optimizer step on batch `b`; returns the logits and the loss. With `report`, prints the
+/// gradient report of the step to `out` first. The step is fused into the backward pass
+/// (Optimizer::minimize): each variable is updated as soon as its gradient is final, so the step
+/// never holds every gradient at once; the variables end as with apply_gradients, bit for bit.
+std::pair<Tensor, Tensor> train_step(TrainingState& s, const data::Batch& b, bool report, std::ostream& out) {
+  const std::vector<Variable>& vars = s.vars;
+  // The report needs the records after it: the first step's tape is persistent then.
+  GradientTape tape(TapeOptions{.persistent = report});
+  const Tensor logits = (*s.model.net)(b.features, /*training=*/true);
+  const Tensor loss = losses::sparse_categorical_crossentropy(b.labels, logits, /*from_logits=*/true);
+  if (report)
+    out << "gradient report of the first step:\n" << debug::gradient_report(tape, loss, vars).to_string() << "\n";
+  s.optimizer->minimize(loss, vars, tape);
+  return {logits, loss};
+}
+
+/// Trains epoch `epoch` (0-based) from step `first_step`, whose earlier steps' sums are `before`,
+/// showing the progress bar on `log`; returns the epoch's sums. When a stop is requested before
+/// the epoch's last step, saves the checkpoint (if any) and throws Interrupted.
+EpochSums train_epoch(TrainingState& s, const TrainOptions& o, data::BatchIterator& batches,
+                      std::int64_t epoch, std::int64_t first_step, const EpochSums& before,
+                      bool report_first_step, std::ostream& out, std::ostream& log, bool log_is_terminal) {
+  batches.reset(epoch);
+  // A run resumed mid-epoch skips the batches it already trained on.
+  for (std::int64_t i = 0; i < first_step; ++i) batches.next();
+  metrics::Mean train_loss;
+  metrics::SparseCategoricalAccuracy train_accuracy;
+  ProgressBar bar(log, log_is_terminal, epoch + 1, o.epochs, batches.num_batches());
+  std::int64_t step = first_step, seen = 0;
+  // The sums of the steps run so far, with those before a resume. The accuracy metric counts
+  // each example once, so result() x examples is the (whole) number of correct predictions.
+  auto sums = [&] {
+    return before + EpochSums{train_loss.count(), train_loss.total(),
+                              std::round(train_accuracy.result() * static_cast<double>(seen))};
+  };
+  while (auto b = batches.next()) {
+    const std::int64_t size = b->labels.shape()[0];
+    s.model.start_step(epoch, step);
+    const auto [logits, loss] = train_step(s, *b, report_first_step && step == first_step, out);
+    train_loss.update_state(loss, constant(static_cast<double>(size), DType::Float32));
+    train_accuracy.update_state(b->labels, logits);
+    seen += size;
+    const EpochSums so_far = sums();
+    bar.update(++step, seen, so_far.loss(), so_far.accuracy());
+    // At the epoch's last step the epoch is finished and saved as usual, then the run stops.
+    if (stop_requested(o) && step < batches.num_batches()) {
+      bar.finish();
+      if (!o.checkpoint.empty()) save_training_state(s, o, epoch, step, so_far);
+      throw Interrupted(interrupted_message(o, epoch, step, batches.num_batches()));
     }
-    bar.finish();
-    const EpochSums epoch_sums = sums();
-    const Evaluation test = evaluate(model, ds.test_images, ds.test_labels, o.eval_batch_size);
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    history.push_back(
+  }
+  bar.finish();
+  return sums();
+}
+
+}  // namespace
+
+History train(const TrainOptions& options, std::ostream& out, std::ostream& log, bool log_is_terminal) {
+  validate(options);
+  TrainOptions o = options;
+  // Resume: the checkpoint decides the configuration; explicit options must agree with it.
+  const std::optional<Meta> saved = adopt_checkpoint_configuration(o, out);
+  if (o.threads > 0) set_num_threads(o.threads);
+  const TrainingData d = load_training_data(o);
+
+  TrainingState s = make_training_state(o);
+  data::BatchIterator batches(d.train_x, d.train_y,
+                              {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed});
+  const StartPoint start = saved ? restore_training_state(s, *saved, o, batches.num_batches()) : StartPoint{};
+  print_run_header(out, o, s, d, saved.has_value(), start, batches.num_batches());
+
+  for (std::int64_t epoch = start.epoch; epoch < o.epochs; ++epoch) {
+    const auto clock_start = Clock::now();
+    const bool resumed_epoch = epoch == start.epoch;
+    const EpochSums epoch_sums = train_epoch(s, o, batches, epoch, resumed_epoch ? start.step : 0,
+                                             resumed_epoch ? start.sums : EpochSums{},
+                                             o.gradient_report && resumed_epoch, out, log, log_is_terminal);
+    const Evaluation test = evaluate(s.model, d.test_x, d.test_y, o.eval_batch_size);
+    const double seconds = std::chrono::duration<double>(Clock::now() - clock_start).count();
+    s.history.push_back(
         {epoch + 1, epoch_sums.loss(), epoch_sums.accuracy(), test.loss, test.accuracy, seconds});
     out << fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} | {:.1f} s\n",
                        epoch + 1, o.epochs, epoch_sums.loss(), epoch_sums.accuracy(), test.loss,
                        test.accuracy, seconds)
         << std::flush;
 
-    if (!o.checkpoint.empty()) save(epoch + 1, 0, EpochSums{});
+    if (!o.checkpoint.empty()) save_training_state(s, o, epoch + 1, 0, EpochSums{});
     if (!o.plot.empty())
-      write_training_plot(o.plot, history, fmt::format("tapeflow train --model {}: Fashion-MNIST", o.model));
+      write_training_plot(o.plot, s.history,
+                          fmt::format("tapeflow train --model {}: Fashion-MNIST", o.model));
     if (stop_requested(o) && epoch + 1 < o.epochs)
       throw Interrupted(interrupted_message(o, epoch + 1, 0, batches.num_batches()));
   }
-  return history;
+  return s.history;
 }
 
 }  // namespace tapeflow::cli
