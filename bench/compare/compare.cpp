@@ -6,6 +6,8 @@
 //                           from jacobian_torch.py), second order
 //   compare --group large   MLP step against cblas_sgemm, 16M elementwise chain against STREAM
 //                           triad, peak RSS (child processes), one training epoch MLP and CNN
+//   compare --group rss     only the peak RSS rows (5: fwd+bwd; 5b: a whole SGD step, fused
+//                           into the backward pass on tapeflow's side)
 //   options: --threads N (default: all cores) --rounds R --python PATH --script PATH
 //            --epoch-batches B (0: the full epoch) --data synthetic|fashion-mnist
 //            --clock wall|thread-cpu (default wall)
@@ -471,8 +473,9 @@ void mlp_step(const Options& o, std::vector<Row>& rows) {
 constexpr int kDeepLayers = 32;
 constexpr std::int64_t kWidth = 1024, kDeepBatch = 512;
 
-/// LibTorch's side of workload 5 (tapeflow's is rss_tapeflow.cpp, a program without LibTorch).
-int rss_child_torch() {
+/// LibTorch's side of workload 5 (tapeflow's is rss_tapeflow.cpp, a program without LibTorch);
+/// with `step`, a whole SGD training step as LibTorch users write it (backward(), then step()).
+int rss_child_torch(bool step) {
   const std::int64_t start_kib = compare::proc_status_kib("VmRSS");
   {
     std::vector<torch::Tensor> ws, bs;
@@ -489,7 +492,13 @@ int rss_child_torch() {
       h.reset();
       std::vector<torch::Tensor> all = ws;
       all.insert(all.end(), bs.begin(), bs.end());
-      auto g = torch::autograd::grad({loss}, all);
+      if (step) {
+        torch::optim::SGD sgd(all, torch::optim::SGDOptions(0.01));
+        loss.backward();
+        sgd.step();
+      } else {
+        auto g = torch::autograd::grad({loss}, all);
+      }
     }
     std::printf("rss %lld %lld %lld\n", static_cast<long long>(start_kib), static_cast<long long>(params_kib),
                 static_cast<long long>(compare::proc_status_kib("VmHWM")));
@@ -553,7 +562,10 @@ RssSample spawn_rss(const std::string& exe, const std::vector<std::string>& args
   return s;
 }
 
-void peak_rss(const Options& o, std::vector<Row>& rows) {
+/// One peak-RSS row: tapeflow's child with `tf_args` against LibTorch's child `torch_side` under
+/// every allocator configuration.
+void peak_rss_row(const Options& o, std::vector<Row>& rows, const std::string& name,
+                  const std::vector<std::string>& tf_args, const std::string& torch_side, const std::string& note) {
   // Each side in its own process, medians of 3 processes per configuration, alternating:
   // tapeflow (compare_rss_tapeflow, no LibTorch loaded, glibc malloc), then LibTorch under every
   // allocator configuration (this program re-executed with --rss-child); LibTorch's smallest
@@ -562,13 +574,14 @@ void peak_rss(const Options& o, std::vector<Row>& rows) {
   const std::string self = self_exe();
   if (self.empty()) return;
   const std::string dir = self.substr(0, self.rfind('/'));
-  const std::vector<std::string> child = {"--rss-child", "torch", "--threads", std::to_string(o.threads)};
+  const std::vector<std::string> child = {"--rss-child", torch_side, "--threads", std::to_string(o.threads)};
+  std::vector<std::string> tf_child = {"--threads", std::to_string(o.threads)};
+  tf_child.insert(tf_child.end(), tf_args.begin(), tf_args.end());
   const auto& configs = malloc_configs();
   std::vector<double> tf_abs, tf_rel;
   std::vector<std::vector<double>> pt_abs(configs.size()), pt_rel(configs.size());
   for (int r = 0; r < 3; ++r) {
-    const RssSample a =
-        spawn_rss(dir + "/compare_rss_tapeflow", {"--threads", std::to_string(o.threads)}, configs[0]);
+    const RssSample a = spawn_rss(dir + "/compare_rss_tapeflow", tf_child, configs[0]);
     tf_abs.push_back(a.peak_mib), tf_rel.push_back(a.peak_mib - a.start_mib);
     for (std::size_t c = 0; c < configs.size(); ++c) {
       const RssSample b = spawn_rss(self, child, configs[c]);
@@ -581,17 +594,24 @@ void peak_rss(const Options& o, std::vector<Row>& rows) {
     if (compare::median(pt_abs[c]) < compare::median(pt_abs[best])) best = c;
     by_config += (c ? ", " : "") + configs[c].name + fmt(" %.0f MiB", compare::median(pt_abs[c]));
   }
-  const double params_mib = kDeepLayers * (kWidth * kWidth + kWidth) * 4.0 / (1 << 20);
   const double torch_start = compare::median(pt_abs[best]) - compare::median(pt_rel[best]);
-  rows.push_back({"5 peak RSS (VmHWM), 32x1024 MLP batch 512 fwd+bwd", "MiB", compare::median(tf_abs),
-                  compare::median(pt_abs[best]),
-                  fmt("parameters %.1f MiB (+ as much for their gradients)", params_mib),
+  rows.push_back({name, "MiB", compare::median(tf_abs), compare::median(pt_abs[best]), note,
                   "OMP_WAIT_POLICY=PASSIVE, " + configs[best].name + " (own process)",
                   "LibTorch VmHWM by allocator: " + by_config +
                       fmt2("; above process start: tapeflow %.0f MiB, LibTorch %.0f MiB",
                            compare::median(tf_rel), compare::median(pt_rel[best])) +
                       fmt(" (LibTorch's process starts at %.0f MiB)", torch_start),
                   true});
+}
+
+void peak_rss(const Options& o, std::vector<Row>& rows) {
+  const double params_mib = kDeepLayers * (kWidth * kWidth + kWidth) * 4.0 / (1 << 20);
+  peak_rss_row(o, rows, "5 peak RSS (VmHWM), 32x1024 MLP batch 512 fwd+bwd", {}, "torch",
+               fmt("parameters %.1f MiB (+ as much for their gradients)", params_mib));
+  // Issue 15: the SGD step fused into the backward pass (tapeflow's Optimizer::minimize) against
+  // LibTorch's backward() + SGD step(), which holds every gradient.
+  peak_rss_row(o, rows, "5b peak RSS, the same + one SGD step (tapeflow: minimize, fused)", {"--step"},
+               "torch-step", fmt("parameters %.1f MiB; fused: + about one gradient", params_mib));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -793,7 +813,7 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(o.threads);
   at::set_num_threads(o.threads);
   at::set_num_interop_threads(1);
-  if (!rss_side.empty()) return rss_child_torch();
+  if (!rss_side.empty()) return rss_child_torch(rss_side == "torch-step");
 
   if (o.every_malloc) {
     std::vector<std::string> args;
@@ -815,6 +835,8 @@ int main(int argc, char** argv) {
     per_op(o, rows);
     jacobian(o, rows);
     second_order(o, rows);
+  } else if (o.group == "rss") {
+    peak_rss(o, rows);
   } else if (o.group == "large" || o.group == "epoch") {
     if (o.group == "large") {
       double triad = 0;
@@ -824,7 +846,7 @@ int main(int argc, char** argv) {
     }
     epochs(o, rows);
   } else {
-    std::fprintf(stderr, "--group must be small, large or epoch\n");
+    std::fprintf(stderr, "--group must be small, large, epoch or rss\n");
     return 2;
   }
   compare::print_table(rows);
