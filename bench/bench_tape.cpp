@@ -2,18 +2,44 @@
 // float32 tensor, run (a) without a tape, (b) recorded on a tape, and (c) backward through the
 // recorded chain, and (d) a second-order pass over a 2,000-op chain. Reported as nanoseconds per
 // op of the chain (the "ns/op" counter). Then (e) the recorded chain and (f) creating a tape while
-// 40,000 idle tapes live (the cost of a tape must not grow with the number of live tapes).
+// 40,000 idle tapes live (the cost of a tape must not grow with the number of live tapes), and (g)
+// what the diagnostics' recording listener costs: the recorded chain and a chain of ops a
+// recording tape does not record, each with the listener installed (listener:1, what every
+// program that calls a tf::debug:: function has) and without it (listener:0).
 
 #include <benchmark/benchmark.h>
 
 #include <memory>
 #include <vector>
 
+#include "autodiff/recording_listener.h"
+#include "debug/trace.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 
 namespace {
+
+/// The diagnostics' recording listener (src/debug/trace.cpp): naming trace_of links it in, and it
+/// installs itself before main.
+tf::autodiff::RecordingListener* trace_listener() {
+  static tf::autodiff::RecordingListener* const listener = [] {
+    benchmark::DoNotOptimize(&tf::debug::trace_of);
+    return tf::autodiff::recording_listener();
+  }();
+  return listener;
+}
+
+/// Runs a benchmark with the listener installed (state.range(0) == 1) or not, and restores it.
+class ListenerSetting {
+ public:
+  explicit ListenerSetting(const benchmark::State& state) {
+    tf::autodiff::g_recording_listener.store(state.range(0) != 0 ? trace_listener() : nullptr);
+  }
+  ~ListenerSetting() { tf::autodiff::g_recording_listener.store(trace_listener()); }
+  ListenerSetting(const ListenerSetting&) = delete;
+  ListenerSetting& operator=(const ListenerSetting&) = delete;
+};
 
 constexpr int kChain = 20000;
 
@@ -38,6 +64,7 @@ void BM_ForwardNoTape(benchmark::State& state) {
 BENCHMARK(BM_ForwardNoTape)->Unit(benchmark::kMillisecond);
 
 void BM_ForwardRecorded(benchmark::State& state) {
+  const ListenerSetting listener(state);
   const tf::Tensor x = tf::constant(1.0f), c = tf::constant(0.5f);
   for (auto _ : state) {
     auto tape = std::make_unique<tf::GradientTape>();
@@ -49,7 +76,20 @@ void BM_ForwardRecorded(benchmark::State& state) {
   }
   per_op(state);
 }
-BENCHMARK(BM_ForwardRecorded)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ForwardRecorded)->ArgName("listener")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+
+/// The chain on tensors a recording tape does not track (it watches another one): each op visits
+/// the tape, which does not record it; with the listener, the listener checks whether the op
+/// takes a tracked integer tensor (explain's cuts).
+void BM_UntrackedBesideRecordingTape(benchmark::State& state) {
+  const ListenerSetting listener(state);
+  const tf::Tensor x = tf::constant(1.0f), c = tf::constant(0.5f), other = tf::constant(2.0f);
+  tf::GradientTape tape;
+  tape.watch(other);
+  for (auto _ : state) benchmark::DoNotOptimize(chain(x, c));
+  per_op(state);
+}
+BENCHMARK(BM_UntrackedBesideRecordingTape)->ArgName("listener")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 void BM_Backward(benchmark::State& state) {
   const tf::Tensor x = tf::constant(1.0f), c = tf::constant(0.5f);
