@@ -1,11 +1,11 @@
 #pragma once
 /// \file explain.h
-/// Why is my gradient None (or zero)? The answers of GradientTape::explain and gradient_report.
+/// Why is my gradient None (or zero)? The answers of tf::debug::explain and tf::debug::gradient_report (debug.h).
 ///
 ///   tf::Variable w(2.0f, {.name = "w", .trainable = false});
 ///   tf::GradientTape tape;
 ///   tf::Tensor y = w * w;
-///   std::cout << tape.explain(y, w).to_string() << "\n";
+///   std::cout << tf::debug::explain(tape, y, w).to_string() << "\n";
 ///   // no gradient: variable w:0 is not trainable, so the tape does not watch it; ...
 ///
 /// explain() mirrors gradient() exactly: it says None where gradient() returns a missing
@@ -24,7 +24,7 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
-/// What GradientTape::explain found. The first two have a gradient; every other one is a reason
+/// What tf::debug::explain found. The first two have a gradient; every other one is a reason
 /// why gradient() returns a missing Gradient (or, for NoGradientRegistered, raises LookupError).
 enum class GradientCause {
   Connected,                    ///< a gradient flows; `path` shows one path
@@ -48,7 +48,7 @@ enum class GradientCause {
 /// The cause's name as written above ("StopGradient").
 std::string_view to_string(GradientCause cause);
 
-/// GradientTape::explain's answer for one (target, source) pair.
+/// tf::debug::explain's answer for one (target, source) pair.
 struct GradientDiagnosis {
   /// What explain() found; the fields below say more for some causes.
   GradientCause cause = GradientCause::SourceNotUsed;
@@ -111,7 +111,7 @@ struct GradientReportRow {
   std::optional<GradientDiagnosis> why;
 };
 
-/// GradientTape::gradient_report's answer: one row per variable, in the order given.
+/// tf::debug::gradient_report's answer: one row per variable, in the order given.
 struct GradientReport {
   /// One row per variable, in the order given.
   std::vector<GradientReportRow> rows;

@@ -13,7 +13,7 @@
 /// comparison with std::nullopt), but reading a missing value throws instead of being undefined
 /// behaviour, and the message names the source and the reason the tape found at gradient()
 /// time: the source's dtype cannot carry a gradient, the tape never watched it, or no recorded
-/// op connects it to the target(s) (GradientTape::explain says where such a path breaks).
+/// op connects it to the target(s) (tf::debug::explain says where such a path breaks).
 /// A present Gradient always holds a defined tensor.
 
 #include <iosfwd>

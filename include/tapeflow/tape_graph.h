@@ -4,9 +4,9 @@
 ///
 ///   tf::GradientTape tape({.persistent = true});
 ///   tf::Tensor loss = ...;
-///   std::string dot = tape.to_dot(loss, {w, b});   // Graphviz DOT text
-///   tape.write_svg("model.svg", loss, {w, b});      // the same, rendered by Graphviz's `dot`
-///   std::cout << tape.memory_report().to_string();  // every tensor the tape keeps alive
+///   std::string dot = tf::debug::to_dot(tape, loss, {w, b});  // Graphviz DOT text
+///   tf::debug::write_svg("model.svg", tape, loss, {w, b});  // the same, rendered by Graphviz's `dot`
+///   std::cout << tf::debug::memory_report(tape).to_string();  // every tensor the tape keeps alive
 ///
 /// The picture. Recorded ops are boxes labelled with the op's name, its record number (`#k`, in
 /// execution order) and its outputs' shapes and dtypes; tensors flowing between them are edges.
@@ -30,7 +30,7 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
-/// Options of GradientTape::to_dot / to_svg / write_svg.
+/// Options of tf::debug::to_dot / to_svg / write_svg (debug.h).
 struct GraphOptions {
   /// Run the backward pass once and draw each edge on a path as thick as the gradient it carried,
   /// labelled with its norm. Needs a persistent tape: on a non-persistent tape the backward pass
@@ -80,7 +80,7 @@ struct SavedTensor {
   std::optional<std::size_t> same_buffer_as;
 };
 
-/// Everything a tape holds for its backward pass (GradientTape::memory_report()), like JAX's
+/// Everything a tape holds for its backward pass (tf::debug::memory_report()), like JAX's
 /// print_saved_residuals. A buffer saved twice (x * x saves x twice) is counted once.
 struct MemoryReport {
   std::vector<SavedTensor> rows;  ///< in recording order, inputs before outputs
