@@ -26,8 +26,10 @@ template <class Fn>
 void visit_index(const Tensor& indices, std::string_view op, Fn&& fn) {
   TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
                    "[{}] indices must be an int32 or int64 tensor, got a {}", op, describe(indices));
-  if (indices.dtype() == DType::Int32) fn.template operator()<std::int32_t>();
-  else fn.template operator()<std::int64_t>();
+  if (indices.dtype() == DType::Int32)
+    fn.template operator()<std::int32_t>();
+  else
+    fn.template operator()<std::int64_t>();
 }
 
 /// "[1, 2]": the multi-index of flat position `flat` in a tensor of `shape`.
@@ -74,7 +76,8 @@ struct Slice {
       p.push(a.size[d], in_strides[u], out_strides[u]);
       p.src_offset += a.begin[u] * in_strides[u];
     }
-    visit_dtype(x.dtype(), [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
+    visit_dtype(x.dtype(),
+                [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
     return y;
   }
   static Grads backward(const GradContext& c) {
@@ -110,8 +113,10 @@ cpu::CopyPlan strided_plan(const StridedAttrs& a, bool scatter) {
     const auto u = static_cast<std::size_t>(d);
     const std::int64_t strided = a.step[u] * in_strides[u];
     offset += a.begin[u] * in_strides[u];
-    if (scatter) p.push(a.box[d], box_strides[u], strided);
-    else p.push(a.box[d], strided, box_strides[u]);
+    if (scatter)
+      p.push(a.box[d], box_strides[u], strided);
+    else
+      p.push(a.box[d], strided, box_strides[u]);
   }
   (scatter ? p.dst_offset : p.src_offset) = offset;
   return p;
@@ -125,7 +130,8 @@ struct StridedSlice {
   static Tensor forward(const Attrs& a, const Tensor& x) {
     Tensor y = detail::empty(a.out, x.dtype(), kName);
     const cpu::CopyPlan p = strided_plan(a, /*scatter=*/false);
-    visit_dtype(x.dtype(), [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
+    visit_dtype(x.dtype(),
+                [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
     return y;
   }
   static Grads backward(const GradContext& c);
@@ -142,12 +148,11 @@ struct StridedSliceGrad {
                     a.out.to_string());
     Tensor dx = zeros(a.input, dy.dtype());
     const cpu::CopyPlan p = strided_plan(a, /*scatter=*/true);
-    visit_dtype(dy.dtype(), [&]<class T>() { cpu::strided_copy(p, dy.values<T>().data(), detail::mutable_data<T>(dx)); });
+    visit_dtype(dy.dtype(),
+                [&]<class T>() { cpu::strided_copy(p, dy.values<T>().data(), detail::mutable_data<T>(dx)); });
     return dx;
   }
-  static Grads backward(const GradContext& c) {
-    return {apply_with<StridedSlice>(c.attrs<Attrs>(), c.dy())};
-  }
+  static Grads backward(const GradContext& c) { return {apply_with<StridedSlice>(c.attrs<Attrs>(), c.dy())}; }
 };
 
 Grads StridedSlice::backward(const GradContext& c) {
@@ -157,7 +162,9 @@ Grads StridedSlice::backward(const GradContext& c) {
 /// Python's slice.indices(dim) for one spec: the first index and the number of elements.
 std::pair<std::int64_t, std::int64_t> resolve_range(const SliceSpec& s, std::int64_t dim) {
   if (s.step > 0) {
-    auto clamp = [dim](std::int64_t v) { return v < 0 ? std::max<std::int64_t>(v + dim, 0) : std::min(v, dim); };
+    auto clamp = [dim](std::int64_t v) {
+      return v < 0 ? std::max<std::int64_t>(v + dim, 0) : std::min(v, dim);
+    };
     const std::int64_t start = s.start ? clamp(*s.start) : 0;
     const std::int64_t stop = s.stop ? clamp(*s.stop) : dim;
     if (stop <= start) return {0, 0};
@@ -165,7 +172,9 @@ std::pair<std::int64_t, std::int64_t> resolve_range(const SliceSpec& s, std::int
     return {start, n / s.step + (n % s.step != 0 ? 1 : 0)};
   }
   // Negative step: indices run from start down to stop + 1, both clamped to [-1, dim - 1].
-  auto clamp = [dim](std::int64_t v) { return v < 0 ? std::max<std::int64_t>(v + dim, -1) : std::min(v, dim - 1); };
+  auto clamp = [dim](std::int64_t v) {
+    return v < 0 ? std::max<std::int64_t>(v + dim, -1) : std::min(v, dim - 1);
+  };
   const std::int64_t start = s.start ? clamp(*s.start) : dim - 1;
   const std::int64_t stop = s.stop ? clamp(*s.stop) : -1;
   if (start <= stop) return {0, 0};
@@ -186,21 +195,23 @@ StridedAttrs strided_attrs(const Tensor& x, const std::vector<SliceSpec>& specs)
   std::vector<std::int64_t> box, out;
   for (int d = 0; d < s.rank(); ++d) {
     const std::int64_t dim = s[d];
-    const SliceSpec spec = static_cast<std::size_t>(d) < specs.size() ? specs[static_cast<std::size_t>(d)]
-                                                                      : SliceSpec::all();
+    const SliceSpec spec =
+        static_cast<std::size_t>(d) < specs.size() ? specs[static_cast<std::size_t>(d)] : SliceSpec::all();
     std::int64_t begin = 0, step = 1, count = 0;
     if (spec.index) {
       TAPEFLOW_REQUIRE(spec.start.has_value(), InvalidArgumentError,
                        "[{}] the index spec of dimension {} has no index (use SliceSpec::at(i))", op, d);
       const std::int64_t i = *spec.start;
-      TAPEFLOW_REQUIRE(i >= -dim && i < dim, InvalidArgumentError,
-                       "[{}] index {} is out of bounds for dimension {} of size {} (x has shape {}); valid: [{}, {})",
-                       op, i, d, dim, s.to_string(), -dim, dim);
+      TAPEFLOW_REQUIRE(
+          i >= -dim && i < dim, InvalidArgumentError,
+          "[{}] index {} is out of bounds for dimension {} of size {} (x has shape {}); valid: [{}, {})", op,
+          i, d, dim, s.to_string(), -dim, dim);
       begin = i < 0 ? i + dim : i;
       count = 1;
     } else {
       TAPEFLOW_REQUIRE(spec.step != 0, InvalidArgumentError,
-                       "[{}] the step of dimension {} is 0; it must be nonzero (x has shape {})", op, d, s.to_string());
+                       "[{}] the step of dimension {} is 0; it must be nonzero (x has shape {})", op, d,
+                       s.to_string());
       std::tie(begin, count) = resolve_range(spec, dim);
       // With fewer than two elements the step is never taken: 1 keeps stride products small.
       step = count > 1 ? spec.step : 1;
@@ -220,15 +231,16 @@ StridedAttrs strided_attrs(const Tensor& x, const std::vector<SliceSpec>& specs)
 // Gather
 
 /// Throws unless every index is in [0, limit), naming the first bad one and its position.
-void check_indices_in_range(const Tensor& indices, std::int64_t limit, std::string_view op, std::string_view what) {
+void check_indices_in_range(const Tensor& indices, std::int64_t limit, std::string_view op,
+                            std::string_view what) {
   visit_index(indices, op, [&]<class I>() {
     const auto v = indices.values<I>();
     for (std::size_t p = 0; p < v.size(); ++p) {
       if (v[p] >= 0 && v[p] < limit) [[likely]]
         continue;
       throw InvalidArgumentError(fmt::format("[{}] indices{} = {} is not in [0, {}) ({})", op,
-                                             position(indices.shape(), static_cast<std::int64_t>(p)), v[p], limit,
-                                             what));
+                                             position(indices.shape(), static_cast<std::int64_t>(p)), v[p],
+                                             limit, what));
     }
   });
 }
@@ -252,14 +264,16 @@ struct GatherV2 {
     for (std::int64_t d : indices.shape().dims()) out.push_back(d);
     for (std::int64_t d : dims_between(ps, a.axis + 1, ps.rank())) out.push_back(d);
     Tensor y = detail::empty(Shape::checked(out, kName), params.dtype(), kName);
-    const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis], inner = product(ps, a.axis + 1, ps.rank());
+    const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis],
+                       inner = product(ps, a.axis + 1, ps.rank());
     const std::int64_t n = indices.num_elements();
     visit_dtype(params.dtype(), [&]<class T>() {
       const T* src = params.values<T>().data();
       T* dst = detail::mutable_data<T>(y);
       visit_index(indices, kName, [&]<class I>() {
         const I* idx = indices.values<I>().data();
-        cpu::parallel_for(outer * n, std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(inner, 1)),
+        cpu::parallel_for(outer * n,
+                          std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(inner, 1)),
                           [&](std::int64_t r0, std::int64_t r1) {
                             for (std::int64_t r = r0; r < r1; ++r) {
                               const std::int64_t o = r / n, p = r % n;
@@ -285,7 +299,8 @@ struct GatherGrad {
     const Shape& ps = a.params;
     check_indices_in_range(indices, ps[a.axis], kName, fmt::format("params has shape {}", ps.to_string()));
     Tensor dx = zeros(ps, dy.dtype());
-    const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis], inner = product(ps, a.axis + 1, ps.rank());
+    const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis],
+                       inner = product(ps, a.axis + 1, ps.rank());
     const std::int64_t n = indices.num_elements();
     visit_floating(dy.dtype(), [&]<class T>() {
       const T* src = dy.values<T>().data();
@@ -325,8 +340,8 @@ std::vector<std::int64_t> nd_offsets(const Tensor& indices, const Shape& shape, 
   TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
                    "[{}] indices must be an int32 or int64 tensor, got a {}", op, describe(indices));
   TAPEFLOW_REQUIRE(indices.rank() >= 1, InvalidArgumentError,
-                   "[{}] indices must have rank >= 1 (its last dimension holds the index tuples), got a {}", op,
-                   describe(indices));
+                   "[{}] indices must have rank >= 1 (its last dimension holds the index tuples), got a {}",
+                   op, describe(indices));
   TAPEFLOW_REQUIRE(indices.shape()[indices.rank() - 1] <= shape.rank(), InvalidArgumentError,
                    "[{}] index tuples have {} entries (indices has shape {}) but {} has rank {} ({})", op,
                    indices.shape()[indices.rank() - 1], indices.shape().to_string(), what, shape.rank(),
@@ -343,10 +358,10 @@ std::vector<std::int64_t> nd_offsets(const Tensor& indices, const Shape& shape, 
         const I v = idx[p * k + j];
         if (v < 0 || v >= shape[j]) [[unlikely]] {
           const std::vector<I> tuple(idx + p * k, idx + (p + 1) * k);
-          throw InvalidArgumentError(fmt::format("[{}] indices{} = [{}] does not index into {} of shape {} "
-                                                 "(entry {} is not in [0, {}))",
-                                                 op, position(positions, p), fmt::join(tuple, ", "), what,
-                                                 shape.to_string(), j, shape[j]));
+          throw InvalidArgumentError(fmt::format(
+              "[{}] indices{} = [{}] does not index into {} of shape {} "
+              "(entry {} is not in [0, {}))",
+              op, position(positions, p), fmt::join(tuple, ", "), what, shape.to_string(), j, shape[j]));
         }
         off += static_cast<std::int64_t>(v) * strides[static_cast<std::size_t>(j)];
       }
@@ -374,7 +389,8 @@ struct GatherNd {
       cpu::parallel_for(n, std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(slice, 1)),
                         [&](std::int64_t p0, std::int64_t p1) {
                           for (std::int64_t p = p0; p < p1; ++p)
-                            std::copy_n(src + offsets[static_cast<std::size_t>(p)] * slice, slice, dst + p * slice);
+                            std::copy_n(src + offsets[static_cast<std::size_t>(p)] * slice, slice,
+                                        dst + p * slice);
                         });
     });
     return y;
@@ -399,12 +415,14 @@ struct ScatterNd {
     const int k = static_cast<int>(indices.shape()[indices.rank() - 1]);
     std::vector<std::int64_t> expected = dims_between(indices.shape(), 0, indices.rank() - 1);
     for (std::int64_t d : dims_between(a.shape, k, a.shape.rank())) expected.push_back(d);
-    TAPEFLOW_REQUIRE(Shape::checked(expected, kName) == updates.shape(), InvalidArgumentError,
-                     "[{}] updates has shape {} but indices of shape {} into shape {} need updates of shape {}",
-                     kName, updates.shape().to_string(), indices.shape().to_string(), a.shape.to_string(),
-                     Shape::checked(expected, kName).to_string());
+    TAPEFLOW_REQUIRE(
+        Shape::checked(expected, kName) == updates.shape(), InvalidArgumentError,
+        "[{}] updates has shape {} but indices of shape {} into shape {} need updates of shape {}", kName,
+        updates.shape().to_string(), indices.shape().to_string(), a.shape.to_string(),
+        Shape::checked(expected, kName).to_string());
     Tensor y = zeros(a.shape, updates.dtype());
-    const std::int64_t slice = product(a.shape, k, a.shape.rank()), n = static_cast<std::int64_t>(offsets.size());
+    const std::int64_t slice = product(a.shape, k, a.shape.rank()),
+                       n = static_cast<std::int64_t>(offsets.size());
     visit_dtype(updates.dtype(), [&]<class T>() {
       if constexpr (!std::is_same_v<T, bool>) {
         const T* src = updates.values<T>().data();
@@ -475,19 +493,21 @@ Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std:
   constexpr std::string_view op = ops::Slice::kName;
   ops::require_defined(x, op);
   const Shape& s = x.shape();
-  TAPEFLOW_REQUIRE(begin.size() == static_cast<std::size_t>(s.rank()) && size.size() == begin.size(),
-                   InvalidArgumentError,
-                   "[{}] begin {} and size {} must each have one entry per dimension of x (shape {}, rank {})", op,
-                   begin, size, s.to_string(), s.rank());
+  TAPEFLOW_REQUIRE(
+      begin.size() == static_cast<std::size_t>(s.rank()) && size.size() == begin.size(), InvalidArgumentError,
+      "[{}] begin {} and size {} must each have one entry per dimension of x (shape {}, rank {})", op, begin,
+      size, s.to_string(), s.rank());
   std::vector<std::int64_t> resolved(size);
   for (int d = 0; d < s.rank(); ++d) {
     const auto u = static_cast<std::size_t>(d);
     TAPEFLOW_REQUIRE(begin[u] >= 0 && begin[u] <= s[d], InvalidArgumentError,
-                     "[{}] begin[{}] = {} is not in [0, {}] (x has shape {})", op, d, begin[u], s[d], s.to_string());
+                     "[{}] begin[{}] = {} is not in [0, {}] (x has shape {})", op, d, begin[u], s[d],
+                     s.to_string());
     if (size[u] == -1) resolved[u] = s[d] - begin[u];
-    TAPEFLOW_REQUIRE(resolved[u] >= 0 && resolved[u] <= s[d] - begin[u], InvalidArgumentError,
-                     "[{}] size[{}] = {} is not in [0, {}] for begin[{}] = {} (x has shape {}); -1 takes the rest",
-                     op, d, size[u], s[d] - begin[u], d, begin[u], s.to_string());
+    TAPEFLOW_REQUIRE(
+        resolved[u] >= 0 && resolved[u] <= s[d] - begin[u], InvalidArgumentError,
+        "[{}] size[{}] = {} is not in [0, {}] for begin[{}] = {} (x has shape {}); -1 takes the rest", op, d,
+        size[u], s[d] - begin[u], d, begin[u], s.to_string());
   }
   return autodiff::apply_with<ops::Slice>({begin, Shape::checked(resolved, op)}, x);
 }
@@ -521,8 +541,8 @@ Tensor one_hot(const Tensor& indices, std::int64_t depth, double on_value, doubl
   TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
                    "[{}] indices must be an int32 or int64 tensor, got a {}", op, ops::describe(indices));
   TAPEFLOW_REQUIRE(depth >= 0, InvalidArgumentError, "[{}] depth must be >= 0, got {}", op, depth);
-  return autodiff::apply_with<ops::OneHot>({depth, Scalar(on_value).as(dtype, op), Scalar(off_value).as(dtype, op)},
-                                           indices);
+  return autodiff::apply_with<ops::OneHot>(
+      {depth, Scalar(on_value).as(dtype, op), Scalar(off_value).as(dtype, op)}, indices);
 }
 
 }  // namespace tapeflow

@@ -43,8 +43,9 @@ void join_columns(std::span<const Tensor> parts, std::int64_t outer, const std::
 
 /// The inverse of join_columns: part i of shape shapes[i] gets columns
 /// [offset_i, offset_i + widths[i]) of x viewed as [outer, sum of widths].
-std::vector<Tensor> split_columns(const Tensor& x, std::int64_t outer, const std::vector<std::int64_t>& widths,
-                                  const std::vector<Shape>& shapes, std::string_view op) {
+std::vector<Tensor> split_columns(const Tensor& x, std::int64_t outer,
+                                  const std::vector<std::int64_t>& widths, const std::vector<Shape>& shapes,
+                                  std::string_view op) {
   const std::int64_t total = std::accumulate(widths.begin(), widths.end(), std::int64_t{0});
   std::vector<Tensor> outs;
   outs.reserve(widths.size());
@@ -84,18 +85,20 @@ struct ConcatV2 {
     std::int64_t joined = 0;
     for (std::size_t i = 0; i < xs.size(); ++i) {
       const Shape& s = xs[i].shape();
-      TAPEFLOW_REQUIRE(xs[i].dtype() == first.dtype(), InvalidArgumentError,
-                       "[{}] all inputs must have the same dtype (no implicit casting): input 0 is a {}, input {} "
-                       "is a {}",
-                       kName, describe(first), i, describe(xs[i]));
+      TAPEFLOW_REQUIRE(
+          xs[i].dtype() == first.dtype(), InvalidArgumentError,
+          "[{}] all inputs must have the same dtype (no implicit casting): input 0 is a {}, input {} "
+          "is a {}",
+          kName, describe(first), i, describe(xs[i]));
       TAPEFLOW_REQUIRE(s.rank() == s0.rank(), InvalidArgumentError,
-                       "[{}] all inputs must have the same rank: input 0 has shape {}, input {} has shape {}", kName,
-                       s0.to_string(), i, s.to_string());
+                       "[{}] all inputs must have the same rank: input 0 has shape {}, input {} has shape {}",
+                       kName, s0.to_string(), i, s.to_string());
       for (int d = 0; d < s.rank(); ++d)
-        TAPEFLOW_REQUIRE(d == a.axis || s[d] == s0[d], InvalidArgumentError,
-                         "[{}] inputs may differ only along axis {}: input 0 has shape {}, input {} has shape {} "
-                         "(dimension {} differs)",
-                         kName, a.axis, s0.to_string(), i, s.to_string(), d);
+        TAPEFLOW_REQUIRE(
+            d == a.axis || s[d] == s0[d], InvalidArgumentError,
+            "[{}] inputs may differ only along axis {}: input 0 has shape {}, input {} has shape {} "
+            "(dimension {} differs)",
+            kName, a.axis, s0.to_string(), i, s.to_string(), d);
       TAPEFLOW_REQUIRE(joined <= kMaxElements - s[a.axis], ResourceExhaustedError,
                        "[{}] the joined dimension {} exceeds 2^62", kName, a.axis);
       joined += s[a.axis];
@@ -137,13 +140,15 @@ struct Pack {
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
     const Tensor& first = xs[0];
     for (std::size_t i = 0; i < xs.size(); ++i) {
-      TAPEFLOW_REQUIRE(xs[i].dtype() == first.dtype(), InvalidArgumentError,
-                       "[{}] all inputs must have the same dtype (no implicit casting): input 0 is a {}, input {} "
-                       "is a {}",
-                       kName, describe(first), i, describe(xs[i]));
-      TAPEFLOW_REQUIRE(xs[i].shape() == first.shape(), InvalidArgumentError,
-                       "[{}] all inputs must have the same shape: input 0 has shape {}, input {} has shape {}",
-                       kName, first.shape().to_string(), i, xs[i].shape().to_string());
+      TAPEFLOW_REQUIRE(
+          xs[i].dtype() == first.dtype(), InvalidArgumentError,
+          "[{}] all inputs must have the same dtype (no implicit casting): input 0 is a {}, input {} "
+          "is a {}",
+          kName, describe(first), i, describe(xs[i]));
+      TAPEFLOW_REQUIRE(
+          xs[i].shape() == first.shape(), InvalidArgumentError,
+          "[{}] all inputs must have the same shape: input 0 has shape {}, input {} has shape {}", kName,
+          first.shape().to_string(), i, xs[i].shape().to_string());
     }
     const auto d = first.shape().dims();
     std::vector<std::int64_t> out_dims(d.begin(), d.end());
@@ -182,7 +187,7 @@ struct Unpack {
 };
 
 struct SplitAttrs {
-  int axis;                          // normalised
+  int axis;                         // normalised
   std::vector<std::int64_t> sizes;  // resolved: non-negative, summing to the axis' dimension
 };
 
@@ -232,8 +237,8 @@ struct SplitV {
 
 /// Throws unless every tensor of a list is defined; returns the list as a span.
 std::span<const Tensor> defined_list(const std::vector<Tensor>& values, std::string_view op) {
-  TAPEFLOW_REQUIRE(!values.empty(), InvalidArgumentError, "[{}] needs at least one input tensor, got an empty list",
-                   op);
+  TAPEFLOW_REQUIRE(!values.empty(), InvalidArgumentError,
+                   "[{}] needs at least one input tensor, got an empty list", op);
   for (std::size_t i = 0; i < values.size(); ++i)
     TAPEFLOW_REQUIRE(values[i].defined(), InvalidArgumentError,
                      "[{}] input {} is an undefined (default-constructed) Tensor", op, i);
@@ -281,14 +286,17 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t num, std::int64_t axis) 
   TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[Split] cannot split a scalar (x has shape ())");
   const int n = normalize_axis(axis, x.rank(), ops::Split::kName);
   const std::int64_t dim = x.shape()[n];
-  TAPEFLOW_REQUIRE(num >= 1, InvalidArgumentError, "[Split] the number of parts must be at least 1, got {}", num);
+  TAPEFLOW_REQUIRE(num >= 1, InvalidArgumentError, "[Split] the number of parts must be at least 1, got {}",
+                   num);
   TAPEFLOW_REQUIRE(num <= ops::kMaxOutputs, ResourceExhaustedError,
-                   "[Split] {} parts is more than the {} tensors one split may return", num, ops::kMaxOutputs);
-  TAPEFLOW_REQUIRE(dim % num == 0, InvalidArgumentError,
-                   "[Split] dimension {} of x (shape {}) has size {}, which is not divisible into {} equal parts",
-                   n, x.shape().to_string(), dim, num);
-  return autodiff::apply_list<ops::Split>({n, std::vector<std::int64_t>(static_cast<std::size_t>(num), dim / num)},
-                                          {&x, 1});
+                   "[Split] {} parts is more than the {} tensors one split may return", num,
+                   ops::kMaxOutputs);
+  TAPEFLOW_REQUIRE(
+      dim % num == 0, InvalidArgumentError,
+      "[Split] dimension {} of x (shape {}) has size {}, which is not divisible into {} equal parts", n,
+      x.shape().to_string(), dim, num);
+  return autodiff::apply_list<ops::Split>(
+      {n, std::vector<std::int64_t>(static_cast<std::size_t>(num), dim / num)}, {&x, 1});
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, std::int64_t axis) {
@@ -302,22 +310,23 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
   std::int64_t known = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] == -1) {
-      TAPEFLOW_REQUIRE(infer < 0, InvalidArgumentError, "[SplitV] only one size may be -1, got sizes {}", sizes);
+      TAPEFLOW_REQUIRE(infer < 0, InvalidArgumentError, "[SplitV] only one size may be -1, got sizes {}",
+                       sizes);
       infer = static_cast<int>(i);
       continue;
     }
     TAPEFLOW_REQUIRE(sizes[i] >= 0, InvalidArgumentError,
-                     "[SplitV] size {} is negative ({}) in sizes {}; only -1 (inferred) is allowed", i, sizes[i],
-                     sizes);
+                     "[SplitV] size {} is negative ({}) in sizes {}; only -1 (inferred) is allowed", i,
+                     sizes[i], sizes);
     TAPEFLOW_REQUIRE(sizes[i] <= dim - known, InvalidArgumentError,
-                     "[SplitV] sizes {} add up to more than dimension {} of x (shape {}), which has size {}", sizes,
-                     n, x.shape().to_string(), dim);
+                     "[SplitV] sizes {} add up to more than dimension {} of x (shape {}), which has size {}",
+                     sizes, n, x.shape().to_string(), dim);
     known += sizes[i];
   }
   if (infer >= 0) resolved[static_cast<std::size_t>(infer)] = dim - known;
   TAPEFLOW_REQUIRE(infer >= 0 || known == dim, InvalidArgumentError,
-                   "[SplitV] sizes {} add up to {}, but dimension {} of x (shape {}) has size {}", sizes, known, n,
-                   x.shape().to_string(), dim);
+                   "[SplitV] sizes {} add up to {}, but dimension {} of x (shape {}) has size {}", sizes,
+                   known, n, x.shape().to_string(), dim);
   return autodiff::apply_list<ops::SplitV>({n, std::move(resolved)}, {&x, 1});
 }
 

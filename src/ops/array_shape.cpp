@@ -17,12 +17,13 @@ Shape reshape_target(const Tensor& x, const std::vector<std::int64_t>& dims, std
   std::int64_t known = 1;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
-      TAPEFLOW_REQUIRE(infer < 0, InvalidArgumentError, "[{}] only one dimension may be -1, got shape {}", op, dims);
+      TAPEFLOW_REQUIRE(infer < 0, InvalidArgumentError, "[{}] only one dimension may be -1, got shape {}", op,
+                       dims);
       infer = static_cast<int>(i);
       continue;
     }
-    TAPEFLOW_REQUIRE(out[i] >= 0, InvalidArgumentError, "[{}] dimension {} of the new shape {} is negative", op, i,
-                     dims);
+    TAPEFLOW_REQUIRE(out[i] >= 0, InvalidArgumentError, "[{}] dimension {} of the new shape {} is negative",
+                     op, i, dims);
     if (known != 0 && out[i] != 0)
       TAPEFLOW_REQUIRE(known <= kMaxElements / out[i], InvalidArgumentError,
                        "[{}] the new shape {} has more than 2^62 elements", op, dims);
@@ -36,8 +37,8 @@ Shape reshape_target(const Tensor& x, const std::vector<std::int64_t>& dims, std
   }
   Shape s = Shape::checked(out, op);
   TAPEFLOW_REQUIRE(s.num_elements() == x.num_elements(), InvalidArgumentError,
-                   "[{}] cannot reshape a tensor with {} elements to shape {} ({} elements); input shape {}", op,
-                   x.num_elements(), dims, s.num_elements(), x.shape().to_string());
+                   "[{}] cannot reshape a tensor with {} elements to shape {} ({} elements); input shape {}",
+                   op, x.num_elements(), dims, s.num_elements(), x.shape().to_string());
   return s;
 }
 
@@ -62,7 +63,6 @@ struct Reshape {
     const auto d = c.output().shape().dims();
     return {reshape(c.tangent(0), {d.begin(), d.end()})};
   }
-
 };
 
 // y = broadcast_to(x, shape);  dx = sum of dy over the broadcast dimensions
@@ -116,7 +116,8 @@ struct TransposeAttrs {
 /// perm[i] = j  ->  inverse[j] = i.
 std::vector<std::int64_t> inverse_permutation(const std::vector<int>& perm) {
   std::vector<std::int64_t> inv(perm.size());
-  for (std::size_t i = 0; i < perm.size(); ++i) inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
   return inv;
 }
 

@@ -62,7 +62,8 @@ struct Tile {
       p.push(a.multiples[u], 0, x.shape()[i] * out_strides[u]);
       p.push(x.shape()[i], in_strides[u], out_strides[u]);
     }
-    visit_dtype(x.dtype(), [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
+    visit_dtype(x.dtype(),
+                [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
     return y;
   }
   static Grads backward(const GradContext& c) {
@@ -120,16 +121,17 @@ Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples) {
   ops::require_defined(x, op);
   const Shape& s = x.shape();
   TAPEFLOW_REQUIRE(multiples.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
-                   "[{}] multiples {} must have one entry per dimension of x (shape {}, rank {})", op, multiples,
-                   s.to_string(), s.rank());
+                   "[{}] multiples {} must have one entry per dimension of x (shape {}, rank {})", op,
+                   multiples, s.to_string(), s.rank());
   std::vector<std::int64_t> out(multiples.size());
   for (int i = 0; i < s.rank(); ++i) {
     const auto u = static_cast<std::size_t>(i);
-    TAPEFLOW_REQUIRE(multiples[u] >= 0, InvalidArgumentError, "[{}] multiples[{}] = {} is negative (multiples {})",
-                     op, i, multiples[u], multiples);
-    TAPEFLOW_REQUIRE(!__builtin_mul_overflow(s[i], multiples[u], &out[u]), ResourceExhaustedError,
-                     "[{}] dimension {} of x (size {}) times multiples[{}] = {} overflows int64 (x has shape {})", op,
-                     i, s[i], i, multiples[u], s.to_string());
+    TAPEFLOW_REQUIRE(multiples[u] >= 0, InvalidArgumentError,
+                     "[{}] multiples[{}] = {} is negative (multiples {})", op, i, multiples[u], multiples);
+    TAPEFLOW_REQUIRE(
+        !__builtin_mul_overflow(s[i], multiples[u], &out[u]), ResourceExhaustedError,
+        "[{}] dimension {} of x (size {}) times multiples[{}] = {} overflows int64 (x has shape {})", op, i,
+        s[i], i, multiples[u], s.to_string());
   }
   return autodiff::apply_with<ops::Tile>({multiples, Shape::checked(out, op)}, x);
 }
@@ -139,24 +141,26 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64
   constexpr std::string_view op = ops::Pad::kName;
   ops::require_defined(x, op);
   const Shape& s = x.shape();
-  TAPEFLOW_REQUIRE(paddings.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
-                   "[{}] paddings has {} pairs but x has rank {} (shape {}): give one {{before, after}} pair per "
-                   "dimension",
-                   op, paddings.size(), s.rank(), s.to_string());
+  TAPEFLOW_REQUIRE(
+      paddings.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
+      "[{}] paddings has {} pairs but x has rank {} (shape {}): give one {{before, after}} pair per "
+      "dimension",
+      op, paddings.size(), s.rank(), s.to_string());
   std::vector<std::int64_t> out(paddings.size());
   for (int i = 0; i < s.rank(); ++i) {
     const auto u = static_cast<std::size_t>(i);
     const auto [before, after] = paddings[u];
     TAPEFLOW_REQUIRE(before >= 0 && after >= 0, InvalidArgumentError,
-                     "[{}] paddings must be non-negative: dimension {} has {{{}, {}}} (x has shape {})", op, i,
-                     before, after, s.to_string());
-    TAPEFLOW_REQUIRE(before <= kMaxElements - s[i] && after <= kMaxElements - s[i] - before, ResourceExhaustedError,
-                     "[{}] padding dimension {} of size {} by {{{}, {}}} exceeds 2^62 elements", op, i, s[i], before,
-                     after);
+                     "[{}] paddings must be non-negative: dimension {} has {{{}, {}}} (x has shape {})", op,
+                     i, before, after, s.to_string());
+    TAPEFLOW_REQUIRE(before <= kMaxElements - s[i] && after <= kMaxElements - s[i] - before,
+                     ResourceExhaustedError,
+                     "[{}] padding dimension {} of size {} by {{{}, {}}} exceeds 2^62 elements", op, i, s[i],
+                     before, after);
     out[u] = s[i] + before + after;
   }
-  return autodiff::apply_with<ops::Pad>({paddings, Shape::checked(out, op), Scalar(constant_value).as(x.dtype(), op)},
-                                        x);
+  return autodiff::apply_with<ops::Pad>(
+      {paddings, Shape::checked(out, op), Scalar(constant_value).as(x.dtype(), op)}, x);
 }
 
 }  // namespace tapeflow

@@ -15,10 +15,11 @@ struct AdjustContrastv2 {
     require_floating(images, kName, "images");
     require_same_dtype(images, factor, kName);
     TAPEFLOW_REQUIRE(images.rank() >= 3, InvalidArgumentError,
-                     "[{}] 'images' must have rank >= 3 ([..., height, width, channels]), got shape {}", kName,
-                     images.shape().to_string());
+                     "[{}] 'images' must have rank >= 3 ([..., height, width, channels]), got shape {}",
+                     kName, images.shape().to_string());
     TAPEFLOW_REQUIRE(factor.rank() == 0, InvalidArgumentError,
-                     "[{}] 'contrast_factor' must be a scalar, got shape {}", kName, factor.shape().to_string());
+                     "[{}] 'contrast_factor' must be a scalar, got shape {}", kName,
+                     factor.shape().to_string());
     Tensor out = detail::empty(images.shape(), images.dtype(), kName);
     const Shape& s = images.shape();
     const std::int64_t c = s[s.rank() - 1], hw = s[s.rank() - 2] * s[s.rank() - 3];

@@ -45,10 +45,11 @@ Product product_shape(std::string_view op, const MatMulAttrs& at, const Tensor& 
                    "[{}] bool operands are not supported (a is a {}); cast them to a number type first", op,
                    describe(a));
   for (const auto& [t, name] : {std::pair{&a, "a"}, std::pair{&b, "b"}})
-    TAPEFLOW_REQUIRE(t->rank() >= 2, InvalidArgumentError,
-                     "[{}] {} must have rank >= 2 (a matrix or a batch of matrices), got a {}; for vectors use "
-                     "tensordot or einsum, or reshape to a (1, n) or (n, 1) matrix",
-                     op, name, describe(*t));
+    TAPEFLOW_REQUIRE(
+        t->rank() >= 2, InvalidArgumentError,
+        "[{}] {} must have rank >= 2 (a matrix or a batch of matrices), got a {}; for vectors use "
+        "tensordot or einsum, or reshape to a (1, n) or (n, 1) matrix",
+        op, name, describe(*t));
   const Shape& sa = a.shape();
   const Shape& sb = b.shape();
   const int ra = sa.rank(), rb = sb.rank();
@@ -57,10 +58,11 @@ Product product_shape(std::string_view op, const MatMulAttrs& at, const Tensor& 
   p.k = at.transpose_a ? sa[ra - 2] : sa[ra - 1];
   const std::int64_t kb = at.transpose_b ? sb[rb - 1] : sb[rb - 2];
   p.n = at.transpose_b ? sb[rb - 2] : sb[rb - 1];
-  TAPEFLOW_REQUIRE(p.k == kb, InvalidArgumentError,
-                   "[{}] inner dimensions must agree: a has shape {}, b has shape {} ({}): the contracted size "
-                   "of a is {} but that of b is {}",
-                   op, sa.to_string(), sb.to_string(), flags(at), p.k, kb);
+  TAPEFLOW_REQUIRE(
+      p.k == kb, InvalidArgumentError,
+      "[{}] inner dimensions must agree: a has shape {}, b has shape {} ({}): the contracted size "
+      "of a is {} but that of b is {}",
+      op, sa.to_string(), sb.to_string(), flags(at), p.k, kb);
 
   // Batch dimensions: aligned from the right, equal or 1 (NumPy broadcasting).
   const int rout = std::max(ra, rb);
@@ -68,19 +70,20 @@ Product product_shape(std::string_view op, const MatMulAttrs& at, const Tensor& 
   for (int i = 0; i < rout - 2; ++i) {
     const int ia = i - (rout - ra), ib = i - (rout - rb);
     const std::int64_t da = ia >= 0 ? sa[ia] : 1, db = ib >= 0 ? sb[ib] : 1;
-    TAPEFLOW_REQUIRE(da == db || da == 1 || db == 1, InvalidArgumentError,
-                     "[{}] batch dimensions must broadcast: a has shape {} (batch {}), b has shape {} (batch {}); "
-                     "each pair of batch dimensions, aligned from the right, must be equal or 1",
-                     op, sa.to_string(), dims_string(sa.dims().first(static_cast<std::size_t>(ra - 2))),
-                     sb.to_string(), dims_string(sb.dims().first(static_cast<std::size_t>(rb - 2))));
+    TAPEFLOW_REQUIRE(
+        da == db || da == 1 || db == 1, InvalidArgumentError,
+        "[{}] batch dimensions must broadcast: a has shape {} (batch {}), b has shape {} (batch {}); "
+        "each pair of batch dimensions, aligned from the right, must be equal or 1",
+        op, sa.to_string(), dims_string(sa.dims().first(static_cast<std::size_t>(ra - 2))), sb.to_string(),
+        dims_string(sb.dims().first(static_cast<std::size_t>(rb - 2))));
     out[static_cast<std::size_t>(i)] = da == 1 ? db : da;
   }
   out[static_cast<std::size_t>(rout - 2)] = p.m;
   out[static_cast<std::size_t>(rout - 1)] = p.n;
   for (const std::int64_t d : {p.m, p.n, p.k})
     TAPEFLOW_REQUIRE(d <= cpu::kMaxGemmDim, InvalidArgumentError,
-                     "[{}] matrix dimension {} exceeds the BLAS limit {}: a has shape {}, b has shape {}", op, d,
-                     cpu::kMaxGemmDim, sa.to_string(), sb.to_string());
+                     "[{}] matrix dimension {} exceeds the BLAS limit {}: a has shape {}, b has shape {}", op,
+                     d, cpu::kMaxGemmDim, sa.to_string(), sb.to_string());
   p.out = Shape::checked(out, op);
   return p;
 }
@@ -176,9 +179,10 @@ Tensor batched_product(std::string_view op, const MatMulAttrs& at, const Tensor&
 /// JVP of a product: dc = op(da) @ op(b) + op(a) @ op(db).
 Tangents product_jvp(const JvpContext& c) {
   const auto& at = c.attrs<MatMulAttrs>();
-  return {sum_tangents({c.has_tangent(0) ? matmul(c.tangent(0), c.input(1), at.transpose_a, at.transpose_b) : Tensor(),
-                        c.has_tangent(1) ? matmul(c.input(0), c.tangent(1), at.transpose_a, at.transpose_b) : Tensor()},
-                       c.output().shape())};
+  return {sum_tangents(
+      {c.has_tangent(0) ? matmul(c.tangent(0), c.input(1), at.transpose_a, at.transpose_b) : Tensor(),
+       c.has_tangent(1) ? matmul(c.input(0), c.tangent(1), at.transpose_a, at.transpose_b) : Tensor()},
+      c.output().shape())};
 }
 
 Grads product_grads(const GradContext& c) {

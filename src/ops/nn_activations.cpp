@@ -28,7 +28,8 @@ Tensor map_floating(std::string_view op, const Tensor& x, F f) {
   require_floating(x, op, "features");
   Tensor out = detail::empty(x.shape(), x.dtype(), op);
   visit_floating(x.dtype(), [&]<class T>() {
-    cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(), [&](T v) -> T { return f(v); });
+    cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
+             [&](T v) -> T { return f(v); });
   });
   return out;
 }
@@ -38,9 +39,10 @@ Tensor map_floating(std::string_view op, const Tensor& x, F f) {
 /// caller here is a classic source of out-of-bounds reads).
 void require_grad_operands(std::string_view op, const Tensor& g, const Tensor& v, std::string_view v_name) {
   require_floating(g, op, "gradients");
-  TAPEFLOW_REQUIRE(g.dtype() == v.dtype() && g.shape() == v.shape(), InvalidArgumentError,
-                   "[{}] 'gradients' and '{}' must have the same shape and dtype: gradients is a {}, {} is a {}", op,
-                   v_name, describe(g), v_name, describe(v));
+  TAPEFLOW_REQUIRE(
+      g.dtype() == v.dtype() && g.shape() == v.shape(), InvalidArgumentError,
+      "[{}] 'gradients' and '{}' must have the same shape and dtype: gradients is a {}, {} is a {}", op,
+      v_name, describe(g), v_name, describe(v));
 }
 
 /// out = f(g, v) elementwise, after require_grad_operands.
@@ -62,7 +64,8 @@ Tensor map_numeric(std::string_view op, const Tensor& x, F f) {
   Tensor out = detail::empty(x.shape(), x.dtype(), op);
   visit_dtype(x.dtype(), [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>)
-      cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(), [&](T v) -> T { return f(v); });
+      cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
+               [&](T v) -> T { return f(v); });
   });
   return out;
 }
@@ -310,7 +313,8 @@ struct GeluGrad {
   using Attrs = GeluAttrs;
   static Tensor forward(const Attrs& a, const Tensor& g, const Tensor& x) {
     if (!a.approximate)
-      return grad_kernel(kName, g, x, "features", [](auto d, auto v) { return d * gelu_exact_derivative(v); });
+      return grad_kernel(kName, g, x, "features",
+                         [](auto d, auto v) { return d * gelu_exact_derivative(v); });
     require_grad_operands(kName, g, x, "features");
     Tensor out = detail::empty(x.shape(), x.dtype(), kName);
     visit_floating(x.dtype(), [&]<class T>() {
@@ -413,7 +417,8 @@ Tensor softmax(const Tensor& logits, std::int64_t axis) {
   return autodiff::apply_with<ops::Softmax>(ops::softmax_attrs(logits, axis, ops::Softmax::kName), logits);
 }
 Tensor log_softmax(const Tensor& logits, std::int64_t axis) {
-  return autodiff::apply_with<ops::LogSoftmax>(ops::softmax_attrs(logits, axis, ops::LogSoftmax::kName), logits);
+  return autodiff::apply_with<ops::LogSoftmax>(ops::softmax_attrs(logits, axis, ops::LogSoftmax::kName),
+                                               logits);
 }
 }  // namespace nn
 

@@ -22,7 +22,8 @@ namespace {
 /// elements when inner == 1 (for log_sum_exp), else none.
 template <class T, class F>
 void for_each_slice(const T* x, const cpu::AxisBlocks& b, F f) {
-  cpu::parallel_for(b.outer * b.inner, std::max<std::int64_t>(1, cpu::kParallelGrain / (8 * std::max<std::int64_t>(b.n, 1))),
+  cpu::parallel_for(b.outer * b.inner,
+                    std::max<std::int64_t>(1, cpu::kParallelGrain / (8 * std::max<std::int64_t>(b.n, 1))),
                     [&](std::int64_t s, std::int64_t e) {
                       std::vector<T> scratch(static_cast<std::size_t>(b.inner == 1 ? b.n : 0));
                       for (std::int64_t k = s; k < e; ++k) {
@@ -117,10 +118,11 @@ struct SparseSoftmaxCrossEntropyWithLogits {
     TAPEFLOW_REQUIRE(logits.rank() >= 1, InvalidArgumentError,
                      "[{}] 'logits' must have rank >= 1 ([..., classes]), got a {}", kName, describe(logits));
     const auto batch = logits.shape().dims().first(static_cast<std::size_t>(logits.rank() - 1));
-    TAPEFLOW_REQUIRE(std::ranges::equal(labels.shape().dims(), batch), InvalidArgumentError,
-                     "[{}] 'labels' must have the shape of logits without its last dimension, ({}): labels is "
-                     "a {}, logits is a {}",
-                     kName, fmt::join(batch, ", "), describe(labels), describe(logits));
+    TAPEFLOW_REQUIRE(
+        std::ranges::equal(labels.shape().dims(), batch), InvalidArgumentError,
+        "[{}] 'labels' must have the shape of logits without its last dimension, ({}): labels is "
+        "a {}, logits is a {}",
+        kName, fmt::join(batch, ", "), describe(labels), describe(logits));
     const std::int64_t classes = logits.shape()[logits.rank() - 1];
     const std::int64_t rows = labels.num_elements();
     const std::vector<std::int64_t> lab = label_values(labels);
@@ -178,9 +180,8 @@ struct SigmoidCrossEntropyWithLogits {
     Tensor out = detail::empty(logits.shape(), logits.dtype(), kName);
     visit_floating(logits.dtype(), [&]<class T>() {
       cpu::zip(labels.values<T>().data(), labels.shape(), logits.values<T>().data(), logits.shape(),
-               detail::mutable_data<T>(out), logits.shape(), [](T z, T x) {
-                 return (x > 0 ? x : T(0)) - x * z + std::log1p(std::exp(-std::abs(x)));
-               });
+               detail::mutable_data<T>(out), logits.shape(),
+               [](T z, T x) { return (x > 0 ? x : T(0)) - x * z + std::log1p(std::exp(-std::abs(x))); });
     });
     return out;
   }
@@ -199,9 +200,10 @@ void require_labels_like_logits(const Tensor& labels, const Tensor& logits, std:
   require_defined(labels, op, "labels");
   require_defined(logits, op, "logits");
   require_floating(logits, op, "logits");
-  TAPEFLOW_REQUIRE(labels.dtype() == logits.dtype() && labels.shape() == logits.shape(), InvalidArgumentError,
-                   "[{}] 'labels' and 'logits' must have the same shape and dtype: labels is a {}, logits is a {}",
-                   op, describe(labels), describe(logits));
+  TAPEFLOW_REQUIRE(
+      labels.dtype() == logits.dtype() && labels.shape() == logits.shape(), InvalidArgumentError,
+      "[{}] 'labels' and 'logits' must have the same shape and dtype: labels is a {}, logits is a {}", op,
+      describe(labels), describe(logits));
 }
 
 }  // namespace
@@ -238,14 +240,15 @@ Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
   ops::require_defined(y_true, kOp, "y_true");
   ops::require_defined(y_pred, kOp, "y_pred");
   ops::require_floating(y_pred, kOp, "y_pred");
-  TAPEFLOW_REQUIRE(y_true.dtype() == y_pred.dtype(), InvalidArgumentError,
-                   "[{}] 'y_true' and 'y_pred' must have the same dtype (no implicit casting): y_true is a {}, "
-                   "y_pred is a {}",
-                   kOp, ops::describe(y_true), ops::describe(y_pred));
+  TAPEFLOW_REQUIRE(
+      y_true.dtype() == y_pred.dtype(), InvalidArgumentError,
+      "[{}] 'y_true' and 'y_pred' must have the same dtype (no implicit casting): y_true is a {}, "
+      "y_pred is a {}",
+      kOp, ops::describe(y_true), ops::describe(y_pred));
   const Shape s = broadcast_shapes(y_true.shape(), y_pred.shape(), kOp);
   TAPEFLOW_REQUIRE(s.rank() >= 1, InvalidArgumentError,
-                   "[{}] needs rank >= 1 (the mean is over the last axis): y_true is a {}, y_pred is a {}", kOp,
-                   ops::describe(y_true), ops::describe(y_pred));
+                   "[{}] needs rank >= 1 (the mean is over the last axis): y_true is a {}, y_pred is a {}",
+                   kOp, ops::describe(y_true), ops::describe(y_pred));
   return reduce_mean(squared_difference(y_pred, y_true), {-1});
 }
 

@@ -3,8 +3,6 @@
 // path that could drift from the first: the same inputs throw the same error either way. The
 // table is checked against the registry by tests/ops/error_inputs_test.cpp.
 
-#include "tapeflow/ops/raw.h"
-
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -17,6 +15,7 @@
 #include "tapeflow/ops/linalg.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/nn.h"
+#include "tapeflow/ops/raw.h"
 #include "tapeflow/ops/reduce.h"
 
 namespace tapeflow::raw_ops {
@@ -25,8 +24,8 @@ namespace {
 using Ints = std::vector<std::int64_t>;
 
 const char* kind_name(const AttrValue& v) {
-  static constexpr const char* kNames[] = {"a bool", "an int", "a float", "a string", "a list of ints", "a dtype",
-                                           "a shape"};
+  static constexpr const char* kNames[] = {"a bool",         "an int",  "a float", "a string",
+                                           "a list of ints", "a dtype", "a shape"};
   return kNames[v.index()];
 }
 
@@ -113,7 +112,9 @@ Entry binary() {
 }
 
 Entry reduction(Tensor (*f)(const Tensor&, const Axes&, bool)) {
-  return {1, {"axis", "keep_dims"}, [f](const Args& a) { return one(f(a.in(0), a.ints("axis", Ints{}), a.b("keep_dims", false))); }};
+  return {1, {"axis", "keep_dims"}, [f](const Args& a) {
+            return one(f(a.in(0), a.ints("axis", Ints{}), a.b("keep_dims", false)));
+          }};
 }
 
 Entry not_callable(std::string_view why) {
@@ -124,8 +125,8 @@ Entry not_callable(std::string_view why) {
 
 std::vector<std::pair<std::int64_t, std::int64_t>> pairs(std::string_view op, const Ints& flat) {
   TAPEFLOW_REQUIRE(flat.size() % 2 == 0, InvalidArgumentError,
-                   "[{}] attribute 'paddings' must hold (before, after) pairs, got {} values {}", op, flat.size(),
-                   flat);
+                   "[{}] attribute 'paddings' must hold (before, after) pairs, got {} values {}", op,
+                   flat.size(), flat);
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
   for (std::size_t k = 0; k < flat.size(); k += 2) out.emplace_back(flat[k], flat[k + 1]);
   return out;
@@ -311,7 +312,8 @@ const std::map<std::string, Entry, std::less<>>& table() {
 std::vector<Tensor> call(std::string_view op, std::span<const Tensor> inputs, const AttrMap& attrs) {
   const auto& t = table();
   auto it = t.find(op);
-  TAPEFLOW_REQUIRE(it != t.end(), LookupError, "[raw_ops] no op named '{}' (raw_ops::callable_ops() lists them)", op);
+  TAPEFLOW_REQUIRE(it != t.end(), LookupError,
+                   "[raw_ops] no op named '{}' (raw_ops::callable_ops() lists them)", op);
   const Entry& e = it->second;
   if (e.arity >= 0) {
     TAPEFLOW_REQUIRE(inputs.size() == static_cast<std::size_t>(e.arity), InvalidArgumentError,

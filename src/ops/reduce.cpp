@@ -32,8 +32,8 @@ ReduceAttrs reduce_attrs(const Tensor& x, const Axes& axes, bool keepdims, std::
   a.keepdims = keepdims;
   for (std::int64_t ax : axes) {
     const auto n = static_cast<std::size_t>(normalize_axis(ax, x.rank(), op));
-    TAPEFLOW_REQUIRE(!a.reduced[n], InvalidArgumentError, "[{}] axis {} is repeated in axes {} (input: {})", op, ax,
-                     axes, describe(x));
+    TAPEFLOW_REQUIRE(!a.reduced[n], InvalidArgumentError, "[{}] axis {} is repeated in axes {} (input: {})",
+                     op, ax, axes, describe(x));
     a.reduced[n] = true;
   }
   if (axes.empty()) std::fill_n(a.reduced.begin(), x.rank(), true);
@@ -80,8 +80,10 @@ template <class Fn>
 Tensor visit_numeric(const Tensor& x, std::string_view op, Fn&& fn) {
   require_numeric(x, op);
   return visit_dtype(x.dtype(), [&]<class T>() -> Tensor {
-    if constexpr (std::is_same_v<T, bool>) return Tensor();  // unreachable: rejected above
-    else return fn.template operator()<T>();
+    if constexpr (std::is_same_v<T, bool>)
+      return Tensor();  // unreachable: rejected above
+    else
+      return fn.template operator()<T>();
   });
 }
 
@@ -120,12 +122,13 @@ struct Mean {
         return reduce_with<cpu::SumReducer, T>(x, a, kName, [n](double s) { return static_cast<T>(s / n); });
       } else {
         TAPEFLOW_REQUIRE(a.count > 0 || a.out_shape.num_elements() == 0, InvalidArgumentError,
-                         "[{}] the integer mean over an empty axis has no value (0 / 0): axes {} of a {}", kName,
-                         a.axes, describe(x));
+                         "[{}] the integer mean over an empty axis has no value (0 / 0): axes {} of a {}",
+                         kName, a.axes, describe(x));
         const std::int64_t n = a.count;
         // The wrapped sum as T, then the quotient truncated toward zero; |sum / n| <= |sum| fits T.
-        return reduce_with<cpu::SumReducer, T>(
-            x, a, kName, [n](auto s) { return static_cast<T>(static_cast<std::int64_t>(static_cast<T>(s)) / n); });
+        return reduce_with<cpu::SumReducer, T>(x, a, kName, [n](auto s) {
+          return static_cast<T>(static_cast<std::int64_t>(static_cast<T>(s)) / n);
+        });
       }
     });
   }
@@ -133,7 +136,8 @@ struct Mean {
     const auto& a = c.attrs<Attrs>();
     // An empty input has no gradient elements: scale by 0 rather than divide by 0.
     const double scale = a.count > 0 ? 1.0 / static_cast<double>(a.count) : 0.0;
-    return {broadcast_to(reshape(c.dy() * scale, dims_of(c.batched(a.keepdims_shape))), c.batched(c.input_shape(0)))};
+    return {broadcast_to(reshape(c.dy() * scale, dims_of(c.batched(a.keepdims_shape))),
+                         c.batched(c.input_shape(0)))};
   }
   // JVP: dy = mean(dx, axes)
   static Tangents jvp(const JvpContext& c) {
@@ -148,7 +152,8 @@ struct MinOrMax {
   static constexpr Saves kSaves{1u, 1u};  // x and y: the tie pattern
   using Attrs = ReduceAttrs;
   static Tensor forward_impl(const Attrs& a, const Tensor& x, std::string_view op) {
-    return visit_numeric(x, op, [&]<class T>() { return reduce_with<R, T>(x, a, op, [](T v) { return v; }); });
+    return visit_numeric(x, op,
+                         [&]<class T>() { return reduce_with<R, T>(x, a, op, [](T v) { return v; }); });
   }
   // dx = dy * (x == y) / (number of ties), dy and y broadcast back to shape(x): TensorFlow's
   // _MinOrMaxGrad. A group whose extreme is NaN has no element equal to it: 0 / 0 = NaN there,
@@ -225,7 +230,8 @@ struct ReduceLogSumExp {
       // m: the max with keepdims shape, replaced by 0 where not finite (TensorFlow's rule).
       ReduceAttrs kd = a;
       kd.out_shape = a.keepdims_shape;
-      Tensor m = reduce_with<cpu::MaxReducer, T>(x, kd, kName, [](T v) { return std::isfinite(v) ? v : T(0); });
+      Tensor m =
+          reduce_with<cpu::MaxReducer, T>(x, kd, kName, [](T v) { return std::isfinite(v) ? v : T(0); });
       Tensor e = detail::empty(x.shape(), x.dtype(), kName);
       T* pe = detail::mutable_data<T>(e);
       cpu::zip(x.values<T>().data(), x.shape(), m.values<T>().data(), a.keepdims_shape, pe, x.shape(),
@@ -238,7 +244,8 @@ struct ReduceLogSumExp {
       Tensor out = detail::empty(a.out_shape, x.dtype(), kName);
       const T* mp = m.values<T>().data();
       T* po = detail::mutable_data<T>(out);
-      for (std::size_t j = 0; j < s.size(); ++j) po[j] = static_cast<T>(std::log(s[j]) + static_cast<double>(mp[j]));
+      for (std::size_t j = 0; j < s.size(); ++j)
+        po[j] = static_cast<T>(std::log(s[j]) + static_cast<double>(mp[j]));
       return out;
     });
   }
@@ -256,19 +263,21 @@ struct ArgAttrs {
 
 template <bool kMax>
 Tensor arg_reduce(const ArgAttrs& a, const Tensor& x, std::string_view op) {
-  TAPEFLOW_REQUIRE(x.dtype() != DType::Bool, InvalidArgumentError, "[{}] 'x' must be a numeric tensor, got a {}",
-                   op, describe(x));
+  TAPEFLOW_REQUIRE(x.dtype() != DType::Bool, InvalidArgumentError,
+                   "[{}] 'x' must be a numeric tensor, got a {}", op, describe(x));
   const cpu::AxisBlocks b = cpu::axis_blocks(x.shape(), a.axis);
   std::vector<std::int64_t> out_dims;
   for (int d = 0; d < x.rank(); ++d)
     if (d != a.axis) out_dims.push_back(x.shape()[d]);
   const Shape out_shape = Shape::checked(out_dims, op);
   TAPEFLOW_REQUIRE(b.n > 0 || out_shape.num_elements() == 0, InvalidArgumentError,
-                   "[{}] reduction axis {} is empty: no index to return (input: {})", op, a.axis, describe(x));
+                   "[{}] reduction axis {} is empty: no index to return (input: {})", op, a.axis,
+                   describe(x));
   Tensor out = detail::empty(out_shape, DType::Int64, op);
   visit_dtype(x.dtype(), [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>)
-      cpu::arg_reduce<kMax>(x.values<T>().data(), b.outer, b.n, b.inner, detail::mutable_data<std::int64_t>(out));
+      cpu::arg_reduce<kMax>(x.values<T>().data(), b.outer, b.n, b.inner,
+                            detail::mutable_data<std::int64_t>(out));
   });
   return out;
 }
@@ -314,11 +323,21 @@ void register_reduce_ops(Registry& r) {
 }
 }  // namespace autodiff
 
-Tensor reduce_sum(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Sum>(x, axes, keepdims); }
-Tensor reduce_mean(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Mean>(x, axes, keepdims); }
-Tensor reduce_max(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Max>(x, axes, keepdims); }
-Tensor reduce_min(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Min>(x, axes, keepdims); }
-Tensor reduce_prod(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Prod>(x, axes, keepdims); }
+Tensor reduce_sum(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Sum>(x, axes, keepdims);
+}
+Tensor reduce_mean(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Mean>(x, axes, keepdims);
+}
+Tensor reduce_max(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Max>(x, axes, keepdims);
+}
+Tensor reduce_min(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Min>(x, axes, keepdims);
+}
+Tensor reduce_prod(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Prod>(x, axes, keepdims);
+}
 Tensor reduce_logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
   return ops::reduce_op<ops::ReduceLogSumExp>(x, axes, keepdims);
 }

@@ -3,16 +3,23 @@
 namespace tapeflow::testing::errors {
 
 std::string_view class_name(ErrorClass c) {
-  static constexpr std::string_view kNames[kNumClasses] = {
-      "wrong rank / non-scalar", "mismatched shapes", "empty tensor", "index or axis out of range",
-      "zero/negative/huge size, stride or window", "shape or allocation overflow", "NaN/Inf to integer",
-      "unsupported or mixed dtype", "undefined tensor", "API misuse (tape, variable, custom gradient)"};
+  static constexpr std::string_view kNames[kNumClasses] = {"wrong rank / non-scalar",
+                                                           "mismatched shapes",
+                                                           "empty tensor",
+                                                           "index or axis out of range",
+                                                           "zero/negative/huge size, stride or window",
+                                                           "shape or allocation overflow",
+                                                           "NaN/Inf to integer",
+                                                           "unsupported or mixed dtype",
+                                                           "undefined tensor",
+                                                           "API misuse (tape, variable, custom gradient)"};
   return kNames[static_cast<int>(c)];
 }
 
 std::string_view throws_name(Throws t) {
-  static constexpr std::string_view kNames[] = {"InvalidArgumentError", "ResourceExhaustedError", "OutOfRangeError",
-                                                "UnimplementedError",   "FailedPreconditionError", "LookupError"};
+  static constexpr std::string_view kNames[] = {"InvalidArgumentError",    "ResourceExhaustedError",
+                                                "OutOfRangeError",         "UnimplementedError",
+                                                "FailedPreconditionError", "LookupError"};
   return kNames[static_cast<int>(t)];
 }
 

@@ -39,7 +39,14 @@ std::string_view class_name(ErrorClass c);
 inline constexpr int kNumClasses = 10;
 
 /// The exact exception type a row expects.
-enum class Throws { InvalidArgument, ResourceExhausted, OutOfRange, Unimplemented, FailedPrecondition, Lookup };
+enum class Throws {
+  InvalidArgument,
+  ResourceExhausted,
+  OutOfRange,
+  Unimplemented,
+  FailedPrecondition,
+  Lookup
+};
 std::string_view throws_name(Throws t);
 
 using Ins = std::vector<Tensor>;

@@ -4,6 +4,8 @@
 #include "ops/error_cases.h"
 
 namespace tapeflow::testing::errors {
+// Rows stay one per line, as a table (clang-format would break them one field per line).
+// clang-format off
 namespace {
 
 using C = ErrorClass;
@@ -175,4 +177,5 @@ void add_math_error_cases(std::vector<ErrorCase>& rows) {
   }
 }
 
+// clang-format on
 }  // namespace tapeflow::testing::errors

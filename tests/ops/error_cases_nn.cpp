@@ -5,6 +5,8 @@
 #include "ops/error_cases.h"
 
 namespace tapeflow::testing::errors {
+// Rows stay one per line, as a table (clang-format would break them one field per line).
+// clang-format off
 namespace {
 using C = ErrorClass;
 using UnaryFn = Tensor (*)(const Tensor&);
@@ -226,4 +228,5 @@ void add_nn_error_cases(std::vector<ErrorCase>& rows) {
   }
 }
 
+// clang-format on
 }  // namespace tapeflow::testing::errors

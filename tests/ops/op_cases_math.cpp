@@ -15,11 +15,12 @@ const std::vector<std::vector<Shape>> kBinaryShapes = {
     {{}, {}}, {{4}, {4}}, {{}, {3}}, {{2, 3}, {3}}, {{2, 1}, {1, 3}}, {{0}, {0}}, {{1, 0, 3}, {3}}};
 // Three operands broadcast together (where); the first is the condition's source.
 const std::vector<std::vector<Shape>> kTernaryShapes = {
-    {{}, {}, {}},        {{4}, {4}, {4}},           {{2, 3}, {3}, {}},  {{2, 1}, {1, 3}, {2, 3}},
-    {{}, {2, 3}, {2, 1}}, {{0}, {0}, {0}},           {{1, 0, 3}, {3}, {}}};
+    {{}, {}, {}},         {{4}, {4}, {4}}, {{2, 3}, {3}, {}},   {{2, 1}, {1, 3}, {2, 3}},
+    {{}, {2, 3}, {2, 1}}, {{0}, {0}, {0}}, {{1, 0, 3}, {3}, {}}};
 // Clip bounds broadcast to x's shape without changing it.
-const std::vector<std::vector<Shape>> kClipShapes = {
-    {{}, {}, {}}, {{5}, {}, {}}, {{2, 3}, {3}, {2, 1}}, {{2, 1, 3}, {1, 3}, {2, 1, 1}}, {{0}, {}, {}}, {{1, 0, 3}, {3}, {}}};
+const std::vector<std::vector<Shape>> kClipShapes = {{{}, {}, {}},          {{5}, {}, {}},
+                                                     {{2, 3}, {3}, {2, 1}}, {{2, 1, 3}, {1, 3}, {2, 1, 1}},
+                                                     {{0}, {}, {}},         {{1, 0, 3}, {3}, {}}};
 
 /// True if every element of a - b (broadcast) is at least `margin` away from zero.
 bool apart(const Tensor& a, const Tensor& b, double margin = 1e-3) {
@@ -38,6 +39,8 @@ bool below(const Tensor& a, const Tensor& b, double margin) {
 }
 }  // namespace
 
+// Rows stay one per line, as a table (clang-format would break them one field per line).
+// clang-format off
 void add_math_cases(std::vector<OpCase>& c) {
   // Binary arithmetic.
   c.push_back({"AddV2", kBinaryShapes, [](const In& x) { return x[0] + x[1]; }});
@@ -99,5 +102,6 @@ void add_math_cases(std::vector<OpCase>& c) {
                2.0, [](const In& x) { return away_from({x[0]}, 0.0); }});
   c.push_back({"Cast", kUnaryShapes, [](const In& x) { return cast(x[0], float64) * x[0]; }});
 }
+// clang-format on
 
 }  // namespace tapeflow::testing

@@ -11,10 +11,11 @@ namespace {
 using In = std::vector<Tensor>;
 const std::vector<std::vector<Shape>> kUnaryShapes = {{{}}, {{5}}, {{0}}, {{1, 0, 3}}, {{2, 1, 3}}};
 // Gradient ops take (gradients, forward value) of one shape.
-const std::vector<std::vector<Shape>> kPairShapes = {{{}, {}}, {{5}, {5}}, {{0}, {0}}, {{1, 0, 3}, {1, 0, 3}},
-                                                     {{2, 1, 3}, {2, 1, 3}}};
+const std::vector<std::vector<Shape>> kPairShapes = {
+    {{}, {}}, {{5}, {5}}, {{0}, {0}}, {{1, 0, 3}, {1, 0, 3}}, {{2, 1, 3}, {2, 1, 3}}};
 // Softmax-like ops: a row, a batch, a size-1 axis, empty batch, empty class axis.
-const std::vector<std::vector<Shape>> kSoftmaxShapes = {{{3}}, {{2, 3}}, {{2, 1}}, {{0, 3}}, {{2, 0}}, {{1, 0, 3}}};
+const std::vector<std::vector<Shape>> kSoftmaxShapes = {{{3}},    {{2, 3}}, {{2, 1}},
+                                                        {{0, 3}}, {{2, 0}}, {{1, 0, 3}}};
 
 /// Only the forward value (input `i`) has kinks; the upstream gradient may take any value.
 std::function<bool(const In&)> input_away_from(std::size_t i, std::vector<double> kinks) {
@@ -32,7 +33,9 @@ Tensor labels_for(const Tensor& logits, DType dtype) {
   std::vector<std::int64_t> dims(s.dims().begin(), s.dims().end() - 1);
   const Shape ls(dims);
   std::vector<std::int64_t> v(static_cast<std::size_t>(ls.num_elements()));
-  for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<std::int64_t>(k) % std::max<std::int64_t>(classes, 1);  // classes = 0: an out-of-range label
+  for (std::size_t k = 0; k < v.size(); ++k)
+    v[k] = static_cast<std::int64_t>(k) %
+           std::max<std::int64_t>(classes, 1);  // classes = 0: an out-of-range label
   if (dtype == DType::Int64) return constant(v, ls);
   return constant(std::vector<std::int32_t>(v.begin(), v.end()), ls);
 }
@@ -50,6 +53,8 @@ std::function<bool(const In&)> distinct_values(std::size_t i) {
 }
 }  // namespace
 
+// Rows stay one per line, as a table (clang-format would break them one field per line).
+// clang-format off
 void add_nn_cases(std::vector<OpCase>& c) {
   // activations
   c.push_back({"Relu", kUnaryShapes, [](const In& x) { return nn::relu(x[0]); }, -2, 2, input_away_from(0, {0})});
@@ -147,5 +152,6 @@ void add_nn_cases(std::vector<OpCase>& c) {
   c.push_back({"AvgPoolGrad", {{{1, 2, 4, 2}}},
                [](const In& x) { return raw_ops::avg_pool_grad({1, 4, 4, 2}, x[0], {3, 3}, {2, 1}, "SAME"); }});
 }
+// clang-format on
 
 }  // namespace tapeflow::testing

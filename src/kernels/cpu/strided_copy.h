@@ -65,7 +65,8 @@ inline CopyPlan coalesce(const CopyPlan& p) {
     if (q.rank > 0) {
       const auto last = static_cast<std::size_t>(q.rank - 1);
       // Outer dimension `last` steps exactly over the whole inner dimension k on both sides.
-      if (q.src_strides[last] == p.src_strides[u] * p.dims[u] && q.dst_strides[last] == p.dst_strides[u] * p.dims[u]) {
+      if (q.src_strides[last] == p.src_strides[u] * p.dims[u] &&
+          q.dst_strides[last] == p.dst_strides[u] * p.dims[u]) {
         q.dims[last] *= p.dims[u];
         q.src_strides[last] = p.src_strides[u];
         q.dst_strides[last] = p.dst_strides[u];
