@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/strided_copy.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
@@ -90,10 +91,36 @@ struct Slice {
     }
     return {pad(c.dy(), paddings)};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"begin", "size"});
+    return {tapeflow::slice(a.in(0), a.ints("begin"), a.ints("size"))};
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
 // StridedSlice
+
+/// TensorFlow's StridedSlice encoding (begin, end, strides and bit masks) as SliceSpecs.
+std::vector<SliceSpec> slice_specs(const raw_ops::Args& a) {
+  const raw_ops::Ints begin = a.ints("begin"), end = a.ints("end"),
+                      strides = a.ints("strides", raw_ops::Ints(begin.size(), 1));
+  TAPEFLOW_REQUIRE(begin.size() == end.size() && begin.size() == strides.size(), InvalidArgumentError,
+                   "[StridedSlice] 'begin', 'end' and 'strides' must have the same length, got {}, {} and {}",
+                   begin.size(), end.size(), strides.size());
+  const std::int64_t begin_mask = a.i("begin_mask", 0), end_mask = a.i("end_mask", 0),
+                     shrink = a.i("shrink_axis_mask", 0);
+  std::vector<SliceSpec> specs;
+  for (std::size_t k = 0; k < begin.size(); ++k) {
+    const bool bit_b = k < 63 && ((begin_mask >> k) & 1), bit_e = k < 63 && ((end_mask >> k) & 1);
+    if (k < 63 && ((shrink >> k) & 1)) {
+      specs.push_back(SliceSpec::at(begin[k]));
+      continue;
+    }
+    specs.push_back(SliceSpec::range(bit_b ? std::nullopt : std::optional(begin[k]),
+                                     bit_e ? std::nullopt : std::optional(end[k]), strides[k]));
+  }
+  return specs;
+}
 
 /// A strided slice resolved to one (begin, step, count) per input dimension.
 struct StridedAttrs {
@@ -135,6 +162,10 @@ struct StridedSlice {
     return y;
   }
   static Grads backward(const GradContext& c);
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"begin", "end", "strides", "begin_mask", "end_mask", "shrink_axis_mask"});
+    return {tapeflow::strided_slice(a.in(0), slice_specs(a))};
+  }
 };
 
 // dx = zeros(shape(x)) with dx[begin:stop:step, ...] = dy;  d(dy) = strided_slice(d(dx))
@@ -153,6 +184,8 @@ struct StridedSliceGrad {
     return dx;
   }
   static Grads backward(const GradContext& c) { return {apply_with<StridedSlice>(c.attrs<Attrs>(), c.dy())}; }
+  static constexpr std::string_view kNotCallable =
+      "[StridedSliceGrad] runs only inside the gradient of StridedSlice, which supplies its shapes";
 };
 
 Grads StridedSlice::backward(const GradContext& c) {
@@ -286,6 +319,10 @@ struct GatherV2 {
     return y;
   }
   static Grads backward(const GradContext& c);
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"axis"});
+    return {tapeflow::gather(a.in(0), a.in(1), a.i("axis", 0))};
+  }
 };
 
 // dparams = zeros(params) with dy[o, p, i] added at [o, indices[p], i];  d(dy) = gather(d(dparams))
@@ -324,6 +361,8 @@ struct GatherGrad {
   static Grads backward(const GradContext& c) {
     return {gather(c.dy(), c.input(1), c.attrs<Attrs>().axis), std::nullopt};
   }
+  static constexpr std::string_view kNotCallable =
+      "[GatherGrad] runs only inside the gradient of GatherV2, which supplies its shapes";
 };
 
 Grads GatherV2::backward(const GradContext& c) {
@@ -440,6 +479,10 @@ struct ScatterNd {
     return y;
   }
   static Grads backward(const GradContext& c) { return {std::nullopt, gather_nd(c.dy(), c.input(0))}; }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"shape"});
+    return {tapeflow::scatter_nd(a.in(0), a.in(1), a.shape("shape"))};
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -472,17 +515,22 @@ struct OneHot {
     });
     return y;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"depth", "on_value", "off_value", "dtype"});
+    return {tapeflow::one_hot(a.in(0), a.i("depth"), a.f("on_value", 1.0), a.f("off_value", 0.0),
+                              a.dtype("dtype", DType::Float32))};
+  }
 };
 
 }  // namespace
 
-void register_index_ops(autodiff::Registry& r) {
+void register_index_ops(Registrar& r) {
   r.add<Slice>();
   r.add<StridedSlice>();
   r.add<StridedSliceGrad>();
   r.add<GatherV2>();
   r.add<GatherGrad>();
-  r.add<GatherNd>();
+  r.add<GatherNd>(gather_nd);
   r.add<ScatterNd>();
   r.add_non_differentiable<OneHot>();
 }

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "kernels/cpu/strided_copy.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 
@@ -130,6 +131,10 @@ struct ConcatV2 {
     }
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(-1, {"axis"});
+    return {tapeflow::concat(a.all(), a.i("axis"))};
+  }
 };
 
 // y = stack(x_0, ..., x_n-1, axis);  dx = unstack(dy, axis)
@@ -162,6 +167,10 @@ struct Pack {
     const std::vector<Tensor> parts = unstack(c.dy(), c.attrs<Attrs>().axis);
     return Grads(parts.begin(), parts.end());
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(-1, {"axis"});
+    return {tapeflow::stack(a.all(), a.i("axis", 0))};
+  }
 };
 
 // y_0, ..., y_n-1 = unstack(x, axis);  dx = stack(dy_0, ..., dy_n-1, axis)
@@ -183,6 +192,10 @@ struct Unpack {
     std::vector<Tensor> dys;
     for (int i = 0; i < c.num_outputs(); ++i) dys.push_back(c.dy(i));
     return {stack(dys, c.attrs<Attrs>().axis)};
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"axis"});
+    return tapeflow::unstack(a.in(0), a.i("axis", 0));
   }
 };
 
@@ -222,6 +235,10 @@ struct Split {
     return split_forward(a, xs[0], kName);
   }
   static Grads backward(const GradContext& c) { return split_backward(c); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"num_split", "axis"});
+    return tapeflow::split(a.in(0), a.i("num_split"), a.i("axis", 0));
+  }
 };
 
 // y_0, ..., y_n-1 = split(x, sizes, axis);  dx = concat(dy_0, ..., dy_n-1, axis)
@@ -233,6 +250,10 @@ struct SplitV {
     return split_forward(a, xs[0], kName);
   }
   static Grads backward(const GradContext& c) { return split_backward(c); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"size_splits", "axis"});
+    return tapeflow::split(a.in(0), a.ints("size_splits"), a.i("axis", 0));
+  }
 };
 
 /// Throws unless every tensor of a list is defined; returns the list as a span.
@@ -247,7 +268,7 @@ std::span<const Tensor> defined_list(const std::vector<Tensor>& values, std::str
 
 }  // namespace
 
-void register_join_ops(autodiff::Registry& r) {
+void register_join_ops(Registrar& r) {
   r.add<ConcatV2>();
   r.add<Pack>();
   r.add<Unpack>();

@@ -3,6 +3,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/transpose.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 
@@ -58,10 +59,16 @@ struct Reshape {
     Shape shape;
   };
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
-  static Grads backward(const GradContext& c) { return reshape_back(c); }  // JVP: dy = reshape(dx)
+  static Grads backward(const GradContext& c) { return reshape_back(c); }
+  // JVP: dy = reshape(dx)
   static Tangents jvp(const JvpContext& c) {
     const auto d = c.output().shape().dims();
     return {reshape(c.tangent(0), {d.begin(), d.end()})};
+  }
+
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"shape"});
+    return {tapeflow::reshape(a.in(0), a.ints("shape"))};
   }
 };
 
@@ -84,6 +91,10 @@ struct BroadcastTo {
     return out;
   }
   static Grads backward(const GradContext& c) { return {sum_to_shape(c.dy(), c.input_shape(0))}; }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"shape"});
+    return {tapeflow::broadcast_to(a.in(0), a.shape("shape"))};
+  }
 };
 
 /// Attributes of the ops that only relabel the dimensions of the same bytes.
@@ -98,6 +109,10 @@ struct ExpandDims {
   using Attrs = NewShape;
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) { return reshape_back(c); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"axis"});
+    return {tapeflow::expand_dims(a.in(0), a.i("axis"))};
+  }
 };
 
 // y = squeeze(x, axes);  dx = reshape(dy, shape(x))
@@ -107,6 +122,10 @@ struct Squeeze {
   using Attrs = NewShape;
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) { return reshape_back(c); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"squeeze_dims"});
+    return {tapeflow::squeeze(a.in(0), a.ints("squeeze_dims", raw_ops::Ints{}))};
+  }
 };
 
 struct TransposeAttrs {
@@ -138,11 +157,15 @@ struct Transpose {
   static Grads backward(const GradContext& c) {
     return {transpose(c.dy(), inverse_permutation(c.attrs<Attrs>().perm))};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"perm"});
+    return {tapeflow::transpose(a.in(0), a.ints("perm", raw_ops::Ints{}))};
+  }
 };
 
 }  // namespace
 
-void register_shape_ops(autodiff::Registry& r) {
+void register_shape_ops(Registrar& r) {
   r.add<Reshape>();
   r.add<BroadcastTo>();
   r.add<ExpandDims>();

@@ -2,6 +2,7 @@
 // building block in spirit: Pad's gradient slices the interior back out; Tile's sums the copies.
 
 #include "kernels/cpu/strided_copy.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/reduce.h"
@@ -69,7 +70,21 @@ struct Tile {
   static Grads backward(const GradContext& c) {
     return {sum_tiles(c.dy(), c.attrs<Attrs>().multiples, c.input_shape(0))};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"multiples"});
+    return {tapeflow::tile(a.in(0), a.ints("multiples"))};
+  }
 };
+
+/// The (before, after) pairs of Pad's flat 'paddings' attribute.
+std::vector<std::pair<std::int64_t, std::int64_t>> pairs(std::string_view op, const raw_ops::Ints& flat) {
+  TAPEFLOW_REQUIRE(flat.size() % 2 == 0, InvalidArgumentError,
+                   "[{}] attribute 'paddings' must hold (before, after) pairs, got {} values {}", op,
+                   flat.size(), flat);
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (std::size_t k = 0; k < flat.size(); k += 2) out.emplace_back(flat[k], flat[k + 1]);
+  return out;
+}
 
 struct PadAttrs {
   std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
@@ -105,11 +120,15 @@ struct Pad {
     const auto d = in.dims();
     return {slice(c.dy(), begin, {d.begin(), d.end()})};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"paddings", "constant_values"});
+    return {tapeflow::pad(a.in(0), pairs("Pad", a.ints("paddings")), a.f("constant_values", 0.0))};
+  }
 };
 
 }  // namespace
 
-void register_tile_pad_ops(autodiff::Registry& r) {
+void register_tile_pad_ops(Registrar& r) {
   r.add<Tile>();
   r.add<Pad>();
 }

@@ -2,6 +2,7 @@
 
 #include "tapeflow/ops/gradient_control.h"
 
+#include "ops/families.h"
 #include "ops/op_util.h"
 
 namespace tapeflow {
@@ -33,10 +34,10 @@ struct NoGradient {
 
 }  // namespace
 
-void register_gradient_control_ops(autodiff::Registry& r) {
-  r.add<Identity>();
-  r.add_non_differentiable<StopGradient>();
-  r.add_non_differentiable<NoGradient>();
+void register_gradient_control_ops(Registrar& r) {
+  r.add<Identity>(identity);
+  r.add_non_differentiable<StopGradient>(stop_gradient);
+  r.add_non_differentiable<NoGradient>(raw_ops::no_gradient);
 }
 
 }  // namespace ops

@@ -2,6 +2,7 @@
 
 #include "tapeflow/ops/image.h"
 
+#include "ops/families.h"
 #include "ops/op_util.h"
 
 namespace tapeflow {
@@ -44,11 +45,10 @@ struct AdjustContrastv2 {
 };
 
 }  // namespace
-}  // namespace ops
 
-namespace autodiff {
-void register_image_ops(Registry& r) { r.define_without_gradient(ops::AdjustContrastv2::kName); }
-}  // namespace autodiff
+void register_image_ops(Registrar& r) { r.add_without_gradient<AdjustContrastv2>(image::adjust_contrast); }
+
+}  // namespace ops
 
 Tensor image::adjust_contrast(const Tensor& images, const Tensor& contrast_factor) {
   return autodiff::apply<ops::AdjustContrastv2>(images, contrast_factor);

@@ -217,6 +217,10 @@ struct MatMul {
   }
   static Grads backward(const GradContext& c) { return product_grads(c); }
   static Tangents jvp(const JvpContext& c) { return product_jvp(c); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"transpose_a", "transpose_b"});
+    return {tapeflow::matmul(a.in(0), a.in(1), a.b("transpose_a", false), a.b("transpose_b", false))};
+  }
 };
 
 // c[..., :, :] = op(a[..., :, :]) @ op(b[..., :, :]) with broadcast batch dimensions;
@@ -232,17 +236,20 @@ struct BatchMatMulV2 {
   }
   static Grads backward(const GradContext& c) { return product_grads(c); }
   static Tangents jvp(const JvpContext& c) { return product_jvp(c); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"adj_x", "adj_y"});
+    return {tapeflow::matmul(a.in(0), a.in(1), a.b("adj_x", false), a.b("adj_y", false))};
+  }
 };
 
 }  // namespace
-}  // namespace ops
 
-namespace autodiff {
-void register_linalg_ops(Registry& r) {
-  r.add<ops::MatMul>();
-  r.add<ops::BatchMatMulV2>();
+void register_linalg_ops(Registrar& r) {
+  r.add<MatMul>();
+  r.add<BatchMatMulV2>();
 }
-}  // namespace autodiff
+
+}  // namespace ops
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   const ops::MatMulAttrs at{transpose_a, transpose_b};

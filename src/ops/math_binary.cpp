@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/vmath.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/creation.h"
 
@@ -55,7 +56,8 @@ struct AddV2 {
     if (c.needs_input_grad(0)) g[0] = sum_to_shape(c.dy(), c.input_shape(0));
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(c.dy(), c.input_shape(1));
     return g;
-  }  // JVP: dz = dx + dy
+  }
+  // JVP: dz = dx + dy
   static Tangents jvp(const JvpContext& c) {
     return {sum_tangents(
         {(c.has_tangent(0) ? c.tangent(0) : Tensor()), (c.has_tangent(1) ? c.tangent(1) : Tensor())},
@@ -75,7 +77,8 @@ struct Sub {
     Grads g{sum_to_shape(c.dy(), c.input_shape(0)), std::nullopt};
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(pass_masked_lanes(c.dy(), -c.dy()), c.input_shape(1));
     return g;
-  }  // JVP: dz = dx - dy
+  }
+  // JVP: dz = dx - dy
   static Tangents jvp(const JvpContext& c) {
     return {sum_tangents(
         {(c.has_tangent(0) ? c.tangent(0) : Tensor()), c.has_tangent(1) ? -c.tangent(1) : Tensor()},
@@ -96,7 +99,8 @@ struct Mul {
     if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain(c.dy(), c.input(1)), c.input_shape(0));
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain(c.dy(), c.input(0)), c.input_shape(1));
     return g;
-  }  // JVP: dz = dx * y + x * dy
+  }
+  // JVP: dz = dx * y + x * dy
   static Tangents jvp(const JvpContext& c) {
     return {sum_tangents({c.has_tangent(0) ? c.tangent(0) * c.input(1) : Tensor(),
                           c.has_tangent(1) ? c.input(0) * c.tangent(1) : Tensor()},
@@ -152,7 +156,8 @@ struct RealDiv {
     if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain_singular(c.dy(), reciprocal(y)), c.input_shape(0));
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain_singular(c.dy(), -x / (y * y)), c.input_shape(1));
     return g;
-  }  // JVP: dz = dx / y - z * dy / y (each term 0 where its tangent is 0, also at y = 0)
+  }
+  // JVP: dz = dx / y - z * dy / y (each term 0 where its tangent is 0, also at y = 0)
   static Tangents jvp(const JvpContext& c) {
     const Tensor& y = c.input(1);
     return {sum_tangents({c.has_tangent(0) ? multiply_no_nan(reciprocal(y), c.tangent(0)) : Tensor(),
@@ -347,18 +352,18 @@ struct SquaredDifference {
 
 }  // namespace
 
-void register_binary_arithmetic_ops(autodiff::Registry& r) {
-  r.add<AddV2>();
-  r.add<Sub>();
-  r.add<Mul>();
-  r.add<MulNoNan>();
-  r.add<RealDiv>();
-  r.add<Neg>();
-  r.add<Pow>();
-  r.add<Maximum>();
-  r.add<Minimum>();
-  r.add<Atan2>();
-  r.add<SquaredDifference>();
+void register_binary_arithmetic_ops(Registrar& r) {
+  r.add<AddV2>(add);
+  r.add<Sub>(subtract);
+  r.add<Mul>(multiply);
+  r.add<MulNoNan>(multiply_no_nan);
+  r.add<RealDiv>(divide);
+  r.add<Neg>(negative);
+  r.add<Pow>(pow);
+  r.add<Maximum>(maximum);
+  r.add<Minimum>(minimum);
+  r.add<Atan2>(atan2);
+  r.add<SquaredDifference>(squared_difference);
 }
 
 }  // namespace ops

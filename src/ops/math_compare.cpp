@@ -7,6 +7,7 @@
 
 #include "autodiff/masked_lanes.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
@@ -189,21 +190,25 @@ struct Cast {
     if (!is_floating(c.input_dtype(0)) || !is_floating(c.dy().dtype())) return {std::nullopt};
     return {pass_masked_lanes(c.dy(), cast(c.dy(), c.input_dtype(0)))};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"DstT"});
+    return {tapeflow::cast(a.in(0), a.dtype("DstT"))};
+  }
 };
 
 }  // namespace
 
-void register_compare_ops(autodiff::Registry& r) {
-  r.add_non_differentiable<Equal>();
-  r.add_non_differentiable<NotEqual>();
-  r.add_non_differentiable<Less>();
-  r.add_non_differentiable<LessEqual>();
-  r.add_non_differentiable<Greater>();
-  r.add_non_differentiable<GreaterEqual>();
-  r.add_non_differentiable<LogicalAnd>();
-  r.add_non_differentiable<LogicalOr>();
-  r.add_non_differentiable<LogicalNot>();
-  r.add<SelectV2>();
+void register_compare_ops(Registrar& r) {
+  r.add_non_differentiable<Equal>(equal);
+  r.add_non_differentiable<NotEqual>(not_equal);
+  r.add_non_differentiable<Less>(less);
+  r.add_non_differentiable<LessEqual>(less_equal);
+  r.add_non_differentiable<Greater>(greater);
+  r.add_non_differentiable<GreaterEqual>(greater_equal);
+  r.add_non_differentiable<LogicalAnd>(logical_and);
+  r.add_non_differentiable<LogicalOr>(logical_or);
+  r.add_non_differentiable<LogicalNot>(logical_not);
+  r.add<SelectV2>(where);
   r.add<Cast>();
 }
 

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/vmath.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/creation.h"
 
@@ -307,7 +308,8 @@ struct Sigmoid {
   static Grads backward(const GradContext& c) {
     const Tensor& y = c.output(0);
     return {chain(c.dy(), y * (1 - y))};
-  }  // JVP: dy = dx * y * (1 - y)
+  }
+  // JVP: dy = dx * y * (1 - y)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (c.output() * (1 - c.output()))}; }
 };
 
@@ -401,30 +403,30 @@ struct ClipByValue {
 
 }  // namespace
 
-void register_unary_math_ops(autodiff::Registry& r) {
-  r.add<Exp>();
-  r.add<Expm1>();
-  r.add<Log>();
-  r.add<Log1p>();
-  r.add<Square>();
-  r.add<Sqrt>();
-  r.add<Rsqrt>();
-  r.add<Reciprocal>();
-  r.add<Abs>();
-  r.add<Sign>();
-  r.add<Sin>();
-  r.add<Cos>();
-  r.add<Tan>();
-  r.add<Asin>();
-  r.add<Acos>();
-  r.add<Atan>();
-  r.add<Sinh>();
-  r.add<Cosh>();
-  r.add<Tanh>();
-  r.add<Sigmoid>();
-  r.add<Softplus>();
-  r.add<Softsign>();
-  r.add<ClipByValue>();
+void register_unary_math_ops(Registrar& r) {
+  r.add<Exp>(exp);
+  r.add<Expm1>(expm1);
+  r.add<Log>(log);
+  r.add<Log1p>(log1p);
+  r.add<Square>(square);
+  r.add<Sqrt>(sqrt);
+  r.add<Rsqrt>(rsqrt);
+  r.add<Reciprocal>(reciprocal);
+  r.add<Abs>(abs);
+  r.add<Sign>(sign);
+  r.add<Sin>(sin);
+  r.add<Cos>(cos);
+  r.add<Tan>(tan);
+  r.add<Asin>(asin);
+  r.add<Acos>(acos);
+  r.add<Atan>(atan);
+  r.add<Sinh>(sinh);
+  r.add<Cosh>(cosh);
+  r.add<Tanh>(tanh);
+  r.add<Sigmoid>(sigmoid);
+  r.add<Softplus>(softplus);
+  r.add<Softsign>(softsign);
+  r.add<ClipByValue>(clip_by_value);
 }
 
 }  // namespace ops

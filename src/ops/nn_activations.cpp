@@ -9,6 +9,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/vmath.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
@@ -146,6 +147,10 @@ struct LeakyRelu {
   static Grads backward(const GradContext& c) {
     return {raw_ops::leaky_relu_grad(c.dy(), c.input(0), c.attrs<Attrs>().alpha)};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"alpha"});
+    return {nn::leaky_relu(a.in(0), a.f("alpha", 0.2))};
+  }
 };
 
 // dx = g * (f > 0 ? 1 : alpha);  dg = LeakyReluGrad(ddx, f), df = 0
@@ -164,6 +169,10 @@ struct LeakyReluGrad {
     if (c.needs_input_grad(0)) gr[0] = raw_ops::leaky_relu_grad(c.dy(), c.input(1), c.attrs<Attrs>().alpha);
     if (c.needs_input_grad(1)) gr[1] = zeros_like(c.input(1));
     return gr;
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"alpha"});
+    return {raw_ops::leaky_relu_grad(a.in(0), a.in(1), a.f("alpha", 0.2))};
   }
 };
 
@@ -292,6 +301,10 @@ struct Gelu {
   static Grads backward(const GradContext& c) {
     return {raw_ops::gelu_grad(c.dy(), c.input(0), c.attrs<Attrs>().approximate)};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"approximate"});
+    return {nn::gelu(a.in(0), a.b("approximate", false))};
+  }
 };
 
 /// gelu''(x) built from public ops, for GeluGrad's gradient. Exact: phi(x) (2 - x^2). Tanh form,
@@ -331,6 +344,10 @@ struct GeluGrad {
     if (c.needs_input_grad(1)) gr[1] = c.dy() * c.input(0) * gelu_second_derivative(c.input(1), approx);
     return gr;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"approximate"});
+    return {raw_ops::gelu_grad(a.in(0), a.in(1), a.b("approximate", false))};
+  }
 };
 
 // ---- softmax -------------------------------------------------------------------------------------
@@ -361,6 +378,10 @@ struct Softmax {
     const Tensor& y = c.output(0);
     return {(c.dy() - reduce_sum(c.dy() * y, {c.attrs<Attrs>().axis}, true)) * y};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"axis"});
+    return {nn::softmax(a.in(0), a.i("axis", -1))};
+  }
 };
 
 // y = x - log(sum(exp(x), axis));  dx = dy - exp(y) * sum(dy, axis)
@@ -373,6 +394,10 @@ struct LogSoftmax {
   }
   static Grads backward(const GradContext& c) {
     return {c.dy() - exp(c.output(0)) * reduce_sum(c.dy(), {c.attrs<Attrs>().axis}, true)};
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"axis"});
+    return {nn::log_softmax(a.in(0), a.i("axis", -1))};
   }
 };
 
@@ -387,17 +412,17 @@ AxisAttrs softmax_attrs(const Tensor& x, std::int64_t axis, std::string_view op)
 
 }  // namespace
 
-void register_activation_ops(autodiff::Registry& r) {
-  r.add<Relu>();
-  r.add<ReluGrad>();
-  r.add<Relu6>();
-  r.add<Relu6Grad>();
+void register_activation_ops(Registrar& r) {
+  r.add<Relu>(nn::relu);
+  r.add<ReluGrad>(raw_ops::relu_grad);
+  r.add<Relu6>(nn::relu6);
+  r.add<Relu6Grad>(raw_ops::relu6_grad);
   r.add<LeakyRelu>();
   r.add<LeakyReluGrad>();
-  r.add<Elu>();
-  r.add<EluGrad>();
-  r.add<Selu>();
-  r.add<SeluGrad>();
+  r.add<Elu>(nn::elu);
+  r.add<EluGrad>(raw_ops::elu_grad);
+  r.add<Selu>(nn::selu);
+  r.add<SeluGrad>(raw_ops::selu_grad);
   r.add<Gelu>();
   r.add<GeluGrad>();
   r.add<Softmax>();

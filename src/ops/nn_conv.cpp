@@ -24,6 +24,7 @@
 #include "core/allocator.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/im2col.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/nn.h"
@@ -291,6 +292,10 @@ struct Conv2D {
     if (c.needs_input_grad(1)) g[1] = backprop_filter(at, c.input(0), c.input_shape(1), c.dy());
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"strides", "padding"});
+    return {nn::conv2d(a.in(0), a.in(1), a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"))};
+  }
 };
 
 // dx = col2im(dy @ W^T);  dW = Conv2DBackpropFilter(ddx, shape(W), dy), d(dy) = conv2d(ddx, W)
@@ -315,6 +320,11 @@ struct Conv2DBackpropInput {
     if (c.needs_input_grad(1)) g[1] = conv(at, c.dy(), c.input(0));
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"input_sizes", "strides", "padding"});
+    return {raw_ops::conv2d_backprop_input(a.shape("input_sizes"), a.in(0), a.in(1),
+                                           a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"))};
+  }
 };
 
 // dW = im2col(x)^T @ dy;  dx = Conv2DBackpropInput(shape(x), ddW, dy), d(dy) = conv2d(x, ddW)
@@ -338,6 +348,11 @@ struct Conv2DBackpropFilter {
     if (c.needs_input_grad(0)) g[0] = backprop_input(at, c.input_shape(0), c.dy(), c.input(1));
     if (c.needs_input_grad(1)) g[1] = conv(at, c.input(0), c.dy());
     return g;
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"filter_sizes", "strides", "padding"});
+    return {raw_ops::conv2d_backprop_filter(a.in(0), a.shape("filter_sizes"), a.in(1),
+                                            a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"))};
   }
 };
 
@@ -410,6 +425,10 @@ struct MaxPool {
   static Grads backward(const GradContext& c) {
     return {max_pool_grad(c.attrs<Attrs>(), c.input(0), c.dy())};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"ksize", "strides", "padding"});
+    return {nn::max_pool2d(a.in(0), a.ints("ksize"), a.ints("strides"), a.s("padding"))};
+  }
 };
 
 // dx = scatter of dy to the argmax of each window of x;  d(dy) = MaxPoolGradGrad(x, ddx),
@@ -435,6 +454,10 @@ struct MaxPoolGrad {
     if (c.needs_input_grad(1)) g[1] = max_pool_grad_grad(c.attrs<Attrs>(), c.input(0), c.dy());
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"ksize", "strides", "padding"});
+    return {raw_ops::max_pool_grad(a.in(0), a.in(1), a.ints("ksize"), a.ints("strides"), a.s("padding"))};
+  }
 };
 
 // y = ddx gathered at the argmax of each window of x;  d(ddx) = MaxPoolGrad(x, dy), d(x) = 0
@@ -459,6 +482,11 @@ struct MaxPoolGradGrad {
     if (c.needs_input_grad(1)) g[1] = max_pool_grad(c.attrs<Attrs>(), c.input(0), c.dy());
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"ksize", "strides", "padding"});
+    return {
+        raw_ops::max_pool_grad_grad(a.in(0), a.in(1), a.ints("ksize"), a.ints("strides"), a.s("padding"))};
+  }
 };
 
 // y = mean over each window (padding not counted);  dx = AvgPoolGrad(shape(x), dy)
@@ -472,6 +500,10 @@ struct AvgPool {
   }
   static Grads backward(const GradContext& c) {
     return {avg_pool_grad(c.attrs<Attrs>(), c.input_shape(0), c.dy())};
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"ksize", "strides", "padding"});
+    return {nn::avg_pool2d(a.in(0), a.ints("ksize"), a.ints("strides"), a.s("padding"))};
   }
 };
 
@@ -493,6 +525,11 @@ struct AvgPoolGrad {
     return dx;
   }
   static Grads backward(const GradContext& c) { return {avg_pool(c.attrs<Attrs>(), c.dy())}; }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"orig_input_shape", "ksize", "strides", "padding"});
+    return {raw_ops::avg_pool_grad(a.shape("orig_input_shape"), a.in(0), a.ints("ksize"), a.ints("strides"),
+                                   a.s("padding"))};
+  }
 };
 
 Tensor max_pool_grad(const PoolAttrs& at, const Tensor& x, const Tensor& dy) {
@@ -544,7 +581,7 @@ PoolAttrs pool_attrs(std::string_view op, const std::vector<std::int64_t>& ksize
 
 }  // namespace
 
-void register_conv_ops(autodiff::Registry& r) {
+void register_conv_ops(Registrar& r) {
   r.add<Conv2D>();
   r.add<Conv2DBackpropInput>();
   r.add<Conv2DBackpropFilter>();

@@ -8,6 +8,7 @@
 #include "core/parallel.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/reduce.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/nn.h"
@@ -104,6 +105,10 @@ struct SoftmaxCrossEntropyWithLogits {
     if (c.needs_input_grad(1))
       g[1] = dy * (nn::softmax(logits, axis) * reduce_sum(labels, {axis}, true) - labels);
     return g;
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"axis"});
+    return {nn::softmax_cross_entropy_with_logits(a.in(0), a.in(1), a.i("axis", -1))};
   }
 };
 
@@ -208,10 +213,10 @@ void require_labels_like_logits(const Tensor& labels, const Tensor& logits, std:
 
 }  // namespace
 
-void register_loss_ops(autodiff::Registry& r) {
+void register_loss_ops(Registrar& r) {
   r.add<SoftmaxCrossEntropyWithLogits>();
-  r.add<SparseSoftmaxCrossEntropyWithLogits>();
-  r.add<SigmoidCrossEntropyWithLogits>();
+  r.add<SparseSoftmaxCrossEntropyWithLogits>(nn::sparse_softmax_cross_entropy_with_logits);
+  r.add<SigmoidCrossEntropyWithLogits>(nn::sigmoid_cross_entropy_with_logits);
 }
 
 }  // namespace ops

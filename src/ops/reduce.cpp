@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/reduce.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
@@ -87,6 +88,13 @@ Tensor visit_numeric(const Tensor& x, std::string_view op, Fn&& fn) {
   });
 }
 
+/// The raw_ops adapter of every reduction: (input; axis, keep_dims) to its public function F.
+template <Tensor (*F)(const Tensor&, const Axes&, bool)>
+std::vector<Tensor> reduction_raw(const raw_ops::Args& a) {
+  a.expect(1, {"axis", "keep_dims"});
+  return {F(a.in(0), a.ints("axis", raw_ops::Ints{}), a.b("keep_dims", false))};
+}
+
 // y = sum(x, axes);  dx = broadcast(dy, shape(x))
 struct Sum {
   static constexpr std::string_view kName = "Sum";
@@ -107,6 +115,7 @@ struct Sum {
     const auto& a = c.attrs<Attrs>();
     return {reduce_sum(c.tangent(0), to_axes(a.axes), a.keepdims)};
   }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_sum>;
 };
 
 // y = sum(x, axes) / n;  dx = broadcast(dy / n, shape(x))
@@ -144,6 +153,7 @@ struct Mean {
     const auto& a = c.attrs<Attrs>();
     return {reduce_mean(c.tangent(0), to_axes(a.axes), a.keepdims)};
   }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_mean>;
 };
 
 /// Max and Min share everything but the reducer.
@@ -171,12 +181,14 @@ struct MinOrMax {
 struct Max : MinOrMax<cpu::MaxReducer> {
   static constexpr std::string_view kName = "Max";
   static Tensor forward(const Attrs& a, const Tensor& x) { return forward_impl(a, x, kName); }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_max>;
 };
 
 // y = min(x, axes);  dx = dy * (x == y) / count(x == y)
 struct Min : MinOrMax<cpu::MinReducer> {
   static constexpr std::string_view kName = "Min";
   static Tensor forward(const Attrs& a, const Tensor& x) { return forward_impl(a, x, kName); }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_min>;
 };
 
 // y = prod(x, axes);  dx_i = dy * prod_{j != i} x_j
@@ -214,6 +226,7 @@ struct Prod {
     const Tensor p = reduce_prod(x_safe, axes, /*keepdims=*/true);
     return {dy * p * (cast(k == 0, dt) / x_safe + cast(k == 1, dt) * z)};
   }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_prod>;
 };
 
 // y = log(sum(exp(x - m))) + m with m = max(x) (0 where not finite);  dx = dy * exp(x - y)
@@ -254,6 +267,7 @@ struct ReduceLogSumExp {
     const auto kd = dims_of(a.keepdims_shape);
     return {reshape(c.dy(), kd) * exp(c.input(0) - reshape(c.output(0), kd))};
   }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_logsumexp>;
 };
 
 /// ArgMax and ArgMin: the axis, normalised.
@@ -287,6 +301,10 @@ struct ArgMax {
   static constexpr std::string_view kName = "ArgMax";
   using Attrs = ArgAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) { return arg_reduce<true>(a, x, kName); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"dimension"});
+    return {tapeflow::argmax(a.in(0), a.i("dimension", 0))};
+  }
 };
 
 // i = argmin(x, axis); not differentiable (an index).
@@ -294,6 +312,10 @@ struct ArgMin {
   static constexpr std::string_view kName = "ArgMin";
   using Attrs = ArgAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) { return arg_reduce<false>(a, x, kName); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"dimension"});
+    return {tapeflow::argmin(a.in(0), a.i("dimension", 0))};
+  }
 };
 
 template <class Op>
@@ -308,20 +330,19 @@ Tensor arg_op(const Tensor& x, std::int64_t axis) {
 }
 
 }  // namespace
-}  // namespace ops
 
-namespace autodiff {
-void register_reduce_ops(Registry& r) {
-  r.add<ops::Sum>();
-  r.add<ops::Mean>();
-  r.add<ops::Max>();
-  r.add<ops::Min>();
-  r.add<ops::Prod>();
-  r.add<ops::ReduceLogSumExp>();
-  r.add_non_differentiable<ops::ArgMax>();
-  r.add_non_differentiable<ops::ArgMin>();
+void register_reduce_ops(Registrar& r) {
+  r.add<Sum>();
+  r.add<Mean>();
+  r.add<Max>();
+  r.add<Min>();
+  r.add<Prod>();
+  r.add<ReduceLogSumExp>();
+  r.add_non_differentiable<ArgMax>();
+  r.add_non_differentiable<ArgMin>();
 }
-}  // namespace autodiff
+
+}  // namespace ops
 
 Tensor reduce_sum(const Tensor& x, const Axes& axes, bool keepdims) {
   return ops::reduce_op<ops::Sum>(x, axes, keepdims);
