@@ -9,6 +9,7 @@ namespace tapeflow::testing {
 
 namespace {
 using In = std::vector<Tensor>;
+using enum ErrorKind;  // with_kind(FloatUnary, {...}): the op's error rows follow from its kind
 const std::vector<std::vector<Shape>> kUnaryShapes = {{{}}, {{5}}, {{0}}, {{1, 0, 3}}, {{2, 1, 3}}};
 // Gradient ops take (gradients, forward value) of one shape.
 const std::vector<std::vector<Shape>> kPairShapes = {
@@ -57,14 +58,14 @@ std::function<bool(const In&)> distinct_values(std::size_t i) {
 // clang-format off
 void add_nn_cases(std::vector<OpCase>& c) {
   // activations
-  c.push_back({"Relu", kUnaryShapes, [](const In& x) { return nn::relu(x[0]); }, -2, 2, input_away_from(0, {0})});
-  c.push_back({"Relu6", kUnaryShapes, [](const In& x) { return nn::relu6(x[0]); }, -2, 8, input_away_from(0, {0, 6})});
+  c.push_back(with_kind(Activation, {"Relu", kUnaryShapes, [](const In& x) { return nn::relu(x[0]); }, -2, 2, input_away_from(0, {0})}));
+  c.push_back(with_kind(Activation, {"Relu6", kUnaryShapes, [](const In& x) { return nn::relu6(x[0]); }, -2, 8, input_away_from(0, {0, 6})}));
   c.push_back({"LeakyRelu", kUnaryShapes, [](const In& x) { return nn::leaky_relu(x[0]); }, -2, 2,
                input_away_from(0, {0})});
   c.push_back({"LeakyRelu", {{{2, 3}}}, [](const In& x) { return nn::leaky_relu(x[0], 1.5); }, -2, 2,
                input_away_from(0, {0})});
-  c.push_back({"Elu", kUnaryShapes, [](const In& x) { return nn::elu(x[0]); }, -3, 2, input_away_from(0, {0})});
-  c.push_back({"Selu", kUnaryShapes, [](const In& x) { return nn::selu(x[0]); }, -3, 2, input_away_from(0, {0})});
+  c.push_back(with_kind(FloatActivation, {"Elu", kUnaryShapes, [](const In& x) { return nn::elu(x[0]); }, -3, 2, input_away_from(0, {0})}));
+  c.push_back(with_kind(FloatActivation, {"Selu", kUnaryShapes, [](const In& x) { return nn::selu(x[0]); }, -3, 2, input_away_from(0, {0})}));
   c.push_back({"Gelu", kUnaryShapes, [](const In& x) { return nn::gelu(x[0]); }, -4, 4});
   c.push_back({"Gelu", kUnaryShapes, [](const In& x) { return nn::gelu(x[0], true); }, -4, 4});
 
