@@ -70,13 +70,7 @@ struct Slice {
   using Attrs = SliceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     Tensor y = detail::empty(a.size, x.dtype(), kName);
-    const auto in_strides = cpu::row_major_strides(x.shape()), out_strides = cpu::row_major_strides(a.size);
-    cpu::CopyPlan p;
-    for (int d = 0; d < x.rank(); ++d) {
-      const auto u = static_cast<std::size_t>(d);
-      p.push(a.size[d], in_strides[u], out_strides[u]);
-      p.src_offset += a.begin[u] * in_strides[u];
-    }
+    const cpu::CopyPlan p = cpu::box_plan(x.shape(), a.begin, a.size, {}, a.size);
     visit_dtype(x.dtype(),
                 [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
     return y;

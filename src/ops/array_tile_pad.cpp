@@ -99,13 +99,9 @@ struct Pad {
   using Attrs = PadAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     Tensor y = detail::empty(a.out, x.dtype(), kName);
-    const auto in_strides = cpu::row_major_strides(x.shape()), out_strides = cpu::row_major_strides(a.out);
-    cpu::CopyPlan p;
-    for (int i = 0; i < x.rank(); ++i) {
-      const auto u = static_cast<std::size_t>(i);
-      p.push(x.shape()[i], in_strides[u], out_strides[u]);
-      p.dst_offset += a.paddings[u].first * out_strides[u];
-    }
+    std::vector<std::int64_t> before;
+    for (const auto& [b, e] : a.paddings) before.push_back(b);
+    const cpu::CopyPlan p = cpu::box_plan(x.shape(), {}, a.out, before, x.shape());
     visit_dtype(x.dtype(), [&]<class T>() {
       T* dst = detail::mutable_data<T>(y);
       std::fill(dst, dst + y.num_elements(), a.value.values<T>()[0]);

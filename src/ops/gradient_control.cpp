@@ -10,10 +10,9 @@ namespace ops {
 namespace {
 
 // y = x;  dx = dy
-struct Identity {
+struct Identity : ElementwiseInDy {
   static constexpr std::string_view kName = "Identity";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
   static Grads backward(const GradContext& c) { return {c.dy()}; }
   // JVP: dy = dx

@@ -179,10 +179,9 @@ Tensor batched_product(std::string_view op, const MatMulAttrs& at, const Tensor&
 /// JVP of a product: dc = op(da) @ op(b) + op(a) @ op(db).
 Tangents product_jvp(const JvpContext& c) {
   const auto& at = c.attrs<MatMulAttrs>();
-  return {sum_tangents(
-      {c.has_tangent(0) ? matmul(c.tangent(0), c.input(1), at.transpose_a, at.transpose_b) : Tensor(),
-       c.has_tangent(1) ? matmul(c.input(0), c.tangent(1), at.transpose_a, at.transpose_b) : Tensor()},
-      c.output().shape())};
+  return {jvp_sum(
+      c, [&](const Tensor& da) { return matmul(da, c.input(1), at.transpose_a, at.transpose_b); },
+      [&](const Tensor& db) { return matmul(c.input(0), db, at.transpose_a, at.transpose_b); })};
 }
 
 Grads product_grads(const GradContext& c) {

@@ -44,10 +44,9 @@ T wrapping(T a, T b, Op op) {
 }
 
 // z = x + y;  dx = dy, dy_ = dy (each summed back to its operand's shape)
-struct AddV2 {
+struct AddV2 : ElementwiseInDy {
   static constexpr std::string_view kName = "AddV2";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::plus<>{}); });
   }
@@ -59,17 +58,15 @@ struct AddV2 {
   }
   // JVP: dz = dx + dy
   static Tangents jvp(const JvpContext& c) {
-    return {sum_tangents(
-        {(c.has_tangent(0) ? c.tangent(0) : Tensor()), (c.has_tangent(1) ? c.tangent(1) : Tensor())},
-        c.output().shape())};
+    return {jvp_sum(
+        c, [](const Tensor& dx) { return dx; }, [](const Tensor& dy) { return dy; })};
   }
 };
 
 // z = x - y;  dx = dy, dy_ = -dy
-struct Sub {
+struct Sub : ElementwiseInDy {
   static constexpr std::string_view kName = "Sub";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::minus<>{}); });
   }
@@ -80,17 +77,15 @@ struct Sub {
   }
   // JVP: dz = dx - dy
   static Tangents jvp(const JvpContext& c) {
-    return {sum_tangents(
-        {(c.has_tangent(0) ? c.tangent(0) : Tensor()), c.has_tangent(1) ? -c.tangent(1) : Tensor()},
-        c.output().shape())};
+    return {jvp_sum(
+        c, [](const Tensor& dx) { return dx; }, [](const Tensor& dy) { return -dy; })};
   }
 };
 
 // z = x * y;  dx = dy * y, dy_ = dy * x
-struct Mul {
+struct Mul : ElementwiseInDy {
   static constexpr std::string_view kName = "Mul";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::multiplies<>{}); });
   }
@@ -102,18 +97,17 @@ struct Mul {
   }
   // JVP: dz = dx * y + x * dy
   static Tangents jvp(const JvpContext& c) {
-    return {sum_tangents({c.has_tangent(0) ? c.tangent(0) * c.input(1) : Tensor(),
-                          c.has_tangent(1) ? c.input(0) * c.tangent(1) : Tensor()},
-                         c.output().shape())};
+    return {jvp_sum(
+        c, [&](const Tensor& dx) { return dx * c.input(1); },
+        [&](const Tensor& dy) { return c.input(0) * dy; })};
   }
 };
 
 // z = x * y, or exactly 0 wherever y == 0, even where x is NaN or Inf (TensorFlow's
 // multiply_no_nan);  dx = multiply_no_nan(dz, y), dy_ = multiply_no_nan(x, dz)
-struct MulNoNan {
+struct MulNoNan : ElementwiseInDy {
   static constexpr std::string_view kName = "MulNoNan";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     require_floating(x, kName);
     return binary_numeric(kName, x, y, [](auto a, auto b) { return b == 0 ? decltype(a)(0) : a * b; });
@@ -127,10 +121,9 @@ struct MulNoNan {
 };
 
 // z = x / y;  dx = dy / y, dy_ = -dy * x / y^2
-struct RealDiv {
+struct RealDiv : ElementwiseInDy {
   static constexpr std::string_view kName = "RealDiv";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     if (is_integer(x.dtype()) && x.dtype() == y.dtype()) {
       // Integer division by zero is undefined behaviour in C++: reject it before the kernel.
@@ -160,17 +153,16 @@ struct RealDiv {
   // JVP: dz = dx / y - z * dy / y (each term 0 where its tangent is 0, also at y = 0)
   static Tangents jvp(const JvpContext& c) {
     const Tensor& y = c.input(1);
-    return {sum_tangents({c.has_tangent(0) ? multiply_no_nan(reciprocal(y), c.tangent(0)) : Tensor(),
-                          c.has_tangent(1) ? multiply_no_nan(-c.output() / y, c.tangent(1)) : Tensor()},
-                         c.output().shape())};
+    return {jvp_sum(
+        c, [&](const Tensor& dx) { return multiply_no_nan(reciprocal(y), dx); },
+        [&](const Tensor& dy) { return multiply_no_nan(-c.output() / y, dy); })};
   }
 };
 
 // y = -x;  dx = -dy
-struct Neg {
+struct Neg : ElementwiseInDy {
   static constexpr std::string_view kName = "Neg";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     require_numeric(x, kName);
     Tensor out = detail::empty(x.shape(), x.dtype(), kName);

@@ -18,19 +18,7 @@ namespace {
 
 namespace vmath = cpu::vmath;
 
-/// y = f(x) elementwise for float32/float64 x; other dtypes throw InvalidArgumentError naming `op`.
-template <class F>
-Tensor unary_floating(std::string_view op, const Tensor& x, F f) {
-  require_floating(x, op);
-  Tensor out = detail::empty(x.shape(), x.dtype(), op);
-  visit_floating(x.dtype(), [&]<class T>() {
-    cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
-             [&](T v) -> T { return f(v); });
-  });
-  return out;
-}
-
-/// Like unary_floating, but `kernel(x, y, n)` works on arrays (the vmath functions): it is called
+/// Like map_floating, but `kernel(x, y, n)` works on arrays (the vmath functions): it is called
 /// on disjoint ranges, one per thread.
 template <class K>
 Tensor unary_floating_array(std::string_view op, const Tensor& x, K kernel) {
@@ -42,28 +30,14 @@ Tensor unary_floating_array(std::string_view op, const Tensor& x, K kernel) {
   return out;
 }
 
-/// y = f(x) elementwise for numeric x (floats and integers; bool throws InvalidArgumentError).
-template <class F>
-Tensor unary_numeric(std::string_view op, const Tensor& x, F f) {
-  require_numeric(x, op);
-  Tensor out = detail::empty(x.shape(), x.dtype(), op);
-  visit_dtype(x.dtype(), [&]<class T>() {
-    if constexpr (!std::is_same_v<T, bool>)
-      cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
-               [&](T v) -> T { return f(v); });
-  });
-  return out;
-}
-
 // Array kernels for the vmath functions: `TAPEFLOW_ARRAY(exp)` is a generic lambda calling
 // vmath::exp(x, y, n).
 #define TAPEFLOW_ARRAY(fn) [](const auto* x, auto* y, std::int64_t n) { vmath::fn(x, y, n); }
 
 // y = exp(x);  dx = dy * y
-struct Exp {
+struct Exp : ElementwiseInDy {
   static constexpr std::string_view kName = "Exp";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(exp)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), c.output(0))}; }
   // JVP: dy = dx * y
@@ -71,19 +45,17 @@ struct Exp {
 };
 
 // y = exp(x) - 1;  dx = dy * exp(x)
-struct Expm1 {
+struct Expm1 : ElementwiseInDy {
   static constexpr std::string_view kName = "Expm1";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(expm1)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), exp(c.input(0)))}; }
 };
 
 // y = log(x);  dx = dy / x
-struct Log {
+struct Log : ElementwiseInDy {
   static constexpr std::string_view kName = "Log";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log)); }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), reciprocal(c.input(0)))}; }
   // JVP: dy = dx / x (0 where dx is 0, also at x = 0)
@@ -91,21 +63,19 @@ struct Log {
 };
 
 // y = log(1 + x);  dx = dy / (1 + x)
-struct Log1p {
+struct Log1p : ElementwiseInDy {
   static constexpr std::string_view kName = "Log1p";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log1p)); }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), reciprocal(c.input(0) + 1))}; }
 };
 
 // y = x^2;  dx = dy * 2x
-struct Square {
+struct Square : ElementwiseInDy {
   static constexpr std::string_view kName = "Square";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
-    return unary_numeric(kName, x, [](auto v) {
+    return map_numeric(kName, "x", x, [](auto v) {
       using T = decltype(v);
       // Integer overflow is UB: square in unsigned arithmetic, which wraps like TensorFlow's kernels.
       if constexpr (std::is_integral_v<T>) {
@@ -122,10 +92,9 @@ struct Square {
 };
 
 // y = sqrt(x);  dx = dy / (2y)
-struct Sqrt {
+struct Sqrt : ElementwiseInDy {
   static constexpr std::string_view kName = "Sqrt";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sqrt)); }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), 0.5 / c.output(0))}; }
   // JVP: dy = dx / (2 y) (0 where dx is 0, also at x = 0)
@@ -133,10 +102,9 @@ struct Sqrt {
 };
 
 // y = 1 / sqrt(x);  dx = -dy * y^3 / 2
-struct Rsqrt {
+struct Rsqrt : ElementwiseInDy {
   static constexpr std::string_view kName = "Rsqrt";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
       vmath::sqrt(x, y, n);
@@ -150,23 +118,21 @@ struct Rsqrt {
 };
 
 // y = 1 / x;  dx = -dy * y^2
-struct Reciprocal {
+struct Reciprocal : ElementwiseInDy {
   static constexpr std::string_view kName = "Reciprocal";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
-    return unary_floating(kName, x, [](auto v) { return 1 / v; });
+    return map_floating(kName, "x", x, [](auto v) { return 1 / v; });
   }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), -square(c.output(0)))}; }
 };
 
 // y = |x|;  dx = dy * sign(x)
-struct Abs {
+struct Abs : ElementwiseInDy {
   static constexpr std::string_view kName = "Abs";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
-    return unary_numeric(kName, x, [](auto v) {
+    return map_numeric(kName, "x", x, [](auto v) {
       using T = decltype(v);
       // |INT_MIN| overflows: negate in unsigned arithmetic, which wraps (to INT_MIN) like TensorFlow.
       if constexpr (std::is_integral_v<T>)
@@ -183,7 +149,7 @@ struct Sign {
   static constexpr std::string_view kName = "Sign";
   static constexpr Saves kSaves = kSavesNothing;
   static Tensor forward(const Tensor& x) {
-    return unary_numeric(kName, x, [](auto v) {
+    return map_numeric(kName, "x", x, [](auto v) {
       using T = decltype(v);
       if constexpr (std::is_integral_v<T>)
         return static_cast<T>((v > 0) - (v < 0));
@@ -195,10 +161,9 @@ struct Sign {
 };
 
 // y = sin(x);  dx = dy * cos(x)
-struct Sin {
+struct Sin : ElementwiseInDy {
   static constexpr std::string_view kName = "Sin";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sin)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), cos(c.input(0)))}; }
   // JVP: dy = dx * cos(x)
@@ -206,10 +171,9 @@ struct Sin {
 };
 
 // y = cos(x);  dx = -dy * sin(x)
-struct Cos {
+struct Cos : ElementwiseInDy {
   static constexpr std::string_view kName = "Cos";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cos)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), -sin(c.input(0)))}; }
   // JVP: dy = -dx * sin(x)
@@ -217,19 +181,17 @@ struct Cos {
 };
 
 // y = tan(x);  dx = dy / cos(x)^2
-struct Tan {
+struct Tan : ElementwiseInDy {
   static constexpr std::string_view kName = "Tan";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tan)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), square(reciprocal(cos(c.input(0)))))}; }
 };
 
 // y = asin(x);  dx = dy / sqrt(1 - x^2)
-struct Asin {
+struct Asin : ElementwiseInDy {
   static constexpr std::string_view kName = "Asin";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(asin)); }
   static Grads backward(const GradContext& c) {
     return {chain_singular(c.dy(), rsqrt(1 - square(c.input(0))))};
@@ -237,10 +199,9 @@ struct Asin {
 };
 
 // y = acos(x);  dx = -dy / sqrt(1 - x^2)
-struct Acos {
+struct Acos : ElementwiseInDy {
   static constexpr std::string_view kName = "Acos";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(acos)); }
   static Grads backward(const GradContext& c) {
     return {chain_singular(c.dy(), -rsqrt(1 - square(c.input(0))))};
@@ -248,37 +209,33 @@ struct Acos {
 };
 
 // y = atan(x);  dx = dy / (1 + x^2)
-struct Atan {
+struct Atan : ElementwiseInDy {
   static constexpr std::string_view kName = "Atan";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(atan)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), reciprocal(square(c.input(0)) + 1))}; }
 };
 
 // y = sinh(x);  dx = dy * cosh(x)
-struct Sinh {
+struct Sinh : ElementwiseInDy {
   static constexpr std::string_view kName = "Sinh";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sinh)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), cosh(c.input(0)))}; }
 };
 
 // y = cosh(x);  dx = dy * sinh(x)
-struct Cosh {
+struct Cosh : ElementwiseInDy {
   static constexpr std::string_view kName = "Cosh";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cosh)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), sinh(c.input(0)))}; }
 };
 
 // y = tanh(x);  dx = dy * (1 - y^2)
-struct Tanh {
+struct Tanh : ElementwiseInDy {
   static constexpr std::string_view kName = "Tanh";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tanh)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), 1 - square(c.output(0)))}; }
   // JVP: dy = dx * (1 - y^2)
@@ -288,10 +245,9 @@ struct Tanh {
 // y = 1 / (1 + exp(-x));  dx = dy * y * (1 - y)
 // Computed from e = exp(-|x|) <= 1 as 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, so exp
 // never overflows and tiny results for very negative x keep their precision.
-struct Sigmoid {
+struct Sigmoid : ElementwiseInDy {
   static constexpr std::string_view kName = "Sigmoid";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
       using T = std::remove_cvref_t<decltype(*x)>;
@@ -315,10 +271,9 @@ struct Sigmoid {
 
 // y = log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|)) (no overflow, no cancellation);
 // dx = dy * sigmoid(x)
-struct Softplus {
+struct Softplus : ElementwiseInDy {
   static constexpr std::string_view kName = "Softplus";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
       using T = std::remove_cvref_t<decltype(*x)>;
@@ -335,12 +290,11 @@ struct Softplus {
 };
 
 // y = x / (1 + |x|);  dx = dy / (1 + |x|)^2
-struct Softsign {
+struct Softsign : ElementwiseInDy {
   static constexpr std::string_view kName = "Softsign";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
-    return unary_floating(kName, x, [](auto v) {
+    return map_floating(kName, "x", x, [](auto v) {
       using T = decltype(v);
       // x / (1 + |x|) is Inf / Inf = NaN at +-Inf; the limit is +-1.
       return std::isinf(v) ? std::copysign(T(1), v) : v / (T(1) + std::abs(v));

@@ -23,18 +23,6 @@ namespace {
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
-/// y = f(x) elementwise for float x; other dtypes throw InvalidArgumentError naming `op`.
-template <class F>
-Tensor map_floating(std::string_view op, const Tensor& x, F f) {
-  require_floating(x, op, "features");
-  Tensor out = detail::empty(x.shape(), x.dtype(), op);
-  visit_floating(x.dtype(), [&]<class T>() {
-    cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
-             [&](T v) -> T { return f(v); });
-  });
-  return out;
-}
-
 /// A gradient op's operands: `gradients` and the forward value `v` (named `v_name`) must have
 /// the same float dtype and the same shape (no broadcasting: a gradient op that trusted its
 /// caller here is a classic source of out-of-bounds reads).
@@ -58,19 +46,6 @@ Tensor grad_kernel(std::string_view op, const Tensor& g, const Tensor& v, std::s
   return out;
 }
 
-/// y = f(x) for numeric x (relu and relu6 take integers too, like TensorFlow).
-template <class F>
-Tensor map_numeric(std::string_view op, const Tensor& x, F f) {
-  require_numeric(x, op, "features");
-  Tensor out = detail::empty(x.shape(), x.dtype(), op);
-  visit_dtype(x.dtype(), [&]<class T>() {
-    if constexpr (!std::is_same_v<T, bool>)
-      cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
-               [&](T v) -> T { return f(v); });
-  });
-  return out;
-}
-
 // ---- relu ----------------------------------------------------------------------------------------
 
 // y = max(x, 0);  dx = ReluGrad(dy, y) = dy * (y > 0)
@@ -79,7 +54,7 @@ struct Relu {
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& x) {
     // NaN propagates (v != v), as in NumPy's maximum.
-    return map_numeric(kName, x, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });
+    return map_numeric(kName, "features", x, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });
   }
   static Grads backward(const GradContext& c) { return {raw_ops::relu_grad(c.dy(), c.output(0))}; }
 };
@@ -105,7 +80,7 @@ struct Relu6 {
   static constexpr std::string_view kName = "Relu6";
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& x) {
-    return map_numeric(kName, x, [](auto v) {
+    return map_numeric(kName, "features", x, [](auto v) {
       using T = decltype(v);
       return v > 0 ? (v < T(6) ? v : T(6)) : (v != v ? v : T(0));
     });
@@ -139,7 +114,7 @@ struct LeakyRelu {
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = AlphaAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
-    return map_floating(kName, x, [alpha = a.alpha](auto v) {
+    return map_floating(kName, "features", x, [alpha = a.alpha](auto v) {
       using T = decltype(v);
       return v > 0 ? v : static_cast<T>(alpha) * v;
     });
@@ -183,7 +158,7 @@ struct Elu {
   static constexpr std::string_view kName = "Elu";
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& x) {
-    return map_floating(kName, x, [](auto v) { return v > 0 ? v : std::expm1(v); });
+    return map_floating(kName, "features", x, [](auto v) { return v > 0 ? v : std::expm1(v); });
   }
   static Grads backward(const GradContext& c) { return {raw_ops::elu_grad(c.dy(), c.output(0))}; }
 };
@@ -209,7 +184,7 @@ struct Selu {
   static constexpr std::string_view kName = "Selu";
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& x) {
-    return map_floating(kName, x, [](auto v) {
+    return map_floating(kName, "features", x, [](auto v) {
       using T = decltype(v);
       return v > 0 ? static_cast<T>(kSeluScale) * v : static_cast<T>(kSeluScale * kSeluAlpha) * std::expm1(v);
     });
@@ -289,7 +264,7 @@ struct Gelu {
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = GeluAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
-    if (!a.approximate) return map_floating(kName, x, [](auto v) { return gelu_exact(v); });
+    if (!a.approximate) return map_floating(kName, "features", x, [](auto v) { return gelu_exact(v); });
     require_floating(x, kName, "features");
     Tensor out = detail::empty(x.shape(), x.dtype(), kName);
     visit_floating(x.dtype(), [&]<class T>() {
