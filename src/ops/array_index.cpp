@@ -21,7 +21,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// Calls fn.template operator()<I>() for an int32 or int64 `indices` tensor; throws otherwise.
 template <class Fn>
 void visit_index(const Tensor& indices, std::string_view op, Fn&& fn) {
@@ -63,6 +62,8 @@ struct SliceAttrs {
   Shape size;  // resolved: no -1
 };
 
+}  // namespace
+
 // y = slice(x, begin, size);  dx = pad(dy, {begin, shape(x) - begin - size})
 struct Slice {
   static constexpr std::string_view kName = "Slice";
@@ -90,10 +91,35 @@ struct Slice {
     return {tapeflow::slice(a.in(0), a.ints("begin"), a.ints("size"))};
   }
 };
+}  // namespace ops
+Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& size) {
+  constexpr std::string_view op = ops::Slice::kName;
+  ops::require_defined(x, op);
+  const Shape& s = x.shape();
+  TAPEFLOW_REQUIRE(
+      begin.size() == static_cast<std::size_t>(s.rank()) && size.size() == begin.size(), InvalidArgumentError,
+      "[{}] begin {} and size {} must each have one entry per dimension of x (shape {}, rank {})", op, begin,
+      size, s.to_string(), s.rank());
+  std::vector<std::int64_t> resolved(size);
+  for (int d = 0; d < s.rank(); ++d) {
+    const auto u = static_cast<std::size_t>(d);
+    TAPEFLOW_REQUIRE(begin[u] >= 0 && begin[u] <= s[d], InvalidArgumentError,
+                     "[{}] begin[{}] = {} is not in [0, {}] (x has shape {})", op, d, begin[u], s[d],
+                     s.to_string());
+    if (size[u] == -1) resolved[u] = s[d] - begin[u];
+    TAPEFLOW_REQUIRE(
+        resolved[u] >= 0 && resolved[u] <= s[d] - begin[u], InvalidArgumentError,
+        "[{}] size[{}] = {} is not in [0, {}] for begin[{}] = {} (x has shape {}); -1 takes the rest", op, d,
+        size[u], s[d] - begin[u], d, begin[u], s.to_string());
+  }
+  return autodiff::apply_with<ops::Slice>({begin, Shape::checked(resolved, op)}, x);
+}
+namespace ops {
 
 // ---------------------------------------------------------------------------------------------
 // StridedSlice
 
+namespace {
 /// TensorFlow's StridedSlice encoding (begin, end, strides and bit masks) as SliceSpecs.
 std::vector<SliceSpec> slice_specs(const raw_ops::Args& a) {
   const raw_ops::Ints begin = a.ints("begin"), end = a.ints("end"),
@@ -143,6 +169,8 @@ cpu::CopyPlan strided_plan(const StridedAttrs& a, bool scatter) {
   return p;
 }
 
+}  // namespace
+
 // y = x[begin:stop:step, ...];  dx = strided_slice_grad(dy): dy scattered into zeros of shape(x)
 struct StridedSlice {
   static constexpr std::string_view kName = "StridedSlice";
@@ -162,30 +190,7 @@ struct StridedSlice {
   }
 };
 
-// dx = zeros(shape(x)) with dx[begin:stop:step, ...] = dy;  d(dy) = strided_slice(d(dx))
-// TensorFlow's StridedSliceGrad: a primitive so the scatter is one pass for any step.
-struct StridedSliceGrad {
-  static constexpr std::string_view kName = "StridedSliceGrad";
-  static constexpr Saves kSaves = kSavesNothing;
-  using Attrs = StridedAttrs;
-  static Tensor forward(const Attrs& a, const Tensor& dy) {
-    TAPEFLOW_ASSERT(dy.shape() == a.out, "[{}] dy has shape {}, expected {}", kName, dy.shape().to_string(),
-                    a.out.to_string());
-    Tensor dx = zeros(a.input, dy.dtype());
-    const cpu::CopyPlan p = strided_plan(a, /*scatter=*/true);
-    visit_dtype(dy.dtype(),
-                [&]<class T>() { cpu::strided_copy(p, dy.values<T>().data(), detail::mutable_data<T>(dx)); });
-    return dx;
-  }
-  static Grads backward(const GradContext& c) { return {apply_with<StridedSlice>(c.attrs<Attrs>(), c.dy())}; }
-  static constexpr std::string_view kNotCallable =
-      "[StridedSliceGrad] runs only inside the gradient of StridedSlice, which supplies its shapes";
-};
-
-Grads StridedSlice::backward(const GradContext& c) {
-  return {apply_with<StridedSliceGrad>(c.attrs<Attrs>(), c.dy())};
-}
-
+namespace {
 /// Python's slice.indices(dim) for one spec: the first index and the number of elements.
 std::pair<std::int64_t, std::int64_t> resolve_range(const SliceSpec& s, std::int64_t dim) {
   if (s.step > 0) {
@@ -253,6 +258,39 @@ StridedAttrs strided_attrs(const Tensor& x, const std::vector<SliceSpec>& specs)
   a.out = Shape::checked(out, op);
   return a;
 }
+}  // namespace
+}  // namespace ops
+Tensor strided_slice(const Tensor& x, const std::vector<SliceSpec>& specs) {
+  ops::require_defined(x, ops::StridedSlice::kName);
+  return autodiff::apply_with<ops::StridedSlice>(ops::strided_attrs(x, specs), x);
+}
+namespace ops {
+
+// dx = zeros(shape(x)) with dx[begin:stop:step, ...] = dy;  d(dy) = strided_slice(d(dx))
+// TensorFlow's StridedSliceGrad: a primitive so the scatter is one pass for any step.
+struct StridedSliceGrad {
+  static constexpr std::string_view kName = "StridedSliceGrad";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = StridedAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& dy) {
+    TAPEFLOW_ASSERT(dy.shape() == a.out, "[{}] dy has shape {}, expected {}", kName, dy.shape().to_string(),
+                    a.out.to_string());
+    Tensor dx = zeros(a.input, dy.dtype());
+    const cpu::CopyPlan p = strided_plan(a, /*scatter=*/true);
+    visit_dtype(dy.dtype(),
+                [&]<class T>() { cpu::strided_copy(p, dy.values<T>().data(), detail::mutable_data<T>(dx)); });
+    return dx;
+  }
+  static Grads backward(const GradContext& c) { return {apply_with<StridedSlice>(c.attrs<Attrs>(), c.dy())}; }
+  static constexpr std::string_view kNotCallable =
+      "[StridedSliceGrad] runs only inside the gradient of StridedSlice, which supplies its shapes";
+};
+
+Grads StridedSlice::backward(const GradContext& c) {
+  return {apply_with<StridedSliceGrad>(c.attrs<Attrs>(), c.dy())};
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Gather
@@ -276,6 +314,8 @@ struct GatherAttrs {
   int axis;
   Shape params;  // the shape of params (GatherGrad's output)
 };
+
+}  // namespace
 
 // y[o, p, i] = params[o, indices[p], i]  (o: dims before axis, p: positions of indices)
 // dparams = gather_grad(dy): dy[o, p, i] summed into zeros at [o, indices[p], i]
@@ -318,6 +358,17 @@ struct GatherV2 {
     return {tapeflow::gather(a.in(0), a.in(1), a.i("axis", 0))};
   }
 };
+}  // namespace ops
+Tensor gather(const Tensor& params, const Tensor& indices, std::int64_t axis) {
+  constexpr std::string_view op = ops::GatherV2::kName;
+  ops::require_defined(params, op, "params");
+  ops::require_defined(indices, op, "indices");
+  TAPEFLOW_REQUIRE(params.rank() >= 1, InvalidArgumentError, "[{}] params must have rank >= 1, got a {}", op,
+                   ops::describe(params));
+  const int n = normalize_axis(axis, params.rank(), op);
+  return autodiff::apply_with<ops::GatherV2>({n, params.shape()}, params, indices);
+}
+namespace ops {
 
 // dparams = zeros(params) with dy[o, p, i] added at [o, indices[p], i];  d(dy) = gather(d(dparams))
 // The dense gradient of GatherV2 (TensorFlow builds it with UnsortedSegmentSum after moving axis
@@ -363,6 +414,8 @@ Grads GatherV2::backward(const GradContext& c) {
   return {apply_with<GatherGrad>(c.attrs<Attrs>(), c.dy(), c.input(1)), std::nullopt};
 }
 
+namespace {
+
 // ---------------------------------------------------------------------------------------------
 // GatherNd and ScatterNd
 
@@ -404,6 +457,8 @@ std::vector<std::int64_t> nd_offsets(const Tensor& indices, const Shape& shape, 
   return offsets;
 }
 
+}  // namespace
+
 // y[p, i] = params[indices[p], i];  dparams = scatter_nd(indices, dy, shape(params))
 struct GatherNd {
   static constexpr std::string_view kName = "GatherNd";
@@ -432,10 +487,18 @@ struct GatherNd {
     return {scatter_nd(c.input(1), c.dy(), c.input_shape(0)), std::nullopt};
   }
 };
+}  // namespace ops
+Tensor gather_nd(const Tensor& params, const Tensor& indices) {
+  return autodiff::apply<ops::GatherNd>(params, indices);
+}
+namespace ops {
 
+namespace {
 struct ScatterNdAttrs {
   Shape shape;
 };
+
+}  // namespace
 
 // y = zeros(shape) with updates[p, i] added at [indices[p], i];  dupdates = gather_nd(dy, indices)
 struct ScatterNd {
@@ -478,14 +541,22 @@ struct ScatterNd {
     return {tapeflow::scatter_nd(a.in(0), a.in(1), a.shape("shape"))};
   }
 };
+}  // namespace ops
+Tensor scatter_nd(const Tensor& indices, const Tensor& updates, const Shape& shape) {
+  return autodiff::apply_with<ops::ScatterNd>({shape}, indices, updates);
+}
+namespace ops {
 
 // ---------------------------------------------------------------------------------------------
 // OneHot
 
+namespace {
 struct OneHotAttrs {
   std::int64_t depth;
   Tensor on, off;  // scalars of the output dtype
 };
+
+}  // namespace
 
 // y[p, j] = on if indices[p] == j else off. Not differentiable (integer input).
 struct OneHot {
@@ -515,8 +586,17 @@ struct OneHot {
                               a.dtype("dtype", DType::Float32))};
   }
 };
-
-}  // namespace
+}  // namespace ops
+Tensor one_hot(const Tensor& indices, std::int64_t depth, double on_value, double off_value, DType dtype) {
+  constexpr std::string_view op = ops::OneHot::kName;
+  ops::require_defined(indices, op, "indices");
+  TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
+                   "[{}] indices must be an int32 or int64 tensor, got a {}", op, ops::describe(indices));
+  TAPEFLOW_REQUIRE(depth >= 0, InvalidArgumentError, "[{}] depth must be >= 0, got {}", op, depth);
+  return autodiff::apply_with<ops::OneHot>(
+      {depth, Scalar(on_value).as(dtype, op), Scalar(off_value).as(dtype, op)}, indices);
+}
+namespace ops {
 
 void register_index_ops(Registrar& r) {
   r.add<Slice>();
@@ -530,61 +610,5 @@ void register_index_ops(Registrar& r) {
 }
 
 }  // namespace ops
-
-Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& size) {
-  constexpr std::string_view op = ops::Slice::kName;
-  ops::require_defined(x, op);
-  const Shape& s = x.shape();
-  TAPEFLOW_REQUIRE(
-      begin.size() == static_cast<std::size_t>(s.rank()) && size.size() == begin.size(), InvalidArgumentError,
-      "[{}] begin {} and size {} must each have one entry per dimension of x (shape {}, rank {})", op, begin,
-      size, s.to_string(), s.rank());
-  std::vector<std::int64_t> resolved(size);
-  for (int d = 0; d < s.rank(); ++d) {
-    const auto u = static_cast<std::size_t>(d);
-    TAPEFLOW_REQUIRE(begin[u] >= 0 && begin[u] <= s[d], InvalidArgumentError,
-                     "[{}] begin[{}] = {} is not in [0, {}] (x has shape {})", op, d, begin[u], s[d],
-                     s.to_string());
-    if (size[u] == -1) resolved[u] = s[d] - begin[u];
-    TAPEFLOW_REQUIRE(
-        resolved[u] >= 0 && resolved[u] <= s[d] - begin[u], InvalidArgumentError,
-        "[{}] size[{}] = {} is not in [0, {}] for begin[{}] = {} (x has shape {}); -1 takes the rest", op, d,
-        size[u], s[d] - begin[u], d, begin[u], s.to_string());
-  }
-  return autodiff::apply_with<ops::Slice>({begin, Shape::checked(resolved, op)}, x);
-}
-
-Tensor strided_slice(const Tensor& x, const std::vector<SliceSpec>& specs) {
-  ops::require_defined(x, ops::StridedSlice::kName);
-  return autodiff::apply_with<ops::StridedSlice>(ops::strided_attrs(x, specs), x);
-}
-
-Tensor gather(const Tensor& params, const Tensor& indices, std::int64_t axis) {
-  constexpr std::string_view op = ops::GatherV2::kName;
-  ops::require_defined(params, op, "params");
-  ops::require_defined(indices, op, "indices");
-  TAPEFLOW_REQUIRE(params.rank() >= 1, InvalidArgumentError, "[{}] params must have rank >= 1, got a {}", op,
-                   ops::describe(params));
-  const int n = normalize_axis(axis, params.rank(), op);
-  return autodiff::apply_with<ops::GatherV2>({n, params.shape()}, params, indices);
-}
-
-Tensor gather_nd(const Tensor& params, const Tensor& indices) {
-  return autodiff::apply<ops::GatherNd>(params, indices);
-}
-
-Tensor scatter_nd(const Tensor& indices, const Tensor& updates, const Shape& shape) {
-  return autodiff::apply_with<ops::ScatterNd>({shape}, indices, updates);
-}
-
-Tensor one_hot(const Tensor& indices, std::int64_t depth, double on_value, double off_value, DType dtype) {
-  constexpr std::string_view op = ops::OneHot::kName;
-  ops::require_defined(indices, op, "indices");
-  TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
-                   "[{}] indices must be an int32 or int64 tensor, got a {}", op, ops::describe(indices));
-  TAPEFLOW_REQUIRE(depth >= 0, InvalidArgumentError, "[{}] depth must be >= 0, got {}", op, depth);
-  return autodiff::apply_with<ops::OneHot>(
-      {depth, Scalar(on_value).as(dtype, op), Scalar(off_value).as(dtype, op)}, indices);
-}
 
 }  // namespace tapeflow

@@ -16,7 +16,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 std::int64_t product(std::span<const std::int64_t> dims, int from, int to) {
   std::int64_t n = 1;
   for (int i = from; i < to; ++i) n *= dims[static_cast<std::size_t>(i)];
@@ -74,6 +73,17 @@ constexpr std::int64_t kMaxOutputs = std::int64_t{1} << 20;
 struct AxisAttrs {
   int axis;  // normalised
 };
+
+/// Throws unless every tensor of a list is defined; returns the list as a span.
+std::span<const Tensor> defined_list(const std::vector<Tensor>& values, std::string_view op) {
+  TAPEFLOW_REQUIRE(!values.empty(), InvalidArgumentError,
+                   "[{}] needs at least one input tensor, got an empty list", op);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    TAPEFLOW_REQUIRE(values[i].defined(), InvalidArgumentError,
+                     "[{}] input {} is an undefined (default-constructed) Tensor", op, i);
+  return values;
+}
+}  // namespace
 
 // y = concat(x_0, ..., x_n-1, axis);  dx_i = slice(dy, offset_i along axis, shape(x_i))
 struct ConcatV2 {
@@ -136,6 +146,15 @@ struct ConcatV2 {
     return {tapeflow::concat(a.all(), a.i("axis"))};
   }
 };
+}  // namespace ops
+Tensor concat(const std::vector<Tensor>& values, std::int64_t axis) {
+  const auto xs = ops::defined_list(values, ops::ConcatV2::kName);
+  TAPEFLOW_REQUIRE(xs[0].rank() > 0, InvalidArgumentError,
+                   "[ConcatV2] cannot concatenate scalars (input 0 has shape ()); use stack to join them");
+  const int n = normalize_axis(axis, xs[0].rank(), ops::ConcatV2::kName);
+  return autodiff::apply_list<ops::ConcatV2>({n}, xs)[0];
+}
+namespace ops {
 
 // y = stack(x_0, ..., x_n-1, axis);  dx = unstack(dy, axis)
 struct Pack {
@@ -172,6 +191,13 @@ struct Pack {
     return {tapeflow::stack(a.all(), a.i("axis", 0))};
   }
 };
+}  // namespace ops
+Tensor stack(const std::vector<Tensor>& values, std::int64_t axis) {
+  const auto xs = ops::defined_list(values, ops::Pack::kName);
+  const int n = normalize_axis(axis, xs[0].rank() + 1, ops::Pack::kName);
+  return autodiff::apply_list<ops::Pack>({n}, xs)[0];
+}
+namespace ops {
 
 // y_0, ..., y_n-1 = unstack(x, axis);  dx = stack(dy_0, ..., dy_n-1, axis)
 struct Unpack {
@@ -198,7 +224,19 @@ struct Unpack {
     return tapeflow::unstack(a.in(0), a.i("axis", 0));
   }
 };
+}  // namespace ops
+std::vector<Tensor> unstack(const Tensor& x, std::int64_t axis) {
+  ops::require_defined(x, ops::Unpack::kName);
+  TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[Unpack] cannot unstack a scalar (x has shape ())");
+  const int n = normalize_axis(axis, x.rank(), ops::Unpack::kName);
+  TAPEFLOW_REQUIRE(x.shape()[n] <= ops::kMaxOutputs, ResourceExhaustedError,
+                   "[Unpack] unstacking axis {} of x (shape {}) would return {} tensors, more than {}", n,
+                   x.shape().to_string(), x.shape()[n], ops::kMaxOutputs);
+  return autodiff::apply_list<ops::Unpack>({n}, {&x, 1});
+}
+namespace ops {
 
+namespace {
 struct SplitAttrs {
   int axis;                         // normalised
   std::vector<std::int64_t> sizes;  // resolved: non-negative, summing to the axis' dimension
@@ -226,6 +264,8 @@ Grads split_backward(const GradContext& c) {
   return {concat(dys, c.attrs<SplitAttrs>().axis)};
 }
 
+}  // namespace
+
 // y_0, ..., y_n-1 = split(x, n, axis);  dx = concat(dy_0, ..., dy_n-1, axis)
 struct Split {
   static constexpr std::string_view kName = "Split";
@@ -240,68 +280,7 @@ struct Split {
     return tapeflow::split(a.in(0), a.i("num_split"), a.i("axis", 0));
   }
 };
-
-// y_0, ..., y_n-1 = split(x, sizes, axis);  dx = concat(dy_0, ..., dy_n-1, axis)
-struct SplitV {
-  static constexpr std::string_view kName = "SplitV";
-  static constexpr Saves kSaves = kSavesNothing;
-  using Attrs = SplitAttrs;
-  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
-    return split_forward(a, xs[0], kName);
-  }
-  static Grads backward(const GradContext& c) { return split_backward(c); }
-  static std::vector<Tensor> raw(const raw_ops::Args& a) {
-    a.expect(1, {"size_splits", "axis"});
-    return tapeflow::split(a.in(0), a.ints("size_splits"), a.i("axis", 0));
-  }
-};
-
-/// Throws unless every tensor of a list is defined; returns the list as a span.
-std::span<const Tensor> defined_list(const std::vector<Tensor>& values, std::string_view op) {
-  TAPEFLOW_REQUIRE(!values.empty(), InvalidArgumentError,
-                   "[{}] needs at least one input tensor, got an empty list", op);
-  for (std::size_t i = 0; i < values.size(); ++i)
-    TAPEFLOW_REQUIRE(values[i].defined(), InvalidArgumentError,
-                     "[{}] input {} is an undefined (default-constructed) Tensor", op, i);
-  return values;
-}
-
-}  // namespace
-
-void register_join_ops(Registrar& r) {
-  r.add<ConcatV2>();
-  r.add<Pack>();
-  r.add<Unpack>();
-  r.add<Split>();
-  r.add<SplitV>();
-}
-
 }  // namespace ops
-
-Tensor concat(const std::vector<Tensor>& values, std::int64_t axis) {
-  const auto xs = ops::defined_list(values, ops::ConcatV2::kName);
-  TAPEFLOW_REQUIRE(xs[0].rank() > 0, InvalidArgumentError,
-                   "[ConcatV2] cannot concatenate scalars (input 0 has shape ()); use stack to join them");
-  const int n = normalize_axis(axis, xs[0].rank(), ops::ConcatV2::kName);
-  return autodiff::apply_list<ops::ConcatV2>({n}, xs)[0];
-}
-
-Tensor stack(const std::vector<Tensor>& values, std::int64_t axis) {
-  const auto xs = ops::defined_list(values, ops::Pack::kName);
-  const int n = normalize_axis(axis, xs[0].rank() + 1, ops::Pack::kName);
-  return autodiff::apply_list<ops::Pack>({n}, xs)[0];
-}
-
-std::vector<Tensor> unstack(const Tensor& x, std::int64_t axis) {
-  ops::require_defined(x, ops::Unpack::kName);
-  TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[Unpack] cannot unstack a scalar (x has shape ())");
-  const int n = normalize_axis(axis, x.rank(), ops::Unpack::kName);
-  TAPEFLOW_REQUIRE(x.shape()[n] <= ops::kMaxOutputs, ResourceExhaustedError,
-                   "[Unpack] unstacking axis {} of x (shape {}) would return {} tensors, more than {}", n,
-                   x.shape().to_string(), x.shape()[n], ops::kMaxOutputs);
-  return autodiff::apply_list<ops::Unpack>({n}, {&x, 1});
-}
-
 std::vector<Tensor> split(const Tensor& x, std::int64_t num, std::int64_t axis) {
   ops::require_defined(x, ops::Split::kName);
   TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[Split] cannot split a scalar (x has shape ())");
@@ -319,7 +298,23 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t num, std::int64_t axis) 
   return autodiff::apply_list<ops::Split>(
       {n, std::vector<std::int64_t>(static_cast<std::size_t>(num), dim / num)}, {&x, 1});
 }
+namespace ops {
 
+// y_0, ..., y_n-1 = split(x, sizes, axis);  dx = concat(dy_0, ..., dy_n-1, axis)
+struct SplitV {
+  static constexpr std::string_view kName = "SplitV";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = SplitAttrs;
+  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
+    return split_forward(a, xs[0], kName);
+  }
+  static Grads backward(const GradContext& c) { return split_backward(c); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"size_splits", "axis"});
+    return tapeflow::split(a.in(0), a.ints("size_splits"), a.i("axis", 0));
+  }
+};
+}  // namespace ops
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, std::int64_t axis) {
   ops::require_defined(x, ops::SplitV::kName);
   TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[SplitV] cannot split a scalar (x has shape ())");
@@ -350,5 +345,18 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
                    known, n, x.shape().to_string(), dim);
   return autodiff::apply_list<ops::SplitV>({n, std::move(resolved)}, {&x, 1});
 }
+namespace ops {
+
+namespace {}  // namespace
+
+void register_join_ops(Registrar& r) {
+  r.add<ConcatV2>();
+  r.add<Pack>();
+  r.add<Unpack>();
+  r.add<Split>();
+  r.add<SplitV>();
+}
+
+}  // namespace ops
 
 }  // namespace tapeflow

@@ -10,7 +10,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// The target shape of a reshape, with one -1 inferred.
 Shape reshape_target(const Tensor& x, const std::vector<std::int64_t>& dims, std::string_view op) {
   std::vector<std::int64_t> out(dims);
@@ -50,6 +49,8 @@ Grads reshape_back(const GradContext& c) {
   return {reshape(c.dy(), {d.begin(), d.end()})};
 }
 
+}  // namespace
+
 // y = reshape(x);  dx = reshape(dy, shape(x))
 struct Reshape {
   static constexpr std::string_view kName = "Reshape";
@@ -71,6 +72,12 @@ struct Reshape {
     return {tapeflow::reshape(a.in(0), a.ints("shape"))};
   }
 };
+}  // namespace ops
+Tensor reshape(const Tensor& x, const std::vector<std::int64_t>& shape) {
+  ops::require_defined(x, ops::Reshape::kName);
+  return autodiff::apply_with<ops::Reshape>({ops::reshape_target(x, shape, ops::Reshape::kName)}, x);
+}
+namespace ops {
 
 // y = broadcast_to(x, shape);  dx = sum of dy over the broadcast dimensions
 struct BroadcastTo {
@@ -96,11 +103,23 @@ struct BroadcastTo {
     return {tapeflow::broadcast_to(a.in(0), a.shape("shape"))};
   }
 };
+}  // namespace ops
+Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  ops::require_defined(x, ops::BroadcastTo::kName);
+  const Shape b = broadcast_shapes(x.shape(), shape, ops::BroadcastTo::kName);
+  TAPEFLOW_REQUIRE(b == shape, InvalidArgumentError, "[BroadcastTo] cannot broadcast shape {} to shape {}",
+                   x.shape().to_string(), shape.to_string());
+  return autodiff::apply_with<ops::BroadcastTo>({shape}, x);
+}
+namespace ops {
 
+namespace {
 /// Attributes of the ops that only relabel the dimensions of the same bytes.
 struct NewShape {
   Shape shape;
 };
+
+}  // namespace
 
 // y = expand_dims(x, axis);  dx = reshape(dy, shape(x))
 struct ExpandDims {
@@ -114,6 +133,20 @@ struct ExpandDims {
     return {tapeflow::expand_dims(a.in(0), a.i("axis"))};
   }
 };
+}  // namespace ops
+Tensor expand_dims(const Tensor& x, std::int64_t axis) {
+  ops::require_defined(x, ops::ExpandDims::kName);
+  const int rank = x.rank();
+  TAPEFLOW_REQUIRE(axis >= -rank - 1 && axis <= rank, InvalidArgumentError,
+                   "[ExpandDims] axis {} is out of range for a tensor of rank {} (shape {}); valid: [{}, {}]",
+                   axis, rank, x.shape().to_string(), -rank - 1, rank);
+  const auto at = static_cast<std::size_t>(axis < 0 ? axis + rank + 1 : axis);
+  const auto d = x.shape().dims();
+  std::vector<std::int64_t> out(d.begin(), d.end());
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), 1);
+  return autodiff::apply_with<ops::ExpandDims>({Shape::checked(out, ops::ExpandDims::kName)}, x);
+}
+namespace ops {
 
 // y = squeeze(x, axes);  dx = reshape(dy, shape(x))
 struct Squeeze {
@@ -127,7 +160,29 @@ struct Squeeze {
     return {tapeflow::squeeze(a.in(0), a.ints("squeeze_dims", raw_ops::Ints{}))};
   }
 };
+}  // namespace ops
+Tensor squeeze(const Tensor& x, const Axes& axes) {
+  ops::require_defined(x, ops::Squeeze::kName);
+  const Shape& s = x.shape();
+  std::vector<bool> drop(static_cast<std::size_t>(s.rank()), false);
+  if (axes.empty()) {
+    for (int i = 0; i < s.rank(); ++i) drop[static_cast<std::size_t>(i)] = s[i] == 1;
+  }
+  for (std::int64_t ax : axes) {
+    const int n = normalize_axis(ax, s.rank(), ops::Squeeze::kName);
+    TAPEFLOW_REQUIRE(s[n] == 1, InvalidArgumentError,
+                     "[Squeeze] cannot squeeze axis {}: it has size {}, not 1 (x has shape {})", ax, s[n],
+                     s.to_string());
+    drop[static_cast<std::size_t>(n)] = true;
+  }
+  std::vector<std::int64_t> out;
+  for (int i = 0; i < s.rank(); ++i)
+    if (!drop[static_cast<std::size_t>(i)]) out.push_back(s[i]);
+  return autodiff::apply_with<ops::Squeeze>({Shape::checked(out, ops::Squeeze::kName)}, x);
+}
+namespace ops {
 
+namespace {
 struct TransposeAttrs {
   std::vector<int> perm;  // validated: a permutation of [0, rank)
 };
@@ -139,6 +194,8 @@ std::vector<std::int64_t> inverse_permutation(const std::vector<int>& perm) {
     inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
   return inv;
 }
+
+}  // namespace
 
 // y = transpose(x, perm);  dx = transpose(dy, inverse(perm))
 struct Transpose {
@@ -162,32 +219,7 @@ struct Transpose {
     return {tapeflow::transpose(a.in(0), a.ints("perm", raw_ops::Ints{}))};
   }
 };
-
-}  // namespace
-
-void register_shape_ops(Registrar& r) {
-  r.add<Reshape>();
-  r.add<BroadcastTo>();
-  r.add<ExpandDims>();
-  r.add<Squeeze>();
-  r.add<Transpose>();
-}
-
 }  // namespace ops
-
-Tensor reshape(const Tensor& x, const std::vector<std::int64_t>& shape) {
-  ops::require_defined(x, ops::Reshape::kName);
-  return autodiff::apply_with<ops::Reshape>({ops::reshape_target(x, shape, ops::Reshape::kName)}, x);
-}
-
-Tensor broadcast_to(const Tensor& x, const Shape& shape) {
-  ops::require_defined(x, ops::BroadcastTo::kName);
-  const Shape b = broadcast_shapes(x.shape(), shape, ops::BroadcastTo::kName);
-  TAPEFLOW_REQUIRE(b == shape, InvalidArgumentError, "[BroadcastTo] cannot broadcast shape {} to shape {}",
-                   x.shape().to_string(), shape.to_string());
-  return autodiff::apply_with<ops::BroadcastTo>({shape}, x);
-}
-
 Tensor transpose(const Tensor& x, const std::vector<std::int64_t>& perm) {
   ops::require_defined(x, ops::Transpose::kName);
   const int rank = x.rank();
@@ -210,38 +242,16 @@ Tensor transpose(const Tensor& x, const std::vector<std::int64_t>& perm) {
   }
   return autodiff::apply_with<ops::Transpose>(a, x);
 }
+namespace ops {
 
-Tensor expand_dims(const Tensor& x, std::int64_t axis) {
-  ops::require_defined(x, ops::ExpandDims::kName);
-  const int rank = x.rank();
-  TAPEFLOW_REQUIRE(axis >= -rank - 1 && axis <= rank, InvalidArgumentError,
-                   "[ExpandDims] axis {} is out of range for a tensor of rank {} (shape {}); valid: [{}, {}]",
-                   axis, rank, x.shape().to_string(), -rank - 1, rank);
-  const auto at = static_cast<std::size_t>(axis < 0 ? axis + rank + 1 : axis);
-  const auto d = x.shape().dims();
-  std::vector<std::int64_t> out(d.begin(), d.end());
-  out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), 1);
-  return autodiff::apply_with<ops::ExpandDims>({Shape::checked(out, ops::ExpandDims::kName)}, x);
+void register_shape_ops(Registrar& r) {
+  r.add<Reshape>();
+  r.add<BroadcastTo>();
+  r.add<ExpandDims>();
+  r.add<Squeeze>();
+  r.add<Transpose>();
 }
 
-Tensor squeeze(const Tensor& x, const Axes& axes) {
-  ops::require_defined(x, ops::Squeeze::kName);
-  const Shape& s = x.shape();
-  std::vector<bool> drop(static_cast<std::size_t>(s.rank()), false);
-  if (axes.empty()) {
-    for (int i = 0; i < s.rank(); ++i) drop[static_cast<std::size_t>(i)] = s[i] == 1;
-  }
-  for (std::int64_t ax : axes) {
-    const int n = normalize_axis(ax, s.rank(), ops::Squeeze::kName);
-    TAPEFLOW_REQUIRE(s[n] == 1, InvalidArgumentError,
-                     "[Squeeze] cannot squeeze axis {}: it has size {}, not 1 (x has shape {})", ax, s[n],
-                     s.to_string());
-    drop[static_cast<std::size_t>(n)] = true;
-  }
-  std::vector<std::int64_t> out;
-  for (int i = 0; i < s.rank(); ++i)
-    if (!drop[static_cast<std::size_t>(i)]) out.push_back(s[i]);
-  return autodiff::apply_with<ops::Squeeze>({Shape::checked(out, ops::Squeeze::kName)}, x);
-}
+}  // namespace ops
 
 }  // namespace tapeflow

@@ -10,7 +10,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 struct TileAttrs {
   std::vector<std::int64_t> multiples;
   Shape out;
@@ -47,6 +46,8 @@ Tensor sum_tiles(const Tensor& dy, const std::vector<std::int64_t>& multiples, c
   return g;
 }
 
+}  // namespace
+
 // y = tile(x, multiples);  dx = sum of the copies: reduce_sum(reshape(dy, [m0, d0, m1, d1, ...]), m axes)
 struct Tile {
   static constexpr std::string_view kName = "Tile";
@@ -75,7 +76,29 @@ struct Tile {
     return {tapeflow::tile(a.in(0), a.ints("multiples"))};
   }
 };
+}  // namespace ops
+Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples) {
+  constexpr std::string_view op = ops::Tile::kName;
+  ops::require_defined(x, op);
+  const Shape& s = x.shape();
+  TAPEFLOW_REQUIRE(multiples.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
+                   "[{}] multiples {} must have one entry per dimension of x (shape {}, rank {})", op,
+                   multiples, s.to_string(), s.rank());
+  std::vector<std::int64_t> out(multiples.size());
+  for (int i = 0; i < s.rank(); ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    TAPEFLOW_REQUIRE(multiples[u] >= 0, InvalidArgumentError,
+                     "[{}] multiples[{}] = {} is negative (multiples {})", op, i, multiples[u], multiples);
+    TAPEFLOW_REQUIRE(
+        !__builtin_mul_overflow(s[i], multiples[u], &out[u]), ResourceExhaustedError,
+        "[{}] dimension {} of x (size {}) times multiples[{}] = {} overflows int64 (x has shape {})", op, i,
+        s[i], i, multiples[u], s.to_string());
+  }
+  return autodiff::apply_with<ops::Tile>({multiples, Shape::checked(out, op)}, x);
+}
+namespace ops {
 
+namespace {
 /// The (before, after) pairs of Pad's flat 'paddings' attribute.
 std::vector<std::pair<std::int64_t, std::int64_t>> pairs(std::string_view op, const raw_ops::Ints& flat) {
   TAPEFLOW_REQUIRE(flat.size() % 2 == 0, InvalidArgumentError,
@@ -91,6 +114,8 @@ struct PadAttrs {
   Shape out;
   Tensor value;  // a scalar of x's dtype
 };
+
+}  // namespace
 
 // y = pad(x, paddings, c);  dx = slice(dy, before, shape(x))
 struct Pad {
@@ -121,36 +146,7 @@ struct Pad {
     return {tapeflow::pad(a.in(0), pairs("Pad", a.ints("paddings")), a.f("constant_values", 0.0))};
   }
 };
-
-}  // namespace
-
-void register_tile_pad_ops(Registrar& r) {
-  r.add<Tile>();
-  r.add<Pad>();
-}
-
 }  // namespace ops
-
-Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples) {
-  constexpr std::string_view op = ops::Tile::kName;
-  ops::require_defined(x, op);
-  const Shape& s = x.shape();
-  TAPEFLOW_REQUIRE(multiples.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
-                   "[{}] multiples {} must have one entry per dimension of x (shape {}, rank {})", op,
-                   multiples, s.to_string(), s.rank());
-  std::vector<std::int64_t> out(multiples.size());
-  for (int i = 0; i < s.rank(); ++i) {
-    const auto u = static_cast<std::size_t>(i);
-    TAPEFLOW_REQUIRE(multiples[u] >= 0, InvalidArgumentError,
-                     "[{}] multiples[{}] = {} is negative (multiples {})", op, i, multiples[u], multiples);
-    TAPEFLOW_REQUIRE(
-        !__builtin_mul_overflow(s[i], multiples[u], &out[u]), ResourceExhaustedError,
-        "[{}] dimension {} of x (size {}) times multiples[{}] = {} overflows int64 (x has shape {})", op, i,
-        s[i], i, multiples[u], s.to_string());
-  }
-  return autodiff::apply_with<ops::Tile>({multiples, Shape::checked(out, op)}, x);
-}
-
 Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& paddings,
            double constant_value) {
   constexpr std::string_view op = ops::Pad::kName;
@@ -177,5 +173,13 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64
   return autodiff::apply_with<ops::Pad>(
       {paddings, Shape::checked(out, op), Scalar(constant_value).as(x.dtype(), op)}, x);
 }
+namespace ops {
+
+void register_tile_pad_ops(Registrar& r) {
+  r.add<Tile>();
+  r.add<Pad>();
+}
+
+}  // namespace ops
 
 }  // namespace tapeflow

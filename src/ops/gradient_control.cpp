@@ -7,7 +7,7 @@
 
 namespace tapeflow {
 namespace ops {
-namespace {
+namespace {}  // namespace
 
 // y = x;  dx = dy
 struct Identity : ElementwiseInDy {
@@ -18,20 +18,27 @@ struct Identity : ElementwiseInDy {
   // JVP: dy = dx
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0)}; }
 };
+}  // namespace ops
+Tensor identity(const Tensor& x) { return autodiff::apply<ops::Identity>(x); }
+namespace ops {
 
 // y = x; no gradient by design (tf.stop_gradient).
 struct StopGradient {
   static constexpr std::string_view kName = "StopGradient";
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
 };
+}  // namespace ops
+Tensor stop_gradient(const Tensor& x) { return autodiff::apply<ops::StopGradient>(x); }
+namespace ops {
 
 // y = x; declared non-differentiable, like an op passed to tf.no_gradient.
 struct NoGradient {
   static constexpr std::string_view kName = "NoGradient";
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
 };
-
-}  // namespace
+}  // namespace ops
+Tensor raw_ops::no_gradient(const Tensor& x) { return autodiff::apply<ops::NoGradient>(x); }
+namespace ops {
 
 void register_gradient_control_ops(Registrar& r) {
   r.add<Identity>(identity);
@@ -40,9 +47,5 @@ void register_gradient_control_ops(Registrar& r) {
 }
 
 }  // namespace ops
-
-Tensor identity(const Tensor& x) { return autodiff::apply<ops::Identity>(x); }
-Tensor stop_gradient(const Tensor& x) { return autodiff::apply<ops::StopGradient>(x); }
-Tensor raw_ops::no_gradient(const Tensor& x) { return autodiff::apply<ops::NoGradient>(x); }
 
 }  // namespace tapeflow

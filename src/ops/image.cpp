@@ -7,7 +7,7 @@
 
 namespace tapeflow {
 namespace ops {
-namespace {
+namespace {}  // namespace
 
 // y = (x - mean_hw(x)) * factor + mean_hw(x). Deliberately without a gradient (see image.h).
 struct AdjustContrastv2 {
@@ -43,15 +43,14 @@ struct AdjustContrastv2 {
     return out;
   }
 };
-
-}  // namespace
+}  // namespace ops
+Tensor image::adjust_contrast(const Tensor& images, const Tensor& contrast_factor) {
+  return autodiff::apply<ops::AdjustContrastv2>(images, contrast_factor);
+}
+namespace ops {
 
 void register_image_ops(Registrar& r) { r.add_without_gradient<AdjustContrastv2>(image::adjust_contrast); }
 
 }  // namespace ops
-
-Tensor image::adjust_contrast(const Tensor& images, const Tensor& contrast_factor) {
-  return autodiff::apply<ops::AdjustContrastv2>(images, contrast_factor);
-}
 
 }  // namespace tapeflow

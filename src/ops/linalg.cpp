@@ -14,7 +14,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 struct MatMulAttrs {
   bool transpose_a = false;
   bool transpose_b = false;
@@ -204,6 +203,8 @@ Grads product_grads(const GradContext& c) {
   return g;
 }
 
+}  // namespace
+
 // c = op(a) @ op(b) for matrices;  da = dc @ op(b)^T (in op(a)'s layout), db = op(a)^T @ dc
 struct MatMul {
   static constexpr std::string_view kName = "MatMul";
@@ -240,16 +241,7 @@ struct BatchMatMulV2 {
     return {tapeflow::matmul(a.in(0), a.in(1), a.b("adj_x", false), a.b("adj_y", false))};
   }
 };
-
-}  // namespace
-
-void register_linalg_ops(Registrar& r) {
-  r.add<MatMul>();
-  r.add<BatchMatMulV2>();
-}
-
 }  // namespace ops
-
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   const ops::MatMulAttrs at{transpose_a, transpose_b};
   ops::require_defined(a, ops::MatMul::kName, "a");
@@ -258,5 +250,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   if (a.rank() >= 3 || b.rank() >= 3) return autodiff::apply_with<ops::BatchMatMulV2>(at, a, b);
   return autodiff::apply_with<ops::MatMul>(at, a, b);
 }
+namespace ops {
+
+void register_linalg_ops(Registrar& r) {
+  r.add<MatMul>();
+  r.add<BatchMatMulV2>();
+}
+
+}  // namespace ops
 
 }  // namespace tapeflow

@@ -15,7 +15,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// Validates dtypes and shapes, then runs `f` elementwise over the broadcast shape.
 template <class F>
 Tensor binary_numeric(std::string_view op, const Tensor& x, const Tensor& y, F f) {
@@ -43,6 +42,8 @@ T wrapping(T a, T b, Op op) {
   }
 }
 
+}  // namespace
+
 // z = x + y;  dx = dy, dy_ = dy (each summed back to its operand's shape)
 struct AddV2 : ElementwiseInDy {
   static constexpr std::string_view kName = "AddV2";
@@ -62,6 +63,9 @@ struct AddV2 : ElementwiseInDy {
         c, [](const Tensor& dx) { return dx; }, [](const Tensor& dy) { return dy; })};
   }
 };
+}  // namespace ops
+Tensor add(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::AddV2>(x, y); }
+namespace ops {
 
 // z = x - y;  dx = dy, dy_ = -dy
 struct Sub : ElementwiseInDy {
@@ -81,6 +85,9 @@ struct Sub : ElementwiseInDy {
         c, [](const Tensor& dx) { return dx; }, [](const Tensor& dy) { return -dy; })};
   }
 };
+}  // namespace ops
+Tensor subtract(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Sub>(x, y); }
+namespace ops {
 
 // z = x * y;  dx = dy * y, dy_ = dy * x
 struct Mul : ElementwiseInDy {
@@ -102,6 +109,9 @@ struct Mul : ElementwiseInDy {
         [&](const Tensor& dy) { return c.input(0) * dy; })};
   }
 };
+}  // namespace ops
+Tensor multiply(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Mul>(x, y); }
+namespace ops {
 
 // z = x * y, or exactly 0 wherever y == 0, even where x is NaN or Inf (TensorFlow's
 // multiply_no_nan);  dx = multiply_no_nan(dz, y), dy_ = multiply_no_nan(x, dz)
@@ -119,6 +129,9 @@ struct MulNoNan : ElementwiseInDy {
     return g;
   }
 };
+}  // namespace ops
+Tensor multiply_no_nan(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::MulNoNan>(x, y); }
+namespace ops {
 
 // z = x / y;  dx = dy / y, dy_ = -dy * x / y^2
 struct RealDiv : ElementwiseInDy {
@@ -158,6 +171,9 @@ struct RealDiv : ElementwiseInDy {
         [&](const Tensor& dy) { return multiply_no_nan(-c.output() / y, dy); })};
   }
 };
+}  // namespace ops
+Tensor divide(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::RealDiv>(x, y); }
+namespace ops {
 
 // y = -x;  dx = -dy
 struct Neg : ElementwiseInDy {
@@ -182,7 +198,11 @@ struct Neg : ElementwiseInDy {
   // JVP: dy = -dx
   static Tangents jvp(const JvpContext& c) { return {-c.tangent(0)}; }
 };
+}  // namespace ops
+Tensor negative(const Tensor& x) { return autodiff::apply<ops::Neg>(x); }
+namespace ops {
 
+namespace {
 /// Validates float dtypes and shapes, then runs the array kernel
 /// `kernel(pa, ia, pb, ib, out, len)` (a vmath binary function) over runs of the broadcast shape.
 template <class K>
@@ -212,6 +232,8 @@ T integer_pow(T x, T y) {
   }
   return static_cast<T>(result);
 }
+
+}  // namespace
 
 // z = x^y;  dx = dz * y * x^(y-1),  dy_ = dz * z * log(x) where x > 0, else 0 (TensorFlow's
 // convention: no real log for x <= 0)
@@ -260,7 +282,13 @@ struct Pow {
     return g;
   }
 };
+}  // namespace ops
+Tensor pow(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Pow>(x, y); }
+Tensor pow(const Tensor& x, Scalar y) { return pow(x, y.as(x.dtype(), "Pow")); }
+Tensor pow(Scalar x, const Tensor& y) { return pow(x.as(y.dtype(), "Pow"), y); }
+namespace ops {
 
+namespace {
 /// Gradient of Maximum and Minimum: dz goes to x where `x_selected` (ties included, as in
 /// TensorFlow), to y elsewhere; the other lanes are exact zeros (built with where, not a product).
 Grads select_gradient(const GradContext& c, const Tensor& x_selected) {
@@ -270,6 +298,8 @@ Grads select_gradient(const GradContext& c, const Tensor& x_selected) {
   if (c.needs_input_grad(1)) g[1] = sum_to_shape(where(x_selected, zero, c.dy()), c.input_shape(1));
   return g;
 }
+
+}  // namespace
 
 // z = max(x, y) (NaN if either is NaN);  dx = dz where x >= y, dy_ = dz where x < y
 struct Maximum {
@@ -283,6 +313,10 @@ struct Maximum {
   }
   static Grads backward(const GradContext& c) { return select_gradient(c, c.input(0) >= c.input(1)); }
 };
+}  // namespace ops
+Tensor maximum(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Maximum>(x, y); }
+Tensor maximum(const Tensor& x, Scalar y) { return maximum(x, y.as(x.dtype(), "Maximum")); }
+namespace ops {
 
 // z = min(x, y) (NaN if either is NaN);  dx = dz where x <= y, dy_ = dz where x > y
 struct Minimum {
@@ -293,6 +327,10 @@ struct Minimum {
   }
   static Grads backward(const GradContext& c) { return select_gradient(c, c.input(0) <= c.input(1)); }
 };
+}  // namespace ops
+Tensor minimum(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Minimum>(x, y); }
+Tensor minimum(const Tensor& x, Scalar y) { return minimum(x, y.as(x.dtype(), "Minimum")); }
+namespace ops {
 
 // z = atan2(a, b) (the angle of the point (b, a));  da = dz * b / (a^2 + b^2), db = -dz * a / (a^2 + b^2)
 struct Atan2 {
@@ -315,6 +353,9 @@ struct Atan2 {
     return g;
   }
 };
+}  // namespace ops
+Tensor atan2(const Tensor& y, const Tensor& x) { return autodiff::apply<ops::Atan2>(y, x); }
+namespace ops {
 
 // z = (x - y)^2;  dx = dz * 2(x - y), dy_ = -dz * 2(x - y)
 struct SquaredDifference {
@@ -341,8 +382,11 @@ struct SquaredDifference {
     return g;
   }
 };
-
-}  // namespace
+}  // namespace ops
+Tensor squared_difference(const Tensor& x, const Tensor& y) {
+  return autodiff::apply<ops::SquaredDifference>(x, y);
+}
+namespace ops {
 
 void register_binary_arithmetic_ops(Registrar& r) {
   r.add<AddV2>(add);
@@ -375,25 +419,6 @@ Tensor Scalar::as(DType dtype, std::string_view op) const {
   }
   return constant(d_, dtype);
 }
-
-Tensor add(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::AddV2>(x, y); }
-Tensor subtract(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Sub>(x, y); }
-Tensor multiply(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Mul>(x, y); }
-Tensor multiply_no_nan(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::MulNoNan>(x, y); }
-Tensor divide(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::RealDiv>(x, y); }
-Tensor negative(const Tensor& x) { return autodiff::apply<ops::Neg>(x); }
-Tensor pow(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Pow>(x, y); }
-Tensor pow(const Tensor& x, Scalar y) { return pow(x, y.as(x.dtype(), "Pow")); }
-Tensor pow(Scalar x, const Tensor& y) { return pow(x.as(y.dtype(), "Pow"), y); }
-Tensor maximum(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Maximum>(x, y); }
-Tensor minimum(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Minimum>(x, y); }
-Tensor maximum(const Tensor& x, Scalar y) { return maximum(x, y.as(x.dtype(), "Maximum")); }
-Tensor minimum(const Tensor& x, Scalar y) { return minimum(x, y.as(x.dtype(), "Minimum")); }
-Tensor atan2(const Tensor& y, const Tensor& x) { return autodiff::apply<ops::Atan2>(y, x); }
-Tensor squared_difference(const Tensor& x, const Tensor& y) {
-  return autodiff::apply<ops::SquaredDifference>(x, y);
-}
-
 Tensor operator+(const Tensor& x, const Tensor& y) { return add(x, y); }
 Tensor operator-(const Tensor& x, const Tensor& y) { return subtract(x, y); }
 Tensor operator*(const Tensor& x, const Tensor& y) { return multiply(x, y); }

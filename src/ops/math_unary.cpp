@@ -15,7 +15,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 namespace vmath = cpu::vmath;
 
 /// Like map_floating, but `kernel(x, y, n)` works on arrays (the vmath functions): it is called
@@ -34,6 +33,8 @@ Tensor unary_floating_array(std::string_view op, const Tensor& x, K kernel) {
 // vmath::exp(x, y, n).
 #define TAPEFLOW_ARRAY(fn) [](const auto* x, auto* y, std::int64_t n) { vmath::fn(x, y, n); }
 
+}  // namespace
+
 // y = exp(x);  dx = dy * y
 struct Exp : ElementwiseInDy {
   static constexpr std::string_view kName = "Exp";
@@ -43,6 +44,9 @@ struct Exp : ElementwiseInDy {
   // JVP: dy = dx * y
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * c.output()}; }
 };
+}  // namespace ops
+Tensor exp(const Tensor& x) { return autodiff::apply<ops::Exp>(x); }
+namespace ops {
 
 // y = exp(x) - 1;  dx = dy * exp(x)
 struct Expm1 : ElementwiseInDy {
@@ -51,6 +55,9 @@ struct Expm1 : ElementwiseInDy {
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(expm1)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), exp(c.input(0)))}; }
 };
+}  // namespace ops
+Tensor expm1(const Tensor& x) { return autodiff::apply<ops::Expm1>(x); }
+namespace ops {
 
 // y = log(x);  dx = dy / x
 struct Log : ElementwiseInDy {
@@ -61,6 +68,9 @@ struct Log : ElementwiseInDy {
   // JVP: dy = dx / x (0 where dx is 0, also at x = 0)
   static Tangents jvp(const JvpContext& c) { return {multiply_no_nan(reciprocal(c.input(0)), c.tangent(0))}; }
 };
+}  // namespace ops
+Tensor log(const Tensor& x) { return autodiff::apply<ops::Log>(x); }
+namespace ops {
 
 // y = log(1 + x);  dx = dy / (1 + x)
 struct Log1p : ElementwiseInDy {
@@ -69,6 +79,9 @@ struct Log1p : ElementwiseInDy {
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log1p)); }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), reciprocal(c.input(0) + 1))}; }
 };
+}  // namespace ops
+Tensor log1p(const Tensor& x) { return autodiff::apply<ops::Log1p>(x); }
+namespace ops {
 
 // y = x^2;  dx = dy * 2x
 struct Square : ElementwiseInDy {
@@ -90,6 +103,9 @@ struct Square : ElementwiseInDy {
   // JVP: dy = 2 x dx
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (c.input(0) * 2)}; }
 };
+}  // namespace ops
+Tensor square(const Tensor& x) { return autodiff::apply<ops::Square>(x); }
+namespace ops {
 
 // y = sqrt(x);  dx = dy / (2y)
 struct Sqrt : ElementwiseInDy {
@@ -100,6 +116,9 @@ struct Sqrt : ElementwiseInDy {
   // JVP: dy = dx / (2 y) (0 where dx is 0, also at x = 0)
   static Tangents jvp(const JvpContext& c) { return {multiply_no_nan(0.5 / c.output(), c.tangent(0))}; }
 };
+}  // namespace ops
+Tensor sqrt(const Tensor& x) { return autodiff::apply<ops::Sqrt>(x); }
+namespace ops {
 
 // y = 1 / sqrt(x);  dx = -dy * y^3 / 2
 struct Rsqrt : ElementwiseInDy {
@@ -116,6 +135,9 @@ struct Rsqrt : ElementwiseInDy {
     return {chain_singular(c.dy(), (y * y * y) * -0.5)};
   }
 };
+}  // namespace ops
+Tensor rsqrt(const Tensor& x) { return autodiff::apply<ops::Rsqrt>(x); }
+namespace ops {
 
 // y = 1 / x;  dx = -dy * y^2
 struct Reciprocal : ElementwiseInDy {
@@ -126,6 +148,9 @@ struct Reciprocal : ElementwiseInDy {
   }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), -square(c.output(0)))}; }
 };
+}  // namespace ops
+Tensor reciprocal(const Tensor& x) { return autodiff::apply<ops::Reciprocal>(x); }
+namespace ops {
 
 // y = |x|;  dx = dy * sign(x)
 struct Abs : ElementwiseInDy {
@@ -143,6 +168,9 @@ struct Abs : ElementwiseInDy {
   }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), sign(c.input(0)))}; }
 };
+}  // namespace ops
+Tensor abs(const Tensor& x) { return autodiff::apply<ops::Abs>(x); }
+namespace ops {
 
 // y = sign(x) (-1, 0 or 1; NaN stays NaN);  dx = 0 (TensorFlow's gradient: zero almost everywhere)
 struct Sign {
@@ -159,6 +187,9 @@ struct Sign {
   }
   static Grads backward(const GradContext& c) { return {zeros(c.input_shape(0), c.input_dtype(0))}; }
 };
+}  // namespace ops
+Tensor sign(const Tensor& x) { return autodiff::apply<ops::Sign>(x); }
+namespace ops {
 
 // y = sin(x);  dx = dy * cos(x)
 struct Sin : ElementwiseInDy {
@@ -169,6 +200,9 @@ struct Sin : ElementwiseInDy {
   // JVP: dy = dx * cos(x)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * cos(c.input(0))}; }
 };
+}  // namespace ops
+Tensor sin(const Tensor& x) { return autodiff::apply<ops::Sin>(x); }
+namespace ops {
 
 // y = cos(x);  dx = -dy * sin(x)
 struct Cos : ElementwiseInDy {
@@ -179,6 +213,9 @@ struct Cos : ElementwiseInDy {
   // JVP: dy = -dx * sin(x)
   static Tangents jvp(const JvpContext& c) { return {-c.tangent(0) * sin(c.input(0))}; }
 };
+}  // namespace ops
+Tensor cos(const Tensor& x) { return autodiff::apply<ops::Cos>(x); }
+namespace ops {
 
 // y = tan(x);  dx = dy / cos(x)^2
 struct Tan : ElementwiseInDy {
@@ -187,6 +224,9 @@ struct Tan : ElementwiseInDy {
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tan)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), square(reciprocal(cos(c.input(0)))))}; }
 };
+}  // namespace ops
+Tensor tan(const Tensor& x) { return autodiff::apply<ops::Tan>(x); }
+namespace ops {
 
 // y = asin(x);  dx = dy / sqrt(1 - x^2)
 struct Asin : ElementwiseInDy {
@@ -197,6 +237,9 @@ struct Asin : ElementwiseInDy {
     return {chain_singular(c.dy(), rsqrt(1 - square(c.input(0))))};
   }
 };
+}  // namespace ops
+Tensor asin(const Tensor& x) { return autodiff::apply<ops::Asin>(x); }
+namespace ops {
 
 // y = acos(x);  dx = -dy / sqrt(1 - x^2)
 struct Acos : ElementwiseInDy {
@@ -207,6 +250,9 @@ struct Acos : ElementwiseInDy {
     return {chain_singular(c.dy(), -rsqrt(1 - square(c.input(0))))};
   }
 };
+}  // namespace ops
+Tensor acos(const Tensor& x) { return autodiff::apply<ops::Acos>(x); }
+namespace ops {
 
 // y = atan(x);  dx = dy / (1 + x^2)
 struct Atan : ElementwiseInDy {
@@ -215,6 +261,9 @@ struct Atan : ElementwiseInDy {
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(atan)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), reciprocal(square(c.input(0)) + 1))}; }
 };
+}  // namespace ops
+Tensor atan(const Tensor& x) { return autodiff::apply<ops::Atan>(x); }
+namespace ops {
 
 // y = sinh(x);  dx = dy * cosh(x)
 struct Sinh : ElementwiseInDy {
@@ -223,6 +272,9 @@ struct Sinh : ElementwiseInDy {
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sinh)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), cosh(c.input(0)))}; }
 };
+}  // namespace ops
+Tensor sinh(const Tensor& x) { return autodiff::apply<ops::Sinh>(x); }
+namespace ops {
 
 // y = cosh(x);  dx = dy * sinh(x)
 struct Cosh : ElementwiseInDy {
@@ -231,6 +283,9 @@ struct Cosh : ElementwiseInDy {
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cosh)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), sinh(c.input(0)))}; }
 };
+}  // namespace ops
+Tensor cosh(const Tensor& x) { return autodiff::apply<ops::Cosh>(x); }
+namespace ops {
 
 // y = tanh(x);  dx = dy * (1 - y^2)
 struct Tanh : ElementwiseInDy {
@@ -241,6 +296,9 @@ struct Tanh : ElementwiseInDy {
   // JVP: dy = dx * (1 - y^2)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (1 - square(c.output()))}; }
 };
+}  // namespace ops
+Tensor tanh(const Tensor& x) { return autodiff::apply<ops::Tanh>(x); }
+namespace ops {
 
 // y = 1 / (1 + exp(-x));  dx = dy * y * (1 - y)
 // Computed from e = exp(-|x|) <= 1 as 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, so exp
@@ -268,6 +326,9 @@ struct Sigmoid : ElementwiseInDy {
   // JVP: dy = dx * y * (1 - y)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (c.output() * (1 - c.output()))}; }
 };
+}  // namespace ops
+Tensor sigmoid(const Tensor& x) { return autodiff::apply<ops::Sigmoid>(x); }
+namespace ops {
 
 // y = log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|)) (no overflow, no cancellation);
 // dx = dy * sigmoid(x)
@@ -288,6 +349,9 @@ struct Softplus : ElementwiseInDy {
   }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), sigmoid(c.input(0)))}; }
 };
+}  // namespace ops
+Tensor softplus(const Tensor& x) { return autodiff::apply<ops::Softplus>(x); }
+namespace ops {
 
 // y = x / (1 + |x|);  dx = dy / (1 + |x|)^2
 struct Softsign : ElementwiseInDy {
@@ -304,9 +368,13 @@ struct Softsign : ElementwiseInDy {
     return {chain(c.dy(), reciprocal(square(abs(c.input(0)) + 1)))};
   }
 };
+}  // namespace ops
+Tensor softsign(const Tensor& x) { return autodiff::apply<ops::Softsign>(x); }
+namespace ops {
 
 #undef TAPEFLOW_ARRAY
 
+namespace {
 /// Throws unless `bound` broadcasts to x's shape without changing it (TensorFlow's
 /// clip_by_value keeps the shape of x).
 void require_bound_shape(const Tensor& x, const Tensor& bound, std::string_view arg) {
@@ -316,6 +384,8 @@ void require_bound_shape(const Tensor& x, const Tensor& bound, std::string_view 
       "[ClipByValue] {} must broadcast to the shape of x without changing it: x is a {}, {} is a {}", arg,
       describe(x), arg, describe(bound));
 }
+
+}  // namespace
 
 // z = min(max(x, lo), hi), computed as max(min(x, hi), lo) like TensorFlow;
 // dx = dz where lo <= x <= hi, dlo = dz where x < lo, dhi = dz where x > hi
@@ -354,8 +424,15 @@ struct ClipByValue {
     return g;
   }
 };
-
-}  // namespace
+}  // namespace ops
+Tensor clip_by_value(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  return autodiff::apply<ops::ClipByValue>(x, lo, hi);
+}
+Tensor clip_by_value(const Tensor& x, Scalar lo, Scalar hi) {
+  ops::require_defined(x, ops::ClipByValue::kName);
+  return clip_by_value(x, lo.as(x.dtype(), "ClipByValue"), hi.as(x.dtype(), "ClipByValue"));
+}
+namespace ops {
 
 void register_unary_math_ops(Registrar& r) {
   r.add<Exp>(exp);
@@ -384,36 +461,5 @@ void register_unary_math_ops(Registrar& r) {
 }
 
 }  // namespace ops
-
-Tensor exp(const Tensor& x) { return autodiff::apply<ops::Exp>(x); }
-Tensor expm1(const Tensor& x) { return autodiff::apply<ops::Expm1>(x); }
-Tensor log(const Tensor& x) { return autodiff::apply<ops::Log>(x); }
-Tensor log1p(const Tensor& x) { return autodiff::apply<ops::Log1p>(x); }
-Tensor square(const Tensor& x) { return autodiff::apply<ops::Square>(x); }
-Tensor sqrt(const Tensor& x) { return autodiff::apply<ops::Sqrt>(x); }
-Tensor rsqrt(const Tensor& x) { return autodiff::apply<ops::Rsqrt>(x); }
-Tensor reciprocal(const Tensor& x) { return autodiff::apply<ops::Reciprocal>(x); }
-Tensor abs(const Tensor& x) { return autodiff::apply<ops::Abs>(x); }
-Tensor sign(const Tensor& x) { return autodiff::apply<ops::Sign>(x); }
-Tensor sin(const Tensor& x) { return autodiff::apply<ops::Sin>(x); }
-Tensor cos(const Tensor& x) { return autodiff::apply<ops::Cos>(x); }
-Tensor tan(const Tensor& x) { return autodiff::apply<ops::Tan>(x); }
-Tensor asin(const Tensor& x) { return autodiff::apply<ops::Asin>(x); }
-Tensor acos(const Tensor& x) { return autodiff::apply<ops::Acos>(x); }
-Tensor atan(const Tensor& x) { return autodiff::apply<ops::Atan>(x); }
-Tensor sinh(const Tensor& x) { return autodiff::apply<ops::Sinh>(x); }
-Tensor cosh(const Tensor& x) { return autodiff::apply<ops::Cosh>(x); }
-Tensor tanh(const Tensor& x) { return autodiff::apply<ops::Tanh>(x); }
-Tensor sigmoid(const Tensor& x) { return autodiff::apply<ops::Sigmoid>(x); }
-Tensor softplus(const Tensor& x) { return autodiff::apply<ops::Softplus>(x); }
-Tensor softsign(const Tensor& x) { return autodiff::apply<ops::Softsign>(x); }
-
-Tensor clip_by_value(const Tensor& x, const Tensor& lo, const Tensor& hi) {
-  return autodiff::apply<ops::ClipByValue>(x, lo, hi);
-}
-Tensor clip_by_value(const Tensor& x, Scalar lo, Scalar hi) {
-  ops::require_defined(x, ops::ClipByValue::kName);
-  return clip_by_value(x, lo.as(x.dtype(), "ClipByValue"), hi.as(x.dtype(), "ClipByValue"));
-}
 
 }  // namespace tapeflow

@@ -19,7 +19,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
@@ -48,6 +47,8 @@ Tensor grad_kernel(std::string_view op, const Tensor& g, const Tensor& v, std::s
 
 // ---- relu ----------------------------------------------------------------------------------------
 
+}  // namespace
+
 // y = max(x, 0);  dx = ReluGrad(dy, y) = dy * (y > 0)
 struct Relu {
   static constexpr std::string_view kName = "Relu";
@@ -58,6 +59,9 @@ struct Relu {
   }
   static Grads backward(const GradContext& c) { return {raw_ops::relu_grad(c.dy(), c.output(0))}; }
 };
+}  // namespace ops
+Tensor nn::relu(const Tensor& x) { return autodiff::apply<ops::Relu>(x); }
+namespace ops {
 
 // dx = g * (f > 0);  dg = ReluGrad(ddx, f), df = 0 (a step function of f; zeros, as TensorFlow's
 // _ReluGradGrad, so second derivatives of relu are 0 rather than unconnected)
@@ -74,6 +78,11 @@ struct ReluGrad {
     return gr;
   }
 };
+}  // namespace ops
+Tensor raw_ops::relu_grad(const Tensor& gradients, const Tensor& features) {
+  return autodiff::apply<ops::ReluGrad>(gradients, features);
+}
+namespace ops {
 
 // y = min(max(x, 0), 6);  dx = Relu6Grad(dy, y) = dy * (0 < y < 6)
 struct Relu6 {
@@ -87,6 +96,9 @@ struct Relu6 {
   }
   static Grads backward(const GradContext& c) { return {raw_ops::relu6_grad(c.dy(), c.output(0))}; }
 };
+}  // namespace ops
+Tensor nn::relu6(const Tensor& x) { return autodiff::apply<ops::Relu6>(x); }
+namespace ops {
 
 // dx = g * (0 < f < 6);  dg = Relu6Grad(ddx, f), df = 0
 struct Relu6Grad {
@@ -103,10 +115,18 @@ struct Relu6Grad {
     return gr;
   }
 };
+}  // namespace ops
+Tensor raw_ops::relu6_grad(const Tensor& gradients, const Tensor& features) {
+  return autodiff::apply<ops::Relu6Grad>(gradients, features);
+}
+namespace ops {
 
+namespace {
 struct AlphaAttrs {
   double alpha = 0.2;
 };
+
+}  // namespace
 
 // y = x > 0 ? x : alpha * x;  dx = LeakyReluGrad(dy, x)
 struct LeakyRelu {
@@ -127,6 +147,11 @@ struct LeakyRelu {
     return {nn::leaky_relu(a.in(0), a.f("alpha", 0.2))};
   }
 };
+}  // namespace ops
+Tensor nn::leaky_relu(const Tensor& x, double alpha) {
+  return autodiff::apply_with<ops::LeakyRelu>({alpha}, x);
+}
+namespace ops {
 
 // dx = g * (f > 0 ? 1 : alpha);  dg = LeakyReluGrad(ddx, f), df = 0
 struct LeakyReluGrad {
@@ -150,6 +175,11 @@ struct LeakyReluGrad {
     return {raw_ops::leaky_relu_grad(a.in(0), a.in(1), a.f("alpha", 0.2))};
   }
 };
+}  // namespace ops
+Tensor raw_ops::leaky_relu_grad(const Tensor& gradients, const Tensor& features, double alpha) {
+  return autodiff::apply_with<ops::LeakyReluGrad>({alpha}, gradients, features);
+}
+namespace ops {
 
 // ---- exponential linear units --------------------------------------------------------------------
 
@@ -162,6 +192,9 @@ struct Elu {
   }
   static Grads backward(const GradContext& c) { return {raw_ops::elu_grad(c.dy(), c.output(0))}; }
 };
+}  // namespace ops
+Tensor nn::elu(const Tensor& x) { return autodiff::apply<ops::Elu>(x); }
+namespace ops {
 
 // dx = g * (y < 0 ? y + 1 : 1);  dg = EluGrad(ddx, y), dy_ = ddx * g where y < 0 (TensorFlow's
 // _EluGradGrad); "where y < 0" is ReluGrad(., -y).
@@ -178,6 +211,11 @@ struct EluGrad {
     return gr;
   }
 };
+}  // namespace ops
+Tensor raw_ops::elu_grad(const Tensor& gradients, const Tensor& outputs) {
+  return autodiff::apply<ops::EluGrad>(gradients, outputs);
+}
+namespace ops {
 
 // y = scale * (x > 0 ? x : alpha * (exp(x) - 1));  dx = SeluGrad(dy, y)
 struct Selu {
@@ -191,6 +229,9 @@ struct Selu {
   }
   static Grads backward(const GradContext& c) { return {raw_ops::selu_grad(c.dy(), c.output(0))}; }
 };
+}  // namespace ops
+Tensor nn::selu(const Tensor& x) { return autodiff::apply<ops::Selu>(x); }
+namespace ops {
 
 // dx = g * (y < 0 ? y + scale * alpha : scale);  dg = SeluGrad(ddx, y), dy_ = ddx * g where y < 0
 struct SeluGrad {
@@ -209,9 +250,15 @@ struct SeluGrad {
     return gr;
   }
 };
+}  // namespace ops
+Tensor raw_ops::selu_grad(const Tensor& gradients, const Tensor& outputs) {
+  return autodiff::apply<ops::SeluGrad>(gradients, outputs);
+}
+namespace ops {
 
 // ---- gelu ----------------------------------------------------------------------------------------
 
+namespace {
 struct GeluAttrs {
   bool approximate = false;
 };
@@ -258,6 +305,8 @@ void with_gelu_tanh(const T* x, T* out, std::int64_t n, F f) {
   });
 }
 
+}  // namespace
+
 // y = x * Phi(x) (or its tanh approximation);  dx = GeluGrad(dy, x) = dy * gelu'(x)
 struct Gelu {
   static constexpr std::string_view kName = "Gelu";
@@ -281,7 +330,13 @@ struct Gelu {
     return {nn::gelu(a.in(0), a.b("approximate", false))};
   }
 };
+}  // namespace ops
+Tensor nn::gelu(const Tensor& x, bool approximate) {
+  return autodiff::apply_with<ops::Gelu>({approximate}, x);
+}
+namespace ops {
 
+namespace {
 /// gelu''(x) built from public ops, for GeluGrad's gradient. Exact: phi(x) (2 - x^2). Tanh form,
 /// with u, t as above, u' = c (1 + 3k x^2), u'' = 6 c k x:
 ///   (1 - t^2) (u' + x (u'' / 2 - t u'^2)).
@@ -293,6 +348,8 @@ Tensor gelu_second_derivative(const Tensor& x, bool approximate) {
   const Tensor du = (x2 * (3 * kGeluCubic) + 1.0) * kSqrt2OverPi;
   return (1.0 - square(t)) * (du + x * (x * (3 * kSqrt2OverPi * kGeluCubic) - t * square(du)));
 }
+
+}  // namespace
 
 // dx = g * gelu'(x);  dg = GeluGrad(ddx, x), dx_ = ddx * g * gelu''(x)
 struct GeluGrad {
@@ -324,9 +381,15 @@ struct GeluGrad {
     return {raw_ops::gelu_grad(a.in(0), a.in(1), a.b("approximate", false))};
   }
 };
+}  // namespace ops
+Tensor raw_ops::gelu_grad(const Tensor& gradients, const Tensor& features, bool approximate) {
+  return autodiff::apply_with<ops::GeluGrad>({approximate}, gradients, features);
+}
+namespace ops {
 
 // ---- softmax -------------------------------------------------------------------------------------
 
+namespace {
 struct AxisAttrs {
   int axis = -1;  // normalised
 };
@@ -340,6 +403,16 @@ Tensor softmax_forward(const AxisAttrs& a, const Tensor& x, std::string_view op)
   });
   return out;
 }
+
+/// Validates a softmax input (float, rank >= 1) and normalises its axis.
+AxisAttrs softmax_attrs(const Tensor& x, std::int64_t axis, std::string_view op) {
+  require_defined(x, op, "logits");
+  require_floating(x, op, "logits");
+  TAPEFLOW_REQUIRE(x.rank() >= 1, InvalidArgumentError, "[{}] 'logits' must have rank >= 1, got a {}", op,
+                   describe(x));
+  return {normalize_axis(axis, x.rank(), op)};
+}
+}  // namespace
 
 // y = exp(x) / sum(exp(x), axis);  dx = (dy - sum(dy * y, axis)) * y
 struct Softmax {
@@ -358,6 +431,11 @@ struct Softmax {
     return {nn::softmax(a.in(0), a.i("axis", -1))};
   }
 };
+}  // namespace ops
+Tensor nn::softmax(const Tensor& logits, std::int64_t axis) {
+  return autodiff::apply_with<ops::Softmax>(ops::softmax_attrs(logits, axis, ops::Softmax::kName), logits);
+}
+namespace ops {
 
 // y = x - log(sum(exp(x), axis));  dx = dy - exp(y) * sum(dy, axis)
 struct LogSoftmax {
@@ -375,17 +453,14 @@ struct LogSoftmax {
     return {nn::log_softmax(a.in(0), a.i("axis", -1))};
   }
 };
-
-/// Validates a softmax input (float, rank >= 1) and normalises its axis.
-AxisAttrs softmax_attrs(const Tensor& x, std::int64_t axis, std::string_view op) {
-  require_defined(x, op, "logits");
-  require_floating(x, op, "logits");
-  TAPEFLOW_REQUIRE(x.rank() >= 1, InvalidArgumentError, "[{}] 'logits' must have rank >= 1, got a {}", op,
-                   describe(x));
-  return {normalize_axis(axis, x.rank(), op)};
+}  // namespace ops
+Tensor nn::log_softmax(const Tensor& logits, std::int64_t axis) {
+  return autodiff::apply_with<ops::LogSoftmax>(ops::softmax_attrs(logits, axis, ops::LogSoftmax::kName),
+                                               logits);
 }
+namespace ops {
 
-}  // namespace
+namespace {}  // namespace
 
 void register_activation_ops(Registrar& r) {
   r.add<Relu>(nn::relu);
@@ -405,42 +480,5 @@ void register_activation_ops(Registrar& r) {
 }
 
 }  // namespace ops
-
-namespace nn {
-Tensor relu(const Tensor& x) { return autodiff::apply<ops::Relu>(x); }
-Tensor relu6(const Tensor& x) { return autodiff::apply<ops::Relu6>(x); }
-Tensor leaky_relu(const Tensor& x, double alpha) { return autodiff::apply_with<ops::LeakyRelu>({alpha}, x); }
-Tensor elu(const Tensor& x) { return autodiff::apply<ops::Elu>(x); }
-Tensor selu(const Tensor& x) { return autodiff::apply<ops::Selu>(x); }
-Tensor gelu(const Tensor& x, bool approximate) { return autodiff::apply_with<ops::Gelu>({approximate}, x); }
-Tensor softmax(const Tensor& logits, std::int64_t axis) {
-  return autodiff::apply_with<ops::Softmax>(ops::softmax_attrs(logits, axis, ops::Softmax::kName), logits);
-}
-Tensor log_softmax(const Tensor& logits, std::int64_t axis) {
-  return autodiff::apply_with<ops::LogSoftmax>(ops::softmax_attrs(logits, axis, ops::LogSoftmax::kName),
-                                               logits);
-}
-}  // namespace nn
-
-namespace raw_ops {
-Tensor relu_grad(const Tensor& gradients, const Tensor& features) {
-  return autodiff::apply<ops::ReluGrad>(gradients, features);
-}
-Tensor relu6_grad(const Tensor& gradients, const Tensor& features) {
-  return autodiff::apply<ops::Relu6Grad>(gradients, features);
-}
-Tensor leaky_relu_grad(const Tensor& gradients, const Tensor& features, double alpha) {
-  return autodiff::apply_with<ops::LeakyReluGrad>({alpha}, gradients, features);
-}
-Tensor elu_grad(const Tensor& gradients, const Tensor& outputs) {
-  return autodiff::apply<ops::EluGrad>(gradients, outputs);
-}
-Tensor selu_grad(const Tensor& gradients, const Tensor& outputs) {
-  return autodiff::apply<ops::SeluGrad>(gradients, outputs);
-}
-Tensor gelu_grad(const Tensor& gradients, const Tensor& features, bool approximate) {
-  return autodiff::apply_with<ops::GeluGrad>({approximate}, gradients, features);
-}
-}  // namespace raw_ops
 
 }  // namespace tapeflow

@@ -17,7 +17,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// Calls f(k, pointer to element (o, 0, i), scratch) for every slice k = o * inner + i of x
 /// viewed as (outer, n, inner) along one axis; slices run in parallel. `scratch` holds n
 /// elements when inner == 1 (for log_sum_exp), else none.
@@ -62,6 +61,18 @@ std::vector<std::int64_t> dims_of(const Shape& s) { return {s.dims().begin(), s.
 struct AxisAttrs {
   int axis = -1;  // normalised
 };
+
+/// Validates two same-shape float operands of a loss (labels first, as TensorFlow orders them).
+void require_labels_like_logits(const Tensor& labels, const Tensor& logits, std::string_view op) {
+  require_defined(labels, op, "labels");
+  require_defined(logits, op, "logits");
+  require_floating(logits, op, "logits");
+  TAPEFLOW_REQUIRE(
+      labels.dtype() == logits.dtype() && labels.shape() == logits.shape(), InvalidArgumentError,
+      "[{}] 'labels' and 'logits' must have the same shape and dtype: labels is a {}, logits is a {}", op,
+      describe(labels), describe(logits));
+}
+}  // namespace
 
 // loss = -sum(labels * log_softmax(logits), axis) = sum(labels * (lse(logits) - logits), axis)
 // dlogits = dy * (softmax(logits) * sum(labels, axis) - labels);  dlabels = -dy * log_softmax(logits)
@@ -111,6 +122,15 @@ struct SoftmaxCrossEntropyWithLogits {
     return {nn::softmax_cross_entropy_with_logits(a.in(0), a.in(1), a.i("axis", -1))};
   }
 };
+}  // namespace ops
+Tensor nn::softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits, std::int64_t axis) {
+  using Op = ops::SoftmaxCrossEntropyWithLogits;
+  ops::require_labels_like_logits(labels, logits, Op::kName);
+  TAPEFLOW_REQUIRE(logits.rank() >= 1, InvalidArgumentError, "[{}] 'logits' must have rank >= 1, got a {}",
+                   Op::kName, ops::describe(logits));
+  return autodiff::apply_with<Op>({normalize_axis(axis, logits.rank(), Op::kName)}, labels, logits);
+}
+namespace ops {
 
 // loss = lse(logits[i, :]) - logits[i, labels[i]];  dlogits = dy * (softmax(logits) - one_hot(labels))
 struct SparseSoftmaxCrossEntropyWithLogits {
@@ -174,6 +194,11 @@ struct SparseSoftmaxCrossEntropyWithLogits {
     return fmt::format("{}", fmt::join(idx, ", "));
   }
 };
+}  // namespace ops
+Tensor nn::sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
+  return autodiff::apply<ops::SparseSoftmaxCrossEntropyWithLogits>(labels, logits);
+}
+namespace ops {
 
 // loss = max(x, 0) - x z + log1p(exp(-|x|)) for x = logits, z = labels (never overflows);
 // dx = dy * (sigmoid(x) - z), dz = -dy * x.
@@ -199,19 +224,14 @@ struct SigmoidCrossEntropyWithLogits {
     return g;
   }
 };
-
-/// Validates two same-shape float operands of a loss (labels first, as TensorFlow orders them).
-void require_labels_like_logits(const Tensor& labels, const Tensor& logits, std::string_view op) {
-  require_defined(labels, op, "labels");
-  require_defined(logits, op, "logits");
-  require_floating(logits, op, "logits");
-  TAPEFLOW_REQUIRE(
-      labels.dtype() == logits.dtype() && labels.shape() == logits.shape(), InvalidArgumentError,
-      "[{}] 'labels' and 'logits' must have the same shape and dtype: labels is a {}, logits is a {}", op,
-      describe(labels), describe(logits));
+}  // namespace ops
+Tensor nn::sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
+  ops::require_labels_like_logits(labels, logits, ops::SigmoidCrossEntropyWithLogits::kName);
+  return autodiff::apply<ops::SigmoidCrossEntropyWithLogits>(labels, logits);
 }
+namespace ops {
 
-}  // namespace
+namespace {}  // namespace
 
 void register_loss_ops(Registrar& r) {
   r.add<SoftmaxCrossEntropyWithLogits>();
@@ -222,24 +242,6 @@ void register_loss_ops(Registrar& r) {
 }  // namespace ops
 
 namespace nn {
-
-Tensor softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits, std::int64_t axis) {
-  using Op = ops::SoftmaxCrossEntropyWithLogits;
-  ops::require_labels_like_logits(labels, logits, Op::kName);
-  TAPEFLOW_REQUIRE(logits.rank() >= 1, InvalidArgumentError, "[{}] 'logits' must have rank >= 1, got a {}",
-                   Op::kName, ops::describe(logits));
-  return autodiff::apply_with<Op>({normalize_axis(axis, logits.rank(), Op::kName)}, labels, logits);
-}
-
-Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
-  return autodiff::apply<ops::SparseSoftmaxCrossEntropyWithLogits>(labels, logits);
-}
-
-Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
-  ops::require_labels_like_logits(labels, logits, ops::SigmoidCrossEntropyWithLogits::kName);
-  return autodiff::apply<ops::SigmoidCrossEntropyWithLogits>(labels, logits);
-}
-
 Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
   constexpr std::string_view kOp = "MeanSquaredError";
   ops::require_defined(y_true, kOp, "y_true");
@@ -256,7 +258,6 @@ Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
                    kOp, ops::describe(y_true), ops::describe(y_pred));
   return reduce_mean(squared_difference(y_pred, y_true), {-1});
 }
-
 }  // namespace nn
 
 }  // namespace tapeflow

@@ -16,7 +16,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// Normalised, sorted, de-duplicated reduction axes: all axes when `axes` is empty.
 struct ReduceAttrs {
   std::vector<int> axes;
@@ -95,6 +94,12 @@ std::vector<Tensor> reduction_raw(const raw_ops::Args& a) {
   return {F(a.in(0), a.ints("axis", raw_ops::Ints{}), a.b("keep_dims", false))};
 }
 
+template <class Op>
+Tensor reduce_op(const Tensor& x, const Axes& axes, bool keepdims) {
+  return autodiff::apply_with<Op>(reduce_attrs(x, axes, keepdims, Op::kName), x);
+}
+}  // namespace
+
 // y = sum(x, axes);  dx = broadcast(dy, shape(x))
 struct Sum {
   static constexpr std::string_view kName = "Sum";
@@ -117,6 +122,11 @@ struct Sum {
   }
   static constexpr auto raw = reduction_raw<tapeflow::reduce_sum>;
 };
+}  // namespace ops
+Tensor reduce_sum(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Sum>(x, axes, keepdims);
+}
+namespace ops {
 
 // y = sum(x, axes) / n;  dx = broadcast(dy / n, shape(x))
 struct Mean {
@@ -155,7 +165,13 @@ struct Mean {
   }
   static constexpr auto raw = reduction_raw<tapeflow::reduce_mean>;
 };
+}  // namespace ops
+Tensor reduce_mean(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Mean>(x, axes, keepdims);
+}
+namespace ops {
 
+namespace {
 /// Max and Min share everything but the reducer.
 template <template <class> class R>
 struct MinOrMax {
@@ -177,12 +193,19 @@ struct MinOrMax {
   }
 };
 
+}  // namespace
+
 // y = max(x, axes);  dx = dy * (x == y) / count(x == y)
 struct Max : MinOrMax<cpu::MaxReducer> {
   static constexpr std::string_view kName = "Max";
   static Tensor forward(const Attrs& a, const Tensor& x) { return forward_impl(a, x, kName); }
   static constexpr auto raw = reduction_raw<tapeflow::reduce_max>;
 };
+}  // namespace ops
+Tensor reduce_max(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Max>(x, axes, keepdims);
+}
+namespace ops {
 
 // y = min(x, axes);  dx = dy * (x == y) / count(x == y)
 struct Min : MinOrMax<cpu::MinReducer> {
@@ -190,6 +213,11 @@ struct Min : MinOrMax<cpu::MinReducer> {
   static Tensor forward(const Attrs& a, const Tensor& x) { return forward_impl(a, x, kName); }
   static constexpr auto raw = reduction_raw<tapeflow::reduce_min>;
 };
+}  // namespace ops
+Tensor reduce_min(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Min>(x, axes, keepdims);
+}
+namespace ops {
 
 // y = prod(x, axes);  dx_i = dy * prod_{j != i} x_j
 struct Prod {
@@ -228,6 +256,11 @@ struct Prod {
   }
   static constexpr auto raw = reduction_raw<tapeflow::reduce_prod>;
 };
+}  // namespace ops
+Tensor reduce_prod(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Prod>(x, axes, keepdims);
+}
+namespace ops {
 
 // y = log(sum(exp(x - m))) + m with m = max(x) (0 where not finite);  dx = dy * exp(x - y)
 // A primitive rather than TensorFlow's composite of max/exp/sum/log: the same numerics in one op
@@ -269,7 +302,13 @@ struct ReduceLogSumExp {
   }
   static constexpr auto raw = reduction_raw<tapeflow::reduce_logsumexp>;
 };
+}  // namespace ops
+Tensor reduce_logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::ReduceLogSumExp>(x, axes, keepdims);
+}
+namespace ops {
 
+namespace {
 /// ArgMax and ArgMin: the axis, normalised.
 struct ArgAttrs {
   int axis = 0;
@@ -296,6 +335,13 @@ Tensor arg_reduce(const ArgAttrs& a, const Tensor& x, std::string_view op) {
   return out;
 }
 
+template <class Op>
+Tensor arg_op(const Tensor& x, std::int64_t axis) {
+  require_defined(x, Op::kName);
+  return autodiff::apply_with<Op>({normalize_axis(axis, x.rank(), Op::kName)}, x);
+}
+}  // namespace
+
 // i = argmax(x, axis); not differentiable (an index).
 struct ArgMax {
   static constexpr std::string_view kName = "ArgMax";
@@ -306,6 +352,9 @@ struct ArgMax {
     return {tapeflow::argmax(a.in(0), a.i("dimension", 0))};
   }
 };
+}  // namespace ops
+Tensor argmax(const Tensor& x, std::int64_t axis) { return ops::arg_op<ops::ArgMax>(x, axis); }
+namespace ops {
 
 // i = argmin(x, axis); not differentiable (an index).
 struct ArgMin {
@@ -317,19 +366,11 @@ struct ArgMin {
     return {tapeflow::argmin(a.in(0), a.i("dimension", 0))};
   }
 };
+}  // namespace ops
+Tensor argmin(const Tensor& x, std::int64_t axis) { return ops::arg_op<ops::ArgMin>(x, axis); }
+namespace ops {
 
-template <class Op>
-Tensor reduce_op(const Tensor& x, const Axes& axes, bool keepdims) {
-  return autodiff::apply_with<Op>(reduce_attrs(x, axes, keepdims, Op::kName), x);
-}
-
-template <class Op>
-Tensor arg_op(const Tensor& x, std::int64_t axis) {
-  require_defined(x, Op::kName);
-  return autodiff::apply_with<Op>({normalize_axis(axis, x.rank(), Op::kName)}, x);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void register_reduce_ops(Registrar& r) {
   r.add<Sum>();
@@ -343,26 +384,5 @@ void register_reduce_ops(Registrar& r) {
 }
 
 }  // namespace ops
-
-Tensor reduce_sum(const Tensor& x, const Axes& axes, bool keepdims) {
-  return ops::reduce_op<ops::Sum>(x, axes, keepdims);
-}
-Tensor reduce_mean(const Tensor& x, const Axes& axes, bool keepdims) {
-  return ops::reduce_op<ops::Mean>(x, axes, keepdims);
-}
-Tensor reduce_max(const Tensor& x, const Axes& axes, bool keepdims) {
-  return ops::reduce_op<ops::Max>(x, axes, keepdims);
-}
-Tensor reduce_min(const Tensor& x, const Axes& axes, bool keepdims) {
-  return ops::reduce_op<ops::Min>(x, axes, keepdims);
-}
-Tensor reduce_prod(const Tensor& x, const Axes& axes, bool keepdims) {
-  return ops::reduce_op<ops::Prod>(x, axes, keepdims);
-}
-Tensor reduce_logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
-  return ops::reduce_op<ops::ReduceLogSumExp>(x, axes, keepdims);
-}
-Tensor argmax(const Tensor& x, std::int64_t axis) { return ops::arg_op<ops::ArgMax>(x, axis); }
-Tensor argmin(const Tensor& x, std::int64_t axis) { return ops::arg_op<ops::ArgMin>(x, axis); }
 
 }  // namespace tapeflow
