@@ -257,24 +257,28 @@ std::vector<Tensor> split_forward(const SplitAttrs& a, const Tensor& x, std::str
   return split_columns(x, product(d, 0, a.axis), widths, shapes, op);
 }
 
-/// d(split(x)) = concat of the parts' cotangents (zeros for parts no gradient reached).
-Grads split_backward(const GradContext& c) {
-  std::vector<Tensor> dys;
-  for (int i = 0; i < c.num_outputs(); ++i) dys.push_back(c.dy(i));
-  return {concat(dys, c.attrs<SplitAttrs>().axis)};
-}
-
 }  // namespace
 
-// y_0, ..., y_n-1 = split(x, n, axis);  dx = concat(dy_0, ..., dy_n-1, axis)
-struct Split {
-  static constexpr std::string_view kName = "Split";
+/// What Split and SplitV share (they differ in name and in how the sizes are given):
+/// y_0, ..., y_n-1 are consecutive parts of x along the axis;  dx = concat(dy_0, ..., dy_n-1, axis)
+/// (zeros for parts no gradient reached).
+template <class Op>
+struct SplitOp {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = SplitAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
-    return split_forward(a, xs[0], kName);
+    return split_forward(a, xs[0], Op::kName);
   }
-  static Grads backward(const GradContext& c) { return split_backward(c); }
+  static Grads backward(const GradContext& c) {
+    std::vector<Tensor> dys;
+    for (int i = 0; i < c.num_outputs(); ++i) dys.push_back(c.dy(i));
+    return {concat(dys, c.attrs<SplitAttrs>().axis)};
+  }
+};
+
+// y_0, ..., y_n-1 = split(x, n, axis);  dx = concat(dy_0, ..., dy_n-1, axis)
+struct Split : SplitOp<Split> {
+  static constexpr std::string_view kName = "Split";
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"num_split", "axis"});
     return tapeflow::split(a.in(0), a.i("num_split"), a.i("axis", 0));
@@ -301,14 +305,8 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t num, std::int64_t axis) 
 namespace ops {
 
 // y_0, ..., y_n-1 = split(x, sizes, axis);  dx = concat(dy_0, ..., dy_n-1, axis)
-struct SplitV {
+struct SplitV : SplitOp<SplitV> {
   static constexpr std::string_view kName = "SplitV";
-  static constexpr Saves kSaves = kSavesNothing;
-  using Attrs = SplitAttrs;
-  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
-    return split_forward(a, xs[0], kName);
-  }
-  static Grads backward(const GradContext& c) { return split_backward(c); }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"size_splits", "axis"});
     return tapeflow::split(a.in(0), a.ints("size_splits"), a.i("axis", 0));

@@ -66,7 +66,6 @@ struct Reshape {
     const auto d = c.output().shape().dims();
     return {reshape(c.tangent(0), {d.begin(), d.end()})};
   }
-
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"shape"});
     return {tapeflow::reshape(a.in(0), a.ints("shape"))};
@@ -121,13 +120,17 @@ struct NewShape {
 
 }  // namespace
 
-// y = expand_dims(x, axis);  dx = reshape(dy, shape(x))
-struct ExpandDims {
-  static constexpr std::string_view kName = "ExpandDims";
+/// What ExpandDims and Squeeze share: y is x's bytes with a new shape;  dx = reshape(dy, shape(x)).
+struct Relabel {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = NewShape;
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) { return reshape_back(c); }
+};
+
+// y = expand_dims(x, axis);  dx = reshape(dy, shape(x))
+struct ExpandDims : Relabel {
+  static constexpr std::string_view kName = "ExpandDims";
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"axis"});
     return {tapeflow::expand_dims(a.in(0), a.i("axis"))};
@@ -149,12 +152,8 @@ Tensor expand_dims(const Tensor& x, std::int64_t axis) {
 namespace ops {
 
 // y = squeeze(x, axes);  dx = reshape(dy, shape(x))
-struct Squeeze {
+struct Squeeze : Relabel {
   static constexpr std::string_view kName = "Squeeze";
-  static constexpr Saves kSaves = kSavesNothing;
-  using Attrs = NewShape;
-  static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
-  static Grads backward(const GradContext& c) { return reshape_back(c); }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"squeeze_dims"});
     return {tapeflow::squeeze(a.in(0), a.ints("squeeze_dims", raw_ops::Ints{}))};

@@ -205,18 +205,24 @@ Grads product_grads(const GradContext& c) {
 
 }  // namespace
 
-// c = op(a) @ op(b) for matrices;  da = dc @ op(b)^T (in op(a)'s layout), db = op(a)^T @ dc
-struct MatMul {
-  static constexpr std::string_view kName = "MatMul";
+/// What MatMul and BatchMatMulV2 share (they differ in name, in the rank they accept first and in
+/// TensorFlow's names for the transpose attributes): the product, its gradients and its JVP.
+template <class Op>
+struct ProductOp {
   static constexpr Saves kSaves = kSavesInputs;
   // Stacked cotangents are batch dimensions matmul broadcasts over; sum_to_shape keeps them.
   static constexpr bool kBatchable = true;  // da reads b, db reads a
   using Attrs = MatMulAttrs;
   static Tensor forward(const Attrs& at, const Tensor& a, const Tensor& b) {
-    return batched_product(kName, at, a, b);
+    return batched_product(Op::kName, at, a, b);
   }
   static Grads backward(const GradContext& c) { return product_grads(c); }
   static Tangents jvp(const JvpContext& c) { return product_jvp(c); }
+};
+
+// c = op(a) @ op(b) for matrices;  da = dc @ op(b)^T (in op(a)'s layout), db = op(a)^T @ dc
+struct MatMul : ProductOp<MatMul> {
+  static constexpr std::string_view kName = "MatMul";
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(2, {"transpose_a", "transpose_b"});
     return {tapeflow::matmul(a.in(0), a.in(1), a.b("transpose_a", false), a.b("transpose_b", false))};
@@ -225,17 +231,8 @@ struct MatMul {
 
 // c[..., :, :] = op(a[..., :, :]) @ op(b[..., :, :]) with broadcast batch dimensions;
 // da, db as for MatMul, each summed over the batch dimensions its operand was broadcast along
-struct BatchMatMulV2 {
+struct BatchMatMulV2 : ProductOp<BatchMatMulV2> {
   static constexpr std::string_view kName = "BatchMatMulV2";
-  static constexpr Saves kSaves = kSavesInputs;
-  // Stacked cotangents are batch dimensions matmul broadcasts over; sum_to_shape keeps them.
-  static constexpr bool kBatchable = true;
-  using Attrs = MatMulAttrs;
-  static Tensor forward(const Attrs& at, const Tensor& a, const Tensor& b) {
-    return batched_product(kName, at, a, b);
-  }
-  static Grads backward(const GradContext& c) { return product_grads(c); }
-  static Tangents jvp(const JvpContext& c) { return product_jvp(c); }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(2, {"adj_x", "adj_y"});
     return {tapeflow::matmul(a.in(0), a.in(1), a.b("adj_x", false), a.b("adj_y", false))};
