@@ -345,8 +345,6 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
 }
 namespace ops {
 
-namespace {}  // namespace
-
 void register_join_ops(Registrar& r) {
   r.add<ConcatV2>();
   r.add<Pack>();

@@ -7,7 +7,6 @@
 
 namespace tapeflow {
 namespace ops {
-namespace {}  // namespace
 
 // y = x;  dx = dy
 struct Identity : ElementwiseInDy {

@@ -7,7 +7,6 @@
 
 namespace tapeflow {
 namespace ops {
-namespace {}  // namespace
 
 // y = (x - mean_hw(x)) * factor + mean_hw(x). Deliberately without a gradient (see image.h).
 struct AdjustContrastv2 {

@@ -460,8 +460,6 @@ Tensor nn::log_softmax(const Tensor& logits, std::int64_t axis) {
 }
 namespace ops {
 
-namespace {}  // namespace
-
 void register_activation_ops(Registrar& r) {
   r.add<Relu>(nn::relu);
   r.add<ReluGrad>(raw_ops::relu_grad);

@@ -231,8 +231,6 @@ Tensor nn::sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor&
 }
 namespace ops {
 
-namespace {}  // namespace
-
 void register_loss_ops(Registrar& r) {
   r.add<SoftmaxCrossEntropyWithLogits>();
   r.add<SparseSoftmaxCrossEntropyWithLogits>(nn::sparse_softmax_cross_entropy_with_logits);

@@ -370,8 +370,6 @@ struct ArgMin {
 Tensor argmin(const Tensor& x, std::int64_t axis) { return ops::arg_op<ops::ArgMin>(x, axis); }
 namespace ops {
 
-namespace {}  // namespace
-
 void register_reduce_ops(Registrar& r) {
   r.add<Sum>();
   r.add<Mean>();
