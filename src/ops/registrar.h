@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "autodiff/op_def.h"
@@ -99,76 +100,62 @@ Adapter not_callable(std::string_view why);
 
 namespace tapeflow::ops {
 
-/// What a family's register_*_ops receives (see the top of this file).
-class Registrar {
+/// An op's public function when it takes only tensors (one, two or three, TensorFlow's order):
+/// its raw_ops adapter checks the input count and calls it. Built from an overloaded name too
+/// (`pow`): the overload whose parameters are all tensors is the one taken.
+class TensorFunction {
  public:
-  using Unary = Tensor (*)(const Tensor&);
-  using Binary = Tensor (*)(const Tensor&, const Tensor&);
-  using Ternary = Tensor (*)(const Tensor&, const Tensor&, const Tensor&);
-
-  explicit Registrar(autodiff::Registry& r) : r_(r) {}
-
-  /// A differentiable op, called by raw_ops through `fn` (inputs only) or through Op::raw.
-  ///@{
-  template <class Op>
-  void add(Unary fn) {
-    r_.add<Op>();
-    raw_ops::add_adapter(Op::kName, tensors(fn));
-  }
-  template <class Op>
-  void add(Binary fn) {
-    r_.add<Op>();
-    raw_ops::add_adapter(Op::kName, tensors(fn));
-  }
-  template <class Op>
-  void add(Ternary fn) {
-    r_.add<Op>();
-    raw_ops::add_adapter(Op::kName, tensors(fn));
-  }
-  template <class Op>
-  void add() {
-    r_.add<Op>();
-    raw_ops::add_adapter(Op::kName, adapter<Op>());
-  }
-  ///@}
-  /// An op with no gradient by design (comparisons, argmax, StopGradient).
-  ///@{
-  template <class Op>
-  void add_non_differentiable(Unary fn) {
-    r_.add_non_differentiable<Op>();
-    raw_ops::add_adapter(Op::kName, tensors(fn));
-  }
-  template <class Op>
-  void add_non_differentiable(Binary fn) {
-    r_.add_non_differentiable<Op>();
-    raw_ops::add_adapter(Op::kName, tensors(fn));
-  }
-  template <class Op>
-  void add_non_differentiable() {
-    r_.add_non_differentiable<Op>();
-    raw_ops::add_adapter(Op::kName, adapter<Op>());
-  }
-  ///@}
-  /// An op whose gradient is deliberately not registered (AdjustContrastv2).
-  template <class Op>
-  void add_without_gradient(Binary fn) {
-    r_.define_without_gradient(Op::kName);
-    raw_ops::add_adapter(Op::kName, tensors(fn));
-  }
+  TensorFunction(Tensor (*fn)(const Tensor&)) : adapter(tensors(fn)) {}
+  TensorFunction(Tensor (*fn)(const Tensor&, const Tensor&)) : adapter(tensors(fn)) {}
+  TensorFunction(Tensor (*fn)(const Tensor&, const Tensor&, const Tensor&)) : adapter(tensors(fn)) {}
+  raw_ops::Adapter adapter;
 
  private:
   template <class... In>
   static raw_ops::Adapter tensors(Tensor (*fn)(const In&...)) {
     return [fn](const raw_ops::Args& a) {
       a.expect(sizeof...(In), {});
-      return call(fn, a, std::index_sequence_for<In...>{});
+      return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::vector<Tensor>{fn(a.in(I)...)}; }
+      (std::index_sequence_for<In...>{});
     };
   }
-  template <class... In, std::size_t... I>
-  static std::vector<Tensor> call(Tensor (*fn)(const In&...), const raw_ops::Args& a,
-                                  std::index_sequence<I...>) {
-    return {fn(a.in(I)...)};
+};
+
+/// What a family's register_*_ops receives (see the top of this file).
+class Registrar {
+ public:
+  explicit Registrar(autodiff::Registry& r) : r_(r) {}
+
+  /// A differentiable op, called by raw_ops through `fn` or, without one, through Op::raw.
+  template <class Op>
+  void add(TensorFunction fn) {
+    r_.add<Op>();
+    raw_ops::add_adapter(Op::kName, std::move(fn.adapter));
   }
+  template <class Op>
+  void add() {
+    r_.add<Op>();
+    raw_ops::add_adapter(Op::kName, adapter<Op>());
+  }
+  /// An op with no gradient by design (comparisons, argmax, StopGradient).
+  template <class Op>
+  void add_non_differentiable(TensorFunction fn) {
+    r_.add_non_differentiable<Op>();
+    raw_ops::add_adapter(Op::kName, std::move(fn.adapter));
+  }
+  template <class Op>
+  void add_non_differentiable() {
+    r_.add_non_differentiable<Op>();
+    raw_ops::add_adapter(Op::kName, adapter<Op>());
+  }
+  /// An op whose gradient is deliberately not registered (AdjustContrastv2).
+  template <class Op>
+  void add_without_gradient(TensorFunction fn) {
+    r_.define_without_gradient(Op::kName);
+    raw_ops::add_adapter(Op::kName, std::move(fn.adapter));
+  }
+
+ private:
   template <class Op>
   static raw_ops::Adapter adapter() {
     if constexpr (requires { Op::kNotCallable; }) {
