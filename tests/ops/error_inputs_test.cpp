@@ -179,6 +179,14 @@ TEST(RawOpsCall, ReachesEveryRegisteredOp) {
     EXPECT_TRUE(std::find(callable.begin(), callable.end(), name) != callable.end()) << name;
 }
 
+TEST(RawOpsCall, CallsOnlyRegisteredOps) {
+  // The adapters come from the registration lines, so raw_ops has no name of its own.
+  std::set<std::string> registered;
+  for (const auto& [name, status] : registered_ops()) registered.insert(name);
+  for (const std::string& op : raw_ops::callable_ops()) EXPECT_TRUE(registered.count(op)) << op;
+  EXPECT_EQ(raw_ops::callable_ops().size(), registered.size());
+}
+
 TEST(RawOpsCall, ComputesWhatThePublicFunctionComputes) {
   const Tensor x = constant({{1.f, 2.f}, {3.f, 4.f}});
   const Tensor t = raw_ops::call("Tile", std::vector<Tensor>{x}, {{"multiples", Ints{1, 2}}})[0];
