@@ -6,7 +6,6 @@
 #include "autodiff/op_def.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
-#include "ops/families.h"
 #include "tapeflow/no_recording.h"
 #include "tapeflow/ops/gradient_control.h"
 #include "tapeflow/tape.h"

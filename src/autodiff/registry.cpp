@@ -2,19 +2,22 @@
 
 #include "autodiff/op_def.h"
 #include "core/check.h"
-#include "ops/families.h"
+
+namespace tapeflow::ops {
+void register_all(autodiff::Registry& r);  // every op family (src/ops/families.cpp)
+}  // namespace tapeflow::ops
 
 namespace tapeflow::autodiff {
 
+void register_variable_ops(Registry& r);         // tape.cpp
+void register_custom_gradient_ops(Registry& r);  // custom_gradient.cpp
+
+// Every op is registered explicitly here, on first use (no static self-registration a linker
+// could drop): autodiff's own ops, then the op families.
 Registry::Registry() {
   register_variable_ops(*this);
   register_custom_gradient_ops(*this);
-  register_math_ops(*this);
-  register_reduce_ops(*this);
-  register_array_ops(*this);
-  register_linalg_ops(*this);
-  register_nn_ops(*this);
-  register_image_ops(*this);
+  ops::register_all(*this);
 }
 
 Registry& registry() {

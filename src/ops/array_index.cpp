@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/strided_copy.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
@@ -20,14 +21,15 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// Calls fn.template operator()<I>() for an int32 or int64 `indices` tensor; throws otherwise.
 template <class Fn>
 void visit_index(const Tensor& indices, std::string_view op, Fn&& fn) {
   TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
                    "[{}] indices must be an int32 or int64 tensor, got a {}", op, describe(indices));
-  if (indices.dtype() == DType::Int32) fn.template operator()<std::int32_t>();
-  else fn.template operator()<std::int64_t>();
+  if (indices.dtype() == DType::Int32)
+    fn.template operator()<std::int32_t>();
+  else
+    fn.template operator()<std::int64_t>();
 }
 
 /// "[1, 2]": the multi-index of flat position `flat` in a tensor of `shape`.
@@ -60,6 +62,8 @@ struct SliceAttrs {
   Shape size;  // resolved: no -1
 };
 
+}  // namespace
+
 // y = slice(x, begin, size);  dx = pad(dy, {begin, shape(x) - begin - size})
 struct Slice {
   static constexpr std::string_view kName = "Slice";
@@ -67,14 +71,9 @@ struct Slice {
   using Attrs = SliceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     Tensor y = detail::empty(a.size, x.dtype(), kName);
-    const auto in_strides = cpu::row_major_strides(x.shape()), out_strides = cpu::row_major_strides(a.size);
-    cpu::CopyPlan p;
-    for (int d = 0; d < x.rank(); ++d) {
-      const auto u = static_cast<std::size_t>(d);
-      p.push(a.size[d], in_strides[u], out_strides[u]);
-      p.src_offset += a.begin[u] * in_strides[u];
-    }
-    visit_dtype(x.dtype(), [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
+    const cpu::CopyPlan p = cpu::box_plan(x.shape(), a.begin, a.size, {}, a.size);
+    visit_dtype(x.dtype(),
+                [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
     return y;
   }
   static Grads backward(const GradContext& c) {
@@ -87,10 +86,61 @@ struct Slice {
     }
     return {pad(c.dy(), paddings)};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"begin", "size"});
+    return {tapeflow::slice(a.in(0), a.ints("begin"), a.ints("size"))};
+  }
 };
+}  // namespace ops
+Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& size) {
+  constexpr std::string_view op = ops::Slice::kName;
+  ops::require_defined(x, op);
+  const Shape& s = x.shape();
+  TAPEFLOW_REQUIRE(
+      begin.size() == static_cast<std::size_t>(s.rank()) && size.size() == begin.size(), InvalidArgumentError,
+      "[{}] begin {} and size {} must each have one entry per dimension of x (shape {}, rank {})", op, begin,
+      size, s.to_string(), s.rank());
+  std::vector<std::int64_t> resolved(size);
+  for (int d = 0; d < s.rank(); ++d) {
+    const auto u = static_cast<std::size_t>(d);
+    TAPEFLOW_REQUIRE(begin[u] >= 0 && begin[u] <= s[d], InvalidArgumentError,
+                     "[{}] begin[{}] = {} is not in [0, {}] (x has shape {})", op, d, begin[u], s[d],
+                     s.to_string());
+    if (size[u] == -1) resolved[u] = s[d] - begin[u];
+    TAPEFLOW_REQUIRE(
+        resolved[u] >= 0 && resolved[u] <= s[d] - begin[u], InvalidArgumentError,
+        "[{}] size[{}] = {} is not in [0, {}] for begin[{}] = {} (x has shape {}); -1 takes the rest", op, d,
+        size[u], s[d] - begin[u], d, begin[u], s.to_string());
+  }
+  return autodiff::apply_with<ops::Slice>({begin, Shape::checked(resolved, op)}, x);
+}
+namespace ops {
 
 // ---------------------------------------------------------------------------------------------
 // StridedSlice
+
+namespace {
+/// TensorFlow's StridedSlice encoding (begin, end, strides and bit masks) as SliceSpecs.
+std::vector<SliceSpec> slice_specs(const raw_ops::Args& a) {
+  const raw_ops::Ints begin = a.ints("begin"), end = a.ints("end"),
+                      strides = a.ints("strides", raw_ops::Ints(begin.size(), 1));
+  TAPEFLOW_REQUIRE(begin.size() == end.size() && begin.size() == strides.size(), InvalidArgumentError,
+                   "[StridedSlice] 'begin', 'end' and 'strides' must have the same length, got {}, {} and {}",
+                   begin.size(), end.size(), strides.size());
+  const std::int64_t begin_mask = a.i("begin_mask", 0), end_mask = a.i("end_mask", 0),
+                     shrink = a.i("shrink_axis_mask", 0);
+  std::vector<SliceSpec> specs;
+  for (std::size_t k = 0; k < begin.size(); ++k) {
+    const bool bit_b = k < 63 && ((begin_mask >> k) & 1), bit_e = k < 63 && ((end_mask >> k) & 1);
+    if (k < 63 && ((shrink >> k) & 1)) {
+      specs.push_back(SliceSpec::at(begin[k]));
+      continue;
+    }
+    specs.push_back(SliceSpec::range(bit_b ? std::nullopt : std::optional(begin[k]),
+                                     bit_e ? std::nullopt : std::optional(end[k]), strides[k]));
+  }
+  return specs;
+}
 
 /// A strided slice resolved to one (begin, step, count) per input dimension.
 struct StridedAttrs {
@@ -110,12 +160,16 @@ cpu::CopyPlan strided_plan(const StridedAttrs& a, bool scatter) {
     const auto u = static_cast<std::size_t>(d);
     const std::int64_t strided = a.step[u] * in_strides[u];
     offset += a.begin[u] * in_strides[u];
-    if (scatter) p.push(a.box[d], box_strides[u], strided);
-    else p.push(a.box[d], strided, box_strides[u]);
+    if (scatter)
+      p.push(a.box[d], box_strides[u], strided);
+    else
+      p.push(a.box[d], strided, box_strides[u]);
   }
   (scatter ? p.dst_offset : p.src_offset) = offset;
   return p;
 }
+
+}  // namespace
 
 // y = x[begin:stop:step, ...];  dx = strided_slice_grad(dy): dy scattered into zeros of shape(x)
 struct StridedSlice {
@@ -125,39 +179,24 @@ struct StridedSlice {
   static Tensor forward(const Attrs& a, const Tensor& x) {
     Tensor y = detail::empty(a.out, x.dtype(), kName);
     const cpu::CopyPlan p = strided_plan(a, /*scatter=*/false);
-    visit_dtype(x.dtype(), [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
+    visit_dtype(x.dtype(),
+                [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
     return y;
   }
   static Grads backward(const GradContext& c);
-};
-
-// dx = zeros(shape(x)) with dx[begin:stop:step, ...] = dy;  d(dy) = strided_slice(d(dx))
-// TensorFlow's StridedSliceGrad: a primitive so the scatter is one pass for any step.
-struct StridedSliceGrad {
-  static constexpr std::string_view kName = "StridedSliceGrad";
-  static constexpr Saves kSaves = kSavesNothing;
-  using Attrs = StridedAttrs;
-  static Tensor forward(const Attrs& a, const Tensor& dy) {
-    TAPEFLOW_ASSERT(dy.shape() == a.out, "[{}] dy has shape {}, expected {}", kName, dy.shape().to_string(),
-                    a.out.to_string());
-    Tensor dx = zeros(a.input, dy.dtype());
-    const cpu::CopyPlan p = strided_plan(a, /*scatter=*/true);
-    visit_dtype(dy.dtype(), [&]<class T>() { cpu::strided_copy(p, dy.values<T>().data(), detail::mutable_data<T>(dx)); });
-    return dx;
-  }
-  static Grads backward(const GradContext& c) {
-    return {apply_with<StridedSlice>(c.attrs<Attrs>(), c.dy())};
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"begin", "end", "strides", "begin_mask", "end_mask", "shrink_axis_mask"});
+    return {tapeflow::strided_slice(a.in(0), slice_specs(a))};
   }
 };
 
-Grads StridedSlice::backward(const GradContext& c) {
-  return {apply_with<StridedSliceGrad>(c.attrs<Attrs>(), c.dy())};
-}
-
+namespace {
 /// Python's slice.indices(dim) for one spec: the first index and the number of elements.
 std::pair<std::int64_t, std::int64_t> resolve_range(const SliceSpec& s, std::int64_t dim) {
   if (s.step > 0) {
-    auto clamp = [dim](std::int64_t v) { return v < 0 ? std::max<std::int64_t>(v + dim, 0) : std::min(v, dim); };
+    auto clamp = [dim](std::int64_t v) {
+      return v < 0 ? std::max<std::int64_t>(v + dim, 0) : std::min(v, dim);
+    };
     const std::int64_t start = s.start ? clamp(*s.start) : 0;
     const std::int64_t stop = s.stop ? clamp(*s.stop) : dim;
     if (stop <= start) return {0, 0};
@@ -165,7 +204,9 @@ std::pair<std::int64_t, std::int64_t> resolve_range(const SliceSpec& s, std::int
     return {start, n / s.step + (n % s.step != 0 ? 1 : 0)};
   }
   // Negative step: indices run from start down to stop + 1, both clamped to [-1, dim - 1].
-  auto clamp = [dim](std::int64_t v) { return v < 0 ? std::max<std::int64_t>(v + dim, -1) : std::min(v, dim - 1); };
+  auto clamp = [dim](std::int64_t v) {
+    return v < 0 ? std::max<std::int64_t>(v + dim, -1) : std::min(v, dim - 1);
+  };
   const std::int64_t start = s.start ? clamp(*s.start) : dim - 1;
   const std::int64_t stop = s.stop ? clamp(*s.stop) : -1;
   if (start <= stop) return {0, 0};
@@ -186,21 +227,23 @@ StridedAttrs strided_attrs(const Tensor& x, const std::vector<SliceSpec>& specs)
   std::vector<std::int64_t> box, out;
   for (int d = 0; d < s.rank(); ++d) {
     const std::int64_t dim = s[d];
-    const SliceSpec spec = static_cast<std::size_t>(d) < specs.size() ? specs[static_cast<std::size_t>(d)]
-                                                                      : SliceSpec::all();
+    const SliceSpec spec =
+        static_cast<std::size_t>(d) < specs.size() ? specs[static_cast<std::size_t>(d)] : SliceSpec::all();
     std::int64_t begin = 0, step = 1, count = 0;
     if (spec.index) {
       TAPEFLOW_REQUIRE(spec.start.has_value(), InvalidArgumentError,
                        "[{}] the index spec of dimension {} has no index (use SliceSpec::at(i))", op, d);
       const std::int64_t i = *spec.start;
-      TAPEFLOW_REQUIRE(i >= -dim && i < dim, InvalidArgumentError,
-                       "[{}] index {} is out of bounds for dimension {} of size {} (x has shape {}); valid: [{}, {})",
-                       op, i, d, dim, s.to_string(), -dim, dim);
+      TAPEFLOW_REQUIRE(
+          i >= -dim && i < dim, InvalidArgumentError,
+          "[{}] index {} is out of bounds for dimension {} of size {} (x has shape {}); valid: [{}, {})", op,
+          i, d, dim, s.to_string(), -dim, dim);
       begin = i < 0 ? i + dim : i;
       count = 1;
     } else {
       TAPEFLOW_REQUIRE(spec.step != 0, InvalidArgumentError,
-                       "[{}] the step of dimension {} is 0; it must be nonzero (x has shape {})", op, d, s.to_string());
+                       "[{}] the step of dimension {} is 0; it must be nonzero (x has shape {})", op, d,
+                       s.to_string());
       std::tie(begin, count) = resolve_range(spec, dim);
       // With fewer than two elements the step is never taken: 1 keeps stride products small.
       step = count > 1 ? spec.step : 1;
@@ -215,20 +258,54 @@ StridedAttrs strided_attrs(const Tensor& x, const std::vector<SliceSpec>& specs)
   a.out = Shape::checked(out, op);
   return a;
 }
+}  // namespace
+}  // namespace ops
+Tensor strided_slice(const Tensor& x, const std::vector<SliceSpec>& specs) {
+  ops::require_defined(x, ops::StridedSlice::kName);
+  return autodiff::apply_with<ops::StridedSlice>(ops::strided_attrs(x, specs), x);
+}
+namespace ops {
+
+// dx = zeros(shape(x)) with dx[begin:stop:step, ...] = dy;  d(dy) = strided_slice(d(dx))
+// TensorFlow's StridedSliceGrad: a primitive so the scatter is one pass for any step.
+struct StridedSliceGrad {
+  static constexpr std::string_view kName = "StridedSliceGrad";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = StridedAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& dy) {
+    TAPEFLOW_ASSERT(dy.shape() == a.out, "[{}] dy has shape {}, expected {}", kName, dy.shape().to_string(),
+                    a.out.to_string());
+    Tensor dx = zeros(a.input, dy.dtype());
+    const cpu::CopyPlan p = strided_plan(a, /*scatter=*/true);
+    visit_dtype(dy.dtype(),
+                [&]<class T>() { cpu::strided_copy(p, dy.values<T>().data(), detail::mutable_data<T>(dx)); });
+    return dx;
+  }
+  static Grads backward(const GradContext& c) { return {apply_with<StridedSlice>(c.attrs<Attrs>(), c.dy())}; }
+  static constexpr std::string_view kNotCallable =
+      "[StridedSliceGrad] runs only inside the gradient of StridedSlice, which supplies its shapes";
+};
+
+Grads StridedSlice::backward(const GradContext& c) {
+  return {apply_with<StridedSliceGrad>(c.attrs<Attrs>(), c.dy())};
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Gather
 
 /// Throws unless every index is in [0, limit), naming the first bad one and its position.
-void check_indices_in_range(const Tensor& indices, std::int64_t limit, std::string_view op, std::string_view what) {
+void check_indices_in_range(const Tensor& indices, std::int64_t limit, std::string_view op,
+                            std::string_view what) {
   visit_index(indices, op, [&]<class I>() {
     const auto v = indices.values<I>();
     for (std::size_t p = 0; p < v.size(); ++p) {
       if (v[p] >= 0 && v[p] < limit) [[likely]]
         continue;
       throw InvalidArgumentError(fmt::format("[{}] indices{} = {} is not in [0, {}) ({})", op,
-                                             position(indices.shape(), static_cast<std::int64_t>(p)), v[p], limit,
-                                             what));
+                                             position(indices.shape(), static_cast<std::int64_t>(p)), v[p],
+                                             limit, what));
     }
   });
 }
@@ -237,6 +314,8 @@ struct GatherAttrs {
   int axis;
   Shape params;  // the shape of params (GatherGrad's output)
 };
+
+}  // namespace
 
 // y[o, p, i] = params[o, indices[p], i]  (o: dims before axis, p: positions of indices)
 // dparams = gather_grad(dy): dy[o, p, i] summed into zeros at [o, indices[p], i]
@@ -252,14 +331,16 @@ struct GatherV2 {
     for (std::int64_t d : indices.shape().dims()) out.push_back(d);
     for (std::int64_t d : dims_between(ps, a.axis + 1, ps.rank())) out.push_back(d);
     Tensor y = detail::empty(Shape::checked(out, kName), params.dtype(), kName);
-    const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis], inner = product(ps, a.axis + 1, ps.rank());
+    const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis],
+                       inner = product(ps, a.axis + 1, ps.rank());
     const std::int64_t n = indices.num_elements();
     visit_dtype(params.dtype(), [&]<class T>() {
       const T* src = params.values<T>().data();
       T* dst = detail::mutable_data<T>(y);
       visit_index(indices, kName, [&]<class I>() {
         const I* idx = indices.values<I>().data();
-        cpu::parallel_for(outer * n, std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(inner, 1)),
+        cpu::parallel_for(outer * n,
+                          std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(inner, 1)),
                           [&](std::int64_t r0, std::int64_t r1) {
                             for (std::int64_t r = r0; r < r1; ++r) {
                               const std::int64_t o = r / n, p = r % n;
@@ -272,7 +353,22 @@ struct GatherV2 {
     return y;
   }
   static Grads backward(const GradContext& c);
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"axis"});
+    return {tapeflow::gather(a.in(0), a.in(1), a.i("axis", 0))};
+  }
 };
+}  // namespace ops
+Tensor gather(const Tensor& params, const Tensor& indices, std::int64_t axis) {
+  constexpr std::string_view op = ops::GatherV2::kName;
+  ops::require_defined(params, op, "params");
+  ops::require_defined(indices, op, "indices");
+  TAPEFLOW_REQUIRE(params.rank() >= 1, InvalidArgumentError, "[{}] params must have rank >= 1, got a {}", op,
+                   ops::describe(params));
+  const int n = normalize_axis(axis, params.rank(), op);
+  return autodiff::apply_with<ops::GatherV2>({n, params.shape()}, params, indices);
+}
+namespace ops {
 
 // dparams = zeros(params) with dy[o, p, i] added at [o, indices[p], i];  d(dy) = gather(d(dparams))
 // The dense gradient of GatherV2 (TensorFlow builds it with UnsortedSegmentSum after moving axis
@@ -285,7 +381,8 @@ struct GatherGrad {
     const Shape& ps = a.params;
     check_indices_in_range(indices, ps[a.axis], kName, fmt::format("params has shape {}", ps.to_string()));
     Tensor dx = zeros(ps, dy.dtype());
-    const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis], inner = product(ps, a.axis + 1, ps.rank());
+    const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis],
+                       inner = product(ps, a.axis + 1, ps.rank());
     const std::int64_t n = indices.num_elements();
     visit_floating(dy.dtype(), [&]<class T>() {
       const T* src = dy.values<T>().data();
@@ -309,11 +406,15 @@ struct GatherGrad {
   static Grads backward(const GradContext& c) {
     return {gather(c.dy(), c.input(1), c.attrs<Attrs>().axis), std::nullopt};
   }
+  static constexpr std::string_view kNotCallable =
+      "[GatherGrad] runs only inside the gradient of GatherV2, which supplies its shapes";
 };
 
 Grads GatherV2::backward(const GradContext& c) {
   return {apply_with<GatherGrad>(c.attrs<Attrs>(), c.dy(), c.input(1)), std::nullopt};
 }
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // GatherNd and ScatterNd
@@ -325,8 +426,8 @@ std::vector<std::int64_t> nd_offsets(const Tensor& indices, const Shape& shape, 
   TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
                    "[{}] indices must be an int32 or int64 tensor, got a {}", op, describe(indices));
   TAPEFLOW_REQUIRE(indices.rank() >= 1, InvalidArgumentError,
-                   "[{}] indices must have rank >= 1 (its last dimension holds the index tuples), got a {}", op,
-                   describe(indices));
+                   "[{}] indices must have rank >= 1 (its last dimension holds the index tuples), got a {}",
+                   op, describe(indices));
   TAPEFLOW_REQUIRE(indices.shape()[indices.rank() - 1] <= shape.rank(), InvalidArgumentError,
                    "[{}] index tuples have {} entries (indices has shape {}) but {} has rank {} ({})", op,
                    indices.shape()[indices.rank() - 1], indices.shape().to_string(), what, shape.rank(),
@@ -343,10 +444,10 @@ std::vector<std::int64_t> nd_offsets(const Tensor& indices, const Shape& shape, 
         const I v = idx[p * k + j];
         if (v < 0 || v >= shape[j]) [[unlikely]] {
           const std::vector<I> tuple(idx + p * k, idx + (p + 1) * k);
-          throw InvalidArgumentError(fmt::format("[{}] indices{} = [{}] does not index into {} of shape {} "
-                                                 "(entry {} is not in [0, {}))",
-                                                 op, position(positions, p), fmt::join(tuple, ", "), what,
-                                                 shape.to_string(), j, shape[j]));
+          throw InvalidArgumentError(fmt::format(
+              "[{}] indices{} = [{}] does not index into {} of shape {} "
+              "(entry {} is not in [0, {}))",
+              op, position(positions, p), fmt::join(tuple, ", "), what, shape.to_string(), j, shape[j]));
         }
         off += static_cast<std::int64_t>(v) * strides[static_cast<std::size_t>(j)];
       }
@@ -355,6 +456,8 @@ std::vector<std::int64_t> nd_offsets(const Tensor& indices, const Shape& shape, 
   });
   return offsets;
 }
+
+}  // namespace
 
 // y[p, i] = params[indices[p], i];  dparams = scatter_nd(indices, dy, shape(params))
 struct GatherNd {
@@ -374,7 +477,8 @@ struct GatherNd {
       cpu::parallel_for(n, std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(slice, 1)),
                         [&](std::int64_t p0, std::int64_t p1) {
                           for (std::int64_t p = p0; p < p1; ++p)
-                            std::copy_n(src + offsets[static_cast<std::size_t>(p)] * slice, slice, dst + p * slice);
+                            std::copy_n(src + offsets[static_cast<std::size_t>(p)] * slice, slice,
+                                        dst + p * slice);
                         });
     });
     return y;
@@ -383,10 +487,18 @@ struct GatherNd {
     return {scatter_nd(c.input(1), c.dy(), c.input_shape(0)), std::nullopt};
   }
 };
+}  // namespace ops
+Tensor gather_nd(const Tensor& params, const Tensor& indices) {
+  return autodiff::apply<ops::GatherNd>(params, indices);
+}
+namespace ops {
 
+namespace {
 struct ScatterNdAttrs {
   Shape shape;
 };
+
+}  // namespace
 
 // y = zeros(shape) with updates[p, i] added at [indices[p], i];  dupdates = gather_nd(dy, indices)
 struct ScatterNd {
@@ -399,12 +511,14 @@ struct ScatterNd {
     const int k = static_cast<int>(indices.shape()[indices.rank() - 1]);
     std::vector<std::int64_t> expected = dims_between(indices.shape(), 0, indices.rank() - 1);
     for (std::int64_t d : dims_between(a.shape, k, a.shape.rank())) expected.push_back(d);
-    TAPEFLOW_REQUIRE(Shape::checked(expected, kName) == updates.shape(), InvalidArgumentError,
-                     "[{}] updates has shape {} but indices of shape {} into shape {} need updates of shape {}",
-                     kName, updates.shape().to_string(), indices.shape().to_string(), a.shape.to_string(),
-                     Shape::checked(expected, kName).to_string());
+    TAPEFLOW_REQUIRE(
+        Shape::checked(expected, kName) == updates.shape(), InvalidArgumentError,
+        "[{}] updates has shape {} but indices of shape {} into shape {} need updates of shape {}", kName,
+        updates.shape().to_string(), indices.shape().to_string(), a.shape.to_string(),
+        Shape::checked(expected, kName).to_string());
     Tensor y = zeros(a.shape, updates.dtype());
-    const std::int64_t slice = product(a.shape, k, a.shape.rank()), n = static_cast<std::int64_t>(offsets.size());
+    const std::int64_t slice = product(a.shape, k, a.shape.rank()),
+                       n = static_cast<std::int64_t>(offsets.size());
     visit_dtype(updates.dtype(), [&]<class T>() {
       if constexpr (!std::is_same_v<T, bool>) {
         const T* src = updates.values<T>().data();
@@ -422,15 +536,27 @@ struct ScatterNd {
     return y;
   }
   static Grads backward(const GradContext& c) { return {std::nullopt, gather_nd(c.dy(), c.input(0))}; }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"shape"});
+    return {tapeflow::scatter_nd(a.in(0), a.in(1), a.shape("shape"))};
+  }
 };
+}  // namespace ops
+Tensor scatter_nd(const Tensor& indices, const Tensor& updates, const Shape& shape) {
+  return autodiff::apply_with<ops::ScatterNd>({shape}, indices, updates);
+}
+namespace ops {
 
 // ---------------------------------------------------------------------------------------------
 // OneHot
 
+namespace {
 struct OneHotAttrs {
   std::int64_t depth;
   Tensor on, off;  // scalars of the output dtype
 };
+
+}  // namespace
 
 // y[p, j] = on if indices[p] == j else off. Not differentiable (integer input).
 struct OneHot {
@@ -454,75 +580,35 @@ struct OneHot {
     });
     return y;
   }
-};
-
-}  // namespace
-
-void register_index_ops(autodiff::Registry& r) {
-  r.add<Slice>();
-  r.add<StridedSlice>();
-  r.add<StridedSliceGrad>();
-  r.add<GatherV2>();
-  r.add<GatherGrad>();
-  r.add<GatherNd>();
-  r.add<ScatterNd>();
-  r.add_non_differentiable<OneHot>();
-}
-
-}  // namespace ops
-
-Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& size) {
-  constexpr std::string_view op = ops::Slice::kName;
-  ops::require_defined(x, op);
-  const Shape& s = x.shape();
-  TAPEFLOW_REQUIRE(begin.size() == static_cast<std::size_t>(s.rank()) && size.size() == begin.size(),
-                   InvalidArgumentError,
-                   "[{}] begin {} and size {} must each have one entry per dimension of x (shape {}, rank {})", op,
-                   begin, size, s.to_string(), s.rank());
-  std::vector<std::int64_t> resolved(size);
-  for (int d = 0; d < s.rank(); ++d) {
-    const auto u = static_cast<std::size_t>(d);
-    TAPEFLOW_REQUIRE(begin[u] >= 0 && begin[u] <= s[d], InvalidArgumentError,
-                     "[{}] begin[{}] = {} is not in [0, {}] (x has shape {})", op, d, begin[u], s[d], s.to_string());
-    if (size[u] == -1) resolved[u] = s[d] - begin[u];
-    TAPEFLOW_REQUIRE(resolved[u] >= 0 && resolved[u] <= s[d] - begin[u], InvalidArgumentError,
-                     "[{}] size[{}] = {} is not in [0, {}] for begin[{}] = {} (x has shape {}); -1 takes the rest",
-                     op, d, size[u], s[d] - begin[u], d, begin[u], s.to_string());
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"depth", "on_value", "off_value", "dtype"});
+    return {tapeflow::one_hot(a.in(0), a.i("depth"), a.f("on_value", 1.0), a.f("off_value", 0.0),
+                              a.dtype("dtype", DType::Float32))};
   }
-  return autodiff::apply_with<ops::Slice>({begin, Shape::checked(resolved, op)}, x);
-}
-
-Tensor strided_slice(const Tensor& x, const std::vector<SliceSpec>& specs) {
-  ops::require_defined(x, ops::StridedSlice::kName);
-  return autodiff::apply_with<ops::StridedSlice>(ops::strided_attrs(x, specs), x);
-}
-
-Tensor gather(const Tensor& params, const Tensor& indices, std::int64_t axis) {
-  constexpr std::string_view op = ops::GatherV2::kName;
-  ops::require_defined(params, op, "params");
-  ops::require_defined(indices, op, "indices");
-  TAPEFLOW_REQUIRE(params.rank() >= 1, InvalidArgumentError, "[{}] params must have rank >= 1, got a {}", op,
-                   ops::describe(params));
-  const int n = normalize_axis(axis, params.rank(), op);
-  return autodiff::apply_with<ops::GatherV2>({n, params.shape()}, params, indices);
-}
-
-Tensor gather_nd(const Tensor& params, const Tensor& indices) {
-  return autodiff::apply<ops::GatherNd>(params, indices);
-}
-
-Tensor scatter_nd(const Tensor& indices, const Tensor& updates, const Shape& shape) {
-  return autodiff::apply_with<ops::ScatterNd>({shape}, indices, updates);
-}
-
+};
+}  // namespace ops
 Tensor one_hot(const Tensor& indices, std::int64_t depth, double on_value, double off_value, DType dtype) {
   constexpr std::string_view op = ops::OneHot::kName;
   ops::require_defined(indices, op, "indices");
   TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
                    "[{}] indices must be an int32 or int64 tensor, got a {}", op, ops::describe(indices));
   TAPEFLOW_REQUIRE(depth >= 0, InvalidArgumentError, "[{}] depth must be >= 0, got {}", op, depth);
-  return autodiff::apply_with<ops::OneHot>({depth, Scalar(on_value).as(dtype, op), Scalar(off_value).as(dtype, op)},
-                                           indices);
+  return autodiff::apply_with<ops::OneHot>(
+      {depth, Scalar(on_value).as(dtype, op), Scalar(off_value).as(dtype, op)}, indices);
 }
+namespace ops {
+
+void register_index_ops(Registrar& r) {
+  r.add<Slice>();
+  r.add<StridedSlice>();
+  r.add<StridedSliceGrad>();
+  r.add<GatherV2>();
+  r.add<GatherGrad>();
+  r.add<GatherNd>(gather_nd);
+  r.add<ScatterNd>();
+  r.add_non_differentiable<OneHot>();
+}
+
+}  // namespace ops
 
 }  // namespace tapeflow

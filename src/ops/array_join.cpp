@@ -9,13 +9,13 @@
 #include <numeric>
 
 #include "kernels/cpu/strided_copy.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 
 namespace tapeflow {
 namespace ops {
 namespace {
-
 std::int64_t product(std::span<const std::int64_t> dims, int from, int to) {
   std::int64_t n = 1;
   for (int i = from; i < to; ++i) n *= dims[static_cast<std::size_t>(i)];
@@ -43,8 +43,9 @@ void join_columns(std::span<const Tensor> parts, std::int64_t outer, const std::
 
 /// The inverse of join_columns: part i of shape shapes[i] gets columns
 /// [offset_i, offset_i + widths[i]) of x viewed as [outer, sum of widths].
-std::vector<Tensor> split_columns(const Tensor& x, std::int64_t outer, const std::vector<std::int64_t>& widths,
-                                  const std::vector<Shape>& shapes, std::string_view op) {
+std::vector<Tensor> split_columns(const Tensor& x, std::int64_t outer,
+                                  const std::vector<std::int64_t>& widths, const std::vector<Shape>& shapes,
+                                  std::string_view op) {
   const std::int64_t total = std::accumulate(widths.begin(), widths.end(), std::int64_t{0});
   std::vector<Tensor> outs;
   outs.reserve(widths.size());
@@ -73,6 +74,17 @@ struct AxisAttrs {
   int axis;  // normalised
 };
 
+/// Throws unless every tensor of a list is defined; returns the list as a span.
+std::span<const Tensor> defined_list(const std::vector<Tensor>& values, std::string_view op) {
+  TAPEFLOW_REQUIRE(!values.empty(), InvalidArgumentError,
+                   "[{}] needs at least one input tensor, got an empty list", op);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    TAPEFLOW_REQUIRE(values[i].defined(), InvalidArgumentError,
+                     "[{}] input {} is an undefined (default-constructed) Tensor", op, i);
+  return values;
+}
+}  // namespace
+
 // y = concat(x_0, ..., x_n-1, axis);  dx_i = slice(dy, offset_i along axis, shape(x_i))
 struct ConcatV2 {
   static constexpr std::string_view kName = "ConcatV2";
@@ -84,18 +96,20 @@ struct ConcatV2 {
     std::int64_t joined = 0;
     for (std::size_t i = 0; i < xs.size(); ++i) {
       const Shape& s = xs[i].shape();
-      TAPEFLOW_REQUIRE(xs[i].dtype() == first.dtype(), InvalidArgumentError,
-                       "[{}] all inputs must have the same dtype (no implicit casting): input 0 is a {}, input {} "
-                       "is a {}",
-                       kName, describe(first), i, describe(xs[i]));
+      TAPEFLOW_REQUIRE(
+          xs[i].dtype() == first.dtype(), InvalidArgumentError,
+          "[{}] all inputs must have the same dtype (no implicit casting): input 0 is a {}, input {} "
+          "is a {}",
+          kName, describe(first), i, describe(xs[i]));
       TAPEFLOW_REQUIRE(s.rank() == s0.rank(), InvalidArgumentError,
-                       "[{}] all inputs must have the same rank: input 0 has shape {}, input {} has shape {}", kName,
-                       s0.to_string(), i, s.to_string());
+                       "[{}] all inputs must have the same rank: input 0 has shape {}, input {} has shape {}",
+                       kName, s0.to_string(), i, s.to_string());
       for (int d = 0; d < s.rank(); ++d)
-        TAPEFLOW_REQUIRE(d == a.axis || s[d] == s0[d], InvalidArgumentError,
-                         "[{}] inputs may differ only along axis {}: input 0 has shape {}, input {} has shape {} "
-                         "(dimension {} differs)",
-                         kName, a.axis, s0.to_string(), i, s.to_string(), d);
+        TAPEFLOW_REQUIRE(
+            d == a.axis || s[d] == s0[d], InvalidArgumentError,
+            "[{}] inputs may differ only along axis {}: input 0 has shape {}, input {} has shape {} "
+            "(dimension {} differs)",
+            kName, a.axis, s0.to_string(), i, s.to_string(), d);
       TAPEFLOW_REQUIRE(joined <= kMaxElements - s[a.axis], ResourceExhaustedError,
                        "[{}] the joined dimension {} exceeds 2^62", kName, a.axis);
       joined += s[a.axis];
@@ -127,7 +141,20 @@ struct ConcatV2 {
     }
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(-1, {"axis"});
+    return {tapeflow::concat(a.all(), a.i("axis"))};
+  }
 };
+}  // namespace ops
+Tensor concat(const std::vector<Tensor>& values, std::int64_t axis) {
+  const auto xs = ops::defined_list(values, ops::ConcatV2::kName);
+  TAPEFLOW_REQUIRE(xs[0].rank() > 0, InvalidArgumentError,
+                   "[ConcatV2] cannot concatenate scalars (input 0 has shape ()); use stack to join them");
+  const int n = normalize_axis(axis, xs[0].rank(), ops::ConcatV2::kName);
+  return autodiff::apply_list<ops::ConcatV2>({n}, xs)[0];
+}
+namespace ops {
 
 // y = stack(x_0, ..., x_n-1, axis);  dx = unstack(dy, axis)
 struct Pack {
@@ -137,13 +164,15 @@ struct Pack {
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
     const Tensor& first = xs[0];
     for (std::size_t i = 0; i < xs.size(); ++i) {
-      TAPEFLOW_REQUIRE(xs[i].dtype() == first.dtype(), InvalidArgumentError,
-                       "[{}] all inputs must have the same dtype (no implicit casting): input 0 is a {}, input {} "
-                       "is a {}",
-                       kName, describe(first), i, describe(xs[i]));
-      TAPEFLOW_REQUIRE(xs[i].shape() == first.shape(), InvalidArgumentError,
-                       "[{}] all inputs must have the same shape: input 0 has shape {}, input {} has shape {}",
-                       kName, first.shape().to_string(), i, xs[i].shape().to_string());
+      TAPEFLOW_REQUIRE(
+          xs[i].dtype() == first.dtype(), InvalidArgumentError,
+          "[{}] all inputs must have the same dtype (no implicit casting): input 0 is a {}, input {} "
+          "is a {}",
+          kName, describe(first), i, describe(xs[i]));
+      TAPEFLOW_REQUIRE(
+          xs[i].shape() == first.shape(), InvalidArgumentError,
+          "[{}] all inputs must have the same shape: input 0 has shape {}, input {} has shape {}", kName,
+          first.shape().to_string(), i, xs[i].shape().to_string());
     }
     const auto d = first.shape().dims();
     std::vector<std::int64_t> out_dims(d.begin(), d.end());
@@ -157,7 +186,18 @@ struct Pack {
     const std::vector<Tensor> parts = unstack(c.dy(), c.attrs<Attrs>().axis);
     return Grads(parts.begin(), parts.end());
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(-1, {"axis"});
+    return {tapeflow::stack(a.all(), a.i("axis", 0))};
+  }
 };
+}  // namespace ops
+Tensor stack(const std::vector<Tensor>& values, std::int64_t axis) {
+  const auto xs = ops::defined_list(values, ops::Pack::kName);
+  const int n = normalize_axis(axis, xs[0].rank() + 1, ops::Pack::kName);
+  return autodiff::apply_list<ops::Pack>({n}, xs)[0];
+}
+namespace ops {
 
 // y_0, ..., y_n-1 = unstack(x, axis);  dx = stack(dy_0, ..., dy_n-1, axis)
 struct Unpack {
@@ -179,10 +219,26 @@ struct Unpack {
     for (int i = 0; i < c.num_outputs(); ++i) dys.push_back(c.dy(i));
     return {stack(dys, c.attrs<Attrs>().axis)};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"axis"});
+    return tapeflow::unstack(a.in(0), a.i("axis", 0));
+  }
 };
+}  // namespace ops
+std::vector<Tensor> unstack(const Tensor& x, std::int64_t axis) {
+  ops::require_defined(x, ops::Unpack::kName);
+  TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[Unpack] cannot unstack a scalar (x has shape ())");
+  const int n = normalize_axis(axis, x.rank(), ops::Unpack::kName);
+  TAPEFLOW_REQUIRE(x.shape()[n] <= ops::kMaxOutputs, ResourceExhaustedError,
+                   "[Unpack] unstacking axis {} of x (shape {}) would return {} tensors, more than {}", n,
+                   x.shape().to_string(), x.shape()[n], ops::kMaxOutputs);
+  return autodiff::apply_list<ops::Unpack>({n}, {&x, 1});
+}
+namespace ops {
 
+namespace {
 struct SplitAttrs {
-  int axis;                          // normalised
+  int axis;                         // normalised
   std::vector<std::int64_t> sizes;  // resolved: non-negative, summing to the axis' dimension
 };
 
@@ -201,96 +257,62 @@ std::vector<Tensor> split_forward(const SplitAttrs& a, const Tensor& x, std::str
   return split_columns(x, product(d, 0, a.axis), widths, shapes, op);
 }
 
-/// d(split(x)) = concat of the parts' cotangents (zeros for parts no gradient reached).
-Grads split_backward(const GradContext& c) {
-  std::vector<Tensor> dys;
-  for (int i = 0; i < c.num_outputs(); ++i) dys.push_back(c.dy(i));
-  return {concat(dys, c.attrs<SplitAttrs>().axis)};
-}
-
-// y_0, ..., y_n-1 = split(x, n, axis);  dx = concat(dy_0, ..., dy_n-1, axis)
-struct Split {
-  static constexpr std::string_view kName = "Split";
-  static constexpr Saves kSaves = kSavesNothing;
-  using Attrs = SplitAttrs;
-  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
-    return split_forward(a, xs[0], kName);
-  }
-  static Grads backward(const GradContext& c) { return split_backward(c); }
-};
-
-// y_0, ..., y_n-1 = split(x, sizes, axis);  dx = concat(dy_0, ..., dy_n-1, axis)
-struct SplitV {
-  static constexpr std::string_view kName = "SplitV";
-  static constexpr Saves kSaves = kSavesNothing;
-  using Attrs = SplitAttrs;
-  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
-    return split_forward(a, xs[0], kName);
-  }
-  static Grads backward(const GradContext& c) { return split_backward(c); }
-};
-
-/// Throws unless every tensor of a list is defined; returns the list as a span.
-std::span<const Tensor> defined_list(const std::vector<Tensor>& values, std::string_view op) {
-  TAPEFLOW_REQUIRE(!values.empty(), InvalidArgumentError, "[{}] needs at least one input tensor, got an empty list",
-                   op);
-  for (std::size_t i = 0; i < values.size(); ++i)
-    TAPEFLOW_REQUIRE(values[i].defined(), InvalidArgumentError,
-                     "[{}] input {} is an undefined (default-constructed) Tensor", op, i);
-  return values;
-}
-
 }  // namespace
 
-void register_join_ops(autodiff::Registry& r) {
-  r.add<ConcatV2>();
-  r.add<Pack>();
-  r.add<Unpack>();
-  r.add<Split>();
-  r.add<SplitV>();
-}
+/// What Split and SplitV share (they differ in name and in how the sizes are given):
+/// y_0, ..., y_n-1 are consecutive parts of x along the axis;  dx = concat(dy_0, ..., dy_n-1, axis)
+/// (zeros for parts no gradient reached).
+template <class Op>
+struct SplitOp {
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = SplitAttrs;
+  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
+    return split_forward(a, xs[0], Op::kName);
+  }
+  static Grads backward(const GradContext& c) {
+    std::vector<Tensor> dys;
+    for (int i = 0; i < c.num_outputs(); ++i) dys.push_back(c.dy(i));
+    return {concat(dys, c.attrs<SplitAttrs>().axis)};
+  }
+};
 
+// y_0, ..., y_n-1 = split(x, n, axis);  dx = concat(dy_0, ..., dy_n-1, axis)
+struct Split : SplitOp<Split> {
+  static constexpr std::string_view kName = "Split";
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"num_split", "axis"});
+    return tapeflow::split(a.in(0), a.i("num_split"), a.i("axis", 0));
+  }
+};
 }  // namespace ops
-
-Tensor concat(const std::vector<Tensor>& values, std::int64_t axis) {
-  const auto xs = ops::defined_list(values, ops::ConcatV2::kName);
-  TAPEFLOW_REQUIRE(xs[0].rank() > 0, InvalidArgumentError,
-                   "[ConcatV2] cannot concatenate scalars (input 0 has shape ()); use stack to join them");
-  const int n = normalize_axis(axis, xs[0].rank(), ops::ConcatV2::kName);
-  return autodiff::apply_list<ops::ConcatV2>({n}, xs)[0];
-}
-
-Tensor stack(const std::vector<Tensor>& values, std::int64_t axis) {
-  const auto xs = ops::defined_list(values, ops::Pack::kName);
-  const int n = normalize_axis(axis, xs[0].rank() + 1, ops::Pack::kName);
-  return autodiff::apply_list<ops::Pack>({n}, xs)[0];
-}
-
-std::vector<Tensor> unstack(const Tensor& x, std::int64_t axis) {
-  ops::require_defined(x, ops::Unpack::kName);
-  TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[Unpack] cannot unstack a scalar (x has shape ())");
-  const int n = normalize_axis(axis, x.rank(), ops::Unpack::kName);
-  TAPEFLOW_REQUIRE(x.shape()[n] <= ops::kMaxOutputs, ResourceExhaustedError,
-                   "[Unpack] unstacking axis {} of x (shape {}) would return {} tensors, more than {}", n,
-                   x.shape().to_string(), x.shape()[n], ops::kMaxOutputs);
-  return autodiff::apply_list<ops::Unpack>({n}, {&x, 1});
-}
-
 std::vector<Tensor> split(const Tensor& x, std::int64_t num, std::int64_t axis) {
   ops::require_defined(x, ops::Split::kName);
   TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[Split] cannot split a scalar (x has shape ())");
   const int n = normalize_axis(axis, x.rank(), ops::Split::kName);
   const std::int64_t dim = x.shape()[n];
-  TAPEFLOW_REQUIRE(num >= 1, InvalidArgumentError, "[Split] the number of parts must be at least 1, got {}", num);
+  TAPEFLOW_REQUIRE(num >= 1, InvalidArgumentError, "[Split] the number of parts must be at least 1, got {}",
+                   num);
   TAPEFLOW_REQUIRE(num <= ops::kMaxOutputs, ResourceExhaustedError,
-                   "[Split] {} parts is more than the {} tensors one split may return", num, ops::kMaxOutputs);
-  TAPEFLOW_REQUIRE(dim % num == 0, InvalidArgumentError,
-                   "[Split] dimension {} of x (shape {}) has size {}, which is not divisible into {} equal parts",
-                   n, x.shape().to_string(), dim, num);
-  return autodiff::apply_list<ops::Split>({n, std::vector<std::int64_t>(static_cast<std::size_t>(num), dim / num)},
-                                          {&x, 1});
+                   "[Split] {} parts is more than the {} tensors one split may return", num,
+                   ops::kMaxOutputs);
+  TAPEFLOW_REQUIRE(
+      dim % num == 0, InvalidArgumentError,
+      "[Split] dimension {} of x (shape {}) has size {}, which is not divisible into {} equal parts", n,
+      x.shape().to_string(), dim, num);
+  return autodiff::apply_list<ops::Split>(
+      {n, std::vector<std::int64_t>(static_cast<std::size_t>(num), dim / num)}, {&x, 1});
 }
+namespace ops {
 
+// y_0, ..., y_n-1 = split(x, sizes, axis);  dx = concat(dy_0, ..., dy_n-1, axis)
+struct SplitV : SplitOp<SplitV> {
+  static constexpr std::string_view kName = "SplitV";
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"size_splits", "axis"});
+    return tapeflow::split(a.in(0), a.ints("size_splits"), a.i("axis", 0));
+  }
+};
+}  // namespace ops
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, std::int64_t axis) {
   ops::require_defined(x, ops::SplitV::kName);
   TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[SplitV] cannot split a scalar (x has shape ())");
@@ -302,23 +324,35 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
   std::int64_t known = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] == -1) {
-      TAPEFLOW_REQUIRE(infer < 0, InvalidArgumentError, "[SplitV] only one size may be -1, got sizes {}", sizes);
+      TAPEFLOW_REQUIRE(infer < 0, InvalidArgumentError, "[SplitV] only one size may be -1, got sizes {}",
+                       sizes);
       infer = static_cast<int>(i);
       continue;
     }
     TAPEFLOW_REQUIRE(sizes[i] >= 0, InvalidArgumentError,
-                     "[SplitV] size {} is negative ({}) in sizes {}; only -1 (inferred) is allowed", i, sizes[i],
-                     sizes);
+                     "[SplitV] size {} is negative ({}) in sizes {}; only -1 (inferred) is allowed", i,
+                     sizes[i], sizes);
     TAPEFLOW_REQUIRE(sizes[i] <= dim - known, InvalidArgumentError,
-                     "[SplitV] sizes {} add up to more than dimension {} of x (shape {}), which has size {}", sizes,
-                     n, x.shape().to_string(), dim);
+                     "[SplitV] sizes {} add up to more than dimension {} of x (shape {}), which has size {}",
+                     sizes, n, x.shape().to_string(), dim);
     known += sizes[i];
   }
   if (infer >= 0) resolved[static_cast<std::size_t>(infer)] = dim - known;
   TAPEFLOW_REQUIRE(infer >= 0 || known == dim, InvalidArgumentError,
-                   "[SplitV] sizes {} add up to {}, but dimension {} of x (shape {}) has size {}", sizes, known, n,
-                   x.shape().to_string(), dim);
+                   "[SplitV] sizes {} add up to {}, but dimension {} of x (shape {}) has size {}", sizes,
+                   known, n, x.shape().to_string(), dim);
   return autodiff::apply_list<ops::SplitV>({n, std::move(resolved)}, {&x, 1});
 }
+namespace ops {
+
+void register_join_ops(Registrar& r) {
+  r.add<ConcatV2>();
+  r.add<Pack>();
+  r.add<Unpack>();
+  r.add<Split>();
+  r.add<SplitV>();
+}
+
+}  // namespace ops
 
 }  // namespace tapeflow

@@ -3,13 +3,13 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/transpose.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// The target shape of a reshape, with one -1 inferred.
 Shape reshape_target(const Tensor& x, const std::vector<std::int64_t>& dims, std::string_view op) {
   std::vector<std::int64_t> out(dims);
@@ -17,12 +17,13 @@ Shape reshape_target(const Tensor& x, const std::vector<std::int64_t>& dims, std
   std::int64_t known = 1;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
-      TAPEFLOW_REQUIRE(infer < 0, InvalidArgumentError, "[{}] only one dimension may be -1, got shape {}", op, dims);
+      TAPEFLOW_REQUIRE(infer < 0, InvalidArgumentError, "[{}] only one dimension may be -1, got shape {}", op,
+                       dims);
       infer = static_cast<int>(i);
       continue;
     }
-    TAPEFLOW_REQUIRE(out[i] >= 0, InvalidArgumentError, "[{}] dimension {} of the new shape {} is negative", op, i,
-                     dims);
+    TAPEFLOW_REQUIRE(out[i] >= 0, InvalidArgumentError, "[{}] dimension {} of the new shape {} is negative",
+                     op, i, dims);
     if (known != 0 && out[i] != 0)
       TAPEFLOW_REQUIRE(known <= kMaxElements / out[i], InvalidArgumentError,
                        "[{}] the new shape {} has more than 2^62 elements", op, dims);
@@ -36,8 +37,8 @@ Shape reshape_target(const Tensor& x, const std::vector<std::int64_t>& dims, std
   }
   Shape s = Shape::checked(out, op);
   TAPEFLOW_REQUIRE(s.num_elements() == x.num_elements(), InvalidArgumentError,
-                   "[{}] cannot reshape a tensor with {} elements to shape {} ({} elements); input shape {}", op,
-                   x.num_elements(), dims, s.num_elements(), x.shape().to_string());
+                   "[{}] cannot reshape a tensor with {} elements to shape {} ({} elements); input shape {}",
+                   op, x.num_elements(), dims, s.num_elements(), x.shape().to_string());
   return s;
 }
 
@@ -48,6 +49,8 @@ Grads reshape_back(const GradContext& c) {
   return {reshape(c.dy(), {d.begin(), d.end()})};
 }
 
+}  // namespace
+
 // y = reshape(x);  dx = reshape(dy, shape(x))
 struct Reshape {
   static constexpr std::string_view kName = "Reshape";
@@ -57,13 +60,23 @@ struct Reshape {
     Shape shape;
   };
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
-  static Grads backward(const GradContext& c) { return reshape_back(c); }  // JVP: dy = reshape(dx)
+  static Grads backward(const GradContext& c) { return reshape_back(c); }
+  // JVP: dy = reshape(dx)
   static Tangents jvp(const JvpContext& c) {
     const auto d = c.output().shape().dims();
     return {reshape(c.tangent(0), {d.begin(), d.end()})};
   }
-
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"shape"});
+    return {tapeflow::reshape(a.in(0), a.ints("shape"))};
+  }
 };
+}  // namespace ops
+Tensor reshape(const Tensor& x, const std::vector<std::int64_t>& shape) {
+  ops::require_defined(x, ops::Reshape::kName);
+  return autodiff::apply_with<ops::Reshape>({ops::reshape_target(x, shape, ops::Reshape::kName)}, x);
+}
+namespace ops {
 
 // y = broadcast_to(x, shape);  dx = sum of dy over the broadcast dimensions
 struct BroadcastTo {
@@ -84,31 +97,91 @@ struct BroadcastTo {
     return out;
   }
   static Grads backward(const GradContext& c) { return {sum_to_shape(c.dy(), c.input_shape(0))}; }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"shape"});
+    return {tapeflow::broadcast_to(a.in(0), a.shape("shape"))};
+  }
 };
+}  // namespace ops
+Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  ops::require_defined(x, ops::BroadcastTo::kName);
+  const Shape b = broadcast_shapes(x.shape(), shape, ops::BroadcastTo::kName);
+  TAPEFLOW_REQUIRE(b == shape, InvalidArgumentError, "[BroadcastTo] cannot broadcast shape {} to shape {}",
+                   x.shape().to_string(), shape.to_string());
+  return autodiff::apply_with<ops::BroadcastTo>({shape}, x);
+}
+namespace ops {
 
+namespace {
 /// Attributes of the ops that only relabel the dimensions of the same bytes.
 struct NewShape {
   Shape shape;
 };
 
-// y = expand_dims(x, axis);  dx = reshape(dy, shape(x))
-struct ExpandDims {
-  static constexpr std::string_view kName = "ExpandDims";
+}  // namespace
+
+/// What ExpandDims and Squeeze share: y is x's bytes with a new shape;  dx = reshape(dy, shape(x)).
+struct Relabel {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = NewShape;
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) { return reshape_back(c); }
 };
+
+// y = expand_dims(x, axis);  dx = reshape(dy, shape(x))
+struct ExpandDims : Relabel {
+  static constexpr std::string_view kName = "ExpandDims";
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"axis"});
+    return {tapeflow::expand_dims(a.in(0), a.i("axis"))};
+  }
+};
+}  // namespace ops
+Tensor expand_dims(const Tensor& x, std::int64_t axis) {
+  ops::require_defined(x, ops::ExpandDims::kName);
+  const int rank = x.rank();
+  TAPEFLOW_REQUIRE(axis >= -rank - 1 && axis <= rank, InvalidArgumentError,
+                   "[ExpandDims] axis {} is out of range for a tensor of rank {} (shape {}); valid: [{}, {}]",
+                   axis, rank, x.shape().to_string(), -rank - 1, rank);
+  const auto at = static_cast<std::size_t>(axis < 0 ? axis + rank + 1 : axis);
+  const auto d = x.shape().dims();
+  std::vector<std::int64_t> out(d.begin(), d.end());
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), 1);
+  return autodiff::apply_with<ops::ExpandDims>({Shape::checked(out, ops::ExpandDims::kName)}, x);
+}
+namespace ops {
 
 // y = squeeze(x, axes);  dx = reshape(dy, shape(x))
-struct Squeeze {
+struct Squeeze : Relabel {
   static constexpr std::string_view kName = "Squeeze";
-  static constexpr Saves kSaves = kSavesNothing;
-  using Attrs = NewShape;
-  static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
-  static Grads backward(const GradContext& c) { return reshape_back(c); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"squeeze_dims"});
+    return {tapeflow::squeeze(a.in(0), a.ints("squeeze_dims", raw_ops::Ints{}))};
+  }
 };
+}  // namespace ops
+Tensor squeeze(const Tensor& x, const Axes& axes) {
+  ops::require_defined(x, ops::Squeeze::kName);
+  const Shape& s = x.shape();
+  std::vector<bool> drop(static_cast<std::size_t>(s.rank()), false);
+  if (axes.empty()) {
+    for (int i = 0; i < s.rank(); ++i) drop[static_cast<std::size_t>(i)] = s[i] == 1;
+  }
+  for (std::int64_t ax : axes) {
+    const int n = normalize_axis(ax, s.rank(), ops::Squeeze::kName);
+    TAPEFLOW_REQUIRE(s[n] == 1, InvalidArgumentError,
+                     "[Squeeze] cannot squeeze axis {}: it has size {}, not 1 (x has shape {})", ax, s[n],
+                     s.to_string());
+    drop[static_cast<std::size_t>(n)] = true;
+  }
+  std::vector<std::int64_t> out;
+  for (int i = 0; i < s.rank(); ++i)
+    if (!drop[static_cast<std::size_t>(i)]) out.push_back(s[i]);
+  return autodiff::apply_with<ops::Squeeze>({Shape::checked(out, ops::Squeeze::kName)}, x);
+}
+namespace ops {
 
+namespace {
 struct TransposeAttrs {
   std::vector<int> perm;  // validated: a permutation of [0, rank)
 };
@@ -116,9 +189,12 @@ struct TransposeAttrs {
 /// perm[i] = j  ->  inverse[j] = i.
 std::vector<std::int64_t> inverse_permutation(const std::vector<int>& perm) {
   std::vector<std::int64_t> inv(perm.size());
-  for (std::size_t i = 0; i < perm.size(); ++i) inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
   return inv;
 }
+
+}  // namespace
 
 // y = transpose(x, perm);  dx = transpose(dy, inverse(perm))
 struct Transpose {
@@ -137,33 +213,12 @@ struct Transpose {
   static Grads backward(const GradContext& c) {
     return {transpose(c.dy(), inverse_permutation(c.attrs<Attrs>().perm))};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"perm"});
+    return {tapeflow::transpose(a.in(0), a.ints("perm", raw_ops::Ints{}))};
+  }
 };
-
-}  // namespace
-
-void register_shape_ops(autodiff::Registry& r) {
-  r.add<Reshape>();
-  r.add<BroadcastTo>();
-  r.add<ExpandDims>();
-  r.add<Squeeze>();
-  r.add<Transpose>();
-}
-
 }  // namespace ops
-
-Tensor reshape(const Tensor& x, const std::vector<std::int64_t>& shape) {
-  ops::require_defined(x, ops::Reshape::kName);
-  return autodiff::apply_with<ops::Reshape>({ops::reshape_target(x, shape, ops::Reshape::kName)}, x);
-}
-
-Tensor broadcast_to(const Tensor& x, const Shape& shape) {
-  ops::require_defined(x, ops::BroadcastTo::kName);
-  const Shape b = broadcast_shapes(x.shape(), shape, ops::BroadcastTo::kName);
-  TAPEFLOW_REQUIRE(b == shape, InvalidArgumentError, "[BroadcastTo] cannot broadcast shape {} to shape {}",
-                   x.shape().to_string(), shape.to_string());
-  return autodiff::apply_with<ops::BroadcastTo>({shape}, x);
-}
-
 Tensor transpose(const Tensor& x, const std::vector<std::int64_t>& perm) {
   ops::require_defined(x, ops::Transpose::kName);
   const int rank = x.rank();
@@ -186,38 +241,16 @@ Tensor transpose(const Tensor& x, const std::vector<std::int64_t>& perm) {
   }
   return autodiff::apply_with<ops::Transpose>(a, x);
 }
+namespace ops {
 
-Tensor expand_dims(const Tensor& x, std::int64_t axis) {
-  ops::require_defined(x, ops::ExpandDims::kName);
-  const int rank = x.rank();
-  TAPEFLOW_REQUIRE(axis >= -rank - 1 && axis <= rank, InvalidArgumentError,
-                   "[ExpandDims] axis {} is out of range for a tensor of rank {} (shape {}); valid: [{}, {}]",
-                   axis, rank, x.shape().to_string(), -rank - 1, rank);
-  const auto at = static_cast<std::size_t>(axis < 0 ? axis + rank + 1 : axis);
-  const auto d = x.shape().dims();
-  std::vector<std::int64_t> out(d.begin(), d.end());
-  out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), 1);
-  return autodiff::apply_with<ops::ExpandDims>({Shape::checked(out, ops::ExpandDims::kName)}, x);
+void register_shape_ops(Registrar& r) {
+  r.add<Reshape>();
+  r.add<BroadcastTo>();
+  r.add<ExpandDims>();
+  r.add<Squeeze>();
+  r.add<Transpose>();
 }
 
-Tensor squeeze(const Tensor& x, const Axes& axes) {
-  ops::require_defined(x, ops::Squeeze::kName);
-  const Shape& s = x.shape();
-  std::vector<bool> drop(static_cast<std::size_t>(s.rank()), false);
-  if (axes.empty()) {
-    for (int i = 0; i < s.rank(); ++i) drop[static_cast<std::size_t>(i)] = s[i] == 1;
-  }
-  for (std::int64_t ax : axes) {
-    const int n = normalize_axis(ax, s.rank(), ops::Squeeze::kName);
-    TAPEFLOW_REQUIRE(s[n] == 1, InvalidArgumentError,
-                     "[Squeeze] cannot squeeze axis {}: it has size {}, not 1 (x has shape {})", ax, s[n],
-                     s.to_string());
-    drop[static_cast<std::size_t>(n)] = true;
-  }
-  std::vector<std::int64_t> out;
-  for (int i = 0; i < s.rank(); ++i)
-    if (!drop[static_cast<std::size_t>(i)]) out.push_back(s[i]);
-  return autodiff::apply_with<ops::Squeeze>({Shape::checked(out, ops::Squeeze::kName)}, x);
-}
+}  // namespace ops
 
 }  // namespace tapeflow

@@ -2,6 +2,7 @@
 // building block in spirit: Pad's gradient slices the interior back out; Tile's sums the copies.
 
 #include "kernels/cpu/strided_copy.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/reduce.h"
@@ -9,7 +10,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 struct TileAttrs {
   std::vector<std::int64_t> multiples;
   Shape out;
@@ -46,6 +46,8 @@ Tensor sum_tiles(const Tensor& dy, const std::vector<std::int64_t>& multiples, c
   return g;
 }
 
+}  // namespace
+
 // y = tile(x, multiples);  dx = sum of the copies: reduce_sum(reshape(dy, [m0, d0, m1, d1, ...]), m axes)
 struct Tile {
   static constexpr std::string_view kName = "Tile";
@@ -62,19 +64,58 @@ struct Tile {
       p.push(a.multiples[u], 0, x.shape()[i] * out_strides[u]);
       p.push(x.shape()[i], in_strides[u], out_strides[u]);
     }
-    visit_dtype(x.dtype(), [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
+    visit_dtype(x.dtype(),
+                [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
     return y;
   }
   static Grads backward(const GradContext& c) {
     return {sum_tiles(c.dy(), c.attrs<Attrs>().multiples, c.input_shape(0))};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"multiples"});
+    return {tapeflow::tile(a.in(0), a.ints("multiples"))};
+  }
 };
+}  // namespace ops
+Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples) {
+  constexpr std::string_view op = ops::Tile::kName;
+  ops::require_defined(x, op);
+  const Shape& s = x.shape();
+  TAPEFLOW_REQUIRE(multiples.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
+                   "[{}] multiples {} must have one entry per dimension of x (shape {}, rank {})", op,
+                   multiples, s.to_string(), s.rank());
+  std::vector<std::int64_t> out(multiples.size());
+  for (int i = 0; i < s.rank(); ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    TAPEFLOW_REQUIRE(multiples[u] >= 0, InvalidArgumentError,
+                     "[{}] multiples[{}] = {} is negative (multiples {})", op, i, multiples[u], multiples);
+    TAPEFLOW_REQUIRE(
+        !__builtin_mul_overflow(s[i], multiples[u], &out[u]), ResourceExhaustedError,
+        "[{}] dimension {} of x (size {}) times multiples[{}] = {} overflows int64 (x has shape {})", op, i,
+        s[i], i, multiples[u], s.to_string());
+  }
+  return autodiff::apply_with<ops::Tile>({multiples, Shape::checked(out, op)}, x);
+}
+namespace ops {
+
+namespace {
+/// The (before, after) pairs of Pad's flat 'paddings' attribute.
+std::vector<std::pair<std::int64_t, std::int64_t>> pairs(std::string_view op, const raw_ops::Ints& flat) {
+  TAPEFLOW_REQUIRE(flat.size() % 2 == 0, InvalidArgumentError,
+                   "[{}] attribute 'paddings' must hold (before, after) pairs, got {} values {}", op,
+                   flat.size(), flat);
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (std::size_t k = 0; k < flat.size(); k += 2) out.emplace_back(flat[k], flat[k + 1]);
+  return out;
+}
 
 struct PadAttrs {
   std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
   Shape out;
   Tensor value;  // a scalar of x's dtype
 };
+
+}  // namespace
 
 // y = pad(x, paddings, c);  dx = slice(dy, before, shape(x))
 struct Pad {
@@ -83,13 +124,9 @@ struct Pad {
   using Attrs = PadAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     Tensor y = detail::empty(a.out, x.dtype(), kName);
-    const auto in_strides = cpu::row_major_strides(x.shape()), out_strides = cpu::row_major_strides(a.out);
-    cpu::CopyPlan p;
-    for (int i = 0; i < x.rank(); ++i) {
-      const auto u = static_cast<std::size_t>(i);
-      p.push(x.shape()[i], in_strides[u], out_strides[u]);
-      p.dst_offset += a.paddings[u].first * out_strides[u];
-    }
+    std::vector<std::int64_t> before;
+    for (const auto& [b, e] : a.paddings) before.push_back(b);
+    const cpu::CopyPlan p = cpu::box_plan(x.shape(), {}, a.out, before, x.shape());
     visit_dtype(x.dtype(), [&]<class T>() {
       T* dst = detail::mutable_data<T>(y);
       std::fill(dst, dst + y.num_elements(), a.value.values<T>()[0]);
@@ -104,59 +141,45 @@ struct Pad {
     const auto d = in.dims();
     return {slice(c.dy(), begin, {d.begin(), d.end()})};
   }
-};
-
-}  // namespace
-
-void register_tile_pad_ops(autodiff::Registry& r) {
-  r.add<Tile>();
-  r.add<Pad>();
-}
-
-}  // namespace ops
-
-Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples) {
-  constexpr std::string_view op = ops::Tile::kName;
-  ops::require_defined(x, op);
-  const Shape& s = x.shape();
-  TAPEFLOW_REQUIRE(multiples.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
-                   "[{}] multiples {} must have one entry per dimension of x (shape {}, rank {})", op, multiples,
-                   s.to_string(), s.rank());
-  std::vector<std::int64_t> out(multiples.size());
-  for (int i = 0; i < s.rank(); ++i) {
-    const auto u = static_cast<std::size_t>(i);
-    TAPEFLOW_REQUIRE(multiples[u] >= 0, InvalidArgumentError, "[{}] multiples[{}] = {} is negative (multiples {})",
-                     op, i, multiples[u], multiples);
-    TAPEFLOW_REQUIRE(!__builtin_mul_overflow(s[i], multiples[u], &out[u]), ResourceExhaustedError,
-                     "[{}] dimension {} of x (size {}) times multiples[{}] = {} overflows int64 (x has shape {})", op,
-                     i, s[i], i, multiples[u], s.to_string());
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"paddings", "constant_values"});
+    return {tapeflow::pad(a.in(0), pairs("Pad", a.ints("paddings")), a.f("constant_values", 0.0))};
   }
-  return autodiff::apply_with<ops::Tile>({multiples, Shape::checked(out, op)}, x);
-}
-
+};
+}  // namespace ops
 Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& paddings,
            double constant_value) {
   constexpr std::string_view op = ops::Pad::kName;
   ops::require_defined(x, op);
   const Shape& s = x.shape();
-  TAPEFLOW_REQUIRE(paddings.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
-                   "[{}] paddings has {} pairs but x has rank {} (shape {}): give one {{before, after}} pair per "
-                   "dimension",
-                   op, paddings.size(), s.rank(), s.to_string());
+  TAPEFLOW_REQUIRE(
+      paddings.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
+      "[{}] paddings has {} pairs but x has rank {} (shape {}): give one {{before, after}} pair per "
+      "dimension",
+      op, paddings.size(), s.rank(), s.to_string());
   std::vector<std::int64_t> out(paddings.size());
   for (int i = 0; i < s.rank(); ++i) {
     const auto u = static_cast<std::size_t>(i);
     const auto [before, after] = paddings[u];
     TAPEFLOW_REQUIRE(before >= 0 && after >= 0, InvalidArgumentError,
-                     "[{}] paddings must be non-negative: dimension {} has {{{}, {}}} (x has shape {})", op, i,
-                     before, after, s.to_string());
-    TAPEFLOW_REQUIRE(before <= kMaxElements - s[i] && after <= kMaxElements - s[i] - before, ResourceExhaustedError,
-                     "[{}] padding dimension {} of size {} by {{{}, {}}} exceeds 2^62 elements", op, i, s[i], before,
-                     after);
+                     "[{}] paddings must be non-negative: dimension {} has {{{}, {}}} (x has shape {})", op,
+                     i, before, after, s.to_string());
+    TAPEFLOW_REQUIRE(before <= kMaxElements - s[i] && after <= kMaxElements - s[i] - before,
+                     ResourceExhaustedError,
+                     "[{}] padding dimension {} of size {} by {{{}, {}}} exceeds 2^62 elements", op, i, s[i],
+                     before, after);
     out[u] = s[i] + before + after;
   }
-  return autodiff::apply_with<ops::Pad>({paddings, Shape::checked(out, op), Scalar(constant_value).as(x.dtype(), op)},
-                                        x);
+  return autodiff::apply_with<ops::Pad>(
+      {paddings, Shape::checked(out, op), Scalar(constant_value).as(x.dtype(), op)}, x);
 }
+namespace ops {
+
+void register_tile_pad_ops(Registrar& r) {
+  r.add<Tile>();
+  r.add<Pad>();
+}
+
+}  // namespace ops
 
 }  // namespace tapeflow

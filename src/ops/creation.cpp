@@ -58,7 +58,8 @@ Tensor constant(std::initializer_list<std::initializer_list<T>> rows) {
   std::size_t r = 0;
   for (const auto& row : rows) {
     TAPEFLOW_REQUIRE(row.size() == cols, InvalidArgumentError,
-                     "[Const] ragged nested list: row 0 has {} elements but row {} has {}", cols, r, row.size());
+                     "[Const] ragged nested list: row 0 has {} elements but row {} has {}", cols, r,
+                     row.size());
     ++r;
   }
   Tensor t = detail::empty(Shape{static_cast<std::int64_t>(rows.size()), static_cast<std::int64_t>(cols)},
@@ -76,10 +77,12 @@ Tensor constant(std::initializer_list<std::initializer_list<std::initializer_lis
   std::size_t i = 0;
   for (const auto& plane : values) {
     TAPEFLOW_REQUIRE(plane.size() == d1, InvalidArgumentError,
-                     "[Const] ragged nested list: element 0 has {} rows but element {} has {}", d1, i, plane.size());
+                     "[Const] ragged nested list: element 0 has {} rows but element {} has {}", d1, i,
+                     plane.size());
     for (const auto& row : plane)
       TAPEFLOW_REQUIRE(row.size() == d2, InvalidArgumentError,
-                       "[Const] ragged nested list: rows must all have {} elements, one has {}", d2, row.size());
+                       "[Const] ragged nested list: rows must all have {} elements, one has {}", d2,
+                       row.size());
     ++i;
   }
   Tensor t = detail::empty(
@@ -107,10 +110,10 @@ Tensor constant(const std::vector<T>& values, const Shape& shape) {
   }
 }
 
-#define TAPEFLOW_INSTANTIATE_CONSTANT(T)                                                     \
-  template Tensor constant<T>(T);                                                            \
-  template Tensor constant<T>(std::initializer_list<T>);                                     \
-  template Tensor constant<T>(std::initializer_list<std::initializer_list<T>>);              \
+#define TAPEFLOW_INSTANTIATE_CONSTANT(T)                                                               \
+  template Tensor constant<T>(T);                                                                      \
+  template Tensor constant<T>(std::initializer_list<T>);                                               \
+  template Tensor constant<T>(std::initializer_list<std::initializer_list<T>>);                        \
   template Tensor constant<T>(std::initializer_list<std::initializer_list<std::initializer_list<T>>>); \
   template Tensor constant<T>(const std::vector<T>&, const Shape&);
 TAPEFLOW_INSTANTIATE_CONSTANT(float)
@@ -148,7 +151,8 @@ Tensor range(double start, double limit, double delta, DType dtype) {
   // The size is computed in double and checked before any conversion to an integer.
   const double count = std::ceil(std::abs((limit - start) / delta));
   TAPEFLOW_REQUIRE(count <= static_cast<double>(kMaxElements), ResourceExhaustedError,
-                   "[Range] start={}, limit={}, delta={} would produce {} elements", start, limit, delta, count);
+                   "[Range] start={}, limit={}, delta={} would produce {} elements", start, limit, delta,
+                   count);
   const auto n = static_cast<std::int64_t>(count);
   Tensor t = detail::empty(Shape{n}, dtype, "Range");
   visit_dtype(dtype, [&]<class T>() {
@@ -166,8 +170,8 @@ Tensor range(double start, double limit, double delta, DType dtype) {
 Tensor range(std::int64_t limit, DType dtype) { return range(0.0, static_cast<double>(limit), 1.0, dtype); }
 
 Tensor linspace(double start, double stop, std::int64_t num, DType dtype) {
-  TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError, "[LinSpace] dtype must be float32 or float64, got {}",
-                   dtype_name(dtype));
+  TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
+                   "[LinSpace] dtype must be float32 or float64, got {}", dtype_name(dtype));
   TAPEFLOW_REQUIRE(num >= 0, InvalidArgumentError, "[LinSpace] num must be >= 0, got {}", num);
   Tensor t = detail::empty(Shape::checked(std::array{num}, "LinSpace"), dtype, "LinSpace");
   ops::visit_floating(dtype, [&]<class T>() {
@@ -212,8 +216,8 @@ struct SplitMix64 {
 template <class Gen>
 Tensor generate(const Shape& shape, DType dtype, std::string_view op, Gen gen,
                 double exclusive_max = std::numeric_limits<double>::infinity()) {
-  TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError, "[{}] dtype must be float32 or float64, got {}", op,
-                   dtype_name(dtype));
+  TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError, "[{}] dtype must be float32 or float64, got {}",
+                   op, dtype_name(dtype));
   Tensor t = detail::empty(shape, dtype, op);
   ops::visit_floating(dtype, [&]<class T>() {
     T* out = detail::mutable_data<T>(t);
@@ -230,9 +234,10 @@ Tensor generate(const Shape& shape, DType dtype, std::string_view op, Gen gen,
 }  // namespace
 
 Tensor normal(const Shape& shape, double mean, double stddev, DType dtype, std::uint64_t seed) {
-  TAPEFLOW_REQUIRE(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0, InvalidArgumentError,
-                   "[RandomStandardNormal] mean must be finite and stddev finite and >= 0, got mean={}, stddev={}",
-                   mean, stddev);
+  TAPEFLOW_REQUIRE(
+      std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0, InvalidArgumentError,
+      "[RandomStandardNormal] mean must be finite and stddev finite and >= 0, got mean={}, stddev={}", mean,
+      stddev);
   SplitMix64 rng{seed};
   // Box-Muller; 1 - u keeps the logarithm's argument in (0, 1].
   return generate(shape, dtype, "RandomStandardNormal", [&] {

@@ -1,18 +1,30 @@
 #pragma once
-// Each op family registers its ops explicitly (no static self-registration a linker could drop).
-// The registry calls every function below once, on first use.
+// The op families: the one list of them, owned by ops. Each family file registers its ops
+// explicitly (no static self-registration a linker could drop); register_all calls every family
+// below, in this order, with a Registrar (registrar.h), when autodiff's registry is first used. The ops
+// autodiff defines itself (ReadVariableOp, CustomGradient, RecomputeGrad) are registered by autodiff, not
+// here.
 
-namespace tapeflow::autodiff {
+#include "ops/registrar.h"
 
-class Registry;
+namespace tapeflow::ops {
 
-void register_variable_ops(Registry& r);         // src/autodiff/tape.cpp
-void register_custom_gradient_ops(Registry& r);  // src/autodiff/custom_gradient.cpp
-void register_math_ops(Registry& r);      // src/ops/math_*.cpp
-void register_reduce_ops(Registry& r);    // src/ops/reduce.cpp
-void register_array_ops(Registry& r);     // src/ops/array_*.cpp
-void register_linalg_ops(Registry& r);    // src/ops/linalg.cpp
-void register_nn_ops(Registry& r);        // src/ops/nn_*.cpp
-void register_image_ops(Registry& r);     // src/ops/image.cpp
+/// Registers every op family (src/ops/families.cpp); called once by autodiff's registry.
+void register_all(autodiff::Registry& registry);
 
-}  // namespace tapeflow::autodiff
+void register_binary_arithmetic_ops(Registrar& r);  // math_binary.cpp
+void register_unary_math_ops(Registrar& r);         // math_unary.cpp
+void register_compare_ops(Registrar& r);            // math_compare.cpp
+void register_gradient_control_ops(Registrar& r);   // gradient_control.cpp
+void register_reduce_ops(Registrar& r);             // reduce.cpp
+void register_shape_ops(Registrar& r);              // array_shape.cpp
+void register_join_ops(Registrar& r);               // array_join.cpp
+void register_index_ops(Registrar& r);              // array_index.cpp
+void register_tile_pad_ops(Registrar& r);           // array_tile_pad.cpp
+void register_linalg_ops(Registrar& r);             // linalg.cpp
+void register_activation_ops(Registrar& r);         // nn_activations.cpp
+void register_loss_ops(Registrar& r);               // nn_losses.cpp
+void register_conv_ops(Registrar& r);               // nn_conv.cpp
+void register_image_ops(Registrar& r);              // image.cpp
+
+}  // namespace tapeflow::ops

@@ -2,47 +2,49 @@
 
 #include "tapeflow/ops/gradient_control.h"
 
+#include "ops/families.h"
 #include "ops/op_util.h"
 
 namespace tapeflow {
 namespace ops {
-namespace {
 
 // y = x;  dx = dy
-struct Identity {
+struct Identity : ElementwiseInDy {
   static constexpr std::string_view kName = "Identity";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
   static Grads backward(const GradContext& c) { return {c.dy()}; }
   // JVP: dy = dx
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0)}; }
 };
+}  // namespace ops
+Tensor identity(const Tensor& x) { return autodiff::apply<ops::Identity>(x); }
+namespace ops {
 
 // y = x; no gradient by design (tf.stop_gradient).
 struct StopGradient {
   static constexpr std::string_view kName = "StopGradient";
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
 };
+}  // namespace ops
+Tensor stop_gradient(const Tensor& x) { return autodiff::apply<ops::StopGradient>(x); }
+namespace ops {
 
 // y = x; declared non-differentiable, like an op passed to tf.no_gradient.
 struct NoGradient {
   static constexpr std::string_view kName = "NoGradient";
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
 };
+}  // namespace ops
+Tensor raw_ops::no_gradient(const Tensor& x) { return autodiff::apply<ops::NoGradient>(x); }
+namespace ops {
 
-}  // namespace
-
-void register_gradient_control_ops(autodiff::Registry& r) {
-  r.add<Identity>();
-  r.add_non_differentiable<StopGradient>();
-  r.add_non_differentiable<NoGradient>();
+void register_gradient_control_ops(Registrar& r) {
+  r.add<Identity>(identity);
+  r.add_non_differentiable<StopGradient>(stop_gradient);
+  r.add_non_differentiable<NoGradient>(raw_ops::no_gradient);
 }
 
 }  // namespace ops
-
-Tensor identity(const Tensor& x) { return autodiff::apply<ops::Identity>(x); }
-Tensor stop_gradient(const Tensor& x) { return autodiff::apply<ops::StopGradient>(x); }
-Tensor raw_ops::no_gradient(const Tensor& x) { return autodiff::apply<ops::NoGradient>(x); }
 
 }  // namespace tapeflow

@@ -2,11 +2,11 @@
 
 #include "tapeflow/ops/image.h"
 
+#include "ops/families.h"
 #include "ops/op_util.h"
 
 namespace tapeflow {
 namespace ops {
-namespace {
 
 // y = (x - mean_hw(x)) * factor + mean_hw(x). Deliberately without a gradient (see image.h).
 struct AdjustContrastv2 {
@@ -15,10 +15,11 @@ struct AdjustContrastv2 {
     require_floating(images, kName, "images");
     require_same_dtype(images, factor, kName);
     TAPEFLOW_REQUIRE(images.rank() >= 3, InvalidArgumentError,
-                     "[{}] 'images' must have rank >= 3 ([..., height, width, channels]), got shape {}", kName,
-                     images.shape().to_string());
+                     "[{}] 'images' must have rank >= 3 ([..., height, width, channels]), got shape {}",
+                     kName, images.shape().to_string());
     TAPEFLOW_REQUIRE(factor.rank() == 0, InvalidArgumentError,
-                     "[{}] 'contrast_factor' must be a scalar, got shape {}", kName, factor.shape().to_string());
+                     "[{}] 'contrast_factor' must be a scalar, got shape {}", kName,
+                     factor.shape().to_string());
     Tensor out = detail::empty(images.shape(), images.dtype(), kName);
     const Shape& s = images.shape();
     const std::int64_t c = s[s.rank() - 1], hw = s[s.rank() - 2] * s[s.rank() - 3];
@@ -41,16 +42,14 @@ struct AdjustContrastv2 {
     return out;
   }
 };
-
-}  // namespace
 }  // namespace ops
-
-namespace autodiff {
-void register_image_ops(Registry& r) { r.define_without_gradient(ops::AdjustContrastv2::kName); }
-}  // namespace autodiff
-
 Tensor image::adjust_contrast(const Tensor& images, const Tensor& contrast_factor) {
   return autodiff::apply<ops::AdjustContrastv2>(images, contrast_factor);
 }
+namespace ops {
+
+void register_image_ops(Registrar& r) { r.add_without_gradient<AdjustContrastv2>(image::adjust_contrast); }
+
+}  // namespace ops
 
 }  // namespace tapeflow

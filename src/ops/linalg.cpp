@@ -14,7 +14,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 struct MatMulAttrs {
   bool transpose_a = false;
   bool transpose_b = false;
@@ -45,10 +44,11 @@ Product product_shape(std::string_view op, const MatMulAttrs& at, const Tensor& 
                    "[{}] bool operands are not supported (a is a {}); cast them to a number type first", op,
                    describe(a));
   for (const auto& [t, name] : {std::pair{&a, "a"}, std::pair{&b, "b"}})
-    TAPEFLOW_REQUIRE(t->rank() >= 2, InvalidArgumentError,
-                     "[{}] {} must have rank >= 2 (a matrix or a batch of matrices), got a {}; for vectors use "
-                     "tensordot or einsum, or reshape to a (1, n) or (n, 1) matrix",
-                     op, name, describe(*t));
+    TAPEFLOW_REQUIRE(
+        t->rank() >= 2, InvalidArgumentError,
+        "[{}] {} must have rank >= 2 (a matrix or a batch of matrices), got a {}; for vectors use "
+        "tensordot or einsum, or reshape to a (1, n) or (n, 1) matrix",
+        op, name, describe(*t));
   const Shape& sa = a.shape();
   const Shape& sb = b.shape();
   const int ra = sa.rank(), rb = sb.rank();
@@ -57,10 +57,11 @@ Product product_shape(std::string_view op, const MatMulAttrs& at, const Tensor& 
   p.k = at.transpose_a ? sa[ra - 2] : sa[ra - 1];
   const std::int64_t kb = at.transpose_b ? sb[rb - 1] : sb[rb - 2];
   p.n = at.transpose_b ? sb[rb - 2] : sb[rb - 1];
-  TAPEFLOW_REQUIRE(p.k == kb, InvalidArgumentError,
-                   "[{}] inner dimensions must agree: a has shape {}, b has shape {} ({}): the contracted size "
-                   "of a is {} but that of b is {}",
-                   op, sa.to_string(), sb.to_string(), flags(at), p.k, kb);
+  TAPEFLOW_REQUIRE(
+      p.k == kb, InvalidArgumentError,
+      "[{}] inner dimensions must agree: a has shape {}, b has shape {} ({}): the contracted size "
+      "of a is {} but that of b is {}",
+      op, sa.to_string(), sb.to_string(), flags(at), p.k, kb);
 
   // Batch dimensions: aligned from the right, equal or 1 (NumPy broadcasting).
   const int rout = std::max(ra, rb);
@@ -68,19 +69,20 @@ Product product_shape(std::string_view op, const MatMulAttrs& at, const Tensor& 
   for (int i = 0; i < rout - 2; ++i) {
     const int ia = i - (rout - ra), ib = i - (rout - rb);
     const std::int64_t da = ia >= 0 ? sa[ia] : 1, db = ib >= 0 ? sb[ib] : 1;
-    TAPEFLOW_REQUIRE(da == db || da == 1 || db == 1, InvalidArgumentError,
-                     "[{}] batch dimensions must broadcast: a has shape {} (batch {}), b has shape {} (batch {}); "
-                     "each pair of batch dimensions, aligned from the right, must be equal or 1",
-                     op, sa.to_string(), dims_string(sa.dims().first(static_cast<std::size_t>(ra - 2))),
-                     sb.to_string(), dims_string(sb.dims().first(static_cast<std::size_t>(rb - 2))));
+    TAPEFLOW_REQUIRE(
+        da == db || da == 1 || db == 1, InvalidArgumentError,
+        "[{}] batch dimensions must broadcast: a has shape {} (batch {}), b has shape {} (batch {}); "
+        "each pair of batch dimensions, aligned from the right, must be equal or 1",
+        op, sa.to_string(), dims_string(sa.dims().first(static_cast<std::size_t>(ra - 2))), sb.to_string(),
+        dims_string(sb.dims().first(static_cast<std::size_t>(rb - 2))));
     out[static_cast<std::size_t>(i)] = da == 1 ? db : da;
   }
   out[static_cast<std::size_t>(rout - 2)] = p.m;
   out[static_cast<std::size_t>(rout - 1)] = p.n;
   for (const std::int64_t d : {p.m, p.n, p.k})
     TAPEFLOW_REQUIRE(d <= cpu::kMaxGemmDim, InvalidArgumentError,
-                     "[{}] matrix dimension {} exceeds the BLAS limit {}: a has shape {}, b has shape {}", op, d,
-                     cpu::kMaxGemmDim, sa.to_string(), sb.to_string());
+                     "[{}] matrix dimension {} exceeds the BLAS limit {}: a has shape {}, b has shape {}", op,
+                     d, cpu::kMaxGemmDim, sa.to_string(), sb.to_string());
   p.out = Shape::checked(out, op);
   return p;
 }
@@ -176,9 +178,9 @@ Tensor batched_product(std::string_view op, const MatMulAttrs& at, const Tensor&
 /// JVP of a product: dc = op(da) @ op(b) + op(a) @ op(db).
 Tangents product_jvp(const JvpContext& c) {
   const auto& at = c.attrs<MatMulAttrs>();
-  return {sum_tangents({c.has_tangent(0) ? matmul(c.tangent(0), c.input(1), at.transpose_a, at.transpose_b) : Tensor(),
-                        c.has_tangent(1) ? matmul(c.input(0), c.tangent(1), at.transpose_a, at.transpose_b) : Tensor()},
-                       c.output().shape())};
+  return {jvp_sum(
+      c, [&](const Tensor& da) { return matmul(da, c.input(1), at.transpose_a, at.transpose_b); },
+      [&](const Tensor& db) { return matmul(c.input(0), db, at.transpose_a, at.transpose_b); })};
 }
 
 Grads product_grads(const GradContext& c) {
@@ -201,45 +203,42 @@ Grads product_grads(const GradContext& c) {
   return g;
 }
 
-// c = op(a) @ op(b) for matrices;  da = dc @ op(b)^T (in op(a)'s layout), db = op(a)^T @ dc
-struct MatMul {
-  static constexpr std::string_view kName = "MatMul";
+}  // namespace
+
+/// What MatMul and BatchMatMulV2 share (they differ in name, in the rank they accept first and in
+/// TensorFlow's names for the transpose attributes): the product, its gradients and its JVP.
+template <class Op>
+struct ProductOp {
   static constexpr Saves kSaves = kSavesInputs;
   // Stacked cotangents are batch dimensions matmul broadcasts over; sum_to_shape keeps them.
   static constexpr bool kBatchable = true;  // da reads b, db reads a
   using Attrs = MatMulAttrs;
   static Tensor forward(const Attrs& at, const Tensor& a, const Tensor& b) {
-    return batched_product(kName, at, a, b);
+    return batched_product(Op::kName, at, a, b);
   }
   static Grads backward(const GradContext& c) { return product_grads(c); }
   static Tangents jvp(const JvpContext& c) { return product_jvp(c); }
+};
+
+// c = op(a) @ op(b) for matrices;  da = dc @ op(b)^T (in op(a)'s layout), db = op(a)^T @ dc
+struct MatMul : ProductOp<MatMul> {
+  static constexpr std::string_view kName = "MatMul";
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"transpose_a", "transpose_b"});
+    return {tapeflow::matmul(a.in(0), a.in(1), a.b("transpose_a", false), a.b("transpose_b", false))};
+  }
 };
 
 // c[..., :, :] = op(a[..., :, :]) @ op(b[..., :, :]) with broadcast batch dimensions;
 // da, db as for MatMul, each summed over the batch dimensions its operand was broadcast along
-struct BatchMatMulV2 {
+struct BatchMatMulV2 : ProductOp<BatchMatMulV2> {
   static constexpr std::string_view kName = "BatchMatMulV2";
-  static constexpr Saves kSaves = kSavesInputs;
-  // Stacked cotangents are batch dimensions matmul broadcasts over; sum_to_shape keeps them.
-  static constexpr bool kBatchable = true;
-  using Attrs = MatMulAttrs;
-  static Tensor forward(const Attrs& at, const Tensor& a, const Tensor& b) {
-    return batched_product(kName, at, a, b);
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"adj_x", "adj_y"});
+    return {tapeflow::matmul(a.in(0), a.in(1), a.b("adj_x", false), a.b("adj_y", false))};
   }
-  static Grads backward(const GradContext& c) { return product_grads(c); }
-  static Tangents jvp(const JvpContext& c) { return product_jvp(c); }
 };
-
-}  // namespace
 }  // namespace ops
-
-namespace autodiff {
-void register_linalg_ops(Registry& r) {
-  r.add<ops::MatMul>();
-  r.add<ops::BatchMatMulV2>();
-}
-}  // namespace autodiff
-
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   const ops::MatMulAttrs at{transpose_a, transpose_b};
   ops::require_defined(a, ops::MatMul::kName, "a");
@@ -248,5 +247,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   if (a.rank() >= 3 || b.rank() >= 3) return autodiff::apply_with<ops::BatchMatMulV2>(at, a, b);
   return autodiff::apply_with<ops::MatMul>(at, a, b);
 }
+namespace ops {
+
+void register_linalg_ops(Registrar& r) {
+  r.add<MatMul>();
+  r.add<BatchMatMulV2>();
+}
+
+}  // namespace ops
 
 }  // namespace tapeflow

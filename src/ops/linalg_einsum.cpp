@@ -44,8 +44,10 @@ Tensor sum_out(const Tensor& x, Labels& labels, const Labels& keep) {
   Axes axes;
   Labels kept;
   for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (contains(keep, labels[i])) kept.push_back(labels[i]);
-    else axes.push_back(static_cast<std::int64_t>(i));
+    if (contains(keep, labels[i]))
+      kept.push_back(labels[i]);
+    else
+      axes.push_back(static_cast<std::int64_t>(i));
   }
   if (axes.empty()) return x;
   labels = kept;
@@ -151,10 +153,14 @@ Tensor contract(const Tensor& a, Labels la, const Tensor& b, Labels lb, const La
   } else {
     // a as (B, Fa, K), or as (B, K, Fa) handed to matmul with transpose_a; b likewise.
     bool ta = false, tb = false;
-    if (!free_a.empty() && la == concat_labels({&batch, &contracted, &free_a})) ta = true;
-    else x = permute(x, la, concat_labels({&batch, &free_a, &contracted}));
-    if (!free_b.empty() && lb == concat_labels({&batch, &free_b, &contracted})) tb = true;
-    else y = permute(y, lb, concat_labels({&batch, &contracted, &free_b}));
+    if (!free_a.empty() && la == concat_labels({&batch, &contracted, &free_a}))
+      ta = true;
+    else
+      x = permute(x, la, concat_labels({&batch, &free_a, &contracted}));
+    if (!free_b.empty() && lb == concat_labels({&batch, &free_b, &contracted}))
+      tb = true;
+    else
+      y = permute(y, lb, concat_labels({&batch, &contracted, &free_b}));
     x = reshape_if_needed(x, ta ? with(batch_a, {k, m}) : with(batch_a, {m, k}));
     y = reshape_if_needed(y, tb ? with(batch_b, {n, k}) : with(batch_b, {k, n}));
     c = matmul(x, y, ta, tb);
@@ -187,17 +193,19 @@ Term parse_term(std::string_view text, std::string_view equation) {
     if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) {
       t.letters.push_back(letter_label(ch));
     } else if (ch == '.') {
-      TAPEFLOW_REQUIRE(text.substr(i, 3) == "..." && t.ellipsis_at < 0, InvalidArgumentError,
-                       "[Einsum] malformed ellipsis in the term '{}' of the equation '{}': use '...' at most once "
-                       "per term",
-                       text, equation);
+      TAPEFLOW_REQUIRE(
+          text.substr(i, 3) == "..." && t.ellipsis_at < 0, InvalidArgumentError,
+          "[Einsum] malformed ellipsis in the term '{}' of the equation '{}': use '...' at most once "
+          "per term",
+          text, equation);
       t.ellipsis_at = static_cast<int>(t.letters.size());
       i += 2;
     } else {
-      TAPEFLOW_REQUIRE(false, InvalidArgumentError,
-                       "[Einsum] invalid character '{}' in the equation '{}': labels are letters a-z and A-Z, "
-                       "terms are separated by ',' and the output follows '->'",
-                       ch, equation);
+      TAPEFLOW_REQUIRE(
+          false, InvalidArgumentError,
+          "[Einsum] invalid character '{}' in the equation '{}': labels are letters a-z and A-Z, "
+          "terms are separated by ',' and the output follows '->'",
+          ch, equation);
     }
   }
   return t;
@@ -224,17 +232,18 @@ Tensor einsum_impl(std::string_view equation, std::span<const Tensor> operands) 
                      describe(x));
   }
   if (operands.size() == 2)
-    TAPEFLOW_REQUIRE(operands[0].dtype() == operands[1].dtype(), InvalidArgumentError,
-                     "[Einsum] both operands must have the same dtype (no implicit casting): operand 0 is a {}, "
-                     "operand 1 is a {}",
-                     describe(operands[0]), describe(operands[1]));
+    TAPEFLOW_REQUIRE(
+        operands[0].dtype() == operands[1].dtype(), InvalidArgumentError,
+        "[Einsum] both operands must have the same dtype (no implicit casting): operand 0 is a {}, "
+        "operand 1 is a {}",
+        describe(operands[0]), describe(operands[1]));
 
   std::string eq;
   for (char ch : equation)
     if (ch != ' ' && ch != '\t') eq.push_back(ch);
   const std::size_t arrow = eq.find("->");
-  TAPEFLOW_REQUIRE(arrow == std::string::npos || eq.find("->", arrow + 2) == std::string::npos, InvalidArgumentError,
-                   "[Einsum] the equation '{}' has more than one '->'", equation);
+  TAPEFLOW_REQUIRE(arrow == std::string::npos || eq.find("->", arrow + 2) == std::string::npos,
+                   InvalidArgumentError, "[Einsum] the equation '{}' has more than one '->'", equation);
   const std::string lhs = eq.substr(0, arrow);
   std::vector<Term> terms;
   for (std::size_t begin = 0;;) {
@@ -254,19 +263,21 @@ Tensor einsum_impl(std::string_view equation, std::span<const Tensor> operands) 
     const Tensor& x = operands[i];
     const int n = static_cast<int>(t.letters.size());
     TAPEFLOW_REQUIRE(t.ellipsis_at >= 0 ? x.rank() >= n : x.rank() == n, InvalidArgumentError,
-                     "[Einsum] the term '{}' of operand {} has {} label(s){} but the operand is a {}", t.text, i, n,
-                     t.ellipsis_at >= 0 ? " and '...'" : "", describe(x));
+                     "[Einsum] the term '{}' of operand {} has {} label(s){} but the operand is a {}", t.text,
+                     i, n, t.ellipsis_at >= 0 ? " and '...'" : "", describe(x));
     for (int j = 0; j < n; ++j)
       for (int q = j + 1; q < n; ++q)
-        TAPEFLOW_REQUIRE(t.letters[static_cast<std::size_t>(j)] != t.letters[static_cast<std::size_t>(q)],
-                         UnimplementedError,
-                         "[Einsum] the label '{}' appears twice in the term '{}' of operand {}: diagonals and "
-                         "traces (repeated labels within one operand) are not supported",
-                         label_char(t.letters[static_cast<std::size_t>(j)]), t.text, i);
+        TAPEFLOW_REQUIRE(
+            t.letters[static_cast<std::size_t>(j)] != t.letters[static_cast<std::size_t>(q)],
+            UnimplementedError,
+            "[Einsum] the label '{}' appears twice in the term '{}' of operand {}: diagonals and "
+            "traces (repeated labels within one operand) are not supported",
+            label_char(t.letters[static_cast<std::size_t>(j)]), t.text, i);
     if (t.ellipsis_at >= 0) ellipsis_rank = std::max(ellipsis_rank, x.rank() - n);
   }
   std::vector<Labels> labels;
-  for (std::size_t i = 0; i < terms.size(); ++i) labels.push_back(expand(terms[i], operands[i].rank(), ellipsis_rank));
+  for (std::size_t i = 0; i < terms.size(); ++i)
+    labels.push_back(expand(terms[i], operands[i].rank(), ellipsis_rank));
 
   // Sizes: a letter has one size everywhere; "..." dimensions broadcast (equal or 1).
   std::map<int, std::pair<std::int64_t, std::size_t>> seen;  // label -> (size, first operand)
@@ -281,15 +292,17 @@ Tensor einsum_impl(std::string_view equation, std::span<const Tensor> operands) 
       }
       const auto [first_size, first] = it->second;
       if (l >= kEllipsisLabel) {
-        TAPEFLOW_REQUIRE(size == first_size || size == 1 || first_size == 1, InvalidArgumentError,
-                         "[Einsum] the dimensions '...' stands for do not broadcast: operand {} is a {}, operand {} "
-                         "is a {}",
-                         first, describe(operands[first]), i, describe(operands[i]));
+        TAPEFLOW_REQUIRE(
+            size == first_size || size == 1 || first_size == 1, InvalidArgumentError,
+            "[Einsum] the dimensions '...' stands for do not broadcast: operand {} is a {}, operand {} "
+            "is a {}",
+            first, describe(operands[first]), i, describe(operands[i]));
         if (first_size == 1) it->second.first = size;
       } else {
-        TAPEFLOW_REQUIRE(size == first_size, InvalidArgumentError,
-                         "[Einsum] the label '{}' has size {} in operand {} ({}) but size {} in operand {} ({})",
-                         label_char(l), first_size, first, describe(operands[first]), size, i, describe(operands[i]));
+        TAPEFLOW_REQUIRE(
+            size == first_size, InvalidArgumentError,
+            "[Einsum] the label '{}' has size {} in operand {} ({}) but size {} in operand {} ({})",
+            label_char(l), first_size, first, describe(operands[first]), size, i, describe(operands[i]));
       }
     }
   }
@@ -302,11 +315,11 @@ Tensor einsum_impl(std::string_view equation, std::span<const Tensor> operands) 
     for (std::size_t j = 0; j < t.letters.size(); ++j) {
       const int l = t.letters[j];
       TAPEFLOW_REQUIRE(seen.contains(l), InvalidArgumentError,
-                       "[Einsum] the output label '{}' of the equation '{}' appears in no input term", label_char(l),
-                       equation);
+                       "[Einsum] the output label '{}' of the equation '{}' appears in no input term",
+                       label_char(l), equation);
       TAPEFLOW_REQUIRE(std::count(t.letters.begin(), t.letters.end(), l) == 1, InvalidArgumentError,
-                       "[Einsum] the output label '{}' appears more than once in the equation '{}'", label_char(l),
-                       equation);
+                       "[Einsum] the output label '{}' appears more than once in the equation '{}'",
+                       label_char(l), equation);
     }
     out = expand(t, static_cast<int>(t.letters.size()) + (t.ellipsis_at >= 0 ? ellipsis_rank : 0),
                  ellipsis_rank);
@@ -324,7 +337,8 @@ Tensor einsum_impl(std::string_view equation, std::span<const Tensor> operands) 
 }
 
 /// Normalised, distinct axes of `x` for tensordot.
-std::vector<int> tensordot_axes(const Tensor& x, const std::vector<std::int64_t>& axes, std::string_view name) {
+std::vector<int> tensordot_axes(const Tensor& x, const std::vector<std::int64_t>& axes,
+                                std::string_view name) {
   std::vector<int> out;
   for (std::int64_t ax : axes) {
     TAPEFLOW_REQUIRE(ax >= -x.rank() && ax < x.rank(), InvalidArgumentError,
@@ -341,7 +355,9 @@ std::vector<int> tensordot_axes(const Tensor& x, const std::vector<std::int64_t>
 }  // namespace
 }  // namespace ops
 
-Tensor einsum(std::string_view equation, const Tensor& a) { return ops::einsum_impl(equation, std::span<const Tensor>(&a, 1)); }
+Tensor einsum(std::string_view equation, const Tensor& a) {
+  return ops::einsum_impl(equation, std::span<const Tensor>(&a, 1));
+}
 
 Tensor einsum(std::string_view equation, const Tensor& a, const Tensor& b) {
   const std::array<Tensor, 2> operands{a, b};
@@ -354,9 +370,10 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const Axes& a_axes, const Axe
   TAPEFLOW_REQUIRE(a.dtype() == b.dtype(), InvalidArgumentError,
                    "[Tensordot] a and b must have the same dtype (no implicit casting): a is a {}, b is a {}",
                    ops::describe(a), ops::describe(b));
-  TAPEFLOW_REQUIRE(a.dtype() != DType::Bool, InvalidArgumentError,
-                   "[Tensordot] bool operands are not supported (a is a {}); cast them to a number type first",
-                   ops::describe(a));
+  TAPEFLOW_REQUIRE(
+      a.dtype() != DType::Bool, InvalidArgumentError,
+      "[Tensordot] bool operands are not supported (a is a {}); cast them to a number type first",
+      ops::describe(a));
   TAPEFLOW_REQUIRE(a_axes.size() == b_axes.size(), InvalidArgumentError,
                    "[Tensordot] a_axes {} and b_axes {} must have the same length", a_axes, b_axes);
   const std::vector<int> ia = ops::tensordot_axes(a, a_axes, "a"), ib = ops::tensordot_axes(b, b_axes, "b");
@@ -366,10 +383,11 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const Axes& a_axes, const Axe
   for (int i = 0; i < a.rank(); ++i) la.push_back(i);
   for (std::size_t j = 0; j < ia.size(); ++j) {
     const std::int64_t da = a.shape()[ia[j]], db = b.shape()[ib[j]];
-    TAPEFLOW_REQUIRE(da == db, InvalidArgumentError,
-                     "[Tensordot] contracted dimensions must agree: axis {} of a has size {} but axis {} of b has "
-                     "size {} (a has shape {}, b has shape {})",
-                     a_axes[j], da, b_axes[j], db, a.shape().to_string(), b.shape().to_string());
+    TAPEFLOW_REQUIRE(
+        da == db, InvalidArgumentError,
+        "[Tensordot] contracted dimensions must agree: axis {} of a has size {} but axis {} of b has "
+        "size {} (a has shape {}, b has shape {})",
+        a_axes[j], da, b_axes[j], db, a.shape().to_string(), b.shape().to_string());
     lb[static_cast<std::size_t>(ib[j])] = ia[j];
   }
   for (int i = 0; i < a.rank(); ++i)
@@ -385,9 +403,10 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const Axes& a_axes, const Axe
 Tensor tensordot(const Tensor& a, const Tensor& b, std::int64_t axes) {
   ops::require_defined(a, "Tensordot", "a");
   ops::require_defined(b, "Tensordot", "b");
-  TAPEFLOW_REQUIRE(axes >= 0 && axes <= a.rank() && axes <= b.rank(), InvalidArgumentError,
-                   "[Tensordot] axes = {} must be between 0 and the rank of both operands: a is a {}, b is a {}",
-                   axes, ops::describe(a), ops::describe(b));
+  TAPEFLOW_REQUIRE(
+      axes >= 0 && axes <= a.rank() && axes <= b.rank(), InvalidArgumentError,
+      "[Tensordot] axes = {} must be between 0 and the rank of both operands: a is a {}, b is a {}", axes,
+      ops::describe(a), ops::describe(b));
   Axes a_axes, b_axes;
   for (std::int64_t i = 0; i < axes; ++i) {
     a_axes.push_back(a.rank() - axes + i);

@@ -8,13 +8,13 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/vmath.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/creation.h"
 
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// Validates dtypes and shapes, then runs `f` elementwise over the broadcast shape.
 template <class F>
 Tensor binary_numeric(std::string_view op, const Tensor& x, const Tensor& y, F f) {
@@ -42,11 +42,12 @@ T wrapping(T a, T b, Op op) {
   }
 }
 
+}  // namespace
+
 // z = x + y;  dx = dy, dy_ = dy (each summed back to its operand's shape)
-struct AddV2 {
+struct AddV2 : ElementwiseInDy {
   static constexpr std::string_view kName = "AddV2";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::plus<>{}); });
   }
@@ -55,19 +56,21 @@ struct AddV2 {
     if (c.needs_input_grad(0)) g[0] = sum_to_shape(c.dy(), c.input_shape(0));
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(c.dy(), c.input_shape(1));
     return g;
-  }  // JVP: dz = dx + dy
+  }
+  // JVP: dz = dx + dy
   static Tangents jvp(const JvpContext& c) {
-    return {sum_tangents(
-        {(c.has_tangent(0) ? c.tangent(0) : Tensor()), (c.has_tangent(1) ? c.tangent(1) : Tensor())},
-        c.output().shape())};
+    return {jvp_sum(
+        c, [](const Tensor& dx) { return dx; }, [](const Tensor& dy) { return dy; })};
   }
 };
+}  // namespace ops
+Tensor add(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::AddV2>(x, y); }
+namespace ops {
 
 // z = x - y;  dx = dy, dy_ = -dy
-struct Sub {
+struct Sub : ElementwiseInDy {
   static constexpr std::string_view kName = "Sub";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::minus<>{}); });
   }
@@ -75,19 +78,21 @@ struct Sub {
     Grads g{sum_to_shape(c.dy(), c.input_shape(0)), std::nullopt};
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(pass_masked_lanes(c.dy(), -c.dy()), c.input_shape(1));
     return g;
-  }  // JVP: dz = dx - dy
+  }
+  // JVP: dz = dx - dy
   static Tangents jvp(const JvpContext& c) {
-    return {sum_tangents(
-        {(c.has_tangent(0) ? c.tangent(0) : Tensor()), c.has_tangent(1) ? -c.tangent(1) : Tensor()},
-        c.output().shape())};
+    return {jvp_sum(
+        c, [](const Tensor& dx) { return dx; }, [](const Tensor& dy) { return -dy; })};
   }
 };
+}  // namespace ops
+Tensor subtract(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Sub>(x, y); }
+namespace ops {
 
 // z = x * y;  dx = dy * y, dy_ = dy * x
-struct Mul {
+struct Mul : ElementwiseInDy {
   static constexpr std::string_view kName = "Mul";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::multiplies<>{}); });
   }
@@ -96,20 +101,23 @@ struct Mul {
     if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain(c.dy(), c.input(1)), c.input_shape(0));
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain(c.dy(), c.input(0)), c.input_shape(1));
     return g;
-  }  // JVP: dz = dx * y + x * dy
+  }
+  // JVP: dz = dx * y + x * dy
   static Tangents jvp(const JvpContext& c) {
-    return {sum_tangents({c.has_tangent(0) ? c.tangent(0) * c.input(1) : Tensor(),
-                          c.has_tangent(1) ? c.input(0) * c.tangent(1) : Tensor()},
-                         c.output().shape())};
+    return {jvp_sum(
+        c, [&](const Tensor& dx) { return dx * c.input(1); },
+        [&](const Tensor& dy) { return c.input(0) * dy; })};
   }
 };
+}  // namespace ops
+Tensor multiply(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Mul>(x, y); }
+namespace ops {
 
 // z = x * y, or exactly 0 wherever y == 0, even where x is NaN or Inf (TensorFlow's
 // multiply_no_nan);  dx = multiply_no_nan(dz, y), dy_ = multiply_no_nan(x, dz)
-struct MulNoNan {
+struct MulNoNan : ElementwiseInDy {
   static constexpr std::string_view kName = "MulNoNan";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     require_floating(x, kName);
     return binary_numeric(kName, x, y, [](auto a, auto b) { return b == 0 ? decltype(a)(0) : a * b; });
@@ -121,12 +129,14 @@ struct MulNoNan {
     return g;
   }
 };
+}  // namespace ops
+Tensor multiply_no_nan(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::MulNoNan>(x, y); }
+namespace ops {
 
 // z = x / y;  dx = dy / y, dy_ = -dy * x / y^2
-struct RealDiv {
+struct RealDiv : ElementwiseInDy {
   static constexpr std::string_view kName = "RealDiv";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x, const Tensor& y) {
     if (is_integer(x.dtype()) && x.dtype() == y.dtype()) {
       // Integer division by zero is undefined behaviour in C++: reject it before the kernel.
@@ -152,20 +162,23 @@ struct RealDiv {
     if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain_singular(c.dy(), reciprocal(y)), c.input_shape(0));
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(chain_singular(c.dy(), -x / (y * y)), c.input_shape(1));
     return g;
-  }  // JVP: dz = dx / y - z * dy / y (each term 0 where its tangent is 0, also at y = 0)
+  }
+  // JVP: dz = dx / y - z * dy / y (each term 0 where its tangent is 0, also at y = 0)
   static Tangents jvp(const JvpContext& c) {
     const Tensor& y = c.input(1);
-    return {sum_tangents({c.has_tangent(0) ? multiply_no_nan(reciprocal(y), c.tangent(0)) : Tensor(),
-                          c.has_tangent(1) ? multiply_no_nan(-c.output() / y, c.tangent(1)) : Tensor()},
-                         c.output().shape())};
+    return {jvp_sum(
+        c, [&](const Tensor& dx) { return multiply_no_nan(reciprocal(y), dx); },
+        [&](const Tensor& dy) { return multiply_no_nan(-c.output() / y, dy); })};
   }
 };
+}  // namespace ops
+Tensor divide(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::RealDiv>(x, y); }
+namespace ops {
 
 // y = -x;  dx = -dy
-struct Neg {
+struct Neg : ElementwiseInDy {
   static constexpr std::string_view kName = "Neg";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     require_numeric(x, kName);
     Tensor out = detail::empty(x.shape(), x.dtype(), kName);
@@ -185,7 +198,11 @@ struct Neg {
   // JVP: dy = -dx
   static Tangents jvp(const JvpContext& c) { return {-c.tangent(0)}; }
 };
+}  // namespace ops
+Tensor negative(const Tensor& x) { return autodiff::apply<ops::Neg>(x); }
+namespace ops {
 
+namespace {
 /// Validates float dtypes and shapes, then runs the array kernel
 /// `kernel(pa, ia, pb, ib, out, len)` (a vmath binary function) over runs of the broadcast shape.
 template <class K>
@@ -215,6 +232,8 @@ T integer_pow(T x, T y) {
   }
   return static_cast<T>(result);
 }
+
+}  // namespace
 
 // z = x^y;  dx = dz * y * x^(y-1),  dy_ = dz * z * log(x) where x > 0, else 0 (TensorFlow's
 // convention: no real log for x <= 0)
@@ -263,7 +282,13 @@ struct Pow {
     return g;
   }
 };
+}  // namespace ops
+Tensor pow(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Pow>(x, y); }
+Tensor pow(const Tensor& x, Scalar y) { return pow(x, y.as(x.dtype(), "Pow")); }
+Tensor pow(Scalar x, const Tensor& y) { return pow(x.as(y.dtype(), "Pow"), y); }
+namespace ops {
 
+namespace {
 /// Gradient of Maximum and Minimum: dz goes to x where `x_selected` (ties included, as in
 /// TensorFlow), to y elsewhere; the other lanes are exact zeros (built with where, not a product).
 Grads select_gradient(const GradContext& c, const Tensor& x_selected) {
@@ -273,6 +298,8 @@ Grads select_gradient(const GradContext& c, const Tensor& x_selected) {
   if (c.needs_input_grad(1)) g[1] = sum_to_shape(where(x_selected, zero, c.dy()), c.input_shape(1));
   return g;
 }
+
+}  // namespace
 
 // z = max(x, y) (NaN if either is NaN);  dx = dz where x >= y, dy_ = dz where x < y
 struct Maximum {
@@ -286,6 +313,10 @@ struct Maximum {
   }
   static Grads backward(const GradContext& c) { return select_gradient(c, c.input(0) >= c.input(1)); }
 };
+}  // namespace ops
+Tensor maximum(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Maximum>(x, y); }
+Tensor maximum(const Tensor& x, Scalar y) { return maximum(x, y.as(x.dtype(), "Maximum")); }
+namespace ops {
 
 // z = min(x, y) (NaN if either is NaN);  dx = dz where x <= y, dy_ = dz where x > y
 struct Minimum {
@@ -296,6 +327,10 @@ struct Minimum {
   }
   static Grads backward(const GradContext& c) { return select_gradient(c, c.input(0) <= c.input(1)); }
 };
+}  // namespace ops
+Tensor minimum(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Minimum>(x, y); }
+Tensor minimum(const Tensor& x, Scalar y) { return minimum(x, y.as(x.dtype(), "Minimum")); }
+namespace ops {
 
 // z = atan2(a, b) (the angle of the point (b, a));  da = dz * b / (a^2 + b^2), db = -dz * a / (a^2 + b^2)
 struct Atan2 {
@@ -318,6 +353,9 @@ struct Atan2 {
     return g;
   }
 };
+}  // namespace ops
+Tensor atan2(const Tensor& y, const Tensor& x) { return autodiff::apply<ops::Atan2>(y, x); }
+namespace ops {
 
 // z = (x - y)^2;  dx = dz * 2(x - y), dy_ = -dz * 2(x - y)
 struct SquaredDifference {
@@ -344,21 +382,24 @@ struct SquaredDifference {
     return g;
   }
 };
+}  // namespace ops
+Tensor squared_difference(const Tensor& x, const Tensor& y) {
+  return autodiff::apply<ops::SquaredDifference>(x, y);
+}
+namespace ops {
 
-}  // namespace
-
-void register_binary_arithmetic_ops(autodiff::Registry& r) {
-  r.add<AddV2>();
-  r.add<Sub>();
-  r.add<Mul>();
-  r.add<MulNoNan>();
-  r.add<RealDiv>();
-  r.add<Neg>();
-  r.add<Pow>();
-  r.add<Maximum>();
-  r.add<Minimum>();
-  r.add<Atan2>();
-  r.add<SquaredDifference>();
+void register_binary_arithmetic_ops(Registrar& r) {
+  r.add<AddV2>(add);
+  r.add<Sub>(subtract);
+  r.add<Mul>(multiply);
+  r.add<MulNoNan>(multiply_no_nan);
+  r.add<RealDiv>(divide);
+  r.add<Neg>(negative);
+  r.add<Pow>(pow);
+  r.add<Maximum>(maximum);
+  r.add<Minimum>(minimum);
+  r.add<Atan2>(atan2);
+  r.add<SquaredDifference>(squared_difference);
 }
 
 }  // namespace ops
@@ -378,25 +419,6 @@ Tensor Scalar::as(DType dtype, std::string_view op) const {
   }
   return constant(d_, dtype);
 }
-
-Tensor add(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::AddV2>(x, y); }
-Tensor subtract(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Sub>(x, y); }
-Tensor multiply(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Mul>(x, y); }
-Tensor multiply_no_nan(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::MulNoNan>(x, y); }
-Tensor divide(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::RealDiv>(x, y); }
-Tensor negative(const Tensor& x) { return autodiff::apply<ops::Neg>(x); }
-Tensor pow(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Pow>(x, y); }
-Tensor pow(const Tensor& x, Scalar y) { return pow(x, y.as(x.dtype(), "Pow")); }
-Tensor pow(Scalar x, const Tensor& y) { return pow(x.as(y.dtype(), "Pow"), y); }
-Tensor maximum(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Maximum>(x, y); }
-Tensor minimum(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Minimum>(x, y); }
-Tensor maximum(const Tensor& x, Scalar y) { return maximum(x, y.as(x.dtype(), "Maximum")); }
-Tensor minimum(const Tensor& x, Scalar y) { return minimum(x, y.as(x.dtype(), "Minimum")); }
-Tensor atan2(const Tensor& y, const Tensor& x) { return autodiff::apply<ops::Atan2>(y, x); }
-Tensor squared_difference(const Tensor& x, const Tensor& y) {
-  return autodiff::apply<ops::SquaredDifference>(x, y);
-}
-
 Tensor operator+(const Tensor& x, const Tensor& y) { return add(x, y); }
 Tensor operator-(const Tensor& x, const Tensor& y) { return subtract(x, y); }
 Tensor operator*(const Tensor& x, const Tensor& y) { return multiply(x, y); }

@@ -7,6 +7,7 @@
 
 #include "autodiff/masked_lanes.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
@@ -14,7 +15,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// Validates dtypes and shapes, then writes f(x, y) as bool over the broadcast shape. `allow_bool`:
 /// whether bool operands are accepted (Equal and NotEqual; ordering comparisons need numbers).
 template <class F>
@@ -29,6 +29,8 @@ Tensor compare(std::string_view op, const Tensor& x, const Tensor& y, bool allow
   });
   return out;
 }
+
+}  // namespace
 
 #define TAPEFLOW_COMPARISON(Name, expr, allow_bool)                                 \
   struct Name {                                                                     \
@@ -45,7 +47,16 @@ TAPEFLOW_COMPARISON(LessEqual, a <= b, false)
 TAPEFLOW_COMPARISON(Greater, a > b, false)
 TAPEFLOW_COMPARISON(GreaterEqual, a >= b, false)
 #undef TAPEFLOW_COMPARISON
+}  // namespace ops
+Tensor equal(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Equal>(x, y); }
+Tensor not_equal(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::NotEqual>(x, y); }
+Tensor less(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Less>(x, y); }
+Tensor less_equal(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::LessEqual>(x, y); }
+Tensor greater(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Greater>(x, y); }
+Tensor greater_equal(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::GreaterEqual>(x, y); }
+namespace ops {
 
+namespace {
 void require_bool(const Tensor& x, std::string_view op, std::string_view arg) {
   TAPEFLOW_REQUIRE(x.dtype() == DType::Bool, InvalidArgumentError,
                    "[{}] '{}' must be a bool tensor, got a {}", op, arg, describe(x));
@@ -63,6 +74,8 @@ Tensor logical(std::string_view op, const Tensor& x, const Tensor& y, F f) {
   return out;
 }
 
+}  // namespace
+
 // z = x && y (bool); no gradient
 struct LogicalAnd {
   static constexpr std::string_view kName = "LogicalAnd";
@@ -70,6 +83,9 @@ struct LogicalAnd {
     return logical(kName, x, y, [](bool a, bool b) { return a && b; });
   }
 };
+}  // namespace ops
+Tensor logical_and(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::LogicalAnd>(x, y); }
+namespace ops {
 
 // z = x || y (bool); no gradient
 struct LogicalOr {
@@ -78,6 +94,9 @@ struct LogicalOr {
     return logical(kName, x, y, [](bool a, bool b) { return a || b; });
   }
 };
+}  // namespace ops
+Tensor logical_or(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::LogicalOr>(x, y); }
+namespace ops {
 
 // z = !x (bool); no gradient
 struct LogicalNot {
@@ -90,6 +109,9 @@ struct LogicalNot {
     return out;
   }
 };
+}  // namespace ops
+Tensor logical_not(const Tensor& x) { return autodiff::apply<ops::LogicalNot>(x); }
+namespace ops {
 
 // z = cond ? x : y (cond, x, y broadcast together);
 // dx = dz where cond, else exactly 0;  dy_ = dz where !cond, else exactly 0;  no gradient for cond.
@@ -132,7 +154,13 @@ struct SelectV2 {
     return g;
   }
 };
+}  // namespace ops
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
+  return autodiff::apply<ops::SelectV2>(cond, x, y);
+}
+namespace ops {
 
+namespace {
 /// Throws InvalidArgumentError naming the first element of float `x` that has no value in the
 /// integer type To (NaN, Inf, or outside To's range after truncation toward zero): converting
 /// it would be undefined behaviour.
@@ -159,6 +187,8 @@ void require_convertible(const Tensor& x) {
         exact_value(v[i]), dtype_name(dtype_of<To>()), i, describe(x), dtype_name(dtype_of<To>()));
   }
 }
+
+}  // namespace
 
 // z = cast(x, dtype);  dx = cast(dz, dtype of x) when both dtypes are float; otherwise no
 // gradient (integers and bools carry none)
@@ -189,35 +219,31 @@ struct Cast {
     if (!is_floating(c.input_dtype(0)) || !is_floating(c.dy().dtype())) return {std::nullopt};
     return {pass_masked_lanes(c.dy(), cast(c.dy(), c.input_dtype(0)))};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"DstT"});
+    return {tapeflow::cast(a.in(0), a.dtype("DstT"))};
+  }
 };
+}  // namespace ops
+Tensor cast(const Tensor& x, DType dtype) { return autodiff::apply_with<ops::Cast>({dtype}, x); }
+namespace ops {
 
-}  // namespace
-
-void register_compare_ops(autodiff::Registry& r) {
-  r.add_non_differentiable<Equal>();
-  r.add_non_differentiable<NotEqual>();
-  r.add_non_differentiable<Less>();
-  r.add_non_differentiable<LessEqual>();
-  r.add_non_differentiable<Greater>();
-  r.add_non_differentiable<GreaterEqual>();
-  r.add_non_differentiable<LogicalAnd>();
-  r.add_non_differentiable<LogicalOr>();
-  r.add_non_differentiable<LogicalNot>();
-  r.add<SelectV2>();
+void register_compare_ops(Registrar& r) {
+  r.add_non_differentiable<Equal>(equal);
+  r.add_non_differentiable<NotEqual>(not_equal);
+  r.add_non_differentiable<Less>(less);
+  r.add_non_differentiable<LessEqual>(less_equal);
+  r.add_non_differentiable<Greater>(greater);
+  r.add_non_differentiable<GreaterEqual>(greater_equal);
+  r.add_non_differentiable<LogicalAnd>(logical_and);
+  r.add_non_differentiable<LogicalOr>(logical_or);
+  r.add_non_differentiable<LogicalNot>(logical_not);
+  r.add<SelectV2>(where);
   r.add<Cast>();
 }
 
 }  // namespace ops
 
-Tensor equal(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Equal>(x, y); }
-Tensor not_equal(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::NotEqual>(x, y); }
-Tensor less(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Less>(x, y); }
-Tensor less_equal(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::LessEqual>(x, y); }
-Tensor greater(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::Greater>(x, y); }
-Tensor greater_equal(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::GreaterEqual>(x, y); }
-Tensor logical_and(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::LogicalAnd>(x, y); }
-Tensor logical_or(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::LogicalOr>(x, y); }
-Tensor logical_not(const Tensor& x) { return autodiff::apply<ops::LogicalNot>(x); }
 // TensorFlow builds logical_xor from and/or/not; on bools it is exactly not_equal: one pass.
 Tensor logical_xor(const Tensor& x, const Tensor& y) {
   ops::require_defined(x, "LogicalXor", "x");
@@ -226,7 +252,6 @@ Tensor logical_xor(const Tensor& x, const Tensor& y) {
   ops::require_bool(y, "LogicalXor", "y");
   return not_equal(x, y);
 }
-
 Tensor operator==(const Tensor& x, const Tensor& y) { return equal(x, y); }
 Tensor operator!=(const Tensor& x, const Tensor& y) { return not_equal(x, y); }
 Tensor operator<(const Tensor& x, const Tensor& y) { return less(x, y); }
@@ -242,13 +267,6 @@ Tensor operator>=(const Tensor& x, Scalar y) { return greater_equal(x, y.as(x.dt
 Tensor operator&&(const Tensor& x, const Tensor& y) { return logical_and(x, y); }
 Tensor operator||(const Tensor& x, const Tensor& y) { return logical_or(x, y); }
 Tensor operator!(const Tensor& x) { return logical_not(x); }
-
-Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) {
-  return autodiff::apply<ops::SelectV2>(cond, x, y);
-}
-
-Tensor cast(const Tensor& x, DType dtype) { return autodiff::apply_with<ops::Cast>({dtype}, x); }
-
 bool to_bool(const Tensor& t) {
   ops::require_defined(t, "to_bool", "t");
   TAPEFLOW_REQUIRE(

@@ -8,28 +8,16 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/vmath.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/creation.h"
 
 namespace tapeflow {
 namespace ops {
 namespace {
-
 namespace vmath = cpu::vmath;
 
-/// y = f(x) elementwise for float32/float64 x; other dtypes throw InvalidArgumentError naming `op`.
-template <class F>
-Tensor unary_floating(std::string_view op, const Tensor& x, F f) {
-  require_floating(x, op);
-  Tensor out = detail::empty(x.shape(), x.dtype(), op);
-  visit_floating(x.dtype(), [&]<class T>() {
-    cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
-             [&](T v) -> T { return f(v); });
-  });
-  return out;
-}
-
-/// Like unary_floating, but `kernel(x, y, n)` works on arrays (the vmath functions): it is called
+/// Like map_floating, but `kernel(x, y, n)` works on arrays (the vmath functions): it is called
 /// on disjoint ranges, one per thread.
 template <class K>
 Tensor unary_floating_array(std::string_view op, const Tensor& x, K kernel) {
@@ -41,70 +29,66 @@ Tensor unary_floating_array(std::string_view op, const Tensor& x, K kernel) {
   return out;
 }
 
-/// y = f(x) elementwise for numeric x (floats and integers; bool throws InvalidArgumentError).
-template <class F>
-Tensor unary_numeric(std::string_view op, const Tensor& x, F f) {
-  require_numeric(x, op);
-  Tensor out = detail::empty(x.shape(), x.dtype(), op);
-  visit_dtype(x.dtype(), [&]<class T>() {
-    if constexpr (!std::is_same_v<T, bool>)
-      cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
-               [&](T v) -> T { return f(v); });
-  });
-  return out;
-}
-
 // Array kernels for the vmath functions: `TAPEFLOW_ARRAY(exp)` is a generic lambda calling
 // vmath::exp(x, y, n).
 #define TAPEFLOW_ARRAY(fn) [](const auto* x, auto* y, std::int64_t n) { vmath::fn(x, y, n); }
 
+}  // namespace
+
 // y = exp(x);  dx = dy * y
-struct Exp {
+struct Exp : ElementwiseInDy {
   static constexpr std::string_view kName = "Exp";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(exp)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), c.output(0))}; }
   // JVP: dy = dx * y
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * c.output()}; }
 };
+}  // namespace ops
+Tensor exp(const Tensor& x) { return autodiff::apply<ops::Exp>(x); }
+namespace ops {
 
 // y = exp(x) - 1;  dx = dy * exp(x)
-struct Expm1 {
+struct Expm1 : ElementwiseInDy {
   static constexpr std::string_view kName = "Expm1";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(expm1)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), exp(c.input(0)))}; }
 };
+}  // namespace ops
+Tensor expm1(const Tensor& x) { return autodiff::apply<ops::Expm1>(x); }
+namespace ops {
 
 // y = log(x);  dx = dy / x
-struct Log {
+struct Log : ElementwiseInDy {
   static constexpr std::string_view kName = "Log";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log)); }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), reciprocal(c.input(0)))}; }
   // JVP: dy = dx / x (0 where dx is 0, also at x = 0)
   static Tangents jvp(const JvpContext& c) { return {multiply_no_nan(reciprocal(c.input(0)), c.tangent(0))}; }
 };
+}  // namespace ops
+Tensor log(const Tensor& x) { return autodiff::apply<ops::Log>(x); }
+namespace ops {
 
 // y = log(1 + x);  dx = dy / (1 + x)
-struct Log1p {
+struct Log1p : ElementwiseInDy {
   static constexpr std::string_view kName = "Log1p";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log1p)); }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), reciprocal(c.input(0) + 1))}; }
 };
+}  // namespace ops
+Tensor log1p(const Tensor& x) { return autodiff::apply<ops::Log1p>(x); }
+namespace ops {
 
 // y = x^2;  dx = dy * 2x
-struct Square {
+struct Square : ElementwiseInDy {
   static constexpr std::string_view kName = "Square";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
-    return unary_numeric(kName, x, [](auto v) {
+    return map_numeric(kName, "x", x, [](auto v) {
       using T = decltype(v);
       // Integer overflow is UB: square in unsigned arithmetic, which wraps like TensorFlow's kernels.
       if constexpr (std::is_integral_v<T>) {
@@ -119,23 +103,27 @@ struct Square {
   // JVP: dy = 2 x dx
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (c.input(0) * 2)}; }
 };
+}  // namespace ops
+Tensor square(const Tensor& x) { return autodiff::apply<ops::Square>(x); }
+namespace ops {
 
 // y = sqrt(x);  dx = dy / (2y)
-struct Sqrt {
+struct Sqrt : ElementwiseInDy {
   static constexpr std::string_view kName = "Sqrt";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sqrt)); }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), 0.5 / c.output(0))}; }
   // JVP: dy = dx / (2 y) (0 where dx is 0, also at x = 0)
   static Tangents jvp(const JvpContext& c) { return {multiply_no_nan(0.5 / c.output(), c.tangent(0))}; }
 };
+}  // namespace ops
+Tensor sqrt(const Tensor& x) { return autodiff::apply<ops::Sqrt>(x); }
+namespace ops {
 
 // y = 1 / sqrt(x);  dx = -dy * y^3 / 2
-struct Rsqrt {
+struct Rsqrt : ElementwiseInDy {
   static constexpr std::string_view kName = "Rsqrt";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
       vmath::sqrt(x, y, n);
@@ -147,25 +135,29 @@ struct Rsqrt {
     return {chain_singular(c.dy(), (y * y * y) * -0.5)};
   }
 };
+}  // namespace ops
+Tensor rsqrt(const Tensor& x) { return autodiff::apply<ops::Rsqrt>(x); }
+namespace ops {
 
 // y = 1 / x;  dx = -dy * y^2
-struct Reciprocal {
+struct Reciprocal : ElementwiseInDy {
   static constexpr std::string_view kName = "Reciprocal";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
-    return unary_floating(kName, x, [](auto v) { return 1 / v; });
+    return map_floating(kName, "x", x, [](auto v) { return 1 / v; });
   }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), -square(c.output(0)))}; }
 };
+}  // namespace ops
+Tensor reciprocal(const Tensor& x) { return autodiff::apply<ops::Reciprocal>(x); }
+namespace ops {
 
 // y = |x|;  dx = dy * sign(x)
-struct Abs {
+struct Abs : ElementwiseInDy {
   static constexpr std::string_view kName = "Abs";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
-    return unary_numeric(kName, x, [](auto v) {
+    return map_numeric(kName, "x", x, [](auto v) {
       using T = decltype(v);
       // |INT_MIN| overflows: negate in unsigned arithmetic, which wraps (to INT_MIN) like TensorFlow.
       if constexpr (std::is_integral_v<T>)
@@ -176,13 +168,16 @@ struct Abs {
   }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), sign(c.input(0)))}; }
 };
+}  // namespace ops
+Tensor abs(const Tensor& x) { return autodiff::apply<ops::Abs>(x); }
+namespace ops {
 
 // y = sign(x) (-1, 0 or 1; NaN stays NaN);  dx = 0 (TensorFlow's gradient: zero almost everywhere)
 struct Sign {
   static constexpr std::string_view kName = "Sign";
   static constexpr Saves kSaves = kSavesNothing;
   static Tensor forward(const Tensor& x) {
-    return unary_numeric(kName, x, [](auto v) {
+    return map_numeric(kName, "x", x, [](auto v) {
       using T = decltype(v);
       if constexpr (std::is_integral_v<T>)
         return static_cast<T>((v > 0) - (v < 0));
@@ -192,105 +187,125 @@ struct Sign {
   }
   static Grads backward(const GradContext& c) { return {zeros(c.input_shape(0), c.input_dtype(0))}; }
 };
+}  // namespace ops
+Tensor sign(const Tensor& x) { return autodiff::apply<ops::Sign>(x); }
+namespace ops {
 
 // y = sin(x);  dx = dy * cos(x)
-struct Sin {
+struct Sin : ElementwiseInDy {
   static constexpr std::string_view kName = "Sin";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sin)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), cos(c.input(0)))}; }
   // JVP: dy = dx * cos(x)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * cos(c.input(0))}; }
 };
+}  // namespace ops
+Tensor sin(const Tensor& x) { return autodiff::apply<ops::Sin>(x); }
+namespace ops {
 
 // y = cos(x);  dx = -dy * sin(x)
-struct Cos {
+struct Cos : ElementwiseInDy {
   static constexpr std::string_view kName = "Cos";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cos)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), -sin(c.input(0)))}; }
   // JVP: dy = -dx * sin(x)
   static Tangents jvp(const JvpContext& c) { return {-c.tangent(0) * sin(c.input(0))}; }
 };
+}  // namespace ops
+Tensor cos(const Tensor& x) { return autodiff::apply<ops::Cos>(x); }
+namespace ops {
 
 // y = tan(x);  dx = dy / cos(x)^2
-struct Tan {
+struct Tan : ElementwiseInDy {
   static constexpr std::string_view kName = "Tan";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tan)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), square(reciprocal(cos(c.input(0)))))}; }
 };
+}  // namespace ops
+Tensor tan(const Tensor& x) { return autodiff::apply<ops::Tan>(x); }
+namespace ops {
 
 // y = asin(x);  dx = dy / sqrt(1 - x^2)
-struct Asin {
+struct Asin : ElementwiseInDy {
   static constexpr std::string_view kName = "Asin";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(asin)); }
   static Grads backward(const GradContext& c) {
     return {chain_singular(c.dy(), rsqrt(1 - square(c.input(0))))};
   }
 };
+}  // namespace ops
+Tensor asin(const Tensor& x) { return autodiff::apply<ops::Asin>(x); }
+namespace ops {
 
 // y = acos(x);  dx = -dy / sqrt(1 - x^2)
-struct Acos {
+struct Acos : ElementwiseInDy {
   static constexpr std::string_view kName = "Acos";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(acos)); }
   static Grads backward(const GradContext& c) {
     return {chain_singular(c.dy(), -rsqrt(1 - square(c.input(0))))};
   }
 };
+}  // namespace ops
+Tensor acos(const Tensor& x) { return autodiff::apply<ops::Acos>(x); }
+namespace ops {
 
 // y = atan(x);  dx = dy / (1 + x^2)
-struct Atan {
+struct Atan : ElementwiseInDy {
   static constexpr std::string_view kName = "Atan";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(atan)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), reciprocal(square(c.input(0)) + 1))}; }
 };
+}  // namespace ops
+Tensor atan(const Tensor& x) { return autodiff::apply<ops::Atan>(x); }
+namespace ops {
 
 // y = sinh(x);  dx = dy * cosh(x)
-struct Sinh {
+struct Sinh : ElementwiseInDy {
   static constexpr std::string_view kName = "Sinh";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sinh)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), cosh(c.input(0)))}; }
 };
+}  // namespace ops
+Tensor sinh(const Tensor& x) { return autodiff::apply<ops::Sinh>(x); }
+namespace ops {
 
 // y = cosh(x);  dx = dy * sinh(x)
-struct Cosh {
+struct Cosh : ElementwiseInDy {
   static constexpr std::string_view kName = "Cosh";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cosh)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), sinh(c.input(0)))}; }
 };
+}  // namespace ops
+Tensor cosh(const Tensor& x) { return autodiff::apply<ops::Cosh>(x); }
+namespace ops {
 
 // y = tanh(x);  dx = dy * (1 - y^2)
-struct Tanh {
+struct Tanh : ElementwiseInDy {
   static constexpr std::string_view kName = "Tanh";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tanh)); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), 1 - square(c.output(0)))}; }
   // JVP: dy = dx * (1 - y^2)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (1 - square(c.output()))}; }
 };
+}  // namespace ops
+Tensor tanh(const Tensor& x) { return autodiff::apply<ops::Tanh>(x); }
+namespace ops {
 
 // y = 1 / (1 + exp(-x));  dx = dy * y * (1 - y)
 // Computed from e = exp(-|x|) <= 1 as 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, so exp
 // never overflows and tiny results for very negative x keep their precision.
-struct Sigmoid {
+struct Sigmoid : ElementwiseInDy {
   static constexpr std::string_view kName = "Sigmoid";
   static constexpr Saves kSaves = kSavesOutput;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
       using T = std::remove_cvref_t<decltype(*x)>;
@@ -307,16 +322,19 @@ struct Sigmoid {
   static Grads backward(const GradContext& c) {
     const Tensor& y = c.output(0);
     return {chain(c.dy(), y * (1 - y))};
-  }  // JVP: dy = dx * y * (1 - y)
+  }
+  // JVP: dy = dx * y * (1 - y)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (c.output() * (1 - c.output()))}; }
 };
+}  // namespace ops
+Tensor sigmoid(const Tensor& x) { return autodiff::apply<ops::Sigmoid>(x); }
+namespace ops {
 
 // y = log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|)) (no overflow, no cancellation);
 // dx = dy * sigmoid(x)
-struct Softplus {
+struct Softplus : ElementwiseInDy {
   static constexpr std::string_view kName = "Softplus";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
     return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
       using T = std::remove_cvref_t<decltype(*x)>;
@@ -331,14 +349,16 @@ struct Softplus {
   }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), sigmoid(c.input(0)))}; }
 };
+}  // namespace ops
+Tensor softplus(const Tensor& x) { return autodiff::apply<ops::Softplus>(x); }
+namespace ops {
 
 // y = x / (1 + |x|);  dx = dy / (1 + |x|)^2
-struct Softsign {
+struct Softsign : ElementwiseInDy {
   static constexpr std::string_view kName = "Softsign";
   static constexpr Saves kSaves = kSavesInputs;
-  static constexpr bool kBatchable = true;  // elementwise in dy
   static Tensor forward(const Tensor& x) {
-    return unary_floating(kName, x, [](auto v) {
+    return map_floating(kName, "x", x, [](auto v) {
       using T = decltype(v);
       // x / (1 + |x|) is Inf / Inf = NaN at +-Inf; the limit is +-1.
       return std::isinf(v) ? std::copysign(T(1), v) : v / (T(1) + std::abs(v));
@@ -348,9 +368,13 @@ struct Softsign {
     return {chain(c.dy(), reciprocal(square(abs(c.input(0)) + 1)))};
   }
 };
+}  // namespace ops
+Tensor softsign(const Tensor& x) { return autodiff::apply<ops::Softsign>(x); }
+namespace ops {
 
 #undef TAPEFLOW_ARRAY
 
+namespace {
 /// Throws unless `bound` broadcasts to x's shape without changing it (TensorFlow's
 /// clip_by_value keeps the shape of x).
 void require_bound_shape(const Tensor& x, const Tensor& bound, std::string_view arg) {
@@ -360,6 +384,8 @@ void require_bound_shape(const Tensor& x, const Tensor& bound, std::string_view 
       "[ClipByValue] {} must broadcast to the shape of x without changing it: x is a {}, {} is a {}", arg,
       describe(x), arg, describe(bound));
 }
+
+}  // namespace
 
 // z = min(max(x, lo), hi), computed as max(min(x, hi), lo) like TensorFlow;
 // dx = dz where lo <= x <= hi, dlo = dz where x < lo, dhi = dz where x > hi
@@ -398,60 +424,7 @@ struct ClipByValue {
     return g;
   }
 };
-
-}  // namespace
-
-void register_unary_math_ops(autodiff::Registry& r) {
-  r.add<Exp>();
-  r.add<Expm1>();
-  r.add<Log>();
-  r.add<Log1p>();
-  r.add<Square>();
-  r.add<Sqrt>();
-  r.add<Rsqrt>();
-  r.add<Reciprocal>();
-  r.add<Abs>();
-  r.add<Sign>();
-  r.add<Sin>();
-  r.add<Cos>();
-  r.add<Tan>();
-  r.add<Asin>();
-  r.add<Acos>();
-  r.add<Atan>();
-  r.add<Sinh>();
-  r.add<Cosh>();
-  r.add<Tanh>();
-  r.add<Sigmoid>();
-  r.add<Softplus>();
-  r.add<Softsign>();
-  r.add<ClipByValue>();
-}
-
 }  // namespace ops
-
-Tensor exp(const Tensor& x) { return autodiff::apply<ops::Exp>(x); }
-Tensor expm1(const Tensor& x) { return autodiff::apply<ops::Expm1>(x); }
-Tensor log(const Tensor& x) { return autodiff::apply<ops::Log>(x); }
-Tensor log1p(const Tensor& x) { return autodiff::apply<ops::Log1p>(x); }
-Tensor square(const Tensor& x) { return autodiff::apply<ops::Square>(x); }
-Tensor sqrt(const Tensor& x) { return autodiff::apply<ops::Sqrt>(x); }
-Tensor rsqrt(const Tensor& x) { return autodiff::apply<ops::Rsqrt>(x); }
-Tensor reciprocal(const Tensor& x) { return autodiff::apply<ops::Reciprocal>(x); }
-Tensor abs(const Tensor& x) { return autodiff::apply<ops::Abs>(x); }
-Tensor sign(const Tensor& x) { return autodiff::apply<ops::Sign>(x); }
-Tensor sin(const Tensor& x) { return autodiff::apply<ops::Sin>(x); }
-Tensor cos(const Tensor& x) { return autodiff::apply<ops::Cos>(x); }
-Tensor tan(const Tensor& x) { return autodiff::apply<ops::Tan>(x); }
-Tensor asin(const Tensor& x) { return autodiff::apply<ops::Asin>(x); }
-Tensor acos(const Tensor& x) { return autodiff::apply<ops::Acos>(x); }
-Tensor atan(const Tensor& x) { return autodiff::apply<ops::Atan>(x); }
-Tensor sinh(const Tensor& x) { return autodiff::apply<ops::Sinh>(x); }
-Tensor cosh(const Tensor& x) { return autodiff::apply<ops::Cosh>(x); }
-Tensor tanh(const Tensor& x) { return autodiff::apply<ops::Tanh>(x); }
-Tensor sigmoid(const Tensor& x) { return autodiff::apply<ops::Sigmoid>(x); }
-Tensor softplus(const Tensor& x) { return autodiff::apply<ops::Softplus>(x); }
-Tensor softsign(const Tensor& x) { return autodiff::apply<ops::Softsign>(x); }
-
 Tensor clip_by_value(const Tensor& x, const Tensor& lo, const Tensor& hi) {
   return autodiff::apply<ops::ClipByValue>(x, lo, hi);
 }
@@ -459,5 +432,34 @@ Tensor clip_by_value(const Tensor& x, Scalar lo, Scalar hi) {
   ops::require_defined(x, ops::ClipByValue::kName);
   return clip_by_value(x, lo.as(x.dtype(), "ClipByValue"), hi.as(x.dtype(), "ClipByValue"));
 }
+namespace ops {
+
+void register_unary_math_ops(Registrar& r) {
+  r.add<Exp>(exp);
+  r.add<Expm1>(expm1);
+  r.add<Log>(log);
+  r.add<Log1p>(log1p);
+  r.add<Square>(square);
+  r.add<Sqrt>(sqrt);
+  r.add<Rsqrt>(rsqrt);
+  r.add<Reciprocal>(reciprocal);
+  r.add<Abs>(abs);
+  r.add<Sign>(sign);
+  r.add<Sin>(sin);
+  r.add<Cos>(cos);
+  r.add<Tan>(tan);
+  r.add<Asin>(asin);
+  r.add<Acos>(acos);
+  r.add<Atan>(atan);
+  r.add<Sinh>(sinh);
+  r.add<Cosh>(cosh);
+  r.add<Tanh>(tanh);
+  r.add<Sigmoid>(sigmoid);
+  r.add<Softplus>(softplus);
+  r.add<Softsign>(softsign);
+  r.add<ClipByValue>(clip_by_value);
+}
+
+}  // namespace ops
 
 }  // namespace tapeflow

@@ -9,6 +9,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/vmath.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
@@ -18,29 +19,18 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
-
-/// y = f(x) elementwise for float x; other dtypes throw InvalidArgumentError naming `op`.
-template <class F>
-Tensor map_floating(std::string_view op, const Tensor& x, F f) {
-  require_floating(x, op, "features");
-  Tensor out = detail::empty(x.shape(), x.dtype(), op);
-  visit_floating(x.dtype(), [&]<class T>() {
-    cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(), [&](T v) -> T { return f(v); });
-  });
-  return out;
-}
 
 /// A gradient op's operands: `gradients` and the forward value `v` (named `v_name`) must have
 /// the same float dtype and the same shape (no broadcasting: a gradient op that trusted its
 /// caller here is a classic source of out-of-bounds reads).
 void require_grad_operands(std::string_view op, const Tensor& g, const Tensor& v, std::string_view v_name) {
   require_floating(g, op, "gradients");
-  TAPEFLOW_REQUIRE(g.dtype() == v.dtype() && g.shape() == v.shape(), InvalidArgumentError,
-                   "[{}] 'gradients' and '{}' must have the same shape and dtype: gradients is a {}, {} is a {}", op,
-                   v_name, describe(g), v_name, describe(v));
+  TAPEFLOW_REQUIRE(
+      g.dtype() == v.dtype() && g.shape() == v.shape(), InvalidArgumentError,
+      "[{}] 'gradients' and '{}' must have the same shape and dtype: gradients is a {}, {} is a {}", op,
+      v_name, describe(g), v_name, describe(v));
 }
 
 /// out = f(g, v) elementwise, after require_grad_operands.
@@ -55,19 +45,9 @@ Tensor grad_kernel(std::string_view op, const Tensor& g, const Tensor& v, std::s
   return out;
 }
 
-/// y = f(x) for numeric x (relu and relu6 take integers too, like TensorFlow).
-template <class F>
-Tensor map_numeric(std::string_view op, const Tensor& x, F f) {
-  require_numeric(x, op, "features");
-  Tensor out = detail::empty(x.shape(), x.dtype(), op);
-  visit_dtype(x.dtype(), [&]<class T>() {
-    if constexpr (!std::is_same_v<T, bool>)
-      cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(), [&](T v) -> T { return f(v); });
-  });
-  return out;
-}
-
 // ---- relu ----------------------------------------------------------------------------------------
+
+}  // namespace
 
 // y = max(x, 0);  dx = ReluGrad(dy, y) = dy * (y > 0)
 struct Relu {
@@ -75,10 +55,13 @@ struct Relu {
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& x) {
     // NaN propagates (v != v), as in NumPy's maximum.
-    return map_numeric(kName, x, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });
+    return map_numeric(kName, "features", x, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });
   }
   static Grads backward(const GradContext& c) { return {raw_ops::relu_grad(c.dy(), c.output(0))}; }
 };
+}  // namespace ops
+Tensor nn::relu(const Tensor& x) { return autodiff::apply<ops::Relu>(x); }
+namespace ops {
 
 // dx = g * (f > 0);  dg = ReluGrad(ddx, f), df = 0 (a step function of f; zeros, as TensorFlow's
 // _ReluGradGrad, so second derivatives of relu are 0 rather than unconnected)
@@ -95,19 +78,27 @@ struct ReluGrad {
     return gr;
   }
 };
+}  // namespace ops
+Tensor raw_ops::relu_grad(const Tensor& gradients, const Tensor& features) {
+  return autodiff::apply<ops::ReluGrad>(gradients, features);
+}
+namespace ops {
 
 // y = min(max(x, 0), 6);  dx = Relu6Grad(dy, y) = dy * (0 < y < 6)
 struct Relu6 {
   static constexpr std::string_view kName = "Relu6";
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& x) {
-    return map_numeric(kName, x, [](auto v) {
+    return map_numeric(kName, "features", x, [](auto v) {
       using T = decltype(v);
       return v > 0 ? (v < T(6) ? v : T(6)) : (v != v ? v : T(0));
     });
   }
   static Grads backward(const GradContext& c) { return {raw_ops::relu6_grad(c.dy(), c.output(0))}; }
 };
+}  // namespace ops
+Tensor nn::relu6(const Tensor& x) { return autodiff::apply<ops::Relu6>(x); }
+namespace ops {
 
 // dx = g * (0 < f < 6);  dg = Relu6Grad(ddx, f), df = 0
 struct Relu6Grad {
@@ -124,10 +115,18 @@ struct Relu6Grad {
     return gr;
   }
 };
+}  // namespace ops
+Tensor raw_ops::relu6_grad(const Tensor& gradients, const Tensor& features) {
+  return autodiff::apply<ops::Relu6Grad>(gradients, features);
+}
+namespace ops {
 
+namespace {
 struct AlphaAttrs {
   double alpha = 0.2;
 };
+
+}  // namespace
 
 // y = x > 0 ? x : alpha * x;  dx = LeakyReluGrad(dy, x)
 struct LeakyRelu {
@@ -135,7 +134,7 @@ struct LeakyRelu {
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = AlphaAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
-    return map_floating(kName, x, [alpha = a.alpha](auto v) {
+    return map_floating(kName, "features", x, [alpha = a.alpha](auto v) {
       using T = decltype(v);
       return v > 0 ? v : static_cast<T>(alpha) * v;
     });
@@ -143,7 +142,16 @@ struct LeakyRelu {
   static Grads backward(const GradContext& c) {
     return {raw_ops::leaky_relu_grad(c.dy(), c.input(0), c.attrs<Attrs>().alpha)};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"alpha"});
+    return {nn::leaky_relu(a.in(0), a.f("alpha", 0.2))};
+  }
 };
+}  // namespace ops
+Tensor nn::leaky_relu(const Tensor& x, double alpha) {
+  return autodiff::apply_with<ops::LeakyRelu>({alpha}, x);
+}
+namespace ops {
 
 // dx = g * (f > 0 ? 1 : alpha);  dg = LeakyReluGrad(ddx, f), df = 0
 struct LeakyReluGrad {
@@ -162,7 +170,16 @@ struct LeakyReluGrad {
     if (c.needs_input_grad(1)) gr[1] = zeros_like(c.input(1));
     return gr;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"alpha"});
+    return {raw_ops::leaky_relu_grad(a.in(0), a.in(1), a.f("alpha", 0.2))};
+  }
 };
+}  // namespace ops
+Tensor raw_ops::leaky_relu_grad(const Tensor& gradients, const Tensor& features, double alpha) {
+  return autodiff::apply_with<ops::LeakyReluGrad>({alpha}, gradients, features);
+}
+namespace ops {
 
 // ---- exponential linear units --------------------------------------------------------------------
 
@@ -171,10 +188,13 @@ struct Elu {
   static constexpr std::string_view kName = "Elu";
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& x) {
-    return map_floating(kName, x, [](auto v) { return v > 0 ? v : std::expm1(v); });
+    return map_floating(kName, "features", x, [](auto v) { return v > 0 ? v : std::expm1(v); });
   }
   static Grads backward(const GradContext& c) { return {raw_ops::elu_grad(c.dy(), c.output(0))}; }
 };
+}  // namespace ops
+Tensor nn::elu(const Tensor& x) { return autodiff::apply<ops::Elu>(x); }
+namespace ops {
 
 // dx = g * (y < 0 ? y + 1 : 1);  dg = EluGrad(ddx, y), dy_ = ddx * g where y < 0 (TensorFlow's
 // _EluGradGrad); "where y < 0" is ReluGrad(., -y).
@@ -191,19 +211,27 @@ struct EluGrad {
     return gr;
   }
 };
+}  // namespace ops
+Tensor raw_ops::elu_grad(const Tensor& gradients, const Tensor& outputs) {
+  return autodiff::apply<ops::EluGrad>(gradients, outputs);
+}
+namespace ops {
 
 // y = scale * (x > 0 ? x : alpha * (exp(x) - 1));  dx = SeluGrad(dy, y)
 struct Selu {
   static constexpr std::string_view kName = "Selu";
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& x) {
-    return map_floating(kName, x, [](auto v) {
+    return map_floating(kName, "features", x, [](auto v) {
       using T = decltype(v);
       return v > 0 ? static_cast<T>(kSeluScale) * v : static_cast<T>(kSeluScale * kSeluAlpha) * std::expm1(v);
     });
   }
   static Grads backward(const GradContext& c) { return {raw_ops::selu_grad(c.dy(), c.output(0))}; }
 };
+}  // namespace ops
+Tensor nn::selu(const Tensor& x) { return autodiff::apply<ops::Selu>(x); }
+namespace ops {
 
 // dx = g * (y < 0 ? y + scale * alpha : scale);  dg = SeluGrad(ddx, y), dy_ = ddx * g where y < 0
 struct SeluGrad {
@@ -222,9 +250,15 @@ struct SeluGrad {
     return gr;
   }
 };
+}  // namespace ops
+Tensor raw_ops::selu_grad(const Tensor& gradients, const Tensor& outputs) {
+  return autodiff::apply<ops::SeluGrad>(gradients, outputs);
+}
+namespace ops {
 
 // ---- gelu ----------------------------------------------------------------------------------------
 
+namespace {
 struct GeluAttrs {
   bool approximate = false;
 };
@@ -271,13 +305,15 @@ void with_gelu_tanh(const T* x, T* out, std::int64_t n, F f) {
   });
 }
 
+}  // namespace
+
 // y = x * Phi(x) (or its tanh approximation);  dx = GeluGrad(dy, x) = dy * gelu'(x)
 struct Gelu {
   static constexpr std::string_view kName = "Gelu";
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = GeluAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
-    if (!a.approximate) return map_floating(kName, x, [](auto v) { return gelu_exact(v); });
+    if (!a.approximate) return map_floating(kName, "features", x, [](auto v) { return gelu_exact(v); });
     require_floating(x, kName, "features");
     Tensor out = detail::empty(x.shape(), x.dtype(), kName);
     visit_floating(x.dtype(), [&]<class T>() {
@@ -289,8 +325,18 @@ struct Gelu {
   static Grads backward(const GradContext& c) {
     return {raw_ops::gelu_grad(c.dy(), c.input(0), c.attrs<Attrs>().approximate)};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"approximate"});
+    return {nn::gelu(a.in(0), a.b("approximate", false))};
+  }
 };
+}  // namespace ops
+Tensor nn::gelu(const Tensor& x, bool approximate) {
+  return autodiff::apply_with<ops::Gelu>({approximate}, x);
+}
+namespace ops {
 
+namespace {
 /// gelu''(x) built from public ops, for GeluGrad's gradient. Exact: phi(x) (2 - x^2). Tanh form,
 /// with u, t as above, u' = c (1 + 3k x^2), u'' = 6 c k x:
 ///   (1 - t^2) (u' + x (u'' / 2 - t u'^2)).
@@ -303,6 +349,8 @@ Tensor gelu_second_derivative(const Tensor& x, bool approximate) {
   return (1.0 - square(t)) * (du + x * (x * (3 * kSqrt2OverPi * kGeluCubic) - t * square(du)));
 }
 
+}  // namespace
+
 // dx = g * gelu'(x);  dg = GeluGrad(ddx, x), dx_ = ddx * g * gelu''(x)
 struct GeluGrad {
   static constexpr std::string_view kName = "GeluGrad";
@@ -310,7 +358,8 @@ struct GeluGrad {
   using Attrs = GeluAttrs;
   static Tensor forward(const Attrs& a, const Tensor& g, const Tensor& x) {
     if (!a.approximate)
-      return grad_kernel(kName, g, x, "features", [](auto d, auto v) { return d * gelu_exact_derivative(v); });
+      return grad_kernel(kName, g, x, "features",
+                         [](auto d, auto v) { return d * gelu_exact_derivative(v); });
     require_grad_operands(kName, g, x, "features");
     Tensor out = detail::empty(x.shape(), x.dtype(), kName);
     visit_floating(x.dtype(), [&]<class T>() {
@@ -327,10 +376,20 @@ struct GeluGrad {
     if (c.needs_input_grad(1)) gr[1] = c.dy() * c.input(0) * gelu_second_derivative(c.input(1), approx);
     return gr;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"approximate"});
+    return {raw_ops::gelu_grad(a.in(0), a.in(1), a.b("approximate", false))};
+  }
 };
+}  // namespace ops
+Tensor raw_ops::gelu_grad(const Tensor& gradients, const Tensor& features, bool approximate) {
+  return autodiff::apply_with<ops::GeluGrad>({approximate}, gradients, features);
+}
+namespace ops {
 
 // ---- softmax -------------------------------------------------------------------------------------
 
+namespace {
 struct AxisAttrs {
   int axis = -1;  // normalised
 };
@@ -345,6 +404,16 @@ Tensor softmax_forward(const AxisAttrs& a, const Tensor& x, std::string_view op)
   return out;
 }
 
+/// Validates a softmax input (float, rank >= 1) and normalises its axis.
+AxisAttrs softmax_attrs(const Tensor& x, std::int64_t axis, std::string_view op) {
+  require_defined(x, op, "logits");
+  require_floating(x, op, "logits");
+  TAPEFLOW_REQUIRE(x.rank() >= 1, InvalidArgumentError, "[{}] 'logits' must have rank >= 1, got a {}", op,
+                   describe(x));
+  return {normalize_axis(axis, x.rank(), op)};
+}
+}  // namespace
+
 // y = exp(x) / sum(exp(x), axis);  dx = (dy - sum(dy * y, axis)) * y
 struct Softmax {
   static constexpr std::string_view kName = "Softmax";
@@ -357,7 +426,16 @@ struct Softmax {
     const Tensor& y = c.output(0);
     return {(c.dy() - reduce_sum(c.dy() * y, {c.attrs<Attrs>().axis}, true)) * y};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"axis"});
+    return {nn::softmax(a.in(0), a.i("axis", -1))};
+  }
 };
+}  // namespace ops
+Tensor nn::softmax(const Tensor& logits, std::int64_t axis) {
+  return autodiff::apply_with<ops::Softmax>(ops::softmax_attrs(logits, axis, ops::Softmax::kName), logits);
+}
+namespace ops {
 
 // y = x - log(sum(exp(x), axis));  dx = dy - exp(y) * sum(dy, axis)
 struct LogSoftmax {
@@ -370,30 +448,29 @@ struct LogSoftmax {
   static Grads backward(const GradContext& c) {
     return {c.dy() - exp(c.output(0)) * reduce_sum(c.dy(), {c.attrs<Attrs>().axis}, true)};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"axis"});
+    return {nn::log_softmax(a.in(0), a.i("axis", -1))};
+  }
 };
-
-/// Validates a softmax input (float, rank >= 1) and normalises its axis.
-AxisAttrs softmax_attrs(const Tensor& x, std::int64_t axis, std::string_view op) {
-  require_defined(x, op, "logits");
-  require_floating(x, op, "logits");
-  TAPEFLOW_REQUIRE(x.rank() >= 1, InvalidArgumentError, "[{}] 'logits' must have rank >= 1, got a {}", op,
-                   describe(x));
-  return {normalize_axis(axis, x.rank(), op)};
+}  // namespace ops
+Tensor nn::log_softmax(const Tensor& logits, std::int64_t axis) {
+  return autodiff::apply_with<ops::LogSoftmax>(ops::softmax_attrs(logits, axis, ops::LogSoftmax::kName),
+                                               logits);
 }
+namespace ops {
 
-}  // namespace
-
-void register_activation_ops(autodiff::Registry& r) {
-  r.add<Relu>();
-  r.add<ReluGrad>();
-  r.add<Relu6>();
-  r.add<Relu6Grad>();
+void register_activation_ops(Registrar& r) {
+  r.add<Relu>(nn::relu);
+  r.add<ReluGrad>(raw_ops::relu_grad);
+  r.add<Relu6>(nn::relu6);
+  r.add<Relu6Grad>(raw_ops::relu6_grad);
   r.add<LeakyRelu>();
   r.add<LeakyReluGrad>();
-  r.add<Elu>();
-  r.add<EluGrad>();
-  r.add<Selu>();
-  r.add<SeluGrad>();
+  r.add<Elu>(nn::elu);
+  r.add<EluGrad>(raw_ops::elu_grad);
+  r.add<Selu>(nn::selu);
+  r.add<SeluGrad>(raw_ops::selu_grad);
   r.add<Gelu>();
   r.add<GeluGrad>();
   r.add<Softmax>();
@@ -401,41 +478,5 @@ void register_activation_ops(autodiff::Registry& r) {
 }
 
 }  // namespace ops
-
-namespace nn {
-Tensor relu(const Tensor& x) { return autodiff::apply<ops::Relu>(x); }
-Tensor relu6(const Tensor& x) { return autodiff::apply<ops::Relu6>(x); }
-Tensor leaky_relu(const Tensor& x, double alpha) { return autodiff::apply_with<ops::LeakyRelu>({alpha}, x); }
-Tensor elu(const Tensor& x) { return autodiff::apply<ops::Elu>(x); }
-Tensor selu(const Tensor& x) { return autodiff::apply<ops::Selu>(x); }
-Tensor gelu(const Tensor& x, bool approximate) { return autodiff::apply_with<ops::Gelu>({approximate}, x); }
-Tensor softmax(const Tensor& logits, std::int64_t axis) {
-  return autodiff::apply_with<ops::Softmax>(ops::softmax_attrs(logits, axis, ops::Softmax::kName), logits);
-}
-Tensor log_softmax(const Tensor& logits, std::int64_t axis) {
-  return autodiff::apply_with<ops::LogSoftmax>(ops::softmax_attrs(logits, axis, ops::LogSoftmax::kName), logits);
-}
-}  // namespace nn
-
-namespace raw_ops {
-Tensor relu_grad(const Tensor& gradients, const Tensor& features) {
-  return autodiff::apply<ops::ReluGrad>(gradients, features);
-}
-Tensor relu6_grad(const Tensor& gradients, const Tensor& features) {
-  return autodiff::apply<ops::Relu6Grad>(gradients, features);
-}
-Tensor leaky_relu_grad(const Tensor& gradients, const Tensor& features, double alpha) {
-  return autodiff::apply_with<ops::LeakyReluGrad>({alpha}, gradients, features);
-}
-Tensor elu_grad(const Tensor& gradients, const Tensor& outputs) {
-  return autodiff::apply<ops::EluGrad>(gradients, outputs);
-}
-Tensor selu_grad(const Tensor& gradients, const Tensor& outputs) {
-  return autodiff::apply<ops::SeluGrad>(gradients, outputs);
-}
-Tensor gelu_grad(const Tensor& gradients, const Tensor& features, bool approximate) {
-  return autodiff::apply_with<ops::GeluGrad>({approximate}, gradients, features);
-}
-}  // namespace raw_ops
 
 }  // namespace tapeflow

@@ -24,6 +24,7 @@
 #include "core/allocator.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/im2col.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/nn.h"
@@ -31,7 +32,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// Largest window or stride accepted (TensorFlow's are int32): keeps every index product in int64.
 constexpr std::int64_t kMaxWindow = std::int64_t{1} << 31;
 /// im2col buffer size (elements) a batch chunk aims for: large enough for one GEMM per chunk.
@@ -268,6 +268,29 @@ Tensor conv(const ConvAttrs& at, const Tensor& x, const Tensor& f);
 
 // ---- convolution ---------------------------------------------------------------------------------
 
+/// TensorFlow's spatial list: one value for both dimensions, (h, w), or NHWC (1, h, w, 1).
+Pair spatial_pair(std::string_view op, std::string_view arg, const std::vector<std::int64_t>& v) {
+  if (v.size() == 1) return {v[0], v[0]};
+  if (v.size() == 2) return {v[0], v[1]};
+  TAPEFLOW_REQUIRE(
+      v.size() == 4 && v[0] == 1 && v[3] == 1, InvalidArgumentError,
+      "[{}] '{}' must have 1, 2 or 4 elements (4: (1, h, w, 1), no batch or channel stride), got ({})", op,
+      arg, fmt::join(v, ", "));
+  return {v[1], v[2]};
+}
+
+bool parse_padding(std::string_view op, std::string_view padding) {
+  TAPEFLOW_REQUIRE(padding == "VALID" || padding == "SAME", InvalidArgumentError,
+                   "[{}] padding must be \"VALID\" or \"SAME\", got \"{}\"", op, padding);
+  return padding == "SAME";
+}
+
+ConvAttrs conv_attrs(std::string_view op, const std::vector<std::int64_t>& strides,
+                     std::string_view padding) {
+  return {spatial_pair(op, "strides", strides), parse_padding(op, padding), Shape()};
+}
+}  // namespace
+
 // y = im2col(x) @ W;  dx = Conv2DBackpropInput(shape(x), W, dy), dW = Conv2DBackpropFilter(x, shape(W), dy)
 struct Conv2D {
   static constexpr std::string_view kName = "Conv2D";
@@ -291,7 +314,18 @@ struct Conv2D {
     if (c.needs_input_grad(1)) g[1] = backprop_filter(at, c.input(0), c.input_shape(1), c.dy());
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"strides", "padding"});
+    return {nn::conv2d(a.in(0), a.in(1), a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"))};
+  }
 };
+}  // namespace ops
+Tensor nn::conv2d(const Tensor& input, const Tensor& filters, const std::vector<std::int64_t>& strides,
+                  std::string_view padding) {
+  return autodiff::apply_with<ops::Conv2D>(ops::conv_attrs(ops::Conv2D::kName, strides, padding), input,
+                                           filters);
+}
+namespace ops {
 
 // dx = col2im(dy @ W^T);  dW = Conv2DBackpropFilter(ddx, shape(W), dy), d(dy) = conv2d(ddx, W)
 struct Conv2DBackpropInput {
@@ -315,7 +349,21 @@ struct Conv2DBackpropInput {
     if (c.needs_input_grad(1)) g[1] = conv(at, c.dy(), c.input(0));
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"input_sizes", "strides", "padding"});
+    return {raw_ops::conv2d_backprop_input(a.shape("input_sizes"), a.in(0), a.in(1),
+                                           a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"))};
+  }
 };
+}  // namespace ops
+Tensor raw_ops::conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters,
+                                      const Tensor& out_backprop, const std::vector<std::int64_t>& strides,
+                                      std::string_view padding) {
+  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropInput::kName, strides, padding);
+  at.sizes = input_sizes;
+  return autodiff::apply_with<ops::Conv2DBackpropInput>(at, filters, out_backprop);
+}
+namespace ops {
 
 // dW = im2col(x)^T @ dy;  dx = Conv2DBackpropInput(shape(x), ddW, dy), d(dy) = conv2d(x, ddW)
 struct Conv2DBackpropFilter {
@@ -339,8 +387,23 @@ struct Conv2DBackpropFilter {
     if (c.needs_input_grad(1)) g[1] = conv(at, c.input(0), c.dy());
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"filter_sizes", "strides", "padding"});
+    return {raw_ops::conv2d_backprop_filter(a.in(0), a.shape("filter_sizes"), a.in(1),
+                                            a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"))};
+  }
 };
+}  // namespace ops
+Tensor raw_ops::conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes,
+                                       const Tensor& out_backprop, const std::vector<std::int64_t>& strides,
+                                       std::string_view padding) {
+  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropFilter::kName, strides, padding);
+  at.sizes = filter_sizes;
+  return autodiff::apply_with<ops::Conv2DBackpropFilter>(at, input, out_backprop);
+}
+namespace ops {
 
+namespace {
 Tensor conv(const ConvAttrs& at, const Tensor& x, const Tensor& f) {
   ConvAttrs a = at;
   a.sizes = Shape();
@@ -398,6 +461,13 @@ Tensor max_pool_grad_grad(const PoolAttrs& at, const Tensor& x, const Tensor& dd
 Tensor avg_pool(const PoolAttrs& at, const Tensor& x);
 Tensor avg_pool_grad(const PoolAttrs& at, const Shape& input_shape, const Tensor& dy);
 
+PoolAttrs pool_attrs(std::string_view op, const std::vector<std::int64_t>& ksize,
+                     const std::vector<std::int64_t>& strides, std::string_view padding) {
+  return {spatial_pair(op, "ksize", ksize), spatial_pair(op, "strides", strides), parse_padding(op, padding),
+          Shape()};
+}
+}  // namespace
+
 // y = max over each window;  dx = MaxPoolGrad(x, dy) (dy routed to each window's first maximum)
 struct MaxPool {
   static constexpr std::string_view kName = "MaxPool";
@@ -410,7 +480,18 @@ struct MaxPool {
   static Grads backward(const GradContext& c) {
     return {max_pool_grad(c.attrs<Attrs>(), c.input(0), c.dy())};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"ksize", "strides", "padding"});
+    return {nn::max_pool2d(a.in(0), a.ints("ksize"), a.ints("strides"), a.s("padding"))};
+  }
 };
+}  // namespace ops
+Tensor nn::max_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
+                      const std::vector<std::int64_t>& strides, std::string_view padding) {
+  return autodiff::apply_with<ops::MaxPool>(ops::pool_attrs(ops::MaxPool::kName, ksize, strides, padding),
+                                            input);
+}
+namespace ops {
 
 // dx = scatter of dy to the argmax of each window of x;  d(dy) = MaxPoolGradGrad(x, ddx),
 // d(x) = 0 (piecewise constant in x, like TensorFlow's _MaxPoolGradGrad)
@@ -435,7 +516,19 @@ struct MaxPoolGrad {
     if (c.needs_input_grad(1)) g[1] = max_pool_grad_grad(c.attrs<Attrs>(), c.input(0), c.dy());
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"ksize", "strides", "padding"});
+    return {raw_ops::max_pool_grad(a.in(0), a.in(1), a.ints("ksize"), a.ints("strides"), a.s("padding"))};
+  }
 };
+}  // namespace ops
+Tensor raw_ops::max_pool_grad(const Tensor& orig_input, const Tensor& grad,
+                              const std::vector<std::int64_t>& ksize,
+                              const std::vector<std::int64_t>& strides, std::string_view padding) {
+  return autodiff::apply_with<ops::MaxPoolGrad>(
+      ops::pool_attrs(ops::MaxPoolGrad::kName, ksize, strides, padding), orig_input, grad);
+}
+namespace ops {
 
 // y = ddx gathered at the argmax of each window of x;  d(ddx) = MaxPoolGrad(x, dy), d(x) = 0
 struct MaxPoolGradGrad {
@@ -459,7 +552,20 @@ struct MaxPoolGradGrad {
     if (c.needs_input_grad(1)) g[1] = max_pool_grad(c.attrs<Attrs>(), c.input(0), c.dy());
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"ksize", "strides", "padding"});
+    return {
+        raw_ops::max_pool_grad_grad(a.in(0), a.in(1), a.ints("ksize"), a.ints("strides"), a.s("padding"))};
+  }
 };
+}  // namespace ops
+Tensor raw_ops::max_pool_grad_grad(const Tensor& orig_input, const Tensor& grad,
+                                   const std::vector<std::int64_t>& ksize,
+                                   const std::vector<std::int64_t>& strides, std::string_view padding) {
+  return autodiff::apply_with<ops::MaxPoolGradGrad>(
+      ops::pool_attrs(ops::MaxPoolGradGrad::kName, ksize, strides, padding), orig_input, grad);
+}
+namespace ops {
 
 // y = mean over each window (padding not counted);  dx = AvgPoolGrad(shape(x), dy)
 struct AvgPool {
@@ -473,7 +579,18 @@ struct AvgPool {
   static Grads backward(const GradContext& c) {
     return {avg_pool_grad(c.attrs<Attrs>(), c.input_shape(0), c.dy())};
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"ksize", "strides", "padding"});
+    return {nn::avg_pool2d(a.in(0), a.ints("ksize"), a.ints("strides"), a.s("padding"))};
+  }
 };
+}  // namespace ops
+Tensor nn::avg_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
+                      const std::vector<std::int64_t>& strides, std::string_view padding) {
+  return autodiff::apply_with<ops::AvgPool>(ops::pool_attrs(ops::AvgPool::kName, ksize, strides, padding),
+                                            input);
+}
+namespace ops {
 
 // dx = dy / count spread over each window (the adjoint of avg_pool);  d(dy) = avg_pool(ddx)
 struct AvgPoolGrad {
@@ -493,8 +610,23 @@ struct AvgPoolGrad {
     return dx;
   }
   static Grads backward(const GradContext& c) { return {avg_pool(c.attrs<Attrs>(), c.dy())}; }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"orig_input_shape", "ksize", "strides", "padding"});
+    return {raw_ops::avg_pool_grad(a.shape("orig_input_shape"), a.in(0), a.ints("ksize"), a.ints("strides"),
+                                   a.s("padding"))};
+  }
 };
+}  // namespace ops
+Tensor raw_ops::avg_pool_grad(const Shape& orig_input_shape, const Tensor& grad,
+                              const std::vector<std::int64_t>& ksize,
+                              const std::vector<std::int64_t>& strides, std::string_view padding) {
+  ops::PoolAttrs at = ops::pool_attrs(ops::AvgPoolGrad::kName, ksize, strides, padding);
+  at.sizes = orig_input_shape;
+  return autodiff::apply_with<ops::AvgPoolGrad>(at, grad);
+}
+namespace ops {
 
+namespace {
 Tensor max_pool_grad(const PoolAttrs& at, const Tensor& x, const Tensor& dy) {
   return apply_with<MaxPoolGrad>(at, x, dy);
 }
@@ -514,37 +646,9 @@ Tensor avg_pool_grad(const PoolAttrs& at, const Shape& input_shape, const Tensor
 
 // ---- public argument parsing ---------------------------------------------------------------------
 
-/// TensorFlow's spatial list: one value for both dimensions, (h, w), or NHWC (1, h, w, 1).
-Pair spatial_pair(std::string_view op, std::string_view arg, const std::vector<std::int64_t>& v) {
-  if (v.size() == 1) return {v[0], v[0]};
-  if (v.size() == 2) return {v[0], v[1]};
-  TAPEFLOW_REQUIRE(
-      v.size() == 4 && v[0] == 1 && v[3] == 1, InvalidArgumentError,
-      "[{}] '{}' must have 1, 2 or 4 elements (4: (1, h, w, 1), no batch or channel stride), got ({})", op,
-      arg, fmt::join(v, ", "));
-  return {v[1], v[2]};
-}
-
-bool parse_padding(std::string_view op, std::string_view padding) {
-  TAPEFLOW_REQUIRE(padding == "VALID" || padding == "SAME", InvalidArgumentError,
-                   "[{}] padding must be \"VALID\" or \"SAME\", got \"{}\"", op, padding);
-  return padding == "SAME";
-}
-
-ConvAttrs conv_attrs(std::string_view op, const std::vector<std::int64_t>& strides,
-                     std::string_view padding) {
-  return {spatial_pair(op, "strides", strides), parse_padding(op, padding), Shape()};
-}
-
-PoolAttrs pool_attrs(std::string_view op, const std::vector<std::int64_t>& ksize,
-                     const std::vector<std::int64_t>& strides, std::string_view padding) {
-  return {spatial_pair(op, "ksize", ksize), spatial_pair(op, "strides", strides), parse_padding(op, padding),
-          Shape()};
-}
-
 }  // namespace
 
-void register_conv_ops(autodiff::Registry& r) {
+void register_conv_ops(Registrar& r) {
   r.add<Conv2D>();
   r.add<Conv2DBackpropInput>();
   r.add<Conv2DBackpropFilter>();
@@ -557,64 +661,4 @@ void register_conv_ops(autodiff::Registry& r) {
 
 }  // namespace ops
 
-namespace nn {
-
-Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<std::int64_t>& strides,
-              std::string_view padding) {
-  return autodiff::apply_with<ops::Conv2D>(ops::conv_attrs(ops::Conv2D::kName, strides, padding), input,
-                                           filters);
-}
-
-Tensor max_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
-                  const std::vector<std::int64_t>& strides, std::string_view padding) {
-  return autodiff::apply_with<ops::MaxPool>(ops::pool_attrs(ops::MaxPool::kName, ksize, strides, padding),
-                                            input);
-}
-
-Tensor avg_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
-                  const std::vector<std::int64_t>& strides, std::string_view padding) {
-  return autodiff::apply_with<ops::AvgPool>(ops::pool_attrs(ops::AvgPool::kName, ksize, strides, padding),
-                                            input);
-}
-
-}  // namespace nn
-
-namespace raw_ops {
-
-Tensor conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters, const Tensor& out_backprop,
-                             const std::vector<std::int64_t>& strides, std::string_view padding) {
-  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropInput::kName, strides, padding);
-  at.sizes = input_sizes;
-  return autodiff::apply_with<ops::Conv2DBackpropInput>(at, filters, out_backprop);
-}
-
-Tensor conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes, const Tensor& out_backprop,
-                              const std::vector<std::int64_t>& strides, std::string_view padding) {
-  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropFilter::kName, strides, padding);
-  at.sizes = filter_sizes;
-  return autodiff::apply_with<ops::Conv2DBackpropFilter>(at, input, out_backprop);
-}
-
-Tensor max_pool_grad(const Tensor& orig_input, const Tensor& grad, const std::vector<std::int64_t>& ksize,
-                     const std::vector<std::int64_t>& strides, std::string_view padding) {
-  return autodiff::apply_with<ops::MaxPoolGrad>(
-      ops::pool_attrs(ops::MaxPoolGrad::kName, ksize, strides, padding), orig_input, grad);
-}
-
-Tensor max_pool_grad_grad(const Tensor& orig_input, const Tensor& grad,
-                          const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
-                          std::string_view padding) {
-  return autodiff::apply_with<ops::MaxPoolGradGrad>(
-      ops::pool_attrs(ops::MaxPoolGradGrad::kName, ksize, strides, padding), orig_input, grad);
-}
-
-Tensor avg_pool_grad(const Shape& orig_input_shape, const Tensor& grad,
-                     const std::vector<std::int64_t>& ksize, const std::vector<std::int64_t>& strides,
-                     std::string_view padding) {
-  ops::PoolAttrs at = ops::pool_attrs(ops::AvgPoolGrad::kName, ksize, strides, padding);
-  at.sizes = orig_input_shape;
-  return autodiff::apply_with<ops::AvgPoolGrad>(at, grad);
-}
-
-}  // namespace raw_ops
 }  // namespace tapeflow

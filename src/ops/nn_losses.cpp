@@ -8,6 +8,7 @@
 #include "core/parallel.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/reduce.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/nn.h"
@@ -16,13 +17,13 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// Calls f(k, pointer to element (o, 0, i), scratch) for every slice k = o * inner + i of x
 /// viewed as (outer, n, inner) along one axis; slices run in parallel. `scratch` holds n
 /// elements when inner == 1 (for log_sum_exp), else none.
 template <class T, class F>
 void for_each_slice(const T* x, const cpu::AxisBlocks& b, F f) {
-  cpu::parallel_for(b.outer * b.inner, std::max<std::int64_t>(1, cpu::kParallelGrain / (8 * std::max<std::int64_t>(b.n, 1))),
+  cpu::parallel_for(b.outer * b.inner,
+                    std::max<std::int64_t>(1, cpu::kParallelGrain / (8 * std::max<std::int64_t>(b.n, 1))),
                     [&](std::int64_t s, std::int64_t e) {
                       std::vector<T> scratch(static_cast<std::size_t>(b.inner == 1 ? b.n : 0));
                       for (std::int64_t k = s; k < e; ++k) {
@@ -60,6 +61,18 @@ std::vector<std::int64_t> dims_of(const Shape& s) { return {s.dims().begin(), s.
 struct AxisAttrs {
   int axis = -1;  // normalised
 };
+
+/// Validates two same-shape float operands of a loss (labels first, as TensorFlow orders them).
+void require_labels_like_logits(const Tensor& labels, const Tensor& logits, std::string_view op) {
+  require_defined(labels, op, "labels");
+  require_defined(logits, op, "logits");
+  require_floating(logits, op, "logits");
+  TAPEFLOW_REQUIRE(
+      labels.dtype() == logits.dtype() && labels.shape() == logits.shape(), InvalidArgumentError,
+      "[{}] 'labels' and 'logits' must have the same shape and dtype: labels is a {}, logits is a {}", op,
+      describe(labels), describe(logits));
+}
+}  // namespace
 
 // loss = -sum(labels * log_softmax(logits), axis) = sum(labels * (lse(logits) - logits), axis)
 // dlogits = dy * (softmax(logits) * sum(labels, axis) - labels);  dlabels = -dy * log_softmax(logits)
@@ -104,7 +117,20 @@ struct SoftmaxCrossEntropyWithLogits {
       g[1] = dy * (nn::softmax(logits, axis) * reduce_sum(labels, {axis}, true) - labels);
     return g;
   }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"axis"});
+    return {nn::softmax_cross_entropy_with_logits(a.in(0), a.in(1), a.i("axis", -1))};
+  }
 };
+}  // namespace ops
+Tensor nn::softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits, std::int64_t axis) {
+  using Op = ops::SoftmaxCrossEntropyWithLogits;
+  ops::require_labels_like_logits(labels, logits, Op::kName);
+  TAPEFLOW_REQUIRE(logits.rank() >= 1, InvalidArgumentError, "[{}] 'logits' must have rank >= 1, got a {}",
+                   Op::kName, ops::describe(logits));
+  return autodiff::apply_with<Op>({normalize_axis(axis, logits.rank(), Op::kName)}, labels, logits);
+}
+namespace ops {
 
 // loss = lse(logits[i, :]) - logits[i, labels[i]];  dlogits = dy * (softmax(logits) - one_hot(labels))
 struct SparseSoftmaxCrossEntropyWithLogits {
@@ -117,10 +143,11 @@ struct SparseSoftmaxCrossEntropyWithLogits {
     TAPEFLOW_REQUIRE(logits.rank() >= 1, InvalidArgumentError,
                      "[{}] 'logits' must have rank >= 1 ([..., classes]), got a {}", kName, describe(logits));
     const auto batch = logits.shape().dims().first(static_cast<std::size_t>(logits.rank() - 1));
-    TAPEFLOW_REQUIRE(std::ranges::equal(labels.shape().dims(), batch), InvalidArgumentError,
-                     "[{}] 'labels' must have the shape of logits without its last dimension, ({}): labels is "
-                     "a {}, logits is a {}",
-                     kName, fmt::join(batch, ", "), describe(labels), describe(logits));
+    TAPEFLOW_REQUIRE(
+        std::ranges::equal(labels.shape().dims(), batch), InvalidArgumentError,
+        "[{}] 'labels' must have the shape of logits without its last dimension, ({}): labels is "
+        "a {}, logits is a {}",
+        kName, fmt::join(batch, ", "), describe(labels), describe(logits));
     const std::int64_t classes = logits.shape()[logits.rank() - 1];
     const std::int64_t rows = labels.num_elements();
     const std::vector<std::int64_t> lab = label_values(labels);
@@ -167,6 +194,11 @@ struct SparseSoftmaxCrossEntropyWithLogits {
     return fmt::format("{}", fmt::join(idx, ", "));
   }
 };
+}  // namespace ops
+Tensor nn::sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
+  return autodiff::apply<ops::SparseSoftmaxCrossEntropyWithLogits>(labels, logits);
+}
+namespace ops {
 
 // loss = max(x, 0) - x z + log1p(exp(-|x|)) for x = logits, z = labels (never overflows);
 // dx = dy * (sigmoid(x) - z), dz = -dy * x.
@@ -178,9 +210,8 @@ struct SigmoidCrossEntropyWithLogits {
     Tensor out = detail::empty(logits.shape(), logits.dtype(), kName);
     visit_floating(logits.dtype(), [&]<class T>() {
       cpu::zip(labels.values<T>().data(), labels.shape(), logits.values<T>().data(), logits.shape(),
-               detail::mutable_data<T>(out), logits.shape(), [](T z, T x) {
-                 return (x > 0 ? x : T(0)) - x * z + std::log1p(std::exp(-std::abs(x)));
-               });
+               detail::mutable_data<T>(out), logits.shape(),
+               [](T z, T x) { return (x > 0 ? x : T(0)) - x * z + std::log1p(std::exp(-std::abs(x))); });
     });
     return out;
   }
@@ -193,62 +224,38 @@ struct SigmoidCrossEntropyWithLogits {
     return g;
   }
 };
-
-/// Validates two same-shape float operands of a loss (labels first, as TensorFlow orders them).
-void require_labels_like_logits(const Tensor& labels, const Tensor& logits, std::string_view op) {
-  require_defined(labels, op, "labels");
-  require_defined(logits, op, "logits");
-  require_floating(logits, op, "logits");
-  TAPEFLOW_REQUIRE(labels.dtype() == logits.dtype() && labels.shape() == logits.shape(), InvalidArgumentError,
-                   "[{}] 'labels' and 'logits' must have the same shape and dtype: labels is a {}, logits is a {}",
-                   op, describe(labels), describe(logits));
+}  // namespace ops
+Tensor nn::sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
+  ops::require_labels_like_logits(labels, logits, ops::SigmoidCrossEntropyWithLogits::kName);
+  return autodiff::apply<ops::SigmoidCrossEntropyWithLogits>(labels, logits);
 }
+namespace ops {
 
-}  // namespace
-
-void register_loss_ops(autodiff::Registry& r) {
+void register_loss_ops(Registrar& r) {
   r.add<SoftmaxCrossEntropyWithLogits>();
-  r.add<SparseSoftmaxCrossEntropyWithLogits>();
-  r.add<SigmoidCrossEntropyWithLogits>();
+  r.add<SparseSoftmaxCrossEntropyWithLogits>(nn::sparse_softmax_cross_entropy_with_logits);
+  r.add<SigmoidCrossEntropyWithLogits>(nn::sigmoid_cross_entropy_with_logits);
 }
 
 }  // namespace ops
 
 namespace nn {
-
-Tensor softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits, std::int64_t axis) {
-  using Op = ops::SoftmaxCrossEntropyWithLogits;
-  ops::require_labels_like_logits(labels, logits, Op::kName);
-  TAPEFLOW_REQUIRE(logits.rank() >= 1, InvalidArgumentError, "[{}] 'logits' must have rank >= 1, got a {}",
-                   Op::kName, ops::describe(logits));
-  return autodiff::apply_with<Op>({normalize_axis(axis, logits.rank(), Op::kName)}, labels, logits);
-}
-
-Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
-  return autodiff::apply<ops::SparseSoftmaxCrossEntropyWithLogits>(labels, logits);
-}
-
-Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
-  ops::require_labels_like_logits(labels, logits, ops::SigmoidCrossEntropyWithLogits::kName);
-  return autodiff::apply<ops::SigmoidCrossEntropyWithLogits>(labels, logits);
-}
-
 Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
   constexpr std::string_view kOp = "MeanSquaredError";
   ops::require_defined(y_true, kOp, "y_true");
   ops::require_defined(y_pred, kOp, "y_pred");
   ops::require_floating(y_pred, kOp, "y_pred");
-  TAPEFLOW_REQUIRE(y_true.dtype() == y_pred.dtype(), InvalidArgumentError,
-                   "[{}] 'y_true' and 'y_pred' must have the same dtype (no implicit casting): y_true is a {}, "
-                   "y_pred is a {}",
-                   kOp, ops::describe(y_true), ops::describe(y_pred));
+  TAPEFLOW_REQUIRE(
+      y_true.dtype() == y_pred.dtype(), InvalidArgumentError,
+      "[{}] 'y_true' and 'y_pred' must have the same dtype (no implicit casting): y_true is a {}, "
+      "y_pred is a {}",
+      kOp, ops::describe(y_true), ops::describe(y_pred));
   const Shape s = broadcast_shapes(y_true.shape(), y_pred.shape(), kOp);
   TAPEFLOW_REQUIRE(s.rank() >= 1, InvalidArgumentError,
-                   "[{}] needs rank >= 1 (the mean is over the last axis): y_true is a {}, y_pred is a {}", kOp,
-                   ops::describe(y_true), ops::describe(y_pred));
+                   "[{}] needs rank >= 1 (the mean is over the last axis): y_true is a {}, y_pred is a {}",
+                   kOp, ops::describe(y_true), ops::describe(y_pred));
   return reduce_mean(squared_difference(y_pred, y_true), {-1});
 }
-
 }  // namespace nn
 
 }  // namespace tapeflow

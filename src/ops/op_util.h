@@ -2,11 +2,13 @@
 // Validation and gradient helpers shared by the op families.
 
 #include <string_view>
+#include <utility>
 
 #include "autodiff/dispatch.h"
 #include "autodiff/jvp.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
+#include "kernels/cpu/elementwise.h"
 #include "tapeflow/ops/math.h"
 
 namespace tapeflow::ops {
@@ -20,6 +22,13 @@ using autodiff::kSavesInputs;
 using autodiff::kSavesNothing;
 using autodiff::kSavesOutput;
 using autodiff::Saves;
+
+/// Base of an op whose gradient is elementwise in dy (dx = dy * local, lane by lane): it works
+/// unchanged on cotangents with leading batch dimensions (GradContext::batch_rank), so a
+/// vectorised Jacobian may push a stack of cotangents through it at once.
+struct ElementwiseInDy {
+  static constexpr bool kBatchable = true;
+};
 
 /// "float32 tensor of shape (2, 3)": how errors describe a tensor.
 std::string describe(const Tensor& t);
@@ -45,6 +54,18 @@ decltype(auto) visit_floating(DType d, Fn&& fn) {
 /// JVP rule adds up the parts from inputs that have tangents. Undefined when no term is.
 Tensor sum_tangents(std::initializer_list<Tensor> terms, const Shape& out);
 
+/// The JVP of an op linear in each input's tangent, one term per input: the sum of term_i(dx_i)
+/// over the inputs i that have a tangent (a term is not computed for one that has none),
+/// broadcast to the output's shape. For z = x * y:
+///   jvp_sum(c, [&](const Tensor& dx) { return dx * y; }, [&](const Tensor& dy) { return x * dy; })
+template <class... Term>
+Tensor jvp_sum(const JvpContext& c, const Term&... term) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return sum_tangents({(c.has_tangent(I) ? term(c.tangent(I)) : Tensor())...}, c.output().shape());
+  }
+  (std::index_sequence_for<Term...>{});
+}
+
 /// The chain rule of an elementwise gradient: dy * local, except in the masked lanes of dy (lanes
 /// a where() did not take, src/autodiff/masked_lanes.h), which stay exact zeros even where the
 /// local derivative is Inf or NaN, and stay masked in the result. So the gradient of
@@ -58,6 +79,33 @@ Tensor chain(const Tensor& dy, const Tensor& local);
 Tensor chain_singular(const Tensor& dy, const Tensor& local);
 /// `g`, a gradient that is dy up to sign or dtype (Neg, Sub, Cast), with dy's masked lanes.
 Tensor pass_masked_lanes(const Tensor& dy, Tensor g);
+
+/// y = f(x) elementwise for float32/float64 x; other dtypes throw InvalidArgumentError naming
+/// `op` and the argument `arg` ("x", or "features" for the activations).
+template <class F>
+Tensor map_floating(std::string_view op, std::string_view arg, const Tensor& x, F f) {
+  require_floating(x, op, arg);
+  Tensor out = detail::empty(x.shape(), x.dtype(), op);
+  visit_floating(x.dtype(), [&]<class T>() {
+    cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
+             [&](T v) -> T { return f(v); });
+  });
+  return out;
+}
+
+/// y = f(x) elementwise for numeric x (floats and integers; bool throws InvalidArgumentError
+/// naming `op` and `arg`).
+template <class F>
+Tensor map_numeric(std::string_view op, std::string_view arg, const Tensor& x, F f) {
+  require_numeric(x, op, arg);
+  Tensor out = detail::empty(x.shape(), x.dtype(), op);
+  visit_dtype(x.dtype(), [&]<class T>() {
+    if constexpr (!std::is_same_v<T, bool>)
+      cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(),
+               [&](T v) -> T { return f(v); });
+  });
+  return out;
+}
 
 /// Sums `g` down to `shape`, undoing NumPy broadcasting: the gradient of a broadcast operand.
 /// Differentiable (built from reduce_sum and reshape), so higher derivatives work.

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/reduce.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
@@ -15,7 +16,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-
 /// Normalised, sorted, de-duplicated reduction axes: all axes when `axes` is empty.
 struct ReduceAttrs {
   std::vector<int> axes;
@@ -32,8 +32,8 @@ ReduceAttrs reduce_attrs(const Tensor& x, const Axes& axes, bool keepdims, std::
   a.keepdims = keepdims;
   for (std::int64_t ax : axes) {
     const auto n = static_cast<std::size_t>(normalize_axis(ax, x.rank(), op));
-    TAPEFLOW_REQUIRE(!a.reduced[n], InvalidArgumentError, "[{}] axis {} is repeated in axes {} (input: {})", op, ax,
-                     axes, describe(x));
+    TAPEFLOW_REQUIRE(!a.reduced[n], InvalidArgumentError, "[{}] axis {} is repeated in axes {} (input: {})",
+                     op, ax, axes, describe(x));
     a.reduced[n] = true;
   }
   if (axes.empty()) std::fill_n(a.reduced.begin(), x.rank(), true);
@@ -80,10 +80,25 @@ template <class Fn>
 Tensor visit_numeric(const Tensor& x, std::string_view op, Fn&& fn) {
   require_numeric(x, op);
   return visit_dtype(x.dtype(), [&]<class T>() -> Tensor {
-    if constexpr (std::is_same_v<T, bool>) return Tensor();  // unreachable: rejected above
-    else return fn.template operator()<T>();
+    if constexpr (std::is_same_v<T, bool>)
+      return Tensor();  // unreachable: rejected above
+    else
+      return fn.template operator()<T>();
   });
 }
+
+/// The raw_ops adapter of every reduction: (input; axis, keep_dims) to its public function F.
+template <Tensor (*F)(const Tensor&, const Axes&, bool)>
+std::vector<Tensor> reduction_raw(const raw_ops::Args& a) {
+  a.expect(1, {"axis", "keep_dims"});
+  return {F(a.in(0), a.ints("axis", raw_ops::Ints{}), a.b("keep_dims", false))};
+}
+
+template <class Op>
+Tensor reduce_op(const Tensor& x, const Axes& axes, bool keepdims) {
+  return autodiff::apply_with<Op>(reduce_attrs(x, axes, keepdims, Op::kName), x);
+}
+}  // namespace
 
 // y = sum(x, axes);  dx = broadcast(dy, shape(x))
 struct Sum {
@@ -105,7 +120,13 @@ struct Sum {
     const auto& a = c.attrs<Attrs>();
     return {reduce_sum(c.tangent(0), to_axes(a.axes), a.keepdims)};
   }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_sum>;
 };
+}  // namespace ops
+Tensor reduce_sum(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Sum>(x, axes, keepdims);
+}
+namespace ops {
 
 // y = sum(x, axes) / n;  dx = broadcast(dy / n, shape(x))
 struct Mean {
@@ -120,12 +141,13 @@ struct Mean {
         return reduce_with<cpu::SumReducer, T>(x, a, kName, [n](double s) { return static_cast<T>(s / n); });
       } else {
         TAPEFLOW_REQUIRE(a.count > 0 || a.out_shape.num_elements() == 0, InvalidArgumentError,
-                         "[{}] the integer mean over an empty axis has no value (0 / 0): axes {} of a {}", kName,
-                         a.axes, describe(x));
+                         "[{}] the integer mean over an empty axis has no value (0 / 0): axes {} of a {}",
+                         kName, a.axes, describe(x));
         const std::int64_t n = a.count;
         // The wrapped sum as T, then the quotient truncated toward zero; |sum / n| <= |sum| fits T.
-        return reduce_with<cpu::SumReducer, T>(
-            x, a, kName, [n](auto s) { return static_cast<T>(static_cast<std::int64_t>(static_cast<T>(s)) / n); });
+        return reduce_with<cpu::SumReducer, T>(x, a, kName, [n](auto s) {
+          return static_cast<T>(static_cast<std::int64_t>(static_cast<T>(s)) / n);
+        });
       }
     });
   }
@@ -133,22 +155,31 @@ struct Mean {
     const auto& a = c.attrs<Attrs>();
     // An empty input has no gradient elements: scale by 0 rather than divide by 0.
     const double scale = a.count > 0 ? 1.0 / static_cast<double>(a.count) : 0.0;
-    return {broadcast_to(reshape(c.dy() * scale, dims_of(c.batched(a.keepdims_shape))), c.batched(c.input_shape(0)))};
+    return {broadcast_to(reshape(c.dy() * scale, dims_of(c.batched(a.keepdims_shape))),
+                         c.batched(c.input_shape(0)))};
   }
   // JVP: dy = mean(dx, axes)
   static Tangents jvp(const JvpContext& c) {
     const auto& a = c.attrs<Attrs>();
     return {reduce_mean(c.tangent(0), to_axes(a.axes), a.keepdims)};
   }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_mean>;
 };
+}  // namespace ops
+Tensor reduce_mean(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Mean>(x, axes, keepdims);
+}
+namespace ops {
 
+namespace {
 /// Max and Min share everything but the reducer.
 template <template <class> class R>
 struct MinOrMax {
   static constexpr Saves kSaves{1u, 1u};  // x and y: the tie pattern
   using Attrs = ReduceAttrs;
   static Tensor forward_impl(const Attrs& a, const Tensor& x, std::string_view op) {
-    return visit_numeric(x, op, [&]<class T>() { return reduce_with<R, T>(x, a, op, [](T v) { return v; }); });
+    return visit_numeric(x, op,
+                         [&]<class T>() { return reduce_with<R, T>(x, a, op, [](T v) { return v; }); });
   }
   // dx = dy * (x == y) / (number of ties), dy and y broadcast back to shape(x): TensorFlow's
   // _MinOrMaxGrad. A group whose extreme is NaN has no element equal to it: 0 / 0 = NaN there,
@@ -162,17 +193,31 @@ struct MinOrMax {
   }
 };
 
+}  // namespace
+
 // y = max(x, axes);  dx = dy * (x == y) / count(x == y)
 struct Max : MinOrMax<cpu::MaxReducer> {
   static constexpr std::string_view kName = "Max";
   static Tensor forward(const Attrs& a, const Tensor& x) { return forward_impl(a, x, kName); }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_max>;
 };
+}  // namespace ops
+Tensor reduce_max(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Max>(x, axes, keepdims);
+}
+namespace ops {
 
 // y = min(x, axes);  dx = dy * (x == y) / count(x == y)
 struct Min : MinOrMax<cpu::MinReducer> {
   static constexpr std::string_view kName = "Min";
   static Tensor forward(const Attrs& a, const Tensor& x) { return forward_impl(a, x, kName); }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_min>;
 };
+}  // namespace ops
+Tensor reduce_min(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Min>(x, axes, keepdims);
+}
+namespace ops {
 
 // y = prod(x, axes);  dx_i = dy * prod_{j != i} x_j
 struct Prod {
@@ -209,7 +254,13 @@ struct Prod {
     const Tensor p = reduce_prod(x_safe, axes, /*keepdims=*/true);
     return {dy * p * (cast(k == 0, dt) / x_safe + cast(k == 1, dt) * z)};
   }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_prod>;
 };
+}  // namespace ops
+Tensor reduce_prod(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::Prod>(x, axes, keepdims);
+}
+namespace ops {
 
 // y = log(sum(exp(x - m))) + m with m = max(x) (0 where not finite);  dx = dy * exp(x - y)
 // A primitive rather than TensorFlow's composite of max/exp/sum/log: the same numerics in one op
@@ -225,7 +276,8 @@ struct ReduceLogSumExp {
       // m: the max with keepdims shape, replaced by 0 where not finite (TensorFlow's rule).
       ReduceAttrs kd = a;
       kd.out_shape = a.keepdims_shape;
-      Tensor m = reduce_with<cpu::MaxReducer, T>(x, kd, kName, [](T v) { return std::isfinite(v) ? v : T(0); });
+      Tensor m =
+          reduce_with<cpu::MaxReducer, T>(x, kd, kName, [](T v) { return std::isfinite(v) ? v : T(0); });
       Tensor e = detail::empty(x.shape(), x.dtype(), kName);
       T* pe = detail::mutable_data<T>(e);
       cpu::zip(x.values<T>().data(), x.shape(), m.values<T>().data(), a.keepdims_shape, pe, x.shape(),
@@ -238,7 +290,8 @@ struct ReduceLogSumExp {
       Tensor out = detail::empty(a.out_shape, x.dtype(), kName);
       const T* mp = m.values<T>().data();
       T* po = detail::mutable_data<T>(out);
-      for (std::size_t j = 0; j < s.size(); ++j) po[j] = static_cast<T>(std::log(s[j]) + static_cast<double>(mp[j]));
+      for (std::size_t j = 0; j < s.size(); ++j)
+        po[j] = static_cast<T>(std::log(s[j]) + static_cast<double>(mp[j]));
       return out;
     });
   }
@@ -247,8 +300,15 @@ struct ReduceLogSumExp {
     const auto kd = dims_of(a.keepdims_shape);
     return {reshape(c.dy(), kd) * exp(c.input(0) - reshape(c.output(0), kd))};
   }
+  static constexpr auto raw = reduction_raw<tapeflow::reduce_logsumexp>;
 };
+}  // namespace ops
+Tensor reduce_logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
+  return ops::reduce_op<ops::ReduceLogSumExp>(x, axes, keepdims);
+}
+namespace ops {
 
+namespace {
 /// ArgMax and ArgMin: the axis, normalised.
 struct ArgAttrs {
   int axis = 0;
@@ -256,40 +316,23 @@ struct ArgAttrs {
 
 template <bool kMax>
 Tensor arg_reduce(const ArgAttrs& a, const Tensor& x, std::string_view op) {
-  TAPEFLOW_REQUIRE(x.dtype() != DType::Bool, InvalidArgumentError, "[{}] 'x' must be a numeric tensor, got a {}",
-                   op, describe(x));
+  TAPEFLOW_REQUIRE(x.dtype() != DType::Bool, InvalidArgumentError,
+                   "[{}] 'x' must be a numeric tensor, got a {}", op, describe(x));
   const cpu::AxisBlocks b = cpu::axis_blocks(x.shape(), a.axis);
   std::vector<std::int64_t> out_dims;
   for (int d = 0; d < x.rank(); ++d)
     if (d != a.axis) out_dims.push_back(x.shape()[d]);
   const Shape out_shape = Shape::checked(out_dims, op);
   TAPEFLOW_REQUIRE(b.n > 0 || out_shape.num_elements() == 0, InvalidArgumentError,
-                   "[{}] reduction axis {} is empty: no index to return (input: {})", op, a.axis, describe(x));
+                   "[{}] reduction axis {} is empty: no index to return (input: {})", op, a.axis,
+                   describe(x));
   Tensor out = detail::empty(out_shape, DType::Int64, op);
   visit_dtype(x.dtype(), [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>)
-      cpu::arg_reduce<kMax>(x.values<T>().data(), b.outer, b.n, b.inner, detail::mutable_data<std::int64_t>(out));
+      cpu::arg_reduce<kMax>(x.values<T>().data(), b.outer, b.n, b.inner,
+                            detail::mutable_data<std::int64_t>(out));
   });
   return out;
-}
-
-// i = argmax(x, axis); not differentiable (an index).
-struct ArgMax {
-  static constexpr std::string_view kName = "ArgMax";
-  using Attrs = ArgAttrs;
-  static Tensor forward(const Attrs& a, const Tensor& x) { return arg_reduce<true>(a, x, kName); }
-};
-
-// i = argmin(x, axis); not differentiable (an index).
-struct ArgMin {
-  static constexpr std::string_view kName = "ArgMin";
-  using Attrs = ArgAttrs;
-  static Tensor forward(const Attrs& a, const Tensor& x) { return arg_reduce<false>(a, x, kName); }
-};
-
-template <class Op>
-Tensor reduce_op(const Tensor& x, const Axes& axes, bool keepdims) {
-  return autodiff::apply_with<Op>(reduce_attrs(x, axes, keepdims, Op::kName), x);
 }
 
 template <class Op>
@@ -297,32 +340,47 @@ Tensor arg_op(const Tensor& x, std::int64_t axis) {
   require_defined(x, Op::kName);
   return autodiff::apply_with<Op>({normalize_axis(axis, x.rank(), Op::kName)}, x);
 }
-
 }  // namespace
+
+// i = argmax(x, axis); not differentiable (an index).
+struct ArgMax {
+  static constexpr std::string_view kName = "ArgMax";
+  using Attrs = ArgAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) { return arg_reduce<true>(a, x, kName); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"dimension"});
+    return {tapeflow::argmax(a.in(0), a.i("dimension", 0))};
+  }
+};
 }  // namespace ops
-
-namespace autodiff {
-void register_reduce_ops(Registry& r) {
-  r.add<ops::Sum>();
-  r.add<ops::Mean>();
-  r.add<ops::Max>();
-  r.add<ops::Min>();
-  r.add<ops::Prod>();
-  r.add<ops::ReduceLogSumExp>();
-  r.add_non_differentiable<ops::ArgMax>();
-  r.add_non_differentiable<ops::ArgMin>();
-}
-}  // namespace autodiff
-
-Tensor reduce_sum(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Sum>(x, axes, keepdims); }
-Tensor reduce_mean(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Mean>(x, axes, keepdims); }
-Tensor reduce_max(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Max>(x, axes, keepdims); }
-Tensor reduce_min(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Min>(x, axes, keepdims); }
-Tensor reduce_prod(const Tensor& x, const Axes& axes, bool keepdims) { return ops::reduce_op<ops::Prod>(x, axes, keepdims); }
-Tensor reduce_logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
-  return ops::reduce_op<ops::ReduceLogSumExp>(x, axes, keepdims);
-}
 Tensor argmax(const Tensor& x, std::int64_t axis) { return ops::arg_op<ops::ArgMax>(x, axis); }
+namespace ops {
+
+// i = argmin(x, axis); not differentiable (an index).
+struct ArgMin {
+  static constexpr std::string_view kName = "ArgMin";
+  using Attrs = ArgAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) { return arg_reduce<false>(a, x, kName); }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"dimension"});
+    return {tapeflow::argmin(a.in(0), a.i("dimension", 0))};
+  }
+};
+}  // namespace ops
 Tensor argmin(const Tensor& x, std::int64_t axis) { return ops::arg_op<ops::ArgMin>(x, axis); }
+namespace ops {
+
+void register_reduce_ops(Registrar& r) {
+  r.add<Sum>();
+  r.add<Mean>();
+  r.add<Max>();
+  r.add<Min>();
+  r.add<Prod>();
+  r.add<ReduceLogSumExp>();
+  r.add_non_differentiable<ArgMax>();
+  r.add_non_differentiable<ArgMin>();
+}
+
+}  // namespace ops
 
 }  // namespace tapeflow

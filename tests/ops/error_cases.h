@@ -9,7 +9,8 @@
 //     tape's num_recorded_ops() and saved_bytes(), and the allocator's live buffers are unchanged;
 //   - checking the exception type exactly and that the message names the op as "[Op]" plus the
 //     row's needles (the argument and the received shape or value).
-// A coverage test fails if a registered op has no row. Rows live in error_cases_<family>.cpp.
+// A coverage test fails if a registered op has no row. Rows live in error_cases_<family>.cpp,
+// except an elementwise op's standard rows, which follow from the error kind of its op_cases row.
 
 #include <cmath>
 #include <functional>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/op_cases.h"
 #include "tapeflow/ops/raw.h"
 #include "tapeflow/tapeflow.h"
 
@@ -39,7 +41,14 @@ std::string_view class_name(ErrorClass c);
 inline constexpr int kNumClasses = 10;
 
 /// The exact exception type a row expects.
-enum class Throws { InvalidArgument, ResourceExhausted, OutOfRange, Unimplemented, FailedPrecondition, Lookup };
+enum class Throws {
+  InvalidArgument,
+  ResourceExhausted,
+  OutOfRange,
+  Unimplemented,
+  FailedPrecondition,
+  Lookup
+};
 std::string_view throws_name(Throws t);
 
 using Ins = std::vector<Tensor>;
@@ -67,6 +76,14 @@ struct ErrorCase {
 
 /// Every row of every family.
 const std::vector<ErrorCase>& error_cases();
+
+/// The standard bad-input rows of an elementwise op of `kind` (op_cases.h), run through `call`
+/// and, with `attrs`, through raw_ops::call.
+void add_elementwise_error_rows(std::vector<ErrorCase>& rows, const std::string& op, ErrorKind kind,
+                                const std::function<Outs(const Ins&)>& call,
+                                const raw_ops::AttrMap& attrs = {});
+/// Those rows for every op with an error kind in op_cases() (from its first row with one).
+void add_kind_error_cases(std::vector<ErrorCase>& rows);
 
 void add_math_error_cases(std::vector<ErrorCase>& rows);
 void add_array_error_cases(std::vector<ErrorCase>& rows);

@@ -1,55 +1,17 @@
-// Error rows for the elementwise math family: unary, binary, comparisons, logical, select, cast,
-// clip.
+// Error rows for the elementwise math family: comparisons, logical, select, cast, clip, and the
+// rows beyond the standard ones of the unary and binary ops (those follow from the error kind of
+// their op_cases row, error_cases.cpp).
 
 #include "ops/error_cases.h"
 
 namespace tapeflow::testing::errors {
+// Rows stay one per line, as a table (clang-format would break them one field per line).
+// clang-format off
 namespace {
 
 using C = ErrorClass;
 
-using UnaryFn = Tensor (*)(const Tensor&);
 using BinaryFn = Tensor (*)(const Tensor&, const Tensor&);
-
-/// Float-only unary ops: integer and bool inputs have no kernel; undefined inputs are refused.
-void float_unary(std::vector<ErrorCase>& rows, const std::string& op, UnaryFn f) {
-  auto call = [f](const Ins& x) { return one(f(x[0])); };
-  rows.push_back({.op = op, .cls = C::DType, .what = "int32 input", .inputs = {i32({2, 3})}, .call = call,
-                  .needles = {"'x'", "int32", "(2, 3)"}});
-  rows.push_back({.op = op, .cls = C::DType, .what = "bool input", .inputs = {bools({2})}, .call = call,
-                  .needles = {"'x'", "bool", "(2,)"}});
-  rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined input", .inputs = {Tensor{}}, .call = call,
-                  .needles = {"input 0", "undefined"}});
-}
-
-/// Numeric unary ops (ints allowed): bool inputs and undefined inputs are refused.
-void numeric_unary(std::vector<ErrorCase>& rows, const std::string& op, UnaryFn f) {
-  auto call = [f](const Ins& x) { return one(f(x[0])); };
-  rows.push_back({.op = op, .cls = C::DType, .what = "bool input", .inputs = {bools({3, 1})}, .call = call,
-                  .needles = {"'x'", "bool", "(3, 1)"}});
-  rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined input", .inputs = {Tensor{}}, .call = call,
-                  .needles = {"input 0", "undefined"}});
-}
-
-/// Binary ops with broadcasting: incompatible shapes (also against an empty operand), mixed
-/// dtypes, undefined operands.
-void binary(std::vector<ErrorCase>& rows, const std::string& op, BinaryFn f, bool floats_only) {
-  auto call = [f](const Ins& x) { return one(f(x[0], x[1])); };
-  rows.push_back({.op = op, .cls = C::Shape, .what = "shapes do not broadcast", .inputs = {f32({2, 3}), f32({4})},
-                  .call = call, .needles = {"(2, 3)", "(4,)"}});
-  rows.push_back({.op = op, .cls = C::Empty, .what = "empty operand against a size-2 dim",
-                  .inputs = {f64({0}), f64({2})}, .call = call, .needles = {"(0,)", "(2,)"}});
-  rows.push_back({.op = op, .cls = C::DType, .what = "float32 with float64 (no implicit cast)",
-                  .inputs = {f32({2}), f64({2})}, .call = call, .needles = {"float32", "float64"}});
-  rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined y", .inputs = {f32({2}), Tensor{}},
-                  .call = call, .needles = {"input 1", "undefined"}});
-  if (floats_only)
-    rows.push_back({.op = op, .cls = C::DType, .what = "int32 operands", .inputs = {i32({2}), i32({2})},
-                    .call = call, .needles = {"int32", "(2,)"}});
-  else
-    rows.push_back({.op = op, .cls = C::DType, .what = "bool operands", .inputs = {bools({2}), bools({2})},
-                    .call = call, .needles = {"bool", "(2,)"}});
-}
 
 void comparison(std::vector<ErrorCase>& rows, const std::string& op, BinaryFn f) {
   auto call = [f](const Ins& x) { return one(f(x[0], x[1])); };
@@ -74,40 +36,8 @@ void logical(std::vector<ErrorCase>& rows, const std::string& op, BinaryFn f) {
 }  // namespace
 
 void add_math_error_cases(std::vector<ErrorCase>& rows) {
-  float_unary(rows, "Exp", exp);
-  float_unary(rows, "Expm1", expm1);
-  float_unary(rows, "Log", log);
-  float_unary(rows, "Log1p", log1p);
-  float_unary(rows, "Sqrt", sqrt);
-  float_unary(rows, "Rsqrt", rsqrt);
-  float_unary(rows, "Sin", sin);
-  float_unary(rows, "Cos", cos);
-  float_unary(rows, "Tan", tan);
-  float_unary(rows, "Asin", asin);
-  float_unary(rows, "Acos", acos);
-  float_unary(rows, "Atan", atan);
-  float_unary(rows, "Sinh", sinh);
-  float_unary(rows, "Cosh", cosh);
-  float_unary(rows, "Tanh", tanh);
-  float_unary(rows, "Sigmoid", sigmoid);
-  float_unary(rows, "Softplus", softplus);
-  float_unary(rows, "Softsign", softsign);
-  float_unary(rows, "Reciprocal", reciprocal);
-  numeric_unary(rows, "Square", square);
-  numeric_unary(rows, "Abs", abs);
-  numeric_unary(rows, "Sign", sign);
-  numeric_unary(rows, "Neg", negative);
-
-  binary(rows, "AddV2", add, false);
-  binary(rows, "Sub", subtract, false);
-  binary(rows, "Mul", multiply, false);
-  binary(rows, "MulNoNan", multiply_no_nan, true);
-  binary(rows, "RealDiv", divide, false);
-  binary(rows, "Pow", [](const Tensor& x, const Tensor& y) { return pow(x, y); }, false);
-  binary(rows, "Maximum", [](const Tensor& x, const Tensor& y) { return maximum(x, y); }, false);
-  binary(rows, "Minimum", [](const Tensor& x, const Tensor& y) { return minimum(x, y); }, false);
-  binary(rows, "Atan2", atan2, true);
-  binary(rows, "SquaredDifference", squared_difference, false);
+  // Pow's op_cases row shifts its exponent, so its standard rows are added here.
+  add_elementwise_error_rows(rows, "Pow", ErrorKind::Binary, [](const Ins& x) { return one(pow(x[0], x[1])); });
   rows.push_back({.op = "RealDiv", .cls = C::Size, .what = "integer division by zero",
                   .inputs = {i32({3}), constant(std::vector<std::int32_t>{1, 0, 2})},
                   .call = [](const Ins& x) { return one(divide(x[0], x[1])); }, .needles = {"division by zero", "int32"}});
@@ -175,4 +105,5 @@ void add_math_error_cases(std::vector<ErrorCase>& rows) {
   }
 }
 
+// clang-format on
 }  // namespace tapeflow::testing::errors

@@ -5,22 +5,12 @@
 #include "ops/error_cases.h"
 
 namespace tapeflow::testing::errors {
+// Rows stay one per line, as a table (clang-format would break them one field per line).
+// clang-format off
 namespace {
 using C = ErrorClass;
 using UnaryFn = Tensor (*)(const Tensor&);
 using GradFn = Tensor (*)(const Tensor&, const Tensor&);
-
-void activation(std::vector<ErrorCase>& rows, const std::string& op, std::function<Tensor(const Tensor&)> f,
-                bool ints_ok, raw_ops::AttrMap attrs = {}) {
-  auto call = [f](const Ins& x) { return one(f(x[0])); };
-  rows.push_back({.op = op, .cls = C::DType, .what = "bool input", .inputs = {bools({2})}, .attrs = attrs,
-                  .call = call, .needles = {"'features'", "bool", "(2,)"}});
-  if (!ints_ok)
-    rows.push_back({.op = op, .cls = C::DType, .what = "int32 input", .inputs = {i32({2, 2})}, .attrs = attrs,
-                    .call = call, .needles = {"'features'", "int32", "(2, 2)"}});
-  rows.push_back({.op = op, .cls = C::Undefined, .what = "undefined input", .inputs = {Tensor{}}, .attrs = attrs,
-                  .call = call, .needles = {"input 0", "undefined"}});
-}
 
 /// Gradient ops of activations: (gradients, features) must agree in shape and dtype (the
 /// binary-kernel CVE class: a no-broadcast kernel given operands of different sizes).
@@ -41,12 +31,11 @@ void activation_grad(std::vector<ErrorCase>& rows, const std::string& op, const 
 
 void add_nn_error_cases(std::vector<ErrorCase>& rows) {
   using namespace tapeflow::nn;
-  activation(rows, "Relu", relu, true);
-  activation(rows, "Relu6", relu6, true);
-  activation(rows, "Elu", elu, false);
-  activation(rows, "Selu", selu, false);
-  activation(rows, "LeakyRelu", [](const Tensor& x) { return leaky_relu(x, 0.2); }, false, {{"alpha", 0.2}});
-  activation(rows, "Gelu", [](const Tensor& x) { return gelu(x, false); }, false);
+  // Relu, Relu6, Elu and Selu: their standard rows follow from their op_cases rows' error kind.
+  add_elementwise_error_rows(rows, "LeakyRelu", ErrorKind::FloatActivation,
+                             [](const Ins& x) { return one(leaky_relu(x[0], 0.2)); }, {{"alpha", 0.2}});
+  add_elementwise_error_rows(rows, "Gelu", ErrorKind::FloatActivation,
+                             [](const Ins& x) { return one(gelu(x[0], false)); });
   activation_grad(rows, "ReluGrad", "features", raw_ops::relu_grad);
   activation_grad(rows, "Relu6Grad", "features", raw_ops::relu6_grad);
   activation_grad(rows, "EluGrad", "outputs", raw_ops::elu_grad);
@@ -226,4 +215,5 @@ void add_nn_error_cases(std::vector<ErrorCase>& rows) {
   }
 }
 
+// clang-format on
 }  // namespace tapeflow::testing::errors

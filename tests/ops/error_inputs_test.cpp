@@ -2,8 +2,8 @@
 // raw_ops::call, checking the exception type exactly, the message, that both entry points throw
 // identically, and that nothing changed. Also the coverage test and raw_ops::call's own errors.
 
-#include <gmock/gmock.h>
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -147,9 +147,12 @@ TEST(ErrorInputsCoverage, EveryRegisteredOpHasARowAndThreeOnAverage) {
     ++per_op[c.op];
     ++per_class[class_name(c.cls)];
     if (registered.count(c.op)) ++rows_for_ops;
-    if (c.call && c.raw) ++both_paths;
-    else if (c.raw) ++raw_only;
-    else ++api_only;
+    if (c.call && c.raw)
+      ++both_paths;
+    else if (c.raw)
+      ++raw_only;
+    else
+      ++api_only;
   }
   std::string report;
   for (const std::string& op : registered) {
@@ -161,9 +164,10 @@ TEST(ErrorInputsCoverage, EveryRegisteredOpHasARowAndThreeOnAverage) {
   report += "per class:\n";
   for (const auto& [cls, n] : per_class) report += fmt::format("  {:<45} {}\n", cls, n);
   const double average = static_cast<double>(rows_for_ops) / static_cast<double>(registered.size());
-  std::printf("error-input rows per op:\n%s%zu rows, %zu registered ops, %.2f rows per op; %d through both entry "
-              "points, %d raw_ops only, %d public API only\n",
-              report.c_str(), error_cases().size(), registered.size(), average, both_paths, raw_only, api_only);
+  std::printf(
+      "error-input rows per op:\n%s%zu rows, %zu registered ops, %.2f rows per op; %d through both entry "
+      "points, %d raw_ops only, %d public API only\n",
+      report.c_str(), error_cases().size(), registered.size(), average, both_paths, raw_only, api_only);
   EXPECT_GE(average, 3.0);
 }
 
@@ -173,6 +177,14 @@ TEST(RawOpsCall, ReachesEveryRegisteredOp) {
   const std::vector<std::string> callable = raw_ops::callable_ops();
   for (const auto& [name, status] : registered_ops())
     EXPECT_TRUE(std::find(callable.begin(), callable.end(), name) != callable.end()) << name;
+}
+
+TEST(RawOpsCall, CallsOnlyRegisteredOps) {
+  // The adapters come from the registration lines, so raw_ops has no name of its own.
+  std::set<std::string> registered;
+  for (const auto& [name, status] : registered_ops()) registered.insert(name);
+  for (const std::string& op : raw_ops::callable_ops()) EXPECT_TRUE(registered.count(op)) << op;
+  EXPECT_EQ(raw_ops::callable_ops().size(), registered.size());
 }
 
 TEST(RawOpsCall, ComputesWhatThePublicFunctionComputes) {
@@ -227,8 +239,10 @@ TEST(RawOpsCall, AttributeErrorsNameTheOpAndTheAttribute) {
     return std::string("no error");
   };
   EXPECT_THAT(message({}), HasSubstr("[Tile] missing attribute 'multiples'"));
-  EXPECT_THAT(message({{"multiples", 2.0}}), HasSubstr("[Tile] attribute 'multiples' must be a list of ints, got a float"));
-  EXPECT_THAT(message({{"multiples", Ints{2}}, {"axis", std::int64_t{0}}}), HasSubstr("[Tile] has no attribute 'axis'"));
+  EXPECT_THAT(message({{"multiples", 2.0}}),
+              HasSubstr("[Tile] attribute 'multiples' must be a list of ints, got a float"));
+  EXPECT_THAT(message({{"multiples", Ints{2}}, {"axis", std::int64_t{0}}}),
+              HasSubstr("[Tile] has no attribute 'axis'"));
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 // to sample, the input domain and how to call the op; generic tests read the table:
 //   - gradcheck_test.cpp: gradients against central differences in float64, with a random
 //     upstream gradient, full Jacobian on small inputs, random projection on all;
-//   - the coverage test: every op registered with a gradient has at least one row.
+//   - the coverage test: every op registered with a gradient has at least one row;
+//   - error_cases.cpp: a row with an error kind (an elementwise op) also gives the op its standard
+//     bad-input rows (undefined input, unsupported dtype, shapes that do not broadcast), so a new
+//     elementwise op needs this one row and no hand-written error rows.
 // Rows live in one file per op family (op_cases_<family>.cpp); op_cases.cpp gathers them.
 
 #include <functional>
@@ -13,6 +16,17 @@
 #include "tapeflow/tapeflow.h"
 
 namespace tapeflow::testing {
+
+/// Which standard bad-input rows an elementwise op gets (error_cases.cpp, add_kind_error_cases).
+enum class ErrorKind {
+  None,             // error rows written by hand in error_cases_<family>.cpp
+  FloatUnary,       // f(x), float32/float64 x: int32 and bool x refused, undefined x
+  NumericUnary,     // f(x), numbers (ints too): bool x refused, undefined x
+  Binary,           // f(x, y) broadcasting, numbers: shapes, empty operand, mixed dtypes, bool, undefined y
+  FloatBinary,      // like Binary, floats only: int32 operands refused instead of bool
+  Activation,       // f(features), numbers (ints too): bool features refused, undefined features
+  FloatActivation,  // f(features), floats only: int32 and bool features refused, undefined features
+};
 
 struct OpCase {
   /// Registry name of the op under test (e.g. "Exp"): the coverage test matches on it.
@@ -26,7 +40,16 @@ struct OpCase {
   /// Optional: false for a sample too close to a kink (relu at 0, max ties); it is redrawn.
   std::function<bool(const std::vector<Tensor>&)> valid = nullptr;
   double atol = 1e-5, rtol = 1e-3;
+  /// The op's standard error rows; `call` must then be the plain public function on the inputs.
+  ErrorKind kind = ErrorKind::None;
 };
+
+/// `row` with its error kind: how an elementwise op's row is written,
+/// `c.push_back(with_kind(ErrorKind::FloatUnary, {"Exp", kUnaryShapes, ...}))`.
+inline OpCase with_kind(ErrorKind kind, OpCase row) {
+  row.kind = kind;
+  return row;
+}
 
 /// Every row of every family.
 const std::vector<OpCase>& op_cases();

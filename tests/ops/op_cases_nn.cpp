@@ -9,12 +9,14 @@ namespace tapeflow::testing {
 
 namespace {
 using In = std::vector<Tensor>;
+using enum ErrorKind;  // with_kind(FloatUnary, {...}): the op's error rows follow from its kind
 const std::vector<std::vector<Shape>> kUnaryShapes = {{{}}, {{5}}, {{0}}, {{1, 0, 3}}, {{2, 1, 3}}};
 // Gradient ops take (gradients, forward value) of one shape.
-const std::vector<std::vector<Shape>> kPairShapes = {{{}, {}}, {{5}, {5}}, {{0}, {0}}, {{1, 0, 3}, {1, 0, 3}},
-                                                     {{2, 1, 3}, {2, 1, 3}}};
+const std::vector<std::vector<Shape>> kPairShapes = {
+    {{}, {}}, {{5}, {5}}, {{0}, {0}}, {{1, 0, 3}, {1, 0, 3}}, {{2, 1, 3}, {2, 1, 3}}};
 // Softmax-like ops: a row, a batch, a size-1 axis, empty batch, empty class axis.
-const std::vector<std::vector<Shape>> kSoftmaxShapes = {{{3}}, {{2, 3}}, {{2, 1}}, {{0, 3}}, {{2, 0}}, {{1, 0, 3}}};
+const std::vector<std::vector<Shape>> kSoftmaxShapes = {{{3}},    {{2, 3}}, {{2, 1}},
+                                                        {{0, 3}}, {{2, 0}}, {{1, 0, 3}}};
 
 /// Only the forward value (input `i`) has kinks; the upstream gradient may take any value.
 std::function<bool(const In&)> input_away_from(std::size_t i, std::vector<double> kinks) {
@@ -32,7 +34,9 @@ Tensor labels_for(const Tensor& logits, DType dtype) {
   std::vector<std::int64_t> dims(s.dims().begin(), s.dims().end() - 1);
   const Shape ls(dims);
   std::vector<std::int64_t> v(static_cast<std::size_t>(ls.num_elements()));
-  for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<std::int64_t>(k) % std::max<std::int64_t>(classes, 1);  // classes = 0: an out-of-range label
+  for (std::size_t k = 0; k < v.size(); ++k)
+    v[k] = static_cast<std::int64_t>(k) %
+           std::max<std::int64_t>(classes, 1);  // classes = 0: an out-of-range label
   if (dtype == DType::Int64) return constant(v, ls);
   return constant(std::vector<std::int32_t>(v.begin(), v.end()), ls);
 }
@@ -50,16 +54,18 @@ std::function<bool(const In&)> distinct_values(std::size_t i) {
 }
 }  // namespace
 
+// Rows stay one per line, as a table (clang-format would break them one field per line).
+// clang-format off
 void add_nn_cases(std::vector<OpCase>& c) {
   // activations
-  c.push_back({"Relu", kUnaryShapes, [](const In& x) { return nn::relu(x[0]); }, -2, 2, input_away_from(0, {0})});
-  c.push_back({"Relu6", kUnaryShapes, [](const In& x) { return nn::relu6(x[0]); }, -2, 8, input_away_from(0, {0, 6})});
+  c.push_back(with_kind(Activation, {"Relu", kUnaryShapes, [](const In& x) { return nn::relu(x[0]); }, -2, 2, input_away_from(0, {0})}));
+  c.push_back(with_kind(Activation, {"Relu6", kUnaryShapes, [](const In& x) { return nn::relu6(x[0]); }, -2, 8, input_away_from(0, {0, 6})}));
   c.push_back({"LeakyRelu", kUnaryShapes, [](const In& x) { return nn::leaky_relu(x[0]); }, -2, 2,
                input_away_from(0, {0})});
   c.push_back({"LeakyRelu", {{{2, 3}}}, [](const In& x) { return nn::leaky_relu(x[0], 1.5); }, -2, 2,
                input_away_from(0, {0})});
-  c.push_back({"Elu", kUnaryShapes, [](const In& x) { return nn::elu(x[0]); }, -3, 2, input_away_from(0, {0})});
-  c.push_back({"Selu", kUnaryShapes, [](const In& x) { return nn::selu(x[0]); }, -3, 2, input_away_from(0, {0})});
+  c.push_back(with_kind(FloatActivation, {"Elu", kUnaryShapes, [](const In& x) { return nn::elu(x[0]); }, -3, 2, input_away_from(0, {0})}));
+  c.push_back(with_kind(FloatActivation, {"Selu", kUnaryShapes, [](const In& x) { return nn::selu(x[0]); }, -3, 2, input_away_from(0, {0})}));
   c.push_back({"Gelu", kUnaryShapes, [](const In& x) { return nn::gelu(x[0]); }, -4, 4});
   c.push_back({"Gelu", kUnaryShapes, [](const In& x) { return nn::gelu(x[0], true); }, -4, 4});
 
@@ -147,5 +153,6 @@ void add_nn_cases(std::vector<OpCase>& c) {
   c.push_back({"AvgPoolGrad", {{{1, 2, 4, 2}}},
                [](const In& x) { return raw_ops::avg_pool_grad({1, 4, 4, 2}, x[0], {3, 3}, {2, 1}, "SAME"); }});
 }
+// clang-format on
 
 }  // namespace tapeflow::testing

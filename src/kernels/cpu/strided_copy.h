@@ -53,6 +53,23 @@ inline std::array<std::int64_t, kMaxRank> row_major_strides(const Shape& s) {
   return st;
 }
 
+/// The copy of a box of shape `box` from a row-major tensor of shape `src`, starting at
+/// `src_begin[d]` on each dimension d, into one of shape `dst`, starting at `dst_begin[d]` (an
+/// empty begin: the origin). Slice copies a box out of its input; Pad copies its input into a box
+/// of its output.
+inline CopyPlan box_plan(const Shape& src, std::span<const std::int64_t> src_begin, const Shape& dst,
+                         std::span<const std::int64_t> dst_begin, const Shape& box) {
+  const auto src_strides = row_major_strides(src), dst_strides = row_major_strides(dst);
+  CopyPlan p;
+  for (int d = 0; d < box.rank(); ++d) {
+    const auto u = static_cast<std::size_t>(d);
+    p.push(box[d], src_strides[u], dst_strides[u]);
+    if (!src_begin.empty()) p.src_offset += src_begin[u] * src_strides[u];
+    if (!dst_begin.empty()) p.dst_offset += dst_begin[u] * dst_strides[u];
+  }
+  return p;
+}
+
 /// The same copy with size-1 dimensions dropped and neighbours merged where both sides step
 /// through them as one longer dimension: fewer, longer loops.
 inline CopyPlan coalesce(const CopyPlan& p) {
@@ -65,7 +82,8 @@ inline CopyPlan coalesce(const CopyPlan& p) {
     if (q.rank > 0) {
       const auto last = static_cast<std::size_t>(q.rank - 1);
       // Outer dimension `last` steps exactly over the whole inner dimension k on both sides.
-      if (q.src_strides[last] == p.src_strides[u] * p.dims[u] && q.dst_strides[last] == p.dst_strides[u] * p.dims[u]) {
+      if (q.src_strides[last] == p.src_strides[u] * p.dims[u] &&
+          q.dst_strides[last] == p.dst_strides[u] * p.dims[u]) {
         q.dims[last] *= p.dims[u];
         q.src_strides[last] = p.src_strides[u];
         q.dst_strides[last] = p.dst_strides[u];
