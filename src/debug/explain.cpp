@@ -168,11 +168,11 @@ std::string GradientDiagnosis::to_string() const {
 
 namespace {
 
+using autodiff::OpRecord;
+using autodiff::Records;
 using debug::CutReason;
 using debug::CutRecord;
 using debug::trace_of;
-using autodiff::OpRecord;
-using autodiff::Records;
 
 bool all_zero(const Tensor& t) {
   if (!t.defined()) return true;
@@ -397,8 +397,8 @@ GradientDiagnosis debug::explain(const GradientTape& tape, const Tensor& target,
     const Source y(target);
     const Tensor seed = ones(target.shape(), target.dtype());
     const autodiff::Pruned p = autodiff::prune(t.ops, t.producer, {&y, 1}, {&source, 1});
-    gradient = autodiff::backward(t.ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1},
-                                             .observer = &flow})[0];
+    gradient = autodiff::backward(
+        t.ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1}, .observer = &flow})[0];
   } catch (const LookupError&) {
     // gradient()'s LookupError, unless a gradient function raised it from inside.
     if (flow.current == nullptr || flow.current->op->gradient()->status != GradientStatus::Missing) throw;

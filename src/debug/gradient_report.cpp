@@ -74,7 +74,8 @@ GradientReport debug::gradient_report(GradientTape& tape, const Tensor& target, 
 }
 
 GradientReport debug::gradient_report(GradientTape& tape, const Tensor& target,
-                                      const std::vector<Variable>& variables, const GradientReportOptions& options) {
+                                      const std::vector<Variable>& variables,
+                                      const GradientReportOptions& options) {
   // The pass and explain run gradient functions, which may destroy the GradientTape: hold the
   // state, and use the GradientTape only while it is alive.
   const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(tape);

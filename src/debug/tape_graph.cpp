@@ -152,7 +152,8 @@ std::string debug::to_dot_flat(const GradientTape& gradient_tape, const Targets&
   std::string norm_note;
   if (options.gradient_norms) {
     try {
-      (void)autodiff::gradient_pass(keep, "gradient", targets, sources, {}, UnconnectedGradients::None, &observer);
+      (void)autodiff::gradient_pass(keep, "gradient", targets, sources, {}, UnconnectedGradients::None,
+                                    &observer);
     } catch (const LookupError& e) {
       norm_note = fmt::format("gradient norms incomplete: {}", e.what());
     }
