@@ -32,6 +32,7 @@
 #include "autodiff/nesting.h"
 #include "autodiff/tape_access.h"
 #include "core/check.h"
+#include "debug/common.h"
 #include "debug/trace.h"
 #include "tapeflow/debug.h"
 #include "tapeflow/ops/creation.h"
@@ -350,14 +351,7 @@ GradientDiagnosis debug::explain(const GradientTape& tape, const Tensor& target,
   // The pass runs gradient functions, which may destroy the GradientTape: hold the state.
   const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(tape);
   detail::TapeState& t = *keep;
-  TAPEFLOW_REQUIRE(
-      t.owner == std::this_thread::get_id(), FailedPreconditionError,
-      "[GradientTape::explain] a tape records the thread that created it and must be used from that "
-      "thread");
-  TAPEFLOW_REQUIRE(
-      !t.consumed, FailedPreconditionError,
-      "[GradientTape::explain] this non-persistent tape was consumed by its gradient() call and its "
-      "records are gone; call explain() before gradient(), or use a persistent tape");
+  debug::require_readable(t, "explain", "call explain() before gradient()");
   TAPEFLOW_REQUIRE(target.defined(), InvalidArgumentError,
                    "[GradientTape::explain] the target is an undefined (default-constructed) Tensor");
   TAPEFLOW_REQUIRE(source.is_variable() || source.tensor().defined(), InvalidArgumentError,

@@ -32,6 +32,7 @@
 
 #include "autodiff/tape_access.h"
 #include "core/check.h"
+#include "debug/common.h"
 #include "debug/trace.h"
 #include "tapeflow/debug.h"
 
@@ -45,6 +46,7 @@ using autodiff::OpRecord;
 using autodiff::Records;
 using debug::CutReason;
 using debug::CutRecord;
+using debug::l2_norm;
 using debug::trace_of;
 
 std::string escape(std::string_view s) {
@@ -66,15 +68,6 @@ std::string shape_dtype(const Shape& s, DType d) {
 /// The same on a new label line.
 std::string shape_dtype_line(const Shape& s, DType d) {
   return fmt::format("\n{} {}", s.to_string(), dtype_name(d));
-}
-
-double l2_norm(const Tensor& g) {
-  double sum = 0;
-  if (g.dtype() == DType::Float32)
-    for (float v : g.values<float>()) sum += static_cast<double>(v) * v;
-  else if (g.dtype() == DType::Float64)
-    for (double v : g.values<double>()) sum += v * v;
-  return std::sqrt(sum);
 }
 
 bool has_gradient(const OpRecord& r) { return r.op->gradient()->status != GradientStatus::NotDifferentiable; }
@@ -115,16 +108,6 @@ const std::string kPath(kPathColor);
 const std::string kGrey(kGreyColor);
 constexpr std::string_view kNotOnPath = "not on a path to the target";
 
-void require_usable(const detail::TapeState& s, std::string_view what) {
-  TAPEFLOW_REQUIRE(s.owner == std::this_thread::get_id(), FailedPreconditionError,
-                   "[GradientTape::{}] a tape must be used from the thread that created it", what);
-  TAPEFLOW_REQUIRE(
-      !s.consumed, FailedPreconditionError,
-      "[GradientTape::{}] this non-persistent GradientTape was consumed by gradient() and holds no "
-      "records; draw the picture before calling gradient(), or use a persistent tape",
-      what);
-}
-
 }  // namespace
 
 std::string debug::to_dot_flat(const GradientTape& gradient_tape, const Targets& targets,
@@ -133,7 +116,7 @@ std::string debug::to_dot_flat(const GradientTape& gradient_tape, const Targets&
   // state (its records stay intact: reset() refuses while a pass runs).
   const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(gradient_tape);
   detail::TapeState& tape = *keep;
-  require_usable(tape, "to_dot");
+  debug::require_readable(tape, "to_dot", "draw the picture before calling gradient()");
   const std::vector<Source>& ys = targets.flat();
   for (std::size_t i = 0; i < ys.size(); ++i)
     TAPEFLOW_REQUIRE(ys[i].is_variable() || ys[i].tensor().defined(), InvalidArgumentError,
