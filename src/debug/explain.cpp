@@ -25,13 +25,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "autodiff/nesting.h"
 #include "autodiff/tape_access.h"
 #include "core/check.h"
+#include "debug/common.h"
 #include "debug/trace.h"
 #include "tapeflow/debug.h"
 #include "tapeflow/ops/creation.h"
@@ -168,11 +171,12 @@ std::string GradientDiagnosis::to_string() const {
 
 namespace {
 
-using debug::CutReason;
-using debug::CutRecord;
-using debug::trace_of;
 using autodiff::OpRecord;
 using autodiff::Records;
+using debug::CutReason;
+using debug::CutRecord;
+using debug::TapeTrace;
+using debug::trace_of;
 
 bool all_zero(const Tensor& t) {
   if (!t.defined()) return true;
@@ -274,7 +278,7 @@ std::vector<Node> execution_order(const detail::TapeState& t) {
   return nodes;
 }
 
-/// Step 3a: if the target depends on the source through recorded ops and cuts, the first op on
+/// Step 2, first: if the target depends on the source through recorded ops and cuts, the first op on
 /// such a path that stops gradients. std::nullopt if the target does not depend on the source.
 std::optional<GradientDiagnosis> find_cut(const detail::TapeState& t, TensorId target, TensorId source,
                                           GradientDiagnosis d) {
@@ -344,32 +348,11 @@ std::string producer_name(const detail::TapeState& t, TensorId id) {
   return "";
 }
 
-}  // namespace
-
-GradientDiagnosis debug::explain(const GradientTape& tape, const Tensor& target, const Source& source) {
-  // The pass runs gradient functions, which may destroy the GradientTape: hold the state.
-  const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(tape);
-  detail::TapeState& t = *keep;
-  TAPEFLOW_REQUIRE(
-      t.owner == std::this_thread::get_id(), FailedPreconditionError,
-      "[GradientTape::explain] a tape records the thread that created it and must be used from that "
-      "thread");
-  TAPEFLOW_REQUIRE(
-      !t.consumed, FailedPreconditionError,
-      "[GradientTape::explain] this non-persistent tape was consumed by its gradient() call and its "
-      "records are gone; call explain() before gradient(), or use a persistent tape");
-  TAPEFLOW_REQUIRE(target.defined(), InvalidArgumentError,
-                   "[GradientTape::explain] the target is an undefined (default-constructed) Tensor");
-  TAPEFLOW_REQUIRE(source.is_variable() || source.tensor().defined(), InvalidArgumentError,
-                   "[GradientTape::explain] the source is an undefined (default-constructed) Tensor");
-
-  GradientDiagnosis d;
-  d.source = source.is_variable() ? source.variable().name() : "source";
-  d.source_is_variable = source.is_variable();
-  const TensorId src = source.id();
-  const TensorId tgt = target.id();
-
-  if (src == tgt) {
+/// What needs no pass: the target is the source, or one of them is not floating (integer and
+/// bool tensors carry no gradient, whatever the tape recorded).
+std::optional<GradientDiagnosis> diagnose_at_sight(const detail::TapeState& t, const Tensor& target,
+                                                   const Source& source, GradientDiagnosis d) {
+  if (source.id() == target.id()) {
     d.cause = GradientCause::Connected;
     return d;
   }
@@ -381,24 +364,36 @@ GradientDiagnosis debug::explain(const GradientTape& tape, const Tensor& target,
   if (!is_floating(target.dtype())) {
     d.cause = GradientCause::IntegerDtype;
     d.dtype = target.dtype();
-    d.producer = producer_name(t, tgt);
+    d.producer = producer_name(t, target.id());
     if (d.producer.empty()) d.producer = "the target";
     return d;
   }
+  return std::nullopt;
+}
 
-  // Step 1: what gradient() does, observed. Recorded on no tape, and no accumulator sees it; tapes
-  // that gradient functions create (recompute_grad's) are created later and stay visible to
-  // themselves. The records are kept.
-  Flow flow(t.ops, tgt);
+/// gradient()'s own prune and backward pass for one target and one source, watched by `flow`.
+/// Recorded on no tape, and no accumulator sees it; tapes that gradient functions create
+/// (recompute_grad's) are created later and stay visible to themselves. The records are kept.
+std::optional<Tensor> observed_gradient(detail::TapeState& t, const Tensor& target, const Source& source,
+                                        Flow& flow) {
+  const autodiff::RunningPass running(t);
+  const autodiff::HideNestedFrom hide(0);
+  const Source y(target);
+  const Tensor seed = ones(target.shape(), target.dtype());
+  const autodiff::Pruned p = autodiff::prune(t.ops, t.producer, {&y, 1}, {&source, 1});
+  return autodiff::backward(
+      t.ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1}, .observer = &flow})[0];
+}
+
+/// Step 1: what gradient() does, observed. Its LookupError, or, for a source a cotangent reaches,
+/// the path and whether the gradient is None, zero or connected. std::nullopt when no cotangent
+/// reaches the source (step 2 says why).
+std::optional<GradientDiagnosis> diagnose_from_pass(detail::TapeState& t, const Tensor& target,
+                                                    const Source& source, GradientDiagnosis d) {
+  Flow flow(t.ops, target.id());
   std::optional<Tensor> gradient;
   try {
-    const autodiff::RunningPass running(t);
-    const autodiff::HideNestedFrom hide(0);
-    const Source y(target);
-    const Tensor seed = ones(target.shape(), target.dtype());
-    const autodiff::Pruned p = autodiff::prune(t.ops, t.producer, {&y, 1}, {&source, 1});
-    gradient = autodiff::backward(t.ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1},
-                                             .observer = &flow})[0];
+    gradient = observed_gradient(t, target, source, flow);
   } catch (const LookupError&) {
     // gradient()'s LookupError, unless a gradient function raised it from inside.
     if (flow.current == nullptr || flow.current->op->gradient()->status != GradientStatus::Missing) throw;
@@ -406,66 +401,89 @@ GradientDiagnosis debug::explain(const GradientTape& tape, const Tensor& target,
     d.op = flow.current->op->name();
     return d;
   }
-  if (flow.has_cotangent.contains(src)) {
-    d.path = path_of(t.ops, flow, tgt, src);
-    if (!gradient) {
-      d.cause = GradientCause::NonDifferentiableOp;
-      d.op = flow.no_gradient ? flow.no_gradient->op->name() : "";
-      d.path.clear();
-    } else if (all_zero(*gradient)) {
-      d.cause = GradientCause::ZeroGradient;
-      d.op = flow.became_zero ? flow.became_zero->op->name() : "";
-    } else {
-      d.cause = GradientCause::Connected;
-    }
-    return d;
+  if (!flow.has_cotangent.contains(source.id())) return std::nullopt;
+  d.path = path_of(t.ops, flow, target.id(), source.id());
+  if (!gradient) {  // a gradient function returned none for an input on the path
+    d.cause = GradientCause::NonDifferentiableOp;
+    d.op = flow.no_gradient ? flow.no_gradient->op->name() : "";
+    d.path.clear();
+  } else if (all_zero(*gradient)) {
+    d.cause = GradientCause::ZeroGradient;
+    d.op = flow.became_zero ? flow.became_zero->op->name() : "";
+  } else {
+    d.cause = GradientCause::Connected;
   }
+  return d;
+}
 
-  // Step 2: no cotangent reaches the source.
-  if (auto cut = find_cut(t, tgt, src, d)) return *cut;
-  if (src > tgt) {
+/// Why the tape never watched `source`; std::nullopt if it did (the source is in its producer map)
+/// or should have.
+std::optional<GradientCause> watch_reason(const detail::TapeState& t, const Source& source) {
+  if (t.producer.contains(source.id())) return std::nullopt;
+  if (!source.is_variable()) return GradientCause::TensorNotWatched;
+  if (!source.variable().trainable()) return GradientCause::VariableNotTrainable;
+  if (!t.options.watch_accessed_variables) return GradientCause::AccessedVariablesNotWatched;
+  return std::nullopt;
+}
+
+/// Where the target was computed when this tape did not make it; std::nullopt if the tape made it
+/// or the place is not known.
+std::optional<GradientCause> off_tape_reason(const detail::TapeState& t, TensorId target) {
+  if (on_tape(t, target)) return std::nullopt;
+  // Another thread first: tensor ids grow in creation order on each thread only, so the id
+  // comparisons below say something about tensors of the tape's own thread.
+  if (const auto thread = debug::unrecorded_thread_of(target); thread && *thread != t.owner)
+    return GradientCause::TargetOnAnotherThread;
+  const TapeTrace& trace = trace_of(t);
+  if (target < trace.first_id) return GradientCause::TargetBeforeTape;
+  for (const auto& [first, last] : trace.paused_ids)
+    if (target >= first && target < last) return GradientCause::RecordingPaused;
+  for (const auto& other : autodiff::this_thread_tapes())
+    if (other.get() != &t && on_tape(*other, target)) return GradientCause::TargetOnAnotherTape;
+  return std::nullopt;
+}
+
+/// Step 2: no cotangent reaches the source. A cut on a path of the data-flow graph, else the
+/// tape's facts: the source's creation after the target, why it was not watched, where the
+/// target was made; else the target does not depend on the source.
+GradientDiagnosis diagnose_unreached(const detail::TapeState& t, TensorId target, const Source& source,
+                                     GradientDiagnosis d) {
+  if (auto cut = find_cut(t, target, source.id(), d)) return *cut;
+  if (source.id() > target) {  // ids grow in creation order: the target cannot read a later tensor
     d.cause = GradientCause::SourceCreatedAfterTarget;
     return d;
   }
-  if (!t.producer.contains(src)) {
-    if (!source.is_variable()) {
-      d.cause = GradientCause::TensorNotWatched;
-      return d;
-    }
-    if (!source.variable().trainable()) {
-      d.cause = GradientCause::VariableNotTrainable;
-      return d;
-    }
-    if (!t.options.watch_accessed_variables) {
-      d.cause = GradientCause::AccessedVariablesNotWatched;
-      return d;
-    }
+  if (const auto why = watch_reason(t, source)) {
+    d.cause = *why;
+    return d;
   }
-  if (!on_tape(t, tgt)) {
-    // Another thread first: tensor ids grow in creation order on each thread only, so the id
-    // comparisons below say something about tensors of the tape's own thread.
-    if (const auto thread = debug::unrecorded_thread_of(tgt); thread && *thread != t.owner) {
-      d.cause = GradientCause::TargetOnAnotherThread;
-      return d;
-    }
-    if (tgt < trace_of(t).first_id) {
-      d.cause = GradientCause::TargetBeforeTape;
-      return d;
-    }
-    for (const auto& [first, last] : trace_of(t).paused_ids)
-      if (tgt >= first && tgt < last) {
-        d.cause = GradientCause::RecordingPaused;
-        return d;
-      }
-    for (const auto& other : autodiff::this_thread_tapes())
-      if (other.get() != &t && on_tape(*other, tgt)) {
-        d.cause = GradientCause::TargetOnAnotherTape;
-        return d;
-      }
+  if (const auto why = off_tape_reason(t, target)) {
+    d.cause = *why;
+    return d;
   }
   d.cause = GradientCause::SourceNotUsed;
-  d.target_recorded = t.producer.contains(tgt) || trace_of(t).cut_ids.contains(tgt);
+  d.target_recorded = t.producer.contains(target) || trace_of(t).cut_ids.contains(target);
   return d;
+}
+
+}  // namespace
+
+GradientDiagnosis debug::explain(const GradientTape& tape, const Tensor& target, const Source& source) {
+  // The pass runs gradient functions, which may destroy the GradientTape: hold the state.
+  const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(tape);
+  detail::TapeState& t = *keep;
+  debug::require_readable(t, "explain", "call explain() before gradient()");
+  TAPEFLOW_REQUIRE(target.defined(), InvalidArgumentError,
+                   "[GradientTape::explain] the target is an undefined (default-constructed) Tensor");
+  TAPEFLOW_REQUIRE(source.is_variable() || source.tensor().defined(), InvalidArgumentError,
+                   "[GradientTape::explain] the source is an undefined (default-constructed) Tensor");
+
+  GradientDiagnosis d;
+  d.source = source.is_variable() ? source.variable().name() : "source";
+  d.source_is_variable = source.is_variable();
+  if (auto seen = diagnose_at_sight(t, target, source, d)) return *seen;
+  if (auto observed = diagnose_from_pass(t, target, source, d)) return *observed;
+  return diagnose_unreached(t, target.id(), source, d);
 }
 
 }  // namespace tapeflow

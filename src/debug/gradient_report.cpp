@@ -10,6 +10,7 @@
 
 #include "autodiff/tape_access.h"
 #include "core/check.h"
+#include "debug/common.h"
 #include "tapeflow/debug.h"
 #include "tapeflow/module.h"
 
@@ -17,15 +18,7 @@ namespace tapeflow {
 
 namespace {
 
-/// L2 norm in double precision; NaN or Inf if the tensor holds one.
-double l2_norm(const Tensor& t) {
-  double sum = 0;
-  if (t.dtype() == DType::Float32)
-    for (float v : t.values<float>()) sum += static_cast<double>(v) * static_cast<double>(v);
-  else if (t.dtype() == DType::Float64)
-    for (double v : t.values<double>()) sum += v * v;
-  return std::sqrt(sum);
-}
+using debug::l2_norm;
 
 bool all_finite(const Tensor& t) {
   if (t.dtype() == DType::Float32)
@@ -74,7 +67,8 @@ GradientReport debug::gradient_report(GradientTape& tape, const Tensor& target, 
 }
 
 GradientReport debug::gradient_report(GradientTape& tape, const Tensor& target,
-                                      const std::vector<Variable>& variables, const GradientReportOptions& options) {
+                                      const std::vector<Variable>& variables,
+                                      const GradientReportOptions& options) {
   // The pass and explain run gradient functions, which may destroy the GradientTape: hold the
   // state, and use the GradientTape only while it is alive.
   const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(tape);

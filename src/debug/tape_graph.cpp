@@ -23,15 +23,16 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "autodiff/tape_access.h"
 #include "core/check.h"
+#include "debug/common.h"
 #include "debug/trace.h"
 #include "tapeflow/debug.h"
 
@@ -45,6 +46,7 @@ using autodiff::OpRecord;
 using autodiff::Records;
 using debug::CutReason;
 using debug::CutRecord;
+using debug::l2_norm;
 using debug::trace_of;
 
 std::string escape(std::string_view s) {
@@ -68,26 +70,18 @@ std::string shape_dtype_line(const Shape& s, DType d) {
   return fmt::format("\n{} {}", s.to_string(), dtype_name(d));
 }
 
-double l2_norm(const Tensor& g) {
-  double sum = 0;
-  if (g.dtype() == DType::Float32)
-    for (float v : g.values<float>()) sum += static_cast<double>(v) * v;
-  else if (g.dtype() == DType::Float64)
-    for (double v : g.values<double>()) sum += v * v;
-  return std::sqrt(sum);
-}
-
 bool has_gradient(const OpRecord& r) { return r.op->gradient()->status != GradientStatus::NotDifferentiable; }
 
 /// The norm of each (record, input) gradient contribution of one backward pass.
 class NormObserver final : public autodiff::BackwardObserver {
  public:
+  using Norms = std::map<std::pair<std::size_t, std::size_t>, double>;
   void after_record(std::size_t k, std::span<const Tensor>, std::span<const bool> needed,
                     const Grads& grads) override {
     for (std::size_t i = 0; i < needed.size(); ++i)
       if (needed[i] && grads[i]) norms[{k, i}] = l2_norm(*grads[i]);
   }
-  std::map<std::pair<std::size_t, std::size_t>, double> norms;
+  Norms norms;
 };
 
 /// Appends DOT statements with every attribute value quoted, one statement per line.
@@ -115,26 +109,11 @@ const std::string kPath(kPathColor);
 const std::string kGrey(kGreyColor);
 constexpr std::string_view kNotOnPath = "not on a path to the target";
 
-void require_usable(const detail::TapeState& s, std::string_view what) {
-  TAPEFLOW_REQUIRE(s.owner == std::this_thread::get_id(), FailedPreconditionError,
-                   "[GradientTape::{}] a tape must be used from the thread that created it", what);
-  TAPEFLOW_REQUIRE(
-      !s.consumed, FailedPreconditionError,
-      "[GradientTape::{}] this non-persistent GradientTape was consumed by gradient() and holds no "
-      "records; draw the picture before calling gradient(), or use a persistent tape",
-      what);
-}
-
-}  // namespace
-
-std::string debug::to_dot_flat(const GradientTape& gradient_tape, const Targets& targets,
-                               std::span<const Source> sources, const GraphOptions& options) {
-  // The gradient-norm pass runs gradient functions, which may destroy the GradientTape: hold the
-  // state (its records stay intact: reset() refuses while a pass runs).
-  const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(gradient_tape);
-  detail::TapeState& tape = *keep;
-  require_usable(tape, "to_dot");
-  const std::vector<Source>& ys = targets.flat();
+/// Throws for a picture that cannot be drawn: a tape that cannot be read, an undefined target or
+/// source, or gradient norms on a non-persistent tape (their pass would consume it).
+void validate_request(const detail::TapeState& tape, std::span<const Source> ys,
+                      std::span<const Source> sources, const GraphOptions& options) {
+  debug::require_readable(tape, "to_dot", "draw the picture before calling gradient()");
   for (std::size_t i = 0; i < ys.size(); ++i)
     TAPEFLOW_REQUIRE(ys[i].is_variable() || ys[i].tensor().defined(), InvalidArgumentError,
                      "[GradientTape::to_dot] target {} is an undefined (default-constructed) Tensor", i);
@@ -145,288 +124,393 @@ std::string debug::to_dot_flat(const GradientTape& gradient_tape, const Targets&
       !options.gradient_norms || tape.options.persistent, FailedPreconditionError,
       "[GradientTape::to_dot] gradient norms run the backward pass, which would consume this "
       "non-persistent tape; create it with {{.persistent = true}} or pass {{.gradient_norms = false}}");
-  const Records& ops = tape.ops;
+}
 
-  // Gradient norms: one real backward pass, observed.
-  NormObserver observer;
-  std::string norm_note;
-  if (options.gradient_norms) {
-    try {
-      (void)autodiff::gradient_pass(keep, "gradient", targets, sources, {}, UnconnectedGradients::None, &observer);
-    } catch (const LookupError& e) {
-      norm_note = fmt::format("gradient norms incomplete: {}", e.what());
-    }
+/// Runs one real backward pass watched by `observer`. An op with no registered gradient stops the
+/// pass (gradient()'s LookupError): the picture is still drawn, with the norms found until then and
+/// the returned note in its caption.
+std::string measure_gradient_norms(const std::shared_ptr<detail::TapeState>& state, const Targets& targets,
+                                   std::span<const Source> sources, NormObserver& observer) {
+  try {
+    (void)autodiff::gradient_pass(state, "gradient", targets, sources, {}, UnconnectedGradients::None,
+                                  &observer);
+  } catch (const LookupError& e) {
+    return fmt::format("gradient norms incomplete: {}", e.what());
+  }
+  return "";
+}
+
+/// Which tensors are on a path, from the backward pass's own prune (the terms are at the top of
+/// this file), so the picture never disagrees with gradient().
+struct PathFacts {
+  PathFacts(const detail::TapeState& t, std::span<const Source> ys, std::span<const Source> sources)
+      : tape(t), pruned(autodiff::prune(t.ops, t.producer, ys, sources)) {
+    for (const Source& y : ys)
+      if (is_floating(y.dtype())) reaching.insert(y.id());
+    for (std::size_t k = 0; k < t.ops.size(); ++k)
+      if (pruned.reaches[k] && has_gradient(t.ops[k]))
+        for (const auto& in : t.ops[k].inputs())
+          if (is_floating(in.dtype)) reaching.insert(in.id);
   }
 
-  // Which tensors depend on a source and which reach a target: the backward pass's prune.
-  std::unordered_map<TensorId, std::size_t> source_index;
-  for (std::size_t j = 0; j < sources.size(); ++j) source_index.try_emplace(sources[j].id(), j);
-  const autodiff::Pruned pruned = autodiff::prune(ops, tape.producer, ys, sources);
-  const auto depends = [&](TensorId id, DType dtype) {
+  /// A floating tensor that is a source or an output of a live record.
+  bool depends(TensorId id, DType dtype) const {
     if (!is_floating(dtype)) return false;
     if (pruned.source_ids.contains(id)) return true;
     const auto it = tape.producer.find(id);
     return it != tape.producer.end() && it->second >= 0 && pruned.live[static_cast<std::size_t>(it->second)];
-  };
-  std::unordered_set<TensorId> reaches;
-  for (const Source& y : ys)
-    if (is_floating(y.dtype())) reaches.insert(y.id());
-  for (std::size_t k = 0; k < ops.size(); ++k)
-    if (pruned.reaches[k] && has_gradient(ops[k]))
-      for (const auto& in : ops[k].inputs())
-        if (is_floating(in.dtype)) reaches.insert(in.id);
+  }
+  /// A target, or a floating input of a differentiable record an output of which reaches one.
+  bool reaches(TensorId id) const { return reaching.contains(id); }
 
-  // Node names. With show_variable_reads off, a ReadVariableOp is drawn as its variable.
-  const autodiff::OpDef* read_op = &autodiff::registry().get("ReadVariableOp");
-  auto collapsed = [&](std::size_t k) { return !options.show_variable_reads && ops[k].op == read_op; };
-  std::unordered_map<TensorId, const Variable*> variables;
-  for (const Variable& v : tape.watched_variables) variables.emplace(v.handle_id(), &v);
-  const std::vector<CutRecord>& cuts = trace_of(tape).cuts;
-  for (const Source& s : sources)
-    if (s.is_variable()) variables.emplace(s.id(), &s.variable());
+  const detail::TapeState& tape;
+  const autodiff::Pruned pruned;
+  std::unordered_set<TensorId> reaching;
+};
+
+/// Draws one picture, a phase per method. The order of the phases is the order of the text, which
+/// tests and golden outputs compare byte for byte; DOT itself takes statements in any order. Edges
+/// come first because they decide which op nodes are on a path; grey edges are written last.
+class GraphBuilder {
+ public:
+  GraphBuilder(const detail::TapeState& tape, std::span<const Source> ys, std::span<const Source> sources,
+               const GraphOptions& options, const NormObserver::Norms& norms)
+      : tape_(tape),
+        ops_(tape.ops),
+        ys_(ys),
+        sources_(sources),
+        options_(options),
+        norms_(norms),
+        facts_(tape, ys, sources),
+        cuts_(trace_of(tape).cuts),
+        read_op_(&autodiff::registry().get("ReadVariableOp")) {
+    for (std::size_t j = 0; j < sources.size(); ++j) source_index_.try_emplace(sources[j].id(), j);
+    for (const Variable& v : tape.watched_variables) variables_.emplace(v.handle_id(), &v);
+    for (const Source& s : sources)
+      if (s.is_variable()) variables_.emplace(s.id(), &s.variable());
+    // Ops the tape saw on tracked tensors and did not record (integer inputs): their outputs are
+    // drawn as coming from a dashed "not recorded" node. Variable updates point at the variable.
+    for (std::size_t c = 0; c < cuts_.size(); ++c)
+      if (cuts_[c].reason != CutReason::kVariableUpdate)
+        for (TensorId t : cuts_[c].outputs) cut_of_.try_emplace(t, c);
+  }
+
+  std::string build(std::string_view norm_note) {
+    add_header(norm_note);
+    add_edges();
+    add_op_nodes();
+    add_sources();
+    add_cut_records();
+    add_targets();
+    add_leaves();
+    add_path_edges();
+    dot_.text += grey_edges_.text;
+    dot_.text += "}\n";
+    return std::move(dot_.text);
+  }
+
+ private:
   struct Leaf {
     Shape shape;
     DType dtype;
   };
-  std::map<TensorId, Leaf> leaves;  // drawn after the ops, in id order
-  // Ops the tape saw on tracked tensors and did not record (integer inputs): their outputs are
-  // drawn as coming from a dashed "not recorded" node. Variable updates point at the variable.
-  std::unordered_map<TensorId, std::size_t> cut_of;
-  for (std::size_t c = 0; c < cuts.size(); ++c)
-    if (cuts[c].reason != CutReason::kVariableUpdate)
-      for (TensorId t : cuts[c].outputs) cut_of.try_emplace(t, c);
-  std::function<std::string(TensorId, const Shape&, DType)> node_of = [&](TensorId t, const Shape& shape,
-                                                                          DType dtype) -> std::string {
-    if (auto it = source_index.find(t); it != source_index.end()) return fmt::format("src{}", it->second);
-    if (auto it = tape.producer.find(t); it != tape.producer.end() && it->second >= 0) {
-      const auto p = static_cast<std::size_t>(it->second);
-      if (collapsed(p)) {
-        const auto& in = ops[p].inputs()[0];
-        return node_of(in.id, *in.shape, in.dtype);
-      }
-      return fmt::format("op{}", p);
-    }
-    if (auto it = cut_of.find(t); it != cut_of.end()) return fmt::format("cut{}", it->second);
-    leaves.try_emplace(t, Leaf{shape, dtype});
-    return fmt::format("t{}", t);
-  };
-  auto is_constant = [&](TensorId t) {
-    return !tape.producer.contains(t) && !source_index.contains(t) && !cut_of.contains(t);
-  };
-
-  DotText dot;
-  dot.text = "digraph tape {\n";
-  dot.line("rankdir=\"TB\";");
-  dot.line("graph [fontname=\"Helvetica\", fontsize=\"12\"];");
-  dot.line("node [fontname=\"Helvetica\", fontsize=\"10\"];");
-  dot.line("edge [fontname=\"Helvetica\", fontsize=\"9\"];");
-  std::string caption = options.title;
-  if (!norm_note.empty()) {
-    if (!caption.empty()) caption += '\n';
-    caption += norm_note;
-  }
-  if (!caption.empty()) dot.line(fmt::format("label=\"{}\"; labelloc=\"t\";", escape(caption)));
-
-  // Edges first (they decide which op nodes are on a path); statements may come in any order.
-  std::vector<char> op_on_path(ops.size(), 0);
-  std::unordered_set<TensorId> consumed;
   struct PathEdge {
     std::string from, to;
     double norm;
     bool has_norm;
   };
-  std::vector<PathEdge> path_edges;
-  DotText grey_edges;
-  for (std::size_t k = 0; k < ops.size(); ++k) {
-    const OpRecord& rec = ops[k];
-    for (const auto& in : rec.inputs()) consumed.insert(in.id);
-    if (collapsed(k)) continue;
-    const bool out_reaches = pruned.reaches[k] != 0;
-    const auto ins = rec.inputs();
-    const std::span<const bool> needed = pruned.needed(k, ins.size());
-    for (std::size_t i = 0; i < ins.size(); ++i) {
-      const auto& in = ins[i];
-      if (!options.show_constants && is_constant(in.id)) continue;
-      const std::string from = node_of(in.id, *in.shape, in.dtype);
-      const std::string to = fmt::format("op{}", k);
-      const bool dep = depends(in.id, in.dtype);
-      if (pruned.keep[k] && needed[i]) {
-        op_on_path[k] = 1;
-        auto it = observer.norms.find({k, i});
-        path_edges.push_back(
-            {from, to, it == observer.norms.end() ? 0.0 : it->second, it != observer.norms.end()});
-        continue;
-      }
-      std::string reason;
-      bool cut = false;
-      if (!is_floating(in.dtype)) {
-        reason = fmt::format("{} carries no gradient", dtype_name(in.dtype));
-        cut = tape.producer.contains(in.id);
-      } else if (dep && !has_gradient(rec)) {
-        reason = fmt::format("cut: {} is not differentiable", rec.op->name());
-        cut = true;
-      } else if (dep) {
-        reason = std::string(kNotOnPath);
-      } else if (!is_constant(in.id)) {
-        reason = out_reaches ? "not on a path from a source" : std::string(kNotOnPath);
-      }
-      DotText::Attrs attrs{{"color", kGrey}, {"fontcolor", kGrey}};
-      if (cut) attrs.emplace_back("style", "dashed");
-      if (!reason.empty()) attrs.emplace_back("label", reason);
-      grey_edges.edge(from, to, attrs);
+  /// Why an input edge is off the path; `cut` when something stops gradients there (drawn dashed).
+  struct OffPath {
+    std::string reason;
+    bool cut = false;
+  };
+
+  // ---- naming the nodes
+
+  /// With show_variable_reads off, a ReadVariableOp is drawn as its variable.
+  bool collapsed(std::size_t k) const { return !options_.show_variable_reads && ops_[k].op == read_op_; }
+
+  /// The record that produced `t` on this tape (not a watched tensor's -1 entry).
+  std::optional<std::size_t> recorded_producer(TensorId t) const {
+    const auto it = tape_.producer.find(t);
+    if (it == tape_.producer.end() || it->second < 0) return std::nullopt;
+    return static_cast<std::size_t>(it->second);
+  }
+
+  /// Neither recorded, a source, nor a cut's output: a value the tape does not track.
+  bool is_constant(TensorId t) const {
+    return !tape_.producer.contains(t) && !source_index_.contains(t) && !cut_of_.contains(t);
+  }
+
+  /// The node that stands for record p's outputs.
+  std::string producer_node(std::size_t p) {
+    if (!collapsed(p)) return fmt::format("op{}", p);
+    const auto& in = ops_[p].inputs()[0];
+    return node_of(in.id, *in.shape, in.dtype);
+  }
+
+  /// The node a tensor is drawn as: its source, its record, its cut, or a leaf (drawn after the
+  /// ops, in id order, so it is noted here with its shape and dtype).
+  std::string node_of(TensorId t, const Shape& shape, DType dtype) {
+    if (auto it = source_index_.find(t); it != source_index_.end()) return fmt::format("src{}", it->second);
+    if (const auto p = recorded_producer(t)) return producer_node(*p);
+    if (auto it = cut_of_.find(t); it != cut_of_.end()) return fmt::format("cut{}", it->second);
+    leaves_.try_emplace(t, Leaf{shape, dtype});
+    return fmt::format("t{}", t);
+  }
+
+  // ---- the phases, in the order of the text
+
+  void add_header(std::string_view norm_note) {
+    dot_.text = "digraph tape {\n";
+    dot_.line("rankdir=\"TB\";");
+    dot_.line("graph [fontname=\"Helvetica\", fontsize=\"12\"];");
+    dot_.line("node [fontname=\"Helvetica\", fontsize=\"10\"];");
+    dot_.line("edge [fontname=\"Helvetica\", fontsize=\"9\"];");
+    std::string caption = options_.title;
+    if (!norm_note.empty()) {
+      if (!caption.empty()) caption += '\n';
+      caption += norm_note;
+    }
+    if (!caption.empty()) dot_.line(fmt::format("label=\"{}\"; labelloc=\"t\";", escape(caption)));
+  }
+
+  /// An edge per input of each drawn record: a path edge (written last, as thick as its gradient)
+  /// or a grey one saying why no gradient flows there. Also notes which tensors some record reads.
+  void add_edges() {
+    op_on_path_.assign(ops_.size(), 0);
+    for (std::size_t k = 0; k < ops_.size(); ++k) {
+      const auto ins = ops_[k].inputs();
+      for (const auto& in : ins) read_.insert(in.id);
+      if (collapsed(k)) continue;
+      const std::span<const bool> needed = facts_.pruned.needed(k, ins.size());
+      for (std::size_t i = 0; i < ins.size(); ++i)
+        if (options_.show_constants || !is_constant(ins[i].id)) add_input_edge(k, i, needed[i]);
     }
   }
 
-  // Op nodes.
-  for (std::size_t k = 0; k < ops.size(); ++k) {
-    if (collapsed(k)) continue;
-    const OpRecord& rec = ops[k];
-    std::string label = fmt::format("{} #{}", rec.op->name(), k);
-    for (const auto& out : rec.outputs()) label += shape_dtype_line(*out.shape, out.dtype);
-    const GradientStatus status = rec.op->gradient()->status;
-    if (status == GradientStatus::NotDifferentiable) label += "\nno gradient";
-    if (status == GradientStatus::Missing) label += "\nno registered gradient";
-    const bool on = op_on_path[k] != 0;
-    DotText::Attrs attrs{{"label", label},
-                         {"shape", "box"},
-                         {"color", on ? kPath : kGrey},
-                         {"fontcolor", on ? "#000000" : kGrey}};
-    attrs.emplace_back("style", status == GradientStatus::NotDifferentiable ? "rounded,dashed" : "rounded");
-    if (on) attrs.emplace_back("penwidth", "2");
-    dot.node(fmt::format("op{}", k), attrs);
+  void add_input_edge(std::size_t k, std::size_t i, bool needed) {
+    const auto& in = ops_[k].inputs()[i];
+    const std::string from = node_of(in.id, *in.shape, in.dtype);
+    const std::string to = fmt::format("op{}", k);
+    // On a path exactly when the backward pass would send a gradient along it.
+    if (facts_.pruned.keep[k] && needed) {
+      op_on_path_[k] = 1;
+      const auto it = norms_.find({k, i});
+      const bool has_norm = it != norms_.end();
+      path_edges_.push_back({from, to, has_norm ? it->second : 0.0, has_norm});
+      return;
+    }
+    const OffPath off = off_path(k, in.id, in.dtype);
+    DotText::Attrs attrs{{"color", kGrey}, {"fontcolor", kGrey}};
+    if (off.cut) attrs.emplace_back("style", "dashed");
+    if (!off.reason.empty()) attrs.emplace_back("label", off.reason);
+    grey_edges_.edge(from, to, attrs);
   }
 
-  // Sources: variables by name. A source that is an intermediate tensor gets an edge from the op
-  // that produced it; gradients stop there.
-  for (std::size_t j = 0; j < sources.size(); ++j) {
-    const Source& s = sources[j];
-    if (source_index.at(s.id()) != j) continue;  // the same source twice is drawn once
-    const bool on = depends(s.id(), s.dtype()) && reaches.contains(s.id());
+  /// Why input `id` of record k gets no gradient. A constant's edge needs no reason.
+  OffPath off_path(std::size_t k, TensorId id, DType dtype) const {
+    const bool dep = facts_.depends(id, dtype);
+    if (!is_floating(dtype))  // a cut only where the tape made the integer tensor
+      return {fmt::format("{} carries no gradient", dtype_name(dtype)), tape_.producer.contains(id)};
+    if (dep && !has_gradient(ops_[k]))
+      return {fmt::format("cut: {} is not differentiable", ops_[k].op->name()), true};
+    if (dep) return {std::string(kNotOnPath)};
+    if (!is_constant(id))
+      return {facts_.pruned.reaches[k] ? "not on a path from a source" : std::string(kNotOnPath)};
+    return {};
+  }
+
+  void add_op_nodes() {
+    for (std::size_t k = 0; k < ops_.size(); ++k) {
+      if (collapsed(k)) continue;
+      const OpRecord& rec = ops_[k];
+      std::string label = fmt::format("{} #{}", rec.op->name(), k);
+      for (const auto& out : rec.outputs()) label += shape_dtype_line(*out.shape, out.dtype);
+      const GradientStatus status = rec.op->gradient()->status;
+      if (status == GradientStatus::NotDifferentiable) label += "\nno gradient";
+      if (status == GradientStatus::Missing) label += "\nno registered gradient";
+      const bool on = op_on_path_[k] != 0;
+      DotText::Attrs attrs{{"label", label},
+                           {"shape", "box"},
+                           {"color", on ? kPath : kGrey},
+                           {"fontcolor", on ? "#000000" : kGrey}};
+      attrs.emplace_back("style", status == GradientStatus::NotDifferentiable ? "rounded,dashed" : "rounded");
+      if (on) attrs.emplace_back("penwidth", "2");
+      dot_.node(fmt::format("op{}", k), attrs);
+    }
+  }
+
+  /// A source's or a target's node: filled with `fill` when on a path, grey otherwise.
+  static DotText::Attrs end_node(std::string label, std::string_view shape, std::string_view fill, bool on) {
+    return {{"label", std::move(label)},   {"shape", std::string(shape)},
+            {"style", "filled"},           {"fillcolor", on ? std::string(fill) : "#eeeeee"},
+            {"color", on ? kPath : kGrey}, {"fontcolor", on ? "#000000" : kGrey}};
+  }
+
+  void add_sources() {
+    for (std::size_t j = 0; j < sources_.size(); ++j)
+      if (source_index_.at(sources_[j].id()) == j) add_source(j);  // the same source twice is drawn once
+  }
+
+  /// Variables by name. A source that is an intermediate tensor gets an edge from the op that
+  /// produced it: gradients stop at the source.
+  void add_source(std::size_t j) {
+    const Source& s = sources_[j];
+    const bool on = facts_.depends(s.id(), s.dtype()) && facts_.reaches(s.id());
     std::string label = s.is_variable() ? s.variable().name() : fmt::format("source {}", j);
     label += shape_dtype_line(s.shape(), s.dtype());
-    bool is_target = false;
-    for (const Source& y : ys) is_target = is_target || y.id() == s.id();
+    const bool is_target = std::ranges::any_of(ys_, [&](const Source& y) { return y.id() == s.id(); });
     if (!is_floating(s.dtype()))
       label += fmt::format("\n{} carries no gradient", dtype_name(s.dtype()));
-    else if (!consumed.contains(s.id()) && !is_target)
+    else if (!read_.contains(s.id()) && !is_target)
       label += "\nunused: no recorded op read it";
-    dot.node(fmt::format("src{}", j), {{"label", label},
-                                       {"shape", "ellipse"},
-                                       {"style", "filled"},
-                                       {"fillcolor", on ? "#d6eaf8" : "#eeeeee"},
-                                       {"color", on ? kPath : kGrey},
-                                       {"fontcolor", on ? "#000000" : kGrey}});
-    if (auto it = tape.producer.find(s.id()); it != tape.producer.end() && it->second >= 0) {
-      const auto p = static_cast<std::size_t>(it->second);
-      std::string from =
-          collapsed(p) ? node_of(ops[p].inputs()[0].id, *ops[p].inputs()[0].shape, ops[p].inputs()[0].dtype)
-                       : fmt::format("op{}", p);
-      if (from != fmt::format("src{}", j))
-        grey_edges.edge(from, fmt::format("src{}", j),
-                        {{"color", kGrey}, {"fontcolor", kGrey}, {"label", "gradients stop at the source"}});
+    const std::string id = fmt::format("src{}", j);
+    dot_.node(id, end_node(label, "ellipse", "#d6eaf8", on));
+    if (const auto p = recorded_producer(s.id())) {
+      const std::string from = producer_node(*p);
+      if (from != id)
+        grey_edges_.edge(from, id,
+                         {{"color", kGrey}, {"fontcolor", kGrey}, {"label", "gradients stop at the source"}});
     }
   }
 
-  // Cut records (ops seen on tracked tensors and not recorded): dashed grey boxes, the reason on
-  // the dashed edges into them. Inputs that are constants or plain watched tensors are left out.
-  for (std::size_t c = 0; c < cuts.size(); ++c) {
-    const CutRecord& cut = cuts[c];
+  void add_cut_records() {
+    for (std::size_t c = 0; c < cuts_.size(); ++c) add_cut_record(c);
+  }
+
+  /// An op seen on tracked tensors and not recorded: a dashed grey box, the reason on the dashed
+  /// edges into it. Inputs that are constants or plain watched tensors are left out.
+  void add_cut_record(std::size_t c) {
+    const CutRecord& cut = cuts_[c];
     const bool update = cut.reason == CutReason::kVariableUpdate;
     const std::string id = fmt::format("cut{}", c);
     std::string label = fmt::format("{}\nnot recorded", cut.op);
     if (update && !cut.variable.empty())
       label = fmt::format("{}\nnot recorded: updates {}", cut.op, cut.variable);
-    dot.node(id, {{"label", label},
-                  {"shape", "box"},
-                  {"style", "rounded,dashed"},
-                  {"color", kGrey},
-                  {"fontcolor", kGrey}});
+    dot_.node(id, {{"label", label},
+                   {"shape", "box"},
+                   {"style", "rounded,dashed"},
+                   {"color", kGrey},
+                   {"fontcolor", kGrey}});
     const std::string reason = update ? "variable update: not differentiable" : "integer input: not recorded";
     for (TensorId t : cut.inputs) {
-      auto p = tape.producer.find(t);
-      if (!source_index.contains(t) && !cut_of.contains(t) && (p == tape.producer.end() || p->second < 0))
-        continue;
-      grey_edges.edge(node_of(t, Shape(), DType::Float32), id,
-                      {{"color", kGrey}, {"fontcolor", kGrey}, {"style", "dashed"}, {"label", reason}});
+      if (!source_index_.contains(t) && !cut_of_.contains(t) && !recorded_producer(t)) continue;
+      grey_edges_.edge(node_of(t, Shape(), DType::Float32), id,
+                       {{"color", kGrey}, {"fontcolor", kGrey}, {"style", "dashed"}, {"label", reason}});
     }
-    if (update)
-      for (TensorId h : cut.outputs)
-        if (auto it = source_index.find(h); it != source_index.end())
-          grey_edges.edge(id, fmt::format("src{}", it->second),
-                          {{"color", kGrey},
-                           {"fontcolor", kGrey},
-                           {"style", "dashed"},
-                           {"label", "later reads start a new path"}});
+    if (!update) return;
+    // The updated variable's later reads start a new path.
+    for (TensorId h : cut.outputs)
+      if (auto it = source_index_.find(h); it != source_index_.end())
+        grey_edges_.edge(id, fmt::format("src{}", it->second),
+                         {{"color", kGrey},
+                          {"fontcolor", kGrey},
+                          {"style", "dashed"},
+                          {"label", "later reads start a new path"}});
   }
 
-  // Targets, with an edge from the node that produced each.
-  for (std::size_t j = 0; j < ys.size(); ++j) {
-    const Source& y = ys[j];
-    const bool on = depends(y.id(), y.dtype());
+  void add_targets() {
+    for (std::size_t j = 0; j < ys_.size(); ++j) add_target(j);
+  }
+
+  /// A target, with an edge from the node that produced it (grey, with the reason, off a path).
+  void add_target(std::size_t j) {
+    const Source& y = ys_[j];
+    const bool on = facts_.depends(y.id(), y.dtype());
     std::string label = y.is_variable() ? y.variable().name() : fmt::format("target {}", j);
     label += shape_dtype_line(y.shape(), y.dtype());
-    dot.node(fmt::format("tgt{}", j), {{"label", label},
-                                       {"shape", "doubleoctagon"},
-                                       {"style", "filled"},
-                                       {"fillcolor", on ? "#fdebd0" : "#eeeeee"},
-                                       {"color", on ? kPath : kGrey},
-                                       {"fontcolor", on ? "#000000" : kGrey}});
+    const std::string id = fmt::format("tgt{}", j);
+    dot_.node(id, end_node(label, "doubleoctagon", "#fdebd0", on));
     const std::string from = node_of(y.id(), y.shape(), y.dtype());
     if (on) {
-      dot.edge(from, fmt::format("tgt{}", j), {{"color", kPath}, {"penwidth", "2"}});
-    } else {
-      std::string reason = is_constant(y.id()) && !y.is_variable() ? "not recorded on this tape"
-                           : is_floating(y.dtype())
-                               ? "not on a path from a source"
-                               : fmt::format("{} carries no gradient", dtype_name(y.dtype()));
-      dot.edge(from, fmt::format("tgt{}", j), {{"color", kGrey}, {"fontcolor", kGrey}, {"label", reason}});
+      dot_.edge(from, id, {{"color", kPath}, {"penwidth", "2"}});
+      return;
+    }
+    const std::string reason = is_constant(y.id()) && !y.is_variable() ? "not recorded on this tape"
+                               : is_floating(y.dtype())
+                                   ? "not on a path from a source"
+                                   : fmt::format("{} carries no gradient", dtype_name(y.dtype()));
+    dot_.edge(from, id, {{"color", kGrey}, {"fontcolor", kGrey}, {"label", reason}});
+  }
+
+  /// Watched variables and tensors that are not sources, and constants.
+  void add_leaves() {
+    for (const auto& [t, leaf] : leaves_) {
+      std::string label;
+      std::string shape = "ellipse";
+      std::string style = "dashed";
+      if (auto it = variables_.find(t); it != variables_.end()) {
+        label = fmt::format("{}{}\nwatched, not a source", it->second->name(),
+                            shape_dtype_line(leaf.shape, leaf.dtype));
+      } else if (tape_.producer.contains(t)) {
+        label = fmt::format("watched tensor{}\nnot a source", shape_dtype_line(leaf.shape, leaf.dtype));
+      } else {
+        label = shape_dtype(leaf.shape, leaf.dtype);
+        shape = "note";
+        style = "solid";
+      }
+      dot_.node(fmt::format("t{}", t), {{"label", label},
+                                        {"shape", shape},
+                                        {"style", style},
+                                        {"color", kGrey},
+                                        {"fontcolor", kGrey},
+                                        {"fontsize", "9"}});
     }
   }
 
-  // Leaves: watched variables and tensors that are not sources, and constants.
-  for (const auto& [t, leaf] : leaves) {
-    std::string label;
-    std::string shape = "ellipse";
-    std::string style = "dashed";
-    if (auto it = variables.find(t); it != variables.end()) {
-      label = fmt::format("{}{}\nwatched, not a source", it->second->name(),
-                          shape_dtype_line(leaf.shape, leaf.dtype));
-    } else if (tape.producer.contains(t)) {
-      label = fmt::format("watched tensor{}\nnot a source", shape_dtype_line(leaf.shape, leaf.dtype));
-    } else {
-      label = shape_dtype(leaf.shape, leaf.dtype);
-      shape = "note";
-      style = "solid";
+  /// Path edges, as thick as their gradient: logarithmic between the smallest and largest
+  /// non-zero norm, so a picture with norms over many decades still shows each one.
+  void add_path_edges() {
+    double lo = INFINITY, hi = 0;
+    for (const PathEdge& e : path_edges_)
+      if (e.has_norm && e.norm > 0) lo = std::min(lo, e.norm), hi = std::max(hi, e.norm);
+    for (const PathEdge& e : path_edges_) {
+      DotText::Attrs attrs{{"color", kPath}};
+      if (!e.has_norm) {
+        attrs.emplace_back("penwidth", "2");
+      } else {
+        double w = 0.8;
+        if (e.norm > 0)
+          w = hi > lo ? 1.5 + 4.5 * (std::log(e.norm) - std::log(lo)) / (std::log(hi) - std::log(lo)) : 3.0;
+        attrs.emplace_back("penwidth", fmt::format("{:.2f}", w));
+        attrs.emplace_back("label", fmt::format("|g| {:.3g}", e.norm));
+        attrs.emplace_back("fontcolor", kPath);
+      }
+      dot_.edge(e.from, e.to, attrs);
     }
-    dot.node(fmt::format("t{}", t), {{"label", label},
-                                     {"shape", shape},
-                                     {"style", style},
-                                     {"color", kGrey},
-                                     {"fontcolor", kGrey},
-                                     {"fontsize", "9"}});
   }
 
-  // Path edges, as thick as their gradient: logarithmic between the smallest and largest norm.
-  double lo = INFINITY, hi = 0;
-  for (const PathEdge& e : path_edges)
-    if (e.has_norm && e.norm > 0) lo = std::min(lo, e.norm), hi = std::max(hi, e.norm);
-  for (const PathEdge& e : path_edges) {
-    DotText::Attrs attrs{{"color", kPath}};
-    if (!e.has_norm) {
-      attrs.emplace_back("penwidth", "2");
-    } else {
-      double w = 0.8;
-      if (e.norm > 0)
-        w = hi > lo ? 1.5 + 4.5 * (std::log(e.norm) - std::log(lo)) / (std::log(hi) - std::log(lo)) : 3.0;
-      attrs.emplace_back("penwidth", fmt::format("{:.2f}", w));
-      attrs.emplace_back("label", fmt::format("|g| {:.3g}", e.norm));
-      attrs.emplace_back("fontcolor", kPath);
-    }
-    dot.edge(e.from, e.to, attrs);
-  }
-  dot.text += grey_edges.text;
-  dot.text += "}\n";
-  return dot.text;
+  const detail::TapeState& tape_;
+  const Records& ops_;
+  std::span<const Source> ys_, sources_;
+  const GraphOptions& options_;
+  const NormObserver::Norms& norms_;
+  const PathFacts facts_;
+  const std::vector<CutRecord>& cuts_;
+  const autodiff::OpDef* read_op_;
+  std::unordered_map<TensorId, std::size_t> source_index_;   // a source's id -> its first index
+  std::unordered_map<TensorId, const Variable*> variables_;  // handle id -> watched variable or source
+  std::unordered_map<TensorId, std::size_t> cut_of_;         // a cut's output -> the cut
+  std::map<TensorId, Leaf> leaves_;                          // drawn after the ops, in id order
+  std::unordered_set<TensorId> read_;                        // tensors some record reads
+  std::vector<char> op_on_path_;
+  std::vector<PathEdge> path_edges_;
+  DotText dot_, grey_edges_;
+};
+
+}  // namespace
+
+std::string debug::to_dot_flat(const GradientTape& gradient_tape, const Targets& targets,
+                               std::span<const Source> sources, const GraphOptions& options) {
+  // The gradient-norm pass runs gradient functions, which may destroy the GradientTape: hold the
+  // state (its records stay intact: reset() refuses while a pass runs).
+  const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(gradient_tape);
+  validate_request(*keep, targets.flat(), sources, options);
+  NormObserver observer;
+  const std::string norm_note =
+      options.gradient_norms ? measure_gradient_norms(keep, targets, sources, observer) : std::string();
+  return GraphBuilder(*keep, targets.flat(), sources, options, observer.norms).build(norm_note);
 }
 
 void debug::write_svg_flat(const std::string& path, const GradientTape& tape, const Targets& targets,

@@ -324,6 +324,59 @@ TEST(TapeGraph, TitleIsTheGraphLabel) {
               HasSubstr("label=\"my \\\"model\\\"\"; labelloc=\"t\";"));
 }
 
+TEST(TapeGraph, AnIntermediateSourceHasAGreyEdgeFromItsProducer) {
+  tf::Tensor x = tf::constant({1.0f, 2.0f});
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  tf::Tensor h = x * 2.0f;
+  tf::Tensor y = tf::reduce_sum(h * h);
+  const Dot dot = parse_dot(tf::debug::to_dot(tape, y, h));
+  const DotEdge& into_source = dot.edge(dot.node_labelled("Mul #0"), "src0");
+  EXPECT_EQ(into_source.attrs.at("label"), "gradients stop at the source");
+  EXPECT_EQ(into_source.attrs.at("color"), tf::kGreyColor);
+  for (const DotEdge* e : dot.edges_between("src0", dot.node_labelled("Mul #1")))  // h * h: two edges
+    EXPECT_EQ(e->attrs.at("color"), tf::kPathColor);
+}
+
+TEST(TapeGraph, WatchedTensorsAndVariablesThatAreNotSourcesAreDashedLeaves) {
+  tf::Variable w(1.0f, {.name = "w"}), v(2.0f, {.name = "v"});
+  tf::Tensor z = tf::constant(3.0f);
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(z);
+  tf::Tensor y = w * v * z;
+  const Dot dot = parse_dot(tf::debug::to_dot(tape, y, w));
+  const Attrs& variable = dot.nodes.at(dot.node_labelled("v:0"));
+  EXPECT_EQ(variable.at("label"), "v:0\n() float32\nwatched, not a source");
+  EXPECT_EQ(variable.at("style"), "dashed");
+  const Attrs& tensor = dot.nodes.at(dot.node_labelled("watched tensor"));
+  EXPECT_EQ(tensor.at("label"), "watched tensor\n() float32\nnot a source");
+  EXPECT_EQ(tensor.at("color"), tf::kGreyColor);
+}
+
+TEST(TapeGraph, AZeroGradientIsAThinEdge) {
+  tf::Tensor x = tf::constant({1.0f, 2.0f});
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  tf::Tensor zeroed = x * 0.0f;  // Mul #0
+  tf::Tensor y = tf::reduce_sum(zeroed) + tf::reduce_sum(x * 2.0f);
+  const Dot dot = parse_dot(tf::debug::to_dot(tape, y, x));
+  const DotEdge& zero = dot.edge("src0", dot.node_labelled("Mul #0"));
+  EXPECT_EQ(zero.attrs.at("label"), "|g| 0");
+  EXPECT_EQ(zero.attrs.at("penwidth"), "0.80");
+}
+
+TEST(TapeGraph, AMissingGradientLeavesTheNormsIncompleteAndSaysSo) {
+  tf::Variable image(tf::constant({{{0.5f, 0.0f, 0.0f}}}), {.name = "image"});
+  tf::Variable delta(0.1f);
+  tf::GradientTape tape({.persistent = true});
+  tf::Tensor out = tf::image::adjust_contrast(image, delta);
+  const std::string text = tf::debug::to_dot(tape, out, image);
+  EXPECT_THAT(text, HasSubstr("label=\"gradient norms incomplete: "));
+  const Dot dot = parse_dot(text);
+  EXPECT_THAT(dot.nodes.at(dot.node_labelled("AdjustContrastv2 #")).at("label"),
+              HasSubstr("no registered gradient"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // SVG through Graphviz.
 
