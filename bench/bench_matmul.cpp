@@ -33,13 +33,14 @@ const std::vector<GemmShape> kShapes = {{1024, 1024, 1024}, {256, 784, 512}, {25
 
 std::vector<float> values(std::int64_t count, int salt) {
   std::vector<float> v(static_cast<std::size_t>(count));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int>((i * 7 + salt) % 17) - 8) / 8.f;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>(static_cast<int>((i * 7 + salt) % 17) - 8) / 8.f;
   return v;
 }
 
 void set_flops(benchmark::State& state, const GemmShape& s) {
   state.counters["GFLOP"] = benchmark::Counter(2e-9 * static_cast<double>(s.m * s.k * s.n),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void tf_matmul(benchmark::State& state, GemmShape s) {
@@ -57,7 +58,8 @@ void cblas_sgemm_baseline(benchmark::State& state, GemmShape s) {
   std::vector<float> c(static_cast<std::size_t>(s.m * s.n));
   const auto m = static_cast<blasint>(s.m), k = static_cast<blasint>(s.k), n = static_cast<blasint>(s.n);
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.f, a.data(), k, b.data(), n, 0.f, c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.f, a.data(), k, b.data(), n, 0.f,
+                c.data(), n);
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }

@@ -89,7 +89,11 @@ void BM_UntrackedBesideRecordingTape(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(chain(x, c));
   per_op(state);
 }
-BENCHMARK(BM_UntrackedBesideRecordingTape)->ArgName("listener")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_UntrackedBesideRecordingTape)
+    ->ArgName("listener")
+    ->Arg(1)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond);
 
 void BM_Backward(benchmark::State& state) {
   const tf::Tensor x = tf::constant(1.0f), c = tf::constant(0.5f);

@@ -19,7 +19,8 @@ tf::Tensor log1pexp(const tf::Tensor& x) {
 // The identity forward; gradients clipped to [-1, 1] backward.
 tf::Tensor clip_gradient(const tf::Tensor& x) {
   return tf::custom_gradient({x}, [](const In& in) {
-    return tf::CustomGradientResult{{tf::identity(in[0])}, [](const In& dy, const std::vector<tf::Variable>&) {
+    return tf::CustomGradientResult{{tf::identity(in[0])},
+                                    [](const In& dy, const std::vector<tf::Variable>&) {
                                       return tf::Grads{tf::clip_by_value(dy[0], -1.0, 1.0)};
                                     }};
   })[0];

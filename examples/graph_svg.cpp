@@ -15,14 +15,16 @@ int main(int argc, char** argv) {
   const std::filesystem::path dir = argc > 1 ? argv[1] : ".";
   tf::Tensor x = tf::constant({{0.5f, -1.0f, 2.0f}, {1.5f, 0.25f, -0.5f}});  // 2 examples, 3 features
   tf::Tensor labels = tf::constant({{1.0f}, {-1.0f}});
-  tf::Variable w1(tf::constant({{0.1f, -0.2f, 0.3f, 0.4f}, {0.5f, 0.6f, -0.7f, 0.8f}, {-0.9f, 1.0f, 1.1f, -1.2f}}),
-                  {.name = "dense1/kernel"});
+  tf::Variable w1(
+      tf::constant({{0.1f, -0.2f, 0.3f, 0.4f}, {0.5f, 0.6f, -0.7f, 0.8f}, {-0.9f, 1.0f, 1.1f, -1.2f}}),
+      {.name = "dense1/kernel"});
   tf::Variable b1(tf::zeros({4}), {.name = "dense1/bias"});
   tf::Variable w2(tf::constant({{1.0f}, {-1.0f}, {0.5f}, {2.0f}}), {.name = "dense2/kernel"});
   tf::Variable b2(tf::zeros({1}), {.name = "dense2/bias"});
   // A pretrained embedding we do not want to train: its output enters through stop_gradient.
-  tf::Variable pretrained(tf::constant({{0.2f, 0.2f, 0.2f, 0.2f}, {0.1f, 0.1f, 0.1f, 0.1f}, {0.3f, 0.3f, 0.3f, 0.3f}}),
-                          {.name = "pretrained"});
+  tf::Variable pretrained(
+      tf::constant({{0.2f, 0.2f, 0.2f, 0.2f}, {0.1f, 0.1f, 0.1f, 0.1f}, {0.3f, 0.3f, 0.3f, 0.3f}}),
+      {.name = "pretrained"});
   tf::Variable head2(tf::zeros({4, 1}), {.name = "head2/kernel"});  // never read: gets no gradient
 
   tf::GradientTape tape({.persistent = true});

@@ -6,7 +6,9 @@
 
 namespace tf = tapeflow;
 
-tf::Tensor f(const tf::Tensor& x) { return tf::reduce_sum(x * x * x) + tf::reduce_sum(x) * tf::reduce_sum(x); }
+tf::Tensor f(const tf::Tensor& x) {
+  return tf::reduce_sum(x * x * x) + tf::reduce_sum(x) * tf::reduce_sum(x);
+}
 
 int main() {
   tf::Tensor x = tf::constant({1.0, 2.0});
@@ -17,7 +19,7 @@ int main() {
   acc.watch(x, v);
   tf::Tensor g;
   {
-    tf::GradientTape tape;     // ... reverse mode inside
+    tf::GradientTape tape;  // ... reverse mode inside
     tape.watch(x);
     g = *tape.gradient(f(x), x);
   }

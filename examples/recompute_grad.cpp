@@ -18,7 +18,8 @@ int main() {
     tf::GradientTape tape;
     tape.watch(x);
     tf::Tensor y = tf::reduce_sum(recompute ? tf::recompute_grad(deep_block)({x})[0] : deep_block({x})[0]);
-    std::cout << (recompute ? "recompute_grad: " : "plain:          ") << tape.saved_bytes() << " bytes held, ";
+    std::cout << (recompute ? "recompute_grad: " : "plain:          ") << tape.saved_bytes()
+              << " bytes held, ";
     std::cout << "gradient sum " << tf::numpy_str(tf::reduce_sum(*tape.gradient(y, x))) << "\n";
   }
 }

@@ -24,7 +24,8 @@ tf::NamedVariables make_vars() {
   return {{"a", tf::Variable(tf::constant(std::vector<float>{1, 2, 3, 4, 5, 6}, tf::Shape{2, 3}))},
           {"b", tf::Variable(tf::constant(7.0))},
           {"model/c", tf::Variable(tf::constant(std::vector<std::int32_t>{1, 2, 3, 4}, tf::Shape{4}))},
-          {"flag", tf::Variable(tf::cast(tf::constant(std::vector<std::int32_t>{1, 0}, tf::Shape{2}), tf::DType::Bool))}};
+          {"flag", tf::Variable(tf::cast(tf::constant(std::vector<std::int32_t>{1, 0}, tf::Shape{2}),
+                                         tf::DType::Bool))}};
 }
 
 }  // namespace

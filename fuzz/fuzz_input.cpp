@@ -37,9 +37,10 @@ Tensor FuzzInput::tensor(const std::vector<std::int64_t>& d, DType dtype) {
       for (std::size_t i = 0; i < v.size(); ++i) {
         const double x = v[i];
         // Float -> int without UB: NaN and out-of-range values become extreme integers.
-        k[i] = std::isnan(x) ? 0 : x >= 9.2e18 ? std::numeric_limits<std::int64_t>::max()
-                             : x <= -9.2e18 ? std::numeric_limits<std::int64_t>::min()
-                                            : static_cast<std::int64_t>(x);
+        k[i] = std::isnan(x)  ? 0
+               : x >= 9.2e18  ? std::numeric_limits<std::int64_t>::max()
+               : x <= -9.2e18 ? std::numeric_limits<std::int64_t>::min()
+                              : static_cast<std::int64_t>(x);
       }
       if (dtype == DType::Int64) return constant(k, shape);
       std::vector<std::int32_t> k32(k.size());
@@ -59,9 +60,12 @@ Tensor FuzzInput::indices(const std::vector<std::int64_t>& d, std::int64_t bound
   std::vector<std::int64_t> v(static_cast<std::size_t>(n));
   for (auto& e : v) {
     const std::uint8_t k = u8();
-    if (k < 230) e = bound <= 0 ? 0 : static_cast<std::int64_t>(k) % bound;
-    else if (k < 245) e = static_cast<std::int64_t>(k % 4) - 2 + (k & 1 ? bound : 0);
-    else e = extreme();
+    if (k < 230)
+      e = bound <= 0 ? 0 : static_cast<std::int64_t>(k) % bound;
+    else if (k < 245)
+      e = static_cast<std::int64_t>(k % 4) - 2 + (k & 1 ? bound : 0);
+    else
+      e = extreme();
   }
   if (boolean()) return constant(v, shape);
   std::vector<std::int32_t> v32(v.size());

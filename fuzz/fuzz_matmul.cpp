@@ -8,7 +8,8 @@ namespace tf = tapeflow;
 namespace {
 
 /// Dims for b given a's dims: usually a compatible matrix product, sometimes anything.
-std::vector<std::int64_t> partner(tf::fuzz::FuzzInput& in, const std::vector<std::int64_t>& a, bool ta, bool tb) {
+std::vector<std::int64_t> partner(tf::fuzz::FuzzInput& in, const std::vector<std::int64_t>& a, bool ta,
+                                  bool tb) {
   if (in.u8() < 40 || a.size() < 2) return in.dims();
   const std::int64_t k = ta ? a[a.size() - 2] : a.back();
   const std::int64_t n = in.range(0, 5);
@@ -26,8 +27,9 @@ std::vector<std::int64_t> partner(tf::fuzz::FuzzInput& in, const std::vector<std
 }
 
 std::string equation(tf::fuzz::FuzzInput& in, bool two) {
-  static constexpr const char* kCommon[] = {"ij,jk->ik", "bij,bjk->bik", "ij->ji", "ii->i", "ij->", "i,i->",
-                                            "i,j->ij",   "...ij,...jk->...ik", "ij,jk", "ab,bc->ca", "iij->j"};
+  static constexpr const char* kCommon[] = {"ij,jk->ik", "bij,bjk->bik", "ij->ji",  "ii->i",
+                                            "ij->",      "i,i->",        "i,j->ij", "...ij,...jk->...ik",
+                                            "ij,jk",     "ab,bc->ca",    "iij->j"};
   if (in.u8() < 128) return in.pick(kCommon);
   static constexpr char kChars[] = {'i', 'j', 'k', 'b', ',', '-', '>', '.', 'i', 'j', 'A', ' ', '1'};
   std::string s;
@@ -53,11 +55,16 @@ TAPEFLOW_FUZZ_TARGET(in) {
   const std::string eq = equation(in, op == 3);
   tf::fuzz::run_op(in, {a, b}, [&](const std::vector<tf::Tensor>& v) -> tf::Tensor {
     switch (op) {
-      case 0: return tf::matmul(v[0], v[1], ta, tb);
-      case 1: return tf::tensordot(v[0], v[1], naxes);
-      case 2: return tf::tensordot(v[0], v[1], axes_a, axes_b);
-      case 3: return tf::einsum(eq, v[0], v[1]);
-      default: return tf::einsum(eq, v[0]);
+      case 0:
+        return tf::matmul(v[0], v[1], ta, tb);
+      case 1:
+        return tf::tensordot(v[0], v[1], naxes);
+      case 2:
+        return tf::tensordot(v[0], v[1], axes_a, axes_b);
+      case 3:
+        return tf::einsum(eq, v[0], v[1]);
+      default:
+        return tf::einsum(eq, v[0]);
     }
   });
 }

@@ -40,32 +40,49 @@ TAPEFLOW_FUZZ_TARGET(in) {
   std::vector<std::int64_t> gs = in.dims();
   tf::fuzz::expect_success_or_error([&] {
     tf::Tensor fwd;
-    if (op == 2 || op == 3) fwd = tf::nn::conv2d(tf::zeros(x.shape(), dt), tf::zeros(f.shape(), dt), strides, padding);
+    if (op == 2 || op == 3)
+      fwd = tf::nn::conv2d(tf::zeros(x.shape(), dt), tf::zeros(f.shape(), dt), strides, padding);
     if (op == 5 || op == 7) fwd = tf::nn::max_pool2d(tf::zeros(x.shape(), dt), ksize, strides, padding);
     if (op == 6) fwd = x;
     if (fwd.defined() && in.u8() < 220) gs.assign(fwd.shape().dims().begin(), fwd.shape().dims().end());
   });
   const tf::Tensor g = in.tensor(gs, in.u8() < 240 ? dt : in.dtype());
-  const tf::Tensor labels = in.boolean() ? in.indices(std::vector<std::int64_t>(xs.begin(), xs.end() - (xs.empty() ? 0 : 1)),
-                                                     xs.empty() ? 1 : xs.back())
-                                         : in.tensor(xs, dt);
+  const tf::Tensor labels =
+      in.boolean() ? in.indices(std::vector<std::int64_t>(xs.begin(), xs.end() - (xs.empty() ? 0 : 1)),
+                                xs.empty() ? 1 : xs.back())
+                   : in.tensor(xs, dt);
   tf::fuzz::run_op(in, {x, f, g}, [&](const std::vector<tf::Tensor>& v) -> tf::Tensor {
     switch (op) {
-      case 0: return tf::nn::conv2d(v[0], v[1], strides, padding);
-      case 1: return tf::nn::max_pool2d(v[0], ksize, strides, padding);
-      case 2: return tf::raw_ops::conv2d_backprop_input(v[0].shape(), v[1], v[2], strides, padding);
-      case 3: return tf::raw_ops::conv2d_backprop_filter(v[0], v[1].shape(), v[2], strides, padding);
-      case 4: return tf::nn::avg_pool2d(v[0], ksize, strides, padding);
-      case 5: return tf::raw_ops::max_pool_grad(v[0], v[2], ksize, strides, padding);
-      case 6: return tf::raw_ops::max_pool_grad_grad(v[0], v[2], ksize, strides, padding);
-      case 7: return tf::raw_ops::avg_pool_grad(v[0].shape(), v[2], ksize, strides, padding);
-      case 8: return tf::nn::softmax(v[0], axis);
-      case 9: return tf::nn::log_softmax(v[0], axis);
-      case 10: return tf::nn::softmax_cross_entropy_with_logits(labels, v[0], axis);
-      case 11: return tf::nn::sparse_softmax_cross_entropy_with_logits(labels, v[0]);
-      case 12: return tf::nn::sigmoid_cross_entropy_with_logits(labels, v[0]);
-      case 13: return tf::nn::mean_squared_error(labels, v[0]);
-      default: return tf::raw_ops::avg_pool_grad(shape_of(gs), v[0], ksize, strides, padding);
+      case 0:
+        return tf::nn::conv2d(v[0], v[1], strides, padding);
+      case 1:
+        return tf::nn::max_pool2d(v[0], ksize, strides, padding);
+      case 2:
+        return tf::raw_ops::conv2d_backprop_input(v[0].shape(), v[1], v[2], strides, padding);
+      case 3:
+        return tf::raw_ops::conv2d_backprop_filter(v[0], v[1].shape(), v[2], strides, padding);
+      case 4:
+        return tf::nn::avg_pool2d(v[0], ksize, strides, padding);
+      case 5:
+        return tf::raw_ops::max_pool_grad(v[0], v[2], ksize, strides, padding);
+      case 6:
+        return tf::raw_ops::max_pool_grad_grad(v[0], v[2], ksize, strides, padding);
+      case 7:
+        return tf::raw_ops::avg_pool_grad(v[0].shape(), v[2], ksize, strides, padding);
+      case 8:
+        return tf::nn::softmax(v[0], axis);
+      case 9:
+        return tf::nn::log_softmax(v[0], axis);
+      case 10:
+        return tf::nn::softmax_cross_entropy_with_logits(labels, v[0], axis);
+      case 11:
+        return tf::nn::sparse_softmax_cross_entropy_with_logits(labels, v[0]);
+      case 12:
+        return tf::nn::sigmoid_cross_entropy_with_logits(labels, v[0]);
+      case 13:
+        return tf::nn::mean_squared_error(labels, v[0]);
+      default:
+        return tf::raw_ops::avg_pool_grad(shape_of(gs), v[0], ksize, strides, padding);
     }
   });
 }

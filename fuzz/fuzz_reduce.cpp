@@ -13,14 +13,22 @@ TAPEFLOW_FUZZ_TARGET(in) {
   const std::int64_t axis = in.axis(x.rank());
   tf::fuzz::run_op(in, {x}, [&](const std::vector<tf::Tensor>& v) -> tf::Tensor {
     switch (op) {
-      case 0: return tf::reduce_sum(v[0], axes, keepdims);
-      case 1: return tf::reduce_mean(v[0], axes, keepdims);
-      case 2: return tf::reduce_max(v[0], axes, keepdims);
-      case 3: return tf::reduce_min(v[0], axes, keepdims);
-      case 4: return tf::reduce_prod(v[0], axes, keepdims);
-      case 5: return tf::reduce_logsumexp(v[0], axes, keepdims);
-      case 6: return tf::argmax(v[0], axis);
-      default: return tf::argmin(v[0], axis);
+      case 0:
+        return tf::reduce_sum(v[0], axes, keepdims);
+      case 1:
+        return tf::reduce_mean(v[0], axes, keepdims);
+      case 2:
+        return tf::reduce_max(v[0], axes, keepdims);
+      case 3:
+        return tf::reduce_min(v[0], axes, keepdims);
+      case 4:
+        return tf::reduce_prod(v[0], axes, keepdims);
+      case 5:
+        return tf::reduce_logsumexp(v[0], axes, keepdims);
+      case 6:
+        return tf::argmax(v[0], axis);
+      default:
+        return tf::argmin(v[0], axis);
     }
   });
 }

@@ -27,8 +27,8 @@ using tf::testing::OpCase;
 
 namespace {
 
-constexpr double kStep = 1e-5;                 // finite-difference step along v
-constexpr std::int64_t kMaxElements = 256;     // per input, for remapped shapes
+constexpr double kStep = 1e-5;              // finite-difference step along v
+constexpr std::int64_t kMaxElements = 256;  // per input, for remapped shapes
 
 tf::Tensor random_tensor(const tf::Shape& s, double lo, double hi, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(lo, hi);
@@ -130,7 +130,8 @@ bool run_case(const OpCase& c, std::mt19937_64& rng, Stats& st, Failure& f, bool
         for (std::size_t i = 0; i < xs.size(); ++i) p.push_back(xs[i] + v[i] * t);
         return dot(u, c.call(p));
       };
-      const double numeric = (-at(2 * kStep) + 8 * at(kStep) - 8 * at(-kStep) + at(-2 * kStep)) / (12 * kStep);
+      const double numeric =
+          (-at(2 * kStep) + 8 * at(kStep) - 8 * at(-kStep) + at(-2 * kStep)) / (12 * kStep);
       ran = true;
       ++st.cases;
       if (remapped) ++st.remapped;
@@ -167,10 +168,14 @@ int main(int argc, char** argv) {
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--cases-per-op" && i + 1 < argc) cases_per_op = std::strtoll(argv[++i], nullptr, 10);
-    else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--op" && i + 1 < argc) only = argv[++i];
-    else if (a == "--verbose") verbose = true;
+    if (a == "--cases-per-op" && i + 1 < argc)
+      cases_per_op = std::strtoll(argv[++i], nullptr, 10);
+    else if (a == "--seed" && i + 1 < argc)
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--op" && i + 1 < argc)
+      only = argv[++i];
+    else if (a == "--verbose")
+      verbose = true;
     else {
       std::fprintf(stderr, "usage: gradfuzz [--cases-per-op N] [--seed S] [--op NAME] [--verbose]\n");
       return 2;
@@ -208,8 +213,8 @@ int main(int argc, char** argv) {
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const auto& f : failures)
-    std::printf("FAILURE %s %s: <J^T u, v> = %.17g, <u, J v> = %.17g\n", f.op.c_str(), f.shapes.c_str(), f.analytic,
-                f.numeric);
+    std::printf("FAILURE %s %s: <J^T u, v> = %.17g, <u, J v> = %.17g\n", f.op.c_str(), f.shapes.c_str(),
+                f.analytic, f.numeric);
   std::printf("gradfuzz: %zu ops, %lld cases, %lld failures, seed %llu, %.1f s\n", rows.size(),
               static_cast<long long>(total), static_cast<long long>(total_failures),
               static_cast<unsigned long long>(seed), secs);

@@ -58,8 +58,9 @@ TEST(FuzzRegressions, ByteCountOverflowThrowsResourceExhausted) {
       EXPECT_THAT(e.what(), HasSubstr("(2147483648, 2147483648)"));
     }
   }
-  EXPECT_THROW((void)tf::tile(tf::constant(std::vector<double>{1.0, 2.0}, tf::Shape{2}), {std::int64_t{1} << 61}),
-               tf::ResourceExhaustedError);
+  EXPECT_THROW(
+      (void)tf::tile(tf::constant(std::vector<double>{1.0, 2.0}, tf::Shape{2}), {std::int64_t{1} << 61}),
+      tf::ResourceExhaustedError);
 }
 
 }  // namespace
@@ -91,8 +92,10 @@ namespace {
 TEST(FuzzRegressions, IntegerArithmeticWrapsOnOverflow) {
   const std::int32_t big = std::numeric_limits<std::int32_t>::max();
   EXPECT_EQ((tf::constant(big) * tf::constant(6)).item<std::int32_t>(), -6);
-  EXPECT_EQ((tf::constant(big) + tf::constant(1)).item<std::int32_t>(), std::numeric_limits<std::int32_t>::min());
-  EXPECT_EQ((tf::constant(std::numeric_limits<std::int32_t>::min()) - tf::constant(1)).item<std::int32_t>(), big);
+  EXPECT_EQ((tf::constant(big) + tf::constant(1)).item<std::int32_t>(),
+            std::numeric_limits<std::int32_t>::min());
+  EXPECT_EQ((tf::constant(std::numeric_limits<std::int32_t>::min()) - tf::constant(1)).item<std::int32_t>(),
+            big);
   const std::int64_t big64 = std::numeric_limits<std::int64_t>::max();
   EXPECT_EQ((tf::constant(big64) * tf::constant(std::int64_t{2})).item<std::int64_t>(), -2);
 }

@@ -565,7 +565,8 @@ RssSample spawn_rss(const std::string& exe, const std::vector<std::string>& args
 /// One peak-RSS row: tapeflow's child with `tf_args` against LibTorch's child `torch_side` under
 /// every allocator configuration.
 void peak_rss_row(const Options& o, std::vector<Row>& rows, const std::string& name,
-                  const std::vector<std::string>& tf_args, const std::string& torch_side, const std::string& note) {
+                  const std::vector<std::string>& tf_args, const std::string& torch_side,
+                  const std::string& note) {
   // Each side in its own process, medians of 3 processes per configuration, alternating:
   // tapeflow (compare_rss_tapeflow, no LibTorch loaded, glibc malloc), then LibTorch under every
   // allocator configuration (this program re-executed with --rss-child); LibTorch's smallest

@@ -39,7 +39,8 @@ int main() {
 
   // Companion lines (not in the seed): what explain() says about each None. explain() reads the
   // tape's records, so it runs before gradient() consumes the non-persistent tape.
-  const std::vector<std::string> why = {tf::debug::explain(tape, y, x1).to_string(), tf::debug::explain(tape, y, x2).to_string(),
+  const std::vector<std::string> why = {tf::debug::explain(tape, y, x1).to_string(),
+                                        tf::debug::explain(tape, y, x2).to_string(),
                                         tf::debug::explain(tape, y, x3).to_string()};
 
   std::vector<tf::Gradient> grad = tape.gradient(y, {x0, x1, x2, x3});

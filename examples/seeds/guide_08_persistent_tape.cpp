@@ -28,5 +28,5 @@ int main() {
 
     seeds::print(tape.gradient(z, x)->numpy());  // [4.0, 108.0] (4 * x**3 at x = [1.0, 3.0])
     seeds::print(tape.gradient(y, x)->numpy());  // [2.0, 6.0] (2 * x at x = [1.0, 3.0])
-  }  // Drop the tape: its records are released here.
+  }                                              // Drop the tape: its records are released here.
 }

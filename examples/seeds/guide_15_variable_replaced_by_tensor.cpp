@@ -40,7 +40,8 @@ int main() {
   for (int epoch = 0; epoch < 2; ++epoch) {
     tf::GradientTape tape;
     tf::Tensor y = value(x) + 1;
-    why.push_back(std::visit([&](const auto& source) { return tf::debug::explain(tape, y, source).to_string(); }, x));
+    why.push_back(
+        std::visit([&](const auto& source) { return tf::debug::explain(tape, y, source).to_string(); }, x));
     tf::Gradient dy_dx = std::visit([&](const auto& source) { return tape.gradient(y, source); }, x);
     seeds::print(type_name(x), ":", dy_dx);
     x = value(x) + 1;  // This should be `x.assign_add(1)`

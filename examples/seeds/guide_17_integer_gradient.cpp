@@ -5,8 +5,8 @@
 //     g.watch(x)
 //     y = x * x
 //   print(g.gradient(y, x))
-//       stderr -> WARNING:tensorflow:The dtype of the watched tensor must be floating (e.g. tf.float32), got tf.int32
-//       stdout -> None
+//       stderr -> WARNING:tensorflow:The dtype of the watched tensor must be floating (e.g. tf.float32), got
+//       tf.int32 stdout -> None
 //
 // tapeflow logs the same warning to stderr with its own logger name: "WARNING:tapeflow:...".
 

@@ -37,7 +37,8 @@ int main() {
 
   // Calculate the gradients of loss with respect to x and y
   // Companion lines (not in the seed): what explain() says, asked before gradient() consumes the tape.
-  const std::string why_x = tf::debug::explain(tape, loss, x).to_string(), why_y = tf::debug::explain(tape, loss, y).to_string();
+  const std::string why_x = tf::debug::explain(tape, loss, x).to_string(),
+                    why_y = tf::debug::explain(tape, loss, y).to_string();
   std::vector<tf::Gradient> gradients = tape.gradient(loss, {x, y});
   seeds::print(gradients);
   std::cout << "explain: " << why_x << "\n";

@@ -90,7 +90,8 @@ class LinePlot {
     if (!series_.empty()) {
       std::size_t longest = 0;
       for (const auto& s : series_) longest = std::max(longest, s.label.size());
-      const double lw = 48 + 7.5 * static_cast<double>(longest), lh = 8 + 20 * static_cast<double>(series_.size());
+      const double lw = 48 + 7.5 * static_cast<double>(longest),
+                   lh = 8 + 20 * static_cast<double>(series_.size());
       const double lx = left + 10, ly = top + 10;
       o << "<rect x=\"" << lx << "\" y=\"" << ly << "\" width=\"" << num(lw) << "\" height=\"" << num(lh)
         << "\" rx=\"3\" fill=\"white\" fill-opacity=\"0.8\" stroke=\"#cccccc\"/>\n";
@@ -98,7 +99,8 @@ class LinePlot {
         const double cy = ly + 14 + 20 * static_cast<double>(s);
         o << "<line x1=\"" << lx + 8 << "\" y1=\"" << cy << "\" x2=\"" << lx + 32 << "\" y2=\"" << cy
           << "\" stroke=\"" << color(s) << "\" stroke-width=\"1.5\"/>\n";
-        o << "<text x=\"" << lx + 40 << "\" y=\"" << cy + 4 << "\">" << escape(series_[s].label) << "</text>\n";
+        o << "<text x=\"" << lx + 40 << "\" y=\"" << cy + 4 << "\">" << escape(series_[s].label)
+          << "</text>\n";
       }
     }
     o << "</svg>\n";
@@ -147,7 +149,8 @@ class LinePlot {
   static std::string tick_label(double v, const std::vector<double>& all) {
     int decimals = 0;
     for (double t : all)
-      while (decimals < 6 && std::abs(t * std::pow(10.0, decimals) - std::round(t * std::pow(10.0, decimals))) > 1e-6)
+      while (decimals < 6 &&
+             std::abs(t * std::pow(10.0, decimals) - std::round(t * std::pow(10.0, decimals))) > 1e-6)
         ++decimals;
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
@@ -169,17 +172,23 @@ class LinePlot {
   }
 
   static std::string line(double x1, double y1, double x2, double y2) {
-    return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) + "\"/>\n";
+    return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) +
+           "\"/>\n";
   }
 
   static std::string escape(const std::string& s) {
     std::string out;
     for (char c : s) {
-      if (c == '<') out += "&lt;";
-      else if (c == '>') out += "&gt;";
-      else if (c == '&') out += "&amp;";
-      else if (c == '"') out += "&quot;";
-      else out += c;
+      if (c == '<')
+        out += "&lt;";
+      else if (c == '>')
+        out += "&gt;";
+      else if (c == '&')
+        out += "&amp;";
+      else if (c == '"')
+        out += "&quot;";
+      else
+        out += c;
     }
     return out;
   }

@@ -45,7 +45,8 @@ GradientDiagnosis explain(const GradientTape& tape, const Tensor& target, const 
 
 /// The gradient of `target` for each variable: its L2 norm or why it has none, with vanishing
 /// and exploding flags. Consumes a non-persistent tape, like gradient(). Throws like gradient().
-GradientReport gradient_report(GradientTape& tape, const Tensor& target, const std::vector<Variable>& variables,
+GradientReport gradient_report(GradientTape& tape, const Tensor& target,
+                               const std::vector<Variable>& variables,
                                const GradientReportOptions& options = {});
 /// The same for a module's trainable_variables().
 GradientReport gradient_report(GradientTape& tape, const Tensor& target, const Module& module,
@@ -63,8 +64,8 @@ std::string to_dot(const GradientTape& tape, const Targets& targets, const S& so
                    const GraphOptions& options = {}) {
   return to_dot_flat(tape, targets, nest::flatten(sources), options);
 }
-inline std::string to_dot(const GradientTape& tape, const Targets& targets, std::initializer_list<Source> sources,
-                          const GraphOptions& options = {}) {
+inline std::string to_dot(const GradientTape& tape, const Targets& targets,
+                          std::initializer_list<Source> sources, const GraphOptions& options = {}) {
   return to_dot_flat(tape, targets, std::span<const Source>(sources.begin(), sources.size()), options);
 }
 ///@}
@@ -76,8 +77,8 @@ std::string to_svg(const GradientTape& tape, const Targets& targets, const S& so
                    const GraphOptions& options = {}) {
   return render_svg(to_dot(tape, targets, sources, options), options.dot_program);
 }
-inline std::string to_svg(const GradientTape& tape, const Targets& targets, std::initializer_list<Source> sources,
-                          const GraphOptions& options = {}) {
+inline std::string to_svg(const GradientTape& tape, const Targets& targets,
+                          std::initializer_list<Source> sources, const GraphOptions& options = {}) {
   return render_svg(to_dot(tape, targets, sources, options), options.dot_program);
 }
 ///@}

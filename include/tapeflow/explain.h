@@ -1,6 +1,7 @@
 #pragma once
 /// \file explain.h
-/// Why is my gradient None (or zero)? The answers of tf::debug::explain and tf::debug::gradient_report (debug.h).
+/// Why is my gradient None (or zero)? The answers of tf::debug::explain and tf::debug::gradient_report
+/// (debug.h).
 ///
 ///   tf::Variable w(2.0f, {.name = "w", .trainable = false});
 ///   tf::GradientTape tape;

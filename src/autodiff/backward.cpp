@@ -133,9 +133,13 @@ class FinalSources {
     std::ranges::sort(pending_, std::greater<>());
   }
   /// Reports the sources whose first reader comes after record `k`: the walk is about to run k.
-  void before(std::size_t k, Cotangents& grads, const IdSet& produced) { report([&](std::size_t first) { return first > k; }, grads, produced); }
+  void before(std::size_t k, Cotangents& grads, const IdSet& produced) {
+    report([&](std::size_t first) { return first > k; }, grads, produced);
+  }
   /// Reports the rest: the walk is over.
-  void finish(Cotangents& grads, const IdSet& produced) { report([](std::size_t) { return true; }, grads, produced); }
+  void finish(Cotangents& grads, const IdSet& produced) {
+    report([](std::size_t) { return true; }, grads, produced);
+  }
 
  private:
   template <class Due>
@@ -188,7 +192,8 @@ Pruned prune(const Records& ops, const IdMap<std::int64_t>& producer, std::span<
     if (!p.reaches[k] || !differentiable(k)) continue;
     for (const Slot& in : ops[k].inputs())
       if (is_floating(in.dtype))
-        if (const std::int64_t j = producer_before(in.id, k); j >= 0) p.reaches[static_cast<std::size_t>(j)] = 1;
+        if (const std::int64_t j = producer_before(in.id, k); j >= 0)
+          p.reaches[static_cast<std::size_t>(j)] = 1;
   }
   // Forward sweep: the live records and the inputs that need gradients; the pass keeps the live
   // records that reach a target.

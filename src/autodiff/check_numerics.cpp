@@ -26,12 +26,15 @@ void check_numerics(const OpDef& op, std::span<const Tensor> outputs) {
         inf += std::isinf(v) ? 1 : 0;
       }
     };
-    if (t.dtype() == DType::Float32) count(t.values<float>());
-    else count(t.values<double>());
-    TAPEFLOW_REQUIRE(nan == 0 && inf == 0, InvalidArgumentError,
-                     "[CheckNumerics] op {} produced {} NaN and {} Inf values in output {} ({} tensor of shape {}){}",
-                     op.name(), nan, inf, k, dtype_name(t.dtype()), t.shape().to_string(),
-                     t_gradient_of ? fmt::format(" while computing the gradient of {}", t_gradient_of->name()) : "");
+    if (t.dtype() == DType::Float32)
+      count(t.values<float>());
+    else
+      count(t.values<double>());
+    TAPEFLOW_REQUIRE(
+        nan == 0 && inf == 0, InvalidArgumentError,
+        "[CheckNumerics] op {} produced {} NaN and {} Inf values in output {} ({} tensor of shape {}){}",
+        op.name(), nan, inf, k, dtype_name(t.dtype()), t.shape().to_string(),
+        t_gradient_of ? fmt::format(" while computing the gradient of {}", t_gradient_of->name()) : "");
   }
 }
 

@@ -6,8 +6,6 @@
 // count). A gradient function may destroy the tape whose pass runs, or call gradient() again on a
 // persistent one; reset() from there throws (run_pass, tape_access.h).
 
-#include "tapeflow/tape.h"
-
 #include <algorithm>
 #include <map>
 #include <unordered_set>
@@ -19,6 +17,7 @@
 #include "core/check.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/ops/creation.h"
+#include "tapeflow/tape.h"
 
 namespace tapeflow {
 
@@ -70,7 +69,6 @@ const void* GradContext::attrs_ptr() const {
                   op_name());
   return record_.attrs.get();
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // Targets and sources
@@ -175,8 +173,9 @@ std::vector<std::optional<Tensor>> run_gradient(detail::TapeState& tape, std::sp
 
 std::vector<Gradient> gradient_pass(const std::shared_ptr<detail::TapeState>& state, std::string_view what,
                                     const Targets& targets, std::span<const Source> sources,
-                                    const std::vector<Tensor>& output_gradients, UnconnectedGradients unconnected,
-                                    BackwardObserver* observer, bool keep_records) {
+                                    const std::vector<Tensor>& output_gradients,
+                                    UnconnectedGradients unconnected, BackwardObserver* observer,
+                                    bool keep_records) {
   const std::vector<Source>& ys = targets.flat();
   validate_targets_and_sources(ys, sources, what);
   TAPEFLOW_REQUIRE(output_gradients.empty() || output_gradients.size() == ys.size(), InvalidArgumentError,
@@ -192,7 +191,8 @@ std::vector<Gradient> gradient_pass(const std::shared_ptr<detail::TapeState>& st
         w.defined() ? w.shape().to_string() : "(undefined)", w.defined() ? dtype_name(w.dtype()) : "-");
   }
   const auto body = [&](detail::TapeState& tape, bool release) {
-    std::vector<std::optional<Tensor>> grads = run_gradient(tape, ys, sources, output_gradients, observer, release);
+    std::vector<std::optional<Tensor>> grads =
+        run_gradient(tape, ys, sources, output_gradients, observer, release);
     std::vector<Gradient> result;
     result.reserve(sources.size());
     for (std::size_t i = 0; i < sources.size(); ++i)
@@ -233,7 +233,8 @@ GradientTape::~GradientTape() {
 void GradientTape::watch(const Source& source) {
   autodiff::require_owner(*state_, "watch");
   TAPEFLOW_REQUIRE(!state_->consumed, FailedPreconditionError,
-                   "[GradientTape::watch] {}; create a new tape to watch more tensors", autodiff::kConsumedMessage);
+                   "[GradientTape::watch] {}; create a new tape to watch more tensors",
+                   autodiff::kConsumedMessage);
   if (!source.is_variable()) {
     TAPEFLOW_REQUIRE(source.tensor().defined(), InvalidArgumentError,
                      "[GradientTape::watch] the tensor is undefined (default-constructed Tensor)");
@@ -277,12 +278,14 @@ void GradientTape::reset() {
 // destroyed in. The recording listener hears of each outermost pause.
 GradientTape::RecordingPause::RecordingPause(std::shared_ptr<detail::TapeState> s) : state_(std::move(s)) {
   if (state_->pauses++ == 0)
-    if (autodiff::RecordingListener* listener = autodiff::recording_listener()) listener->pause_began(*state_);
+    if (autodiff::RecordingListener* listener = autodiff::recording_listener())
+      listener->pause_began(*state_);
   autodiff::recount_observers();
 }
 GradientTape::RecordingPause::~RecordingPause() {
   if (--state_->pauses == 0)
-    if (autodiff::RecordingListener* listener = autodiff::recording_listener()) listener->pause_ended(*state_);
+    if (autodiff::RecordingListener* listener = autodiff::recording_listener())
+      listener->pause_ended(*state_);
   if (state_->owner != std::this_thread::get_id()) return;  // only the owner thread's registry changes
   state_->registry->list_if_recording(*state_);
   autodiff::recount_observers();
@@ -337,16 +340,18 @@ class EachGradient final : public autodiff::BackwardObserver {
 }  // namespace
 
 void for_each_gradient(GradientTape& tape, const Targets& targets, std::span<const Source> sources,
-                       const std::function<void(std::size_t, Gradient)>& fn, UnconnectedGradients unconnected) {
+                       const std::function<void(std::size_t, Gradient)>& fn,
+                       UnconnectedGradients unconnected) {
   const std::vector<Source>& ys = targets.flat();
   autodiff::validate_targets_and_sources(ys, sources, "gradient");
-  autodiff::run_pass(detail::TapeAccess::state(tape), "gradient", [&](detail::TapeState& state, bool release) {
-    EachGradient each(fn);
-    (void)autodiff::run_gradient(state, ys, sources, {}, &each, release);
-    for (std::size_t i = 0; i < sources.size(); ++i)
-      if (!each.delivered.contains(i))
-        fn(i, autodiff::unconnected_result(state, sources[i], sources[i].shape(), unconnected));
-  });
+  autodiff::run_pass(
+      detail::TapeAccess::state(tape), "gradient", [&](detail::TapeState& state, bool release) {
+        EachGradient each(fn);
+        (void)autodiff::run_gradient(state, ys, sources, {}, &each, release);
+        for (std::size_t i = 0; i < sources.size(); ++i)
+          if (!each.delivered.contains(i))
+            fn(i, autodiff::unconnected_result(state, sources[i], sources[i].shape(), unconnected));
+      });
 }
 
 }  // namespace tapeflow

@@ -109,7 +109,8 @@ std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::spa
         visit_dtype(target.dtype(), [&]<class T>() {
           for (std::int64_t j = 0; j < c; ++j) detail::mutable_data<T>(seed)[j * rows + start + j] = T(1);
         });
-        collect(autodiff::backward(ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = sources, .batch = batch}));
+        collect(autodiff::backward(ops, p,
+                                   {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = sources, .batch = batch}));
       }
     } else {
       for (std::int64_t r = 0; r < rows; ++r) {
@@ -165,8 +166,10 @@ Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source
     if (ts.num_elements() == 0) {
       // No columns; one pass with the (empty) cotangent says whether the source is connected.
       const Tensor seed = zeros(ts, target.dtype());
-      const auto g = autodiff::backward(ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1}})[0];
-      return g ? Gradient(empty_jacobian(*g, shape)) : autodiff::unconnected_result(tape, source, shape, unconnected);
+      const auto g =
+          autodiff::backward(ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1}})[0];
+      return g ? Gradient(empty_jacobian(*g, shape))
+               : autodiff::unconnected_result(tape, source, shape, unconnected);
     }
     const std::int64_t batch = ts[0];
     const std::int64_t cols = ts.num_elements() / batch;
@@ -188,8 +191,10 @@ Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source
           for (std::int64_t b = 0; b < batch; ++b)
             detail::mutable_data<T>(seed)[jj * ts.num_elements() + b * cols + j0 + jj] = T(1);
       });
-      auto g = autodiff::backward(ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1}, .batch = batch_dims})[0];
-      if (!g) return autodiff::unconnected_result(tape, source, shape, unconnected);  // the same for every column
+      auto g = autodiff::backward(
+          ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1}, .batch = batch_dims})[0];
+      if (!g)
+        return autodiff::unconnected_result(tape, source, shape, unconnected);  // the same for every column
       columns.push_back(std::move(*g));
     }
     std::vector<std::int64_t> perm(static_cast<std::size_t>(ss.rank()) + 1);

@@ -9,8 +9,8 @@ namespace tapeflow::autodiff {
 
 class JvpContext {
  public:
-  JvpContext(std::span<const Tensor* const> inputs, std::span<const Tensor> outputs, std::span<const Tensor> tangents,
-             const void* attrs)
+  JvpContext(std::span<const Tensor* const> inputs, std::span<const Tensor> outputs,
+             std::span<const Tensor> tangents, const void* attrs)
       : inputs_(inputs), outputs_(outputs), tangents_(tangents), attrs_(attrs) {}
 
   int num_inputs() const { return static_cast<int>(inputs_.size()); }

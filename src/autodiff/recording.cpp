@@ -187,7 +187,8 @@ void record_with_variables(const OpDef& op, std::span<const Tensor* const> input
     for (const Variable& v : variables)
       if (is_floating(v.dtype())) watched = watches_variable(*tape, v) || watched;
     if (!watched) {
-      if (RecordingListener* listener = recording_listener()) listener->op_not_recorded(*tape, op, inputs, outputs);
+      if (RecordingListener* listener = recording_listener())
+        listener->op_not_recorded(*tape, op, inputs, outputs);
       continue;
     }
     append(*tape, op, inputs, variables, outputs, attrs, first);
@@ -244,7 +245,8 @@ void detail::TapeState::release_records() {
   slots.clear();
   shapes.clear();
   producer.clear();
-  if (autodiff::RecordingListener* listener = autodiff::recording_listener()) listener->records_released(*this);
+  if (autodiff::RecordingListener* listener = autodiff::recording_listener())
+    listener->records_released(*this);
 }
 
 constinit thread_local std::size_t detail::TapeState::t_last_tape_records = 0;

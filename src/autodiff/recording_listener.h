@@ -30,8 +30,8 @@ class RecordingListener {
   /// The tape dropped its records (a non-persistent tape's gradient() call).
   virtual void records_released(detail::TapeState& tape) = 0;
   /// A recording tape saw `op` and did not record it: none of its floating inputs is tracked.
-  virtual void op_not_recorded(detail::TapeState& tape, const OpDef& op, std::span<const Tensor* const> inputs,
-                               std::span<const Tensor> outputs) = 0;
+  virtual void op_not_recorded(detail::TapeState& tape, const OpDef& op,
+                               std::span<const Tensor* const> inputs, std::span<const Tensor> outputs) = 0;
   /// `value` is being written into `var` by `op` (AssignVariableOp, AssignAddVariableOp, ...)
   /// while `tape` records; no tape records assignments.
   virtual void variable_updated(detail::TapeState& tape, std::string_view op, const Variable& var,
@@ -42,6 +42,8 @@ class RecordingListener {
 
 /// The installed listener, or nullptr. Installed once, before main (src/debug/trace.cpp).
 extern std::atomic<RecordingListener*> g_recording_listener;
-inline RecordingListener* recording_listener() { return g_recording_listener.load(std::memory_order_relaxed); }
+inline RecordingListener* recording_listener() {
+  return g_recording_listener.load(std::memory_order_relaxed);
+}
 
 }  // namespace tapeflow::autodiff

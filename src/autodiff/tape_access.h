@@ -95,7 +95,8 @@ auto run_pass(const std::shared_ptr<detail::TapeState>& state, std::string_view 
 /// run_pass for `keep_records`. `what` names the caller in errors.
 std::vector<Gradient> gradient_pass(const std::shared_ptr<detail::TapeState>& state, std::string_view what,
                                     const Targets& targets, std::span<const Source> sources,
-                                    const std::vector<Tensor>& output_gradients, UnconnectedGradients unconnected,
-                                    BackwardObserver* observer = nullptr, bool keep_records = false);
+                                    const std::vector<Tensor>& output_gradients,
+                                    UnconnectedGradients unconnected, BackwardObserver* observer = nullptr,
+                                    bool keep_records = false);
 
 }  // namespace tapeflow::autodiff

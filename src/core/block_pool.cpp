@@ -9,8 +9,10 @@ namespace tapeflow::detail {
 
 #ifdef TAPEFLOW_SYSTEM_MALLOC
 
-void* pool_allocate() { return ::operator new(kPoolBlockBytes, std::align_val_t{kPoolBlockAlignment}); }
-void pool_deallocate(void* block) noexcept { ::operator delete(block, std::align_val_t{kPoolBlockAlignment}); }
+void* pool_allocate() { return ::operator new (kPoolBlockBytes, std::align_val_t{kPoolBlockAlignment}); }
+void pool_deallocate(void* block) noexcept {
+  ::operator delete (block, std::align_val_t{kPoolBlockAlignment});
+}
 
 #else
 
@@ -113,7 +115,7 @@ void register_exit_flush(ThreadPool& p) {
 void* allocate_slow(ThreadPool& p) {
   if (p.exited) {
     FreeList list = shared_free().take();
-    if (list.count == 0) return ::operator new(kPoolBlockBytes, std::align_val_t{kPoolBlockAlignment});
+    if (list.count == 0) return ::operator new (kPoolBlockBytes, std::align_val_t{kPoolBlockAlignment});
     void* block = list.pop();
     shared_free().give(list);
     return block;
@@ -123,7 +125,7 @@ void* allocate_slow(ThreadPool& p) {
   if (p.free.count != 0) return p.free.pop();
   // A slab is never freed (blocks are recycled), so operator new's memory is simply kept.
   p.bump = static_cast<std::byte*>(
-      ::operator new(kSlabBlocks * kPoolBlockBytes, std::align_val_t{kPoolBlockAlignment}));
+      ::operator new (kSlabBlocks* kPoolBlockBytes, std::align_val_t{kPoolBlockAlignment}));
   p.end = p.bump + kSlabBlocks * kPoolBlockBytes;
   void* block = p.bump;
   p.bump += kPoolBlockBytes;
@@ -151,7 +153,8 @@ void pool_deallocate(void* block) noexcept {
     shared_free().give(one);
     return;
   }
-  if (!p.flush_registered) [[unlikely]] register_exit_flush(p);
+  if (!p.flush_registered) [[unlikely]]
+    register_exit_flush(p);
   p.free.push(block);
   if (p.free.count > kMaxThreadFree) [[unlikely]] {
     shared_free().give(p.free);

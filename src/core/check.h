@@ -8,16 +8,15 @@
 
 #include "tapeflow/errors.h"
 
-#define TAPEFLOW_REQUIRE(cond, ErrorType, ...)         \
-  do {                                                 \
-    if (!(cond)) [[unlikely]]                          \
+#define TAPEFLOW_REQUIRE(cond, ErrorType, ...)               \
+  do {                                                       \
+    if (!(cond)) [[unlikely]]                                \
       throw ::tapeflow::ErrorType(fmt::format(__VA_ARGS__)); \
   } while (0)
 
-#define TAPEFLOW_ASSERT(cond, ...)                                                         \
-  do {                                                                                     \
-    if (!(cond)) [[unlikely]]                                                              \
-      throw ::tapeflow::InternalError(fmt::format("this is a bug in tapeflow ({}:{}): {}", \
-                                                  __FILE__, __LINE__,                      \
-                                                  fmt::format(__VA_ARGS__)));              \
+#define TAPEFLOW_ASSERT(cond, ...)                                                                   \
+  do {                                                                                               \
+    if (!(cond)) [[unlikely]]                                                                        \
+      throw ::tapeflow::InternalError(fmt::format("this is a bug in tapeflow ({}:{}): {}", __FILE__, \
+                                                  __LINE__, fmt::format(__VA_ARGS__)));              \
   } while (0)

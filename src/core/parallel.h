@@ -19,7 +19,8 @@ inline constexpr std::int64_t kParallelGrain = std::int64_t{1} << 18;
 class RangeFn {
  public:
   template <class F>
-  RangeFn(F& f) : obj_(&f), call_([](void* o, std::int64_t b, std::int64_t e) { (*static_cast<F*>(o))(b, e); }) {}
+  RangeFn(F& f)
+      : obj_(&f), call_([](void* o, std::int64_t b, std::int64_t e) { (*static_cast<F*>(o))(b, e); }) {}
   void operator()(std::int64_t b, std::int64_t e) const { call_(obj_, b, e); }
 
  private:

@@ -53,7 +53,8 @@ using RecyclingVector = std::vector<T, RecyclingAllocator<T>>;
 template <class T>
 class RecyclingArray {
  public:
-  explicit RecyclingArray(std::size_t n = 0) : n_(n), p_(n != 0 ? RecyclingAllocator<T>().allocate(n) : nullptr) {
+  explicit RecyclingArray(std::size_t n = 0)
+      : n_(n), p_(n != 0 ? RecyclingAllocator<T>().allocate(n) : nullptr) {
     std::uninitialized_value_construct_n(p_, n_);
   }
   ~RecyclingArray() {
@@ -61,7 +62,8 @@ class RecyclingArray {
     std::destroy_n(p_, n_);
     RecyclingAllocator<T>().deallocate(p_, n_);
   }
-  RecyclingArray(RecyclingArray&& o) noexcept : n_(std::exchange(o.n_, 0)), p_(std::exchange(o.p_, nullptr)) {}
+  RecyclingArray(RecyclingArray&& o) noexcept
+      : n_(std::exchange(o.n_, 0)), p_(std::exchange(o.p_, nullptr)) {}
   RecyclingArray& operator=(RecyclingArray&& o) noexcept {
     std::swap(n_, o.n_);
     std::swap(p_, o.p_);

@@ -8,8 +8,7 @@ namespace tapeflow {
 
 Shape Shape::checked(std::span<const std::int64_t> dims, std::string_view op) {
   TAPEFLOW_REQUIRE(dims.size() <= static_cast<std::size_t>(kMaxRank), InvalidArgumentError,
-                   "[{}] rank {} exceeds the maximum rank {} (dims {})", op, dims.size(), kMaxRank,
-                   dims);
+                   "[{}] rank {} exceeds the maximum rank {} (dims {})", op, dims.size(), kMaxRank, dims);
   Shape s;
   s.rank_ = static_cast<std::uint8_t>(dims.size());
   // The product of the non-zero dimensions is checked too, so that no partial product of any
@@ -18,18 +17,17 @@ Shape Shape::checked(std::span<const std::int64_t> dims, std::string_view op) {
   std::int64_t nonzero = 1;
   bool empty = false;
   for (std::size_t i = 0; i < dims.size(); ++i) {
-    TAPEFLOW_REQUIRE(dims[i] >= 0, InvalidArgumentError,
-                     "[{}] dimension {} is negative ({}) in dims {}", op, i, dims[i], dims);
+    TAPEFLOW_REQUIRE(dims[i] >= 0, InvalidArgumentError, "[{}] dimension {} is negative ({}) in dims {}", op,
+                     i, dims[i], dims);
     s.dims_[i] = dims[i];
     if (dims[i] == 0) {
       empty = true;
       continue;
     }
-    TAPEFLOW_REQUIRE(nonzero <= kMaxElements / dims[i], ResourceExhaustedError,
-                     "[{}] shape {} has more than 2^62 elements{}", op, dims,
-                     std::find(dims.begin(), dims.end(), 0) != dims.end()
-                         ? " (not counting its zero dimensions)"
-                         : "");
+    TAPEFLOW_REQUIRE(
+        nonzero <= kMaxElements / dims[i], ResourceExhaustedError,
+        "[{}] shape {} has more than 2^62 elements{}", op, dims,
+        std::find(dims.begin(), dims.end(), 0) != dims.end() ? " (not counting its zero dimensions)" : "");
     nonzero *= dims[i];
   }
   s.num_elements_ = empty ? 0 : nonzero;
@@ -52,8 +50,8 @@ std::string Shape::to_string() const {
 
 int normalize_axis(std::int64_t axis, int rank, std::string_view op) {
   TAPEFLOW_REQUIRE(axis >= -rank && axis < rank, InvalidArgumentError,
-                   "[{}] axis {} is out of range for a tensor of rank {} (valid: [{}, {}))", op,
-                   axis, rank, -rank, rank);
+                   "[{}] axis {} is out of range for a tensor of rank {} (valid: [{}, {}))", op, axis, rank,
+                   -rank, rank);
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 

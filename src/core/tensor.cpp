@@ -59,22 +59,26 @@ Tensor empty(const Shape& shape, DType dtype, std::string_view op) {
   // NOTE: Shape guarantees num_elements <= 2^62, but times 2, 4 or 8 bytes that can still exceed
   // int64 (a (2^31, 2^31) float32 tensor needs 2^64 bytes): multiply with an overflow check.
   std::int64_t bytes = 0;
-  TAPEFLOW_REQUIRE(!__builtin_mul_overflow(shape.num_elements(), static_cast<std::int64_t>(dtype_size(dtype)), &bytes),
-                   ResourceExhaustedError,
-                   "[{}] a {} tensor of shape {} needs more than 2^63 bytes, which exceeds the allocation limit of {} "
-                   "bytes",
-                   op, dtype_name(dtype), shape.to_string(), allocation_limit());
+  TAPEFLOW_REQUIRE(
+      !__builtin_mul_overflow(shape.num_elements(), static_cast<std::int64_t>(dtype_size(dtype)), &bytes),
+      ResourceExhaustedError,
+      "[{}] a {} tensor of shape {} needs more than 2^63 bytes, which exceeds the allocation limit of {} "
+      "bytes",
+      op, dtype_name(dtype), shape.to_string(), allocation_limit());
   detail::check_allocation_limit(bytes, op);
   if (bytes <= kInlineBytes) {
-    auto block = std::allocate_shared<InlineTensor>(detail::PoolAllocator<InlineTensor>(),
-                                                    TensorImpl{{shape, dtype, next_tensor_id(), nullptr}, nullptr}, bytes);
+    auto block = std::allocate_shared<InlineTensor>(
+        detail::PoolAllocator<InlineTensor>(), TensorImpl{{shape, dtype, next_tensor_id(), nullptr}, nullptr},
+        bytes);
     const TensorImpl* impl = &block->impl;
-    return Tensor(std::shared_ptr<const TensorImpl>(std::move(block), impl));  // moved: no atomic count updates
+    return Tensor(
+        std::shared_ptr<const TensorImpl>(std::move(block), impl));  // moved: no atomic count updates
   }
   std::shared_ptr<void> buffer = detail::allocate_buffer(bytes, op);
   void* data = buffer.get();
-  return Tensor(std::allocate_shared<TensorImpl>(detail::PoolAllocator<TensorImpl>(),
-                                                 TensorImpl{{shape, dtype, next_tensor_id(), data}, std::move(buffer)}));
+  return Tensor(std::allocate_shared<TensorImpl>(
+      detail::PoolAllocator<TensorImpl>(),
+      TensorImpl{{shape, dtype, next_tensor_id(), data}, std::move(buffer)}));
 }
 
 Tensor share_with_shape(const Tensor& t, const Shape& shape) {
@@ -84,8 +88,9 @@ Tensor share_with_shape(const Tensor& t, const Shape& shape) {
   // Keep alive whatever keeps the source's bytes alive: its buffer, or the source itself when the
   // bytes are inline.
   std::shared_ptr<const void> owner = src.owner ? src.owner : std::shared_ptr<const void>(t.impl_handle());
-  return Tensor(std::allocate_shared<TensorImpl>(detail::PoolAllocator<TensorImpl>(),
-                                                 TensorImpl{{shape, t.dtype(), next_tensor_id(), src.data}, std::move(owner)}));
+  return Tensor(std::allocate_shared<TensorImpl>(
+      detail::PoolAllocator<TensorImpl>(),
+      TensorImpl{{shape, t.dtype(), next_tensor_id(), src.data}, std::move(owner)}));
 }
 
 void throw_dtype_mismatch(std::string_view what, DType have, DType want) {
@@ -97,8 +102,7 @@ void throw_not_scalar(const Shape& shape) {
       "[Tensor::item] the tensor must have exactly one element, but has shape {}", shape.to_string()));
 }
 void throw_undefined(std::string_view what) {
-  throw InvalidArgumentError(
-      fmt::format("[{}] the tensor is undefined (default-constructed Tensor)", what));
+  throw InvalidArgumentError(fmt::format("[{}] the tensor is undefined (default-constructed Tensor)", what));
 }
 
 }  // namespace detail

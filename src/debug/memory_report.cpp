@@ -97,8 +97,10 @@ std::string MemoryReport::to_string() const {
     for (std::size_t c = 0; c < 7; ++c) {
       const bool right = c == 0 || c == 5;  // numbers align right
       const std::size_t pad = width[c] - row[c].size();
-      if (right) l += std::string(pad, ' ') + row[c];
-      else l += c + 1 < 7 ? row[c] + std::string(pad, ' ') : row[c];
+      if (right)
+        l += std::string(pad, ' ') + row[c];
+      else
+        l += c + 1 < 7 ? row[c] + std::string(pad, ' ') : row[c];
       if (c + 1 < 7) l += "  ";
     }
     out += l + "\n";
@@ -106,8 +108,8 @@ std::string MemoryReport::to_string() const {
   line(head);
   for (const auto& row : cells) line(row);
   const std::string human = total_bytes >= 1024 ? fmt::format(" ({})", human_bytes(total_bytes)) : "";
-  out += fmt::format("total: {} bytes{} in {} buffer{}, {} saved tensor{} from {} recorded op{}", total_bytes, human,
-                     num_buffers, num_buffers == 1 ? "" : "s", rows.size(),
+  out += fmt::format("total: {} bytes{} in {} buffer{}, {} saved tensor{} from {} recorded op{}", total_bytes,
+                     human, num_buffers, num_buffers == 1 ? "" : "s", rows.size(),
                      rows.size() == 1 ? "" : "s", num_records, num_records == 1 ? "" : "s");
   if (shared_bytes > 0) out += fmt::format("; {} bytes saved more than once are counted once", shared_bytes);
   out += "\n";

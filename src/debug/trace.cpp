@@ -59,8 +59,8 @@ class Trace final : public autodiff::RecordingListener {
     t.cuts.clear();
     t.cut_ids.clear();
   }
-  void op_not_recorded(detail::TapeState& tape, const autodiff::OpDef& op, std::span<const Tensor* const> inputs,
-                       std::span<const Tensor> outputs) override {
+  void op_not_recorded(detail::TapeState& tape, const autodiff::OpDef& op,
+                       std::span<const Tensor* const> inputs, std::span<const Tensor> outputs) override {
     if (!takes_cut_input(tape, inputs)) return;
     std::vector<TensorId> in_ids, out_ids;
     for (const Tensor* in : inputs) in_ids.push_back(in->id());
@@ -91,11 +91,13 @@ class Trace final : public autodiff::RecordingListener {
     return false;
   }
   static void add_cut(detail::TapeState& tape, std::string_view op, CutReason reason,
-                      std::vector<TensorId> inputs, std::vector<TensorId> outputs, std::string variable = {}) {
+                      std::vector<TensorId> inputs, std::vector<TensorId> outputs,
+                      std::string variable = {}) {
     TapeTrace& t = notes(tape);
     if (t.cuts.size() >= TapeTrace::kMaxCuts) return;
     for (TensorId id : outputs) t.cut_ids.insert(id);
-    t.cuts.push_back({op, reason, tape.ops.size(), std::move(inputs), std::move(outputs), std::move(variable)});
+    t.cuts.push_back(
+        {op, reason, tape.ops.size(), std::move(inputs), std::move(outputs), std::move(variable)});
   }
 };
 

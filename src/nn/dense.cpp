@@ -34,27 +34,31 @@ void Dense::build(const Shape& input_shape, DType dtype) {
                    "[{}] layer '{}' needs inputs of rank >= 2 (batch, ..., features), got shape {}", kDense,
                    name(), input_shape.to_string());
   TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
-                   "[{}] layer '{}' needs float32 or float64 inputs, got {}", kDense, name(), dtype_name(dtype));
+                   "[{}] layer '{}' needs float32 or float64 inputs, got {}", kDense, name(),
+                   dtype_name(dtype));
   const std::int64_t fan_in = input_shape[input_shape.rank() - 1];
   const std::uint64_t seed = options_.seed ? *options_.seed : detail::next_seed();
-  kernel_ = track(Variable(detail::initial_kernel(kDense, options_.kernel_initializer, {fan_in, units_}, fan_in,
-                                                  units_, dtype, seed),
+  kernel_ = track(Variable(detail::initial_kernel(kDense, options_.kernel_initializer, {fan_in, units_},
+                                                  fan_in, units_, dtype, seed),
                            {.name = "kernel", .keras_style = true}));
-  if (options_.use_bias) bias_ = track(Variable(zeros({units_}, dtype), {.name = "bias", .keras_style = true}));
+  if (options_.use_bias)
+    bias_ = track(Variable(zeros({units_}, dtype), {.name = "bias", .keras_style = true}));
 }
 
 Tensor Dense::operator()(const Tensor& x) {
   TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
-                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kDense, name());
+                   "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kDense,
+                   name());
   TAPEFLOW_REQUIRE(x.rank() >= 2, InvalidArgumentError,
                    "[{}] layer '{}' needs inputs of rank >= 2 (batch, ..., features), got shape {}", kDense,
                    name(), x.shape().to_string());
   if (!built()) build(x.shape(), x.dtype());
   const Shape& k = kernel_->shape();
-  TAPEFLOW_REQUIRE(x.shape()[x.rank() - 1] == k[0], InvalidArgumentError,
-                   "[{}] layer '{}' was built for inputs of shape (..., {}) and has a kernel of shape {}; got "
-                   "an input of shape {}",
-                   kDense, name(), k[0], k.to_string(), x.shape().to_string());
+  TAPEFLOW_REQUIRE(
+      x.shape()[x.rank() - 1] == k[0], InvalidArgumentError,
+      "[{}] layer '{}' was built for inputs of shape (..., {}) and has a kernel of shape {}; got "
+      "an input of shape {}",
+      kDense, name(), k[0], k.to_string(), x.shape().to_string());
   TAPEFLOW_REQUIRE(x.dtype() == kernel_->dtype(), InvalidArgumentError,
                    "[{}] layer '{}' was built for {} inputs; got an input of shape {} and dtype {}", kDense,
                    name(), dtype_name(kernel_->dtype()), x.shape().to_string(), dtype_name(x.dtype()));
@@ -65,13 +69,15 @@ Tensor Dense::operator()(const Tensor& x) {
 
 const Variable& Dense::kernel() const {
   TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kDense, name());
+                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kDense,
+                   name());
   return *kernel_;
 }
 
 const Variable& Dense::bias() const {
   TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kDense, name());
+                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kDense,
+                   name());
   TAPEFLOW_REQUIRE(bias_.has_value(), FailedPreconditionError,
                    "[{}] layer '{}' was created with use_bias = false and has no bias", kDense, name());
   return *bias_;

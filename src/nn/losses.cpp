@@ -31,8 +31,8 @@ Tensor match_rank(const Tensor& y_true, int rank) {
 Tensor checked_float_labels(std::string_view loss, const Tensor& y_true, const Tensor& y_pred, int min_rank) {
   require_defined(loss, y_true, y_pred);
   TAPEFLOW_REQUIRE(is_floating(y_pred.dtype()) && y_true.dtype() == y_pred.dtype(), InvalidArgumentError,
-                   "[{}] y_true and y_pred must have the same float dtype, got y_true {} {} and y_pred {} {}", loss,
-                   y_true.shape().to_string(), dtype_name(y_true.dtype()), y_pred.shape().to_string(),
+                   "[{}] y_true and y_pred must have the same float dtype, got y_true {} {} and y_pred {} {}",
+                   loss, y_true.shape().to_string(), dtype_name(y_true.dtype()), y_pred.shape().to_string(),
                    dtype_name(y_pred.dtype()));
   TAPEFLOW_REQUIRE(y_pred.rank() >= min_rank, InvalidArgumentError,
                    "[{}] y_pred needs rank >= {} (batch, ..., classes), got shape {}", loss, min_rank,
@@ -63,17 +63,20 @@ Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pre
   TAPEFLOW_REQUIRE(y_true.dtype() == DType::Int32 || y_true.dtype() == DType::Int64, InvalidArgumentError,
                    "[{}] y_true holds class ids and must be int32 or int64, got shape {} and dtype {}", kLoss,
                    y_true.shape().to_string(), dtype_name(y_true.dtype()));
-  TAPEFLOW_REQUIRE(is_floating(y_pred.dtype()) && y_pred.rank() >= 1, InvalidArgumentError,
-                   "[{}] y_pred must be float32 or float64 of rank >= 1 (batch, ..., classes), got shape {} and "
-                   "dtype {}",
-                   kLoss, y_pred.shape().to_string(), dtype_name(y_pred.dtype()));
+  TAPEFLOW_REQUIRE(
+      is_floating(y_pred.dtype()) && y_pred.rank() >= 1, InvalidArgumentError,
+      "[{}] y_pred must be float32 or float64 of rank >= 1 (batch, ..., classes), got shape {} and "
+      "dtype {}",
+      kLoss, y_pred.shape().to_string(), dtype_name(y_pred.dtype()));
   Tensor labels = y_true;
-  if (labels.rank() == y_pred.rank() && labels.shape()[labels.rank() - 1] == 1) labels = squeeze(labels, {-1});
+  if (labels.rank() == y_pred.rank() && labels.shape()[labels.rank() - 1] == 1)
+    labels = squeeze(labels, {-1});
   const Shape& p = y_pred.shape();
   const Shape expected(p.dims().first(static_cast<std::size_t>(p.rank() - 1)));
-  TAPEFLOW_REQUIRE(labels.shape() == expected, InvalidArgumentError,
-                   "[{}] y_true must have y_pred's shape without the class axis, {}, got y_true {} and y_pred {}",
-                   kLoss, expected.to_string(), y_true.shape().to_string(), y_pred.shape().to_string());
+  TAPEFLOW_REQUIRE(
+      labels.shape() == expected, InvalidArgumentError,
+      "[{}] y_true must have y_pred's shape without the class axis, {}, got y_true {} and y_pred {}", kLoss,
+      expected.to_string(), y_true.shape().to_string(), y_pred.shape().to_string());
   // Probabilities go through their log as logits: log_softmax(log(p)) = log(p) when p sums to 1.
   const Tensor logits = from_logits ? y_pred : log(normalised_clipped(y_pred));
   return reduce_mean(nn::sparse_softmax_cross_entropy_with_logits(labels, logits));

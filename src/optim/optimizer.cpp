@@ -143,8 +143,8 @@ Optimizer::Slots& Optimizer::slots_for(const Variable& var) {
 
 void Optimizer::require_float_variable(const Variable& v) const {
   TAPEFLOW_REQUIRE(is_floating(v.dtype()), InvalidArgumentError,
-                   "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}", name_,
-                   v.name(), v.shape().to_string(), dtype_name(v.dtype()));
+                   "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}",
+                   name_, v.name(), v.shape().to_string(), dtype_name(v.dtype()));
 }
 
 void Optimizer::build(const std::vector<Variable>& vars) {

@@ -60,7 +60,8 @@ Adam::Adam(std::string name, double learning_rate, const AdamOptions& options)
   require_in_range("epsilon", options.epsilon, 0.0, HUGE_VAL, /*open_hi=*/false);
 }
 
-void Adam::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, double lr, std::int64_t step) {
+void Adam::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, double lr,
+                       std::int64_t step) {
   const double b1 = options_.beta_1, b2 = options_.beta_2;
   const double t = static_cast<double>(step);
   // lr_t = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)   (bias correction of m and v folded into lr)
@@ -86,7 +87,8 @@ AdamW::AdamW(double learning_rate, double weight_decay, AdamOptions options)
   require_in_range("weight_decay", weight_decay, 0.0, HUGE_VAL, /*open_hi=*/false);
 }
 
-void AdamW::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, double lr, std::int64_t step) {
+void AdamW::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, double lr,
+                        std::int64_t step) {
   // Decoupled decay, before the Adam step: w -= lr * weight_decay * w
   if (weight_decay_ > 0) w.assign_sub(w.value() * (lr * weight_decay_));
   Adam::update_step(g, w, slots, lr, step);

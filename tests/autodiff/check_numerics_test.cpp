@@ -11,9 +11,9 @@
 namespace tapeflow {
 namespace {
 
+using ::tapeflow::testing::error_of;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using ::tapeflow::testing::error_of;
 
 /// Turns check-numerics mode on for one test.
 struct CheckNumerics {

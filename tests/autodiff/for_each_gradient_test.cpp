@@ -55,7 +55,8 @@ TEST(ForEachGradient, UnconnectedSourcesComeLastMissingOrZero) {
     std::vector<std::size_t> order;
     std::vector<tf::Gradient> got(2);
     tf::for_each_gradient(
-        tape, y, sources, [&](std::size_t i, tf::Gradient g) { order.push_back(i), got[i] = std::move(g); }, mode);
+        tape, y, sources, [&](std::size_t i, tf::Gradient g) { order.push_back(i), got[i] = std::move(g); },
+        mode);
     EXPECT_THAT(order, ElementsAre(1u, 0u));
     EXPECT_EQ(got[1]->item<float>(), 4.0f);
     if (mode == tf::UnconnectedGradients::None) {
@@ -87,7 +88,8 @@ TEST(ForEachGradient, NeverHoldsEveryGradientAtOnce) {
   constexpr int kLayers = 8;
   constexpr std::int64_t kWidth = 512, kMiB = 1 << 20;
   std::vector<tf::Variable> w;
-  for (int i = 0; i < kLayers; ++i) w.emplace_back(tf::random::normal({kWidth, kWidth}, 0, 0.05, tf::float32, i));
+  for (int i = 0; i < kLayers; ++i)
+    w.emplace_back(tf::random::normal({kWidth, kWidth}, 0, 0.05, tf::float32, i));
   const tf::Tensor x = tf::ones({1, kWidth});
   const auto loss = [&] {
     tf::Tensor h = x;

@@ -33,7 +33,8 @@ TEST(BlockPool, BlocksAreDistinctAlignedAndWritable) {
   }
   EXPECT_EQ(seen.size(), blocks.size());
   for (int i = 0; i < 3000; ++i)
-    EXPECT_EQ(static_cast<unsigned char*>(blocks[static_cast<std::size_t>(i)])[kPoolBlockBytes - 1], i & 0xff);
+    EXPECT_EQ(static_cast<unsigned char*>(blocks[static_cast<std::size_t>(i)])[kPoolBlockBytes - 1],
+              i & 0xff);
   for (void* b : blocks) pool_deallocate(b);
 }
 

@@ -19,10 +19,12 @@ bool bitwise_equal(const Tensor& a, const Tensor& b) {
 }
 
 TEST(Determinism, RandomOpsWithTheSameSeedAreBitwiseIdentical) {
-  EXPECT_TRUE(bitwise_equal(random::normal({1000}, 0, 1, DType::Float32, 7), random::normal({1000}, 0, 1, DType::Float32, 7)));
+  EXPECT_TRUE(bitwise_equal(random::normal({1000}, 0, 1, DType::Float32, 7),
+                            random::normal({1000}, 0, 1, DType::Float32, 7)));
   EXPECT_TRUE(bitwise_equal(random::uniform({1000}, -1, 1, DType::Float64, 7),
                             random::uniform({1000}, -1, 1, DType::Float64, 7)));
-  EXPECT_FALSE(bitwise_equal(random::normal({1000}, 0, 1, DType::Float32, 7), random::normal({1000}, 0, 1, DType::Float32, 8)));
+  EXPECT_FALSE(bitwise_equal(random::normal({1000}, 0, 1, DType::Float32, 7),
+                             random::normal({1000}, 0, 1, DType::Float32, 8)));
 }
 
 TEST(Determinism, InitialisersWithTheSameSeedAreBitwiseIdentical) {
@@ -94,43 +96,55 @@ std::vector<Kernel> kernels() {
       {"reduce_logsumexp", [] { return reduce_logsumexp(m, {1}); }},
       {"softmax", [] { return nn::softmax(m); }},
       {"matmul", [] { return matmul(m, m); }},
-      {"conv2d", [] { return nn::conv2d(img, filt, {1, 1}, "SAME"); }},
-      {"max_pool2d", [] { return nn::max_pool2d(img, {2, 2}, {2, 2}, "VALID"); }},
+      {"conv2d",
+       [] {
+         return nn::conv2d(img, filt, {1, 1}, "SAME");
+       }},
+      {"max_pool2d",
+       [] {
+         return nn::max_pool2d(img, {2, 2}, {2, 2}, "VALID");
+       }},
       {"transpose", [] { return transpose(m); }},
       {"gather", [] { return gather(m, idx); }},
-      {"gather gradient (scatter-add)", [] {
+      {"gather gradient (scatter-add)",
+       [] {
          GradientTape tape;
          tape.watch(m);
          const Tensor y = reduce_sum(gather(m, idx) * 1.5f);
          return *tape.gradient(y, {m})[0];
        }},
       {"reduce_sum float64 over all elements", [] { return reduce_sum(cast(v, DType::Float64)); }},
-      {"conv2d gradient (filter)", [] {
+      {"conv2d gradient (filter)",
+       [] {
          GradientTape tape;
          tape.watch(filt);
          const Tensor y = reduce_sum(nn::conv2d(img, filt, {1, 1}, "SAME") * img);
          return *tape.gradient(y, {filt})[0];
        }},
-      {"conv2d gradient (input)", [] {
+      {"conv2d gradient (input)",
+       [] {
          GradientTape tape;
          tape.watch(img);
          const Tensor y = reduce_sum(nn::conv2d(img, filt, {2, 2}, "SAME"));
          return *tape.gradient(y, {img})[0];
        }},
-      {"max_pool2d / avg_pool2d gradients", [] {
+      {"max_pool2d / avg_pool2d gradients",
+       [] {
          GradientTape tape;
          tape.watch(img);
          const Tensor y = reduce_sum(nn::max_pool2d(img, {3, 3}, {2, 2}, "SAME")) +
                           reduce_sum(nn::avg_pool2d(img, {3, 3}, {2, 2}, "SAME"));
          return *tape.gradient(y, {img})[0];
        }},
-      {"softmax cross-entropy gradient", [] {
+      {"softmax cross-entropy gradient",
+       [] {
          GradientTape tape;
          tape.watch(m);
          const Tensor y = reduce_mean(nn::softmax_cross_entropy_with_logits(nn::softmax(m * 0.5f), m));
          return *tape.gradient(y, {m})[0];
        }},
-      {"matmul gradient", [] {
+      {"matmul gradient",
+       [] {
          GradientTape tape;
          tape.watch(m);
          const Tensor y = reduce_sum(matmul(m, m));

@@ -53,9 +53,10 @@ TEST(ThreadsPool, NestedParallelForRunsInline) {
 }
 
 TEST(ThreadsPool, AnExceptionInAChunkReachesTheCaller) {
-  EXPECT_THROW(tf::cpu::parallel_for(1 << 20, 1, [](std::int64_t b, std::int64_t) {
-                 if (b > 0) throw std::runtime_error("chunk failed");
-               }),
+  EXPECT_THROW(tf::cpu::parallel_for(1 << 20, 1,
+                                     [](std::int64_t b, std::int64_t) {
+                                       if (b > 0) throw std::runtime_error("chunk failed");
+                                     }),
                std::runtime_error);
   // The pool still works afterwards.
   std::atomic<std::int64_t> covered{0};
@@ -68,7 +69,8 @@ TEST(ThreadsPool, LargeElementwiseOpsFromManyThreadsMatchOneThread) {
   const std::vector<double> expected = tf::reduce_sum(tf::tanh(x) * tf::exp(-x), {}).to_vector<double>();
   std::vector<std::vector<double>> got(kThreads);
   on_threads([&](int t) {
-    for (int rep = 0; rep < 3; ++rep) got[static_cast<std::size_t>(t)] = tf::reduce_sum(tf::tanh(x) * tf::exp(-x), {}).to_vector<double>();
+    for (int rep = 0; rep < 3; ++rep)
+      got[static_cast<std::size_t>(t)] = tf::reduce_sum(tf::tanh(x) * tf::exp(-x), {}).to_vector<double>();
   });
   for (const auto& g : got) EXPECT_EQ(g, expected);
 }
@@ -88,7 +90,8 @@ TEST(ThreadsPool, VariablesAreReadableFromManyThreadsEachWithItsOwnTape) {
   });
   for (int t = 0; t < kThreads; ++t)
     for (int i = 0; i < 3; ++i)
-      EXPECT_EQ(grads[static_cast<std::size_t>(3 * t + i)], 2.0 * (i + 1) * (t + 1)) << "thread " << t << ", element " << i;
+      EXPECT_EQ(grads[static_cast<std::size_t>(3 * t + i)], 2.0 * (i + 1) * (t + 1))
+          << "thread " << t << ", element " << i;
 }
 
 }  // namespace

@@ -301,7 +301,8 @@ TEST(Explain, ConnectedThroughMatmulReduceAndReshape) {
   tf::Tensor y = tf::reduce_mean(tf::reshape(tf::matmul(x, w) + b, {2}));
   EXPECT_EQ(tf::debug::explain(tape, y, w).cause, Cause::Connected);
   EXPECT_EQ(tf::debug::explain(tape, y, b).cause, Cause::Connected);
-  EXPECT_THAT(tf::debug::explain(tape, y, w).path, ElementsAre("Mean", "Reshape", "AddV2", "MatMul", "ReadVariableOp"));
+  EXPECT_THAT(tf::debug::explain(tape, y, w).path,
+              ElementsAre("Mean", "Reshape", "AddV2", "MatMul", "ReadVariableOp"));
 }
 
 TEST(Explain, ConnectedThroughConv2D) {

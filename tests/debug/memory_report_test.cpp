@@ -123,8 +123,9 @@ TEST(MemoryReport, TableColumnsAreAligned) {
     EXPECT_EQ(table[i].find("float64"), dtype_col) << table[i];
     EXPECT_EQ(table[i].find("4800") + 4, bytes_end) << table[i];
   }
-  EXPECT_THAT(table[4], HasSubstr("total: 9600 bytes (9.4 KiB) in 2 buffers, 3 saved tensors from 2 recorded ops; "
-                                  "4800 bytes saved more than once are counted once"));
+  EXPECT_THAT(table[4],
+              HasSubstr("total: 9600 bytes (9.4 KiB) in 2 buffers, 3 saved tensors from 2 recorded ops; "
+                        "4800 bytes saved more than once are counted once"));
 }
 
 TEST(MemoryReport, NonPersistentTapeHoldsNothingAfterGradient) {

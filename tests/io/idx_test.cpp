@@ -47,7 +47,8 @@ class ReadIdx : public ::testing::Test {
     gzFile gz = gzopen(path.c_str(), "wb");
     EXPECT_NE(gz, nullptr);
     if (!bytes.empty()) {
-      EXPECT_EQ(gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+      EXPECT_EQ(gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size())),
+                static_cast<int>(bytes.size()));
     }
     EXPECT_EQ(gzclose(gz), Z_OK);
     return path;
@@ -164,8 +165,8 @@ TEST_F(ReadIdx, EightDimensionsAreAccepted) {
 
 TEST_F(ReadIdx, MissingFileThrowsFailedPreconditionNamingThePath) {
   const std::string path = (dir_ / "no_such_file.idx").string();
-  EXPECT_THAT([&] { tf::data::read_idx(path); },
-              ::testing::ThrowsMessage<tf::FailedPreconditionError>(AllOf(HasSubstr("[read_idx]"), HasSubstr(path))));
+  EXPECT_THAT([&] { tf::data::read_idx(path); }, ::testing::ThrowsMessage<tf::FailedPreconditionError>(
+                                                     AllOf(HasSubstr("[read_idx]"), HasSubstr(path))));
 }
 
 TEST_F(ReadIdx, DirectoryThrowsFailedPrecondition) {
@@ -224,7 +225,8 @@ TEST_F(ReadIdx, DimensionsAboveTheAllocationLimitThrowResourceExhaustedBeforeRea
 TEST_F(ReadIdx, TruncatedRawFileThrowsDataLossAtEveryOffset) {
   const Bytes full = small_uint8();  // 4 + 8 header bytes, 6 data bytes
   for (std::size_t keep = 0; keep < full.size(); ++keep) {
-    const std::string path = write_raw("truncated.idx", Bytes(full.begin(), full.begin() + static_cast<long>(keep)));
+    const std::string path =
+        write_raw("truncated.idx", Bytes(full.begin(), full.begin() + static_cast<long>(keep)));
     EXPECT_THROW(tf::data::read_idx(path), tf::DataLossError) << "kept " << keep << " bytes";
   }
 }
@@ -233,9 +235,9 @@ TEST_F(ReadIdx, TruncatedDataMessageGivesExpectedAndActualByteCounts) {
   const Bytes full = small_uint8();
   const std::string path = write_raw("truncated.idx", Bytes(full.begin(), full.end() - 2));
   EXPECT_THAT([&] { tf::data::read_idx(path); },
-              ::testing::ThrowsMessage<tf::DataLossError>(
-                  AllOf(HasSubstr(path), HasSubstr("truncated"), HasSubstr("needs 6 data bytes"),
-                        HasSubstr("holds 4 data bytes"))));
+              ::testing::ThrowsMessage<tf::DataLossError>(AllOf(HasSubstr(path), HasSubstr("truncated"),
+                                                                HasSubstr("needs 6 data bytes"),
+                                                                HasSubstr("holds 4 data bytes"))));
 }
 
 TEST_F(ReadIdx, TruncatedDecompressedStreamThrowsDataLossAtEveryOffset) {
@@ -252,7 +254,8 @@ TEST_F(ReadIdx, TruncatedGzipFileThrowsDataLossAtEveryOffset) {
   // Cut the compressed file itself (keep at least the 1f 8b magic so it is read as gzip).
   for (std::size_t keep = 2; keep < gz.size(); ++keep) {
     const std::string path = write_raw("cut.idx.gz", Bytes(gz.begin(), gz.begin() + static_cast<long>(keep)));
-    EXPECT_THROW(tf::data::read_idx(path), tf::DataLossError) << "kept " << keep << " of " << gz.size() << " bytes";
+    EXPECT_THROW(tf::data::read_idx(path), tf::DataLossError)
+        << "kept " << keep << " of " << gz.size() << " bytes";
   }
 }
 
@@ -260,12 +263,12 @@ TEST_F(ReadIdx, TrailingBytesThrowDataLossWithBothByteCounts) {
   const Bytes file = cat(small_uint8(), {1, 2, 3});
   const std::string raw = write_raw("trailing.idx", file);
   EXPECT_THAT([&] { tf::data::read_idx(raw); },
-              ::testing::ThrowsMessage<tf::DataLossError>(
-                  AllOf(HasSubstr("trailing"), HasSubstr("needs 6 data bytes"), HasSubstr("holds 9 data bytes"))));
+              ::testing::ThrowsMessage<tf::DataLossError>(AllOf(
+                  HasSubstr("trailing"), HasSubstr("needs 6 data bytes"), HasSubstr("holds 9 data bytes"))));
   const std::string gz = write_gzip("trailing.idx.gz", file);
   EXPECT_THAT([&] { tf::data::read_idx(gz); },
-              ::testing::ThrowsMessage<tf::DataLossError>(
-                  AllOf(HasSubstr("trailing"), HasSubstr("needs 6 data bytes"), HasSubstr("holds 9 data bytes"))));
+              ::testing::ThrowsMessage<tf::DataLossError>(AllOf(
+                  HasSubstr("trailing"), HasSubstr("needs 6 data bytes"), HasSubstr("holds 9 data bytes"))));
 }
 
 TEST_F(ReadIdx, CorruptGzipStreamThrowsDataLossWithZlibsMessage) {
@@ -311,9 +314,12 @@ TEST(PixelsToFloat, ScalesTo0To1AndAppendsAChannelAxis) {
 }
 
 TEST(PixelsToFloat, RejectsValuesOutside0To255AndOtherDtypes) {
-  EXPECT_THAT([] { tf::data::pixels_to_float(tf::constant({0, 256})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[pixels_to_float]"), HasSubstr("256"), HasSubstr("position 1"))));
+  EXPECT_THAT(
+      [] {
+        tf::data::pixels_to_float(tf::constant({0, 256}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[pixels_to_float]"), HasSubstr("256"), HasSubstr("position 1"))));
   EXPECT_THROW(tf::data::pixels_to_float(tf::constant({-1})), tf::InvalidArgumentError);
   EXPECT_THAT([] { tf::data::pixels_to_float(tf::constant({1.f})); },
               ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("float32")));

@@ -34,8 +34,9 @@ TEST(BatchNormalization, TrainingNormalisesEachFeatureWithTheBatchStatistics) {
   tf::layers::BatchNormalization bn({.epsilon = 1e-3});
   const tf::Tensor y = bn(kBatch, /*training=*/true);
   const double s0 = std::sqrt(1.25 + 1e-3), s1 = std::sqrt(62.5 + 1e-3);
-  EXPECT_THAT(values(y), Pointwise(DoubleNear(1e-12), std::vector<double>{-1.5 / s0, -10 / s1, -0.5 / s0, -5 / s1,
-                                                                           0.5 / s0, 5 / s1, 1.5 / s0, 10 / s1}));
+  EXPECT_THAT(values(y),
+              Pointwise(DoubleNear(1e-12), std::vector<double>{-1.5 / s0, -10 / s1, -0.5 / s0, -5 / s1,
+                                                               0.5 / s0, 5 / s1, 1.5 / s0, 10 / s1}));
 }
 
 TEST(BatchNormalization, TrainingUpdatesTheMovingStatisticsWithMomentum) {
@@ -56,7 +57,8 @@ TEST(BatchNormalization, InferenceUsesTheMovingStatistics) {
   moving_mean.assign(tf::constant({1.0, 2.0}));
   moving_variance.assign(tf::constant({4.0, 9.0}));
   const tf::Tensor y = bn(tf::constant({{3.0, 5.0}}));
-  EXPECT_THAT(values(y), Pointwise(DoubleNear(1e-12), std::vector<double>{2 / std::sqrt(4 + 1e-3), 3 / std::sqrt(9 + 1e-3)}));
+  EXPECT_THAT(values(y), Pointwise(DoubleNear(1e-12),
+                                   std::vector<double>{2 / std::sqrt(4 + 1e-3), 3 / std::sqrt(9 + 1e-3)}));
 }
 
 TEST(BatchNormalization, NhwcNormalisesEachChannelOverBatchHeightAndWidth) {
@@ -100,7 +102,7 @@ TEST(BatchNormalization, GradientsFlowThroughTheBatchStatisticsNotTheMovingOnes)
   // sum(y^2) = N var / (var + eps) per feature: beta cancels in (x - mean); gamma scales it.
   EXPECT_THAT(values(*g[2]), Pointwise(DoubleNear(1e-9), std::vector<double>{0.0, 0.0}));
   EXPECT_THAT(values(*g[1]), Pointwise(DoubleNear(1e-9), std::vector<double>{2 * 4 * 1.25 / (1.25 + 1e-3),
-                                                                              2 * 4 * 62.5 / (62.5 + 1e-3)}));
+                                                                             2 * 4 * 62.5 / (62.5 + 1e-3)}));
   EXPECT_FALSE(g[3].has_value());  // the moving statistics are not on the path
   ASSERT_TRUE(g[0].has_value());
 }
@@ -144,7 +146,10 @@ TEST(BatchNormalization, ErrorsNameTheLayerAndTheInput) {
   EXPECT_THAT(error_of([&] { bn(tf::constant({{1, 2}}), true); }), HasSubstr("int32"));
   EXPECT_THAT(error_of([&] { tf::layers::BatchNormalization({.axis = 2})(kBatch, true); }),
               HasSubstr("shape (4, 2)"));
-  EXPECT_THAT(error_of([&] { bn(tf::zeros({0, 2}, tf::float64), true); }), HasSubstr("empty input of shape (0, 2)"));
+  EXPECT_THAT(error_of([&] {
+                bn(tf::zeros({0, 2}, tf::float64), true);
+              }),
+              HasSubstr("empty input of shape (0, 2)"));
   bn(kBatch, true);
   const std::string mismatch = error_of([&] { bn(tf::zeros({4, 3}, tf::float64), true); });
   EXPECT_THAT(mismatch, HasSubstr("[BatchNormalization]"));

@@ -30,7 +30,8 @@ std::vector<double> affine_reference(const tf::Tensor& x, const tf::Tensor& k, c
     for (std::int64_t u = 0; u < units; ++u) {
       double acc = bs[static_cast<std::size_t>(u)];
       for (std::int64_t i = 0; i < in; ++i)
-        acc += static_cast<double>(xs[static_cast<std::size_t>(r * in + i)]) * ks[static_cast<std::size_t>(i * units + u)];
+        acc += static_cast<double>(xs[static_cast<std::size_t>(r * in + i)]) *
+               ks[static_cast<std::size_t>(i * units + u)];
       out[static_cast<std::size_t>(r * units + u)] = acc;
     }
   return out;
@@ -106,7 +107,8 @@ TEST(Dense, ReluByNameAndByFunctionAgree) {
   tf::layers::Dense by_name(4, "relu", {.seed = 5});
   tf::layers::Dense by_function(4, [](const tf::Tensor& t) { return tf::nn::relu(t); }, {.seed = 5});
   tf::layers::Dense linear(4, "linear", {.seed = 5});
-  auto a = by_name(x).to_vector<float>(), b = by_function(x).to_vector<float>(), l = linear(x).to_vector<float>();
+  auto a = by_name(x).to_vector<float>(), b = by_function(x).to_vector<float>(),
+       l = linear(x).to_vector<float>();
   EXPECT_EQ(a, b);
   for (std::size_t i = 0; i < l.size(); ++i) EXPECT_FLOAT_EQ(a[i], std::max(l[i], 0.0f));
 }
@@ -119,7 +121,8 @@ TEST(Dense, NamedActivationsMatchTheirOps) {
     const char* name;
     tf::Tensor want;
   };
-  for (const Case& c : {Case{"sigmoid", tf::sigmoid(z)}, Case{"tanh", tf::tanh(z)}, Case{"softmax", tf::nn::softmax(z)}}) {
+  for (const Case& c :
+       {Case{"sigmoid", tf::sigmoid(z)}, Case{"tanh", tf::tanh(z)}, Case{"softmax", tf::nn::softmax(z)}}) {
     tf::layers::Dense layer(3, c.name, {.seed = 9});
     auto got = layer(x).to_vector<float>(), want = c.want.to_vector<float>();
     ASSERT_EQ(got.size(), want.size()) << c.name;
@@ -141,22 +144,29 @@ TEST(Dense, NonPositiveUnitsThrow) {
 TEST(Dense, RankOneInputThrowsNamingTheShape) {
   tf::layers::Dense layer(2);
   EXPECT_THAT([&] { layer(tf::ones({3})); },
-              ThrowsMessage<tf::InvalidArgumentError>(::testing::AllOf(HasSubstr("[Dense]"), HasSubstr("rank >= 2"), HasSubstr("(3,)"))));
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  ::testing::AllOf(HasSubstr("[Dense]"), HasSubstr("rank >= 2"), HasSubstr("(3,)"))));
   EXPECT_FALSE(layer.built());
 }
 
 TEST(Dense, MismatchedLastDimensionAfterBuildThrows) {
   tf::layers::Dense layer(2);
   layer(tf::ones({1, 3}));
-  EXPECT_THAT([&] { layer(tf::ones({1, 4})); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  ::testing::AllOf(HasSubstr("[Dense]"), HasSubstr("(3, 2)"), HasSubstr("(1, 4)"))));
+  EXPECT_THAT(
+      [&] {
+        layer(tf::ones({1, 4}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          ::testing::AllOf(HasSubstr("[Dense]"), HasSubstr("(3, 2)"), HasSubstr("(1, 4)"))));
 }
 
 TEST(Dense, IntegerInputThrows) {
   tf::layers::Dense layer(2);
-  EXPECT_THAT([&] { layer(tf::constant({{1, 2}})); },
-              ThrowsMessage<tf::InvalidArgumentError>(::testing::AllOf(HasSubstr("[Dense]"), HasSubstr("int32"))));
+  EXPECT_THAT(
+      [&] {
+        layer(tf::constant({{1, 2}}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(::testing::AllOf(HasSubstr("[Dense]"), HasSubstr("int32"))));
 }
 
 TEST(Dense, BuildsInTheInputsFloatDtypeAndRejectsAnotherLater) {
@@ -164,8 +174,11 @@ TEST(Dense, BuildsInTheInputsFloatDtypeAndRejectsAnotherLater) {
   tf::Tensor y = layer(tf::ones({1, 3}, tf::float64));
   EXPECT_EQ(y.dtype(), tf::float64);
   EXPECT_EQ(layer.kernel().dtype(), tf::float64);
-  EXPECT_THAT([&] { layer(tf::ones({1, 3})); },
-              ThrowsMessage<tf::InvalidArgumentError>(::testing::AllOf(HasSubstr("float64"), HasSubstr("float32"))));
+  EXPECT_THAT(
+      [&] {
+        layer(tf::ones({1, 3}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(::testing::AllOf(HasSubstr("float64"), HasSubstr("float32"))));
 }
 
 TEST(Dense, KernelAndBiasBeforeBuildThrow) {

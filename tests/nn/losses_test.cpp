@@ -61,11 +61,17 @@ TEST(CategoricalCrossentropy, GradientFromLogitsIsSoftmaxMinusLabelsOverBatch) {
 }
 
 TEST(CategoricalCrossentropy, ShapeAndDtypeMismatchesThrow) {
-  EXPECT_THAT([] { tf::losses::categorical_crossentropy(tf::ones({2, 3}), tf::ones({2, 4})); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[categorical_crossentropy]"), HasSubstr("(2, 3)"), HasSubstr("(2, 4)"))));
-  EXPECT_THAT([] { tf::losses::categorical_crossentropy(tf::ones({2, 3}, tf::DType::Float64), tf::ones({2, 3})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("float64"), HasSubstr("float32"))));
+  EXPECT_THAT(
+      [] {
+        tf::losses::categorical_crossentropy(tf::ones({2, 3}), tf::ones({2, 4}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[categorical_crossentropy]"), HasSubstr("(2, 3)"), HasSubstr("(2, 4)"))));
+  EXPECT_THAT(
+      [] {
+        tf::losses::categorical_crossentropy(tf::ones({2, 3}, tf::DType::Float64), tf::ones({2, 3}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("float64"), HasSubstr("float32"))));
 }
 
 TEST(SparseCategoricalCrossentropy, FromLogitsPicksTheLabelledClass) {
@@ -90,11 +96,17 @@ TEST(SparseCategoricalCrossentropy, AcceptsLabelsWithATrailingUnitAxis) {
 }
 
 TEST(SparseCategoricalCrossentropy, RejectsFloatLabelsWrongShapesAndBadIds) {
-  EXPECT_THAT([] { tf::losses::sparse_categorical_crossentropy(tf::zeros({2}), tf::ones({2, 3})); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[sparse_categorical_crossentropy]"), HasSubstr("int32 or int64"))));
-  EXPECT_THAT([] { tf::losses::sparse_categorical_crossentropy(tf::constant({0, 1, 2}), tf::ones({2, 3})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("(3,)"), HasSubstr("(2, 3)"))));
+  EXPECT_THAT(
+      [] {
+        tf::losses::sparse_categorical_crossentropy(tf::zeros({2}), tf::ones({2, 3}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[sparse_categorical_crossentropy]"), HasSubstr("int32 or int64"))));
+  EXPECT_THAT(
+      [] {
+        tf::losses::sparse_categorical_crossentropy(tf::constant({0, 1, 2}), tf::ones({2, 3}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("(3,)"), HasSubstr("(2, 3)"))));
   EXPECT_THROW(tf::losses::sparse_categorical_crossentropy(tf::constant({0, 3}), tf::ones({2, 3}), true),
                tf::InvalidArgumentError);
 }
@@ -110,8 +122,8 @@ TEST(BinaryCrossentropy, FromLogits) {
 TEST(BinaryCrossentropy, FromProbabilities) {
   tf::Tensor probs = tf::constant({{0.8}, {0.3}});
   tf::Tensor labels = tf::constant({{1.0}, {0.0}});
-  EXPECT_NEAR(tf::losses::binary_crossentropy(labels, probs).item<double>(), (-std::log(0.8) - std::log(0.7)) / 2,
-              1e-12);
+  EXPECT_NEAR(tf::losses::binary_crossentropy(labels, probs).item<double>(),
+              (-std::log(0.8) - std::log(0.7)) / 2, 1e-12);
 }
 
 TEST(BinaryCrossentropy, ClipsCertainWrongPredictions) {
@@ -123,8 +135,8 @@ TEST(BinaryCrossentropy, ClipsCertainWrongPredictions) {
 TEST(BinaryCrossentropy, MatchesLabelsOfShapeBatchToPredictionsOfShapeBatchByOne) {
   tf::Tensor probs = tf::constant({{0.8}, {0.3}});
   tf::Tensor labels = tf::constant({1.0, 0.0});
-  EXPECT_NEAR(tf::losses::binary_crossentropy(labels, probs).item<double>(), (-std::log(0.8) - std::log(0.7)) / 2,
-              1e-12);
+  EXPECT_NEAR(tf::losses::binary_crossentropy(labels, probs).item<double>(),
+              (-std::log(0.8) - std::log(0.7)) / 2, 1e-12);
 }
 
 TEST(MeanSquaredError, IsTheMeanOverAllElements) {

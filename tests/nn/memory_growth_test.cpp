@@ -10,9 +10,10 @@ namespace tapeflow {
 namespace {
 
 TEST(MemoryGrowth, ThousandTrainingStepsAfterWarmUpDoNotGrowLiveTensorsOrBytes) {
-  auto model = layers::Sequential(std::make_shared<layers::Dense>(32, "relu", layers::DenseOptions{.seed = 1}),
-                                  std::make_shared<layers::Dropout>(0.25, 2),
-                                  std::make_shared<layers::Dense>(4, layers::DenseOptions{.seed = 3}));
+  auto model =
+      layers::Sequential(std::make_shared<layers::Dense>(32, "relu", layers::DenseOptions{.seed = 1}),
+                         std::make_shared<layers::Dropout>(0.25, 2),
+                         std::make_shared<layers::Dense>(4, layers::DenseOptions{.seed = 3}));
   optimizers::Adam opt(0.001);
   const Tensor x = random::uniform({64, 8}, -1.0, 1.0, DType::Float32, 4);
   const Tensor labels = cast(random::uniform({64}, 0.0, 3.99, DType::Float32, 5), DType::Int32);

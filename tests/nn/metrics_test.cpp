@@ -45,7 +45,8 @@ TEST(MeanMetric, WeightsBroadcastToTheValues) {
 TEST(MeanMetric, WeightsThatDoNotBroadcastThrow) {
   tf::metrics::Mean m("loss");
   EXPECT_THAT([&] { m.update_state(tf::ones({2}), tf::ones({3})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[loss]"), HasSubstr("(3,)"), HasSubstr("(2,)"))));
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  AllOf(HasSubstr("[loss]"), HasSubstr("(3,)"), HasSubstr("(2,)"))));
 }
 
 TEST(MeanMetric, RecordsNothingOnALiveTape) {
@@ -86,7 +87,8 @@ TEST(BinaryAccuracyMetric, ThresholdsPredictionsAtOneHalf) {
 
 TEST(CategoricalAccuracyMetric, ComparesArgmaxOfLabelsAndPredictions) {
   tf::metrics::CategoricalAccuracy acc;
-  acc.update_state(tf::constant({{0.f, 0.f, 1.f}, {0.f, 1.f, 0.f}}), tf::constant({{0.1f, 0.2f, 0.7f}, {0.6f, 0.3f, 0.1f}}));
+  acc.update_state(tf::constant({{0.f, 0.f, 1.f}, {0.f, 1.f, 0.f}}),
+                   tf::constant({{0.1f, 0.2f, 0.7f}, {0.6f, 0.3f, 0.1f}}));
   EXPECT_DOUBLE_EQ(acc.result(), 0.5);
   acc.update_state(tf::constant({{1.f, 0.f, 0.f}}), tf::constant({{5.f, -1.f, 2.f}}));
   EXPECT_DOUBLE_EQ(acc.result(), 2.0 / 3);
@@ -105,11 +107,17 @@ TEST(SparseCategoricalAccuracyMetric, ComparesLabelsWithArgmax) {
 
 TEST(SparseCategoricalAccuracyMetric, RejectsFloatLabelsAndWrongShapes) {
   tf::metrics::SparseCategoricalAccuracy acc;
-  EXPECT_THAT([&] { acc.update_state(tf::zeros({2}), tf::ones({2, 3})); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[sparse_categorical_accuracy]"), HasSubstr("int32 or int64"))));
-  EXPECT_THAT([&] { acc.update_state(tf::constant({0, 1, 2}), tf::ones({2, 3})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("(3,)"), HasSubstr("(2, 3)"))));
+  EXPECT_THAT(
+      [&] {
+        acc.update_state(tf::zeros({2}), tf::ones({2, 3}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[sparse_categorical_accuracy]"), HasSubstr("int32 or int64"))));
+  EXPECT_THAT(
+      [&] {
+        acc.update_state(tf::constant({0, 1, 2}), tf::ones({2, 3}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("(3,)"), HasSubstr("(2, 3)"))));
 }
 
 }  // namespace

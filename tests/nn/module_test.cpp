@@ -63,7 +63,8 @@ TEST(Module, VariablesFollowRegistrationOrderDepthFirst) {
 
 TEST(Module, TrainableVariablesSkipNonTrainableOnes) {
   Parent p;
-  EXPECT_THAT(names(p.trainable_variables()), ::testing::ElementsAre("first:0", "a_w:0", "middle:0", "b_w:0"));
+  EXPECT_THAT(names(p.trainable_variables()),
+              ::testing::ElementsAre("first:0", "a_w:0", "middle:0", "b_w:0"));
 }
 
 TEST(Module, CollectedVariablesAreTheSameVariablesNotCopies) {
@@ -125,8 +126,8 @@ TEST(Module, TrackingItselfThrows) {
     void go() { track(*this); }
   };
   SelfTracker m;
-  EXPECT_THAT([&] { m.go(); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(::testing::HasSubstr("cannot track itself")));
+  EXPECT_THAT([&] { m.go(); }, ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+                                   ::testing::HasSubstr("cannot track itself")));
 }
 
 TEST(Module, GradientsWithRespectToTrainableVariables) {

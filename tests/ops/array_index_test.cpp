@@ -45,24 +45,36 @@ TEST(Slice, EmptyResultsAndScalar) {
 }
 
 TEST(Slice, WrongNumberOfEntriesThrows) {
-  EXPECT_THAT([] { tf::slice(iota({3, 4}), {0}, {1}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Slice]"), HasSubstr("one entry per dimension"), HasSubstr("(3, 4)"))));
+  EXPECT_THAT(
+      [] {
+        tf::slice(iota({3, 4}), {0}, {1});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Slice]"), HasSubstr("one entry per dimension"), HasSubstr("(3, 4)"))));
 }
 
 TEST(Slice, BeginOutOfRangeThrows) {
   for (std::int64_t b : {-1, 5})
-    EXPECT_THAT([b] { tf::slice(iota({3, 4}), {0, b}, {1, 0}); },
-                ThrowsMessage<tf::InvalidArgumentError>(
-                    AllOf(HasSubstr("[Slice]"), HasSubstr("begin[1] = " + std::to_string(b)), HasSubstr("not in [0, 4]"))));
+    EXPECT_THAT(
+        [b] {
+          tf::slice(iota({3, 4}), {0, b}, {1, 0});
+        },
+        ThrowsMessage<tf::InvalidArgumentError>(AllOf(
+            HasSubstr("[Slice]"), HasSubstr("begin[1] = " + std::to_string(b)), HasSubstr("not in [0, 4]"))));
 }
 
 TEST(Slice, SizePastTheEndOrNegativeThrows) {
-  EXPECT_THAT([] { tf::slice(iota({3, 4}), {2, 0}, {2, 1}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Slice]"), HasSubstr("size[0] = 2"), HasSubstr("not in [0, 1]"))));
-  EXPECT_THAT([] { tf::slice(iota({3, 4}), {0, 0}, {-2, 1}); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Slice]"), HasSubstr("size[0] = -2"))));
+  EXPECT_THAT(
+      [] {
+        tf::slice(iota({3, 4}), {2, 0}, {2, 1});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Slice]"), HasSubstr("size[0] = 2"), HasSubstr("not in [0, 1]"))));
+  EXPECT_THAT(
+      [] {
+        tf::slice(iota({3, 4}), {0, 0}, {-2, 1});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Slice]"), HasSubstr("size[0] = -2"))));
 }
 
 TEST(Slice, GradientPadsDyWithZeros) {
@@ -127,7 +139,8 @@ TEST(StridedSlice, ExtremeStepsDoNotOverflow) {
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   EXPECT_THAT(tf::strided_slice(x, {S::range({}, {}, kMin)}).to_vector<double>(), ElementsAre(6));
   EXPECT_THAT(tf::strided_slice(x, {S::range({}, {}, kMax)}).to_vector<double>(), ElementsAre(0));
-  EXPECT_THAT(tf::strided_slice(x, {S::range(kMin, kMax)}).to_vector<double>(), ElementsAre(0, 1, 2, 3, 4, 5, 6));
+  EXPECT_THAT(tf::strided_slice(x, {S::range(kMin, kMax)}).to_vector<double>(),
+              ElementsAre(0, 1, 2, 3, 4, 5, 6));
   EXPECT_THAT(tf::strided_slice(x, {S::range(kMax, kMin, -1)}).to_vector<double>(),
               ElementsAre(6, 5, 4, 3, 2, 1, 0));
 }
@@ -171,29 +184,39 @@ TEST(StridedSlice, IntegerTensor) {
 }
 
 TEST(StridedSlice, ZeroStepThrows) {
-  EXPECT_THAT([] { tf::strided_slice(iota({3, 4}), {S::all(), S::range(0, 2, 0)}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[StridedSlice]"), HasSubstr("step of dimension 1 is 0"), HasSubstr("(3, 4)"))));
+  EXPECT_THAT(
+      [] {
+        tf::strided_slice(iota({3, 4}), {S::all(), S::range(0, 2, 0)});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[StridedSlice]"), HasSubstr("step of dimension 1 is 0"), HasSubstr("(3, 4)"))));
 }
 
 TEST(StridedSlice, IndexOutOfBoundsThrows) {
   for (std::int64_t i : {3, -4})
-    EXPECT_THAT([i] { tf::strided_slice(iota({3, 4}), {S::at(i)}); },
-                ThrowsMessage<tf::InvalidArgumentError>(
-                    AllOf(HasSubstr("[StridedSlice]"), HasSubstr("index " + std::to_string(i) + " is out of bounds"),
-                          HasSubstr("dimension 0 of size 3"))));
+    EXPECT_THAT(
+        [i] {
+          tf::strided_slice(iota({3, 4}), {S::at(i)});
+        },
+        ThrowsMessage<tf::InvalidArgumentError>(
+            AllOf(HasSubstr("[StridedSlice]"), HasSubstr("index " + std::to_string(i) + " is out of bounds"),
+                  HasSubstr("dimension 0 of size 3"))));
 }
 
 TEST(StridedSlice, MoreSpecsThanDimensionsThrows) {
-  EXPECT_THAT([] { tf::strided_slice(iota({3}), {S::all(), S::all()}); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[StridedSlice]"), HasSubstr("rank 1"))));
+  EXPECT_THAT(
+      [] {
+        tf::strided_slice(iota({3}), {S::all(), S::all()});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[StridedSlice]"), HasSubstr("rank 1"))));
 }
 
 TEST(StridedSlice, GradientScattersDyIntoZeros) {
   const tf::Tensor x = iota({5});
   tf::GradientTape tape;
   tape.watch(x);
-  const tf::Tensor loss = tf::reduce_sum(tf::strided_slice(x, {S::range({}, {}, -2)}) * tf::constant({1.0, 2.0, 3.0}));
+  const tf::Tensor loss =
+      tf::reduce_sum(tf::strided_slice(x, {S::range({}, {}, -2)}) * tf::constant({1.0, 2.0, 3.0}));
   EXPECT_THAT(tape.gradient(loss, x)->to_vector<double>(), ElementsAre(3, 0, 2, 0, 1));
 }
 
@@ -249,13 +272,18 @@ TEST(Gather, BoolParams) {
 }
 
 TEST(Gather, OutOfRangeIndexNamesTheValueAndItsPosition) {
-  EXPECT_THAT([] { tf::gather(iota({3, 2}), tf::constant({{0, 1}, {5, 2}})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[GatherV2]"),
-                                                            HasSubstr("indices[1, 0] = 5 is not in [0, 3)"),
-                                                            HasSubstr("(3, 2)"))));
-  EXPECT_THAT([] { tf::gather(iota({3, 2}), tf::constant<std::int64_t>({0, -1}), 1); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[GatherV2]"), HasSubstr("indices[1] = -1 is not in [0, 2)"))));
+  EXPECT_THAT(
+      [] {
+        tf::gather(iota({3, 2}), tf::constant({{0, 1}, {5, 2}}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(
+          HasSubstr("[GatherV2]"), HasSubstr("indices[1, 0] = 5 is not in [0, 3)"), HasSubstr("(3, 2)"))));
+  EXPECT_THAT(
+      [] {
+        tf::gather(iota({3, 2}), tf::constant<std::int64_t>({0, -1}), 1);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[GatherV2]"), HasSubstr("indices[1] = -1 is not in [0, 2)"))));
 }
 
 TEST(Gather, NonIntegerIndicesThrow) {
@@ -265,8 +293,9 @@ TEST(Gather, NonIntegerIndicesThrow) {
 }
 
 TEST(Gather, ScalarParamsAndBadAxisThrow) {
-  EXPECT_THAT([] { tf::gather(tf::constant(1.0), tf::constant({0})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[GatherV2]"), HasSubstr("rank >= 1"))));
+  EXPECT_THAT(
+      [] { tf::gather(tf::constant(1.0), tf::constant({0})); },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[GatherV2]"), HasSubstr("rank >= 1"))));
   EXPECT_THAT([] { tf::gather(iota({3}), tf::constant({0}), 1); },
               ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[GatherV2]"), HasSubstr("axis 1"))));
 }
@@ -275,7 +304,8 @@ TEST(Gather, GradientAddsUpDuplicateIndices) {
   const tf::Tensor x = tf::constant({1.0, 2.0, 3.0});
   tf::GradientTape tape;
   tape.watch(x);
-  const tf::Tensor loss = tf::reduce_sum(tf::gather(x, tf::constant({0, 2, 0})) * tf::constant({1.0, 10.0, 100.0}));
+  const tf::Tensor loss =
+      tf::reduce_sum(tf::gather(x, tf::constant({0, 2, 0})) * tf::constant({1.0, 10.0, 100.0}));
   EXPECT_THAT(tape.gradient(loss, x)->to_vector<double>(), ElementsAre(101, 0, 10));
 }
 
@@ -307,16 +337,23 @@ TEST(GatherNd, EmptyIndices) {
 }
 
 TEST(GatherNd, OutOfRangeTupleNamesItAndItsPosition) {
-  EXPECT_THAT([] { tf::gather_nd(iota({2, 3}), tf::constant({{0, 0}, {1, 3}})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[GatherNd]"), HasSubstr("indices[1] = [1, 3]"),
-                                                            HasSubstr("shape (2, 3)"))));
+  EXPECT_THAT(
+      [] {
+        tf::gather_nd(iota({2, 3}), tf::constant({{0, 0}, {1, 3}}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[GatherNd]"), HasSubstr("indices[1] = [1, 3]"), HasSubstr("shape (2, 3)"))));
 }
 
 TEST(GatherNd, TuplesLongerThanTheRankOrScalarIndicesThrow) {
-  EXPECT_THAT([] { tf::gather_nd(iota({2}), tf::constant({{0, 0}})); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[GatherNd]"), HasSubstr("2 entries"))));
-  EXPECT_THAT([] { tf::gather_nd(iota({2}), tf::constant(0)); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[GatherNd]"), HasSubstr("rank >= 1"))));
+  EXPECT_THAT(
+      [] {
+        tf::gather_nd(iota({2}), tf::constant({{0, 0}}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[GatherNd]"), HasSubstr("2 entries"))));
+  EXPECT_THAT(
+      [] { tf::gather_nd(iota({2}), tf::constant(0)); },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[GatherNd]"), HasSubstr("rank >= 1"))));
 }
 
 TEST(GatherNd, GradientAddsUpDuplicateTuples) {
@@ -340,15 +377,21 @@ TEST(ScatterNd, SlicesOfUpdates) {
 }
 
 TEST(ScatterNd, WrongUpdatesShapeThrows) {
-  EXPECT_THAT([] { tf::scatter_nd(tf::constant({{1}}), tf::constant({1.f, 2.f}), tf::Shape{2, 2}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[ScatterNd]"), HasSubstr("updates has shape (2,)"), HasSubstr("(1, 2)"))));
+  EXPECT_THAT(
+      [] {
+        tf::scatter_nd(tf::constant({{1}}), tf::constant({1.f, 2.f}), tf::Shape{2, 2});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[ScatterNd]"), HasSubstr("updates has shape (2,)"), HasSubstr("(1, 2)"))));
 }
 
 TEST(ScatterNd, OutOfRangeTupleThrows) {
-  EXPECT_THAT([] { tf::scatter_nd(tf::constant({{0}, {2}}), tf::constant({1.f, 2.f}), tf::Shape{2}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[ScatterNd]"), HasSubstr("indices[1] = [2]"), HasSubstr("shape (2,)"))));
+  EXPECT_THAT(
+      [] {
+        tf::scatter_nd(tf::constant({{0}, {2}}), tf::constant({1.f, 2.f}), tf::Shape{2});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[ScatterNd]"), HasSubstr("indices[1] = [2]"), HasSubstr("shape (2,)"))));
 }
 
 // ---- one_hot ---------------------------------------------------------------------------------
@@ -361,7 +404,8 @@ TEST(OneHot, RowsOfOnesAndZeros) {
 }
 
 TEST(OneHot, OutOfRangeIndicesGiveARowOfOffValues) {
-  const tf::Tensor y = tf::one_hot(tf::constant<std::int64_t>({{-1, 1}, {2, 5}}), 2, 5.0, -1.0, tf::DType::Int32);
+  const tf::Tensor y =
+      tf::one_hot(tf::constant<std::int64_t>({{-1, 1}, {2, 5}}), 2, 5.0, -1.0, tf::DType::Int32);
   EXPECT_EQ(y.shape(), (tf::Shape{2, 2, 2}));
   EXPECT_THAT(y.to_vector<std::int32_t>(), ElementsAre(-1, -1, -1, 5, -1, -1, -1, -1));
 }
@@ -373,10 +417,12 @@ TEST(OneHot, DepthZeroAndEmptyIndices) {
 }
 
 TEST(OneHot, BadArgumentsThrow) {
-  EXPECT_THAT([] { tf::one_hot(tf::constant({0.f}), 2); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[OneHot]"), HasSubstr("int32 or int64"))));
-  EXPECT_THAT([] { tf::one_hot(tf::constant({0}), -1); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[OneHot]"), HasSubstr("depth must be >= 0"))));
+  EXPECT_THAT(
+      [] { tf::one_hot(tf::constant({0.f}), 2); },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[OneHot]"), HasSubstr("int32 or int64"))));
+  EXPECT_THAT(
+      [] { tf::one_hot(tf::constant({0}), -1); },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[OneHot]"), HasSubstr("depth must be >= 0"))));
   EXPECT_THAT([] { tf::one_hot(tf::constant({0}), 2, 0.5, 0.0, tf::DType::Int32); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[OneHot]")));
 }

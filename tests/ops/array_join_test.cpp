@@ -51,37 +51,52 @@ TEST(Concat, EmptyInputsContributeNothing) {
 }
 
 TEST(Concat, EmptyListThrows) {
-  EXPECT_THAT([] { tf::concat({}, 0); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[ConcatV2]"), HasSubstr("at least one"))));
+  EXPECT_THAT([] { tf::concat({}, 0); }, ThrowsMessage<tf::InvalidArgumentError>(
+                                             AllOf(HasSubstr("[ConcatV2]"), HasSubstr("at least one"))));
 }
 
 TEST(Concat, ScalarsThrowAndSuggestStack) {
-  EXPECT_THAT([] { tf::concat({tf::constant(1.f), tf::constant(2.f)}, 0); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[ConcatV2]"), HasSubstr("stack"))));
+  EXPECT_THAT(
+      [] {
+        tf::concat({tf::constant(1.f), tf::constant(2.f)}, 0);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[ConcatV2]"), HasSubstr("stack"))));
 }
 
 TEST(Concat, MixedDtypesThrow) {
-  EXPECT_THAT([] { tf::concat({tf::zeros({2}), tf::zeros({2}, tf::DType::Float64)}, 0); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[ConcatV2]"), HasSubstr("float32 tensor of shape (2,)"),
-                        HasSubstr("float64 tensor of shape (2,)"))));
+  EXPECT_THAT(
+      [] {
+        tf::concat({tf::zeros({2}), tf::zeros({2}, tf::DType::Float64)}, 0);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[ConcatV2]"),
+                                                    HasSubstr("float32 tensor of shape (2,)"),
+                                                    HasSubstr("float64 tensor of shape (2,)"))));
 }
 
 TEST(Concat, MixedRanksThrow) {
-  EXPECT_THAT([] { tf::concat({tf::zeros({2, 1}), tf::zeros({2})}, 0); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[ConcatV2]"), HasSubstr("same rank"), HasSubstr("(2, 1)"), HasSubstr("(2,)"))));
+  EXPECT_THAT(
+      [] {
+        tf::concat({tf::zeros({2, 1}), tf::zeros({2})}, 0);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[ConcatV2]"), HasSubstr("same rank"), HasSubstr("(2, 1)"), HasSubstr("(2,)"))));
 }
 
 TEST(Concat, DimensionsOtherThanTheAxisMustAgree) {
-  EXPECT_THAT([] { tf::concat({tf::zeros({2, 3}), tf::zeros({2, 4})}, 0); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[ConcatV2]"), HasSubstr("only along axis 0"),
-                                                            HasSubstr("(2, 3)"), HasSubstr("(2, 4)"))));
+  EXPECT_THAT(
+      [] {
+        tf::concat({tf::zeros({2, 3}), tf::zeros({2, 4})}, 0);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[ConcatV2]"), HasSubstr("only along axis 0"),
+                                                    HasSubstr("(2, 3)"), HasSubstr("(2, 4)"))));
 }
 
 TEST(Concat, AxisOutOfRangeThrows) {
-  EXPECT_THAT([] { tf::concat({tf::zeros({2}), tf::zeros({2})}, 1); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[ConcatV2]"), HasSubstr("axis 1"))));
+  EXPECT_THAT(
+      [] {
+        tf::concat({tf::zeros({2}), tf::zeros({2})}, 1);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[ConcatV2]"), HasSubstr("axis 1"))));
 }
 
 TEST(Concat, GradientSlicesDyBackToEachInput) {
@@ -123,20 +138,29 @@ TEST(Stack, EmptyInputs) {
 }
 
 TEST(Stack, ShapeMismatchThrows) {
-  EXPECT_THAT([] { tf::stack({tf::zeros({2}), tf::zeros({3})}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Pack]"), HasSubstr("same shape"), HasSubstr("(2,)"), HasSubstr("(3,)"))));
+  EXPECT_THAT(
+      [] {
+        tf::stack({tf::zeros({2}), tf::zeros({3})});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Pack]"), HasSubstr("same shape"), HasSubstr("(2,)"), HasSubstr("(3,)"))));
 }
 
 TEST(Stack, DtypeMismatchThrows) {
-  EXPECT_THAT([] { tf::stack({tf::zeros({2}), tf::zeros({2}, tf::DType::Int32)}); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Pack]"), HasSubstr("int32"))));
+  EXPECT_THAT(
+      [] {
+        tf::stack({tf::zeros({2}), tf::zeros({2}, tf::DType::Int32)});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Pack]"), HasSubstr("int32"))));
 }
 
 TEST(Stack, EmptyListAndBadAxisThrow) {
   EXPECT_THAT([] { tf::stack({}); }, ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Pack]")));
-  EXPECT_THAT([] { tf::stack({tf::zeros({2}), tf::zeros({2})}, 2); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Pack]"), HasSubstr("axis 2"))));
+  EXPECT_THAT(
+      [] {
+        tf::stack({tf::zeros({2}), tf::zeros({2})}, 2);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Pack]"), HasSubstr("axis 2"))));
 }
 
 // ---- unstack ---------------------------------------------------------------------------------
@@ -199,8 +223,9 @@ TEST(Split, SizeNotDivisibleThrows) {
 
 TEST(Split, ZeroOrNegativePartsThrow) {
   for (std::int64_t num : {0, -2})
-    EXPECT_THAT([num] { tf::split(tf::zeros({4}), num); },
-                ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Split]"), HasSubstr("at least 1"))));
+    EXPECT_THAT(
+        [num] { tf::split(tf::zeros({4}), num); },
+        ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Split]"), HasSubstr("at least 1"))));
 }
 
 TEST(Split, HugeNumberOfPartsThrowsCleanly) {
@@ -211,8 +236,11 @@ TEST(Split, HugeNumberOfPartsThrowsCleanly) {
 }
 
 TEST(Unstack, HugeNumberOfTensorsThrowsCleanly) {
-  EXPECT_THAT([] { tf::unstack(tf::zeros({std::int64_t{1} << 40, 0})); },
-              ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Unpack]")));
+  EXPECT_THAT(
+      [] {
+        tf::unstack(tf::zeros({std::int64_t{1} << 40, 0}));
+      },
+      ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Unpack]")));
 }
 
 TEST(SplitV, GivenSizesWithOneInferred) {
@@ -230,18 +258,30 @@ TEST(SplitV, ZeroSizedPart) {
 }
 
 TEST(SplitV, SizesThatDoNotAddUpThrow) {
-  EXPECT_THAT([] { tf::split(tf::zeros({5}), Sizes{2, 2}, 0); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[SplitV]"), HasSubstr("add up to 4"), HasSubstr("size 5"))));
-  EXPECT_THAT([] { tf::split(tf::zeros({5}), Sizes{4, -1, 2}, 0); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[SplitV]"), HasSubstr("more than"))));
+  EXPECT_THAT(
+      [] {
+        tf::split(tf::zeros({5}), Sizes{2, 2}, 0);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[SplitV]"), HasSubstr("add up to 4"), HasSubstr("size 5"))));
+  EXPECT_THAT(
+      [] {
+        tf::split(tf::zeros({5}), Sizes{4, -1, 2}, 0);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[SplitV]"), HasSubstr("more than"))));
 }
 
 TEST(SplitV, TwoInferredOrNegativeSizesThrow) {
-  EXPECT_THAT([] { tf::split(tf::zeros({5}), Sizes{-1, -1}, 0); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[SplitV]"), HasSubstr("only one"))));
-  EXPECT_THAT([] { tf::split(tf::zeros({5}), Sizes{2, -2}, 0); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[SplitV]"), HasSubstr("negative (-2)"))));
+  EXPECT_THAT(
+      [] {
+        tf::split(tf::zeros({5}), Sizes{-1, -1}, 0);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[SplitV]"), HasSubstr("only one"))));
+  EXPECT_THAT(
+      [] {
+        tf::split(tf::zeros({5}), Sizes{2, -2}, 0);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[SplitV]"), HasSubstr("negative (-2)"))));
 }
 
 TEST(SplitV, GradientConcatenatesWithZerosForUnusedParts) {

@@ -29,14 +29,18 @@ std::vector<double> naive_transpose(const tf::Tensor& x, const std::vector<std::
   const tf::Shape& s = x.shape();
   const int r = s.rank();
   std::vector<std::int64_t> out_dims(static_cast<std::size_t>(r)), in_strides(static_cast<std::size_t>(r), 1);
-  for (int k = 0; k < r; ++k) out_dims[static_cast<std::size_t>(k)] = s[static_cast<int>(perm[static_cast<std::size_t>(k)])];
-  for (int k = r - 2; k >= 0; --k) in_strides[static_cast<std::size_t>(k)] = in_strides[static_cast<std::size_t>(k + 1)] * s[k + 1];
+  for (int k = 0; k < r; ++k)
+    out_dims[static_cast<std::size_t>(k)] = s[static_cast<int>(perm[static_cast<std::size_t>(k)])];
+  for (int k = r - 2; k >= 0; --k)
+    in_strides[static_cast<std::size_t>(k)] = in_strides[static_cast<std::size_t>(k + 1)] * s[k + 1];
   std::vector<double> out;
   const auto v = x.values<double>();
   std::vector<std::int64_t> idx(static_cast<std::size_t>(r), 0);
   for (std::int64_t n = 0; n < s.num_elements(); ++n) {
     std::int64_t off = 0;
-    for (int k = 0; k < r; ++k) off += idx[static_cast<std::size_t>(k)] * in_strides[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
+    for (int k = 0; k < r; ++k)
+      off += idx[static_cast<std::size_t>(k)] *
+             in_strides[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])];
     out.push_back(v[static_cast<std::size_t>(off)]);
     for (int k = r - 1; k >= 0; --k) {
       if (++idx[static_cast<std::size_t>(k)] < out_dims[static_cast<std::size_t>(k)]) break;
@@ -93,10 +97,12 @@ TEST(Transpose, BatchedMatrixTransposeOfRankFive) {
 }
 
 TEST(Transpose, IntegerAndBoolTensors) {
-  EXPECT_THAT(tf::transpose(tf::constant({{1, 2}, {3, 4}})).to_vector<std::int32_t>(), ElementsAre(1, 3, 2, 4));
-  EXPECT_THAT(tf::transpose(tf::constant<std::int64_t>({{1, 2, 3}})).to_vector<std::int64_t>(), ElementsAre(1, 2, 3));
-  const tf::Tensor b = tf::transpose(tf::constant(std::vector<bool>{true, false, false, true, true, false},
-                                                  tf::Shape{2, 3}));
+  EXPECT_THAT(tf::transpose(tf::constant({{1, 2}, {3, 4}})).to_vector<std::int32_t>(),
+              ElementsAre(1, 3, 2, 4));
+  EXPECT_THAT(tf::transpose(tf::constant<std::int64_t>({{1, 2, 3}})).to_vector<std::int64_t>(),
+              ElementsAre(1, 2, 3));
+  const tf::Tensor b =
+      tf::transpose(tf::constant(std::vector<bool>{true, false, false, true, true, false}, tf::Shape{2, 3}));
   EXPECT_EQ(b.dtype(), tf::DType::Bool);
   EXPECT_THAT(b.to_vector<bool>(), ElementsAre(true, true, false, true, false, false));
 }
@@ -108,22 +114,34 @@ TEST(Transpose, ScalarAndEmptyTensors) {
 }
 
 TEST(Transpose, PermOfWrongLengthThrows) {
-  EXPECT_THAT([] { tf::transpose(tf::zeros({2, 3}), {0, 1, 2}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Transpose]"), HasSubstr("rank 2"), HasSubstr("(2, 3)"))));
+  EXPECT_THAT(
+      [] {
+        tf::transpose(tf::zeros({2, 3}), {0, 1, 2});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Transpose]"), HasSubstr("rank 2"), HasSubstr("(2, 3)"))));
 }
 
 TEST(Transpose, RepeatedPermEntryThrows) {
-  EXPECT_THAT([] { tf::transpose(tf::zeros({2, 3}), {1, 1}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Transpose]"), HasSubstr("not a permutation"), HasSubstr("repeated"))));
+  EXPECT_THAT(
+      [] {
+        tf::transpose(tf::zeros({2, 3}), {1, 1});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Transpose]"), HasSubstr("not a permutation"), HasSubstr("repeated"))));
 }
 
 TEST(Transpose, NegativeOrTooLargePermEntryThrows) {
-  EXPECT_THAT([] { tf::transpose(tf::zeros({2, 3}), {-1, 0}); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Transpose]"), HasSubstr("out of range"))));
-  EXPECT_THAT([] { tf::transpose(tf::zeros({2, 3}), {0, 2}); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Transpose]"), HasSubstr("out of range"))));
+  EXPECT_THAT(
+      [] {
+        tf::transpose(tf::zeros({2, 3}), {-1, 0});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Transpose]"), HasSubstr("out of range"))));
+  EXPECT_THAT(
+      [] {
+        tf::transpose(tf::zeros({2, 3}), {0, 2});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Transpose]"), HasSubstr("out of range"))));
 }
 
 TEST(Transpose, GradientIsTheInversePermutation) {
@@ -161,9 +179,12 @@ TEST(ExpandDims, ScalarAndEmptyTensors) {
 
 TEST(ExpandDims, AxisOutOfRangeThrows) {
   for (std::int64_t axis : {3, -4})
-    EXPECT_THAT([axis] { tf::expand_dims(tf::zeros({2, 3}), axis); },
-                ThrowsMessage<tf::InvalidArgumentError>(
-                    AllOf(HasSubstr("[ExpandDims]"), HasSubstr("(2, 3)"), HasSubstr("[-3, 2]"))));
+    EXPECT_THAT(
+        [axis] {
+          tf::expand_dims(tf::zeros({2, 3}), axis);
+        },
+        ThrowsMessage<tf::InvalidArgumentError>(
+            AllOf(HasSubstr("[ExpandDims]"), HasSubstr("(2, 3)"), HasSubstr("[-3, 2]"))));
 }
 
 // ---- squeeze ---------------------------------------------------------------------------------
@@ -190,14 +211,20 @@ TEST(Squeeze, EmptyTensorKeepsItsZeroDimension) {
 }
 
 TEST(Squeeze, AxisOfSizeOtherThanOneThrows) {
-  EXPECT_THAT([] { tf::squeeze(tf::zeros({1, 3}), {1}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Squeeze]"), HasSubstr("axis 1"), HasSubstr("size 3"), HasSubstr("(1, 3)"))));
+  EXPECT_THAT(
+      [] {
+        tf::squeeze(tf::zeros({1, 3}), {1});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Squeeze]"), HasSubstr("axis 1"), HasSubstr("size 3"), HasSubstr("(1, 3)"))));
 }
 
 TEST(Squeeze, AxisOutOfRangeThrows) {
-  EXPECT_THAT([] { tf::squeeze(tf::zeros({1, 3}), {2}); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Squeeze]"), HasSubstr("axis 2"))));
+  EXPECT_THAT(
+      [] {
+        tf::squeeze(tf::zeros({1, 3}), {2});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Squeeze]"), HasSubstr("axis 2"))));
 }
 
 TEST(Squeeze, GradientHasTheInputShape) {

@@ -27,7 +27,8 @@ tf::Tensor iota(const tf::Shape& shape) {
 // ---- tile ------------------------------------------------------------------------------------
 
 TEST(Tile, RepeatsAVector) {
-  EXPECT_THAT(tf::tile(tf::constant({1, 2, 3}), {2}).to_vector<std::int32_t>(), ElementsAre(1, 2, 3, 1, 2, 3));
+  EXPECT_THAT(tf::tile(tf::constant({1, 2, 3}), {2}).to_vector<std::int32_t>(),
+              ElementsAre(1, 2, 3, 1, 2, 3));
 }
 
 TEST(Tile, RepeatsAMatrixAlongBothAxes) {
@@ -54,27 +55,37 @@ TEST(Tile, ZeroMultipleAndEmptyInputGiveEmptyResults) {
 TEST(Tile, ScalarWithNoMultiples) { EXPECT_EQ(tf::tile(tf::constant(4.0), {}).item<double>(), 4.0); }
 
 TEST(Tile, WrongNumberOfMultiplesThrows) {
-  EXPECT_THAT([] { tf::tile(iota({2, 3}), {2}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Tile]"), HasSubstr("one entry per dimension"), HasSubstr("(2, 3)"))));
+  EXPECT_THAT(
+      [] {
+        tf::tile(iota({2, 3}), {2});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Tile]"), HasSubstr("one entry per dimension"), HasSubstr("(2, 3)"))));
 }
 
 TEST(Tile, NegativeMultipleThrows) {
-  EXPECT_THAT([] { tf::tile(iota({2, 3}), {1, -2}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Tile]"), HasSubstr("multiples[1] = -2 is negative"))));
+  EXPECT_THAT(
+      [] {
+        tf::tile(iota({2, 3}), {1, -2});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Tile]"), HasSubstr("multiples[1] = -2 is negative"))));
 }
 
 TEST(Tile, OverflowingOutputSizeThrowsBeforeAllocating) {
-  EXPECT_THAT([] { tf::tile(iota({2, 2}), {kBig, kBig}); },
-              ThrowsMessage<tf::ResourceExhaustedError>(AllOf(HasSubstr("[Tile]"), HasSubstr("2^62"))));
-  EXPECT_THAT([] { tf::tile(iota({3}), {std::numeric_limits<std::int64_t>::max()}); },
-              ThrowsMessage<tf::ResourceExhaustedError>(AllOf(HasSubstr("[Tile]"), HasSubstr("overflows int64"))));
+  EXPECT_THAT(
+      [] {
+        tf::tile(iota({2, 2}), {kBig, kBig});
+      },
+      ThrowsMessage<tf::ResourceExhaustedError>(AllOf(HasSubstr("[Tile]"), HasSubstr("2^62"))));
+  EXPECT_THAT(
+      [] { tf::tile(iota({3}), {std::numeric_limits<std::int64_t>::max()}); },
+      ThrowsMessage<tf::ResourceExhaustedError>(AllOf(HasSubstr("[Tile]"), HasSubstr("overflows int64"))));
 }
 
 TEST(Tile, OutputBeyondTheAllocationLimitThrows) {
-  EXPECT_THAT([] { tf::tile(iota({4}), {kBig}); },
-              ThrowsMessage<tf::ResourceExhaustedError>(AllOf(HasSubstr("[Tile]"), HasSubstr("allocation limit"))));
+  EXPECT_THAT([] { tf::tile(iota({4}), {kBig}); }, ThrowsMessage<tf::ResourceExhaustedError>(AllOf(
+                                                       HasSubstr("[Tile]"), HasSubstr("allocation limit"))));
 }
 
 TEST(Tile, GradientSumsTheCopies) {
@@ -121,27 +132,42 @@ TEST(Pad, EmptyInputIsAllPadding) {
 TEST(Pad, ScalarWithNoPaddings) { EXPECT_EQ(tf::pad(tf::constant(2.f), {}).item<float>(), 2.f); }
 
 TEST(Pad, NegativePaddingThrows) {
-  EXPECT_THAT([] { tf::pad(iota({2, 3}), {{0, 0}, {-1, 0}}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Pad]"), HasSubstr("non-negative"), HasSubstr("dimension 1"), HasSubstr("(2, 3)"))));
+  EXPECT_THAT(
+      [] {
+        tf::pad(iota({2, 3}), {{0, 0}, {-1, 0}});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Pad]"), HasSubstr("non-negative"),
+                                                    HasSubstr("dimension 1"), HasSubstr("(2, 3)"))));
 }
 
 TEST(Pad, WrongNumberOfPairsThrows) {
-  EXPECT_THAT([] { tf::pad(iota({2, 3}), {{1, 1}}); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Pad]"), HasSubstr("1 pairs"), HasSubstr("rank 2"))));
+  EXPECT_THAT(
+      [] {
+        tf::pad(iota({2, 3}), {{1, 1}});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Pad]"), HasSubstr("1 pairs"), HasSubstr("rank 2"))));
 }
 
 TEST(Pad, ConstantNotRepresentableInTheDtypeThrows) {
-  EXPECT_THAT([] { tf::pad(tf::constant({1, 2}), {{1, 1}}, 0.5); },
-              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Pad]"), HasSubstr("int32"))));
+  EXPECT_THAT(
+      [] {
+        tf::pad(tf::constant({1, 2}), {{1, 1}}, 0.5);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[Pad]"), HasSubstr("int32"))));
 }
 
 TEST(Pad, OverflowingPaddingThrows) {
-  EXPECT_THAT([] { tf::pad(iota({2}), {{std::numeric_limits<std::int64_t>::max(), 1}}); },
-              ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Pad]")));
-  EXPECT_THAT([] { tf::pad(iota({2, 2}), {{kBig, 0}, {kBig, 0}}); },
-              ThrowsMessage<tf::ResourceExhaustedError>(AllOf(HasSubstr("[Pad]"), HasSubstr("2^62"))));
+  EXPECT_THAT(
+      [] {
+        tf::pad(iota({2}), {{std::numeric_limits<std::int64_t>::max(), 1}});
+      },
+      ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Pad]")));
+  EXPECT_THAT(
+      [] {
+        tf::pad(iota({2, 2}), {{kBig, 0}, {kBig, 0}});
+      },
+      ThrowsMessage<tf::ResourceExhaustedError>(AllOf(HasSubstr("[Pad]"), HasSubstr("2^62"))));
 }
 
 TEST(Pad, GradientIsTheInteriorOfDy) {

@@ -96,7 +96,8 @@ TEST(Linspace, IncludesBothEnds) {
 
 TEST(Eye, SquareAndRectangular) {
   EXPECT_EQ(tf::eye(2).to_vector<float>(), (std::vector<float>{1, 0, 0, 1}));
-  EXPECT_EQ(tf::eye(2, 3, tf::int32).to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(tf::eye(2, 3, tf::int32).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{1, 0, 0, 0, 1, 0}));
   EXPECT_THROW((void)tf::eye(-1), tf::InvalidArgumentError);
 }
 

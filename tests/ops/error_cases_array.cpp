@@ -4,6 +4,8 @@
 #include "ops/error_cases.h"
 
 namespace tapeflow::testing::errors {
+// Rows stay one per line, as a table (clang-format would break them one field per line).
+// clang-format off
 namespace {
 using C = ErrorClass;
 constexpr std::int64_t kBig = std::int64_t{1} << 40;
@@ -259,4 +261,5 @@ void add_array_error_cases(std::vector<ErrorCase>& rows) {
   }
 }
 
+// clang-format on
 }  // namespace tapeflow::testing::errors

@@ -6,6 +6,8 @@
 #include "ops/error_cases.h"
 
 namespace tapeflow::testing::errors {
+// Rows stay one per line, as a table (clang-format would break them one field per line).
+// clang-format off
 namespace {
 using C = ErrorClass;
 using ReduceFn = Tensor (*)(const Tensor&, const Axes&, bool);
@@ -262,4 +264,5 @@ void add_other_error_cases(std::vector<ErrorCase>& rows) {
   }
 }
 
+// clang-format on
 }  // namespace tapeflow::testing::errors

@@ -30,7 +30,8 @@ tf::Tensor random_tensor(const tf::Shape& s, double lo, double hi, std::mt19937_
   return tf::constant(v, s);
 }
 
-std::vector<tf::Tensor> sample_inputs(const OpCase& c, const std::vector<tf::Shape>& shapes, std::mt19937_64& rng) {
+std::vector<tf::Tensor> sample_inputs(const OpCase& c, const std::vector<tf::Shape>& shapes,
+                                      std::mt19937_64& rng) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
     std::vector<tf::Tensor> xs;
     for (const auto& s : shapes) xs.push_back(random_tensor(s, c.lo, c.hi, rng));
@@ -44,7 +45,8 @@ std::vector<tf::Tensor> sample_inputs(const OpCase& c, const std::vector<tf::Sha
 tf::Tensor eval(const OpCase& c, const std::vector<tf::Tensor>& xs) { return c.call(xs); }
 
 /// xs with element j of input i moved by delta.
-std::vector<tf::Tensor> perturbed(const std::vector<tf::Tensor>& xs, std::size_t i, std::int64_t j, double delta) {
+std::vector<tf::Tensor> perturbed(const std::vector<tf::Tensor>& xs, std::size_t i, std::int64_t j,
+                                  double delta) {
   std::vector<tf::Tensor> out = xs;
   std::vector<double> v = xs[i].to_vector<double>();
   v[static_cast<std::size_t>(j)] += delta;
@@ -116,8 +118,8 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
           const double fm = eval(c, perturbed(xs, i, j, -kEps)).values<double>()[static_cast<std::size_t>(k)];
           const double num = (fp - fm) / (2 * kEps);
           const double ana = row[i].values<double>()[static_cast<std::size_t>(j)];
-          EXPECT_TRUE(close(ana, num, c)) << "J[" << k << "][input " << i << ", " << j << "]: reverse mode " << ana
-                                          << ", central difference " << num;
+          EXPECT_TRUE(close(ana, num, c)) << "J[" << k << "][input " << i << ", " << j << "]: reverse mode "
+                                          << ana << ", central difference " << num;
         }
       }
     }
@@ -147,8 +149,8 @@ TEST_P(GradCheck, ForwardModeMatchesReverseMode) {
     double reverse = 0;
     for (std::size_t i = 0; i < xs.size(); ++i) reverse += dot(jtu[i], v[i]);
     const double forward = dot(u, jv);
-    EXPECT_NEAR(forward, reverse, 1e-9 + 1e-9 * std::abs(reverse)) << "forward <u, J v> = " << forward
-                                                                      << ", reverse <J^T u, v> = " << reverse;
+    EXPECT_NEAR(forward, reverse, 1e-9 + 1e-9 * std::abs(reverse))
+        << "forward <u, J v> = " << forward << ", reverse <J^T u, v> = " << reverse;
   }
 }
 
@@ -174,7 +176,8 @@ TEST_P(GradCheck, VectorisedJacobianMatchesRowByRow) {
     for (std::size_t i = 0; i < xs.size(); ++i) {
       ASSERT_EQ(fast[i]->shape(), slow[i]->shape());
       const auto a = fast[i]->to_vector<double>(), e = slow[i]->to_vector<double>();
-      for (std::size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], e[k], 1e-12) << "input " << i << ", element " << k;
+      for (std::size_t k = 0; k < a.size(); ++k)
+        EXPECT_NEAR(a[k], e[k], 1e-12) << "input " << i << ", element " << k;
     }
   }
 }

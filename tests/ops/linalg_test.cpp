@@ -262,7 +262,9 @@ TEST(BatchMatMulV2, EmptyBatchGivesAnEmptyResult) {
 
 TEST(MatMul, InnerDimensionsMustAgree) {
   expect_error<tf::InvalidArgumentError>(
-      [] { tf::matmul(tf::zeros({2, 3}), tf::zeros({4, 5})); },
+      [] {
+        tf::matmul(tf::zeros({2, 3}), tf::zeros({4, 5}));
+      },
       {"[MatMul] inner dimensions must agree: a has shape (2, 3), b has shape (4, 5)",
        "transpose_a=false, transpose_b=false", "of a is 3 but that of b is 4"});
 }
@@ -270,53 +272,74 @@ TEST(MatMul, InnerDimensionsMustAgree) {
 TEST(MatMul, InnerDimensionErrorNamesTheTransposeFlags) {
   // With transpose_a, a (2, 3) contracts over its 2 rows.
   expect_error<tf::InvalidArgumentError>(
-      [] { tf::matmul(tf::zeros({2, 3}), tf::zeros({3, 5}), true, false); },
+      [] {
+        tf::matmul(tf::zeros({2, 3}), tf::zeros({3, 5}), true, false);
+      },
       {"[MatMul]", "a has shape (2, 3), b has shape (3, 5)", "transpose_a=true, transpose_b=false",
        "of a is 2 but that of b is 3"});
   expect_error<tf::InvalidArgumentError>(
-      [] { tf::matmul(tf::zeros({2, 3}), tf::zeros({3, 5}), false, true); },
+      [] {
+        tf::matmul(tf::zeros({2, 3}), tf::zeros({3, 5}), false, true);
+      },
       {"transpose_a=false, transpose_b=true", "of a is 3 but that of b is 5"});
 }
 
 TEST(BatchMatMulV2, InnerDimensionsMustAgree) {
   expect_error<tf::InvalidArgumentError>(
-      [] { tf::matmul(tf::zeros({7, 2, 3}), tf::zeros({4, 5})); },
+      [] {
+        tf::matmul(tf::zeros({7, 2, 3}), tf::zeros({4, 5}));
+      },
       {"[BatchMatMulV2] inner dimensions must agree: a has shape (7, 2, 3), b has shape (4, 5)"});
 }
 
 TEST(MatMul, RejectsOperandsOfRankBelowTwo) {
-  expect_error<tf::InvalidArgumentError>([] { tf::matmul(tf::zeros({3}), tf::zeros({3, 2})); },
-                                         {"[MatMul] a must have rank >= 2", "float32 tensor of shape (3,)",
-                                          "tensordot"});
-  expect_error<tf::InvalidArgumentError>([] { tf::matmul(tf::zeros({2, 3}), tf::constant(1.f)); },
-                                         {"[MatMul] b must have rank >= 2", "float32 tensor of shape ()"});
-  expect_error<tf::InvalidArgumentError>([] { tf::matmul(tf::zeros({4, 2, 3}), tf::zeros({3})); },
-                                         {"[BatchMatMulV2] b must have rank >= 2", "shape (3,)"});
+  expect_error<tf::InvalidArgumentError>(
+      [] {
+        tf::matmul(tf::zeros({3}), tf::zeros({3, 2}));
+      },
+      {"[MatMul] a must have rank >= 2", "float32 tensor of shape (3,)", "tensordot"});
+  expect_error<tf::InvalidArgumentError>(
+      [] {
+        tf::matmul(tf::zeros({2, 3}), tf::constant(1.f));
+      },
+      {"[MatMul] b must have rank >= 2", "float32 tensor of shape ()"});
+  expect_error<tf::InvalidArgumentError>(
+      [] {
+        tf::matmul(tf::zeros({4, 2, 3}), tf::zeros({3}));
+      },
+      {"[BatchMatMulV2] b must have rank >= 2", "shape (3,)"});
 }
 
 TEST(MatMul, RejectsMismatchedDtypes) {
   expect_error<tf::InvalidArgumentError>(
-      [] { tf::matmul(tf::zeros({2, 3}), tf::zeros({3, 2}, tf::float64)); },
+      [] {
+        tf::matmul(tf::zeros({2, 3}), tf::zeros({3, 2}, tf::float64));
+      },
       {"[MatMul] a and b must have the same dtype", "a is a float32 tensor of shape (2, 3)",
        "b is a float64 tensor of shape (3, 2)"});
 }
 
 TEST(MatMul, RejectsBool) {
   tf::Tensor t = tf::constant(std::vector<bool>{true, false, true, false}, {2, 2});
-  expect_error<tf::InvalidArgumentError>([&] { tf::matmul(t, t); },
-                                         {"[MatMul] bool operands are not supported", "bool tensor of shape (2, 2)"});
+  expect_error<tf::InvalidArgumentError>(
+      [&] { tf::matmul(t, t); }, {"[MatMul] bool operands are not supported", "bool tensor of shape (2, 2)"});
 }
 
 TEST(BatchMatMulV2, RejectsBatchDimensionsThatDoNotBroadcast) {
   expect_error<tf::InvalidArgumentError>(
-      [] { tf::matmul(tf::zeros({2, 3, 2, 2}), tf::zeros({4, 2, 2})); },
+      [] {
+        tf::matmul(tf::zeros({2, 3, 2, 2}), tf::zeros({4, 2, 2}));
+      },
       {"[BatchMatMulV2] batch dimensions must broadcast", "a has shape (2, 3, 2, 2) (batch (2, 3))",
        "b has shape (4, 2, 2) (batch (4,))"});
 }
 
 TEST(MatMul, RejectsAnUndefinedTensor) {
-  expect_error<tf::InvalidArgumentError>([] { tf::matmul(tf::Tensor(), tf::zeros({2, 2})); },
-                                         {"[MatMul]", "'a' is an undefined"});
+  expect_error<tf::InvalidArgumentError>(
+      [] {
+        tf::matmul(tf::Tensor(), tf::zeros({2, 2}));
+      },
+      {"[MatMul]", "'a' is an undefined"});
 }
 
 // ---- gradients (values; the generic checks are rows in op_cases_linalg.cpp) -------------------
@@ -384,7 +407,8 @@ TEST(Einsum, MatrixProductIsMatMul) {
 TEST(Einsum, TransposedOperandsUseTheTransposeFlags) {
   // "ji,jk->ik" is a^T b; "ij,kj->ik" is a b^T; "ji,kj->ki" is (a^T b^T)^T = b a.
   tf::Tensor a = random_tensor({3, 2}, 22), b = random_tensor({4, 3}, 23), c = random_tensor({3, 4}, 24);
-  expect_near_all(tf::einsum("ji,jk->ik", a, c).to_vector<double>(), tf::matmul(a, c, true).to_vector<double>());
+  expect_near_all(tf::einsum("ji,jk->ik", a, c).to_vector<double>(),
+                  tf::matmul(a, c, true).to_vector<double>());
   expect_near_all(tf::einsum("ij,kj->ik", tf::transpose(a), b).to_vector<double>(),
                   tf::matmul(tf::transpose(a), b, false, true).to_vector<double>());
   expect_near_all(tf::einsum("ji,kj->ki", a, b).to_vector<double>(), tf::matmul(b, a).to_vector<double>());
@@ -394,8 +418,11 @@ TEST(Einsum, PlainProductsLowerToOneMatMulWithoutTransposes) {
   // Operands already laid out as (B, M, K) / (B, K, M) and (B, K, N) / (B, N, K) go straight to
   // matmul with its transpose flags: the tape records exactly one op.
   const std::vector<std::tuple<std::string, tf::Shape, tf::Shape>> cases = {
-      {"ij,jk->ik", {2, 3}, {3, 4}},       {"ji,jk->ik", {3, 2}, {3, 4}}, {"ij,kj->ik", {2, 3}, {4, 3}},
-      {"bij,bjk->bik", {5, 2, 3}, {5, 3, 4}}, {"bi,ij->bj", {4, 3}, {3, 2}}};
+      {"ij,jk->ik", {2, 3}, {3, 4}},
+      {"ji,jk->ik", {3, 2}, {3, 4}},
+      {"ij,kj->ik", {2, 3}, {4, 3}},
+      {"bij,bjk->bik", {5, 2, 3}, {5, 3, 4}},
+      {"bi,ij->bj", {4, 3}, {3, 2}}};
   for (const auto& [eq, sa, sb] : cases) {
     SCOPED_TRACE(eq);
     tf::Tensor a = random_tensor(sa, 50), b = random_tensor(sb, 51);
@@ -456,7 +483,8 @@ TEST(Einsum, ImplicitOutputIsTheSingleLabelsInAlphabeticalOrder) {
 
 TEST(Einsum, SpacesAreIgnored) {
   tf::Tensor a = random_tensor({2, 3}, 32), b = random_tensor({3, 4}, 33);
-  expect_near_all(tf::einsum(" ij , jk -> ik ", a, b).to_vector<double>(), tf::matmul(a, b).to_vector<double>());
+  expect_near_all(tf::einsum(" ij , jk -> ik ", a, b).to_vector<double>(),
+                  tf::matmul(a, b).to_vector<double>());
 }
 
 TEST(Einsum, EllipsisBroadcastsLikeBatchMatMul) {
@@ -486,7 +514,8 @@ TEST(Einsum, EmptyContractionGivesZeros) {
   tf::Tensor c = tf::einsum("ij,jk->ik", tf::zeros({2, 0}), tf::zeros({0, 3}));
   EXPECT_EQ(c.shape(), tf::Shape({2, 3}));
   EXPECT_THAT(c.to_vector<float>(), ElementsAreArray(std::vector<float>(6, 0.f)));
-  EXPECT_EQ(tf::einsum("bij,bjk->bik", tf::zeros({0, 2, 3}), tf::zeros({0, 3, 4})).shape(), tf::Shape({0, 2, 4}));
+  EXPECT_EQ(tf::einsum("bij,bjk->bik", tf::zeros({0, 2, 3}), tf::zeros({0, 3, 4})).shape(),
+            tf::Shape({0, 2, 4}));
 }
 
 TEST(Einsum, Integers) {
@@ -515,55 +544,77 @@ TEST(Einsum, RejectsMalformedEquations) {
   tf::Tensor m = tf::zeros({2, 3});
   expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij,j1->i", m, m); },
                                          {"[Einsum] invalid character '1'", "'ij,j1->i'"});
-  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij->i->j", m); }, {"[Einsum]", "more than one '->'"});
+  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij->i->j", m); },
+                                         {"[Einsum]", "more than one '->'"});
   expect_error<tf::InvalidArgumentError>([&] { tf::einsum("i..j->ij", m); }, {"[Einsum] malformed ellipsis"});
-  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij,jk->ik", m); },
-                                         {"[Einsum] the equation 'ij,jk->ik' has 2 input term(s) but 1 operand(s)"});
-  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij->i", m, m); }, {"has 1 input term(s) but 2 operand(s)"});
+  expect_error<tf::InvalidArgumentError>(
+      [&] { tf::einsum("ij,jk->ik", m); },
+      {"[Einsum] the equation 'ij,jk->ik' has 2 input term(s) but 1 operand(s)"});
+  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij->i", m, m); },
+                                         {"has 1 input term(s) but 2 operand(s)"});
 }
 
 TEST(Einsum, TermsMustMatchTheOperandRanks) {
   expect_error<tf::InvalidArgumentError>(
-      [] { tf::einsum("ijk->i", tf::zeros({2, 3})); },
-      {"[Einsum] the term 'ijk' of operand 0 has 3 label(s) but the operand is a float32 tensor of shape (2, 3)"});
-  expect_error<tf::InvalidArgumentError>([] { tf::einsum("...ijk->i", tf::zeros({2, 3})); },
-                                         {"has 3 label(s) and '...' but the operand is a"});
+      [] {
+        tf::einsum("ijk->i", tf::zeros({2, 3}));
+      },
+      {"[Einsum] the term 'ijk' of operand 0 has 3 label(s) but the operand is a float32 tensor of shape (2, "
+       "3)"});
+  expect_error<tf::InvalidArgumentError>(
+      [] {
+        tf::einsum("...ijk->i", tf::zeros({2, 3}));
+      },
+      {"has 3 label(s) and '...' but the operand is a"});
 }
 
 TEST(Einsum, ALabelHasOneSize) {
   expect_error<tf::InvalidArgumentError>(
-      [] { tf::einsum("ij,jk->ik", tf::zeros({2, 3}), tf::zeros({4, 5})); },
-      {"[Einsum] the label 'j' has size 3 in operand 0 (float32 tensor of shape (2, 3)) but size 4 in operand 1 "
+      [] {
+        tf::einsum("ij,jk->ik", tf::zeros({2, 3}), tf::zeros({4, 5}));
+      },
+      {"[Einsum] the label 'j' has size 3 in operand 0 (float32 tensor of shape (2, 3)) but size 4 in "
+       "operand 1 "
        "(float32 tensor of shape (4, 5))"});
 }
 
 TEST(Einsum, EllipsisDimensionsMustBroadcast) {
   expect_error<tf::InvalidArgumentError>(
-      [] { tf::einsum("...ij,...jk->...ik", tf::zeros({2, 2, 3}), tf::zeros({3, 3, 4})); },
+      [] {
+        tf::einsum("...ij,...jk->...ik", tf::zeros({2, 2, 3}), tf::zeros({3, 3, 4}));
+      },
       {"[Einsum] the dimensions '...' stands for do not broadcast", "shape (2, 2, 3)", "shape (3, 3, 4)"});
 }
 
 TEST(Einsum, OutputLabelsMustComeFromTheInputsOnce) {
   tf::Tensor m = tf::zeros({2, 3});
-  expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij->ik", m); },
-                                         {"[Einsum] the output label 'k' of the equation 'ij->ik' appears in no input"});
+  expect_error<tf::InvalidArgumentError>(
+      [&] { tf::einsum("ij->ik", m); },
+      {"[Einsum] the output label 'k' of the equation 'ij->ik' appears in no input"});
   expect_error<tf::InvalidArgumentError>([&] { tf::einsum("ij->ii", m); },
                                          {"[Einsum] the output label 'i' appears more than once"});
 }
 
 TEST(Einsum, RepeatedLabelsWithinAnOperandAreUnimplemented) {
-  expect_error<tf::UnimplementedError>([] { tf::einsum("ii->i", tf::zeros({2, 2})); },
-                                       {"[Einsum] the label 'i' appears twice in the term 'ii' of operand 0",
-                                        "diagonals and traces"});
+  expect_error<tf::UnimplementedError>(
+      [] {
+        tf::einsum("ii->i", tf::zeros({2, 2}));
+      },
+      {"[Einsum] the label 'i' appears twice in the term 'ii' of operand 0", "diagonals and traces"});
 }
 
 TEST(Einsum, RejectsMismatchedDtypesAndBool) {
   expect_error<tf::InvalidArgumentError>(
-      [] { tf::einsum("ij,jk->ik", tf::zeros({2, 3}), tf::zeros({3, 2}, tf::float64)); },
+      [] {
+        tf::einsum("ij,jk->ik", tf::zeros({2, 3}), tf::zeros({3, 2}, tf::float64));
+      },
       {"[Einsum] both operands must have the same dtype", "operand 0 is a float32 tensor of shape (2, 3)",
        "operand 1 is a float64 tensor of shape (3, 2)"});
-  expect_error<tf::InvalidArgumentError>([] { tf::einsum("ij->j", tf::zeros({2, 2}, tf::bool_)); },
-                                         {"[Einsum] bool operands are not supported"});
+  expect_error<tf::InvalidArgumentError>(
+      [] {
+        tf::einsum("ij->j", tf::zeros({2, 2}, tf::bool_));
+      },
+      {"[Einsum] bool operands are not supported"});
 }
 
 // ---- tensordot --------------------------------------------------------------------------------
@@ -602,7 +653,8 @@ TEST(Tensordot, ExplicitAxisPairs) {
       double s = 0;
       for (int j = 0; j < 3; ++j)
         for (int k = 0; k < 4; ++k)
-          s += va[static_cast<std::size_t>(i * 12 + j * 4 + k)] * vb[static_cast<std::size_t>(k * 15 + j * 5 + l)];
+          s += va[static_cast<std::size_t>(i * 12 + j * 4 + k)] *
+               vb[static_cast<std::size_t>(k * 15 + j * 5 + l)];
       EXPECT_NEAR(vc[static_cast<std::size_t>(i * 5 + l)], s, 1e-12);
     }
 }
@@ -615,20 +667,29 @@ TEST(Tensordot, OneAxisEachLikeTensorFlowsAxesPair) {
 
 TEST(Tensordot, RejectsBadAxes) {
   tf::Tensor a = tf::zeros({2, 3}), b = tf::zeros({3, 4});
-  expect_error<tf::InvalidArgumentError>([&] { tf::tensordot(a, b, 3); },
-                                         {"[Tensordot] axes = 3 must be between 0 and the rank of both operands"});
+  expect_error<tf::InvalidArgumentError>(
+      [&] { tf::tensordot(a, b, 3); },
+      {"[Tensordot] axes = 3 must be between 0 and the rank of both operands"});
   expect_error<tf::InvalidArgumentError>([&] { tf::tensordot(a, b, -1); }, {"[Tensordot] axes = -1"});
-  expect_error<tf::InvalidArgumentError>([&] { tf::tensordot(a, b, {1}, {0, 1}); },
-                                         {"[Tensordot] a_axes [1] and b_axes [0, 1] must have the same length"});
+  expect_error<tf::InvalidArgumentError>(
+      [&] {
+        tf::tensordot(a, b, {1}, {0, 1});
+      },
+      {"[Tensordot] a_axes [1] and b_axes [0, 1] must have the same length"});
   expect_error<tf::InvalidArgumentError>([&] { tf::tensordot(a, b, {2}, {0}); },
                                          {"[Tensordot] axis 2 of a_axes [2] is out of range"});
-  expect_error<tf::InvalidArgumentError>([&] { tf::tensordot(a, a, {0, -2}, {0, 1}); },
-                                         {"[Tensordot] axis -2 is repeated in a_axes [0, -2]"});
+  expect_error<tf::InvalidArgumentError>(
+      [&] {
+        tf::tensordot(a, a, {0, -2}, {0, 1});
+      },
+      {"[Tensordot] axis -2 is repeated in a_axes [0, -2]"});
 }
 
 TEST(Tensordot, ContractedSizesMustAgree) {
   expect_error<tf::InvalidArgumentError>(
-      [] { tf::tensordot(tf::zeros({2, 3}), tf::zeros({4, 5}), 1); },
+      [] {
+        tf::tensordot(tf::zeros({2, 3}), tf::zeros({4, 5}), 1);
+      },
       {"[Tensordot] contracted dimensions must agree: axis 1 of a has size 3 but axis 0 of b has size 4",
        "a has shape (2, 3), b has shape (4, 5)"});
   expect_error<tf::InvalidArgumentError>([] { tf::tensordot(tf::zeros({2}), tf::zeros({2}, tf::int32), 1); },
@@ -646,7 +707,8 @@ TEST(MatMulBatchedVectors, SharedMatrixTimesStackedColumnsMatchesPerBatchProduct
     for (int i = 0; i < 5; ++i) {
       const tf::Tensor bi = tf::reshape(tf::slice(b, {i, 0, 0}, {1, 4, 1}), {4, 1});
       const auto ref = tf::matmul(a, bi, ta, false).to_vector<double>();
-      for (int r = 0; r < 3; ++r) EXPECT_NEAR(cv[static_cast<std::size_t>(i * 3 + r)], ref[static_cast<std::size_t>(r)], 1e-12);
+      for (int r = 0; r < 3; ++r)
+        EXPECT_NEAR(cv[static_cast<std::size_t>(i * 3 + r)], ref[static_cast<std::size_t>(r)], 1e-12);
     }
   }
 }

@@ -120,11 +120,13 @@ TEST(Elu, TinyNegativeInputsKeepPrecision) {
 TEST(Selu, ValuesGradientAndSecondDerivative) {
   constexpr double kAlpha = 1.6732632423543772848170429916717, kScale = 1.0507009873554804934193349852946;
   const tf::Tensor x = tf::constant({-1.0, 2.0});
-  EXPECT_THAT(vals<double>(tf::nn::selu(x)),
-              ElementsAre(DoubleNear(kScale * kAlpha * (std::exp(-1.0) - 1), 1e-15), DoubleNear(2 * kScale, 1e-15)));
+  EXPECT_THAT(
+      vals<double>(tf::nn::selu(x)),
+      ElementsAre(DoubleNear(kScale * kAlpha * (std::exp(-1.0) - 1), 1e-15), DoubleNear(2 * kScale, 1e-15)));
   EXPECT_THAT(grad(&tf::nn::selu, x),
               ElementsAre(DoubleNear(kScale * kAlpha * std::exp(-1.0), 1e-15), DoubleNear(kScale, 1e-15)));
-  EXPECT_THAT(second(&tf::nn::selu, x), ElementsAre(DoubleNear(kScale * kAlpha * std::exp(-1.0), 1e-14), 0.0));
+  EXPECT_THAT(second(&tf::nn::selu, x),
+              ElementsAre(DoubleNear(kScale * kAlpha * std::exp(-1.0), 1e-14), 0.0));
 }
 
 // ---- gelu ----------------------------------------------------------------------------------------
@@ -185,7 +187,8 @@ TEST(Softmax, Values) {
 
 TEST(Softmax, RowsAndColumns) {
   const tf::Tensor x = tf::constant({{1.f, 1.f}, {0.f, 2.f}, {3.f, 0.f}});
-  EXPECT_THAT(vals<float>(tf::reduce_sum(tf::nn::softmax(x), {-1})), ElementsAre(FloatEq(1), FloatEq(1), FloatEq(1)));
+  EXPECT_THAT(vals<float>(tf::reduce_sum(tf::nn::softmax(x), {-1})),
+              ElementsAre(FloatEq(1), FloatEq(1), FloatEq(1)));
   EXPECT_THAT(vals<float>(tf::reduce_sum(tf::nn::softmax(x, 0), {0})), ElementsAre(FloatEq(1), FloatEq(1)));
   EXPECT_THAT(vals<float>(tf::nn::softmax(x)), ::testing::Contains(FloatEq(0.5f)));
 }
@@ -243,18 +246,22 @@ TEST(LogSoftmax, GradientIsDyMinusSoftmaxTimesSum) {
 // ---- errors --------------------------------------------------------------------------------------
 
 TEST(ActivationErrors, FloatOnlyOpsRejectIntegers) {
-  EXPECT_THAT([] { tf::nn::elu(tf::constant({1, 2})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Elu]"), HasSubstr("int32 tensor of shape (2,)"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::elu(tf::constant({1, 2}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Elu]"), HasSubstr("int32 tensor of shape (2,)"))));
   EXPECT_THROW(tf::nn::gelu(tf::constant({1, 2})), tf::InvalidArgumentError);
   EXPECT_THROW(tf::nn::leaky_relu(tf::constant({1, 2})), tf::InvalidArgumentError);
   EXPECT_THROW(tf::nn::relu(tf::constant({true})), tf::InvalidArgumentError);
 }
 
 TEST(ActivationErrors, GradOpsNeedMatchingShapesAndDtypes) {
-  EXPECT_THAT([] { tf::raw_ops::relu_grad(tf::zeros({3}), tf::zeros({4})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(AllOf(
-                  HasSubstr("[ReluGrad]"), HasSubstr("float32 tensor of shape (3,)"), HasSubstr("shape (4,)"))));
+  EXPECT_THAT(
+      [] { tf::raw_ops::relu_grad(tf::zeros({3}), tf::zeros({4})); },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(AllOf(
+          HasSubstr("[ReluGrad]"), HasSubstr("float32 tensor of shape (3,)"), HasSubstr("shape (4,)"))));
   EXPECT_THROW(tf::raw_ops::elu_grad(tf::zeros({3}), tf::zeros({3}, tf::float64)), tf::InvalidArgumentError);
 }
 
@@ -262,9 +269,12 @@ TEST(ActivationErrors, SoftmaxNeedsRankAndValidAxis) {
   EXPECT_THAT([] { tf::nn::softmax(tf::constant(1.f)); },
               ::testing::ThrowsMessage<tf::InvalidArgumentError>(
                   AllOf(HasSubstr("[Softmax]"), HasSubstr("rank >= 1"), HasSubstr("shape ()"))));
-  EXPECT_THAT([] { tf::nn::log_softmax(tf::zeros({2, 3}), 2); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[LogSoftmax]"), HasSubstr("axis 2 is out of range"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::log_softmax(tf::zeros({2, 3}), 2);
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[LogSoftmax]"), HasSubstr("axis 2 is out of range"))));
   EXPECT_THROW(tf::nn::softmax(tf::constant({1, 2})), tf::InvalidArgumentError);
 }
 

@@ -43,12 +43,13 @@ TEST(SoftmaxCrossEntropy, ClassAxisCanBeFirst) {
   const tf::Tensor logits = tf::constant({{1.0, 1.0}, {2.0, 2.0}, {3.0, 3.0}});
   const tf::Tensor loss = tf::nn::softmax_cross_entropy_with_logits(labels, logits, 0);
   EXPECT_EQ(loss.shape(), tf::Shape({2}));
-  EXPECT_THAT(vals<double>(loss), ElementsAre(DoubleNear(kLse123 - 2, 1e-15), DoubleNear(kLse123 - 1, 1e-15)));
+  EXPECT_THAT(vals<double>(loss),
+              ElementsAre(DoubleNear(kLse123 - 2, 1e-15), DoubleNear(kLse123 - 1, 1e-15)));
 }
 
 TEST(SoftmaxCrossEntropy, LargeLogitsStayFinite) {
-  const tf::Tensor loss = tf::nn::softmax_cross_entropy_with_logits(tf::constant({{1.f, 0.f}}),
-                                                                    tf::constant({{0.f, 1000.f}}));
+  const tf::Tensor loss =
+      tf::nn::softmax_cross_entropy_with_logits(tf::constant({{1.f, 0.f}}), tf::constant({{0.f, 1000.f}}));
   EXPECT_FLOAT_EQ(loss.item<float>(), 1000.f);
 }
 
@@ -71,14 +72,18 @@ TEST(SoftmaxCrossEntropy, GradientsMatchTensorFlowForDistributions) {
 TEST(SoftmaxCrossEntropy, NoClassesGivesZeroLoss) {
   EXPECT_THAT(vals<float>(tf::nn::softmax_cross_entropy_with_logits(tf::zeros({2, 0}), tf::zeros({2, 0}))),
               ElementsAre(0.f, 0.f));
-  EXPECT_EQ(tf::nn::softmax_cross_entropy_with_logits(tf::zeros({0, 3}), tf::zeros({0, 3})).shape(), tf::Shape({0}));
+  EXPECT_EQ(tf::nn::softmax_cross_entropy_with_logits(tf::zeros({0, 3}), tf::zeros({0, 3})).shape(),
+            tf::Shape({0}));
 }
 
 TEST(SoftmaxCrossEntropy, Errors) {
-  EXPECT_THAT([] { tf::nn::softmax_cross_entropy_with_logits(tf::zeros({2, 3}), tf::zeros({2, 4})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[SoftmaxCrossEntropyWithLogits]"), HasSubstr("float32 tensor of shape (2, 3)"),
-                        HasSubstr("float32 tensor of shape (2, 4)"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::softmax_cross_entropy_with_logits(tf::zeros({2, 3}), tf::zeros({2, 4}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[SoftmaxCrossEntropyWithLogits]"),
+                                                               HasSubstr("float32 tensor of shape (2, 3)"),
+                                                               HasSubstr("float32 tensor of shape (2, 4)"))));
   EXPECT_THAT([] { tf::nn::softmax_cross_entropy_with_logits(tf::zeros({3}), tf::zeros({3}, tf::float64)); },
               ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("float64 tensor of shape (3,)")));
   EXPECT_THROW(tf::nn::softmax_cross_entropy_with_logits(tf::constant({1}), tf::constant({1})),
@@ -95,7 +100,8 @@ TEST(SparseSoftmaxCrossEntropy, Values) {
   const tf::Tensor logits = tf::constant({{1.0, 2.0, 3.0}, {1.0, 2.0, 3.0}});
   const tf::Tensor loss = tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({1, 2}), logits);
   EXPECT_EQ(loss.shape(), tf::Shape({2}));
-  EXPECT_THAT(vals<double>(loss), ElementsAre(DoubleNear(kLse123 - 2, 1e-15), DoubleNear(kLse123 - 3, 1e-15)));
+  EXPECT_THAT(vals<double>(loss),
+              ElementsAre(DoubleNear(kLse123 - 2, 1e-15), DoubleNear(kLse123 - 3, 1e-15)));
 }
 
 TEST(SparseSoftmaxCrossEntropy, Int64LabelsAndBatchDimensions) {
@@ -107,8 +113,8 @@ TEST(SparseSoftmaxCrossEntropy, Int64LabelsAndBatchDimensions) {
 }
 
 TEST(SparseSoftmaxCrossEntropy, LargeLogitsStayFinite) {
-  const tf::Tensor loss = tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({0}),
-                                                                           tf::constant({{0.f, 1000.f}}));
+  const tf::Tensor loss =
+      tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({0}), tf::constant({{0.f, 1000.f}}));
   EXPECT_FLOAT_EQ(loss.item<float>(), 1000.f);
 }
 
@@ -143,22 +149,32 @@ TEST(SparseSoftmaxCrossEntropy, SecondDerivativeWorks) {
 TEST(SparseSoftmaxCrossEntropy, LabelOutOfRangeNamesTheFirstBadLabel) {
   const tf::Tensor logits = tf::zeros({2, 2, 3});
   const tf::Tensor labels = tf::constant({{0, 1}, {3, 7}});
-  EXPECT_THAT([&] { tf::nn::sparse_softmax_cross_entropy_with_logits(labels, logits); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(AllOf(
-                  HasSubstr("[SparseSoftmaxCrossEntropyWithLogits]"), HasSubstr("label value of 3"),
-                  HasSubstr("labels[1, 0]"), HasSubstr("[0, 3)"), HasSubstr("int32 tensor of shape (2, 2)"))));
-  EXPECT_THAT([&] { tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({-1}), tf::zeros({1, 3})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("label value of -1 at labels[0]")));
+  EXPECT_THAT(
+      [&] { tf::nn::sparse_softmax_cross_entropy_with_logits(labels, logits); },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[SparseSoftmaxCrossEntropyWithLogits]"), HasSubstr("label value of 3"),
+                HasSubstr("labels[1, 0]"), HasSubstr("[0, 3)"), HasSubstr("int32 tensor of shape (2, 2)"))));
+  EXPECT_THAT(
+      [&] {
+        tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({-1}), tf::zeros({1, 3}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("label value of -1 at labels[0]")));
 }
 
 TEST(SparseSoftmaxCrossEntropy, ShapeAndDtypeErrors) {
-  EXPECT_THAT([] { tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({0, 1, 2}), tf::zeros({2, 3})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("shape of logits without its last dimension, (2)"),
-                        HasSubstr("int32 tensor of shape (3,)"), HasSubstr("float32 tensor of shape (2, 3)"))));
-  EXPECT_THAT([] { tf::nn::sparse_softmax_cross_entropy_with_logits(tf::zeros({2}), tf::zeros({2, 3})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("'labels' must be an int32 or int64"), HasSubstr("float32 tensor of shape (2,)"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({0, 1, 2}), tf::zeros({2, 3}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("shape of logits without its last dimension, (2)"),
+                HasSubstr("int32 tensor of shape (3,)"), HasSubstr("float32 tensor of shape (2, 3)"))));
+  EXPECT_THAT(
+      [] {
+        tf::nn::sparse_softmax_cross_entropy_with_logits(tf::zeros({2}), tf::zeros({2, 3}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("'labels' must be an int32 or int64"), HasSubstr("float32 tensor of shape (2,)"))));
   EXPECT_THROW(tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({0}), tf::constant({{1, 2}})),
                tf::InvalidArgumentError);
   EXPECT_THROW(tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant(0), tf::constant(1.f)),
@@ -166,8 +182,9 @@ TEST(SparseSoftmaxCrossEntropy, ShapeAndDtypeErrors) {
 }
 
 TEST(SparseSoftmaxCrossEntropy, EmptyBatch) {
-  EXPECT_EQ(tf::nn::sparse_softmax_cross_entropy_with_logits(tf::zeros({0}, tf::int32), tf::zeros({0, 3})).shape(),
-            tf::Shape({0}));
+  EXPECT_EQ(
+      tf::nn::sparse_softmax_cross_entropy_with_logits(tf::zeros({0}, tf::int32), tf::zeros({0, 3})).shape(),
+      tf::Shape({0}));
 }
 
 // ---- sigmoid cross-entropy -----------------------------------------------------------------------
@@ -176,9 +193,10 @@ TEST(SigmoidCrossEntropy, Values) {
   // z log(1 + e^-x) + (1 - z) log(1 + e^x)
   const tf::Tensor loss = tf::nn::sigmoid_cross_entropy_with_logits(tf::constant({1.0, 0.0, 0.3}),
                                                                     tf::constant({0.0, 2.0, -1.5}));
-  EXPECT_THAT(vals<double>(loss),
-              ElementsAre(DoubleNear(std::log(2.0), 1e-15), DoubleNear(std::log1p(std::exp(2.0)), 1e-15),
-                          DoubleNear(0.3 * std::log1p(std::exp(1.5)) + 0.7 * std::log1p(std::exp(-1.5)), 1e-15)));
+  EXPECT_THAT(
+      vals<double>(loss),
+      ElementsAre(DoubleNear(std::log(2.0), 1e-15), DoubleNear(std::log1p(std::exp(2.0)), 1e-15),
+                  DoubleNear(0.3 * std::log1p(std::exp(1.5)) + 0.7 * std::log1p(std::exp(-1.5)), 1e-15)));
 }
 
 TEST(SigmoidCrossEntropy, LargeLogitsDoNotOverflow) {
@@ -196,14 +214,16 @@ TEST(SigmoidCrossEntropy, Gradients) {
   const tf::Tensor loss = tf::nn::sigmoid_cross_entropy_with_logits(z, x);
   const auto [dz, dx] = tape.gradient(loss, std::pair{z, x});
   const auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
-  EXPECT_THAT(vals<double>(*dx), ElementsAre(DoubleNear(sig(-0.5) - 0.2, 1e-15), DoubleNear(sig(40.0) - 1, 1e-15)));
+  EXPECT_THAT(vals<double>(*dx),
+              ElementsAre(DoubleNear(sig(-0.5) - 0.2, 1e-15), DoubleNear(sig(40.0) - 1, 1e-15)));
   EXPECT_THAT(vals<double>(*dz), ElementsAre(0.5, -40.0));
 }
 
 TEST(SigmoidCrossEntropy, Errors) {
-  EXPECT_THAT([] { tf::nn::sigmoid_cross_entropy_with_logits(tf::zeros({2}), tf::zeros({3})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[SigmoidCrossEntropyWithLogits]"), HasSubstr("shape (2,)"), HasSubstr("shape (3,)"))));
+  EXPECT_THAT(
+      [] { tf::nn::sigmoid_cross_entropy_with_logits(tf::zeros({2}), tf::zeros({3})); },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(AllOf(
+          HasSubstr("[SigmoidCrossEntropyWithLogits]"), HasSubstr("shape (2,)"), HasSubstr("shape (3,)"))));
   EXPECT_THROW(tf::nn::sigmoid_cross_entropy_with_logits(tf::constant({1}), tf::constant({1})),
                tf::InvalidArgumentError);
 }

@@ -31,22 +31,28 @@ void add_linalg_cases(std::vector<OpCase>& c) {
                    [ta, tb](const In& x) { return matmul(x[0], x[1], ta, tb); }});
       // A batch against one matrix, equal batches, broadcast batches (size-1 and missing
       // dimensions on either side), and an empty batch.
-      c.push_back({"BatchMatMulV2",
-                   {product_shapes({2}, {}, 2, 3, 4, ta, tb), product_shapes({}, {2}, 2, 3, 2, ta, tb),
-                    product_shapes({2}, {2}, 2, 2, 3, ta, tb), product_shapes({2, 1}, {3}, 2, 3, 4, ta, tb),
-                    product_shapes({1, 2}, {3, 1}, 1, 2, 2, ta, tb), product_shapes({0}, {}, 2, 3, 4, ta, tb)},
-                   [ta, tb](const In& x) { return matmul(x[0], x[1], ta, tb); }});
+      c.push_back(
+          {"BatchMatMulV2",
+           {product_shapes({2}, {}, 2, 3, 4, ta, tb), product_shapes({}, {2}, 2, 3, 2, ta, tb),
+            product_shapes({2}, {2}, 2, 2, 3, ta, tb), product_shapes({2, 1}, {3}, 2, 3, 4, ta, tb),
+            product_shapes({1, 2}, {3, 1}, 1, 2, 2, ta, tb), product_shapes({0}, {}, 2, 3, 4, ta, tb)},
+           [ta, tb](const In& x) { return matmul(x[0], x[1], ta, tb); }});
     }
   }
   // einsum and tensordot are composites (transpose, reshape, reduce_sum, matmul); these rows
   // check their gradients end to end, filed under the product op they lower to.
-  c.push_back({"BatchMatMulV2", {{{2, 2, 3}, {2, 3, 2}}, {{1, 2, 3}, {1, 3, 0}}},
-               [](const In& x) { return einsum("bij,bjk->kbi", x[0], x[1]); }});
-  c.push_back({"BatchMatMulV2", {{{2, 1, 2, 3}, {3, 3, 2}}},
-               [](const In& x) { return einsum("...ij,...jk->...ik", x[0], x[1]); }});
-  c.push_back({"MatMul", {{{2, 3, 2}, {2, 3, 2}}}, [](const In& x) { return tensordot(x[0], x[1], {1, -1}, {1, 0}); }});
-  c.push_back({"MatMul", {{{3, 2}, {3, 4}}, {{0, 2}, {0, 3}}},
-               [](const In& x) { return einsum("ji,jk->ik", x[0], x[1]); }});
+  c.push_back({"BatchMatMulV2", {{{2, 2, 3}, {2, 3, 2}}, {{1, 2, 3}, {1, 3, 0}}}, [](const In& x) {
+                 return einsum("bij,bjk->kbi", x[0], x[1]);
+               }});
+  c.push_back({"BatchMatMulV2", {{{2, 1, 2, 3}, {3, 3, 2}}}, [](const In& x) {
+                 return einsum("...ij,...jk->...ik", x[0], x[1]);
+               }});
+  c.push_back({"MatMul", {{{2, 3, 2}, {2, 3, 2}}}, [](const In& x) {
+                 return tensordot(x[0], x[1], {1, -1}, {1, 0});
+               }});
+  c.push_back({"MatMul", {{{3, 2}, {3, 4}}, {{0, 2}, {0, 3}}}, [](const In& x) {
+                 return einsum("ji,jk->ik", x[0], x[1]);
+               }});
 }
 
 }  // namespace tapeflow::testing

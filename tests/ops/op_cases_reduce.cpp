@@ -31,12 +31,24 @@ void add_rows(std::vector<OpCase>& c, const std::string& op, Reduce f, bool fini
     all.push_back({{1, 0, 3}});
   }
   c.push_back({op, all, [f](const In& x) { return f(x[0], {}, false); }, lo, hi, valid});
-  c.push_back({op, {{{2, 3}}, {{1, 5}}, {{1, 0, 3}}}, [f](const In& x) { return f(x[0], {-1}, false); }, lo, hi, valid});
+  c.push_back({op,
+               {{{2, 3}}, {{1, 5}}, {{1, 0, 3}}},
+               [f](const In& x) { return f(x[0], {-1}, false); },
+               lo,
+               hi,
+               valid});
   c.push_back({op, {{{3, 2}}, {{4, 1}}}, [f](const In& x) { return f(x[0], {0}, true); }, lo, hi, valid});
   std::vector<std::vector<Shape>> middle = {{{2, 3, 4}}, {{2, 1, 3}}};
   if (finite_empty) middle.push_back({{3, 0, 2}});  // empty reductions with non-empty outputs
   c.push_back({op, middle, [f](const In& x) { return f(x[0], {1}, false); }, lo, hi, valid});
-  c.push_back({op, {{{2, 3, 2}}, {{2, 1, 3}}}, [f](const In& x) { return f(x[0], {0, 2}, true); }, lo, hi, valid});
+  c.push_back({op,
+               {{{2, 3, 2}}, {{2, 1, 3}}},
+               [f](const In& x) {
+                 return f(x[0], {0, 2}, true);
+               },
+               lo,
+               hi,
+               valid});
   c.push_back({op, {{{2, 2, 2, 2}}}, [f](const In& x) { return f(x[0], {-1, 1}, false); }, lo, hi, valid});
 }
 }  // namespace
@@ -49,10 +61,17 @@ void add_reduce_cases(std::vector<OpCase>& c) {
   add_rows(c, "Prod", &reduce_prod, true);
   add_rows(c, "ReduceLogSumExp", &reduce_logsumexp, false);
   // Large values: the max subtraction keeps exp from overflowing.
-  c.push_back({"ReduceLogSumExp", {{{3, 4}}}, [](const In& x) { return reduce_logsumexp(x[0] * 300.0, {1}); }, -2.0,
+  c.push_back({"ReduceLogSumExp",
+               {{{3, 4}}},
+               [](const In& x) { return reduce_logsumexp(x[0] * 300.0, {1}); },
+               -2.0,
                2.0});
   // A chain through two reductions (mean of a max), for the tie weights under an upstream grad.
-  c.push_back({"Max", {{{3, 4}}}, [](const In& x) { return reduce_mean(reduce_max(x[0], {1})); }, -2.0, 2.0,
+  c.push_back({"Max",
+               {{{3, 4}}},
+               [](const In& x) { return reduce_mean(reduce_max(x[0], {1})); },
+               -2.0,
+               2.0,
                no_near_ties});
 }
 

@@ -17,7 +17,8 @@ void add_variable_cases(std::vector<OpCase>& c) {
                  })[0];
                }});
   c.push_back({"RecomputeGrad", {{{}}, {{4}}, {{0}}, {{2, 3}}}, [](const In& x) {
-                 auto block = recompute_grad([](const In& in) { return In{sin(in[0]) * in[0] + exp(in[0])}; });
+                 auto block =
+                     recompute_grad([](const In& in) { return In{sin(in[0]) * in[0] + exp(in[0])}; });
                  return block(x)[0];
                }});
 }

@@ -176,7 +176,8 @@ TEST_P(ReduceLarge, SumAndMaxMatchNaiveReference) {
   const tf::Tensor x = random_tensor<double>(shape, 7);
   const tf::Axes ax(axes.begin(), axes.end());
   const std::vector<double> want_sum = reference(x, axes, false), want_max = reference(x, axes, true);
-  const std::vector<double> sum = vals<double>(tf::reduce_sum(x, ax)), max = vals<double>(tf::reduce_max(x, ax));
+  const std::vector<double> sum = vals<double>(tf::reduce_sum(x, ax)),
+                            max = vals<double>(tf::reduce_max(x, ax));
   ASSERT_EQ(sum.size(), want_sum.size());
   for (std::size_t i = 0; i < sum.size(); ++i) {
     EXPECT_NEAR(sum[i], want_sum[i], 1e-9 * (1 + std::abs(want_sum[i]))) << "output " << i;
@@ -191,14 +192,14 @@ TEST_P(ReduceLarge, SumAndMaxMatchNaiveReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, ReduceLarge,
-                         ::testing::Values(LargeCase{{1 << 20}, {0}},            // one long run, chunked
-                                           LargeCase{{256, 512}, {0}},           // column sums
-                                           LargeCase{{256, 512}, {1}},           // row sums
-                                           LargeCase{{300000, 3}, {0}},          // few columns, chunked
-                                           LargeCase{{3, 300000}, {1}},          // few long rows, chunked
-                                           LargeCase{{7, 300, 9}, {1}},          // middle axis, narrow tiles
-                                           LargeCase{{5, 700, 3}, {0, 2}},       // non-adjacent groups
-                                           LargeCase{{4, 6, 5, 300}, {1, 3}},    // two groups, tiles
+                         ::testing::Values(LargeCase{{1 << 20}, {0}},          // one long run, chunked
+                                           LargeCase{{256, 512}, {0}},         // column sums
+                                           LargeCase{{256, 512}, {1}},         // row sums
+                                           LargeCase{{300000, 3}, {0}},        // few columns, chunked
+                                           LargeCase{{3, 300000}, {1}},        // few long rows, chunked
+                                           LargeCase{{7, 300, 9}, {1}},        // middle axis, narrow tiles
+                                           LargeCase{{5, 700, 3}, {0, 2}},     // non-adjacent groups
+                                           LargeCase{{4, 6, 5, 300}, {1, 3}},  // two groups, tiles
                                            LargeCase{{1000, 1000}, {0, 1}},
                                            LargeCase{{2, 3, 2, 3, 2, 3, 2, 3}, {1, 3, 5, 7}},  // four groups
                                            LargeCase{{3, 1, 4, 1, 5}, {1, 2}},  // size-1 axes merge away
@@ -257,8 +258,8 @@ TEST(ReduceMean, EmptyAxisIsNaNForFloats) {
 
 TEST(ReduceMean, EmptyAxisThrowsForIntegers) {
   EXPECT_THAT([] { tf::reduce_mean(tf::zeros({0}, tf::int32)); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Mean]"), HasSubstr("empty axis"), HasSubstr("int32 tensor of shape (0,)"))));
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(AllOf(
+                  HasSubstr("[Mean]"), HasSubstr("empty axis"), HasSubstr("int32 tensor of shape (0,)"))));
   // An empty output needs no value: fine.
   EXPECT_EQ(tf::reduce_mean(tf::zeros({0, 3}, tf::int32), {1}).shape(), tf::Shape({0}));
 }
@@ -287,8 +288,10 @@ TEST(ReduceMaxMin, NaNPropagates) {
 TEST(ReduceMaxMin, EmptyReductionGivesTheIdentity) {
   EXPECT_EQ(tf::reduce_max(tf::zeros({0})).item<float>(), -std::numeric_limits<float>::infinity());
   EXPECT_EQ(tf::reduce_min(tf::zeros({0})).item<float>(), std::numeric_limits<float>::infinity());
-  EXPECT_EQ(tf::reduce_max(tf::zeros({0}, tf::int32)).item<std::int32_t>(), std::numeric_limits<std::int32_t>::lowest());
-  EXPECT_EQ(tf::reduce_min(tf::zeros({0}, tf::int64)).item<std::int64_t>(), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(tf::reduce_max(tf::zeros({0}, tf::int32)).item<std::int32_t>(),
+            std::numeric_limits<std::int32_t>::lowest());
+  EXPECT_EQ(tf::reduce_min(tf::zeros({0}, tf::int64)).item<std::int64_t>(),
+            std::numeric_limits<std::int64_t>::max());
 }
 
 TEST(ReduceProd, Values) {
@@ -316,7 +319,8 @@ TEST(ReduceLogSumExp, Values) {
 
 TEST(ReduceLogSumExp, LargeValuesDoNotOverflow) {
   EXPECT_FLOAT_EQ(tf::reduce_logsumexp(tf::constant({1000.f, 1000.f})).item<float>(), 1000.f + std::log(2.f));
-  EXPECT_FLOAT_EQ(tf::reduce_logsumexp(tf::constant({-1000.f, -1000.f})).item<float>(), -1000.f + std::log(2.f));
+  EXPECT_FLOAT_EQ(tf::reduce_logsumexp(tf::constant({-1000.f, -1000.f})).item<float>(),
+                  -1000.f + std::log(2.f));
 }
 
 TEST(ReduceLogSumExp, InfinitiesAndNaNFollowTensorFlow) {
@@ -386,22 +390,26 @@ TEST(ArgMax, StridedAxisMatchesScan) {
   }
 }
 
-TEST(ArgMax, EmptyOutputIsFine) {
-  EXPECT_EQ(tf::argmax(tf::zeros({0, 3}), 1).shape(), tf::Shape({0}));
-}
+TEST(ArgMax, EmptyOutputIsFine) { EXPECT_EQ(tf::argmax(tf::zeros({0, 3}), 1).shape(), tf::Shape({0})); }
 
 // ---- errors --------------------------------------------------------------------------------------
 
 TEST(ReduceErrors, RepeatedAxis) {
-  EXPECT_THAT([] { tf::reduce_sum(tf::zeros({2, 3}), {1, -1}); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Sum]"), HasSubstr("repeated"), HasSubstr("float32 tensor of shape (2, 3)"))));
+  EXPECT_THAT(
+      [] {
+        tf::reduce_sum(tf::zeros({2, 3}), {1, -1});
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Sum]"), HasSubstr("repeated"), HasSubstr("float32 tensor of shape (2, 3)"))));
 }
 
 TEST(ReduceErrors, AxisOutOfRange) {
-  EXPECT_THAT([] { tf::reduce_max(tf::zeros({2, 3}), {2}); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Max]"), HasSubstr("axis 2 is out of range"), HasSubstr("rank 2"))));
+  EXPECT_THAT(
+      [] {
+        tf::reduce_max(tf::zeros({2, 3}), {2});
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[Max]"), HasSubstr("axis 2 is out of range"), HasSubstr("rank 2"))));
   EXPECT_THROW(tf::reduce_mean(tf::zeros({2, 3}), {-3}), tf::InvalidArgumentError);
   EXPECT_THROW(tf::argmax(tf::zeros({2, 3}), 2), tf::InvalidArgumentError);
   EXPECT_THROW(tf::argmax(tf::constant(1.f)), tf::InvalidArgumentError);
@@ -417,15 +425,21 @@ TEST(ReduceErrors, BoolIsRejected) {
 }
 
 TEST(ReduceErrors, LogSumExpNeedsFloats) {
-  EXPECT_THAT([] { tf::reduce_logsumexp(tf::constant({1, 2})); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[ReduceLogSumExp]"), HasSubstr("int32 tensor of shape (2,)"))));
+  EXPECT_THAT(
+      [] {
+        tf::reduce_logsumexp(tf::constant({1, 2}));
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[ReduceLogSumExp]"), HasSubstr("int32 tensor of shape (2,)"))));
 }
 
 TEST(ReduceErrors, ArgMaxOfEmptyAxis) {
-  EXPECT_THAT([] { tf::argmin(tf::zeros({2, 0}), 1); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[ArgMin]"), HasSubstr("axis 1 is empty"), HasSubstr("shape (2, 0)"))));
+  EXPECT_THAT(
+      [] {
+        tf::argmin(tf::zeros({2, 0}), 1);
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[ArgMin]"), HasSubstr("axis 1 is empty"), HasSubstr("shape (2, 0)"))));
 }
 
 // ---- gradients the generic check cannot see -----------------------------------------------------
@@ -453,7 +467,8 @@ TEST(ReduceGradient, MaxTiesPerRow) {
 }
 
 TEST(ReduceGradient, MeanIsOneOverCount) {
-  EXPECT_THAT(grad_of(&tf::reduce_mean, tf::constant({1.0, 2.0, 3.0, 4.0})), ElementsAre(0.25, 0.25, 0.25, 0.25));
+  EXPECT_THAT(grad_of(&tf::reduce_mean, tf::constant({1.0, 2.0, 3.0, 4.0})),
+              ElementsAre(0.25, 0.25, 0.25, 0.25));
 }
 
 TEST(ReduceGradient, ProdWithoutZeros) {

@@ -21,9 +21,11 @@ namespace {
 
 /// A two-layer MLP with fixed weights (two identical copies are compared).
 struct Mlp {
-  tf::Variable w1{tf::random::normal({4, 8}, 0, 0.5, tf::float32, 1), {.name = "kernel", .keras_style = true}};
+  tf::Variable w1{tf::random::normal({4, 8}, 0, 0.5, tf::float32, 1),
+                  {.name = "kernel", .keras_style = true}};
   tf::Variable b1{tf::zeros({8}), {.name = "bias", .keras_style = true}};
-  tf::Variable w2{tf::random::normal({8, 3}, 0, 0.5, tf::float32, 2), {.name = "kernel", .keras_style = true}};
+  tf::Variable w2{tf::random::normal({8, 3}, 0, 0.5, tf::float32, 2),
+                  {.name = "kernel", .keras_style = true}};
   tf::Variable b2{tf::zeros({3}), {.name = "bias", .keras_style = true}};
   std::vector<tf::Variable> vars() const { return {w1, b1, w2, b2}; }
   tf::Tensor loss(const tf::Tensor& x) const {
@@ -51,7 +53,8 @@ void expect_same_state(const tf::optimizers::Optimizer& fused, const tf::optimiz
 
 using MakeOptimizer = std::function<std::unique_ptr<tf::optimizers::Optimizer>()>;
 
-class MinimizeMatchesApplyGradients : public ::testing::TestWithParam<std::pair<std::string, MakeOptimizer>> {};
+class MinimizeMatchesApplyGradients : public ::testing::TestWithParam<std::pair<std::string, MakeOptimizer>> {
+};
 
 TEST_P(MinimizeMatchesApplyGradients, BitwiseOverSeveralSteps) {
   Mlp fused_model, plain_model;
@@ -75,20 +78,35 @@ TEST_P(MinimizeMatchesApplyGradients, BitwiseOverSeveralSteps) {
 INSTANTIATE_TEST_SUITE_P(
     Optimizers, MinimizeMatchesApplyGradients,
     ::testing::Values(
-        std::pair<std::string, MakeOptimizer>{"SgdMomentum",
-                                              [] { return std::make_unique<tf::optimizers::SGD>(0.1, 0.9, true); }},
-        std::pair<std::string, MakeOptimizer>{"Adam", [] { return std::make_unique<tf::optimizers::Adam>(0.01); }},
-        std::pair<std::string, MakeOptimizer>{"AdamW", [] { return std::make_unique<tf::optimizers::AdamW>(0.01); }},
         std::pair<std::string, MakeOptimizer>{
-            "RmspropCentered",
-            [] { return std::make_unique<tf::optimizers::RMSprop>(0.01, tf::optimizers::RMSpropOptions{.centered = true}); }},
-        std::pair<std::string, MakeOptimizer>{
-            "SgdClipnorm", [] { return std::make_unique<tf::optimizers::SGD>(0.1, 0.0, false, tf::optimizers::ClipOptions{.clipnorm = 0.05}); }},
-        std::pair<std::string, MakeOptimizer>{
-            "SgdClipvalue", [] { return std::make_unique<tf::optimizers::SGD>(0.1, 0.0, false, tf::optimizers::ClipOptions{.clipvalue = 0.01}); }},
-        std::pair<std::string, MakeOptimizer>{
-            "SgdGlobalClipnormIsNotFused",
-            [] { return std::make_unique<tf::optimizers::SGD>(0.1, 0.0, false, tf::optimizers::ClipOptions{.global_clipnorm = 0.05}); }}),
+            "SgdMomentum", [] { return std::make_unique<tf::optimizers::SGD>(0.1, 0.9, true); }},
+        std::pair<std::string, MakeOptimizer>{"Adam",
+                                              [] { return std::make_unique<tf::optimizers::Adam>(0.01); }},
+        std::pair<std::string, MakeOptimizer>{"AdamW",
+                                              [] { return std::make_unique<tf::optimizers::AdamW>(0.01); }},
+        std::pair<std::string, MakeOptimizer>{"RmspropCentered",
+                                              [] {
+                                                return std::make_unique<tf::optimizers::RMSprop>(
+                                                    0.01, tf::optimizers::RMSpropOptions{.centered = true});
+                                              }},
+        std::pair<std::string, MakeOptimizer>{"SgdClipnorm",
+                                              [] {
+                                                return std::make_unique<tf::optimizers::SGD>(
+                                                    0.1, 0.0, false,
+                                                    tf::optimizers::ClipOptions{.clipnorm = 0.05});
+                                              }},
+        std::pair<std::string, MakeOptimizer>{"SgdClipvalue",
+                                              [] {
+                                                return std::make_unique<tf::optimizers::SGD>(
+                                                    0.1, 0.0, false,
+                                                    tf::optimizers::ClipOptions{.clipvalue = 0.01});
+                                              }},
+        std::pair<std::string, MakeOptimizer>{"SgdGlobalClipnormIsNotFused",
+                                              [] {
+                                                return std::make_unique<tf::optimizers::SGD>(
+                                                    0.1, 0.0, false,
+                                                    tf::optimizers::ClipOptions{.global_clipnorm = 0.05});
+                                              }}),
     [](const auto& info) { return info.param.first; });
 
 TEST(Minimize, SlotsAreNamedInListOrderWhateverOrderTheGradientsFinish) {
@@ -106,7 +124,8 @@ TEST(Minimize, SlotsAreNamedInListOrderWhateverOrderTheGradientsFinish) {
 
 TEST(Minimize, SkipsAndNamesVariablesWithoutGradient) {
   std::vector<std::string> messages;
-  const tf::LogSink previous = tf::set_log_sink([&](tf::LogLevel, std::string_view m) { messages.emplace_back(m); });
+  const tf::LogSink previous =
+      tf::set_log_sink([&](tf::LogLevel, std::string_view m) { messages.emplace_back(m); });
   tf::Variable a(tf::constant({1.0, 2.0}), {.name = "a", .keras_style = true});
   tf::Variable unused(tf::constant({5.0}), {.name = "unused", .keras_style = true});
   tf::optimizers::SGD opt(0.5);
@@ -140,14 +159,21 @@ TEST(Minimize, BadVariablesAreRejectedBeforeThePass) {
   {
     tf::GradientTape tape;
     const tf::Tensor loss = tf::reduce_sum(a * a);
-    EXPECT_THAT([&] { opt.minimize(loss, {a, moved}, tape); },
-                ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("moved-from Variable")));
+    EXPECT_THAT(
+        [&] {
+          opt.minimize(loss, {a, moved}, tape);
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("moved-from Variable")));
     EXPECT_NO_THROW((void)tape.gradient(loss, a));  // not consumed: the check came first
   }
   tf::GradientTape tape;
   const tf::Tensor loss = tf::reduce_sum(a * a);
-  EXPECT_THAT([&] { opt.minimize(loss, {a, counter}, tape); },
-              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("'counter:0' has shape () and dtype int64")));
+  EXPECT_THAT(
+      [&] {
+        opt.minimize(loss, {a, counter}, tape);
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("'counter:0' has shape () and dtype int64")));
   EXPECT_THAT(a.value().to_vector<float>(), ElementsAre(1.0f));
 }
 

@@ -21,8 +21,9 @@ constexpr int kSteps = 200;
 /// Trains Dense(16, relu) -> Dense(1) with Adam on fixed data from `seed`; returns every weight
 /// and the last loss, as float bits.
 std::vector<float> train(std::uint64_t seed) {
-  auto model = layers::Sequential(std::make_shared<layers::Dense>(16, "relu", layers::DenseOptions{.seed = seed}),
-                                  std::make_shared<layers::Dense>(1, layers::DenseOptions{.seed = seed + 1000}));
+  auto model =
+      layers::Sequential(std::make_shared<layers::Dense>(16, "relu", layers::DenseOptions{.seed = seed}),
+                         std::make_shared<layers::Dense>(1, layers::DenseOptions{.seed = seed + 1000}));
   optimizers::Adam opt(0.01);
   const Tensor x = random::uniform({32, 4}, -1.0, 1.0, DType::Float32, seed);
   const Tensor y = reduce_sum(x * x, {1}, /*keepdims=*/true);

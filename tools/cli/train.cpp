@@ -409,7 +409,8 @@ std::pair<Tensor, Tensor> train_step(TrainingState& s, const data::Batch& b, boo
   const Tensor logits = (*s.model.net)(b.features, /*training=*/true);
   const Tensor loss = losses::sparse_categorical_crossentropy(b.labels, logits, /*from_logits=*/true);
   if (report)
-    out << "gradient report of the first step:\n" << debug::gradient_report(tape, loss, vars).to_string() << "\n";
+    out << "gradient report of the first step:\n"
+        << debug::gradient_report(tape, loss, vars).to_string() << "\n";
   s.optimizer->minimize(loss, vars, tape);
   return {logits, loss};
 }

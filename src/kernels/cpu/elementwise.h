@@ -97,10 +97,11 @@ void zip_runs(const A* a, const Shape& sa, const B* b, const Shape& sb, const Sh
   const BroadcastWalk<2> w(so, {&sa, &sb});
   const std::int64_t inner = w.inner(), ia = w.inner_stride(0), ib = w.inner_stride(1);
   const std::int64_t rows = n / inner;
-  parallel_for(rows, std::max<std::int64_t>(1, kParallelGrain / inner), [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t row = r0; row < r1; ++row)
-      run(row * inner, a + w.row_offset(0, row), ia, b + w.row_offset(1, row), ib, inner);
-  });
+  parallel_for(rows, std::max<std::int64_t>(1, kParallelGrain / inner),
+               [&](std::int64_t r0, std::int64_t r1) {
+                 for (std::int64_t row = r0; row < r1; ++row)
+                   run(row * inner, a + w.row_offset(0, row), ia, b + w.row_offset(1, row), ib, inner);
+               });
 }
 
 /// out[i] = f(a[ia], b[ib]) with NumPy broadcasting of shapes sa and sb to so.
@@ -140,20 +141,22 @@ void zip3(const A* a, const Shape& sa, const B* b, const Shape& sb, const C* c, 
   }
   // Rows of the innermost dimension of the collapsed output; each operand's stride along it is 0 or 1.
   const BroadcastWalk<3> w(so, {&sa, &sb, &sc});
-  const std::int64_t inner = w.inner(), ia = w.inner_stride(0), ib = w.inner_stride(1), ic = w.inner_stride(2);
+  const std::int64_t inner = w.inner(), ia = w.inner_stride(0), ib = w.inner_stride(1),
+                     ic = w.inner_stride(2);
   const std::int64_t rows = n / inner;
-  parallel_for(rows, std::max<std::int64_t>(1, kParallelGrain / inner), [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t row = r0; row < r1; ++row) {
-      const A* pa = a + w.row_offset(0, row);
-      const B* pb = b + w.row_offset(1, row);
-      const C* pc = c + w.row_offset(2, row);
-      Out* po = out + row * inner;
-      if (ia == 1 && ib == 1 && ic == 1)
-        for (std::int64_t i = 0; i < inner; ++i) po[i] = f(pa[i], pb[i], pc[i]);
-      else
-        for (std::int64_t i = 0; i < inner; ++i) po[i] = f(pa[i * ia], pb[i * ib], pc[i * ic]);
-    }
-  });
+  parallel_for(rows, std::max<std::int64_t>(1, kParallelGrain / inner),
+               [&](std::int64_t r0, std::int64_t r1) {
+                 for (std::int64_t row = r0; row < r1; ++row) {
+                   const A* pa = a + w.row_offset(0, row);
+                   const B* pb = b + w.row_offset(1, row);
+                   const C* pc = c + w.row_offset(2, row);
+                   Out* po = out + row * inner;
+                   if (ia == 1 && ib == 1 && ic == 1)
+                     for (std::int64_t i = 0; i < inner; ++i) po[i] = f(pa[i], pb[i], pc[i]);
+                   else
+                     for (std::int64_t i = 0; i < inner; ++i) po[i] = f(pa[i * ia], pb[i * ib], pc[i * ic]);
+                 }
+               });
 }
 
 /// Calls block(x + b, y + b, e - b) on disjoint ranges [b, e) covering [0, n), split across

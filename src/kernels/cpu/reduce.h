@@ -57,7 +57,7 @@ struct WideAcc {
   using type = double;
 };
 template <class T>
-  requires std::is_integral_v<T>
+requires std::is_integral_v<T>
 struct WideAcc<T> {
   using type = std::make_unsigned_t<T>;
 };
@@ -91,8 +91,10 @@ template <class T>
 struct MaxReducer {
   using Acc = T;
   static constexpr Acc identity() {
-    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::lowest();
+    if constexpr (std::is_floating_point_v<T>)
+      return -std::numeric_limits<T>::infinity();
+    else
+      return std::numeric_limits<T>::lowest();
   }
   static Acc load(T v) { return v; }
   // b wins if larger or NaN; a NaN `a` is kept because no comparison with it is true.
@@ -104,8 +106,10 @@ template <class T>
 struct MinReducer {
   using Acc = T;
   static constexpr Acc identity() {
-    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::max();
+    if constexpr (std::is_floating_point_v<T>)
+      return std::numeric_limits<T>::infinity();
+    else
+      return std::numeric_limits<T>::max();
   }
   static Acc load(T v) { return v; }
   static Acc combine(Acc a, Acc b) { return (b < a || b != b) ? b : a; }
@@ -118,9 +122,12 @@ struct AxisBlocks {
 inline AxisBlocks axis_blocks(const Shape& s, int axis) {
   AxisBlocks b;
   for (int d = 0; d < s.rank(); ++d) {
-    if (d < axis) b.outer *= s[d];
-    else if (d == axis) b.n = s[d];
-    else b.inner *= s[d];
+    if (d < axis)
+      b.outer *= s[d];
+    else if (d == axis)
+      b.n = s[d];
+    else
+      b.inner *= s[d];
   }
   return b;
 }
@@ -180,7 +187,8 @@ typename R::Acc reduce_run(const In* x, std::int64_t n) {
   for (std::int64_t b = 0; b < n; b += kPairwiseBlock) {
     Acc v = reduce_leaf<R>(x + b, std::min(kPairwiseBlock, n - b));
     ++count;
-    for (std::int64_t c = count; (c & 1) == 0; c >>= 1) v = R::combine(stack[static_cast<std::size_t>(--depth)], v);
+    for (std::int64_t c = count; (c & 1) == 0; c >>= 1)
+      v = R::combine(stack[static_cast<std::size_t>(--depth)], v);
     stack[static_cast<std::size_t>(depth++)] = v;
   }
   Acc r = stack[static_cast<std::size_t>(--depth)];
@@ -245,7 +253,8 @@ void reduce_columns(const In* x, std::int64_t stride, std::int64_t r0, std::int6
 /// Reduces the middle axis of x viewed as (outer, n, inner): out[o * inner + i] = combine over r
 /// of x[(o * n + r) * inner + i]. With n == 0 every output is the identity.
 template <class R, class In>
-void reduce_blocks(const In* x, std::int64_t outer, std::int64_t n, std::int64_t inner, typename R::Acc* out) {
+void reduce_blocks(const In* x, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                   typename R::Acc* out) {
   using Acc = typename R::Acc;
   const std::int64_t n_out = outer * inner;
   if (n_out == 0) return;
@@ -259,8 +268,10 @@ void reduce_blocks(const In* x, std::int64_t outer, std::int64_t n, std::int64_t
   const auto task = [&](std::int64_t t, std::int64_t r0, std::int64_t r1, Acc* dst) {
     const std::int64_t o = t / tiles, i0 = t % tiles * kTile;
     const In* base = x + o * n * inner;
-    if (inner == 1) *dst = reduce_run<R>(base + r0, r1 - r0);
-    else reduce_columns<R>(base + i0, inner, r0, r1, std::min(kTile, inner - i0), dst);
+    if (inner == 1)
+      *dst = reduce_run<R>(base + r0, r1 - r0);
+    else
+      reduce_columns<R>(base + i0, inner, r0, r1, std::min(kTile, inner - i0), dst);
   };
   const auto dst_of = [&](Acc* buf, std::int64_t t) { return buf + t / tiles * inner + t % tiles * kTile; };
   // Only a few tasks and much work: also split the reduced axis into chunks, combined in order
@@ -311,8 +322,10 @@ void reduce(const T* x, const Shape& s, const std::array<bool, kMaxRank>& reduce
   for (int d = 0; d < s.rank(); ++d) {
     if (s[d] == 1) continue;
     const bool r = reduced[static_cast<std::size_t>(d)];
-    if (!groups.empty() && groups.back().reduced == r) groups.back().size *= s[d];
-    else groups.push_back({s[d], r});
+    if (!groups.empty() && groups.back().reduced == r)
+      groups.back().size *= s[d];
+    else
+      groups.push_back({s[d], r});
   }
   const auto last_reduced = [&] {
     for (int g = static_cast<int>(groups.size()) - 1; g >= 0; --g)
@@ -338,8 +351,10 @@ void reduce(const T* x, const Shape& s, const std::array<bool, kMaxRank>& reduce
       next.resize(static_cast<std::size_t>(outer * inner));
       dst = next.data();
     }
-    if (first) reduce_blocks<R>(x, outer, n, inner, dst);
-    else reduce_blocks<R>(buf.data(), outer, n, inner, dst);
+    if (first)
+      reduce_blocks<R>(x, outer, n, inner, dst);
+    else
+      reduce_blocks<R>(buf.data(), outer, n, inner, dst);
     first = false;
     buf.swap(next);
     g = next_g;
@@ -376,28 +391,30 @@ void arg_reduce(const T* x, std::int64_t outer, std::int64_t n, std::int64_t inn
   }
   const std::int64_t tiles = (inner + kScratchTile - 1) / kScratchTile;
   const std::int64_t cost = n * std::min(inner, kScratchTile);
-  parallel_for(outer * tiles, std::max<std::int64_t>(1, kParallelGrain / cost), [&](std::int64_t b, std::int64_t e) {
-    std::array<T, kScratchTile> best;
-    std::array<std::int64_t, kScratchTile> idx;
-    for (std::int64_t t = b; t < e; ++t) {
-      const std::int64_t o = t / tiles, i0 = t % tiles * kScratchTile, w = std::min(kScratchTile, inner - i0);
-      const T* base = x + o * n * inner + i0;
-      std::copy_n(base, w, best.begin());
-      std::fill_n(idx.begin(), w, 0);
-      for (std::int64_t r = 1; r < n; ++r) {
-        const T* row = base + r * inner;
-        for (std::int64_t i = 0; i < w; ++i) {
-          const T v = row[i], cur = best[static_cast<std::size_t>(i)];
-          const bool better = (kMax ? v > cur : v < cur) || (v != v && cur == cur);
-          if (better) {
-            best[static_cast<std::size_t>(i)] = v;
-            idx[static_cast<std::size_t>(i)] = r;
-          }
-        }
-      }
-      std::copy_n(idx.begin(), w, out + o * inner + i0);
-    }
-  });
+  parallel_for(outer * tiles, std::max<std::int64_t>(1, kParallelGrain / cost),
+               [&](std::int64_t b, std::int64_t e) {
+                 std::array<T, kScratchTile> best;
+                 std::array<std::int64_t, kScratchTile> idx;
+                 for (std::int64_t t = b; t < e; ++t) {
+                   const std::int64_t o = t / tiles, i0 = t % tiles * kScratchTile,
+                                      w = std::min(kScratchTile, inner - i0);
+                   const T* base = x + o * n * inner + i0;
+                   std::copy_n(base, w, best.begin());
+                   std::fill_n(idx.begin(), w, 0);
+                   for (std::int64_t r = 1; r < n; ++r) {
+                     const T* row = base + r * inner;
+                     for (std::int64_t i = 0; i < w; ++i) {
+                       const T v = row[i], cur = best[static_cast<std::size_t>(i)];
+                       const bool better = (kMax ? v > cur : v < cur) || (v != v && cur == cur);
+                       if (better) {
+                         best[static_cast<std::size_t>(i)] = v;
+                         idx[static_cast<std::size_t>(i)] = r;
+                       }
+                     }
+                   }
+                   std::copy_n(idx.begin(), w, out + o * inner + i0);
+                 }
+               });
 }
 
 // ---- softmax family ------------------------------------------------------------------------------
@@ -413,61 +430,67 @@ void softmax_blocks(const T* x, std::int64_t outer, std::int64_t n, std::int64_t
   if (outer * n * inner == 0) return;
   constexpr bool kSoftmax = kKind == SoftmaxKind::kSoftmax;
   if (inner == 1) {
-    parallel_for(outer, std::max<std::int64_t>(1, kParallelGrain / (4 * n)), [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t o = b; o < e; ++o) {
-        const T* xr = x + o * n;
-        T* yr = y + o * n;
-        const T m = reduce_run<MaxReducer<T>>(xr, n);
-        // exp(x - m) into y with vectorised exp, then sum y.
-        for (std::int64_t i = 0; i < n; ++i) yr[i] = xr[i] - m;
-        vmath::exp(yr, yr, n);
-        const double s = reduce_run<SumReducer<T>>(yr, n);
-        if constexpr (kSoftmax) {
-          const auto inv = static_cast<T>(1.0 / s);
-          for (std::int64_t i = 0; i < n; ++i) yr[i] *= inv;
-        } else {
-          const auto log_s = static_cast<T>(std::log(s));
-          for (std::int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) - log_s;
-        }
-      }
-    });
+    parallel_for(outer, std::max<std::int64_t>(1, kParallelGrain / (4 * n)),
+                 [&](std::int64_t b, std::int64_t e) {
+                   for (std::int64_t o = b; o < e; ++o) {
+                     const T* xr = x + o * n;
+                     T* yr = y + o * n;
+                     const T m = reduce_run<MaxReducer<T>>(xr, n);
+                     // exp(x - m) into y with vectorised exp, then sum y.
+                     for (std::int64_t i = 0; i < n; ++i) yr[i] = xr[i] - m;
+                     vmath::exp(yr, yr, n);
+                     const double s = reduce_run<SumReducer<T>>(yr, n);
+                     if constexpr (kSoftmax) {
+                       const auto inv = static_cast<T>(1.0 / s);
+                       for (std::int64_t i = 0; i < n; ++i) yr[i] *= inv;
+                     } else {
+                       const auto log_s = static_cast<T>(std::log(s));
+                       for (std::int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) - log_s;
+                     }
+                   }
+                 });
     return;
   }
   const std::int64_t tiles = (inner + kScratchTile - 1) / kScratchTile;
   const std::int64_t w_max = std::min(inner, kScratchTile);
   parallel_for(outer * tiles, std::max<std::int64_t>(1, kParallelGrain / (4 * n * w_max)),
                [&](std::int64_t b, std::int64_t e) {
-    std::array<T, kScratchTile> m, f;  // f: 1 / sum (softmax) or log(sum) (log-softmax)
-    std::array<double, kScratchTile> s;
-    for (std::int64_t t = b; t < e; ++t) {
-      const std::int64_t o = t / tiles, i0 = t % tiles * kScratchTile, w = std::min(kScratchTile, inner - i0);
-      const T* xb = x + o * n * inner + i0;
-      T* yb = y + o * n * inner + i0;
-      std::fill_n(m.begin(), w, MaxReducer<T>::identity());
-      std::fill_n(s.begin(), w, 0.0);
-      for (std::int64_t r = 0; r < n; ++r)
-        for (std::int64_t i = 0; i < w; ++i) {
-          const auto k = static_cast<std::size_t>(i);
-          m[k] = MaxReducer<T>::combine(m[k], xb[r * inner + i]);
-        }
-      for (std::int64_t r = 0; r < n; ++r) {
-        T* yr = yb + r * inner;
-        for (std::int64_t i = 0; i < w; ++i) yr[i] = xb[r * inner + i] - m[static_cast<std::size_t>(i)];
-        vmath::exp(yr, yr, w);
-        for (std::int64_t i = 0; i < w; ++i) s[static_cast<std::size_t>(i)] += static_cast<double>(yr[i]);
-      }
-      for (std::int64_t i = 0; i < w; ++i) {
-        const auto k = static_cast<std::size_t>(i);
-        f[k] = static_cast<T>(kSoftmax ? 1.0 / s[k] : std::log(s[k]));
-      }
-      for (std::int64_t r = 0; r < n; ++r)
-        for (std::int64_t i = 0; i < w; ++i) {
-          const auto k = static_cast<std::size_t>(i);
-          if constexpr (kSoftmax) yb[r * inner + i] *= f[k];
-          else yb[r * inner + i] = (xb[r * inner + i] - m[k]) - f[k];
-        }
-    }
-  });
+                 std::array<T, kScratchTile> m, f;  // f: 1 / sum (softmax) or log(sum) (log-softmax)
+                 std::array<double, kScratchTile> s;
+                 for (std::int64_t t = b; t < e; ++t) {
+                   const std::int64_t o = t / tiles, i0 = t % tiles * kScratchTile,
+                                      w = std::min(kScratchTile, inner - i0);
+                   const T* xb = x + o * n * inner + i0;
+                   T* yb = y + o * n * inner + i0;
+                   std::fill_n(m.begin(), w, MaxReducer<T>::identity());
+                   std::fill_n(s.begin(), w, 0.0);
+                   for (std::int64_t r = 0; r < n; ++r)
+                     for (std::int64_t i = 0; i < w; ++i) {
+                       const auto k = static_cast<std::size_t>(i);
+                       m[k] = MaxReducer<T>::combine(m[k], xb[r * inner + i]);
+                     }
+                   for (std::int64_t r = 0; r < n; ++r) {
+                     T* yr = yb + r * inner;
+                     for (std::int64_t i = 0; i < w; ++i)
+                       yr[i] = xb[r * inner + i] - m[static_cast<std::size_t>(i)];
+                     vmath::exp(yr, yr, w);
+                     for (std::int64_t i = 0; i < w; ++i)
+                       s[static_cast<std::size_t>(i)] += static_cast<double>(yr[i]);
+                   }
+                   for (std::int64_t i = 0; i < w; ++i) {
+                     const auto k = static_cast<std::size_t>(i);
+                     f[k] = static_cast<T>(kSoftmax ? 1.0 / s[k] : std::log(s[k]));
+                   }
+                   for (std::int64_t r = 0; r < n; ++r)
+                     for (std::int64_t i = 0; i < w; ++i) {
+                       const auto k = static_cast<std::size_t>(i);
+                       if constexpr (kSoftmax)
+                         yb[r * inner + i] *= f[k];
+                       else
+                         yb[r * inner + i] = (xb[r * inner + i] - m[k]) - f[k];
+                     }
+                 }
+               });
 }
 
 }  // namespace tapeflow::cpu

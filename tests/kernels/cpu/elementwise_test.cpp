@@ -3,11 +3,12 @@
 // dims), which covers the dimension merging of BroadcastWalk (size-1 dims, runs of broadcast and
 // contiguous dims on each side).
 
+#include "kernels/cpu/elementwise.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "kernels/cpu/elementwise.h"
 #include "tapeflow/errors.h"
 #include "tapeflow/shape.h"
 
@@ -93,9 +94,10 @@ TEST(Zip3, MatchesElementByElementBroadcasting) {
         zip3(a.data(), sa, b.data(), sb, c.data(), sc, out.data(), so,
              [](double x, double y, double z) { return x * 1e6 + y * 1e3 + z; });
         for (std::int64_t i = 0; i < so.num_elements(); ++i)
-          ASSERT_EQ(out[static_cast<std::size_t>(i)], a[static_cast<std::size_t>(operand_index(sa, so, i))] * 1e6 +
-                                                          b[static_cast<std::size_t>(operand_index(sb, so, i))] * 1e3 +
-                                                          c[static_cast<std::size_t>(operand_index(sc, so, i))])
+          ASSERT_EQ(out[static_cast<std::size_t>(i)],
+                    a[static_cast<std::size_t>(operand_index(sa, so, i))] * 1e6 +
+                        b[static_cast<std::size_t>(operand_index(sb, so, i))] * 1e3 +
+                        c[static_cast<std::size_t>(operand_index(sc, so, i))])
               << sa.to_string() << ", " << sb.to_string() << ", " << sc.to_string() << " at " << i;
         ++checked;
       }
