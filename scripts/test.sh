@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the whole test suite:
+#   0. formatting: every C++ file matches .clang-format (scripts/check_format.sh);
 #   1. release build (gcc) and ctest (unit tests, example golden tests, a short gradient fuzz),
 #      then the packaging check: install, and three consumer projects (scripts/check_packaging.sh),
 #      and the API reference (scripts/docs.sh: Doxygen, failing on any undocumented public API);
@@ -14,10 +15,16 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs="$(nproc)"
 launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Paths relative to the checkout: a fresh clone elsewhere reuses the cache of an earlier one.
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+fi
 
 step() { echo "=== test.sh: $* ($(date -u +%H:%M:%S))"; }
 
+step "formatting: every C++ file matches .clang-format"
+scripts/check_format.sh
 step "release build and ctest"
 cmake --preset release -DTAPEFLOW_BUILD_TESTS=ON "${launcher[@]}" >/dev/null
 cmake --build --preset release -j"$jobs"
