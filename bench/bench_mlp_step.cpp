@@ -37,26 +37,29 @@ struct Mlp {
   }
 };
 
-void BM_MlpStep(benchmark::State& state) {
+/// Times `step(model, optimizer)` on one thread.
+template <class Step>
+void time_steps(benchmark::State& state, Step step) {
   tf::set_num_threads(1);
   Mlp m;
   tf::optimizers::SGD sgd(0.01);
-  for (auto _ : state) {
+  for (auto _ : state) step(m, sgd);
+}
+
+void BM_MlpStep(benchmark::State& state) {
+  time_steps(state, [](Mlp& m, tf::optimizers::SGD& sgd) {
     tf::GradientTape tape;
     const tf::Tensor loss = m.loss();
     sgd.apply_gradients(tape.gradient(loss, m.vars), m.vars);
-  }
+  });
 }
 BENCHMARK(BM_MlpStep)->Unit(benchmark::kMillisecond);
 
 void BM_MlpStepFused(benchmark::State& state) {
-  tf::set_num_threads(1);
-  Mlp m;
-  tf::optimizers::SGD sgd(0.01);
-  for (auto _ : state) {
+  time_steps(state, [](Mlp& m, tf::optimizers::SGD& sgd) {
     tf::GradientTape tape;
     sgd.minimize(m.loss(), m.vars, tape);
-  }
+  });
 }
 BENCHMARK(BM_MlpStepFused)->Unit(benchmark::kMillisecond);
 
