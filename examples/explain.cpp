@@ -1,5 +1,5 @@
-// Debugging gradients: why a gradient is None or zero (GradientTape::explain) and the check of
-// every variable's gradient before a training run (GradientTape::gradient_report). The README's
+// Debugging gradients: why a gradient is None or zero (tf::debug::explain) and the check of
+// every variable's gradient before a training run (tf::debug::gradient_report). The README's
 // "Debugging gradients" section shows this program's output, checked by its golden test.
 
 #include <iostream>

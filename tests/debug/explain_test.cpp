@@ -1,4 +1,4 @@
-// GradientTape::explain: one test per cause of a missing or zero gradient, each building that
+// tf::debug::explain: one test per cause of a missing or zero gradient, each building that
 // situation and checking the diagnosis names the cause and the op; connected sources through many
 // op families, where explain must report the path and no false cause.
 

@@ -1,4 +1,4 @@
-// GradientTape::gradient_report: one row per variable with its gradient norm or the reason it has
+// tf::debug::gradient_report: one row per variable with its gradient norm or the reason it has
 // none, and the vanishing / exploding flags.
 
 #include <gmock/gmock.h>

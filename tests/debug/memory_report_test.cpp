@@ -1,4 +1,4 @@
-// GradientTape::memory_report(): exactly the tensors each op's Saves declares, with their bytes,
+// tf::debug::memory_report(): exactly the tensors each op's Saves declares, with their bytes,
 // deduplicated by buffer, totalling saved_bytes().
 
 #include <gmock/gmock.h>

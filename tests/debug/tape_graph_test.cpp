@@ -1,4 +1,4 @@
-// GradientTape::to_dot / to_svg: the picture of the recorded computation. The tests parse the
+// tf::debug::to_dot / to_svg: the picture of the recorded computation. The tests parse the
 // DOT text (and the SVG Graphviz makes of it) and check which nodes and edges are highlighted,
 // which are greyed and why, and that edge thickness follows the gradient norm.
 
