@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "autodiff/recording_listener.h"
 #include "support/forbidden_gradient.h"
 #include "tapeflow/tapeflow.h"
 
@@ -23,6 +24,12 @@ void PrintTo(GradientCause cause, std::ostream* os) { *os << to_string(cause); }
 namespace {
 
 // ---- Sources the tape never watched --------------------------------------------------------
+
+// The trace explain reads is kept by a recording listener that linking the diagnostics installs
+// before main (tests/debug/standalone/without_diagnostics.cpp checks the converse).
+TEST(Explain, LinkingTheDiagnosticsInstallsTheRecordingListener) {
+  EXPECT_NE(tf::autodiff::recording_listener(), nullptr);
+}
 
 TEST(Explain, PlainTensorNotWatched) {
   tf::Tensor x = tf::constant(3.0f);
