@@ -91,7 +91,7 @@ namespace autodiff {
 
 void require_owner(const detail::TapeState& s, std::string_view what) {
   TAPEFLOW_REQUIRE(s.owner == std::this_thread::get_id(), FailedPreconditionError,
-                   "[GradientTape::{}] a tape records the thread that created it and must be used "
+                   "[{}] a tape records the thread that created it and must be used "
                    "from that thread",
                    what);
 }
@@ -105,10 +105,9 @@ void validate_targets_and_sources(std::span<const Source> ys, std::span<const So
     return s.is_variable() ? "a moved-from Variable" : "an undefined (default-constructed) Tensor";
   };
   for (std::size_t i = 0; i < ys.size(); ++i)
-    TAPEFLOW_REQUIRE(usable(ys[i]), InvalidArgumentError, "[GradientTape::{}] target {} is {}", what, i,
-                     unusable(ys[i]));
+    TAPEFLOW_REQUIRE(usable(ys[i]), InvalidArgumentError, "[{}] target {} is {}", what, i, unusable(ys[i]));
   for (std::size_t i = 0; i < sources.size(); ++i)
-    TAPEFLOW_REQUIRE(usable(sources[i]), InvalidArgumentError, "[GradientTape::{}] source {} is {}", what, i,
+    TAPEFLOW_REQUIRE(usable(sources[i]), InvalidArgumentError, "[{}] source {} is {}", what, i,
                      unusable(sources[i]));
 }
 
@@ -179,13 +178,12 @@ std::vector<Gradient> gradient_pass(const std::shared_ptr<detail::TapeState>& st
   const std::vector<Source>& ys = targets.flat();
   validate_targets_and_sources(ys, sources, what);
   TAPEFLOW_REQUIRE(output_gradients.empty() || output_gradients.size() == ys.size(), InvalidArgumentError,
-                   "[GradientTape::{}] got {} output_gradients for {} targets", what, output_gradients.size(),
-                   ys.size());
+                   "[{}] got {} output_gradients for {} targets", what, output_gradients.size(), ys.size());
   for (std::size_t i = 0; i < output_gradients.size(); ++i) {
     const Tensor& w = output_gradients[i];
     TAPEFLOW_REQUIRE(
         w.defined() && w.shape() == ys[i].shape() && w.dtype() == ys[i].dtype(), InvalidArgumentError,
-        "[GradientTape::{}] output_gradients[{}] must have the target's shape {} and "
+        "[{}] output_gradients[{}] must have the target's shape {} and "
         "dtype {}, got shape {} and dtype {}",
         what, i, ys[i].shape().to_string(), dtype_name(ys[i].dtype()),
         w.defined() ? w.shape().to_string() : "(undefined)", w.defined() ? dtype_name(w.dtype()) : "-");
@@ -231,7 +229,7 @@ GradientTape::~GradientTape() {
 }
 
 void GradientTape::watch(const Source& source) {
-  autodiff::require_owner(*state_, "watch");
+  autodiff::require_owner(*state_, "GradientTape::watch");
   TAPEFLOW_REQUIRE(!state_->consumed, FailedPreconditionError,
                    "[GradientTape::watch] {}; create a new tape to watch more tensors",
                    autodiff::kConsumedMessage);
@@ -258,7 +256,7 @@ std::vector<Variable> GradientTape::watched_variables() const {
 }
 
 void GradientTape::reset() {
-  autodiff::require_owner(*state_, "reset");
+  autodiff::require_owner(*state_, "GradientTape::reset");
   TAPEFLOW_REQUIRE(
       state_->running_passes == 0, FailedPreconditionError,
       "[GradientTape::reset] cannot reset a tape while its gradient() or jacobian() is running (was "
@@ -292,7 +290,7 @@ GradientTape::RecordingPause::~RecordingPause() {
 }
 
 GradientTape::RecordingPause GradientTape::stop_recording() {
-  autodiff::require_owner(*state_, "stop_recording");
+  autodiff::require_owner(*state_, "GradientTape::stop_recording");
   TAPEFLOW_REQUIRE(!state_->consumed, FailedPreconditionError,
                    "[GradientTape::stop_recording] Trying to stop recording a tape which is not recording.");
   return RecordingPause(state_);
@@ -316,7 +314,8 @@ std::size_t GradientTape::num_recorded_ops() const { return state_->ops.size(); 
 std::vector<Gradient> GradientTape::gradient_flat(const Targets& targets, std::span<const Source> sources,
                                                   const std::vector<Tensor>& output_gradients,
                                                   UnconnectedGradients unconnected) {
-  return autodiff::gradient_pass(state_, "gradient", targets, sources, output_gradients, unconnected);
+  return autodiff::gradient_pass(state_, "GradientTape::gradient", targets, sources, output_gradients,
+                                 unconnected);
 }
 
 namespace {
@@ -343,9 +342,9 @@ void for_each_gradient(GradientTape& tape, const Targets& targets, std::span<con
                        const std::function<void(std::size_t, Gradient)>& fn,
                        UnconnectedGradients unconnected) {
   const std::vector<Source>& ys = targets.flat();
-  autodiff::validate_targets_and_sources(ys, sources, "gradient");
+  autodiff::validate_targets_and_sources(ys, sources, "for_each_gradient");
   autodiff::run_pass(
-      detail::TapeAccess::state(tape), "gradient", [&](detail::TapeState& state, bool release) {
+      detail::TapeAccess::state(tape), "for_each_gradient", [&](detail::TapeState& state, bool release) {
         EachGradient each(fn);
         (void)autodiff::run_gradient(state, ys, sources, {}, &each, release);
         for (std::size_t i = 0; i < sources.size(); ++i)

@@ -65,8 +65,8 @@ std::int64_t rows_per_pass(const autodiff::Records& ops, const autodiff::Pruned&
 std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::span<const Source> sources,
                                                   UnconnectedGradients unconnected, bool parallel) {
   const Source y(target);
-  autodiff::validate_targets_and_sources({&y, 1}, sources, "jacobian");
-  return autodiff::run_pass(state_, "jacobian", [&](detail::TapeState& tape, bool) {
+  autodiff::validate_targets_and_sources({&y, 1}, sources, "GradientTape::jacobian");
+  return autodiff::run_pass(state_, "GradientTape::jacobian", [&](detail::TapeState& tape, bool) {
     autodiff::Records& ops = tape.ops;
     // Row r of the Jacobian is the gradient for a cotangent that is one-hot at target element r.
     // The rows are joined by recorded ops into target.shape + source.shape. The records are
@@ -138,7 +138,7 @@ std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::spa
 Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source,
                                       UnconnectedGradients unconnected) {
   const Source y(target);
-  autodiff::validate_targets_and_sources({&y, 1}, {&source, 1}, "batch_jacobian");
+  autodiff::validate_targets_and_sources({&y, 1}, {&source, 1}, "GradientTape::batch_jacobian");
   const Shape& ts = target.shape();
   const Shape& ss = source.shape();
   // TensorFlow checks the ranks with Shape.with_rank_at_least(2), then the batch dimensions.
@@ -154,54 +154,58 @@ Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source
       "[GradientTape::batch_jacobian] Need first dimension of target shape {} and source shape {} to match.",
       ts.to_string(), ss.to_string());
   const Shape shape = concat_shapes(ts.dims(), ss.dims().subspan(1), "BatchJacobian");
-  return autodiff::run_pass(state_, "batch_jacobian", [&](detail::TapeState& tape, bool) -> Gradient {
-    autodiff::Records& ops = tape.ops;
-    // Examples are independent, so a cotangent that is one-hot in column j of every example
-    // gives column j for all examples at once: d target[b, j] / d source[b, ...] for every b.
-    // Vectorised, a stack of such cotangents (several columns) goes through one backward pass.
-    // The columns [cols, batch, ...] are joined by recorded ops, transposed to [batch, cols, ...]
-    // and reshaped to target.shape + source.shape[1:] (TensorFlow's assembly).
-    const autodiff::Pruned p = autodiff::prune(ops, tape.producer, {&y, 1}, {&source, 1});
-    if (!is_floating(target.dtype())) return autodiff::unconnected_result(tape, source, shape, unconnected);
-    if (ts.num_elements() == 0) {
-      // No columns; one pass with the (empty) cotangent says whether the source is connected.
-      const Tensor seed = zeros(ts, target.dtype());
-      const auto g =
-          autodiff::backward(ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1}})[0];
-      return g ? Gradient(empty_jacobian(*g, shape))
-               : autodiff::unconnected_result(tape, source, shape, unconnected);
-    }
-    const std::int64_t batch = ts[0];
-    const std::int64_t cols = ts.num_elements() / batch;
-    const autodiff::OpDef* blocker = first_unbatchable(ops, p);
-    if (blocker)
-      log(LogLevel::Info,
-          fmt::format("batch_jacobian: op {} cannot take stacked cotangents; computing one column "
-                      "at a time",
-                      blocker->name()));
-    const std::int64_t chunk = blocker ? 1 : rows_per_pass(ops, p, cols);
-    std::vector<Tensor> columns;
-    for (std::int64_t j0 = 0; j0 < cols; j0 += chunk) {
-      const std::int64_t c = std::min(chunk, cols - j0);
-      const std::int64_t stack_dims[1] = {c};
-      const std::span<const std::int64_t> batch_dims = blocker ? std::span<const std::int64_t>() : stack_dims;
-      Tensor seed = zeros(autodiff::with_batch(batch_dims, ts), target.dtype());
-      visit_dtype(target.dtype(), [&]<class T>() {
-        for (std::int64_t jj = 0; jj < c; ++jj)
-          for (std::int64_t b = 0; b < batch; ++b)
-            detail::mutable_data<T>(seed)[jj * ts.num_elements() + b * cols + j0 + jj] = T(1);
+  return autodiff::run_pass(
+      state_, "GradientTape::batch_jacobian", [&](detail::TapeState& tape, bool) -> Gradient {
+        autodiff::Records& ops = tape.ops;
+        // Examples are independent, so a cotangent that is one-hot in column j of every example
+        // gives column j for all examples at once: d target[b, j] / d source[b, ...] for every b.
+        // Vectorised, a stack of such cotangents (several columns) goes through one backward pass.
+        // The columns [cols, batch, ...] are joined by recorded ops, transposed to [batch, cols, ...]
+        // and reshaped to target.shape + source.shape[1:] (TensorFlow's assembly).
+        const autodiff::Pruned p = autodiff::prune(ops, tape.producer, {&y, 1}, {&source, 1});
+        if (!is_floating(target.dtype()))
+          return autodiff::unconnected_result(tape, source, shape, unconnected);
+        if (ts.num_elements() == 0) {
+          // No columns; one pass with the (empty) cotangent says whether the source is connected.
+          const Tensor seed = zeros(ts, target.dtype());
+          const auto g =
+              autodiff::backward(ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1}})[0];
+          return g ? Gradient(empty_jacobian(*g, shape))
+                   : autodiff::unconnected_result(tape, source, shape, unconnected);
+        }
+        const std::int64_t batch = ts[0];
+        const std::int64_t cols = ts.num_elements() / batch;
+        const autodiff::OpDef* blocker = first_unbatchable(ops, p);
+        if (blocker)
+          log(LogLevel::Info,
+              fmt::format("batch_jacobian: op {} cannot take stacked cotangents; computing one column "
+                          "at a time",
+                          blocker->name()));
+        const std::int64_t chunk = blocker ? 1 : rows_per_pass(ops, p, cols);
+        std::vector<Tensor> columns;
+        for (std::int64_t j0 = 0; j0 < cols; j0 += chunk) {
+          const std::int64_t c = std::min(chunk, cols - j0);
+          const std::int64_t stack_dims[1] = {c};
+          const std::span<const std::int64_t> batch_dims =
+              blocker ? std::span<const std::int64_t>() : stack_dims;
+          Tensor seed = zeros(autodiff::with_batch(batch_dims, ts), target.dtype());
+          visit_dtype(target.dtype(), [&]<class T>() {
+            for (std::int64_t jj = 0; jj < c; ++jj)
+              for (std::int64_t b = 0; b < batch; ++b)
+                detail::mutable_data<T>(seed)[jj * ts.num_elements() + b * cols + j0 + jj] = T(1);
+          });
+          auto g = autodiff::backward(
+              ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1}, .batch = batch_dims})[0];
+          if (!g)
+            return autodiff::unconnected_result(tape, source, shape,
+                                                unconnected);  // the same for every column
+          columns.push_back(std::move(*g));
+        }
+        std::vector<std::int64_t> perm(static_cast<std::size_t>(ss.rank()) + 1);
+        std::iota(perm.begin(), perm.end(), std::int64_t{0});
+        std::swap(perm[0], perm[1]);
+        return reshape(transpose(join_rows(columns, blocker != nullptr), perm), to_vector(shape.dims()));
       });
-      auto g = autodiff::backward(
-          ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1}, .batch = batch_dims})[0];
-      if (!g)
-        return autodiff::unconnected_result(tape, source, shape, unconnected);  // the same for every column
-      columns.push_back(std::move(*g));
-    }
-    std::vector<std::int64_t> perm(static_cast<std::size_t>(ss.rank()) + 1);
-    std::iota(perm.begin(), perm.end(), std::int64_t{0});
-    std::swap(perm[0], perm[1]);
-    return reshape(transpose(join_rows(columns, blocker != nullptr), perm), to_vector(shape.dims()));
-  });
 }
 
 }  // namespace tapeflow

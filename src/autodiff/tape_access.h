@@ -28,10 +28,11 @@ namespace tapeflow::autodiff {
 inline constexpr std::string_view kConsumedMessage =
     "A non-persistent GradientTape can only be used to compute one set of gradients (or jacobians)";
 
-/// Throws FailedPreconditionError naming `GradientTape::<what>` unless called from the tape's thread.
+/// Throws FailedPreconditionError naming `what` (the function called: "GradientTape::gradient",
+/// "debug::explain", ...) unless called from the tape's thread.
 void require_owner(const detail::TapeState& tape, std::string_view what);
 
-/// Throws InvalidArgumentError naming `GradientTape::<what>` for an undefined Tensor or a
+/// Throws InvalidArgumentError naming `what` for an undefined Tensor or a
 /// moved-from Variable among the targets or sources.
 void validate_targets_and_sources(std::span<const Source> ys, std::span<const Source> sources,
                                   std::string_view what);

@@ -11,13 +11,13 @@
 
 namespace tapeflow::debug {
 
-/// Throws FailedPreconditionError naming `GradientTape::<what>` unless the tape's records can be
+/// Throws FailedPreconditionError naming `what` ("debug::explain", ...) unless the tape's records can be
 /// read now: from the thread that created it (a tape records that thread only), and not consumed
 /// (a non-persistent tape's gradient() dropped its records). `advice` says what to do instead.
 inline void require_readable(const detail::TapeState& tape, std::string_view what, std::string_view advice) {
   autodiff::require_owner(tape, what);
   TAPEFLOW_REQUIRE(!tape.consumed, FailedPreconditionError,
-                   "[GradientTape::{}] this non-persistent tape was consumed by its gradient() call and its "
+                   "[{}] this non-persistent tape was consumed by its gradient() call and its "
                    "records are gone; {}, or use a persistent tape",
                    what, advice);
 }

@@ -472,11 +472,11 @@ GradientDiagnosis debug::explain(const GradientTape& tape, const Tensor& target,
   // The pass runs gradient functions, which may destroy the GradientTape: hold the state.
   const std::shared_ptr<detail::TapeState> keep = detail::TapeAccess::state(tape);
   detail::TapeState& t = *keep;
-  debug::require_readable(t, "explain", "call explain() before gradient()");
+  debug::require_readable(t, "debug::explain", "call explain() before gradient()");
   TAPEFLOW_REQUIRE(target.defined(), InvalidArgumentError,
-                   "[GradientTape::explain] the target is an undefined (default-constructed) Tensor");
+                   "[debug::explain] the target is an undefined (default-constructed) Tensor");
   TAPEFLOW_REQUIRE(source.is_variable() || source.tensor().defined(), InvalidArgumentError,
-                   "[GradientTape::explain] the source is an undefined (default-constructed) Tensor");
+                   "[debug::explain] the source is an undefined (default-constructed) Tensor");
 
   GradientDiagnosis d;
   d.source = source.is_variable() ? source.variable().name() : "source";

@@ -75,18 +75,18 @@ GradientReport debug::gradient_report(GradientTape& tape, const Tensor& target,
   detail::TapeState& t = *keep;
   const auto explain_unless_destroyed = [&](const Variable& v) {
     TAPEFLOW_REQUIRE(t.in_stack.load(std::memory_order_relaxed), FailedPreconditionError,
-                     "[GradientTape::gradient_report] a gradient function destroyed this GradientTape while "
+                     "[debug::gradient_report] a gradient function destroyed this GradientTape while "
                      "gradient_report ran");
     return explain(tape, target, v);
   };
   TAPEFLOW_REQUIRE(target.defined(), InvalidArgumentError,
-                   "[GradientTape::gradient_report] the target is an undefined (default-constructed) Tensor");
+                   "[debug::gradient_report] the target is an undefined (default-constructed) Tensor");
   // A non-persistent tape is consumed as by gradient(), but only after explain() has read it: the
   // pass keeps the records, and the tape is consumed at the end.
   const std::vector<Source> sources(variables.begin(), variables.end());
-  const std::vector<Gradient> grads =
-      autodiff::gradient_pass(keep, "gradient", target, sources, {}, UnconnectedGradients::None, nullptr,
-                              /*keep_records=*/true);
+  const std::vector<Gradient> grads = autodiff::gradient_pass(keep, "debug::gradient_report", target, sources,
+                                                              {}, UnconnectedGradients::None, nullptr,
+                                                              /*keep_records=*/true);
   GradientReport report;
   struct ConsumeAtExit {
     detail::TapeState& t;

@@ -113,16 +113,16 @@ constexpr std::string_view kNotOnPath = "not on a path to the target";
 /// source, or gradient norms on a non-persistent tape (their pass would consume it).
 void validate_request(const detail::TapeState& tape, std::span<const Source> ys,
                       std::span<const Source> sources, const GraphOptions& options) {
-  debug::require_readable(tape, "to_dot", "draw the picture before calling gradient()");
+  debug::require_readable(tape, "debug::to_dot", "draw the picture before calling gradient()");
   for (std::size_t i = 0; i < ys.size(); ++i)
     TAPEFLOW_REQUIRE(ys[i].is_variable() || ys[i].tensor().defined(), InvalidArgumentError,
-                     "[GradientTape::to_dot] target {} is an undefined (default-constructed) Tensor", i);
+                     "[debug::to_dot] target {} is an undefined (default-constructed) Tensor", i);
   for (std::size_t i = 0; i < sources.size(); ++i)
     TAPEFLOW_REQUIRE(sources[i].is_variable() || sources[i].tensor().defined(), InvalidArgumentError,
-                     "[GradientTape::to_dot] source {} is an undefined (default-constructed) Tensor", i);
+                     "[debug::to_dot] source {} is an undefined (default-constructed) Tensor", i);
   TAPEFLOW_REQUIRE(
       !options.gradient_norms || tape.options.persistent, FailedPreconditionError,
-      "[GradientTape::to_dot] gradient norms run the backward pass, which would consume this "
+      "[debug::to_dot] gradient norms run the backward pass, which would consume this "
       "non-persistent tape; create it with {{.persistent = true}} or pass {{.gradient_norms = false}}");
 }
 
@@ -132,7 +132,7 @@ void validate_request(const detail::TapeState& tape, std::span<const Source> ys,
 std::string measure_gradient_norms(const std::shared_ptr<detail::TapeState>& state, const Targets& targets,
                                    std::span<const Source> sources, NormObserver& observer) {
   try {
-    (void)autodiff::gradient_pass(state, "gradient", targets, sources, {}, UnconnectedGradients::None,
+    (void)autodiff::gradient_pass(state, "debug::to_dot", targets, sources, {}, UnconnectedGradients::None,
                                   &observer);
   } catch (const LookupError& e) {
     return fmt::format("gradient norms incomplete: {}", e.what());
@@ -519,7 +519,7 @@ void debug::write_svg_flat(const std::string& path, const GradientTape& tape, co
   std::ofstream f(path, std::ios::binary);
   f << svg;
   f.close();
-  TAPEFLOW_REQUIRE(f.good(), InvalidArgumentError, "[GradientTape::write_svg] cannot write '{}': {}", path,
+  TAPEFLOW_REQUIRE(f.good(), InvalidArgumentError, "[debug::write_svg] cannot write '{}': {}", path,
                    std::strerror(errno));
 }
 
