@@ -118,41 +118,53 @@ Grads run_gradient(const GradientEntry& entry, const OpRecord& rec, std::span<co
   return grads;
 }
 
-/// Tells the observer about sources whose cotangent is final, the latest first reader first.
+/// Tells the observer about sources whose cotangent is final, the latest first reader first. A
+/// source's cotangent is final once the walk has passed the earliest kept record that reads it.
+/// Built only for an observed pass: a plain gradient() pays nothing for it.
 class FinalSources {
  public:
-  FinalSources(const Pruned& p, std::size_t num_records, std::span<const Source> sources,
+  FinalSources(const Records& ops, const Pruned& p, std::span<const Source> sources,
                BackwardObserver* observer)
       : sources_(sources), observer_(observer) {
     if (observer == nullptr) return;
+    IdMap<std::size_t> first_reader;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      if (!p.keep[k]) continue;
+      const std::span<const bool> needed = p.needed(k, ops[k].num_inputs);
+      for (std::size_t i = 0; i < needed.size(); ++i)
+        if (needed[i] && p.source_ids.contains(ops[k].inputs()[i].id))
+          first_reader.try_emplace(ops[k].inputs()[i].id, k);
+      // A source a kept record also produces (a watched intermediate) passes its cotangent on
+      // to that record: the pass keeps it even if the observer takes it.
+      for (const Slot& out : ops[k].outputs())
+        if (p.source_ids.contains(out.id)) produced_.insert(out.id);
+    }
     for (std::size_t i = 0; i < sources.size(); ++i) {
-      // Final once the walk has passed record `first`; a source no record reads is final now.
-      const auto it = p.first_use.find(sources[i].id());
-      pending_.push_back({it == p.first_use.end() ? num_records : it->second, i});
+      // A source no kept record reads is final now.
+      const auto it = first_reader.find(sources[i].id());
+      pending_.push_back({it == first_reader.end() ? ops.size() : it->second, i});
     }
     std::ranges::sort(pending_, std::greater<>());
   }
   /// Reports the sources whose first reader comes after record `k`: the walk is about to run k.
-  void before(std::size_t k, Cotangents& grads, const IdSet& produced) {
-    report([&](std::size_t first) { return first > k; }, grads, produced);
+  void before(std::size_t k, Cotangents& grads) {
+    report([&](std::size_t first) { return first > k; }, grads);
   }
   /// Reports the rest: the walk is over.
-  void finish(Cotangents& grads, const IdSet& produced) {
-    report([](std::size_t) { return true; }, grads, produced);
+  void finish(Cotangents& grads) {
+    report([](std::size_t) { return true; }, grads);
   }
 
  private:
   template <class Due>
-  void report(Due due, Cotangents& grads, const IdSet& produced) {
+  void report(Due due, Cotangents& grads) {
     if (observer_ == nullptr) return;
     std::vector<TensorId> taken;  // erased after every source of that id heard it
     for (; next_ < pending_.size() && due(pending_[next_].first); ++next_) {
       const std::size_t i = pending_[next_].second;
       const TensorId id = sources_[i].id();
       const Tensor* g = is_floating(sources_[i].dtype()) ? grads.find(id) : nullptr;
-      // A source that an earlier record produced (a watched intermediate) still passes its
-      // cotangent on to that record: it stays in the map.
-      if (observer_->source_final(i, g) && g != nullptr && !produced.contains(id)) taken.push_back(id);
+      if (observer_->source_final(i, g) && g != nullptr && !produced_.contains(id)) taken.push_back(id);
     }
     for (TensorId id : taken) grads.erase(id);
   }
@@ -160,6 +172,7 @@ class FinalSources {
   std::span<const Source> sources_;
   BackwardObserver* observer_;
   std::vector<std::pair<std::size_t, std::size_t>> pending_;  // (first reader, source index)
+  IdSet produced_;
   std::size_t next_ = 0;
 };
 
@@ -208,16 +221,12 @@ Pruned prune(const Records& ops, const IdMap<std::int64_t>& producer, std::span<
   p.live.assign(ops.size(), 0);
   p.keep.assign(ops.size(), 0);
   for (std::size_t k = 0; k < ops.size(); ++k) {
-    // Kept if it reaches, is differentiable and an input depends on a source.
-    const bool reaches = p.reaches[k] != 0;
     bool depends = false;
     bool* needed = p.input_needed.get() + p.first_input[k];
     for (const Slot& in : ops[k].inputs()) {
       *needed = false;
       if (is_floating(in.dtype)) {
         const bool source = p.source_ids.contains(in.id);
-        // Reaching records were asked in the reverse sweep: no lookup here.
-        if (source && reaches && differentiable(k)) p.first_use.try_emplace(in.id, k);
         const std::int64_t j = source ? -1 : producer_before(in.id, k);
         *needed = source || (j >= 0 && p.live[static_cast<std::size_t>(j)]);
       }
@@ -225,7 +234,7 @@ Pruned prune(const Records& ops, const IdMap<std::int64_t>& producer, std::span<
       ++needed;
     }
     p.live[k] = depends && differentiable(k);
-    p.keep[k] = p.live[k] && reaches;
+    p.keep[k] = p.live[k] && p.reaches[k];
   }
   return p;
 }
@@ -241,18 +250,11 @@ std::vector<std::optional<Tensor>> backward(Records& ops, const Pruned& p, const
   for (std::size_t i = 0; i < pass.ys.size(); ++i)
     if (is_floating(pass.ys[i].dtype())) grads.add(pass.ys[i].id(), pass.seeds[i]);
 
-  // Sources some kept record produces: the observer may not take their cotangents early.
-  IdSet produced;
-  if (pass.observer != nullptr)
-    for (std::size_t k = 0; k < ops.size(); ++k)
-      if (p.keep[k])
-        for (const Slot& out : ops[k].outputs())
-          if (p.source_ids.contains(out.id)) produced.insert(out.id);
-  FinalSources finals(p, ops.size(), pass.sources, pass.observer);
+  FinalSources finals(ops, p, pass.sources, pass.observer);
 
   std::vector<Tensor> dys;
   for (std::size_t k = ops.size(); k-- > 0;) {
-    if (pass.observer != nullptr) finals.before(k, grads, produced);
+    if (pass.observer != nullptr) finals.before(k, grads);
     if (!p.keep[k]) continue;
     OpRecord& rec = ops[k];
     const auto outs = rec.outputs();
@@ -281,7 +283,7 @@ std::vector<std::optional<Tensor>> backward(Records& ops, const Pruned& p, const
     if (pass.release)
       for (Slot& slot : rec.all_slots()) slot.saved = Tensor();
   }
-  finals.finish(grads, produced);
+  finals.finish(grads);
 
   std::vector<std::optional<Tensor>> result;
   result.reserve(pass.sources.size());

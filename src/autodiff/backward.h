@@ -33,9 +33,6 @@ struct Pruned {
   detail::RecyclingVector<std::size_t> first_input;
   detail::RecyclingArray<bool> input_needed;
   IdSet source_ids;
-  /// Source id -> the earliest kept record that reads it: once the reverse walk has passed that
-  /// record, the source's cotangent is final.
-  IdMap<std::size_t> first_use;
   /// The gradient entry of each op on the tape, looked up once (an OpDef's entry is an atomic
   /// shared_ptr): the entries the pruning decided by are the ones the pass calls.
   absl::flat_hash_map<const OpDef*, std::shared_ptr<const GradientEntry>> entries;

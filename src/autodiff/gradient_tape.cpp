@@ -323,14 +323,15 @@ namespace {
 /// Hands each source's gradient to `fn` as soon as it is final and lets the pass drop it.
 class EachGradient final : public autodiff::BackwardObserver {
  public:
-  explicit EachGradient(const std::function<void(std::size_t, Gradient)>& fn) : fn_(fn) {}
+  EachGradient(const std::function<void(std::size_t, Gradient)>& fn, std::size_t num_sources)
+      : delivered(num_sources, 0), fn_(fn) {}
   bool source_final(std::size_t i, const Tensor* g) override {
     if (g == nullptr) return false;  // unconnected: reported after the pass, with why
-    delivered.insert(i);
+    delivered[i] = 1;
     fn_(i, Gradient(*g));
     return true;
   }
-  std::unordered_set<std::size_t> delivered;
+  std::vector<char> delivered;
 
  private:
   const std::function<void(std::size_t, Gradient)>& fn_;
@@ -345,10 +346,10 @@ void for_each_gradient(GradientTape& tape, const Targets& targets, std::span<con
   autodiff::validate_targets_and_sources(ys, sources, "for_each_gradient");
   autodiff::run_pass(
       detail::TapeAccess::state(tape), "for_each_gradient", [&](detail::TapeState& state, bool release) {
-        EachGradient each(fn);
+        EachGradient each(fn, sources.size());
         (void)autodiff::run_gradient(state, ys, sources, {}, &each, release);
         for (std::size_t i = 0; i < sources.size(); ++i)
-          if (!each.delivered.contains(i))
+          if (!each.delivered[i])
             fn(i, autodiff::unconnected_result(state, sources[i], sources[i].shape(), unconnected));
       });
 }

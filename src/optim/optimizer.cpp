@@ -218,12 +218,15 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
 }
 
 void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars, GradientTape& tape) {
+  TAPEFLOW_REQUIRE(loss.defined(), InvalidArgumentError,
+                   "[{}] minimize: the loss is an undefined (default-constructed) Tensor", name_);
   if (clip_.global_clipnorm) {  // the norm needs every gradient: nothing to fuse
     apply_gradients(tape.gradient(loss, vars), vars);
     return;
   }
   require_not_moved_from(vars, name_, "minimize");
-  build(vars);  // checks the dtypes, then creates the slots in list order
+  build(vars);  // checks the dtypes, then creates the slots in list order (names never depend on
+                // the order the pass finishes the gradients in)
   const std::int64_t step = iterations_.value().item<std::int64_t>() + 1;
   std::vector<char> has_gradient(vars.size(), 0);
   const std::vector<Source> sources(vars.begin(), vars.end());

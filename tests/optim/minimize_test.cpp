@@ -187,17 +187,40 @@ TEST(Minimize, ConsumesANonPersistentTapeLikeGradient) {
 }
 
 TEST(Minimize, UpdatesAreNotRecordedOnAnOuterTape) {
-  tf::Variable a(tf::constant({1.0f, 2.0f}), {.name = "a"});
+  // An outer tape records the forward and backward ops of the step; the update reads the
+  // gradient (a tensor the outer tape tracks) and would be recorded too without its
+  // NoRecordingScope. So the step records exactly as many ops as the same pass without updates.
+  const auto outer_records =
+      [](const std::function<void(tf::Variable&, const tf::Tensor&, tf::GradientTape&)>& step) {
+        tf::Variable a(tf::constant({1.0f, 2.0f}), {.name = "a"});
+        tf::GradientTape outer({.persistent = true});
+        {
+          tf::GradientTape tape;
+          step(a, tf::reduce_sum(a * a), tape);
+        }
+        return outer.num_recorded_ops();
+      };
   tf::optimizers::Adam opt;
-  tf::GradientTape outer({.persistent = true});
-  const std::size_t before = outer.num_recorded_ops();
-  {
-    tf::GradientTape tape;
-    opt.minimize(tf::reduce_sum(a * a), {a}, tape);
-  }
-  // The forward ops and the backward ops are recorded on the outer tape; the update is not.
-  for (const tf::Variable& v : outer.watched_variables()) EXPECT_NE(v.name(), "a/m:0");
-  EXPECT_GT(outer.num_recorded_ops(), before);
+  const std::size_t with_updates =
+      outer_records([&](tf::Variable& a, const tf::Tensor& loss, tf::GradientTape& tape) {
+        opt.minimize(loss, {a}, tape);
+      });
+  const std::size_t pass_only =
+      outer_records([](tf::Variable& a, const tf::Tensor& loss, tf::GradientTape& tape) {
+        tf::for_each_gradient(tape, loss, std::vector<tf::Source>{a}, [](std::size_t, tf::Gradient) {});
+      });
+  EXPECT_GT(pass_only, 0u);
+  EXPECT_EQ(with_updates, pass_only);
+  EXPECT_EQ(opt.iterations().value().item<std::int64_t>(), 1);
+}
+
+TEST(Minimize, AnUndefinedLossIsAnErrorNamingMinimize) {
+  tf::Variable a(tf::constant({1.0f}), {.name = "a"});
+  tf::optimizers::SGD opt(0.5);
+  tf::GradientTape tape;
+  EXPECT_THAT([&] { opt.minimize(tf::Tensor(), {a}, tape); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+                  HasSubstr("[SGD] minimize: the loss is an undefined")));
 }
 
 }  // namespace
