@@ -42,6 +42,7 @@ struct VariableOptions {
 
 namespace detail {
 struct VariableState;
+struct VariableHandle;  // the library's access to the shared state (src/autodiff/variable_handle.h)
 }
 
 /// A named, mutable holder of a tensor with a stable identity (see the file comment); copies
@@ -107,6 +108,8 @@ class Variable {
   /// assign_add / assign_sub: value = combine(value, delta) under the variable's lock.
   void read_modify_write(std::string_view op, const Tensor& delta,
                          Tensor (*combine)(const Tensor&, const Tensor&));
+  friend struct detail::VariableHandle;
+  explicit Variable(std::shared_ptr<detail::VariableState> state) : state_(std::move(state)) {}
   std::shared_ptr<detail::VariableState> state_;
 };
 

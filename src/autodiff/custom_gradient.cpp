@@ -124,7 +124,10 @@ auto run_watching_variables(F&& f, std::vector<Variable>& variables) {
 /// f returned one of its inputs.
 std::vector<Tensor> fresh(const std::vector<Tensor>& ts) {
   std::vector<Tensor> out;
-  for (const Tensor& t : ts) out.push_back(detail::share_with_shape(t, t.shape()));
+  for (const Tensor& t : ts) {
+    out.push_back(detail::share_with_shape(t, t.shape()));
+    if (t_tracer != nullptr) t_tracer->aliased(t, out.back());
+  }
   return out;
 }
 

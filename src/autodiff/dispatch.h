@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "autodiff/op_def.h"
+#include "autodiff/tracer.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
@@ -112,9 +113,10 @@ void after_forward(const Attrs& attrs, std::span<const Tensor* const> ins, std::
   // Checked before recording: an op that throws leaves no record on any tape.
   if (g_check_numerics.load(std::memory_order_relaxed)) [[unlikely]]
     check_numerics(op_def<Op>(), outs);
-  if (any_tape_recording() || any_accumulator_active()) [[unlikely]] {
+  if (any_tape_recording() || any_accumulator_active() || t_tracer != nullptr) [[unlikely]] {
     std::shared_ptr<const void> a;
     if constexpr (!std::is_empty_v<Attrs>) a = std::make_shared<const Attrs>(attrs);
+    if (t_tracer != nullptr) t_tracer->op(op_def<Op>(), a, ins, outs);
     // Tapes first: the JVP ops that follow may read the outputs, which must already be on the
     // tapes that record those JVP ops (records stay in topological order).
     if (any_tape_recording()) record(op_def<Op>(), ins, outs, a);
@@ -123,6 +125,11 @@ void after_forward(const Attrs& attrs, std::span<const Tensor* const> ins, std::
     note_unrecorded(outs);
   }
 }
+
+/// Runs an op known by its OpDef through the dispatch path (check numerics, trace, record,
+/// accumulate), as apply() does for an op struct: how a graph node runs eagerly.
+std::vector<Tensor> run_op(const OpDef& op, const std::shared_ptr<const void>& attrs,
+                           std::span<const Tensor> inputs);
 
 /// Runs a single-output op without attributes on fixed inputs.
 template <class Op, class... In>

@@ -9,7 +9,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <span>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tapeflow/registry.h"
@@ -29,6 +32,19 @@ struct Saves {
 inline constexpr Saves kSavesNothing{};
 inline constexpr Saves kSavesInputs{Saves::kAllInputs, 0};
 inline constexpr Saves kSavesOutput{0, 1};
+
+/// Runs an op's forward on tensors with its typed attributes (nullptr for an op without them),
+/// without the dispatch path: how a traced graph replays a node (src/function).
+using ForwardFunction = std::vector<Tensor> (*)(const void* attrs, std::span<const Tensor> inputs);
+
+/// The ForwardFunction of an op struct, from the shape of its `forward`: (Attrs, span) -> vector
+/// for list ops, else (Attrs?, const Tensor&...) -> Tensor.
+template <class Op>
+std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in);
+
+/// How a graph compares, hashes, writes and reads an op's typed attributes; built once per Attrs
+/// type by attr_codec.h. nullptr for an op without attributes.
+struct AttrsCodec;
 
 class JvpContext;
 /// An op's forward-mode rule: output tangents (one per output; undefined means zero) from input
@@ -54,6 +70,12 @@ class OpDef {
   /// The gradient accepts cotangents with extra leading batch dimensions (see
   /// GradContext::batch_rank), so a Jacobian can push many cotangents through it at once.
   bool batchable = false;
+  /// The op's forward without the dispatch path, or nullptr for ops only the core runs
+  /// (ReadVariableOp, CustomGradient, RecomputeGrad).
+  ForwardFunction forward = nullptr;
+  /// The codec of the op's Attrs (nullptr: the op has none, or they cannot be compared or
+  /// written, such as CustomGradient's closure).
+  const AttrsCodec* attrs_codec = nullptr;
 
  private:
   std::string name_;
@@ -88,10 +110,16 @@ class Registry {
     define(Op::kName, Op::kSaves, &Op::backward);
     if constexpr (requires { &Op::jvp; }) get(Op::kName).jvp = &Op::jvp;
     if constexpr (requires { Op::kBatchable; }) get(Op::kName).batchable = Op::kBatchable;
+    set_forward<Op>();
   }
   template <class Op>
   void add_non_differentiable() {
     define_non_differentiable(Op::kName);
+    set_forward<Op>();
+  }
+  template <class Op>
+  void set_forward() {
+    if constexpr (requires { &Op::forward; }) get(Op::kName).forward = &forward_entry<Op>;
   }
 
  private:
@@ -104,6 +132,44 @@ class Registry {
 
 /// The process-wide registry, with every built-in op family registered on first use.
 Registry& registry();
+
+namespace forward_detail {
+template <class F>
+struct Signature;
+template <class R, class First, class... Rest>
+struct Signature<R (*)(First, Rest...)> {
+  using Result = R;
+  using FirstArg = std::remove_cvref_t<First>;
+  static constexpr std::size_t kArity = 1 + sizeof...(Rest);
+};
+
+/// The typed attributes behind a node's pointer; an empty Attrs type is never stored.
+template <class Attrs>
+const Attrs& attrs_at(const void* attrs) {
+  if constexpr (std::is_empty_v<Attrs>) {
+    static constexpr Attrs kNone{};
+    return kNone;
+  } else {
+    return *static_cast<const Attrs*>(attrs);
+  }
+}
+}  // namespace forward_detail
+
+template <class Op>
+std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in) {
+  using Sig = forward_detail::Signature<decltype(&Op::forward)>;
+  using First = typename Sig::FirstArg;
+  if constexpr (std::is_same_v<typename Sig::Result, std::vector<Tensor>>) {
+    return Op::forward(forward_detail::attrs_at<First>(attrs), in);
+  } else if constexpr (!std::is_same_v<First, Tensor>) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::vector<Tensor>{Op::forward(forward_detail::attrs_at<First>(attrs), in[I]...)};
+    }(std::make_index_sequence<Sig::kArity - 1>{});
+  } else {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::vector<Tensor>{Op::forward(in[I]...)}; }(
+        std::make_index_sequence<Sig::kArity>{});
+  }
+}
 
 /// The OpDef of a built-in op struct, looked up once.
 template <class Op>

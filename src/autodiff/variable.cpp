@@ -91,15 +91,23 @@ void store_locked(detail::VariableState& s, std::string_view op, const Tensor& n
 
 }  // namespace
 
-Tensor Variable::value() const { return locked_value(state("Variable::value")); }
+Tensor Variable::value() const {
+  Tensor v = locked_value(state("Variable::value"));
+  if (autodiff::t_tracer != nullptr) [[unlikely]]
+    autodiff::t_tracer->variable_read(*this, v);
+  return v;
+}
 
 Tensor Variable::read_value() const {
   Tensor v = locked_value(state("ReadVariableOp"));
   for (std::vector<Variable>* watcher : autodiff::VariableReadWatcher::active()) {
     if (std::find(watcher->begin(), watcher->end(), *this) == watcher->end()) watcher->push_back(*this);
   }
-  if (!autodiff::any_tape_recording() && !autodiff::any_accumulator_active()) return v;
-  return autodiff::record_variable_read(*this, v);
+  if (autodiff::any_tape_recording() || autodiff::any_accumulator_active())
+    v = autodiff::record_variable_read(*this, v);
+  if (autodiff::t_tracer != nullptr) [[unlikely]]
+    autodiff::t_tracer->variable_read(*this, v);
+  return v;
 }
 
 void Variable::assign(const Tensor& new_value) {
@@ -109,6 +117,8 @@ void Variable::assign(const Tensor& new_value) {
   if (autodiff::any_tape_recording()) [[unlikely]]
     autodiff::note_variable_update(op, *this, new_value);
   require_defined_operand(s, op, new_value);
+  if (autodiff::t_tracer != nullptr) [[unlikely]]
+    autodiff::t_tracer->variable_assigned(op, *this, new_value);
   std::lock_guard lock(s.mutex);
   store_locked(s, op, new_value);
 }
@@ -120,8 +130,12 @@ void Variable::read_modify_write(std::string_view op, const Tensor& delta,
   // The recording listener hears of it: a tracked delta cuts a path (the sum is computed off the tape).
   if (autodiff::any_tape_recording()) [[unlikely]]
     autodiff::note_variable_update(op, *this, delta);
+  if (autodiff::t_tracer != nullptr) [[unlikely]]
+    autodiff::t_tracer->variable_assigned(op, *this, delta);
   // Stateful and not differentiable: computed off the tape, so nothing links later reads to delta.
+  // A trace keeps the assignment as one node, not the ops that compute it.
   const NoRecordingScope off;
+  const autodiff::NoTracingScope untraced;
   // NOTE: the lock is held from the read to the write (TensorFlow's AssignAddVariableOp holds the
   // variable's mutex the same way); reading, combining and assigning separately lost updates.
   std::lock_guard lock(s.mutex);
