@@ -43,7 +43,7 @@ struct VariableOptions {
 namespace detail {
 struct VariableState;
 struct VariableHandle;  // the library's access to the shared state (src/autodiff/variable_handle.h)
-}
+}  // namespace detail
 
 /// A named, mutable holder of a tensor with a stable identity (see the file comment); copies
 /// share the variable.

@@ -8,8 +8,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -164,10 +164,13 @@ std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in)
   } else if constexpr (!std::is_same_v<First, Tensor>) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::vector<Tensor>{Op::forward(forward_detail::attrs_at<First>(attrs), in[I]...)};
-    }(std::make_index_sequence<Sig::kArity - 1>{});
+    }
+    (std::make_index_sequence<Sig::kArity - 1>{});
   } else {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::vector<Tensor>{Op::forward(in[I]...)}; }(
-        std::make_index_sequence<Sig::kArity>{});
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::vector<Tensor>{Op::forward(in[I]...)};
+    }
+    (std::make_index_sequence<Sig::kArity>{});
   }
 }
 

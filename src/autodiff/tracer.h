@@ -22,8 +22,8 @@ class Tracer {
   virtual ~Tracer() = default;
   /// The dispatch path ran `op` (forward succeeded) with these typed attributes (nullptr for an
   /// op without them).
-  virtual void op(const OpDef& op, const std::shared_ptr<const void>& attrs, std::span<const Tensor* const> inputs,
-                  std::span<const Tensor> outputs) = 0;
+  virtual void op(const OpDef& op, const std::shared_ptr<const void>& attrs,
+                  std::span<const Tensor* const> inputs, std::span<const Tensor> outputs) = 0;
   /// `var` was read (read_value or value); `value` is what the read returned.
   virtual void variable_read(const Variable& var, const Tensor& value) = 0;
   /// `op` (AssignVariableOp, AssignAddVariableOp, AssignSubVariableOp) wrote `operand` into `var`;

@@ -47,8 +47,8 @@ struct Node {
   std::shared_ptr<const void> attrs;    // kOp: the op's Attrs as recorded (nullptr: none)
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
-  std::int32_t variable = -1;                  // kReadVariable, kAssign*: index into Graph::variables
-  std::shared_ptr<const FusedKernel> fused;    // kFused
+  std::int32_t variable = -1;                // kReadVariable, kAssign*: index into Graph::variables
+  std::shared_ptr<const FusedKernel> fused;  // kFused
   bool stateful() const { return kind != NodeKind::kOp && kind != NodeKind::kFused; }
   /// The name errors and listings use: the op's name, the assignment's, or "Fused".
   std::string name() const;

@@ -1,0 +1,304 @@
+#pragma once
+/// \file function.h
+/// tf::function: trace a C++ callable once, then run its graph (TensorFlow's `tf.function`).
+///
+///     auto loss = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) {
+///       return tf::reduce_mean(tf::square(model(x) - y));
+///     });
+///     tf::Tensor l = loss(x, y);   // first call with these dtypes and shapes: traced
+///     l = loss(x2, y2);            // same signature: the graph runs, fused and planned
+///
+/// **What runs when.** The first call with a new *signature* (each tensor argument's dtype and
+/// shape, plus the values of the non-tensor arguments, such as `bool training`) runs the body
+/// eagerly on the real arguments while every op, variable read and assignment is written into a
+/// graph: that first call's results and side effects are the body's own. Later calls with the
+/// same signature run the graph: C++ code in the body (printing, counters, `if` on a C++ value,
+/// a loop's trip count) ran at trace time only, as Python code does under `tf.function`. A C++
+/// decision on a tensor's *value* (`if (x.item<float>() > 0)`) is baked in; use tf::cond and
+/// tf::while_loop (control_flow.h) for data-dependent control flow.
+///
+/// **Variables** read inside are captured by handle and read at each call; assignments inside
+/// (`assign`, `assign_add`, an optimizer's update) happen at each call. A variable destroyed
+/// after the trace makes the next call throw FailedPreconditionError. Tensors the body captures
+/// from outside (and constants it creates, seeded random draws included) are captured by value.
+///
+/// **Retracing.** A new signature traces again; after 5 traces of one function a warning says so
+/// (TensorFlow's retracing warning): pass tensors instead of changing C++ values, or declare an
+/// `input_signature`. With an input signature, a call must match it (dtype, rank, known dims):
+/// otherwise InvalidArgumentError names the function and both signatures. A dimension declared
+/// unknown (-1) accepts any size without a new signature; the graph's shapes are concrete, so a
+/// new size re-traces the body for that size (counted in `FunctionStats::specializations`, not
+/// warned about).
+///
+/// **Gradients.** Under a recording GradientTape a call is one record (TensorFlow's
+/// PartitionedCall); its gradient is a graph derived once per signature from the ops' registered
+/// gradients, then cached. Under a ForwardAccumulator the graph's ops run through the dispatch
+/// path, so their JVPs apply. A GradientTape *inside* the body works, so a whole training step
+/// (forward, gradient, optimizer update) traces into one graph.
+///
+/// Arguments and results: Tensor, and std::vector, std::map, std::pair, std::tuple and
+/// std::array of them, nested; arguments may also be bool, integers, floating-point numbers,
+/// std::string and Variable (part of the signature, by value or by handle).
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"
+
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
+
+namespace tapeflow {
+
+/// One tensor of a signature: a dtype and a shape whose dims may be unknown (-1).
+struct TensorSpec {
+  std::vector<std::int64_t> dims;
+  DType dtype = DType::Float32;
+  std::string name;
+  /// The spec a tensor has: its shape and dtype, every dim known.
+  static TensorSpec of(const Tensor& t);
+  /// Whether `t` has this dtype and rank and every known dim.
+  bool matches(const Tensor& t) const;
+  /// "float32[?, 784]"
+  std::string to_string() const;
+};
+
+/// Options of tf::function.
+struct FunctionOptions {
+  /// The name errors, warnings and exported files use.
+  std::string name = "function";
+  /// The tensor arguments' specs, in flat order; when set, every call must match it.
+  std::optional<std::vector<TensorSpec>> input_signature;
+  /// Run the graph passes (dead code, common subexpressions, constant folding, fusion).
+  bool optimize = true;
+};
+
+/// Counts and sizes of one function, for tests and benchmarks.
+struct FunctionStats {
+  int traces = 0;           ///< bodies traced (new signatures, gradient graphs, specializations)
+  int specializations = 0;  ///< traces for a new size of a dim declared unknown
+  int graph_calls = 0;      ///< calls that ran a graph instead of tracing
+  double trace_ms = 0;      ///< wall time of all traces, passes included
+  std::size_t nodes = 0;    ///< nodes of the latest graph after the passes
+  std::size_t nodes_traced = 0;        ///< nodes of the latest graph as traced
+  std::size_t planned_peak_bytes = 0;  ///< the latest graph's memory plan: peak live bytes
+};
+
+namespace detail {
+
+/// A flat view of a call: the tensors in order and a text key of everything else (the
+/// structure and the non-tensor values) that selects the traced graph.
+struct FlatCall {
+  std::vector<Tensor> tensors;
+  std::string key;
+};
+
+/// Walks an argument or result structure: `flatten` appends leaves; `rebuild` returns a copy
+/// with its tensor leaves taken from `it`, in the same order.
+template <class T, class = void>
+struct FunctionNest;
+
+template <>
+struct FunctionNest<Tensor> {
+  static void flatten(const Tensor& t, FlatCall& c) {
+    c.tensors.push_back(t);
+    c.key += 'T';
+  }
+  template <class It>
+  static Tensor rebuild(const Tensor&, It& it) {
+    return *it++;
+  }
+};
+template <class T>
+struct FunctionNest<T, std::enable_if_t<std::is_arithmetic_v<T>>> {
+  static void flatten(const T& v, FlatCall& c) { c.key += "(" + std::to_string(v) + ")"; }
+  template <class It>
+  static T rebuild(const T& v, It&) {
+    return v;
+  }
+};
+template <>
+struct FunctionNest<std::string> {
+  static void flatten(const std::string& v, FlatCall& c) { c.key += "\"" + v + "\""; }
+  template <class It>
+  static std::string rebuild(const std::string& v, It&) {
+    return v;
+  }
+};
+template <>
+struct FunctionNest<Variable> {
+  static void flatten(const Variable& v, FlatCall& c) { c.key += "V" + std::to_string(v.handle_id()); }
+  template <class It>
+  static Variable rebuild(const Variable& v, It&) {
+    return v;
+  }
+};
+template <class T>
+struct FunctionNest<std::vector<T>> {
+  static void flatten(const std::vector<T>& v, FlatCall& c) {
+    c.key += "[" + std::to_string(v.size());
+    for (const T& e : v) FunctionNest<T>::flatten(e, c);
+    c.key += "]";
+  }
+  template <class It>
+  static std::vector<T> rebuild(const std::vector<T>& v, It& it) {
+    std::vector<T> r;
+    r.reserve(v.size());
+    for (const T& e : v) r.push_back(FunctionNest<T>::rebuild(e, it));
+    return r;
+  }
+};
+template <class T, std::size_t N>
+struct FunctionNest<std::array<T, N>> {
+  static void flatten(const std::array<T, N>& v, FlatCall& c) {
+    c.key += "A";
+    for (const T& e : v) FunctionNest<T>::flatten(e, c);
+  }
+  template <class It>
+  static std::array<T, N> rebuild(const std::array<T, N>& v, It& it) {
+    std::array<T, N> r = v;
+    for (T& e : r) e = FunctionNest<T>::rebuild(e, it);
+    return r;
+  }
+};
+template <class K, class T>
+struct FunctionNest<std::map<K, T>> {
+  static void flatten(const std::map<K, T>& m, FlatCall& c) {
+    c.key += "{";
+    for (const auto& [k, v] : m) {
+      FunctionNest<K>::flatten(k, c);
+      FunctionNest<T>::flatten(v, c);
+    }
+    c.key += "}";
+  }
+  template <class It>
+  static std::map<K, T> rebuild(const std::map<K, T>& m, It& it) {
+    std::map<K, T> r;
+    for (const auto& [k, v] : m) r.emplace(k, FunctionNest<T>::rebuild(v, it));
+    return r;
+  }
+};
+template <class A, class B>
+struct FunctionNest<std::pair<A, B>> {
+  static void flatten(const std::pair<A, B>& p, FlatCall& c) {
+    FunctionNest<A>::flatten(p.first, c);
+    FunctionNest<B>::flatten(p.second, c);
+  }
+  template <class It>
+  static std::pair<A, B> rebuild(const std::pair<A, B>& p, It& it) {
+    A a = FunctionNest<A>::rebuild(p.first, it);  // sequenced: first before second
+    B b = FunctionNest<B>::rebuild(p.second, it);
+    return {std::move(a), std::move(b)};
+  }
+};
+template <class... Ts>
+struct FunctionNest<std::tuple<Ts...>> {
+  static void flatten(const std::tuple<Ts...>& t, FlatCall& c) {
+    std::apply([&](const Ts&... e) { (FunctionNest<Ts>::flatten(e, c), ...); }, t);
+  }
+  template <class It>
+  static std::tuple<Ts...> rebuild(const std::tuple<Ts...>& t, It& it) {
+    return std::apply([&](const Ts&... e) { return std::tuple<Ts...>{FunctionNest<Ts>::rebuild(e, it)...}; }, t);
+  }
+};
+
+/// The engine behind Function<F> (src/function/function.cpp): signatures, traces, graphs.
+class FunctionCore {
+ public:
+  /// Runs the body on the tensors given (fresh names for the call's tensors) and returns its
+  /// flat results and the results' structure (type-erased; only the caller knows its type).
+  using Body = std::function<std::pair<std::vector<Tensor>, std::shared_ptr<const void>>(std::vector<Tensor>)>;
+
+  FunctionCore(FunctionOptions options, std::source_location site);
+  ~FunctionCore();
+  FunctionCore(const FunctionCore&) = delete;
+  FunctionCore& operator=(const FunctionCore&) = delete;
+
+  /// Calls the function: traces `body` for a new signature, else runs the graph. Returns the
+  /// flat results and the structure to pack them into.
+  std::pair<std::vector<Tensor>, std::shared_ptr<const void>> call(const FlatCall& call, const Body& body);
+
+  const FunctionOptions& options() const;
+  FunctionStats stats() const;
+  /// The latest graph as a listing, one node per line.
+  std::string graph_text() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace detail
+
+/// A traced function; made by tf::function. Copies share one cache of traced graphs.
+template <class F>
+class Function {
+ public:
+  Function(F f, FunctionOptions options, std::source_location site)
+      : f_(std::make_shared<F>(std::move(f))),
+        core_(std::make_shared<detail::FunctionCore>(std::move(options), site)) {}
+
+  /// Calls the function (see the file comment for when it traces).
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    using R = std::invoke_result_t<F&, const Args&...>;
+    detail::FlatCall call;
+    (detail::FunctionNest<Args>::flatten(args, call), ...);
+    call.key += "->";
+    const auto& f = f_;
+    detail::FunctionCore::Body body = [&f, &args...](std::vector<Tensor> fresh) {
+      auto it = fresh.cbegin();
+      // Braced initialisation: the arguments are rebuilt left to right, in flatten's order.
+      std::tuple<Args...> rebuilt{detail::FunctionNest<Args>::rebuild(args, it)...};
+      std::pair<std::vector<Tensor>, std::shared_ptr<const void>> out;
+      if constexpr (std::is_void_v<R>) {
+        std::apply(*f, rebuilt);
+      } else {
+        auto result = std::make_shared<R>(std::apply(*f, rebuilt));
+        detail::FlatCall flat;
+        detail::FunctionNest<R>::flatten(*result, flat);
+        out = {std::move(flat.tensors), std::move(result)};
+      }
+      return out;
+    };
+    auto [flat, structure] = core_->call(call, body);
+    if constexpr (!std::is_void_v<R>) {
+      auto it = flat.cbegin();
+      return detail::FunctionNest<R>::rebuild(*static_cast<const R*>(structure.get()), it);
+    }
+  }
+
+  /// Counts and sizes (traces, graph calls, nodes, the memory plan's peak).
+  FunctionStats stats() const { return core_->stats(); }
+  /// The latest graph, one node per line.
+  std::string graph_text() const { return core_->graph_text(); }
+  const FunctionOptions& options() const { return core_->options(); }
+  /// The engine (save_function uses it).
+  const std::shared_ptr<detail::FunctionCore>& core() const { return core_; }
+
+ private:
+  std::shared_ptr<F> f_;
+  std::shared_ptr<detail::FunctionCore> core_;
+};
+
+/// Wraps `f` as a traced function (see the file comment).
+template <class F>
+Function<std::decay_t<F>> function(F&& f, FunctionOptions options = {},
+                                   std::source_location site = std::source_location::current()) {
+  return Function<std::decay_t<F>>(std::forward<F>(f), std::move(options), site);
+}
+
+}  // namespace tapeflow
+
+#pragma GCC visibility pop

@@ -1,0 +1,231 @@
+#include "function/concrete.h"
+
+#include <mutex>
+#include <optional>
+
+#include "autodiff/dispatch.h"
+#include "autodiff/variable_handle.h"
+#include "core/check.h"
+#include "core/tensor_impl.h"
+#include "function/optimize.h"
+#include "function/trace.h"
+#include "tapeflow/no_recording.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/tape.h"
+
+namespace tapeflow::graph {
+namespace {
+
+/// What a PartitionedCall record keeps: the function's gradient graphs and the values they read.
+struct CallAttrs {
+  std::shared_ptr<const Differentiable> d;
+  std::vector<Tensor> saved;
+};
+
+/// The gradient of a recorded call: the backward graph on the cotangents and the saved values.
+/// Where the gradient's own ops must be seen (a tape differentiating it again, forward mode, a
+/// trace), the saved values would be cut off from the inputs, since the forward ran unrecorded:
+/// the unfused forward runs again through the dispatch path on the record's inputs, then the
+/// unfused backward; otherwise the fused backward runs alone on the saved values.
+Grads call_gradient(const GradContext& c) {
+  const CallAttrs& a = c.attrs<CallAttrs>();
+  const Differentiable& d = *a.d;
+  const std::size_t tensor_inputs = static_cast<std::size_t>(c.num_inputs()) - d.source_variables.size();
+  const bool observed =
+      autodiff::any_tape_recording() || autodiff::any_accumulator_active() || autodiff::t_tracer != nullptr;
+  std::vector<Tensor> in;
+  for (std::size_t r : d.cotangent_results) in.push_back(c.dy(static_cast<int>(r)));
+  if (observed) {
+    std::vector<Tensor> args;
+    for (std::size_t i = 0; i < tensor_inputs; ++i) args.push_back(c.input(static_cast<int>(i)));
+    std::vector<Tensor> all = d.forward_plain->run(args, RunMode::kDispatch);
+    in.insert(in.end(), all.begin() + static_cast<std::ptrdiff_t>(d.num_results), all.end());
+  } else {
+    in.insert(in.end(), a.saved.begin(), a.saved.end());
+  }
+  std::vector<Tensor> g = observed ? d.backward_plain->run(in, RunMode::kDispatch) : d.backward->run(in, RunMode::kFast);
+  Grads out(static_cast<std::size_t>(c.num_inputs()));
+  for (std::size_t k = 0; k < g.size(); ++k) {
+    const std::size_t src = d.gradient_of[k];
+    const std::size_t slot =
+        src < d.source_inputs.size() ? d.source_inputs[src] : tensor_inputs + (src - d.source_inputs.size());
+    out[slot] = std::move(g[k]);
+  }
+  return out;
+}
+
+const autodiff::OpDef& call_op() {
+  static const autodiff::OpDef& op = []() -> const autodiff::OpDef& {
+    // The inputs are kept: a gradient that is itself differentiated recomputes the forward.
+    autodiff::registry().define("PartitionedCall", autodiff::kSavesInputs, &call_gradient);
+    return autodiff::registry().get("PartitionedCall");
+  }();
+  return op;
+}
+
+std::vector<const Tensor*> pointers(std::span<const Tensor> ts) {
+  std::vector<const Tensor*> p;
+  for (const Tensor& t : ts) p.push_back(&t);
+  return p;
+}
+
+/// The backward half of a differentiable trace: runs the tape's backward pass under a tracer with
+/// placeholder cotangents, so the ops the registered gradients run become the backward graph. A
+/// value that graph reads from the forward is a *saved* value: it becomes a backward input and a
+/// forward output.
+struct BackwardTrace {
+  Graph graph;
+  std::vector<ValueId> saved_forward_values;
+  std::vector<Tensor> saved;
+};
+
+BackwardTrace trace_backward(GradientTape& tape, const GraphTracer& forward, std::span<const Tensor> results,
+                             std::span<const Source> sources, Differentiable& d) {
+  GraphTracer tracer;
+  std::vector<Tensor> targets, cotangents;
+  for (std::size_t r = 0; r < results.size(); ++r) {
+    if (!is_floating(results[r].dtype())) continue;
+    d.cotangent_results.push_back(r);
+    targets.push_back(results[r]);
+    cotangents.push_back(tracer.input(ones_like(results[r])));
+  }
+  std::vector<Gradient> grads;
+  if (!targets.empty())
+    grads = tape.gradient_flat(Targets(nest::flatten(targets)), sources, cotangents, UnconnectedGradients::None);
+  std::vector<Tensor> outputs;
+  for (std::size_t k = 0; k < grads.size(); ++k) {
+    if (!grads[k]) continue;
+    outputs.push_back(*grads[k]);
+    d.gradient_of.push_back(k);
+  }
+  BackwardTrace b{tracer.finish(outputs), {}, {}};
+  // Values of the forward that the gradient read become inputs, after the cotangents.
+  std::vector<std::pair<ValueId, Tensor>> constants;
+  for (auto& [v, t] : b.graph.constants) {
+    const ValueId fv = forward.find(t.id());
+    if (fv < 0) {
+      constants.emplace_back(v, t);
+      continue;
+    }
+    b.graph.inputs.push_back(v);
+    b.saved_forward_values.push_back(fv);
+    b.saved.push_back(t);
+  }
+  b.graph.constants = std::move(constants);
+  return b;
+}
+
+}  // namespace
+
+Graph optimized(Graph g, bool fuse) {
+  eliminate_dead_code(g);
+  fold_constants(g);
+  eliminate_common_subexpressions(g);
+  eliminate_dead_code(g);
+  (void)fuse;
+  return g;
+}
+
+ConcreteFunction::ConcreteFunction(std::string label, Graph traced, bool optimize,
+                                   std::shared_ptr<const void> structure)
+    : label_(std::move(label)), structure_(std::move(structure)) {
+  Graph plain = optimize ? optimized(traced, /*fuse=*/false) : traced;
+  fast_ = std::make_unique<Executor>(optimize ? optimized(std::move(traced), /*fuse=*/true) : plain, label_);
+  plain_ = std::make_unique<Executor>(std::move(plain), label_);
+}
+
+std::vector<Tensor> ConcreteFunction::call_fast(std::span<const Tensor> inputs) const {
+  return fast_->run(inputs, RunMode::kFast);
+}
+
+std::vector<Tensor> ConcreteFunction::call_observed(std::span<const Tensor> inputs) const {
+  return plain_->run(inputs, RunMode::kDispatch);
+}
+
+std::vector<Tensor> ConcreteFunction::call_recorded(std::span<const Tensor> inputs) const {
+  const Differentiable& d = *differentiable_;
+  std::vector<Tensor> all;
+  {
+    // The forward's own ops are not the tapes' business: the call is one record.
+    const NoRecordingScope off;
+    all = d.forward->run(inputs, RunMode::kFast);
+  }
+  std::vector<Tensor> saved(std::make_move_iterator(all.begin() + static_cast<std::ptrdiff_t>(d.num_results)),
+                            std::make_move_iterator(all.end()));
+  all.resize(d.num_results);
+  return record(inputs, std::move(all), std::move(saved));
+}
+
+std::vector<Tensor> ConcreteFunction::record(std::span<const Tensor> inputs, std::vector<Tensor> results,
+                                             std::vector<Tensor> saved) const {
+  const Differentiable& d = *differentiable_;
+  std::vector<Variable> variables;
+  for (std::int32_t v : d.source_variables) variables.push_back(captured_variable(d.forward->graph(), v, label_));
+  // Fresh ids: each result is produced by the call's record, even one that is an argument.
+  for (Tensor& r : results) r = detail::share_with_shape(r, r.shape());
+  auto attrs = std::make_shared<const CallAttrs>(CallAttrs{differentiable_, std::move(saved)});
+  autodiff::record_with_variables(call_op(), pointers(inputs), variables, results, attrs);
+  return results;
+}
+
+TraceResult trace(const std::string& label, bool optimize, std::span<const Tensor> args,
+                  const detail::FunctionCore::Body& body, bool differentiable) {
+  // A differentiable trace hides the tapes recording outside: they get one record for the call.
+  std::optional<NoRecordingScope> hide_outer;
+  if (differentiable) hide_outer.emplace();
+  GraphTracer tracer;
+  std::vector<Tensor> fresh;
+  for (const Tensor& a : args) fresh.push_back(tracer.input(a));
+  std::optional<GradientTape> tape;
+  std::vector<Source> sources;
+  auto d = std::make_unique<Differentiable>();
+  if (differentiable) {
+    tape.emplace(TapeOptions{.persistent = true});
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      if (!is_floating(fresh[i].dtype())) continue;
+      tape->watch(fresh[i]);
+      sources.emplace_back(fresh[i]);
+      d->source_inputs.push_back(i);
+    }
+  }
+  auto [results, structure] = body(fresh);
+  BackwardTrace b;
+  if (differentiable) {
+    // Trainable variables the body read are sources too (the tape watched them on read).
+    std::vector<Variable> variables = tape->watched_variables();
+    for (const Variable& v : variables) sources.emplace_back(v);
+    b = trace_backward(*tape, tracer, results, sources, *d);
+    tape.reset();
+  }
+  Graph g = tracer.finish(results);
+  TraceResult out;
+  out.nodes_traced = g.nodes.size();
+  if (differentiable) {
+    Graph forward = g;
+    forward.outputs.insert(forward.outputs.end(), b.saved_forward_values.begin(), b.saved_forward_values.end());
+    d->num_results = results.size();
+    for (const Source& s : sources) {
+      if (!s.is_variable()) continue;
+      // The variable's index in the forward graph: the tracer captured every variable read.
+      for (std::size_t k = 0; k < forward.variables.size(); ++k)
+        if (detail::VariableHandle::lock(forward.variables[k].state) == s.variable())
+          d->source_variables.push_back(static_cast<std::int32_t>(k));
+    }
+    d->forward_plain = std::make_unique<Executor>(optimize ? optimized(forward, false) : forward, label);
+    d->forward = std::make_unique<Executor>(optimize ? optimized(std::move(forward), true) : std::move(forward), label);
+    d->backward_plain = std::make_unique<Executor>(optimize ? optimized(b.graph, false) : b.graph, label + " gradient");
+    d->backward = std::make_unique<Executor>(optimize ? optimized(std::move(b.graph), true) : d->backward_plain->graph(),
+                                             label + " gradient");
+  }
+  out.function = std::make_shared<ConcreteFunction>(label, std::move(g), optimize, std::move(structure));
+  if (differentiable) {
+    out.function->set_differentiable(std::move(d));
+    hide_outer.reset();
+    out.outputs = out.function->record(args, std::move(results), std::move(b.saved));
+  } else {
+    out.outputs = std::move(results);
+  }
+  return out;
+}
+
+}  // namespace tapeflow::graph

@@ -1,0 +1,75 @@
+#pragma once
+// One traced signature of a tf::function: its graph, optimised and planned, and, once a call has
+// been recorded on a tape, its differentiable form — the forward graph with the values the
+// gradient needs as extra outputs, and the backward graph derived from the ops' registered
+// gradients by tracing the one backward pass (backward.cpp) over the forward's records.
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "function/executor.h"
+#include "tapeflow/function.h"
+
+namespace tapeflow::graph {
+
+/// A function's gradient graph and the forward graph that saves what it reads.
+struct Differentiable {
+  std::unique_ptr<Executor> forward;        // results, then the saved values
+  std::unique_ptr<Executor> forward_plain;  // the same, unfused: runs through the dispatch path
+  std::size_t num_results = 0;
+  std::unique_ptr<Executor> backward;   // optimised: cotangents, then saved values -> gradients
+  std::unique_ptr<Executor> backward_plain;  // the same, unfused: runs through the dispatch path
+  std::vector<std::size_t> cotangent_results;  // results whose cotangents are backward's first inputs
+  std::vector<std::size_t> source_inputs;      // flat inputs that are sources (floating)
+  std::vector<std::int32_t> source_variables;  // forward graph variables that are sources
+  std::vector<std::size_t> gradient_of;        // per backward output: its source (inputs, then variables)
+};
+
+class ConcreteFunction {
+ public:
+  ConcreteFunction(std::string label, Graph traced, bool optimize, std::shared_ptr<const void> structure);
+
+  /// Runs the optimised graph; nothing is recorded.
+  std::vector<Tensor> call_fast(std::span<const Tensor> inputs) const;
+  /// Runs the unfused graph through the dispatch path (forward mode, an enclosing trace).
+  std::vector<Tensor> call_observed(std::span<const Tensor> inputs) const;
+  /// Runs the differentiable forward and records the call as one op on the recording tapes.
+  std::vector<Tensor> call_recorded(std::span<const Tensor> inputs) const;
+
+  const Differentiable* differentiable() const { return differentiable_.get(); }
+  void set_differentiable(std::unique_ptr<Differentiable> d) { differentiable_ = std::move(d); }
+  /// Records a call whose results are `results` (the trace's, or a graph's) with `saved`.
+  std::vector<Tensor> record(std::span<const Tensor> inputs, std::vector<Tensor> results,
+                             std::vector<Tensor> saved) const;
+
+  const Graph& graph() const { return fast_->graph(); }
+  std::size_t planned_peak_bytes() const { return fast_->planned_peak_bytes(); }
+  const std::shared_ptr<const void>& structure() const { return structure_; }
+  const std::string& label() const { return label_; }
+
+ private:
+  std::string label_;
+  std::unique_ptr<Executor> fast_;
+  std::unique_ptr<Executor> plain_;
+  std::shared_ptr<const void> structure_;
+  std::shared_ptr<const Differentiable> differentiable_;
+};
+
+/// Runs the graph passes: dead code, common subexpressions, constant folding; and, if `fuse`,
+/// elementwise fusion.
+Graph optimized(Graph g, bool fuse);
+
+struct TraceResult {
+  std::vector<Tensor> outputs;  // the call's results (the trace ran it)
+  std::shared_ptr<ConcreteFunction> function;
+  std::size_t nodes_traced = 0;
+};
+
+/// Traces `body` on `args` (the call's tensors); with `differentiable`, also derives the
+/// gradient graph and records this call as one op on the tapes recording outside.
+TraceResult trace(const std::string& label, bool optimize, std::span<const Tensor> args,
+                  const detail::FunctionCore::Body& body, bool differentiable);
+
+}  // namespace tapeflow::graph

@@ -1,0 +1,146 @@
+#include "function/executor.h"
+
+#include <fmt/format.h>
+
+#include "autodiff/dispatch.h"
+#include "autodiff/variable_handle.h"
+#include "core/check.h"
+
+namespace tapeflow::graph {
+namespace {
+
+/// Rethrows `e` as its own type with `context` in front, so an error inside a graph still says
+/// which function and node it came from and stays catchable as what the op threw.
+[[noreturn]] void rethrow_with_context(const Error& e, const std::string& context) {
+  const std::string what = context + e.what();
+  if (dynamic_cast<const InvalidArgumentError*>(&e)) throw InvalidArgumentError(what);
+  if (dynamic_cast<const LookupError*>(&e)) throw LookupError(what);
+  if (dynamic_cast<const FailedPreconditionError*>(&e)) throw FailedPreconditionError(what);
+  if (dynamic_cast<const ResourceExhaustedError*>(&e)) throw ResourceExhaustedError(what);
+  if (dynamic_cast<const OutOfRangeError*>(&e)) throw OutOfRangeError(what);
+  if (dynamic_cast<const UnimplementedError*>(&e)) throw UnimplementedError(what);
+  if (dynamic_cast<const DataLossError*>(&e)) throw DataLossError(what);
+  if (dynamic_cast<const InternalError*>(&e)) throw InternalError(what);
+  throw Error(what);
+}
+
+std::size_t bytes_of(const Value& v) {
+  return static_cast<std::size_t>(v.shape.num_elements()) * dtype_size(v.dtype);
+}
+
+}  // namespace
+
+std::string Node::name() const {
+  switch (kind) {
+    case NodeKind::kOp: return op->name();
+    case NodeKind::kReadVariable: return "ReadVariableOp";
+    case NodeKind::kAssign: return "AssignVariableOp";
+    case NodeKind::kAssignAdd: return "AssignAddVariableOp";
+    case NodeKind::kAssignSub: return "AssignSubVariableOp";
+    case NodeKind::kFused: return "Fused";
+  }
+  return "?";
+}
+
+std::string Graph::to_string() const {
+  auto list = [](const std::vector<ValueId>& ids) {
+    std::string s;
+    for (ValueId v : ids) s += (s.empty() ? "v" : ", v") + std::to_string(v);
+    return s;
+  };
+  std::string out = fmt::format("inputs: {}\n", list(inputs));
+  for (const auto& [v, t] : constants) out += fmt::format("v{} = constant {}\n", v, values[v].shape.to_string());
+  for (const Node& n : nodes) {
+    std::string target = n.variable >= 0 ? fmt::format(" '{}'", variables[n.variable].name) : "";
+    out += fmt::format("{}{}{}({})\n", n.outputs.empty() ? "" : list(n.outputs) + " = ", n.name(), target,
+                       list(n.inputs));
+  }
+  return out + fmt::format("outputs: {}\n", list(outputs));
+}
+
+Variable captured_variable(const Graph& g, std::int32_t index, std::string_view function) {
+  const CapturedVariable& c = g.variables[static_cast<std::size_t>(index)];
+  std::optional<Variable> v = detail::VariableHandle::lock(c.state);
+  TAPEFLOW_REQUIRE(v.has_value(), FailedPreconditionError,
+                   "[{}] the variable '{}' (shape {}, dtype {}) that the function captured when it "
+                   "was traced has been destroyed; keep it alive as long as the function is called",
+                   function, c.name, c.shape.to_string(), dtype_name(c.dtype));
+  return *std::move(v);
+}
+
+Executor::Executor(Graph graph, std::string name) : graph_(std::move(graph)), name_(std::move(name)) { plan(); }
+
+void Executor::plan() {
+  const std::size_t n = graph_.nodes.size();
+  // last_use[v] = the last node reading v; graph outputs are read after every node.
+  std::vector<std::ptrdiff_t> last_use(graph_.values.size(), -1);
+  for (std::size_t k = 0; k < n; ++k)
+    for (ValueId v : graph_.nodes[k].inputs) last_use[v] = static_cast<std::ptrdiff_t>(k);
+  for (ValueId v : graph_.outputs) last_use[v] = static_cast<std::ptrdiff_t>(n);
+  release_after_.assign(n, {});
+  for (std::size_t v = 0; v < last_use.size(); ++v)
+    if (last_use[v] >= 0 && last_use[v] < static_cast<std::ptrdiff_t>(n))
+      release_after_[static_cast<std::size_t>(last_use[v])].push_back(static_cast<ValueId>(v));
+  // Peak of live intermediate bytes (inputs and constants are held by their owners).
+  std::size_t live = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    for (ValueId v : graph_.nodes[k].outputs) live += bytes_of(graph_.values[v]);
+    planned_peak_bytes_ = std::max(planned_peak_bytes_, live);
+    for (ValueId v : release_after_[k]) {
+      const bool produced = std::none_of(graph_.inputs.begin(), graph_.inputs.end(), [&](ValueId i) { return i == v; }) &&
+                            std::none_of(graph_.constants.begin(), graph_.constants.end(),
+                                         [&](const auto& c) { return c.first == v; });
+      if (produced) live -= std::min(live, bytes_of(graph_.values[v]));
+    }
+  }
+}
+
+void Executor::run_node(const Node& n, std::vector<Tensor>& env, RunMode mode) const {
+  std::vector<Tensor> ins;
+  ins.reserve(n.inputs.size());
+  for (ValueId v : n.inputs) ins.push_back(env[v]);
+  std::vector<Tensor> outs;
+  switch (n.kind) {
+    case NodeKind::kOp:
+      outs = mode == RunMode::kDispatch ? autodiff::run_op(*n.op, n.attrs, ins) : n.op->forward(n.attrs.get(), ins);
+      break;
+    case NodeKind::kFused:
+      TAPEFLOW_ASSERT(false, "[{}] fused nodes are not built yet", name_);
+      break;
+    case NodeKind::kReadVariable: {
+      const Variable var = captured_variable(graph_, n.variable, name_);
+      outs.push_back(mode == RunMode::kDispatch ? var.read_value() : var.value());
+      break;
+    }
+    case NodeKind::kAssign: captured_variable(graph_, n.variable, name_).assign(ins[0]); break;
+    case NodeKind::kAssignAdd: captured_variable(graph_, n.variable, name_).assign_add(ins[0]); break;
+    case NodeKind::kAssignSub: captured_variable(graph_, n.variable, name_).assign_sub(ins[0]); break;
+  }
+  TAPEFLOW_ASSERT(outs.size() == n.outputs.size(), "[{}] node {} gave {} outputs, the trace had {}",
+                  name_, n.name(), outs.size(), n.outputs.size());
+  for (std::size_t i = 0; i < outs.size(); ++i) env[n.outputs[i]] = std::move(outs[i]);
+}
+
+std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, RunMode mode) const {
+  TAPEFLOW_ASSERT(inputs.size() == graph_.inputs.size(), "[{}] {} inputs for a graph of {}", name_,
+                  inputs.size(), graph_.inputs.size());
+  std::vector<Tensor> env(graph_.values.size());
+  for (const auto& [v, t] : graph_.constants) env[v] = t;
+  for (std::size_t i = 0; i < inputs.size(); ++i) env[graph_.inputs[i]] = inputs[i];
+  for (std::size_t k = 0; k < graph_.nodes.size(); ++k) {
+    const Node& n = graph_.nodes[k];
+    try {
+      run_node(n, env, mode);
+    } catch (const Error& e) {
+      rethrow_with_context(e, fmt::format("[{}, node {} of {}: {}] ", name_, k, graph_.nodes.size(),
+                                          n.name()));
+    }
+    for (ValueId v : release_after_[k]) env[v] = Tensor();
+  }
+  std::vector<Tensor> out;
+  out.reserve(graph_.outputs.size());
+  for (ValueId v : graph_.outputs) out.push_back(env[v]);
+  return out;
+}
+
+}  // namespace tapeflow::graph

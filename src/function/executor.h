@@ -1,0 +1,48 @@
+#pragma once
+// Runs a graph. The plan is made once per graph: for each node, the values whose last reader it
+// is, so each intermediate is released the moment nothing needs it (its buffer goes back to the
+// allocator's caches and the next op of the same size reuses it: no page faults in steady state).
+//
+// Two ways to run:
+// - kFast: nodes run straight through OpDef::forward and the fused kernels, nothing recorded;
+// - kDispatch: every node goes through the dispatch path (autodiff::run_op, Variable::read_value),
+//   so tapes record it, accumulators push tangents through it and an enclosing trace sees it: how
+//   a graph runs where its ops must be observed (forward mode, higher order, a loaded function
+//   called inside another function's trace). Only an unfused graph runs this way.
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "function/graph.h"
+
+namespace tapeflow::graph {
+
+enum class RunMode { kFast, kDispatch };
+
+class Executor {
+ public:
+  /// `name` labels errors: "[function 'loss' (train.cpp:12), node 3 of 9: MatMul] ...".
+  Executor(Graph graph, std::string name);
+
+  std::vector<Tensor> run(std::span<const Tensor> inputs, RunMode mode) const;
+
+  const Graph& graph() const { return graph_; }
+  /// Bytes of the largest set of values alive at once under the plan (trace-time shapes).
+  std::size_t planned_peak_bytes() const { return planned_peak_bytes_; }
+
+ private:
+  void plan();
+  void run_node(const Node& n, std::vector<Tensor>& env, RunMode mode) const;
+
+  Graph graph_;
+  std::string name_;
+  std::vector<std::vector<ValueId>> release_after_;  // per node
+  std::size_t planned_peak_bytes_ = 0;
+};
+
+/// The variable a node reads or writes, or FailedPreconditionError naming the function and the
+/// variable if it has been destroyed since the trace.
+Variable captured_variable(const Graph& g, std::int32_t index, std::string_view function);
+
+}  // namespace tapeflow::graph

@@ -1,0 +1,22 @@
+#pragma once
+// The graph passes that need no kernel of their own: dead code, common subexpressions and
+// constant folding. Fusion is its own pass (fusion.h). Each keeps the node order topological and
+// never removes, merges or moves a stateful node (variable reads and assignments).
+
+#include "function/graph.h"
+
+namespace tapeflow::graph {
+
+/// Removes op nodes and variable reads whose outputs nothing uses (not the graph's outputs, not
+/// a later node), and values nothing refers to afterwards stay as unused slots.
+void eliminate_dead_code(Graph& g);
+
+/// Merges op nodes with the same op, the same inputs and equal attributes (compared by the op's
+/// attribute codec; without one, only nodes sharing one attribute object).
+void eliminate_common_subexpressions(Graph& g);
+
+/// Runs op nodes whose inputs are all constants once, at build time, if their outputs are small
+/// (at most 64 KiB each), and makes the outputs constants.
+void fold_constants(Graph& g);
+
+}  // namespace tapeflow::graph

@@ -1,0 +1,54 @@
+#pragma once
+// Tracing: a function's C++ body runs once, eagerly, on the call's real arguments, while a
+// GraphTracer on the thread (autodiff/tracer.h) writes every op, variable read and assignment it
+// hears of into a Graph. The trace *is* the first call: its results are that call's results and
+// its assignments happened once. A tensor the body uses that no traced op produced and that is
+// not an argument is captured by value as a constant (as TensorFlow captures eager tensors).
+
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "autodiff/tracer.h"
+#include "function/graph.h"
+
+namespace tapeflow::graph {
+
+class GraphTracer final : public autodiff::Tracer {
+ public:
+  /// Installs itself as the thread's tracer until destroyed (the previous one is restored).
+  GraphTracer();
+  ~GraphTracer() override;
+  GraphTracer(const GraphTracer&) = delete;
+  GraphTracer& operator=(const GraphTracer&) = delete;
+
+  /// Declares the next graph input; returns the tensor the body must receive for it: `arg` under
+  /// a fresh id, so two arguments that are one tensor stay two inputs.
+  Tensor input(const Tensor& arg);
+  /// Ends the trace: `outputs` (the body's flat results) become the graph's outputs.
+  Graph finish(std::span<const Tensor> outputs);
+
+  void op(const autodiff::OpDef& op, const std::shared_ptr<const void>& attrs,
+          std::span<const Tensor* const> inputs, std::span<const Tensor> outputs) override;
+  void variable_read(const Variable& var, const Tensor& value) override;
+  void variable_assigned(std::string_view op, const Variable& var, const Tensor& operand) override;
+  void aliased(const Tensor& original, const Tensor& alias) override;
+
+  /// The value `id` names in this trace (an input, a constant, or a traced op's output), or -1.
+  ValueId find(TensorId id) const {
+    auto it = ids_.find(id);
+    return it == ids_.end() ? -1 : it->second;
+  }
+
+ private:
+  ValueId value_of(const Tensor& t);
+  ValueId define(const Tensor& t);
+  std::int32_t variable_index(const Variable& var);
+
+  autodiff::Tracer* previous_;
+  bool installed_ = true;
+  Graph g_;
+  absl::flat_hash_map<TensorId, ValueId> ids_;
+  absl::flat_hash_map<const void*, std::int32_t> variables_;
+};
+
+}  // namespace tapeflow::graph

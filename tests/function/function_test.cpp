@@ -1,0 +1,190 @@
+// tf::function: tracing once, running the graph, variables, retracing, gradients through calls.
+
+#include "tapeflow/function.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+tf::Tensor vec(std::vector<float> v) { return tf::constant(v); }
+
+void expect_close(const tf::Tensor& a, const tf::Tensor& b, double tol = 1e-6) {
+  ASSERT_EQ(a.shape(), b.shape());
+  ASSERT_EQ(a.dtype(), b.dtype());
+  tf::Tensor da = tf::cast(a, tf::DType::Float64), db = tf::cast(b, tf::DType::Float64);
+  auto x = da.values<double>(), y = db.values<double>();
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], y[i], tol * (1 + std::abs(y[i]))) << "element " << i;
+}
+
+TEST(Function, TracesOnceAndRunsTheGraphAfterwards) {
+  int body_runs = 0;
+  auto f = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) {
+    ++body_runs;  // C++ side effects run at trace time only
+    return tf::exp(x) * y + x;
+  });
+  tf::Tensor r1 = f(vec({1, 2}), vec({3, 4}));
+  tf::Tensor r2 = f(vec({0, -1}), vec({2, 2}));
+  EXPECT_EQ(body_runs, 1);
+  expect_close(r1, tf::exp(vec({1, 2})) * vec({3, 4}) + vec({1, 2}));
+  expect_close(r2, tf::exp(vec({0, -1})) * vec({2, 2}) + vec({0, -1}));
+  EXPECT_EQ(f.stats().traces, 1);
+  EXPECT_EQ(f.stats().graph_calls, 1);
+}
+
+TEST(Function, ANewShapeOrNonTensorValueRetraces) {
+  int body_runs = 0;
+  auto f = tf::function([&](const tf::Tensor& x, double scale) {
+    ++body_runs;
+    return x * scale;
+  });
+  f(vec({1, 2}), 2.0);
+  f(vec({1, 2, 3}), 2.0);
+  f(vec({1, 2}), 3.0);
+  f(vec({5, 6}), 3.0);
+  EXPECT_EQ(body_runs, 3);
+  expect_close(f(vec({5, 6}), 3.0), vec({15, 18}));
+}
+
+TEST(Function, TheSameTensorPassedTwiceStaysTwoInputs) {
+  auto f = tf::function([](const tf::Tensor& a, const tf::Tensor& b) { return a - b; });
+  tf::Tensor x = vec({1, 2});
+  expect_close(f(x, x), vec({0, 0}));
+  expect_close(f(vec({5, 5}), vec({1, 2})), vec({4, 3}));
+}
+
+TEST(Function, VariablesAreReadAtCallTimeAndAssignmentsPersist) {
+  tf::Variable w(vec({1, 1}), {.name = "w"});
+  tf::Variable count(0.0f, {.name = "count", .trainable = false});
+  auto f = tf::function([&](const tf::Tensor& x) {
+    count.assign_add(tf::constant(1.0f));
+    return x * w.read_value();
+  });
+  expect_close(f(vec({2, 3})), vec({2, 3}));
+  w.assign(vec({10, 20}));
+  expect_close(f(vec({2, 3})), vec({20, 60}));
+  EXPECT_EQ(count.value().item<float>(), 2.0f);
+}
+
+TEST(Function, ADestroyedCapturedVariableIsATypedError) {
+  auto w = std::make_unique<tf::Variable>(vec({1, 2}), tf::VariableOptions{.name = "gone"});
+  auto f = tf::function([&, v = w.get()](const tf::Tensor& x) { return x * v->read_value(); });
+  f(vec({1, 1}));
+  w.reset();
+  try {
+    f(vec({1, 1}));
+    FAIL() << "expected FailedPreconditionError";
+  } catch (const tf::FailedPreconditionError& e) {
+    EXPECT_NE(std::string(e.what()).find("'gone"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Function, NestedStructuresInAndOut) {
+  auto f = tf::function([](const std::vector<tf::Tensor>& xs, const std::map<std::string, tf::Tensor>& m) {
+    return std::make_pair(xs[0] + xs[1], m.at("k") * 2.0);
+  });
+  auto [a, b] = f(std::vector<tf::Tensor>{vec({1}), vec({2})}, std::map<std::string, tf::Tensor>{{"k", vec({3})}});
+  auto [c, d] = f(std::vector<tf::Tensor>{vec({4}), vec({5})}, std::map<std::string, tf::Tensor>{{"k", vec({6})}});
+  expect_close(a, vec({3}));
+  expect_close(b, vec({6}));
+  expect_close(c, vec({9}));
+  expect_close(d, vec({12}));
+}
+
+TEST(Function, InputSignatureRejectsAMismatchNamingBothSignatures) {
+  auto f = tf::function([](const tf::Tensor& x) { return x + 1.0; },
+                        {.name = "inc", .input_signature = std::vector<tf::TensorSpec>{{{-1, 2}, tf::DType::Float32}}});
+  f(tf::zeros({3, 2}));
+  f(tf::zeros({5, 2}));
+  try {
+    f(tf::zeros({3, 3}));
+    FAIL() << "expected InvalidArgumentError";
+  } catch (const tf::InvalidArgumentError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'inc'"), std::string::npos) << what;
+    EXPECT_NE(what.find("float32[3, 3]"), std::string::npos) << what;
+    EXPECT_NE(what.find("float32[?, 2]"), std::string::npos) << what;
+  }
+}
+
+TEST(Function, AnErrorInsideTheGraphNamesTheFunctionAndTheOp) {
+  auto f = tf::function([](const tf::Tensor& a, const tf::Tensor& b) { return tf::matmul(a, b); }, {.name = "mm"});
+  f(tf::zeros({2, 3}), tf::zeros({3, 4}));
+  // A new shape retraces, and the eager error is the op's own.
+  EXPECT_THROW(f(tf::zeros({2, 3}), tf::zeros({2, 4})), tf::InvalidArgumentError);
+}
+
+TEST(Function, GradientThroughACallIsOneRecordAndMatchesEager) {
+  tf::Variable w(vec({0.5f, -1.5f}), {.name = "w"});
+  auto body = [&](const tf::Tensor& x) { return tf::reduce_sum(tf::tanh(x * w.read_value()) * x); };
+  auto f = tf::function(body);
+  for (int call = 0; call < 3; ++call) {
+    tf::Tensor x = vec({0.3f + call, -0.7f});
+    tf::GradientTape eager;
+    eager.watch(x);
+    tf::Tensor ye = body(x);
+    auto ge = eager.gradient(ye, {tf::Source(x), tf::Source(w)});
+    tf::GradientTape traced;
+    traced.watch(x);
+    tf::Tensor yt = f(x);
+    EXPECT_EQ(traced.num_recorded_ops(), 1u) << "call " << call;
+    auto gt = traced.gradient(yt, {tf::Source(x), tf::Source(w)});
+    expect_close(yt, ye);
+    expect_close(*gt[0], *ge[0]);
+    expect_close(*gt[1], *ge[1]);
+  }
+}
+
+TEST(Function, SecondOrderThroughACall) {
+  auto f = tf::function([](const tf::Tensor& x) { return x * x * x; });
+  tf::Tensor x = tf::constant(2.0);
+  f(x);  // traced without a tape
+  tf::GradientTape outer;
+  outer.watch(x);
+  tf::GradientTape inner;
+  inner.watch(x);
+  tf::Tensor y = f(x);
+  tf::Tensor dy = *inner.gradient(y, x);
+  tf::Tensor d2y = *outer.gradient(dy, x);
+  EXPECT_DOUBLE_EQ(dy.item<double>(), 12.0);
+  EXPECT_DOUBLE_EQ(d2y.item<double>(), 12.0);
+}
+
+TEST(Function, ForwardModeThroughACall) {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::sin(x) * x; });
+  tf::Tensor x = tf::constant(0.5);
+  f(x);
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant(1.0));
+  tf::Tensor y = f(x);
+  EXPECT_NEAR(acc.jvp(y)->item<double>(), std::cos(0.5) * 0.5 + std::sin(0.5), 1e-12);
+}
+
+TEST(Function, ATrainingStepWithTheTapeInsideTracesIntoOneGraph) {
+  tf::Variable w(vec({1.0f, -2.0f}), {.name = "w"});
+  auto step = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) {
+    tf::GradientTape tape;
+    tf::Tensor loss = tf::reduce_mean(tf::square(x * w.read_value() - y));
+    tf::Tensor g = *tape.gradient(loss, w);
+    w.assign_sub(g * 0.1);
+    return loss;
+  });
+  tf::Variable w_eager(vec({1.0f, -2.0f}));
+  for (int i = 0; i < 4; ++i) {
+    tf::Tensor x = vec({1.0f + i, 2.0f}), y = vec({3.0f, -1.0f});
+    tf::Tensor loss = step(x, y);
+    tf::GradientTape tape;
+    tf::Tensor le = tf::reduce_mean(tf::square(x * w_eager.read_value() - y));
+    w_eager.assign_sub(*tape.gradient(le, w_eager) * 0.1);
+    expect_close(loss, le);
+    expect_close(w.value(), w_eager.value());
+  }
+  EXPECT_EQ(step.stats().traces, 1);
+}
+
+}  // namespace
