@@ -13,21 +13,23 @@ namespace {
 
 constexpr std::string_view kDropout = "Dropout";
 
-/// The seed of the `step`-th mask of a generator seeded with `seed` (splitmix64 of both).
-std::uint64_t mask_seed(std::uint64_t seed, std::uint64_t step) {
-  std::uint64_t z = seed + (step + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+/// The generator state (seed, 0); the seed's bits are kept in the int64.
+Tensor initial_state(std::uint64_t seed) {
+  return constant({static_cast<std::int64_t>(seed), std::int64_t{0}});
 }
 
 }  // namespace
 
 Dropout::Dropout(double rate, std::optional<std::uint64_t> seed, std::string name)
-    : Layer(std::move(name)), rate_(rate), seed_(seed ? *seed : detail::next_seed()) {
+    : Layer(std::move(name)),
+      rate_(rate),
+      state_(initial_state(seed ? *seed : detail::next_seed()),
+             {.name = "seed_generator_state", .trainable = false, .keras_style = true}) {
   TAPEFLOW_REQUIRE(std::isfinite(rate) && rate >= 0.0 && rate < 1.0, InvalidArgumentError,
                    "[{}] rate must be in [0, 1), got {}", kDropout, rate);
 }
+
+void Dropout::reset_seed(std::uint64_t seed) { state_.assign(initial_state(seed)); }
 
 Tensor Dropout::call(const Tensor& x, bool training) {
   TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
@@ -37,11 +39,14 @@ Tensor Dropout::call(const Tensor& x, bool training) {
   TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError,
                    "[{}] layer '{}' needs float32 or float64 inputs when training, got shape {} and dtype {}",
                    kDropout, name(), x.shape().to_string(), dtype_name(x.dtype()));
-  const std::uint64_t seed = mask_seed(seed_, calls_++);
+  // The mask of this call is drawn from the state (seed, calls) as it is now; the next call's
+  // from (seed, calls + 1). Every training call advances it, also with rate 0.
+  const Tensor state = state_.value();
+  state_.assign_add(constant({std::int64_t{0}, std::int64_t{1}}));
   if (rate_ == 0.0) return x;
   // keep where u >= rate, u ~ U[0, 1): each element is dropped with probability rate.
   Tensor keep =
-      greater_equal(random::uniform(x.shape(), 0.0, 1.0, x.dtype(), seed), fill({}, rate_, x.dtype()));
+      greater_equal(random::stateless_uniform(x.shape(), state, x.dtype()), fill({}, rate_, x.dtype()));
   return where(keep, x * (1.0 / (1.0 - rate_)), zeros_like(x));
 }
 

@@ -1,4 +1,7 @@
-// Creating tensors. Nothing here is recorded on a tape: constants have no history.
+// Creating tensors. Nothing here is recorded on a tape: constants have no history. The one op
+// here, StatelessRandomUniform, goes through the dispatch path (its seed is a tensor, so a traced
+// program draws from the seed it is given at call time); it has no float input, so no tape ever
+// records it either.
 
 #include "tapeflow/ops/creation.h"
 
@@ -9,6 +12,7 @@
 
 #include "core/check.h"
 #include "core/tensor_impl.h"
+#include "ops/families.h"
 #include "ops/op_util.h"
 
 namespace tapeflow {
@@ -246,13 +250,76 @@ Tensor normal(const Shape& shape, double mean, double stddev, DType dtype, std::
   });
 }
 
+namespace {
+
+/// Uniform values in [minval, maxval) from SplitMix64 seeded with `seed`; `op` names errors.
+Tensor uniform_values(std::string_view op, const Shape& shape, double minval, double maxval, DType dtype,
+                      std::uint64_t seed) {
+  SplitMix64 rng{seed};
+  return generate(
+      shape, dtype, op, [&] { return minval + (maxval - minval) * rng.uniform(); }, maxval);
+}
+
+}  // namespace
+
 Tensor uniform(const Shape& shape, double minval, double maxval, DType dtype, std::uint64_t seed) {
   TAPEFLOW_REQUIRE(std::isfinite(minval) && std::isfinite(maxval) && minval < maxval, InvalidArgumentError,
                    "[RandomUniform] need finite minval < maxval, got minval={}, maxval={}", minval, maxval);
-  SplitMix64 rng{seed};
-  return generate(
-      shape, dtype, "RandomUniform", [&] { return minval + (maxval - minval) * rng.uniform(); }, maxval);
+  return uniform_values("RandomUniform", shape, minval, maxval, dtype, seed);
 }
 
 }  // namespace random
+
+namespace ops {
+namespace {
+
+/// The SplitMix64 seed a stateless op draws from for seed = (key, counter): splitmix64's
+/// finaliser of key + (counter + 1) * golden gamma, so consecutive counters give unrelated
+/// streams. (Dropout's masks have always been drawn from it: the `counter`-th mask of a layer
+/// seeded with `key`.)
+std::uint64_t stateless_seed(std::uint64_t key, std::uint64_t counter) {
+  std::uint64_t z = key + (counter + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+struct StatelessRandomUniformAttrs {
+  Shape shape;
+  DType dtype;
+};
+
+}  // namespace
+
+// y = U[0, 1) values drawn from seed = (key, counter): random::uniform(shape, 0, 1, dtype,
+// stateless_seed(key, counter)). Not differentiable (its only input is an int64 seed).
+struct StatelessRandomUniform {
+  static constexpr std::string_view kName = "StatelessRandomUniform";  // TensorFlow's ...V2
+  using Attrs = StatelessRandomUniformAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& seed) {
+    TAPEFLOW_REQUIRE(seed.dtype() == DType::Int64 && seed.shape() == Shape{2}, InvalidArgumentError,
+                     "[{}] seed must be an int64 tensor of shape (2,) (key, counter), got a {}", kName,
+                     describe(seed));
+    TAPEFLOW_REQUIRE(is_floating(a.dtype), InvalidArgumentError,
+                     "[{}] dtype must be float32 or float64, got {} (output shape {})", kName,
+                     dtype_name(a.dtype), a.shape.to_string());
+    const auto s = seed.values<std::int64_t>();
+    return random::uniform_values(
+        kName, a.shape, 0.0, 1.0, a.dtype,
+        stateless_seed(static_cast<std::uint64_t>(s[0]), static_cast<std::uint64_t>(s[1])));
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"shape", "dtype"});
+    return {random::stateless_uniform(a.shape("shape"), a.in(0), a.dtype("dtype", DType::Float32))};
+  }
+};
+}  // namespace ops
+Tensor random::stateless_uniform(const Shape& shape, const Tensor& seed, DType dtype) {
+  return autodiff::apply_with<ops::StatelessRandomUniform>({shape, dtype}, seed);
+}
+namespace ops {
+
+void register_creation_ops(Registrar& r) { r.add_non_differentiable<StatelessRandomUniform>(); }
+
+}  // namespace ops
 }  // namespace tapeflow

@@ -18,6 +18,7 @@ void register_all(autodiff::Registry& registry) {
   register_loss_ops(r);
   register_conv_ops(r);
   register_image_ops(r);
+  register_creation_ops(r);
 }
 
 }  // namespace tapeflow::ops

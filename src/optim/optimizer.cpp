@@ -91,7 +91,7 @@ std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<G
 Optimizer::Optimizer(std::string name, double learning_rate, ClipOptions clip,
                      std::vector<std::string> slot_names)
     : name_(std::move(name)),
-      learning_rate_(learning_rate),
+      learning_rate_(learning_rate, {.name = "learning_rate", .trainable = false, .keras_style = true}),
       clip_(clip),
       slot_names_(std::move(slot_names)),
       iterations_(std::int64_t{0}, {.name = "iterations", .trainable = false, .keras_style = true}) {
@@ -107,10 +107,20 @@ Optimizer::Optimizer(std::string name, double learning_rate, ClipOptions clip,
                      "[{}] {} must be positive and finite, got {}", name_, what, *value);
 }
 
+double Optimizer::learning_rate() const { return learning_rate_.value().item<double>(); }
+
 void Optimizer::set_learning_rate(double learning_rate) {
   TAPEFLOW_REQUIRE(std::isfinite(learning_rate) && learning_rate > 0, InvalidArgumentError,
                    "[{}] learning_rate must be positive and finite, got {}", name_, learning_rate);
-  learning_rate_ = learning_rate;
+  learning_rate_.assign(constant(learning_rate));
+}
+
+std::pair<Tensor, Tensor> Optimizer::step_inputs() const {
+  // Not recorded on a tape that may be recording around us (minimize computes these before its
+  // backward pass).
+  const NoRecordingScope no_recording;
+  // t = iterations + 1 (exact in float64 below 2^53 steps)
+  return {learning_rate_.value(), cast(iterations_.value() + 1, DType::Float64)};
 }
 
 void Optimizer::require_in_range(std::string_view what, double value, double lo, double hi,
@@ -209,10 +219,10 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
   g.reserve(present.size());
   for (std::size_t i : present) g.push_back(grads[i]);
   if (clip_.global_clipnorm) g = clip_by_global_norm(g, *clip_.global_clipnorm).first;
-  const std::int64_t step = iterations_.value().item<std::int64_t>() + 1;
+  const auto [learning_rate, step] = step_inputs();
   for (std::size_t k = 0; k < present.size(); ++k) {
     Variable var = vars[present[k]];
-    update_step(clip_one(*g[k]), var, slots_for(var).slots, learning_rate_, step);
+    update_step(clip_one(*g[k]), var, slots_for(var).slots, learning_rate, step);
   }
   iterations_.assign_add(constant(std::int64_t{1}));
 }
@@ -227,7 +237,7 @@ void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars, 
   require_not_moved_from(vars, name_, "minimize");
   build(vars);  // checks the dtypes, then creates the slots in list order (names never depend on
                 // the order the pass finishes the gradients in)
-  const std::int64_t step = iterations_.value().item<std::int64_t>() + 1;
+  const auto [learning_rate, step] = step_inputs();
   std::vector<char> has_gradient(vars.size(), 0);
   const std::vector<Source> sources(vars.begin(), vars.end());
   for_each_gradient(tape, loss, sources, [&](std::size_t i, Gradient g) {
@@ -235,7 +245,7 @@ void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars, 
     // Not recorded on a tape that may be recording around us, as in apply_gradients.
     const NoRecordingScope no_recording;
     Variable var = vars[i];
-    update_step(clip_one(*g), var, slots_for(var).slots, learning_rate_, step);
+    update_step(clip_one(*g), var, slots_for(var).slots, learning_rate, step);
     has_gradient[i] = 1;
   });
   report_missing(vars, has_gradient);

@@ -1,5 +1,7 @@
 // The update rules of SGD, Adam, AdamW and RMSprop (Keras 3's formulas; see optimizer.h).
-// Each update_step runs with tape recording suspended, so it may use any op.
+// Each update_step runs with tape recording suspended, so it may use any op. The learning rate
+// and the step count arrive as float64 scalar tensors: every quantity is computed from them with
+// ops (see optimizer.h), and a C++ double appears only for the optimizer's fixed options.
 
 #include <cmath>
 
@@ -36,7 +38,9 @@ SGD::SGD(double learning_rate, double momentum, bool nesterov, ClipOptions clip)
   require_in_range("momentum", momentum, 0.0, 1.0, /*open_hi=*/false);
 }
 
-void SGD::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, double lr, std::int64_t) {
+void SGD::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, const Tensor& learning_rate,
+                      const Tensor&) {
+  const Tensor lr = cast(learning_rate, w.dtype());
   if (slots.empty()) {
     // w -= lr * g
     w.assign_sub(g * lr);
@@ -60,12 +64,12 @@ Adam::Adam(std::string name, double learning_rate, const AdamOptions& options)
   require_in_range("epsilon", options.epsilon, 0.0, HUGE_VAL, /*open_hi=*/false);
 }
 
-void Adam::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, double lr,
-                       std::int64_t step) {
+void Adam::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, const Tensor& lr,
+                       const Tensor& t) {
   const double b1 = options_.beta_1, b2 = options_.beta_2;
-  const double t = static_cast<double>(step);
-  // lr_t = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)   (bias correction of m and v folded into lr)
-  const double lr_t = lr * std::sqrt(1.0 - std::pow(b2, t)) / (1.0 - std::pow(b1, t));
+  // lr_t = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)   (bias correction of m and v folded into lr),
+  // computed in float64 (lr and t are) and then rounded to the variable's dtype
+  const Tensor lr_t = cast(lr * sqrt(1.0 - pow(b2, t)) / (1.0 - pow(b1, t)), w.dtype());
   // m += (g - m) * (1 - beta_1);  v += (g^2 - v) * (1 - beta_2)
   const Tensor m = slots[0].value() + (g - slots[0].value()) * (1.0 - b1);
   Tensor v = slots[1].value() + (square(g) - slots[1].value()) * (1.0 - b2);
@@ -87,11 +91,11 @@ AdamW::AdamW(double learning_rate, double weight_decay, AdamOptions options)
   require_in_range("weight_decay", weight_decay, 0.0, HUGE_VAL, /*open_hi=*/false);
 }
 
-void AdamW::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, double lr,
-                        std::int64_t step) {
-  // Decoupled decay, before the Adam step: w -= lr * weight_decay * w
-  if (weight_decay_ > 0) w.assign_sub(w.value() * (lr * weight_decay_));
-  Adam::update_step(g, w, slots, lr, step);
+void AdamW::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, const Tensor& lr,
+                        const Tensor& t) {
+  // Decoupled decay, before the Adam step: w -= lr * weight_decay * w  (lr * weight_decay in float64)
+  if (weight_decay_ > 0) w.assign_sub(w.value() * cast(lr * weight_decay_, w.dtype()));
+  Adam::update_step(g, w, slots, lr, t);
 }
 
 // ---- RMSprop ---------------------------------------------------------------------------------
@@ -103,8 +107,10 @@ RMSprop::RMSprop(double learning_rate, RMSpropOptions options)
   require_in_range("epsilon", options.epsilon, 0.0, HUGE_VAL, /*open_hi=*/false);
 }
 
-void RMSprop::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, double lr, std::int64_t) {
+void RMSprop::update_step(const Tensor& g, Variable& w, std::span<Variable> slots,
+                          const Tensor& learning_rate, const Tensor&) {
   const double rho = options_.rho;
+  const Tensor lr = cast(learning_rate, w.dtype());
   // velocity = rho * velocity + (1 - rho) * g^2
   const Tensor velocity = slots[0].value() * rho + square(g) * (1.0 - rho);
   slots[0].assign(velocity);

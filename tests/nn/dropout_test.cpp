@@ -1,5 +1,6 @@
 // layers::Dropout: identity at inference, zeroing with probability rate and 1/(1-rate) scaling
-// when training, a deterministic seeded sequence of masks, gradients through the mask, errors.
+// when training, a deterministic seeded sequence of masks kept in a state variable, gradients
+// through the mask, errors.
 
 #include "tapeflow/nn/dropout.h"
 
@@ -22,6 +23,19 @@ using ::testing::ThrowsMessage;
 namespace {
 std::vector<float> values(const tf::Tensor& t) {
   return {t.values<float>().begin(), t.values<float>().end()};
+}
+
+std::vector<std::int64_t> state_of(const tf::layers::Dropout& d) {
+  return d.seed_state().value().to_vector<std::int64_t>();
+}
+
+/// The seed of a layer's `call`-th mask, as Dropout has always drawn it (SplitMix64's finaliser
+/// of seed + (call + 1) * golden gamma), written out so that the test pins the masks.
+std::uint64_t mask_seed(std::uint64_t seed, std::uint64_t call) {
+  std::uint64_t z = seed + (call + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
 }  // namespace
 
@@ -136,4 +150,88 @@ TEST(Dropout, FactoryMakesTheLayerTheConstructorMakes) {
   EXPECT_EQ(values((*dropout)(x, true)), values(by_hand(x, true)));
   EXPECT_EQ(tf::layers::dropout(0.1, std::nullopt, "d")->name(), "d");
   EXPECT_THROW(tf::layers::dropout(1.0), tf::InvalidArgumentError);
+}
+
+TEST(Dropout, EachCallsMaskIsTheUniformDrawOfItsSeedAndCallIndex) {
+  // Bitwise what Dropout drew before its state moved into a variable: keep u >= rate, with u from
+  // random::uniform seeded with mask_seed(seed, call).
+  for (tf::DType dtype : {tf::float32, tf::float64}) {
+    tf::layers::Dropout dropout(0.3, 12345);
+    const tf::Tensor x = tf::random::normal({6, 7}, 0, 1, dtype, 8);
+    for (std::uint64_t call = 0; call < 4; ++call) {
+      const tf::Tensor u = tf::random::uniform(x.shape(), 0.0, 1.0, dtype, mask_seed(12345, call));
+      const tf::Tensor expected = tf::where(u >= 0.3, x * (1.0 / (1.0 - 0.3)), tf::zeros_like(x));
+      const tf::Tensor y = dropout(x, true);
+      if (dtype == tf::float32)
+        EXPECT_EQ(y.to_vector<float>(), expected.to_vector<float>()) << call;
+      else
+        EXPECT_EQ(y.to_vector<double>(), expected.to_vector<double>()) << call;
+    }
+  }
+}
+
+TEST(Dropout, StateIsAnUntrackedNonTrainableVariableThatEachTrainingCallAdvances) {
+  tf::layers::Dropout dropout(0.5, 42);
+  const tf::Variable& state = dropout.seed_state();
+  EXPECT_EQ(state.dtype(), tf::int64);
+  EXPECT_EQ(state.shape(), tf::Shape({2}));
+  EXPECT_FALSE(state.trainable());
+  EXPECT_EQ(state.name(), "seed_generator_state");
+  EXPECT_EQ(state_of(dropout), (std::vector<std::int64_t>{42, 0}));
+  const tf::Tensor x = tf::ones({8});
+  dropout(x, true);
+  dropout(x, true);
+  EXPECT_EQ(state_of(dropout), (std::vector<std::int64_t>{42, 2}));
+  dropout(x, false);  // inference draws nothing
+  EXPECT_EQ(state_of(dropout), (std::vector<std::int64_t>{42, 2}));
+  tf::layers::Dropout none(0.0, 42);
+  none(x, true);  // rate 0 still advances, as the C++ counter did
+  EXPECT_EQ(state_of(none), (std::vector<std::int64_t>{42, 1}));
+  // Not tracked: no variables, so checkpoints of a model with dropout are unchanged.
+  EXPECT_TRUE(dropout.variables().empty());
+  EXPECT_TRUE(dropout.trainable_variables().empty());
+}
+
+TEST(Dropout, SeedsAboveInt64MaxKeepTheirBits) {
+  const std::uint64_t seed = 0xFEDCBA9876543210ull;
+  tf::layers::Dropout dropout(0.5, seed);
+  EXPECT_EQ(static_cast<std::uint64_t>(state_of(dropout)[0]), seed);
+  const tf::Tensor x = tf::ones({64});
+  const tf::Tensor u = tf::random::uniform({64}, 0.0, 1.0, tf::float32, mask_seed(seed, 0));
+  EXPECT_EQ(values(dropout(x, true)), values(tf::where(u >= 0.5, x * 2.0, tf::zeros_like(x))));
+}
+
+TEST(Dropout, SuccessiveCallsDrawDifferentMasks) {
+  tf::layers::Dropout dropout(0.5, 3);
+  const tf::Tensor x = tf::ones({64});
+  const auto m1 = values(dropout(x, true)), m2 = values(dropout(x, true)), m3 = values(dropout(x, true));
+  EXPECT_NE(m1, m2);
+  EXPECT_NE(m2, m3);
+  EXPECT_NE(m1, m3);
+}
+
+TEST(Dropout, ResetSeedReproducesTheMasksOfAFreshLayer) {
+  tf::layers::Dropout dropout(0.5, 1), fresh(0.5, 7);
+  const tf::Tensor x = tf::ones({64});
+  const auto first = values(dropout(x, true));
+  dropout(x, true);
+  dropout.reset_seed(7);
+  EXPECT_EQ(state_of(dropout), (std::vector<std::int64_t>{7, 0}));
+  EXPECT_EQ(values(dropout(x, true)), values(fresh(x, true)));
+  EXPECT_EQ(values(dropout(x, true)), values(fresh(x, true)));
+  dropout.reset_seed(1);
+  EXPECT_EQ(values(dropout(x, true)), first);
+}
+
+TEST(Dropout, TheMaskComesFromTheStateVariableWhenTheCallRuns) {
+  // A handle to the state assigned from outside the layer (as a traced step's variable update
+  // would be) decides the next mask.
+  tf::layers::Dropout dropout(0.5, 11), reference(0.5, 11);
+  const tf::Tensor x = tf::ones({64});
+  reference(x, true);
+  const auto second = values(reference(x, true));
+  tf::Variable state = dropout.seed_state();
+  state.assign(tf::constant({std::int64_t{11}, std::int64_t{1}}));
+  EXPECT_EQ(values(dropout(x, true)), second);
+  EXPECT_EQ(state_of(dropout), (std::vector<std::int64_t>{11, 2}));
 }

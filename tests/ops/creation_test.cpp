@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
 
 #include "tapeflow/tapeflow.h"
 
@@ -123,4 +126,72 @@ TEST(Random, UniformStaysInRange) {
   EXPECT_THROW((void)tf::random::uniform({2}, 1, 1), tf::InvalidArgumentError);
   EXPECT_THROW((void)tf::random::normal({2}, 0, -1), tf::InvalidArgumentError);
   EXPECT_THROW((void)tf::random::normal({2}, 0, 1, tf::int32), tf::InvalidArgumentError);
+}
+
+namespace {
+/// The seed StatelessRandomUniform draws from for (key, counter), written out here so the test
+/// pins it: SplitMix64's finaliser of key + (counter + 1) * golden gamma (Dropout's mask seed).
+std::uint64_t mixed_seed(std::uint64_t key, std::uint64_t counter) {
+  std::uint64_t z = key + (counter + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+tf::Tensor seed_tensor(std::int64_t key, std::int64_t counter) { return tf::constant({key, counter}); }
+}  // namespace
+
+TEST(StatelessUniform, EqualsRandomUniformForTheMixedSeed) {
+  const std::int64_t keys[] = {0, 9, -1, std::numeric_limits<std::int64_t>::min(), 123456789012345};
+  for (std::int64_t key : keys)
+    for (std::int64_t counter : {0, 1, 2, 1000}) {
+      SCOPED_TRACE(testing::Message() << "key " << key << ", counter " << counter);
+      const std::uint64_t s =
+          mixed_seed(static_cast<std::uint64_t>(key), static_cast<std::uint64_t>(counter));
+      const tf::Tensor f = tf::random::stateless_uniform({7, 5}, seed_tensor(key, counter));
+      EXPECT_EQ(f.dtype(), tf::DType::Float32);
+      EXPECT_EQ(f.shape(), (tf::Shape{7, 5}));
+      EXPECT_EQ(f.to_vector<float>(),
+                tf::random::uniform({7, 5}, 0.0, 1.0, tf::float32, s).to_vector<float>());
+      const tf::Tensor d = tf::random::stateless_uniform({300}, seed_tensor(key, counter), tf::float64);
+      EXPECT_EQ(d.to_vector<double>(),
+                tf::random::uniform({300}, 0.0, 1.0, tf::float64, s).to_vector<double>());
+    }
+}
+
+TEST(StatelessUniform, TheCounterGivesUnrelatedValuesAndTheSameSeedTheSameOnes) {
+  const auto a = tf::random::stateless_uniform({64}, seed_tensor(5, 0)).to_vector<float>();
+  EXPECT_EQ(a, tf::random::stateless_uniform({64}, seed_tensor(5, 0)).to_vector<float>());
+  EXPECT_NE(a, tf::random::stateless_uniform({64}, seed_tensor(5, 1)).to_vector<float>());
+  EXPECT_NE(a, tf::random::stateless_uniform({64}, seed_tensor(6, 0)).to_vector<float>());
+  for (float v : a) {
+    EXPECT_GE(v, 0.f);
+    EXPECT_LT(v, 1.f);
+  }
+}
+
+TEST(StatelessUniform, ScalarAndEmptyShapes) {
+  EXPECT_EQ(tf::random::stateless_uniform({}, seed_tensor(1, 2)).shape(), tf::Shape());
+  EXPECT_EQ(tf::random::stateless_uniform({0, 4}, seed_tensor(1, 2), tf::float64).shape(), (tf::Shape{0, 4}));
+}
+
+TEST(StatelessUniform, IsANonDifferentiableOpThatRawOpsCalls) {
+  EXPECT_EQ(tf::gradient_status("StatelessRandomUniform"), tf::GradientStatus::NotDifferentiable);
+  const tf::Tensor seed = seed_tensor(3, 4);
+  const tf::Tensor raw = tf::raw_ops::call("StatelessRandomUniform", std::vector<tf::Tensor>{seed},
+                                           {{"shape", tf::Shape{2, 3}}, {"dtype", tf::DType::Float64}})[0];
+  EXPECT_EQ(raw.to_vector<double>(),
+            tf::random::stateless_uniform({2, 3}, seed, tf::float64).to_vector<double>());
+}
+
+TEST(StatelessUniform, BadSeedOrDtypeThrowsNamingTheOp) {
+  EXPECT_THAT(
+      [] {
+        tf::random::stateless_uniform({2}, tf::constant({1, 2}));
+      },
+      testing::ThrowsMessage<tf::InvalidArgumentError>(
+          testing::AllOf(HasSubstr("[StatelessRandomUniform]"), HasSubstr("int32 tensor of shape (2,)"))));
+  EXPECT_THAT([] { tf::random::stateless_uniform({2}, seed_tensor(1, 2), tf::int64); },
+              testing::ThrowsMessage<tf::InvalidArgumentError>(
+                  testing::AllOf(HasSubstr("[StatelessRandomUniform]"), HasSubstr("int64"))));
 }

@@ -92,6 +92,7 @@ const std::vector<ErrorCase>& error_cases() {
     add_array_error_cases(r);
     add_nn_error_cases(r);
     add_other_error_cases(r);
+    add_creation_error_cases(r);
     return r;
   }();
   return rows;

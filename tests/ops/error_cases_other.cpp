@@ -107,33 +107,6 @@ void add_other_error_cases(std::vector<ErrorCase>& rows) {
                     .inputs = {f32({2})}, .call = nullptr, .needles = {op == "GatherGrad" || op == "StridedSliceGrad" ? "only inside the gradient" : "takes"},
                     .throws = Throws::Unimplemented});
 
-  // Creation functions: not registered ops (they take no tensor), so public API rows. Class M:
-  // a NaN or Inf that would become a size or an integer element.
-  {
-    auto row = [&](std::string op, ErrorClass cls, std::string what, std::function<void()> body,
-                   std::vector<std::string> needles, Throws t = Throws::InvalidArgument) {
-      rows.push_back({.op = std::move(op), .cls = cls, .what = std::move(what),
-                      .call = [body](const Ins&) {
-                        body();
-                        return Outs{};
-                      },
-                      .needles = std::move(needles), .throws = t, .raw = false});
-    };
-    const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
-    row("Range", C::NonFinite, "NaN limit", [=] { range(0.0, nan, 1.0); }, {"limit=nan"});
-    row("Range", C::NonFinite, "infinite delta", [=] { range(0.0, 10.0, inf); }, {"delta=inf"});
-    row("Range", C::Size, "delta 0", [] { range(0.0, 10.0, 0.0); }, {"delta must not be 0"});
-    row("Range", C::Overflow, "1e300 elements", [] { range(0.0, 1e300, 1.0, DType::Float64); }, {"1e+300"},
-        Throws::ResourceExhausted);
-    row("Fill", C::NonFinite, "NaN into int64", [=] { fill({2}, nan, DType::Int64); }, {"nan", "int64"});
-    row("Fill", C::Size, "1e20 into int32", [] { fill({2}, 1e20, DType::Int32); }, {"1e+20", "int32"});
-    row("LinSpace", C::Size, "num -1", [] { linspace(0.0, 1.0, -1); }, {"num", "-1"});
-    row("Eye", C::Size, "rows -1", [] { eye(-1); }, {"negative", "-1"});
-    row("RandomStandardNormal", C::NonFinite, "NaN stddev", [=] { random::normal({2}, 0.0, nan); }, {"stddev=nan"});
-    row("RandomUniform", C::Size, "minval == maxval", [] { random::uniform({2}, 1.0, 1.0); },
-        {"minval=1", "maxval=1"});
-  }
-
   // ---- API rows: not op calls, so they run only through the public API (raw = false). Their
   // tensors are made inside the call, so the harness's tape does not watch them.
   {

@@ -1,6 +1,7 @@
 // Optimizer base behaviour shared by every optimizer: gradient checks and errors, skipping of
 // missing gradients, clipping (free functions and options), slot variables and their names,
-// the iteration counter, hyper-parameter validation, and updates never being recorded.
+// the iteration counter and the learning-rate variable, hyper-parameter validation, and updates
+// never being recorded.
 
 #include "tapeflow/optim/optimizer.h"
 
@@ -16,8 +17,10 @@
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
+using ::testing::DoubleNear;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pointwise;
 using ::testing::ThrowsMessage;
 
 namespace {
@@ -189,6 +192,51 @@ TEST(Optimizer, LearningRateCanBeChangedAndIsValidated) {
   opt.set_learning_rate(0.5);
   EXPECT_EQ(opt.learning_rate(), 0.5);
   EXPECT_THROW(opt.set_learning_rate(-1), tf::InvalidArgumentError);
+}
+
+TEST(Optimizer, LearningRateLivesInANonTrainableFloat64VariableOutsideTheCheckpointedState) {
+  tf::optimizers::Adam opt(0.25);
+  const tf::Variable& lr = opt.learning_rate_variable();
+  EXPECT_EQ(lr.dtype(), tf::float64);
+  EXPECT_EQ(lr.shape(), tf::Shape());
+  EXPECT_FALSE(lr.trainable());
+  EXPECT_EQ(lr.name(), "learning_rate");
+  EXPECT_EQ(lr.value().item<double>(), 0.25);
+  const tf::TensorId handle = lr.handle_id();
+  opt.set_learning_rate(0.125);  // assigns the same variable
+  EXPECT_EQ(opt.learning_rate_variable().handle_id(), handle);
+  EXPECT_EQ(lr.value().item<double>(), 0.125);
+  EXPECT_THROW(opt.set_learning_rate(0.0), tf::InvalidArgumentError);
+  EXPECT_EQ(opt.learning_rate(), 0.125);  // a refused rate changes nothing
+  tf::Variable w = keras_var(tf::constant({1.0}), "w");
+  opt.apply_gradients({tf::constant({1.0})}, {w});
+  EXPECT_THAT(names(opt.variables()), ElementsAre("iterations", "w/m", "w/v"));
+}
+
+TEST(Optimizer, AChangedLearningRateIsUsedByTheNextUpdate) {
+  for (bool fused : {false, true}) {
+    SCOPED_TRACE(fused ? "minimize" : "apply_gradients");
+    tf::Variable w = keras_var(tf::constant({1.0, 2.0}), "w");
+    tf::optimizers::SGD opt(0.1);
+    auto step = [&] {
+      // d(sum(w))/dw = 1 everywhere: each step moves w by -lr
+      tf::GradientTape tape;
+      const tf::Tensor loss = tf::reduce_sum(w.read_value());
+      if (fused)
+        opt.minimize(loss, {w}, tape);
+      else
+        opt.apply_gradients(tape.gradient(loss, std::vector<tf::Variable>{w}), {w});
+      return w.value().to_vector<double>();
+    };
+    EXPECT_THAT(step(), Pointwise(DoubleNear(1e-15), {0.9, 1.9}));
+    opt.set_learning_rate(0.5);
+    EXPECT_THAT(step(), Pointwise(DoubleNear(1e-15), {0.4, 1.4}));
+    // An assignment to the variable itself (as a traced step's would be) counts as well.
+    tf::Variable lr = opt.learning_rate_variable();
+    lr.assign(tf::constant(0.25));
+    EXPECT_EQ(opt.learning_rate(), 0.25);
+    EXPECT_THAT(step(), Pointwise(DoubleNear(1e-15), {0.15, 1.15}));
+  }
 }
 
 TEST(OptimizerValidation, LearningRateMustBePositiveAndFinite) {

@@ -85,6 +85,42 @@ TEST(Adam, FirstStepsFollowKerasBiasCorrectedFormula) {
   EXPECT_NEAR(opt.slot(w, "v").value().item<double>(), 0.004999, kTol);
 }
 
+TEST(Adam, StepsOneToThreeFollowTheBiasCorrectionWithTFromIterations) {
+  // lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t), t = 1, 2, 3, in float64 (within rounding: the op pow
+  // and std::pow may differ in the last bit) and float32 (lr_t rounded to float32, the rest in float32).
+  const double lr = 0.01, b1 = 0.8, b2 = 0.95, eps = 1e-7;
+  const double grads[] = {0.5, -1.5, 2.0};
+  for (tf::DType dtype : {tf::float64, tf::float32}) {
+    SCOPED_TRACE(tf::dtype_name(dtype));
+    tf::Variable w(tf::cast(tf::constant(1.0), dtype), {.name = "w", .keras_style = true});
+    tf::optimizers::Adam opt(lr, {.beta_1 = b1, .beta_2 = b2, .epsilon = eps});
+    double m = 0, v = 0, expected = 1.0;
+    for (int t = 1; t <= 3; ++t) {
+      const double g = grads[t - 1];
+      m += (g - m) * (1 - b1);
+      v += (g * g - v) * (1 - b2);
+      expected -= lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t)) * m / (std::sqrt(v) + eps);
+      opt.apply_gradients({tf::cast(tf::constant(g), dtype)}, {w});
+      const double got = tf::cast(w.value(), tf::float64).item<double>();
+      EXPECT_NEAR(got, expected, dtype == tf::float64 ? 1e-15 : 1e-6) << "t = " << t;
+    }
+  }
+}
+
+TEST(Adam, TheStepCountIsReadFromTheIterationsVariableWhenTheUpdateRuns) {
+  // Setting iterations to 99 makes the next update use t = 100, whose bias correction differs
+  // from t = 1's: the count is not kept anywhere else.
+  const double lr = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-7;
+  tf::Variable w = scalar_var(1.0);
+  tf::optimizers::Adam opt(lr);
+  tf::Variable iterations = opt.iterations();
+  iterations.assign(tf::constant(std::int64_t{99}));
+  // g = 1: m = 0.1, v = 0.001
+  const double lr_t = lr * std::sqrt(1 - std::pow(b2, 100)) / (1 - std::pow(b1, 100));
+  EXPECT_NEAR(step(opt, w, 1.0), 1.0 - lr_t * 0.1 / (std::sqrt(0.001) + eps), kTol);
+  EXPECT_EQ(opt.iterations().value().item<std::int64_t>(), 100);
+}
+
 TEST(Adam, AmsgradKeepsTheLargestSecondMoment) {
   const double lr = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-7;
   tf::Variable w = scalar_var(0.0);

@@ -403,6 +403,26 @@ TEST(CliPlot, PngPathGetsAPngImageOfTheCurvesAndSvgPathSvg) {
   EXPECT_FALSE(fs::exists(dir / "curves.jpg"));
 }
 
+// --- Models ---------------------------------------------------------------------------------
+
+TEST(CliModels, StepSeededDropoutDrawsTheMasksOfItsEpochAndStepWhateverCameBefore) {
+  // start_step reseeds the inner Dropout by assigning its state variable: the masks of (epoch,
+  // step) do not depend on the steps run before, nor on which layer object runs them.
+  cli::StepSeededDropout a(0.5, 3), b(0.5, 3);
+  const tf::Tensor x = tf::ones({64});
+  auto mask = [&](cli::StepSeededDropout& d, std::int64_t epoch, std::int64_t step) {
+    d.start_step(epoch, step);
+    return d.call(x, true).to_vector<float>();
+  };
+  const auto a12 = mask(a, 1, 2);
+  EXPECT_NE(mask(a, 1, 3), a12);
+  EXPECT_NE(mask(a, 2, 2), a12);
+  EXPECT_EQ(mask(a, 1, 2), a12);
+  EXPECT_EQ(mask(b, 1, 2), a12);
+  EXPECT_EQ(x.to_vector<float>(), a.call(x, false).to_vector<float>());
+  EXPECT_TRUE(a.variables().empty());
+}
+
 // --- Training (needs the data set) ----------------------------------------------------------
 
 #define REQUIRE_DATASET() \

@@ -3,7 +3,6 @@
 #include "tapeflow/errors.h"
 #include "tapeflow/nn/conv2d.h"
 #include "tapeflow/nn/dense.h"
-#include "tapeflow/nn/dropout.h"
 #include "tapeflow/nn/flatten.h"
 #include "tapeflow/nn/pooling.h"
 #include "tapeflow/ops/creation.h"
@@ -27,14 +26,14 @@ const std::vector<std::string>& model_names() {
 }
 
 StepSeededDropout::StepSeededDropout(double rate, std::uint64_t seed)
-    : Layer("dropout"), rate_(rate), seed_(seed), dropout_(layers::dropout(rate, seed)) {}
+    : Layer("dropout"), seed_(seed), dropout_(rate, seed) {}
 
 void StepSeededDropout::start_step(std::int64_t epoch, std::int64_t step) {
   const std::uint64_t epoch_seed = mix(seed_ ^ mix(static_cast<std::uint64_t>(epoch)));
-  dropout_ = layers::dropout(rate_, mix(epoch_seed + static_cast<std::uint64_t>(step)));
+  dropout_.reset_seed(mix(epoch_seed + static_cast<std::uint64_t>(step)));
 }
 
-Tensor StepSeededDropout::call(const Tensor& x, bool training) { return dropout_->call(x, training); }
+Tensor StepSeededDropout::call(const Tensor& x, bool training) { return dropout_.call(x, training); }
 
 void Model::start_step(std::int64_t epoch, std::int64_t step) {
   for (auto& d : dropouts) d->start_step(epoch, step);

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tapeflow/nn/dropout.h"
 #include "tapeflow/nn/layer.h"
 #include "tapeflow/nn/sequential.h"
 
@@ -21,8 +22,10 @@ namespace tapeflow::cli {
 const std::vector<std::string>& model_names();
 
 /// Dropout whose masks are drawn, at every step, from a seed derived from (seed, epoch, step)
-/// (layers::Dropout's generator only ever advances, so it cannot be restored from a checkpoint;
-/// this can, from the epoch and step numbers alone, also when a run stopped mid-epoch).
+/// (layers::Dropout's generator only advances by itself, and its state is not in a checkpoint;
+/// this is restored from the epoch and step numbers alone, also when a run stopped mid-epoch).
+/// start_step reseeds the inner layer by assigning its state variable (reset_seed), so a traced
+/// training step reads each step's seed when it runs.
 class StepSeededDropout : public layers::Layer {
  public:
   StepSeededDropout(double rate, std::uint64_t seed);
@@ -31,9 +34,8 @@ class StepSeededDropout : public layers::Layer {
   Tensor call(const Tensor& x, bool training) override;
 
  private:
-  double rate_;
   std::uint64_t seed_;
-  std::shared_ptr<layers::Layer> dropout_;
+  layers::Dropout dropout_;
 };
 
 /// A classifier of 28x28x1 images into 10 classes: `net(x, training)` gives logits (batch, 10).

@@ -11,6 +11,12 @@
 /// Each training call draws a new mask from a generator seeded with `seed` that advances by one
 /// step per call: two layers with the same seed give the same sequence of masks. Without a seed,
 /// the layer takes the next seed of the process-wide sequence that Dense and Conv2D use.
+///
+/// The generator's state is a non-trainable int64 Variable of shape (2,), (seed, calls): a
+/// training call reads it, draws the mask with random::stateless_uniform(x.shape(), state) and
+/// adds (0, 1) to it, so a traced training step reads the state when it runs (Keras 3's
+/// SeedGenerator keeps its state in a variable the same way). It is not tracked: variables()
+/// stays empty and checkpoints of a model do not change with it. reset_seed() restarts it.
 
 #include <cstdint>
 #include <memory>
@@ -19,6 +25,7 @@
 
 #include "tapeflow/nn/layer.h"
 #include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"
 
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
@@ -39,10 +46,17 @@ class Dropout : public Layer {
   /// The probability of dropping an element in training.
   double rate() const { return rate_; }
 
+  /// Restarts the generator as if the layer had just been built with `seed`: the next training
+  /// call draws the mask a new Dropout(rate, seed) draws first. An assignment to the state
+  /// variable, so a traced step that calls the layer sees it.
+  void reset_seed(std::uint64_t seed);
+  /// The generator's state: an int64 Variable of shape (2,) holding (seed, training calls so
+  /// far), the seed stored as the int64 with its bits. Not trainable, not tracked.
+  const Variable& seed_state() const { return state_; }
+
  private:
   double rate_;
-  std::uint64_t seed_;
-  std::uint64_t calls_ = 0;  // training calls so far: the generator's position
+  Variable state_;
 };
 
 /// A Dropout layer in a std::shared_ptr, ready for Sequential: tf::layers::dropout(0.25). The

@@ -1,7 +1,8 @@
 #pragma once
 /// \file ops/creation.h
 /// Creating tensors: constants from C++ values, filled tensors, ranges, identity matrices, random.
-/// None of these are recorded on a tape: a constant has no history.
+/// None of these are recorded on a tape: a constant has no history. All but
+/// random::stateless_uniform are plain functions, not ops: their seed and sizes are C++ values.
 
 #include <cstdint>
 #include <initializer_list>
@@ -73,6 +74,19 @@ Tensor normal(const Shape& shape, double mean = 0.0, double stddev = 1.0, DType 
 /// Uniform values in [minval, maxval).
 Tensor uniform(const Shape& shape, double minval = 0.0, double maxval = 1.0, DType dtype = DType::Float32,
                std::uint64_t seed = 0);
+/// Uniform values in [0, 1) of `shape` and `dtype` (float32 or float64) drawn from a seed
+/// given as a tensor: `seed` is an int64 tensor of shape (2,), (key, counter), read when the op
+/// runs (the op StatelessRandomUniform, TensorFlow's StatelessRandomUniformV2, as in
+/// tf.random.stateless_uniform). Unlike the functions above it is an op on the dispatch path, so
+/// a program that keeps (key, counter) in a Variable and advances the counter draws fresh values
+/// at every call, also when the program is traced. The same seed gives the same values on every
+/// run and machine; counters k and k + 1 give unrelated values. The values are
+/// random::uniform(shape, 0, 1, dtype, s) for s = SplitMix64's finaliser of
+/// key + (counter + 1) * 0x9E3779B97F4A7C15 (mod 2^64, key and counter taken as unsigned): the
+/// seed of layers::Dropout's `counter`-th mask. Not differentiable. Throws InvalidArgumentError
+/// (naming StatelessRandomUniform) for an undefined seed, a seed that is not int64 of shape (2,)
+/// or a dtype that is not float, and ResourceExhaustedError for a shape over the allocation limit.
+Tensor stateless_uniform(const Shape& shape, const Tensor& seed, DType dtype = DType::Float32);
 }  // namespace random
 
 }  // namespace tapeflow

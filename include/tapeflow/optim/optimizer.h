@@ -20,6 +20,13 @@
 ///
 /// The update formulas are Keras 3's; each optimizer's doc comment gives them. The step count
 /// t used for bias correction is iterations + 1.
+///
+/// Everything an update computes from state is computed with tensor ops from variables read
+/// when the update runs, never from C++ numbers read out of tensors: the step count t (from
+/// iterations()), the learning rate (a float64 scalar Variable, learning_rate_variable(), like
+/// Keras's optimizer.learning_rate), Adam's bias correction and the clipping. So a training
+/// step traced once (by running it and recording its ops) stays right on later calls, and
+/// set_learning_rate() takes effect in it.
 
 #include <cstdint>
 #include <optional>
@@ -116,10 +123,15 @@ class Optimizer {
 
   /// The number of apply_gradients calls so far (an int64 scalar variable).
   const Variable& iterations() const { return iterations_; }
-  /// The learning rate the next update uses.
-  double learning_rate() const { return learning_rate_; }
-  /// Changes the learning rate for later updates; must be positive and finite.
+  /// The learning rate the next update uses: the value of learning_rate_variable().
+  double learning_rate() const;
+  /// Changes the learning rate for later updates (assigns learning_rate_variable()); must be
+  /// positive and finite (InvalidArgumentError naming the optimizer otherwise).
   void set_learning_rate(double learning_rate);
+  /// The learning rate as a float64 scalar Variable named "learning_rate", not trainable (Keras's
+  /// optimizer.learning_rate): every update reads it when it runs. It is not among variables(),
+  /// the checkpointed state. Assigning it directly skips set_learning_rate()'s check.
+  const Variable& learning_rate_variable() const { return learning_rate_; }
   /// "SGD", "Adam", "AdamW", "RMSprop": the name used in error messages.
   const std::string& name() const { return name_; }
 
@@ -128,9 +140,12 @@ class Optimizer {
   Optimizer(std::string name, double learning_rate, ClipOptions clip, std::vector<std::string> slot_names);
 
   /// Updates one variable from its (clipped) gradient. `slots` holds the variable's slots in
-  /// slot_names order; `step` is iterations + 1. Runs with tape recording suspended.
-  virtual void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, double learning_rate,
-                           std::int64_t step) = 0;
+  /// slot_names order. `learning_rate` and `step` (t = iterations + 1) are float64 scalar tensors
+  /// read from the optimizer's variables when the step runs: compute with them as tensors (cast to
+  /// the variable's dtype), never through item(), or a traced step would keep the values it was
+  /// traced with. Runs with tape recording suspended.
+  virtual void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots,
+                           const Tensor& learning_rate, const Tensor& step) = 0;
 
   /// Throws InvalidArgumentError naming this optimizer unless lo <= value <= hi (or < hi when
   /// `open_hi`) and value is finite.
@@ -148,9 +163,12 @@ class Optimizer {
   void report_missing(const std::vector<Variable>& vars, const std::vector<char>& present) const;
   /// clipnorm or clipvalue applied to one gradient (global_clipnorm is applied to all at once).
   Tensor clip_one(const Tensor& grad) const;
+  /// What update_step reads for this step: the learning rate and t = iterations + 1, as float64
+  /// scalar tensors computed from the variables.
+  std::pair<Tensor, Tensor> step_inputs() const;
 
   std::string name_;
-  double learning_rate_;
+  Variable learning_rate_;  // float64 scalar, not trainable
   ClipOptions clip_;
   std::vector<std::string> slot_names_;
   Variable iterations_;
@@ -175,8 +193,8 @@ class SGD : public Optimizer {
   bool nesterov() const { return nesterov_; }
 
  protected:
-  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, double learning_rate,
-                   std::int64_t step) override;
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
+                   const Tensor& step) override;
 
  private:
   double momentum_;
@@ -211,8 +229,8 @@ class Adam : public Optimizer {
  protected:
   /// For AdamW: validates as the public constructor does, naming `name` in messages.
   Adam(std::string name, double learning_rate, const AdamOptions& options);
-  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, double learning_rate,
-                   std::int64_t step) override;
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
+                   const Tensor& step) override;
 
  private:
   AdamOptions options_;
@@ -230,8 +248,8 @@ class AdamW : public Adam {
   double weight_decay() const { return weight_decay_; }
 
  protected:
-  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, double learning_rate,
-                   std::int64_t step) override;
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
+                   const Tensor& step) override;
 
  private:
   double weight_decay_;
@@ -268,8 +286,8 @@ class RMSprop : public Optimizer {
   explicit RMSprop(double learning_rate = 0.001, RMSpropOptions options = {});
 
  protected:
-  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, double learning_rate,
-                   std::int64_t step) override;
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
+                   const Tensor& step) override;
 
  private:
   RMSpropOptions options_;
