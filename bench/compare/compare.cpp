@@ -637,7 +637,7 @@ int run_every_malloc(const std::vector<std::string>& args) {
       by_config += (c ? ", " : "") + configs[c].name + fmt(" %.4g", runs[c][i].torch) + " " + runs[c][i].unit;
     }
     Row r = runs[b][i];
-    if (!r.own_malloc_choice)
+    if (!r.own_malloc_choice && r.torch > 0)  // a row with no peer figure has nothing to choose
       r.note += (r.note.empty() ? "" : "; ") + (r.peer.empty() ? "LibTorch" : r.peer) +
                 " by allocator: " + by_config + "; best " + configs[b].name + ", tapeflow from the same run";
     best.push_back(r);

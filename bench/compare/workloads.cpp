@@ -12,14 +12,14 @@
 namespace compare {
 
 std::string fmt(const char* f, double a) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, f, a);
-  return buf;
+  std::string s(static_cast<std::size_t>(std::snprintf(nullptr, 0, f, a)), '\0');
+  std::snprintf(s.data(), s.size() + 1, f, a);
+  return s;
 }
 std::string fmt2(const char* f, double a, double b) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, f, a, b);
-  return buf;
+  std::string s(static_cast<std::size_t>(std::snprintf(nullptr, 0, f, a, b)), '\0');
+  std::snprintf(s.data(), s.size() + 1, f, a, b);
+  return s;
 }
 
 torch::Tensor to_torch(const tf::Tensor& t) {

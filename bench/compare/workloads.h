@@ -31,7 +31,7 @@ struct Options {
   bool every_malloc = false;  // --every-malloc: one run per allocator configuration, LibTorch's best kept
 };
 
-/// printf into a std::string (one or two doubles).
+/// printf into a std::string (one or two doubles), of any length.
 std::string fmt(const char* f, double a);
 std::string fmt2(const char* f, double a, double b);
 
