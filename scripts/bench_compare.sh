@@ -12,6 +12,7 @@
 #   THREADS=1 ROUNDS=11 scripts/bench_compare.sh small
 #   EPOCH_BATCHES=100 scripts/bench_compare.sh large   # epochs timed on 100 batches, scaled
 #   CLOCK=thread-cpu scripts/bench_compare.sh small    # CPU time of the thread (loaded machine)
+#   scripts/bench_compare.sh function   # issue 16's peers for tf::function: ADOL-C, TorchScript
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +37,7 @@ for g in "${groups[@]}"; do
              --script bench/compare/jacobian_torch.py ;;
     large|epoch) "$bin" --every-malloc --group "$g" "${common[@]}" --epoch-batches "${EPOCH_BATCHES:-0}" \
                    --data "${DATA:-fashion-mnist}" ;;
-    *) echo "unknown group $g (small, large, epoch)" >&2; exit 2 ;;
+    function) "$bin" --every-malloc --group function "${common[@]}" ;;
+    *) echo "unknown group $g (small, large, epoch, function)" >&2; exit 2 ;;
   esac
 done

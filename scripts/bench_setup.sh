@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the benchmarks need and the normal build does not (idempotent; needs root):
 # LibTorch (C++) and PyTorch for bench/compare, jemalloc (preloaded for LibTorch's large-tensor
-# rows), Google Benchmark for bench/*.cpp. Never needed for the library build or the tests.
+# rows), ADOL-C (the operator-overloading tape replayed by `compare --group function`), Google
+# Benchmark for bench/*.cpp. Never needed for the library build or the tests.
 set -euo pipefail
 
-packages=(libtorch-dev python3-torch libjemalloc2 libbenchmark-dev libopenblas-dev)
+packages=(libtorch-dev python3-torch libjemalloc2 libadolc-dev libbenchmark-dev libopenblas-dev)
 
 missing=()
 for p in "${packages[@]}"; do

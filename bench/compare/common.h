@@ -2,6 +2,8 @@
 // machine's limits (STREAM triad bandwidth), peak RSS, and the result table.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -73,6 +75,13 @@ inline std::int64_t proc_status_kib(const std::string& key) {
   return -1;
 }
 
+/// The path of the running program (for re-executing it as a child), empty if unknown.
+inline std::string self_exe() {
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  return len > 0 ? std::string(self, static_cast<std::size_t>(len)) : std::string();
+}
+
 inline std::string load_average() {
   std::ifstream in("/proc/loadavg");
   std::string a, b, c;
@@ -91,6 +100,9 @@ struct Row {
   /// The row measured LibTorch under every allocator configuration itself (in child processes),
   /// whatever the configuration of the process that printed it.
   bool own_malloc_choice = false;
+  /// Who is in the LibTorch column when it is not LibTorch ("ADOL-C", "TorchScript", "8
+  /// cblas_sgemm"); empty for LibTorch. A row with no peer figure has torch = 0 (printed n/a).
+  std::string peer;
 };
 
 /// Rows as tab-separated lines (one run's result, read back by the run that picks the best
@@ -100,7 +112,7 @@ inline void write_rows(const std::string& path, const std::vector<Row>& rows) {
   out.precision(17);
   for (const Row& r : rows)
     out << r.workload << '\t' << r.unit << '\t' << r.tapeflow << '\t' << r.torch << '\t' << r.limit << '\t'
-        << r.config << '\t' << r.note << '\t' << r.own_malloc_choice << '\n';
+        << r.config << '\t' << r.note << '\t' << r.own_malloc_choice << '\t' << r.peer << '\n';
 }
 
 inline std::vector<Row> read_rows(const std::string& path) {
@@ -111,21 +123,27 @@ inline std::vector<Row> read_rows(const std::string& path) {
     std::vector<std::string> f;
     std::stringstream ss(line);
     for (std::string field; std::getline(ss, field, '\t');) f.push_back(field);
-    f.resize(8);
-    rows.push_back({f[0], f[1], std::stod(f[2]), std::stod(f[3]), f[4], f[5], f[6], f[7] == "1"});
+    f.resize(9);
+    rows.push_back({f[0], f[1], std::stod(f[2]), std::stod(f[3]), f[4], f[5], f[6], f[7] == "1", f[8]});
   }
   return rows;
 }
 
 inline void print_table(const std::vector<Row>& rows) {
   std::printf(
-      "\n| workload | tapeflow | LibTorch | tapeflow/LibTorch | hardware limit / reference (same run) | "
-      "LibTorch config |\n");
+      "\n| workload | tapeflow | LibTorch (or the named peer) | tapeflow/peer | hardware limit / reference "
+      "(same "
+      "run) | LibTorch config |\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
-    const double ratio = r.torch > 0 ? r.tapeflow / r.torch : 0.0;
-    std::printf("| %s | %.4g %s | %.4g %s | %.3f | %s | %s |\n", r.workload.c_str(), r.tapeflow,
-                r.unit.c_str(), r.torch, r.unit.c_str(), ratio, r.limit.c_str(), r.config.c_str());
+    char peer[160] = "n/a", ratio[32] = "n/a";
+    if (r.torch > 0) {
+      std::snprintf(peer, sizeof peer, "%.4g %s%s%s%s", r.torch, r.unit.c_str(), r.peer.empty() ? "" : " (",
+                    r.peer.c_str(), r.peer.empty() ? "" : ")");
+      std::snprintf(ratio, sizeof ratio, "%.3f", r.tapeflow / r.torch);
+    }
+    std::printf("| %s | %.4g %s | %s | %s | %s | %s |\n", r.workload.c_str(), r.tapeflow, r.unit.c_str(),
+                peer, ratio, r.limit.c_str(), r.config.c_str());
   }
   for (const Row& r : rows)
     if (!r.note.empty()) std::printf("- %s: %s\n", r.workload.c_str(), r.note.c_str());

@@ -8,6 +8,9 @@
 //                           triad, peak RSS (child processes), one training epoch MLP and CNN
 //   compare --group rss     only the peak RSS rows (5: fwd+bwd; 5b: a whole SGD step, fused
 //                           into the backward pass on tapeflow's side)
+//   compare --group function  issue 16's peers and bounds for tf::function (function_group.cpp):
+//                           ADOL-C on the tiny chain, TorchScript on the elementwise chain with
+//                           the fused memory bound, the MLP step against its GEMM time
 //   options: --threads N (default: all cores) --rounds R --python PATH --script PATH
 //            --epoch-batches B (0: the full epoch) --data synthetic|fashion-mnist
 //            --clock wall|thread-cpu (default wall)
@@ -21,7 +24,6 @@
 // Threads: tapeflow's pool, LibTorch's intra-op pool and OpenBLAS (shared by both libraries,
 // which link the same libopenblas) are all set to --threads.
 
-#include <cblas.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -41,29 +43,27 @@
 
 #include "common.h"
 #include "core/parallel.h"
+#include "function_group.h"
 #include "tapeflow/tapeflow.h"
+#include "workloads.h"
 
 extern "C" void openblas_set_num_threads(int);
 extern char** environ;
 
 namespace tf = tapeflow;
+using compare::fmt;
+using compare::fmt2;
+using compare::kBig;
+using compare::kChain;
+using compare::Options;
 using compare::Row;
+using compare::Sgemms;
 using compare::Side;
+using compare::tf_chain;
+using compare::to_torch;
+using compare::Triad;
 
 namespace {
-
-struct Options {
-  std::string group = "small";
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int rounds = 7;
-  std::string python = "/usr/bin/python3";
-  std::string script;
-  std::int64_t epoch_batches = 0;
-  std::string data = "fashion-mnist";
-  std::string config;         // describes LibTorch's configuration, printed per row
-  std::string rows_out;       // --rows-out: also write the rows here (tab-separated)
-  bool every_malloc = false;  // --every-malloc: one run per allocator configuration, LibTorch's best kept
-};
 
 /// The allocator configurations LibTorch is measured in; every row keeps LibTorch's best.
 /// tapeflow shares the process (its tensor blocks, tape storage and large buffers have their own
@@ -96,34 +96,9 @@ std::string current_malloc_config() {
   return std::string(jemalloc ? "jemalloc, MALLOC_CONF=" : "glibc malloc, MALLOC_CONF=") + (conf ? conf : "");
 }
 
-std::string fmt(const char* f, double a) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, f, a);
-  return buf;
-}
-std::string fmt2(const char* f, double a, double b) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, f, a, b);
-  return buf;
-}
-
-torch::Tensor to_torch(const tf::Tensor& t) {
-  std::vector<std::int64_t> dims(t.shape().dims().begin(), t.shape().dims().end());
-  if (t.dtype() == tf::float32)
-    return torch::from_blob(const_cast<void*>(t.raw_data()), dims, torch::kFloat32).clone();
-  return torch::from_blob(const_cast<void*>(t.raw_data()), dims, torch::kInt32).to(torch::kInt64);
-}
-
 // ---------------------------------------------------------------------------------------------
 // 1. Per-op overhead: 20,000 elementwise ops (alternating Mul and AddV2) on one float32 element.
 
-constexpr int kChain = 20000;
-
-tf::Tensor tf_chain(const tf::Tensor& x, const tf::Tensor& c, int n) {
-  tf::Tensor y = x;
-  for (int i = 0; i < n; i += 2) y = (y * c) + c;
-  return y;
-}
 torch::Tensor torch_chain(const torch::Tensor& x, const torch::Tensor& c, int n) {
   torch::Tensor y = x;
   for (int i = 0; i < n; i += 2) y = (y * c) + c;
@@ -302,27 +277,6 @@ void jacobian(const Options& o, std::vector<Row>& rows) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hardware limits: STREAM triad a = b + s*c over 16M floats, at --threads threads.
-
-constexpr std::int64_t kBig = std::int64_t{1} << 24;
-
-struct Triad {
-  std::vector<float> a, b, c;
-  Triad() : a(kBig, 0.f), b(kBig, 1.f), c(kBig, 2.f) {}
-  double run() {
-    return compare::seconds([&] {
-      float* pa = a.data();
-      const float* pb = b.data();
-      const float* pc = c.data();
-      tf::cpu::parallel_for(kBig, tf::cpu::kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
-        for (std::int64_t i = lo; i < hi; ++i) pa[i] = pb[i] + 3.f * pc[i];
-      });
-    });
-  }
-  static double gbps(double s) { return 12.0 * static_cast<double>(kBig) / s / 1e9; }
-};
-
-// ---------------------------------------------------------------------------------------------
 // 3. y = sin(x)*x + x*x; z = exp(-y); sum(z); forward + backward over 16M floats.
 //
 // Bytes the unfused ops must move (STREAM counting, one array = 64 MiB): forward sin 2, mul 3,
@@ -335,28 +289,15 @@ void elementwise(const Options& o, std::vector<Row>& rows, double& triad_gbps) {
   const tf::Tensor x = tf::random::uniform({kBig}, -2, 2, tf::float32, 7);
   const torch::Tensor px0 = to_torch(x);
   Triad triad;
-  std::vector<Side> sides = {{"tapeflow",
-                              [&] {
-                                return compare::seconds([&] {
-                                  tf::GradientTape tape;
-                                  tape.watch(x);
-                                  tf::Tensor y = tf::sin(x) * x + x * x;
-                                  tf::Tensor s = tf::reduce_sum(tf::exp(-y));
-                                  tape.gradient(s, x);
-                                });
-                              },
-                              {}},
-                             {"torch",
-                              [&] {
-                                torch::Tensor px = px0.detach().requires_grad_(true);
-                                return compare::seconds([&] {
-                                  torch::Tensor y = torch::sin(px) * px + px * px;
-                                  torch::Tensor s = torch::exp(-y).sum();
-                                  torch::autograd::grad({s}, {px});
-                                });
-                              },
-                              {}},
-                             {"triad", [&] { return triad.run(); }, {}}};
+  std::vector<Side> sides = {
+      {"tapeflow", [&] { return compare::seconds([&] { compare::tf_elementwise_grad(x); }); }, {}},
+      {"torch",
+       [&] {
+         torch::Tensor px = px0.detach().requires_grad_(true);
+         return compare::seconds([&] { compare::torch_elementwise_grad(px); });
+       },
+       {}},
+      {"triad", [&] { return triad.run(); }, {}}};
   auto m = compare::alternate(sides, o.rounds);
   triad_gbps = Triad::gbps(m[2]);
   const double bytes = kChainArrays * 4.0 * static_cast<double>(kBig);
@@ -370,93 +311,31 @@ void elementwise(const Options& o, std::vector<Row>& rows, double& triad_gbps) {
 // ---------------------------------------------------------------------------------------------
 // 2. One MLP training step, batch 256, 784-512-512-10, ReLU, softmax cross-entropy, SGD.
 
-constexpr std::int64_t kB = 256, kIn = 784, kH = 512, kOut = 10;
-
-struct Sgemms {
-  // The step's eight products with the step's shapes and transposes, on preallocated buffers.
-  std::vector<float> x, w1, w2, w3, h1, h2, l, dw1, dw2, dw3, dh1, dh2;
-  Sgemms()
-      : x(kB * kIn, 0.1f),
-        w1(kIn * kH, 0.01f),
-        w2(kH * kH, 0.01f),
-        w3(kH * kOut, 0.01f),
-        h1(kB * kH),
-        h2(kB * kH),
-        l(kB * kOut, 0.1f),
-        dw1(kIn * kH),
-        dw2(kH * kH),
-        dw3(kH * kOut),
-        dh1(kB * kH),
-        dh2(kB * kH) {}
-  static void mm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
-                 std::int64_t lda, const float* b, std::int64_t ldb, float* c) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.f, a, static_cast<int>(lda),
-                b, static_cast<int>(ldb), 0.f, c, static_cast<int>(n));
-  }
-  double run() {
-    return compare::seconds([&] {
-      mm(false, false, kB, kH, kIn, x.data(), kIn, w1.data(), kH, h1.data());      // h1 = x w1
-      mm(false, false, kB, kH, kH, h1.data(), kH, w2.data(), kH, h2.data());       // h2 = h1 w2
-      mm(false, false, kB, kOut, kH, h2.data(), kH, w3.data(), kOut, l.data());    // l = h2 w3
-      mm(true, false, kH, kOut, kB, h2.data(), kH, l.data(), kOut, dw3.data());    // dw3 = h2^T dl
-      mm(false, true, kB, kH, kOut, l.data(), kOut, w3.data(), kOut, dh2.data());  // dh2 = dl w3^T
-      mm(true, false, kH, kH, kB, h1.data(), kH, dh2.data(), kH, dw2.data());      // dw2 = h1^T dh2
-      mm(false, true, kB, kH, kH, dh2.data(), kH, w2.data(), kH, dh1.data());      // dh1 = dh2 w2^T
-      mm(true, false, kIn, kH, kB, x.data(), kIn, dh1.data(), kH, dw1.data());     // dw1 = x^T dh1
-    });
-  }
-  static double flops() { return 2.0 * kB * (2.0 * kIn * kH + 3.0 * kH * kH + 3.0 * kH * kOut); }
-};
-
 void mlp_step(const Options& o, std::vector<Row>& rows) {
-  // tapeflow
-  std::vector<tf::Variable> vars = {tf::Variable(tf::random::normal({kIn, kH}, 0, 0.05, tf::float32, 11)),
-                                    tf::Variable(tf::zeros({kH})),
-                                    tf::Variable(tf::random::normal({kH, kH}, 0, 0.05, tf::float32, 12)),
-                                    tf::Variable(tf::zeros({kH})),
-                                    tf::Variable(tf::random::normal({kH, kOut}, 0, 0.05, tf::float32, 13)),
-                                    tf::Variable(tf::zeros({kOut}))};
-  const tf::Tensor x = tf::random::uniform({kB, kIn}, 0, 1, tf::float32, 14);
-  std::vector<std::int32_t> lab(kB);
-  for (std::int64_t i = 0; i < kB; ++i) lab[i] = static_cast<std::int32_t>(i % kOut);
-  const tf::Tensor labels = tf::constant(lab, tf::Shape{kB});
-  tf::optimizers::SGD sgd(0.01);
+  compare::TfMlp net;
 
-  // LibTorch
+  // LibTorch, from the same initial values
   std::vector<torch::Tensor> p;
-  for (const tf::Variable& v : vars) p.push_back(to_torch(v.value()).requires_grad_(true));
-  const torch::Tensor px = to_torch(x), plabels = to_torch(labels);
+  for (const tf::Variable& v : net.vars) p.push_back(to_torch(v.value()).requires_grad_(true));
+  const torch::Tensor px = to_torch(net.x), plabels = to_torch(net.labels);
   torch::optim::SGD psgd(p, torch::optim::SGDOptions(0.01));
 
   Sgemms gemm;
-  std::vector<Side> sides = {
-      {"tapeflow",
-       [&] {
-         return compare::seconds([&] {
-           tf::GradientTape tape;
-           tf::Tensor h = tf::nn::relu(tf::matmul(x, vars[0].read_value()) + vars[1].read_value());
-           h = tf::nn::relu(tf::matmul(h, vars[2].read_value()) + vars[3].read_value());
-           tf::Tensor logits = tf::matmul(h, vars[4].read_value()) + vars[5].read_value();
-           tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(labels, logits, true);
-           sgd.apply_gradients(tape.gradient(loss, vars), vars);
-         });
-       },
-       {}},
-      {"torch",
-       [&] {
-         return compare::seconds([&] {
-           psgd.zero_grad();
-           torch::Tensor h = torch::relu(torch::addmm(p[1], px, p[0]));
-           h = torch::relu(torch::addmm(p[3], h, p[2]));
-           torch::Tensor logits = torch::addmm(p[5], h, p[4]);
-           torch::Tensor loss = torch::nn::functional::cross_entropy(logits, plabels);
-           loss.backward();
-           psgd.step();
-         });
-       },
-       {}},
-      {"sgemm", [&] { return gemm.run(); }, {}}};
+  std::vector<Side> sides = {{"tapeflow", [&] { return compare::seconds([&] { net.step(); }); }, {}},
+                             {"torch",
+                              [&] {
+                                return compare::seconds([&] {
+                                  psgd.zero_grad();
+                                  torch::Tensor h = torch::relu(torch::addmm(p[1], px, p[0]));
+                                  h = torch::relu(torch::addmm(p[3], h, p[2]));
+                                  torch::Tensor logits = torch::addmm(p[5], h, p[4]);
+                                  torch::Tensor loss = torch::nn::functional::cross_entropy(logits, plabels);
+                                  loss.backward();
+                                  psgd.step();
+                                });
+                              },
+                              {}},
+                             {"sgemm", [&] { return gemm.run(); }, {}}};
   auto m = compare::alternate(sides, o.rounds * 3);
   const double gf = Sgemms::flops() / 1e9;
   rows.push_back({"2 MLP step 784-512-512-10, batch 256, SGD", "ms", m[0] * 1e3, m[1] * 1e3,
@@ -537,12 +416,6 @@ pid_t spawn_with_malloc(const std::string& exe, const std::vector<std::string>& 
   return rc == 0 ? pid : -1;
 }
 
-std::string self_exe() {
-  char self[4096];
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  return len > 0 ? std::string(self, static_cast<std::size_t>(len)) : std::string();
-}
-
 /// Runs `exe` under configuration `m` and reads the "rss start params peak" line it prints.
 RssSample spawn_rss(const std::string& exe, const std::vector<std::string>& args, const MallocConfig& m) {
   int fds[2];
@@ -572,7 +445,7 @@ void peak_rss_row(const Options& o, std::vector<Row>& rows, const std::string& n
   // allocator configuration (this program re-executed with --rss-child); LibTorch's smallest
   // peak is kept. The row compares absolute peaks (VmHWM, what a program doing this costs); the
   // note gives the peaks above process start.
-  const std::string self = self_exe();
+  const std::string self = compare::self_exe();
   if (self.empty()) return;
   const std::string dir = self.substr(0, self.rfind('/'));
   const std::vector<std::string> child = {"--rss-child", torch_side, "--threads", std::to_string(o.threads)};
@@ -727,7 +600,7 @@ void epochs(const Options& o, std::vector<Row>& rows) {
 /// ratio come from the same run as LibTorch's best: the two sides alternate within one process,
 /// so a slow phase of the machine hits both.
 int run_every_malloc(const std::vector<std::string>& args) {
-  const std::string self = self_exe();
+  const std::string self = compare::self_exe();
   const auto& configs = malloc_configs();
   std::vector<std::vector<Row>> runs;
   for (const MallocConfig& m : configs) {
@@ -764,9 +637,9 @@ int run_every_malloc(const std::vector<std::string>& args) {
       by_config += (c ? ", " : "") + configs[c].name + fmt(" %.4g", runs[c][i].torch) + " " + runs[c][i].unit;
     }
     Row r = runs[b][i];
-    if (!r.own_malloc_choice)
-      r.note += (r.note.empty() ? "" : "; ") + std::string("LibTorch by allocator: ") + by_config +
-                "; best " + configs[b].name + ", tapeflow from the same run";
+    if (!r.own_malloc_choice && r.torch > 0)  // a row with no peer figure has nothing to choose
+      r.note += (r.note.empty() ? "" : "; ") + (r.peer.empty() ? "LibTorch" : r.peer) +
+                " by allocator: " + by_config + "; best " + configs[b].name + ", tapeflow from the same run";
     best.push_back(r);
   }
   std::printf("\n=== every row with LibTorch's best allocator configuration\n");
@@ -779,6 +652,7 @@ int run_every_malloc(const std::vector<std::string>& args) {
 int main(int argc, char** argv) {
   Options o;
   std::string rss_side;
+  std::string function_child;  // --function-child: a child process of group function
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -798,6 +672,8 @@ int main(int argc, char** argv) {
       o.data = next();
     else if (a == "--rss-child")
       rss_side = next();
+    else if (a == "--function-child")
+      function_child = next();
     else if (a == "--clock")
       compare::use_thread_cpu_clock = next() == "thread-cpu";
     else if (a == "--rows-out")
@@ -815,6 +691,7 @@ int main(int argc, char** argv) {
   at::set_num_threads(o.threads);
   at::set_num_interop_threads(1);
   if (!rss_side.empty()) return rss_child_torch(rss_side == "torch-step");
+  if (!function_child.empty()) return compare::function_child(function_child);
 
   if (o.every_malloc) {
     std::vector<std::string> args;
@@ -846,8 +723,10 @@ int main(int argc, char** argv) {
       peak_rss(o, rows);
     }
     epochs(o, rows);
+  } else if (o.group == "function") {
+    compare::function_group(o, rows);
   } else {
-    std::fprintf(stderr, "--group must be small, large, epoch or rss\n");
+    std::fprintf(stderr, "--group must be small, large, epoch, rss or function\n");
     return 2;
   }
   compare::print_table(rows);

@@ -1,0 +1,468 @@
+// compare --group function (issue 16): the peers and the hardware bounds that tf::function (trace
+// once, run a fused graph) is measured against, with tapeflow's eager figures, all in one run.
+// Rows, medians and ratios as in compare.cpp (each side once as a warm-up, then rounds in turn;
+// medians); the LibTorch column holds the named peer where the row names one (Row::peer).
+//
+//   F1  the 20,000-op tiny chain (group small's workload 1, y = (y * c) + c on one element):
+//       tapeflow eager (forward on a GradientTape, then backward) against ADOL-C, which tapes the
+//       chain once and replays its tape: gradient() = a zero-order forward sweep and a first-order
+//       reverse sweep. Checked: ADOL-C's gradient equals tapeflow's.
+//   F2  the 16M-element elementwise chain (group large's workload 3), forward and backward:
+//       tapeflow eager, LibTorch eager (autograd), TorchScript (torch::jit::compile of the same
+//       function; its profiling executor with the TensorExpr fuser, and its legacy executor with
+//       the legacy CPU fuser), against the fused memory bound at the triad bandwidth of the run
+//       and a hand-fused loop (one pass, tapeflow's SLEEF kernels: memory and arithmetic).
+//   F3  the MLP training step (group large's workload 2): tapeflow eager against the step's eight
+//       cblas_sgemm products (the anchor of "traced step <= 1.05x its GEMM time"), and the eager
+//       step's peak memory (tapeflow's allocator, in a child process).
+//
+// Where tapeflow's traced (tf::function) figures go: each workload below builds its sides in one
+// vector and marks with "[tapeflow function]" where the traced side joins the same rounds and
+// where its row goes.
+
+#include "function_group.h"
+
+#if COMPARE_HAVE_ADOLC
+#include <adolc/adolc.h>
+#endif
+#include <torch/csrc/jit/passes/graph_fuser.h>
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "core/parallel.h"
+#include "kernels/cpu/vmath.h"
+#include "tapeflow/tapeflow.h"
+#include "workloads.h"
+
+// Declared by torch/csrc/jit/codegen/fuser/interface.h, which Debian's libtorch-dev does not ship
+// (libtorch_cpu exports the function).
+namespace torch::jit {
+TORCH_API void overrideCanFuseOnCPU(bool value);
+}  // namespace torch::jit
+
+namespace compare {
+namespace {
+
+/// The median of a side's samples without its first (the warm-up run of alternate()).
+double median_after_warmup(const std::vector<double>& v) {
+  return v.size() > 1 ? median(std::vector<double>(v.begin() + 1, v.end())) : median(v);
+}
+
+[[noreturn]] void check_failed(const std::string& what) {
+  std::fprintf(stderr, "compare --group function: check failed: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// F1. The tiny chain against ADOL-C (built where ADOL-C was found).
+#if COMPARE_HAVE_ADOLC
+
+constexpr short kAdolcTimedTag = 1, kAdolcCheckTag = 2;
+
+/// Tapes the chain y = (y * c) + c (n ops, from the independent x0) on ADOL-C tape `tag`, as
+/// tf_chain computes it; returns y.
+double adolc_tape_chain(short tag, double x0, double c, int n) {
+  trace_on(tag);
+  adouble x, y;
+  x <<= x0;
+  y = x;
+  for (int i = 0; i < n; i += 2) y = (y * c) + c;
+  double out = 0;
+  y >>= out;
+  trace_off();
+  return out;
+}
+
+/// tapeflow's value and gradient of the chain at x0 with constant c.
+std::pair<double, double> tf_chain_gradient(const tf::Tensor& x0, const tf::Tensor& c) {
+  tf::GradientTape tape;
+  tape.watch(x0);
+  const tf::Tensor y = tf_chain(x0, c, kChain);
+  const tf::Tensor g = *tape.gradient(y, x0);
+  if (y.dtype() == tf::float64) return {y.item<double>(), g.item<double>()};
+  return {y.item<float>(), g.item<float>()};
+}
+
+void tiny_chain(const Options& o, std::vector<Row>& rows) {
+  // The timed chain is group small's: float32 on tapeflow's side (ADOL-C computes in double),
+  // x = 1, c = 0.5. Its value stays 1 and its gradient 0.5^10000 underflows to 0 on both sides, so
+  // the gradients are also compared on a chain whose gradient does not vanish: the same ops in
+  // float64 with c = 0.9999 (gradient 0.9999^10000 = 0.3679), to 1e-6 relative.
+  const tf::Tensor tx = tf::constant(1.0f), tc = tf::constant(0.5f);
+  const double x0 = 1.0, c0 = 0.5, c_check = 0.9999;
+  const auto [tf_y, tf_g] = tf_chain_gradient(tx, tc);
+  const double adolc_y = adolc_tape_chain(kAdolcTimedTag, x0, c0, kChain);
+  double adolc_g = 0;
+  gradient(kAdolcTimedTag, 1, &x0, &adolc_g);
+  const auto [tf_y64, tf_g64] = tf_chain_gradient(tf::constant(x0), tf::constant(c_check));
+  const double adolc_y64 = adolc_tape_chain(kAdolcCheckTag, x0, c_check, kChain);
+  double adolc_g64 = 0;
+  gradient(kAdolcCheckTag, 1, &x0, &adolc_g64);
+  const double rel = std::fabs(adolc_g64 - tf_g64) / std::fabs(tf_g64);
+  if (tf_y != adolc_y || tf_g != adolc_g || !(rel <= 1e-6) ||
+      !(std::fabs(adolc_y64 - tf_y64) <= 1e-6 * std::fabs(tf_y64)))
+    check_failed(fmt2("tiny chain: tapeflow gradient %.9g, ADOL-C %.9g", tf_g64, adolc_g64) +
+                 fmt2(" (float64, c = 0.9999); timed chain: tapeflow %.9g, ADOL-C %.9g", tf_g, adolc_g));
+  std::size_t stats[STAT_SIZE];
+  tapestats(kAdolcTimedTag, stats);
+  const double adolc_ops = static_cast<double>(stats[NUM_OPERATIONS]);
+
+  std::vector<double> tf_record, tf_backward;  // the two timed parts of each tapeflow sample
+  double g = 0;
+  std::vector<Side> sides = {
+      // tapeflow eager: the forward recorded on a tape, then the backward pass; the tape's
+      // construction and the freeing of its records are outside the timed parts (as in group
+      // small's 1b and 1c).
+      {"tapeflow eager",
+       [&] {
+         auto tape = std::make_unique<tf::GradientTape>();
+         tape->watch(tx);
+         tf::Tensor y;
+         const double rec = seconds([&] { y = tf_chain(tx, tc, kChain); });
+         const double bwd = seconds([&] { tape->gradient(y, tx); });
+         tape.reset();
+         tf_record.push_back(rec);
+         tf_backward.push_back(bwd);
+         return rec + bwd;
+       },
+       {}},
+      // ADOL-C taping: trace_on ... trace_off, everything included (a tape this size stays in
+      // ADOL-C's memory buffers).
+      {"ADOL-C taping",
+       [&] { return seconds([&] { adolc_tape_chain(kAdolcTimedTag, x0, c0, kChain); }); },
+       {}},
+      // ADOL-C replay: gradient() over the tape taped above.
+      {"ADOL-C gradient", [&] { return seconds([&] { gradient(kAdolcTimedTag, 1, &x0, &g); }); }, {}},
+      // [tapeflow function] the traced chain's replay (forward + backward of the traced graph)
+      // joins these rounds here, against ADOL-C's gradient() (m[2]).
+  };
+  const auto m = alternate(sides, o.rounds);
+  const double ns = 1e9 / kChain;
+  const double rec = median_after_warmup(tf_record), bwd = median_after_warmup(tf_backward);
+  rows.push_back(
+      {"F1a tiny chain, 20,000 scalar ops, gradient: tapeflow eager (record + backward) vs ADOL-C gradient() "
+       "replay",
+       "ns/op", m[0] * ns, m[2] * ns, "", o.config,
+       fmt2("tapeflow eager float32: forward recorded %.1f + backward %.1f ns/op (medians of the parts)",
+            rec * ns, bwd * ns) +
+           fmt2("; ADOL-C double: gradient() = zero-order forward + first-order reverse sweep over its tape "
+                "of %.0f operations (%.2f per chain op)",
+                adolc_ops, adolc_ops / kChain) +
+           fmt2("; gradients checked: float64 chain with c = 0.9999, tapeflow %.12g, ADOL-C %.12g", tf_g64,
+                adolc_g64) +
+           fmt2(" (relative difference %.2g); timed chain (c = 0.5): both %g (0.5^10000 underflows)", rel,
+                adolc_g),
+       false, "ADOL-C"});
+  rows.push_back(
+      {"F1b tiny chain, recording: tapeflow eager forward on a tape vs ADOL-C taping", "ns/op", rec * ns,
+       m[1] * ns, "", o.config,
+       "ADOL-C: trace_on, <<=, the chain on adoubles, >>=, trace_off, all timed; tapeflow: the forward "
+       "with one watching tape (the tape made before the timed part)",
+       false, "ADOL-C"});
+  // [tapeflow function] its row: "F1c tiny chain gradient: tapeflow function replay vs ADOL-C
+  // gradient()", ns per op of the chain, peer "ADOL-C".
+}
+#endif  // COMPARE_HAVE_ADOLC
+
+// ---------------------------------------------------------------------------------------------
+// F2. The 16M elementwise chain against TorchScript and the fused memory bound.
+//
+// The bound: the bytes a perfectly fused forward + backward must move. The outputs are the scalar
+// s = sum(exp(-(sin(x)*x + x*x))) and ds/dx; the backward of a sum needs no value of the forward
+// (its incoming gradient is the constant 1), so one pass over x can compute both: x read once
+// (4 bytes per element) and dx written once (4 bytes), 2 arrays of 64 MiB = 134 MB. A fusion that
+// runs the forward and the backward as two passes reads x twice: 3 arrays (also given). Bytes
+// over the triad's bandwidth (STREAM counting: a = b + 3c moves 3 arrays) measured in the same
+// rounds. A memory bound only: the arithmetic (sin, cos, exp per element) is not counted.
+constexpr double kFusedArrays = 2, kTwoPassArrays = 3;
+
+/// The chain as TorchScript source (the same function as torch_elementwise).
+constexpr const char* kElementwiseScript = R"(
+def chain(x):
+    y = torch.sin(x) * x + x * x
+    return torch.exp(-y).sum()
+)";
+
+torch::Tensor script_grad(torch::jit::CompilationUnit& cu, const torch::Tensor& x) {
+  return torch::autograd::grad({cu.run_method("chain", x).toTensor()}, {x})[0];
+}
+
+bool graph_has(const char* kind) {
+  const std::shared_ptr<torch::jit::Graph> g = torch::jit::lastExecutedOptimizedGraph();
+  return g && g->toString().find(kind) != std::string::npos;
+}
+
+/// Which fusion groups of `kind` the forward and the backward graph of `cu` executed (one run).
+std::string fusion_report(torch::jit::CompilationUnit& cu, const torch::Tensor& x0, const char* kind) {
+  torch::Tensor x = x0.detach().requires_grad_(true);
+  const torch::Tensor s = cu.run_method("chain", x).toTensor();
+  const bool fwd = graph_has(kind);
+  torch::autograd::grad({s}, {x});
+  const bool bwd = graph_has(kind);
+  return std::string(kind) + " in the executed forward graph: " + (fwd ? "yes" : "no") +
+         ", backward graph: " + (bwd ? "yes" : "no");
+}
+
+/// The TensorExpr (NNC) fuser with CPU fusion on, tried on a 4096-element chain: whether it
+/// fused, or the error it stopped with.
+std::string probe_tensorexpr_cpu(bool& fuses) {
+  torch::jit::overrideCanFuseOnCPU(true);
+  torch::jit::setTensorExprFuserEnabled(true);
+  fuses = false;
+  std::string what;
+  try {
+    const std::shared_ptr<torch::jit::CompilationUnit> cu = torch::jit::compile(kElementwiseScript);
+    const torch::Tensor x = torch::rand({4096});
+    for (int i = 0; i < 4; ++i) script_grad(*cu, x.detach().requires_grad_(true));
+    what = fusion_report(*cu, x, "prim::TensorExprGroup");
+    fuses = what.find("yes") != std::string::npos;
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    what = "failed: " + msg.substr(msg.rfind('\n') + 1);
+  }
+  if (!fuses) torch::jit::overrideCanFuseOnCPU(false);  // the profiling executor then runs unfused
+  return what;
+}
+
+/// The chain's forward and backward fused by hand into one pass over x: per block of
+/// vmath::kBlock elements (kept in L1), sin, cos and exp by tapeflow's SLEEF kernels, s summed and
+/// dx = -exp(-y) * (cos(x) x + sin(x) + 2x) written into the preallocated `dx`. It moves the
+/// bound's bytes (x read once, dx written once) and does the arithmetic: what a perfect fusion
+/// achieves on this machine with these kernels. Returns s.
+double hand_fused(const float* x, float* dx, std::int64_t n) {
+  namespace vmath = tf::cpu::vmath;
+  std::atomic<double> total{0};
+  tf::cpu::parallel_for(n, tf::cpu::kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
+    alignas(64) float sn[vmath::kBlock], cs[vmath::kBlock], e[vmath::kBlock];
+    double part = 0;
+    for (std::int64_t b = lo; b < hi; b += vmath::kBlock) {
+      const std::int64_t m = std::min(hi - b, vmath::kBlock);
+      const float* xb = x + b;
+      vmath::sin(xb, sn, m);
+      vmath::cos(xb, cs, m);
+      for (std::int64_t i = 0; i < m; ++i) e[i] = -(sn[i] * xb[i] + xb[i] * xb[i]);
+      vmath::exp(e, e, m);
+      for (std::int64_t i = 0; i < m; ++i) {
+        part += e[i];
+        dx[b + i] = -e[i] * (cs[i] * xb[i] + sn[i] + 2.f * xb[i]);
+      }
+    }
+    total.fetch_add(part);
+  });
+  return total;
+}
+
+double max_rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a - b).abs().max() / b.abs().max()).item<double>();
+}
+
+void elementwise_chain(const Options& o, std::vector<Row>& rows) {
+  const tf::Tensor x = tf::random::uniform({kBig}, -2, 2, tf::float32, 7);
+  const torch::Tensor px0 = to_torch(x);
+  constexpr int kWarmups = 4;  // runs before the rounds: TorchScript's executors specialise
+
+  // TorchScript, profiling executor (LibTorch's default), CPU fusion by the TensorExpr fuser if
+  // this build can (Debian's libtorch is built without LLVM, which that fuser needs on the CPU).
+  // torch::jit::freeze does not apply: it inlines a Module's parameters and attributes for
+  // inference, and this function has none and needs its gradient.
+  bool te_fuses = false;
+  const std::string te_probe = probe_tensorexpr_cpu(te_fuses);
+  const std::shared_ptr<torch::jit::CompilationUnit> profiled = torch::jit::compile(kElementwiseScript);
+  for (int i = 0; i < kWarmups; ++i) script_grad(*profiled, px0.detach().requires_grad_(true));
+
+  // TorchScript, legacy executor with the legacy CPU fuser (fusion groups compiled at run time by
+  // the system's C++ compiler). The executor kind is fixed when a function first runs and the
+  // fuser acts when it first optimises, so the modes are set for the warm-up runs only and put
+  // back (the profiling executor checks the profiling mode on every run).
+  std::atomic<bool>& executor_mode = torch::jit::getExecutorMode();
+  std::atomic<bool>& profiling_mode = torch::jit::getProfilingMode();
+  const bool old_executor = executor_mode, old_profiling = profiling_mode;
+  executor_mode = false;
+  profiling_mode = false;
+  torch::jit::overrideCanFuseOnCPULegacy(true);
+  const std::shared_ptr<torch::jit::CompilationUnit> legacy = torch::jit::compile(kElementwiseScript);
+  for (int i = 0; i < kWarmups; ++i) script_grad(*legacy, px0.detach().requires_grad_(true));
+  executor_mode = old_executor;
+  profiling_mode = old_profiling;
+
+  std::vector<float> fused_dx(kBig);  // the hand-fused loop's output, reused by every run
+
+  // Every side computes the same gradient.
+  {
+    const torch::Tensor ref = torch_elementwise_grad(px0.detach().requires_grad_(true));
+    const double d_tf = max_rel_diff(to_torch(tf_elementwise_grad(x)), ref);
+    const double d_prof = max_rel_diff(script_grad(*profiled, px0.detach().requires_grad_(true)), ref);
+    const double d_leg = max_rel_diff(script_grad(*legacy, px0.detach().requires_grad_(true)), ref);
+    hand_fused(x.values<float>().data(), fused_dx.data(), kBig);
+    const double d_hand = max_rel_diff(torch::from_blob(fused_dx.data(), {kBig}, torch::kFloat32), ref);
+    if (!(d_tf < 1e-4 && d_prof < 1e-4 && d_leg < 1e-4 && d_hand < 1e-4))
+      check_failed(
+          fmt2("elementwise gradient: tapeflow %.3g, TorchScript %.3g", d_tf, d_prof) +
+          fmt(", TorchScript legacy fuser %.3g (largest difference from LibTorch eager, relative to its "
+              "largest element)",
+              d_leg) +
+          fmt(", hand-fused loop %.3g", d_hand));
+  }
+
+  Triad triad;
+  auto torch_side = [&](auto&& grad) {
+    return [&, grad] {
+      const torch::Tensor px = px0.detach().requires_grad_(true);
+      return seconds([&] { grad(px); });
+    };
+  };
+  std::vector<Side> sides = {
+      {"tapeflow eager", [&] { return seconds([&] { tf_elementwise_grad(x); }); }, {}},
+      {"LibTorch eager", torch_side([](const torch::Tensor& px) { torch_elementwise_grad(px); }), {}},
+      {"TorchScript", torch_side([&](const torch::Tensor& px) { script_grad(*profiled, px); }), {}},
+      {"TorchScript legacy fuser",
+       torch_side([&](const torch::Tensor& px) { script_grad(*legacy, px); }),
+       {}},
+      {"triad", [&] { return triad.run(); }, {}},
+      {"hand-fused loop",
+       [&] { return seconds([&] { hand_fused(x.values<float>().data(), fused_dx.data(), kBig); }); },
+       {}},
+      // [tapeflow function] the traced forward + backward joins these rounds here (after m[5]).
+  };
+  const auto m = alternate(sides, o.rounds);
+  // What the executors ran, after the rounds.
+  const std::string profiled_fusion = fusion_report(*profiled, px0, "prim::TensorExprGroup");
+  const std::string legacy_fusion = fusion_report(*legacy, px0, "prim::FusionGroup");
+
+  const double gbps = Triad::gbps(m[4]);
+  const double bytes = kFusedArrays * 4.0 * static_cast<double>(kBig);
+  const double bound_ms = bytes / (gbps * 1e9) * 1e3;
+  const double two_pass_ms = kTwoPassArrays / kFusedArrays * bound_ms;
+  const double hand_ms = m[5] * 1e3;
+  const std::string limit = fmt2("triad %.1f GB/s: fused bound %.2f ms", gbps, bound_ms) +
+                            fmt(" (x read once, dx written once; two passes: %.2f ms)", two_pass_ms) +
+                            fmt2("; hand-fused loop %.2f ms (%.2fx the bound)", hand_ms, hand_ms / bound_ms);
+  const std::string to_bound = fmt2("to the fused bound: tapeflow eager %.2fx, LibTorch eager %.2fx",
+                                    m[0] * 1e3 / bound_ms, m[1] * 1e3 / bound_ms) +
+                               fmt2(", TorchScript %.2fx, TorchScript legacy fuser %.2fx",
+                                    m[2] * 1e3 / bound_ms, m[3] * 1e3 / bound_ms) +
+                               fmt("; to the hand-fused loop: tapeflow eager %.2fx", m[0] * 1e3 / hand_ms);
+  rows.push_back({"F2a elementwise chain 16M floats, fwd+bwd: tapeflow eager vs LibTorch eager (autograd)",
+                  "ms", m[0] * 1e3, m[1] * 1e3, limit, o.config,
+                  to_bound + fmt("; bound bytes %.3g GB (STREAM counting, no write-allocate); a memory bound "
+                                 "only: the sin, cos and exp of each element are not counted",
+                                 bytes / 1e9)});
+  rows.push_back(
+      {"F2b the same: tapeflow eager vs TorchScript (torch::jit::compile, profiling executor)", "ms",
+       m[0] * 1e3, m[2] * 1e3, limit, o.config,
+       "TensorExpr fuser with CPU fusion on (overrideCanFuseOnCPU, setTensorExprFuserEnabled): " + te_probe +
+           (te_fuses ? "; left on" : "; CPU fusion left off, so this row is TorchScript unfused") +
+           "; in a run after the rounds: " + profiled_fusion +
+           fmt("; TorchScript / LibTorch eager %.3f", m[2] / m[1]),
+       false, "TorchScript"});
+  rows.push_back(
+      {"F2c the same: tapeflow eager vs TorchScript, legacy executor + legacy CPU fuser", "ms", m[0] * 1e3,
+       m[3] * 1e3, limit, o.config,
+       "getExecutorMode() = false, overrideCanFuseOnCPULegacy(true); in a run after the rounds: " +
+           legacy_fusion +
+           fmt2("; timing: %.3fx TorchScript unfused (F2b), %.3fx LibTorch eager", m[3] / m[2], m[3] / m[1]),
+       false, "TorchScript legacy fuser"});
+  // [tapeflow function] its row: "F2d tapeflow function vs the fused bound", ms, with the ratio
+  // to bound_ms in the limit column.
+}
+
+// ---------------------------------------------------------------------------------------------
+// F3. The MLP step against its GEMM time, and its peak memory.
+
+struct Peak {
+  double setup_mib = 0, peak_mib = 0;
+};
+
+/// The eager step's peak in a fresh process (AllocatorStats::peak_bytes is a high-water mark
+/// since the process started, with no reset): this program re-executed with --function-child.
+Peak mlp_peak_child(const Options& o) {
+  const std::string self = self_exe();
+  Peak p;
+  if (self.empty()) return p;
+  const std::string cmd = self + " --function-child mlp-eager-peak --threads " + std::to_string(o.threads);
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return p;
+  char line[256];
+  while (std::fgets(line, sizeof line, f)) {
+    long long setup = 0, peak = 0;
+    if (std::sscanf(line, "peak %lld %lld", &setup, &peak) == 2) p = {setup / 1048576.0, peak / 1048576.0};
+  }
+  pclose(f);
+  return p;
+}
+
+void mlp_step(const Options& o, std::vector<Row>& rows) {
+  TfMlp net;
+  Sgemms gemm;
+  std::vector<Side> sides = {
+      {"tapeflow eager", [&] { return seconds([&] { net.step(); }); }, {}},
+      {"sgemm", [&] { return gemm.run(); }, {}},
+      // [tapeflow function] the traced step joins these rounds here.
+  };
+  const auto m = alternate(sides, o.rounds * 3);
+  const double gf = Sgemms::flops() / 1e9;
+  rows.push_back(
+      {"F3a MLP step 784-512-512-10, batch 256, SGD: tapeflow eager vs its GEMM time", "ms", m[0] * 1e3,
+       m[1] * 1e3, fmt2("8 cblas_sgemm %.3f ms (%.1f GFLOP/s)", m[1] * 1e3, gf / m[1]), o.config,
+       "GEMM time: the step's eight products (three per layer, less the input's gradient) with its "
+       "shapes and transposes on preallocated buffers, the same OpenBLAS" +
+           fmt("; tapeflow eager %.1f GFLOP/s", gf / m[0]),
+       false, "8 cblas_sgemm"});
+  // [tapeflow function] its row: "F3c MLP step: tapeflow function vs its GEMM time" (target
+  // <= 1.05x m[1]), and the traced step's peak from its own child process (as below).
+
+  std::vector<double> setup, peak;
+  for (int r = 0; r < 3; ++r) {
+    const Peak p = mlp_peak_child(o);
+    setup.push_back(p.setup_mib), peak.push_back(p.peak_mib);
+  }
+  rows.push_back(
+      {"F3b MLP step, peak of tapeflow's large buffers: eager", "MiB", median(peak), 0,
+       fmt("set-up alone (parameters, batch): %.2f MiB", median(setup)), o.config,
+       "AllocatorStats::peak_bytes (tensor buffers of 256 KiB or more, counted at their size class) in a "
+       "process that builds the MLP and runs 3 eager steps; median of 3 processes" +
+           fmt2(" (%.2f-%.2f MiB)", *std::min_element(peak.begin(), peak.end()),
+                *std::max_element(peak.begin(), peak.end())),
+       false, ""});
+}
+
+}  // namespace
+
+void function_group(const Options& o, std::vector<Row>& rows) {
+#if COMPARE_HAVE_ADOLC
+  tiny_chain(o, rows);
+#else
+  std::fprintf(stderr, "F1 skipped: compare was built without ADOL-C (scripts/bench_setup.sh installs it)\n");
+#endif
+  elementwise_chain(o, rows);
+  mlp_step(o, rows);
+}
+
+int function_child(const std::string& what) {
+  if (what == "mlp-eager-peak") {
+    TfMlp net;
+    const std::int64_t setup = tf::allocator_stats().peak_bytes;
+    for (int i = 0; i < 3; ++i) net.step();
+    std::printf("peak %lld %lld\n", static_cast<long long>(setup),
+                static_cast<long long>(tf::allocator_stats().peak_bytes));
+    return 0;
+  }
+  // [tapeflow function] "mlp-function-peak": the traced step's peak, in its own process.
+  std::fprintf(stderr, "unknown --function-child %s\n", what.c_str());
+  return 2;
+}
+
+}  // namespace compare
