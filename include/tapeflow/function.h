@@ -42,6 +42,7 @@
 
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -85,11 +86,11 @@ struct FunctionOptions {
 
 /// Counts and sizes of one function, for tests and benchmarks.
 struct FunctionStats {
-  int traces = 0;           ///< bodies traced (new signatures, gradient graphs, specializations)
-  int specializations = 0;  ///< traces for a new size of a dim declared unknown
-  int graph_calls = 0;      ///< calls that ran a graph instead of tracing
-  double trace_ms = 0;      ///< wall time of all traces, passes included
-  std::size_t nodes = 0;    ///< nodes of the latest graph after the passes
+  int traces = 0;                      ///< bodies traced (new signatures, gradient graphs, specializations)
+  int specializations = 0;             ///< traces for a new size of a dim declared unknown
+  int graph_calls = 0;                 ///< calls that ran a graph instead of tracing
+  double trace_ms = 0;                 ///< wall time of all traces, passes included
+  std::size_t nodes = 0;               ///< nodes of the latest graph after the passes
   std::size_t nodes_traced = 0;        ///< nodes of the latest graph as traced
   std::size_t planned_peak_bytes = 0;  ///< the latest graph's memory plan: peak live bytes
 };
@@ -208,7 +209,8 @@ struct FunctionNest<std::tuple<Ts...>> {
   }
   template <class It>
   static std::tuple<Ts...> rebuild(const std::tuple<Ts...>& t, It& it) {
-    return std::apply([&](const Ts&... e) { return std::tuple<Ts...>{FunctionNest<Ts>::rebuild(e, it)...}; }, t);
+    return std::apply([&](const Ts&... e) { return std::tuple<Ts...>{FunctionNest<Ts>::rebuild(e, it)...}; },
+                      t);
   }
 };
 
@@ -217,9 +219,12 @@ class FunctionCore {
  public:
   /// Runs the body on the tensors given (fresh names for the call's tensors) and returns its
   /// flat results and the results' structure (type-erased; only the caller knows its type).
-  using Body = std::function<std::pair<std::vector<Tensor>, std::shared_ptr<const void>>(std::vector<Tensor>)>;
+  using Body =
+      std::function<std::pair<std::vector<Tensor>, std::shared_ptr<const void>>(std::vector<Tensor>)>;
 
   FunctionCore(FunctionOptions options, std::source_location site);
+  /// `label` names the function in errors and warnings ("function 'f' (loaded from m.tfn)").
+  FunctionCore(FunctionOptions options, std::string label);
   ~FunctionCore();
   FunctionCore(const FunctionCore&) = delete;
   FunctionCore& operator=(const FunctionCore&) = delete;
@@ -232,8 +237,11 @@ class FunctionCore {
   FunctionStats stats() const;
   /// The latest graph as a listing, one node per line.
   std::string graph_text() const;
+  /// The flat tensor specs of each signature traced so far (concrete shapes).
+  std::vector<std::vector<TensorSpec>> traced_signatures() const;
 
   struct State;
+  const State* state() const { return state_.get(); }
 
  private:
   std::unique_ptr<State> state_;
@@ -291,6 +299,48 @@ class Function {
   std::shared_ptr<F> f_;
   std::shared_ptr<detail::FunctionCore> core_;
 };
+
+/// Writes the graph `fn` traced for `signature` (the flat tensor arguments' specs; -1 matches any
+/// size), with the current values of the variables it reads, to `path`: versioned, checksummed
+/// and written atomically, like checkpoints (docs/FUNCTION_FORMAT.md). The function must have
+/// been called with arguments matching `signature` (FailedPreconditionError otherwise: saving does
+/// not run the body); the file keeps that trace's concrete shapes. A graph holding an op whose
+/// attributes cannot be written (custom_gradient's closure, cond and while_loop branches) is an
+/// UnimplementedError naming the op.
+void save_function(const detail::FunctionCore& fn, const std::vector<TensorSpec>& signature,
+                   const std::filesystem::path& path);
+template <class F>
+void save_function(const Function<F>& fn, const std::vector<TensorSpec>& signature,
+                   const std::filesystem::path& path) {
+  save_function(*fn.core(), signature, path);
+}
+
+/// A function loaded from a file save_function wrote: it runs without the C++ that built it
+/// (TensorFlow's SavedModel role). It owns the variables the file holds. Calls take the flat
+/// tensors of the signature and return the flat results; a call that does not match the
+/// signature is an InvalidArgumentError naming the function and both signatures. Gradients,
+/// forward mode and nesting inside tf::function work as for a traced function: the loaded graph
+/// is the body.
+class LoadedFunction {
+ public:
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+  const std::string& name() const;
+  const std::vector<TensorSpec>& input_signature() const;
+  /// The variables the graph reads and writes, restored from the file.
+  const std::vector<Variable>& variables() const;
+  FunctionStats stats() const;
+
+  struct State;
+
+ private:
+  friend LoadedFunction load_function(const std::filesystem::path& path);
+  std::shared_ptr<const State> state_;
+};
+
+/// Reads a file save_function wrote. Throws InvalidArgumentError for a path that cannot be read,
+/// DataLossError for a corrupt, truncated or foreign file (a checkpoint, another format version),
+/// LookupError for an op this build does not define.
+LoadedFunction load_function(const std::filesystem::path& path);
 
 /// Wraps `f` as a traced function (see the file comment).
 template <class F>

@@ -43,7 +43,8 @@ Grads call_gradient(const GradContext& c) {
   } else {
     in.insert(in.end(), a.saved.begin(), a.saved.end());
   }
-  std::vector<Tensor> g = observed ? d.backward_plain->run(in, RunMode::kDispatch) : d.backward->run(in, RunMode::kFast);
+  std::vector<Tensor> g =
+      observed ? d.backward_plain->run(in, RunMode::kDispatch) : d.backward->run(in, RunMode::kFast);
   Grads out(static_cast<std::size_t>(c.num_inputs()));
   for (std::size_t k = 0; k < g.size(); ++k) {
     const std::size_t src = d.gradient_of[k];
@@ -91,7 +92,8 @@ BackwardTrace trace_backward(GradientTape& tape, const GraphTracer& forward, std
   }
   std::vector<Gradient> grads;
   if (!targets.empty())
-    grads = tape.gradient_flat(Targets(nest::flatten(targets)), sources, cotangents, UnconnectedGradients::None);
+    grads =
+        tape.gradient_flat(Targets(nest::flatten(targets)), sources, cotangents, UnconnectedGradients::None);
   std::vector<Tensor> outputs;
   for (std::size_t k = 0; k < grads.size(); ++k) {
     if (!grads[k]) continue;
@@ -127,8 +129,8 @@ Graph optimized(Graph g, bool fuse) {
 }
 
 ConcreteFunction::ConcreteFunction(std::string label, Graph traced, bool optimize,
-                                   std::shared_ptr<const void> structure)
-    : label_(std::move(label)), structure_(std::move(structure)) {
+                                   std::shared_ptr<const void> structure, std::vector<TensorSpec> specs)
+    : label_(std::move(label)), structure_(std::move(structure)), specs_(std::move(specs)) {
   Graph plain = optimize ? optimized(traced, /*fuse=*/false) : traced;
   fast_ = std::make_unique<Executor>(optimize ? optimized(std::move(traced), /*fuse=*/true) : plain, label_);
   plain_ = std::make_unique<Executor>(std::move(plain), label_);
@@ -160,7 +162,8 @@ std::vector<Tensor> ConcreteFunction::record(std::span<const Tensor> inputs, std
                                              std::vector<Tensor> saved) const {
   const Differentiable& d = *differentiable_;
   std::vector<Variable> variables;
-  for (std::int32_t v : d.source_variables) variables.push_back(captured_variable(d.forward->graph(), v, label_));
+  for (std::int32_t v : d.source_variables)
+    variables.push_back(captured_variable(d.forward->graph(), v, label_));
   // Fresh ids: each result is produced by the call's record, even one that is an argument.
   for (Tensor& r : results) r = detail::share_with_shape(r, r.shape());
   auto attrs = std::make_shared<const CallAttrs>(CallAttrs{differentiable_, std::move(saved)});
@@ -202,7 +205,8 @@ TraceResult trace(const std::string& label, bool optimize, std::span<const Tenso
   out.nodes_traced = g.nodes.size();
   if (differentiable) {
     Graph forward = g;
-    forward.outputs.insert(forward.outputs.end(), b.saved_forward_values.begin(), b.saved_forward_values.end());
+    forward.outputs.insert(forward.outputs.end(), b.saved_forward_values.begin(),
+                           b.saved_forward_values.end());
     d->num_results = results.size();
     for (const Source& s : sources) {
       if (!s.is_variable()) continue;
@@ -212,12 +216,17 @@ TraceResult trace(const std::string& label, bool optimize, std::span<const Tenso
           d->source_variables.push_back(static_cast<std::int32_t>(k));
     }
     d->forward_plain = std::make_unique<Executor>(optimize ? optimized(forward, false) : forward, label);
-    d->forward = std::make_unique<Executor>(optimize ? optimized(std::move(forward), true) : std::move(forward), label);
-    d->backward_plain = std::make_unique<Executor>(optimize ? optimized(b.graph, false) : b.graph, label + " gradient");
-    d->backward = std::make_unique<Executor>(optimize ? optimized(std::move(b.graph), true) : d->backward_plain->graph(),
-                                             label + " gradient");
+    d->forward = std::make_unique<Executor>(
+        optimize ? optimized(std::move(forward), true) : std::move(forward), label);
+    d->backward_plain =
+        std::make_unique<Executor>(optimize ? optimized(b.graph, false) : b.graph, label + " gradient");
+    d->backward = std::make_unique<Executor>(
+        optimize ? optimized(std::move(b.graph), true) : d->backward_plain->graph(), label + " gradient");
   }
-  out.function = std::make_shared<ConcreteFunction>(label, std::move(g), optimize, std::move(structure));
+  std::vector<TensorSpec> specs;
+  for (const Tensor& a : args) specs.push_back(TensorSpec::of(a));
+  out.function = std::make_shared<ConcreteFunction>(label, std::move(g), optimize, std::move(structure),
+                                                    std::move(specs));
   if (differentiable) {
     out.function->set_differentiable(std::move(d));
     hide_outer.reset();

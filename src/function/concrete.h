@@ -19,8 +19,8 @@ struct Differentiable {
   std::unique_ptr<Executor> forward;        // results, then the saved values
   std::unique_ptr<Executor> forward_plain;  // the same, unfused: runs through the dispatch path
   std::size_t num_results = 0;
-  std::unique_ptr<Executor> backward;   // optimised: cotangents, then saved values -> gradients
-  std::unique_ptr<Executor> backward_plain;  // the same, unfused: runs through the dispatch path
+  std::unique_ptr<Executor> backward;          // optimised: cotangents, then saved values -> gradients
+  std::unique_ptr<Executor> backward_plain;    // the same, unfused: runs through the dispatch path
   std::vector<std::size_t> cotangent_results;  // results whose cotangents are backward's first inputs
   std::vector<std::size_t> source_inputs;      // flat inputs that are sources (floating)
   std::vector<std::int32_t> source_variables;  // forward graph variables that are sources
@@ -29,7 +29,8 @@ struct Differentiable {
 
 class ConcreteFunction {
  public:
-  ConcreteFunction(std::string label, Graph traced, bool optimize, std::shared_ptr<const void> structure);
+  ConcreteFunction(std::string label, Graph traced, bool optimize, std::shared_ptr<const void> structure,
+                   std::vector<TensorSpec> specs);
 
   /// Runs the optimised graph; nothing is recorded.
   std::vector<Tensor> call_fast(std::span<const Tensor> inputs) const;
@@ -45,6 +46,10 @@ class ConcreteFunction {
                              std::vector<Tensor> saved) const;
 
   const Graph& graph() const { return fast_->graph(); }
+  /// The graph without fusion: what the dispatch path runs and what a file stores.
+  const Graph& unfused_graph() const { return plain_->graph(); }
+  /// The flat tensor arguments it was traced for (concrete shapes).
+  const std::vector<TensorSpec>& specs() const { return specs_; }
   std::size_t planned_peak_bytes() const { return fast_->planned_peak_bytes(); }
   const std::shared_ptr<const void>& structure() const { return structure_; }
   const std::string& label() const { return label_; }
@@ -55,6 +60,7 @@ class ConcreteFunction {
   std::unique_ptr<Executor> plain_;
   std::shared_ptr<const void> structure_;
   std::shared_ptr<const Differentiable> differentiable_;
+  std::vector<TensorSpec> specs_;
 };
 
 /// Runs the graph passes: dead code, common subexpressions, constant folding; and, if `fuse`,

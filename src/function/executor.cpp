@@ -32,12 +32,18 @@ std::size_t bytes_of(const Value& v) {
 
 std::string Node::name() const {
   switch (kind) {
-    case NodeKind::kOp: return op->name();
-    case NodeKind::kReadVariable: return "ReadVariableOp";
-    case NodeKind::kAssign: return "AssignVariableOp";
-    case NodeKind::kAssignAdd: return "AssignAddVariableOp";
-    case NodeKind::kAssignSub: return "AssignSubVariableOp";
-    case NodeKind::kFused: return "Fused";
+    case NodeKind::kOp:
+      return op->name();
+    case NodeKind::kReadVariable:
+      return "ReadVariableOp";
+    case NodeKind::kAssign:
+      return "AssignVariableOp";
+    case NodeKind::kAssignAdd:
+      return "AssignAddVariableOp";
+    case NodeKind::kAssignSub:
+      return "AssignSubVariableOp";
+    case NodeKind::kFused:
+      return "Fused";
   }
   return "?";
 }
@@ -49,7 +55,8 @@ std::string Graph::to_string() const {
     return s;
   };
   std::string out = fmt::format("inputs: {}\n", list(inputs));
-  for (const auto& [v, t] : constants) out += fmt::format("v{} = constant {}\n", v, values[v].shape.to_string());
+  for (const auto& [v, t] : constants)
+    out += fmt::format("v{} = constant {}\n", v, values[v].shape.to_string());
   for (const Node& n : nodes) {
     std::string target = n.variable >= 0 ? fmt::format(" '{}'", variables[n.variable].name) : "";
     out += fmt::format("{}{}{}({})\n", n.outputs.empty() ? "" : list(n.outputs) + " = ", n.name(), target,
@@ -68,7 +75,9 @@ Variable captured_variable(const Graph& g, std::int32_t index, std::string_view 
   return *std::move(v);
 }
 
-Executor::Executor(Graph graph, std::string name) : graph_(std::move(graph)), name_(std::move(name)) { plan(); }
+Executor::Executor(Graph graph, std::string name) : graph_(std::move(graph)), name_(std::move(name)) {
+  plan();
+}
 
 void Executor::plan() {
   const std::size_t n = graph_.nodes.size();
@@ -87,9 +96,10 @@ void Executor::plan() {
     for (ValueId v : graph_.nodes[k].outputs) live += bytes_of(graph_.values[v]);
     planned_peak_bytes_ = std::max(planned_peak_bytes_, live);
     for (ValueId v : release_after_[k]) {
-      const bool produced = std::none_of(graph_.inputs.begin(), graph_.inputs.end(), [&](ValueId i) { return i == v; }) &&
-                            std::none_of(graph_.constants.begin(), graph_.constants.end(),
-                                         [&](const auto& c) { return c.first == v; });
+      const bool produced =
+          std::none_of(graph_.inputs.begin(), graph_.inputs.end(), [&](ValueId i) { return i == v; }) &&
+          std::none_of(graph_.constants.begin(), graph_.constants.end(),
+                       [&](const auto& c) { return c.first == v; });
       if (produced) live -= std::min(live, bytes_of(graph_.values[v]));
     }
   }
@@ -102,7 +112,8 @@ void Executor::run_node(const Node& n, std::vector<Tensor>& env, RunMode mode) c
   std::vector<Tensor> outs;
   switch (n.kind) {
     case NodeKind::kOp:
-      outs = mode == RunMode::kDispatch ? autodiff::run_op(*n.op, n.attrs, ins) : n.op->forward(n.attrs.get(), ins);
+      outs = mode == RunMode::kDispatch ? autodiff::run_op(*n.op, n.attrs, ins)
+                                        : n.op->forward(n.attrs.get(), ins);
       break;
     case NodeKind::kFused:
       TAPEFLOW_ASSERT(false, "[{}] fused nodes are not built yet", name_);
@@ -112,12 +123,18 @@ void Executor::run_node(const Node& n, std::vector<Tensor>& env, RunMode mode) c
       outs.push_back(mode == RunMode::kDispatch ? var.read_value() : var.value());
       break;
     }
-    case NodeKind::kAssign: captured_variable(graph_, n.variable, name_).assign(ins[0]); break;
-    case NodeKind::kAssignAdd: captured_variable(graph_, n.variable, name_).assign_add(ins[0]); break;
-    case NodeKind::kAssignSub: captured_variable(graph_, n.variable, name_).assign_sub(ins[0]); break;
+    case NodeKind::kAssign:
+      captured_variable(graph_, n.variable, name_).assign(ins[0]);
+      break;
+    case NodeKind::kAssignAdd:
+      captured_variable(graph_, n.variable, name_).assign_add(ins[0]);
+      break;
+    case NodeKind::kAssignSub:
+      captured_variable(graph_, n.variable, name_).assign_sub(ins[0]);
+      break;
   }
-  TAPEFLOW_ASSERT(outs.size() == n.outputs.size(), "[{}] node {} gave {} outputs, the trace had {}",
-                  name_, n.name(), outs.size(), n.outputs.size());
+  TAPEFLOW_ASSERT(outs.size() == n.outputs.size(), "[{}] node {} gave {} outputs, the trace had {}", name_,
+                  n.name(), outs.size(), n.outputs.size());
   for (std::size_t i = 0; i < outs.size(); ++i) env[n.outputs[i]] = std::move(outs[i]);
 }
 
@@ -132,8 +149,8 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, RunMode mode) 
     try {
       run_node(n, env, mode);
     } catch (const Error& e) {
-      rethrow_with_context(e, fmt::format("[{}, node {} of {}: {}] ", name_, k, graph_.nodes.size(),
-                                          n.name()));
+      rethrow_with_context(e,
+                           fmt::format("[{}, node {} of {}: {}] ", name_, k, graph_.nodes.size(), n.name()));
     }
     for (ValueId v : release_after_[k]) env[v] = Tensor();
   }

@@ -1,6 +1,8 @@
 // tf::function's engine: signatures, traces, the graph passes and the three ways a call runs
 // (a graph alone; a graph recorded as one op on the tapes; a graph through the dispatch path).
 
+#include "tapeflow/function.h"
+
 #include <fmt/format.h>
 
 #include <chrono>
@@ -10,9 +12,8 @@
 #include "autodiff/dispatch.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
-#include "function/concrete.h"
+#include "function/function_state.h"
 #include "function/trace.h"
-#include "tapeflow/function.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/no_recording.h"
 #include "tapeflow/ops/creation.h"
@@ -30,13 +31,15 @@ TensorSpec TensorSpec::of(const Tensor& t) {
 bool TensorSpec::matches(const Tensor& t) const {
   if (!t.defined() || t.dtype() != dtype || t.rank() != static_cast<int>(dims.size())) return false;
   for (int i = 0; i < t.rank(); ++i)
-    if (dims[static_cast<std::size_t>(i)] >= 0 && dims[static_cast<std::size_t>(i)] != t.shape()[i]) return false;
+    if (dims[static_cast<std::size_t>(i)] >= 0 && dims[static_cast<std::size_t>(i)] != t.shape()[i])
+      return false;
   return true;
 }
 
 std::string TensorSpec::to_string() const {
   std::string s = std::string(dtype_name(dtype)) + "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + (dims[i] < 0 ? "?" : std::to_string(dims[i]));
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + (dims[i] < 0 ? "?" : std::to_string(dims[i]));
   return s + "]";
 }
 
@@ -45,59 +48,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string specs_text(const std::vector<TensorSpec>& specs) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < specs.size(); ++i) s += (i ? ", " : "") + specs[i].to_string();
-  return s + ")";
-}
-
-std::vector<TensorSpec> specs_of(std::span<const Tensor> ts) {
-  std::vector<TensorSpec> specs;
-  for (const Tensor& t : ts) {
-    TAPEFLOW_REQUIRE(t.defined(), InvalidArgumentError, "a tf::function was called with an undefined Tensor");
-    specs.push_back(TensorSpec::of(t));
-  }
-  return specs;
-}
-
 /// Whether a call must go through the dispatch path op by op: forward mode needs each op's JVP,
 /// and a call inside another function's trace must show its ops to that trace.
 bool ops_must_be_observed() { return autodiff::any_accumulator_active() || autodiff::t_tracer != nullptr; }
 
 }  // namespace
 
-struct FunctionCore::State {
-  FunctionOptions options;
-  std::string label;  // "function 'name' (file.cpp:12)"
-  mutable std::mutex mutex;
-  std::map<std::string, std::shared_ptr<graph::ConcreteFunction>> cache;
-  FunctionStats stats;
-  std::string latest_graph;
-  int next_warning = 5;
-
-  /// The signature key of a call: the structure and non-tensor values, then each tensor's
-  /// dtype and shape. A call that fails the input signature throws here.
-  std::string key_of(const FlatCall& call, bool& specialization) const {
-    std::vector<TensorSpec> specs = specs_of(call.tensors);
-    specialization = false;
-    if (options.input_signature) {
-      const std::vector<TensorSpec>& sig = *options.input_signature;
-      bool ok = sig.size() == specs.size();
-      for (std::size_t i = 0; ok && i < sig.size(); ++i) ok = sig[i].matches(call.tensors[i]);
-      TAPEFLOW_REQUIRE(ok, InvalidArgumentError,
-                       "[{}] was called with tensors {} that do not match its input_signature {}", label,
-                       specs_text(specs), specs_text(sig));
-      for (const TensorSpec& s : sig)
-        for (std::int64_t d : s.dims) specialization = specialization || d < 0;
-    }
-    return call.key + specs_text(specs);
-  }
-};
-
-FunctionCore::FunctionCore(FunctionOptions options, std::source_location site) : state_(std::make_unique<State>()) {
+namespace {
+std::string label_of(const FunctionOptions& options, std::source_location site) {
   std::string file = site.file_name();
   if (auto slash = file.find_last_of('/'); slash != std::string::npos) file = file.substr(slash + 1);
-  state_->label = fmt::format("function '{}' ({}:{})", options.name, file, site.line());
+  return fmt::format("function '{}' ({}:{})", options.name, file, site.line());
+}
+}  // namespace
+
+FunctionCore::FunctionCore(FunctionOptions options, std::source_location site)
+    : FunctionCore(options, label_of(options, site)) {}
+
+FunctionCore::FunctionCore(FunctionOptions options, std::string label) : state_(std::make_unique<State>()) {
+  state_->label = std::move(label);
   state_->options = std::move(options);
 }
 
@@ -110,13 +79,20 @@ FunctionStats FunctionCore::stats() const {
   return state_->stats;
 }
 
+std::vector<std::vector<TensorSpec>> FunctionCore::traced_signatures() const {
+  std::lock_guard lock(state_->mutex);
+  std::vector<std::vector<TensorSpec>> out;
+  for (const auto& [key, cf] : state_->cache) out.push_back(cf->specs());
+  return out;
+}
+
 std::string FunctionCore::graph_text() const {
   std::lock_guard lock(state_->mutex);
   return state_->latest_graph;
 }
 
 std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(const FlatCall& call,
-                                                                                const Body& body) {
+                                                                               const Body& body) {
   State& s = *state_;
   bool specialization = false;
   const std::string key = s.key_of(call, specialization);
@@ -149,10 +125,11 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
     if (!new_size && signature_traces >= s.next_warning) {
       s.next_warning *= 2;
       log(LogLevel::Warning,
-          fmt::format("[{}] has been traced {} times, the last time for the signature {}. Tracing is expensive: pass "
-                      "tensors rather than C++ values that change between calls, keep argument shapes fixed, or "
-                      "give FunctionOptions::input_signature with unknown (-1) dimensions",
-                      s.label, signature_traces, key));
+          fmt::format(
+              "[{}] has been traced {} times, the last time for the signature {}. Tracing is expensive: pass "
+              "tensors rather than C++ values that change between calls, keep argument shapes fixed, or "
+              "give FunctionOptions::input_signature with unknown (-1) dimensions",
+              s.label, signature_traces, key));
     }
     return {std::move(traced.outputs), traced.function->structure()};
   }
@@ -160,7 +137,7 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
     std::lock_guard lock(s.mutex);
     s.stats.graph_calls += 1;
   }
-  std::vector<Tensor> outputs = recorded            ? cf->call_recorded(call.tensors)
+  std::vector<Tensor> outputs = recorded                 ? cf->call_recorded(call.tensors)
                                 : ops_must_be_observed() ? cf->call_observed(call.tensors)
                                                          : cf->call_fast(call.tensors);
   return {std::move(outputs), cf->structure()};

@@ -25,7 +25,8 @@ void eliminate_dead_code(Graph& g) {
   std::vector<bool> keep(g.nodes.size(), false);
   for (std::size_t k = g.nodes.size(); k-- > 0;) {
     const Node& n = g.nodes[k];
-    const bool pure = n.kind == NodeKind::kOp || n.kind == NodeKind::kFused || n.kind == NodeKind::kReadVariable;
+    const bool pure =
+        n.kind == NodeKind::kOp || n.kind == NodeKind::kFused || n.kind == NodeKind::kReadVariable;
     keep[k] = !pure || std::any_of(n.outputs.begin(), n.outputs.end(), [&](ValueId v) { return used[v]; });
     if (keep[k])
       for (ValueId v : n.inputs) used[v] = true;
@@ -50,7 +51,8 @@ void eliminate_common_subexpressions(Graph& g) {
       continue;
     }
     auto& bucket = seen[{n.op, n.inputs}];
-    auto same = std::find_if(bucket.begin(), bucket.end(), [&](std::size_t k) { return attrs_equal(nodes[k], n); });
+    auto same =
+        std::find_if(bucket.begin(), bucket.end(), [&](std::size_t k) { return attrs_equal(nodes[k], n); });
     if (same != bucket.end()) {
       const Node& first = nodes[*same];
       for (std::size_t i = 0; i < n.outputs.size(); ++i) rep[n.outputs[i]] = first.outputs[i];
@@ -69,13 +71,13 @@ void fold_constants(Graph& g) {
   for (const auto& [v, t] : g.constants) known.emplace(v, t);
   std::vector<Node> nodes;
   for (Node& n : g.nodes) {
-    const bool foldable = n.kind == NodeKind::kOp && !n.inputs.empty() &&
-                          std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return known.contains(v); }) &&
-                          std::all_of(n.outputs.begin(), n.outputs.end(), [&](ValueId v) {
-                            const Value& x = g.values[v];
-                            return static_cast<std::size_t>(x.shape.num_elements()) * dtype_size(x.dtype) <=
-                                   kMaxFoldedBytes;
-                          });
+    const bool foldable =
+        n.kind == NodeKind::kOp && !n.inputs.empty() &&
+        std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return known.contains(v); }) &&
+        std::all_of(n.outputs.begin(), n.outputs.end(), [&](ValueId v) {
+          const Value& x = g.values[v];
+          return static_cast<std::size_t>(x.shape.num_elements()) * dtype_size(x.dtype) <= kMaxFoldedBytes;
+        });
     if (!foldable) {
       nodes.push_back(std::move(n));
       continue;

@@ -71,7 +71,9 @@ void GraphTracer::variable_assigned(std::string_view op, const Variable& var, co
   g_.nodes.push_back(std::move(n));
 }
 
-void GraphTracer::aliased(const Tensor& original, const Tensor& alias) { ids_[alias.id()] = value_of(original); }
+void GraphTracer::aliased(const Tensor& original, const Tensor& alias) {
+  ids_[alias.id()] = value_of(original);
+}
 
 Graph GraphTracer::finish(std::span<const Tensor> outputs) {
   for (const Tensor& t : outputs) g_.outputs.push_back(value_of(t));

@@ -19,7 +19,8 @@ void expect_close(const tf::Tensor& a, const tf::Tensor& b, double tol = 1e-6) {
   ASSERT_EQ(a.dtype(), b.dtype());
   tf::Tensor da = tf::cast(a, tf::DType::Float64), db = tf::cast(b, tf::DType::Float64);
   auto x = da.values<double>(), y = db.values<double>();
-  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], y[i], tol * (1 + std::abs(y[i]))) << "element " << i;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(x[i], y[i], tol * (1 + std::abs(y[i]))) << "element " << i;
 }
 
 TEST(Function, TracesOnceAndRunsTheGraphAfterwards) {
@@ -88,8 +89,10 @@ TEST(Function, NestedStructuresInAndOut) {
   auto f = tf::function([](const std::vector<tf::Tensor>& xs, const std::map<std::string, tf::Tensor>& m) {
     return std::make_pair(xs[0] + xs[1], m.at("k") * 2.0);
   });
-  auto [a, b] = f(std::vector<tf::Tensor>{vec({1}), vec({2})}, std::map<std::string, tf::Tensor>{{"k", vec({3})}});
-  auto [c, d] = f(std::vector<tf::Tensor>{vec({4}), vec({5})}, std::map<std::string, tf::Tensor>{{"k", vec({6})}});
+  auto [a, b] =
+      f(std::vector<tf::Tensor>{vec({1}), vec({2})}, std::map<std::string, tf::Tensor>{{"k", vec({3})}});
+  auto [c, d] =
+      f(std::vector<tf::Tensor>{vec({4}), vec({5})}, std::map<std::string, tf::Tensor>{{"k", vec({6})}});
   expect_close(a, vec({3}));
   expect_close(b, vec({6}));
   expect_close(c, vec({9}));
@@ -97,8 +100,9 @@ TEST(Function, NestedStructuresInAndOut) {
 }
 
 TEST(Function, InputSignatureRejectsAMismatchNamingBothSignatures) {
-  auto f = tf::function([](const tf::Tensor& x) { return x + 1.0; },
-                        {.name = "inc", .input_signature = std::vector<tf::TensorSpec>{{{-1, 2}, tf::DType::Float32}}});
+  auto f = tf::function(
+      [](const tf::Tensor& x) { return x + 1.0; },
+      {.name = "inc", .input_signature = std::vector<tf::TensorSpec>{{{-1, 2}, tf::DType::Float32}}});
   f(tf::zeros({3, 2}));
   f(tf::zeros({5, 2}));
   try {
@@ -113,7 +117,8 @@ TEST(Function, InputSignatureRejectsAMismatchNamingBothSignatures) {
 }
 
 TEST(Function, AnErrorInsideTheGraphNamesTheFunctionAndTheOp) {
-  auto f = tf::function([](const tf::Tensor& a, const tf::Tensor& b) { return tf::matmul(a, b); }, {.name = "mm"});
+  auto f =
+      tf::function([](const tf::Tensor& a, const tf::Tensor& b) { return tf::matmul(a, b); }, {.name = "mm"});
   f(tf::zeros({2, 3}), tf::zeros({3, 4}));
   // A new shape retraces, and the eager error is the op's own.
   EXPECT_THROW(f(tf::zeros({2, 3}), tf::zeros({2, 4})), tf::InvalidArgumentError);
@@ -185,6 +190,54 @@ TEST(Function, ATrainingStepWithTheTapeInsideTracesIntoOneGraph) {
     expect_close(w.value(), w_eager.value());
   }
   EXPECT_EQ(step.stats().traces, 1);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Function, KeepsRetracingWarnsLikeTensorFlow) {
+  std::vector<std::string> warnings;
+  tf::LogSink previous = tf::set_log_sink([&](tf::LogLevel level, std::string_view m) {
+    if (level == tf::LogLevel::Warning) warnings.emplace_back(m);
+  });
+  auto f =
+      tf::function([](const tf::Tensor& x, int k) { return x * static_cast<double>(k); }, {.name = "scaled"});
+  for (int k = 0; k < 4; ++k) f(vec({1}), k);
+  EXPECT_TRUE(warnings.empty());
+  f(vec({1}), 4);
+  tf::set_log_sink(previous);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("'scaled'"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("traced 5 times"), std::string::npos) << warnings[0];
+}
+
+TEST(Function, AnUnknownDimensionTakesAnySizeWithoutAWarning) {
+  std::vector<std::string> warnings;
+  tf::LogSink previous =
+      tf::set_log_sink([&](tf::LogLevel, std::string_view m) { warnings.emplace_back(m); });
+  auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(x, 1); },
+                        {.input_signature = std::vector<tf::TensorSpec>{{{-1, 2}, tf::DType::Float32}}});
+  for (int n = 1; n <= 7; ++n) {
+    tf::Tensor x = tf::ones({n, 2});
+    expect_close(f(x), tf::fill({n}, 2.0, tf::DType::Float32));
+  }
+  tf::set_log_sink(previous);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(f.stats().specializations, 6);
+}
+
+TEST(Function, TheGraphIsOptimised) {
+  auto f = tf::function([](const tf::Tensor& x) {
+    tf::Tensor unused = tf::exp(x);                          // dead code
+    tf::Tensor a = tf::sin(x), b = tf::sin(x);               // one common subexpression
+    tf::Tensor c = tf::constant(2.0f) * tf::constant(3.0f);  // folded
+    return a + b + c;
+  });
+  expect_close(f(vec({0.5f})), tf::sin(vec({0.5f})) * 2.0 + 6.0);
+  const tf::FunctionStats s = f.stats();
+  EXPECT_EQ(s.nodes_traced, 6u);
+  EXPECT_LT(s.nodes, 4u) << f.graph_text();
 }
 
 }  // namespace
