@@ -16,9 +16,8 @@
 //       cblas_sgemm products (the anchor of "traced step <= 1.05x its GEMM time"), and the eager
 //       step's peak memory (tapeflow's allocator, in a child process).
 //
-// Where tapeflow's traced (tf::function) figures go: each workload below builds its sides in one
-// vector and marks with "[tapeflow function]" where the traced side joins the same rounds and
-// where its row goes.
+// Each workload also runs tapeflow's traced side (tf::function) in the same rounds: F1c the
+// traced gradient replayed, F2d the traced forward + backward, F3c/F3b the traced step.
 
 #include "function_group.h"
 
@@ -119,6 +118,23 @@ void tiny_chain(const Options& o, std::vector<Row>& rows) {
   tapestats(kAdolcTimedTag, stats);
   const double adolc_ops = static_cast<double>(stats[NUM_OPERATIONS]);
 
+  // The chain's gradient as one traced graph: forward, the tape's backward pass, traced once.
+  auto traced_gradient = tf::function(
+      [](const tf::Tensor& x, const tf::Tensor& c) {
+        tf::GradientTape tape;
+        tape.watch(x);
+        return *tape.gradient(tf_chain(x, c, kChain), x);
+      },
+      {.name = "tiny_chain_gradient"});
+  const tf::Tensor traced_g64 = traced_gradient(tf::constant(x0), tf::constant(c_check));  // the trace
+  const tf::Tensor replayed_g64 = traced_gradient(tf::constant(x0), tf::constant(c_check));  // the graph
+  if (traced_g64.item<double>() != tf_g64 || replayed_g64.item<double>() != tf_g64)
+    check_failed(fmt2("tiny chain: tapeflow function gradient %.12g (trace) %.12g (graph)",
+                      traced_g64.item<double>(), replayed_g64.item<double>()) +
+                 fmt(", eager %.12g", tf_g64));
+  traced_gradient(tx, tc);  // the float32 signature's trace, before the rounds
+  const tf::FunctionStats f1_stats = traced_gradient.stats();
+
   std::vector<double> tf_record, tf_backward;  // the two timed parts of each tapeflow sample
   double g = 0;
   std::vector<Side> sides = {
@@ -145,8 +161,8 @@ void tiny_chain(const Options& o, std::vector<Row>& rows) {
        {}},
       // ADOL-C replay: gradient() over the tape taped above.
       {"ADOL-C gradient", [&] { return seconds([&] { gradient(kAdolcTimedTag, 1, &x0, &g); }); }, {}},
-      // [tapeflow function] the traced chain's replay (forward + backward of the traced graph)
-      // joins these rounds here, against ADOL-C's gradient() (m[2]).
+      // tapeflow function: the traced graph of forward + backward, replayed (as gradient() is).
+      {"tapeflow function", [&] { return seconds([&] { traced_gradient(tx, tc); }); }, {}},
   };
   const auto m = alternate(sides, o.rounds);
   const double ns = 1e9 / kChain;
@@ -171,8 +187,15 @@ void tiny_chain(const Options& o, std::vector<Row>& rows) {
        "ADOL-C: trace_on, <<=, the chain on adoubles, >>=, trace_off, all timed; tapeflow: the forward "
        "with one watching tape (the tape made before the timed part)",
        false, "ADOL-C"});
-  // [tapeflow function] its row: "F1c tiny chain gradient: tapeflow function replay vs ADOL-C
-  // gradient()", ns per op of the chain, peer "ADOL-C".
+  rows.push_back(
+      {"F1c tiny chain gradient: tapeflow function (traced forward + backward, replayed) vs ADOL-C "
+       "gradient() replay",
+       "ns/op", m[3] * ns, m[2] * ns, "target <= 10 ns/op", o.config,
+       fmt("graph of %.0f nodes after the passes", static_cast<double>(f1_stats.nodes)) +
+           fmt(" (%.0f traced)", static_cast<double>(f1_stats.nodes_traced)) +
+           fmt("; trace time %.1f ms for both signatures, passes included", f1_stats.trace_ms) +
+           fmt("; gradient equal to eager's in float64 (%.12g)", tf_g64),
+       false, "ADOL-C"});
 }
 #endif  // COMPARE_HAVE_ADOLC
 
@@ -299,6 +322,9 @@ void elementwise_chain(const Options& o, std::vector<Row>& rows) {
   profiling_mode = old_profiling;
 
   std::vector<float> fused_dx(kBig);  // the hand-fused loop's output, reused by every run
+  auto traced_grad = tf::function([](const tf::Tensor& v) { return tf_elementwise_grad(v); },
+                                  {.name = "elementwise_gradient"});
+  traced_grad(x);  // the trace, before the rounds
 
   // Every side computes the same gradient.
   {
@@ -308,13 +334,14 @@ void elementwise_chain(const Options& o, std::vector<Row>& rows) {
     const double d_leg = max_rel_diff(script_grad(*legacy, px0.detach().requires_grad_(true)), ref);
     hand_fused(x.values<float>().data(), fused_dx.data(), kBig);
     const double d_hand = max_rel_diff(torch::from_blob(fused_dx.data(), {kBig}, torch::kFloat32), ref);
-    if (!(d_tf < 1e-4 && d_prof < 1e-4 && d_leg < 1e-4 && d_hand < 1e-4))
+    const double d_fn = max_rel_diff(to_torch(traced_grad(x)), ref);
+    if (!(d_tf < 1e-4 && d_prof < 1e-4 && d_leg < 1e-4 && d_hand < 1e-4 && d_fn < 1e-4))
       check_failed(
           fmt2("elementwise gradient: tapeflow %.3g, TorchScript %.3g", d_tf, d_prof) +
           fmt(", TorchScript legacy fuser %.3g (largest difference from LibTorch eager, relative to its "
               "largest element)",
               d_leg) +
-          fmt(", hand-fused loop %.3g", d_hand));
+          fmt(", hand-fused loop %.3g", d_hand) + fmt(", tapeflow function %.3g", d_fn));
   }
 
   Triad triad;
@@ -335,7 +362,7 @@ void elementwise_chain(const Options& o, std::vector<Row>& rows) {
       {"hand-fused loop",
        [&] { return seconds([&] { hand_fused(x.values<float>().data(), fused_dx.data(), kBig); }); },
        {}},
-      // [tapeflow function] the traced forward + backward joins these rounds here (after m[5]).
+      {"tapeflow function", [&] { return seconds([&] { traced_grad(x); }); }, {}},
   };
   const auto m = alternate(sides, o.rounds);
   // What the executors ran, after the rounds.
@@ -375,8 +402,18 @@ void elementwise_chain(const Options& o, std::vector<Row>& rows) {
            legacy_fusion +
            fmt2("; timing: %.3fx TorchScript unfused (F2b), %.3fx LibTorch eager", m[3] / m[2], m[3] / m[1]),
        false, "TorchScript legacy fuser"});
-  // [tapeflow function] its row: "F2d tapeflow function vs the fused bound", ms, with the ratio
-  // to bound_ms in the limit column.
+  const tf::FunctionStats f2 = traced_grad.stats();
+  rows.push_back(
+      {"F2d the same: tapeflow function (forward + backward traced into one graph) vs tapeflow eager", "ms",
+       m[6] * 1e3, m[0] * 1e3, limit + fmt("; tapeflow function %.2fx the fused bound (target <= 1.5x)",
+                                           m[6] * 1e3 / bound_ms),
+       o.config,
+       fmt("graph: %.0f nodes", static_cast<double>(f2.nodes)) +
+           fmt(" (%.0f traced)", static_cast<double>(f2.nodes_traced)) +
+           fmt(", trace %.1f ms", f2.trace_ms) +
+           fmt(", planned peak %.1f MiB", static_cast<double>(f2.planned_peak_bytes) / 1048576.0) +
+           fmt2("; to LibTorch eager %.3fx, to TorchScript %.3fx", m[6] / m[1], m[6] / m[2]),
+       false, "tapeflow eager"});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -388,11 +425,11 @@ struct Peak {
 
 /// The eager step's peak in a fresh process (AllocatorStats::peak_bytes is a high-water mark
 /// since the process started, with no reset): this program re-executed with --function-child.
-Peak mlp_peak_child(const Options& o) {
+Peak mlp_peak_child(const Options& o, const std::string& which) {
   const std::string self = self_exe();
   Peak p;
   if (self.empty()) return p;
-  const std::string cmd = self + " --function-child mlp-eager-peak --threads " + std::to_string(o.threads);
+  const std::string cmd = self + " --function-child " + which + " --threads " + std::to_string(o.threads);
   FILE* f = popen(cmd.c_str(), "r");
   if (f == nullptr) return p;
   char line[256];
@@ -407,10 +444,13 @@ Peak mlp_peak_child(const Options& o) {
 void mlp_step(const Options& o, std::vector<Row>& rows) {
   TfMlp net;
   Sgemms gemm;
+  // The same step traced (each call updates net's variables, as the eager step does).
+  auto traced_step = tf::function([&net] { net.step(); }, {.name = "mlp_step"});
+  traced_step();
   std::vector<Side> sides = {
       {"tapeflow eager", [&] { return seconds([&] { net.step(); }); }, {}},
       {"sgemm", [&] { return gemm.run(); }, {}},
-      // [tapeflow function] the traced step joins these rounds here.
+      {"tapeflow function", [&] { return seconds([&] { traced_step(); }); }, {}},
   };
   const auto m = alternate(sides, o.rounds * 3);
   const double gf = Sgemms::flops() / 1e9;
@@ -421,22 +461,36 @@ void mlp_step(const Options& o, std::vector<Row>& rows) {
        "shapes and transposes on preallocated buffers, the same OpenBLAS" +
            fmt("; tapeflow eager %.1f GFLOP/s", gf / m[0]),
        false, "8 cblas_sgemm"});
-  // [tapeflow function] its row: "F3c MLP step: tapeflow function vs its GEMM time" (target
-  // <= 1.05x m[1]), and the traced step's peak from its own child process (as below).
+  const tf::FunctionStats f3 = traced_step.stats();
+  rows.push_back({"F3c MLP step: tapeflow function vs its GEMM time", "ms", m[2] * 1e3, m[1] * 1e3,
+                  fmt2("target <= 1.05x GEMM; tapeflow function %.3fx GEMM, %.3fx tapeflow eager", m[2] / m[1],
+                       m[2] / m[0]),
+                  o.config,
+                  fmt("graph: %.0f nodes", static_cast<double>(f3.nodes)) +
+                      fmt(" (%.0f traced)", static_cast<double>(f3.nodes_traced)) +
+                      fmt(", trace %.1f ms", f3.trace_ms) +
+                      fmt(", planned peak of intermediates %.1f MiB",
+                          static_cast<double>(f3.planned_peak_bytes) / 1048576.0),
+                  false, "8 cblas_sgemm"});
 
-  std::vector<double> setup, peak;
+  std::vector<double> setup, peak, fn_setup, fn_peak;
   for (int r = 0; r < 3; ++r) {
-    const Peak p = mlp_peak_child(o);
+    const Peak p = mlp_peak_child(o, "mlp-eager-peak");
     setup.push_back(p.setup_mib), peak.push_back(p.peak_mib);
+    const Peak q = mlp_peak_child(o, "mlp-function-peak");
+    fn_setup.push_back(q.setup_mib), fn_peak.push_back(q.peak_mib);
   }
   rows.push_back(
-      {"F3b MLP step, peak of tapeflow's large buffers: eager", "MiB", median(peak), 0,
-       fmt("set-up alone (parameters, batch): %.2f MiB", median(setup)), o.config,
+      {"F3b MLP step, peak of tapeflow's large buffers: tapeflow function vs eager", "MiB", median(fn_peak),
+       median(peak), fmt("set-up alone (parameters, batch): %.2f MiB", median(setup)), o.config,
        "AllocatorStats::peak_bytes (tensor buffers of 256 KiB or more, counted at their size class) in a "
-       "process that builds the MLP and runs 3 eager steps; median of 3 processes" +
-           fmt2(" (%.2f-%.2f MiB)", *std::min_element(peak.begin(), peak.end()),
-                *std::max_element(peak.begin(), peak.end())),
-       false, ""});
+       "process that builds the MLP and runs 3 steps (the traced one: the trace, then 2 graph runs); median "
+       "of 3 processes each" +
+           fmt2("; eager %.2f-%.2f MiB", *std::min_element(peak.begin(), peak.end()),
+                *std::max_element(peak.begin(), peak.end())) +
+           fmt2(", function %.2f-%.2f MiB", *std::min_element(fn_peak.begin(), fn_peak.end()),
+                *std::max_element(fn_peak.begin(), fn_peak.end())),
+       false, "tapeflow eager"});
 }
 
 }  // namespace
@@ -452,15 +506,20 @@ void function_group(const Options& o, std::vector<Row>& rows) {
 }
 
 int function_child(const std::string& what) {
-  if (what == "mlp-eager-peak") {
+  if (what == "mlp-eager-peak" || what == "mlp-function-peak") {
     TfMlp net;
+    auto traced_step = tf::function([&net] { net.step(); }, {.name = "mlp_step"});
     const std::int64_t setup = tf::allocator_stats().peak_bytes;
-    for (int i = 0; i < 3; ++i) net.step();
+    for (int i = 0; i < 3; ++i) {
+      if (what == "mlp-eager-peak")
+        net.step();
+      else
+        traced_step();
+    }
     std::printf("peak %lld %lld\n", static_cast<long long>(setup),
                 static_cast<long long>(tf::allocator_stats().peak_bytes));
     return 0;
   }
-  // [tapeflow function] "mlp-function-peak": the traced step's peak, in its own process.
   std::fprintf(stderr, "unknown --function-child %s\n", what.c_str());
   return 2;
 }
