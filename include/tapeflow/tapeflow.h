@@ -31,6 +31,7 @@
 #include "tapeflow/dtype.h"
 #include "tapeflow/errors.h"
 #include "tapeflow/forward_accumulator.h"
+#include "tapeflow/function.h"
 #include "tapeflow/gradient.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/memory.h"
