@@ -112,7 +112,12 @@ std::size_t AttrReader::count(std::uint64_t n, std::size_t min_item_bytes, std::
   if (n > remaining() / per_item)
     fail(fmt::format("{} claims {} items at offset {}, more than the {} bytes left can hold", what, n,
                      offset(), remaining()));
-  check_allocation(static_cast<std::int64_t>(n), item_size, context_);
+  // n is at most the bytes left, so n x item_size cannot overflow.
+  const std::int64_t limit = allocation_limit();
+  if (n * item_size > static_cast<std::uint64_t>(limit))
+    throw ResourceExhaustedError(
+        fmt::format("{}: {} of {} items of {} bytes exceed the allocation limit of {} bytes", context_, what,
+                    n, item_size, limit));
   return static_cast<std::size_t>(n);
 }
 

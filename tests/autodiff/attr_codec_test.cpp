@@ -235,6 +235,23 @@ TEST(AttrCodec, HugeTensorFieldIsRefusedBeforeAllocating) {
               HasSubstr("holding byte 7 at element 1"));
 }
 
+TEST(AttrCodec, AListOverTheAllocationLimitIsResourceExhausted) {
+  struct List {
+    std::vector<std::int64_t> v;
+  };
+  List l;
+  l.v.assign(1000, 7);
+  const ad::AttrsCodec& codec = ad::attrs_codec<List>();
+  const std::string bytes = encode(codec, &l);
+  const std::int64_t saved = tf::allocation_limit();
+  tf::set_allocation_limit(4096);
+  ad::AttrReader r(bytes_of(bytes), "ctx");
+  const std::string msg = tf::testing::error_of<tf::ResourceExhaustedError>([&] { codec.read(r); });
+  tf::set_allocation_limit(saved);
+  EXPECT_THAT(msg,
+              HasSubstr("ctx: a list of 1000 items of 8 bytes exceed the allocation limit of 4096 bytes"));
+}
+
 // --- The registry's codecs ------------------------------------------------------------------
 
 struct RanOp {
