@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "autodiff/attr_codec.h"
 #include "tapeflow/registry.h"
 
 namespace tapeflow::autodiff {
@@ -42,9 +43,8 @@ using ForwardFunction = std::vector<Tensor> (*)(const void* attrs, std::span<con
 template <class Op>
 std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in);
 
-/// How a graph compares, hashes, writes and reads an op's typed attributes; built once per Attrs
-/// type by attr_codec.h. nullptr for an op without attributes.
-struct AttrsCodec;
+// AttrsCodec (attr_codec.h): how a graph compares, hashes, writes and reads an op's typed
+// attributes; built once per Attrs type. nullptr for an op without attributes.
 
 class JvpContext;
 /// An op's forward-mode rule: output tangents (one per output; undefined means zero) from input
@@ -119,7 +119,12 @@ class Registry {
   }
   template <class Op>
   void set_forward() {
-    if constexpr (requires { &Op::forward; }) get(Op::kName).forward = &forward_entry<Op>;
+    if constexpr (requires { &Op::forward; }) {
+      OpDef& def = get(Op::kName);
+      def.forward = &forward_entry<Op>;
+      // Generated from the Attrs struct; a field type it cannot encode does not compile.
+      def.attrs_codec = attrs_codec_of<Op>();
+    }
   }
 
  private:

@@ -13,28 +13,18 @@
 
 #include "tapeflow/checkpoint.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
-
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <bit>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <limits>
-#include <mutex>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "core/check.h"
-#include "io/checkpoint_testing.h"
+#include "io/file_util.h"
 
 namespace tapeflow {
 namespace {
@@ -46,8 +36,6 @@ constexpr std::size_t kCrcSize = 4;
 constexpr std::size_t kMaxNameLength = 0xFFFF;
 // The smallest index entry: a one-byte name and rank 0 (2 + 1 + 1 + 1 + 8 + 8 + 4).
 constexpr std::uint64_t kMinEntrySize = 25;
-
-std::atomic<std::int64_t> g_write_fault_after{-1};
 
 // --- Little-endian encoding -------------------------------------------------------------------
 
@@ -79,11 +67,6 @@ std::optional<DType> dtype_from_code(std::uint8_t c) {
   return kDTypeOfCode[c];
 }
 
-std::uint32_t crc32_of(const void* data, std::size_t n) {
-  uLong crc = crc32_z(0L, Z_NULL, 0);
-  return static_cast<std::uint32_t>(crc32_z(crc, static_cast<const Bytef*>(data), n));
-}
-
 // Converts `n` bytes of elements of `elem` bytes between host and little-endian order, in place.
 void to_from_little_endian(unsigned char* bytes, std::size_t n, std::size_t elem) {
   if constexpr (std::endian::native == std::endian::little) {
@@ -91,105 +74,6 @@ void to_from_little_endian(unsigned char* bytes, std::size_t n, std::size_t elem
   } else {
     for (std::size_t i = 0; i + elem <= n; i += elem) std::reverse(bytes + i, bytes + i + elem);
   }
-}
-
-std::string errno_text(int err) { return std::strerror(err); }
-
-// --- File helpers -----------------------------------------------------------------------------
-
-// Closes a descriptor on scope exit unless released.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  int release() {
-    int f = fd;
-    fd = -1;
-    return f;
-  }
-};
-
-// Writes all of `data`; returns 0 or an errno value. Honors the test fault hook.
-int write_all(int fd, const void* data, std::size_t n, std::int64_t& written) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    std::size_t chunk = n;
-    const std::int64_t fault = g_write_fault_after.load();
-    if (fault >= 0) {
-      if (written >= fault) return EIO;
-      chunk = std::min<std::size_t>(chunk, static_cast<std::size_t>(fault - written));
-    }
-    const ssize_t r = ::write(fd, p, chunk);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    p += r;
-    n -= static_cast<std::size_t>(r);
-    written += r;
-  }
-  return 0;
-}
-
-// Reads exactly `n` bytes at `offset`; false on a short read (the file shrank) or an error.
-bool read_at(int fd, void* out, std::size_t n, std::uint64_t offset) {
-  auto* p = static_cast<char*>(out);
-  while (n > 0) {
-    const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(offset));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<std::size_t>(r);
-    offset += static_cast<std::uint64_t>(r);
-  }
-  return true;
-}
-
-std::string directory_of(const std::string& path) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  return dir.empty() ? std::string(".") : dir;
-}
-
-// What a file of type `mode` is, for messages: "a directory", "a character device", ...
-std::string_view file_type_name(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  return "not a regular file";
-}
-
-// The temporary file a save by process `pid` writes before renaming it over `path`.
-std::string temporary_path(const std::string& path, pid_t pid) { return fmt::format("{}.tmp.{}", path, pid); }
-
-// Removes the temporaries of earlier saves of `path` whose process is dead (a save killed midway
-// leaves one): only files named exactly `<name>.tmp.<pid>` for this path, only regular files, and
-// only when kill(pid, 0) says no such process exists, so a live writer's temporary survives
-// (and so does one whose pid was reused: it is merely kept until a later save). Best effort: a
-// file that cannot be removed stays.
-void remove_stale_temporaries(const std::string& path) {
-  const std::string dir = directory_of(path);
-  const std::string prefix = std::filesystem::path(path).filename().string() + ".tmp.";
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  const pid_t self = ::getpid();
-  while (const dirent* entry = ::readdir(d)) {
-    const std::string_view name = entry->d_name;
-    if (!name.starts_with(prefix)) continue;
-    const std::string_view digits = name.substr(prefix.size());
-    if (digits.empty() || digits.size() > 9 || digits.front() == '0' ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
-    const auto pid = static_cast<pid_t>(std::stol(std::string(digits)));
-    if (pid == self || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-    const std::string stale = (std::filesystem::path(dir) / name).string();
-    struct stat st {};
-    if (::lstat(stale.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(stale.c_str());
-  }
-  ::closedir(d);
 }
 
 // --- Validation of the variable list ----------------------------------------------------------
@@ -225,8 +109,11 @@ struct IndexEntry {
   std::uint32_t crc;
 };
 
+// An open checkpoint: only a regular file is opened (detail::ReadOnlyFile).
 struct OpenCheckpoint {
-  Fd fd;
+  OpenCheckpoint(const std::string& path, std::string_view fn)
+      : file(path, fn, "checkpoint"), file_size(file.size()) {}
+  detail::ReadOnlyFile file;
   std::uint64_t file_size = 0;
   std::vector<IndexEntry> entries;
 };
@@ -243,23 +130,6 @@ struct CorruptCheckpoint {
   }
 };
 
-// Opens `path` for reading into ck.fd, refusing anything but a regular file, and sets ck.file_size.
-void open_regular_file(const std::string& path, std::string_view fn, OpenCheckpoint& ck) {
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. The type
-  // is checked on the open descriptor (no race with a rename), then reads block as usual.
-  ck.fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  TAPEFLOW_REQUIRE(ck.fd.fd >= 0, InvalidArgumentError, "[{}] cannot open checkpoint '{}' for reading: {}",
-                   fn, path, errno_text(errno));
-  struct stat st {};
-  TAPEFLOW_REQUIRE(::fstat(ck.fd.fd, &st) == 0, InvalidArgumentError, "[{}] cannot stat checkpoint '{}': {}",
-                   fn, path, errno_text(errno));
-  TAPEFLOW_REQUIRE(S_ISREG(st.st_mode), InvalidArgumentError,
-                   "[{}] checkpoint '{}' is {}, not a regular file", fn, path, file_type_name(st.st_mode));
-  TAPEFLOW_REQUIRE(::fcntl(ck.fd.fd, F_SETFL, 0) == 0, InvalidArgumentError,
-                   "[{}] cannot read checkpoint '{}': {}", fn, path, errno_text(errno));
-  ck.file_size = static_cast<std::uint64_t>(st.st_size);
-}
-
 // What the 32-byte header declares, checked against the file size.
 struct Header {
   std::uint64_t count = 0;
@@ -272,7 +142,7 @@ Header read_header(const OpenCheckpoint& ck, const CorruptCheckpoint& loss) {
     throw loss(fmt::format("the file is shorter than the {}-byte header and index checksum",
                            kHeaderSize + kCrcSize));
   unsigned char header[kHeaderSize];
-  if (!read_at(ck.fd.fd, header, kHeaderSize, 0)) throw loss("cannot read the header");
+  if (!ck.file.read_at(header, kHeaderSize, 0)) throw loss("cannot read the header");
   if (std::memcmp(header, kMagic, sizeof kMagic) != 0)
     throw loss("bad magic: this is not a tapeflow checkpoint (expected \"TFLWCKPT\")");
   const auto version = get_le<std::uint32_t>(header + 8);
@@ -295,10 +165,10 @@ Header read_header(const OpenCheckpoint& ck, const CorruptCheckpoint& loss) {
 std::vector<unsigned char> read_checked_index(const OpenCheckpoint& ck, const Header& h,
                                               const CorruptCheckpoint& loss) {
   std::vector<unsigned char> index(kHeaderSize + static_cast<std::size_t>(h.index_size) + kCrcSize);
-  if (!read_at(ck.fd.fd, index.data(), index.size(), 0)) throw loss("cannot read the index");
+  if (!ck.file.read_at(index.data(), index.size(), 0)) throw loss("cannot read the index");
   const auto stored_crc = get_le<std::uint32_t>(index.data() + kHeaderSize + h.index_size);
   const std::uint32_t actual_crc =
-      crc32_of(index.data(), kHeaderSize + static_cast<std::size_t>(h.index_size));
+      detail::crc32_of(index.data(), kHeaderSize + static_cast<std::size_t>(h.index_size));
   if (stored_crc != actual_crc)
     throw loss(fmt::format("header/index checksum mismatch (stored 0x{:08x}, computed 0x{:08x})", stored_crc,
                            actual_crc));
@@ -394,10 +264,9 @@ void parse_index(const std::vector<unsigned char>& index, const Header& h, const
                            size, data_cursor > size ? " (truncated)" : " (trailing bytes)"));
 }
 
-// Opens `path` and validates its header and index completely; throws before allocating anything
-// whose size comes from the file (the index buffer is bounded by the file size).
+// Validates the header and index of the open checkpoint completely; throws before allocating
+// anything whose size comes from the file (the index buffer is bounded by the file size).
 void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoint& ck) {
-  open_regular_file(path, fn, ck);
   const CorruptCheckpoint loss{fn, path, ck.file_size};
   const Header header = read_header(ck, loss);
   const std::vector<unsigned char> index = read_checked_index(ck, header, loss);
@@ -406,40 +275,11 @@ void open_checkpoint(const std::string& path, std::string_view fn, OpenCheckpoin
 
 }  // namespace
 
-namespace detail {
-void set_checkpoint_write_fault(std::int64_t fail_after_bytes) {
-  g_write_fault_after.store(fail_after_bytes);
-}
-}  // namespace detail
-
 // --- Saving -----------------------------------------------------------------------------------
 
 namespace {
 void check_checkpoint_path(const std::string& path, std::string_view fn) {
-  TAPEFLOW_REQUIRE(!path.empty(), InvalidArgumentError, "[{}] the checkpoint path is empty", fn);
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
-    // rename() would replace whatever is there: a device, a FIFO, a symbolic link (not its target).
-    TAPEFLOW_REQUIRE(S_ISREG(st.st_mode), FailedPreconditionError,
-                     "[{}] cannot write checkpoint '{}': it is {}; a checkpoint replaces only a regular file "
-                     "(or is created where nothing is)",
-                     fn, path, file_type_name(st.st_mode));
-  } else {
-    // ENOENT, ENOTDIR: nothing there; the directory checks below say what is wrong with it.
-    const int err = errno;
-    TAPEFLOW_REQUIRE(err == ENOENT || err == ENOTDIR, FailedPreconditionError,
-                     "[{}] cannot write checkpoint '{}': {}", fn, path, errno_text(err));
-  }
-  const std::string dir = directory_of(path);
-  struct stat dir_st {};
-  TAPEFLOW_REQUIRE(::stat(dir.c_str(), &dir_st) == 0, FailedPreconditionError,
-                   "[{}] cannot write checkpoint '{}': its directory '{}' does not exist ({})", fn, path, dir,
-                   errno_text(errno));
-  TAPEFLOW_REQUIRE(S_ISDIR(dir_st.st_mode), FailedPreconditionError,
-                   "[{}] cannot write checkpoint '{}': '{}' is not a directory", fn, path, dir);
-  TAPEFLOW_REQUIRE(::access(dir.c_str(), W_OK | X_OK) == 0, FailedPreconditionError,
-                   "[{}] cannot write checkpoint '{}': its directory '{}' is not writable ({})", fn, path,
-                   dir, errno_text(errno));
+  detail::check_writable_file_path(path, fn, "checkpoint");
 }
 }  // namespace
 
@@ -497,64 +337,13 @@ std::string encode_header_and_index(const NamedVariables& vars, const SaveSnapsh
     for (std::int64_t d : t.shape().dims()) put_le<std::uint64_t>(head, static_cast<std::uint64_t>(d));
     put_le<std::uint64_t>(head, t.nbytes());
     put_le<std::uint64_t>(head, offset);
-    put_le<std::uint32_t>(head, crc32_of(snap.bytes_of(i), t.nbytes()));
+    put_le<std::uint32_t>(head, detail::crc32_of(snap.bytes_of(i), t.nbytes()));
     offset += t.nbytes();
   }
   TAPEFLOW_ASSERT(head.size() == kHeaderSize + index_size, "checkpoint index size {} != {}", head.size(),
                   kHeaderSize + index_size);
-  put_le<std::uint32_t>(head, crc32_of(head.data(), head.size()));
+  put_le<std::uint32_t>(head, detail::crc32_of(head.data(), head.size()));
   return head;
-}
-
-// Writes `head` and the data to this process's temporary file beside `path`, syncs it and renames
-// it over `path`; on failure removes the temporary and throws FailedPreconditionError.
-void write_temporary_and_rename(const std::string& path, std::string_view fn, const std::string& head,
-                                const SaveSnapshot& snap) {
-  remove_stale_temporaries(path);
-  const std::string tmp = temporary_path(path, ::getpid());
-  auto fail = [&](std::string_view step, int err) -> FailedPreconditionError {
-    ::unlink(tmp.c_str());
-    return FailedPreconditionError(fmt::format("[{}] cannot write checkpoint '{}': {} '{}' failed: {}", fn,
-                                               path, step, tmp, errno_text(err)));
-  };
-
-  Fd fd;
-  fd.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd.fd < 0) {
-    const int err = errno;
-    throw FailedPreconditionError(
-        fmt::format("[{}] cannot write checkpoint '{}': creating the temporary file '{}' "
-                    "failed: {}",
-                    fn, path, tmp, errno_text(err)));
-  }
-  std::int64_t written = 0;
-  auto write_part = [&](const void* data, std::size_t n) {
-    if (int err = write_all(fd.fd, data, n, written)) {
-      ::close(fd.release());
-      throw fail("writing", err);
-    }
-  };
-  write_part(head.data(), head.size());
-  for (std::size_t i = 0; i < snap.values.size(); ++i) write_part(snap.bytes_of(i), snap.values[i].nbytes());
-  if (::fsync(fd.fd) != 0) {
-    const int err = errno;
-    ::close(fd.release());
-    throw fail("fsync of", err);
-  }
-  if (::close(fd.release()) != 0) throw fail("closing", errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) throw fail("renaming", errno);
-}
-
-// Makes the rename durable. The new checkpoint is already in place; a failure here means only
-// that it might not survive a crash.
-void sync_directory(const std::string& path, std::string_view fn) {
-  const std::string dir = directory_of(path);
-  Fd dfd;
-  dfd.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  TAPEFLOW_REQUIRE(dfd.fd >= 0 && ::fsync(dfd.fd) == 0, FailedPreconditionError,
-                   "[{}] checkpoint '{}' was written, but syncing its directory '{}' failed ({}); it may not "
-                   "survive a crash",
-                   fn, path, dir, errno_text(errno));
 }
 
 }  // namespace
@@ -565,12 +354,12 @@ void save_checkpoint(const std::string& path, const NamedVariables& vars) {
   check_checkpoint_path(path, fn);
   const SaveSnapshot snap = snapshot_values(vars);
   const std::string head = encode_header_and_index(vars, snap);
-
-  // One save at a time in this process, so two threads never share the temporary file.
-  static std::mutex save_mutex;
-  std::lock_guard lock(save_mutex);
-  write_temporary_and_rename(path, fn, head, snap);
-  sync_directory(path, fn);
+  std::vector<std::span<const unsigned char>> parts;
+  parts.reserve(1 + snap.values.size());
+  parts.emplace_back(reinterpret_cast<const unsigned char*>(head.data()), head.size());
+  for (std::size_t i = 0; i < snap.values.size(); ++i)
+    parts.emplace_back(static_cast<const unsigned char*>(snap.bytes_of(i)), snap.values[i].nbytes());
+  detail::write_file_atomically(path, fn, "checkpoint", parts);
 }
 
 // --- Restoring --------------------------------------------------------------------------------
@@ -623,12 +412,12 @@ Tensor read_entry(const OpenCheckpoint& ck, const IndexEntry& e, std::string_vie
   auto read_verified = [&](std::span<std::byte> out) {
     auto* bytes = reinterpret_cast<unsigned char*>(out.data());
     const auto n = static_cast<std::size_t>(e.byte_size);
-    if (!read_at(ck.fd.fd, bytes, n, e.offset))
+    if (!ck.file.read_at(bytes, n, e.offset))
       throw DataLossError(
           fmt::format("[{}] checkpoint '{}': cannot read the {} bytes of tensor '{}' at offset {} "
                       "(was the file truncated while reading?)",
                       fn, path, n, e.name, e.offset));
-    const std::uint32_t crc = crc32_of(bytes, n);
+    const std::uint32_t crc = detail::crc32_of(bytes, n);
     if (crc != e.crc)
       throw DataLossError(
           fmt::format("[{}] checkpoint '{}' is corrupt: tensor '{}' ({} bytes at offset {}) has "
@@ -653,7 +442,7 @@ Tensor read_entry(const OpenCheckpoint& ck, const IndexEntry& e, std::string_vie
 void restore_checkpoint(const std::string& path, const NamedVariables& vars, RestoreOptions options) {
   constexpr std::string_view fn = "restore_checkpoint";
   check_names(vars, fn, path);
-  OpenCheckpoint ck;
+  OpenCheckpoint ck(path, fn);
   open_checkpoint(path, fn, ck);
   const std::vector<const IndexEntry*> matched =
       match_entries(ck, vars, options.allow_unused_entries, fn, path);
@@ -673,7 +462,7 @@ void restore_checkpoint(const std::string& path, const NamedVariables& vars, Res
 }
 
 std::vector<CheckpointEntry> list_checkpoint(const std::string& path) {
-  OpenCheckpoint ck;
+  OpenCheckpoint ck(path, "list_checkpoint");
   open_checkpoint(path, "list_checkpoint", ck);
   std::vector<CheckpointEntry> out;
   out.reserve(ck.entries.size());

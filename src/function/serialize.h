@@ -1,0 +1,84 @@
+#pragma once
+// Exported functions: a traced graph with its signature and its variables' values, in one file that
+// a program without the code that built the function can load and run. The format is in
+// docs/FUNCTION_FORMAT.md; in short:
+//
+//   header (32 bytes)  magic "TFLWFUNC", u32 format version, u32 flags (0), the writer's tapeflow
+//                      version (u16 major, minor, patch, reserved), u64 meta_size
+//   meta               the signature, the graph (values, inputs, outputs, constants' and variables'
+//                      descriptions, the op table: names and attribute layouts, nodes with their
+//                      encoded attributes)
+//   u32 CRC-32 of header + meta
+//   data               the constants' and then the variables' bytes, back to back; the file ends
+//                      where the last ends; each tensor has its own CRC-32 in the meta.
+//
+// Ops are stored by name and looked up in the registry when the file is read; their attributes are
+// written and read by the op's AttrsCodec (autodiff/attr_codec.h). A graph is written unfused: a
+// kFused node is a bug of the caller (InternalError). Writing is atomic (a temporary file renamed
+// over the path, as checkpoints are). Reading trusts nothing: every corrupt, truncated or foreign
+// file is a typed error naming the path and what is wrong, raised before any tensor is allocated
+// from a size the file declares, and the graph it returns satisfies the invariants listed at
+// structure_problem below.
+//
+// NOTE: the checks make a damaged file an error, not a crash. They do not re-validate an op's
+// attributes against its inputs (the op's public function did that when the graph was traced):
+// a file forged with a valid checksum and inconsistent attributes is a program, and should be
+// trusted as one.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "function/graph.h"
+
+namespace tapeflow::graph {
+
+/// What one flat input of a function accepts: its dims (-1: any size), dtype and name.
+struct InputSpec {
+  std::vector<std::int64_t> dims;  // at most kMaxRank, each >= -1
+  DType dtype = DType::Float32;
+  std::string name;
+};
+
+/// A function as a file holds it.
+struct ExportedFunction {
+  std::string name;
+  /// One per entry of graph.inputs, in order.
+  std::vector<InputSpec> inputs;
+  /// How the caller re-packs the flat outputs; the file keeps it as given.
+  std::string output_structure;
+  /// Without kFused nodes. After reading, each variable's `state` is empty: the caller makes the
+  /// Variables from variable_values.
+  Graph graph;
+  /// The value of each of graph.variables, in order (same shape and dtype).
+  std::vector<Tensor> variable_values;
+};
+
+/// Writes `f` to `path` atomically (docs/FUNCTION_FORMAT.md). Throws, before writing anything,
+/// UnimplementedError for a node whose op has attributes without a codec (CustomGradient: such a
+/// function cannot be exported), InternalError for a kFused node or a graph that breaks the
+/// invariants of structure_problem, InvalidArgumentError for variable_values that do not match
+/// the variables, and FailedPreconditionError (the previous file at `path` untouched) when the
+/// path cannot be written.
+void write_function_file(const std::filesystem::path& path, const ExportedFunction& f);
+
+/// Reads a file write_function_file wrote. Throws InvalidArgumentError when `path` cannot be opened
+/// or is not a regular file; LookupError for an op this tapeflow does not define (naming it and the
+/// version that wrote the file); DataLossError for anything else wrong with the file: another
+/// file's magic (a checkpoint), another format version, truncation, a checksum mismatch, a value
+/// out of range, an op's attributes that do not decode or were written for another layout;
+/// ResourceExhaustedError for a tensor over the allocation limit. Creates no Variables.
+ExportedFunction read_function_file(const std::filesystem::path& path);
+
+/// The first broken invariant of `f`'s graph and signature that a reader relies on, or nullopt:
+/// value ids in range (and at most 2^31 - 1 values); every value defined at most once (as an
+/// input, a constant or a node's output) and before a node or the outputs use it; node kinds
+/// other than kFused, kOp nodes with an op, variable nodes with a variable in range (a read: no
+/// input, one output of the variable's shape and dtype; an assignment: one such input, no
+/// output); one InputSpec per graph input (dims >= -1, rank <= kMaxRank). Tensors are not looked
+/// at (write_function_file checks those itself).
+std::optional<std::string> structure_problem(const ExportedFunction& f);
+
+}  // namespace tapeflow::graph
