@@ -148,6 +148,10 @@ struct Signature<R (*)(First, Rest...)> {
   static constexpr std::size_t kArity = 1 + sizeof...(Rest);
 };
 
+/// Throws InvalidArgumentError unless a graph node gives the op as many inputs as its forward
+/// takes (a file forged with a valid checksum must not make forward read past its inputs).
+void require_arity(std::string_view op, std::size_t given, std::size_t arity);
+
 /// The typed attributes behind a node's pointer; an empty Attrs type is never stored.
 template <class Attrs>
 const Attrs& attrs_at(const void* attrs) {
@@ -167,11 +171,13 @@ std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in)
   if constexpr (std::is_same_v<typename Sig::Result, std::vector<Tensor>>) {
     return Op::forward(forward_detail::attrs_at<First>(attrs), in);
   } else if constexpr (!std::is_same_v<First, Tensor>) {
+    forward_detail::require_arity(Op::kName, in.size(), Sig::kArity - 1);
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::vector<Tensor>{Op::forward(forward_detail::attrs_at<First>(attrs), in[I]...)};
     }
     (std::make_index_sequence<Sig::kArity - 1>{});
   } else {
+    forward_detail::require_arity(Op::kName, in.size(), Sig::kArity);
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::vector<Tensor>{Op::forward(in[I]...)};
     }

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/container/flat_hash_map.h"
+#include "autodiff/attr_codec.h"
 
 namespace tapeflow::graph {
 namespace {
@@ -15,7 +16,11 @@ void rename_uses(Graph& g, const std::vector<ValueId>& rep) {
   for (ValueId& v : g.outputs) v = rep[v];
 }
 
-bool attrs_equal(const Node& a, const Node& b) { return a.attrs == b.attrs; }
+bool attrs_equal(const Node& a, const Node& b) {
+  if (a.attrs == b.attrs) return true;
+  const autodiff::AttrsCodec* codec = a.op->attrs_codec;
+  return a.attrs != nullptr && b.attrs != nullptr && codec != nullptr && codec->equal(a.attrs.get(), b.attrs.get());
+}
 
 }  // namespace
 

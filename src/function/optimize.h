@@ -12,7 +12,7 @@ namespace tapeflow::graph {
 void eliminate_dead_code(Graph& g);
 
 /// Merges op nodes with the same op, the same inputs and equal attributes (compared by the op's
-/// attribute codec; without one, only nodes sharing one attribute object).
+/// attribute codec, autodiff/attr_codec.h; without one, only nodes sharing one attribute object).
 void eliminate_common_subexpressions(Graph& g);
 
 /// Runs op nodes whose inputs are all constants once, at build time, if their outputs are small

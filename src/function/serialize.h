@@ -32,15 +32,12 @@
 #include <vector>
 
 #include "function/graph.h"
+#include "tapeflow/function.h"
 
 namespace tapeflow::graph {
 
 /// What one flat input of a function accepts: its dims (-1: any size), dtype and name.
-struct InputSpec {
-  std::vector<std::int64_t> dims;  // at most kMaxRank, each >= -1
-  DType dtype = DType::Float32;
-  std::string name;
-};
+using InputSpec = TensorSpec;
 
 /// A function as a file holds it.
 struct ExportedFunction {

@@ -1,0 +1,105 @@
+// save_function / load_function: a traced graph and its variables as a file, run by a program
+// that does not have the C++ that built it.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+std::filesystem::path temp_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() / ("tapeflow_export_test_" + name + ".tfn");
+}
+
+TEST(SaveFunction, ALoadedFunctionComputesWhatTheTracedOneDid) {
+  tf::Variable w(tf::constant({{1.0f, 2.0f}, {3.0f, 4.0f}}), {.name = "w"});
+  tf::Variable b(tf::constant({0.5f, -0.5f}), {.name = "b"});
+  auto predict = tf::function([&](const tf::Tensor& x) { return tf::nn::relu(tf::matmul(x, w.read_value()) + b.read_value()); },
+                              {.name = "predict"});
+  const tf::Tensor x = tf::constant({{1.0f, -1.0f}, {0.5f, 2.0f}, {-3.0f, 0.0f}});
+  const tf::Tensor expected = predict(x);
+  const auto path = temp_path("predict");
+  tf::save_function(predict, {{{3, 2}, tf::DType::Float32, "x"}}, path);
+  w.assign(tf::zeros({2, 2}));  // the file holds the values at save time
+  tf::LoadedFunction loaded = tf::load_function(path);
+  EXPECT_EQ(loaded.name(), "predict");
+  ASSERT_EQ(loaded.variables().size(), 2u);
+  std::vector<tf::Tensor> out = loaded({x});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].to_vector<float>(), expected.to_vector<float>());
+  out = loaded({x});  // the graph, traced again from the loaded body
+  EXPECT_EQ(out[0].to_vector<float>(), expected.to_vector<float>());
+  std::filesystem::remove(path);
+}
+
+TEST(SaveFunction, GradientsFlowThroughALoadedFunction) {
+  tf::Variable w(tf::constant({2.0, -1.0}), {.name = "w"});
+  auto f = tf::function([&](const tf::Tensor& x) { return tf::reduce_sum(tf::square(x * w.read_value())); });
+  const tf::Tensor x = tf::constant({1.0, 3.0});
+  f(x);
+  const auto path = temp_path("grad");
+  tf::save_function(f, {{{2}, tf::DType::Float64}}, path);
+  tf::LoadedFunction loaded = tf::load_function(path);
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = loaded({x})[0];
+  tf::Tensor g = *tape.gradient(y, x);
+  // d/dx sum((x w)^2) = 2 x w^2
+  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{8.0, 6.0}));
+  std::filesystem::remove(path);
+}
+
+TEST(SaveFunction, SavingNeedsATraceOfTheSignature) {
+  auto f = tf::function([](const tf::Tensor& x) { return x * 2.0; }, {.name = "twice"});
+  EXPECT_THROW(tf::save_function(f, {{{2}, tf::DType::Float32}}, temp_path("untraced")), tf::FailedPreconditionError);
+}
+
+TEST(LoadFunction, ACallNotMatchingTheSignatureNamesBoth) {
+  auto f = tf::function([](const tf::Tensor& x) { return x + 1.0; }, {.name = "inc"});
+  f(tf::zeros({2, 3}));
+  const auto path = temp_path("inc");
+  tf::save_function(f, {{{2, 3}, tf::DType::Float32}}, path);
+  tf::LoadedFunction loaded = tf::load_function(path);
+  try {
+    loaded({tf::zeros({4})});
+    FAIL() << "expected InvalidArgumentError";
+  } catch (const tf::InvalidArgumentError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'inc'"), std::string::npos) << what;
+    EXPECT_NE(what.find("float32[4]"), std::string::npos) << what;
+    EXPECT_NE(what.find("float32[2, 3]"), std::string::npos) << what;
+  }
+  EXPECT_THROW(loaded({tf::zeros({2, 3}), tf::zeros({2, 3})}), tf::InvalidArgumentError);
+  std::filesystem::remove(path);
+}
+
+TEST(LoadFunction, CorruptAndForeignFilesAreTypedErrors) {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::exp(x); });
+  f(tf::zeros({2}));
+  const auto path = temp_path("corrupt");
+  tf::save_function(f, {{{2}, tf::DType::Float32}}, path);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  for (std::size_t cut : {std::size_t{0}, std::size_t{7}, bytes.size() / 2, bytes.size() - 1}) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(cut));
+    EXPECT_THROW(tf::load_function(path), tf::DataLossError) << "cut at " << cut;
+  }
+  std::string flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x40;
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(flipped.data(), static_cast<std::streamsize>(flipped.size()));
+  EXPECT_THROW(tf::load_function(path), tf::Error);
+  tf::save_checkpoint(path.string(), tf::NamedVariables{{"v", tf::Variable(tf::zeros({2}))}});
+  EXPECT_THROW(tf::load_function(path), tf::DataLossError);
+  std::filesystem::remove(path);
+  EXPECT_THROW(tf::load_function(path), tf::InvalidArgumentError);
+}
+
+}  // namespace
