@@ -644,6 +644,25 @@ TEST(WhileLoop, GradientThroughATracedCallMatchesEagerAndFiniteDifferences) {
   EXPECT_EQ(f.stats().traces, 1);  // the first call, under the tape, traced the differentiable form
 }
 
+TEST(WhileLoop, AVariableReadInsideTheBodyGetsItsGradient) {
+  tf::Variable w(vec({0.9, 1.1}), {.name = "w"});
+  auto body = [&](const tf::Tensor& x, const tf::Tensor& n) {
+    return tf::reduce_sum(tf::while_loop([&](const Vars& v) { return v[0] < n; },
+                                         [&](const Vars& v) {
+                                           return Vars{v[0] + 1, v[1] * w.read_value()};
+                                         },
+                                         {tf::constant(0), x})[1]);
+  };
+  auto f = tf::function(body);
+  for (int n : {3, 2}) {
+    tf::Tensor x = vec({0.5, 2.0});
+    tf::GradientTape tape;
+    tf::Tensor y = f(x, tf::constant(n));
+    // y = sum(x * w^n): dy/dw = n x w^(n-1)
+    expect_close(*tape.gradient(y, w), x * tf::pow(w.value(), n - 1) * static_cast<double>(n), 1e-12);
+  }
+}
+
 TEST(WhileLoop, GradientWithTheTapeInsideTheTracedBody) {
   auto f = tf::function([](const tf::Tensor& x, const tf::Tensor& n) {
     tf::GradientTape tape;
