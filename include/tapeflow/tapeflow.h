@@ -24,6 +24,7 @@
 ///   disable gradients; errors.h lists the exceptions (named like TensorFlow's).
 
 #include "tapeflow/checkpoint.h"
+#include "tapeflow/control_flow.h"
 #include "tapeflow/custom_gradient.h"
 #include "tapeflow/data.h"
 #include "tapeflow/debug.h"

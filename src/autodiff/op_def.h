@@ -76,6 +76,9 @@ class OpDef {
   /// The codec of the op's Attrs (nullptr: the op has none, or they cannot be compared or
   /// written, such as CustomGradient's closure).
   const AttrsCodec* attrs_codec = nullptr;
+  /// The op changes state beyond its outputs (an If or While whose branches assign variables):
+  /// the graph passes never remove, merge or fold one of its nodes.
+  bool stateful = false;
 
  private:
   std::string name_;

@@ -49,7 +49,9 @@ struct Node {
   std::vector<ValueId> outputs;
   std::int32_t variable = -1;                // kReadVariable, kAssign*: index into Graph::variables
   std::shared_ptr<const FusedKernel> fused;  // kFused
-  bool stateful() const { return kind != NodeKind::kOp && kind != NodeKind::kFused; }
+  /// Variable reads and assignments, and ops that change state (OpDef::stateful: an If or While
+  /// whose branches assign variables).
+  bool stateful() const { return kind == NodeKind::kOp ? op->stateful : kind != NodeKind::kFused; }
   /// The name errors and listings use: the op's name, the assignment's, or "Fused".
   std::string name() const;
 };

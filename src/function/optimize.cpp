@@ -30,8 +30,8 @@ void eliminate_dead_code(Graph& g) {
   std::vector<bool> keep(g.nodes.size(), false);
   for (std::size_t k = g.nodes.size(); k-- > 0;) {
     const Node& n = g.nodes[k];
-    const bool pure =
-        n.kind == NodeKind::kOp || n.kind == NodeKind::kFused || n.kind == NodeKind::kReadVariable;
+    const bool pure = (n.kind == NodeKind::kOp && !n.op->stateful) || n.kind == NodeKind::kFused ||
+                      n.kind == NodeKind::kReadVariable;
     keep[k] = !pure || std::any_of(n.outputs.begin(), n.outputs.end(), [&](ValueId v) { return used[v]; });
     if (keep[k])
       for (ValueId v : n.inputs) used[v] = true;
@@ -51,7 +51,7 @@ void eliminate_common_subexpressions(Graph& g) {
   std::vector<Node> nodes;
   for (Node& n : g.nodes) {
     for (ValueId& v : n.inputs) v = rep[v];
-    if (n.kind != NodeKind::kOp) {
+    if (n.kind != NodeKind::kOp || n.op->stateful) {
       nodes.push_back(std::move(n));
       continue;
     }
@@ -77,7 +77,7 @@ void fold_constants(Graph& g) {
   std::vector<Node> nodes;
   for (Node& n : g.nodes) {
     const bool foldable =
-        n.kind == NodeKind::kOp && !n.inputs.empty() &&
+        n.kind == NodeKind::kOp && !n.op->stateful && !n.inputs.empty() &&
         std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return known.contains(v); }) &&
         std::all_of(n.outputs.begin(), n.outputs.end(), [&](ValueId v) {
           const Value& x = g.values[v];

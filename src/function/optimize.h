@@ -1,7 +1,8 @@
 #pragma once
 // The graph passes that need no kernel of their own: dead code, common subexpressions and
 // constant folding. Fusion is its own pass (fusion.h). Each keeps the node order topological and
-// never removes, merges or moves a stateful node (variable reads and assignments).
+// never removes, merges or moves a stateful node (variable reads and assignments, and ops marked
+// OpDef::stateful: an If or While whose branches assign variables, never folded either).
 
 #include "function/graph.h"
 

@@ -13,7 +13,8 @@
 
 namespace tapeflow::graph {
 
-class GraphTracer final : public autodiff::Tracer {
+// Not final: a control-flow branch's trace (control_flow.cpp) also undoes its assignments.
+class GraphTracer : public autodiff::Tracer {
  public:
   /// Installs itself as the thread's tracer until destroyed (the previous one is restored).
   GraphTracer();
