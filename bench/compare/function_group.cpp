@@ -126,7 +126,7 @@ void tiny_chain(const Options& o, std::vector<Row>& rows) {
         return *tape.gradient(tf_chain(x, c, kChain), x);
       },
       {.name = "tiny_chain_gradient"});
-  const tf::Tensor traced_g64 = traced_gradient(tf::constant(x0), tf::constant(c_check));  // the trace
+  const tf::Tensor traced_g64 = traced_gradient(tf::constant(x0), tf::constant(c_check));    // the trace
   const tf::Tensor replayed_g64 = traced_gradient(tf::constant(x0), tf::constant(c_check));  // the graph
   if (traced_g64.item<double>() != tf_g64 || replayed_g64.item<double>() != tf_g64)
     check_failed(fmt2("tiny chain: tapeflow function gradient %.12g (trace) %.12g (graph)",
@@ -405,12 +405,11 @@ void elementwise_chain(const Options& o, std::vector<Row>& rows) {
   const tf::FunctionStats f2 = traced_grad.stats();
   rows.push_back(
       {"F2d the same: tapeflow function (forward + backward traced into one graph) vs tapeflow eager", "ms",
-       m[6] * 1e3, m[0] * 1e3, limit + fmt("; tapeflow function %.2fx the fused bound (target <= 1.5x)",
-                                           m[6] * 1e3 / bound_ms),
+       m[6] * 1e3, m[0] * 1e3,
+       limit + fmt("; tapeflow function %.2fx the fused bound (target <= 1.5x)", m[6] * 1e3 / bound_ms),
        o.config,
        fmt("graph: %.0f nodes", static_cast<double>(f2.nodes)) +
-           fmt(" (%.0f traced)", static_cast<double>(f2.nodes_traced)) +
-           fmt(", trace %.1f ms", f2.trace_ms) +
+           fmt(" (%.0f traced)", static_cast<double>(f2.nodes_traced)) + fmt(", trace %.1f ms", f2.trace_ms) +
            fmt(", planned peak %.1f MiB", static_cast<double>(f2.planned_peak_bytes) / 1048576.0) +
            fmt2("; to LibTorch eager %.3fx, to TorchScript %.3fx", m[6] / m[1], m[6] / m[2]),
        false, "tapeflow eager"});
@@ -463,8 +462,8 @@ void mlp_step(const Options& o, std::vector<Row>& rows) {
        false, "8 cblas_sgemm"});
   const tf::FunctionStats f3 = traced_step.stats();
   rows.push_back({"F3c MLP step: tapeflow function vs its GEMM time", "ms", m[2] * 1e3, m[1] * 1e3,
-                  fmt2("target <= 1.05x GEMM; tapeflow function %.3fx GEMM, %.3fx tapeflow eager", m[2] / m[1],
-                       m[2] / m[0]),
+                  fmt2("target <= 1.05x GEMM; tapeflow function %.3fx GEMM, %.3fx tapeflow eager",
+                       m[2] / m[1], m[2] / m[0]),
                   o.config,
                   fmt("graph: %.0f nodes", static_cast<double>(f3.nodes)) +
                       fmt(" (%.0f traced)", static_cast<double>(f3.nodes_traced)) +

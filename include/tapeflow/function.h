@@ -42,6 +42,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -63,9 +64,9 @@ namespace tapeflow {
 
 /// One tensor of a signature: a dtype and a shape whose dims may be unknown (-1).
 struct TensorSpec {
-  std::vector<std::int64_t> dims;
-  DType dtype = DType::Float32;
-  std::string name;
+  std::vector<std::int64_t> dims;  ///< one per axis; -1 is unknown (any size)
+  DType dtype = DType::Float32;    ///< the tensor's dtype
+  std::string name;                ///< optional, for messages and exported files
   /// The spec a tensor has: its shape and dtype, every dim known.
   static TensorSpec of(const Tensor& t);
   /// Whether `t` has this dtype and rank and every known dim.
@@ -122,7 +123,18 @@ struct FunctionNest<Tensor> {
 };
 template <class T>
 struct FunctionNest<T, std::enable_if_t<std::is_arithmetic_v<T>>> {
-  static void flatten(const T& v, FlatCall& c) { c.key += "(" + std::to_string(v) + ")"; }
+  static void flatten(const T& v, FlatCall& c) {
+    c.key += '(';
+    if constexpr (std::is_floating_point_v<T>) {
+      // Every bit: two different values are two signatures.
+      unsigned char bytes[sizeof(T)];
+      std::memcpy(bytes, &v, sizeof(T));
+      for (unsigned char b : bytes) c.key += std::to_string(b) + ',';
+    } else {
+      c.key += std::to_string(v);
+    }
+    c.key += ')';
+  }
   template <class It>
   static T rebuild(const T& v, It&) {
     return v;
@@ -130,7 +142,11 @@ struct FunctionNest<T, std::enable_if_t<std::is_arithmetic_v<T>>> {
 };
 template <>
 struct FunctionNest<std::string> {
-  static void flatten(const std::string& v, FlatCall& c) { c.key += "\"" + v + "\""; }
+  static void flatten(const std::string& v, FlatCall& c) {
+    c.key += '"';
+    c.key += v;
+    c.key += '"';
+  }
   template <class It>
   static std::string rebuild(const std::string& v, It&) {
     return v;
@@ -138,7 +154,10 @@ struct FunctionNest<std::string> {
 };
 template <>
 struct FunctionNest<Variable> {
-  static void flatten(const Variable& v, FlatCall& c) { c.key += "V" + std::to_string(v.handle_id()); }
+  static void flatten(const Variable& v, FlatCall& c) {
+    c.key += 'V';
+    c.key += std::to_string(v.handle_id());
+  }
   template <class It>
   static Variable rebuild(const Variable& v, It&) {
     return v;
@@ -147,9 +166,10 @@ struct FunctionNest<Variable> {
 template <class T>
 struct FunctionNest<std::vector<T>> {
   static void flatten(const std::vector<T>& v, FlatCall& c) {
-    c.key += "[" + std::to_string(v.size());
+    c.key += '[';
+    c.key += std::to_string(v.size());
     for (const T& e : v) FunctionNest<T>::flatten(e, c);
-    c.key += "]";
+    c.key += ']';
   }
   template <class It>
   static std::vector<T> rebuild(const std::vector<T>& v, It& it) {
@@ -253,6 +273,7 @@ class FunctionCore {
 template <class F>
 class Function {
  public:
+  /// Wraps `f`; `site` (where tf::function was called) names the function in errors.
   Function(F f, FunctionOptions options, std::source_location site)
       : f_(std::make_shared<F>(std::move(f))),
         core_(std::make_shared<detail::FunctionCore>(std::move(options), site)) {}
@@ -291,6 +312,7 @@ class Function {
   FunctionStats stats() const { return core_->stats(); }
   /// The latest graph, one node per line.
   std::string graph_text() const { return core_->graph_text(); }
+  /// The options it was made with.
   const FunctionOptions& options() const { return core_->options(); }
   /// The engine (save_function uses it).
   const std::shared_ptr<detail::FunctionCore>& core() const { return core_; }

@@ -101,7 +101,8 @@ enum class GradientStatus { Registered, NotDifferentiable, Missing };
 /// What the registry has for `op`: a gradient, a no_gradient declaration, or neither.
 GradientStatus gradient_status(std::string_view op);
 
-/// Every op the library defines, with its gradient status: used by the coverage tests.
+/// Every op of the library's op families, with its gradient status: used by the coverage tests.
+/// The ops of tf::function's graphs (PartitionedCall, If, While, ...) are not listed.
 std::vector<std::pair<std::string, GradientStatus>> registered_ops();
 
 }  // namespace tapeflow

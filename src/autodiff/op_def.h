@@ -70,6 +70,10 @@ class OpDef {
   /// The gradient accepts cotangents with extra leading batch dimensions (see
   /// GradContext::batch_rank), so a Jacobian can push many cotangents through it at once.
   bool batchable = false;
+  /// An op of tf::function's graphs (PartitionedCall, If, While, ...), defined on first use by
+  /// src/function: not an op family's, not callable through raw_ops, tested in tests/function, so
+  /// registered_ops() (the op families' coverage) does not list it.
+  bool graph_op = false;
   /// The op's forward without the dispatch path, or nullptr for ops only the core runs
   /// (ReadVariableOp, CustomGradient, RecomputeGrad).
   ForwardFunction forward = nullptr;

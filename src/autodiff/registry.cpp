@@ -84,7 +84,7 @@ std::vector<std::pair<std::string, GradientStatus>> Registry::list() const {
   std::lock_guard lock(mutex_);
   std::vector<std::pair<std::string, GradientStatus>> out;
   for (const auto& op : ops_)
-    if (op->builtin) out.emplace_back(op->name(), op->gradient()->status);
+    if (op->builtin && !op->graph_op) out.emplace_back(op->name(), op->gradient()->status);
   return out;
 }
 

@@ -9,8 +9,8 @@ namespace tapeflow::autodiff {
 constinit thread_local Tracer* t_tracer = nullptr;
 
 void forward_detail::require_arity(std::string_view op, std::size_t given, std::size_t arity) {
-  TAPEFLOW_REQUIRE(given == arity, InvalidArgumentError, "[{}] takes {} inputs, a graph node gave it {}", op, arity,
-                   given);
+  TAPEFLOW_REQUIRE(given == arity, InvalidArgumentError, "[{}] takes {} inputs, a graph node gave it {}", op,
+                   arity, given);
 }
 
 std::vector<Tensor> run_op(const OpDef& op, const std::shared_ptr<const void>& attrs,

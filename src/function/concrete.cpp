@@ -59,7 +59,9 @@ const autodiff::OpDef& call_op() {
   static const autodiff::OpDef& op = []() -> const autodiff::OpDef& {
     // The inputs are kept: a gradient that is itself differentiated recomputes the forward.
     autodiff::registry().define("PartitionedCall", autodiff::kSavesInputs, &call_gradient);
-    return autodiff::registry().get("PartitionedCall");
+    autodiff::OpDef& def = autodiff::registry().get("PartitionedCall");
+    def.graph_op = true;
+    return def;
   }();
   return op;
 }

@@ -285,6 +285,7 @@ const autodiff::OpDef& define_op(std::string_view name, autodiff::ForwardFunctio
   autodiff::OpDef& op = r.get(name);
   op.forward = forward;
   op.stateful = stateful;
+  op.graph_op = true;
   // No attrs_codec: the attributes are graphs, which no file format holds yet, so a function
   // holding one of these ops cannot be exported (the exporter names the op).
   return op;

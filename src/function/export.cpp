@@ -66,7 +66,8 @@ LoadedFunction load_function(const std::filesystem::path& path) {
   auto state = std::make_shared<LoadedFunction::State>();
   for (std::size_t k = 0; k < f.graph.variables.size(); ++k) {
     graph::CapturedVariable& c = f.graph.variables[k];
-    state->variables.emplace_back(f.variable_values[k], VariableOptions{.name = c.name, .trainable = c.trainable});
+    state->variables.emplace_back(f.variable_values[k],
+                                  VariableOptions{.name = c.name, .trainable = c.trainable});
     c.state = detail::VariableHandle::weak(state->variables.back());
   }
   state->signature = f.inputs;
@@ -85,8 +86,8 @@ std::vector<Tensor> LoadedFunction::operator()(const std::vector<Tensor>& inputs
   call.key = "loaded->";
   const graph::Executor& body = *state_->body;
   auto [outputs, structure] = state_->core->call(call, [&body](std::vector<Tensor> fresh) {
-    return std::pair<std::vector<Tensor>, std::shared_ptr<const void>>{body.run(fresh, graph::RunMode::kDispatch),
-                                                                      nullptr};
+    return std::pair<std::vector<Tensor>, std::shared_ptr<const void>>{
+        body.run(fresh, graph::RunMode::kDispatch), nullptr};
   });
   return outputs;
 }

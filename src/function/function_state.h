@@ -54,5 +54,4 @@ struct FunctionCore::State {
   }
 };
 
-
 }  // namespace tapeflow::detail

@@ -19,7 +19,8 @@ void rename_uses(Graph& g, const std::vector<ValueId>& rep) {
 bool attrs_equal(const Node& a, const Node& b) {
   if (a.attrs == b.attrs) return true;
   const autodiff::AttrsCodec* codec = a.op->attrs_codec;
-  return a.attrs != nullptr && b.attrs != nullptr && codec != nullptr && codec->equal(a.attrs.get(), b.attrs.get());
+  return a.attrs != nullptr && b.attrs != nullptr && codec != nullptr &&
+         codec->equal(a.attrs.get(), b.attrs.get());
 }
 
 }  // namespace

@@ -19,8 +19,9 @@ std::filesystem::path temp_path(const std::string& name) {
 TEST(SaveFunction, ALoadedFunctionComputesWhatTheTracedOneDid) {
   tf::Variable w(tf::constant({{1.0f, 2.0f}, {3.0f, 4.0f}}), {.name = "w"});
   tf::Variable b(tf::constant({0.5f, -0.5f}), {.name = "b"});
-  auto predict = tf::function([&](const tf::Tensor& x) { return tf::nn::relu(tf::matmul(x, w.read_value()) + b.read_value()); },
-                              {.name = "predict"});
+  auto predict = tf::function(
+      [&](const tf::Tensor& x) { return tf::nn::relu(tf::matmul(x, w.read_value()) + b.read_value()); },
+      {.name = "predict"});
   const tf::Tensor x = tf::constant({{1.0f, -1.0f}, {0.5f, 2.0f}, {-3.0f, 0.0f}});
   const tf::Tensor expected = predict(x);
   const auto path = temp_path("predict");
@@ -56,7 +57,8 @@ TEST(SaveFunction, GradientsFlowThroughALoadedFunction) {
 
 TEST(SaveFunction, SavingNeedsATraceOfTheSignature) {
   auto f = tf::function([](const tf::Tensor& x) { return x * 2.0; }, {.name = "twice"});
-  EXPECT_THROW(tf::save_function(f, {{{2}, tf::DType::Float32}}, temp_path("untraced")), tf::FailedPreconditionError);
+  EXPECT_THROW(tf::save_function(f, {{{2}, tf::DType::Float32}}, temp_path("untraced")),
+               tf::FailedPreconditionError);
 }
 
 TEST(LoadFunction, ACallNotMatchingTheSignatureNamesBoth) {
@@ -89,12 +91,14 @@ TEST(LoadFunction, CorruptAndForeignFilesAreTypedErrors) {
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
   for (std::size_t cut : {std::size_t{0}, std::size_t{7}, bytes.size() / 2, bytes.size() - 1}) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(cut));
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        .write(bytes.data(), static_cast<std::streamsize>(cut));
     EXPECT_THROW(tf::load_function(path), tf::DataLossError) << "cut at " << cut;
   }
   std::string flipped = bytes;
   flipped[flipped.size() / 2] ^= 0x40;
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(flipped.data(), static_cast<std::streamsize>(flipped.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(flipped.data(), static_cast<std::streamsize>(flipped.size()));
   EXPECT_THROW(tf::load_function(path), tf::Error);
   tf::save_checkpoint(path.string(), tf::NamedVariables{{"v", tf::Variable(tf::zeros({2}))}});
   EXPECT_THROW(tf::load_function(path), tf::DataLossError);
