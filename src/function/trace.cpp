@@ -2,7 +2,7 @@
 
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
-#include "core/tensor_impl.h"
+#include "tapeflow/ops/gradient_control.h"
 
 namespace tapeflow::graph {
 
@@ -13,7 +13,14 @@ GraphTracer::~GraphTracer() {
 }
 
 Tensor GraphTracer::input(const Tensor& arg) {
-  Tensor fresh = detail::share_with_shape(arg, arg.shape());
+  // An Identity the trace does not see but the tapes and accumulators outside do: a trace that is
+  // not recorded as one call (under a ForwardAccumulator) still links the body's inputs to the
+  // call's, so the tangents (and gradients) of its results flow from the arguments.
+  Tensor fresh;
+  {
+    const autodiff::NoTracingScope hidden;
+    fresh = identity(arg);
+  }
   g_.inputs.push_back(define(fresh));
   return fresh;
 }
@@ -71,7 +78,9 @@ void GraphTracer::variable_assigned(std::string_view op, const Variable& var, co
   g_.nodes.push_back(std::move(n));
 }
 
-void GraphTracer::aliased(const Tensor& original, const Tensor& alias) { ids_[alias.id()] = value_of(original); }
+void GraphTracer::aliased(const Tensor& original, const Tensor& alias) {
+  ids_[alias.id()] = value_of(original);
+}
 
 Graph GraphTracer::finish(std::span<const Tensor> outputs) {
   for (const Tensor& t : outputs) g_.outputs.push_back(value_of(t));

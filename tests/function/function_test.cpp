@@ -19,7 +19,8 @@ void expect_close(const tf::Tensor& a, const tf::Tensor& b, double tol = 1e-6) {
   ASSERT_EQ(a.dtype(), b.dtype());
   tf::Tensor da = tf::cast(a, tf::DType::Float64), db = tf::cast(b, tf::DType::Float64);
   auto x = da.values<double>(), y = db.values<double>();
-  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], y[i], tol * (1 + std::abs(y[i]))) << "element " << i;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(x[i], y[i], tol * (1 + std::abs(y[i]))) << "element " << i;
 }
 
 TEST(Function, TracesOnceAndRunsTheGraphAfterwards) {
@@ -88,8 +89,10 @@ TEST(Function, NestedStructuresInAndOut) {
   auto f = tf::function([](const std::vector<tf::Tensor>& xs, const std::map<std::string, tf::Tensor>& m) {
     return std::make_pair(xs[0] + xs[1], m.at("k") * 2.0);
   });
-  auto [a, b] = f(std::vector<tf::Tensor>{vec({1}), vec({2})}, std::map<std::string, tf::Tensor>{{"k", vec({3})}});
-  auto [c, d] = f(std::vector<tf::Tensor>{vec({4}), vec({5})}, std::map<std::string, tf::Tensor>{{"k", vec({6})}});
+  auto [a, b] =
+      f(std::vector<tf::Tensor>{vec({1}), vec({2})}, std::map<std::string, tf::Tensor>{{"k", vec({3})}});
+  auto [c, d] =
+      f(std::vector<tf::Tensor>{vec({4}), vec({5})}, std::map<std::string, tf::Tensor>{{"k", vec({6})}});
   expect_close(a, vec({3}));
   expect_close(b, vec({6}));
   expect_close(c, vec({9}));
@@ -97,8 +100,9 @@ TEST(Function, NestedStructuresInAndOut) {
 }
 
 TEST(Function, InputSignatureRejectsAMismatchNamingBothSignatures) {
-  auto f = tf::function([](const tf::Tensor& x) { return x + 1.0; },
-                        {.name = "inc", .input_signature = std::vector<tf::TensorSpec>{{{-1, 2}, tf::DType::Float32}}});
+  auto f = tf::function(
+      [](const tf::Tensor& x) { return x + 1.0; },
+      {.name = "inc", .input_signature = std::vector<tf::TensorSpec>{{{-1, 2}, tf::DType::Float32}}});
   f(tf::zeros({3, 2}));
   f(tf::zeros({5, 2}));
   try {
@@ -113,7 +117,8 @@ TEST(Function, InputSignatureRejectsAMismatchNamingBothSignatures) {
 }
 
 TEST(Function, AnErrorInsideTheGraphNamesTheFunctionAndTheOp) {
-  auto f = tf::function([](const tf::Tensor& a, const tf::Tensor& b) { return tf::matmul(a, b); }, {.name = "mm"});
+  auto f =
+      tf::function([](const tf::Tensor& a, const tf::Tensor& b) { return tf::matmul(a, b); }, {.name = "mm"});
   f(tf::zeros({2, 3}), tf::zeros({3, 4}));
   // A new shape retraces, and the eager error is the op's own.
   EXPECT_THROW(f(tf::zeros({2, 3}), tf::zeros({2, 4})), tf::InvalidArgumentError);
@@ -163,6 +168,31 @@ TEST(Function, ForwardModeThroughACall) {
   acc.watch(x, tf::constant(1.0));
   tf::Tensor y = f(x);
   EXPECT_NEAR(acc.jvp(y)->item<double>(), std::cos(0.5) * 0.5 + std::sin(0.5), 1e-12);
+}
+
+TEST(Function, ForwardModeOnTheCallThatTraces) {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::sin(x) * x; });
+  tf::Tensor x = tf::constant(0.5);
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant(1.0));
+  tf::Tensor y = f(x);  // the first call: traced under the accumulator
+  ASSERT_TRUE(acc.jvp(y).has_value());
+  EXPECT_NEAR(acc.jvp(y)->item<double>(), std::cos(0.5) * 0.5 + std::sin(0.5), 1e-12);
+}
+
+TEST(Function, ATapeAndAnAccumulatorTogetherOnTheCallThatTraces) {
+  auto f = tf::function([](const tf::Tensor& x) { return x * x; });
+  tf::Tensor x = tf::constant(3.0);
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant(1.0));
+  tf::Tensor y = f(x);
+  ASSERT_TRUE(acc.jvp(y).has_value());
+  EXPECT_DOUBLE_EQ(acc.jvp(y)->item<double>(), 6.0);
+  tf::Gradient g = tape.gradient(y, x);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_DOUBLE_EQ(g->item<double>(), 6.0);
 }
 
 TEST(Function, ATrainingStepWithTheTapeInsideTracesIntoOneGraph) {
