@@ -145,6 +145,15 @@ TEST(Function, GradientThroughACallIsOneRecordAndMatchesEager) {
   }
 }
 
+TEST(Function, TheCallOpIsNotListedAmongTheOps) {
+  auto f = tf::function([](const tf::Tensor& x) { return x * x; });
+  tf::Tensor x = tf::constant(2.0);
+  tf::GradientTape tape;
+  tape.watch(x);
+  f(x);  // defines PartitionedCall; the coverage tests walk registered_ops() after this
+  for (const auto& [name, status] : tf::registered_ops()) EXPECT_NE(name, "PartitionedCall");
+}
+
 TEST(Function, SecondOrderThroughACall) {
   auto f = tf::function([](const tf::Tensor& x) { return x * x * x; });
   tf::Tensor x = tf::constant(2.0);
