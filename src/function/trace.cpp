@@ -2,7 +2,7 @@
 
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
-#include "core/tensor_impl.h"
+#include "tapeflow/ops/gradient_control.h"
 
 namespace tapeflow::graph {
 
@@ -13,7 +13,14 @@ GraphTracer::~GraphTracer() {
 }
 
 Tensor GraphTracer::input(const Tensor& arg) {
-  Tensor fresh = detail::share_with_shape(arg, arg.shape());
+  // An Identity the trace does not see but the tapes and accumulators outside do: a trace that is
+  // not recorded as one call (under a ForwardAccumulator) still links the body's inputs to the
+  // call's, so the tangents (and gradients) of its results flow from the arguments.
+  Tensor fresh;
+  {
+    const autodiff::NoTracingScope hidden;
+    fresh = identity(arg);
+  }
   g_.inputs.push_back(define(fresh));
   return fresh;
 }

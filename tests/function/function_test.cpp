@@ -145,6 +145,15 @@ TEST(Function, GradientThroughACallIsOneRecordAndMatchesEager) {
   }
 }
 
+TEST(Function, TheCallOpIsNotListedAmongTheOps) {
+  auto f = tf::function([](const tf::Tensor& x) { return x * x; });
+  tf::Tensor x = tf::constant(2.0);
+  tf::GradientTape tape;
+  tape.watch(x);
+  f(x);  // defines PartitionedCall; the coverage tests walk registered_ops() after this
+  for (const auto& [name, status] : tf::registered_ops()) EXPECT_NE(name, "PartitionedCall");
+}
+
 TEST(Function, SecondOrderThroughACall) {
   auto f = tf::function([](const tf::Tensor& x) { return x * x * x; });
   tf::Tensor x = tf::constant(2.0);
@@ -168,6 +177,31 @@ TEST(Function, ForwardModeThroughACall) {
   acc.watch(x, tf::constant(1.0));
   tf::Tensor y = f(x);
   EXPECT_NEAR(acc.jvp(y)->item<double>(), std::cos(0.5) * 0.5 + std::sin(0.5), 1e-12);
+}
+
+TEST(Function, ForwardModeOnTheCallThatTraces) {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::sin(x) * x; });
+  tf::Tensor x = tf::constant(0.5);
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant(1.0));
+  tf::Tensor y = f(x);  // the first call: traced under the accumulator
+  ASSERT_TRUE(acc.jvp(y).has_value());
+  EXPECT_NEAR(acc.jvp(y)->item<double>(), std::cos(0.5) * 0.5 + std::sin(0.5), 1e-12);
+}
+
+TEST(Function, ATapeAndAnAccumulatorTogetherOnTheCallThatTraces) {
+  auto f = tf::function([](const tf::Tensor& x) { return x * x; });
+  tf::Tensor x = tf::constant(3.0);
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant(1.0));
+  tf::Tensor y = f(x);
+  ASSERT_TRUE(acc.jvp(y).has_value());
+  EXPECT_DOUBLE_EQ(acc.jvp(y)->item<double>(), 6.0);
+  tf::Gradient g = tape.gradient(y, x);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_DOUBLE_EQ(g->item<double>(), 6.0);
 }
 
 TEST(Function, ATrainingStepWithTheTapeInsideTracesIntoOneGraph) {
