@@ -94,6 +94,18 @@ cli::TrainOptions quick(const std::string& model, std::int64_t epochs, std::int6
   return o;
 }
 
+/// `n` random training images with labels 0..9, and the first 20 of them as the test set.
+tf::data::FashionMnist synthetic_dataset(std::int64_t n) {
+  std::vector<std::int32_t> labels;
+  for (std::int64_t i = 0; i < n; ++i) labels.push_back(static_cast<std::int32_t>((i * 7 + 3) % 10));
+  tf::data::FashionMnist ds;
+  ds.train_images = tf::random::uniform({n, 28, 28, 1}, 0.0, 1.0, tf::DType::Float32, 11);
+  ds.train_labels = tf::constant(labels);
+  ds.test_images = tf::slice(ds.train_images, {0, 0, 0, 0}, {20, -1, -1, -1});
+  ds.test_labels = tf::slice(ds.train_labels, {0}, {20});
+  return ds;
+}
+
 /// Every entry of a checkpoint as raw bytes, by name.
 std::map<std::string, std::string> checkpoint_bytes(const std::string& path) {
   tf::NamedVariables vars;
@@ -196,7 +208,7 @@ TEST(CliArguments, HelpExitsWith0AndListsTheOptions) {
   Result r = run({"train", "--help"});
   EXPECT_EQ(r.status, 0);
   for (const char* option :
-       {"--model", "--epochs", "--batch-size", "--lr", "--checkpoint", "--resume", "--plot"})
+       {"--model", "--epochs", "--batch-size", "--lr", "--checkpoint", "--resume", "--plot", "--eager"})
     EXPECT_THAT(r.out, HasSubstr(option));
 }
 
@@ -493,43 +505,89 @@ TEST(CliTrain, PrintsOneLinePerEpochAndPlotsEveryEpoch) {
   for (const auto& c : curves) EXPECT_EQ(count_points(c), 2u);
 }
 
-TEST(CliTrain, ResumeContinuesTheEpochCounterAndMatchesAnUninterruptedRunBitwise) {
-  REQUIRE_DATASET();
+TEST(CliTrain, TracedAndEagerStepsEndWithTheSameCheckpointAndHistoryBitwise) {
+  // `--eager` runs the step op by op; by default it runs through tf::function. Two epochs of 70
+  // synthetic examples in batches of 32 (a smaller last batch: a second trace), with the CNN's
+  // dropout: the same variables, optimizer state and losses, bit for bit.
+  const tf::data::FashionMnist ds = synthetic_dataset(70);
   for (const char* model : {"mlp", "cnn"}) {
     SCOPED_TRACE(model);
     TempDir dir;
-    std::ostringstream out, log;
-    // Two epochs in one go...
-    cli::TrainOptions straight = quick(model, 2, model == std::string("cnn") ? 64 : 256);
-    straight.checkpoint = dir / "straight.ckpt";
-    cli::train(straight, out, log, false);
-    // ... and one epoch, then a resume for the second.
-    cli::TrainOptions first = straight;
-    first.checkpoint = dir / "resumed.ckpt";
-    first.epochs = 1;
-    ASSERT_EQ(cli::train(first, out, log, false).size(), 1u);
-    cli::TrainOptions second = first;
-    second.epochs = 2;
-    second.resume = true;
-    std::ostringstream resumed_out;
-    cli::History h = cli::train(second, resumed_out, log, false);
-    ASSERT_EQ(h.size(), 2u);
-    EXPECT_EQ(h[1].epoch, 2);
-    EXPECT_THAT(resumed_out.str(), HasSubstr("after epoch 1"));
-    EXPECT_THAT(resumed_out.str(), HasSubstr("epoch 2/2: train loss"));
-    EXPECT_THAT(resumed_out.str(), ::testing::Not(HasSubstr("epoch 1/2")));
-
-    auto a = checkpoint_bytes(straight.checkpoint), b = checkpoint_bytes(second.checkpoint);
-    ASSERT_EQ(a.size(), b.size());
-    for (const auto& [name, bytes] : a) {
-      if (name == "train/history") continue;  // holds the wall time of each epoch
-      EXPECT_EQ(bytes, b[name]) << name << " differs after resuming";
+    std::map<std::string, std::string> checkpoints[2];
+    cli::History histories[2];
+    std::string outputs[2];
+    for (const bool eager : {false, true}) {
+      cli::TrainOptions o;
+      o.model = model;
+      o.epochs = 2;
+      o.batch_size = 32;
+      o.dataset = &ds;
+      o.eager = eager;
+      o.checkpoint = dir / (eager ? "eager.ckpt" : "traced.ckpt");
+      std::ostringstream out, log;
+      histories[eager] = cli::train(o, out, log, false);
+      checkpoints[eager] = checkpoint_bytes(o.checkpoint);
+      outputs[eager] = out.str();
     }
-    EXPECT_TRUE(a.count("optimizer/iterations"));
-    std::int64_t epoch;
-    std::memcpy(&epoch, b["train/epoch"].data(), sizeof epoch);
-    EXPECT_EQ(epoch, 2);
+    ASSERT_EQ(checkpoints[0].size(), checkpoints[1].size());
+    for (const auto& [name, bytes] : checkpoints[0]) {
+      if (name == "train/history") continue;  // holds the wall time of each epoch
+      EXPECT_TRUE(bytes == checkpoints[1][name]) << name << " differs between the traced and the eager step";
+    }
+    ASSERT_EQ(histories[0].size(), 2u);
+    ASSERT_EQ(histories[1].size(), 2u);
+    for (std::size_t e = 0; e < 2; ++e) {
+      EXPECT_EQ(histories[0][e].train_loss, histories[1][e].train_loss) << "epoch " << e + 1;
+      EXPECT_EQ(histories[0][e].train_accuracy, histories[1][e].train_accuracy) << "epoch " << e + 1;
+      EXPECT_EQ(histories[0][e].test_loss, histories[1][e].test_loss) << "epoch " << e + 1;
+    }
+    EXPECT_NE(histories[0][0].train_loss, histories[0][1].train_loss);
+    EXPECT_THAT(outputs[0], HasSubstr("step: traced with tf::function, 2 traces (one per batch shape) in "));
+    EXPECT_THAT(outputs[0], HasSubstr(" ms; --eager runs it op by op\n"));
+    EXPECT_THAT(outputs[1], ::testing::Not(HasSubstr("tf::function")));
   }
+}
+
+TEST(CliTrain, ResumeContinuesTheEpochCounterAndMatchesAnUninterruptedRunBitwise) {
+  REQUIRE_DATASET();
+  // Both ways of running the step: through tf::function (the default) and --eager.
+  for (const bool eager : {false, true})
+    for (const char* model : {"mlp", "cnn"}) {
+      SCOPED_TRACE(std::string(model) + (eager ? " eager" : " traced"));
+      TempDir dir;
+      std::ostringstream out, log;
+      // Two epochs in one go...
+      cli::TrainOptions straight = quick(model, 2, model == std::string("cnn") ? 64 : 256);
+      straight.eager = eager;
+      straight.checkpoint = dir / "straight.ckpt";
+      cli::train(straight, out, log, false);
+      // ... and one epoch, then a resume for the second.
+      cli::TrainOptions first = straight;
+      first.checkpoint = dir / "resumed.ckpt";
+      first.epochs = 1;
+      ASSERT_EQ(cli::train(first, out, log, false).size(), 1u);
+      cli::TrainOptions second = first;
+      second.epochs = 2;
+      second.resume = true;
+      std::ostringstream resumed_out;
+      cli::History h = cli::train(second, resumed_out, log, false);
+      ASSERT_EQ(h.size(), 2u);
+      EXPECT_EQ(h[1].epoch, 2);
+      EXPECT_THAT(resumed_out.str(), HasSubstr("after epoch 1"));
+      EXPECT_THAT(resumed_out.str(), HasSubstr("epoch 2/2: train loss"));
+      EXPECT_THAT(resumed_out.str(), ::testing::Not(HasSubstr("epoch 1/2")));
+
+      auto a = checkpoint_bytes(straight.checkpoint), b = checkpoint_bytes(second.checkpoint);
+      ASSERT_EQ(a.size(), b.size());
+      for (const auto& [name, bytes] : a) {
+        if (name == "train/history") continue;  // holds the wall time of each epoch
+        EXPECT_EQ(bytes, b[name]) << name << " differs after resuming";
+      }
+      EXPECT_TRUE(a.count("optimizer/iterations"));
+      std::int64_t epoch;
+      std::memcpy(&epoch, b["train/epoch"].data(), sizeof epoch);
+      EXPECT_EQ(epoch, 2);
+    }
 }
 
 TEST(CliTrain, ResumingWithAnotherModelOrOptimizerExitsWith2AndKeepsTheCheckpoint) {
@@ -591,37 +649,41 @@ TEST(CliTrain, ChangedLearningRateOnResumeSaysWhichValueIsUsed) {
 
 TEST(CliTrain, InterruptedRunSavesItsStepAndResumesToTheUninterruptedResultBitwise) {
   REQUIRE_DATASET();
-  for (const char* model : {"mlp", "cnn"}) {
-    SCOPED_TRACE(model);
-    TempDir dir;
-    std::ostringstream out, log;
-    cli::TrainOptions straight = quick(model, 2, model == std::string("cnn") ? 96 : 256);
-    straight.checkpoint = dir / "straight.ckpt";
-    cli::train(straight, out, log, false);
-    // Ctrl-C before the first step: the run stops after it, mid-epoch, and saves that state.
-    const std::atomic<int> interrupted{1};
-    cli::TrainOptions first = straight;
-    first.checkpoint = dir / "interrupted.ckpt";
-    first.stop_requested = &interrupted;
-    const std::int64_t steps = (straight.limit + 31) / 32;
-    EXPECT_THAT([&] { cli::train(first, out, log, false); },
-                ::testing::ThrowsMessage<cli::Interrupted>(::testing::AllOf(
-                    HasSubstr(fmt::format("interrupted after step 1/{} of epoch 1/2", steps)),
-                    HasSubstr("tapeflow train --resume --checkpoint " + first.checkpoint + " --epochs 2"))));
-    cli::TrainOptions second = first;
-    second.stop_requested = nullptr;
-    second.resume = true;
-    std::ostringstream resumed_out;
-    cli::History h = cli::train(second, resumed_out, log, false);
-    EXPECT_THAT(resumed_out.str(), HasSubstr(fmt::format("after step 1/{} of epoch 1", steps)));
-    ASSERT_EQ(h.size(), 2u);
-    auto a = checkpoint_bytes(straight.checkpoint), b = checkpoint_bytes(second.checkpoint);
-    ASSERT_EQ(a.size(), b.size());
-    for (const auto& [name, bytes] : a) {
-      if (name == "train/history") continue;  // holds the wall time of each epoch
-      EXPECT_EQ(bytes, b[name]) << name << " differs after resuming";
+  // Both ways of running the step: through tf::function (the default) and --eager.
+  for (const bool eager : {false, true})
+    for (const char* model : {"mlp", "cnn"}) {
+      SCOPED_TRACE(std::string(model) + (eager ? " eager" : " traced"));
+      TempDir dir;
+      std::ostringstream out, log;
+      cli::TrainOptions straight = quick(model, 2, model == std::string("cnn") ? 96 : 256);
+      straight.eager = eager;
+      straight.checkpoint = dir / "straight.ckpt";
+      cli::train(straight, out, log, false);
+      // Ctrl-C before the first step: the run stops after it, mid-epoch, and saves that state.
+      const std::atomic<int> interrupted{1};
+      cli::TrainOptions first = straight;
+      first.checkpoint = dir / "interrupted.ckpt";
+      first.stop_requested = &interrupted;
+      const std::int64_t steps = (straight.limit + 31) / 32;
+      EXPECT_THAT(
+          [&] { cli::train(first, out, log, false); },
+          ::testing::ThrowsMessage<cli::Interrupted>(::testing::AllOf(
+              HasSubstr(fmt::format("interrupted after step 1/{} of epoch 1/2", steps)),
+              HasSubstr("tapeflow train --resume --checkpoint " + first.checkpoint + " --epochs 2"))));
+      cli::TrainOptions second = first;
+      second.stop_requested = nullptr;
+      second.resume = true;
+      std::ostringstream resumed_out;
+      cli::History h = cli::train(second, resumed_out, log, false);
+      EXPECT_THAT(resumed_out.str(), HasSubstr(fmt::format("after step 1/{} of epoch 1", steps)));
+      ASSERT_EQ(h.size(), 2u);
+      auto a = checkpoint_bytes(straight.checkpoint), b = checkpoint_bytes(second.checkpoint);
+      ASSERT_EQ(a.size(), b.size());
+      for (const auto& [name, bytes] : a) {
+        if (name == "train/history") continue;  // holds the wall time of each epoch
+        EXPECT_EQ(bytes, b[name]) << name << " differs after resuming";
+      }
     }
-  }
 }
 
 TEST(CliTrain, InterruptWithoutCheckpointSaysNothingWasSaved) {

@@ -84,6 +84,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   train_cmd->add_option("--threads", t.threads, "Threads for the kernels and OpenBLAS (0: every core)");
   train_cmd->add_flag("--gradient-report", t.gradient_report,
                       "Print each variable's gradient norm (or why it has none) for the first step");
+  train_cmd->add_flag("--eager", t.eager,
+                      "Run the training step op by op instead of as a tf::function graph traced once "
+                      "per batch shape (same results, bit for bit; to compare)");
 
   std::optional<std::string> name, dir;
   bool list = false;

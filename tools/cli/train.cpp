@@ -16,15 +16,14 @@
 #include "progress.h"
 #include "tapeflow/checkpoint.h"
 #include "tapeflow/data.h"
-#include "tapeflow/debug.h"
 #include "tapeflow/errors.h"
 #include "tapeflow/nn/losses.h"
 #include "tapeflow/nn/metrics.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/optim/optimizer.h"
-#include "tapeflow/tape.h"
 #include "tapeflow/threads.h"
+#include "train_step.h"
 
 namespace tapeflow::cli {
 namespace {
@@ -317,7 +316,6 @@ struct StartPoint {
 struct TrainingState {
   Model model;
   std::unique_ptr<optimizers::Optimizer> optimizer;
-  std::vector<Variable> vars;  // the model's trainable variables
   Meta meta;
   History history;
 
@@ -331,9 +329,8 @@ struct TrainingState {
 
 /// A fresh model of o.model and its optimizer, built.
 TrainingState make_training_state(const TrainOptions& o) {
-  TrainingState s{make_model(o.model, o.seed), make_optimizer(o.optimizer, o.learning_rate), {}, {}, {}};
-  s.vars = s.model.net->trainable_variables();
-  s.optimizer->build(s.vars);
+  TrainingState s{make_model(o.model, o.seed), make_optimizer(o.optimizer, o.learning_rate), {}, {}};
+  s.optimizer->build(s.model.net->trainable_variables());
   return s;
 }
 
@@ -398,48 +395,40 @@ void print_run_header(std::ostream& out, const TrainOptions& o, const TrainingSt
   out << std::flush;
 }
 
-/// One optimizer step on batch `b`; returns the logits and the loss. With `report`, prints the
-/// gradient report of the step to `out` first. The step is fused into the backward pass
-/// (Optimizer::minimize): each variable is updated as soon as its gradient is final, so the step
-/// never holds every gradient at once; the variables end as with apply_gradients, bit for bit.
-std::pair<Tensor, Tensor> train_step(TrainingState& s, const data::Batch& b, bool report, std::ostream& out) {
-  const std::vector<Variable>& vars = s.vars;
-  // The report needs the records after it: the first step's tape is persistent then.
-  GradientTape tape(TapeOptions{.persistent = report});
-  const Tensor logits = (*s.model.net)(b.features, /*training=*/true);
-  const Tensor loss = losses::sparse_categorical_crossentropy(b.labels, logits, /*from_logits=*/true);
-  if (report)
-    out << "gradient report of the first step:\n"
-        << debug::gradient_report(tape, loss, vars).to_string() << "\n";
-  s.optimizer->minimize(loss, vars, tape);
-  return {logits, loss};
+/// The one line a traced run adds after its first epoch: the traces and the time they took (each
+/// trace is also the first step of its batch shape: the body runs once while it is recorded).
+void print_trace_note(std::ostream& out, const FunctionStats& stats) {
+  out << fmt::format(
+      "step: traced with tf::function, {} (one per batch shape) in {:.0f} ms; --eager runs it "
+      "op by op\n",
+      plural(stats.traces, "trace"), stats.trace_ms);
 }
 
 /// Trains epoch `epoch` (0-based) from step `first_step`, whose earlier steps' sums are `before`,
-/// showing the progress bar on `log`; returns the epoch's sums. When a stop is requested before
-/// the epoch's last step, saves the checkpoint (if any) and throws Interrupted.
-EpochSums train_epoch(TrainingState& s, const TrainOptions& o, data::BatchIterator& batches,
-                      std::int64_t epoch, std::int64_t first_step, const EpochSums& before,
-                      bool report_first_step, std::ostream& out, std::ostream& log, bool log_is_terminal) {
+/// showing the progress bar on `log`; returns the epoch's sums. With `report_first_step`, the
+/// first step runs eagerly and prints its gradient report to `out`. When a stop is requested
+/// before the epoch's last step, saves the checkpoint (if any) and throws Interrupted.
+EpochSums train_epoch(TrainingState& s, TrainStep& train_step, const TrainOptions& o,
+                      data::BatchIterator& batches, std::int64_t epoch, std::int64_t first_step,
+                      const EpochSums& before, bool report_first_step, std::ostream& out, std::ostream& log,
+                      bool log_is_terminal) {
   batches.reset(epoch);
   // A run resumed mid-epoch skips the batches it already trained on.
   for (std::int64_t i = 0; i < first_step; ++i) batches.next();
   metrics::Mean train_loss;
-  metrics::SparseCategoricalAccuracy train_accuracy;
+  double correct = 0;
   ProgressBar bar(log, log_is_terminal, epoch + 1, o.epochs, batches.num_batches());
   std::int64_t step = first_step, seen = 0;
-  // The sums of the steps run so far, with those before a resume. The accuracy metric counts
-  // each example once, so result() x examples is the (whole) number of correct predictions.
-  auto sums = [&] {
-    return before + EpochSums{train_loss.count(), train_loss.total(),
-                              std::round(train_accuracy.result() * static_cast<double>(seen))};
-  };
+  // The sums of the steps run so far, with those before a resume.
+  auto sums = [&] { return before + EpochSums{train_loss.count(), train_loss.total(), correct}; };
   while (auto b = batches.next()) {
     const std::int64_t size = b->labels.shape()[0];
+    // Outside the (traced) step: assigns the dropout layers' seed variables, which it reads.
     s.model.start_step(epoch, step);
-    const auto [logits, loss] = train_step(s, *b, report_first_step && step == first_step, out);
-    train_loss.update_state(loss, constant(static_cast<double>(size), DType::Float32));
-    train_accuracy.update_state(b->labels, logits);
+    const StepResult r =
+        report_first_step && step == first_step ? train_step.with_gradient_report(*b, out) : train_step(*b);
+    train_loss.update_state(r.loss, constant(static_cast<double>(size), DType::Float32));
+    correct += static_cast<double>(r.correct.item<std::int64_t>());
     seen += size;
     const EpochSums so_far = sums();
     bar.update(++step, seen, so_far.loss(), so_far.accuracy());
@@ -469,11 +458,12 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
                               {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed});
   const StartPoint start = saved ? restore_training_state(s, *saved, o, batches.num_batches()) : StartPoint{};
   print_run_header(out, o, s, d, saved.has_value(), start, batches.num_batches());
+  TrainStep train_step(s.model, *s.optimizer, o.eager);
 
   for (std::int64_t epoch = start.epoch; epoch < o.epochs; ++epoch) {
     const auto clock_start = Clock::now();
     const bool resumed_epoch = epoch == start.epoch;
-    const EpochSums epoch_sums = train_epoch(s, o, batches, epoch, resumed_epoch ? start.step : 0,
+    const EpochSums epoch_sums = train_epoch(s, train_step, o, batches, epoch, resumed_epoch ? start.step : 0,
                                              resumed_epoch ? start.sums : EpochSums{},
                                              o.gradient_report && resumed_epoch, out, log, log_is_terminal);
     const Evaluation test = evaluate(s.model, d.test_x, d.test_y, o.eval_batch_size);
@@ -482,8 +472,10 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
         {epoch + 1, epoch_sums.loss(), epoch_sums.accuracy(), test.loss, test.accuracy, seconds});
     out << fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} | {:.1f} s\n",
                        epoch + 1, o.epochs, epoch_sums.loss(), epoch_sums.accuracy(), test.loss,
-                       test.accuracy, seconds)
-        << std::flush;
+                       test.accuracy, seconds);
+    // Every batch shape is traced in the run's first epoch (the partial batch is its last).
+    if (resumed_epoch && train_step.traced()) print_trace_note(out, train_step.stats());
+    out << std::flush;
 
     if (!o.checkpoint.empty()) save_training_state(s, o, epoch + 1, 0, EpochSums{});
     if (!o.plot.empty())

@@ -1,6 +1,8 @@
 #pragma once
-// `tapeflow train`: trains the MLP or the CNN on Fashion-MNIST with a GradientTape, evaluates on
-// the test set after each epoch, saves a checkpoint per epoch and can resume from one exactly.
+// `tapeflow train`: trains the MLP or the CNN on Fashion-MNIST with a GradientTape, its step
+// traced once per batch shape with tf::function (train_step.h; `--eager` runs it op by op),
+// evaluates on the test set after each epoch, saves a checkpoint per epoch and can resume from
+// one exactly.
 //
 // Resuming is exact: the checkpoint holds the model's variables, the optimizer's state
 // (iterations and slots), the number of epochs done, the learning rate, the seed, batch size and
@@ -53,6 +55,9 @@ struct TrainOptions {
   /// Print tape.gradient_report (each variable's gradient norm, or why it has none, with
   /// vanishing/exploding flags) for the first training step.
   bool gradient_report = false;
+  /// Run the training step op by op instead of through tf::function (train_step.h): the
+  /// results are the same, bit for bit; for comparing speed and memory.
+  bool eager = false;
   std::int64_t eval_batch_size = 1000;
   /// Not on the command line, for tests: evaluate on the first `test_limit` test examples only
   /// (0: all), and use an already loaded data set instead of reading data_dir.

@@ -1,0 +1,72 @@
+#pragma once
+// The training step of `tapeflow train`: forward, loss, and the optimizer update fused into the
+// backward pass (Optimizer::minimize), plus the batch's number of correct predictions.
+//
+// By default the step runs through tf::function. The first batch of each shape traces it (the
+// body runs once, eagerly, while its ops, variable reads and assignments become a graph); later
+// batches of that shape run the graph. The last batch of an epoch is smaller when the batch size
+// does not divide the examples, so a run traces twice: once per shape. (Padding that batch to the
+// full size would trace once but change the mean loss and its gradient, so the results would no
+// longer be the eager step's.) Everything that changes between steps is read inside from
+// variables when the graph runs: the weights, the optimizer's slots, iteration count and
+// learning rate, and the dropout layers' generator states, which StepSeededDropout::start_step
+// assigns before each step, outside the function. So the traced step gives the eager step's
+// results bit for bit: the graph runs the same kernels on the same values in the same order.
+//
+// With `eager`, the same body runs directly, op by op through the dispatch path (`--eager`).
+// Either way the step returns tensors; the loop reads them on the host (item()) after the step.
+
+#include <optional>
+#include <ostream>
+#include <utility>
+#include <vector>
+
+#include "models.h"
+#include "tapeflow/data.h"
+#include "tapeflow/function.h"
+#include "tapeflow/optim/optimizer.h"
+
+namespace tapeflow::cli {
+
+/// What one step gives back, as tensors.
+struct StepResult {
+  Tensor loss;     ///< float32 scalar: the batch's mean loss, before the update
+  Tensor correct;  ///< int64 scalar: the batch's predictions (argmax of the logits) equal to the label
+};
+
+/// The training step of `model` with `optimizer`, traced (tf::function) or eager.
+class TrainStep {
+ public:
+  /// `model` and `optimizer` must outlive the step; the optimizer must be built for the model's
+  /// trainable variables. Nothing is traced before the first call.
+  TrainStep(Model& model, optimizers::Optimizer& optimizer, bool eager);
+
+  /// One optimizer step on `batch` (features float32 [b, 28, 28, 1], labels int32 [b]).
+  StepResult operator()(const data::Batch& batch);
+  /// The same step, run eagerly with a persistent tape so that the gradient report of the step
+  /// (tf::debug::gradient_report) can be printed to `out` before the update.
+  StepResult with_gradient_report(const data::Batch& batch, std::ostream& out);
+
+  /// Whether calls run through tf::function.
+  bool traced() const { return function_.has_value(); }
+  /// The function's traces, graph calls and trace time (all zero for an eager step).
+  FunctionStats stats() const;
+
+ private:
+  struct Body {
+    Model* model;
+    optimizers::Optimizer* optimizer;
+    std::vector<Variable> vars;  // the model's trainable variables
+
+    std::pair<Tensor, Tensor> operator()(const Tensor& features, const Tensor& labels) const {
+      return run(features, labels, nullptr);
+    }
+    /// The step; with `report`, prints the gradient report to it before the update.
+    std::pair<Tensor, Tensor> run(const Tensor& features, const Tensor& labels, std::ostream* report) const;
+  };
+
+  Body body_;
+  std::optional<Function<Body>> function_;
+};
+
+}  // namespace tapeflow::cli
