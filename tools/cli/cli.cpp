@@ -14,6 +14,7 @@
 #include "interrupt.h"
 #include "models.h"
 #include "tapeflow/errors.h"
+#include "predict.h"
 #include "train.h"
 
 namespace tapeflow::cli {
@@ -90,6 +91,17 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
 
   std::optional<std::string> name, dir;
   bool list = false;
+  train_cmd->add_option("--export", t.export_path,
+                        "After training, write the model's inference as a function file (tapeflow predict)");
+
+  PredictOptions p;
+  CLI::App* predict_cmd =
+      app.add_subcommand("predict", "Accuracy on the Fashion-MNIST test images of a model written by --export");
+  predict_cmd->add_option("model", p.model_path, "The function file")->required();
+  predict_cmd->add_option("--data-dir", p.data_dir, "Directory of the Fashion-MNIST IDX files")
+      ->capture_default_str();
+  predict_cmd->add_option("--limit", p.limit, "Only the first N test images (0: all)");
+
   CLI::App* examples_cmd = app.add_subcommand("examples", "List and run the seed example programs");
   examples_cmd->add_option("name", name, "The example to run (default: all of them)");
   examples_cmd->add_flag("--list", list, "Only list the examples");
@@ -125,6 +137,10 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
       const InterruptHandler interrupts;
       t.stop_requested = &InterruptHandler::count();
       train(t, out, err, err_is_terminal);
+      return 0;
+    }
+    if (predict_cmd->parsed()) {
+      predict(p, out);
       return 0;
     }
     const std::string where = examples_dir(dir);

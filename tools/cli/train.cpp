@@ -1,5 +1,7 @@
 #include "train.h"
 
+#include "predict.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -483,6 +485,11 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
                           fmt::format("tapeflow train --model {}: Fashion-MNIST", o.model));
     if (stop_requested(o) && epoch + 1 < o.epochs)
       throw Interrupted(interrupted_message(o, epoch + 1, 0, batches.num_batches()));
+  }
+  if (!o.export_path.empty()) {
+    export_model(s.model, o.eval_batch_size, o.export_path);
+    out << fmt::format("exported the model's inference to {} (tapeflow predict {})\n", o.export_path,
+                       o.export_path);
   }
   return s.history;
 }

@@ -59,6 +59,9 @@ struct TrainOptions {
   /// results are the same, bit for bit; for comparing speed and memory.
   bool eager = false;
   std::int64_t eval_batch_size = 1000;
+  /// After training, write the model's inference (logits of a batch of eval_batch_size images)
+  /// as a function file here (predict.h); empty: no export.
+  std::string export_path;
   /// Not on the command line, for tests: evaluate on the first `test_limit` test examples only
   /// (0: all), and use an already loaded data set instead of reading data_dir.
   std::int64_t test_limit = 0;

@@ -1,0 +1,58 @@
+#include "predict.h"
+
+#include <fmt/format.h>
+
+#include "tapeflow/function.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
+#include "tapeflow/ops/reduce.h"
+#include "train.h"
+
+namespace tapeflow::cli {
+
+void export_model(Model& model, std::int64_t batch, const std::string& path) {
+  auto logits = function([&model](const Tensor& x) { return (*model.net)(x, /*training=*/false); },
+                         {.name = "predict"});
+  logits(zeros({batch, 28, 28, 1}));  // the trace: inference only, no state changes
+  save_function(logits, {{{batch, 28, 28, 1}, DType::Float32, "images"}}, path);
+}
+
+double predict(const PredictOptions& o, std::ostream& out) {
+  LoadedFunction f = load_function(o.model_path);
+  const std::vector<TensorSpec>& sig = f.input_signature();
+  if (sig.size() != 1 || sig[0].dims.size() != 4 || sig[0].dims[0] <= 0 || sig[0].dims[1] != 28 ||
+      sig[0].dims[2] != 28 || sig[0].dims[3] != 1 || sig[0].dtype != DType::Float32)
+    throw UsageError(fmt::format("{}: function '{}' takes {} tensor(s), not one float32 batch [n, 28, 28, 1] of "
+                                 "images (was it written by tapeflow train --export?)",
+                                 o.model_path, f.name(), sig.size()));
+  data::FashionMnist ds;
+  if (o.dataset) {
+    ds = *o.dataset;
+  } else {
+    try {
+      ds = data::load_fashion_mnist(o.data_dir);
+    } catch (const Error& e) {
+      throw UsageError(std::string("cannot load Fashion-MNIST: ") + e.what());
+    }
+  }
+  std::int64_t n = ds.test_images.shape()[0];
+  if (o.limit > 0) n = std::min(n, o.limit);
+  const std::int64_t batch = sig[0].dims[0];
+  std::int64_t correct = 0;
+  for (std::int64_t begin = 0; begin < n; begin += batch) {
+    const std::int64_t size = std::min(batch, n - begin);
+    Tensor x = slice(ds.test_images, {begin, 0, 0, 0}, {size, -1, -1, -1});
+    if (size < batch) x = pad(x, {{0, batch - size}, {0, 0}, {0, 0}, {0, 0}});  // the file's batch size
+    Tensor logits = f({x})[0];
+    Tensor predicted = slice(argmax(logits, 1), {0}, {size});
+    Tensor labels = cast(slice(ds.test_labels, {begin}, {size}), DType::Int64);
+    correct += static_cast<std::int64_t>(reduce_sum(cast(equal(predicted, labels), DType::Float64)).item<double>());
+  }
+  const double accuracy = n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
+  out << fmt::format("{}: function '{}', {} variables, batches of {}: test accuracy {:.4f} on {} images\n",
+                     o.model_path, f.name(), f.variables().size(), batch, accuracy, n);
+  return accuracy;
+}
+
+}  // namespace tapeflow::cli
