@@ -329,6 +329,7 @@ std::vector<RanOp> run_every_op_with_attributes() {
   (void)tf::argmin(x, 0);
   (void)tf::cast(x, tf::DType::Int32);
   (void)tf::one_hot(tf::constant(std::vector<std::int32_t>{0, 2}, tf::Shape{2}), 3, 5.0, -1.0);
+  (void)tf::random::stateless_uniform({2, 2}, tf::constant(std::vector<std::int64_t>{7, 1}, tf::Shape{2}));
   return capture.ran;
 }
 

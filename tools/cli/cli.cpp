@@ -13,8 +13,8 @@
 #include "examples.h"
 #include "interrupt.h"
 #include "models.h"
-#include "tapeflow/errors.h"
 #include "predict.h"
+#include "tapeflow/errors.h"
 #include "train.h"
 
 namespace tapeflow::cli {
@@ -95,8 +95,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
                         "After training, write the model's inference as a function file (tapeflow predict)");
 
   PredictOptions p;
-  CLI::App* predict_cmd =
-      app.add_subcommand("predict", "Accuracy on the Fashion-MNIST test images of a model written by --export");
+  CLI::App* predict_cmd = app.add_subcommand(
+      "predict", "Accuracy on the Fashion-MNIST test images of a model written by --export");
   predict_cmd->add_option("model", p.model_path, "The function file")->required();
   predict_cmd->add_option("--data-dir", p.data_dir, "Directory of the Fashion-MNIST IDX files")
       ->capture_default_str();

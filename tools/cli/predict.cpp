@@ -23,9 +23,10 @@ double predict(const PredictOptions& o, std::ostream& out) {
   const std::vector<TensorSpec>& sig = f.input_signature();
   if (sig.size() != 1 || sig[0].dims.size() != 4 || sig[0].dims[0] <= 0 || sig[0].dims[1] != 28 ||
       sig[0].dims[2] != 28 || sig[0].dims[3] != 1 || sig[0].dtype != DType::Float32)
-    throw UsageError(fmt::format("{}: function '{}' takes {} tensor(s), not one float32 batch [n, 28, 28, 1] of "
-                                 "images (was it written by tapeflow train --export?)",
-                                 o.model_path, f.name(), sig.size()));
+    throw UsageError(
+        fmt::format("{}: function '{}' takes {} tensor(s), not one float32 batch [n, 28, 28, 1] of "
+                    "images (was it written by tapeflow train --export?)",
+                    o.model_path, f.name(), sig.size()));
   data::FashionMnist ds;
   if (o.dataset) {
     ds = *o.dataset;
@@ -47,7 +48,8 @@ double predict(const PredictOptions& o, std::ostream& out) {
     Tensor logits = f({x})[0];
     Tensor predicted = slice(argmax(logits, 1), {0}, {size});
     Tensor labels = cast(slice(ds.test_labels, {begin}, {size}), DType::Int64);
-    correct += static_cast<std::int64_t>(reduce_sum(cast(equal(predicted, labels), DType::Float64)).item<double>());
+    correct +=
+        static_cast<std::int64_t>(reduce_sum(cast(equal(predicted, labels), DType::Float64)).item<double>());
   }
   const double accuracy = n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
   out << fmt::format("{}: function '{}', {} variables, batches of {}: test accuracy {:.4f} on {} images\n",

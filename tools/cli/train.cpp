@@ -1,7 +1,5 @@
 #include "train.h"
 
-#include "predict.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,6 +13,7 @@
 
 #include "models.h"
 #include "plot.h"
+#include "predict.h"
 #include "progress.h"
 #include "tapeflow/checkpoint.h"
 #include "tapeflow/data.h"
