@@ -329,6 +329,7 @@ class Function {
 /// not run the body); the file keeps that trace's concrete shapes. A graph holding an op whose
 /// attributes cannot be written (custom_gradient's closure, cond and while_loop branches) is an
 /// UnimplementedError naming the op.
+///@{
 void save_function(const detail::FunctionCore& fn, const std::vector<TensorSpec>& signature,
                    const std::filesystem::path& path);
 template <class F>
@@ -336,6 +337,7 @@ void save_function(const Function<F>& fn, const std::vector<TensorSpec>& signatu
                    const std::filesystem::path& path) {
   save_function(*fn.core(), signature, path);
 }
+///@}
 
 /// A function loaded from a file save_function wrote: it runs without the C++ that built it
 /// (TensorFlow's SavedModel role). It owns the variables the file holds. Calls take the flat
@@ -345,11 +347,15 @@ void save_function(const Function<F>& fn, const std::vector<TensorSpec>& signatu
 /// is the body.
 class LoadedFunction {
  public:
+  /// Calls the function on the flat tensors of its signature; returns the flat results.
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+  /// The name it was saved under (FunctionOptions::name).
   const std::string& name() const;
+  /// The flat tensor specs a call must match (the saved trace's concrete shapes).
   const std::vector<TensorSpec>& input_signature() const;
   /// The variables the graph reads and writes, restored from the file.
   const std::vector<Variable>& variables() const;
+  /// Traces and graph calls, as for a traced function.
   FunctionStats stats() const;
 
   struct State;
