@@ -180,7 +180,8 @@ TEST(CliArguments, MistypedSubcommandSuggestsTheNearestOne) {
   EXPECT_THAT(run({"exmaples", "--list"}).err, HasSubstr("did you mean 'examples'?"));
   Result far = run({"frobnicate"});
   EXPECT_EQ(far.status, 2);
-  EXPECT_THAT(far.err, HasSubstr("unknown subcommand 'frobnicate'; the subcommands are train and examples"));
+  EXPECT_THAT(far.err,
+              HasSubstr("unknown subcommand 'frobnicate'; the subcommands are train, predict and examples"));
 }
 
 TEST(CliArguments, UnwritableCheckpointPathExitsWith2BeforeTraining) {

@@ -49,8 +49,10 @@ std::optional<std::string> unknown_subcommand(int argc, const char* const* argv,
       [&](const auto& x, const auto& y) { return edit_distance(given, x) < edit_distance(given, y); });
   if (edit_distance(given, *nearest) <= 2)
     return fmt::format("unknown subcommand '{}'; did you mean '{}'?", given, *nearest);
-  return fmt::format("unknown subcommand '{}'; the subcommands are {}", given,
-                     fmt::join(subcommands, " and "));
+  // "train, predict and examples"
+  const std::vector<std::string> all_but_last(subcommands.begin(), subcommands.end() - 1);
+  return fmt::format("unknown subcommand '{}'; the subcommands are {} and {}", given,
+                     fmt::join(all_but_last, ", "), subcommands.back());
 }
 
 }  // namespace
