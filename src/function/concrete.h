@@ -63,8 +63,9 @@ class ConcreteFunction {
   std::vector<TensorSpec> specs_;
 };
 
-/// Runs the graph passes: dead code, common subexpressions, constant folding; and, if `fuse`,
-/// elementwise fusion.
+/// Runs the graph passes: dead code, common subexpressions, constant folding. `fuse` marks the
+/// graph the fast path runs, where elementwise fusion belongs; no fusion pass is built in yet, so
+/// both kinds are the same graph today and no kFused node exists.
 Graph optimized(Graph g, bool fuse);
 
 struct TraceResult {
