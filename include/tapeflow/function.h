@@ -48,7 +48,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -242,7 +241,8 @@ class FunctionCore {
   using Body =
       std::function<std::pair<std::vector<Tensor>, std::shared_ptr<const void>>(std::vector<Tensor>)>;
 
-  FunctionCore(FunctionOptions options, std::source_location site);
+  /// Labelled "function '<name>' (<file>:<line>)" from where tf::function was called.
+  FunctionCore(FunctionOptions options, const char* file, int line);
   /// `label` names the function in errors and warnings ("function 'f' (loaded from m.tfn)").
   FunctionCore(FunctionOptions options, std::string label);
   ~FunctionCore();
@@ -273,10 +273,10 @@ class FunctionCore {
 template <class F>
 class Function {
  public:
-  /// Wraps `f`; `site` (where tf::function was called) names the function in errors.
-  Function(F f, FunctionOptions options, std::source_location site)
+  /// Wraps `f`; `file` and `line` (where tf::function was called) name the function in errors.
+  Function(F f, FunctionOptions options, const char* file, int line)
       : f_(std::make_shared<F>(std::move(f))),
-        core_(std::make_shared<detail::FunctionCore>(std::move(options), site)) {}
+        core_(std::make_shared<detail::FunctionCore>(std::move(options), file, line)) {}
 
   /// Calls the function (see the file comment for when it traces).
   template <class... Args>
@@ -370,11 +370,11 @@ class LoadedFunction {
 /// LookupError for an op this build does not define.
 LoadedFunction load_function(const std::filesystem::path& path);
 
-/// Wraps `f` as a traced function (see the file comment).
+/// Wraps `f` as a traced function (see the file comment). `file` and `line` default to the call's.
 template <class F>
-Function<std::decay_t<F>> function(F&& f, FunctionOptions options = {},
-                                   std::source_location site = std::source_location::current()) {
-  return Function<std::decay_t<F>>(std::forward<F>(f), std::move(options), site);
+Function<std::decay_t<F>> function(F&& f, FunctionOptions options = {}, const char* file = __builtin_FILE(),
+                                   int line = __builtin_LINE()) {
+  return Function<std::decay_t<F>>(std::forward<F>(f), std::move(options), file, line);
 }
 
 }  // namespace tapeflow

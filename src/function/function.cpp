@@ -55,15 +55,15 @@ bool ops_must_be_observed() { return autodiff::any_accumulator_active() || autod
 }  // namespace
 
 namespace {
-std::string label_of(const FunctionOptions& options, std::source_location site) {
-  std::string file = site.file_name();
+std::string label_of(const FunctionOptions& options, const char* where, int line) {
+  std::string file = where;
   if (auto slash = file.find_last_of('/'); slash != std::string::npos) file = file.substr(slash + 1);
-  return fmt::format("function '{}' ({}:{})", options.name, file, site.line());
+  return fmt::format("function '{}' ({}:{})", options.name, file, line);
 }
 }  // namespace
 
-FunctionCore::FunctionCore(FunctionOptions options, std::source_location site)
-    : FunctionCore(options, label_of(options, site)) {}
+FunctionCore::FunctionCore(FunctionOptions options, const char* file, int line)
+    : FunctionCore(options, label_of(options, file, line)) {}
 
 FunctionCore::FunctionCore(FunctionOptions options, std::string label) : state_(std::make_unique<State>()) {
   state_->label = std::move(label);

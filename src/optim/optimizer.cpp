@@ -237,7 +237,10 @@ void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars, 
   require_not_moved_from(vars, name_, "minimize");
   build(vars);  // checks the dtypes, then creates the slots in list order (names never depend on
                 // the order the pass finishes the gradients in)
-  const auto [learning_rate, step] = step_inputs();
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  const auto inputs = step_inputs();
+  const Tensor& learning_rate = inputs.first;
+  const Tensor& step = inputs.second;
   std::vector<char> has_gradient(vars.size(), 0);
   const std::vector<Source> sources(vars.begin(), vars.end());
   for_each_gradient(tape, loss, sources, [&](std::size_t i, Gradient g) {
