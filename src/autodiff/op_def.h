@@ -18,6 +18,10 @@
 #include "autodiff/attr_codec.h"
 #include "tapeflow/registry.h"
 
+namespace tapeflow::cpu {
+struct BlockOp;  // kernels/cpu/block_op.h
+}  // namespace tapeflow::cpu
+
 namespace tapeflow::autodiff {
 
 /// Which forward values an op's gradient reads, as bitmasks over input and output positions.
@@ -83,6 +87,10 @@ class OpDef {
   /// The op changes state beyond its outputs (an If or While whose branches assign variables):
   /// the graph passes never remove, merge or fold one of its nodes.
   bool stateful = false;
+  /// The op's elementwise kernel over a block of elements, as the fusion pass runs it inside a
+  /// fused kernel (kernels/cpu/block_op.h, set by the op's registration from its struct), or
+  /// nullptr for an op that is not elementwise (or a reduction a fused kernel can end with).
+  const cpu::BlockOp* block = nullptr;
 
  private:
   std::string name_;

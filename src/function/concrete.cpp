@@ -7,6 +7,7 @@
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
+#include "function/fusion.h"
 #include "function/optimize.h"
 #include "function/trace.h"
 #include "tapeflow/no_recording.h"
@@ -126,7 +127,7 @@ Graph optimized(Graph g, bool fuse) {
   fold_constants(g);
   eliminate_common_subexpressions(g);
   eliminate_dead_code(g);
-  (void)fuse;
+  if (fuse) fuse_elementwise(g);
   return g;
 }
 

@@ -63,9 +63,8 @@ class ConcreteFunction {
   std::vector<TensorSpec> specs_;
 };
 
-/// Runs the graph passes: dead code, common subexpressions, constant folding. `fuse` marks the
-/// graph the fast path runs, where elementwise fusion belongs; no fusion pass is built in yet, so
-/// both kinds are the same graph today and no kFused node exists.
+/// Runs the graph passes: dead code, common subexpressions, constant folding, and with `fuse`
+/// (the graph the fast path runs) elementwise fusion (fusion.h).
 Graph optimized(Graph g, bool fuse);
 
 struct TraceResult {

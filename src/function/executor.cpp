@@ -5,6 +5,7 @@
 #include "autodiff/dispatch.h"
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
+#include "function/fusion.h"
 
 namespace tapeflow::graph {
 namespace {
@@ -42,8 +43,11 @@ std::string Node::name() const {
       return "AssignAddVariableOp";
     case NodeKind::kAssignSub:
       return "AssignSubVariableOp";
-    case NodeKind::kFused:
-      return "Fused";
+    case NodeKind::kFused: {
+      std::string ops;
+      for (const std::string& op : fused->ops) ops += (ops.empty() ? "" : ", ") + op;
+      return "Fused(" + ops + ")";
+    }
   }
   return "?";
 }
@@ -116,7 +120,8 @@ void Executor::run_node(const Node& n, std::vector<Tensor>& env, RunMode mode) c
                                         : n.op->forward(n.attrs.get(), ins);
       break;
     case NodeKind::kFused:
-      TAPEFLOW_ASSERT(false, "[{}] fused nodes are not built yet", name_);
+      TAPEFLOW_ASSERT(mode == RunMode::kFast, "[{}] a fused graph runs only without observers", name_);
+      outs = run_fused(*n.fused, ins);
       break;
     case NodeKind::kReadVariable: {
       const Variable var = captured_variable(graph_, n.variable, name_);

@@ -86,13 +86,15 @@ struct BroadcastTo {
   struct Attrs {
     Shape shape;
   };
+  // A fused kernel loads x broadcast to the block and copies it.
+  static constexpr auto kElement = [](auto v) { return v; };
   static Tensor forward(const Attrs& a, const Tensor& x) {
     Tensor out = detail::empty(a.shape, x.dtype(), kName);
     visit_dtype(x.dtype(), [&]<class T>() {
       // Replicate through the broadcasting zip with a dummy second operand of one element.
       const T unused{};
       cpu::zip(x.values<T>().data(), x.shape(), &unused, Shape(), detail::mutable_data<T>(out), a.shape,
-               [](T v, T) { return v; });
+               [](T v, T) { return kElement(v); });
     });
     return out;
   }

@@ -48,9 +48,8 @@ T wrapping(T a, T b, Op op) {
 struct AddV2 : ElementwiseInDy {
   static constexpr std::string_view kName = "AddV2";
   static constexpr Saves kSaves = kSavesNothing;
-  static Tensor forward(const Tensor& x, const Tensor& y) {
-    return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::plus<>{}); });
-  }
+  static constexpr auto kElement = [](auto a, auto b) { return wrapping(a, b, std::plus<>{}); };
+  static Tensor forward(const Tensor& x, const Tensor& y) { return binary_numeric(kName, x, y, kElement); }
   static Grads backward(const GradContext& c) {
     Grads g(2);
     if (c.needs_input_grad(0)) g[0] = sum_to_shape(c.dy(), c.input_shape(0));
@@ -71,9 +70,8 @@ namespace ops {
 struct Sub : ElementwiseInDy {
   static constexpr std::string_view kName = "Sub";
   static constexpr Saves kSaves = kSavesNothing;
-  static Tensor forward(const Tensor& x, const Tensor& y) {
-    return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::minus<>{}); });
-  }
+  static constexpr auto kElement = [](auto a, auto b) { return wrapping(a, b, std::minus<>{}); };
+  static Tensor forward(const Tensor& x, const Tensor& y) { return binary_numeric(kName, x, y, kElement); }
   static Grads backward(const GradContext& c) {
     Grads g{sum_to_shape(c.dy(), c.input_shape(0)), std::nullopt};
     if (c.needs_input_grad(1)) g[1] = sum_to_shape(pass_masked_lanes(c.dy(), -c.dy()), c.input_shape(1));
@@ -93,9 +91,8 @@ namespace ops {
 struct Mul : ElementwiseInDy {
   static constexpr std::string_view kName = "Mul";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x, const Tensor& y) {
-    return binary_numeric(kName, x, y, [](auto a, auto b) { return wrapping(a, b, std::multiplies<>{}); });
-  }
+  static constexpr auto kElement = [](auto a, auto b) { return wrapping(a, b, std::multiplies<>{}); };
+  static Tensor forward(const Tensor& x, const Tensor& y) { return binary_numeric(kName, x, y, kElement); }
   static Grads backward(const GradContext& c) {
     Grads g(2);
     if (c.needs_input_grad(0)) g[0] = sum_to_shape(chain(c.dy(), c.input(1)), c.input_shape(0));
@@ -118,9 +115,10 @@ namespace ops {
 struct MulNoNan : ElementwiseInDy {
   static constexpr std::string_view kName = "MulNoNan";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr auto kElement = [](auto a, auto b) { return b == 0 ? decltype(a)(0) : a * b; };
   static Tensor forward(const Tensor& x, const Tensor& y) {
     require_floating(x, kName);
-    return binary_numeric(kName, x, y, [](auto a, auto b) { return b == 0 ? decltype(a)(0) : a * b; });
+    return binary_numeric(kName, x, y, kElement);
   }
   static Grads backward(const GradContext& c) {
     Grads g(2);
@@ -147,14 +145,15 @@ struct RealDiv : ElementwiseInDy {
                              describe(y));
       });
     }
-    return binary_numeric(kName, x, y, [](auto a, auto b) {
-      using T = decltype(a);
-      // INT_MIN / -1 overflows: wrap like TensorFlow's two's-complement kernels instead of UB.
-      if constexpr (std::is_integral_v<T>)
-        if (b == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
-      return static_cast<T>(a / b);
-    });
+    return binary_numeric(kName, x, y, kElement);
   }
+  static constexpr auto kElement = [](auto a, auto b) {
+    using T = decltype(a);
+    // INT_MIN / -1 overflows: wrap like TensorFlow's two's-complement kernels instead of UB.
+    if constexpr (std::is_integral_v<T>)
+      if (b == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
+    return static_cast<T>(a / b);
+  };
   static Grads backward(const GradContext& c) {
     Grads g(2);
     const Tensor& x = c.input(0);
@@ -179,18 +178,20 @@ namespace ops {
 struct Neg : ElementwiseInDy {
   static constexpr std::string_view kName = "Neg";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kElement = [](auto a) {
+    using T = decltype(a);
+    // Negating INT_MIN overflows: wrap (two's complement) instead of UB.
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
+    else
+      return -a;
+  };
   static Tensor forward(const Tensor& x) {
     require_numeric(x, kName);
     Tensor out = detail::empty(x.shape(), x.dtype(), kName);
     visit_dtype(x.dtype(), [&]<class T>() {
       if constexpr (!std::is_same_v<T, bool>)
-        cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(), [](T a) {
-          // Negating INT_MIN overflows: wrap (two's complement) instead of UB.
-          if constexpr (std::is_integral_v<T>)
-            return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
-          else
-            return -a;
-        });
+        cpu::map(x.values<T>().data(), detail::mutable_data<T>(out), x.num_elements(), kElement);
     });
     return out;
   }
@@ -240,12 +241,11 @@ T integer_pow(T x, T y) {
 struct Pow {
   static constexpr std::string_view kName = "Pow";
   static constexpr Saves kSaves{0b11, 0b1};
+  static constexpr auto kArray = [](const auto* a, std::int64_t ia, const auto* b, std::int64_t ib, auto* out,
+                                    std::int64_t n) { cpu::vmath::pow(a, ia, b, ib, out, n); };
   static Tensor forward(const Tensor& x, const Tensor& y) {
     require_same_dtype(x, y, kName);
-    if (is_floating(x.dtype()))
-      return binary_floating_array(kName, x, y,
-                                   [](const auto* a, std::int64_t ia, const auto* b, std::int64_t ib,
-                                      auto* out, std::int64_t n) { cpu::vmath::pow(a, ia, b, ib, out, n); });
+    if (is_floating(x.dtype())) return binary_floating_array(kName, x, y, kArray);
     if (is_integer(y.dtype())) {
       visit_dtype(y.dtype(), [&]<class T>() {
         if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
@@ -305,12 +305,9 @@ Grads select_gradient(const GradContext& c, const Tensor& x_selected) {
 struct Maximum {
   static constexpr std::string_view kName = "Maximum";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x, const Tensor& y) {
-    return binary_numeric(kName, x, y, [](auto a, auto b) {
-      // a >= b picks a on ties; a != a (NaN a) keeps a; a NaN b fails a >= b and is picked.
-      return (a >= b || a != a) ? a : b;
-    });
-  }
+  // a >= b picks a on ties; a != a (NaN a) keeps a; a NaN b fails a >= b and is picked.
+  static constexpr auto kElement = [](auto a, auto b) { return (a >= b || a != a) ? a : b; };
+  static Tensor forward(const Tensor& x, const Tensor& y) { return binary_numeric(kName, x, y, kElement); }
   static Grads backward(const GradContext& c) { return select_gradient(c, c.input(0) >= c.input(1)); }
 };
 }  // namespace ops
@@ -322,9 +319,8 @@ namespace ops {
 struct Minimum {
   static constexpr std::string_view kName = "Minimum";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x, const Tensor& y) {
-    return binary_numeric(kName, x, y, [](auto a, auto b) { return (a <= b || a != a) ? a : b; });
-  }
+  static constexpr auto kElement = [](auto a, auto b) { return (a <= b || a != a) ? a : b; };
+  static Tensor forward(const Tensor& x, const Tensor& y) { return binary_numeric(kName, x, y, kElement); }
   static Grads backward(const GradContext& c) { return select_gradient(c, c.input(0) <= c.input(1)); }
 };
 }  // namespace ops
@@ -336,12 +332,10 @@ namespace ops {
 struct Atan2 {
   static constexpr std::string_view kName = "Atan2";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr auto kArray = [](const auto* pa, std::int64_t ia, const auto* pb, std::int64_t ib,
+                                    auto* out, std::int64_t n) { cpu::vmath::atan2(pa, ia, pb, ib, out, n); };
   static Tensor forward(const Tensor& a, const Tensor& b) {
-    return binary_floating_array(
-        kName, a, b,
-        [](const auto* pa, std::int64_t ia, const auto* pb, std::int64_t ib, auto* out, std::int64_t n) {
-          cpu::vmath::atan2(pa, ia, pb, ib, out, n);
-        });
+    return binary_floating_array(kName, a, b, kArray);
   }
   static Grads backward(const GradContext& c) {
     const Tensor& a = c.input(0);
@@ -361,19 +355,18 @@ namespace ops {
 struct SquaredDifference {
   static constexpr std::string_view kName = "SquaredDifference";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x, const Tensor& y) {
-    return binary_numeric(kName, x, y, [](auto a, auto b) {
-      using T = decltype(a);
-      if constexpr (std::is_integral_v<T>) {
-        // Integer overflow is UB: compute in unsigned arithmetic, which wraps like TensorFlow.
-        using U = std::make_unsigned_t<T>;
-        const U d = static_cast<U>(a) - static_cast<U>(b);
-        return static_cast<T>(d * d);
-      } else {
-        return (a - b) * (a - b);
-      }
-    });
-  }
+  static constexpr auto kElement = [](auto a, auto b) {
+    using T = decltype(a);
+    if constexpr (std::is_integral_v<T>) {
+      // Integer overflow is UB: compute in unsigned arithmetic, which wraps like TensorFlow.
+      using U = std::make_unsigned_t<T>;
+      const U d = static_cast<U>(a) - static_cast<U>(b);
+      return static_cast<T>(d * d);
+    } else {
+      return (a - b) * (a - b);
+    }
+  };
+  static Tensor forward(const Tensor& x, const Tensor& y) { return binary_numeric(kName, x, y, kElement); }
   static Grads backward(const GradContext& c) {
     const Tensor dx = chain(c.dy(), (c.input(0) - c.input(1)) * 2);
     Grads g(2);

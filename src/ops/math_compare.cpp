@@ -32,12 +32,13 @@ Tensor compare(std::string_view op, const Tensor& x, const Tensor& y, bool allow
 
 }  // namespace
 
-#define TAPEFLOW_COMPARISON(Name, expr, allow_bool)                                 \
-  struct Name {                                                                     \
-    static constexpr std::string_view kName = #Name;                                \
-    static Tensor forward(const Tensor& x, const Tensor& y) {                       \
-      return compare(kName, x, y, allow_bool, [](auto a, auto b) { return expr; }); \
-    }                                                                               \
+#define TAPEFLOW_COMPARISON(Name, expr, allow_bool)                       \
+  struct Name {                                                           \
+    static constexpr std::string_view kName = #Name;                      \
+    static constexpr auto kElement = [](auto a, auto b) { return expr; }; \
+    static Tensor forward(const Tensor& x, const Tensor& y) {             \
+      return compare(kName, x, y, allow_bool, kElement);                  \
+    }                                                                     \
   };
 // z = (x == y) etc., elementwise with broadcasting; no gradient (bool result).
 TAPEFLOW_COMPARISON(Equal, a == b, true)
@@ -79,9 +80,8 @@ Tensor logical(std::string_view op, const Tensor& x, const Tensor& y, F f) {
 // z = x && y (bool); no gradient
 struct LogicalAnd {
   static constexpr std::string_view kName = "LogicalAnd";
-  static Tensor forward(const Tensor& x, const Tensor& y) {
-    return logical(kName, x, y, [](bool a, bool b) { return a && b; });
-  }
+  static constexpr auto kElement = [](auto a, auto b) { return a && b; };
+  static Tensor forward(const Tensor& x, const Tensor& y) { return logical(kName, x, y, kElement); }
 };
 }  // namespace ops
 Tensor logical_and(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::LogicalAnd>(x, y); }
@@ -90,9 +90,8 @@ namespace ops {
 // z = x || y (bool); no gradient
 struct LogicalOr {
   static constexpr std::string_view kName = "LogicalOr";
-  static Tensor forward(const Tensor& x, const Tensor& y) {
-    return logical(kName, x, y, [](bool a, bool b) { return a || b; });
-  }
+  static constexpr auto kElement = [](auto a, auto b) { return a || b; };
+  static Tensor forward(const Tensor& x, const Tensor& y) { return logical(kName, x, y, kElement); }
 };
 }  // namespace ops
 Tensor logical_or(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::LogicalOr>(x, y); }
@@ -101,11 +100,11 @@ namespace ops {
 // z = !x (bool); no gradient
 struct LogicalNot {
   static constexpr std::string_view kName = "LogicalNot";
+  static constexpr auto kElement = [](auto a) { return !a; };
   static Tensor forward(const Tensor& x) {
     require_bool(x, kName, "x");
     Tensor out = detail::empty(x.shape(), DType::Bool, kName);
-    cpu::map(x.values<bool>().data(), detail::mutable_data<bool>(out), x.num_elements(),
-             [](bool a) { return !a; });
+    cpu::map(x.values<bool>().data(), detail::mutable_data<bool>(out), x.num_elements(), kElement);
     return out;
   }
 };
@@ -120,6 +119,7 @@ namespace ops {
 struct SelectV2 {
   static constexpr std::string_view kName = "SelectV2";
   static constexpr Saves kSaves{0b1, 0};  // cond only
+  static constexpr auto kElement = [](auto c, auto a, auto b) { return c ? a : b; };
   static Tensor forward(const Tensor& cond, const Tensor& x, const Tensor& y) {
     require_bool(cond, kName, "condition");
     TAPEFLOW_REQUIRE(
@@ -131,8 +131,7 @@ struct SelectV2 {
     Tensor out = detail::empty(out_shape, x.dtype(), kName);
     visit_dtype(x.dtype(), [&]<class T>() {
       cpu::zip3(cond.values<bool>().data(), cond.shape(), x.values<T>().data(), x.shape(),
-                y.values<T>().data(), y.shape(), detail::mutable_data<T>(out), out_shape,
-                [](bool c, T a, T b) { return c ? a : b; });
+                y.values<T>().data(), y.shape(), detail::mutable_data<T>(out), out_shape, kElement);
     });
     return out;
   }

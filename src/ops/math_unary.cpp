@@ -39,7 +39,8 @@ Tensor unary_floating_array(std::string_view op, const Tensor& x, K kernel) {
 struct Exp : ElementwiseInDy {
   static constexpr std::string_view kName = "Exp";
   static constexpr Saves kSaves = kSavesOutput;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(exp)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(exp);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), c.output(0))}; }
   // JVP: dy = dx * y
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * c.output()}; }
@@ -52,7 +53,8 @@ namespace ops {
 struct Expm1 : ElementwiseInDy {
   static constexpr std::string_view kName = "Expm1";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(expm1)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(expm1);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), exp(c.input(0)))}; }
 };
 }  // namespace ops
@@ -63,7 +65,8 @@ namespace ops {
 struct Log : ElementwiseInDy {
   static constexpr std::string_view kName = "Log";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(log);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), reciprocal(c.input(0)))}; }
   // JVP: dy = dx / x (0 where dx is 0, also at x = 0)
   static Tangents jvp(const JvpContext& c) { return {multiply_no_nan(reciprocal(c.input(0)), c.tangent(0))}; }
@@ -76,7 +79,8 @@ namespace ops {
 struct Log1p : ElementwiseInDy {
   static constexpr std::string_view kName = "Log1p";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(log1p)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(log1p);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), reciprocal(c.input(0) + 1))}; }
 };
 }  // namespace ops
@@ -87,18 +91,17 @@ namespace ops {
 struct Square : ElementwiseInDy {
   static constexpr std::string_view kName = "Square";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) {
-    return map_numeric(kName, "x", x, [](auto v) {
-      using T = decltype(v);
-      // Integer overflow is UB: square in unsigned arithmetic, which wraps like TensorFlow's kernels.
-      if constexpr (std::is_integral_v<T>) {
-        using U = std::make_unsigned_t<T>;
-        return static_cast<T>(static_cast<U>(v) * static_cast<U>(v));
-      } else {
-        return v * v;
-      }
-    });
-  }
+  static constexpr auto kElement = [](auto v) {
+    using T = decltype(v);
+    // Integer overflow is UB: square in unsigned arithmetic, which wraps like TensorFlow's kernels.
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(v) * static_cast<U>(v));
+    } else {
+      return v * v;
+    }
+  };
+  static Tensor forward(const Tensor& x) { return map_numeric(kName, "x", x, kElement); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), c.input(0) * 2)}; }
   // JVP: dy = 2 x dx
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (c.input(0) * 2)}; }
@@ -111,7 +114,8 @@ namespace ops {
 struct Sqrt : ElementwiseInDy {
   static constexpr std::string_view kName = "Sqrt";
   static constexpr Saves kSaves = kSavesOutput;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sqrt)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(sqrt);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), 0.5 / c.output(0))}; }
   // JVP: dy = dx / (2 y) (0 where dx is 0, also at x = 0)
   static Tangents jvp(const JvpContext& c) { return {multiply_no_nan(0.5 / c.output(), c.tangent(0))}; }
@@ -124,12 +128,11 @@ namespace ops {
 struct Rsqrt : ElementwiseInDy {
   static constexpr std::string_view kName = "Rsqrt";
   static constexpr Saves kSaves = kSavesOutput;
-  static Tensor forward(const Tensor& x) {
-    return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
-      vmath::sqrt(x, y, n);
-      for (std::int64_t i = 0; i < n; ++i) y[i] = 1 / y[i];
-    });
-  }
+  static constexpr auto kArray = [](const auto* x, auto* y, std::int64_t n) {
+    vmath::sqrt(x, y, n);
+    for (std::int64_t i = 0; i < n; ++i) y[i] = 1 / y[i];
+  };
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) {
     const Tensor& y = c.output(0);
     return {chain_singular(c.dy(), (y * y * y) * -0.5)};
@@ -143,9 +146,8 @@ namespace ops {
 struct Reciprocal : ElementwiseInDy {
   static constexpr std::string_view kName = "Reciprocal";
   static constexpr Saves kSaves = kSavesOutput;
-  static Tensor forward(const Tensor& x) {
-    return map_floating(kName, "x", x, [](auto v) { return 1 / v; });
-  }
+  static constexpr auto kElement = [](auto v) { return 1 / v; };
+  static Tensor forward(const Tensor& x) { return map_floating(kName, "x", x, kElement); }
   static Grads backward(const GradContext& c) { return {chain_singular(c.dy(), -square(c.output(0)))}; }
 };
 }  // namespace ops
@@ -156,16 +158,15 @@ namespace ops {
 struct Abs : ElementwiseInDy {
   static constexpr std::string_view kName = "Abs";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) {
-    return map_numeric(kName, "x", x, [](auto v) {
-      using T = decltype(v);
-      // |INT_MIN| overflows: negate in unsigned arithmetic, which wraps (to INT_MIN) like TensorFlow.
-      if constexpr (std::is_integral_v<T>)
-        return v < 0 ? static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(v)) : v;
-      else
-        return std::abs(v);
-    });
-  }
+  static constexpr auto kElement = [](auto v) {
+    using T = decltype(v);
+    // |INT_MIN| overflows: negate in unsigned arithmetic, which wraps (to INT_MIN) like TensorFlow.
+    if constexpr (std::is_integral_v<T>)
+      return v < 0 ? static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(v)) : v;
+    else
+      return std::abs(v);
+  };
+  static Tensor forward(const Tensor& x) { return map_numeric(kName, "x", x, kElement); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), sign(c.input(0)))}; }
 };
 }  // namespace ops
@@ -176,15 +177,14 @@ namespace ops {
 struct Sign {
   static constexpr std::string_view kName = "Sign";
   static constexpr Saves kSaves = kSavesNothing;
-  static Tensor forward(const Tensor& x) {
-    return map_numeric(kName, "x", x, [](auto v) {
-      using T = decltype(v);
-      if constexpr (std::is_integral_v<T>)
-        return static_cast<T>((v > 0) - (v < 0));
-      else
-        return v > 0 ? T(1) : v < 0 ? T(-1) : v == 0 ? T(0) : v;
-    });
-  }
+  static constexpr auto kElement = [](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>((v > 0) - (v < 0));
+    else
+      return v > 0 ? T(1) : v < 0 ? T(-1) : v == 0 ? T(0) : v;
+  };
+  static Tensor forward(const Tensor& x) { return map_numeric(kName, "x", x, kElement); }
   static Grads backward(const GradContext& c) { return {zeros(c.input_shape(0), c.input_dtype(0))}; }
 };
 }  // namespace ops
@@ -195,7 +195,8 @@ namespace ops {
 struct Sin : ElementwiseInDy {
   static constexpr std::string_view kName = "Sin";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sin)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(sin);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), cos(c.input(0)))}; }
   // JVP: dy = dx * cos(x)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * cos(c.input(0))}; }
@@ -208,7 +209,8 @@ namespace ops {
 struct Cos : ElementwiseInDy {
   static constexpr std::string_view kName = "Cos";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cos)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(cos);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), -sin(c.input(0)))}; }
   // JVP: dy = -dx * sin(x)
   static Tangents jvp(const JvpContext& c) { return {-c.tangent(0) * sin(c.input(0))}; }
@@ -221,7 +223,8 @@ namespace ops {
 struct Tan : ElementwiseInDy {
   static constexpr std::string_view kName = "Tan";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tan)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(tan);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), square(reciprocal(cos(c.input(0)))))}; }
 };
 }  // namespace ops
@@ -232,7 +235,8 @@ namespace ops {
 struct Asin : ElementwiseInDy {
   static constexpr std::string_view kName = "Asin";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(asin)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(asin);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) {
     return {chain_singular(c.dy(), rsqrt(1 - square(c.input(0))))};
   }
@@ -245,7 +249,8 @@ namespace ops {
 struct Acos : ElementwiseInDy {
   static constexpr std::string_view kName = "Acos";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(acos)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(acos);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) {
     return {chain_singular(c.dy(), -rsqrt(1 - square(c.input(0))))};
   }
@@ -258,7 +263,8 @@ namespace ops {
 struct Atan : ElementwiseInDy {
   static constexpr std::string_view kName = "Atan";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(atan)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(atan);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), reciprocal(square(c.input(0)) + 1))}; }
 };
 }  // namespace ops
@@ -269,7 +275,8 @@ namespace ops {
 struct Sinh : ElementwiseInDy {
   static constexpr std::string_view kName = "Sinh";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(sinh)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(sinh);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), cosh(c.input(0)))}; }
 };
 }  // namespace ops
@@ -280,7 +287,8 @@ namespace ops {
 struct Cosh : ElementwiseInDy {
   static constexpr std::string_view kName = "Cosh";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(cosh)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(cosh);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), sinh(c.input(0)))}; }
 };
 }  // namespace ops
@@ -291,7 +299,8 @@ namespace ops {
 struct Tanh : ElementwiseInDy {
   static constexpr std::string_view kName = "Tanh";
   static constexpr Saves kSaves = kSavesOutput;
-  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, TAPEFLOW_ARRAY(tanh)); }
+  static constexpr auto kArray = TAPEFLOW_ARRAY(tanh);
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), 1 - square(c.output(0)))}; }
   // JVP: dy = dx * (1 - y^2)
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0) * (1 - square(c.output()))}; }
@@ -306,19 +315,18 @@ namespace ops {
 struct Sigmoid : ElementwiseInDy {
   static constexpr std::string_view kName = "Sigmoid";
   static constexpr Saves kSaves = kSavesOutput;
-  static Tensor forward(const Tensor& x) {
-    return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
-      using T = std::remove_cvref_t<decltype(*x)>;
-      vmath::for_blocks(n, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t i = b; i < e; ++i) y[i] = -std::abs(x[i]);
-        vmath::exp(y + b, y + b, e - b);
-        for (std::int64_t i = b; i < e; ++i) {
-          const T r = T(1) / (T(1) + y[i]);
-          y[i] = x[i] >= 0 ? r : y[i] * r;
-        }
-      });
+  static constexpr auto kArray = [](const auto* x, auto* y, std::int64_t n) {
+    using T = std::remove_cvref_t<decltype(*x)>;
+    vmath::for_blocks(n, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) y[i] = -std::abs(x[i]);
+      vmath::exp(y + b, y + b, e - b);
+      for (std::int64_t i = b; i < e; ++i) {
+        const T r = T(1) / (T(1) + y[i]);
+        y[i] = x[i] >= 0 ? r : y[i] * r;
+      }
     });
-  }
+  };
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) {
     const Tensor& y = c.output(0);
     return {chain(c.dy(), y * (1 - y))};
@@ -335,18 +343,17 @@ namespace ops {
 struct Softplus : ElementwiseInDy {
   static constexpr std::string_view kName = "Softplus";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) {
-    return unary_floating_array(kName, x, [](const auto* x, auto* y, std::int64_t n) {
-      using T = std::remove_cvref_t<decltype(*x)>;
-      vmath::for_blocks(n, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t i = b; i < e; ++i) y[i] = -std::abs(x[i]);
-        vmath::exp(y + b, y + b, e - b);
-        vmath::log1p(y + b, y + b, e - b);
-        // NOTE: written so a NaN x gives NaN (std::max(NaN, 0) would depend on argument order).
-        for (std::int64_t i = b; i < e; ++i) y[i] += x[i] > T(0) ? x[i] : x[i] == x[i] ? T(0) : x[i];
-      });
+  static constexpr auto kArray = [](const auto* x, auto* y, std::int64_t n) {
+    using T = std::remove_cvref_t<decltype(*x)>;
+    vmath::for_blocks(n, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) y[i] = -std::abs(x[i]);
+      vmath::exp(y + b, y + b, e - b);
+      vmath::log1p(y + b, y + b, e - b);
+      // NOTE: written so a NaN x gives NaN (std::max(NaN, 0) would depend on argument order).
+      for (std::int64_t i = b; i < e; ++i) y[i] += x[i] > T(0) ? x[i] : x[i] == x[i] ? T(0) : x[i];
     });
-  }
+  };
+  static Tensor forward(const Tensor& x) { return unary_floating_array(kName, x, kArray); }
   static Grads backward(const GradContext& c) { return {chain(c.dy(), sigmoid(c.input(0)))}; }
 };
 }  // namespace ops
@@ -357,13 +364,12 @@ namespace ops {
 struct Softsign : ElementwiseInDy {
   static constexpr std::string_view kName = "Softsign";
   static constexpr Saves kSaves = kSavesInputs;
-  static Tensor forward(const Tensor& x) {
-    return map_floating(kName, "x", x, [](auto v) {
-      using T = decltype(v);
-      // x / (1 + |x|) is Inf / Inf = NaN at +-Inf; the limit is +-1.
-      return std::isinf(v) ? std::copysign(T(1), v) : v / (T(1) + std::abs(v));
-    });
-  }
+  static constexpr auto kElement = [](auto v) {
+    using T = decltype(v);
+    // x / (1 + |x|) is Inf / Inf = NaN at +-Inf; the limit is +-1.
+    return std::isinf(v) ? std::copysign(T(1), v) : v / (T(1) + std::abs(v));
+  };
+  static Tensor forward(const Tensor& x) { return map_floating(kName, "x", x, kElement); }
   static Grads backward(const GradContext& c) {
     return {chain(c.dy(), reciprocal(square(abs(c.input(0)) + 1)))};
   }
@@ -392,6 +398,11 @@ void require_bound_shape(const Tensor& x, const Tensor& bound, std::string_view 
 struct ClipByValue {
   static constexpr std::string_view kName = "ClipByValue";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr auto kElement = [](auto v, auto l, auto h) {
+    // Comparisons written so a NaN x stays NaN.
+    const auto below_hi = v > h ? h : v;
+    return below_hi < l ? l : below_hi;
+  };
   static Tensor forward(const Tensor& x, const Tensor& lo, const Tensor& hi) {
     require_numeric(x, kName);
     TAPEFLOW_REQUIRE(
@@ -405,11 +416,7 @@ struct ClipByValue {
     visit_dtype(x.dtype(), [&]<class T>() {
       if constexpr (!std::is_same_v<T, bool>)
         cpu::zip3(x.values<T>().data(), x.shape(), lo.values<T>().data(), lo.shape(), hi.values<T>().data(),
-                  hi.shape(), detail::mutable_data<T>(out), x.shape(), [](T v, T l, T h) {
-                    // Comparisons written so a NaN x stays NaN.
-                    const T below_hi = v > h ? h : v;
-                    return below_hi < l ? l : below_hi;
-                  });
+                  hi.shape(), detail::mutable_data<T>(out), x.shape(), kElement);
     });
     return out;
   }

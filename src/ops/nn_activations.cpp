@@ -53,10 +53,9 @@ Tensor grad_kernel(std::string_view op, const Tensor& g, const Tensor& v, std::s
 struct Relu {
   static constexpr std::string_view kName = "Relu";
   static constexpr Saves kSaves = kSavesOutput;
-  static Tensor forward(const Tensor& x) {
-    // NaN propagates (v != v), as in NumPy's maximum.
-    return map_numeric(kName, "features", x, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });
-  }
+  // NaN propagates (v != v), as in NumPy's maximum.
+  static constexpr auto kElement = [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); };
+  static Tensor forward(const Tensor& x) { return map_numeric(kName, "features", x, kElement); }
   static Grads backward(const GradContext& c) { return {raw_ops::relu_grad(c.dy(), c.output(0))}; }
 };
 }  // namespace ops
@@ -68,8 +67,9 @@ namespace ops {
 struct ReluGrad {
   static constexpr std::string_view kName = "ReluGrad";
   static constexpr Saves kSaves{2u, 0u};  // features
+  static constexpr auto kElement = [](auto a, auto b) { return b > 0 ? a : decltype(a)(0); };
   static Tensor forward(const Tensor& g, const Tensor& f) {
-    return grad_kernel(kName, g, f, "features", [](auto a, auto b) { return b > 0 ? a : decltype(a)(0); });
+    return grad_kernel(kName, g, f, "features", kElement);
   }
   static Grads backward(const GradContext& c) {
     Grads gr(2);
@@ -88,12 +88,11 @@ namespace ops {
 struct Relu6 {
   static constexpr std::string_view kName = "Relu6";
   static constexpr Saves kSaves = kSavesOutput;
-  static Tensor forward(const Tensor& x) {
-    return map_numeric(kName, "features", x, [](auto v) {
-      using T = decltype(v);
-      return v > 0 ? (v < T(6) ? v : T(6)) : (v != v ? v : T(0));
-    });
-  }
+  static constexpr auto kElement = [](auto v) {
+    using T = decltype(v);
+    return v > 0 ? (v < T(6) ? v : T(6)) : (v != v ? v : T(0));
+  };
+  static Tensor forward(const Tensor& x) { return map_numeric(kName, "features", x, kElement); }
   static Grads backward(const GradContext& c) { return {raw_ops::relu6_grad(c.dy(), c.output(0))}; }
 };
 }  // namespace ops
@@ -104,9 +103,9 @@ namespace ops {
 struct Relu6Grad {
   static constexpr std::string_view kName = "Relu6Grad";
   static constexpr Saves kSaves{2u, 0u};
+  static constexpr auto kElement = [](auto a, auto b) { return b > 0 && b < 6 ? a : decltype(a)(0); };
   static Tensor forward(const Tensor& g, const Tensor& f) {
-    return grad_kernel(kName, g, f, "features",
-                       [](auto a, auto b) { return b > 0 && b < 6 ? a : decltype(a)(0); });
+    return grad_kernel(kName, g, f, "features", kElement);
   }
   static Grads backward(const GradContext& c) {
     Grads gr(2);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/block_op.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/families.h"
@@ -104,7 +105,8 @@ Tensor reduce_op(const Tensor& x, const Axes& axes, bool keepdims) {
 struct Sum {
   static constexpr std::string_view kName = "Sum";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr bool kBatchable = true;  // shapes below are batched(...)
+  static constexpr cpu::BlockOp kBlock = cpu::kSumBlock;  // a fused kernel can end with it
+  static constexpr bool kBatchable = true;                // shapes below are batched(...)
   using Attrs = ReduceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     return visit_numeric(x, kName, [&]<class T>() {
@@ -132,7 +134,8 @@ namespace ops {
 struct Mean {
   static constexpr std::string_view kName = "Mean";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr bool kBatchable = true;  // shapes below are batched(...)
+  static constexpr cpu::BlockOp kBlock = cpu::kMeanBlock;  // a fused kernel can end with it
+  static constexpr bool kBatchable = true;                 // shapes below are batched(...)
   using Attrs = ReduceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     return visit_numeric(x, kName, [&]<class T>() {

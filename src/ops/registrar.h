@@ -26,6 +26,7 @@
 
 #include "autodiff/op_def.h"
 #include "core/check.h"
+#include "kernels/cpu/block_op.h"
 #include "tapeflow/ops/raw.h"
 
 namespace tapeflow::raw_ops {
@@ -130,22 +131,26 @@ class Registrar {
   template <class Op>
   void add(TensorFunction fn) {
     r_.add<Op>();
+    set_block<Op>();
     raw_ops::add_adapter(Op::kName, std::move(fn.adapter));
   }
   template <class Op>
   void add() {
     r_.add<Op>();
+    set_block<Op>();
     raw_ops::add_adapter(Op::kName, adapter<Op>());
   }
   /// An op with no gradient by design (comparisons, argmax, StopGradient).
   template <class Op>
   void add_non_differentiable(TensorFunction fn) {
     r_.add_non_differentiable<Op>();
+    set_block<Op>();
     raw_ops::add_adapter(Op::kName, std::move(fn.adapter));
   }
   template <class Op>
   void add_non_differentiable() {
     r_.add_non_differentiable<Op>();
+    set_block<Op>();
     raw_ops::add_adapter(Op::kName, adapter<Op>());
   }
   /// An op whose gradient is deliberately not registered (AdjustContrastv2).
@@ -156,6 +161,26 @@ class Registrar {
   }
 
  private:
+  /// The op's BlockOp (kernels/cpu/block_op.h), from its kElement (a per-element function),
+  /// kArray (an array function) or kBlock (a reduction): what lets the fusion pass fuse it.
+  template <class Op>
+  void set_block() {
+    using Sig = autodiff::forward_detail::Signature<decltype(&Op::forward)>;
+    // Tensor operands: forward's parameters, less the attributes.
+    constexpr int arity =
+        static_cast<int>(Sig::kArity) - (std::is_same_v<typename Sig::FirstArg, Tensor> ? 0 : 1);
+    const cpu::BlockOp* block = nullptr;
+    if constexpr (requires { Op::kBlock; })
+      block = &Op::kBlock;
+    else if constexpr (requires { Op::kElement; })
+      block = &cpu::kElementBlock<arity, std::remove_cvref_t<decltype(Op::kElement)>>;
+    else if constexpr (requires { Op::kArray; } && arity == 1)
+      block = &cpu::kArrayBlock<std::remove_cvref_t<decltype(Op::kArray)>>;
+    else if constexpr (requires { Op::kArray; })
+      block = &cpu::kArray2Block<std::remove_cvref_t<decltype(Op::kArray)>>;
+    r_.get(Op::kName).block = block;
+  }
+
   template <class Op>
   static raw_ops::Adapter adapter() {
     if constexpr (requires { Op::kNotCallable; }) {
