@@ -9,6 +9,7 @@
 #include "core/tensor_impl.h"
 #include "function/fusion.h"
 #include "function/optimize.h"
+#include "function/recompute.h"
 #include "function/trace.h"
 #include "tapeflow/no_recording.h"
 #include "tapeflow/ops/creation.h"
@@ -76,11 +77,10 @@ std::vector<const Tensor*> pointers(std::span<const Tensor> ts) {
 /// The backward half of a differentiable trace: runs the tape's backward pass under a tracer with
 /// placeholder cotangents, so the ops the registered gradients run become the backward graph. A
 /// value that graph reads from the forward is a *saved* value: it becomes a backward input and a
-/// forward output.
+/// forward output (unless it is cheap to recompute, recompute.h).
 struct BackwardTrace {
   Graph graph;
-  std::vector<ValueId> saved_forward_values;
-  std::vector<Tensor> saved;
+  SavedValues saved;
 };
 
 BackwardTrace trace_backward(GradientTape& tape, const GraphTracer& forward, std::span<const Tensor> results,
@@ -103,7 +103,7 @@ BackwardTrace trace_backward(GradientTape& tape, const GraphTracer& forward, std
     outputs.push_back(*grads[k]);
     d.gradient_of.push_back(k);
   }
-  BackwardTrace b{tracer.finish(outputs), {}, {}};
+  BackwardTrace b{tracer.finish(outputs), {}};
   // Values of the forward that the gradient read become inputs, after the cotangents.
   std::vector<std::pair<ValueId, Tensor>> constants;
   for (auto& [v, t] : b.graph.constants) {
@@ -113,11 +113,41 @@ BackwardTrace trace_backward(GradientTape& tape, const GraphTracer& forward, std
       continue;
     }
     b.graph.inputs.push_back(v);
-    b.saved_forward_values.push_back(fv);
-    b.saved.push_back(t);
+    b.saved.forward.push_back(fv);
+    b.saved.backward_inputs.push_back(v);
+    b.saved.tensors.push_back(t);
   }
   b.graph.constants = std::move(constants);
   return b;
+}
+
+/// The forward graph `g` with the saved values as extra outputs.
+Graph saving(Graph g, const SavedValues& saved) {
+  g.outputs.insert(g.outputs.end(), saved.forward.begin(), saved.forward.end());
+  return g;
+}
+
+/// Makes the executors of `d` from a differentiable trace: the forward graph `g` (traced on
+/// `args`) and its backward `b`. The unfused pair, which the dispatch path runs for higher orders
+/// and forward mode, saves every value the gradient read, so derivatives through it are eager's
+/// bit for bit; the fast pair recomputes the cheap ones (recompute.h) and is fused. Returns the
+/// trace's values of what the fast forward saves.
+std::vector<Tensor> build_executors(Differentiable& d, const Graph& g, std::span<const Tensor> args,
+                                    BackwardTrace b, bool optimize, const std::string& label) {
+  const std::string gradient_label = label + " gradient";
+  if (!optimize) {
+    d.forward_plain = std::make_unique<Executor>(saving(g, b.saved), label);
+    d.forward = std::make_unique<Executor>(d.forward_plain->graph(), label);
+    d.backward_plain = std::make_unique<Executor>(b.graph, gradient_label);
+    d.backward = std::make_unique<Executor>(b.graph, gradient_label);
+    return std::move(b.saved.tensors);
+  }
+  d.forward_plain = std::make_unique<Executor>(optimized(saving(g, b.saved), false), label);
+  d.backward_plain = std::make_unique<Executor>(optimized(b.graph, false), gradient_label);
+  recompute_cheap_saved_values(g, args, b.graph, d.cotangent_results.size(), b.saved);
+  d.forward = std::make_unique<Executor>(optimized(saving(g, b.saved), true), label);
+  d.backward = std::make_unique<Executor>(optimized(std::move(b.graph), true), gradient_label);
+  return std::move(b.saved.tensors);
 }
 
 }  // namespace
@@ -206,25 +236,17 @@ TraceResult trace(const std::string& label, bool optimize, std::span<const Tenso
   Graph g = tracer.finish(results);
   TraceResult out;
   out.nodes_traced = g.nodes.size();
+  std::vector<Tensor> saved;
   if (differentiable) {
-    Graph forward = g;
-    forward.outputs.insert(forward.outputs.end(), b.saved_forward_values.begin(),
-                           b.saved_forward_values.end());
     d->num_results = results.size();
     for (const Source& s : sources) {
       if (!s.is_variable()) continue;
       // The variable's index in the forward graph: the tracer captured every variable read.
-      for (std::size_t k = 0; k < forward.variables.size(); ++k)
-        if (detail::VariableHandle::lock(forward.variables[k].state) == s.variable())
+      for (std::size_t k = 0; k < g.variables.size(); ++k)
+        if (detail::VariableHandle::lock(g.variables[k].state) == s.variable())
           d->source_variables.push_back(static_cast<std::int32_t>(k));
     }
-    d->forward_plain = std::make_unique<Executor>(optimize ? optimized(forward, false) : forward, label);
-    d->forward = std::make_unique<Executor>(
-        optimize ? optimized(std::move(forward), true) : std::move(forward), label);
-    d->backward_plain =
-        std::make_unique<Executor>(optimize ? optimized(b.graph, false) : b.graph, label + " gradient");
-    d->backward = std::make_unique<Executor>(
-        optimize ? optimized(std::move(b.graph), true) : d->backward_plain->graph(), label + " gradient");
+    saved = build_executors(*d, g, fresh, std::move(b), optimize, label);
   }
   std::vector<TensorSpec> specs;
   for (const Tensor& a : args) specs.push_back(TensorSpec::of(a));
@@ -233,7 +255,7 @@ TraceResult trace(const std::string& label, bool optimize, std::span<const Tenso
   if (differentiable) {
     out.function->set_differentiable(std::move(d));
     hide_outer.reset();
-    out.outputs = out.function->record(args, std::move(results), std::move(b.saved));
+    out.outputs = out.function->record(args, std::move(results), std::move(saved));
   } else {
     out.outputs = std::move(results);
   }

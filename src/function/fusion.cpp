@@ -155,8 +155,14 @@ class KernelBuilder {
  public:
   KernelBuilder(const Graph& g, const Group& group, int id, const std::vector<int>& group_of_value,
                 const std::vector<char>& read_outside)
-      : g_(g), group_(group), id_(id), group_of_value_(group_of_value), read_outside_(read_outside),
-        slot_of_(g.values.size(), -1), uniform_(g.values.size(), 0), live_to_end_(g.values.size(), 0),
+      : g_(g),
+        group_(group),
+        id_(id),
+        group_of_value_(group_of_value),
+        read_outside_(read_outside),
+        slot_of_(g.values.size(), -1),
+        uniform_(g.values.size(), 0),
+        live_to_end_(g.values.size(), 0),
         last_use_(g.values.size(), -1) {
     k_.dtype = group.dtype;
     k_.program.shape = group.shape;
@@ -271,10 +277,10 @@ class KernelBuilder {
     // destination was taken: a step never writes a slot it reads).
     for (std::size_t a = 0; a < n.inputs.size(); ++a) {
       const ValueId v = n.inputs[a];
-      const bool repeated = std::find(n.inputs.begin(), n.inputs.begin() + static_cast<std::ptrdiff_t>(a), v) !=
-                            n.inputs.begin() + static_cast<std::ptrdiff_t>(a);
-      if (member_value(v) && !repeated && last_use_[v] == static_cast<std::ptrdiff_t>(i) && !live_to_end_[v] &&
-          !read_outside_[v])
+      const bool repeated = std::find(n.inputs.begin(), n.inputs.begin() + static_cast<std::ptrdiff_t>(a),
+                                      v) != n.inputs.begin() + static_cast<std::ptrdiff_t>(a);
+      if (member_value(v) && !repeated && last_use_[v] == static_cast<std::ptrdiff_t>(i) &&
+          !live_to_end_[v] && !read_outside_[v])
         free_.push_back(slot_of_[v]);
     }
   }
@@ -337,12 +343,13 @@ std::vector<Tensor> run_fused(const FusedKernel& k, std::span<const Tensor> inpu
   TAPEFLOW_REQUIRE(inputs.size() == k.inputs.size(), InvalidArgumentError,
                    "[Fused] {} inputs for a fused kernel of {}", inputs.size(), k.inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i)
-    TAPEFLOW_REQUIRE(inputs[i].dtype() == k.inputs[i].dtype && inputs[i].shape() == k.inputs[i].shape,
-                     InvalidArgumentError,
-                     "[Fused] input {} is a {} tensor of shape {}; the fused kernel was built for a {} tensor "
-                     "of shape {}",
-                     i, dtype_name(inputs[i].dtype()), inputs[i].shape().to_string(),
-                     dtype_name(k.inputs[i].dtype), k.inputs[i].shape.to_string());
+    TAPEFLOW_REQUIRE(
+        inputs[i].dtype() == k.inputs[i].dtype && inputs[i].shape() == k.inputs[i].shape,
+        InvalidArgumentError,
+        "[Fused] input {} is a {} tensor of shape {}; the fused kernel was built for a {} tensor "
+        "of shape {}",
+        i, dtype_name(inputs[i].dtype()), inputs[i].shape().to_string(), dtype_name(k.inputs[i].dtype),
+        k.inputs[i].shape.to_string());
   const std::size_t stored = k.program.outputs.size();
   std::vector<Tensor> out;
   out.reserve(k.outputs.size());

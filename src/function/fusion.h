@@ -33,10 +33,10 @@ namespace tapeflow::graph {
 
 struct FusedKernel {
   cpu::FusedProgram program;
-  DType dtype = DType::Float32;   // T: the dtype the kernel computes in
-  std::vector<std::string> ops;   // the fused ops' names, in order (listings)
-  std::vector<Value> inputs;      // what the node's inputs must be (checked at run time)
-  std::vector<Value> outputs;     // the node's outputs: stored values, then reductions
+  DType dtype = DType::Float32;  // T: the dtype the kernel computes in
+  std::vector<std::string> ops;  // the fused ops' names, in order (listings)
+  std::vector<Value> inputs;     // what the node's inputs must be (checked at run time)
+  std::vector<Value> outputs;    // the node's outputs: stored values, then reductions
 };
 
 /// Replaces the fusable chains of `g` by kFused nodes (see the top of this file). Values the

@@ -224,10 +224,12 @@ TEST(Fusion, VariableReadsAndAssignmentsKeepTheirOrder) {
 }
 
 TEST(Fusion, ATracedFunctionRunsItsFusedGraphAndStoresLess) {
-  auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(tf::exp(-(tf::sin(x) * x + x * x))); },
-                        {.name = "chain"});
-  auto plain = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(tf::exp(-(tf::sin(x) * x + x * x))); },
-                            {.name = "chain", .optimize = false});
+  auto f =
+      tf::function([](const tf::Tensor& x) { return tf::reduce_sum(tf::exp(-(tf::sin(x) * x + x * x))); },
+                   {.name = "chain"});
+  auto plain =
+      tf::function([](const tf::Tensor& x) { return tf::reduce_sum(tf::exp(-(tf::sin(x) * x + x * x))); },
+                   {.name = "chain", .optimize = false});
   const tf::Tensor x = uniform({100000}, tf::float32, 13);
   f(x);
   plain(x);

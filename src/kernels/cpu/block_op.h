@@ -38,6 +38,10 @@ struct BlockOp {
   int arity = 1;
   BlockKernel<float> f32 = nullptr;
   BlockKernel<double> f64 = nullptr;
+  /// A few instructions per element (a per-element function: arithmetic, comparisons, select),
+  /// as opposed to an array function (exp, sin, tanh, ... through SLEEF): cheaper to compute
+  /// again than to store and load back (function/recompute.h).
+  bool cheap = false;
 
   template <class T>
   BlockKernel<T> kernel() const {
@@ -105,7 +109,7 @@ void array2_kernel(const T* const* in, const std::int64_t* stride, T* out, std::
 template <int Arity, class F>
 inline constexpr BlockOp kElementBlock{BlockOp::Kind::kElementwise, Arity,
                                        &block_detail::element_kernel<float, Arity, F>,
-                                       &block_detail::element_kernel<double, Arity, F>};
+                                       &block_detail::element_kernel<double, Arity, F>, /*cheap=*/true};
 
 /// The BlockOp of a unary array function (x, y, n).
 template <class F>

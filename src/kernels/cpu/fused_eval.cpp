@@ -16,7 +16,8 @@ namespace {
 template <class T>
 T* thread_scratch(std::size_t elements) {
   struct Buffer {
-    std::unique_ptr<T[], void (*)(T*)> data{nullptr, [](T* p) { ::operator delete[](p, std::align_val_t{64}); }};
+    std::unique_ptr<T[], void (*)(T*)> data{nullptr,
+                                            [](T* p) { ::operator delete[](p, std::align_val_t{64}); }};
     std::size_t size = 0;
   };
   thread_local Buffer buffer;
@@ -69,59 +70,59 @@ void run_fused(const FusedProgram& p, std::span<const void* const> inputs, std::
   for (const auto& in : p.inputs) walks.emplace_back(p.shape, std::array<const Shape*, 1>{&in.shape});
   std::vector<double> partials(p.reductions.size() * static_cast<std::size_t>(num_blocks));
 
-  parallel_for(num_blocks, std::max<std::int64_t>(1, kParallelGrain / block), [&](std::int64_t b0,
-                                                                                  std::int64_t b1) {
-    // This thread's scratch blocks and slot table.
-    T* scratch = thread_scratch<T>(p.scratch_slots.size() * static_cast<std::size_t>(block));
-    T** slot = thread_scratch<T*>(static_cast<std::size_t>(p.num_slots));
-    for (std::size_t k = 0; k < p.scratch_slots.size(); ++k)
-      slot[p.scratch_slots[k]] = scratch + k * static_cast<std::size_t>(block);
-    for (std::size_t k = 0; k < p.inputs.size(); ++k) {
-      const auto& in = p.inputs[k];
-      if (in.load != FusedProgram::Load::kUniform) continue;
-      if (in.is_bool)
-        slot[in.slot][0] = static_cast<T>(*static_cast<const bool*>(inputs[k]));
-      else
-        slot[in.slot] = const_cast<T*>(static_cast<const T*>(inputs[k]));
-    }
-    for (std::int64_t b = b0; b < b1; ++b) {
-      const std::int64_t start = b * block, m = std::min(block, n - start);
-      for (std::size_t k = 0; k < p.inputs.size(); ++k) {
-        const auto& in = p.inputs[k];
-        if (in.load == FusedProgram::Load::kDirect)
-          slot[in.slot] = const_cast<T*>(static_cast<const T*>(inputs[k])) + start;
-        else if (in.load == FusedProgram::Load::kGather && in.is_bool)
-          gather(static_cast<const bool*>(inputs[k]), walks[k], start, m, slot[in.slot]);
-        else if (in.load == FusedProgram::Load::kGather)
-          gather(static_cast<const T*>(inputs[k]), walks[k], start, m, slot[in.slot]);
-      }
-      for (std::size_t k = 0; k < p.outputs.size(); ++k)
-        if (p.outputs[k].in_place) slot[p.outputs[k].slot] = static_cast<T*>(outputs[k]) + start;
-      for (const FusedProgram::Step& s : p.steps) {
-        const T* src[3] = {slot[s.src[0]], slot[s.src[1]], slot[s.src[2]]};
-        s.op->kernel<T>()(src, s.stride, slot[s.dst], s.uniform ? 1 : m);
-      }
-      for (std::size_t k = 0; k < p.outputs.size(); ++k) {
-        const auto& o = p.outputs[k];
-        if (o.in_place) continue;
-        const T* v = slot[o.slot];
-        if (o.is_bool) {
-          bool* out = static_cast<bool*>(outputs[k]) + start;
-          for (std::int64_t i = 0; i < m; ++i) out[i] = v[o.uniform ? 0 : i] != T(0);
-        } else if (o.uniform) {
-          std::fill_n(static_cast<T*>(outputs[k]) + start, m, v[0]);
-        } else {
-          std::memcpy(static_cast<T*>(outputs[k]) + start, v, static_cast<std::size_t>(m) * sizeof(T));
+  parallel_for(
+      num_blocks, std::max<std::int64_t>(1, kParallelGrain / block), [&](std::int64_t b0, std::int64_t b1) {
+        // This thread's scratch blocks and slot table.
+        T* scratch = thread_scratch<T>(p.scratch_slots.size() * static_cast<std::size_t>(block));
+        T** slot = thread_scratch<T*>(static_cast<std::size_t>(p.num_slots));
+        for (std::size_t k = 0; k < p.scratch_slots.size(); ++k)
+          slot[p.scratch_slots[k]] = scratch + k * static_cast<std::size_t>(block);
+        for (std::size_t k = 0; k < p.inputs.size(); ++k) {
+          const auto& in = p.inputs[k];
+          if (in.load != FusedProgram::Load::kUniform) continue;
+          if (in.is_bool)
+            slot[in.slot][0] = static_cast<T>(*static_cast<const bool*>(inputs[k]));
+          else
+            slot[in.slot] = const_cast<T*>(static_cast<const T*>(inputs[k]));
         }
-      }
-      for (std::size_t r = 0; r < p.reductions.size(); ++r) {
-        const auto& red = p.reductions[r];
-        const T* v = slot[red.slot];
-        partials[r * static_cast<std::size_t>(num_blocks) + static_cast<std::size_t>(b)] =
-            red.uniform ? static_cast<double>(v[0]) * static_cast<double>(m) : block_sum(v, m);
-      }
-    }
-  });
+        for (std::int64_t b = b0; b < b1; ++b) {
+          const std::int64_t start = b * block, m = std::min(block, n - start);
+          for (std::size_t k = 0; k < p.inputs.size(); ++k) {
+            const auto& in = p.inputs[k];
+            if (in.load == FusedProgram::Load::kDirect)
+              slot[in.slot] = const_cast<T*>(static_cast<const T*>(inputs[k])) + start;
+            else if (in.load == FusedProgram::Load::kGather && in.is_bool)
+              gather(static_cast<const bool*>(inputs[k]), walks[k], start, m, slot[in.slot]);
+            else if (in.load == FusedProgram::Load::kGather)
+              gather(static_cast<const T*>(inputs[k]), walks[k], start, m, slot[in.slot]);
+          }
+          for (std::size_t k = 0; k < p.outputs.size(); ++k)
+            if (p.outputs[k].in_place) slot[p.outputs[k].slot] = static_cast<T*>(outputs[k]) + start;
+          for (const FusedProgram::Step& s : p.steps) {
+            const T* src[3] = {slot[s.src[0]], slot[s.src[1]], slot[s.src[2]]};
+            s.op->kernel<T>()(src, s.stride, slot[s.dst], s.uniform ? 1 : m);
+          }
+          for (std::size_t k = 0; k < p.outputs.size(); ++k) {
+            const auto& o = p.outputs[k];
+            if (o.in_place) continue;
+            const T* v = slot[o.slot];
+            if (o.is_bool) {
+              bool* out = static_cast<bool*>(outputs[k]) + start;
+              for (std::int64_t i = 0; i < m; ++i) out[i] = v[o.uniform ? 0 : i] != T(0);
+            } else if (o.uniform) {
+              std::fill_n(static_cast<T*>(outputs[k]) + start, m, v[0]);
+            } else {
+              std::memcpy(static_cast<T*>(outputs[k]) + start, v, static_cast<std::size_t>(m) * sizeof(T));
+            }
+          }
+          for (std::size_t r = 0; r < p.reductions.size(); ++r) {
+            const auto& red = p.reductions[r];
+            const T* v = slot[red.slot];
+            partials[r * static_cast<std::size_t>(num_blocks) + static_cast<std::size_t>(b)] =
+                red.uniform ? static_cast<double>(v[0]) * static_cast<double>(m) : block_sum(v, m);
+          }
+        }
+      });
 
   for (std::size_t r = 0; r < p.reductions.size(); ++r) {
     double total = 0;

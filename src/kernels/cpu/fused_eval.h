@@ -34,9 +34,9 @@ inline constexpr std::int64_t kFusedBlock = 1024;
 struct FusedProgram {
   /// How an input is read into its slot.
   enum class Load : std::uint8_t {
-    kDirect,     // the domain's shape and the kernel's dtype: the slot points into the input
-    kUniform,    // one element of the kernel's dtype: the slot points at it, stride 0
-    kGather,     // any other broadcast shape, or a bool input: copied (and converted) per block
+    kDirect,   // the domain's shape and the kernel's dtype: the slot points into the input
+    kUniform,  // one element of the kernel's dtype: the slot points at it, stride 0
+    kGather,   // any other broadcast shape, or a bool input: copied (and converted) per block
   };
   struct Input {
     int slot = 0;
