@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "autodiff/op_def.h"
+#include "support/close.h"
 #include "tapeflow/function.h"
 #include "tapeflow/tapeflow.h"
 
@@ -21,13 +22,9 @@ using Vars = std::vector<tf::Tensor>;
 
 tf::Tensor vec(std::vector<double> v) { return tf::constant(v); }
 
+/// Float64 results agree to 1e-9 (relative) unless a test says otherwise.
 void expect_close(const tf::Tensor& a, const tf::Tensor& b, double tol = 1e-9) {
-  ASSERT_EQ(a.shape(), b.shape());
-  ASSERT_EQ(a.dtype(), b.dtype());
-  tf::Tensor da = tf::cast(a, tf::DType::Float64), db = tf::cast(b, tf::DType::Float64);
-  auto x = da.values<double>(), y = db.values<double>();
-  for (std::size_t i = 0; i < x.size(); ++i)
-    EXPECT_NEAR(x[i], y[i], tol * (1 + std::abs(y[i]))) << "element " << i;
+  tf::testing::expect_close(a, b, tol);
 }
 
 /// Central differences of the scalar f at x (float64), one element at a time.
