@@ -277,6 +277,18 @@ class Captures {
   std::vector<absl::flat_hash_map<std::size_t, ValueId>> used_;  // per graph: capture -> its value
 };
 
+/// The captures of an op's two graphs (If's branches, While's cond and body): taken out of both
+/// and appended to the inputs of each. Reads of a variable in `assigned` stay in the graphs.
+Captures capture(Graph& first, Graph& second, const Assigned& assigned) {
+  const absl::flat_hash_set<VariableKey> keys = keys_of(assigned);
+  Captures captures;
+  captures.take(first, keys);
+  captures.take(second, keys);
+  const std::array<Graph*, 2> graphs{&first, &second};
+  captures.add_inputs(graphs);
+  return captures;
+}
+
 const autodiff::OpDef& define_op(std::string_view name, autodiff::ForwardFunction forward,
                                  GradientFunction gradient, bool stateful) {
   autodiff::Registry& r = autodiff::registry();
@@ -518,12 +530,7 @@ std::vector<Tensor> traced_cond(const Tensor& pred, const BranchFn& true_fn, con
         i, x.shape().to_string(), dtype_name(x.dtype()), y.shape().to_string(), dtype_name(y.dtype()));
   }
   const Assigned assigned = merged(t.assigned, f.assigned);
-  const absl::flat_hash_set<VariableKey> keys = keys_of(assigned);
-  Captures captures;
-  captures.take(t.graph, keys);
-  captures.take(f.graph, keys);
-  const std::array<Graph*, 2> graphs{&t.graph, &f.graph};
-  captures.add_inputs(graphs);
+  const Captures captures = capture(t.graph, f.graph, assigned);
   auto attrs = std::make_shared<const IfAttrs>(IfAttrs{
       std::make_shared<const Executor>(optimized(std::move(t.graph), /*fuse=*/false), "cond true_fn"),
       std::make_shared<const Executor>(optimized(std::move(f.graph), /*fuse=*/false), "cond false_fn"),
@@ -546,12 +553,7 @@ std::vector<Tensor> traced_while(const LoopCondFn& cond, const LoopBodyFn& body,
     return next;
   });
   const Assigned assigned = merged(c.assigned, b.assigned);
-  const absl::flat_hash_set<VariableKey> keys = keys_of(assigned);
-  Captures captures;
-  captures.take(c.graph, keys);
-  captures.take(b.graph, keys);
-  const std::array<Graph*, 2> graphs{&c.graph, &b.graph};
-  captures.add_inputs(graphs);
+  const Captures captures = capture(c.graph, b.graph, assigned);
   auto loop = std::make_shared<const Loop>(
       Loop{std::make_shared<const Executor>(optimized(std::move(c.graph), /*fuse=*/false), "while_loop cond"),
            std::make_shared<const Executor>(optimized(std::move(b.graph), /*fuse=*/false), "while_loop body"),

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "autodiff/op_def.h"
+#include "support/close.h"
 #include "tapeflow/function.h"
 #include "tapeflow/tapeflow.h"
 
@@ -21,13 +22,9 @@ using Vars = std::vector<tf::Tensor>;
 
 tf::Tensor vec(std::vector<double> v) { return tf::constant(v); }
 
+/// Float64 results agree to 1e-9 (relative) unless a test says otherwise.
 void expect_close(const tf::Tensor& a, const tf::Tensor& b, double tol = 1e-9) {
-  ASSERT_EQ(a.shape(), b.shape());
-  ASSERT_EQ(a.dtype(), b.dtype());
-  tf::Tensor da = tf::cast(a, tf::DType::Float64), db = tf::cast(b, tf::DType::Float64);
-  auto x = da.values<double>(), y = db.values<double>();
-  for (std::size_t i = 0; i < x.size(); ++i)
-    EXPECT_NEAR(x[i], y[i], tol * (1 + std::abs(y[i]))) << "element " << i;
+  tf::testing::expect_close(a, b, tol);
 }
 
 /// Central differences of the scalar f at x (float64), one element at a time.
@@ -42,6 +39,21 @@ tf::Tensor finite_difference(const std::function<tf::Tensor(const tf::Tensor&)>&
            (2 * h);
   }
   return tf::constant(g, x.shape());
+}
+
+/// dy/dx and d2y/dx2 of the scalar y = y_of_x(), from two nested tapes watching x: the inner one
+/// records y_of_x, the outer one also the inner one's gradient.
+struct Derivatives {
+  tf::Tensor first, second;
+};
+Derivatives nested_tape_derivatives(const tf::Tensor& x, const std::function<tf::Tensor()>& y_of_x) {
+  tf::GradientTape outer;
+  outer.watch(x);
+  tf::GradientTape inner;
+  inner.watch(x);
+  tf::Tensor y = y_of_x();
+  tf::Tensor dy = *inner.gradient(y, x);
+  return {dy, *outer.gradient(dy, x)};
 }
 
 template <class E, class F>
@@ -298,28 +310,19 @@ TEST(Cond, SecondOrderThroughATracedCall) {
   for (bool p : {true, false}) {
     tf::Tensor x = tf::constant(0.7);
     f(x, tf::constant(p));  // traced without a tape
-    tf::GradientTape outer;
-    outer.watch(x);
-    tf::GradientTape inner;
-    inner.watch(x);
-    tf::Tensor y = f(x, tf::constant(p));
-    tf::Tensor dy = *inner.gradient(y, x);
-    tf::Tensor d2y = *outer.gradient(dy, x);
-    EXPECT_NEAR(dy.item<double>(), p ? 3 * 0.49 : std::cos(0.7), 1e-12);
-    EXPECT_NEAR(d2y.item<double>(), p ? 6 * 0.7 : -std::sin(0.7), 1e-12);
+    const Derivatives d = nested_tape_derivatives(x, [&] { return f(x, tf::constant(p)); });
+    EXPECT_NEAR(d.first.item<double>(), p ? 3 * 0.49 : std::cos(0.7), 1e-12);
+    EXPECT_NEAR(d.second.item<double>(), p ? 6 * 0.7 : -std::sin(0.7), 1e-12);
   }
 }
 
 TEST(Cond, SecondOrderWithBothTapesInsideTheBody) {
   auto f = tf::function([](const tf::Tensor& x, const tf::Tensor& p) {
-    tf::GradientTape outer;
-    outer.watch(x);
-    tf::GradientTape inner;
-    inner.watch(x);
-    tf::Tensor y = tf::cond(
-        p, [&] { return x * x * x; }, [&] { return tf::sin(x); });
-    tf::Tensor dy = *inner.gradient(y, x);
-    return *outer.gradient(dy, x);
+    auto y = [&] {
+      return tf::cond(
+          p, [&] { return x * x * x; }, [&] { return tf::sin(x); });
+    };
+    return nested_tape_derivatives(x, y).second;
   });
   EXPECT_NEAR(f(tf::constant(0.7), tf::constant(true)).item<double>(), 6 * 0.7, 1e-12);
   EXPECT_NEAR(f(tf::constant(0.7), tf::constant(false)).item<double>(), -std::sin(0.7), 1e-12);
@@ -364,14 +367,9 @@ TEST(Cond, OneTensorPassedAsTwoArgumentsGetsBothGradients) {
   });
   tf::Tensor x = tf::constant(3.0);
   f(x, x, tf::constant(true));  // the plain trace
-  tf::GradientTape outer;
-  outer.watch(x);
-  tf::GradientTape inner;
-  inner.watch(x);
-  tf::Tensor y = f(x, x, tf::constant(true));
-  tf::Tensor dy = *inner.gradient(y, x);
-  EXPECT_DOUBLE_EQ(dy.item<double>(), 6.0);
-  EXPECT_DOUBLE_EQ(outer.gradient(dy, x)->item<double>(), 2.0);
+  const Derivatives d = nested_tape_derivatives(x, [&] { return f(x, x, tf::constant(true)); });
+  EXPECT_DOUBLE_EQ(d.first.item<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(d.second.item<double>(), 2.0);
 }
 
 TEST(Cond, MixedResultDtypesAndAnIntegerCapture) {
@@ -685,43 +683,23 @@ TEST(WhileLoop, SecondOrderThroughATracedCall) {
       [](const tf::Tensor& x, const tf::Tensor& n) { return sine_loop(x, n, tf::constant(1.0)); });
   for (int n : {1, 3}) {
     tf::Tensor x = tf::constant(0.7);
-    tf::GradientTape eo, ei;
-    eo.watch(x);
-    ei.watch(x);
-    tf::Tensor ye = sine_loop(x, tf::constant(n), tf::constant(1.0));
-    tf::Tensor dye = *ei.gradient(ye, x);
-    tf::Tensor d2ye = *eo.gradient(dye, x);
-
-    tf::GradientTape outer;
-    outer.watch(x);
-    tf::GradientTape inner;
-    inner.watch(x);
-    tf::Tensor y = f(x, tf::constant(n));
-    tf::Tensor dy = *inner.gradient(y, x);
-    tf::Tensor d2y = *outer.gradient(dy, x);
-    EXPECT_NEAR(dy.item<double>(), dye.item<double>(), 1e-12) << n;
-    EXPECT_NEAR(d2y.item<double>(), d2ye.item<double>(), 1e-12) << n;
+    const Derivatives eager =
+        nested_tape_derivatives(x, [&] { return sine_loop(x, tf::constant(n), tf::constant(1.0)); });
+    const Derivatives traced = nested_tape_derivatives(x, [&] { return f(x, tf::constant(n)); });
+    EXPECT_NEAR(traced.first.item<double>(), eager.first.item<double>(), 1e-12) << n;
+    EXPECT_NEAR(traced.second.item<double>(), eager.second.item<double>(), 1e-12) << n;
   }
 }
 
 TEST(WhileLoop, SecondOrderWithBothTapesInsideTheBody) {
   auto f = tf::function([](const tf::Tensor& x, const tf::Tensor& n) {
-    tf::GradientTape outer;
-    outer.watch(x);
-    tf::GradientTape inner;
-    inner.watch(x);
-    tf::Tensor y = sine_loop(x, n, tf::constant(1.0));
-    tf::Tensor dy = *inner.gradient(y, x);
-    return *outer.gradient(dy, x);
+    return nested_tape_derivatives(x, [&] { return sine_loop(x, n, tf::constant(1.0)); }).second;
   });
   for (int n : {2, 1}) {
     tf::Tensor x = tf::constant(0.7);
-    tf::GradientTape eo, ei;
-    eo.watch(x);
-    ei.watch(x);
-    tf::Tensor ye = sine_loop(x, tf::constant(n), tf::constant(1.0));
-    tf::Tensor d2ye = *eo.gradient(*ei.gradient(ye, x), x);
-    EXPECT_NEAR(f(x, tf::constant(n)).item<double>(), d2ye.item<double>(), 1e-12) << n;
+    const Derivatives eager =
+        nested_tape_derivatives(x, [&] { return sine_loop(x, tf::constant(n), tf::constant(1.0)); });
+    EXPECT_NEAR(f(x, tf::constant(n)).item<double>(), eager.second.item<double>(), 1e-12) << n;
   }
 }
 

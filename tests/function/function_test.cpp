@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "support/close.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -14,13 +15,9 @@ namespace {
 
 tf::Tensor vec(std::vector<float> v) { return tf::constant(v); }
 
+/// Float32 results agree to 1e-6 (relative) unless a test says otherwise.
 void expect_close(const tf::Tensor& a, const tf::Tensor& b, double tol = 1e-6) {
-  ASSERT_EQ(a.shape(), b.shape());
-  ASSERT_EQ(a.dtype(), b.dtype());
-  tf::Tensor da = tf::cast(a, tf::DType::Float64), db = tf::cast(b, tf::DType::Float64);
-  auto x = da.values<double>(), y = db.values<double>();
-  for (std::size_t i = 0; i < x.size(); ++i)
-    EXPECT_NEAR(x[i], y[i], tol * (1 + std::abs(y[i]))) << "element " << i;
+  tf::testing::expect_close(a, b, tol);
 }
 
 TEST(Function, TracesOnceAndRunsTheGraphAfterwards) {

@@ -12,7 +12,6 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <set>
 
@@ -20,6 +19,7 @@
 #include "function/graph_recorder.h"
 #include "io/checkpoint_testing.h"
 #include "support/errors.h"
+#include "support/files.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -27,21 +27,10 @@ namespace fs = std::filesystem;
 namespace graph = tapeflow::graph;
 using ::testing::HasSubstr;
 using tf::testing::error_of;
+using tf::testing::read_bytes;
+using tf::testing::write_bytes;
 
 namespace {
-
-std::vector<unsigned char> read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const fs::path& p, const std::vector<unsigned char>& bytes) {
-  // NOTE: remove, then create: truncating a file in place makes ext4 (auto_da_alloc) flush it to
-  // disk on close, which costs milliseconds in the loops below.
-  fs::remove(p);
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
 
 bool same_bytes(const tf::Tensor& a, const tf::Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() &&

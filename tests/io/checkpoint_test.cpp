@@ -18,33 +18,22 @@
 #include <fstream>
 #include <functional>
 #include <future>
-#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "io/checkpoint_testing.h"
+#include "support/files.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using tf::testing::read_bytes;
+using tf::testing::write_bytes;
 
 namespace {
-
-std::vector<unsigned char> read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const fs::path& p, const std::vector<unsigned char>& bytes) {
-  // NOTE: remove, then create: truncating a file in place makes ext4 (auto_da_alloc) flush it to
-  // disk on close, which costs milliseconds in the loops below.
-  fs::remove(p);
-  std::ofstream out(p, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
 
 /// The raw bytes of a tensor, to compare values bitwise (NaN payloads and -0.0 included).
 std::vector<unsigned char> bytes_of(const tf::Tensor& t) {

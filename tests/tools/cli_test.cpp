@@ -94,6 +94,32 @@ cli::TrainOptions quick(const std::string& model, std::int64_t epochs, std::int6
   return o;
 }
 
+/// Trains `model` for two epochs in one go on the first `limit` examples (a quick run), stepping
+/// eagerly or through tf::function, and saves its checkpoint at `checkpoint`: the uninterrupted
+/// run a resumed one must match. Returns its options.
+cli::TrainOptions train_straight(const std::string& model, bool eager, std::int64_t limit,
+                                 const std::string& checkpoint) {
+  cli::TrainOptions o = quick(model, 2, limit);
+  o.eager = eager;
+  o.checkpoint = checkpoint;
+  std::ostringstream out, log;
+  cli::train(o, out, log, false);
+  return o;
+}
+
+/// Runs `check(model, eager, dir)` for both models and both ways of running the step (through
+/// tf::function, the default, and --eager), each in a fresh directory; stops at a fatal failure.
+void for_each_model_and_step(
+    const std::function<void(const char* model, bool eager, const TempDir& dir)>& check) {
+  for (const bool eager : {false, true})
+    for (const char* model : {"mlp", "cnn"}) {
+      SCOPED_TRACE(std::string(model) + (eager ? " eager" : " traced"));
+      TempDir dir;
+      check(model, eager, dir);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
 /// `n` random training images with labels 0..9, and the first 20 of them as the test set.
 tf::data::FashionMnist synthetic_dataset(std::int64_t n) {
   std::vector<std::int32_t> labels;
@@ -118,6 +144,19 @@ std::map<std::string, std::string> checkpoint_bytes(const std::string& path) {
     bytes[name] = std::string(static_cast<const char*>(v.raw_data()), v.nbytes());
   }
   return bytes;
+}
+
+/// Expects two checkpoints (by checkpoint_bytes) to hold the same entries, bit for bit, except
+/// train/history, which holds the wall time of each epoch; `differs` ends the message of an entry
+/// that does not match.
+void expect_same_but_history(const std::map<std::string, std::string>& a,
+                             const std::map<std::string, std::string>& b, const std::string& differs) {
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, bytes] : a) {
+    if (name == "train/history") continue;
+    auto it = b.find(name);
+    EXPECT_TRUE(it != b.end() && it->second == bytes) << name << " " << differs;
+  }
 }
 
 }  // namespace
@@ -530,11 +569,8 @@ TEST(CliTrain, TracedAndEagerStepsEndWithTheSameCheckpointAndHistoryBitwise) {
       checkpoints[eager] = checkpoint_bytes(o.checkpoint);
       outputs[eager] = out.str();
     }
-    ASSERT_EQ(checkpoints[0].size(), checkpoints[1].size());
-    for (const auto& [name, bytes] : checkpoints[0]) {
-      if (name == "train/history") continue;  // holds the wall time of each epoch
-      EXPECT_TRUE(bytes == checkpoints[1][name]) << name << " differs between the traced and the eager step";
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_same_but_history(checkpoints[0], checkpoints[1],
+                                                    "differs between the traced and the eager step"));
     ASSERT_EQ(histories[0].size(), 2u);
     ASSERT_EQ(histories[1].size(), 2u);
     for (std::size_t e = 0; e < 2; ++e) {
@@ -551,44 +587,34 @@ TEST(CliTrain, TracedAndEagerStepsEndWithTheSameCheckpointAndHistoryBitwise) {
 
 TEST(CliTrain, ResumeContinuesTheEpochCounterAndMatchesAnUninterruptedRunBitwise) {
   REQUIRE_DATASET();
-  // Both ways of running the step: through tf::function (the default) and --eager.
-  for (const bool eager : {false, true})
-    for (const char* model : {"mlp", "cnn"}) {
-      SCOPED_TRACE(std::string(model) + (eager ? " eager" : " traced"));
-      TempDir dir;
-      std::ostringstream out, log;
-      // Two epochs in one go...
-      cli::TrainOptions straight = quick(model, 2, model == std::string("cnn") ? 64 : 256);
-      straight.eager = eager;
-      straight.checkpoint = dir / "straight.ckpt";
-      cli::train(straight, out, log, false);
-      // ... and one epoch, then a resume for the second.
-      cli::TrainOptions first = straight;
-      first.checkpoint = dir / "resumed.ckpt";
-      first.epochs = 1;
-      ASSERT_EQ(cli::train(first, out, log, false).size(), 1u);
-      cli::TrainOptions second = first;
-      second.epochs = 2;
-      second.resume = true;
-      std::ostringstream resumed_out;
-      cli::History h = cli::train(second, resumed_out, log, false);
-      ASSERT_EQ(h.size(), 2u);
-      EXPECT_EQ(h[1].epoch, 2);
-      EXPECT_THAT(resumed_out.str(), HasSubstr("after epoch 1"));
-      EXPECT_THAT(resumed_out.str(), HasSubstr("epoch 2/2: train loss"));
-      EXPECT_THAT(resumed_out.str(), ::testing::Not(HasSubstr("epoch 1/2")));
+  for_each_model_and_step([](const char* model, bool eager, const TempDir& dir) {
+    // Two epochs in one go...
+    const cli::TrainOptions straight =
+        train_straight(model, eager, model == std::string("cnn") ? 64 : 256, dir / "straight.ckpt");
+    // ... and one epoch, then a resume for the second.
+    std::ostringstream out, log;
+    cli::TrainOptions first = straight;
+    first.checkpoint = dir / "resumed.ckpt";
+    first.epochs = 1;
+    ASSERT_EQ(cli::train(first, out, log, false).size(), 1u);
+    cli::TrainOptions second = first;
+    second.epochs = 2;
+    second.resume = true;
+    std::ostringstream resumed_out;
+    cli::History h = cli::train(second, resumed_out, log, false);
+    ASSERT_EQ(h.size(), 2u);
+    EXPECT_EQ(h[1].epoch, 2);
+    EXPECT_THAT(resumed_out.str(), HasSubstr("after epoch 1"));
+    EXPECT_THAT(resumed_out.str(), HasSubstr("epoch 2/2: train loss"));
+    EXPECT_THAT(resumed_out.str(), ::testing::Not(HasSubstr("epoch 1/2")));
 
-      auto a = checkpoint_bytes(straight.checkpoint), b = checkpoint_bytes(second.checkpoint);
-      ASSERT_EQ(a.size(), b.size());
-      for (const auto& [name, bytes] : a) {
-        if (name == "train/history") continue;  // holds the wall time of each epoch
-        EXPECT_EQ(bytes, b[name]) << name << " differs after resuming";
-      }
-      EXPECT_TRUE(a.count("optimizer/iterations"));
-      std::int64_t epoch;
-      std::memcpy(&epoch, b["train/epoch"].data(), sizeof epoch);
-      EXPECT_EQ(epoch, 2);
-    }
+    auto a = checkpoint_bytes(straight.checkpoint), b = checkpoint_bytes(second.checkpoint);
+    ASSERT_NO_FATAL_FAILURE(expect_same_but_history(a, b, "differs after resuming"));
+    EXPECT_TRUE(a.count("optimizer/iterations"));
+    std::int64_t epoch;
+    std::memcpy(&epoch, b["train/epoch"].data(), sizeof epoch);
+    EXPECT_EQ(epoch, 2);
+  });
 }
 
 TEST(CliTrain, ResumingWithAnotherModelOrOptimizerExitsWith2AndKeepsTheCheckpoint) {
@@ -650,41 +676,31 @@ TEST(CliTrain, ChangedLearningRateOnResumeSaysWhichValueIsUsed) {
 
 TEST(CliTrain, InterruptedRunSavesItsStepAndResumesToTheUninterruptedResultBitwise) {
   REQUIRE_DATASET();
-  // Both ways of running the step: through tf::function (the default) and --eager.
-  for (const bool eager : {false, true})
-    for (const char* model : {"mlp", "cnn"}) {
-      SCOPED_TRACE(std::string(model) + (eager ? " eager" : " traced"));
-      TempDir dir;
-      std::ostringstream out, log;
-      cli::TrainOptions straight = quick(model, 2, model == std::string("cnn") ? 96 : 256);
-      straight.eager = eager;
-      straight.checkpoint = dir / "straight.ckpt";
-      cli::train(straight, out, log, false);
-      // Ctrl-C before the first step: the run stops after it, mid-epoch, and saves that state.
-      const std::atomic<int> interrupted{1};
-      cli::TrainOptions first = straight;
-      first.checkpoint = dir / "interrupted.ckpt";
-      first.stop_requested = &interrupted;
-      const std::int64_t steps = (straight.limit + 31) / 32;
-      EXPECT_THAT(
-          [&] { cli::train(first, out, log, false); },
-          ::testing::ThrowsMessage<cli::Interrupted>(::testing::AllOf(
-              HasSubstr(fmt::format("interrupted after step 1/{} of epoch 1/2", steps)),
-              HasSubstr("tapeflow train --resume --checkpoint " + first.checkpoint + " --epochs 2"))));
-      cli::TrainOptions second = first;
-      second.stop_requested = nullptr;
-      second.resume = true;
-      std::ostringstream resumed_out;
-      cli::History h = cli::train(second, resumed_out, log, false);
-      EXPECT_THAT(resumed_out.str(), HasSubstr(fmt::format("after step 1/{} of epoch 1", steps)));
-      ASSERT_EQ(h.size(), 2u);
-      auto a = checkpoint_bytes(straight.checkpoint), b = checkpoint_bytes(second.checkpoint);
-      ASSERT_EQ(a.size(), b.size());
-      for (const auto& [name, bytes] : a) {
-        if (name == "train/history") continue;  // holds the wall time of each epoch
-        EXPECT_EQ(bytes, b[name]) << name << " differs after resuming";
-      }
-    }
+  for_each_model_and_step([](const char* model, bool eager, const TempDir& dir) {
+    const cli::TrainOptions straight =
+        train_straight(model, eager, model == std::string("cnn") ? 96 : 256, dir / "straight.ckpt");
+    std::ostringstream out, log;
+    // Ctrl-C before the first step: the run stops after it, mid-epoch, and saves that state.
+    const std::atomic<int> interrupted{1};
+    cli::TrainOptions first = straight;
+    first.checkpoint = dir / "interrupted.ckpt";
+    first.stop_requested = &interrupted;
+    const std::int64_t steps = (straight.limit + 31) / 32;
+    EXPECT_THAT([&] { cli::train(first, out, log, false); },
+                ::testing::ThrowsMessage<cli::Interrupted>(::testing::AllOf(
+                    HasSubstr(fmt::format("interrupted after step 1/{} of epoch 1/2", steps)),
+                    HasSubstr("tapeflow train --resume --checkpoint " + first.checkpoint + " --epochs 2"))));
+    cli::TrainOptions second = first;
+    second.stop_requested = nullptr;
+    second.resume = true;
+    std::ostringstream resumed_out;
+    cli::History h = cli::train(second, resumed_out, log, false);
+    EXPECT_THAT(resumed_out.str(), HasSubstr(fmt::format("after step 1/{} of epoch 1", steps)));
+    ASSERT_EQ(h.size(), 2u);
+    ASSERT_NO_FATAL_FAILURE(expect_same_but_history(checkpoint_bytes(straight.checkpoint),
+                                                    checkpoint_bytes(second.checkpoint),
+                                                    "differs after resuming"));
+  });
 }
 
 TEST(CliTrain, InterruptWithoutCheckpointSaysNothingWasSaved) {

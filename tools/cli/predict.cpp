@@ -27,16 +27,7 @@ double predict(const PredictOptions& o, std::ostream& out) {
         fmt::format("{}: function '{}' takes {} tensor(s), not one float32 batch [n, 28, 28, 1] of "
                     "images (was it written by tapeflow train --export?)",
                     o.model_path, f.name(), sig.size()));
-  data::FashionMnist ds;
-  if (o.dataset) {
-    ds = *o.dataset;
-  } else {
-    try {
-      ds = data::load_fashion_mnist(o.data_dir);
-    } catch (const Error& e) {
-      throw UsageError(std::string("cannot load Fashion-MNIST: ") + e.what());
-    }
-  }
+  const data::FashionMnist ds = fashion_mnist(o.dataset, o.data_dir);
   std::int64_t n = ds.test_images.shape()[0];
   if (o.limit > 0) n = std::min(n, o.limit);
   const std::int64_t batch = sig[0].dims[0];

@@ -231,6 +231,15 @@ void validate(const TrainOptions& o) {
   }
 }
 
+data::FashionMnist fashion_mnist(const data::FashionMnist* loaded, const std::string& data_dir) {
+  if (loaded) return *loaded;
+  try {
+    return data::load_fashion_mnist(data_dir);
+  } catch (const Error& e) {
+    throw UsageError(std::string("cannot load Fashion-MNIST: ") + e.what());
+  }
+}
+
 namespace {
 
 /// On --resume: reads the checkpoint's "train/..." entries and makes them the configuration of
@@ -278,16 +287,7 @@ struct TrainingData {
 /// Loads Fashion-MNIST (or takes o.dataset) and cuts it to the limits. Throws UsageError when it
 /// cannot be loaded or leaves no training example.
 TrainingData load_training_data(const TrainOptions& o) {
-  data::FashionMnist ds;
-  if (o.dataset) {
-    ds = *o.dataset;
-  } else {
-    try {
-      ds = data::load_fashion_mnist(o.data_dir);
-    } catch (const Error& e) {
-      throw UsageError(std::string("cannot load Fashion-MNIST: ") + e.what());
-    }
-  }
+  data::FashionMnist ds = fashion_mnist(o.dataset, o.data_dir);
   if (o.test_limit > 0 && o.test_limit < ds.test_images.shape()[0]) {
     ds.test_images = slice(ds.test_images, {0, 0, 0, 0}, {o.test_limit, -1, -1, -1});
     ds.test_labels = slice(ds.test_labels, {0}, {o.test_limit});

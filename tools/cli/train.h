@@ -80,6 +80,10 @@ struct TrainOptions {
 /// Checks what can be checked before loading anything. Throws UsageError.
 void validate(const TrainOptions& options);
 
+/// The data set `train` and `predict` run on: `*loaded` when given (tests pass one), otherwise
+/// Fashion-MNIST read from `data_dir`. Throws UsageError when it cannot be read.
+data::FashionMnist fashion_mnist(const data::FashionMnist* loaded, const std::string& data_dir);
+
 /// Runs the training. Per-epoch results go to `out`, the progress bar and notes to `log`
 /// (`log_is_terminal` selects the redrawn bar). Returns the history of every epoch so far
 /// (including those of a resumed checkpoint). Throws UsageError for bad input (missing data, an
