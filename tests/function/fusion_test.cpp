@@ -15,11 +15,13 @@
 #include "function/concrete.h"
 #include "function/executor.h"
 #include "function/trace.h"
+#include "support/close.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 using tf::graph::Graph;
 using tf::graph::NodeKind;
+using tf::testing::expect_close;
 
 namespace {
 
@@ -50,14 +52,6 @@ void expect_bitwise_equal(const tf::Tensor& a, const tf::Tensor& b) {
   ASSERT_EQ(a.shape(), b.shape());
   const std::size_t bytes = static_cast<std::size_t>(a.num_elements()) * tf::dtype_size(a.dtype());
   EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), bytes), 0);
-}
-
-void expect_close(const tf::Tensor& a, const tf::Tensor& b, double tol) {
-  ASSERT_EQ(a.dtype(), b.dtype());
-  ASSERT_EQ(a.shape(), b.shape());
-  const tf::Tensor da = tf::cast(a, tf::float64), db = tf::cast(b, tf::float64);
-  const auto x = da.values<double>(), y = db.values<double>();
-  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], y[i], tol * (1 + std::abs(y[i]))) << i;
 }
 
 tf::Tensor uniform(const tf::Shape& s, tf::DType dtype, std::uint64_t seed) {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "function/concrete.h"
+#include "support/close.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -17,7 +18,8 @@ namespace {
 using Fn = std::function<tf::Tensor(const std::vector<tf::Tensor>&)>;
 
 /// A differentiable trace of `f` on `args` (as the first call under a tape makes it).
-std::shared_ptr<tf::graph::ConcreteFunction> differentiable(const Fn& f, const std::vector<tf::Tensor>& args) {
+std::shared_ptr<tf::graph::ConcreteFunction> differentiable(const Fn& f,
+                                                            const std::vector<tf::Tensor>& args) {
   const tf::detail::FunctionCore::Body body = [&f](std::vector<tf::Tensor> in) {
     return std::make_pair(std::vector<tf::Tensor>{f(in)}, std::shared_ptr<const void>());
   };
@@ -29,7 +31,8 @@ std::shared_ptr<tf::graph::ConcreteFunction> differentiable(const Fn& f, const s
 /// How many values the fast forward saves for the gradient, and how many the unfused one does.
 std::pair<std::size_t, std::size_t> saved_counts(const tf::graph::ConcreteFunction& cf) {
   const tf::graph::Differentiable& d = *cf.differentiable();
-  return {d.forward->graph().outputs.size() - d.num_results, d.forward_plain->graph().outputs.size() - d.num_results};
+  return {d.forward->graph().outputs.size() - d.num_results,
+          d.forward_plain->graph().outputs.size() - d.num_results};
 }
 
 /// The gradient of sum(f(args) * u) through tf::function and eagerly, for every argument.
@@ -42,11 +45,7 @@ void expect_gradients_match(const Fn& f, const std::vector<tf::Tensor>& args) {
     const tf::Tensor ye = f(args);
     const auto g = tape.gradient(tf::reduce_sum(y * 0.75), args);
     const auto ge = eager_tape.gradient(tf::reduce_sum(ye * 0.75), args);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      const tf::Tensor ga = tf::cast(*g[i], tf::float64), gb = tf::cast(*ge[i], tf::float64);
-      const auto a = ga.values<double>(), b = gb.values<double>();
-      for (std::size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], b[k], 1e-6 * (1 + std::abs(b[k]))) << call;
-    }
+    for (std::size_t i = 0; i < args.size(); ++i) tf::testing::expect_close(*g[i], *ge[i], 1e-6);
   }
 }
 
