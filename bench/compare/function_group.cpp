@@ -434,8 +434,8 @@ void elementwise_chain(const Options& o, std::vector<Row>& rows) {
        limit + fmt2("; two passes (forward, then gradient): %.2f ms, recorded call %.2fx that", two_pass_ms,
                     m[7] * 1e3 / two_pass_ms),
        o.config,
-       "the forward's graph saves only x for the gradient (exp's output and sin(x) are recomputed in the "
-       "fused gradient graph, src/function/recompute.h)" +
+       "the forward's fused graph stores exp's output and sin(x) for the gradient graph (values of SLEEF's "
+       "functions are saved, not recomputed: src/function/recompute.h)" +
            fmt2("; to LibTorch eager %.3fx, to the one-graph function (F2d) %.3fx", m[7] / m[1], m[7] / m[6]),
        false, "tapeflow eager"});
 }
