@@ -31,6 +31,8 @@ namespace tapeflow {
 /// Identity of a tensor (or of a variable's handle) on a tape. Unique in the process.
 using TensorId = std::uint64_t;
 
+class Tensor;
+
 namespace detail {
 /// What every Tensor accessor reads: the start of the private TensorImpl (src/core/tensor_impl.h),
 /// declared here so that the accessors inline (they are on every op's path).
@@ -41,11 +43,14 @@ struct TensorCore {
   void* data;  // the elements, row-major
 };
 [[noreturn]] void throw_dtype_mismatch(std::string_view what, DType have, DType want);
+/// What item() and to_vector() call while tf::function traces a body on this thread (set by
+/// src/function; nullptr otherwise, and while an op's own forward runs): a value read into C++
+/// there would be fixed into the graph, so reading a traced tensor is an error.
+using HostReadHook = void (*)(const Tensor& t, std::string_view what);
+extern constinit thread_local HostReadHook t_host_read_hook;
 [[noreturn]] void throw_not_scalar(const Shape& shape);
 [[noreturn]] void throw_undefined(std::string_view what);
 }  // namespace detail
-
-class Tensor;
 
 /// What `Tensor::numpy()` returns: prints exactly as NumPy prints the array (`[  4. 108.]`,
 /// `6.0`), which is what TensorFlow's `print(t.numpy())` shows. Holds its own handle to the
@@ -85,15 +90,21 @@ class Tensor {
     if (dtype() != dtype_of<T>()) detail::throw_dtype_mismatch("Tensor::values", dtype(), dtype_of<T>());
     return {static_cast<const T*>(raw_data()), static_cast<std::size_t>(num_elements())};
   }
-  /// The single element of a tensor with one element (any rank); throws otherwise.
+  /// The single element of a tensor with one element (any rank); throws otherwise, and
+  /// FailedPreconditionError for a tensor a tf::function is tracing (its value would be fixed
+  /// into the graph).
   template <Element T>
   T item() const {
+    if (detail::t_host_read_hook != nullptr) [[unlikely]]
+      detail::t_host_read_hook(*this, "Tensor::item");
     if (num_elements() != 1) detail::throw_not_scalar(shape());
     return values<T>()[0];
   }
-  /// The elements copied into a vector; throws like values().
+  /// The elements copied into a vector; throws like values() and item().
   template <Element T>
   std::vector<T> to_vector() const {
+    if (detail::t_host_read_hook != nullptr) [[unlikely]]
+      detail::t_host_read_hook(*this, "Tensor::to_vector");
     auto v = values<T>();
     return {v.begin(), v.end()};
   }

@@ -132,11 +132,27 @@ std::vector<Tensor> run_op(const OpDef& op, const std::shared_ptr<const void>& a
                            std::span<const Tensor> inputs);
 
 /// Runs a single-output op without attributes on fixed inputs.
+/// Runs an op's forward. While a trace watches host reads (tensor.h's t_host_read_hook), the op's
+/// own reads of its operands (a scalar operand read with item()) are not the traced body's: the
+/// hook is off for the forward. Costs one thread-local load otherwise.
+template <class F>
+decltype(auto) run_forward(F&& forward) {
+  const detail::HostReadHook hook = detail::t_host_read_hook;
+  if (hook == nullptr) [[likely]]
+    return forward();
+  struct Restore {
+    detail::HostReadHook hook;
+    ~Restore() { detail::t_host_read_hook = hook; }
+  } const restore{hook};
+  detail::t_host_read_hook = nullptr;
+  return forward();
+}
+
 template <class Op, class... In>
 Tensor apply(const In&... in) {
   const std::array<const Tensor*, sizeof...(In)> ins{&in...};
   require_defined(Op::kName, ins);
-  Tensor out = Op::forward(in...);
+  Tensor out = run_forward([&] { return Op::forward(in...); });
   after_forward<Op>(NoAttrs{}, ins, {&out, 1});
   return out;
 }
@@ -146,7 +162,7 @@ template <class Op, class... In>
 Tensor apply_with(const typename Op::Attrs& attrs, const In&... in) {
   const std::array<const Tensor*, sizeof...(In)> ins{&in...};
   require_defined(Op::kName, ins);
-  Tensor out = Op::forward(attrs, in...);
+  Tensor out = run_forward([&] { return Op::forward(attrs, in...); });
   after_forward<Op>(attrs, ins, {&out, 1});
   return out;
 }
@@ -159,7 +175,7 @@ std::vector<Tensor> apply_list(const typename AttrsOf<Op>::type& attrs, std::spa
   ins.reserve(inputs.size());
   for (const Tensor& t : inputs) ins.push_back(&t);
   require_defined(Op::kName, ins);
-  std::vector<Tensor> outs = Op::forward(attrs, inputs);
+  std::vector<Tensor> outs = run_forward([&] { return Op::forward(attrs, inputs); });
   after_forward<Op>(attrs, ins, outs);
   return outs;
 }

@@ -20,7 +20,7 @@ std::vector<Tensor> run_op(const OpDef& op, const std::shared_ptr<const void>& a
   ins.reserve(inputs.size());
   for (const Tensor& t : inputs) ins.push_back(&t);
   require_defined(op.name(), ins);
-  std::vector<Tensor> outs = op.forward(attrs.get(), inputs);
+  std::vector<Tensor> outs = run_forward([&] { return op.forward(attrs.get(), inputs); });
   if (g_check_numerics.load(std::memory_order_relaxed)) [[unlikely]]
     check_numerics(op, outs);
   if (t_tracer != nullptr) t_tracer->op(op, attrs, ins, outs);

@@ -39,6 +39,8 @@ static_assert(sizeof(InlineTensor) + 16 + alignof(InlineTensor) <= detail::kPool
 
 namespace detail {
 
+constinit thread_local HostReadHook t_host_read_hook = nullptr;
+
 TensorId next_tensor_id() {
   // Each thread takes ids in blocks from the process-wide counter: one atomic add per kBlock
   // tensors instead of one per tensor (a locked add was a third of a tiny op's allocation cost).

@@ -1,15 +1,47 @@
 #include "function/trace.h"
 
+#include <fmt/format.h>
+
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
 #include "tapeflow/ops/gradient_control.h"
 
 namespace tapeflow::graph {
 
-GraphTracer::GraphTracer() : previous_(autodiff::t_tracer) { autodiff::t_tracer = this; }
+namespace {
+
+/// The host-read hook of a trace (tensor.h): asks the thread's tracer, if one is not hidden (an
+/// assignment's own ops run with the tracer hidden).
+void on_host_read(const Tensor& t, std::string_view what) {
+  if (const auto* tracer = dynamic_cast<const GraphTracer*>(autodiff::t_tracer)) tracer->host_read(t, what);
+}
+
+}  // namespace
+
+GraphTracer::GraphTracer() : previous_(autodiff::t_tracer), previous_hook_(detail::t_host_read_hook) {
+  autodiff::t_tracer = this;
+  detail::t_host_read_hook = &on_host_read;
+}
 
 GraphTracer::~GraphTracer() {
-  if (installed_) autodiff::t_tracer = previous_;
+  if (installed_) uninstall();
+}
+
+void GraphTracer::uninstall() {
+  autodiff::t_tracer = previous_;
+  detail::t_host_read_hook = previous_hook_;
+  installed_ = false;
+}
+
+void GraphTracer::host_read(const Tensor& t, std::string_view what) const {
+  const ValueId v = find(t.id());
+  if (v < 0 || producers_[static_cast<std::size_t>(v)].empty()) return;
+  throw FailedPreconditionError(fmt::format(
+      "[{}] read the value of a traced tensor (shape {}, dtype {}, {}) into C++ while tf::function "
+      "traced its body: the graph would keep this call's value for every later call. Compute with "
+      "tensor ops instead (tf::where, tf::cond and tf::while_loop for decisions), or read the value "
+      "outside the function",
+      what, t.shape().to_string(), dtype_name(t.dtype()), producers_[static_cast<std::size_t>(v)]));
 }
 
 Tensor GraphTracer::input(const Tensor& arg) {
@@ -21,13 +53,14 @@ Tensor GraphTracer::input(const Tensor& arg) {
     const autodiff::NoTracingScope hidden;
     fresh = identity(arg);
   }
-  g_.inputs.push_back(define(fresh));
+  g_.inputs.push_back(define(fresh, "an argument of the function"));
   return fresh;
 }
 
-ValueId GraphTracer::define(const Tensor& t) {
+ValueId GraphTracer::define(const Tensor& t, std::string producer) {
   const ValueId v = g_.add_value(t.shape(), t.dtype());
   ids_[t.id()] = v;
+  producers_.push_back(std::move(producer));
   return v;
 }
 
@@ -35,18 +68,22 @@ ValueId GraphTracer::value_of(const Tensor& t) {
   if (auto it = ids_.find(t.id()); it != ids_.end()) return it->second;
   // Not an argument and made by no traced op: a value the body captured (a tensor from outside,
   // a constant it created, a seeded random draw). Ids are never reused, so it is this tensor.
-  const ValueId v = define(t);
+  const ValueId v = define(t, "");
   g_.constants.emplace_back(v, t);
   return v;
 }
 
 void GraphTracer::op(const autodiff::OpDef& op, const std::shared_ptr<const void>& attrs,
                      std::span<const Tensor* const> inputs, std::span<const Tensor> outputs) {
+  // Every op the dispatch path runs has a forward entry (registrar.h); a graph must never hold a
+  // node it cannot run.
+  TAPEFLOW_ASSERT(op.forward != nullptr, "[{}] has no forward entry: tf::function cannot run it from a graph",
+                  op.name());
   Node n;
   n.op = &op;
   n.attrs = attrs;
   for (const Tensor* in : inputs) n.inputs.push_back(value_of(*in));
-  for (const Tensor& out : outputs) n.outputs.push_back(define(out));
+  for (const Tensor& out : outputs) n.outputs.push_back(define(out, "an output of " + op.name()));
   g_.nodes.push_back(std::move(n));
 }
 
@@ -64,7 +101,7 @@ void GraphTracer::variable_read(const Variable& var, const Tensor& value) {
   Node n;
   n.kind = NodeKind::kReadVariable;
   n.variable = variable_index(var);
-  n.outputs.push_back(define(value));
+  n.outputs.push_back(define(value, "a read of the variable '" + var.name() + "'"));
   g_.nodes.push_back(std::move(n));
 }
 
@@ -84,8 +121,7 @@ void GraphTracer::aliased(const Tensor& original, const Tensor& alias) {
 
 Graph GraphTracer::finish(std::span<const Tensor> outputs) {
   for (const Tensor& t : outputs) g_.outputs.push_back(value_of(t));
-  autodiff::t_tracer = previous_;
-  installed_ = false;
+  uninstall();
   return std::move(g_);
 }
 

@@ -34,6 +34,10 @@ class GraphTracer : public autodiff::Tracer {
   void variable_assigned(std::string_view op, const Variable& var, const Tensor& operand) override;
   void aliased(const Tensor& original, const Tensor& alias) override;
 
+  /// The body read a tensor's value into C++ (Tensor::item, to_vector: `what`): throws
+  /// FailedPreconditionError if it is a value of this trace (an argument, an op's output, a
+  /// variable read), whose value the graph would fix forever; constants are fine.
+  void host_read(const Tensor& t, std::string_view what) const;
   /// The value `id` names in this trace (an input, a constant, or a traced op's output), or -1.
   ValueId find(TensorId id) const {
     auto it = ids_.find(id);
@@ -42,14 +46,19 @@ class GraphTracer : public autodiff::Tracer {
 
  private:
   ValueId value_of(const Tensor& t);
-  ValueId define(const Tensor& t);
+  /// A new value for `t`; `producer` says what made it, "" for a constant.
+  ValueId define(const Tensor& t, std::string producer);
+  void uninstall();
   std::int32_t variable_index(const Variable& var);
 
   autodiff::Tracer* previous_;
+  detail::HostReadHook previous_hook_;
   bool installed_ = true;
   Graph g_;
   absl::flat_hash_map<TensorId, ValueId> ids_;
   absl::flat_hash_map<const void*, std::int32_t> variables_;
+  std::vector<std::string>
+      producers_;  // per value: what made it ("an argument", "Mul", "a variable read"); "" for constants
 };
 
 }  // namespace tapeflow::graph

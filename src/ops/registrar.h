@@ -157,6 +157,8 @@ class Registrar {
   template <class Op>
   void add_without_gradient(TensorFunction fn) {
     r_.define_without_gradient(Op::kName);
+    r_.set_forward<Op>();  // a graph node runs it like any other op
+    set_block<Op>();
     raw_ops::add_adapter(Op::kName, std::move(fn.adapter));
   }
 

@@ -272,3 +272,41 @@ TEST(Function, TheGraphIsOptimised) {
 }
 
 }  // namespace
+
+// Reading a traced tensor's value into C++ would fix that call's value into the graph (TensorFlow
+// refuses it: a symbolic tensor has no value). The trace throws, naming what was read.
+TEST(Function, ReadingATracedValueIntoCppIsAnErrorNamingIt) {
+  auto branchy = tf::function([](const tf::Tensor& x) { return x.item<float>() > 0 ? x * 2.0f : -x; });
+  try {
+    branchy(tf::constant(1.5f));
+    FAIL() << "the trace read its argument with item()";
+  } catch (const tf::FailedPreconditionError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("Tensor::item"), std::string::npos) << what;
+    EXPECT_NE(what.find("an argument of the function"), std::string::npos) << what;
+    EXPECT_NE(what.find("tf::cond"), std::string::npos) << what;
+  }
+  tf::Variable lr(0.1f, {.name = "lr"});
+  auto step = tf::function([&lr](const tf::Tensor& x) { return x * lr.value().to_vector<float>()[0]; });
+  try {
+    step(tf::constant(1.0f));
+    FAIL() << "the trace read a variable with to_vector()";
+  } catch (const tf::FailedPreconditionError& e) {
+    EXPECT_NE(std::string(e.what()).find("a read of the variable 'lr"), std::string::npos) << e.what();
+  }
+  // Outside a trace the same reads work.
+  EXPECT_EQ(tf::constant(1.5f).item<float>(), 1.5f);
+  EXPECT_EQ(lr.value().to_vector<float>()[0], 0.1f);
+}
+
+TEST(Function, ConstantsAndOpsThatReadTheirOperandsTraceFine) {
+  const tf::Tensor scale = tf::constant(3.0f);  // captured by value: its value is the graph's anyway
+  auto f = tf::function([&scale](const tf::Tensor& images, const tf::Tensor& factor) {
+    // adjust_contrast's kernel reads its factor with item(): the op's business, not the body's.
+    return tf::image::adjust_contrast(images, factor) * scale.item<float>();
+  });
+  const tf::Tensor images = tf::random::uniform({1, 2, 2, 3}, 0, 1, tf::float32, 1);
+  for (float factor : {2.0f, 0.5f})  // the trace, then the graph with another factor
+    expect_close(f(images, tf::constant(factor)),
+                 tf::image::adjust_contrast(images, tf::constant(factor)) * 3.0f);
+}

@@ -29,6 +29,7 @@
 #include <set>
 #include <typeinfo>
 
+#include "autodiff/op_def.h"
 #include "ops/op_cases.h"
 #include "tapeflow/function.h"
 
@@ -426,6 +427,18 @@ TEST(TracedOpTableCoverage, EveryDifferentiableOpHasARow) {
         << "op " << name << " has a gradient but no row in the op table "
         << "(tests/ops/op_cases_<family>.cpp), so it is not checked through tf::function";
   }
+}
+
+// Every op a body can call can also run as a graph node: the rows above cover the differentiable
+// ones; this covers all (AdjustContrastv2, without a gradient, once had no forward entry and a
+// function calling it crashed when its graph ran).
+TEST(TracedOpTableCoverage, EveryRegisteredOpCanRunFromAGraph) {
+  // Run only by the core: a variable read is a graph node of its own, custom_gradient and
+  // recompute_grad trace as the ops of their functions.
+  const std::set<std::string> core_only = {"ReadVariableOp", "CustomGradient", "RecomputeGrad"};
+  for (const auto& [name, status] : tf::registered_ops())
+    if (!core_only.contains(name))
+      EXPECT_NE(tf::autodiff::registry().get(name).forward, nullptr) << name << " has no forward entry";
 }
 
 TEST(TracedOpTableCoverage, EveryFloat64OnlyRowExistsAndRefusesFloat32) {
