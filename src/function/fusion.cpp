@@ -92,10 +92,10 @@ struct Grouping {
     const Node& n = g.nodes[k];
     const std::optional<DType> dtype = fusable_dtype(g, n);
     if (!dtype) {
-      if (n.stateful())
-        for (const int id : std::vector<int>(open_.begin(), open_.end())) close(id);
-      else
-        close_producers(n, -1);
+      // Stateful nodes need nothing more: a variable read is a snapshot (an assignment stores a
+      // new tensor, it never writes into one), so a group placed after an assignment computes
+      // what it would have computed before it, and stateful nodes never move among themselves.
+      close_producers(n, -1);
       order.push_back({false, k});
       return;
     }

@@ -13,10 +13,11 @@
 // How groups form (one scan in execution order, linear time): a fusable node joins an open group
 // of its shape and dtype that produces one of its operands, else opens a new group. A group is
 // *closed* (placed in the node order at that point) when a node outside it reads one of its
-// values (that value is then stored), when a member would read one of its reductions, and
-// before every stateful node (variable reads and assignments keep their order against all
-// computation). Because a group is placed when it closes, every value it reads was computed
-// before, and every node outside that reads its values comes after: no cycle is possible.
+// values (that value is then stored) and when a member would read one of its reductions.
+// Because a group is placed when it closes, every value it reads was computed before, and every
+// node outside that reads its values comes after: no cycle is possible. Stateful nodes (variable
+// reads and assignments) keep their order among themselves, and computation may move past them:
+// a variable read is a snapshot, since an assignment stores a new tensor.
 //
 // What a group stores: the member values read outside it (by later nodes, or as graph outputs)
 // and its reductions; the other intermediates live only in the evaluator's registers. A group of
