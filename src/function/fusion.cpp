@@ -20,6 +20,33 @@ bool broadcasts_to(const Shape& s, const Shape& out) {
   return true;
 }
 
+/// How a Sum or Mean node maps its operand's elements to its outputs, if a fused kernel can end
+/// with it: its reduced axes (size-1 axes aside) must be contiguous, and its partial sums few
+/// enough (kMaxFusedPartials).
+std::optional<FusedProgram::Reduction> reduction_of(const Graph& g, const Node& n) {
+  const Shape& in = g.values[n.inputs[0]].shape;
+  const std::array<bool, kMaxRank> reduced = n.op->block->reduced_axes(n.attrs.get());
+  FusedProgram::Reduction r;
+  std::int64_t outer = 1;
+  int phase = 0;  // 0: before the reduced axes, 1: among them, 2: after them
+  for (int d = 0; d < in.rank(); ++d) {
+    if (in[d] == 1) continue;
+    const bool red = reduced[static_cast<std::size_t>(d)];
+    if (red && phase == 2) return std::nullopt;  // reduced axes that are not contiguous
+    phase = red ? 1 : (phase == 0 ? 0 : 2);
+    (red ? r.reduced : phase == 0 ? outer : r.inner) *= in[d];
+  }
+  r.outputs = outer * r.inner;
+  r.mean = n.op->block->kind == BlockOp::Kind::kMean;
+  const std::int64_t elements = in.num_elements();
+  const std::int64_t chunk =
+      std::max<std::int64_t>(1, std::min(cpu::kFusedBlock, elements)) * cpu::kFusedChunk;
+  const std::int64_t chunks = (elements + chunk - 1) / chunk;
+  if (r.outputs != g.values[n.outputs[0]].shape.num_elements() || chunks * r.outputs > cpu::kMaxFusedPartials)
+    return std::nullopt;
+  return r;
+}
+
 /// The dtype a node computes in if it can be fused: its floating dtype, or Bool if every value
 /// it touches is bool (it then computes in the dtype of the group it joins); std::nullopt if it
 /// cannot be fused.
@@ -41,8 +68,7 @@ std::optional<DType> fusable_dtype(const Graph& g, const Node& n) {
   if (!accepts(n.outputs[0])) return std::nullopt;
   for (ValueId v : n.inputs)
     if (!accepts(v) || (elementwise && !broadcasts_to(g.values[v].shape, out.shape))) return std::nullopt;
-  // A reduction that fuses sums every element: its result has one element.
-  if (!elementwise && out.shape.num_elements() != 1) return std::nullopt;
+  if (!elementwise && !reduction_of(g, n)) return std::nullopt;
   return floating.value_or(DType::Bool);
 }
 
@@ -249,8 +275,10 @@ class KernelBuilder {
     k_.ops.push_back(n.op->name());
     if (is_reduction(n)) {
       const ValueId in = n.inputs[0];
-      k_.program.reductions.push_back(
-          {slot_of_[in], uniform_[in] != 0, n.op->block->kind == BlockOp::Kind::kMean});
+      FusedProgram::Reduction r = *reduction_of(g_, n);
+      r.slot = slot_of_[in];
+      r.uniform = uniform_[in] != 0;
+      k_.program.reductions.push_back(r);
       reduced_.push_back(n.outputs[0]);
       return;
     }
@@ -359,9 +387,10 @@ std::vector<Tensor> run_fused(const FusedKernel& k, std::span<const Tensor> inpu
   std::vector<void*> out_ptrs;
   for (std::size_t i = 0; i < stored; ++i) out_ptrs.push_back(const_cast<void*>(out[i].raw_data()));
   auto run = [&]<class T>() {
-    std::vector<T> reduced(k.program.reductions.size());
+    std::vector<T*> reduced;
+    for (std::size_t r = 0; r < k.program.reductions.size(); ++r)
+      reduced.push_back(detail::mutable_data<T>(out[stored + r]));
     cpu::run_fused<T>(k.program, in_ptrs, out_ptrs, reduced);
-    for (std::size_t r = 0; r < reduced.size(); ++r) detail::mutable_data<T>(out[stored + r])[0] = reduced[r];
   };
   if (k.dtype == DType::Float32)
     run.operator()<float>();

@@ -105,9 +105,11 @@ Tensor reduce_op(const Tensor& x, const Axes& axes, bool keepdims) {
 struct Sum {
   static constexpr std::string_view kName = "Sum";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr cpu::BlockOp kBlock = cpu::kSumBlock;  // a fused kernel can end with it
-  static constexpr bool kBatchable = true;                // shapes below are batched(...)
+  static constexpr bool kBatchable = true;  // shapes below are batched(...)
   using Attrs = ReduceAttrs;
+  // A fused kernel can end with it.
+  static constexpr cpu::BlockOp kBlock = cpu::reduction_block(
+      cpu::BlockOp::Kind::kSum, [](const void* a) { return static_cast<const Attrs*>(a)->reduced; });
   static Tensor forward(const Attrs& a, const Tensor& x) {
     return visit_numeric(x, kName, [&]<class T>() {
       return reduce_with<cpu::SumReducer, T>(x, a, kName, [](auto s) { return static_cast<T>(s); });
@@ -134,9 +136,11 @@ namespace ops {
 struct Mean {
   static constexpr std::string_view kName = "Mean";
   static constexpr Saves kSaves = kSavesNothing;
-  static constexpr cpu::BlockOp kBlock = cpu::kMeanBlock;  // a fused kernel can end with it
-  static constexpr bool kBatchable = true;                 // shapes below are batched(...)
+  static constexpr bool kBatchable = true;  // shapes below are batched(...)
   using Attrs = ReduceAttrs;
+  // A fused kernel can end with it.
+  static constexpr cpu::BlockOp kBlock = cpu::reduction_block(
+      cpu::BlockOp::Kind::kMean, [](const void* a) { return static_cast<const Attrs*>(a)->reduced; });
   static Tensor forward(const Attrs& a, const Tensor& x) {
     return visit_numeric(x, kName, [&]<class T>() {
       if constexpr (std::is_floating_point_v<T>) {

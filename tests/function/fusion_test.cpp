@@ -251,3 +251,59 @@ TEST(Fusion, AFusedNodeChecksItsInputsAgainstTheKernel) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Fusion, SumsOverLeadingTrailingAndMiddleAxesEndTheKernel) {
+  // A bias gradient (sum over the batch), a row mean and a middle-axis sum, each ending a kernel.
+  const std::vector<tf::Tensor> args = {uniform({300, 70}, tf::float32, 20), uniform({70}, tf::float32, 21),
+                                        uniform({6, 50, 7}, tf::float64, 22)};
+  const Body body = [](const std::vector<tf::Tensor>& in) {
+    const tf::Tensor g = tf::nn::relu(in[0] + in[1]) * 2.0f;
+    const tf::Tensor h = tf::exp(in[2]) - 1.0;
+    return std::vector<tf::Tensor>{tf::reduce_sum(g, 0), tf::reduce_mean(tf::square(in[0]) + 1.0f, 1, true),
+                                   tf::reduce_sum(h * h, 1)};
+  };
+  const Graph fused = expect_fused_matches(body, args, 1e-12);
+  EXPECT_EQ(count(fused, NodeKind::kOp), 0) << fused.to_string();
+}
+
+TEST(Fusion, SumsOverAxesThatAreNotContiguousStayOps) {
+  const std::vector<tf::Tensor> args = {uniform({4, 5, 6}, tf::float32, 23)};
+  const Body body = [](const std::vector<tf::Tensor>& in) {
+    return std::vector<tf::Tensor>{tf::reduce_sum(tf::exp(in[0]) * 3.0f, {0, 2})};
+  };
+  const Graph fused = expect_fused_matches(body, args, 1e-6);
+  EXPECT_NE(fused.to_string().find("= Sum("), std::string::npos) << fused.to_string();
+}
+
+TEST(Fusion, ColumnSumsAreTheSameWithAnyThreadCount) {
+  const std::vector<tf::Tensor> args = {uniform({4096, 300}, tf::float32, 24)};
+  const Body body = [](const std::vector<tf::Tensor>& in) {
+    return std::vector<tf::Tensor>{tf::reduce_sum(tf::tanh(in[0]) * in[0], 0),
+                                   tf::reduce_mean(tf::square(in[0]), 1)};
+  };
+  const Graph fused = expect_fused_matches(body, args, 1e-6);
+  EXPECT_EQ(count(fused, NodeKind::kFused), 1) << fused.to_string();
+  const int threads = tf::num_threads();
+  tf::set_num_threads(1);
+  const auto one = run(fused, args);
+  tf::set_num_threads(2);
+  const auto two = run(fused, args);
+  tf::set_num_threads(threads);
+  expect_bitwise_equal(one[0], two[0]);
+  expect_bitwise_equal(one[1], two[1]);
+}
+
+TEST(Fusion, AReductionOverAnEmptyAxisGivesZerosAndNaNMeans) {
+  const std::vector<tf::Tensor> args = {tf::zeros({0, 3}, tf::float32)};
+  const Body body = [](const std::vector<tf::Tensor>& in) {
+    const tf::Tensor y = tf::exp(in[0]) * 2.0f;
+    return std::vector<tf::Tensor>{tf::reduce_sum(y, 0), tf::reduce_mean(y, 0)};
+  };
+  const auto got = run(traced(body, args, true), args);
+  expect_bitwise_equal(got[0], tf::zeros({3}, tf::float32));
+  for (float v : got[1].to_vector<float>()) EXPECT_TRUE(std::isnan(v));
+}
+
+}  // namespace

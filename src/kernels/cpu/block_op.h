@@ -20,7 +20,10 @@
 // (stride 0). A unary op always gets a full block or a single element with n == 1, so its array
 // function needs no stride.
 
+#include <array>
 #include <cstdint>
+
+#include "tapeflow/shape.h"
 
 namespace tapeflow::cpu {
 
@@ -42,6 +45,8 @@ struct BlockOp {
   /// as opposed to an array function (exp, sin, tanh, ... through SLEEF): cheaper to compute
   /// again than to store and load back (function/recompute.h).
   bool cheap = false;
+  /// kSum, kMean: which axes of its operand the op's attributes reduce (one flag per axis).
+  std::array<bool, kMaxRank> (*reduced_axes)(const void* attrs) = nullptr;
 
   template <class T>
   BlockKernel<T> kernel() const {
@@ -121,7 +126,10 @@ template <class F>
 inline constexpr BlockOp kArray2Block{BlockOp::Kind::kElementwise, 2, &block_detail::array2_kernel<float, F>,
                                       &block_detail::array2_kernel<double, F>};
 
-inline constexpr BlockOp kSumBlock{BlockOp::Kind::kSum, 1, nullptr, nullptr};
-inline constexpr BlockOp kMeanBlock{BlockOp::Kind::kMean, 1, nullptr, nullptr};
+/// The BlockOp of a reduction (kSum or kMean) whose attributes say which axes it reduces.
+constexpr BlockOp reduction_block(BlockOp::Kind kind,
+                                  std::array<bool, kMaxRank> (*reduced_axes)(const void*)) {
+  return {kind, 1, nullptr, nullptr, false, reduced_axes};
+}
 
 }  // namespace tapeflow::cpu

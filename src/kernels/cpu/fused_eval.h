@@ -3,12 +3,14 @@
 // domain of elements, block by block, so a chain of elementwise ops reads its inputs and writes
 // its outputs once instead of moving every intermediate through memory.
 //
-//   for each block of kBlock elements (threads take disjoint runs of blocks):
+//   for each chunk of kFusedChunk blocks (threads take whole chunks), for each block of
+//   kFusedBlock elements in it:
 //     load the inputs that need it (broadcast, bool -> T) into their slots
 //     run every step: slot[dst] = op(slot[src...])       (intermediates stay in L1)
 //     outputs: written in place (the step's slot is the output's memory) or copied out
-//     reductions: the block's sum of a slot, in double, into that block's partial sum
-//   reductions: the partial sums added in block order (the same result with any thread count)
+//     reductions: the block's elements added, in double, into the chunk's partial sums
+//   reductions: the chunks' partial sums added in chunk order (chunks are a fixed number of
+//   elements, so a sum is the same with any thread count)
 //
 // Why interpretation and not generated code: docs/ARCHITECTURE.md ("Elementwise fusion"). Each
 // step is one indirect call per block of up to 1024 elements, so the dispatch costs nothing
@@ -30,6 +32,11 @@ namespace tapeflow::cpu {
 
 /// Elements per block: a block of each live slot stays in L1 (4 KiB per float slot).
 inline constexpr std::int64_t kFusedBlock = 1024;
+/// Blocks per chunk: the unit of threading and of a reduction's partial sums.
+inline constexpr std::int64_t kFusedChunk = 64;
+/// The most partial sums (chunks times outputs) a fused reduction may keep; a reduction that
+/// would need more is left to the Sum op.
+inline constexpr std::int64_t kMaxFusedPartials = std::int64_t{1} << 20;
 
 struct FusedProgram {
   /// How an input is read into its slot.
@@ -58,11 +65,15 @@ struct FusedProgram {
     bool uniform = false;
     bool in_place = false;  // the slot *is* the output's memory: the step wrote it there
   };
-  /// sum (or mean) of a slot over the whole domain.
+  /// The sum (or mean) of a slot over a contiguous run of the domain's axes: seen as
+  /// (outer, reduced, inner), element i goes to output (i / (reduced * inner)) * inner + i % inner.
+  /// A sum of everything has reduced = the domain's size and inner = 1.
   struct Reduction {
     int slot = 0;
     bool uniform = false;
     bool mean = false;
+    std::int64_t reduced = 1, inner = 1;
+    std::int64_t outputs = 1;  // outer * inner
   };
 
   Shape shape;  // the domain
@@ -76,9 +87,10 @@ struct FusedProgram {
 };
 
 /// Runs `p` over T (float or double). `inputs[k]` is input k's data (T, or bool); `outputs[k]`
-/// receives output k (T, or bool), of the domain's shape; `reductions[k]` receives reduction k.
+/// receives output k (T, or bool), of the domain's shape; `reductions[k]` receives reduction k's
+/// `outputs` values.
 template <class T>
 void run_fused(const FusedProgram& p, std::span<const void* const> inputs, std::span<void* const> outputs,
-               std::span<T> reductions);
+               std::span<T* const> reductions);
 
 }  // namespace tapeflow::cpu
