@@ -90,6 +90,7 @@ struct FunctionStats {
   int specializations = 0;             ///< traces for a new size of a dim declared unknown
   int graph_calls = 0;                 ///< calls that ran a graph instead of tracing
   double trace_ms = 0;                 ///< wall time of all traces, passes included
+  double retrace_ms = 0;               ///< the part of trace_ms spent on traces after the first
   std::size_t nodes = 0;               ///< nodes of the latest graph after the passes
   std::size_t nodes_traced = 0;        ///< nodes of the latest graph as traced
   std::size_t planned_peak_bytes = 0;  ///< the latest graph's memory plan: peak live bytes

@@ -116,6 +116,7 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
     s.cache[key] = traced.function;
     s.stats.traces += 1;
     s.stats.specializations += new_size ? 1 : 0;
+    s.stats.retrace_ms += s.stats.traces > 1 ? ms : 0;
     s.stats.trace_ms += ms;
     s.stats.nodes = traced.function->graph().nodes.size();
     s.stats.nodes_traced = traced.nodes_traced;

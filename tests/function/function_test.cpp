@@ -234,7 +234,12 @@ TEST(Function, KeepsRetracingWarnsLikeTensorFlow) {
   });
   auto f =
       tf::function([](const tf::Tensor& x, int k) { return x * static_cast<double>(k); }, {.name = "scaled"});
-  for (int k = 0; k < 4; ++k) f(vec({1}), k);
+  f(vec({1}), 0);
+  EXPECT_EQ(f.stats().retrace_ms, 0.0);  // the first trace is no retrace
+  EXPECT_GT(f.stats().trace_ms, 0.0);
+  for (int k = 1; k < 4; ++k) f(vec({1}), k);
+  EXPECT_GT(f.stats().retrace_ms, 0.0);
+  EXPECT_LT(f.stats().retrace_ms, f.stats().trace_ms);
   EXPECT_TRUE(warnings.empty());
   f(vec({1}), 4);
   tf::set_log_sink(previous);
