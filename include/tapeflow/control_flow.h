@@ -35,8 +35,9 @@
 /// branches assign variables has no gradient: recomputing it would repeat the assignments
 /// (UnimplementedError naming the op, at gradient time).
 ///
-/// A function whose graph holds an If or While cannot be exported: the op's attributes are
-/// graphs, which have no file format yet.
+/// A function holding a cond or while_loop exports (tf::save_function) with its graphs inside the
+/// op's attributes; one whose branches assign variables (the ops If and While) cannot be
+/// exported: UnimplementedError naming the op.
 
 #include <cstdint>
 #include <functional>

@@ -58,6 +58,7 @@
 #include "core/tensor_impl.h"
 #include "function/concrete.h"
 #include "function/executor.h"
+#include "function/serialize.h"
 #include "function/trace.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/gradient_control.h"
@@ -289,8 +290,11 @@ Captures capture(Graph& first, Graph& second, const Assigned& assigned) {
   return captures;
 }
 
+/// `codec`: how a function file holds the op's graphs; nullptr for the stateful forms, whose
+/// graphs assign variables, so a function holding one cannot be exported (the exporter names it).
 const autodiff::OpDef& define_op(std::string_view name, autodiff::ForwardFunction forward,
-                                 GradientFunction gradient, bool stateful) {
+                                 GradientFunction gradient, bool stateful,
+                                 const autodiff::AttrsCodec* codec) {
   autodiff::Registry& r = autodiff::registry();
   // The gradient recomputes from the inputs.
   r.define(name, autodiff::kSavesInputs, std::move(gradient));
@@ -298,8 +302,7 @@ const autodiff::OpDef& define_op(std::string_view name, autodiff::ForwardFunctio
   op.forward = forward;
   op.stateful = stateful;
   op.graph_op = true;
-  // No attrs_codec: the attributes are graphs, which no file format holds yet, so a function
-  // holding one of these ops cannot be exported (the exporter names the op).
+  op.attrs_codec = codec;
   return op;
 }
 
@@ -371,9 +374,32 @@ Grads if_gradient(const GradContext& c) {
   return out;
 }
 
+// A function file holds StatelessIf's branch graphs (serialize.h: write_nested_graph).
+const autodiff::AttrsCodec kIfCodec{
+    .equal = [](const void* a, const void* b) { return a == b; },  // graphs are never shared
+    .hash = [](const void* a) { return std::hash<const void*>{}(a); },
+    .write =
+        [](const void* p, autodiff::AttrWriter& w) {
+          const auto& a = *static_cast<const IfAttrs*>(p);
+          write_nested_graph(w, a.then_branch->graph(), "StatelessIf");
+          write_nested_graph(w, a.else_branch->graph(), "StatelessIf");
+        },
+    .read = [](autodiff::AttrReader& r) -> std::shared_ptr<const void> {
+      auto a = std::make_shared<IfAttrs>();
+      a->then_branch = std::make_shared<const Executor>(read_nested_graph(r), "cond true_fn");
+      a->else_branch = std::make_shared<const Executor>(read_nested_graph(r), "cond false_fn");
+      const Graph &t = a->then_branch->graph(), &f = a->else_branch->graph();
+      if (t.inputs.size() != f.inputs.size() || t.outputs.size() != f.outputs.size())
+        r.fail("StatelessIf's branches take or give different numbers of tensors");
+      return a;
+    },
+    .to_string = [](const void*) { return std::string("{then_branch, else_branch}"); },
+    .layout = "{graph,graph}"};
+
 const autodiff::OpDef& if_op(bool stateful) {
-  static const autodiff::OpDef& stateless = define_op("StatelessIf", &if_forward, &if_gradient, false);
-  static const autodiff::OpDef& with_state = define_op("If", &if_forward, &if_gradient, true);
+  static const autodiff::OpDef& stateless =
+      define_op("StatelessIf", &if_forward, &if_gradient, false, &kIfCodec);
+  static const autodiff::OpDef& with_state = define_op("If", &if_forward, &if_gradient, true, nullptr);
   return stateful ? with_state : stateless;
 }
 
@@ -493,14 +519,52 @@ Grads loop_gradient(const GradContext& c) {
   return out;
 }
 
+// A function file holds StatelessWhile's and WhileGrad's loop: its cond and body graphs, the
+// number of loop variables, the iteration limit and the derivative's order.
+const autodiff::AttrsCodec kLoopCodec{
+    .equal = [](const void* a, const void* b) { return a == b; },  // graphs are never shared
+    .hash = [](const void* a) { return std::hash<const void*>{}(a); },
+    .write =
+        [](const void* p, autodiff::AttrWriter& w) {
+          const auto& a = *static_cast<const LoopAttrs*>(p);
+          write_nested_graph(w, a.loop->cond->graph(), "StatelessWhile");
+          write_nested_graph(w, a.loop->body->graph(), "StatelessWhile");
+          w.u64(a.loop->num_loop_vars);
+          w.u8(a.loop->maximum_iterations ? 1 : 0);
+          w.i64(a.loop->maximum_iterations.value_or(0));
+          w.u32(static_cast<std::uint32_t>(a.order));
+        },
+    .read = [](autodiff::AttrReader& r) -> std::shared_ptr<const void> {
+      Loop loop;
+      loop.cond = std::make_shared<const Executor>(read_nested_graph(r), "while_loop cond");
+      loop.body = std::make_shared<const Executor>(read_nested_graph(r), "while_loop body");
+      loop.num_loop_vars = r.u64("the number of loop variables");
+      const bool limited = r.boolean("whether the loop has an iteration limit");
+      const std::int64_t limit = r.i64("the iteration limit");
+      if (limited) loop.maximum_iterations = limit;
+      const std::uint32_t order = r.u32("the derivative's order");
+      const Graph &c = loop.cond->graph(), &b = loop.body->graph();
+      if (loop.num_loop_vars != b.outputs.size() || c.inputs.size() != b.inputs.size() ||
+          c.outputs.size() != 1 || loop.num_loop_vars > b.inputs.size())
+        r.fail("StatelessWhile's cond and body do not fit its loop variables");
+      if (order > static_cast<std::uint32_t>(kMaxGraphNesting))
+        r.fail(fmt::format("derivative order {}", order));
+      return std::make_shared<const LoopAttrs>(
+          LoopAttrs{std::make_shared<const Loop>(std::move(loop)), static_cast<int>(order)});
+    },
+    .to_string = [](const void*) { return std::string("{cond, body}"); },
+    .layout = "{graph,graph,u64,b,i64,u32}"};
+
 const autodiff::OpDef& while_op(bool stateful) {
-  static const autodiff::OpDef& stateless = define_op("StatelessWhile", &loop_forward, &loop_gradient, false);
-  static const autodiff::OpDef& with_state = define_op("While", &loop_forward, &loop_gradient, true);
+  static const autodiff::OpDef& stateless =
+      define_op("StatelessWhile", &loop_forward, &loop_gradient, false, &kLoopCodec);
+  static const autodiff::OpDef& with_state = define_op("While", &loop_forward, &loop_gradient, true, nullptr);
   return stateful ? with_state : stateless;
 }
 
 const autodiff::OpDef& while_grad_op() {
-  static const autodiff::OpDef& op = define_op("WhileGrad", &loop_forward, &loop_gradient, false);
+  static const autodiff::OpDef& op =
+      define_op("WhileGrad", &loop_forward, &loop_gradient, false, &kLoopCodec);
   return op;
 }
 
@@ -565,6 +629,14 @@ std::vector<Tensor> traced_while(const LoopCondFn& cond, const LoopBodyFn& body,
 }
 
 }  // namespace
+
+const autodiff::OpDef* control_flow_op(std::string_view name) {
+  for (const autodiff::OpDef* op :
+       {&if_op(false), &if_op(true), &while_op(false), &while_op(true), &while_grad_op()})
+    if (op->name() == name) return op;
+  return nullptr;
+}
+
 }  // namespace graph
 
 std::vector<Tensor> cond(const Tensor& pred, const BranchFn& true_fn, const BranchFn& false_fn) {

@@ -47,6 +47,8 @@ constexpr std::size_t kMinConstantBytes = 4 + 8 + 4;              // value id, b
 constexpr std::size_t kMinVariableBytes = 4 + 1 + 1 + 1 + 8 + 4;  // name, dtype, rank, trainable, size, crc
 constexpr std::size_t kMinOpBytes = 4 + 4;                        // two empty strings
 constexpr std::size_t kMinNodeBytes = 1 + 4 + 4 + 4;              // kind, op or variable, two counts
+constexpr std::size_t kMinNestedNodeBytes = 4 + 4 + 4;            // op name, two counts
+constexpr std::size_t kMinTensorBytes = 1;                        // an undefined tensor
 
 std::uint8_t node_kind_code(NodeKind k) {
   const auto* it = std::find(kNodeKindOfCode.begin(), kNodeKindOfCode.end(), k);
@@ -389,6 +391,15 @@ Header read_header(const detail::ReadOnlyFile& file, const Corrupt& corrupt) {
   return out;
 }
 
+// The op `name` names among the op families' and the control-flow ops, or nullptr. (The
+// registry's get() would make an entry for any name a file holds.)
+const autodiff::OpDef* defined_op(const std::string& name) {
+  const auto ops = autodiff::registry().list();
+  if (std::any_of(ops.begin(), ops.end(), [&](const auto& e) { return e.first == name; }))
+    return &autodiff::registry().get(name);
+  return control_flow_op(name);
+}
+
 std::vector<ValueId> read_ids(AttrReader& r, const std::string& what) {
   const std::size_t n = r.count(r.u32(what), 4, sizeof(ValueId), what);
   std::vector<ValueId> ids(n);
@@ -404,14 +415,13 @@ std::vector<ValueId> read_ids(AttrReader& r, const std::string& what) {
 
 // A registered op a graph can run, or a typed error.
 const autodiff::OpDef& find_op(const std::string& name, const std::string& path, const Header& h) {
-  const auto ops = autodiff::registry().list();
-  const bool known = std::any_of(ops.begin(), ops.end(), [&](const auto& e) { return e.first == name; });
+  const autodiff::OpDef* known = defined_op(name);
   TAPEFLOW_REQUIRE(
-      known, LookupError,
+      known != nullptr, LookupError,
       "[{}] function file '{}' uses op '{}', which this tapeflow ({}) does not define (the file was "
       "written by tapeflow {})",
       kReadFn, path, name, tapeflow::version(), h.writer_version);
-  const autodiff::OpDef& op = autodiff::registry().get(name);
+  const autodiff::OpDef& op = *known;
   TAPEFLOW_REQUIRE(
       op.forward != nullptr, LookupError,
       "[{}] function file '{}' uses op '{}', which a graph cannot run in this tapeflow ({}) (the file "
@@ -569,6 +579,110 @@ Tensor read_tensor(const detail::ReadOnlyFile& file, std::uint64_t offset, const
 }
 
 }  // namespace
+
+void write_nested_graph(AttrWriter& w, const Graph& g, std::string_view op) {
+  w.u32(static_cast<std::uint32_t>(g.values.size()));
+  for (const Value& v : g.values) {
+    w.dtype(v.dtype);
+    w.shape(v.shape);
+  }
+  write_ids(w, g.inputs);
+  write_ids(w, g.outputs);
+  w.u32(static_cast<std::uint32_t>(g.constants.size()));
+  for (const auto& [id, t] : g.constants) {
+    w.u32(static_cast<std::uint32_t>(id));
+    w.tensor(t);
+  }
+  w.u32(static_cast<std::uint32_t>(g.nodes.size()));
+  std::string attrs;
+  for (const Node& n : g.nodes) {
+    TAPEFLOW_REQUIRE(n.kind == NodeKind::kOp, UnimplementedError,
+                     "[{}] a graph of op '{}' {} a variable ({}): such an op cannot be exported", kWriteFn,
+                     op, n.kind == NodeKind::kReadVariable ? "reads" : "assigns", n.name());
+    const AttrsCodec* codec = n.op->attrs_codec;
+    TAPEFLOW_REQUIRE(codec != nullptr || n.attrs == nullptr, UnimplementedError,
+                     "[{}] a graph of op '{}' holds op '{}', whose attributes cannot be written", kWriteFn,
+                     op, n.op->name());
+    w.string(n.op->name());
+    if (codec != nullptr) {
+      attrs.clear();
+      AttrWriter aw(attrs);
+      codec->write(n.attrs.get(), aw);
+      w.u64(attrs.size());
+      w.bytes(attrs.data(), attrs.size());
+    }
+    write_ids(w, n.inputs);
+    write_ids(w, n.outputs);
+  }
+}
+
+Graph read_nested_graph(AttrReader& r) {
+  // Each level is a C++ stack frame of the reader: a forged file must not nest without end.
+  static thread_local int depth = 0;
+  struct Depth {
+    Depth() { ++depth; }
+    ~Depth() { --depth; }
+  } const level;
+  if (depth > kMaxGraphNesting) r.fail(fmt::format("graphs nested more than {} deep", kMaxGraphNesting));
+  Graph g;
+  g.values.resize(r.count(r.u32("a nested graph's value count"), kMinValueBytes, sizeof(Value), "values"));
+  if (g.values.size() > static_cast<std::size_t>(std::numeric_limits<ValueId>::max()))
+    r.fail(fmt::format("{} values, more than a value id can number", g.values.size()));
+  for (Value& v : g.values) {
+    v.dtype = r.dtype("a nested graph's value");
+    v.shape = r.shape("a nested graph's value");
+  }
+  g.inputs = read_ids(r, "a nested graph's inputs");
+  g.outputs = read_ids(r, "a nested graph's outputs");
+  g.constants.resize(r.count(r.u32("a nested graph's constant count"), 4 + kMinTensorBytes,
+                             sizeof(g.constants[0]), "constants"));
+  for (auto& [id, t] : g.constants) {
+    const std::uint32_t v = r.u32("a nested graph's constant");
+    if (v >= g.values.size())
+      r.fail(fmt::format("a nested graph's constant names value {}, but there are {} values", v,
+                         g.values.size()));
+    id = static_cast<ValueId>(v);
+    t = r.tensor("a nested graph's constant");
+    if (!t.defined() || t.dtype() != g.values[v].dtype || t.shape() != g.values[v].shape)
+      r.fail(fmt::format("a nested graph's constant for value {} is not of the value's dtype and shape", v));
+  }
+  g.nodes.resize(r.count(r.u32("a nested graph's node count"), kMinNestedNodeBytes, sizeof(Node), "nodes"));
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    const std::string name = r.string(fmt::format("nested node {}'s op", i));
+    n.op = defined_op(name);
+    TAPEFLOW_REQUIRE(n.op != nullptr, LookupError,
+                     "[{}] {}: a nested graph uses op '{}', which this tapeflow ({}) does not define",
+                     kReadFn, r.context(), name, tapeflow::version());
+    if (n.op->forward == nullptr)
+      r.fail(fmt::format("nested node {} uses op '{}', which a graph cannot run", i, name));
+    if (const AttrsCodec* codec = n.op->attrs_codec) {
+      const std::string what = fmt::format("nested node {} ({}): the attributes", i, name);
+      const std::uint64_t size = r.u64(what);
+      if (size > r.remaining()) r.fail(fmt::format("{} take {} bytes, more than remain", what, size));
+      AttrReader attrs(r.take(static_cast<std::size_t>(size), what), r.context() + ": " + what);
+      n.attrs = codec->read(attrs);
+      if (attrs.remaining() != 0)
+        attrs.fail(fmt::format("{} bytes are left after the last field", attrs.remaining()));
+    }
+    n.inputs = read_ids(r, fmt::format("nested node {}'s inputs", i));
+    n.outputs = read_ids(r, fmt::format("nested node {}'s outputs", i));
+  }
+  // The structure a function file's graph must have, with the graph's own inputs as the signature.
+  ExportedFunction f;
+  for (ValueId v : g.inputs) {
+    InputSpec spec;
+    if (v >= 0 && static_cast<std::size_t>(v) < g.values.size()) {
+      spec.dtype = g.values[static_cast<std::size_t>(v)].dtype;
+      const auto dims = g.values[static_cast<std::size_t>(v)].shape.dims();
+      spec.dims.assign(dims.begin(), dims.end());
+    }
+    f.inputs.push_back(std::move(spec));
+  }
+  f.graph = std::move(g);
+  if (const std::optional<std::string> problem = structure_problem(f)) r.fail("a nested graph: " + *problem);
+  return std::move(f.graph);
+}
 
 ExportedFunction read_function_file(const std::filesystem::path& path) {
   const std::string p = path.string();

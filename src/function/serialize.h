@@ -13,7 +13,8 @@
 //                      where the last ends; each tensor has its own CRC-32 in the meta.
 //
 // Ops are stored by name and looked up in the registry when the file is read; their attributes are
-// written and read by the op's AttrsCodec (autodiff/attr_codec.h). A graph is written unfused: a
+// written and read by the op's AttrsCodec (autodiff/attr_codec.h); tf::cond's and tf::while_loop's
+// graphs are written inside their ops' attributes (write_nested_graph below). A graph is written unfused: a
 // kFused node is a bug of the caller (InternalError). Writing is atomic (a temporary file renamed
 // over the path, as checkpoints are). Reading trusts nothing: every corrupt, truncated or foreign
 // file is a typed error naming the path and what is wrong, raised before any tensor is allocated
@@ -31,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/attr_codec.h"
 #include "function/graph.h"
 #include "tapeflow/function.h"
 
@@ -77,5 +79,23 @@ ExportedFunction read_function_file(const std::filesystem::path& path);
 /// output); one InputSpec per graph input (dims >= -1, rank <= kMaxRank). Tensors are not looked
 /// at (write_function_file checks those itself).
 std::optional<std::string> structure_problem(const ExportedFunction& f);
+
+/// The control-flow op named `name` (StatelessIf, If, StatelessWhile, While, WhileGrad), defined
+/// on this call if no tf::cond or tf::while_loop has run yet, or nullptr (control_flow.cpp).
+const autodiff::OpDef* control_flow_op(std::string_view name);
+
+/// How deep graphs may nest inside ops' attributes in a file (a cond inside a loop inside ...).
+inline constexpr int kMaxGraphNesting = 32;
+
+/// Writes a graph that an op's attributes hold (tf::cond's branches, tf::while_loop's cond and
+/// body) as part of those attributes: self-contained, with its ops by name and its constants
+/// inline. Only op nodes: a graph that reads or assigns variables (`op`'s stateful form) is an
+/// UnimplementedError naming `op`, as is a node whose op has attributes without a codec.
+void write_nested_graph(autodiff::AttrWriter& w, const Graph& g, std::string_view op);
+
+/// Reads what write_nested_graph wrote, checked as a function file's graph is (the structure of
+/// structure_problem, ops that this tapeflow defines and can run): DataLossError from `r` for
+/// anything wrong, LookupError for an op this tapeflow does not define.
+Graph read_nested_graph(autodiff::AttrReader& r);
 
 }  // namespace tapeflow::graph

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <functional>
 
 #include "autodiff/op_def.h"
@@ -772,7 +773,7 @@ TEST(ControlFlow, ACondInsideAWhileBodyWithGradients) {
   }
 }
 
-TEST(ControlFlow, TheOpsHaveNoAttributeCodecSoFunctionsHoldingThemAreNotExportable) {
+TEST(ControlFlow, TheStatelessOpsAndTheLoopsGradientAreExportable) {
   // Register them by using them once.
   auto f = tf::function([](const tf::Tensor& x, const tf::Tensor& p) {
     tf::GradientTape tape;
@@ -789,10 +790,19 @@ TEST(ControlFlow, TheOpsHaveNoAttributeCodecSoFunctionsHoldingThemAreNotExportab
   for (const char* op : {"StatelessIf", "StatelessWhile", "WhileGrad"}) {
     const tf::autodiff::OpDef& def = tf::autodiff::registry().get(op);
     EXPECT_TRUE(def.builtin) << op;
-    EXPECT_EQ(def.attrs_codec, nullptr) << op;
+    EXPECT_NE(def.attrs_codec, nullptr) << op;  // their graphs are written inside their attributes
     EXPECT_NE(def.forward, nullptr) << op;
     EXPECT_FALSE(def.stateful) << op;
   }
+  // The gradient computed inside the body (a WhileGrad of the loop) runs from a file too.
+  const auto path = std::filesystem::temp_directory_path() / "tapeflow_control_flow_test_while_grad.tfn";
+  tf::save_function(f, {{{1}, tf::DType::Float64}, {{}, tf::DType::Bool}}, path);
+  tf::LoadedFunction loaded = tf::load_function(path);
+  expect_close(loaded({vec({1}), tf::constant(false)})[0], vec({-4}));
+  std::filesystem::remove(path);
+  // The stateful forms (branches that assign variables) have none: such a function is not exported.
+  for (const char* op : {"If", "While"})
+    EXPECT_EQ(tf::autodiff::registry().get(op).attrs_codec, nullptr) << op;
 }
 
 }  // namespace

@@ -107,3 +107,73 @@ TEST(LoadFunction, CorruptAndForeignFilesAreTypedErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// tf::cond and tf::while_loop export: their graphs travel inside the ops' attributes.
+TEST(SaveFunction, CondAndWhileLoopRunFromTheFile) {
+  tf::Variable scale(tf::constant(1.5), {.name = "scale"});
+  auto f = tf::function(
+      [&](const tf::Tensor& x) {
+        // |x| * scale via a cond, then halved until below 1 via a loop (with a cond inside it).
+        const tf::Tensor sum = tf::reduce_sum(x);
+        tf::Tensor y = tf::cond(
+            sum > 0.0, [&] { return std::vector<tf::Tensor>{x * scale.read_value()}; },
+            [&] { return std::vector<tf::Tensor>{-x * scale.read_value()}; })[0];
+        auto loop = tf::while_loop(
+            [](const std::vector<tf::Tensor>& v) { return tf::reduce_max(v[0]) > 1.0; },
+            [](const std::vector<tf::Tensor>& v) {
+              return std::vector<tf::Tensor>{
+                  tf::cond(
+                      tf::reduce_max(v[0]) > 4.0, [&] { return std::vector<tf::Tensor>{v[0] * 0.25}; },
+                      [&] { return std::vector<tf::Tensor>{v[0] * 0.5}; })[0],
+                  v[1] + 1.0};
+            },
+            {y, tf::constant(0.0)});
+        return std::vector<tf::Tensor>{loop[0], loop[1]};
+      },
+      {.name = "control"});
+  const tf::Tensor pos = tf::constant({3.0, 5.0}), neg = tf::constant({-20.0, 1.0});
+  const auto want_pos = f(pos), want_neg = f(neg);
+  const auto path = temp_path("control");
+  tf::save_function(f, {{{2}, tf::DType::Float64, "x"}}, path);
+  tf::LoadedFunction loaded = tf::load_function(path);
+  for (int call = 0; call < 2; ++call) {  // the loaded body traced, then its graph
+    const auto got_pos = loaded({pos}), got_neg = loaded({neg});
+    for (std::size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(got_pos[i].to_vector<double>(), want_pos[i].to_vector<double>()) << i;
+      EXPECT_EQ(got_neg[i].to_vector<double>(), want_neg[i].to_vector<double>()) << i;
+    }
+  }
+  // Gradients flow through the loaded cond and loop: d/dx of sum(loop result) at pos is
+  // scale * 0.5^k for the k halvings (or quarterings) the loop made.
+  tf::GradientTape tape, eager;
+  tape.watch(pos);
+  const tf::Tensor g = *tape.gradient(tf::reduce_sum(loaded({pos})[0]), pos);
+  eager.watch(pos);
+  const tf::Tensor ge = *eager.gradient(tf::reduce_sum(f(pos)[0]), pos);
+  EXPECT_EQ(g.to_vector<double>(), ge.to_vector<double>());
+  std::filesystem::remove(path);
+}
+
+TEST(SaveFunction, ACondThatAssignsAVariableIsNotExportedAndSaysWhy) {
+  tf::Variable counter(tf::constant(0.0), {.name = "counter"});
+  auto f = tf::function([&](const tf::Tensor& x) {
+    return tf::cond(
+        tf::reduce_sum(x) > 0.0,
+        [&] {
+          counter.assign_add(tf::constant(1.0));
+          return std::vector<tf::Tensor>{x};
+        },
+        [&] { return std::vector<tf::Tensor>{-x}; })[0];
+  });
+  f(tf::constant({1.0}));
+  try {
+    tf::save_function(f, {{{1}, tf::DType::Float64}}, temp_path("stateful"));
+    FAIL() << "a cond whose branch assigns was exported";
+  } catch (const tf::UnimplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("'If'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -430,3 +430,39 @@ TEST_F(FunctionFile, RefusesWhatItCannotWrite) {
 }
 
 }  // namespace
+
+namespace {
+
+// A graph inside an op's attributes (tf::cond's branches) is read as strictly as a file's own.
+TEST(NestedGraph, ForgedGraphsAreDataLossNotCrashes) {
+  using tapeflow::autodiff::AttrReader;
+  using tapeflow::autodiff::AttrWriter;
+  auto read = [](const std::string& bytes) {
+    AttrReader r({reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()}, "test");
+    return tf::graph::read_nested_graph(r);
+  };
+  // One value (a float32 scalar), read by a node that was never defined.
+  std::string bytes;
+  AttrWriter w(bytes);
+  w.u32(2);
+  for (int i = 0; i < 2; ++i) w.dtype(tf::DType::Float32), w.shape(tf::Shape{});
+  w.u32(1), w.u32(0);  // inputs: v0
+  w.u32(1), w.u32(1);  // outputs: v1
+  w.u32(0);            // no constants
+  w.u32(1);            // one node: Neg(v5) -> v1
+  w.string("Neg");
+  w.u32(1), w.u32(5), w.u32(1), w.u32(1);
+  EXPECT_THROW(read(bytes), tf::DataLossError);
+  // An op this tapeflow does not define.
+  std::string unknown;
+  AttrWriter u(unknown);
+  u.u32(0), u.u32(0), u.u32(0), u.u32(0), u.u32(1);
+  u.string("NoSuchOp");
+  u.u32(0), u.u32(0);
+  EXPECT_THROW(read(unknown), tf::LookupError);
+  // Truncated anywhere.
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_THROW(read(bytes.substr(0, n)), tf::DataLossError) << n;
+}
+
+}  // namespace
