@@ -231,8 +231,9 @@ TEST(Fusion, ATracedFunctionRunsItsFusedGraphAndStoresLess) {
   f(x);
   plain(x);
   expect_close(f(x), plain(x), 1e-6);
-  EXPECT_NE(f.graph_text().find("Fused(Mul, Sin, Mul, AddV2, Neg, Exp, Sum)"), std::string::npos)
-      << f.graph_text();
+  // One kernel ending with the sum (the compiler picks the order of sin(x) * x and x * x).
+  EXPECT_EQ(f.stats().nodes, 1u) << f.graph_text();
+  EXPECT_NE(f.graph_text().find(", Exp, Sum)("), std::string::npos) << f.graph_text();
   // Nothing but the sum is stored: the plan's peak is the scalar, against the unfused chain's
   // intermediates.
   EXPECT_LT(f.stats().planned_peak_bytes, 100u);
