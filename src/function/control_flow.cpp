@@ -541,6 +541,9 @@ const autodiff::AttrsCodec kLoopCodec{
       loop.num_loop_vars = r.u64("the number of loop variables");
       const bool limited = r.boolean("whether the loop has an iteration limit");
       const std::int64_t limit = r.i64("the iteration limit");
+      // One encoding per loop: without a limit the field is 0.
+      if (!limited && limit != 0)
+        r.fail(fmt::format("a loop without an iteration limit has limit {}", limit));
       if (limited) loop.maximum_iterations = limit;
       const std::uint32_t order = r.u32("the derivative's order");
       const Graph &c = loop.cond->graph(), &b = loop.body->graph();

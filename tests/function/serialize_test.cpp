@@ -465,4 +465,41 @@ TEST(NestedGraph, ForgedGraphsAreDataLossNotCrashes) {
     EXPECT_THROW(read(bytes.substr(0, n)), tf::DataLossError) << n;
 }
 
+// fuzz_function_file (a file read and written again differed): a loop without an iteration limit
+// accepted any bytes in the limit's field and wrote them back as 0. One encoding per loop now.
+TEST(NestedGraph, ALoopWithoutALimitHasALimitFieldOfZero) {
+  using tapeflow::autodiff::AttrReader;
+  using tapeflow::autodiff::AttrWriter;
+  auto loop_attrs = [](std::int64_t limit_field) {
+    std::string bytes;
+    AttrWriter w(bytes);
+    // cond: v0 (float32) -> Greater(v0, v0) = v1 (bool); body: v0 -> Neg(v0) = v1.
+    for (const bool cond : {true, false}) {
+      w.u32(2), w.dtype(tf::DType::Float32), w.shape(tf::Shape{});
+      w.dtype(cond ? tf::DType::Bool : tf::DType::Float32), w.shape(tf::Shape{});
+      w.u32(1), w.u32(0), w.u32(1), w.u32(1), w.u32(0), w.u32(1);
+      w.string(cond ? "Greater" : "Neg");
+      if (cond)
+        w.u32(2), w.u32(0), w.u32(0);
+      else
+        w.u32(1), w.u32(0);
+      w.u32(1), w.u32(1);
+    }
+    w.u64(1), w.u8(0), w.i64(limit_field), w.u32(0);
+    return bytes;
+  };
+  const tapeflow::autodiff::AttrsCodec& codec = *tf::graph::control_flow_op("StatelessWhile")->attrs_codec;
+  auto read = [&](const std::string& bytes) {
+    AttrReader r({reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()}, "test");
+    return codec.read(r);
+  };
+  const std::string canonical = loop_attrs(0);
+  const auto attrs = read(canonical);
+  std::string again;
+  AttrWriter w(again);
+  codec.write(attrs.get(), w);
+  EXPECT_EQ(again, canonical);
+  EXPECT_THROW(read(loop_attrs(7)), tf::DataLossError);
+}
+
 }  // namespace
