@@ -304,3 +304,90 @@ TEST(Fusion, AReductionOverAnEmptyAxisGivesZerosAndNaNMeans) {
 }
 
 }  // namespace
+
+namespace {
+
+/// A random body: a pool of tensors grown by random ops on random members (elementwise ops of
+/// every arity, comparisons and where, reductions, and a matmul and a reshape that fusion must
+/// work around), with random members as results.
+Body random_body(std::uint64_t seed) {
+  return [seed](const std::vector<tf::Tensor>& in) {
+    std::mt19937_64 rng(seed);
+    std::vector<tf::Tensor> pool(in.begin(), in.end());
+    auto pick = [&] { return pool[std::uniform_int_distribution<std::size_t>(0, pool.size() - 1)(rng)]; };
+    const int n = std::uniform_int_distribution<int>(4, 30)(rng);
+    for (int i = 0; i < n; ++i) {
+      const tf::Tensor a = pick(), b = pick(), c = pick();
+      switch (std::uniform_int_distribution<int>(0, 13)(rng)) {
+        case 0:
+          pool.push_back(tf::tanh(a));
+          break;
+        case 1:
+          pool.push_back(tf::sin(a) * 0.5);
+          break;
+        case 2:
+          pool.push_back(tf::nn::relu(a - b));
+          break;
+        case 3:
+          pool.push_back(a * b);
+          break;
+        case 4:
+          pool.push_back(a + b);
+          break;
+        case 5:
+          pool.push_back(tf::maximum(a, b));
+          break;
+        case 6:
+          pool.push_back(tf::where(a > b, a, c));
+          break;
+        case 7:
+          pool.push_back(tf::sigmoid(a) - tf::square(b) * 0.1);
+          break;
+        case 8:
+          pool.push_back(tf::reduce_sum(a));
+          break;
+        case 9:
+          pool.push_back(tf::reduce_mean(a, -1, true));
+          break;
+        case 10:
+          pool.push_back(a.rank() == 2 ? tf::reduce_sum(a, 0) : -a);
+          break;
+        case 11:
+          pool.push_back(a.shape() == tf::Shape{6, 5} ? tf::matmul(a, in[0], false, true) : tf::abs(a));
+          break;
+        case 12:
+          pool.push_back(tf::reshape(a, {-1}));
+          break;
+        default:
+          pool.push_back(tf::cast(tf::logical_or(a > 0.0, b < 0.0), tf::float64) * c);
+          break;
+      }
+    }
+    std::vector<tf::Tensor> out = {pool.back()};
+    for (int k = 0; k < 3; ++k) out.push_back(pick());
+    return out;
+  };
+}
+
+TEST(Fusion, RandomGraphsComputeWhatTheUnfusedGraphComputes) {
+  // Operands of the domain's shape and of every shape that broadcasts to it.
+  const std::vector<tf::Tensor> args = {uniform({6, 5}, tf::float64, 30), uniform({5}, tf::float64, 31),
+                                        uniform({6, 1}, tf::float64, 32), uniform({}, tf::float64, 33)};
+  int graphs = 0, fused_kernels = 0;
+  for (std::uint64_t seed = 0; seed < 1000; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    try {
+      random_body(seed)(args);
+    } catch (const tf::Error&) {
+      continue;  // shapes that do not broadcast: no graph to compare
+    }
+    const Graph fused = expect_fused_matches(random_body(seed), args, 1e-12);
+    ++graphs;
+    fused_kernels += count(fused, NodeKind::kFused);
+  }
+  // The bodies did exercise fusion.
+  EXPECT_GT(graphs, 300);
+  EXPECT_GT(fused_kernels, graphs);
+}
+
+}  // namespace
