@@ -796,7 +796,7 @@ TEST(ControlFlow, TheStatelessOpsAndTheLoopsGradientAreExportable) {
   }
   // The gradient computed inside the body (a WhileGrad of the loop) runs from a file too.
   const auto path = std::filesystem::temp_directory_path() / "tapeflow_control_flow_test_while_grad.tfn";
-  tf::save_function(f, {{{1}, tf::DType::Float64}, {{}, tf::DType::Bool}}, path);
+  tf::save_function(f, {{{1}, tf::DType::Float64, "x"}, {{}, tf::DType::Bool, "p"}}, path);
   tf::LoadedFunction loaded = tf::load_function(path);
   expect_close(loaded({vec({1}), tf::constant(false)})[0], vec({-4}));
   std::filesystem::remove(path);

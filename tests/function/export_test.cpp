@@ -169,7 +169,7 @@ TEST(SaveFunction, ACondThatAssignsAVariableIsNotExportedAndSaysWhy) {
   });
   f(tf::constant({1.0}));
   try {
-    tf::save_function(f, {{{1}, tf::DType::Float64}}, temp_path("stateful"));
+    tf::save_function(f, {{{1}, tf::DType::Float64, "x"}}, temp_path("stateful"));
     FAIL() << "a cond whose branch assigns was exported";
   } catch (const tf::UnimplementedError& e) {
     EXPECT_NE(std::string(e.what()).find("'If'"), std::string::npos) << e.what();
