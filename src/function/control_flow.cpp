@@ -11,6 +11,8 @@
 // The op runs through the dispatch path (autodiff::run_op), so the enclosing trace gets one node,
 // the recording tapes one record and forward accumulators its tangents. Its forward runs the
 // chosen graph with nothing observing it (no tracer, no tape): the op is the node and the record.
+// Each graph is kept twice (OpGraph): fused (fusion.h) for the op's forward, unfused for what
+// runs it through the dispatch path (the gradients) and for files.
 //
 // *Captures.* A tensor a branch uses that no op of the branch made (a value from outside, a
 // constant the branch created) is a constant of the branch graph; each becomes an input of the op
@@ -313,17 +315,30 @@ struct Unobserved {
   autodiff::HideNestedFrom hidden{0};
 };
 
+/// A graph of an op's (a branch, a loop's cond or body) as two executors: unfused, which the
+/// dispatch path runs (gradients, forward mode, an enclosing trace), and fused (fusion.h), which
+/// the op's own forward runs.
+struct OpGraph {
+  std::shared_ptr<const Executor> plain, fast;
+};
+
+OpGraph op_graph(Graph g, const std::string& label) {
+  Graph plain = optimized(std::move(g), /*fuse=*/false);
+  auto fast = std::make_shared<const Executor>(optimized(plain, /*fuse=*/true), label);
+  return {std::make_shared<const Executor>(std::move(plain), label), std::move(fast)};
+}
+
 // ---- If
 
 struct IfAttrs {
-  std::shared_ptr<const Executor> then_branch, else_branch;  // captures -> results
-  Assigned assigned;                                         // what either branch assigns
+  OpGraph then_branch, else_branch;  // captures -> results
+  Assigned assigned;                 // what either branch assigns
 };
 
 std::vector<Tensor> if_forward(const void* attrs, std::span<const Tensor> in) {
   const auto& a = *static_cast<const IfAttrs*>(attrs);
   tell_enclosing_branch(a.assigned);
-  const Executor& branch = in[0].item<bool>() ? *a.then_branch : *a.else_branch;
+  const Executor& branch = in[0].item<bool>() ? *a.then_branch.fast : *a.else_branch.fast;
   const Unobserved unobserved;
   return fresh_outputs(branch.run(in.subspan(1), RunMode::kFast));
 }
@@ -343,7 +358,7 @@ Grads if_gradient(const GradContext& c) {
     if (is_floating(captures.back().dtype()) && c.needs_input_grad(static_cast<int>(i)))
       wanted.push_back(i - 1);
   }
-  const Graph& g = a.then_branch->graph();
+  const Graph& g = a.then_branch.plain->graph();
   std::vector<Tensor> dys;
   for (std::size_t j = 0; j < g.outputs.size(); ++j)
     if (is_floating(g.values[g.outputs[j]].dtype)) dys.push_back(c.dy(static_cast<int>(j)));
@@ -369,7 +384,8 @@ Grads if_gradient(const GradContext& c) {
       return grads;
     };
   };
-  std::vector<Tensor> grads = cond(c.input(0), BranchFn(vjp(*a.then_branch)), BranchFn(vjp(*a.else_branch)));
+  std::vector<Tensor> grads =
+      cond(c.input(0), BranchFn(vjp(*a.then_branch.plain)), BranchFn(vjp(*a.else_branch.plain)));
   for (std::size_t k = 0; k < wanted.size(); ++k) out[wanted[k] + 1] = std::move(grads[k]);
   return out;
 }
@@ -381,14 +397,14 @@ const autodiff::AttrsCodec kIfCodec{
     .write =
         [](const void* p, autodiff::AttrWriter& w) {
           const auto& a = *static_cast<const IfAttrs*>(p);
-          write_nested_graph(w, a.then_branch->graph(), "StatelessIf");
-          write_nested_graph(w, a.else_branch->graph(), "StatelessIf");
+          write_nested_graph(w, a.then_branch.plain->graph(), "StatelessIf");
+          write_nested_graph(w, a.else_branch.plain->graph(), "StatelessIf");
         },
     .read = [](autodiff::AttrReader& r) -> std::shared_ptr<const void> {
       auto a = std::make_shared<IfAttrs>();
-      a->then_branch = std::make_shared<const Executor>(read_nested_graph(r), "cond true_fn");
-      a->else_branch = std::make_shared<const Executor>(read_nested_graph(r), "cond false_fn");
-      const Graph &t = a->then_branch->graph(), &f = a->else_branch->graph();
+      a->then_branch = op_graph(read_nested_graph(r), "cond true_fn");
+      a->else_branch = op_graph(read_nested_graph(r), "cond false_fn");
+      const Graph &t = a->then_branch.plain->graph(), &f = a->else_branch.plain->graph();
       if (t.inputs.size() != f.inputs.size() || t.outputs.size() != f.outputs.size())
         r.fail("StatelessIf's branches take or give different numbers of tensors");
       return a;
@@ -406,8 +422,8 @@ const autodiff::OpDef& if_op(bool stateful) {
 // ---- While
 
 struct Loop {
-  std::shared_ptr<const Executor> cond;  // loop vars, captures -> bool scalar
-  std::shared_ptr<const Executor> body;  // loop vars, captures -> next loop vars
+  OpGraph cond;  // loop vars, captures -> bool scalar
+  OpGraph body;  // loop vars, captures -> next loop vars
   std::size_t num_loop_vars = 0;
   std::optional<std::int64_t> maximum_iterations;
   Assigned assigned;  // what cond or body assigns
@@ -423,8 +439,9 @@ struct LoopAttrs {
 std::vector<Tensor> run_loop(const Loop& l, std::span<const Tensor> in, RunMode mode) {
   std::vector<Tensor> args(in.begin(), in.end());
   for (std::int64_t i = 0; !l.maximum_iterations || i < *l.maximum_iterations; ++i) {
-    if (!l.cond->run(args, mode)[0].item<bool>()) break;
-    std::vector<Tensor> next = l.body->run(args, mode);
+    const bool fast = mode == RunMode::kFast;
+    if (!(fast ? l.cond.fast : l.cond.plain)->run(args, mode)[0].item<bool>()) break;
+    std::vector<Tensor> next = (fast ? l.body.fast : l.body.plain)->run(args, mode);
     std::move(next.begin(), next.end(), args.begin());
   }
   args.resize(l.num_loop_vars);
@@ -439,7 +456,7 @@ struct Level {
 };
 Level level(const Loop& l, int order) {
   Level v;
-  const Graph& g = l.cond->graph();
+  const Graph& g = l.cond.plain->graph();
   for (ValueId id : g.inputs) v.in_floating.push_back(is_floating(g.values[id].dtype));
   v.out_floating.assign(v.in_floating.begin(),
                         v.in_floating.begin() + static_cast<std::ptrdiff_t>(l.num_loop_vars));
@@ -527,8 +544,8 @@ const autodiff::AttrsCodec kLoopCodec{
     .write =
         [](const void* p, autodiff::AttrWriter& w) {
           const auto& a = *static_cast<const LoopAttrs*>(p);
-          write_nested_graph(w, a.loop->cond->graph(), "StatelessWhile");
-          write_nested_graph(w, a.loop->body->graph(), "StatelessWhile");
+          write_nested_graph(w, a.loop->cond.plain->graph(), "StatelessWhile");
+          write_nested_graph(w, a.loop->body.plain->graph(), "StatelessWhile");
           w.u64(a.loop->num_loop_vars);
           w.u8(a.loop->maximum_iterations ? 1 : 0);
           w.i64(a.loop->maximum_iterations.value_or(0));
@@ -536,8 +553,8 @@ const autodiff::AttrsCodec kLoopCodec{
         },
     .read = [](autodiff::AttrReader& r) -> std::shared_ptr<const void> {
       Loop loop;
-      loop.cond = std::make_shared<const Executor>(read_nested_graph(r), "while_loop cond");
-      loop.body = std::make_shared<const Executor>(read_nested_graph(r), "while_loop body");
+      loop.cond = op_graph(read_nested_graph(r), "while_loop cond");
+      loop.body = op_graph(read_nested_graph(r), "while_loop body");
       loop.num_loop_vars = r.u64("the number of loop variables");
       const bool limited = r.boolean("whether the loop has an iteration limit");
       const std::int64_t limit = r.i64("the iteration limit");
@@ -546,7 +563,7 @@ const autodiff::AttrsCodec kLoopCodec{
         r.fail(fmt::format("a loop without an iteration limit has limit {}", limit));
       if (limited) loop.maximum_iterations = limit;
       const std::uint32_t order = r.u32("the derivative's order");
-      const Graph &c = loop.cond->graph(), &b = loop.body->graph();
+      const Graph &c = loop.cond.plain->graph(), &b = loop.body.plain->graph();
       if (loop.num_loop_vars != b.outputs.size() || c.inputs.size() != b.inputs.size() ||
           c.outputs.size() != 1 || loop.num_loop_vars > b.inputs.size())
         r.fail("StatelessWhile's cond and body do not fit its loop variables");
@@ -599,9 +616,7 @@ std::vector<Tensor> traced_cond(const Tensor& pred, const BranchFn& true_fn, con
   const Assigned assigned = merged(t.assigned, f.assigned);
   const Captures captures = capture(t.graph, f.graph, assigned);
   auto attrs = std::make_shared<const IfAttrs>(IfAttrs{
-      std::make_shared<const Executor>(optimized(std::move(t.graph), /*fuse=*/false), "cond true_fn"),
-      std::make_shared<const Executor>(optimized(std::move(f.graph), /*fuse=*/false), "cond false_fn"),
-      assigned});
+      op_graph(std::move(t.graph), "cond true_fn"), op_graph(std::move(f.graph), "cond false_fn"), assigned});
   std::vector<Tensor> inputs{pred};
   for (Tensor& v : captures.values()) inputs.push_back(std::move(v));
   return autodiff::run_op(if_op(!assigned.empty()), attrs, inputs);
@@ -621,10 +636,9 @@ std::vector<Tensor> traced_while(const LoopCondFn& cond, const LoopBodyFn& body,
   });
   const Assigned assigned = merged(c.assigned, b.assigned);
   const Captures captures = capture(c.graph, b.graph, assigned);
-  auto loop = std::make_shared<const Loop>(
-      Loop{std::make_shared<const Executor>(optimized(std::move(c.graph), /*fuse=*/false), "while_loop cond"),
-           std::make_shared<const Executor>(optimized(std::move(b.graph), /*fuse=*/false), "while_loop body"),
-           loop_vars.size(), options.maximum_iterations, assigned});
+  auto loop = std::make_shared<const Loop>(Loop{op_graph(std::move(c.graph), "while_loop cond"),
+                                                op_graph(std::move(b.graph), "while_loop body"),
+                                                loop_vars.size(), options.maximum_iterations, assigned});
   std::vector<Tensor> inputs = loop_vars;
   for (Tensor& v : captures.values()) inputs.push_back(std::move(v));
   return autodiff::run_op(while_op(!assigned.empty()), std::make_shared<const LoopAttrs>(LoopAttrs{loop, 0}),
