@@ -322,8 +322,9 @@ struct OpGraph {
   std::shared_ptr<const Executor> plain, fast;
 };
 
-OpGraph op_graph(Graph g, const std::string& label) {
-  Graph plain = optimized(std::move(g), /*fuse=*/false);
+/// The two executors of `plain`, a graph as it is kept: a traced graph after the passes, or a
+/// graph as a file held it (written back as it was read: one encoding per graph).
+OpGraph op_graph(Graph plain, const std::string& label) {
   auto fast = std::make_shared<const Executor>(optimized(plain, /*fuse=*/true), label);
   return {std::make_shared<const Executor>(std::move(plain), label), std::move(fast)};
 }
@@ -615,8 +616,9 @@ std::vector<Tensor> traced_cond(const Tensor& pred, const BranchFn& true_fn, con
   }
   const Assigned assigned = merged(t.assigned, f.assigned);
   const Captures captures = capture(t.graph, f.graph, assigned);
-  auto attrs = std::make_shared<const IfAttrs>(IfAttrs{
-      op_graph(std::move(t.graph), "cond true_fn"), op_graph(std::move(f.graph), "cond false_fn"), assigned});
+  auto attrs = std::make_shared<const IfAttrs>(
+      IfAttrs{op_graph(optimized(std::move(t.graph), /*fuse=*/false), "cond true_fn"),
+              op_graph(optimized(std::move(f.graph), /*fuse=*/false), "cond false_fn"), assigned});
   std::vector<Tensor> inputs{pred};
   for (Tensor& v : captures.values()) inputs.push_back(std::move(v));
   return autodiff::run_op(if_op(!assigned.empty()), attrs, inputs);
@@ -636,9 +638,10 @@ std::vector<Tensor> traced_while(const LoopCondFn& cond, const LoopBodyFn& body,
   });
   const Assigned assigned = merged(c.assigned, b.assigned);
   const Captures captures = capture(c.graph, b.graph, assigned);
-  auto loop = std::make_shared<const Loop>(Loop{op_graph(std::move(c.graph), "while_loop cond"),
-                                                op_graph(std::move(b.graph), "while_loop body"),
-                                                loop_vars.size(), options.maximum_iterations, assigned});
+  auto loop = std::make_shared<const Loop>(
+      Loop{op_graph(optimized(std::move(c.graph), /*fuse=*/false), "while_loop cond"),
+           op_graph(optimized(std::move(b.graph), /*fuse=*/false), "while_loop body"), loop_vars.size(),
+           options.maximum_iterations, assigned});
   std::vector<Tensor> inputs = loop_vars;
   for (Tensor& v : captures.values()) inputs.push_back(std::move(v));
   return autodiff::run_op(while_op(!assigned.empty()), std::make_shared<const LoopAttrs>(LoopAttrs{loop, 0}),

@@ -465,6 +465,33 @@ TEST(NestedGraph, ForgedGraphsAreDataLossNotCrashes) {
     EXPECT_THROW(read(bytes.substr(0, n)), tf::DataLossError) << n;
 }
 
+// fuzz_function_file (a file read and written again differed): a branch graph holding a constant
+// nothing reads was optimised when read (the constant dropped) and written back shorter. A graph
+// from a file is kept as it was read; only its fused copy is optimised.
+TEST(NestedGraph, ABranchIsWrittenBackAsItWasRead) {
+  using tapeflow::autodiff::AttrReader;
+  using tapeflow::autodiff::AttrWriter;
+  std::string bytes;
+  AttrWriter w(bytes);
+  for (int branch = 0; branch < 2; ++branch) {
+    // v0 -> Neg(v0) = v1, and v2, a constant no node reads.
+    w.u32(3);
+    for (int v = 0; v < 3; ++v) w.dtype(tf::DType::Float32), w.shape(tf::Shape{});
+    w.u32(1), w.u32(0), w.u32(1), w.u32(1);
+    w.u32(1), w.u32(2), w.tensor(tf::constant(2.5f));
+    w.u32(1);
+    w.string("Neg");
+    w.u32(1), w.u32(0), w.u32(1), w.u32(1);
+  }
+  const tapeflow::autodiff::AttrsCodec& codec = *tf::graph::control_flow_op("StatelessIf")->attrs_codec;
+  AttrReader r({reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()}, "test");
+  const auto attrs = codec.read(r);
+  std::string again;
+  AttrWriter aw(again);
+  codec.write(attrs.get(), aw);
+  EXPECT_EQ(again, bytes);
+}
+
 // fuzz_function_file (a file read and written again differed): a loop without an iteration limit
 // accepted any bytes in the limit's field and wrote them back as 0. One encoding per loop now.
 TEST(NestedGraph, ALoopWithoutALimitHasALimitFieldOfZero) {
