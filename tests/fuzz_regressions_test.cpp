@@ -100,4 +100,13 @@ TEST(FuzzRegressions, IntegerArithmeticWrapsOnOverflow) {
   EXPECT_EQ((tf::constant(big64) * tf::constant(std::int64_t{2})).item<std::int64_t>(), -2);
 }
 
+// fuzz_shape, UBSan signed-integer-overflow: ScatterNd added int64 updates at a duplicate index
+// in signed arithmetic. They now wrap (two's complement), like TensorFlow's kernels.
+TEST(FuzzRegressions, ScatterNdIntegerUpdatesWrapOnOverflow) {
+  const std::int64_t big = std::numeric_limits<std::int64_t>::max();
+  const tf::Tensor y = tf::scatter_nd(tf::constant(std::vector<std::int64_t>{0, 0}, tf::Shape{2, 1}),
+                                      tf::constant(std::vector<std::int64_t>{big, 22}), tf::Shape{1});
+  EXPECT_EQ(y.item<std::int64_t>(), std::numeric_limits<std::int64_t>::min() + 21);
+}
+
 }  // namespace

@@ -528,7 +528,15 @@ struct ScatterNd {
           for (std::int64_t p = 0; p < n; ++p) {
             T* d = dst + offsets[static_cast<std::size_t>(p)] * slice;
             const T* s = src + p * slice;
-            for (std::int64_t i = i0; i < i1; ++i) d[i] += s[i];
+            // Integers wrap (two's complement, as in TensorFlow) instead of overflowing, which is
+            // undefined behaviour: duplicate indices add their updates.
+            if constexpr (std::is_integral_v<T>) {
+              using U = std::make_unsigned_t<T>;
+              for (std::int64_t i = i0; i < i1; ++i)
+                d[i] = static_cast<T>(static_cast<U>(d[i]) + static_cast<U>(s[i]));
+            } else {
+              for (std::int64_t i = i0; i < i1; ++i) d[i] += s[i];
+            }
           }
         });
       }
