@@ -391,10 +391,15 @@ Grads if_gradient(const GradContext& c) {
   return out;
 }
 
+// Equal attributes of a graph-holding op are the same object: two nodes never share traced
+// graphs, so no other pair computes provably the same (the graph passes merge neither).
+bool same_graphs(const void* a, const void* b) { return a == b; }
+std::size_t hash_of_graphs(const void* a) { return std::hash<const void*>{}(a); }
+
 // A function file holds StatelessIf's branch graphs (serialize.h: write_nested_graph).
 const autodiff::AttrsCodec kIfCodec{
-    .equal = [](const void* a, const void* b) { return a == b; },  // graphs are never shared
-    .hash = [](const void* a) { return std::hash<const void*>{}(a); },
+    .equal = &same_graphs,
+    .hash = &hash_of_graphs,
     .write =
         [](const void* p, autodiff::AttrWriter& w) {
           const auto& a = *static_cast<const IfAttrs*>(p);
@@ -540,8 +545,8 @@ Grads loop_gradient(const GradContext& c) {
 // A function file holds StatelessWhile's and WhileGrad's loop: its cond and body graphs, the
 // number of loop variables, the iteration limit and the derivative's order.
 const autodiff::AttrsCodec kLoopCodec{
-    .equal = [](const void* a, const void* b) { return a == b; },  // graphs are never shared
-    .hash = [](const void* a) { return std::hash<const void*>{}(a); },
+    .equal = &same_graphs,
+    .hash = &hash_of_graphs,
     .write =
         [](const void* p, autodiff::AttrWriter& w) {
           const auto& a = *static_cast<const LoopAttrs*>(p);

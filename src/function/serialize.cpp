@@ -228,6 +228,17 @@ void write_ids(AttrWriter& w, const std::vector<ValueId>& ids) {
   for (ValueId v : ids) w.u32(static_cast<std::uint32_t>(v));
 }
 
+// A graph's values (dtype, shape), then its inputs and outputs: a file's graph and a nested one.
+void write_values_and_ids(AttrWriter& w, const Graph& g) {
+  w.u32(static_cast<std::uint32_t>(g.values.size()));
+  for (const Value& v : g.values) {
+    w.dtype(v.dtype);
+    w.shape(v.shape);
+  }
+  write_ids(w, g.inputs);
+  write_ids(w, g.outputs);
+}
+
 // The meta section; `data` gets the constants' and variables' bytes in file order.
 std::string encode_meta(const ExportedFunction& f, const std::vector<const autodiff::OpDef*>& ops,
                         const std::vector<LittleEndianBytes>& data) {
@@ -244,13 +255,7 @@ std::string encode_meta(const ExportedFunction& f, const std::vector<const autod
   }
   w.string(f.output_structure);
 
-  w.u32(static_cast<std::uint32_t>(g.values.size()));
-  for (const Value& v : g.values) {
-    w.dtype(v.dtype);
-    w.shape(v.shape);
-  }
-  write_ids(w, g.inputs);
-  write_ids(w, g.outputs);
+  write_values_and_ids(w, g);
   std::size_t next = 0;
   w.u32(static_cast<std::uint32_t>(g.constants.size()));
   for (const auto& [id, t] : g.constants) {
@@ -581,13 +586,7 @@ Tensor read_tensor(const detail::ReadOnlyFile& file, std::uint64_t offset, const
 }  // namespace
 
 void write_nested_graph(AttrWriter& w, const Graph& g, std::string_view op) {
-  w.u32(static_cast<std::uint32_t>(g.values.size()));
-  for (const Value& v : g.values) {
-    w.dtype(v.dtype);
-    w.shape(v.shape);
-  }
-  write_ids(w, g.inputs);
-  write_ids(w, g.outputs);
+  write_values_and_ids(w, g);
   w.u32(static_cast<std::uint32_t>(g.constants.size()));
   for (const auto& [id, t] : g.constants) {
     w.u32(static_cast<std::uint32_t>(id));
