@@ -32,10 +32,10 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tapeflowConfig.cmake ${CMAKE_CURRENT_B
 
 if(BUILD_SHARED_LIBS)
   set(TAPEFLOW_PC_REQUIRES "")
-  set(TAPEFLOW_PC_REQUIRES_PRIVATE "fmt openblas zlib absl_flat_hash_map absl_flat_hash_set sleef")
+  set(TAPEFLOW_PC_REQUIRES_PRIVATE "fmt openblas zlib absl_flat_hash_map absl_flat_hash_set sleef mpi-c")
   set(TAPEFLOW_PC_LIBS_PRIVATE "-pthread")
 else()
-  set(TAPEFLOW_PC_REQUIRES "fmt openblas zlib absl_flat_hash_map absl_flat_hash_set sleef")
+  set(TAPEFLOW_PC_REQUIRES "fmt openblas zlib absl_flat_hash_map absl_flat_hash_set sleef mpi-c")
   set(TAPEFLOW_PC_REQUIRES_PRIVATE "")
   set(TAPEFLOW_PC_LIBS_PRIVATE "")
 endif()

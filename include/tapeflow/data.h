@@ -87,6 +87,16 @@ struct BatchOptions {
   /// Seed of the shuffle: the same (seed, epoch) gives the same order on every run and platform.
   std::uint64_t seed = 0;
   bool drop_remainder = false;  ///< drop a last batch smaller than batch_size (like tf.data)
+  /// Data-parallel sharding (tapeflow/distributed.h): with num_shards ranks, the epoch's order is
+  /// cut into global batches of num_shards * batch_size examples and shard `shard_index` takes
+  /// the shard_index-th batch_size of each, so the shards are disjoint, cover the epoch together
+  /// and are the same on every run with the same seed, and N ranks with batch B see exactly the
+  /// examples one process sees with batch N * B. A last, smaller global batch is split evenly
+  /// (shards differ by at most one example), or dropped when it has fewer examples than shards
+  /// (or with drop_remainder): every shard takes the same number of steps. Typically
+  /// {.num_shards = distributed::size(), .shard_index = distributed::rank()}.
+  std::int64_t num_shards = 1;
+  std::int64_t shard_index = 0;  ///< 0 <= shard_index < num_shards
 };
 
 /// One batch: the selected rows of the features and of the labels, in the same order.
@@ -118,7 +128,8 @@ class BatchIterator {
 
   /// The number of examples: the first dimension of the features and labels.
   std::int64_t num_examples() const { return n_; }
-  /// Batches per epoch: ceil(n / b), or floor(n / b) with drop_remainder.
+  /// Batches per epoch: ceil(n / b), or floor(n / b) with drop_remainder (b: num_shards *
+  /// batch_size; a last batch with fewer examples than shards does not count).
   std::int64_t num_batches() const;
   /// The options given at construction.
   const BatchOptions& options() const { return options_; }
@@ -130,6 +141,7 @@ class BatchIterator {
   Tensor labels_;
   BatchOptions options_;
   std::int64_t n_ = 0;
+  std::int64_t global_batch_ = 1;  // num_shards * batch_size
   std::int64_t epoch_ = 0;
   std::int64_t position_ = 0;        // index into order_ of the next example
   std::vector<std::int64_t> order_;  // this epoch's order

@@ -58,6 +58,13 @@ class DataLossError : public Error {
   using Error::Error;
 };
 
+/// Another process the computation needs stopped answering: a rank of a distributed job that has
+/// not joined a collective within the timeout (tapeflow/distributed.h).
+class UnavailableError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A broken invariant inside tapeflow: always a bug in tapeflow, never the user's fault.
 class InternalError : public Error {
  public:

@@ -29,6 +29,7 @@
 #include "tapeflow/data.h"
 #include "tapeflow/debug.h"
 #include "tapeflow/debugging.h"
+#include "tapeflow/distributed.h"
 #include "tapeflow/dtype.h"
 #include "tapeflow/errors.h"
 #include "tapeflow/forward_accumulator.h"

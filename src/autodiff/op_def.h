@@ -84,7 +84,8 @@ class OpDef {
   /// The codec of the op's Attrs (nullptr: the op has none, or they cannot be compared or
   /// written, such as CustomGradient's closure).
   const AttrsCodec* attrs_codec = nullptr;
-  /// The op changes state beyond its outputs (an If or While whose branches assign variables):
+  /// The op changes state beyond its outputs (an If or While whose branches assign variables, a
+  /// collective that other ranks take part in; `kStateful` in an op's struct):
   /// the graph passes never remove, merge or fold one of its nodes.
   bool stateful = false;
   /// The op's elementwise kernel over a block of elements, as the fusion pass runs it inside a
@@ -125,6 +126,7 @@ class Registry {
     define(Op::kName, Op::kSaves, &Op::backward);
     if constexpr (requires { &Op::jvp; }) get(Op::kName).jvp = &Op::jvp;
     if constexpr (requires { Op::kBatchable; }) get(Op::kName).batchable = Op::kBatchable;
+    if constexpr (requires { Op::kStateful; }) get(Op::kName).stateful = Op::kStateful;
     set_forward<Op>();
   }
   template <class Op>

@@ -105,6 +105,13 @@ BatchIterator::BatchIterator(Tensor features, Tensor labels, BatchOptions option
                    op, features_.shape().to_string(), labels_.shape().to_string());
   TAPEFLOW_REQUIRE(options_.batch_size >= 1, InvalidArgumentError, "[{}] batch_size must be >= 1, got {}", op,
                    options_.batch_size);
+  TAPEFLOW_REQUIRE(
+      options_.num_shards >= 1 && options_.shard_index >= 0 && options_.shard_index < options_.num_shards,
+      InvalidArgumentError, "[{}] shard_index {} must be in 0..num_shards - 1 (num_shards {})", op,
+      options_.shard_index, options_.num_shards);
+  TAPEFLOW_REQUIRE(!__builtin_mul_overflow(options_.batch_size, options_.num_shards, &global_batch_),
+                   InvalidArgumentError, "[{}] batch_size {} times num_shards {} overflows int64", op,
+                   options_.batch_size, options_.num_shards);
   n_ = features_.shape()[0];
   start_epoch(0);
 }
@@ -126,19 +133,23 @@ void BatchIterator::reset(std::int64_t epoch) {
 }
 
 std::int64_t BatchIterator::num_batches() const {
-  const std::int64_t b = options_.batch_size;
-  return options_.drop_remainder ? n_ / b : n_ / b + (n_ % b != 0 ? 1 : 0);
+  const std::int64_t b = global_batch_, rest = n_ % b;
+  return n_ / b + (!options_.drop_remainder && rest != 0 && rest >= options_.num_shards ? 1 : 0);
 }
 
 std::optional<Batch> BatchIterator::next() {
-  const std::int64_t left = n_ - position_;
-  const std::int64_t count = std::min(left, options_.batch_size);
-  if (count <= 0 || (options_.drop_remainder && count < options_.batch_size)) {
+  const std::int64_t shards = options_.num_shards, shard = options_.shard_index;
+  const std::int64_t global = std::min(n_ - position_, global_batch_);
+  if (global <= 0 || global < shards || (options_.drop_remainder && global < global_batch_)) {
     start_epoch(epoch_ + 1);
     return std::nullopt;
   }
-  const std::int64_t* idx = order_.data() + position_;
-  position_ += count;
+  // This shard's part of the global batch: batch_size examples of a full one (global = shards *
+  // batch_size, so q = batch_size), or an even split of a last, smaller one.
+  const std::int64_t q = global / shards, r = global % shards;
+  const std::int64_t first = shard * q + std::min(shard, r), count = q + (shard < r ? 1 : 0);
+  const std::int64_t* idx = order_.data() + position_ + first;
+  position_ += global;
   return Batch{gather_rows(features_, idx, count), gather_rows(labels_, idx, count)};
 }
 

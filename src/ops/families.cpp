@@ -19,6 +19,7 @@ void register_all(autodiff::Registry& registry) {
   register_conv_ops(r);
   register_image_ops(r);
   register_creation_ops(r);
+  register_collective_ops(r);
 }
 
 }  // namespace tapeflow::ops

@@ -27,5 +27,6 @@ void register_loss_ops(Registrar& r);               // nn_losses.cpp
 void register_conv_ops(Registrar& r);               // nn_conv.cpp
 void register_image_ops(Registrar& r);              // image.cpp
 void register_creation_ops(Registrar& r);           // creation.cpp
+void register_collective_ops(Registrar& r);         // collective.cpp
 
 }  // namespace tapeflow::ops

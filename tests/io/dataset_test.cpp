@@ -153,6 +153,62 @@ TEST(BatchIterator, DropRemainderDropsTheSmallerLastBatch) {
   EXPECT_EQ(seen.size(), 9u);
 }
 
+TEST(BatchIterator, ShardsAreDisjointCoverTheEpochAndMatchOneBigBatch) {
+  // 3 shards of batch 2 against one iterator of batch 6, over 20 examples: 6 + 6 + 6 + 2, and
+  // the last 2 are fewer than the shards, so every shard drops them (all take 3 steps).
+  const Toy t = toy(20);
+  tf::data::BatchIterator whole(t.features, t.labels, {.batch_size = 6, .seed = 3});
+  std::vector<tf::data::BatchIterator> shards;
+  for (std::int64_t s = 0; s < 3; ++s)
+    shards.emplace_back(
+        t.features, t.labels,
+        tf::data::BatchOptions{.batch_size = 2, .seed = 3, .num_shards = 3, .shard_index = s});
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const auto big = one_epoch(whole);
+    std::vector<std::vector<std::vector<std::int32_t>>> parts;
+    for (auto& it : shards) {
+      EXPECT_EQ(it.num_batches(), 3);
+      parts.push_back(one_epoch(it));
+      ASSERT_EQ(parts.back().size(), 3u);
+    }
+    for (std::size_t b = 0; b < 3; ++b) {
+      std::vector<std::int32_t> joined;
+      for (const auto& p : parts) joined.insert(joined.end(), p[b].begin(), p[b].end());
+      EXPECT_EQ(joined, big[b]) << "epoch " << epoch << " batch " << b;
+    }
+  }
+}
+
+TEST(BatchIterator, ALastSmallerGlobalBatchIsSplitEvenly) {
+  // 2 shards of batch 4 over 11 examples: 8, then 3 split as 2 + 1.
+  const Toy t = toy(11);
+  std::vector<std::size_t> last;
+  std::set<std::int32_t> seen;
+  for (std::int64_t s = 0; s < 2; ++s) {
+    tf::data::BatchIterator it(t.features, t.labels,
+                               {.batch_size = 4, .shuffle = false, .num_shards = 2, .shard_index = s});
+    EXPECT_EQ(it.num_batches(), 2);
+    const auto batches = one_epoch(it);
+    ASSERT_EQ(batches.size(), 2u);
+    last.push_back(batches.back().size());
+    for (const auto& b : batches) seen.insert(b.begin(), b.end());
+  }
+  EXPECT_EQ(last, (std::vector<std::size_t>{2, 1}));
+  EXPECT_EQ(seen.size(), 11u);
+}
+
+TEST(BatchIterator, RejectsAShardOutsideTheShards) {
+  const Toy t = toy(4);
+  EXPECT_THAT([&] { tf::data::BatchIterator it(t.features, t.labels, {.num_shards = 2, .shard_index = 2}); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("shard_index 2")));
+  EXPECT_THAT(
+      [&] {
+        tf::data::BatchIterator it(t.features, t.labels,
+                                   {.batch_size = std::int64_t{1} << 62, .num_shards = 4, .shard_index = 0});
+      },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("overflows")));
+}
+
 TEST(BatchIterator, WithoutShuffleBatchesAreInOrder) {
   const Toy t = toy(5);
   tf::data::BatchIterator it(t.features, t.labels, {.batch_size = 2, .shuffle = false});

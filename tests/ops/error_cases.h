@@ -90,6 +90,7 @@ void add_array_error_cases(std::vector<ErrorCase>& rows);
 void add_nn_error_cases(std::vector<ErrorCase>& rows);
 void add_other_error_cases(std::vector<ErrorCase>& rows);  // reduce, linalg, image, gradient control, API
 void add_creation_error_cases(std::vector<ErrorCase>& rows);
+void add_collective_error_cases(std::vector<ErrorCase>& rows);
 
 // Inputs: small tensors filled with 0.5 (floats), 1 (ints) or true.
 Tensor f32(const Shape& s);

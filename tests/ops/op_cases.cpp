@@ -13,6 +13,7 @@ const std::vector<OpCase>& op_cases() {
     add_linalg_cases(c);
     add_nn_cases(c);
     add_variable_cases(c);
+    add_collective_cases(c);
     return c;
   }();
   return cases;

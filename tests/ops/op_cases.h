@@ -61,6 +61,7 @@ void add_array_cases(std::vector<OpCase>& cases);
 void add_linalg_cases(std::vector<OpCase>& cases);
 void add_nn_cases(std::vector<OpCase>& cases);
 void add_variable_cases(std::vector<OpCase>& cases);
+void add_collective_cases(std::vector<OpCase>& cases);
 
 /// A name for a shape list in test output: "(2, 3)x(3,)".
 std::string shapes_label(const std::vector<Shape>& shapes);

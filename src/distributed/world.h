@@ -1,0 +1,99 @@
+#pragma once
+// The MPI job this process belongs to, and the one thread that talks to it. Every MPI call of
+// tapeflow is made by that communication thread (MPI_THREAD_FUNNELED: it also initialises and
+// finalises MPI), in the order work is submitted, so the ranks' calls line up as long as their
+// programs submit in the same order, which negotiate() checks. Without mpirun there is no MPI
+// and no thread: one rank, and the collectives below copy their input.
+//
+// The primitives (allreduce, allgatherv, ...) run only inside a job (on the communication
+// thread); they work on raw buffers of one wire type and wait through poll(), which warns about
+// and finally names the ranks that do not take part.
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tapeflow/distributed.h"
+
+namespace tapeflow::distributed::detail {
+
+/// The element types on the wire. B16 and F16 are bfloat16 and IEEE half bit patterns (uint16),
+/// which MPI sums through tapeflow's own MPI_Op (float arithmetic, rounded to nearest even).
+enum class Wire { F32, F64, I32, I64, U8, BF16, F16 };
+std::size_t wire_size(Wire w);
+Wire wire_of(DType dtype);
+
+class World {
+ public:
+  /// The process's world; FailedPreconditionError naming `caller` before init().
+  static World& get(std::string_view caller);
+  /// init(): idempotent; the options may change.
+  static void init(const InitOptions& options);
+  static bool initialized();
+
+  bool mpi() const { return mpi_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+
+  /// Runs `job` on the communication thread and waits for it (rethrowing what it threw); runs it
+  /// inline without MPI. Throws UnavailableError once a wait has timed out (the job is broken).
+  void run(std::function<void()> job);
+  /// Queues `job` and returns at once; the future holds its end or its exception. Without MPI the
+  /// job runs before submit returns.
+  std::future<void> submit(std::function<void()> job);
+
+  // --- Inside a job only. ---
+
+  /// Every rank states what it is about to do as lines of text (the first names the operation,
+  /// each further line one tensor); the ranks compare them through rank 0 (one small message each
+  /// way). Different texts: InvalidArgumentError on every rank, naming the first line that
+  /// differs and which ranks have which. Ranks that do not arrive within the timeout:
+  /// UnavailableError naming them.
+  void negotiate(std::string_view op, const std::string& what);
+  /// In-place elementwise reduction of `count` elements over the ranks (Average is Sum here).
+  void allreduce(void* buffer, std::int64_t count, Wire wire, ReduceOp op, std::string_view what);
+  /// Every rank's `counts[rank]` elements of `in`, concatenated in rank order into `out`.
+  void allgatherv(const void* in, void* out, std::span<const std::int64_t> counts, Wire wire,
+                  std::string_view what);
+  /// `count` elements of `buffer` from rank `root` to every rank.
+  void broadcast(void* buffer, std::int64_t count, Wire wire, int root, std::string_view what);
+  /// send[r] elements of `in` (in order) to rank r; recv[r] elements from rank r into `out`.
+  void alltoallv(const void* in, std::span<const std::int64_t> send, void* out,
+                 std::span<const std::int64_t> recv, Wire wire, std::string_view what);
+  /// One int64 from each rank, in rank order.
+  std::vector<std::int64_t> allgather(std::int64_t value, std::string_view what);
+
+  /// The next number for an unnamed collective ("allreduce #12"): the same on every rank that
+  /// calls the same collectives in the same order.
+  std::uint64_t next_call() { return ++calls_; }
+
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+  ~World();
+
+ private:
+  World() = default;
+  struct Impl;
+  /// Calls `done` until it returns true, sleeping a little longer each time; warns after the stall
+  /// time and throws UnavailableError after the timeout, with `missing()` naming the ranks.
+  void poll(const std::function<bool()>& done, std::string_view what,
+            const std::function<std::string()>& missing, double timeout_scale = 1.0);
+  /// poll() until the MPI_Request behind `mpi_request` completes.
+  void wait(void* mpi_request, std::string_view what);
+  [[noreturn]] void fail(std::string message);
+
+  bool mpi_ = false;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  InitOptions options_;
+  std::uint64_t calls_ = 0;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tapeflow::distributed::detail
