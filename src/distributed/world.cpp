@@ -232,7 +232,7 @@ void World::init(const InitOptions& options) {
   if (world.mpi_) {
     Impl& impl = *world.impl_;
     impl.thread = std::thread([&impl] { impl.loop(); });
-    world.run([&world, &impl] {
+    world.run([&impl] {
       int provided = 0;
       const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
       TAPEFLOW_REQUIRE(rc == MPI_SUCCESS, UnavailableError, "[distributed::init] MPI_Init_thread failed ({})",

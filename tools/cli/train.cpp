@@ -17,6 +17,7 @@
 #include "progress.h"
 #include "tapeflow/checkpoint.h"
 #include "tapeflow/data.h"
+#include "tapeflow/distributed.h"
 #include "tapeflow/errors.h"
 #include "tapeflow/nn/losses.h"
 #include "tapeflow/nn/metrics.h"
@@ -150,11 +151,13 @@ struct Evaluation {
 
 /// Mean loss and accuracy of `model` on (images, labels), in batches, without a tape.
 Evaluation evaluate(Model& model, const Tensor& images, const Tensor& labels, std::int64_t batch_size) {
+  // Data-parallel: each rank evaluates its part of the test set, and the sums are combined.
+  const std::int64_t n = images.shape()[0], ranks = distributed::size(), rank = distributed::rank();
+  const std::int64_t first = n * rank / ranks, last = n * (rank + 1) / ranks;
   metrics::Mean loss;
   metrics::SparseCategoricalAccuracy accuracy;
-  const std::int64_t n = images.shape()[0];
-  for (std::int64_t begin = 0; begin < n; begin += batch_size) {
-    const std::int64_t size = std::min(batch_size, n - begin);
+  for (std::int64_t begin = first; begin < last; begin += batch_size) {
+    const std::int64_t size = std::min(batch_size, last - begin);
     Tensor x = slice(images, {begin, 0, 0, 0}, {size, -1, -1, -1});
     Tensor y = slice(labels, {begin}, {size});
     Tensor logits = (*model.net)(x, /*training=*/false);
@@ -162,7 +165,13 @@ Evaluation evaluate(Model& model, const Tensor& images, const Tensor& labels, st
                       constant(static_cast<double>(size), DType::Float32));
     accuracy.update_state(y, logits);
   }
-  return {loss.result(), accuracy.result()};
+  if (ranks == 1) return {loss.result(), accuracy.result()};
+  using distributed::ReduceOp;
+  const double count = distributed::allreduce(loss.count(), ReduceOp::Sum, "test examples");
+  const double total = distributed::allreduce(loss.total(), ReduceOp::Sum, "test loss");
+  const double correct = distributed::allreduce(std::round(accuracy.result() * loss.count()), ReduceOp::Sum,
+                                                "test correct");
+  return {total / count, correct / count};
 }
 
 /// What Interrupted says: where the run stopped and how to go on from there.
@@ -205,6 +214,16 @@ void validate(const TrainOptions& o) {
   if (o.limit < 0) throw UsageError(fmt::format("--limit must be 0 (all) or positive, got {}", o.limit));
   if (o.threads < 0)
     throw UsageError(fmt::format("--threads must be 0 (all cores) or positive, got {}", o.threads));
+  if (o.ranks < 0) throw UsageError(fmt::format("--ranks must be positive, got {}", o.ranks));
+  if (o.ranks > 0 && o.ranks != distributed::size())
+    throw UsageError(
+        distributed::is_mpi()
+            ? fmt::format("--ranks {} but mpirun started {} ranks", o.ranks, distributed::size())
+            : fmt::format("--ranks {}: tapeflow does not start ranks itself; run `mpirun -np {} tapeflow train ...` "
+                          "(as root add --allow-run-as-root)",
+                          o.ranks, o.ranks));
+  if (o.gradient_report && distributed::size() > 1)
+    throw UsageError("--gradient-report needs a single process: the report is of one rank's tape");
   std::error_code ec;
   if (!o.dataset && !fs::is_directory(o.data_dir, ec))
     throw UsageError("the data directory '" + o.data_dir +
@@ -381,10 +400,18 @@ void save_training_state(TrainingState& s, const TrainOptions& o, std::int64_t e
 /// The run's first lines: the configuration, where it resumes, and whether anything is left.
 void print_run_header(std::ostream& out, const TrainOptions& o, const TrainingState& s, const TrainingData& d,
                       bool resumed, const StartPoint& start, std::int64_t num_batches) {
-  out << fmt::format(
-      "tapeflow train: {} ({} parameters), {} lr {:g}, batch {}, {} train / {} test examples, {}\n", o.model,
-      parameter_count(s.model), o.optimizer, o.learning_rate, o.batch_size, d.train_x.shape()[0],
-      d.test_x.shape()[0], plural(o.threads > 0 ? o.threads : num_threads(), "thread"));
+  const int ranks = distributed::size();
+  const std::string batch = ranks == 1 ? fmt::format("batch {}", o.batch_size)
+                                       : fmt::format("batch {} per rank ({} a step)", o.batch_size,
+                                                     o.batch_size * ranks);
+  out << fmt::format("tapeflow train: {} ({} parameters), {} lr {:g}, {}, {} train / {} test examples, {}{}\n",
+                     o.model, parameter_count(s.model), o.optimizer, o.learning_rate, batch, d.train_x.shape()[0],
+                     d.test_x.shape()[0], plural(o.threads > 0 ? o.threads : num_threads(), "thread"),
+                     ranks == 1 ? "" : " per rank");
+  if (ranks > 1)
+    out << fmt::format("data-parallel over {} MPI ranks: gradients averaged by a DistributedGradientTape; "
+                       "the step runs eagerly\n",
+                       ranks);
   if (resumed && start.step > 0)
     out << fmt::format("resumed from {} after step {}/{} of epoch {}\n", o.checkpoint, start.step,
                        num_batches, start.epoch + 1);
@@ -434,32 +461,59 @@ EpochSums train_epoch(TrainingState& s, TrainStep& train_step, const TrainOption
     const EpochSums so_far = sums();
     bar.update(++step, seen, so_far.loss(), so_far.accuracy());
     // At the epoch's last step the epoch is finished and saved as usual, then the run stops.
-    if (stop_requested(o) && step < batches.num_batches()) {
+    // Data-parallel ranks would stop at different steps: they stop together at an epoch's end.
+    if (distributed::size() == 1 && stop_requested(o) && step < batches.num_batches()) {
       bar.finish();
       if (!o.checkpoint.empty()) save_training_state(s, o, epoch, step, so_far);
       throw Interrupted(interrupted_message(o, epoch, step, batches.num_batches()));
     }
   }
   bar.finish();
-  return sums();
+  const EpochSums mine = sums();
+  if (distributed::size() == 1) return mine;
+  // The epoch's figures over every rank's examples.
+  using distributed::ReduceOp;
+  return {distributed::allreduce(mine.examples, ReduceOp::Sum, "train examples"),
+          distributed::allreduce(mine.loss_sum, ReduceOp::Sum, "train loss"),
+          distributed::allreduce(mine.correct, ReduceOp::Sum, "train correct")};
+}
+
+/// Output that goes nowhere: the ranks other than 0 of a data-parallel run.
+std::ostream& nowhere() {
+  static std::ostream sink(nullptr);
+  return sink;
 }
 
 }  // namespace
 
-History train(const TrainOptions& options, std::ostream& out, std::ostream& log, bool log_is_terminal) {
+History train(const TrainOptions& options, std::ostream& out_all, std::ostream& log_all, bool log_is_terminal) {
+  // Under mpirun, this process is one rank of the job (tapeflow/distributed.h); else rank 0 of 1.
+  distributed::init();
+  const int rank = distributed::rank(), ranks = distributed::size();
+  std::ostream& out = rank == 0 ? out_all : nowhere();
+  std::ostream& log = rank == 0 ? log_all : nowhere();
   validate(options);
   TrainOptions o = options;
   // Resume: the checkpoint decides the configuration; explicit options must agree with it.
   const std::optional<Meta> saved = adopt_checkpoint_configuration(o, out);
-  if (o.threads > 0) set_num_threads(o.threads);
+  // The ranks on one machine share its cores.
+  if (o.threads > 0 || distributed::local_size() > 1)
+    set_num_threads(o.threads > 0 ? o.threads : std::max(1, num_threads() / distributed::local_size()));
   const TrainingData d = load_training_data(o);
 
   TrainingState s = make_training_state(o);
-  data::BatchIterator batches(d.train_x, d.train_y,
-                              {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed});
+  data::BatchIterator batches(
+      d.train_x, d.train_y,
+      {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed, .num_shards = ranks, .shard_index = rank});
   const StartPoint start = saved ? restore_training_state(s, *saved, o, batches.num_batches()) : StartPoint{};
+  if (ranks > 1) {
+    // Every rank starts from rank 0's weights and optimizer state (equal already when every rank
+    // built the model from the same seed or read the same checkpoint; this makes sure of it).
+    distributed::broadcast_variables(s.model.net->variables(), 0);
+    distributed::broadcast_optimizer_state(*s.optimizer, 0);
+  }
   print_run_header(out, o, s, d, saved.has_value(), start, batches.num_batches());
-  TrainStep train_step(s.model, *s.optimizer, o.eager);
+  TrainStep train_step(s.model, *s.optimizer, o.eager || ranks > 1, ranks > 1);
 
   for (std::int64_t epoch = start.epoch; epoch < o.epochs; ++epoch) {
     const auto clock_start = Clock::now();
@@ -478,14 +532,17 @@ History train(const TrainOptions& options, std::ostream& out, std::ostream& log,
     if (resumed_epoch && train_step.traced()) print_trace_note(out, train_step.stats());
     out << std::flush;
 
-    if (!o.checkpoint.empty()) save_training_state(s, o, epoch + 1, 0, EpochSums{});
-    if (!o.plot.empty())
+    // Rank 0 writes for the job (atomically, as every checkpoint is written).
+    if (rank == 0 && !o.checkpoint.empty()) save_training_state(s, o, epoch + 1, 0, EpochSums{});
+    if (rank == 0 && !o.plot.empty())
       write_training_plot(o.plot, s.history,
                           fmt::format("tapeflow train --model {}: Fashion-MNIST", o.model));
-    if (stop_requested(o) && epoch + 1 < o.epochs)
+    bool stop = stop_requested(o);
+    if (ranks > 1) stop = distributed::allreduce(stop ? 1.0 : 0.0, distributed::ReduceOp::Max, "stop") > 0;
+    if (stop && epoch + 1 < o.epochs)
       throw Interrupted(interrupted_message(o, epoch + 1, 0, batches.num_batches()));
   }
-  if (!o.export_path.empty()) {
+  if (rank == 0 && !o.export_path.empty()) {
     export_model(s.model, o.eval_batch_size, o.export_path);
     out << fmt::format("exported the model's inference to {} (tapeflow predict {})\n", o.export_path,
                        o.export_path);

@@ -12,6 +12,14 @@
 // (Ctrl-C) saves the step it reached too (train/step, and the epoch's loss and accuracy sums in
 // train/partial): resuming skips the batches already done and ends bitwise where an
 // uninterrupted run ends.
+//
+// Data-parallel (`mpirun -np N tapeflow train ...`, tapeflow/distributed.h): each rank trains on
+// its shard of every global batch of N * --batch-size examples (--batch-size is per rank), with a
+// DistributedGradientTape averaging the gradients, so the run follows the one-process run with
+// batch N * --batch-size up to float rounding. Rank 0 prints, plots, exports and writes the
+// checkpoint; every rank reads it on --resume and starts from rank 0's variables. The step runs
+// eagerly (a DistributedGradientTape reduces on the communication thread, which a traced graph
+// does not reach yet), and Ctrl-C stops only at an epoch's end.
 
 #include <atomic>
 #include <cstdint>
@@ -59,6 +67,9 @@ struct TrainOptions {
   /// results are the same, bit for bit; for comparing speed and memory.
   bool eager = false;
   std::int64_t eval_batch_size = 1000;
+  /// --ranks N: not a way to start ranks (mpirun does that); checked against the job's size so
+  /// that a launch without mpirun says how to start one. 0: not given.
+  int ranks = 0;
   /// After training, write the model's inference (logits of a batch of eval_batch_size images)
   /// as a function file here (predict.h); empty: no export.
   std::string export_path;

@@ -1,6 +1,7 @@
 #include "train_step.h"
 
 #include "tapeflow/debug.h"
+#include "tapeflow/distributed.h"
 #include "tapeflow/nn/losses.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/reduce.h"
@@ -11,7 +12,12 @@ namespace tapeflow::cli {
 std::pair<Tensor, Tensor> TrainStep::Body::run(const Tensor& features, const Tensor& labels,
                                                std::ostream* report) const {
   Tensor logits, loss;
-  {
+  if (distributed) {
+    distributed::DistributedGradientTape tape;
+    logits = (*model->net)(features, /*training=*/true);
+    loss = losses::sparse_categorical_crossentropy(labels, logits, /*from_logits=*/true);
+    optimizer->apply_gradients(tape.gradient(loss, vars), vars);
+  } else {
     // The report needs the records after it: the tape is persistent then.
     GradientTape tape(TapeOptions{.persistent = report != nullptr});
     logits = (*model->net)(features, /*training=*/true);
@@ -30,8 +36,8 @@ std::pair<Tensor, Tensor> TrainStep::Body::run(const Tensor& features, const Ten
   return {loss, correct};
 }
 
-TrainStep::TrainStep(Model& model, optimizers::Optimizer& optimizer, bool eager)
-    : body_{&model, &optimizer, model.net->trainable_variables()} {
+TrainStep::TrainStep(Model& model, optimizers::Optimizer& optimizer, bool eager, bool distributed)
+    : body_{&model, &optimizer, model.net->trainable_variables(), distributed} {
   FunctionOptions options;
   options.name = "train_step";
   if (!eager) function_ = function(body_, std::move(options));

@@ -15,6 +15,10 @@
 //
 // With `eager`, the same body runs directly, op by op through the dispatch path (`--eager`).
 // Either way the step returns tensors; the loop reads them on the host (item()) after the step.
+//
+// With `distributed` (a data-parallel run, tapeflow/distributed.h), the step computes its
+// gradients with a DistributedGradientTape, which averages them over the ranks while the backward
+// pass runs, and applies them with apply_gradients; it runs eagerly.
 
 #include <optional>
 #include <ostream>
@@ -39,7 +43,7 @@ class TrainStep {
  public:
   /// `model` and `optimizer` must outlive the step; the optimizer must be built for the model's
   /// trainable variables. Nothing is traced before the first call.
-  TrainStep(Model& model, optimizers::Optimizer& optimizer, bool eager);
+  TrainStep(Model& model, optimizers::Optimizer& optimizer, bool eager, bool distributed = false);
 
   /// One optimizer step on `batch` (features float32 [b, 28, 28, 1], labels int32 [b]).
   StepResult operator()(const data::Batch& batch);
@@ -57,6 +61,7 @@ class TrainStep {
     Model* model;
     optimizers::Optimizer* optimizer;
     std::vector<Variable> vars;  // the model's trainable variables
+    bool distributed = false;
 
     std::pair<Tensor, Tensor> operator()(const Tensor& features, const Tensor& labels) const {
       return run(features, labels, nullptr);
