@@ -85,10 +85,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
                         "Write the loss and accuracy curves to this .svg or .png file after each epoch");
   auto* limit_opt = train_cmd->add_option("--limit", t.limit,
                                           "Train on the first N examples only (0: all), for quick runs");
-  train_cmd->add_option("--threads", t.threads,
-                        "Threads for the kernels and OpenBLAS (0: every core, shared among the ranks on a machine)");
-  train_cmd->add_option("--ranks", t.ranks,
-                        "Expect this many data-parallel ranks (start them with `mpirun -np N tapeflow train ...`)");
+  train_cmd->add_option(
+      "--threads", t.threads,
+      "Threads for the kernels and OpenBLAS (0: every core, shared among the ranks on a machine)");
+  train_cmd->add_option(
+      "--ranks", t.ranks,
+      "Expect this many data-parallel ranks (start them with `mpirun -np N tapeflow train ...`)");
   train_cmd->add_flag("--gradient-report", t.gradient_report,
                       "Print each variable's gradient norm (or why it has none) for the first step");
   train_cmd->add_flag("--eager", t.eager,

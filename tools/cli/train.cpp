@@ -169,8 +169,8 @@ Evaluation evaluate(Model& model, const Tensor& images, const Tensor& labels, st
   using distributed::ReduceOp;
   const double count = distributed::allreduce(loss.count(), ReduceOp::Sum, "test examples");
   const double total = distributed::allreduce(loss.total(), ReduceOp::Sum, "test loss");
-  const double correct = distributed::allreduce(std::round(accuracy.result() * loss.count()), ReduceOp::Sum,
-                                                "test correct");
+  const double correct =
+      distributed::allreduce(std::round(accuracy.result() * loss.count()), ReduceOp::Sum, "test correct");
   return {total / count, correct / count};
 }
 
@@ -219,9 +219,10 @@ void validate(const TrainOptions& o) {
     throw UsageError(
         distributed::is_mpi()
             ? fmt::format("--ranks {} but mpirun started {} ranks", o.ranks, distributed::size())
-            : fmt::format("--ranks {}: tapeflow does not start ranks itself; run `mpirun -np {} tapeflow train ...` "
-                          "(as root add --allow-run-as-root)",
-                          o.ranks, o.ranks));
+            : fmt::format(
+                  "--ranks {}: tapeflow does not start ranks itself; run `mpirun -np {} tapeflow train ...` "
+                  "(as root add --allow-run-as-root)",
+                  o.ranks, o.ranks));
   if (o.gradient_report && distributed::size() > 1)
     throw UsageError("--gradient-report needs a single process: the report is of one rank's tape");
   std::error_code ec;
@@ -401,17 +402,19 @@ void save_training_state(TrainingState& s, const TrainOptions& o, std::int64_t e
 void print_run_header(std::ostream& out, const TrainOptions& o, const TrainingState& s, const TrainingData& d,
                       bool resumed, const StartPoint& start, std::int64_t num_batches) {
   const int ranks = distributed::size();
-  const std::string batch = ranks == 1 ? fmt::format("batch {}", o.batch_size)
-                                       : fmt::format("batch {} per rank ({} a step)", o.batch_size,
-                                                     o.batch_size * ranks);
-  out << fmt::format("tapeflow train: {} ({} parameters), {} lr {:g}, {}, {} train / {} test examples, {}{}\n",
-                     o.model, parameter_count(s.model), o.optimizer, o.learning_rate, batch, d.train_x.shape()[0],
-                     d.test_x.shape()[0], plural(o.threads > 0 ? o.threads : num_threads(), "thread"),
-                     ranks == 1 ? "" : " per rank");
+  const std::string batch =
+      ranks == 1 ? fmt::format("batch {}", o.batch_size)
+                 : fmt::format("batch {} per rank ({} a step)", o.batch_size, o.batch_size * ranks);
+  out << fmt::format(
+      "tapeflow train: {} ({} parameters), {} lr {:g}, {}, {} train / {} test examples, {}{}\n", o.model,
+      parameter_count(s.model), o.optimizer, o.learning_rate, batch, d.train_x.shape()[0],
+      d.test_x.shape()[0], plural(o.threads > 0 ? o.threads : num_threads(), "thread"),
+      ranks == 1 ? "" : " per rank");
   if (ranks > 1)
-    out << fmt::format("data-parallel over {} MPI ranks: gradients averaged by a DistributedGradientTape; "
-                       "the step runs eagerly\n",
-                       ranks);
+    out << fmt::format(
+        "data-parallel over {} MPI ranks: gradients averaged by a DistributedGradientTape; "
+        "the step runs eagerly\n",
+        ranks);
   if (resumed && start.step > 0)
     out << fmt::format("resumed from {} after step {}/{} of epoch {}\n", o.checkpoint, start.step,
                        num_batches, start.epoch + 1);
@@ -486,7 +489,8 @@ std::ostream& nowhere() {
 
 }  // namespace
 
-History train(const TrainOptions& options, std::ostream& out_all, std::ostream& log_all, bool log_is_terminal) {
+History train(const TrainOptions& options, std::ostream& out_all, std::ostream& log_all,
+              bool log_is_terminal) {
   // Under mpirun, this process is one rank of the job (tapeflow/distributed.h); else rank 0 of 1.
   distributed::init();
   const int rank = distributed::rank(), ranks = distributed::size();
@@ -502,9 +506,12 @@ History train(const TrainOptions& options, std::ostream& out_all, std::ostream& 
   const TrainingData d = load_training_data(o);
 
   TrainingState s = make_training_state(o);
-  data::BatchIterator batches(
-      d.train_x, d.train_y,
-      {.batch_size = o.batch_size, .shuffle = true, .seed = o.seed, .num_shards = ranks, .shard_index = rank});
+  data::BatchIterator batches(d.train_x, d.train_y,
+                              {.batch_size = o.batch_size,
+                               .shuffle = true,
+                               .seed = o.seed,
+                               .num_shards = ranks,
+                               .shard_index = rank});
   const StartPoint start = saved ? restore_training_state(s, *saved, o, batches.num_batches()) : StartPoint{};
   if (ranks > 1) {
     // Every rank starts from rank 0's weights and optimizer state (equal already when every rank

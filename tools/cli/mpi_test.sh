@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# CTest tools.cli.mpi_*: `mpirun -np 2 tapeflow train`, the data-parallel run, on this machine.
+#   mpi_test.sh PROGRAM WORK_DIR
+# 1. Two ranks with --batch-size 50 end each epoch with the figures of one process with
+#    --batch-size 100 (the same examples per step; float rounding apart).
+# 2. A rank killed with SIGKILL in the middle of an epoch ends the job (mpirun names the rank), and
+#    the checkpoint of the last finished epoch resumes the run on two ranks.
+# Exits 77 (skipped) when dataset-fashion-mnist is not installed.
+set -u
+program=$1
+work=$2
+data=/usr/share/datasets/fashion-mnist
+[ -e "$data/train-labels-idx1-ubyte.gz" ] || { echo "dataset-fashion-mnist is not installed"; exit 77; }
+rm -rf "$work" && mkdir -p "$work"
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+
+fail() {
+  echo "FAIL: $*"
+  for f in "$work"/*.log; do echo "--- $f"; cat "$f"; done
+  exit 1
+}
+
+# --- 1. Two ranks follow one process with the doubled batch -----------------------------------
+common=(train --model mlp --epochs 2 --limit 3000 --seed 3 --threads 1)
+"$program" "${common[@]}" --batch-size 100 --eager >"$work/one.out.log" 2>"$work/one.err.log" ||
+  fail "the one-process run failed"
+"${mpirun[@]}" -np 2 "$program" "${common[@]}" --batch-size 50 >"$work/two.out.log" 2>"$work/two.err.log" ||
+  fail "the two-rank run failed"
+grep -q "batch 50 per rank (100 a step)" "$work/two.out.log" || fail "the header does not state the batch per rank"
+[ "$(grep -c '^epoch' "$work/two.out.log")" -eq 2 ] || fail "rank 1 printed too, or an epoch line is missing"
+# "epoch 1/2: train loss L acc A | test loss L acc A | S s": the four figures, within 0.002.
+figures() { sed -n 's/^epoch \([0-9]*\)\/2: train loss \([0-9.]*\) acc \([0-9.]*\) | test loss \([0-9.]*\) acc \([0-9.]*\).*/\2 \3 \4 \5/p' "$1"; }
+paste <(figures "$work/one.out.log") <(figures "$work/two.out.log") >"$work/figures.log"
+[ "$(wc -l <"$work/figures.log")" -eq 2 ] || fail "no epoch figures to compare"
+awk '{ for (i = 1; i <= 4; ++i) { d = $i - $(i + 4); if (d < -0.002 || d > 0.002) exit 1 } }' "$work/figures.log" ||
+  fail "two ranks and one process disagree: $(cat "$work/figures.log")"
+
+# --- 2. SIGKILL one rank mid-epoch; the last epoch's checkpoint resumes -------------------------
+ckpt=$work/run.ckpt
+"${mpirun[@]}" -np 2 "$program" train --model mlp --epochs 3 --limit 20000 --batch-size 50 --threads 1 \
+  --checkpoint "$ckpt" >"$work/kill.out.log" 2>"$work/kill.err.log" &
+job=$!
+for _ in $(seq 1200); do [ -f "$ckpt" ] && break; sleep 0.05; done
+[ -f "$ckpt" ] || fail "no checkpoint after the first epoch"
+# Rank 1 is the process whose environment says so.
+victim=""
+for pid in $(pgrep -f "$program train"); do
+  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && victim=$pid
+done
+[ -n "$victim" ] || fail "rank 1 was not found"
+kill -KILL "$victim"
+start=$(date +%s)
+wait "$job"
+rc=$?
+[ "$rc" -ne 0 ] || fail "the job exited 0 after a rank was killed"
+[ $(($(date +%s) - start)) -le 30 ] || fail "the job took more than 30 s to end after the kill"
+grep -q "process rank 1 .*signal 9" "$work/kill.err.log" "$work/kill.out.log" || fail "mpirun did not name rank 1"
+"${mpirun[@]}" -np 2 "$program" train --resume --checkpoint "$ckpt" --epochs 3 --threads 1 \
+  >"$work/resume.out.log" 2>"$work/resume.err.log" || fail "resuming on two ranks failed"
+grep -q "resumed from $ckpt after epoch 1" "$work/resume.out.log" || fail "the resumed run did not start after epoch 1"
+grep -q "^epoch 3/3:" "$work/resume.out.log" || fail "the resumed run did not finish"
+echo "PASS"
