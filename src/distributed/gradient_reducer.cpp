@@ -12,6 +12,7 @@
 #include <future>
 #include <set>
 
+#include "autodiff/tracer.h"
 #include "core/check.h"
 #include "core/half.h"
 #include "core/tensor_impl.h"
@@ -209,6 +210,13 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
   detail::ReducerState& st = *reducer_.state_;
   const GradientOptions& o = st.options;
   World& w = World::get(kOp);
+  // The buckets are filled on the host from the gradients' bytes, which a trace would freeze into
+  // its graph: refuse rather than replay the values of the tracing call.
+  TAPEFLOW_REQUIRE(autodiff::t_tracer == nullptr, UnimplementedError,
+                   "[{}] gradient() cannot run inside a tf::function trace (its buckets are reduced on the "
+                   "communication thread, outside the graph); call the function for the forward pass and the "
+                   "tape outside it, or all-reduce with tf::distributed::allreduce inside",
+                   kOp);
   for (std::size_t i = 0; i < sources.size(); ++i)
     TAPEFLOW_REQUIRE(
         sources[i].dtype() == DType::Float32 || sources[i].dtype() == DType::Float64, InvalidArgumentError,

@@ -82,6 +82,8 @@ struct Allreduce {
   static constexpr bool kStateful = true;
   using Attrs = AllreduceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
+    TAPEFLOW_REQUIRE(a.reduce_op >= 0 && a.reduce_op <= 3, InvalidArgumentError, "[{}] unknown ReduceOp {}",
+                     kName, a.reduce_op);
     const ReduceOp op = reduce_op_of(a.reduce_op);
     TAPEFLOW_REQUIRE(op != ReduceOp::Average || (x.dtype() == DType::Float32 || x.dtype() == DType::Float64),
                      InvalidArgumentError,
@@ -144,9 +146,12 @@ struct Allgather {
     std::vector<std::int64_t> counts;
     dims[0] = 0;
     for (std::int64_t r : a.rows) {
-      TAPEFLOW_REQUIRE(r >= 0 && !__builtin_add_overflow(dims[0], r, &dims[0]), InvalidArgumentError,
-                       "[{}] bad rows {}", kName, a.rows);
-      counts.push_back(r * row);
+      std::int64_t elements = 0;
+      TAPEFLOW_REQUIRE(r >= 0 && !__builtin_add_overflow(dims[0], r, &dims[0]) &&
+                           !__builtin_mul_overflow(r, row, &elements),
+                       InvalidArgumentError, "[{}] rows {} hold a negative or overflowing count", kName,
+                       a.rows);
+      counts.push_back(elements);
     }
     Tensor y = detail::empty(Shape::checked(dims, kName), x.dtype(), kName);
     const std::string what = fmt::format("allgather {} {} {} rows {}", label(a.name, w),
@@ -235,11 +240,15 @@ struct Alltoall {
     std::int64_t sent = 0, received = 0;
     for (std::size_t r = 0; r < n; ++r) {
       const std::int64_t s = a.splits[me * n + r], g = a.splits[r * n + me];
-      TAPEFLOW_REQUIRE(s >= 0 && g >= 0, InvalidArgumentError, "[{}] negative split in {}", kName, a.splits);
-      sent += s;
-      received += g;
-      send.push_back(s * row);
-      recv.push_back(g * row);
+      std::int64_t s_elements = 0, g_elements = 0;
+      TAPEFLOW_REQUIRE(s >= 0 && g >= 0 && !__builtin_add_overflow(sent, s, &sent) &&
+                           !__builtin_add_overflow(received, g, &received) &&
+                           !__builtin_mul_overflow(s, row, &s_elements) &&
+                           !__builtin_mul_overflow(g, row, &g_elements),
+                       InvalidArgumentError, "[{}] the split matrix {} holds a negative or overflowing count",
+                       kName, a.splits);
+      send.push_back(s_elements);
+      recv.push_back(g_elements);
     }
     TAPEFLOW_REQUIRE(sent == x.shape()[0], InvalidArgumentError,
                      "[{}] splits {} send {} rows, but x ({} tensor of shape {}) has {}", kName,

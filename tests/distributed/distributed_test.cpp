@@ -214,3 +214,19 @@ TEST(Distributed, CollectivesWorkInsideAFunction) {
   EXPECT_EQ(f(tf::constant({1.0f, 2.0f})).to_vector<float>(), (std::vector<float>{2, 4}));
   EXPECT_EQ(f(tf::constant({3.0f, 4.0f})).to_vector<float>(), (std::vector<float>{6, 8}));
 }
+
+TEST(DistributedGradientTape, RefusesToRunInsideAFunctionTrace) {
+  // Its buckets are filled from the gradients' bytes on the host, which a graph would freeze.
+  tf::Variable w(tf::constant({1.0f, 2.0f}), {.name = "w"});
+  auto step = tf::function([&](const tf::Tensor& x) {
+    dist::DistributedGradientTape tape;
+    const tf::Tensor loss = tf::reduce_sum(w.read_value() * x);
+    return *tape.gradient(loss, std::vector<tf::Variable>{w})[0];
+  });
+  EXPECT_THAT(
+      [&] {
+        step(tf::constant({3.0f, 4.0f}));
+      },
+      ::testing::ThrowsMessage<tf::UnimplementedError>(
+          AllOf(HasSubstr("[DistributedGradientTape]"), HasSubstr("tf::function"))));
+}
