@@ -286,6 +286,7 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
   };
   for (detail::Bucket& b : st.buckets) b.done = {};
   const auto start = Clock::now();
+  std::exception_ptr pass_error;
   try {
     for_each_gradient(tape_, target, sources, [&](std::size_t i, Gradient g) {
       if (st.accumulated[i]) g = g ? Gradient(*g + *st.accumulated[i]) : st.accumulated[i];
@@ -300,13 +301,24 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
       if (--b.pending == 0) launch(b, bi);
     });
   } catch (...) {
-    settle_all();
-    throw;
+    // The pass failed here (a gradient function threw). The other ranks are reducing this
+    // step's buckets: send the rest (zeros) so that none of them is left waiting, and tell them
+    // in the flags below, so that every rank fails this step, naming this one.
+    pass_error = std::current_exception();
+    for (std::size_t bi = 0; bi < st.buckets.size(); ++bi)
+      if (st.buckets[bi].pending > 0) {
+        std::fill(st.buckets[bi].buffer.begin(), st.buckets[bi].buffer.end(), 0);
+        st.buckets[bi].pending = 0;
+        launch(st.buckets[bi], bi);
+      }
   }
   st.accumulated.assign(sources.size(), Gradient());
   const auto pass_end = Clock::now();
-  // Which sources had a gradient on which ranks: one byte per source and rank.
-  std::vector<char> everyone(sources.size() * static_cast<std::size_t>(w.size()));
+  // Which sources had a gradient on which ranks: one byte per source and rank, and a last byte
+  // per rank that says its pass failed.
+  has.push_back(pass_error ? 1 : 0);
+  const std::size_t stride = has.size();
+  std::vector<char> everyone(stride * static_cast<std::size_t>(w.size()));
   std::future<void> flags = w.submit([&w, &has, &everyone, agreed] {
     if (!agreed->load()) return;
     const std::vector<std::int64_t> counts(static_cast<std::size_t>(w.size()),
@@ -316,16 +328,25 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
   });
   settle_all();
   settle(flags);
+  if (pass_error) std::rethrow_exception(pass_error);
   if (error) std::rethrow_exception(error);
   TAPEFLOW_ASSERT(launched == st.buckets.size(), "[{}] {} of {} buckets were sent", kOp, launched,
                   st.buckets.size());
+  std::vector<int> failed;
+  for (int r = 0; r < w.size(); ++r)
+    if (everyone[static_cast<std::size_t>(r) * stride + stride - 1]) failed.push_back(r);
+  TAPEFLOW_REQUIRE(
+      failed.empty(), UnavailableError,
+      "[{}] the backward pass failed on {} (its gradient functions threw there), so this step has no "
+      "gradients on any rank; the job can go on with the next step",
+      kOp, ranks_text(failed));
 
   std::vector<Gradient> out;
   out.reserve(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
     std::vector<int> without;
     for (int r = 0; r < w.size(); ++r)
-      if (!everyone[static_cast<std::size_t>(r) * sources.size() + i]) without.push_back(r);
+      if (!everyone[static_cast<std::size_t>(r) * stride + i]) without.push_back(r);
     const std::string name = source_name(sources[i], i);
     if (static_cast<int>(without.size()) == w.size()) {
       out.push_back(

@@ -176,6 +176,68 @@ struct World::Impl {
   /// Set once a wait timed out: the message every later collective throws.
   std::string broken;
   MPI_Op sum_bf16 = MPI_OP_NULL, sum_f16 = MPI_OP_NULL;
+  /// The blocking MPI call in progress (after its negotiation): what it is and since when, for
+  /// the watchdog. Zero: none.
+  std::atomic<std::int64_t> busy_since_ns{0};
+  std::string busy_what;  // under `mutex`
+  std::thread watchdog;
+  std::condition_variable watchdog_wake;  // its own: a notify_one for a job must reach the loop
+  const InitOptions* options = nullptr;
+
+  /// Runs one blocking MPI call, watched: every rank was at its negotiation, so it normally ends
+  /// at once, but a rank that stops in the middle of a step (before its next bucket) would leave
+  /// it waiting forever, which the watchdog ends.
+  void watched(std::string_view call, std::string_view what, int rc_of_call);
+  template <class F>
+  void blocking(std::string_view call, std::string_view what, F&& f) {
+    {
+      std::lock_guard lock(mutex);
+      busy_what = fmt::format("{} ({})", what, call);
+    }
+    busy_since_ns.store(Clock::now().time_since_epoch().count());
+    const int rc = f();
+    busy_since_ns.store(0);
+    watched(call, what, rc);
+  }
+
+  /// Warns about a blocking call that waits longer than the stall time, and ends the job (every
+  /// rank) when it waits past the timeout: a blocked MPI call cannot be interrupted.
+  void watch() {
+    std::int64_t warned_for = 0;
+    for (;;) {
+      {
+        std::unique_lock lock(mutex);
+        if (watchdog_wake.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop; })) return;
+      }
+      const std::int64_t since = busy_since_ns.load();
+      if (since == 0) {
+        warned_for = 0;
+        continue;
+      }
+      const double waited =
+          std::chrono::duration<double>(Clock::now().time_since_epoch() - Clock::duration(since)).count();
+      std::string what;
+      {
+        std::lock_guard lock(mutex);
+        what = busy_what;
+      }
+      if (options->stall_warning_seconds > 0 && waited >= options->stall_warning_seconds * (warned_for + 1)) {
+        ++warned_for;
+        log(LogLevel::Warning,
+            fmt::format("[distributed] {} has waited {:.0f} s: a rank stopped in the middle of "
+                        "a step, after the step's negotiation (stall check)",
+                        what, waited));
+      }
+      if (options->timeout_seconds > 0 && waited >= options->timeout_seconds) {
+        log(LogLevel::Error,
+            fmt::format("[distributed] {} timed out after {:.0f} s: a rank stopped in the middle of "
+                        "a step; ending the job (MPI_Abort), since a blocked MPI call cannot be "
+                        "interrupted",
+                        what, waited));
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+    }
+  }
 
   void loop() {
     for (;;) {
@@ -231,7 +293,9 @@ void World::init(const InitOptions& options) {
   world.mpi_ = launched_by_mpirun();
   if (world.mpi_) {
     Impl& impl = *world.impl_;
+    impl.options = &world.options_;
     impl.thread = std::thread([&impl] { impl.loop(); });
+    impl.watchdog = std::thread([&impl] { impl.watch(); });
     world.run([&impl] {
       int provided = 0;
       const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
@@ -270,7 +334,9 @@ World::~World() {
     });
   }
   impl.wake.notify_one();
+  impl.watchdog_wake.notify_one();
   impl.thread.join();
+  impl.watchdog.join();
 }
 
 void World::run(std::function<void()> job) { submit(std::move(job)).get(); }
@@ -448,16 +514,7 @@ int checked_int(std::int64_t n, std::string_view what) {
 }
 }  // namespace
 
-void World::wait(void* mpi_request, std::string_view what) {
-  auto* req = static_cast<MPI_Request*>(mpi_request);
-  poll(
-      [req] {
-        int flag = 0;
-        MPI_Test(req, &flag, MPI_STATUS_IGNORE);
-        return flag != 0;
-      },
-      what, [] { return std::string("a rank that stopped after this call's negotiation"); });
-}
+void World::Impl::watched(std::string_view call, std::string_view what, int rc) { check_mpi(rc, call, what); }
 
 void World::allreduce(void* buffer, std::int64_t count, Wire wire, ReduceOp op, std::string_view what) {
   if (!mpi_ || size_ == 1 || count == 0) return;
@@ -475,11 +532,10 @@ void World::allreduce(void* buffer, std::int64_t count, Wire wire, ReduceOp op, 
   auto* bytes = static_cast<char*>(buffer);
   for (std::int64_t at = 0; at < count; at += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, count - at));
-    MPI_Request req;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, bytes + at * static_cast<std::int64_t>(wire_size(wire)), n,
-                             mpi_type(wire), mpi_op, MPI_COMM_WORLD, &req),
-              "MPI_Iallreduce", what);
-    wait(&req, what);
+    impl_->blocking("MPI_Allreduce", what, [&] {
+      return MPI_Allreduce(MPI_IN_PLACE, bytes + at * static_cast<std::int64_t>(wire_size(wire)), n,
+                           mpi_type(wire), mpi_op, MPI_COMM_WORLD);
+    });
   }
 }
 
@@ -498,11 +554,10 @@ void World::allgatherv(const void* in, void* out, std::span<const std::int64_t> 
     at += counts[r];
   }
   checked_int(at, what);
-  MPI_Request req;
-  check_mpi(MPI_Iallgatherv(in, n[static_cast<std::size_t>(rank_)], mpi_type(wire), out, n.data(),
-                            displs.data(), mpi_type(wire), MPI_COMM_WORLD, &req),
-            "MPI_Iallgatherv", what);
-  wait(&req, what);
+  impl_->blocking("MPI_Allgatherv", what, [&] {
+    return MPI_Allgatherv(in, n[static_cast<std::size_t>(rank_)], mpi_type(wire), out, n.data(),
+                          displs.data(), mpi_type(wire), MPI_COMM_WORLD);
+  });
 }
 
 void World::broadcast(void* buffer, std::int64_t count, Wire wire, int root, std::string_view what) {
@@ -510,12 +565,10 @@ void World::broadcast(void* buffer, std::int64_t count, Wire wire, int root, std
   constexpr std::int64_t kPiece = std::int64_t{1} << 30;
   auto* bytes = static_cast<char*>(buffer);
   for (std::int64_t at = 0; at < count; at += kPiece) {
-    MPI_Request req;
-    check_mpi(MPI_Ibcast(bytes + at * static_cast<std::int64_t>(wire_size(wire)),
-                         static_cast<int>(std::min(kPiece, count - at)), mpi_type(wire), root, MPI_COMM_WORLD,
-                         &req),
-              "MPI_Ibcast", what);
-    wait(&req, what);
+    impl_->blocking("MPI_Bcast", what, [&] {
+      return MPI_Bcast(bytes + at * static_cast<std::int64_t>(wire_size(wire)),
+                       static_cast<int>(std::min(kPiece, count - at)), mpi_type(wire), root, MPI_COMM_WORLD);
+    });
   }
 }
 
@@ -537,11 +590,10 @@ void World::alltoallv(const void* in, std::span<const std::int64_t> send, void* 
   std::vector<int> sn, sd, rn, rd;
   ints(send, sn, sd);
   ints(recv, rn, rd);
-  MPI_Request req;
-  check_mpi(MPI_Ialltoallv(in, sn.data(), sd.data(), mpi_type(wire), out, rn.data(), rd.data(),
-                           mpi_type(wire), MPI_COMM_WORLD, &req),
-            "MPI_Ialltoallv", what);
-  wait(&req, what);
+  impl_->blocking("MPI_Alltoallv", what, [&] {
+    return MPI_Alltoallv(in, sn.data(), sd.data(), mpi_type(wire), out, rn.data(), rd.data(), mpi_type(wire),
+                         MPI_COMM_WORLD);
+  });
 }
 
 std::vector<std::int64_t> World::allgather(std::int64_t value, std::string_view what) {

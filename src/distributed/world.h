@@ -6,8 +6,10 @@
 // and no thread: one rank, and the collectives below copy their input.
 //
 // The primitives (allreduce, allgatherv, ...) run only inside a job (on the communication
-// thread); they work on raw buffers of one wire type and wait through poll(), which warns about
-// and finally names the ranks that do not take part.
+// thread), on raw buffers of one wire type. negotiate() waits through poll(), which warns about
+// and finally names the ranks that do not take part; the data moves after it in MPI's blocking
+// calls (its fastest algorithms: every rank is known to be there), watched by a watchdog thread
+// that warns when one waits past the stall time and ends the job past the timeout.
 
 #include <cstdint>
 #include <functional>
@@ -85,8 +87,6 @@ class World {
   /// time and throws UnavailableError after the timeout, with `missing()` naming the ranks.
   void poll(const std::function<bool()>& done, std::string_view what,
             const std::function<std::string()>& missing, double timeout_scale = 1.0);
-  /// poll() until the MPI_Request behind `mpi_request` completes.
-  void wait(void* mpi_request, std::string_view what);
   [[noreturn]] void fail(std::string message);
 
   bool mpi_ = false;

@@ -277,6 +277,48 @@ TEST(Mpi, AVariableUnusedOnSomeRanksIsAveragedWithZerosAndNamed) {
   EXPECT_THAT(reducer.last_stats().unused[0], HasSubstr(size() == 2 ? "(rank 1)" : "(ranks 1, 2, 3)"));
 }
 
+TEST(Mpi, ABackwardPassThatThrowsOnOneRankFailsTheStepOnEveryRank) {
+  // Rank 1's gradient function throws in the middle of the pass: the other ranks must not wait
+  // for its buckets forever, and must learn which rank failed.
+  std::vector<tf::Variable> v = {tf::Variable(tf::constant({1.0f, 2.0f}), {.name = "first"}),
+                                 tf::Variable(tf::constant({3.0f}), {.name = "second"})};
+  dist::GradientReducer reducer({.bucket_bytes = 4});  // a bucket per element: some go before the throw
+  dist::DistributedGradientTape tape(reducer);
+  const tf::Tensor y = tf::custom_gradient({v[0].read_value()}, [](const std::vector<tf::Tensor>& in) {
+    return tf::CustomGradientResult{
+        {in[0] * 2.0f}, [](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+          if (dist::rank() == 1) throw tf::InvalidArgumentError("rank 1's bad gradient");
+          return {dy[0] * 2.0f};
+        }};
+  })[0];
+  const tf::Tensor loss = tf::reduce_sum(y) + tf::reduce_sum(v[1].read_value());
+  if (rank() == 1) {
+    EXPECT_THAT([&] { (void)tape.gradient(loss, v); },
+                ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("rank 1's bad gradient")));
+  } else {
+    EXPECT_THAT([&] { (void)tape.gradient(loss, v); },
+                ::testing::ThrowsMessage<tf::UnavailableError>(
+                    AllOf(HasSubstr("[DistributedGradientTape]"), HasSubstr("failed on rank 1"))));
+  }
+  // The job goes on.
+  EXPECT_EQ(dist::allreduce(tf::ones({1}), dist::ReduceOp::Sum).to_vector<float>()[0],
+            static_cast<float>(size()));
+}
+
+TEST(Mpi, BucketsHoldAtMostTheThreshold) {
+  std::vector<tf::Variable> v = {tf::Variable(tf::constant({1.0f, 2.0f, 3.0f}), {.name = "w"}),
+                                 tf::Variable(tf::constant({0.5f}), {.name = "b"})};
+  dist::GradientReducer small({.bucket_bytes = 8}), large;
+  for (dist::GradientReducer* r : {&small, &large}) {
+    dist::DistributedGradientTape tape(*r);
+    auto g = tape.gradient(tf::reduce_sum(v[0].read_value() * 2.0f) + tf::reduce_sum(v[1].read_value()), v);
+    EXPECT_EQ(floats(*g[0]), (std::vector<float>{2, 2, 2}));
+  }
+  EXPECT_EQ(small.last_stats().buckets, 2);  // 12 bytes alone, then 4
+  EXPECT_EQ(large.last_stats().buckets, 1);
+  EXPECT_EQ(small.last_stats().wire_bytes, 16);
+}
+
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   dist::init({.stall_warning_seconds = 10, .timeout_seconds = 60});
