@@ -2,9 +2,9 @@
 //
 //   bench_distributed allreduce [--max-bytes B] [--reps R]
 //     tf::distributed::allreduce (the op: negotiation, the hand-off to the communication thread,
-//     a copy) against MPI_Allreduce called directly (on the communication thread) on as many bytes, for float32 buffers of 4 B
-//     up to B; the median of R calls each, alternating, and the bus bandwidth MPI's call reaches
-//     (2 (N - 1) / N bytes / time, what a ring all-reduce moves per rank).
+//     a copy) against MPI_Allreduce called directly (on the communication thread) on as many bytes, for
+//     float32 buffers of 4 B up to B; the median of R calls each, alternating, and the bus bandwidth MPI's
+//     call reaches (2 (N - 1) / N bytes / time, what a ring all-reduce moves per rank).
 //
 //   bench_distributed train [--model mlp|cnn] [--steps S] [--batch-size B] [--bucket-bytes K]
 //     S training steps of the CLI's model with B examples per rank, three ways, alternating step
@@ -79,8 +79,8 @@ void bench_allreduce(std::int64_t max_bytes, int reps) {
     }
     const double a = median(ours), b = median(theirs);
     if (dist::rank() == 0)
-      std::printf("%12lld %14.1f %14.1f %8.2f %14.3f\n", static_cast<long long>(bytes), a * 1e6, b * 1e6, a / b,
-                  n > 1 ? 2.0 * (n - 1) / n * static_cast<double>(bytes) / b / 1e9 : 0.0);
+      std::printf("%12lld %14.1f %14.1f %8.2f %14.3f\n", static_cast<long long>(bytes), a * 1e6, b * 1e6,
+                  a / b, n > 1 ? 2.0 * (n - 1) / n * static_cast<double>(bytes) / b / 1e9 : 0.0);
   }
 }
 
@@ -91,7 +91,8 @@ void bench_train(const std::string& model_kind, int steps, std::int64_t batch, s
   const tf::Shape image{batch, 28, 28, 1};
   const tf::Tensor x = tf::random::uniform(image, 0.0, 1.0, tf::float32, 7 + dist::rank());
   std::vector<std::int32_t> labels;
-  for (std::int64_t i = 0; i < batch; ++i) labels.push_back(static_cast<std::int32_t>((i * 7 + dist::rank()) % 10));
+  for (std::int64_t i = 0; i < batch; ++i)
+    labels.push_back(static_cast<std::int32_t>((i * 7 + dist::rank()) % 10));
   const tf::Tensor y = tf::constant(labels);
   std::int64_t params = 0;
   for (const auto& v : vars) params += v.shape().num_elements();
@@ -137,19 +138,24 @@ void bench_train(const std::string& model_kind, int steps, std::int64_t batch, s
   const double l = median(local), o = median(over), s = median(serial);
   if (dist::rank() != 0) return;
   const int n = dist::size();
-  std::printf("%s, %lld parameters (%.2f MB of float32 gradients), batch %lld per rank, %d rank%s, %d thread%s each\n",
-              model_kind.c_str(), static_cast<long long>(params), static_cast<double>(params) * 4 / 1e6,
-              static_cast<long long>(batch), n, n == 1 ? "" : "s", tf::num_threads(), tf::num_threads() == 1 ? "" : "s");
+  std::printf(
+      "%s, %lld parameters (%.2f MB of float32 gradients), batch %lld per rank, %d rank%s, %d thread%s "
+      "each\n",
+      model_kind.c_str(), static_cast<long long>(params), static_cast<double>(params) * 4 / 1e6,
+      static_cast<long long>(batch), n, n == 1 ? "" : "s", tf::num_threads(),
+      tf::num_threads() == 1 ? "" : "s");
   std::printf("  buckets: overlapped %d of <= %lld bytes, serialised %d\n", overlapped.last_stats().buckets,
               static_cast<long long>(bucket_bytes), serialised.last_stats().buckets);
   auto row = [&](const char* name, double t, double wait) {
-    std::printf("  %-11s %9.3f ms/step  %9.0f examples/s (job)  wait after the pass %7.3f ms\n", name, t * 1e3,
-                static_cast<double>(batch * n) / t, wait * 1e3);
+    std::printf("  %-11s %9.3f ms/step  %9.0f examples/s (job)  wait after the pass %7.3f ms\n", name,
+                t * 1e3, static_cast<double>(batch * n) / t, wait * 1e3);
   };
   row("local", l, 0);
   row("overlapped", o, median(over_wait));
   row("serialised", s, median(serial_wait));
-  if (s > l) std::printf("  overlap hid %.0f%% of the communication time (serialised - local)\n", 100 * (s - o) / (s - l));
+  if (s > l)
+    std::printf("  overlap hid %.0f%% of the communication time (serialised - local)\n",
+                100 * (s - o) / (s - l));
 }
 
 }  // namespace

@@ -148,7 +148,7 @@ void reduce_bucket(World& w, detail::Bucket& b, const GradientOptions& o, double
   if (before != 1.0)
     for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(v[i] * before);
   if (o.compression == Compression::None) {
-    w.allreduce(v, b.elements, detail::wire_of(b.dtype), ReduceOp::Sum, what);
+    w.allreduce(nullptr, v, b.elements, detail::wire_of(b.dtype), ReduceOp::Sum, what);
   } else {
     const bool bf16 = o.compression == Compression::BFloat16;
     b.wire16.resize(n);
@@ -156,7 +156,7 @@ void reduce_bucket(World& w, detail::Bucket& b, const GradientOptions& o, double
       const auto f = static_cast<float>(v[i]);
       b.wire16[i] = bf16 ? float_to_bf16(f) : float_to_half(f);
     }
-    w.allreduce(b.wire16.data(), b.elements, bf16 ? Wire::BF16 : Wire::F16, ReduceOp::Sum, what);
+    w.allreduce(nullptr, b.wire16.data(), b.elements, bf16 ? Wire::BF16 : Wire::F16, ReduceOp::Sum, what);
     for (std::size_t i = 0; i < n; ++i)
       v[i] = static_cast<T>(bf16 ? bf16_to_float(b.wire16[i]) : half_to_float(b.wire16[i]));
   }

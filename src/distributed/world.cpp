@@ -516,8 +516,13 @@ int checked_int(std::int64_t n, std::string_view what) {
 
 void World::Impl::watched(std::string_view call, std::string_view what, int rc) { check_mpi(rc, call, what); }
 
-void World::allreduce(void* buffer, std::int64_t count, Wire wire, ReduceOp op, std::string_view what) {
-  if (!mpi_ || size_ == 1 || count == 0) return;
+void World::allreduce(const void* in, void* out, std::int64_t count, Wire wire, ReduceOp op,
+                      std::string_view what) {
+  if (count == 0) return;
+  if (!mpi_ || size_ == 1) {
+    if (in != nullptr) std::memcpy(out, in, static_cast<std::size_t>(count) * wire_size(wire));
+    return;
+  }
   MPI_Op mpi_op = MPI_SUM;
   if (wire == Wire::BF16 || wire == Wire::F16) {
     TAPEFLOW_ASSERT(op == ReduceOp::Sum || op == ReduceOp::Average, "16-bit wire sums only");
@@ -529,12 +534,12 @@ void World::allreduce(void* buffer, std::int64_t count, Wire wire, ReduceOp op, 
   }
   // MPI counts are ints: a huge tensor goes in pieces of 2^30 elements.
   constexpr std::int64_t kPiece = std::int64_t{1} << 30;
-  auto* bytes = static_cast<char*>(buffer);
+  const auto es = static_cast<std::int64_t>(wire_size(wire));
   for (std::int64_t at = 0; at < count; at += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, count - at));
     impl_->blocking("MPI_Allreduce", what, [&] {
-      return MPI_Allreduce(MPI_IN_PLACE, bytes + at * static_cast<std::int64_t>(wire_size(wire)), n,
-                           mpi_type(wire), mpi_op, MPI_COMM_WORLD);
+      return MPI_Allreduce(in == nullptr ? MPI_IN_PLACE : static_cast<const char*>(in) + at * es,
+                           static_cast<char*>(out) + at * es, n, mpi_type(wire), mpi_op, MPI_COMM_WORLD);
     });
   }
 }
@@ -630,7 +635,7 @@ double allreduce(double value, ReduceOp op, std::string_view name) {
                   name.empty() ? fmt::format("#{}", w.next_call()) : fmt::format("'{}'", name));
   w.run([&] {
     w.negotiate(kOp, what);
-    w.allreduce(&value, 1, detail::Wire::F64, op, what);
+    w.allreduce(nullptr, &value, 1, detail::Wire::F64, op, what);
   });
   return op == ReduceOp::Average ? value / w.size() : value;
 }

@@ -59,8 +59,10 @@ class World {
   /// differs and which ranks have which. Ranks that do not arrive within the timeout:
   /// UnavailableError naming them.
   void negotiate(std::string_view op, const std::string& what);
-  /// In-place elementwise reduction of `count` elements over the ranks (Average is Sum here).
-  void allreduce(void* buffer, std::int64_t count, Wire wire, ReduceOp op, std::string_view what);
+  /// Elementwise reduction of `count` elements over the ranks into `out` (Average is Sum here),
+  /// from `in`, or in place when `in` is nullptr.
+  void allreduce(const void* in, void* out, std::int64_t count, Wire wire, ReduceOp op,
+                 std::string_view what);
   /// Every rank's `counts[rank]` elements of `in`, concatenated in rank order into `out`.
   void allgatherv(const void* in, void* out, std::span<const std::int64_t> counts, Wire wire,
                   std::string_view what);

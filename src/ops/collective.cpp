@@ -93,12 +93,12 @@ struct Allreduce {
                      "[{}] cannot reduce a bool tensor (shape {}); cast it to int32", kName,
                      x.shape().to_string());
     World& w = World::get(kName);
-    Tensor y = copy_of(x, kName);
+    Tensor y = detail::empty(x.shape(), x.dtype(), kName);
     const std::string what = fmt::format("allreduce({}) {} {} {}", distributed::to_string(op),
                                          label(a.name, w), dtype_name(x.dtype()), x.shape().to_string());
     w.run([&] {
       w.negotiate(kName, what);
-      w.allreduce(mutable_raw(y), y.num_elements(), wire_of(y.dtype()), op, what);
+      w.allreduce(x.raw_data(), mutable_raw(y), y.num_elements(), wire_of(y.dtype()), op, what);
     });
     if (op == ReduceOp::Average && w.size() > 1)
       visit_floating(y.dtype(), [&]<class T>() {
