@@ -160,7 +160,9 @@ class GradientReducer {
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
+  /// The options given at construction.
   const GradientOptions& options() const;
+  /// What the last gradient() of a tape using this reducer did.
   const ReduceStats& last_stats() const;
 
  private:
@@ -174,6 +176,12 @@ class GradientReducer {
 /// ranks' zeros in its average, and is named once in a warning and in ReduceStats::unused; one
 /// that gets no gradient on any rank is missing, as gradient() returns it. The gradients are
 /// values, not recorded on any tape.
+///
+/// Inside a tf::function (a traced training step), gradient() writes the same reduction as ops
+/// the graph records: each bucket concatenated, summed by an Allreduce op and divided, in the
+/// graph's order after the backward pass (no overlap), bitwise the eager step's values. There
+/// compression and backward_passes_per_step are refused (UnimplementedError), and a source no
+/// rank has a gradient for comes back as zeros (which ranks have one is not known at trace time).
 class DistributedGradientTape {
  public:
   /// A tape with its own reducer: backward_passes_per_step must be 1.
@@ -184,14 +192,17 @@ class DistributedGradientTape {
 
   /// The wrapped tape: watch(), stop_recording(), jacobian(), ... as on any GradientTape.
   GradientTape& tape() { return tape_; }
+  /// Watches a tensor or variable, as GradientTape::watch.
   void watch(const Source& source) { tape_.watch(source); }
 
   /// The gradients of `target` for `sources`, averaged over the ranks. On a local accumulation
   /// pass (backward_passes_per_step > 1, not the last) it returns the local sum so far and
   /// reduced() is false: apply the gradients only when reduced() is true. Throws what
   /// GradientTape::gradient throws, and the collectives' errors.
+  ///@{
   std::vector<Gradient> gradient(const Targets& target, const std::vector<Variable>& sources);
   std::vector<Gradient> gradient(const Targets& target, std::span<const Source> sources);
+  ///@}
   /// Whether the last gradient() reduced over the ranks.
   bool reduced() const;
 

@@ -20,6 +20,9 @@
 #include "ops/op_util.h"
 #include "tapeflow/distributed.h"
 #include "tapeflow/logging.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
 #include "tapeflow/optim/optimizer.h"
 
 namespace tapeflow::distributed {
@@ -138,15 +141,17 @@ void pack(detail::Bucket& b, std::size_t m, std::int64_t n, const Gradient& g) {
     std::fill(dst, dst + n, T(0));
 }
 
-/// On the communication thread: scale, compress, sum over the ranks, decompress, scale.
+/// On the communication thread: scale, compress, sum over the ranks, decompress, divide (by the
+/// ranks and passes, over the predivide factor: as the Allreduce op divides an average, so that a
+/// traced step's gradients are bitwise an eager step's).
 template <class T>
-void reduce_bucket(World& w, detail::Bucket& b, const GradientOptions& o, double after,
+void reduce_bucket(World& w, detail::Bucket& b, const GradientOptions& o, double divisor,
                    std::string_view what) {
   T* v = reinterpret_cast<T*>(b.buffer.data());
   const auto n = static_cast<std::size_t>(b.elements);
-  const double before = o.op == ReduceOp::Average ? 1.0 / o.gradient_predivide_factor : 1.0;
-  if (before != 1.0)
-    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(v[i] * before);
+  const double predivide = o.op == ReduceOp::Average ? o.gradient_predivide_factor : 1.0;
+  if (predivide != 1.0)
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(v[i] / predivide);
   if (o.compression == Compression::None) {
     w.allreduce(nullptr, v, b.elements, detail::wire_of(b.dtype), ReduceOp::Sum, what);
   } else {
@@ -160,8 +165,50 @@ void reduce_bucket(World& w, detail::Bucket& b, const GradientOptions& o, double
     for (std::size_t i = 0; i < n; ++i)
       v[i] = static_cast<T>(bf16 ? bf16_to_float(b.wire16[i]) : half_to_float(b.wire16[i]));
   }
-  if (after != 1.0)
-    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(v[i] * after);
+  if (divisor != 1.0)
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(v[i] / divisor);
+}
+
+/// Inside a tf::function trace the buckets cannot be filled from the gradients' bytes on the host
+/// (the graph would freeze the tracing call's values): the same reduction is written with ops the
+/// graph records (each bucket concatenated, summed by an Allreduce op, divided, sliced back),
+/// which run in the graph's order after the backward pass, without overlap. A source with no
+/// gradient on this rank contributes zeros, and comes back reduced (zeros if no rank had one:
+/// which ranks have gradients is not known when the graph is traced).
+std::vector<Gradient> traced_reduction(GradientTape& tape, detail::ReducerState& st, const Targets& target,
+                                       std::span<const Source> sources, int size) {
+  const GradientOptions& o = st.options;
+  TAPEFLOW_REQUIRE(
+      o.compression == Compression::None && o.backward_passes_per_step == 1, UnimplementedError,
+      "[{}] inside a tf::function trace the gradients are reduced by Allreduce ops, without "
+      "compression (asked: {}) or local accumulation (backward_passes_per_step {}); use those in "
+      "an eager step",
+      kOp, compression_name(o.compression), o.backward_passes_per_step);
+  const std::vector<Gradient> local = tape.gradient_flat(target, sources, {}, UnconnectedGradients::None);
+  std::vector<Gradient> out(sources.size());
+  const double divisor = o.op == ReduceOp::Average ? size / o.gradient_predivide_factor : 1.0;
+  for (std::size_t bi = 0; bi < st.buckets.size(); ++bi) {
+    const detail::Bucket& b = st.buckets[bi];
+    std::vector<Tensor> parts;
+    for (std::size_t k : b.members)
+      parts.push_back(reshape(local[k] ? *local[k] : zeros(sources[k].shape(), b.dtype), {-1}));
+    Tensor flat = parts.size() == 1 ? parts[0] : concat(parts, 0);
+    if (o.op == ReduceOp::Average && o.gradient_predivide_factor != 1.0)
+      flat = flat / o.gradient_predivide_factor;
+    Tensor sum = allreduce(flat, ReduceOp::Sum, fmt::format("{} bucket {}", kOp, bi));
+    if (divisor != 1.0) sum = sum / divisor;
+    for (std::size_t m = 0; m < b.members.size(); ++m) {
+      const std::size_t k = b.members[m];
+      const Shape& shape = sources[k].shape();
+      const Tensor part = b.members.size() == 1 ? sum : slice(sum, {b.offsets[m]}, {shape.num_elements()});
+      out[k] = reshape(part, std::vector<std::int64_t>(shape.dims().begin(), shape.dims().end()));
+    }
+  }
+  st.stats.reduced = true;
+  st.stats.buckets = static_cast<int>(st.buckets.size());
+  for (const detail::Bucket& b : st.buckets)
+    st.stats.wire_bytes += b.elements * static_cast<std::int64_t>(dtype_size(b.dtype));
+  return out;
 }
 
 std::string ranks_text(const std::vector<int>& ranks) {
@@ -210,13 +257,6 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
   detail::ReducerState& st = *reducer_.state_;
   const GradientOptions& o = st.options;
   World& w = World::get(kOp);
-  // The buckets are filled on the host from the gradients' bytes, which a trace would freeze into
-  // its graph: refuse rather than replay the values of the tracing call.
-  TAPEFLOW_REQUIRE(autodiff::t_tracer == nullptr, UnimplementedError,
-                   "[{}] gradient() cannot run inside a tf::function trace (its buckets are reduced on the "
-                   "communication thread, outside the graph); call the function for the forward pass and the "
-                   "tape outside it, or all-reduce with tf::distributed::allreduce inside",
-                   kOp);
   for (std::size_t i = 0; i < sources.size(); ++i)
     TAPEFLOW_REQUIRE(
         sources[i].dtype() == DType::Float32 || sources[i].dtype() == DType::Float64, InvalidArgumentError,
@@ -233,6 +273,7 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
   }
   if (st.accumulated.size() != sources.size()) st.accumulated.assign(sources.size(), Gradient());
   st.stats = ReduceStats{};
+  if (autodiff::t_tracer != nullptr) return traced_reduction(tape_, st, target, sources, w.size());
   const bool last = ++st.passes == o.backward_passes_per_step;
 
   if (!last) {
@@ -246,7 +287,7 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
   }
   st.passes = 0;
   const double passes = o.backward_passes_per_step;
-  const double after = o.op == ReduceOp::Average ? o.gradient_predivide_factor / (w.size() * passes) : 1.0;
+  const double divisor = o.op == ReduceOp::Average ? w.size() * passes / o.gradient_predivide_factor : 1.0;
 
   // The negotiation goes first on the communication thread; the buckets queue behind it and run
   // only if it agreed (else every rank skips them and throws its error).
@@ -261,12 +302,12 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
   auto launch = [&](detail::Bucket& b, std::size_t index) {
     const std::string what = fmt::format("{} bucket {} ({} gradients, {} {})", kOp, index, b.members.size(),
                                          b.elements, dtype_name(b.dtype));
-    b.done = w.submit([&w, &b, &o, after, agreed, what] {
+    b.done = w.submit([&w, &b, &o, divisor, agreed, what] {
       if (!agreed->load()) return;
       if (b.dtype == DType::Float64)
-        reduce_bucket<double>(w, b, o, after, what);
+        reduce_bucket<double>(w, b, o, divisor, what);
       else
-        reduce_bucket<float>(w, b, o, after, what);
+        reduce_bucket<float>(w, b, o, divisor, what);
     });
     ++launched;
   };

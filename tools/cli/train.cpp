@@ -411,10 +411,9 @@ void print_run_header(std::ostream& out, const TrainOptions& o, const TrainingSt
       d.test_x.shape()[0], plural(o.threads > 0 ? o.threads : num_threads(), "thread"),
       ranks == 1 ? "" : " per rank");
   if (ranks > 1)
-    out << fmt::format(
-        "data-parallel over {} MPI ranks: gradients averaged by a DistributedGradientTape; "
-        "the step runs eagerly\n",
-        ranks);
+    out << fmt::format("data-parallel over {} MPI ranks: gradients averaged by a DistributedGradientTape{}\n",
+                       ranks,
+                       o.eager ? " while the backward pass runs" : " (Allreduce ops in the traced step)");
   if (resumed && start.step > 0)
     out << fmt::format("resumed from {} after step {}/{} of epoch {}\n", o.checkpoint, start.step,
                        num_batches, start.epoch + 1);
@@ -520,7 +519,7 @@ History train(const TrainOptions& options, std::ostream& out_all, std::ostream& 
     distributed::broadcast_optimizer_state(*s.optimizer, 0);
   }
   print_run_header(out, o, s, d, saved.has_value(), start, batches.num_batches());
-  TrainStep train_step(s.model, *s.optimizer, o.eager || ranks > 1, ranks > 1);
+  TrainStep train_step(s.model, *s.optimizer, o.eager, ranks > 1);
 
   for (std::int64_t epoch = start.epoch; epoch < o.epochs; ++epoch) {
     const auto clock_start = Clock::now();

@@ -17,9 +17,9 @@
 // its shard of every global batch of N * --batch-size examples (--batch-size is per rank), with a
 // DistributedGradientTape averaging the gradients, so the run follows the one-process run with
 // batch N * --batch-size up to float rounding. Rank 0 prints, plots, exports and writes the
-// checkpoint; every rank reads it on --resume and starts from rank 0's variables. The step runs
-// eagerly (a DistributedGradientTape reduces on the communication thread, which a traced graph
-// does not reach yet), and Ctrl-C stops only at an epoch's end.
+// checkpoint; every rank reads it on --resume and starts from rank 0's variables. The traced step
+// reduces with Allreduce ops in its graph; with --eager the buckets are reduced while the backward
+// pass runs. Ctrl-C stops only at an epoch's end.
 
 #include <atomic>
 #include <cstdint>

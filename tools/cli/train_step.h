@@ -17,8 +17,9 @@
 // Either way the step returns tensors; the loop reads them on the host (item()) after the step.
 //
 // With `distributed` (a data-parallel run, tapeflow/distributed.h), the step computes its
-// gradients with a DistributedGradientTape, which averages them over the ranks while the backward
-// pass runs, and applies them with apply_gradients; it runs eagerly.
+// gradients with a DistributedGradientTape, which averages them over the ranks (traced: with
+// Allreduce ops in the graph; eager: while the backward pass runs), and applies them with
+// apply_gradients.
 
 #include <optional>
 #include <ostream>

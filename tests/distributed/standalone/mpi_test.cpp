@@ -209,6 +209,27 @@ TEST(Mpi, DistributedTrainingMatchesOneProcessOnTheWholeBatch) {
   EXPECT_EQ(train(true, 20, {.bucket_bytes = 4}), small);
 }
 
+TEST(Mpi, ATracedDistributedStepTrainsBitwiseAsTheEagerOne) {
+  // The step (forward, DistributedGradientTape, SGD update) traced once by tf::function: the
+  // reduction runs as Allreduce ops in the graph.
+  const Regression data;
+  auto v = regression_variables();
+  tf::optimizers::SGD sgd(0.05);
+  const std::int64_t per = Regression::kRows / size();
+  auto step = tf::function([&](const tf::Tensor& first) {
+    (void)first;
+    dist::DistributedGradientTape tape;
+    const tf::Tensor loss = data.loss(v, rank() * per, per);
+    sgd.apply_gradients(tape.gradient(loss, v), v);
+    return loss;
+  });
+  for (int i = 0; i < 20; ++i) (void)step(tf::constant(0.0f));
+  std::vector<float> traced = floats(v[0].read_value());
+  traced.push_back(floats(v[1].read_value())[0]);
+  EXPECT_EQ(traced, train(true, 20));
+  EXPECT_EQ(step.stats().traces, 1);
+}
+
 TEST(Mpi, EveryRankEndsWithTheSameWeights) {
   const std::vector<float> mine = train(true, 5);
   tf::Tensor t = tf::constant(mine);
