@@ -14,6 +14,7 @@
 #include "interrupt.h"
 #include "models.h"
 #include "predict.h"
+#include "tapeflow/distributed.h"
 #include "tapeflow/errors.h"
 #include "train.h"
 
@@ -55,6 +56,11 @@ std::optional<std::string> unknown_subcommand(int argc, const char* const* argv,
                      fmt::join(all_but_last, ", "), subcommands.back());
 }
 
+}  // namespace
+
+namespace {
+/// This process's rank in a data-parallel run, 0 otherwise.
+int rank_or_zero() { return distributed::initialized() ? distributed::rank() : 0; }
 }  // namespace
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool err_is_terminal) {
@@ -158,13 +164,17 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
     }
     return run_examples(where, name.value_or(""), out);
   } catch (const UsageError& e) {
-    err << "tapeflow: error: " << e.what() << "\n";
+    // Every rank of a data-parallel run reaches the same usage error and interruption: rank 0 says it.
+    if (rank_or_zero() == 0) err << "tapeflow: error: " << e.what() << "\n";
     return 2;
   } catch (const Interrupted& e) {
-    err << "tapeflow: " << e.what() << "\n";
+    if (rank_or_zero() == 0) err << "tapeflow: " << e.what() << "\n";
     return 130;
   } catch (const std::exception& e) {
-    err << "tapeflow: failed: " << e.what() << "\n";
+    err << (distributed::initialized() && distributed::size() > 1
+                ? fmt::format("tapeflow (rank {})", rank_or_zero())
+                : std::string("tapeflow"))
+        << ": failed: " << e.what() << "\n";
     return 1;
   }
 }

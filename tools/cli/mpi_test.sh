@@ -5,6 +5,9 @@
 #    --batch-size 100 (the same examples per step; float rounding apart).
 # 2. A rank killed with SIGKILL in the middle of an epoch ends the job (mpirun names the rank), and
 #    the checkpoint of the last finished epoch resumes the run on two ranks.
+# 3. SIGINT to the ranks (mpirun itself does not pass Ctrl-C on: it ends the job) stops both after
+#    the same step with a checkpoint of it; resuming ends bitwise where an uninterrupted run ends.
+# 4. Ranks started with different models fail at once, naming the variable and the ranks.
 # Exits 77 (skipped) when dataset-fashion-mnist is not installed.
 set -u
 program=$1
@@ -59,4 +62,27 @@ grep -q "process rank 1 .*signal 9" "$work/kill.err.log" "$work/kill.out.log" ||
   >"$work/resume.out.log" 2>"$work/resume.err.log" || fail "resuming on two ranks failed"
 grep -q "resumed from $ckpt after epoch 1" "$work/resume.out.log" || fail "the resumed run did not start after epoch 1"
 grep -q "^epoch 3/3:" "$work/resume.out.log" || fail "the resumed run did not finish"
+# --- 3. SIGINT to both ranks mid-epoch; resuming ends where an uninterrupted run ends --------------
+run=(train --model mlp --epochs 2 --limit 20000 --batch-size 50 --threads 1)
+"${mpirun[@]}" -np 2 "$program" "${run[@]}" >"$work/whole.out.log" 2>"$work/whole.err.log" || fail "the whole run failed"
+ckpt=$work/interrupted.ckpt
+"${mpirun[@]}" -np 2 "$program" "${run[@]}" --checkpoint "$ckpt" >"$work/int.out.log" 2>"$work/int.err.log" &
+job=$!
+for _ in $(seq 1200); do grep -q "epoch 2/2 .*ex/s" "$work/int.err.log" && break; sleep 0.05; done
+pkill -INT -x "$(basename "$program")" || fail "no rank to interrupt"
+wait "$job"
+grep -q "interrupted after step [0-9]*/200 of epoch 2/2" "$work/int.err.log" || fail "the ranks did not stop mid-epoch"
+[ "$(grep -c "interrupted after step" "$work/int.err.log")" -eq 1 ] || fail "not only rank 0 reported the stop"
+"${mpirun[@]}" -np 2 "$program" train --resume --checkpoint "$ckpt" --epochs 2 --threads 1 \
+  >"$work/int_resume.out.log" 2>"$work/int_resume.err.log" || fail "resuming the interrupted run failed"
+grep -q "resumed from $ckpt after step" "$work/int_resume.out.log" || fail "the run did not resume mid-epoch"
+whole=$(grep "^epoch 2/2:" "$work/whole.out.log" | sed 's/ | [0-9.]* s$//')
+resumed=$(grep "^epoch 2/2:" "$work/int_resume.out.log" | sed 's/ | [0-9.]* s$//')
+[ -n "$whole" ] && [ "$whole" = "$resumed" ] || fail "resumed: '$resumed', uninterrupted: '$whole'"
+# --- 4. Mismatched model configurations across ranks ----------------------------------------------
+"${mpirun[@]}" -np 1 "$program" train --model mlp --limit 500 --epochs 1 --threads 1 : \
+  -np 1 "$program" train --model cnn --limit 500 --epochs 1 --threads 1 >"$work/mixed.out.log" 2>"$work/mixed.err.log" &&
+  fail "ranks training different models did not fail"
+grep -q "rank 1 has variable 0 'kernel' float32 (3, 3, 1, 32); rank 0 has variable 0 'kernel' float32 (784, 256)" \
+  "$work/mixed.err.log" || fail "the mismatch was not named"
 echo "PASS"

@@ -449,8 +449,18 @@ EpochSums train_epoch(TrainingState& s, TrainStep& train_step, const TrainOption
   double correct = 0;
   ProgressBar bar(log, log_is_terminal, epoch + 1, o.epochs, batches.num_batches());
   std::int64_t step = first_step, seen = 0;
-  // The sums of the steps run so far, with those before a resume.
+  // The sums of this rank's steps so far, with those before a resume (the progress bar's).
   auto sums = [&] { return before + EpochSums{train_loss.count(), train_loss.total(), correct}; };
+  // The same over every rank's steps: a collective under mpirun, where `before` (saved by rank 0)
+  // already holds every rank's steps before a resume.
+  auto job_sums = [&] {
+    const EpochSums mine{train_loss.count(), train_loss.total(), correct};
+    if (distributed::size() == 1) return before + mine;
+    using distributed::ReduceOp;
+    return before + EpochSums{distributed::allreduce(mine.examples, ReduceOp::Sum, "train examples"),
+                              distributed::allreduce(mine.loss_sum, ReduceOp::Sum, "train loss"),
+                              distributed::allreduce(mine.correct, ReduceOp::Sum, "train correct")};
+  };
   while (auto b = batches.next()) {
     const std::int64_t size = b->labels.shape()[0];
     // Outside the (traced) step: assigns the dropout layers' seed variables, which it reads.
@@ -463,21 +473,20 @@ EpochSums train_epoch(TrainingState& s, TrainStep& train_step, const TrainOption
     const EpochSums so_far = sums();
     bar.update(++step, seen, so_far.loss(), so_far.accuracy());
     // At the epoch's last step the epoch is finished and saved as usual, then the run stops.
-    // Data-parallel ranks would stop at different steps: they stop together at an epoch's end.
-    if (distributed::size() == 1 && stop_requested(o) && step < batches.num_batches()) {
+    // Data-parallel ranks decide together (a Ctrl-C reaches them at different steps), so they
+    // stop after the same step.
+    bool stop = stop_requested(o);
+    if (distributed::size() > 1)
+      stop = distributed::allreduce(stop ? 1.0 : 0.0, distributed::ReduceOp::Max, "stop requested") > 0;
+    if (stop && step < batches.num_batches()) {
       bar.finish();
-      if (!o.checkpoint.empty()) save_training_state(s, o, epoch, step, so_far);
+      const EpochSums done = job_sums();
+      if (distributed::rank() == 0 && !o.checkpoint.empty()) save_training_state(s, o, epoch, step, done);
       throw Interrupted(interrupted_message(o, epoch, step, batches.num_batches()));
     }
   }
   bar.finish();
-  const EpochSums mine = sums();
-  if (distributed::size() == 1) return mine;
-  // The epoch's figures over every rank's examples.
-  using distributed::ReduceOp;
-  return {distributed::allreduce(mine.examples, ReduceOp::Sum, "train examples"),
-          distributed::allreduce(mine.loss_sum, ReduceOp::Sum, "train loss"),
-          distributed::allreduce(mine.correct, ReduceOp::Sum, "train correct")};
+  return job_sums();
 }
 
 /// Output that goes nowhere: the ranks other than 0 of a data-parallel run.

@@ -19,7 +19,9 @@
 // batch N * --batch-size up to float rounding. Rank 0 prints, plots, exports and writes the
 // checkpoint; every rank reads it on --resume and starts from rank 0's variables. The traced step
 // reduces with Allreduce ops in its graph; with --eager the buckets are reduced while the backward
-// pass runs. Ctrl-C stops only at an epoch's end.
+// pass runs. SIGINT sent to the ranks (`pkill -INT -x tapeflow`; mpirun does not pass Ctrl-C on,
+// it ends the job) stops every rank after the same step: they decide together at each step (a
+// one-number all-reduce), and the checkpoint holds the job's sums.
 
 #include <atomic>
 #include <cstdint>
