@@ -211,12 +211,6 @@ std::vector<Gradient> traced_reduction(GradientTape& tape, detail::ReducerState&
   return out;
 }
 
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s;
-}
-
 }  // namespace
 
 GradientReducer::GradientReducer(GradientOptions options) : state_(std::make_unique<detail::ReducerState>()) {
@@ -380,7 +374,7 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
       failed.empty(), UnavailableError,
       "[{}] the backward pass failed on {} (its gradient functions threw there), so this step has no "
       "gradients on any rank; the job can go on with the next step",
-      kOp, ranks_text(failed));
+      kOp, detail::rank_list(failed));
 
   std::vector<Gradient> out;
   out.reserve(sources.size());
@@ -395,13 +389,13 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
       continue;
     }
     if (!without.empty()) {
-      st.stats.unused.push_back(fmt::format("{} ({})", name, ranks_text(without)));
+      st.stats.unused.push_back(fmt::format("{} ({})", name, detail::rank_list(without)));
       if (st.warned.insert(name).second)
         log(LogLevel::Warning,
             fmt::format(
                 "[{}] {} got no gradient on {} (not connected to the loss there); those ranks contributed "
                 "zeros to its {} (DDP's find_unused_parameters; said once per source)",
-                kOp, name, ranks_text(without), to_string(o.op)));
+                kOp, name, detail::rank_list(without), to_string(o.op)));
     }
     const auto [bi, m] = st.place[i];
     const detail::Bucket& b = st.buckets[bi];

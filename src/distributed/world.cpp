@@ -53,12 +53,6 @@ double env_seconds(const char* var, double fallback) {
   return v;
 }
 
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 MPI_Datatype mpi_type(Wire w) {
   switch (w) {
     case Wire::F32:
@@ -84,12 +78,6 @@ void sum16(void* in, void* inout, int* len, MPI_Datatype*) {
   const auto* a = static_cast<const std::uint16_t*>(in);
   auto* b = static_cast<std::uint16_t*>(inout);
   for (int i = 0; i < *len; ++i) b[i] = FromFloat(ToFloat(a[i]) + ToFloat(b[i]));
-}
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s;
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -132,6 +120,18 @@ std::string describe_difference(std::string_view op, const std::vector<std::stri
 }
 
 }  // namespace
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+std::uint64_t fnv1a(std::string_view bytes) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
 
 std::size_t wire_size(Wire w) {
   switch (w) {

@@ -30,6 +30,11 @@ enum class Wire { F32, F64, I32, I64, U8, BF16, F16 };
 std::size_t wire_size(Wire w);
 Wire wire_of(DType dtype);
 
+/// "rank 2" or "ranks 1, 3": how errors and warnings name ranks.
+std::string rank_list(const std::vector<int>& ranks);
+/// FNV-1a of bytes: how a negotiation compares long descriptions in one small message.
+std::uint64_t fnv1a(std::string_view bytes);
+
 class World {
  public:
   /// The process's world; FailedPreconditionError naming `caller` before init().

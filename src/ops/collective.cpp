@@ -258,8 +258,8 @@ struct Alltoall {
     std::vector<std::int64_t> dims(x.shape().dims().begin(), x.shape().dims().end());
     dims[0] = received;
     Tensor y = detail::empty(Shape::checked(dims, kName), x.dtype(), kName);
-    std::uint64_t matrix = 1469598103934665603ull;
-    for (std::int64_t s : a.splits) matrix = (matrix ^ static_cast<std::uint64_t>(s)) * 1099511628211ull;
+    const std::uint64_t matrix = distributed::detail::fnv1a(std::string_view(
+        reinterpret_cast<const char*>(a.splits.data()), a.splits.size() * sizeof(std::int64_t)));
     const std::string what = fmt::format("alltoall {} {} {} split matrix {:016x}", label(a.name, w),
                                          dtype_name(x.dtype()), rows_shape(x.shape()), matrix);
     w.run([&] {
