@@ -471,7 +471,8 @@ EpochSums train_epoch(TrainingState& s, TrainStep& train_step, const TrainOption
     correct += static_cast<double>(r.correct.item<std::int64_t>());
     seen += size;
     const EpochSums so_far = sums();
-    bar.update(++step, seen, so_far.loss(), so_far.accuracy());
+    // The job's examples (every rank's shard is this one's size): the speed shown is the job's.
+    bar.update(++step, seen * distributed::size(), so_far.loss(), so_far.accuracy());
     // At the epoch's last step the epoch is finished and saved as usual, then the run stops.
     // Data-parallel ranks decide together (a Ctrl-C reaches them at different steps), so they
     // stop after the same step.
