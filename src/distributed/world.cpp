@@ -182,7 +182,8 @@ struct World::Impl {
   std::string busy_what;  // under `mutex`
   std::thread watchdog;
   std::condition_variable watchdog_wake;  // its own: a notify_one for a job must reach the loop
-  const InitOptions* options = nullptr;
+  const World* world = nullptr;
+  bool mpi_up = false;  // MPI_Init_thread succeeded (on the communication thread)
 
   /// Runs one blocking MPI call, watched: every rank was at its negotiation, so it normally ends
   /// at once, but a rank that stops in the middle of a step (before its next bucket) would leave
@@ -216,19 +217,20 @@ struct World::Impl {
       }
       const double waited =
           std::chrono::duration<double>(Clock::now().time_since_epoch() - Clock::duration(since)).count();
+      const InitOptions limits = world->options();
       std::string what;
       {
         std::lock_guard lock(mutex);
         what = busy_what;
       }
-      if (options->stall_warning_seconds > 0 && waited >= options->stall_warning_seconds * (warned_for + 1)) {
+      if (limits.stall_warning_seconds > 0 && waited >= limits.stall_warning_seconds * (warned_for + 1)) {
         ++warned_for;
         log(LogLevel::Warning,
             fmt::format("[distributed] {} has waited {:.0f} s: a rank stopped in the middle of "
                         "a step, after the step's negotiation (stall check)",
                         what, waited));
       }
-      if (options->timeout_seconds > 0 && waited >= options->timeout_seconds) {
+      if (limits.timeout_seconds > 0 && waited >= limits.timeout_seconds) {
         log(LogLevel::Error,
             fmt::format("[distributed] {} timed out after {:.0f} s: a rank stopped in the middle of "
                         "a step; ending the job (MPI_Abort), since a blocked MPI call cannot be "
@@ -283,35 +285,43 @@ void World::init(const InitOptions& options) {
                    "[distributed::init] stall_warning_seconds ({}) and timeout_seconds ({}) must be >= 0",
                    o.stall_warning_seconds, o.timeout_seconds);
   if (World* w = g_world.load()) {
-    w->options_ = o;
+    w->set_options(o);
     return;
   }
   // Destroyed at exit, after main: the thread finalises MPI (or aborts the job if it broke).
   static World world;
-  world.options_ = o;
+  static std::string failed;  // why MPI could not be joined: a later init() says it again
+  TAPEFLOW_REQUIRE(failed.empty(), UnavailableError, "{}", failed);
+  world.set_options(o);
   world.impl_ = std::make_unique<Impl>();
   world.mpi_ = launched_by_mpirun();
   if (world.mpi_) {
     Impl& impl = *world.impl_;
-    impl.options = &world.options_;
+    impl.world = &world;
     impl.thread = std::thread([&impl] { impl.loop(); });
     impl.watchdog = std::thread([&impl] { impl.watch(); });
-    world.run([&impl] {
-      int provided = 0;
-      const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-      TAPEFLOW_REQUIRE(rc == MPI_SUCCESS, UnavailableError, "[distributed::init] MPI_Init_thread failed ({})",
-                       rc);
-      MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-      MPI_Comm_rank(MPI_COMM_WORLD, &world.rank_);
-      MPI_Comm_size(MPI_COMM_WORLD, &world.size_);
-      MPI_Comm local;
-      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world.rank_, MPI_INFO_NULL, &local);
-      MPI_Comm_rank(local, &world.local_rank_);
-      MPI_Comm_size(local, &world.local_size_);
-      MPI_Comm_free(&local);
-      MPI_Op_create(&sum16<bf16_to_float, float_to_bf16>, 1, &impl.sum_bf16);
-      MPI_Op_create(&sum16<half_to_float, float_to_half>, 1, &impl.sum_f16);
-    });
+    try {
+      world.run([&impl] {
+        int provided = 0;
+        const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+        TAPEFLOW_REQUIRE(rc == MPI_SUCCESS, UnavailableError,
+                         "[distributed::init] MPI_Init_thread failed ({})", rc);
+        impl.mpi_up = true;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(MPI_COMM_WORLD, &world.rank_);
+        MPI_Comm_size(MPI_COMM_WORLD, &world.size_);
+        MPI_Comm local;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world.rank_, MPI_INFO_NULL, &local);
+        MPI_Comm_rank(local, &world.local_rank_);
+        MPI_Comm_size(local, &world.local_size_);
+        MPI_Comm_free(&local);
+        MPI_Op_create(&sum16<bf16_to_float, float_to_bf16>, 1, &impl.sum_bf16);
+        MPI_Op_create(&sum16<half_to_float, float_to_half>, 1, &impl.sum_f16);
+      });
+    } catch (const Error& e) {
+      failed = e.what();
+      throw;
+    }
   }
   g_world = &world;
 }
@@ -326,7 +336,8 @@ World::~World() {
     impl.stop = true;
     // The last job: finalise, or end the whole job when a peer is gone (MPI_Finalize would wait
     // for it forever).
-    impl.jobs.emplace_back([broken] {
+    impl.jobs.emplace_back([broken, &impl] {
+      if (!impl.mpi_up) return;  // MPI_Init_thread failed: nothing to finalise
       if (broken)
         MPI_Abort(MPI_COMM_WORLD, 1);
       else
@@ -373,17 +384,18 @@ void World::fail(std::string message) {
 void World::poll(const std::function<bool()>& done, std::string_view what,
                  const std::function<std::string()>& missing, double timeout_scale) {
   const auto start = Clock::now();
-  double next_warning = options_.stall_warning_seconds;
+  const InitOptions limits = options();
+  double next_warning = limits.stall_warning_seconds;
   auto pause = std::chrono::microseconds(0);
   for (int spins = 0; !done(); ++spins) {
     const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-    if (options_.stall_warning_seconds > 0 && waited >= next_warning) {
+    if (limits.stall_warning_seconds > 0 && waited >= next_warning) {
       log(LogLevel::Warning, fmt::format("[distributed] {} has waited {:.0f} s for {} (stall check; "
                                          "TAPEFLOW_STALL_WARNING_SECONDS sets the interval)",
                                          what, waited, missing()));
-      next_warning += options_.stall_warning_seconds;
+      next_warning += limits.stall_warning_seconds;
     }
-    if (options_.timeout_seconds > 0 && waited >= options_.timeout_seconds * timeout_scale)
+    if (limits.timeout_seconds > 0 && waited >= limits.timeout_seconds * timeout_scale)
       fail(
           fmt::format("[distributed] {} timed out after {:.0f} s waiting for {}; the job cannot go on "
                       "(TAPEFLOW_STALL_TIMEOUT_SECONDS sets the limit)",
@@ -476,7 +488,7 @@ void World::negotiate(std::string_view op, const std::string& what) {
       for (std::int64_t i = 0; i < verdict[1] && i + 2 < kVerdictLength; ++i)
         m.push_back(static_cast<int>(verdict[static_cast<std::size_t>(i + 2)]));
       fail(fmt::format("[distributed] {} ({}) failed: {} did not join it within {:.0f} s (seen by rank 0)",
-                       op, title, rank_list(m), options_.timeout_seconds));
+                       op, title, rank_list(m), options().timeout_seconds));
     }
   }
   if (verdict[0] == kAgree) return;

@@ -11,6 +11,7 @@
 // calls (its fastest algorithms: every rank is known to be there), watched by a watchdog thread
 // that warns when one waits past the stall time and ends the job past the timeout.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -83,6 +84,9 @@ class World {
   /// calls the same collectives in the same order.
   std::uint64_t next_call() { return ++calls_; }
 
+  /// The stall and timeout limits in force.
+  InitOptions options() const { return {stall_warning_seconds_.load(), timeout_seconds_.load()}; }
+
   World(const World&) = delete;
   World& operator=(const World&) = delete;
   ~World();
@@ -95,10 +99,15 @@ class World {
   void poll(const std::function<bool()>& done, std::string_view what,
             const std::function<std::string()>& missing, double timeout_scale = 1.0);
   [[noreturn]] void fail(std::string message);
+  void set_options(const InitOptions& o) {
+    stall_warning_seconds_.store(o.stall_warning_seconds);
+    timeout_seconds_.store(o.timeout_seconds);
+  }
 
   bool mpi_ = false;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
-  InitOptions options_;
+  // Atomic: init() may change them while the communication thread and the watchdog read them.
+  std::atomic<double> stall_warning_seconds_{60}, timeout_seconds_{600};
   std::uint64_t calls_ = 0;
   std::unique_ptr<Impl> impl_;
 };
