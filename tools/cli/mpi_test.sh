@@ -73,6 +73,11 @@ pkill -INT -x "$(basename "$program")" || fail "no rank to interrupt"
 wait "$job"
 grep -q "interrupted after step [0-9]*/200 of epoch 2/2" "$work/int.err.log" || fail "the ranks did not stop mid-epoch"
 [ "$(grep -c "interrupted after step" "$work/int.err.log")" -eq 1 ] || fail "not only rank 0 reported the stop"
+# Its steps are steps of two ranks' shards: one process refuses to continue them.
+"$program" train --resume --checkpoint "$ckpt" --epochs 2 >"$work/int_one.out.log" 2>"$work/int_one.err.log"
+[ $? -eq 2 ] || fail "one process resumed a two-rank mid-epoch checkpoint"
+grep -q "of a run on 2 ranks, and this run has 1 rank; resume it with \`mpirun -np 2\`" "$work/int_one.err.log" ||
+  fail "the refusal does not say how to resume"
 "${mpirun[@]}" -np 2 "$program" train --resume --checkpoint "$ckpt" --epochs 2 --threads 1 \
   >"$work/int_resume.out.log" 2>"$work/int_resume.err.log" || fail "resuming the interrupted run failed"
 grep -q "resumed from $ckpt after step" "$work/int_resume.out.log" || fail "the run did not resume mid-epoch"

@@ -62,6 +62,10 @@ struct Meta {
   Variable partial{zeros({3}, DType::Float64), {.name = "train/partial", .trainable = false}};
   /// Checkpoints written before runs could stop mid-epoch have no train/step and train/partial.
   bool has_progress = true;
+  /// The ranks of the run that wrote it (mpirun -np N): its shards of an epoch's batches.
+  Variable ranks{std::int64_t{1}, {.name = "train/ranks", .trainable = false}};
+  /// Checkpoints written before data-parallel runs have no train/ranks: one process wrote them.
+  bool has_ranks = true;
 
   /// The train/history variable holding `value` (the history has no fixed size: it is recreated
   /// whenever it grows or is read).
@@ -75,6 +79,7 @@ struct Meta {
                           {"train/limit", limit},         {"train/model", model},
                           {"train/optimizer", optimizer}, {"train/history", history}};
     if (has_progress) all.insert(all.end(), {{"train/step", step}, {"train/partial", partial}});
+    if (has_ranks) all.emplace_back("train/ranks", ranks);
     return all;
   }
 };
@@ -114,9 +119,11 @@ Meta read_meta(const std::string& path) {
   try {
     std::optional<Shape> history_shape;
     meta.has_progress = false;
+    meta.has_ranks = false;
     for (const auto& e : list_checkpoint(path)) {
       if (e.name == "train/history") history_shape = e.shape;
       if (e.name == "train/step") meta.has_progress = true;
+      if (e.name == "train/ranks") meta.has_ranks = true;
     }
     if (!history_shape)
       throw UsageError("cannot resume from '" + path +
@@ -361,17 +368,27 @@ StartPoint restore_training_state(TrainingState& s, const Meta& saved, const Tra
                                   std::int64_t num_batches) {
   s.meta.history = Meta::history_variable(saved.history.value());
   s.meta.has_progress = saved.has_progress;
+  s.meta.has_ranks = saved.has_ranks;
   try {
     restore_checkpoint(o.checkpoint, s.checkpoint_entries());
   } catch (const Error& e) {
     throw UsageError(std::string("cannot resume from the checkpoint: ") + e.what());
   }
-  s.meta.has_progress = true;  // saved from now on
+  s.meta.has_progress = s.meta.has_ranks = true;  // saved from now on
   StartPoint start;
   start.epoch = s.meta.epoch.value().item<std::int64_t>();
   start.step = s.meta.step.value().item<std::int64_t>();
   const auto sums = s.meta.partial.value().to_vector<double>();
   start.sums = {sums[0], sums[1], sums[2]};
+  // Mid-epoch, the steps done are steps of the writer's shards: only as many ranks continue them.
+  const std::int64_t ranks = s.meta.ranks.value().item<std::int64_t>();
+  if (start.step > 0 && ranks != distributed::size())
+    throw UsageError(
+        fmt::format("cannot resume from '{}': it stopped at step {} of epoch {} of a run on {}, and "
+                    "this run has {}; resume it with `mpirun -np {}` (a checkpoint from an epoch's "
+                    "end resumes on any number)",
+                    o.checkpoint, start.step, start.epoch + 1, plural(ranks, "rank"),
+                    plural(distributed::size(), "rank"), ranks));
   if (start.step < 0 || start.step > num_batches)
     throw UsageError(fmt::format("cannot resume from '{}': it stopped at step {} of an epoch of {} steps",
                                  o.checkpoint, start.step, num_batches));
@@ -394,6 +411,7 @@ void save_training_state(TrainingState& s, const TrainOptions& o, std::int64_t e
   meta.limit.assign(constant<std::int64_t>(o.limit));
   meta.model.assign(constant<std::int64_t>(index_of(model_names(), o.model)));
   meta.optimizer.assign(constant<std::int64_t>(index_of(kOptimizers, o.optimizer)));
+  meta.ranks.assign(constant<std::int64_t>(distributed::size()));
   meta.history = Meta::history_variable(history_tensor(s.history));
   save_checkpoint(o.checkpoint, s.checkpoint_entries());
 }
