@@ -102,32 +102,29 @@ void bench_train(const std::string& model_kind, int steps, std::int64_t batch, s
   auto loss_of = [&] {
     return tf::losses::sparse_categorical_crossentropy(y, (*model.net)(x, true), /*from_logits=*/true);
   };
+  // One step's wall time, started together on every rank.
+  auto timed = [&](auto&& step) {
+    dist::barrier();
+    const auto start = Clock::now();
+    step();
+    return seconds_since(start);
+  };
+  auto distributed_step = [&](dist::GradientReducer& reducer) {
+    return timed([&] {
+      dist::DistributedGradientTape tape(reducer);
+      const tf::Tensor loss = loss_of();
+      sgd.apply_gradients(tape.gradient(loss, vars), vars);
+    });
+  };
   std::vector<double> local, over, serial, over_wait, serial_wait;
   for (int step = 0; step <= steps; ++step) {
-    dist::barrier();
-    auto start = Clock::now();
-    {
+    const double t_local = timed([&] {
       tf::GradientTape tape;
       const tf::Tensor loss = loss_of();
       sgd.apply_gradients(tape.gradient(loss, vars), vars);
-    }
-    const double t_local = seconds_since(start);
-    dist::barrier();
-    start = Clock::now();
-    {
-      dist::DistributedGradientTape tape(overlapped);
-      const tf::Tensor loss = loss_of();
-      sgd.apply_gradients(tape.gradient(loss, vars), vars);
-    }
-    const double t_over = seconds_since(start);
-    dist::barrier();
-    start = Clock::now();
-    {
-      dist::DistributedGradientTape tape(serialised);
-      const tf::Tensor loss = loss_of();
-      sgd.apply_gradients(tape.gradient(loss, vars), vars);
-    }
-    const double t_serial = seconds_since(start);
+    });
+    const double t_over = distributed_step(overlapped);
+    const double t_serial = distributed_step(serialised);
     if (step == 0) continue;  // warm-up
     local.push_back(t_local);
     over.push_back(t_over);
