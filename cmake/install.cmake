@@ -30,13 +30,16 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/tapeflowConfigVersi
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tapeflowConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/tapeflowConfigVersion.cmake
         DESTINATION ${TAPEFLOW_CMAKE_DIR})
 
+# oneDNN has no pkg-config file: it is named by its library, with the OpenMP runtime it uses.
 if(BUILD_SHARED_LIBS)
   set(TAPEFLOW_PC_REQUIRES "")
   set(TAPEFLOW_PC_REQUIRES_PRIVATE "fmt openblas zlib absl_flat_hash_map absl_flat_hash_set sleef mpi-c")
-  set(TAPEFLOW_PC_LIBS_PRIVATE "-pthread")
+  set(TAPEFLOW_PC_LIBS "")
+  set(TAPEFLOW_PC_LIBS_PRIVATE "-pthread -ldnnl -lgomp")
 else()
   set(TAPEFLOW_PC_REQUIRES "fmt openblas zlib absl_flat_hash_map absl_flat_hash_set sleef mpi-c")
   set(TAPEFLOW_PC_REQUIRES_PRIVATE "")
+  set(TAPEFLOW_PC_LIBS "-ldnnl -lgomp")
   set(TAPEFLOW_PC_LIBS_PRIVATE "")
 endif()
 # Relocatable: the prefix is found from the .pc file's own place (`cmake --install --prefix`).

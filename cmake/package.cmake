@@ -3,7 +3,7 @@
 # the `package` preset (shared, portable, prefix /usr) with scripts/package.sh.
 #
 # Depends is computed by dpkg-shlibdeps from what the shared library and the program link
-# (libopenblas0, libsleef3, libfmt9, zlib1g, Abseil, libopenmpi3, librsvg2/cairo for the program, libc6,
+# (libopenblas0, libsleef3, libfmt9, zlib1g, Abseil, libopenmpi3, libdnnl2, librsvg2/cairo for the program, libc6,
 # libstdc++6), so it is right for whatever this build linked. The public headers use only the
 # standard library, so a consumer of the shared library needs nothing more than a C++20 compiler.
 set(CPACK_GENERATOR DEB)

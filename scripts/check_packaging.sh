@@ -84,7 +84,7 @@ for f in tapeflowConfig.cmake tapeflowConfigVersion.cmake tapeflowTargets.cmake 
 done
 if grep -E -q '/(tests|fuzz|examples|bench)/|\.a$' "$work/deb.contents"; then fail "$deb holds more than it should"; fi
 depends="$(dpkg-deb -f "$deb" Depends)"
-for p in libc6 libstdc++6 libopenblas libsleef libfmt zlib1g; do
+for p in libc6 libstdc++6 libopenblas libsleef libfmt zlib1g libdnnl; do
   grep -q "$p" <<<"$depends" || fail "$deb's Depends lacks $p: $depends"
 done
 # apt resolves the Depends on this system (a simulation: nothing is installed).

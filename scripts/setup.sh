@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config libopenblas-dev libfmt-dev libgtest-dev libgmock-dev
           libbenchmark-dev libcli11-dev zlib1g-dev libsleef-dev libabsl-dev graphviz librsvg2-dev
-          clang clang-format libclang-rt-14-dev llvm doxygen ccache libopenmpi-dev openmpi-bin
+          clang clang-format libclang-rt-14-dev llvm doxygen ccache libopenmpi-dev openmpi-bin libdnnl-dev
           dataset-fashion-mnist)
 
 missing=()

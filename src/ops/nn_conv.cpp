@@ -1,9 +1,10 @@
 // Convolution and pooling on NHWC images (TensorFlow's Conv2D, MaxPool, AvgPool).
 //
-// Conv2D runs as im2col + GEMM: each batch chunk's patches become the rows of a
-// (images * oh * ow, kh * kw * in_ch) matrix, multiplied by the HWIO filters viewed as a
-// (kh * kw * in_ch, out_ch) matrix in one OpenBLAS call (src/kernels/cpu/gemm.h). A 1x1 filter
-// with stride 1 skips im2col (the input already is that matrix).
+// Conv2D and its two gradient ops run through oneDNN in float32 (src/kernels/cpu/conv_onednn.h),
+// and as im2col + GEMM in float64, which oneDNN does not compute: each batch chunk's patches
+// become the rows of a (images * oh * ow, kh * kw * in_ch) matrix, multiplied by the HWIO filters
+// viewed as a (kh * kw * in_ch, out_ch) matrix in one OpenBLAS call (src/kernels/cpu/gemm.h). A
+// 1x1 filter with stride 1 skips im2col (the input already is that matrix).
 //
 // Like TensorFlow, the gradients are primitives of their own, each differentiable again (its
 // gradient written with the public ops), following nn_grad.py:
@@ -22,6 +23,7 @@
 #include <memory>
 
 #include "core/allocator.h"
+#include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/im2col.h"
 #include "ops/families.h"
@@ -185,6 +187,7 @@ void for_each_chunk(std::string_view op, const T* x, const cpu::WindowGeometry& 
 /// y = im2col(x) @ f, f viewed as (patch, oc).
 template <class T>
 void conv_forward(const T* x, const T* f, const cpu::WindowGeometry& g, std::int64_t oc, T* y) {
+  if constexpr (std::is_same_v<T, float>) return cpu::onednn::conv_forward(x, f, g, oc, y);
   const std::int64_t rows = g.out_positions();
   for_each_chunk("Conv2D", x, g, [&](std::int64_t b0, std::int64_t nb, const T* cols) {
     cpu::gemm<T>(false, false, nb * rows, oc, g.patch_size(), cols, f, y + b0 * rows * oc);
@@ -194,6 +197,7 @@ void conv_forward(const T* x, const T* f, const cpu::WindowGeometry& g, std::int
 /// dx = col2im(dy @ f^T).
 template <class T>
 void conv_backprop_input(const T* f, const T* dy, const cpu::WindowGeometry& g, std::int64_t oc, T* dx) {
+  if constexpr (std::is_same_v<T, float>) return cpu::onednn::conv_backprop_input(f, dy, g, oc, dx);
   const std::int64_t rows = g.out_positions(), patch = g.patch_size();
   const std::int64_t chunk = chunk_images(g);
   if (pointwise(g)) {
@@ -216,6 +220,7 @@ void conv_backprop_input(const T* f, const T* dy, const cpu::WindowGeometry& g, 
 /// df = im2col(x)^T @ dy, summed over the batch chunks.
 template <class T>
 void conv_backprop_filter(const T* x, const T* dy, const cpu::WindowGeometry& g, std::int64_t oc, T* df) {
+  if constexpr (std::is_same_v<T, float>) return cpu::onednn::conv_backprop_filter(x, dy, g, oc, df);
   const std::int64_t rows = g.out_positions(), patch = g.patch_size(), size = patch * oc;
   std::fill(df, df + size, T(0));
   std::unique_ptr<T[]> part;

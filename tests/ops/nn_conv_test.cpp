@@ -1,6 +1,7 @@
 // Convolution and pooling: values against a direct float64 reference loop (both paddings,
-// strides 1 and 2, 1x1 / 3x3 / even and non-square kernels, several channels and images), the
-// gradient ops against the reference's adjoints, empty tensors, errors, and pooling values and
+// strides 1 to 3, 1x1 / 3x3 / even and non-square kernels and kernels larger than the image,
+// several channels and images), the gradient ops against the reference's adjoints, each in
+// float64 (im2col + GEMM) and float32 (oneDNN), empty tensors, errors, and pooling values and
 // gradients by hand. The op table (op_cases_nn.cpp) checks every gradient numerically.
 
 #include <gmock/gmock.h>
@@ -83,17 +84,35 @@ struct Ref {
 };
 
 const std::vector<ConvCase> kCases = {
-    {1, 4, 4, 1, 1, 1, 1, 1, 1, false},  // 1x1, the pointwise (no im2col) path
-    {2, 5, 4, 3, 1, 1, 2, 1, 1, true},   // 1x1 SAME = VALID, several images and channels
-    {2, 5, 5, 3, 1, 1, 2, 2, 2, true},   // 1x1 with stride 2 (im2col path)
-    {1, 5, 5, 2, 3, 3, 3, 1, 1, false},  // 3x3 VALID
-    {2, 5, 5, 2, 3, 3, 3, 1, 1, true},   // 3x3 SAME
-    {2, 6, 7, 2, 3, 3, 4, 2, 2, true},   // 3x3 SAME stride 2, odd/even sizes
-    {3, 7, 6, 3, 3, 3, 2, 2, 2, false},  // 3x3 VALID stride 2
-    {1, 6, 6, 2, 2, 2, 2, 1, 1, true},   // even kernel: padding only after
-    {2, 5, 7, 2, 2, 3, 3, 2, 1, true},   // non-square kernel, different strides
-    {1, 3, 3, 1, 3, 3, 1, 1, 1, false},  // kernel = input: one output
+    {1, 4, 4, 1, 1, 1, 1, 1, 1, false},   // 1x1, the pointwise (no im2col) path
+    {2, 5, 4, 3, 1, 1, 2, 1, 1, true},    // 1x1 SAME = VALID, several images and channels
+    {2, 5, 5, 3, 1, 1, 2, 2, 2, true},    // 1x1 with stride 2 (im2col path)
+    {1, 5, 5, 2, 3, 3, 3, 1, 1, false},   // 3x3 VALID
+    {2, 5, 5, 2, 3, 3, 3, 1, 1, true},    // 3x3 SAME
+    {2, 6, 7, 2, 3, 3, 4, 2, 2, true},    // 3x3 SAME stride 2, odd/even sizes
+    {3, 7, 6, 3, 3, 3, 2, 2, 2, false},   // 3x3 VALID stride 2
+    {1, 6, 6, 2, 2, 2, 2, 1, 1, true},    // even kernel: padding only after
+    {2, 5, 7, 2, 2, 3, 3, 2, 1, true},    // non-square kernel, different strides
+    {1, 3, 3, 1, 3, 3, 1, 1, 1, false},   // kernel = input: one output
+    {1, 2, 3, 2, 5, 5, 3, 1, 1, true},    // kernel larger than the image, SAME
+    {2, 7, 8, 3, 2, 2, 5, 3, 3, false},   // stride larger than the kernel: rows skipped
+    {4, 9, 9, 16, 3, 3, 24, 1, 1, true},  // enough channels for oneDNN's blocked kernels
 };
+
+/// The dtypes the convolution has a kernel for, with the tolerance of a sum of a few hundred
+/// products of values in [-1, 1].
+struct DTypeCase {
+  tf::DType dtype;
+  double tolerance;
+};
+const std::vector<DTypeCase> kDTypes = {{tf::DType::Float64, 1e-12}, {tf::DType::Float32, 2e-5}};
+
+tf::Tensor make(const std::vector<double>& v, const tf::Shape& s, tf::DType dtype) {
+  return tf::cast(tf::constant(v, s), dtype);
+}
+std::vector<double> values_of(const tf::Tensor& t) {
+  return tf::cast(t, tf::DType::Float64).to_vector<double>();
+}
 
 std::string label(const ConvCase& c) {
   auto d = [](std::int64_t v) { return std::to_string(v); };
@@ -102,42 +121,30 @@ std::string label(const ConvCase& c) {
          (c.same ? "SAME" : "VALID");
 }
 
+/// Equal within `tol`, relative to the value where it exceeds 1.
 void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) {
   ASSERT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at flat index " << i;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::abs(want[i]))) << "at flat index " << i;
 }
 
 // ---- conv2d values ---------------------------------------------------------------------------------
 
-TEST(Conv2D, MatchesTheReferenceLoopInFloat64) {
-  for (const ConvCase& c : kCases) {
-    SCOPED_TRACE(label(c));
-    const Ref r(c);
-    const auto xv = pattern(r.in_shape().num_elements(), 0.1),
-               fv = pattern(r.filter_shape().num_elements(), 1.3);
-    std::vector<double> want(static_cast<std::size_t>(r.out_shape().num_elements()), 0.0);
-    r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[yi] += xv[xi] * fv[fi]; });
-    const tf::Tensor y = tf::nn::conv2d(tf::constant(xv, r.in_shape()), tf::constant(fv, r.filter_shape()),
-                                        r.strides(), r.padding());
-    EXPECT_EQ(y.shape(), r.out_shape());
-    EXPECT_EQ(y.dtype(), tf::DType::Float64);
-    expect_near(y.to_vector<double>(), want, 1e-12);
-  }
-}
-
-TEST(Conv2D, Float32MatchesTheReference) {
-  const ConvCase c{2, 6, 7, 2, 3, 3, 4, 2, 2, true};
-  const Ref r(c);
-  const auto xv = pattern(r.in_shape().num_elements(), 0.1),
-             fv = pattern(r.filter_shape().num_elements(), 1.3);
-  std::vector<double> want(static_cast<std::size_t>(r.out_shape().num_elements()), 0.0);
-  r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[yi] += xv[xi] * fv[fi]; });
-  const tf::Tensor y = tf::nn::conv2d(
-      tf::constant(std::vector<float>(xv.begin(), xv.end()), r.in_shape()),
-      tf::constant(std::vector<float>(fv.begin(), fv.end()), r.filter_shape()), {2, 2}, "SAME");
-  EXPECT_EQ(y.dtype(), tf::DType::Float32);
-  const auto got = y.to_vector<float>();
-  expect_near(std::vector<double>(got.begin(), got.end()), want, 1e-5);
+TEST(Conv2D, MatchesTheReferenceLoop) {
+  for (const DTypeCase& d : kDTypes)
+    for (const ConvCase& c : kCases) {
+      SCOPED_TRACE(label(c) + " " + std::string(tf::dtype_name(d.dtype)));
+      const Ref r(c);
+      const auto xv = pattern(r.in_shape().num_elements(), 0.1),
+                 fv = pattern(r.filter_shape().num_elements(), 1.3);
+      std::vector<double> want(static_cast<std::size_t>(r.out_shape().num_elements()), 0.0);
+      r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[yi] += xv[xi] * fv[fi]; });
+      const tf::Tensor y = tf::nn::conv2d(make(xv, r.in_shape(), d.dtype),
+                                          make(fv, r.filter_shape(), d.dtype), r.strides(), r.padding());
+      EXPECT_EQ(y.shape(), r.out_shape());
+      EXPECT_EQ(y.dtype(), d.dtype);
+      expect_near(values_of(y), want, d.tolerance);
+    }
 }
 
 TEST(Conv2D, SamePaddingByHand) {
@@ -179,50 +186,62 @@ TEST(Conv2D, EmptySpatialOrChannelDimensionsGiveEmptyOrZeroOutputs) {
 }
 
 TEST(Conv2D, GradientOfAnEmptyBatchIsEmptyAndTheFilterGradientZero) {
-  const tf::Tensor x = tf::zeros({0, 4, 4, 2}, tf::DType::Float64);
-  const tf::Tensor f = tf::ones({3, 3, 2, 3}, tf::DType::Float64);
-  tf::GradientTape tape;
-  tape.watch(x);
-  tape.watch(f);
-  const tf::Tensor y = tf::reduce_sum(tf::nn::conv2d(x, f, {1, 1}, "SAME"));
-  const auto g = tape.gradient(y, {x, f});
-  EXPECT_EQ(g[0]->shape(), x.shape());
-  EXPECT_EQ(g[1]->shape(), f.shape());
-  EXPECT_THAT(g[1]->to_vector<double>(), ::testing::Each(0.0));
+  for (const DTypeCase& d : kDTypes) {
+    const tf::Tensor x = tf::zeros({0, 4, 4, 2}, d.dtype);
+    const tf::Tensor f = tf::ones({3, 3, 2, 3}, d.dtype);
+    tf::GradientTape tape;
+    tape.watch(x);
+    tape.watch(f);
+    const tf::Tensor y = tf::reduce_sum(tf::nn::conv2d(x, f, {1, 1}, "SAME"));
+    const auto g = tape.gradient(y, {x, f});
+    EXPECT_EQ(g[0]->shape(), x.shape());
+    EXPECT_EQ(g[1]->shape(), f.shape());
+    EXPECT_THAT(values_of(*g[1]), ::testing::Each(0.0));
+  }
+}
+
+TEST(Conv2DBackpropInput, NoOutputChannelsGiveAZeroGradient) {
+  // dy (1, 2, 2, 0): the input gradient sums over no output channels.
+  const tf::Tensor dx = tf::raw_ops::conv2d_backprop_input({1, 4, 4, 2}, tf::ones({3, 3, 2, 0}),
+                                                           tf::ones({1, 2, 2, 0}), {1, 1}, "VALID");
+  EXPECT_EQ(dx.shape(), tf::Shape({1, 4, 4, 2}));
+  EXPECT_THAT(dx.to_vector<float>(), ::testing::Each(0.0f));
 }
 
 // ---- the gradient ops against the reference's adjoints --------------------------------------------
 
 TEST(Conv2DBackpropInput, MatchesTheReferenceAdjoint) {
-  for (const ConvCase& c : kCases) {
-    SCOPED_TRACE(label(c));
-    const Ref r(c);
-    const auto fv = pattern(r.filter_shape().num_elements(), 1.3),
-               dyv = pattern(r.out_shape().num_elements(), 0.4);
-    std::vector<double> want(static_cast<std::size_t>(r.in_shape().num_elements()), 0.0);
-    r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[xi] += dyv[yi] * fv[fi]; });
-    const tf::Tensor dx =
-        tf::raw_ops::conv2d_backprop_input(r.in_shape(), tf::constant(fv, r.filter_shape()),
-                                           tf::constant(dyv, r.out_shape()), r.strides(), r.padding());
-    EXPECT_EQ(dx.shape(), r.in_shape());
-    expect_near(dx.to_vector<double>(), want, 1e-12);
-  }
+  for (const DTypeCase& d : kDTypes)
+    for (const ConvCase& c : kCases) {
+      SCOPED_TRACE(label(c) + " " + std::string(tf::dtype_name(d.dtype)));
+      const Ref r(c);
+      const auto fv = pattern(r.filter_shape().num_elements(), 1.3),
+                 dyv = pattern(r.out_shape().num_elements(), 0.4);
+      std::vector<double> want(static_cast<std::size_t>(r.in_shape().num_elements()), 0.0);
+      r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[xi] += dyv[yi] * fv[fi]; });
+      const tf::Tensor dx =
+          tf::raw_ops::conv2d_backprop_input(r.in_shape(), make(fv, r.filter_shape(), d.dtype),
+                                             make(dyv, r.out_shape(), d.dtype), r.strides(), r.padding());
+      EXPECT_EQ(dx.shape(), r.in_shape());
+      expect_near(values_of(dx), want, d.tolerance);
+    }
 }
 
 TEST(Conv2DBackpropFilter, MatchesTheReferenceAdjoint) {
-  for (const ConvCase& c : kCases) {
-    SCOPED_TRACE(label(c));
-    const Ref r(c);
-    const auto xv = pattern(r.in_shape().num_elements(), 0.1),
-               dyv = pattern(r.out_shape().num_elements(), 0.4);
-    std::vector<double> want(static_cast<std::size_t>(r.filter_shape().num_elements()), 0.0);
-    r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[fi] += dyv[yi] * xv[xi]; });
-    const tf::Tensor df =
-        tf::raw_ops::conv2d_backprop_filter(tf::constant(xv, r.in_shape()), r.filter_shape(),
-                                            tf::constant(dyv, r.out_shape()), r.strides(), r.padding());
-    EXPECT_EQ(df.shape(), r.filter_shape());
-    expect_near(df.to_vector<double>(), want, 1e-12);
-  }
+  for (const DTypeCase& d : kDTypes)
+    for (const ConvCase& c : kCases) {
+      SCOPED_TRACE(label(c) + " " + std::string(tf::dtype_name(d.dtype)));
+      const Ref r(c);
+      const auto xv = pattern(r.in_shape().num_elements(), 0.1),
+                 dyv = pattern(r.out_shape().num_elements(), 0.4);
+      std::vector<double> want(static_cast<std::size_t>(r.filter_shape().num_elements()), 0.0);
+      r.terms([&](std::size_t xi, std::size_t fi, std::size_t yi) { want[fi] += dyv[yi] * xv[xi]; });
+      const tf::Tensor df =
+          tf::raw_ops::conv2d_backprop_filter(make(xv, r.in_shape(), d.dtype), r.filter_shape(),
+                                              make(dyv, r.out_shape(), d.dtype), r.strides(), r.padding());
+      EXPECT_EQ(df.shape(), r.filter_shape());
+      expect_near(values_of(df), want, d.tolerance);
+    }
 }
 
 TEST(Conv2D, TapeGradientsAreTheBackpropOps) {
@@ -624,16 +643,17 @@ TEST(MaxPool, RejectsAWindowCoveringMoreThan2To31MinusOneInputPositions) {
 }
 
 TEST(Conv2D, AnIm2colBufferBeyondTheAllocationLimitIsResourceExhausted) {
-  // The im2col matrix of one 64x64x4 image with an 8x8 window has 4096 x 256 floats (4 MiB), far
-  // more than the input or the output: it is checked against the allocation limit like a tensor.
+  // The im2col matrix (float64's path) of one 64x64x4 image with an 8x8 window has 4096 x 256
+  // doubles (8 MiB), far more than the input or the output: it is checked against the allocation
+  // limit like a tensor.
   struct LimitGuard {
     std::int64_t saved = tf::allocation_limit();
     ~LimitGuard() { tf::set_allocation_limit(saved); }
   } guard;
   tf::set_allocation_limit(std::int64_t{1} << 20);
-  const tf::Tensor x = tf::ones({1, 64, 64, 4});
-  const tf::Tensor f = tf::ones({8, 8, 4, 1});
-  const tf::Tensor dy = tf::ones({1, 64, 64, 1});
+  const tf::Tensor x = tf::ones({1, 64, 64, 4}, tf::DType::Float64);
+  const tf::Tensor f = tf::ones({8, 8, 4, 1}, tf::DType::Float64);
+  const tf::Tensor dy = tf::ones({1, 64, 64, 1}, tf::DType::Float64);
   EXPECT_THAT(
       [&] {
         tf::nn::conv2d(x, f, {1, 1}, "SAME");

@@ -1,0 +1,192 @@
+#include "kernels/cpu/conv_onednn.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+
+#include "core/allocator.h"
+#include "kernels/cpu/onednn.h"
+
+namespace tapeflow::cpu::onednn {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+enum class Pass : std::int64_t { kForward, kBackpropInput, kBackpropFilter };
+
+constexpr std::string_view pass_name(Pass p) {
+  switch (p) {
+    case Pass::kForward:
+      return "convolution forward";
+    case Pass::kBackpropInput:
+      return "convolution backward data";
+    case Pass::kBackpropFilter:
+      return "convolution backward weights";
+  }
+  return "convolution";
+}
+
+/// One pass's primitive, the memory layouts it was built for, and the reorder between the
+/// HWIO filters and the filter layout oneDNN chose (none when they agree).
+struct ConvPrimitive {
+  dnnl::primitive primitive;
+  memory::desc images, outputs, user_filters, filters;
+  std::optional<dnnl::reorder> reorder;
+  std::size_t scratchpad_bytes = 0;
+};
+
+using Key = std::array<std::int64_t, 14>;
+
+Key key(Pass pass, const WindowGeometry& g, std::int64_t oc) {
+  return {static_cast<std::int64_t>(pass),
+          g.n,
+          g.h,
+          g.w,
+          g.c,
+          oc,
+          g.kh,
+          g.kw,
+          g.sh,
+          g.sw,
+          g.pad_top,
+          g.pad_left,
+          g.oh,
+          g.ow};
+}
+
+std::string describe(Pass pass, const WindowGeometry& g, std::int64_t oc) {
+  return fmt::format(
+      "{}: input (batch {}, {}x{}, {} channels), filters {}x{}x{}x{}, strides ({}, {}), padding "
+      "top {} left {}, output {}x{}",
+      pass_name(pass), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c, oc, g.sh, g.sw, g.pad_top, g.pad_left, g.oh,
+      g.ow);
+}
+
+ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc) {
+  const memory::dims strides{g.sh, g.sw}, dilations{0, 0}, pad_l{g.pad_top, g.pad_left};
+  // The bottom and right padding that make oneDNN's output size tapeflow's (TensorFlow's rule).
+  const memory::dims pad_r{std::max<std::int64_t>((g.oh - 1) * g.sh + g.kh - g.h - g.pad_top, 0),
+                           std::max<std::int64_t>((g.ow - 1) * g.sw + g.kw - g.w - g.pad_left, 0)};
+  ConvPrimitive c;
+  c.images = memory::desc({g.n, g.c, g.h, g.w}, memory::data_type::f32, Tag::nhwc);
+  c.outputs = memory::desc({g.n, oc, g.oh, g.ow}, memory::data_type::f32, Tag::nhwc);
+  c.user_filters = memory::desc({oc, g.c, g.kh, g.kw}, memory::data_type::f32, Tag::hwio);
+  const memory::desc any_filters({oc, g.c, g.kh, g.kw}, memory::data_type::f32, Tag::any);
+  const dnnl::primitive_attr attr = attributes();
+  const auto& eng = engine();
+  const dnnl::convolution_forward::primitive_desc forward(
+      {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, c.images, any_filters,
+       c.outputs, strides, dilations, pad_l, pad_r},
+      attr, eng);
+  switch (pass) {
+    case Pass::kForward:
+      c.filters = forward.weights_desc();
+      c.scratchpad_bytes = forward.scratchpad_desc().get_size();
+      c.primitive = dnnl::convolution_forward(forward);
+      break;
+    case Pass::kBackpropInput: {
+      const dnnl::convolution_backward_data::primitive_desc pd(
+          {dnnl::algorithm::convolution_direct, c.images, any_filters, c.outputs, strides, dilations, pad_l,
+           pad_r},
+          attr, eng, forward);
+      c.filters = pd.weights_desc();
+      c.scratchpad_bytes = pd.scratchpad_desc().get_size();
+      c.primitive = dnnl::convolution_backward_data(pd);
+      break;
+    }
+    case Pass::kBackpropFilter: {
+      const dnnl::convolution_backward_weights::primitive_desc pd(
+          {dnnl::algorithm::convolution_direct, c.images, any_filters, c.outputs, strides, dilations, pad_l,
+           pad_r},
+          attr, eng, forward);
+      c.filters = pd.diff_weights_desc();
+      c.scratchpad_bytes = pd.scratchpad_desc().get_size();
+      c.primitive = dnnl::convolution_backward_weights(pd);
+      break;
+    }
+  }
+  if (c.filters != c.user_filters) {
+    c.reorder = pass == Pass::kBackpropFilter ? dnnl::reorder({eng, c.filters, eng, c.user_filters})
+                                              : dnnl::reorder({eng, c.user_filters, eng, c.filters});
+  }
+  return c;
+}
+
+/// The primitive for `pass` on this geometry, built on first use.
+std::shared_ptr<const ConvPrimitive> primitive(Pass pass, const WindowGeometry& g, std::int64_t oc) {
+  static PrimitiveCache<Key, ConvPrimitive> cache(256);
+  return cache.get(key(pass, g, oc), [&] {
+    return checked(
+        pass_name(pass), [&] { return describe(pass, g, oc); }, [&] { return build(pass, g, oc); });
+  });
+}
+
+/// Runs `c`, the primitive of pass `pass`, whose filter operand (read, or written for
+/// kBackpropFilter) is the HWIO buffer `user_filters`, with `args` holding the image and output
+/// operands.
+void run(Pass pass, const WindowGeometry& g, std::int64_t oc, const ConvPrimitive& c,
+         std::unordered_map<int, memory> args, int filter_arg, const float* user_filters) {
+  const std::function<std::string()> what = [&] { return describe(pass, g, oc); };
+  const memory user = wrap(c.user_filters, user_filters);
+  if (!c.reorder) {
+    args.emplace(filter_arg, user);
+    execute(pass_name(pass), what, c.primitive, std::move(args), c.scratchpad_bytes);
+    return;
+  }
+  const std::shared_ptr<void> buffer =
+      detail::allocate_buffer(static_cast<std::int64_t>(c.filters.get_size()), pass_name(pass));
+  const memory reordered = wrap(c.filters, buffer.get());
+  args.emplace(filter_arg, reordered);
+  if (pass == Pass::kBackpropFilter) {
+    execute(pass_name(pass), what, c.primitive, std::move(args), c.scratchpad_bytes);
+    execute("reorder", what, *c.reorder, {{DNNL_ARG_FROM, reordered}, {DNNL_ARG_TO, user}}, 0);
+  } else {
+    execute("reorder", what, *c.reorder, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, reordered}}, 0);
+    execute(pass_name(pass), what, c.primitive, std::move(args), c.scratchpad_bytes);
+  }
+}
+
+}  // namespace
+
+void conv_forward(const float* x, const float* f, const WindowGeometry& g, std::int64_t oc, float* y) {
+  if (g.c == 0) {  // an empty sum
+    std::fill_n(y, g.n * g.out_positions() * oc, 0.0f);
+    return;
+  }
+  const auto c_ptr = primitive(Pass::kForward, g, oc);
+  const ConvPrimitive& c = *c_ptr;
+  run(Pass::kForward, g, oc, c, {{DNNL_ARG_SRC, wrap(c.images, x)}, {DNNL_ARG_DST, wrap(c.outputs, y)}},
+      DNNL_ARG_WEIGHTS, f);
+}
+
+void conv_backprop_input(const float* f, const float* dy, const WindowGeometry& g, std::int64_t oc,
+                         float* dx) {
+  if (oc == 0 || g.out_positions() == 0) {
+    std::fill_n(dx, g.n * g.image_size(), 0.0f);
+    return;
+  }
+  const auto c_ptr = primitive(Pass::kBackpropInput, g, oc);
+  const ConvPrimitive& c = *c_ptr;
+  run(Pass::kBackpropInput, g, oc, c,
+      {{DNNL_ARG_DIFF_DST, wrap(c.outputs, dy)}, {DNNL_ARG_DIFF_SRC, wrap(c.images, dx)}}, DNNL_ARG_WEIGHTS,
+      f);
+}
+
+void conv_backprop_filter(const float* x, const float* dy, const WindowGeometry& g, std::int64_t oc,
+                          float* df) {
+  if (g.n == 0 || g.out_positions() == 0) {
+    std::fill_n(df, g.patch_size() * oc, 0.0f);
+    return;
+  }
+  const auto c_ptr = primitive(Pass::kBackpropFilter, g, oc);
+  const ConvPrimitive& c = *c_ptr;
+  run(Pass::kBackpropFilter, g, oc, c,
+      {{DNNL_ARG_SRC, wrap(c.images, x)}, {DNNL_ARG_DIFF_DST, wrap(c.outputs, dy)}}, DNNL_ARG_DIFF_WEIGHTS,
+      df);
+}
+
+}  // namespace tapeflow::cpu::onednn

@@ -1,0 +1,67 @@
+#include "kernels/cpu/onednn.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/allocator.h"
+#include "core/parallel.h"
+#include "tapeflow/errors.h"
+
+// OpenMP's thread-count setting (libgomp, the runtime Debian's oneDNN is built with), declared
+// here rather than through omp.h: clang's builds do not see GCC's omp.h.
+extern "C" int omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int);
+
+namespace tapeflow::cpu::onednn {
+
+const dnnl::engine& engine() {
+  static const dnnl::engine e = checked(
+      "engine", [] { return std::string("the CPU"); },
+      [] { return dnnl::engine(dnnl::engine::kind::cpu, 0); });
+  return e;
+}
+
+void throw_error(std::string_view primitive, const std::string& what, const dnnl::error& e) {
+  const std::string message =
+      fmt::format("[oneDNN {}] {} ({}): {}", primitive, e.what(), static_cast<int>(e.status), what);
+  switch (e.status) {
+    case dnnl_out_of_memory:
+      throw ResourceExhaustedError(message);
+    case dnnl_unimplemented:
+      throw UnimplementedError(message);
+    default:
+      throw InternalError(message);
+  }
+}
+
+dnnl::primitive_attr attributes() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+dnnl::memory wrap(const dnnl::memory::desc& md, const void* data) {
+  return checked(
+      "memory", [&] { return fmt::format("a buffer of dims ({})", fmt::join(md.dims(), ", ")); },
+      [&] { return dnnl::memory(md, engine(), const_cast<void*>(data)); });
+}
+
+void execute(std::string_view primitive, const std::function<std::string()>& what, const dnnl::primitive& p,
+             std::unordered_map<int, dnnl::memory> args, std::size_t scratchpad_bytes) {
+  std::shared_ptr<void> scratchpad;
+  if (scratchpad_bytes > 0) {
+    scratchpad = detail::allocate_buffer(static_cast<std::int64_t>(scratchpad_bytes), primitive);
+    const dnnl::memory::desc md({static_cast<dnnl::memory::dim>(scratchpad_bytes)},
+                                dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
+    args.emplace(DNNL_ARG_SCRATCHPAD, wrap(md, scratchpad.get()));
+  }
+  const int threads = cpu::num_threads();
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  checked(primitive, what, [&] {
+    thread_local dnnl::stream stream(engine());
+    p.execute(stream, args);
+    stream.wait();
+  });
+}
+
+}  // namespace tapeflow::cpu::onednn
