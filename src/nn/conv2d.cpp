@@ -31,6 +31,7 @@ Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Ac
       filters_(filters),
       kernel_size_(kernel_size),
       activation_(std::move(activation)),
+      fused_activation_(activation_ ? "" : "linear"),
       options_(std::move(options)),
       tf_padding_(tf_padding(options_.padding)) {
   TAPEFLOW_REQUIRE(filters > 0, InvalidArgumentError, "[{}] filters must be positive, got {}", kConv2D,
@@ -51,7 +52,9 @@ Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Ac
 
 Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size,
                std::string_view activation_name, Conv2DOptions options)
-    : Conv2D(filters, kernel_size, detail::named_activation(kConv2D, activation_name), std::move(options)) {}
+    : Conv2D(filters, kernel_size, detail::named_activation(kConv2D, activation_name), std::move(options)) {
+  if (activation_name == "relu") fused_activation_ = "relu";
+}
 
 void Conv2D::build(const Shape& input_shape, DType dtype) {
   TAPEFLOW_REQUIRE(!built(), FailedPreconditionError, "[{}] layer '{}' is already built", kConv2D, name());
@@ -98,7 +101,10 @@ Tensor Conv2D::operator()(const Tensor& x) {
         "[{}] layer '{}' with padding \"valid\" has a {}x{} window larger than the input of shape {}",
         kConv2D, name(), k[0], k[1], x.shape().to_string());
   }
-  Tensor y = nn::conv2d(x, *kernel_, {options_.strides[0], options_.strides[1]}, tf_padding_);
+  const std::vector<std::int64_t> strides{options_.strides[0], options_.strides[1]};
+  if (bias_ && !fused_activation_.empty())
+    return nn::conv2d_bias_activation(x, *kernel_, *bias_, strides, tf_padding_, fused_activation_);
+  Tensor y = nn::conv2d(x, *kernel_, strides, tf_padding_);
   if (bias_) y = y + *bias_;
   return activation_ ? activation_(y) : y;
 }

@@ -30,6 +30,7 @@
 #include "ops/op_util.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/nn.h"
+#include "tapeflow/ops/reduce.h"
 
 namespace tapeflow {
 namespace ops {
@@ -46,6 +47,13 @@ struct ConvAttrs {
   bool same = false;
   /// Conv2DBackpropInput: the input's shape; Conv2DBackpropFilter: the filters' shape.
   Shape sizes;
+};
+
+/// FusedConv2D: Conv2D's attributes and whether a ReLU follows the bias.
+struct FusedConvAttrs {
+  Pair strides{1, 1};
+  bool same = false;
+  bool relu = false;
 };
 
 struct PoolAttrs {
@@ -409,6 +417,81 @@ Tensor raw_ops::conv2d_backprop_filter(const Tensor& input, const Shape& filter_
 namespace ops {
 
 namespace {
+bool parse_activation(std::string_view op, std::string_view activation) {
+  TAPEFLOW_REQUIRE(activation == "relu" || activation == "linear", InvalidArgumentError,
+                   "[{}] activation must be \"relu\" or \"linear\", got \"{}\"", op, activation);
+  return activation == "relu";
+}
+
+/// y = conv2d(x, f) + bias, then max(y, 0) when `relu`: in float32 oneDNN applies the bias and the
+/// ReLU as it writes each output; otherwise (float64, or no input channels) they follow the
+/// convolution as one pass.
+template <class T>
+void fused_conv_forward(const T* x, const T* f, const T* bias, bool relu, const cpu::WindowGeometry& g,
+                        std::int64_t oc, T* y) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (g.c > 0) return cpu::onednn::conv_forward(x, f, g, oc, y, {bias, relu});
+  }
+  conv_forward(x, f, g, oc, y);
+  const std::int64_t positions = g.n * g.out_positions();
+  for (std::int64_t i = 0; i < positions; ++i) {
+    T* row = y + i * oc;
+    for (std::int64_t o = 0; o < oc; ++o) row[o] = relu ? std::max(row[o] + bias[o], T(0)) : row[o] + bias[o];
+  }
+}
+}  // namespace
+
+// y = act(conv2d(x, W) + b), act ReLU or none: what the Conv2D layer computes, as one op (TensorFlow's
+// _FusedConv2D), so that the bias and the ReLU cost no pass of their own over the output.
+// dz = ReluGrad(dy, y) (or dy); dx = Conv2DBackpropInput(shape(x), W, dz), dW = Conv2DBackpropFilter(x,
+// shape(W), dz), db = sum of dz over batch, rows and columns.
+struct FusedConv2D {
+  static constexpr std::string_view kName = "FusedConv2D";
+  static constexpr Saves kSaves{0b011u, 1u};  // input, filters; the output (for the ReLU's gradient)
+  using Attrs = FusedConvAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& f, const Tensor& b) {
+    require_same_float(kName, x, "input", f, "filters");
+    require_same_float(kName, x, "input", b, "bias");
+    const cpu::WindowGeometry g = conv_geometry(kName, x.shape(), f.shape(), {at.strides, at.same, Shape()});
+    const std::int64_t oc = f.shape()[3];
+    require_shape(kName, b, "bias", Shape{oc},
+                  fmt::format("one value per output channel of filters {}", f.shape().to_string()));
+    Tensor y = detail::empty(output_shape(kName, g, oc), x.dtype(), kName);
+    if (y.num_elements() == 0) return y;
+    visit_floating(x.dtype(), [&]<class T>() {
+      fused_conv_forward(x.values<T>().data(), f.values<T>().data(), b.values<T>().data(), at.relu, g, oc,
+                         detail::mutable_data<T>(y));
+    });
+    return y;
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& at = c.attrs<Attrs>();
+    const ConvAttrs conv_at{at.strides, at.same, Shape()};
+    const Tensor dz = at.relu ? raw_ops::relu_grad(c.dy(), c.output(0)) : c.dy();
+    Grads g(3);
+    if (c.needs_input_grad(0)) g[0] = backprop_input(conv_at, c.input_shape(0), c.input(1), dz);
+    if (c.needs_input_grad(1)) g[1] = backprop_filter(conv_at, c.input(0), c.input_shape(1), dz);
+    if (c.needs_input_grad(2)) g[2] = reduce_sum(dz, {0, 1, 2});
+    return g;
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(3, {"strides", "padding", "activation"});
+    return {nn::conv2d_bias_activation(a.in(0), a.in(1), a.in(2), a.ints("strides", raw_ops::Ints{1, 1}),
+                                       a.s("padding", "VALID"), a.s("activation", "linear"))};
+  }
+};
+}  // namespace ops
+Tensor nn::conv2d_bias_activation(const Tensor& input, const Tensor& filters, const Tensor& bias,
+                                  const std::vector<std::int64_t>& strides, std::string_view padding,
+                                  std::string_view activation) {
+  constexpr std::string_view op = ops::FusedConv2D::kName;
+  const ops::ConvAttrs conv = ops::conv_attrs(op, strides, padding);
+  return autodiff::apply_with<ops::FusedConv2D>(
+      {conv.strides, conv.same, ops::parse_activation(op, activation)}, input, filters, bias);
+}
+namespace ops {
+
+namespace {
 Tensor conv(const ConvAttrs& at, const Tensor& x, const Tensor& f) {
   ConvAttrs a = at;
   a.sizes = Shape();
@@ -657,6 +740,7 @@ void register_conv_ops(Registrar& r) {
   r.add<Conv2D>();
   r.add<Conv2DBackpropInput>();
   r.add<Conv2DBackpropFilter>();
+  r.add<FusedConv2D>();
   r.add<MaxPool>();
   r.add<MaxPoolGrad>();
   r.add<MaxPoolGradGrad>();

@@ -149,6 +149,26 @@ void add_nn_error_cases(std::vector<ErrorCase>& rows) {
                     .inputs = {f32({1, 4, 4, 1}), f32({2, 3, 3, 1})}, .attrs = {{"filter_sizes", Shape{2, 2, 1, 1}}},
                     .call = bf({2, 2, 1, 1}), .needles = {"(1, 4, 4, 1)", "(2, 3, 3, 1)"}});
   }
+  {
+    const std::string op = "FusedConv2D";
+    auto fc = [](std::string activation) {
+      return [activation](const Ins& x) {
+        return one(conv2d_bias_activation(x[0], x[1], x[2], {1, 1}, "VALID", activation));
+      };
+    };
+    rows.push_back({.op = op, .cls = C::Shape, .what = "bias of 3 values for 2 output channels",
+                    .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 2}), f32({3})}, .call = fc("linear"),
+                    .needles = {"'bias'", "(3,)", "(2,)"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "float64 bias with float32 input",
+                    .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 2}), f64({2})}, .call = fc("linear"),
+                    .needles = {"'bias'", "float64", "float32"}});
+    rows.push_back({.op = op, .cls = C::Shape, .what = "channels 2 vs filter in-channels 3",
+                    .inputs = {f32({1, 4, 4, 2}), f32({2, 2, 3, 1}), f32({1})}, .call = fc("relu"),
+                    .needles = {"(1, 4, 4, 2)", "(2, 2, 3, 1)"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "activation 'tanh'",
+                    .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 2}), f32({2})},
+                    .attrs = {{"activation", std::string("tanh")}}, .call = fc("tanh"), .needles = {"activation", "tanh"}});
+  }
   for (const std::string op : {"MaxPool", "AvgPool"}) {
     auto f = op == "MaxPool" ? max_pool2d : avg_pool2d;
     auto pl = [f](Ints k, Ints s, std::string p) { return [=](const Ins& x) { return one(f(x[0], k, s, p)); }; };

@@ -308,6 +308,75 @@ TEST(Conv2D, SecondDerivativeThroughNestedTapes) {
   }
 }
 
+// ---- conv2d + bias (+ relu) as one op ---------------------------------------------------------------
+
+TEST(FusedConv2D, EqualsConv2DThenBiasThenActivation) {
+  for (const DTypeCase& d : kDTypes)
+    for (const ConvCase& c : kCases)
+      for (const std::string activation : {"linear", "relu"}) {
+        SCOPED_TRACE(label(c) + " " + std::string(tf::dtype_name(d.dtype)) + " " + activation);
+        const Ref r(c);
+        const tf::Tensor x = make(pattern(r.in_shape().num_elements(), 0.1), r.in_shape(), d.dtype);
+        const tf::Tensor f = make(pattern(r.filter_shape().num_elements(), 1.3), r.filter_shape(), d.dtype);
+        const tf::Tensor b = make(pattern(c.oc, 2.2), {c.oc}, d.dtype);
+        tf::Tensor want = tf::nn::conv2d(x, f, r.strides(), r.padding()) + b;
+        if (activation == "relu") want = tf::nn::relu(want);
+        const tf::Tensor y = tf::nn::conv2d_bias_activation(x, f, b, r.strides(), r.padding(), activation);
+        EXPECT_EQ(y.shape(), r.out_shape());
+        expect_near(values_of(y), values_of(want), d.tolerance);
+      }
+}
+
+TEST(FusedConv2D, GradientsEqualThoseOfTheThreeOps) {
+  for (const DTypeCase& d : kDTypes) {
+    SCOPED_TRACE(std::string(tf::dtype_name(d.dtype)));
+    const Ref r({2, 6, 7, 3, 3, 3, 4, 2, 1, true});
+    const tf::Tensor x = make(pattern(r.in_shape().num_elements(), 0.1), r.in_shape(), d.dtype);
+    const tf::Tensor f = make(pattern(r.filter_shape().num_elements(), 1.3), r.filter_shape(), d.dtype);
+    const tf::Tensor b = make(pattern(4, 2.2), {4}, d.dtype);
+    const tf::Tensor dy = make(pattern(r.out_shape().num_elements(), 0.4), r.out_shape(), d.dtype);
+    auto grads = [&](bool fused) {
+      tf::GradientTape tape;
+      for (const tf::Tensor& t : {x, f, b}) tape.watch(t);
+      const tf::Tensor y = fused ? tf::nn::conv2d_bias_activation(x, f, b, r.strides(), r.padding(), "relu")
+                                 : tf::nn::relu(tf::nn::conv2d(x, f, r.strides(), r.padding()) + b);
+      return tape.gradient(y, {x, f, b}, {dy});
+    };
+    const auto fused = grads(true), unfused = grads(false);
+    for (std::size_t i = 0; i < 3; ++i)
+      expect_near(values_of(*fused[i]), values_of(*unfused[i]), d.tolerance);
+  }
+}
+
+TEST(FusedConv2D, NoInputChannelsGiveTheActivatedBias) {
+  for (const DTypeCase& d : kDTypes) {
+    const tf::Tensor y = tf::nn::conv2d_bias_activation(
+        tf::ones({1, 1, 2, 0}, d.dtype), tf::ones({1, 1, 0, 2}, d.dtype),
+        tf::cast(tf::constant(std::vector<double>{-1.5, 2.5}), d.dtype), {1, 1}, "VALID", "relu");
+    EXPECT_THAT(values_of(y), ElementsAre(0, 2.5, 0, 2.5));
+  }
+}
+
+TEST(FusedConv2D, TheConv2DLayerRunsItForReluAndLinearOnly) {
+  // A named relu (or no activation) with a bias is one FusedConv2D; a function is not looked into.
+  auto recorded_ops = [](tf::layers::Conv2D& layer) {
+    const tf::Tensor x = tf::ones({1, 5, 5, 2});
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor y = layer(x);
+    return tf::debug::explain(tape, y, x).path;  // from the output back to x
+  };
+  tf::layers::Conv2D relu(3, {3, 3}, "relu", {.seed = 1});
+  tf::layers::Conv2D linear(3, {3, 3}, {.seed = 1});
+  tf::layers::Conv2D custom(
+      3, {3, 3}, tf::layers::Activation([](const tf::Tensor& t) { return tf::nn::relu(t); }), {.seed = 1});
+  tf::layers::Conv2D no_bias(3, {3, 3}, "relu", {.use_bias = false, .seed = 1});
+  EXPECT_THAT(recorded_ops(relu), ElementsAre("FusedConv2D"));
+  EXPECT_THAT(recorded_ops(linear), ElementsAre("FusedConv2D"));
+  EXPECT_THAT(recorded_ops(custom), ElementsAre("Relu", "AddV2", "Conv2D"));
+  EXPECT_THAT(recorded_ops(no_bias), ElementsAre("Relu", "Conv2D"));
+}
+
 // ---- conv2d errors ---------------------------------------------------------------------------------
 
 TEST(Conv2D, RejectsInputsThatAreNotRankFour) {

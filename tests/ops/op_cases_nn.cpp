@@ -126,6 +126,12 @@ void add_nn_cases(std::vector<OpCase>& c) {
                [](const In& x) { return raw_ops::conv2d_backprop_filter(x[0], {3, 3, 2, 3}, x[1], {1, 1}, "VALID"); }});
   c.push_back({"Conv2DBackpropFilter", {{{2, 5, 4, 1}, {2, 3, 2, 2}}},
                [](const In& x) { return raw_ops::conv2d_backprop_filter(x[0], {2, 3, 1, 2}, x[1], {2, 2}, "SAME"); }});
+  // conv2d + bias (+ relu) as one op; relu's samples keep every pre-activation away from its kink
+  c.push_back({"FusedConv2D", {{{1, 4, 4, 2}, {3, 3, 2, 3}, {3}}, {{2, 5, 4, 1}, {2, 3, 1, 2}, {2}}},
+               [](const In& x) { return nn::conv2d_bias_activation(x[0], x[1], x[2], {2, 1}, "SAME"); }});
+  c.push_back({"FusedConv2D", {{{1, 4, 4, 2}, {3, 3, 2, 3}, {3}}, {{0, 4, 4, 2}, {3, 3, 2, 3}, {3}}},
+               [](const In& x) { return nn::conv2d_bias_activation(x[0], x[1], x[2], {1, 1}, "SAME", "relu"); },
+               -2, 2, [](const In& x) { return away_from({nn::conv2d(x[0], x[1], {1, 1}, "SAME") + x[2]}, 0.0, 0.05); }});
 
   // pooling (samples without ties, so that the maximum of each window is unique)
   c.push_back({"MaxPool", {{{1, 4, 4, 2}}, {{2, 3, 5, 1}}, {{0, 4, 4, 2}}},

@@ -91,6 +91,9 @@ class Conv2D : public Layer {
   std::int64_t filters_;
   std::array<std::int64_t, 2> kernel_size_;
   Activation activation_;
+  // "relu" or "linear" when the activation is one nn::conv2d_bias_activation applies itself (the
+  // layer then runs that one op), else empty.
+  std::string fused_activation_;
   Conv2DOptions options_;
   std::string tf_padding_;  // "VALID" or "SAME", for nn::conv2d
   std::optional<Variable> kernel_, bias_;

@@ -92,10 +92,22 @@ Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 
 /// 2-D convolution (op "Conv2D"; strictly a cross-correlation, as in TensorFlow):
 /// out[b, i, j, o] = sum_{di, dj, c} input[b, i * sh + di - pad_top, j * sw + dj - pad_left, c] *
-/// filters[di, dj, c, o], shape (batch, out_h, out_w, out_channels). Runs as im2col + one GEMM
-/// (OpenBLAS) per batch chunk. Gradients: raw_ops::conv2d_backprop_input / _filter.
+/// filters[di, dj, c, o], shape (batch, out_h, out_w, out_channels). Runs through oneDNN in
+/// float32, as im2col + GEMM (OpenBLAS) in float64. Gradients: raw_ops::conv2d_backprop_input /
+/// _filter.
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<std::int64_t>& strides = {1, 1},
               std::string_view padding = "VALID");
+/// conv2d(input, filters, strides, padding) + bias, then relu when `activation` is "relu"
+/// ("linear": none), as one op (op "FusedConv2D", TensorFlow's _FusedConv2D): in float32 oneDNN
+/// adds the bias and applies the ReLU as it writes each output, so they cost no pass of their own.
+/// `bias` has one value per output channel (shape (out_channels,)), of the input's dtype. What the
+/// Conv2D layer runs when it has a bias and a "relu" or "linear" activation. Equal to the three
+/// ops up to rounding. Gradients: the ReLU's, then conv2d's for input and filters, and the sum over
+/// batch, rows and columns for the bias. InvalidArgumentError for another activation or a bias of
+/// another shape, besides conv2d's errors.
+Tensor conv2d_bias_activation(const Tensor& input, const Tensor& filters, const Tensor& bias,
+                              const std::vector<std::int64_t>& strides = {1, 1},
+                              std::string_view padding = "VALID", std::string_view activation = "linear");
 /// The maximum of each ksize window (op "MaxPool"), shape (batch, out_h, out_w, channels); SAME
 /// padding is ignored (never the maximum). Gradient (raw_ops::max_pool_grad): dy goes to the
 /// first maximum of each window in row-major order (ties: the first, like TensorFlow's CPU kernel).

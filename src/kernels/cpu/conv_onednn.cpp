@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/allocator.h"
+#include "core/check.h"
 #include "kernels/cpu/onednn.h"
 
 namespace tapeflow::cpu::onednn {
@@ -39,9 +40,9 @@ struct ConvPrimitive {
   std::size_t scratchpad_bytes = 0;
 };
 
-using Key = std::array<std::int64_t, 14>;
+using Key = std::array<std::int64_t, 16>;
 
-Key key(Pass pass, const WindowGeometry& g, std::int64_t oc) {
+Key key(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e) {
   return {static_cast<std::int64_t>(pass),
           g.n,
           g.h,
@@ -55,7 +56,9 @@ Key key(Pass pass, const WindowGeometry& g, std::int64_t oc) {
           g.pad_top,
           g.pad_left,
           g.oh,
-          g.ow};
+          g.ow,
+          e.bias != nullptr,
+          e.relu};
 }
 
 std::string describe(Pass pass, const WindowGeometry& g, std::int64_t oc) {
@@ -66,7 +69,10 @@ std::string describe(Pass pass, const WindowGeometry& g, std::int64_t oc) {
       g.ow);
 }
 
-ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc) {
+memory::desc bias_desc(std::int64_t oc) { return memory::desc({oc}, memory::data_type::f32, Tag::a); }
+
+/// Builds pass `pass`; only the forward pass has an epilogue.
+ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e) {
   const memory::dims strides{g.sh, g.sw}, dilations{0, 0}, pad_l{g.pad_top, g.pad_left};
   // The bottom and right padding that make oneDNN's output size tapeflow's (TensorFlow's rule).
   const memory::dims pad_r{std::max<std::int64_t>((g.oh - 1) * g.sh + g.kh - g.h - g.pad_top, 0),
@@ -78,10 +84,18 @@ ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc) {
   const memory::desc any_filters({oc, g.c, g.kh, g.kw}, memory::data_type::f32, Tag::any);
   const dnnl::primitive_attr attr = attributes();
   const auto& eng = engine();
+  dnnl::primitive_attr forward_attr = attributes();
+  if (e.relu) {
+    dnnl::post_ops relu;
+    relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    forward_attr.set_post_ops(relu);
+  }
+  // A zero descriptor: no bias.
+  const memory::desc bias = e.bias ? bias_desc(oc) : memory::desc();
   const dnnl::convolution_forward::primitive_desc forward(
-      {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, c.images, any_filters,
+      {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, c.images, any_filters, bias,
        c.outputs, strides, dilations, pad_l, pad_r},
-      attr, eng);
+      forward_attr, eng);
   switch (pass) {
     case Pass::kForward:
       c.filters = forward.weights_desc();
@@ -116,12 +130,13 @@ ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc) {
   return c;
 }
 
-/// The primitive for `pass` on this geometry, built on first use.
-std::shared_ptr<const ConvPrimitive> primitive(Pass pass, const WindowGeometry& g, std::int64_t oc) {
+/// The primitive for `pass` on this geometry (and epilogue), built on first use.
+std::shared_ptr<const ConvPrimitive> primitive(Pass pass, const WindowGeometry& g, std::int64_t oc,
+                                               const Epilogue& e = {}) {
   static PrimitiveCache<Key, ConvPrimitive> cache(256);
-  return cache.get(key(pass, g, oc), [&] {
+  return cache.get(key(pass, g, oc, e), [&] {
     return checked(
-        pass_name(pass), [&] { return describe(pass, g, oc); }, [&] { return build(pass, g, oc); });
+        pass_name(pass), [&] { return describe(pass, g, oc); }, [&] { return build(pass, g, oc, e); });
   });
 }
 
@@ -152,15 +167,18 @@ void run(Pass pass, const WindowGeometry& g, std::int64_t oc, const ConvPrimitiv
 
 }  // namespace
 
-void conv_forward(const float* x, const float* f, const WindowGeometry& g, std::int64_t oc, float* y) {
+void conv_forward(const float* x, const float* f, const WindowGeometry& g, std::int64_t oc, float* y,
+                  Epilogue epilogue) {
+  TAPEFLOW_ASSERT(g.c > 0 || (!epilogue.bias && !epilogue.relu), "an epilogue needs input channels");
   if (g.c == 0) {  // an empty sum
     std::fill_n(y, g.n * g.out_positions() * oc, 0.0f);
     return;
   }
-  const auto c_ptr = primitive(Pass::kForward, g, oc);
+  const auto c_ptr = primitive(Pass::kForward, g, oc, epilogue);
   const ConvPrimitive& c = *c_ptr;
-  run(Pass::kForward, g, oc, c, {{DNNL_ARG_SRC, wrap(c.images, x)}, {DNNL_ARG_DST, wrap(c.outputs, y)}},
-      DNNL_ARG_WEIGHTS, f);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(c.images, x)}, {DNNL_ARG_DST, wrap(c.outputs, y)}};
+  if (epilogue.bias) args.emplace(DNNL_ARG_BIAS, wrap(bias_desc(oc), epilogue.bias));
+  run(Pass::kForward, g, oc, c, std::move(args), DNNL_ARG_WEIGHTS, f);
 }
 
 void conv_backprop_input(const float* f, const float* dy, const WindowGeometry& g, std::int64_t oc,

@@ -12,8 +12,16 @@
 
 namespace tapeflow::cpu::onednn {
 
-/// y (n, oh, ow, oc) = conv2d(x (n, h, w, c), f (kh, kw, c, oc)).
-void conv_forward(const float* x, const float* f, const WindowGeometry& g, std::int64_t oc, float* y);
+/// What the forward pass applies as it writes each output (oneDNN's bias and post-ops).
+struct Epilogue {
+  const float* bias = nullptr;  // oc values added to each output position, or none
+  bool relu = false;            // max(., 0) after the bias
+};
+
+/// y (n, oh, ow, oc) = conv2d(x (n, h, w, c), f (kh, kw, c, oc)), then the epilogue (which needs
+/// c > 0: the caller applies it to an empty sum itself).
+void conv_forward(const float* x, const float* f, const WindowGeometry& g, std::int64_t oc, float* y,
+                  Epilogue epilogue = {});
 
 /// dx (n, h, w, c) = the gradient of conv_forward's input for output gradient dy.
 void conv_backprop_input(const float* f, const float* dy, const WindowGeometry& g, std::int64_t oc,
