@@ -137,6 +137,13 @@ void col2im_add(const T* cols, std::int64_t images, const WindowGeometry& g, T* 
   });
 }
 
+/// Whether v replaces m as a window's maximum: larger, or the first NaN (NaN propagates, as in
+/// TensorFlow's CPU kernel).
+template <class T>
+inline bool takes_max(T v, T m) {
+  return v > m || (v != v && m == m);
+}
+
 /// What window_argmax finds for one window, per channel: the maximum and where it first occurs.
 /// One per thread (g.c maxima and positions, one offset per window position inside the image;
 /// the caller has checked that those fit int32).
@@ -149,6 +156,7 @@ struct WindowArgmax {
   std::vector<T> max;
   std::vector<std::int32_t> pos;     // index into offset of the first maximum
   std::vector<std::int64_t> offset;  // flat offset (within one image) of each window element
+  std::int32_t count = 0;            // window elements inside the image (offset's used length)
   bool empty = false;                // no input element (cannot happen for TensorFlow's padding)
 
   /// Flat input index (within one image) of channel ci's first maximum, or -1 for an empty window.
@@ -181,11 +189,12 @@ void window_argmax(const T* xi, const WindowGeometry& g, std::int64_t oy, std::i
       }
       for (std::int64_t ci = 0; ci < c; ++ci) {
         const T v = p[ci];
-        const bool take = v > m[ci] || (v != v && m[ci] == m[ci]);
+        const bool take = takes_max(v, m[ci]);
         m[ci] = take ? v : m[ci];
         pos[ci] = take ? k : pos[ci];
       }
     }
+  out.count = k;
   out.empty = k == 0;
 }
 
@@ -222,9 +231,14 @@ void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
       for (std::int64_t oy = 0; oy < g.oh; ++oy)
         for (std::int64_t ox = 0; ox < g.ow; ++ox) {
           window_argmax(xi, g, oy, ox, argmax);
-          if (argmax.empty) continue;
-          const T* d = dyi + (oy * g.ow + ox) * g.c;
-          for (std::int64_t ci = 0; ci < g.c; ++ci) dxi[argmax.index(ci)] += d[ci];
+          const T* __restrict d = dyi + (oy * g.ow + ox) * g.c;
+          const std::int32_t* __restrict pos = argmax.pos.data();
+          // Position by position over the channels (contiguous, so it vectorises), not a
+          // scatter per channel.
+          for (std::int32_t k = 0; k < argmax.count; ++k) {
+            T* __restrict to = dxi + argmax.offset[static_cast<std::size_t>(k)];
+            for (std::int64_t ci = 0; ci < g.c; ++ci) to[ci] += pos[ci] == k ? d[ci] : T(0);
+          }
         }
     }
   });
@@ -248,13 +262,24 @@ void max_pool_grad_grad(const T* x, const T* ddx, const WindowGeometry& g, T* y)
 /// y = max over each window (padding ignored; 0 for a window with no input element).
 template <class T>
 void max_pool(const T* x, const WindowGeometry& g, T* y) {
-  for_each_output_row_with_argmax<T>(g, [&](std::int64_t i, std::int64_t oy, WindowArgmax<T>& argmax) {
+  // The maxima only (window_argmax also tracks where they are, which only the gradients need).
+  for_each_output_row(g, [&](std::int64_t i, std::int64_t oy) {
     const T* xi = x + i * g.image_size();
     T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
+    const std::int64_t y0 = g.row_lo(oy), y1 = g.row_hi(oy);
     for (std::int64_t ox = 0; ox < g.ow; ++ox) {
-      window_argmax(xi, g, oy, ox, argmax);
-      for (std::int64_t ci = 0; ci < g.c; ++ci)
-        yr[ox * g.c + ci] = argmax.empty ? T(0) : argmax.max[static_cast<std::size_t>(ci)];
+      T* __restrict o = yr + ox * g.c;
+      const std::int64_t x0 = g.col_lo(ox), x1 = g.col_hi(ox);
+      if (y0 >= y1 || x0 >= x1) {
+        std::fill(o, o + g.c, T(0));
+        continue;
+      }
+      std::copy(xi + (y0 * g.w + x0) * g.c, xi + (y0 * g.w + x0 + 1) * g.c, o);
+      for (std::int64_t iy = y0; iy < y1; ++iy)
+        for (std::int64_t ix = iy == y0 ? x0 + 1 : x0; ix < x1; ++ix) {
+          const T* __restrict p = xi + (iy * g.w + ix) * g.c;
+          for (std::int64_t ci = 0; ci < g.c; ++ci) o[ci] = takes_max(p[ci], o[ci]) ? p[ci] : o[ci];
+        }
     }
   });
 }
