@@ -45,6 +45,12 @@ Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Ac
   TAPEFLOW_REQUIRE(in_range(options_.strides), InvalidArgumentError,
                    "[{}] strides must be positive and at most 2^31, got ({}, {})", kConv2D,
                    options_.strides[0], options_.strides[1]);
+  TAPEFLOW_REQUIRE(in_range(options_.dilation_rate), InvalidArgumentError,
+                   "[{}] dilation_rate must be positive and at most 2^31, got ({}, {})", kConv2D,
+                   options_.dilation_rate[0], options_.dilation_rate[1]);
+  TAPEFLOW_REQUIRE(options_.groups >= 1 && filters % options_.groups == 0, InvalidArgumentError,
+                   "[{}] groups must be positive and divide filters ({}), got {}", kConv2D, filters,
+                   options_.groups);
   TAPEFLOW_REQUIRE(!tf_padding_.empty(), InvalidArgumentError,
                    "[{}] unknown padding '{}'; expected \"valid\" or \"same\"", kConv2D, options_.padding);
   detail::check_initializer(kConv2D, options_.kernel_initializer);
@@ -64,7 +70,11 @@ void Conv2D::build(const Shape& input_shape, DType dtype) {
   TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
                    "[{}] layer '{}' needs float32 or float64 inputs, got {}", kConv2D, name(),
                    dtype_name(dtype));
-  const std::int64_t in = input_shape[3];
+  TAPEFLOW_REQUIRE(
+      input_shape[3] % options_.groups == 0, InvalidArgumentError,
+      "[{}] layer '{}' has {} groups, which must divide the input's {} channels (input shape {})", kConv2D,
+      name(), options_.groups, input_shape[3], input_shape.to_string());
+  const std::int64_t in = input_shape[3] / options_.groups;
   // Checked first (ResourceExhaustedError beyond 2^62 elements): then the fans below, products of
   // its dimensions, cannot overflow.
   const std::array<std::int64_t, 4> kernel_dims{kernel_size_[0], kernel_size_[1], in, filters_};
@@ -87,24 +97,28 @@ Tensor Conv2D::operator()(const Tensor& x) {
                    kConv2D, name(), x.shape().to_string());
   if (!built()) build(x.shape(), x.dtype());
   const Shape& k = kernel_->shape();
+  const std::int64_t channels = k[2] * options_.groups;
   TAPEFLOW_REQUIRE(
-      x.shape()[3] == k[2], InvalidArgumentError,
+      x.shape()[3] == channels, InvalidArgumentError,
       "[{}] layer '{}' was built for inputs with {} channels and has a kernel of shape {}; got an "
       "input of shape {}",
-      kConv2D, name(), k[2], k.to_string(), x.shape().to_string());
+      kConv2D, name(), channels, k.to_string(), x.shape().to_string());
   TAPEFLOW_REQUIRE(x.dtype() == kernel_->dtype(), InvalidArgumentError,
                    "[{}] layer '{}' was built for {} inputs; got an input of shape {} and dtype {}", kConv2D,
                    name(), dtype_name(kernel_->dtype()), x.shape().to_string(), dtype_name(x.dtype()));
+  const auto& d = options_.dilation_rate;
+  const std::int64_t extent_h = (k[0] - 1) * d[0] + 1, extent_w = (k[1] - 1) * d[1] + 1;
   if (tf_padding_ == "VALID") {
     TAPEFLOW_REQUIRE(
-        x.num_elements() == 0 || (x.shape()[1] >= k[0] && x.shape()[2] >= k[1]), InvalidArgumentError,
+        x.num_elements() == 0 || (x.shape()[1] >= extent_h && x.shape()[2] >= extent_w), InvalidArgumentError,
         "[{}] layer '{}' with padding \"valid\" has a {}x{} window larger than the input of shape {}",
-        kConv2D, name(), k[0], k[1], x.shape().to_string());
+        kConv2D, name(), extent_h, extent_w, x.shape().to_string());
   }
-  const std::vector<std::int64_t> strides{options_.strides[0], options_.strides[1]};
+  const std::vector<std::int64_t> strides{options_.strides[0], options_.strides[1]}, dilations{d[0], d[1]};
   if (bias_ && !fused_activation_.empty())
-    return nn::conv2d_bias_activation(x, *kernel_, *bias_, strides, tf_padding_, fused_activation_);
-  Tensor y = nn::conv2d(x, *kernel_, strides, tf_padding_);
+    return nn::conv2d_bias_activation(x, *kernel_, *bias_, strides, tf_padding_, fused_activation_,
+                                      dilations);
+  Tensor y = nn::conv2d(x, *kernel_, strides, tf_padding_, dilations);
   if (bias_) y = y + *bias_;
   return activation_ ? activation_(y) : y;
 }

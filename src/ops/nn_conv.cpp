@@ -47,12 +47,12 @@ struct ConvAttrs {
   bool same = false;
   /// Conv2DBackpropInput: the input's shape; Conv2DBackpropFilter: the filters' shape.
   Shape sizes;
+  Pair dilations{1, 1};
 };
 
 /// FusedConv2D: Conv2D's attributes and whether a ReLU follows the bias.
 struct FusedConvAttrs {
-  Pair strides{1, 1};
-  bool same = false;
+  ConvAttrs conv;
   bool relu = false;
 };
 
@@ -101,7 +101,7 @@ void require_rank4(std::string_view op, const Shape& s, std::string_view arg, st
 /// operands for error messages (evaluated only on failure).
 template <class What>
 cpu::WindowGeometry window_geometry(std::string_view op, const Shape& in, Pair k, Pair strides, bool same,
-                                    What what) {
+                                    What what, Pair dilations = {1, 1}) {
   TAPEFLOW_REQUIRE(strides[0] >= 1 && strides[1] >= 1 && strides[0] <= kMaxWindow && strides[1] <= kMaxWindow,
                    InvalidArgumentError, "[{}] strides must be >= 1 and <= 2^31, got strides {}: {}", op,
                    pair_string(strides), what());
@@ -117,13 +117,23 @@ cpu::WindowGeometry window_geometry(std::string_view op, const Shape& in, Pair k
   g.kw = k[1];
   g.sh = strides[0];
   g.sw = strides[1];
-  const bool fits = spatial_dim(g.h, g.kh, g.sh, same, g.oh, g.pad_top) &&
-                    spatial_dim(g.w, g.kw, g.sw, same, g.ow, g.pad_left);
+  TAPEFLOW_REQUIRE(
+      dilations[0] >= 1 && dilations[1] >= 1 && dilations[0] <= kMaxWindow && dilations[1] <= kMaxWindow,
+      InvalidArgumentError, "[{}] dilations must be >= 1 and <= 2^31, got dilations {}: {}", op,
+      pair_string(dilations), what());
+  g.dh = dilations[0];
+  g.dw = dilations[1];
+  // The rows and columns a dilated window spans (at most 2^62).
+  const Pair extent{(g.kh - 1) * g.dh + 1, (g.kw - 1) * g.dw + 1};
+  const bool fits = spatial_dim(g.h, extent[0], g.sh, same, g.oh, g.pad_top) &&
+                    spatial_dim(g.w, extent[1], g.sw, same, g.ow, g.pad_left);
   TAPEFLOW_REQUIRE(
       fits, InvalidArgumentError,
       "[{}] the window {} is larger than the input's spatial size ({}, {}) with padding VALID: {}; use "
       "padding SAME or a smaller window",
-      op, pair_string(k), g.h, g.w, what());
+      op,
+      extent == k ? pair_string(k) : fmt::format("{} (dilated to {})", pair_string(k), pair_string(extent)),
+      g.h, g.w, what());
   return g;
 }
 
@@ -131,17 +141,26 @@ cpu::WindowGeometry window_geometry(std::string_view op, const Shape& in, Pair k
 /// on (ranks, channels, window, sizes BLAS accepts). `op` names the calling op.
 cpu::WindowGeometry conv_geometry(std::string_view op, const Shape& in, const Shape& f, const ConvAttrs& at) {
   auto what = [&] {
-    return fmt::format("input has shape {}, filters have shape {}, strides {}, padding {}", in.to_string(),
-                       f.to_string(), pair_string(at.strides), padding_name(at.same));
+    return fmt::format("input has shape {}, filters have shape {}, strides {}, padding {}{}", in.to_string(),
+                       f.to_string(), pair_string(at.strides), padding_name(at.same),
+                       at.dilations == Pair{1, 1} ? "" : ", dilations " + pair_string(at.dilations));
   };
   require_rank4(op, in, "input", "NHWC: batch, height, width, channels");
   require_rank4(op, f, "filters", "HWIO: height, width, in_channels, out_channels");
+  // Grouped convolution (TensorFlow's rule): the input's channels are `groups` times the filters'
+  // in_channels, each group convolved with its share of the filters' out_channels.
+  const bool grouped = f[2] > 0 ? in[3] % f[2] == 0 && in[3] > 0 : in[3] == 0;
   TAPEFLOW_REQUIRE(
-      in[3] == f[2], InvalidArgumentError,
-      "[{}] input channels must match the filters' in_channels: {} (input has {} channels, filters "
-      "expect {})",
+      grouped, InvalidArgumentError,
+      "[{}] input channels must equal the filters' in_channels, or be a multiple of them (grouped "
+      "convolution): {} (input has {} channels, filters expect {})",
       op, what(), in[3], f[2]);
-  const cpu::WindowGeometry g = window_geometry(op, in, {f[0], f[1]}, at.strides, at.same, what);
+  const std::int64_t groups = f[2] > 0 ? in[3] / f[2] : 1;
+  TAPEFLOW_REQUIRE(f[3] % groups == 0, InvalidArgumentError,
+                   "[{}] a grouped convolution's out_channels must be a multiple of its {} groups: {}", op,
+                   groups, what());
+  cpu::WindowGeometry g = window_geometry(op, in, {f[0], f[1]}, at.strides, at.same, what, at.dilations);
+  g.groups = groups;
   const std::int64_t patch = mul_or_neg(mul_or_neg(g.kh, g.kw), g.c);
   const std::int64_t positions = mul_or_neg(g.oh, g.ow);
   const std::int64_t cols = patch < 0 || positions < 0 ? -1 : mul_or_neg(patch, positions);
@@ -192,10 +211,45 @@ void for_each_chunk(std::string_view op, const T* x, const cpu::WindowGeometry& 
   }
 }
 
+/// dst (rows, n) = columns [c0, c0 + n) of src (rows, stride): one group's channels.
+template <class T>
+void gather_columns(const T* src, std::int64_t rows, std::int64_t stride, std::int64_t c0, std::int64_t n,
+                    T* dst) {
+  for (std::int64_t r = 0; r < rows; ++r) std::copy_n(src + r * stride + c0, n, dst + r * n);
+}
+/// Columns [c0, c0 + n) of dst (rows, stride) = src (rows, n).
+template <class T>
+void scatter_columns(const T* src, std::int64_t rows, std::int64_t n, T* dst, std::int64_t stride,
+                     std::int64_t c0) {
+  for (std::int64_t r = 0; r < rows; ++r) std::copy_n(src + r * n, n, dst + r * stride + c0);
+}
+
+/// A grouped convolution's pass as `groups` single-group passes (float64's path; oneDNN groups
+/// itself): for each group, `pass(gg, group, oc_g)` on its geometry gg (c / groups channels).
+template <class Pass>
+void for_each_group(const cpu::WindowGeometry& g, std::int64_t oc, Pass pass) {
+  cpu::WindowGeometry gg = g;
+  gg.c = g.c / g.groups;
+  gg.groups = 1;
+  for (std::int64_t group = 0; group < g.groups; ++group) pass(gg, group, oc / g.groups);
+}
+
 /// y = im2col(x) @ f, f viewed as (patch, oc).
 template <class T>
 void conv_forward(const T* x, const T* f, const cpu::WindowGeometry& g, std::int64_t oc, T* y) {
   if constexpr (std::is_same_v<T, float>) return cpu::onednn::conv_forward(x, f, g, oc, y);
+  if (g.groups > 1) {
+    return for_each_group(g, oc, [&](const cpu::WindowGeometry& gg, std::int64_t group, std::int64_t og) {
+      const std::int64_t pixels = g.n * g.h * g.w, positions = g.n * g.out_positions();
+      auto xg = detail::scratch_array<T>(pixels * gg.c, "Conv2D");
+      auto fg = detail::scratch_array<T>(gg.patch_size() * og, "Conv2D");
+      auto yg = detail::scratch_array<T>(positions * og, "Conv2D");
+      gather_columns(x, pixels, g.c, group * gg.c, gg.c, xg.get());
+      gather_columns(f, gg.patch_size(), oc, group * og, og, fg.get());
+      conv_forward(xg.get(), fg.get(), gg, og, yg.get());
+      scatter_columns(yg.get(), positions, og, y, oc, group * og);
+    });
+  }
   const std::int64_t rows = g.out_positions();
   for_each_chunk("Conv2D", x, g, [&](std::int64_t b0, std::int64_t nb, const T* cols) {
     cpu::gemm<T>(false, false, nb * rows, oc, g.patch_size(), cols, f, y + b0 * rows * oc);
@@ -206,6 +260,18 @@ void conv_forward(const T* x, const T* f, const cpu::WindowGeometry& g, std::int
 template <class T>
 void conv_backprop_input(const T* f, const T* dy, const cpu::WindowGeometry& g, std::int64_t oc, T* dx) {
   if constexpr (std::is_same_v<T, float>) return cpu::onednn::conv_backprop_input(f, dy, g, oc, dx);
+  if (g.groups > 1) {
+    return for_each_group(g, oc, [&](const cpu::WindowGeometry& gg, std::int64_t group, std::int64_t og) {
+      const std::int64_t pixels = g.n * g.h * g.w, positions = g.n * g.out_positions();
+      auto fg = detail::scratch_array<T>(gg.patch_size() * og, "Conv2DBackpropInput");
+      auto dyg = detail::scratch_array<T>(positions * og, "Conv2DBackpropInput");
+      auto dxg = detail::scratch_array<T>(pixels * gg.c, "Conv2DBackpropInput");
+      gather_columns(f, gg.patch_size(), oc, group * og, og, fg.get());
+      gather_columns(dy, positions, oc, group * og, og, dyg.get());
+      conv_backprop_input(fg.get(), dyg.get(), gg, og, dxg.get());
+      scatter_columns(dxg.get(), pixels, gg.c, dx, g.c, group * gg.c);
+    });
+  }
   const std::int64_t rows = g.out_positions(), patch = g.patch_size();
   const std::int64_t chunk = chunk_images(g);
   if (pointwise(g)) {
@@ -229,6 +295,18 @@ void conv_backprop_input(const T* f, const T* dy, const cpu::WindowGeometry& g, 
 template <class T>
 void conv_backprop_filter(const T* x, const T* dy, const cpu::WindowGeometry& g, std::int64_t oc, T* df) {
   if constexpr (std::is_same_v<T, float>) return cpu::onednn::conv_backprop_filter(x, dy, g, oc, df);
+  if (g.groups > 1) {
+    return for_each_group(g, oc, [&](const cpu::WindowGeometry& gg, std::int64_t group, std::int64_t og) {
+      const std::int64_t pixels = g.n * g.h * g.w, positions = g.n * g.out_positions();
+      auto xg = detail::scratch_array<T>(pixels * gg.c, "Conv2DBackpropFilter");
+      auto dyg = detail::scratch_array<T>(positions * og, "Conv2DBackpropFilter");
+      auto dfg = detail::scratch_array<T>(gg.patch_size() * og, "Conv2DBackpropFilter");
+      gather_columns(x, pixels, g.c, group * gg.c, gg.c, xg.get());
+      gather_columns(dy, positions, oc, group * og, og, dyg.get());
+      conv_backprop_filter(xg.get(), dyg.get(), gg, og, dfg.get());
+      scatter_columns(dfg.get(), gg.patch_size(), og, df, oc, group * og);
+    });
+  }
   const std::int64_t rows = g.out_positions(), patch = g.patch_size(), size = patch * oc;
   std::fill(df, df + size, T(0));
   std::unique_ptr<T[]> part;
@@ -298,9 +376,10 @@ bool parse_padding(std::string_view op, std::string_view padding) {
   return padding == "SAME";
 }
 
-ConvAttrs conv_attrs(std::string_view op, const std::vector<std::int64_t>& strides,
-                     std::string_view padding) {
-  return {spatial_pair(op, "strides", strides), parse_padding(op, padding), Shape()};
+ConvAttrs conv_attrs(std::string_view op, const std::vector<std::int64_t>& strides, std::string_view padding,
+                     const std::vector<std::int64_t>& dilations) {
+  return {spatial_pair(op, "strides", strides), parse_padding(op, padding), Shape(),
+          spatial_pair(op, "dilations", dilations)};
 }
 }  // namespace
 
@@ -328,15 +407,16 @@ struct Conv2D {
     return g;
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
-    a.expect(2, {"strides", "padding"});
-    return {nn::conv2d(a.in(0), a.in(1), a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"))};
+    a.expect(2, {"strides", "padding", "dilations"});
+    return {nn::conv2d(a.in(0), a.in(1), a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"),
+                       a.ints("dilations", raw_ops::Ints{1, 1}))};
   }
 };
 }  // namespace ops
 Tensor nn::conv2d(const Tensor& input, const Tensor& filters, const std::vector<std::int64_t>& strides,
-                  std::string_view padding) {
-  return autodiff::apply_with<ops::Conv2D>(ops::conv_attrs(ops::Conv2D::kName, strides, padding), input,
-                                           filters);
+                  std::string_view padding, const std::vector<std::int64_t>& dilations) {
+  return autodiff::apply_with<ops::Conv2D>(ops::conv_attrs(ops::Conv2D::kName, strides, padding, dilations),
+                                           input, filters);
 }
 namespace ops {
 
@@ -363,16 +443,17 @@ struct Conv2DBackpropInput {
     return g;
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
-    a.expect(2, {"input_sizes", "strides", "padding"});
+    a.expect(2, {"input_sizes", "strides", "padding", "dilations"});
     return {raw_ops::conv2d_backprop_input(a.shape("input_sizes"), a.in(0), a.in(1),
-                                           a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"))};
+                                           a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"),
+                                           a.ints("dilations", raw_ops::Ints{1, 1}))};
   }
 };
 }  // namespace ops
 Tensor raw_ops::conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters,
                                       const Tensor& out_backprop, const std::vector<std::int64_t>& strides,
-                                      std::string_view padding) {
-  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropInput::kName, strides, padding);
+                                      std::string_view padding, const std::vector<std::int64_t>& dilations) {
+  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropInput::kName, strides, padding, dilations);
   at.sizes = input_sizes;
   return autodiff::apply_with<ops::Conv2DBackpropInput>(at, filters, out_backprop);
 }
@@ -401,16 +482,17 @@ struct Conv2DBackpropFilter {
     return g;
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
-    a.expect(2, {"filter_sizes", "strides", "padding"});
+    a.expect(2, {"filter_sizes", "strides", "padding", "dilations"});
     return {raw_ops::conv2d_backprop_filter(a.in(0), a.shape("filter_sizes"), a.in(1),
-                                            a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"))};
+                                            a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"),
+                                            a.ints("dilations", raw_ops::Ints{1, 1}))};
   }
 };
 }  // namespace ops
 Tensor raw_ops::conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes,
                                        const Tensor& out_backprop, const std::vector<std::int64_t>& strides,
-                                       std::string_view padding) {
-  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropFilter::kName, strides, padding);
+                                       std::string_view padding, const std::vector<std::int64_t>& dilations) {
+  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropFilter::kName, strides, padding, dilations);
   at.sizes = filter_sizes;
   return autodiff::apply_with<ops::Conv2DBackpropFilter>(at, input, out_backprop);
 }
@@ -452,7 +534,7 @@ struct FusedConv2D {
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& f, const Tensor& b) {
     require_same_float(kName, x, "input", f, "filters");
     require_same_float(kName, x, "input", b, "bias");
-    const cpu::WindowGeometry g = conv_geometry(kName, x.shape(), f.shape(), {at.strides, at.same, Shape()});
+    const cpu::WindowGeometry g = conv_geometry(kName, x.shape(), f.shape(), at.conv);
     const std::int64_t oc = f.shape()[3];
     require_shape(kName, b, "bias", Shape{oc},
                   fmt::format("one value per output channel of filters {}", f.shape().to_string()));
@@ -466,28 +548,28 @@ struct FusedConv2D {
   }
   static Grads backward(const GradContext& c) {
     const auto& at = c.attrs<Attrs>();
-    const ConvAttrs conv_at{at.strides, at.same, Shape()};
     const Tensor dz = at.relu ? raw_ops::relu_grad(c.dy(), c.output(0)) : c.dy();
     Grads g(3);
-    if (c.needs_input_grad(0)) g[0] = backprop_input(conv_at, c.input_shape(0), c.input(1), dz);
-    if (c.needs_input_grad(1)) g[1] = backprop_filter(conv_at, c.input(0), c.input_shape(1), dz);
+    if (c.needs_input_grad(0)) g[0] = backprop_input(at.conv, c.input_shape(0), c.input(1), dz);
+    if (c.needs_input_grad(1)) g[1] = backprop_filter(at.conv, c.input(0), c.input_shape(1), dz);
     if (c.needs_input_grad(2)) g[2] = reduce_sum(dz, {0, 1, 2});
     return g;
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
-    a.expect(3, {"strides", "padding", "activation"});
+    a.expect(3, {"strides", "padding", "activation", "dilations"});
     return {nn::conv2d_bias_activation(a.in(0), a.in(1), a.in(2), a.ints("strides", raw_ops::Ints{1, 1}),
-                                       a.s("padding", "VALID"), a.s("activation", "linear"))};
+                                       a.s("padding", "VALID"), a.s("activation", "linear"),
+                                       a.ints("dilations", raw_ops::Ints{1, 1}))};
   }
 };
 }  // namespace ops
 Tensor nn::conv2d_bias_activation(const Tensor& input, const Tensor& filters, const Tensor& bias,
                                   const std::vector<std::int64_t>& strides, std::string_view padding,
-                                  std::string_view activation) {
+                                  std::string_view activation, const std::vector<std::int64_t>& dilations) {
   constexpr std::string_view op = ops::FusedConv2D::kName;
-  const ops::ConvAttrs conv = ops::conv_attrs(op, strides, padding);
   return autodiff::apply_with<ops::FusedConv2D>(
-      {conv.strides, conv.same, ops::parse_activation(op, activation)}, input, filters, bias);
+      {ops::conv_attrs(op, strides, padding, dilations), ops::parse_activation(op, activation)}, input,
+      filters, bias);
 }
 namespace ops {
 

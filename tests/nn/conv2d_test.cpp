@@ -18,6 +18,7 @@
 
 namespace tf = tapeflow;
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 using tf::testing::names;
@@ -286,4 +287,49 @@ TEST(Conv2D, FactoryMakesTheLayerTheConstructorMakes) {
   EXPECT_EQ(strided->name(), "c");
   EXPECT_EQ((*strided)(x).to_vector<float>(), strided_by_hand(x).to_vector<float>());
   EXPECT_THROW(tf::layers::conv2d(1, {0, 3}), tf::InvalidArgumentError);
+}
+
+TEST(Conv2D, RunsOneFusedConv2DForABiasWithReluOrNoActivation) {
+  // A named relu (or no activation) with a bias is one FusedConv2D; a function is not looked into.
+  auto recorded_ops = [](tf::layers::Conv2D& layer) {
+    const tf::Tensor x = tf::ones({1, 5, 5, 2});
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor y = layer(x);
+    return tf::debug::explain(tape, y, x).path;  // from the output back to x
+  };
+  tf::layers::Conv2D relu(3, {3, 3}, "relu", {.seed = 1});
+  tf::layers::Conv2D linear(3, {3, 3}, {.seed = 1});
+  tf::layers::Conv2D custom(
+      3, {3, 3}, tf::layers::Activation([](const tf::Tensor& t) { return tf::nn::relu(t); }), {.seed = 1});
+  tf::layers::Conv2D no_bias(3, {3, 3}, "relu", {.use_bias = false, .seed = 1});
+  EXPECT_THAT(recorded_ops(relu), ElementsAre("FusedConv2D"));
+  EXPECT_THAT(recorded_ops(linear), ElementsAre("FusedConv2D"));
+  EXPECT_THAT(recorded_ops(custom), ElementsAre("Relu", "AddV2", "Conv2D"));
+  EXPECT_THAT(recorded_ops(no_bias), ElementsAre("Relu", "Conv2D"));
+}
+
+TEST(Conv2D, DilationRateAndGroupsReachTheConvolution) {
+  tf::layers::Conv2D layer(6, {3, 3}, "relu",
+                           {.padding = "same", .seed = 3, .dilation_rate = {2, 1}, .groups = 2});
+  const tf::Tensor x = tf::random::normal({2, 7, 6, 4}, 0, 1, tf::float32, 4);
+  const tf::Tensor y = layer(x);
+  EXPECT_EQ(layer.kernel().shape(), tf::Shape({3, 3, 2, 6}));  // in_channels per group
+  const tf::Tensor want =
+      tf::nn::relu(tf::nn::conv2d(x, layer.kernel().value(), {1, 1}, "SAME", {2, 1}) + layer.bias().value());
+  EXPECT_LT(tf::reduce_max(tf::abs(y - want)).to_vector<float>()[0], 1e-5f);
+}
+
+TEST(Conv2D, GroupsMustDivideFiltersAndTheInputChannels) {
+  EXPECT_THAT(
+      [] {
+        tf::layers::Conv2D(6, {3, 3}, {.groups = 4});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("groups"), HasSubstr("6"), HasSubstr("4"))));
+  tf::layers::Conv2D layer(6, {3, 3}, {.groups = 2});
+  EXPECT_THAT(
+      [&] {
+        layer(tf::ones({1, 5, 5, 3}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("2 groups"), HasSubstr("(1, 5, 5, 3)"))));
 }

@@ -112,6 +112,17 @@ void add_nn_error_cases(std::vector<ErrorCase>& rows) {
     rows.push_back({.op = op, .cls = C::Size, .what = "filter larger than input (VALID)",
                     .inputs = {f32({1, 2, 2, 1}), f32({3, 3, 1, 1})}, .call = cv({1, 1}, "VALID"),
                     .needles = {"(1, 2, 2, 1)", "(3, 3, 1, 1)"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "dilation 0", .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 1})},
+                    .attrs = {{"dilations", Ints{1, 0}}},
+                    .call = [](const Ins& x) { return one(conv2d(x[0], x[1], {1, 1}, "VALID", {1, 0})); },
+                    .needles = {"dilations", "(1, 0)"}});
+    rows.push_back({.op = op, .cls = C::Shape, .what = "out_channels 3 not a multiple of 2 groups",
+                    .inputs = {f32({1, 4, 4, 4}), f32({2, 2, 2, 3})}, .call = cv({1, 1}, "VALID"),
+                    .needles = {"2 groups", "(1, 4, 4, 4)", "(2, 2, 2, 3)"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "dilated window larger than input (VALID)",
+                    .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 1})}, .attrs = {{"dilations", Ints{4, 1}}},
+                    .call = [](const Ins& x) { return one(conv2d(x[0], x[1], {1, 1}, "VALID", {4, 1})); },
+                    .needles = {"dilated to (5, 2)", "(1, 4, 4, 1)"}});
     rows.push_back({.op = op, .cls = C::DType, .what = "int32 input", .inputs = {i32({1, 4, 4, 1}), i32({2, 2, 1, 1})},
                     .call = cv({1, 1}, "VALID"), .needles = {"int32"}});
     rows.push_back({.op = op, .cls = C::Size, .what = "stride 2^62", .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 1})},

@@ -117,6 +117,11 @@ void add_nn_cases(std::vector<OpCase>& c) {
                [](const In& x) { return nn::conv2d(x[0], x[1], {2, 2}, "SAME"); }});
   c.push_back({"Conv2D", {{{1, 4, 5, 2}, {3, 2, 2, 2}}},
                [](const In& x) { return nn::conv2d(x[0], x[1], {1, 2}, "SAME"); }});
+  // dilated, grouped and depthwise
+  c.push_back({"Conv2D", {{{1, 6, 6, 2}, {3, 3, 2, 2}}},
+               [](const In& x) { return nn::conv2d(x[0], x[1], {1, 1}, "SAME", {2, 2}); }});
+  c.push_back({"Conv2D", {{{1, 4, 5, 4}, {3, 3, 2, 4}}, {{2, 5, 5, 3}, {2, 2, 1, 3}}},
+               [](const In& x) { return nn::conv2d(x[0], x[1], {2, 1}, "SAME"); }});
   // its gradient ops: (filters, out_backprop) and (input, out_backprop)
   c.push_back({"Conv2DBackpropInput", {{{3, 3, 2, 3}, {1, 2, 2, 3}}},
                [](const In& x) { return raw_ops::conv2d_backprop_input({1, 4, 4, 2}, x[0], x[1], {1, 1}, "VALID"); }});
@@ -124,6 +129,10 @@ void add_nn_cases(std::vector<OpCase>& c) {
                [](const In& x) { return raw_ops::conv2d_backprop_input({1, 4, 4, 2}, x[0], x[1], {2, 2}, "SAME"); }});
   c.push_back({"Conv2DBackpropFilter", {{{1, 4, 4, 2}, {1, 2, 2, 3}}},
                [](const In& x) { return raw_ops::conv2d_backprop_filter(x[0], {3, 3, 2, 3}, x[1], {1, 1}, "VALID"); }});
+  c.push_back({"Conv2DBackpropInput", {{{3, 3, 2, 4}, {1, 5, 5, 4}}},
+               [](const In& x) { return raw_ops::conv2d_backprop_input({1, 5, 5, 4}, x[0], x[1], {1, 1}, "SAME", {2, 2}); }});
+  c.push_back({"Conv2DBackpropFilter", {{{1, 5, 5, 4}, {1, 5, 5, 4}}},
+               [](const In& x) { return raw_ops::conv2d_backprop_filter(x[0], {3, 3, 2, 4}, x[1], {1, 1}, "SAME", {1, 2}); }});
   c.push_back({"Conv2DBackpropFilter", {{{2, 5, 4, 1}, {2, 3, 2, 2}}},
                [](const In& x) { return raw_ops::conv2d_backprop_filter(x[0], {2, 3, 1, 2}, x[1], {2, 2}, "SAME"); }});
   // conv2d + bias (+ relu) as one op; relu's samples keep every pre-activation away from its kink

@@ -42,6 +42,11 @@ struct Conv2DOptions {
   std::optional<std::uint64_t> seed = std::nullopt;
   /// "glorot_uniform" (default), "glorot_normal", "he_uniform" or "he_normal" (see DenseOptions).
   std::string kernel_initializer = "glorot_uniform";
+  /// Spacing of the kernel's taps along height and width (Keras's dilation_rate); both >= 1.
+  std::array<std::int64_t, 2> dilation_rate = {1, 1};
+  /// Channel groups (Keras's groups): the input's channels and `filters` must both be multiples
+  /// of it; each group of input channels is convolved with its own filters/groups kernels.
+  std::int64_t groups = 1;
 };
 
 /// A 2-D convolution layer over NHWC images (tf.keras.layers.Conv2D):

@@ -92,11 +92,16 @@ Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 
 /// 2-D convolution (op "Conv2D"; strictly a cross-correlation, as in TensorFlow):
 /// out[b, i, j, o] = sum_{di, dj, c} input[b, i * sh + di - pad_top, j * sw + dj - pad_left, c] *
-/// filters[di, dj, c, o], shape (batch, out_h, out_w, out_channels). Runs through oneDNN in
-/// float32, as im2col + GEMM (OpenBLAS) in float64. Gradients: raw_ops::conv2d_backprop_input /
-/// _filter.
+/// filters[di, dj, c, o], shape (batch, out_h, out_w, out_channels). `dilations` (TensorFlow's
+/// list, like strides) spaces the filter's taps: di and dj step by dh and dw input rows and
+/// columns, so a window spans (kh - 1) * dh + 1 rows. Grouped convolution as TensorFlow: when the
+/// input has `groups` times the filters' in_channels (and out_channels is a multiple of groups),
+/// input channels [g * in, (g + 1) * in) are convolved with out_channels
+/// [g * out / groups, (g + 1) * out / groups); groups = input channels is a depthwise convolution.
+/// Runs through oneDNN in float32, as im2col + GEMM (OpenBLAS) in float64. Gradients:
+/// raw_ops::conv2d_backprop_input / _filter.
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<std::int64_t>& strides = {1, 1},
-              std::string_view padding = "VALID");
+              std::string_view padding = "VALID", const std::vector<std::int64_t>& dilations = {1, 1});
 /// conv2d(input, filters, strides, padding) + bias, then relu when `activation` is "relu"
 /// ("linear": none), as one op (op "FusedConv2D", TensorFlow's _FusedConv2D): in float32 oneDNN
 /// adds the bias and applies the ReLU as it writes each output, so they cost no pass of their own.
@@ -107,7 +112,8 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<std:
 /// another shape, besides conv2d's errors.
 Tensor conv2d_bias_activation(const Tensor& input, const Tensor& filters, const Tensor& bias,
                               const std::vector<std::int64_t>& strides = {1, 1},
-                              std::string_view padding = "VALID", std::string_view activation = "linear");
+                              std::string_view padding = "VALID", std::string_view activation = "linear",
+                              const std::vector<std::int64_t>& dilations = {1, 1});
 /// The maximum of each ksize window (op "MaxPool"), shape (batch, out_h, out_w, channels); SAME
 /// padding is ignored (never the maximum). Gradient (raw_ops::max_pool_grad): dy goes to the
 /// first maximum of each window in row-major order (ties: the first, like TensorFlow's CPU kernel).
@@ -147,12 +153,14 @@ Tensor gelu_grad(const Tensor& gradients, const Tensor& features, bool approxima
 /// `input_sizes`. Its gradients: filters: conv2d_backprop_filter(ddx, shape(filters),
 /// out_backprop); out_backprop: conv2d(ddx, filters).
 Tensor conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters, const Tensor& out_backprop,
-                             const std::vector<std::int64_t>& strides, std::string_view padding);
+                             const std::vector<std::int64_t>& strides, std::string_view padding,
+                             const std::vector<std::int64_t>& dilations = {1, 1});
 /// d conv2d / d filters (op "Conv2DBackpropFilter"): im2col(input)^T @ out_backprop, of shape
 /// `filter_sizes`. Its gradients: input: conv2d_backprop_input(shape(input), ddW, out_backprop);
 /// out_backprop: conv2d(input, ddW).
 Tensor conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes, const Tensor& out_backprop,
-                              const std::vector<std::int64_t>& strides, std::string_view padding);
+                              const std::vector<std::int64_t>& strides, std::string_view padding,
+                              const std::vector<std::int64_t>& dilations = {1, 1});
 /// d max_pool2d / d input (op "MaxPoolGrad"; TensorFlow's also takes orig_output, which is
 /// recomputed here): `grad` (the pooled shape) added at the first maximum of each window of
 /// `orig_input`, zeros elsewhere. Gradients: grad: max_pool_grad_grad; orig_input: zeros.

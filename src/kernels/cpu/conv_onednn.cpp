@@ -40,7 +40,7 @@ struct ConvPrimitive {
   std::size_t scratchpad_bytes = 0;
 };
 
-using Key = std::array<std::int64_t, 16>;
+using Key = std::array<std::int64_t, 19>;
 
 Key key(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e) {
   return {static_cast<std::int64_t>(pass),
@@ -57,31 +57,41 @@ Key key(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e) 
           g.pad_left,
           g.oh,
           g.ow,
+          g.dh,
+          g.dw,
+          g.groups,
           e.bias != nullptr,
           e.relu};
 }
 
 std::string describe(Pass pass, const WindowGeometry& g, std::int64_t oc) {
   return fmt::format(
-      "{}: input (batch {}, {}x{}, {} channels), filters {}x{}x{}x{}, strides ({}, {}), padding "
-      "top {} left {}, output {}x{}",
-      pass_name(pass), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c, oc, g.sh, g.sw, g.pad_top, g.pad_left, g.oh,
-      g.ow);
+      "{}: input (batch {}, {}x{}, {} channels), filters {}x{}x{}x{}, {} groups, strides ({}, {}), "
+      "dilations ({}, {}), padding top {} left {}, output {}x{}",
+      pass_name(pass), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c / g.groups, oc, g.groups, g.sh, g.sw, g.dh, g.dw,
+      g.pad_top, g.pad_left, g.oh, g.ow);
 }
 
 memory::desc bias_desc(std::int64_t oc) { return memory::desc({oc}, memory::data_type::f32, Tag::a); }
 
 /// Builds pass `pass`; only the forward pass has an epilogue.
 ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e) {
-  const memory::dims strides{g.sh, g.sw}, dilations{0, 0}, pad_l{g.pad_top, g.pad_left};
+  // oneDNN counts dilation from 0 (the taps' gap), TensorFlow from 1 (their distance).
+  const memory::dims strides{g.sh, g.sw}, dilations{g.dh - 1, g.dw - 1}, pad_l{g.pad_top, g.pad_left};
   // The bottom and right padding that make oneDNN's output size tapeflow's (TensorFlow's rule).
-  const memory::dims pad_r{std::max<std::int64_t>((g.oh - 1) * g.sh + g.kh - g.h - g.pad_top, 0),
-                           std::max<std::int64_t>((g.ow - 1) * g.sw + g.kw - g.w - g.pad_left, 0)};
+  const std::int64_t extent_h = (g.kh - 1) * g.dh + 1, extent_w = (g.kw - 1) * g.dw + 1;
+  const memory::dims pad_r{std::max<std::int64_t>((g.oh - 1) * g.sh + extent_h - g.h - g.pad_top, 0),
+                           std::max<std::int64_t>((g.ow - 1) * g.sw + extent_w - g.w - g.pad_left, 0)};
   ConvPrimitive c;
   c.images = memory::desc({g.n, g.c, g.h, g.w}, memory::data_type::f32, Tag::nhwc);
   c.outputs = memory::desc({g.n, oc, g.oh, g.ow}, memory::data_type::f32, Tag::nhwc);
-  c.user_filters = memory::desc({oc, g.c, g.kh, g.kw}, memory::data_type::f32, Tag::hwio);
-  const memory::desc any_filters({oc, g.c, g.kh, g.kw}, memory::data_type::f32, Tag::any);
+  // Grouped filters are (groups, oc / groups, c / groups, kh, kw) to oneDNN; tapeflow's HWIO
+  // filters with O = group * (oc / groups) + o are its hwigo layout.
+  const memory::dims filter_dims = g.groups == 1
+                                       ? memory::dims{oc, g.c, g.kh, g.kw}
+                                       : memory::dims{g.groups, oc / g.groups, g.c / g.groups, g.kh, g.kw};
+  c.user_filters = memory::desc(filter_dims, memory::data_type::f32, g.groups == 1 ? Tag::hwio : Tag::hwigo);
+  const memory::desc any_filters(filter_dims, memory::data_type::f32, Tag::any);
   const dnnl::primitive_attr attr = attributes();
   const auto& eng = engine();
   dnnl::primitive_attr forward_attr = attributes();
@@ -197,7 +207,7 @@ void conv_backprop_input(const float* f, const float* dy, const WindowGeometry& 
 void conv_backprop_filter(const float* x, const float* dy, const WindowGeometry& g, std::int64_t oc,
                           float* df) {
   if (g.n == 0 || g.out_positions() == 0) {
-    std::fill_n(df, g.patch_size() * oc, 0.0f);
+    std::fill_n(df, g.kh * g.kw * (g.c / g.groups) * oc, 0.0f);
     return;
   }
   const auto c_ptr = primitive(Pass::kBackpropFilter, g, oc);

@@ -4,6 +4,7 @@
 //
 // Geometry (validated by the caller, every product fits int64): an image is (h, w, c); a window
 // of (kh, kw) slides with strides (sh, sw) over the image padded by pad_top / pad_left zeros
+// (a convolution's window may be dilated: its taps (dh, dw) apart, covering (kh - 1) * dh + 1 rows)
 // (the bottom and right padding is implied by the output size (oh, ow)). Output position
 // (oy, ox) reads input rows oy * sh - pad_top + [0, kh) and columns ox * sw - pad_left + [0, kw);
 // positions outside [0, h) x [0, w) are padding.
@@ -32,6 +33,8 @@ struct WindowGeometry {
   std::int64_t sh = 1, sw = 1;              // strides
   std::int64_t oh = 0, ow = 0;              // output height, width
   std::int64_t pad_top = 0, pad_left = 0;
+  std::int64_t dh = 1, dw = 1;  // dilations (convolution only; pooling windows are dense)
+  std::int64_t groups = 1;      // convolution only: c / groups input channels per group
 
   std::int64_t image_size() const { return h * w * c; }
   std::int64_t out_positions() const { return oh * ow; }
@@ -75,20 +78,20 @@ void im2col(const T* x, std::int64_t images, const WindowGeometry& g, T* cols) {
       for (std::int64_t ox = 0; ox < g.ow; ++ox, out += patch) {
         T* o = out;
         for (std::int64_t ky = 0; ky < g.kh; ++ky) {
-          const std::int64_t iy = oy * g.sh - g.pad_top + ky;
+          const std::int64_t iy = oy * g.sh - g.pad_top + ky * g.dh;
           if (iy < 0 || iy >= g.h) {
             std::fill(o, o + g.kw * g.c, T(0));
             o += g.kw * g.c;
             continue;
           }
           const std::int64_t ix0 = ox * g.sw - g.pad_left;
-          if (ix0 >= 0 && ix0 + g.kw <= g.w) {  // the whole window row is inside: one contiguous span
+          if (g.dw == 1 && ix0 >= 0 && ix0 + g.kw <= g.w) {  // the window row is inside: one contiguous span
             std::copy(xi + (iy * g.w + ix0) * g.c, xi + (iy * g.w + ix0 + g.kw) * g.c, o);
             o += g.kw * g.c;
             continue;
           }
           for (std::int64_t kx = 0; kx < g.kw; ++kx, o += g.c) {
-            const std::int64_t ix = ix0 + kx;
+            const std::int64_t ix = ix0 + kx * g.dw;
             if (ix < 0 || ix >= g.w)
               std::fill(o, o + g.c, T(0));
             else
@@ -113,20 +116,20 @@ void col2im_add(const T* cols, std::int64_t images, const WindowGeometry& g, T* 
         for (std::int64_t ox = 0; ox < g.ow; ++ox, in += patch) {
           const T* p = in;
           for (std::int64_t ky = 0; ky < g.kh; ++ky) {
-            const std::int64_t iy = oy * g.sh - g.pad_top + ky;
+            const std::int64_t iy = oy * g.sh - g.pad_top + ky * g.dh;
             if (iy < 0 || iy >= g.h) {
               p += g.kw * g.c;
               continue;
             }
             const std::int64_t ix0 = ox * g.sw - g.pad_left;
-            if (ix0 >= 0 && ix0 + g.kw <= g.w) {  // one contiguous span
+            if (g.dw == 1 && ix0 >= 0 && ix0 + g.kw <= g.w) {  // one contiguous span
               T* dst = xi + (iy * g.w + ix0) * g.c;
               for (std::int64_t j = 0; j < g.kw * g.c; ++j) dst[j] += p[j];
               p += g.kw * g.c;
               continue;
             }
             for (std::int64_t kx = 0; kx < g.kw; ++kx, p += g.c) {
-              const std::int64_t ix = ix0 + kx;
+              const std::int64_t ix = ix0 + kx * g.dw;
               if (ix < 0 || ix >= g.w) continue;
               T* dst = xi + (iy * g.w + ix) * g.c;
               for (std::int64_t ci = 0; ci < g.c; ++ci) dst[ci] += p[ci];
