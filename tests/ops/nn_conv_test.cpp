@@ -764,3 +764,15 @@ TEST(Pooling, RejectsBadRanksAndGradientShapes) {
 }
 
 }  // namespace
+
+TEST(MaxPoolGrad, WindowsThatTileTheImageWriteEveryInputOnce) {
+  // 2x2 windows with stride 2 over a 6x6 image cover each input exactly once: the gradient is dy
+  // at each window's maximum and 0 everywhere else (written, not left from the allocation).
+  for (tf::DType dtype : {tf::DType::Float32, tf::DType::Float64}) {
+    const tf::Tensor x = make(pattern(2 * 6 * 6 * 3, 0.3), {2, 6, 6, 3}, dtype);
+    const tf::Tensor dy = make(std::vector<double>(2 * 3 * 3 * 3, 1.0), {2, 3, 3, 3}, dtype);
+    const auto dx = values_of(tf::raw_ops::max_pool_grad(x, dy, {2, 2}, {2, 2}, "VALID"));
+    EXPECT_EQ(std::count(dx.begin(), dx.end(), 1.0), 2 * 3 * 3 * 3);
+    EXPECT_EQ(std::count(dx.begin(), dx.end(), 0.0), 2 * 6 * 6 * 3 - 2 * 3 * 3 * 3);
+  }
+}

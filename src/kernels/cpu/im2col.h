@@ -221,16 +221,20 @@ void for_each_output_row(const WindowGeometry& g, F f) {
 }
 
 /// dx = 0, then dx[argmax of each window] += dy (images in parallel: windows of one image may
-/// share an argmax).
+/// share an argmax). When the windows tile the image (window = stride, no padding, no remainder:
+/// the usual 2x2 pooling of an even image), each input element is in exactly one window and is
+/// written once, without zeroing dx first.
 template <class T>
 void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
-  std::fill(dx, dx + g.n * g.image_size(), T(0));
+  const bool tiles = g.kh == g.sh && g.kw == g.sw && g.pad_top == 0 && g.pad_left == 0 &&
+                     g.oh * g.sh == g.h && g.ow * g.sw == g.w;
   parallel_for(g.n, pool_rows_grain(g, g.out_positions() * g.c), [&](std::int64_t b, std::int64_t e) {
     WindowArgmax<T> argmax(g);
     for (std::int64_t i = b; i < e; ++i) {
       const T* xi = x + i * g.image_size();
       T* dxi = dx + i * g.image_size();
       const T* dyi = dy + i * g.out_positions() * g.c;
+      if (!tiles) std::fill(dxi, dxi + g.image_size(), T(0));
       for (std::int64_t oy = 0; oy < g.oh; ++oy)
         for (std::int64_t ox = 0; ox < g.ow; ++ox) {
           window_argmax(xi, g, oy, ox, argmax);
@@ -240,7 +244,11 @@ void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
           // scatter per channel.
           for (std::int32_t k = 0; k < argmax.count; ++k) {
             T* __restrict to = dxi + argmax.offset[static_cast<std::size_t>(k)];
-            for (std::int64_t ci = 0; ci < g.c; ++ci) to[ci] += pos[ci] == k ? d[ci] : T(0);
+            if (tiles) {
+              for (std::int64_t ci = 0; ci < g.c; ++ci) to[ci] = pos[ci] == k ? d[ci] : T(0);
+            } else {
+              for (std::int64_t ci = 0; ci < g.c; ++ci) to[ci] += pos[ci] == k ? d[ci] : T(0);
+            }
           }
         }
     }
