@@ -1,7 +1,9 @@
 // Convolution and pooling on NHWC images (TensorFlow's Conv2D, MaxPool, AvgPool).
 //
 // Conv2D and its two gradient ops run through oneDNN in float32 (src/kernels/cpu/conv_onednn.h),
-// and as im2col + GEMM in float64, which oneDNN does not compute: each batch chunk's patches
+// and as im2col + GEMM in float64, which oneDNN does not compute, and for the geometries oneDNN's
+// 32-bit arithmetic cannot take (a stride or dilated window beyond 2^31 - 1, see
+// onednn::supports): each batch chunk's patches
 // become the rows of a (images * oh * ow, kh * kw * in_ch) matrix, multiplied by the HWIO filters
 // viewed as a (kh * kw * in_ch, out_ch) matrix in one OpenBLAS call (src/kernels/cpu/gemm.h). A
 // 1x1 filter with stride 1 skips im2col (the input already is that matrix).
@@ -237,7 +239,9 @@ void for_each_group(const cpu::WindowGeometry& g, std::int64_t oc, Pass pass) {
 /// y = im2col(x) @ f, f viewed as (patch, oc).
 template <class T>
 void conv_forward(const T* x, const T* f, const cpu::WindowGeometry& g, std::int64_t oc, T* y) {
-  if constexpr (std::is_same_v<T, float>) return cpu::onednn::conv_forward(x, f, g, oc, y);
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu::onednn::supports(g)) return cpu::onednn::conv_forward(x, f, g, oc, y);
+  }
   if (g.groups > 1) {
     return for_each_group(g, oc, [&](const cpu::WindowGeometry& gg, std::int64_t group, std::int64_t og) {
       const std::int64_t pixels = g.n * g.h * g.w, positions = g.n * g.out_positions();
@@ -259,7 +263,9 @@ void conv_forward(const T* x, const T* f, const cpu::WindowGeometry& g, std::int
 /// dx = col2im(dy @ f^T).
 template <class T>
 void conv_backprop_input(const T* f, const T* dy, const cpu::WindowGeometry& g, std::int64_t oc, T* dx) {
-  if constexpr (std::is_same_v<T, float>) return cpu::onednn::conv_backprop_input(f, dy, g, oc, dx);
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu::onednn::supports(g)) return cpu::onednn::conv_backprop_input(f, dy, g, oc, dx);
+  }
   if (g.groups > 1) {
     return for_each_group(g, oc, [&](const cpu::WindowGeometry& gg, std::int64_t group, std::int64_t og) {
       const std::int64_t pixels = g.n * g.h * g.w, positions = g.n * g.out_positions();
@@ -294,7 +300,9 @@ void conv_backprop_input(const T* f, const T* dy, const cpu::WindowGeometry& g, 
 /// df = im2col(x)^T @ dy, summed over the batch chunks.
 template <class T>
 void conv_backprop_filter(const T* x, const T* dy, const cpu::WindowGeometry& g, std::int64_t oc, T* df) {
-  if constexpr (std::is_same_v<T, float>) return cpu::onednn::conv_backprop_filter(x, dy, g, oc, df);
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu::onednn::supports(g)) return cpu::onednn::conv_backprop_filter(x, dy, g, oc, df);
+  }
   if (g.groups > 1) {
     return for_each_group(g, oc, [&](const cpu::WindowGeometry& gg, std::int64_t group, std::int64_t og) {
       const std::int64_t pixels = g.n * g.h * g.w, positions = g.n * g.out_positions();
@@ -512,7 +520,7 @@ template <class T>
 void fused_conv_forward(const T* x, const T* f, const T* bias, bool relu, const cpu::WindowGeometry& g,
                         std::int64_t oc, T* y) {
   if constexpr (std::is_same_v<T, float>) {
-    if (g.c > 0) return cpu::onednn::conv_forward(x, f, g, oc, y, {bias, relu});
+    if (g.c > 0 && cpu::onednn::supports(g)) return cpu::onednn::conv_forward(x, f, g, oc, y, {bias, relu});
   }
   conv_forward(x, f, g, oc, y);
   const std::int64_t positions = g.n * g.out_positions();

@@ -776,3 +776,28 @@ TEST(MaxPoolGrad, WindowsThatTileTheImageWriteEveryInputOnce) {
     EXPECT_EQ(std::count(dx.begin(), dx.end(), 0.0), 2 * 6 * 6 * 3 - 2 * 3 * 3 * 3);
   }
 }
+
+TEST(Conv2D, StridesAndDilationsBeyondOneDnnsRangeStillComputeInFloat32) {
+  // oneDNN computes with 32-bit strides and window extents: a stride of 2^31 or a window dilated
+  // past 2^31 - 1 runs through im2col instead, with the same values as float64.
+  const std::int64_t big = std::int64_t{1} << 31;
+  struct Case {
+    tf::Shape x, f;
+    std::vector<std::int64_t> strides, dilations;
+  };
+  for (const Case& c : {Case{{1, 3, 3, 2}, {3, 3, 2, 2}, {big, 1}, {1, 1}},
+                        Case{{1, 4, 4, 1}, {3, 3, 1, 2}, {1, 1}, {big - 1, 1}}}) {
+    const tf::Tensor x = tf::constant(pattern(c.x.num_elements(), 0.1), c.x);
+    const tf::Tensor f = tf::constant(pattern(c.f.num_elements(), 1.3), c.f);
+    const tf::Tensor y64 = tf::nn::conv2d(x, f, c.strides, "SAME", c.dilations);
+    const tf::Tensor y32 =
+        tf::nn::conv2d(tf::cast(x, tf::float32), tf::cast(f, tf::float32), c.strides, "SAME", c.dilations);
+    expect_near(values_of(y32), values_of(y64), 2e-5);
+    const tf::Tensor dy = tf::ones(y64.shape(), tf::float32);
+    expect_near(values_of(tf::raw_ops::conv2d_backprop_filter(tf::cast(x, tf::float32), c.f, dy, c.strides,
+                                                              "SAME", c.dilations)),
+                values_of(tf::raw_ops::conv2d_backprop_filter(x, c.f, tf::cast(dy, tf::float64), c.strides,
+                                                              "SAME", c.dilations)),
+                2e-5);
+  }
+}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -176,6 +177,14 @@ void run(Pass pass, const WindowGeometry& g, std::int64_t oc, const ConvPrimitiv
 }
 
 }  // namespace
+
+bool supports(const WindowGeometry& g) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+  const std::int64_t extent_h = (g.kh - 1) * g.dh + 1, extent_w = (g.kw - 1) * g.dw + 1;
+  // The padded input spans at most h + 2 * extent rows (each padding is below the extent).
+  return g.sh <= kMax && g.sw <= kMax && extent_h <= kMax / 4 && extent_w <= kMax / 4 && g.h <= kMax / 4 &&
+         g.w <= kMax / 4;
+}
 
 void conv_forward(const float* x, const float* f, const WindowGeometry& g, std::int64_t oc, float* y,
                   Epilogue epilogue) {

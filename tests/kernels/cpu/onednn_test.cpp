@@ -28,8 +28,8 @@ void throw_status(dnnl_status_t status) {
 
 TEST(OneDnn, FailuresAreTypedErrorsNamingThePrimitiveAndTheShapes) {
   EXPECT_THAT([] { throw_status(dnnl_out_of_memory); },
-              ThrowsMessage<tf::ResourceExhaustedError>(
-                  AllOf(HasSubstr("[oneDNN convolution forward]"), HasSubstr("input (batch 2, 5x5, 3 channels)"))));
+              ThrowsMessage<tf::ResourceExhaustedError>(AllOf(
+                  HasSubstr("[oneDNN convolution forward]"), HasSubstr("input (batch 2, 5x5, 3 channels)"))));
   EXPECT_THAT([] { throw_status(dnnl_unimplemented); },
               ThrowsMessage<tf::UnimplementedError>(HasSubstr("could not create a primitive descriptor")));
   EXPECT_THAT([] { throw_status(dnnl_runtime_error); },
