@@ -19,7 +19,8 @@
 ///
 /// - Tensors are immutable values with shared storage (tensor.h); Variables hold mutable state
 ///   (variable.h).
-/// - Ops live in ops/*.h, grouped as in TensorFlow: math, reduce, array, linalg, nn, image.
+/// - Ops live in ops/*.h, grouped as in TensorFlow: math, reduce, array, linalg, nn, image,
+///   training (optimizer update rules).
 /// - GradientTape (tape.h) records ops and computes gradients; registry.h lets you register or
 ///   disable gradients; errors.h lists the exceptions (named like TensorFlow's).
 
@@ -59,6 +60,7 @@
 #include "tapeflow/ops/nn.h"
 #include "tapeflow/ops/raw.h"
 #include "tapeflow/ops/reduce.h"
+#include "tapeflow/ops/training.h"
 #include "tapeflow/optim/optimizer.h"
 #include "tapeflow/registry.h"
 #include "tapeflow/shape.h"

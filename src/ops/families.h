@@ -28,5 +28,6 @@ void register_conv_ops(Registrar& r);               // nn_conv.cpp
 void register_image_ops(Registrar& r);              // image.cpp
 void register_creation_ops(Registrar& r);           // creation.cpp
 void register_collective_ops(Registrar& r);         // collective.cpp
+void register_training_ops(Registrar& r);           // training.cpp
 
 }  // namespace tapeflow::ops

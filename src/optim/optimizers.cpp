@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tapeflow/ops/math.h"
+#include "tapeflow/ops/training.h"
 #include "tapeflow/optim/optimizer.h"
 
 namespace tapeflow::optimizers {
@@ -70,6 +71,15 @@ void Adam::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, 
   // lr_t = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)   (bias correction of m and v folded into lr),
   // computed in float64 (lr and t are) and then rounded to the variable's dtype
   const Tensor lr_t = cast(lr * sqrt(1.0 - pow(b2, t)) / (1.0 - pow(b1, t)), w.dtype());
+  if (!options_.amsgrad) {
+    // The three lines below as one op, one pass over var, m, v and g (same rounding).
+    const auto [w_new, m_new, v_new] =
+        raw_ops::apply_adam(w.value(), slots[0].value(), slots[1].value(), lr_t, g, b1, b2, options_.epsilon);
+    slots[0].assign(m_new);
+    slots[1].assign(v_new);
+    w.assign(w_new);
+    return;
+  }
   // m += (g - m) * (1 - beta_1);  v += (g^2 - v) * (1 - beta_2)
   const Tensor m = slots[0].value() + (g - slots[0].value()) * (1.0 - b1);
   Tensor v = slots[1].value() + (square(g) - slots[1].value()) * (1.0 - b2);

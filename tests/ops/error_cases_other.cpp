@@ -55,6 +55,23 @@ void add_other_error_cases(std::vector<ErrorCase>& rows) {
                   .call = [](const Ins& x) { return one(reduce_mean(x[0], {0})); }, .needles = {"empty", "(0, 2)"}});
   arg_reduction(rows, "ArgMax", argmax);
   arg_reduction(rows, "ArgMin", argmin);
+  {
+    auto adam = [](const Ins& x) {
+      const auto r = raw_ops::apply_adam(x[0], x[1], x[2], x[3], x[4], 0.9, 0.999, 1e-7);
+      return Outs(r.begin(), r.end());
+    };
+    rows.push_back({.op = "ApplyAdam", .cls = C::Shape, .what = "m of another shape than var",
+                    .inputs = {f32({3}), f32({2}), f32({3}), f32({}), f32({3})}, .call = adam,
+                    .needles = {"'m'", "(3,)", "(2,)"}});
+    rows.push_back({.op = "ApplyAdam", .cls = C::Rank, .what = "lr_t not a scalar",
+                    .inputs = {f32({3}), f32({3}), f32({3}), f32({1}), f32({3})}, .call = adam,
+                    .needles = {"'lr_t'", "scalar"}});
+    rows.push_back({.op = "ApplyAdam", .cls = C::DType, .what = "float64 grad for a float32 var",
+                    .inputs = {f32({3}), f32({3}), f32({3}), f32({}), f64({3})}, .call = adam,
+                    .needles = {"'grad'", "float64", "float32"}});
+    rows.push_back({.op = "ApplyAdam", .cls = C::DType, .what = "int32 var",
+                    .inputs = {i32({3}), i32({3}), i32({3}), i32({}), i32({3})}, .call = adam, .needles = {"int32"}});
+  }
 
   {
     auto mm = [](bool ta, bool tb) { return [=](const Ins& x) { return one(matmul(x[0], x[1], ta, tb)); }; };

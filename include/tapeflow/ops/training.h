@@ -1,0 +1,25 @@
+#pragma once
+/// \file ops/training.h
+/// Optimizer update rules as single ops (TensorFlow's training ops), which the optimizers in
+/// optim/ run instead of a dozen elementwise ops per variable.
+
+#include <array>
+
+#include "tapeflow/tensor.h"
+
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
+namespace tapeflow::raw_ops {
+
+/// One Adam step in one pass (op "ApplyAdam", TensorFlow's ApplyAdam without its variables):
+/// returns {var', m', v'} with
+///   m' = m + (grad - m) * (1 - beta_1),  v' = v + (grad^2 - v) * (1 - beta_2),
+///   var' = var - m' * lr_t / (sqrt(v') + epsilon),
+/// rounded exactly as those elementwise ops (each product and sum rounded to the dtype; no fused
+/// multiply-add). `lr_t` is a scalar: the learning rate with Adam's bias corrections folded in.
+/// All of the same float dtype; m, v and grad of var's shape. Not differentiable.
+/// InvalidArgumentError (naming ApplyAdam, the argument, shapes and dtypes) otherwise.
+std::array<Tensor, 3> apply_adam(const Tensor& var, const Tensor& m, const Tensor& v, const Tensor& lr_t,
+                                 const Tensor& grad, double beta_1, double beta_2, double epsilon);
+
+}  // namespace tapeflow::raw_ops
+#pragma GCC visibility pop

@@ -1,0 +1,96 @@
+// Optimizer update rules as single ops (TensorFlow's training ops). An optimizer's step written
+// with elementwise ops reads and writes every slot a dozen times; one op reads var, m, v and the
+// gradient once and writes the three results once.
+//
+// The results must equal those of the ops they replace, bit for bit (a traced and an eager step,
+// N ranks against one process, checkpoints resumed), so this file is compiled without
+// floating-point contraction (no fused multiply-add: CMakeLists.txt) and rounds every product,
+// quotient and sum to the dtype in the order the optimizer's formula gives. sqrt is correctly
+// rounded both here and in the Sqrt op (the hardware instruction); -fno-math-errno lets the loop
+// use it vectorised.
+
+#include "tapeflow/ops/training.h"
+
+#include <cmath>
+
+#include "core/parallel.h"
+#include "ops/families.h"
+#include "ops/op_util.h"
+
+namespace tapeflow {
+namespace ops {
+namespace {
+
+struct AdamAttrs {
+  double beta_1 = 0.9;
+  double beta_2 = 0.999;
+  double epsilon = 1e-7;
+};
+
+template <class T>
+void adam_kernel(const AdamAttrs& a, const T* w, const T* m, const T* v, T lr, const T* g, std::int64_t n,
+                 T* w_out, T* m_out, T* v_out) {
+  // The scalars as the elementwise ops would see them: a double operand becomes the dtype's.
+  const T c1 = static_cast<T>(1.0 - a.beta_1), c2 = static_cast<T>(1.0 - a.beta_2);
+  const T eps = static_cast<T>(a.epsilon);
+  cpu::parallel_for(n, cpu::kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const T mi = m[i] + (g[i] - m[i]) * c1;
+      const T vi = v[i] + (g[i] * g[i] - v[i]) * c2;
+      m_out[i] = mi;
+      v_out[i] = vi;
+      w_out[i] = w[i] - mi * lr / (std::sqrt(vi) + eps);
+    }
+  });
+}
+
+}  // namespace
+
+// {var', m', v'} = one Adam step (see tapeflow/ops/training.h); not differentiable.
+struct ApplyAdam {
+  static constexpr std::string_view kName = "ApplyAdam";
+  using Attrs = AdamAttrs;
+  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
+    const Tensor &w = in[0], &m = in[1], &v = in[2], &lr = in[3], &g = in[4];
+    require_floating(w, kName, "var");
+    constexpr std::array<std::string_view, 5> kNames = {"var", "m", "v", "lr_t", "grad"};
+    for (std::size_t i = 1; i < in.size(); ++i) {
+      TAPEFLOW_REQUIRE(in[i].dtype() == w.dtype(), InvalidArgumentError,
+                       "[{}] '{}' must have var's dtype: var is a {}, {} is a {}", kName, kNames[i],
+                       describe(w), kNames[i], describe(in[i]));
+      TAPEFLOW_REQUIRE(i == 3 ? in[i].rank() == 0 : in[i].shape() == w.shape(), InvalidArgumentError,
+                       "[{}] '{}' must have {}: var is a {}, {} is a {}", kName, kNames[i],
+                       i == 3 ? "shape () (a scalar)" : "var's shape", describe(w), kNames[i],
+                       describe(in[i]));
+    }
+    std::vector<Tensor> out;
+    for (int i = 0; i < 3; ++i) out.push_back(detail::empty(w.shape(), w.dtype(), kName));
+    visit_floating(w.dtype(), [&]<class T>() {
+      adam_kernel<T>(a, w.values<T>().data(), m.values<T>().data(), v.values<T>().data(), lr.values<T>()[0],
+                     g.values<T>().data(), w.num_elements(), detail::mutable_data<T>(out[0]),
+                     detail::mutable_data<T>(out[1]), detail::mutable_data<T>(out[2]));
+    });
+    return out;
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(5, {"beta_1", "beta_2", "epsilon"});
+    const auto r = raw_ops::apply_adam(a.in(0), a.in(1), a.in(2), a.in(3), a.in(4), a.f("beta_1", 0.9),
+                                       a.f("beta_2", 0.999), a.f("epsilon", 1e-7));
+    return {r.begin(), r.end()};
+  }
+};
+}  // namespace ops
+
+std::array<Tensor, 3> raw_ops::apply_adam(const Tensor& var, const Tensor& m, const Tensor& v,
+                                          const Tensor& lr_t, const Tensor& grad, double beta_1,
+                                          double beta_2, double epsilon) {
+  const std::array<Tensor, 5> in{var, m, v, lr_t, grad};
+  const std::vector<Tensor> r = autodiff::apply_list<ops::ApplyAdam>({beta_1, beta_2, epsilon}, in);
+  return {r[0], r[1], r[2]};
+}
+
+namespace ops {
+void register_training_ops(Registrar& r) { r.add_non_differentiable<ApplyAdam>(); }
+}  // namespace ops
+
+}  // namespace tapeflow
