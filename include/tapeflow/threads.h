@@ -4,15 +4,17 @@
 ///
 ///   tf::set_num_threads(1);   // everything on the calling thread (deterministic timing)
 ///
-/// One knob for both thread pools a computation uses: tapeflow's own pool (elementwise kernels,
-/// reductions, convolutions' im2col, ...) and OpenBLAS's (matrix products), which tapeflow links.
-/// Results are bitwise identical for every thread count. The default is the machine's hardware
-/// concurrency. Setting it affects later ops on every thread of the process.
+/// One knob for the three thread pools a computation uses: tapeflow's own pool (elementwise
+/// kernels, reductions, pooling, ...), OpenBLAS's (matrix products) and oneDNN's OpenMP threads
+/// (float32 convolutions), which tapeflow links. tapeflow's own kernels give bitwise identical
+/// results for every thread count; OpenBLAS and oneDNN choose their own splits (the CNN's
+/// convolutions measured the same at one and two threads). The default is the machine's
+/// hardware concurrency. Setting it affects later ops on every thread of the process.
 
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
-/// Sets the thread count of tapeflow's pool and of OpenBLAS. Counts above the machine's hardware
+/// Sets the thread count of tapeflow's pool, OpenBLAS and oneDNN. Counts above the machine's hardware
 /// concurrency use all of its cores. Throws InvalidArgumentError for n < 1.
 void set_num_threads(int n);
 

@@ -1,5 +1,6 @@
 // tapeflow::set_num_threads / num_threads (include/tapeflow/threads.h): the public knob over
-// tapeflow's pool (src/core/parallel.h) and OpenBLAS's threads.
+// tapeflow's pool (src/core/parallel.h) and OpenBLAS's threads; oneDNN's OpenMP threads follow
+// the pool's count at each call (src/kernels/cpu/onednn.cpp).
 #include "tapeflow/threads.h"
 
 #include <algorithm>
