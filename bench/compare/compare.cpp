@@ -512,13 +512,18 @@ EpochData epoch_data(const Options& o) {
           "random data of Fashion-MNIST's shape (60,000 x 28x28x1)"};
 }
 
-std::shared_ptr<tf::layers::Sequential> tf_model(bool cnn) {
+/// The model under dtype policy `precision` ("float32" or "mixed_bfloat16"); the logits layer
+/// computes in float32 either way (Keras's advice for mixed precision).
+std::shared_ptr<tf::layers::Sequential> tf_model(bool cnn, std::string_view precision) {
   namespace L = tf::layers;
+  const tf::mixed_precision::Policy p(precision), logits("float32");
   if (cnn)
-    return L::sequential({L::conv2d(32, {3, 3}, "relu", {.padding = "same"}), L::max_pool2d(),
-                          L::conv2d(64, {3, 3}, "relu", {.padding = "same"}), L::max_pool2d(), L::flatten(),
-                          L::dense(128, "relu"), L::dense(10)});
-  return L::sequential({L::flatten(), L::dense(256, "relu"), L::dense(128, "relu"), L::dense(10)});
+    return L::sequential(
+        {L::conv2d(32, {3, 3}, "relu", {.padding = "same", .dtype_policy = p}), L::max_pool2d(),
+         L::conv2d(64, {3, 3}, "relu", {.padding = "same", .dtype_policy = p}), L::max_pool2d(), L::flatten(),
+         L::dense(128, "relu", {.dtype_policy = p}), L::dense(10, {.dtype_policy = logits})});
+  return L::sequential({L::flatten(), L::dense(256, "relu", {.dtype_policy = p}),
+                        L::dense(128, "relu", {.dtype_policy = p}), L::dense(10, {.dtype_policy = logits})});
 }
 
 torch::nn::Sequential torch_model(bool cnn) {
@@ -549,24 +554,30 @@ void epochs(const Options& o, std::vector<Row>& rows) {
     pyb.push_back(plabels.slice(0, lo, hi).contiguous());
   }
   for (bool cnn : {false, true}) {
-    auto model = tf_model(cnn);
-    model->call(xb[0], true);  // builds the layers
-    std::vector<tf::Variable> vars = model->trainable_variables();
-    tf::optimizers::Adam adam(1e-3);
+    // tapeflow in float32 and in mixed bfloat16, each with its own model and Adam.
+    struct TfSide {
+      std::shared_ptr<tf::layers::Sequential> model;
+      std::vector<tf::Variable> vars;
+      tf::optimizers::Adam adam{1e-3};
+    };
+    TfSide f32{tf_model(cnn, "float32"), {}}, bf16{tf_model(cnn, "mixed_bfloat16"), {}};
+    for (TfSide* t : {&f32, &bf16}) {
+      t->model->call(xb[0], true);  // builds the layers
+      t->vars = t->model->trainable_variables();
+    }
+    auto tf_epoch = [&](TfSide& t) {
+      return compare::seconds([&] {
+        for (std::int64_t i = 0; i < batches; ++i) {
+          tf::GradientTape tape;
+          tf::Tensor loss =
+              tf::losses::sparse_categorical_crossentropy(yb[i], t.model->call(xb[i], true), true);
+          t.adam.apply_gradients(tape.gradient(loss, t.vars), t.vars);
+        }
+      });
+    };
     torch::nn::Sequential pm = torch_model(cnn);
     torch::optim::Adam padam(pm->parameters(), torch::optim::AdamOptions(1e-3));
-    std::vector<Side> sides = {{"tapeflow",
-                                [&] {
-                                  return compare::seconds([&] {
-                                    for (std::int64_t i = 0; i < batches; ++i) {
-                                      tf::GradientTape tape;
-                                      tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(
-                                          yb[i], model->call(xb[i], true), true);
-                                      adam.apply_gradients(tape.gradient(loss, vars), vars);
-                                    }
-                                  });
-                                },
-                                {}},
+    std::vector<Side> sides = {{"tapeflow", [&] { return tf_epoch(f32); }, {}},
                                {"torch",
                                 [&] {
                                   return compare::seconds([&] {
@@ -579,7 +590,8 @@ void epochs(const Options& o, std::vector<Row>& rows) {
                                     }
                                   });
                                 },
-                                {}}};
+                                {}},
+                               {"tapeflow mixed_bfloat16", [&] { return tf_epoch(bf16); }, {}}};
     // An epoch is long: one warm-up (inside alternate) and few rounds.
     auto m = compare::alternate(sides, cnn ? 1 : 3);
     const double full = static_cast<double>((n + batch - 1) / batch) / static_cast<double>(batches);
@@ -592,6 +604,11 @@ void epochs(const Options& o, std::vector<Row>& rows) {
                   ? fmt(", timed on %.0f batches and scaled to the epoch", static_cast<double>(batches))
                   : std::string(", full epoch")) +
              (cnn ? "; LibTorch NCHW, tapeflow NHWC (each its native layout)" : "")});
+    rows.push_back({std::string("issue 18: one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") +
+                        ", Adam, batch 128, tapeflow mixed_bfloat16 vs LibTorch float32",
+                    "s", m[2] * full, m[1] * full,
+                    fmt2("%.0f vs %.0f examples/s", batches * batch / m[2], batches * batch / m[1]), o.config,
+                    "layers compute in bfloat16 (float32 variables, logits, loss and Adam); same batches"});
   }
 }
 

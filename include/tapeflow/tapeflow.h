@@ -38,6 +38,7 @@
 #include "tapeflow/gradient.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/memory.h"
+#include "tapeflow/mixed_precision.h"
 #include "tapeflow/module.h"
 #include "tapeflow/nest.h"
 #include "tapeflow/nn/batch_normalization.h"

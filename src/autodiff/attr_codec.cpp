@@ -18,13 +18,13 @@ void to_from_little_endian(unsigned char* bytes, std::size_t n, std::size_t elem
   }
 }
 
+}  // namespace
+
 std::uint8_t dtype_code(DType d) {
   const auto* it = std::find(kDTypeOfCode.begin(), kDTypeOfCode.end(), d);
   TAPEFLOW_ASSERT(it != kDTypeOfCode.end(), "dtype {} has no file code", static_cast<int>(d));
   return static_cast<std::uint8_t>(it - kDTypeOfCode.begin());
 }
-
-}  // namespace
 
 // --- AttrWriter -------------------------------------------------------------------------------
 

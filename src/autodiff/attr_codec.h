@@ -55,8 +55,10 @@ namespace tapeflow::autodiff {
 
 /// The byte codes of the dtypes in tapeflow's files: kDTypeOfCode[code]. Written out rather than
 /// cast from the enum, so reordering DType can never silently change a format.
-inline constexpr std::array<DType, 5> kDTypeOfCode = {DType::Float32, DType::Float64, DType::Int32,
-                                                      DType::Int64, DType::Bool};
+inline constexpr std::array<DType, 6> kDTypeOfCode = {DType::Float32, DType::Float64, DType::Int32,
+                                                      DType::Int64,   DType::Bool,    DType::BFloat16};
+/// The byte code of `d` in tapeflow's files.
+std::uint8_t dtype_code(DType d);
 
 /// Appends little-endian encodings to a byte string.
 class AttrWriter {

@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "autodiff/dispatch.h"
+#include "core/bfloat16.h"
 #include "core/check.h"
 #include "tapeflow/debugging.h"
 
@@ -28,6 +29,8 @@ void check_numerics(const OpDef& op, std::span<const Tensor> outputs) {
     };
     if (t.dtype() == DType::Float32)
       count(t.values<float>());
+    else if (t.dtype() == DType::BFloat16)
+      count(detail::bfloat16_to_float32(t, "CheckNumerics").values<float>());
     else
       count(t.values<double>());
     TAPEFLOW_REQUIRE(

@@ -96,6 +96,10 @@ struct AttrsOf<Op> {
 
 /// Throws InvalidArgumentError naming `op` if an input is an undefined Tensor.
 void require_defined(std::string_view op, std::span<const Tensor* const> inputs);
+/// require_defined, and what bfloat16 inputs mean for the op: InvalidArgumentError naming `op`
+/// and the tensor if it has no bfloat16 kernel (kNone); true if it computes them through float32
+/// (kThroughFloat32: the caller runs forward_entry, which widens them), else false.
+bool require_inputs(std::string_view op, std::span<const Tensor* const> inputs, BFloat16Support support);
 
 /// Number of GradientTapes alive in the process (any thread).
 extern std::atomic<int> g_live_tapes;
@@ -131,7 +135,6 @@ void after_forward(const Attrs& attrs, std::span<const Tensor* const> ins, std::
 std::vector<Tensor> run_op(const OpDef& op, const std::shared_ptr<const void>& attrs,
                            std::span<const Tensor> inputs);
 
-/// Runs a single-output op without attributes on fixed inputs.
 /// Runs an op's forward. While a trace watches host reads (tensor.h's t_host_read_hook), the op's
 /// own reads of its operands (a scalar operand read with item()) are not the traced body's: the
 /// hook is off for the forward. Costs one thread-local load otherwise.
@@ -148,10 +151,24 @@ decltype(auto) run_forward(F&& forward) {
   return forward();
 }
 
+/// The dispatch path of an op given bfloat16 inputs it computes through float32 (forward_entry
+/// widens them and rounds its results), out of line of the float path.
+template <class Op, class Attrs>
+std::vector<Tensor> apply_through_float32(const Attrs& attrs, std::span<const Tensor* const> ins) {
+  std::vector<Tensor> in;
+  in.reserve(ins.size());
+  for (const Tensor* t : ins) in.push_back(*t);
+  std::vector<Tensor> outs = run_forward([&] { return forward_entry<Op>(&attrs, in); });
+  after_forward<Op>(attrs, ins, outs);
+  return outs;
+}
+
+/// Runs a single-output op without attributes on fixed inputs.
 template <class Op, class... In>
 Tensor apply(const In&... in) {
   const std::array<const Tensor*, sizeof...(In)> ins{&in...};
-  require_defined(Op::kName, ins);
+  if (require_inputs(Op::kName, ins, bfloat16_support<Op>())) [[unlikely]]
+    return apply_through_float32<Op>(NoAttrs{}, ins)[0];
   Tensor out = run_forward([&] { return Op::forward(in...); });
   after_forward<Op>(NoAttrs{}, ins, {&out, 1});
   return out;
@@ -161,7 +178,8 @@ Tensor apply(const In&... in) {
 template <class Op, class... In>
 Tensor apply_with(const typename Op::Attrs& attrs, const In&... in) {
   const std::array<const Tensor*, sizeof...(In)> ins{&in...};
-  require_defined(Op::kName, ins);
+  if (require_inputs(Op::kName, ins, bfloat16_support<Op>())) [[unlikely]]
+    return apply_through_float32<Op>(attrs, ins)[0];
   Tensor out = run_forward([&] { return Op::forward(attrs, in...); });
   after_forward<Op>(attrs, ins, {&out, 1});
   return out;
@@ -174,7 +192,8 @@ std::vector<Tensor> apply_list(const typename AttrsOf<Op>::type& attrs, std::spa
   std::vector<const Tensor*> ins;
   ins.reserve(inputs.size());
   for (const Tensor& t : inputs) ins.push_back(&t);
-  require_defined(Op::kName, ins);
+  if (require_inputs(Op::kName, ins, bfloat16_support<Op>())) [[unlikely]]
+    return apply_through_float32<Op>(attrs, ins);
   std::vector<Tensor> outs = run_forward([&] { return Op::forward(attrs, inputs); });
   after_forward<Op>(attrs, ins, outs);
   return outs;

@@ -47,6 +47,27 @@ using ForwardFunction = std::vector<Tensor> (*)(const void* attrs, std::span<con
 template <class Op>
 std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in);
 
+/// How an op takes bfloat16 inputs (docs/ARCHITECTURE.md, "bfloat16"). An op struct may declare
+/// `static constexpr BFloat16Support kBFloat16 = ...;`; without it an elementwise op or reduction
+/// (one declaring kElement, kArray or kBlock, block_op.h) computes through float32 and any other
+/// op has none.
+enum class BFloat16Support : std::uint8_t {
+  kNone,            // InvalidArgumentError naming the op and the tensor
+  kThroughFloat32,  // bfloat16 inputs widened to float32, the float32 forward, float32 outputs
+                    // rounded to bfloat16
+  kNative,          // the forward computes bfloat16 itself (Cast, the products, shape ops)
+};
+template <class Op>
+constexpr BFloat16Support bfloat16_support() {
+  if constexpr (requires { Op::kBFloat16; })
+    return Op::kBFloat16;
+  else if constexpr (
+      requires { Op::kElement; } || requires { Op::kArray; } || requires { Op::kBlock; })
+    return BFloat16Support::kThroughFloat32;
+  else
+    return BFloat16Support::kNone;
+}
+
 // AttrsCodec (attr_codec.h): how a graph compares, hashes, writes and reads an op's typed
 // attributes; built once per Attrs type. nullptr for an op without attributes.
 
@@ -92,6 +113,9 @@ class OpDef {
   /// fused kernel (kernels/cpu/block_op.h, set by the op's registration from its struct), or
   /// nullptr for an op that is not elementwise (or a reduction a fused kernel can end with).
   const cpu::BlockOp* block = nullptr;
+  /// How the op takes bfloat16 inputs: set from its struct with `forward`; the graph ops pass
+  /// them to the ops inside, which decide.
+  BFloat16Support bfloat16 = BFloat16Support::kNone;
 
  private:
   std::string name_;
@@ -139,6 +163,7 @@ class Registry {
     if constexpr (requires { &Op::forward; }) {
       OpDef& def = get(Op::kName);
       def.forward = &forward_entry<Op>;
+      def.bfloat16 = bfloat16_support<Op>();
       // Generated from the Attrs struct; a field type it cannot encode does not compile.
       def.attrs_codec = attrs_codec_of<Op>();
     }
@@ -169,6 +194,14 @@ struct Signature<R (*)(First, Rest...)> {
 /// takes (a file forged with a valid checksum must not make forward read past its inputs).
 void require_arity(std::string_view op, std::size_t given, std::size_t arity);
 
+/// Whether an input is a bfloat16 tensor.
+bool any_bfloat16(std::span<const Tensor> in);
+/// The inputs with each bfloat16 tensor widened to float32. Throws InvalidArgumentError naming
+/// `op` if bfloat16 operands meet float32 or float64 ones (no implicit casting).
+std::vector<Tensor> widen_bfloat16(std::string_view op, std::span<const Tensor> in);
+/// Rounds each float32 output to bfloat16 (others, bool results of comparisons, stay).
+void narrow_to_bfloat16(std::vector<Tensor>& outputs);
+
 /// The typed attributes behind a node's pointer; an empty Attrs type is never stored.
 template <class Attrs>
 const Attrs& attrs_at(const void* attrs) {
@@ -185,6 +218,13 @@ template <class Op>
 std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in) {
   using Sig = forward_detail::Signature<decltype(&Op::forward)>;
   using First = typename Sig::FirstArg;
+  if constexpr (bfloat16_support<Op>() == BFloat16Support::kThroughFloat32) {
+    if (forward_detail::any_bfloat16(in)) [[unlikely]] {
+      std::vector<Tensor> out = forward_entry<Op>(attrs, forward_detail::widen_bfloat16(Op::kName, in));
+      forward_detail::narrow_to_bfloat16(out);
+      return out;
+    }
+  }
   if constexpr (std::is_same_v<typename Sig::Result, std::vector<Tensor>>) {
     return Op::forward(forward_detail::attrs_at<First>(attrs), in);
   } else if constexpr (!std::is_same_v<First, Tensor>) {

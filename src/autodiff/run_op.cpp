@@ -1,7 +1,10 @@
 // The dispatch path for an op known only by its OpDef (a node of a traced graph run eagerly):
 // the same steps as apply() in dispatch.h, with the attributes already shared.
 
+#include <algorithm>
+
 #include "autodiff/dispatch.h"
+#include "core/bfloat16.h"
 #include "core/check.h"
 
 namespace tapeflow::autodiff {
@@ -13,13 +16,62 @@ void forward_detail::require_arity(std::string_view op, std::size_t given, std::
                    arity, given);
 }
 
+bool forward_detail::any_bfloat16(std::span<const Tensor> in) {
+  return std::any_of(in.begin(), in.end(), [](const Tensor& t) { return t.dtype() == DType::BFloat16; });
+}
+
+std::vector<Tensor> forward_detail::widen_bfloat16(std::string_view op, std::span<const Tensor> in) {
+  const auto wide = std::find_if(in.begin(), in.end(), [](const Tensor& t) {
+    return t.dtype() == DType::Float32 || t.dtype() == DType::Float64;
+  });
+  if (wide != in.end()) {
+    const auto narrow =
+        std::find_if(in.begin(), in.end(), [](const Tensor& t) { return t.dtype() == DType::BFloat16; });
+    throw InvalidArgumentError(
+        fmt::format("[{}] operands must have the same dtype (no implicit casting): input {} is a bfloat16 "
+                    "tensor of shape {}, "
+                    "input {} a {} tensor of shape {}",
+                    op, narrow - in.begin(), narrow->shape().to_string(), wide - in.begin(),
+                    dtype_name(wide->dtype()), wide->shape().to_string()));
+  }
+  std::vector<Tensor> out(in.begin(), in.end());
+  for (Tensor& t : out)
+    if (t.dtype() == DType::BFloat16) t = detail::bfloat16_to_float32(t, op);
+  return out;
+}
+
+void forward_detail::narrow_to_bfloat16(std::vector<Tensor>& outputs) {
+  for (Tensor& t : outputs)
+    if (t.dtype() == DType::Float32) t = detail::float32_to_bfloat16(t, "bfloat16 result");
+}
+
+bool require_inputs(std::string_view op, std::span<const Tensor* const> inputs, BFloat16Support support) {
+  bool bf16 = false;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    TAPEFLOW_REQUIRE(inputs[i]->defined(), InvalidArgumentError,
+                     "[{}] input {} is an undefined (default-constructed) Tensor", op, i);
+    bf16 = bf16 || inputs[i]->dtype() == DType::BFloat16;
+  }
+  if (!bf16 || support == BFloat16Support::kNative) [[likely]]
+    return false;
+  if (support == BFloat16Support::kNone) {
+    std::size_t i = 0;
+    while (inputs[i]->dtype() != DType::BFloat16) ++i;
+    throw InvalidArgumentError(fmt::format(
+        "[{}] has no bfloat16 kernel: input {} is a bfloat16 tensor of shape {} (cast it to float32 with "
+        "tf::cast, or keep this op in float32)",
+        op, i, inputs[i]->shape().to_string()));
+  }
+  return true;
+}
+
 std::vector<Tensor> run_op(const OpDef& op, const std::shared_ptr<const void>& attrs,
                            std::span<const Tensor> inputs) {
   TAPEFLOW_ASSERT(op.forward != nullptr, "[{}] has no forward entry to run it from a graph", op.name());
   std::vector<const Tensor*> ins;
   ins.reserve(inputs.size());
   for (const Tensor& t : inputs) ins.push_back(&t);
-  require_defined(op.name(), ins);
+  require_inputs(op.name(), ins, op.bfloat16);  // forward_entry widens what computes through float32
   std::vector<Tensor> outs = run_forward([&] { return op.forward(attrs.get(), inputs); });
   if (g_check_numerics.load(std::memory_order_relaxed)) [[unlikely]]
     check_numerics(op, outs);

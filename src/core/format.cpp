@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/bfloat16.h"
 #include "tapeflow/tensor.h"
 
 namespace tapeflow {
@@ -424,10 +425,18 @@ class ArrayPrinter {
   std::string_view separator_;
 };
 
+/// The tensor whose values are printed: a bfloat16 tensor's exact values in float32 (1.1 rounded
+/// to bfloat16 prints as 1.1015625, the value it holds), any other tensor itself.
+Tensor printable(const Tensor& t) {
+  return t.dtype() == DType::BFloat16 ? detail::bfloat16_to_float32(t, "print") : t;
+}
+
 /// np.array2string with default options; `suffix_length` is taken off the line width.
 std::string array2string(const Tensor& t, std::string_view separator, std::size_t prefix_length,
                          std::size_t suffix_length) {
   if (t.num_elements() == 0) return "[]";
+  if (t.dtype() == DType::BFloat16)
+    return array2string(printable(t), separator, prefix_length, suffix_length);
   return visit_dtype(t.dtype(), [&]<class T>() {
     return ArrayPrinter<T>(t, separator).print(prefix_length, kLineWidth - suffix_length);
   });
@@ -456,7 +465,8 @@ std::string array_repr(const Tensor& t) {
 }
 
 std::string scalar_text(const Tensor& t) {
-  return visit_dtype(t.dtype(), [&]<class T>() { return scalar_text(t.values<T>()[0]); });
+  const Tensor p = printable(t);
+  return visit_dtype(p.dtype(), [&]<class T>() { return scalar_text(p.values<T>()[0]); });
 }
 
 /// TensorFlow's numpy_text: a multi-line text starts on a line of its own.

@@ -7,17 +7,13 @@
 #include <cmath>
 #include <cstdint>
 
+#include "tapeflow/dtype.h"
+
 namespace tapeflow {
 
-/// bfloat16: float32's top 16 bits, rounded to nearest even; a NaN stays a (quiet) NaN.
-inline std::uint16_t float_to_bf16(float f) {
-  const auto x = std::bit_cast<std::uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x0040u);
-  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-inline float bf16_to_float(std::uint16_t h) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
-}
+/// bfloat16 as its bit pattern (tapeflow::bfloat16_t, dtype.h, does the rounding).
+inline std::uint16_t float_to_bf16(float f) { return bfloat16_t(f).bits; }
+inline float bf16_to_float(std::uint16_t h) { return static_cast<float>(bfloat16_t::from_bits(h)); }
 
 /// IEEE half, rounded to nearest even: beyond 65504 (to be exact, from 65520) it is infinite,
 /// below 2^-14 subnormal, below 2^-25 zero.

@@ -103,6 +103,10 @@ void throw_not_scalar(const Shape& shape) {
   throw InvalidArgumentError(fmt::format(
       "[Tensor::item] the tensor must have exactly one element, but has shape {}", shape.to_string()));
 }
+void throw_no_bfloat16(std::string_view where) {
+  throw InvalidArgumentError(
+      fmt::format("[{}] has no bfloat16 kernel: cast the tensor to float32 first (tf::cast)", where));
+}
 void throw_undefined(std::string_view what) {
   throw InvalidArgumentError(fmt::format("[{}] the tensor is undefined (default-constructed Tensor)", what));
 }

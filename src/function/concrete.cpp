@@ -63,6 +63,7 @@ const autodiff::OpDef& call_op() {
     autodiff::registry().define("PartitionedCall", autodiff::kSavesInputs, &call_gradient);
     autodiff::OpDef& def = autodiff::registry().get("PartitionedCall");
     def.graph_op = true;
+    def.bfloat16 = autodiff::BFloat16Support::kNative;  // its ops check their own inputs
     return def;
   }();
   return op;

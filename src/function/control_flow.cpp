@@ -304,6 +304,7 @@ const autodiff::OpDef& define_op(std::string_view name, autodiff::ForwardFunctio
   op.forward = forward;
   op.stateful = stateful;
   op.graph_op = true;
+  op.bfloat16 = autodiff::BFloat16Support::kNative;  // its ops check their own inputs
   op.attrs_codec = codec;
   return op;
 }

@@ -60,7 +60,8 @@ std::optional<DType> fusable_dtype(const Graph& g, const Node& n) {
   auto accepts = [&](ValueId v) {
     const DType d = g.values[v].dtype;
     if (d == DType::Bool) return elementwise;  // a reduction sums T only
-    if (!is_floating(d) || (floating && *floating != d)) return false;
+    // bfloat16 values are left to their ops, which widen them (the evaluator computes in T).
+    if ((d != DType::Float32 && d != DType::Float64) || (floating && *floating != d)) return false;
     floating = d;
     return true;
   };

@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autodiff/attr_codec.h"
 #include "core/check.h"
 #include "io/file_util.h"
 
@@ -51,20 +52,11 @@ U get_le(const unsigned char* p) {
   return v;
 }
 
-// The file's dtype codes: kDTypeOfCode[code]. Written out rather than cast from the enum, so
-// reordering DType can never silently change the format.
-constexpr std::array<DType, 5> kDTypeOfCode = {DType::Float32, DType::Float64, DType::Int32, DType::Int64,
-                                               DType::Bool};
-
-std::uint8_t dtype_code(DType d) {
-  const auto it = std::find(kDTypeOfCode.begin(), kDTypeOfCode.end(), d);
-  if (it == kDTypeOfCode.end())
-    throw UnimplementedError(fmt::format("[save_checkpoint] unsupported dtype code {}", static_cast<int>(d)));
-  return static_cast<std::uint8_t>(it - kDTypeOfCode.begin());
-}
+// The file's dtype codes are autodiff::kDTypeOfCode (attr_codec.h), shared with tf::function's files.
+using autodiff::dtype_code;
 std::optional<DType> dtype_from_code(std::uint8_t c) {
-  if (c >= kDTypeOfCode.size()) return std::nullopt;
-  return kDTypeOfCode[c];
+  if (c >= autodiff::kDTypeOfCode.size()) return std::nullopt;
+  return autodiff::kDTypeOfCode[c];
 }
 
 // Converts `n` bytes of elements of `elem` bytes between host and little-endian order, in place.

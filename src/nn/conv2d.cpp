@@ -27,7 +27,7 @@ std::string tf_padding(std::string_view padding) {
 
 Conv2D::Conv2D(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, Activation activation,
                Conv2DOptions options)
-    : Layer(options.name),
+    : Layer(options.name, options.dtype_policy),
       filters_(filters),
       kernel_size_(kernel_size),
       activation_(std::move(activation)),
@@ -95,7 +95,7 @@ Tensor Conv2D::operator()(const Tensor& x) {
   TAPEFLOW_REQUIRE(x.rank() == 4, InvalidArgumentError,
                    "[{}] layer '{}' needs inputs of rank 4 (batch, height, width, channels), got shape {}",
                    kConv2D, name(), x.shape().to_string());
-  if (!built()) build(x.shape(), x.dtype());
+  if (!built()) build(x.shape(), variable_dtype(x.dtype()));
   const Shape& k = kernel_->shape();
   const std::int64_t channels = k[2] * options_.groups;
   TAPEFLOW_REQUIRE(
@@ -103,9 +103,11 @@ Tensor Conv2D::operator()(const Tensor& x) {
       "[{}] layer '{}' was built for inputs with {} channels and has a kernel of shape {}; got an "
       "input of shape {}",
       kConv2D, name(), channels, k.to_string(), x.shape().to_string());
-  TAPEFLOW_REQUIRE(x.dtype() == kernel_->dtype(), InvalidArgumentError,
+  const Tensor xc = autocast(x);
+  const DType compute = dtype_policy() ? dtype_policy()->compute_dtype() : kernel_->dtype();
+  TAPEFLOW_REQUIRE(xc.dtype() == compute, InvalidArgumentError,
                    "[{}] layer '{}' was built for {} inputs; got an input of shape {} and dtype {}", kConv2D,
-                   name(), dtype_name(kernel_->dtype()), x.shape().to_string(), dtype_name(x.dtype()));
+                   name(), dtype_name(compute), x.shape().to_string(), dtype_name(x.dtype()));
   const auto& d = options_.dilation_rate;
   const std::int64_t extent_h = (k[0] - 1) * d[0] + 1, extent_w = (k[1] - 1) * d[1] + 1;
   if (tf_padding_ == "VALID") {
@@ -115,11 +117,12 @@ Tensor Conv2D::operator()(const Tensor& x) {
         kConv2D, name(), extent_h, extent_w, x.shape().to_string());
   }
   const std::vector<std::int64_t> strides{options_.strides[0], options_.strides[1]}, dilations{d[0], d[1]};
+  const Tensor kernel = autocast(*kernel_);
   if (bias_ && !fused_activation_.empty())
-    return nn::conv2d_bias_activation(x, *kernel_, *bias_, strides, tf_padding_, fused_activation_,
+    return nn::conv2d_bias_activation(xc, kernel, autocast(*bias_), strides, tf_padding_, fused_activation_,
                                       dilations);
-  Tensor y = nn::conv2d(x, *kernel_, strides, tf_padding_, dilations);
-  if (bias_) y = y + *bias_;
+  Tensor y = nn::conv2d(xc, kernel, strides, tf_padding_, dilations);
+  if (bias_) y = y + autocast(*bias_);
   return activation_ ? activation_(y) : y;
 }
 

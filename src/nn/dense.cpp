@@ -20,7 +20,10 @@ constexpr std::string_view kDense = "Dense";
 Activation activation(std::string_view name) { return detail::named_activation(kDense, name); }
 
 Dense::Dense(std::int64_t units, Activation activation, DenseOptions options)
-    : Layer(options.name), units_(units), activation_(std::move(activation)), options_(std::move(options)) {
+    : Layer(options.name, options.dtype_policy),
+      units_(units),
+      activation_(std::move(activation)),
+      options_(std::move(options)) {
   TAPEFLOW_REQUIRE(units > 0, InvalidArgumentError, "[{}] units must be positive, got {}", kDense, units);
   detail::check_initializer(kDense, options_.kernel_initializer);
 }
@@ -52,18 +55,20 @@ Tensor Dense::operator()(const Tensor& x) {
   TAPEFLOW_REQUIRE(x.rank() >= 2, InvalidArgumentError,
                    "[{}] layer '{}' needs inputs of rank >= 2 (batch, ..., features), got shape {}", kDense,
                    name(), x.shape().to_string());
-  if (!built()) build(x.shape(), x.dtype());
+  if (!built()) build(x.shape(), variable_dtype(x.dtype()));
   const Shape& k = kernel_->shape();
   TAPEFLOW_REQUIRE(
       x.shape()[x.rank() - 1] == k[0], InvalidArgumentError,
       "[{}] layer '{}' was built for inputs of shape (..., {}) and has a kernel of shape {}; got "
       "an input of shape {}",
       kDense, name(), k[0], k.to_string(), x.shape().to_string());
-  TAPEFLOW_REQUIRE(x.dtype() == kernel_->dtype(), InvalidArgumentError,
+  const Tensor xc = autocast(x);
+  const DType compute = dtype_policy() ? dtype_policy()->compute_dtype() : kernel_->dtype();
+  TAPEFLOW_REQUIRE(xc.dtype() == compute, InvalidArgumentError,
                    "[{}] layer '{}' was built for {} inputs; got an input of shape {} and dtype {}", kDense,
-                   name(), dtype_name(kernel_->dtype()), x.shape().to_string(), dtype_name(x.dtype()));
-  Tensor y = matmul(x, *kernel_);
-  if (bias_) y = y + *bias_;
+                   name(), dtype_name(compute), x.shape().to_string(), dtype_name(x.dtype()));
+  Tensor y = matmul(xc, autocast(*kernel_));
+  if (bias_) y = y + autocast(*bias_);
   return activation_ ? activation_(y) : y;
 }
 

@@ -27,6 +27,12 @@ Tensor match_rank(const Tensor& y_true, int rank) {
   return y_true;
 }
 
+/// `t` in float32 if it is bfloat16: losses compute in float32 (mixed precision's rule), so a
+/// bfloat16 model's loss and its softmax keep float32's precision.
+Tensor widen_bfloat16(const Tensor& t) {
+  return t.defined() && t.dtype() == DType::BFloat16 ? cast(t, DType::Float32) : t;
+}
+
 /// y_true matched to y_pred's rank, then checked for y_pred's float dtype and shape.
 Tensor checked_float_labels(std::string_view loss, const Tensor& y_true, const Tensor& y_pred, int min_rank) {
   require_defined(loss, y_true, y_pred);
@@ -51,13 +57,15 @@ Tensor normalised_clipped(const Tensor& y_pred) {
 
 }  // namespace
 
-Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits) {
+Tensor categorical_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits) {
+  const Tensor y_true = widen_bfloat16(y_true_in), y_pred = widen_bfloat16(y_pred_in);
   const Tensor t = checked_float_labels("categorical_crossentropy", y_true, y_pred, 1);
   if (from_logits) return reduce_mean(nn::softmax_cross_entropy_with_logits(t, y_pred));
   return reduce_mean(-reduce_sum(t * log(normalised_clipped(y_pred)), {-1}));
 }
 
-Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits) {
+Tensor sparse_categorical_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits) {
+  const Tensor y_true = widen_bfloat16(y_true_in), y_pred = widen_bfloat16(y_pred_in);
   constexpr std::string_view kLoss = "sparse_categorical_crossentropy";
   require_defined(kLoss, y_true, y_pred);
   TAPEFLOW_REQUIRE(y_true.dtype() == DType::Int32 || y_true.dtype() == DType::Int64, InvalidArgumentError,
@@ -82,14 +90,16 @@ Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pre
   return reduce_mean(nn::sparse_softmax_cross_entropy_with_logits(labels, logits));
 }
 
-Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits) {
+Tensor binary_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits) {
+  const Tensor y_true = widen_bfloat16(y_true_in), y_pred = widen_bfloat16(y_pred_in);
   const Tensor t = checked_float_labels("binary_crossentropy", y_true, y_pred, 0);
   if (from_logits) return reduce_mean(nn::sigmoid_cross_entropy_with_logits(t, y_pred));
   const Tensor p = clip_by_value(y_pred, kEpsilon, 1.0 - kEpsilon);
   return reduce_mean(-(t * log(p) + (1.0 - t) * log(1.0 - p)));
 }
 
-Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
+Tensor mean_squared_error(const Tensor& y_true_in, const Tensor& y_pred_in) {
+  const Tensor y_true = widen_bfloat16(y_true_in), y_pred = widen_bfloat16(y_pred_in);
   const Tensor t = checked_float_labels("mean_squared_error", y_true, y_pred, 0);
   return reduce_mean(squared_difference(t, y_pred));
 }

@@ -55,6 +55,7 @@ Grads reshape_back(const GradContext& c) {
 struct Reshape {
   static constexpr std::string_view kName = "Reshape";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;  // the same bytes
   static constexpr bool kBatchable = true;
   struct Attrs {
     Shape shape;
@@ -125,6 +126,7 @@ struct NewShape {
 /// What ExpandDims and Squeeze share: y is x's bytes with a new shape;  dx = reshape(dy, shape(x)).
 struct Relabel {
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;  // the same bytes
   using Attrs = NewShape;
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) { return reshape_back(c); }
@@ -202,6 +204,7 @@ std::vector<std::int64_t> inverse_permutation(const std::vector<int>& perm) {
 struct Transpose {
   static constexpr std::string_view kName = "Transpose";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact
   using Attrs = TransposeAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     std::vector<std::int64_t> out(a.perm.size());

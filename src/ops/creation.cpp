@@ -10,6 +10,7 @@
 #include <limits>
 #include <numbers>
 
+#include "core/bfloat16.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "ops/families.h"
@@ -125,11 +126,14 @@ TAPEFLOW_INSTANTIATE_CONSTANT(double)
 TAPEFLOW_INSTANTIATE_CONSTANT(std::int32_t)
 TAPEFLOW_INSTANTIATE_CONSTANT(std::int64_t)
 TAPEFLOW_INSTANTIATE_CONSTANT(bool)
+TAPEFLOW_INSTANTIATE_CONSTANT(bfloat16_t)
 #undef TAPEFLOW_INSTANTIATE_CONSTANT
 
 Tensor constant(double value, DType dtype) { return fill(Shape(), value, dtype); }
 
 Tensor fill(const Shape& shape, double value, DType dtype) {
+  if (dtype == DType::BFloat16)
+    return detail::float32_to_bfloat16(fill(shape, value, DType::Float32), "Fill");
   Tensor t = detail::empty(shape, dtype, "Fill");
   visit_dtype(dtype, [&]<class T>() {
     const T v = convert_exactly<T>(value, "Fill");
@@ -174,7 +178,7 @@ Tensor range(double start, double limit, double delta, DType dtype) {
 Tensor range(std::int64_t limit, DType dtype) { return range(0.0, static_cast<double>(limit), 1.0, dtype); }
 
 Tensor linspace(double start, double stop, std::int64_t num, DType dtype) {
-  TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
+  TAPEFLOW_REQUIRE(dtype == DType::Float32 || dtype == DType::Float64, InvalidArgumentError,
                    "[LinSpace] dtype must be float32 or float64, got {}", dtype_name(dtype));
   TAPEFLOW_REQUIRE(num >= 0, InvalidArgumentError, "[LinSpace] num must be >= 0, got {}", num);
   Tensor t = detail::empty(Shape::checked(std::array{num}, "LinSpace"), dtype, "LinSpace");
@@ -190,6 +194,7 @@ Tensor linspace(double start, double stop, std::int64_t num, DType dtype) {
 Tensor eye(std::int64_t rows, std::optional<std::int64_t> cols, DType dtype) {
   const std::int64_t c = cols.value_or(rows);
   const std::array dims{rows, c};
+  if (dtype == DType::BFloat16) return detail::float32_to_bfloat16(eye(rows, cols, DType::Float32), "Eye");
   Tensor t = zeros(Shape::checked(dims, "Eye"), dtype);
   visit_dtype(dtype, [&]<class T>() {
     T* out = detail::mutable_data<T>(t);
@@ -220,8 +225,20 @@ struct SplitMix64 {
 template <class Gen>
 Tensor generate(const Shape& shape, DType dtype, std::string_view op, Gen gen,
                 double exclusive_max = std::numeric_limits<double>::infinity()) {
-  TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError, "[{}] dtype must be float32 or float64, got {}",
-                   op, dtype_name(dtype));
+  TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
+                   "[{}] dtype must be float32, float64 or bfloat16, got {}", op, dtype_name(dtype));
+  if (dtype == DType::BFloat16) {
+    // float32 values rounded. One that rounded up to the excluded maximum steps to the bfloat16
+    // below it, which is at most the float32 value (rounding moves by less than one step).
+    Tensor t = detail::float32_to_bfloat16(generate(shape, DType::Float32, op, gen, exclusive_max), op);
+    for (bfloat16_t& v : std::span(detail::mutable_data<bfloat16_t>(t), t.values<bfloat16_t>().size())) {
+      if (static_cast<float>(v) < exclusive_max) continue;
+      const bool positive = (v.bits & 0x8000u) == 0;
+      v = bfloat16_t::from_bits(v.bits == 0 ? std::uint16_t{0x8001u}
+                                            : static_cast<std::uint16_t>(positive ? v.bits - 1 : v.bits + 1));
+    }
+    return t;
+  }
   Tensor t = detail::empty(shape, dtype, op);
   ops::visit_floating(dtype, [&]<class T>() {
     T* out = detail::mutable_data<T>(t);
@@ -301,7 +318,7 @@ struct StatelessRandomUniform {
                      "[{}] seed must be an int64 tensor of shape (2,) (key, counter), got a {}", kName,
                      describe(seed));
     TAPEFLOW_REQUIRE(is_floating(a.dtype), InvalidArgumentError,
-                     "[{}] dtype must be float32 or float64, got {} (output shape {})", kName,
+                     "[{}] dtype must be float32, float64 or bfloat16, got {} (output shape {})", kName,
                      dtype_name(a.dtype), a.shape.to_string());
     const auto s = seed.values<std::int64_t>();
     return random::uniform_values(

@@ -11,6 +11,7 @@ namespace ops {
 // y = x;  dx = dy
 struct Identity : ElementwiseInDy {
   static constexpr std::string_view kName = "Identity";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;  // the same bytes
   static constexpr Saves kSaves = kSavesNothing;
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
   static constexpr auto kElement = [](auto v) { return v; };  // what a fused kernel copies
@@ -25,6 +26,7 @@ namespace ops {
 // y = x; no gradient by design (tf.stop_gradient).
 struct StopGradient {
   static constexpr std::string_view kName = "StopGradient";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;  // the same bytes
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
 };
 }  // namespace ops
@@ -34,6 +36,7 @@ namespace ops {
 // y = x; declared non-differentiable, like an op passed to tf.no_gradient.
 struct NoGradient {
   static constexpr std::string_view kName = "NoGradient";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;  // the same bytes
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
 };
 }  // namespace ops

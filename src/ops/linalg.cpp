@@ -8,6 +8,7 @@
 #include <array>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/matmul_onednn.h"
 #include "ops/families.h"
 #include "ops/op_util.h"
 
@@ -120,14 +121,14 @@ Tensor batched_product(std::string_view op, const MatMulAttrs& at, const Tensor&
     expect *= p.out[i];
   }
 
-  visit_dtype(a.dtype(), [&]<class T>() {
+  auto run = [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) {
       const T* pa = a.values<T>().data();
       const T* pb = b.values<T>().data();
       T* pc = detail::mutable_data<T>(out);
       // (batch, m, k) @ (k, n): the batch stacks into one tall (batch * m, k) matrix, one GEMM.
       if (b_shared && a_dense && !at.transpose_a && batches * p.m <= cpu::kMaxGemmDim) {
-        cpu::gemm<T>(false, at.transpose_b, batches * p.m, p.n, p.k, pa, pb, pc);
+        cpu::gemm(false, at.transpose_b, batches * p.m, p.n, p.k, pa, pb, pc);
         return;
       }
       // One matrix times a batch of column vectors, (m, k) @ (batch, k, 1): the vectors stack as
@@ -142,14 +143,14 @@ Tensor batched_product(std::string_view op, const MatMulAttrs& at, const Tensor&
         expect *= p.out[i];
       }
       if (a_shared && b_dense && p.n == 1 && batches <= cpu::kMaxGemmDim) {
-        cpu::gemm<T>(false, !at.transpose_a, batches, p.m, p.k, pb, pa, pc);
+        cpu::gemm(false, !at.transpose_a, batches, p.m, p.k, pb, pa, pc);
         return;
       }
       std::array<std::int64_t, kMaxRank> idx{};
       std::int64_t oa = 0, ob = 0;
       for (std::int64_t bi = 0; bi < batches; ++bi) {
-        cpu::gemm<T>(at.transpose_a, at.transpose_b, p.m, p.n, p.k, pa + oa * a_mat, pb + ob * b_mat,
-                     pc + bi * c_mat);
+        cpu::gemm(at.transpose_a, at.transpose_b, p.m, p.n, p.k, pa + oa * a_mat, pb + ob * b_mat,
+                  pc + bi * c_mat);
         // Advance the batch multi-index, updating both operand offsets incrementally.
         for (int d = nbatch - 1; d >= 0; --d) {
           const auto du = static_cast<std::size_t>(d);
@@ -164,7 +165,11 @@ Tensor batched_product(std::string_view op, const MatMulAttrs& at, const Tensor&
         }
       }
     }
-  });
+  };
+  if (a.dtype() == DType::BFloat16)
+    run.operator()<bfloat16_t>();  // oneDNN's bfloat16 matmul (kernels/cpu/matmul_onednn.h)
+  else
+    visit_dtype(a.dtype(), run);
   return out;
 }
 
@@ -210,6 +215,7 @@ Grads product_grads(const GradContext& c) {
 template <class Op>
 struct ProductOp {
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   // Stacked cotangents are batch dimensions matmul broadcasts over; sum_to_shape keeps them.
   static constexpr bool kBatchable = true;  // da reads b, db reads a
   using Attrs = MatMulAttrs;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "autodiff/masked_lanes.h"
+#include "core/bfloat16.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/families.h"
 #include "ops/op_util.h"
@@ -191,14 +192,22 @@ void require_convertible(const Tensor& x) {
 
 // z = cast(x, dtype);  dx = cast(dz, dtype of x) when both dtypes are float; otherwise no
 // gradient (integers and bools carry none)
+// bfloat16 goes through float32 both ways: widening is exact, and anything else reaches
+// bfloat16 by float32 rounded to nearest even (from float64 and large integers that rounds
+// twice, as TensorFlow's Eigen cast does).
 struct Cast {
   static constexpr std::string_view kName = "Cast";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   struct Attrs {
     DType dtype;
   };
   static Tensor forward(const Attrs& a, const Tensor& x) {
     if (a.dtype == x.dtype()) return detail::share_with_shape(x, x.shape());
+    if (x.dtype() == DType::BFloat16) return forward(a, detail::bfloat16_to_float32(x, kName));
+    if (a.dtype == DType::BFloat16)
+      return detail::float32_to_bfloat16(x.dtype() == DType::Float32 ? x : forward({DType::Float32}, x),
+                                         kName);
     Tensor out = detail::empty(x.shape(), a.dtype, kName);
     visit_dtype(x.dtype(), [&]<class From>() {
       visit_dtype(a.dtype, [&]<class To>() {

@@ -25,6 +25,7 @@
 #include <memory>
 
 #include "core/allocator.h"
+#include "core/bfloat16.h"
 #include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/im2col.h"
@@ -333,7 +334,8 @@ void conv_backprop_filter(const T* x, const T* dy, const cpu::WindowGeometry& g,
 
 void require_same_float(std::string_view op, const Tensor& a, std::string_view an, const Tensor& b,
                         std::string_view bn) {
-  require_floating(a, op, an);
+  // bfloat16 reaches here only in the ops that compute it (kBFloat16 below).
+  if (a.dtype() != DType::BFloat16) require_floating(a, op, an);
   TAPEFLOW_REQUIRE(
       a.dtype() == b.dtype(), InvalidArgumentError,
       "[{}] '{}' and '{}' must have the same dtype (no implicit casting): {} is a {}, {} is a {}", op, an, bn,
@@ -389,12 +391,27 @@ ConvAttrs conv_attrs(std::string_view op, const std::vector<std::int64_t>& strid
   return {spatial_pair(op, "strides", strides), parse_padding(op, padding), Shape(),
           spatial_pair(op, "dilations", dilations)};
 }
+
+Tensor widened(const Tensor& t) {
+  return t.dtype() == DType::BFloat16 ? detail::bfloat16_to_float32(t, "Conv2D") : t;
+}
+
+/// A bfloat16 pass of a geometry oneDNN does not take (a stride or dilated window past its 32-bit
+/// arithmetic): Op's float32 pass on the widened operands, rounded to bfloat16.
+template <class Op, class... In>
+Tensor through_float32(const typename Op::Attrs& at, const In&... in) {
+  return detail::float32_to_bfloat16(Op::forward(at, widened(in)...), Op::kName);
+}
+
+/// A bfloat16 output's elements, as the oneDNN kernels take them.
+void* bytes_of(const Tensor& t) { return detail::mutable_data<bfloat16_t>(t); }
 }  // namespace
 
 // y = im2col(x) @ W;  dx = Conv2DBackpropInput(shape(x), W, dy), dW = Conv2DBackpropFilter(x, shape(W), dy)
 struct Conv2D {
   static constexpr std::string_view kName = "Conv2D";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   using Attrs = ConvAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& f) {
     require_same_float(kName, x, "input", f, "filters");
@@ -402,6 +419,11 @@ struct Conv2D {
     const std::int64_t oc = f.shape()[3];
     Tensor y = detail::empty(output_shape(kName, g, oc), x.dtype(), kName);
     if (y.num_elements() == 0) return y;
+    if (x.dtype() == DType::BFloat16) {
+      if (!cpu::onednn::supports(g)) return through_float32<Conv2D>(at, x, f);
+      cpu::onednn::conv_forward(x.raw_data(), f.raw_data(), g, oc, bytes_of(y), {}, DType::BFloat16);
+      return y;
+    }
     visit_floating(x.dtype(), [&]<class T>() {
       conv_forward(x.values<T>().data(), f.values<T>().data(), g, oc, detail::mutable_data<T>(y));
     });
@@ -432,12 +454,18 @@ namespace ops {
 struct Conv2DBackpropInput {
   static constexpr std::string_view kName = "Conv2DBackpropInput";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   using Attrs = ConvAttrs;
   static Tensor forward(const Attrs& at, const Tensor& f, const Tensor& dy) {
     const cpu::WindowGeometry g = conv_backprop_geometry(kName, at, at.sizes, f.shape(), f, "filters", dy);
     const std::int64_t oc = f.shape()[3];
     Tensor dx = detail::empty(at.sizes, f.dtype(), kName);
     if (dx.num_elements() == 0) return dx;
+    if (f.dtype() == DType::BFloat16) {
+      if (!cpu::onednn::supports(g)) return through_float32<Conv2DBackpropInput>(at, f, dy);
+      cpu::onednn::conv_backprop_input(f.raw_data(), dy.raw_data(), g, oc, bytes_of(dx), DType::BFloat16);
+      return dx;
+    }
     visit_floating(f.dtype(), [&]<class T>() {
       conv_backprop_input(f.values<T>().data(), dy.values<T>().data(), g, oc, detail::mutable_data<T>(dx));
     });
@@ -471,12 +499,18 @@ namespace ops {
 struct Conv2DBackpropFilter {
   static constexpr std::string_view kName = "Conv2DBackpropFilter";
   static constexpr Saves kSaves = kSavesInputs;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   using Attrs = ConvAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& dy) {
     const cpu::WindowGeometry g = conv_backprop_geometry(kName, at, x.shape(), at.sizes, x, "input", dy);
     const std::int64_t oc = at.sizes[3];
     Tensor df = detail::empty(at.sizes, x.dtype(), kName);
     if (df.num_elements() == 0) return df;
+    if (x.dtype() == DType::BFloat16) {
+      if (!cpu::onednn::supports(g)) return through_float32<Conv2DBackpropFilter>(at, x, dy);
+      cpu::onednn::conv_backprop_filter(x.raw_data(), dy.raw_data(), g, oc, bytes_of(df), DType::BFloat16);
+      return df;
+    }
     visit_floating(x.dtype(), [&]<class T>() {
       conv_backprop_filter(x.values<T>().data(), dy.values<T>().data(), g, oc, detail::mutable_data<T>(df));
     });
@@ -538,6 +572,7 @@ void fused_conv_forward(const T* x, const T* f, const T* bias, bool relu, const 
 struct FusedConv2D {
   static constexpr std::string_view kName = "FusedConv2D";
   static constexpr Saves kSaves{0b011u, 1u};  // input, filters; the output (for the ReLU's gradient)
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   using Attrs = FusedConvAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& f, const Tensor& b) {
     require_same_float(kName, x, "input", f, "filters");
@@ -548,6 +583,12 @@ struct FusedConv2D {
                   fmt::format("one value per output channel of filters {}", f.shape().to_string()));
     Tensor y = detail::empty(output_shape(kName, g, oc), x.dtype(), kName);
     if (y.num_elements() == 0) return y;
+    if (x.dtype() == DType::BFloat16) {
+      if (g.c == 0 || !cpu::onednn::supports(g)) return through_float32<FusedConv2D>(at, x, f, b);
+      cpu::onednn::conv_forward(x.raw_data(), f.raw_data(), g, oc, bytes_of(y), {b.raw_data(), at.relu},
+                                DType::BFloat16);
+      return y;
+    }
     visit_floating(x.dtype(), [&]<class T>() {
       fused_conv_forward(x.values<T>().data(), f.values<T>().data(), b.values<T>().data(), at.relu, g, oc,
                          detail::mutable_data<T>(y));
@@ -649,6 +690,7 @@ PoolAttrs pool_attrs(std::string_view op, const std::vector<std::int64_t>& ksize
 // y = max over each window;  dx = MaxPoolGrad(x, dy) (dy routed to each window's first maximum)
 struct MaxPool {
   static constexpr std::string_view kName = "MaxPool";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x) {
@@ -675,6 +717,7 @@ namespace ops {
 // d(x) = 0 (piecewise constant in x, like TensorFlow's _MaxPoolGradGrad)
 struct MaxPoolGrad {
   static constexpr std::string_view kName = "MaxPoolGrad";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves{1u, 0u};  // orig_input
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& dy) {
@@ -711,6 +754,7 @@ namespace ops {
 // y = ddx gathered at the argmax of each window of x;  d(ddx) = MaxPoolGrad(x, dy), d(x) = 0
 struct MaxPoolGradGrad {
   static constexpr std::string_view kName = "MaxPoolGradGrad";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves{1u, 0u};  // orig_input
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& ddx) {
@@ -748,6 +792,7 @@ namespace ops {
 // y = mean over each window (padding not counted);  dx = AvgPoolGrad(shape(x), dy)
 struct AvgPool {
   static constexpr std::string_view kName = "AvgPool";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x) {
@@ -773,6 +818,7 @@ namespace ops {
 // dx = dy / count spread over each window (the adjoint of avg_pool);  d(dy) = avg_pool(ddx)
 struct AvgPoolGrad {
   static constexpr std::string_view kName = "AvgPoolGrad";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& dy) {

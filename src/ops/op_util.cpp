@@ -18,7 +18,7 @@ void require_defined(const Tensor& x, std::string_view op, std::string_view arg)
 }
 
 void require_floating(const Tensor& x, std::string_view op, std::string_view arg) {
-  TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError,
+  TAPEFLOW_REQUIRE(x.dtype() == DType::Float32 || x.dtype() == DType::Float64, InvalidArgumentError,
                    "[{}] '{}' must be a float32 or float64 tensor, got a {}", op, arg, describe(x));
 }
 

@@ -36,17 +36,21 @@ std::string describe(const Tensor& t);
 /// Throws InvalidArgumentError naming `op` if `x` is undefined. Public functions that compute
 /// attributes from an input call this first; apply() checks again for every input.
 void require_defined(const Tensor& x, std::string_view op, std::string_view arg = "x");
-/// Throws InvalidArgumentError unless `x` is float32 or float64.
+/// Throws InvalidArgumentError unless `x` is float32 or float64 (an op that computes bfloat16
+/// itself checks for it before).
 void require_floating(const Tensor& x, std::string_view op, std::string_view arg = "x");
 /// Throws InvalidArgumentError unless `x` is a number (not bool).
 void require_numeric(const Tensor& x, std::string_view op, std::string_view arg = "x");
 /// Throws InvalidArgumentError unless x and y have the same dtype (no implicit casting).
 void require_same_dtype(const Tensor& x, const Tensor& y, std::string_view op);
 
-/// Calls fn.template operator()<T>() for float32/float64 (the caller has checked the dtype).
+/// Calls fn.template operator()<T>() for float32/float64 (the caller has checked the dtype; a
+/// bfloat16 tensor that got this far throws InvalidArgumentError instead of being read as float).
 template <class Fn>
 decltype(auto) visit_floating(DType d, Fn&& fn) {
   if (d == DType::Float64) return fn.template operator()<double>();
+  if (d == DType::BFloat16) [[unlikely]]
+    tapeflow::detail::throw_no_bfloat16("visit_floating");
   return fn.template operator()<float>();
 }
 

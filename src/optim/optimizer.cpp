@@ -23,7 +23,7 @@ void require_clip_norm(std::string_view op, double clip_norm) {
 void require_float(std::string_view op, const Tensor& t, std::size_t index) {
   TAPEFLOW_REQUIRE(t.defined(), InvalidArgumentError, "[{}] tensor {} is undefined (default-constructed)", op,
                    index);
-  TAPEFLOW_REQUIRE(is_floating(t.dtype()), InvalidArgumentError,
+  TAPEFLOW_REQUIRE(t.dtype() == DType::Float32 || t.dtype() == DType::Float64, InvalidArgumentError,
                    "[{}] tensor {} must be float32 or float64, got shape {} and dtype {}", op, index,
                    t.shape().to_string(), dtype_name(t.dtype()));
 }
@@ -152,7 +152,9 @@ Optimizer::Slots& Optimizer::slots_for(const Variable& var) {
 }
 
 void Optimizer::require_float_variable(const Variable& v) const {
-  TAPEFLOW_REQUIRE(is_floating(v.dtype()), InvalidArgumentError,
+  // bfloat16 variables are refused: mixed precision keeps variables in float32
+  // (tf::mixed_precision), and updates rounded to bfloat16 would mostly vanish.
+  TAPEFLOW_REQUIRE(v.dtype() == DType::Float32 || v.dtype() == DType::Float64, InvalidArgumentError,
                    "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}",
                    name_, v.name(), v.shape().to_string(), dtype_name(v.dtype()));
 }

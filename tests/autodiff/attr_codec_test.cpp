@@ -196,7 +196,7 @@ TEST(AttrCodec, RefusesBadValuesWithTypedErrors) {
     return tf::testing::error_of<tf::DataLossError>([&] { codec.read(r); });
   };
   EXPECT_THAT(refused(kBoolAt, "\x02"), HasSubstr("is byte 2 (only 0 and 1 are valid)"));
-  EXPECT_THAT(refused(kDTypeAt, "\x05"), HasSubstr("unknown dtype code 5"));
+  EXPECT_THAT(refused(kDTypeAt, "\x06"), HasSubstr("unknown dtype code 6"));  // 5 is bfloat16
   EXPECT_THAT(refused(kShapeAt, "\x09"), HasSubstr("rank 9, more than the maximum rank 8"));
   // Dim 0 of the shape: -1.
   EXPECT_THAT(refused(kShapeAt + 1, std::string(8, '\xff')), HasSubstr("negative dimension -1"));

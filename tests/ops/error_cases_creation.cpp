@@ -35,7 +35,7 @@ void add_creation_error_cases(std::vector<ErrorCase>& rows) {
                     .needles = {"seed", "int64 tensor of shape (1, 2)"}});
     rows.push_back({.op = op, .cls = C::DType, .what = "int32 output dtype", .inputs = {i64({2})},
                     .attrs = {{"shape", Ints{2, 3}}, {"dtype", DType::Int32}}, .call = su({2, 3}, DType::Int32),
-                    .needles = {"dtype must be float32 or float64", "int32", "(2, 3)"}});
+                    .needles = {"dtype must be float32, float64 or bfloat16", "int32", "(2, 3)"}});
     rows.push_back({.op = op, .cls = C::DType, .what = "bool output dtype", .inputs = {i64({2})},
                     .attrs = {{"shape", Ints{3}}, {"dtype", DType::Bool}}, .call = su({3}, DType::Bool),
                     .needles = {"dtype", "bool"}});

@@ -103,6 +103,13 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
                       "Run the training step op by op instead of as a tf::function graph traced once "
                       "per batch shape (same results, bit for bit; to compare)");
 
+  train_cmd
+      ->add_option("--precision", t.precision,
+                   "float32, or mixed_bfloat16: layers compute in bfloat16, variables, loss and optimizer "
+                   "stay float32")
+      ->check(CLI::IsMember({"float32", "mixed_bfloat16"}))
+      ->capture_default_str();
+
   std::optional<std::string> name, dir;
   bool list = false;
   train_cmd->add_option("--export", t.export_path,

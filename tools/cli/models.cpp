@@ -39,16 +39,22 @@ void Model::start_step(std::int64_t epoch, std::int64_t step) {
   for (auto& d : dropouts) d->start_step(epoch, step);
 }
 
-Model make_model(std::string_view kind, std::uint64_t seed) {
+Model make_model(std::string_view kind, std::uint64_t seed, std::string_view precision) {
   Model m;
   m.kind = std::string(kind);
   m.net = layers::sequential(m.kind);
   std::uint64_t next = mix(seed);
+  const mixed_precision::Policy policy(precision);
+  // The logits layer computes in float32 under any policy (Keras's advice for mixed precision:
+  // the softmax and the argmax see float32).
+  const mixed_precision::Policy logits_policy("float32");
   auto dense = [&](std::int64_t units, const char* activation) {
-    return layers::dense(units, activation, {.seed = next++});
+    return layers::dense(units, activation,
+                         {.seed = next++, .dtype_policy = units == 10 ? logits_policy : policy});
   };
   auto conv = [&](std::int64_t filters) {
-    return layers::conv2d(filters, {3, 3}, "relu", {.padding = "same", .seed = next++});
+    return layers::conv2d(filters, {3, 3}, "relu",
+                          {.padding = "same", .seed = next++, .dtype_policy = policy});
   };
   if (kind == "mlp") {
     m.net->add(layers::flatten());

@@ -49,7 +49,9 @@ struct Model {
 };
 
 /// The model named `kind` ("mlp" or "cnn"), built (its variables exist) for float32 NHWC images
-/// of 28x28x1. Throws InvalidArgumentError naming the accepted names for another kind.
-Model make_model(std::string_view kind, std::uint64_t seed);
+/// of 28x28x1, its layers under the dtype policy `precision` ("float32" or "mixed_bfloat16",
+/// mixed_precision.h) except the logits layer, which computes in float32. Throws
+/// InvalidArgumentError naming the accepted names for another kind or precision.
+Model make_model(std::string_view kind, std::uint64_t seed, std::string_view precision = "float32");
 
 }  // namespace tapeflow::cli

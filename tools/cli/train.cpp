@@ -357,7 +357,8 @@ struct TrainingState {
 
 /// A fresh model of o.model and its optimizer, built.
 TrainingState make_training_state(const TrainOptions& o) {
-  TrainingState s{make_model(o.model, o.seed), make_optimizer(o.optimizer, o.learning_rate), {}, {}};
+  TrainingState s{
+      make_model(o.model, o.seed, o.precision), make_optimizer(o.optimizer, o.learning_rate), {}, {}};
   s.optimizer->build(s.model.net->trainable_variables());
   return s;
 }
@@ -424,10 +425,10 @@ void print_run_header(std::ostream& out, const TrainOptions& o, const TrainingSt
       ranks == 1 ? fmt::format("batch {}", o.batch_size)
                  : fmt::format("batch {} per rank ({} a step)", o.batch_size, o.batch_size * ranks);
   out << fmt::format(
-      "tapeflow train: {} ({} parameters), {} lr {:g}, {}, {} train / {} test examples, {}{}\n", o.model,
+      "tapeflow train: {} ({} parameters), {} lr {:g}, {}, {} train / {} test examples, {}{}, {}\n", o.model,
       parameter_count(s.model), o.optimizer, o.learning_rate, batch, d.train_x.shape()[0],
       d.test_x.shape()[0], plural(o.threads > 0 ? o.threads : num_threads(), "thread"),
-      ranks == 1 ? "" : " per rank");
+      ranks == 1 ? "" : " per rank", o.precision);
   if (ranks > 1)
     out << fmt::format("data-parallel over {} MPI ranks: gradients averaged by a DistributedGradientTape{}\n",
                        ranks,

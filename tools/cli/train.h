@@ -69,6 +69,9 @@ struct TrainOptions {
   /// Run the training step op by op instead of through tf::function (train_step.h): the
   /// results are the same, bit for bit; for comparing speed and memory.
   bool eager = false;
+  /// "float32", or "mixed_bfloat16": the layers compute in bfloat16 and keep float32 variables
+  /// (tf::mixed_precision), the loss and the optimizer stay float32.
+  std::string precision = "float32";
   std::int64_t eval_batch_size = 1000;
   /// --ranks N: not a way to start ranks (mpirun does that); checked against the job's size so
   /// that a launch without mpirun says how to start one. 0: not given.

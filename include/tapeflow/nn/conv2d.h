@@ -47,6 +47,8 @@ struct Conv2DOptions {
   /// Channel groups (Keras's groups): the input's channels and `filters` must both be multiples
   /// of it; each group of input channels is convolved with its own filters/groups kernels.
   std::int64_t groups = 1;
+  /// The dtype policy (Keras's dtype=): std::nullopt takes the global one (mixed_precision.h).
+  std::optional<mixed_precision::Policy> dtype_policy = std::nullopt;
 };
 
 /// A 2-D convolution layer over NHWC images (tf.keras.layers.Conv2D):

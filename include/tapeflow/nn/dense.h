@@ -16,6 +16,8 @@
 /// distribution (uniform in [-l, l], l = sqrt(6 / (fan_in + units))), and the bias, zeros of
 /// shape (units,). They are named "kernel" and "bias" as Keras 3 names them (no ":0" suffix).
 /// Inputs of rank > 2 are multiplied on their last dimension: (batch, ..., in) -> (batch, ..., units).
+/// Under a dtype policy (mixed_precision.h) the variables take its variable dtype and the layer
+/// computes in its compute dtype.
 
 #include <concepts>
 #include <cstdint>
@@ -77,6 +79,8 @@ struct DenseOptions {
   /// "he_uniform" (U[-l, l], l = sqrt(6 / fan_in)) or "he_normal" (stddev sqrt(2 / fan_in), a
   /// plain, not truncated, normal). Another name throws InvalidArgumentError at construction.
   std::string kernel_initializer = "glorot_uniform";
+  /// The dtype policy (Keras's dtype=): std::nullopt takes the global one (mixed_precision.h).
+  std::optional<mixed_precision::Policy> dtype_policy = std::nullopt;
 };
 
 /// A fully connected layer (tf.keras.layers.Dense): activation(x @ kernel + bias).

@@ -10,8 +10,10 @@
 /// while training (Dropout); the others ignore it. Each layer also has `operator()(x)`, the
 /// inference call (training = false).
 
+#include <optional>
 #include <string>
 
+#include "tapeflow/mixed_precision.h"
 #include "tapeflow/module.h"
 #include "tapeflow/tensor.h"
 
@@ -22,10 +24,25 @@ namespace tapeflow::layers {
 /// so a Sequential can hold and call any of them.
 class Layer : public Module {
  public:
-  /// A layer named `name` (Module::name()).
-  explicit Layer(std::string name) : Module(std::move(name)) {}
+  /// A layer named `name` (Module::name()) with the dtype policy `policy`, or without one the
+  /// global policy of the moment (mixed_precision.h).
+  explicit Layer(std::string name, std::optional<mixed_precision::Policy> policy = std::nullopt);
   /// The layer applied to `x`; `training` is true inside a training step.
   virtual Tensor call(const Tensor& x, bool training) = 0;
+  /// The layer's dtype policy (Keras's dtype_policy); std::nullopt: it computes in its first
+  /// input's dtype and creates its variables in it.
+  const std::optional<mixed_precision::Policy>& dtype_policy() const { return policy_; }
+
+ protected:
+  /// `x` cast to the policy's compute dtype when it is floating (Keras's autocast); `x` itself
+  /// without a policy.
+  Tensor autocast(const Tensor& x) const;
+  /// The dtype of the variables a layer builds for inputs of dtype `input`: the policy's
+  /// variable dtype, or `input` without a policy.
+  DType variable_dtype(DType input) const;
+
+ private:
+  std::optional<mixed_precision::Policy> policy_;
 };
 
 }  // namespace tapeflow::layers

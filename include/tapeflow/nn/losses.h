@@ -9,11 +9,12 @@
 ///
 /// Every loss is built from differentiable ops, so it can be differentiated with respect to
 /// y_pred (and, for the float-label losses, y_true). y_true and y_pred must have the same float
-/// dtype (no implicit casting). As in Keras, a y_true whose rank is one less than y_pred's, or
-/// one more with a trailing size-1 dimension, is matched to y_pred's shape by adding or dropping
-/// that dimension (labels of shape (batch,) against predictions of shape (batch, 1)). Without
-/// `from_logits`, probabilities are clipped to [1e-7, 1 - 1e-7] (Keras's epsilon) before the log.
-/// Errors: InvalidArgumentError naming the loss, the shapes and dtypes.
+/// dtype (no implicit casting), except that bfloat16 ones are cast to float32 first: losses compute
+/// in float32, as mixed precision wants (mixed_precision.h), and return a float32 loss. As in Keras, a y_true
+/// whose rank is one less than y_pred's, or one more with a trailing size-1 dimension, is matched to y_pred's
+/// shape by adding or dropping that dimension (labels of shape (batch,) against predictions of shape (batch,
+/// 1)). Without `from_logits`, probabilities are clipped to [1e-7, 1 - 1e-7] (Keras's epsilon) before the
+/// log. Errors: InvalidArgumentError naming the loss, the shapes and dtypes.
 
 #include "tapeflow/tensor.h"
 

@@ -41,10 +41,11 @@ struct ConvPrimitive {
   std::size_t scratchpad_bytes = 0;
 };
 
-using Key = std::array<std::int64_t, 19>;
+using Key = std::array<std::int64_t, 20>;
 
-Key key(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e) {
+Key key(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e, DType dtype) {
   return {static_cast<std::int64_t>(pass),
+          static_cast<std::int64_t>(dtype),
           g.n,
           g.h,
           g.w,
@@ -65,18 +66,23 @@ Key key(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e) 
           e.relu};
 }
 
-std::string describe(Pass pass, const WindowGeometry& g, std::int64_t oc) {
+std::string describe(Pass pass, const WindowGeometry& g, std::int64_t oc, DType dtype) {
   return fmt::format(
-      "{}: input (batch {}, {}x{}, {} channels), filters {}x{}x{}x{}, {} groups, strides ({}, {}), "
+      "{} in {}: input (batch {}, {}x{}, {} channels), filters {}x{}x{}x{}, {} groups, strides ({}, {}), "
       "dilations ({}, {}), padding top {} left {}, output {}x{}",
-      pass_name(pass), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c / g.groups, oc, g.groups, g.sh, g.sw, g.dh, g.dw,
-      g.pad_top, g.pad_left, g.oh, g.ow);
+      pass_name(pass), dtype_name(dtype), g.n, g.h, g.w, g.c, g.kh, g.kw, g.c / g.groups, oc, g.groups, g.sh,
+      g.sw, g.dh, g.dw, g.pad_top, g.pad_left, g.oh, g.ow);
 }
 
-memory::desc bias_desc(std::int64_t oc) { return memory::desc({oc}, memory::data_type::f32, Tag::a); }
+memory::data_type data_type(DType dtype) {
+  return dtype == DType::BFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+memory::desc bias_desc(std::int64_t oc, DType dtype) { return memory::desc({oc}, data_type(dtype), Tag::a); }
 
 /// Builds pass `pass`; only the forward pass has an epilogue.
-ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e) {
+ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e, DType dtype) {
+  const memory::data_type dt = data_type(dtype);
   // oneDNN counts dilation from 0 (the taps' gap), TensorFlow from 1 (their distance).
   const memory::dims strides{g.sh, g.sw}, dilations{g.dh - 1, g.dw - 1}, pad_l{g.pad_top, g.pad_left};
   // The bottom and right padding that make oneDNN's output size tapeflow's (TensorFlow's rule).
@@ -84,15 +90,15 @@ ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc, const E
   const memory::dims pad_r{std::max<std::int64_t>((g.oh - 1) * g.sh + extent_h - g.h - g.pad_top, 0),
                            std::max<std::int64_t>((g.ow - 1) * g.sw + extent_w - g.w - g.pad_left, 0)};
   ConvPrimitive c;
-  c.images = memory::desc({g.n, g.c, g.h, g.w}, memory::data_type::f32, Tag::nhwc);
-  c.outputs = memory::desc({g.n, oc, g.oh, g.ow}, memory::data_type::f32, Tag::nhwc);
+  c.images = memory::desc({g.n, g.c, g.h, g.w}, dt, Tag::nhwc);
+  c.outputs = memory::desc({g.n, oc, g.oh, g.ow}, dt, Tag::nhwc);
   // Grouped filters are (groups, oc / groups, c / groups, kh, kw) to oneDNN; tapeflow's HWIO
   // filters with O = group * (oc / groups) + o are its hwigo layout.
   const memory::dims filter_dims = g.groups == 1
                                        ? memory::dims{oc, g.c, g.kh, g.kw}
                                        : memory::dims{g.groups, oc / g.groups, g.c / g.groups, g.kh, g.kw};
-  c.user_filters = memory::desc(filter_dims, memory::data_type::f32, g.groups == 1 ? Tag::hwio : Tag::hwigo);
-  const memory::desc any_filters(filter_dims, memory::data_type::f32, Tag::any);
+  c.user_filters = memory::desc(filter_dims, dt, g.groups == 1 ? Tag::hwio : Tag::hwigo);
+  const memory::desc any_filters(filter_dims, dt, Tag::any);
   const dnnl::primitive_attr attr = attributes();
   const auto& eng = engine();
   dnnl::primitive_attr forward_attr = attributes();
@@ -102,7 +108,7 @@ ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc, const E
     forward_attr.set_post_ops(relu);
   }
   // A zero descriptor: no bias.
-  const memory::desc bias = e.bias ? bias_desc(oc) : memory::desc();
+  const memory::desc bias = e.bias ? bias_desc(oc, dtype) : memory::desc();
   const dnnl::convolution_forward::primitive_desc forward(
       {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, c.images, any_filters, bias,
        c.outputs, strides, dilations, pad_l, pad_r},
@@ -143,20 +149,21 @@ ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc, const E
 
 /// The primitive for `pass` on this geometry (and epilogue), built on first use.
 std::shared_ptr<const ConvPrimitive> primitive(Pass pass, const WindowGeometry& g, std::int64_t oc,
-                                               const Epilogue& e = {}) {
+                                               const Epilogue& e, DType dtype) {
   static PrimitiveCache<Key, ConvPrimitive> cache(256);
-  return cache.get(key(pass, g, oc, e), [&] {
+  return cache.get(key(pass, g, oc, e, dtype), [&] {
     return checked(
-        pass_name(pass), [&] { return describe(pass, g, oc); }, [&] { return build(pass, g, oc, e); });
+        pass_name(pass), [&] { return describe(pass, g, oc, dtype); },
+        [&] { return build(pass, g, oc, e, dtype); });
   });
 }
 
 /// Runs `c`, the primitive of pass `pass`, whose filter operand (read, or written for
 /// kBackpropFilter) is the HWIO buffer `user_filters`, with `args` holding the image and output
 /// operands.
-void run(Pass pass, const WindowGeometry& g, std::int64_t oc, const ConvPrimitive& c,
-         std::unordered_map<int, memory> args, int filter_arg, const float* user_filters) {
-  const std::function<std::string()> what = [&] { return describe(pass, g, oc); };
+void run(Pass pass, const WindowGeometry& g, std::int64_t oc, DType dtype, const ConvPrimitive& c,
+         std::unordered_map<int, memory> args, int filter_arg, const void* user_filters) {
+  const std::function<std::string()> what = [&] { return describe(pass, g, oc, dtype); };
   const memory user = wrap(c.user_filters, user_filters);
   if (!c.reorder) {
     args.emplace(filter_arg, user);
@@ -186,42 +193,43 @@ bool supports(const WindowGeometry& g) {
          g.w <= kMax / 4;
 }
 
-void conv_forward(const float* x, const float* f, const WindowGeometry& g, std::int64_t oc, float* y,
-                  Epilogue epilogue) {
+void conv_forward(const void* x, const void* f, const WindowGeometry& g, std::int64_t oc, void* y,
+                  Epilogue epilogue, DType dtype) {
   TAPEFLOW_ASSERT(g.c > 0 || (!epilogue.bias && !epilogue.relu), "an epilogue needs input channels");
   if (g.c == 0) {  // an empty sum
-    std::fill_n(y, g.n * g.out_positions() * oc, 0.0f);
+    std::fill_n(static_cast<std::byte*>(y), g.n * g.out_positions() * oc * dtype_size(dtype), std::byte{0});
     return;
   }
-  const auto c_ptr = primitive(Pass::kForward, g, oc, epilogue);
+  const auto c_ptr = primitive(Pass::kForward, g, oc, epilogue, dtype);
   const ConvPrimitive& c = *c_ptr;
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, wrap(c.images, x)}, {DNNL_ARG_DST, wrap(c.outputs, y)}};
-  if (epilogue.bias) args.emplace(DNNL_ARG_BIAS, wrap(bias_desc(oc), epilogue.bias));
-  run(Pass::kForward, g, oc, c, std::move(args), DNNL_ARG_WEIGHTS, f);
+  if (epilogue.bias) args.emplace(DNNL_ARG_BIAS, wrap(bias_desc(oc, dtype), epilogue.bias));
+  run(Pass::kForward, g, oc, dtype, c, std::move(args), DNNL_ARG_WEIGHTS, f);
 }
 
-void conv_backprop_input(const float* f, const float* dy, const WindowGeometry& g, std::int64_t oc,
-                         float* dx) {
+void conv_backprop_input(const void* f, const void* dy, const WindowGeometry& g, std::int64_t oc, void* dx,
+                         DType dtype) {
   if (oc == 0 || g.out_positions() == 0) {
-    std::fill_n(dx, g.n * g.image_size(), 0.0f);
+    std::fill_n(static_cast<std::byte*>(dx), g.n * g.image_size() * dtype_size(dtype), std::byte{0});
     return;
   }
-  const auto c_ptr = primitive(Pass::kBackpropInput, g, oc);
+  const auto c_ptr = primitive(Pass::kBackpropInput, g, oc, {}, dtype);
   const ConvPrimitive& c = *c_ptr;
-  run(Pass::kBackpropInput, g, oc, c,
+  run(Pass::kBackpropInput, g, oc, dtype, c,
       {{DNNL_ARG_DIFF_DST, wrap(c.outputs, dy)}, {DNNL_ARG_DIFF_SRC, wrap(c.images, dx)}}, DNNL_ARG_WEIGHTS,
       f);
 }
 
-void conv_backprop_filter(const float* x, const float* dy, const WindowGeometry& g, std::int64_t oc,
-                          float* df) {
+void conv_backprop_filter(const void* x, const void* dy, const WindowGeometry& g, std::int64_t oc, void* df,
+                          DType dtype) {
   if (g.n == 0 || g.out_positions() == 0) {
-    std::fill_n(df, g.kh * g.kw * (g.c / g.groups) * oc, 0.0f);
+    std::fill_n(static_cast<std::byte*>(df), g.kh * g.kw * (g.c / g.groups) * oc * dtype_size(dtype),
+                std::byte{0});
     return;
   }
-  const auto c_ptr = primitive(Pass::kBackpropFilter, g, oc);
+  const auto c_ptr = primitive(Pass::kBackpropFilter, g, oc, {}, dtype);
   const ConvPrimitive& c = *c_ptr;
-  run(Pass::kBackpropFilter, g, oc, c,
+  run(Pass::kBackpropFilter, g, oc, dtype, c,
       {{DNNL_ARG_SRC, wrap(c.images, x)}, {DNNL_ARG_DIFF_DST, wrap(c.outputs, dy)}}, DNNL_ARG_DIFF_WEIGHTS,
       df);
 }

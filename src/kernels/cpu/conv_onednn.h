@@ -1,5 +1,5 @@
 #pragma once
-// Conv2D's three passes in float32 through oneDNN (src/kernels/cpu/onednn.h), on tapeflow's
+// Conv2D's three passes in float32 and bfloat16 through oneDNN (src/kernels/cpu/onednn.h), on tapeflow's
 // layouts: images NHWC, filters HWIO. oneDNN picks the filters' layout for each primitive; the
 // HWIO filters (or the HWIO gradient) are reordered to and from it on every call, a copy of
 // kh * kw * in * out elements, small beside the convolution. The geometry is validated by the
@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/im2col.h"
+#include "tapeflow/dtype.h"
 
 namespace tapeflow::cpu::onednn {
 
@@ -19,21 +20,24 @@ bool supports(const WindowGeometry& g);
 
 /// What the forward pass applies as it writes each output (oneDNN's bias and post-ops).
 struct Epilogue {
-  const float* bias = nullptr;  // oc values added to each output position, or none
-  bool relu = false;            // max(., 0) after the bias
+  const void* bias = nullptr;  // oc values (of the operands' dtype) added to each output position
+  bool relu = false;           // max(., 0) after the bias
 };
+
+/// Every operand of a pass has `dtype`, float32 or bfloat16 (which oneDNN accumulates in float32
+/// and rounds once per output).
 
 /// y (n, oh, ow, oc) = conv2d(x (n, h, w, c), f (kh, kw, c, oc)), then the epilogue (which needs
 /// c > 0: the caller applies it to an empty sum itself).
-void conv_forward(const float* x, const float* f, const WindowGeometry& g, std::int64_t oc, float* y,
-                  Epilogue epilogue = {});
+void conv_forward(const void* x, const void* f, const WindowGeometry& g, std::int64_t oc, void* y,
+                  Epilogue epilogue = {}, DType dtype = DType::Float32);
 
 /// dx (n, h, w, c) = the gradient of conv_forward's input for output gradient dy.
-void conv_backprop_input(const float* f, const float* dy, const WindowGeometry& g, std::int64_t oc,
-                         float* dx);
+void conv_backprop_input(const void* f, const void* dy, const WindowGeometry& g, std::int64_t oc, void* dx,
+                         DType dtype = DType::Float32);
 
 /// df (kh, kw, c, oc) = the gradient of conv_forward's filters for output gradient dy.
-void conv_backprop_filter(const float* x, const float* dy, const WindowGeometry& g, std::int64_t oc,
-                          float* df);
+void conv_backprop_filter(const void* x, const void* dy, const WindowGeometry& g, std::int64_t oc, void* df,
+                          DType dtype = DType::Float32);
 
 }  // namespace tapeflow::cpu::onednn
