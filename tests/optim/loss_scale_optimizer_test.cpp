@@ -166,6 +166,7 @@ TEST_P(LossScaleOptimizerWith, AFiniteStepAppliesBitwiseWhatTheInnerOptimizerAlo
 }
 
 TEST_P(LossScaleOptimizerWith, AnInfOrNaNGradientSkipsTheStepAndHalvesTheScale) {
+  LogCapture quiet;  // the skip warnings have their own test
   for (float bad : {kInf, -kInf, kNaN}) {
     SCOPED_TRACE(bad);
     Params p;
@@ -196,6 +197,7 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, LossScaleOptimizerWith,
                          [](const auto& info) { return info.param.first; });
 
 TEST(LossScaleOptimizer, ASkippedFirstStepCreatesTheSlotsAnAppliedOneWouldLeavingThemZero) {
+  LogCapture quiet;
   Params p;
   tf::optimizers::Adam adam(0.01);
   LossScaleOptimizer opt(adam);
@@ -212,6 +214,7 @@ TEST(LossScaleOptimizer, ASkippedFirstStepCreatesTheSlotsAnAppliedOneWouldLeavin
 // ---- the dynamic scale's schedule
 
 TEST(LossScaleOptimizer, TheScaleDoublesAfterGrowthStepsGoodStepsAndHalvesOnASkipButNeverBelowOne) {
+  LogCapture quiet;
   tf::Variable w(tf::constant({0.0f}));
   tf::optimizers::SGD sgd(0.1);
   LossScaleOptimizer opt(sgd, {.initial_scale = 4, .dynamic_growth_steps = 3});
@@ -240,6 +243,7 @@ TEST(LossScaleOptimizer, TheScaleDoublesAfterGrowthStepsGoodStepsAndHalvesOnASki
 }
 
 TEST(LossScaleOptimizer, AScaleBelowOneRisesToOneOnASkip) {
+  LogCapture quiet;
   tf::Variable w(tf::constant({0.0f}));
   tf::optimizers::SGD sgd(0.1);
   LossScaleOptimizer opt(sgd, {.initial_scale = 0.75});
@@ -364,6 +368,7 @@ TEST(LossScaleOptimizer, ATracedStepSkipsOrAppliesAtEachCallBitwiseAsEagerly) {
 // ---- state
 
 TEST(LossScaleOptimizer, VariablesAreTheInnerOnesThenTheScaleAndCountersAndRestoreFromACheckpoint) {
+  LogCapture quiet;
   Params p;
   tf::optimizers::Adam adam(0.01);
   LossScaleOptimizer opt(adam, {.initial_scale = 256, .dynamic_growth_steps = 2});
