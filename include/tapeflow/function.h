@@ -371,6 +371,12 @@ class LoadedFunction {
 /// LookupError for an op this build does not define.
 LoadedFunction load_function(const std::filesystem::path& path);
 
+/// False while tf::function traces a body on this thread (TensorFlow's tf.executing_eagerly()):
+/// C++ code that runs then runs once per trace, and reading a traced tensor's value (`item()`)
+/// is an error. True otherwise, including on threads a traced graph's ops run on. Code that
+/// reports values it reads from tensors (warnings, counters printed) checks it first.
+bool executing_eagerly();
+
 /// Wraps `f` as a traced function (see the file comment). `file` and `line` default to the call's.
 template <class F>
 Function<std::decay_t<F>> function(F&& f, FunctionOptions options = {}, const char* file = __builtin_FILE(),

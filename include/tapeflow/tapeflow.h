@@ -62,6 +62,7 @@
 #include "tapeflow/ops/raw.h"
 #include "tapeflow/ops/reduce.h"
 #include "tapeflow/ops/training.h"
+#include "tapeflow/optim/loss_scale_optimizer.h"
 #include "tapeflow/optim/optimizer.h"
 #include "tapeflow/registry.h"
 #include "tapeflow/shape.h"

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "autodiff/dispatch.h"
+#include "autodiff/tracer.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "function/function_state.h"
@@ -20,6 +21,8 @@
 #include "tapeflow/tape.h"
 
 namespace tapeflow {
+
+bool executing_eagerly() { return autodiff::t_tracer == nullptr; }
 
 TensorSpec TensorSpec::of(const Tensor& t) {
   TensorSpec s;

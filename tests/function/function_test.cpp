@@ -304,6 +304,26 @@ TEST(Function, ReadingATracedValueIntoCppIsAnErrorNamingIt) {
   EXPECT_EQ(lr.value().to_vector<float>()[0], 0.1f);
 }
 
+// tf::executing_eagerly() tells code that reads values into C++ (to report them) whether it may.
+TEST(Function, ExecutingEagerlyIsFalseOnlyWhileABodyTraces) {
+  std::vector<bool> seen;
+  auto f = tf::function([&](const tf::Tensor& x) {
+    seen.push_back(tf::executing_eagerly());
+    return tf::cond(
+        x > 0.0f,
+        [&] {
+          seen.push_back(tf::executing_eagerly());  // a branch traces too
+          return x;
+        },
+        [&] { return -x; });
+  });
+  EXPECT_TRUE(tf::executing_eagerly());
+  f(tf::constant(1.0f));
+  f(tf::constant(2.0f));  // the graph runs: the body does not
+  EXPECT_TRUE(tf::executing_eagerly());
+  EXPECT_EQ(seen, (std::vector<bool>{false, false}));
+}
+
 TEST(Function, ConstantsAndOpsThatReadTheirOperandsTraceFine) {
   const tf::Tensor scale = tf::constant(3.0f);  // captured by value: its value is the graph's anyway
   auto f = tf::function([&scale](const tf::Tensor& images, const tf::Tensor& factor) {
