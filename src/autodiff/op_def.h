@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -201,6 +202,25 @@ bool any_bfloat16(std::span<const Tensor> in);
 std::vector<Tensor> widen_bfloat16(std::string_view op, std::span<const Tensor> in);
 /// Rounds each float32 output to bfloat16 (others, bool results of comparisons, stay).
 void narrow_to_bfloat16(std::vector<Tensor>& outputs);
+/// An elementwise op's bfloat16 result computed block by block: each block of the inputs widened
+/// in L1, the op's float32 block kernel (`op.block`), the block rounded into the output, so no
+/// float32 copy of a whole operand is made. For an op without attributes whose result has its
+/// inputs' shape and is not bool. Empty where that does not apply (inputs not all bfloat16 of one
+/// shape, a reduction): the caller widens whole tensors.
+std::optional<Tensor> bfloat16_blockwise(const OpDef& op, std::span<const Tensor> in);
+
+/// Whether Op's per-element function returns bool (a comparison) for float operands.
+template <class Op>
+constexpr bool element_returns_bool() {
+  if constexpr (requires { Op::kElement(1.f); })
+    return std::is_same_v<decltype(Op::kElement(1.f)), bool>;
+  else if constexpr (requires { Op::kElement(1.f, 1.f); })
+    return std::is_same_v<decltype(Op::kElement(1.f, 1.f)), bool>;
+  else if constexpr (requires { Op::kElement(1.f, 1.f, 1.f); })
+    return std::is_same_v<decltype(Op::kElement(1.f, 1.f, 1.f)), bool>;
+  else
+    return false;
+}
 
 /// The typed attributes behind a node's pointer; an empty Attrs type is never stored.
 template <class Attrs>
@@ -215,11 +235,20 @@ const Attrs& attrs_at(const void* attrs) {
 }  // namespace forward_detail
 
 template <class Op>
+const OpDef& op_def();
+
+template <class Op>
 std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in) {
   using Sig = forward_detail::Signature<decltype(&Op::forward)>;
   using First = typename Sig::FirstArg;
   if constexpr (bfloat16_support<Op>() == BFloat16Support::kThroughFloat32) {
     if (forward_detail::any_bfloat16(in)) [[unlikely]] {
+      // Blockwise only for an op without attributes: one with them (BroadcastTo) may give its
+      // output another shape than its inputs'.
+      if constexpr (std::is_same_v<First, Tensor> && !forward_detail::element_returns_bool<Op>()) {
+        if (std::optional<Tensor> y = forward_detail::bfloat16_blockwise(op_def<Op>(), in))
+          return {std::move(*y)};
+      }
       std::vector<Tensor> out = forward_entry<Op>(attrs, forward_detail::widen_bfloat16(Op::kName, in));
       forward_detail::narrow_to_bfloat16(out);
       return out;

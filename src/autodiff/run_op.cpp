@@ -6,6 +6,9 @@
 #include "autodiff/dispatch.h"
 #include "core/bfloat16.h"
 #include "core/check.h"
+#include "core/parallel.h"
+#include "core/tensor_impl.h"
+#include "kernels/cpu/block_op.h"
 
 namespace tapeflow::autodiff {
 
@@ -43,6 +46,33 @@ std::vector<Tensor> forward_detail::widen_bfloat16(std::string_view op, std::spa
 void forward_detail::narrow_to_bfloat16(std::vector<Tensor>& outputs) {
   for (Tensor& t : outputs)
     if (t.dtype() == DType::Float32) t = detail::float32_to_bfloat16(t, "bfloat16 result");
+}
+
+std::optional<Tensor> forward_detail::bfloat16_blockwise(const OpDef& op, std::span<const Tensor> in) {
+  const cpu::BlockOp* b = op.block;
+  if (b == nullptr || b->kind != cpu::BlockOp::Kind::kElementwise || in.empty() ||
+      static_cast<int>(in.size()) != b->arity || in.size() > 3)
+    return std::nullopt;
+  for (const Tensor& t : in)
+    if (t.dtype() != DType::BFloat16 || t.shape() != in[0].shape()) return std::nullopt;
+  Tensor out = tapeflow::detail::empty(in[0].shape(), DType::BFloat16, op.name());
+  const bfloat16_t* x[3] = {};
+  for (std::size_t k = 0; k < in.size(); ++k) x[k] = in[k].values<bfloat16_t>().data();
+  bfloat16_t* y = tapeflow::detail::mutable_data<bfloat16_t>(out);
+  constexpr std::int64_t kBlock = 1024;  // each operand's block stays in L1
+  cpu::parallel_for(out.num_elements(), cpu::kParallelGrain, [&](std::int64_t lo, std::int64_t hi) {
+    alignas(64) float wide[3][kBlock], result[kBlock];
+    const float* operands[3] = {wide[0], wide[1], wide[2]};
+    const std::int64_t strides[3] = {1, 1, 1};
+    for (std::int64_t i = lo; i < hi; i += kBlock) {
+      const std::int64_t n = std::min(kBlock, hi - i);
+      for (std::size_t k = 0; k < in.size(); ++k)
+        for (std::int64_t j = 0; j < n; ++j) wide[k][j] = static_cast<float>(x[k][i + j]);
+      b->f32(operands, strides, result, n);
+      for (std::int64_t j = 0; j < n; ++j) y[i + j] = bfloat16_t(result[j]);
+    }
+  });
+  return out;
 }
 
 bool require_inputs(std::string_view op, std::span<const Tensor* const> inputs, BFloat16Support support) {
