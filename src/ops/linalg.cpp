@@ -7,8 +7,10 @@
 
 #include <array>
 
+#include "core/bfloat16.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/matmul_onednn.h"
+#include "kernels/cpu/onednn.h"
 #include "ops/families.h"
 #include "ops/op_util.h"
 
@@ -92,6 +94,11 @@ Product product_shape(std::string_view op, const MatMulAttrs& at, const Tensor& 
 /// operand is reused across the output's batch (stride 0).
 Tensor batched_product(std::string_view op, const MatMulAttrs& at, const Tensor& a, const Tensor& b) {
   const Product p = product_shape(op, at, a, b);
+  if (a.dtype() == DType::BFloat16 && !cpu::onednn::computes_bfloat16()) {
+    // No bfloat16 kernel on this CPU: the float32 product, rounded once.
+    return detail::float32_to_bfloat16(
+        batched_product(op, at, detail::bfloat16_to_float32(a, op), detail::bfloat16_to_float32(b, op)), op);
+  }
   Tensor out = detail::empty(p.out, a.dtype(), op);
   const int rout = p.out.rank(), nbatch = rout - 2;
   std::int64_t batches = 1;

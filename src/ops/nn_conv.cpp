@@ -29,6 +29,7 @@
 #include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/im2col.h"
+#include "kernels/cpu/onednn.h"
 #include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/creation.h"
@@ -396,8 +397,14 @@ Tensor widened(const Tensor& t) {
   return t.dtype() == DType::BFloat16 ? detail::bfloat16_to_float32(t, "Conv2D") : t;
 }
 
-/// A bfloat16 pass of a geometry oneDNN does not take (a stride or dilated window past its 32-bit
-/// arithmetic): Op's float32 pass on the widened operands, rounded to bfloat16.
+/// Whether oneDNN computes this bfloat16 pass: the CPU has its bfloat16 kernels and the geometry
+/// fits its 32-bit arithmetic.
+bool onednn_takes_bfloat16(const cpu::WindowGeometry& g) {
+  return cpu::onednn::computes_bfloat16() && cpu::onednn::supports(g);
+}
+
+/// A bfloat16 pass oneDNN does not take (onednn_takes_bfloat16): Op's float32 pass on the widened
+/// operands, rounded to bfloat16.
 template <class Op, class... In>
 Tensor through_float32(const typename Op::Attrs& at, const In&... in) {
   return detail::float32_to_bfloat16(Op::forward(at, widened(in)...), Op::kName);
@@ -420,7 +427,7 @@ struct Conv2D {
     Tensor y = detail::empty(output_shape(kName, g, oc), x.dtype(), kName);
     if (y.num_elements() == 0) return y;
     if (x.dtype() == DType::BFloat16) {
-      if (!cpu::onednn::supports(g)) return through_float32<Conv2D>(at, x, f);
+      if (!onednn_takes_bfloat16(g)) return through_float32<Conv2D>(at, x, f);
       cpu::onednn::conv_forward(x.raw_data(), f.raw_data(), g, oc, bytes_of(y), {}, DType::BFloat16);
       return y;
     }
@@ -462,7 +469,7 @@ struct Conv2DBackpropInput {
     Tensor dx = detail::empty(at.sizes, f.dtype(), kName);
     if (dx.num_elements() == 0) return dx;
     if (f.dtype() == DType::BFloat16) {
-      if (!cpu::onednn::supports(g)) return through_float32<Conv2DBackpropInput>(at, f, dy);
+      if (!onednn_takes_bfloat16(g)) return through_float32<Conv2DBackpropInput>(at, f, dy);
       cpu::onednn::conv_backprop_input(f.raw_data(), dy.raw_data(), g, oc, bytes_of(dx), DType::BFloat16);
       return dx;
     }
@@ -507,7 +514,7 @@ struct Conv2DBackpropFilter {
     Tensor df = detail::empty(at.sizes, x.dtype(), kName);
     if (df.num_elements() == 0) return df;
     if (x.dtype() == DType::BFloat16) {
-      if (!cpu::onednn::supports(g)) return through_float32<Conv2DBackpropFilter>(at, x, dy);
+      if (!onednn_takes_bfloat16(g)) return through_float32<Conv2DBackpropFilter>(at, x, dy);
       cpu::onednn::conv_backprop_filter(x.raw_data(), dy.raw_data(), g, oc, bytes_of(df), DType::BFloat16);
       return df;
     }
@@ -584,7 +591,7 @@ struct FusedConv2D {
     Tensor y = detail::empty(output_shape(kName, g, oc), x.dtype(), kName);
     if (y.num_elements() == 0) return y;
     if (x.dtype() == DType::BFloat16) {
-      if (g.c == 0 || !cpu::onednn::supports(g)) return through_float32<FusedConv2D>(at, x, f, b);
+      if (g.c == 0 || !onednn_takes_bfloat16(g)) return through_float32<FusedConv2D>(at, x, f, b);
       cpu::onednn::conv_forward(x.raw_data(), f.raw_data(), g, oc, bytes_of(y), {b.raw_data(), at.relu},
                                 DType::BFloat16);
       return y;

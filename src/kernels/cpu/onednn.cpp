@@ -40,6 +40,32 @@ dnnl::primitive_attr attributes() {
   return attr;
 }
 
+bool computes_bfloat16() {
+  static const bool yes = [] {
+    using dnnl::memory;
+    constexpr auto bf16 = memory::data_type::bf16;
+    try {
+      const memory::desc a({2, 2}, bf16, memory::format_tag::ab);
+      const dnnl::matmul::primitive_desc product({a, a, a}, engine());
+      const memory::desc images({1, 16, 4, 4}, bf16, memory::format_tag::nhwc);
+      const memory::desc filters({16, 16, 3, 3}, bf16, memory::format_tag::any);
+      const dnnl::convolution_forward::primitive_desc conv({dnnl::prop_kind::forward_training,
+                                                            dnnl::algorithm::convolution_direct,
+                                                            images,
+                                                            filters,
+                                                            images,
+                                                            {1, 1},
+                                                            {1, 1},
+                                                            {1, 1}},
+                                                           engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;  // dnnl_unimplemented: no bfloat16 kernel on this CPU
+    }
+  }();
+  return yes;
+}
+
 dnnl::memory wrap(const dnnl::memory::desc& md, const void* data) {
   return checked(
       "memory", [&] { return fmt::format("a buffer of dims ({})", fmt::join(md.dims(), ", ")); },

@@ -54,6 +54,11 @@ dnnl::primitive_attr attributes();
 void execute(std::string_view primitive, const std::function<std::string()>& what, const dnnl::primitive& p,
              std::unordered_map<int, dnnl::memory> args, std::size_t scratchpad_bytes);
 
+/// Whether oneDNN computes bfloat16 convolutions and products on this CPU (it needs AVX-512;
+/// AVX-512 BF16 makes them native): probed once by building one of each. Without it the bfloat16
+/// ops compute in float32 and round, correctly and slower.
+bool computes_bfloat16();
+
 /// A memory object over tapeflow's buffer `data` (not owned).
 dnnl::memory wrap(const dnnl::memory::desc& md, const void* data);
 
