@@ -162,6 +162,8 @@ Wire wire_of(DType dtype) {
       return Wire::I64;
     case DType::Bool:
       return Wire::U8;
+    case DType::BFloat16:  // not reduced (the collectives refuse it), but its bytes travel as such
+      return Wire::BF16;
   }
   return Wire::U8;
 }
