@@ -35,10 +35,14 @@ void BatchNormalization::build(std::int64_t channels, DType dtype) {
       Variable(ones(shape, dtype), {.name = "moving_variance", .trainable = false, .keras_style = true}));
 }
 
-Tensor BatchNormalization::call(const Tensor& x, bool training) {
-  TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
+Tensor BatchNormalization::call(const Tensor& input, bool training) {
+  TAPEFLOW_REQUIRE(input.defined(), InvalidArgumentError,
                    "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kBatchNorm,
                    name());
+  // A bfloat16 input (a mixed-precision model) is normalised in float32, as Keras does: the
+  // statistics keep float32's precision and the variables are float32; the output is bfloat16.
+  const bool narrow = input.dtype() == DType::BFloat16;
+  const Tensor x = narrow ? cast(input, DType::Float32) : input;
   TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError,
                    "[{}] layer '{}' needs float32 or float64 inputs, got shape {} and dtype {}", kBatchNorm,
                    name(), x.shape().to_string(), dtype_name(x.dtype()));
@@ -81,7 +85,7 @@ Tensor BatchNormalization::call(const Tensor& x, bool training) {
   Tensor y = (x - mean) * rsqrt(variance + options_.epsilon);
   if (gamma_) y = y * reshape(*gamma_, param_dims);
   if (beta_) y = y + reshape(*beta_, param_dims);
-  return y;
+  return narrow ? cast(y, DType::BFloat16) : y;
 }
 
 namespace {

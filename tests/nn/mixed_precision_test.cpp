@@ -102,6 +102,20 @@ TEST(MixedBFloat16, Conv2DComputesInBFloat16) {
   EXPECT_LT(max_abs_difference(y, plain(x)), 0.05);
 }
 
+TEST(MixedBFloat16, BatchNormalizationNormalisesInFloat32) {
+  tf::layers::BatchNormalization bn;
+  const tf::Tensor x = tf::random::normal({8, 3}, 2, 3, tf::float32, 4);
+  tf::GradientTape tape;
+  const tf::Tensor y = bn.call(tf::cast(x, tf::bfloat16), /*training=*/true);
+  EXPECT_EQ(y.dtype(), tf::bfloat16);
+  for (const auto& v : bn.variables()) EXPECT_EQ(v.dtype(), tf::float32) << v.name();
+  // Each column normalised: mean about 0, standard deviation about 1, to bfloat16's precision.
+  const tf::Tensor y32 = tf::cast(y, tf::float32);
+  EXPECT_LT(max_abs_difference(tf::reduce_mean(y32, {0}), tf::zeros({3})), 0.02);
+  const auto grads = tape.gradient(tf::reduce_sum(tf::square(y32)), bn.trainable_variables());
+  EXPECT_EQ(grads[0]->dtype(), tf::float32);
+}
+
 TEST(MixedBFloat16, LossesComputeInFloat32) {
   const tf::Tensor logits = tf::cast(tf::constant({{2.f, -1.f, 0.5f}}), tf::bfloat16);
   const tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(tf::constant({0}), logits, true);
