@@ -19,7 +19,8 @@ int main() {
 
   // Two classes: whether the first feature is positive.
   const tf::Tensor x = tf::random::normal({256, 4}, 0, 1, tf::float32, 3);
-  const tf::Tensor y = tf::reshape(tf::cast(tf::greater(tf::slice(x, {0, 0}, {256, 1}), tf::zeros({1})), tf::int32), {256});
+  const tf::Tensor y =
+      tf::reshape(tf::cast(tf::greater(tf::slice(x, {0, 0}, {256, 1}), tf::zeros({1})), tf::int32), {256});
 
   tf::optimizers::Adam adam(0.01);
   tf::mixed_precision::LossScaleOptimizer opt(adam, {.initial_scale = 1e38});
