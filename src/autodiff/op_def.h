@@ -195,8 +195,12 @@ struct Signature<R (*)(First, Rest...)> {
 /// takes (a file forged with a valid checksum must not make forward read past its inputs).
 void require_arity(std::string_view op, std::size_t given, std::size_t arity);
 
-/// Whether an input is a bfloat16 tensor.
-bool any_bfloat16(std::span<const Tensor> in);
+/// Whether an input is a bfloat16 tensor. Inline: a graph's elementwise node asks it every run.
+inline bool any_bfloat16(std::span<const Tensor> in) {
+  for (const Tensor& t : in)
+    if (t.dtype() == DType::BFloat16) return true;
+  return false;
+}
 /// The inputs with each bfloat16 tensor widened to float32. Throws InvalidArgumentError naming
 /// `op` if bfloat16 operands meet float32 or float64 ones (no implicit casting).
 std::vector<Tensor> widen_bfloat16(std::string_view op, std::span<const Tensor> in);

@@ -19,10 +19,6 @@ void forward_detail::require_arity(std::string_view op, std::size_t given, std::
                    arity, given);
 }
 
-bool forward_detail::any_bfloat16(std::span<const Tensor> in) {
-  return std::any_of(in.begin(), in.end(), [](const Tensor& t) { return t.dtype() == DType::BFloat16; });
-}
-
 std::vector<Tensor> forward_detail::widen_bfloat16(std::string_view op, std::span<const Tensor> in) {
   const auto wide = std::find_if(in.begin(), in.end(), [](const Tensor& t) {
     return t.dtype() == DType::Float32 || t.dtype() == DType::Float64;
@@ -37,9 +33,9 @@ std::vector<Tensor> forward_detail::widen_bfloat16(std::string_view op, std::spa
                     op, narrow - in.begin(), narrow->shape().to_string(), wide - in.begin(),
                     dtype_name(wide->dtype()), wide->shape().to_string()));
   }
-  std::vector<Tensor> out(in.begin(), in.end());
-  for (Tensor& t : out)
-    if (t.dtype() == DType::BFloat16) t = detail::bfloat16_to_float32(t, op);
+  std::vector<Tensor> out;
+  out.reserve(in.size());
+  for (const Tensor& t : in) out.push_back(detail::widen_if_bfloat16(t, op));
   return out;
 }
 

@@ -14,6 +14,10 @@ Tensor bfloat16_to_float32(const Tensor& x, std::string_view op) {
   return out;
 }
 
+Tensor widen_if_bfloat16(const Tensor& x, std::string_view op) {
+  return x.dtype() == DType::BFloat16 ? bfloat16_to_float32(x, op) : x;
+}
+
 Tensor float32_to_bfloat16(const Tensor& x, std::string_view op) {
   TAPEFLOW_ASSERT(x.dtype() == DType::Float32, "[{}] rounding a {} tensor", op, dtype_name(x.dtype()));
   Tensor out = empty(x.shape(), DType::BFloat16, op);

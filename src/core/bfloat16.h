@@ -13,5 +13,7 @@ namespace tapeflow::detail {
 Tensor bfloat16_to_float32(const Tensor& x, std::string_view op);
 /// A bfloat16 tensor holding `x`'s float32 values rounded to nearest even (NaN stays NaN).
 Tensor float32_to_bfloat16(const Tensor& x, std::string_view op);
+/// `x` widened to float32 if it is bfloat16, `x` itself otherwise.
+Tensor widen_if_bfloat16(const Tensor& x, std::string_view op);
 
 }  // namespace tapeflow::detail

@@ -427,9 +427,7 @@ class ArrayPrinter {
 
 /// The tensor whose values are printed: a bfloat16 tensor's exact values in float32 (1.1 rounded
 /// to bfloat16 prints as 1.1015625, the value it holds), any other tensor itself.
-Tensor printable(const Tensor& t) {
-  return t.dtype() == DType::BFloat16 ? detail::bfloat16_to_float32(t, "print") : t;
-}
+Tensor printable(const Tensor& t) { return detail::widen_if_bfloat16(t, "print"); }
 
 /// np.array2string with default options; `suffix_length` is taken off the line width.
 std::string array2string(const Tensor& t, std::string_view separator, std::size_t prefix_length,

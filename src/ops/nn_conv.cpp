@@ -393,10 +393,6 @@ ConvAttrs conv_attrs(std::string_view op, const std::vector<std::int64_t>& strid
           spatial_pair(op, "dilations", dilations)};
 }
 
-Tensor widened(const Tensor& t) {
-  return t.dtype() == DType::BFloat16 ? detail::bfloat16_to_float32(t, "Conv2D") : t;
-}
-
 /// Whether oneDNN computes this bfloat16 pass: the CPU has its bfloat16 kernels and the geometry
 /// fits its 32-bit arithmetic.
 bool onednn_takes_bfloat16(const cpu::WindowGeometry& g) {
@@ -407,7 +403,7 @@ bool onednn_takes_bfloat16(const cpu::WindowGeometry& g) {
 /// operands, rounded to bfloat16.
 template <class Op, class... In>
 Tensor through_float32(const typename Op::Attrs& at, const In&... in) {
-  return detail::float32_to_bfloat16(Op::forward(at, widened(in)...), Op::kName);
+  return detail::float32_to_bfloat16(Op::forward(at, detail::widen_if_bfloat16(in, Op::kName)...), Op::kName);
 }
 
 /// A bfloat16 output's elements, as the oneDNN kernels take them.

@@ -162,9 +162,11 @@ TEST(BFloat16, CheckpointsKeepItsBits) {
 
 TEST(BFloat16, CheckNumericsSeesItsNaN) {
   tf::enable_check_numerics();
+  struct Off {
+    ~Off() { tf::disable_check_numerics(); }
+  } const off;  // the process-wide switch goes back off however the test ends
   const tf::Tensor a = tf::cast(tf::constant({0.f}), tf::bfloat16);
   EXPECT_THAT([&] { a / a; }, ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("1 NaN")));
-  tf::disable_check_numerics();
 }
 
 }  // namespace
