@@ -25,10 +25,20 @@
 /// **Retracing.** A new signature traces again; after 5 traces of one function a warning says so
 /// (TensorFlow's retracing warning): pass tensors instead of changing C++ values, or declare an
 /// `input_signature`. With an input signature, a call must match it (dtype, rank, known dims):
-/// otherwise InvalidArgumentError names the function and both signatures. A dimension declared
-/// unknown (-1) accepts any size without a new signature; the graph's shapes are concrete, so a
-/// new size re-traces the body for that size (counted in `FunctionStats::specializations`, not
-/// warned about).
+/// otherwise InvalidArgumentError names the function and both signatures.
+///
+/// **Unknown dimensions.** A dimension declared unknown (-1) accepts any size, and, as
+/// TensorFlow traces once for a `None` dimension, one graph serves every size when the graph does
+/// not depend on it. Traces run on real tensors, so this is checked: the first two traces at
+/// different sizes (each unknown dimension different, each size at least 2) must give the same
+/// graph, node for node, attribute for attribute and constant for constant. From then on a new
+/// size runs that graph without running the body (`FunctionStats::shared_graph_sizes`); sizes 0
+/// and 1 still trace. A body whose graph changes with the size (a constant of that size, a reshape
+/// to an explicit batch size instead of -1), or which assigns variables, changes state or uses
+/// tf::cond or tf::while_loop, traces once per size instead (`FunctionStats::specializations`;
+/// neither is warned about). As in TensorFlow, whose body sees the size as None, a body must
+/// not branch in C++ on an unknown dimension's size; set
+/// `FunctionOptions::share_graph_across_sizes = false` for one that does.
 ///
 /// **Gradients.** Under a recording GradientTape a call is one record (TensorFlow's
 /// PartitionedCall); its gradient is a graph derived once per signature from the ops' registered
@@ -82,12 +92,16 @@ struct FunctionOptions {
   std::optional<std::vector<TensorSpec>> input_signature;
   /// Run the graph passes (dead code, common subexpressions, constant folding, fusion).
   bool optimize = true;
+  /// Let one graph serve every size of an unknown dimension once two traces show it does not
+  /// depend on it (see "Unknown dimensions" above); false traces each size.
+  bool share_graph_across_sizes = true;
 };
 
 /// Counts and sizes of one function, for tests and benchmarks.
 struct FunctionStats {
   int traces = 0;                      ///< bodies traced (new signatures, gradient graphs, specializations)
   int specializations = 0;             ///< traces for a new size of a dim declared unknown
+  int shared_graph_sizes = 0;          ///< new sizes of unknown dims run by the shared graph, untraced
   int graph_calls = 0;                 ///< calls that ran a graph instead of tracing
   double trace_ms = 0;                 ///< wall time of all traces, passes included
   double retrace_ms = 0;               ///< the part of trace_ms spent on traces after the first
@@ -327,7 +341,10 @@ class Function {
 /// size), with the current values of the variables it reads, to `path`: versioned, checksummed
 /// and written atomically, like checkpoints (docs/FUNCTION_FORMAT.md). The function must have
 /// been called with arguments matching `signature` (FailedPreconditionError otherwise: saving does
-/// not run the body); the file keeps that trace's concrete shapes. A graph holding an op whose
+/// not run the body); the file keeps that trace's shapes. A dimension `signature` leaves unknown
+/// stays unknown in the file, so the loaded function takes any size there: that needs the graph
+/// the function shares across the sizes of its own unknown dimensions (see "Unknown dimensions"
+/// above: call it at two sizes first; FailedPreconditionError says so). A graph holding an op whose
 /// attributes cannot be written (custom_gradient's closure, cond and while_loop branches) is an
 /// UnimplementedError naming the op.
 ///@{
@@ -352,7 +369,7 @@ class LoadedFunction {
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
   /// The name it was saved under (FunctionOptions::name).
   const std::string& name() const;
-  /// The flat tensor specs a call must match (the saved trace's concrete shapes).
+  /// The flat tensor specs a call must match (the saved trace's shapes; -1 takes any size).
   const std::vector<TensorSpec>& input_signature() const;
   /// The variables the graph reads and writes, restored from the file.
   const std::vector<Variable>& variables() const;

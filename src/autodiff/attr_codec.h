@@ -148,7 +148,7 @@ struct AttrsCodec {
   std::shared_ptr<const void> (*read)(AttrReader& r);
   /// The values, "{[1, 2], true, (2, 3)}" (fields have no names at run time).
   std::string (*to_string)(const void* attrs);
-  /// The field types, e.g. "{[i32],[b;8],i64,b,shape,shape}" for a reduction.
+  /// The field types, e.g. "{[i32],[b;8],b}" for a reduction.
   std::string layout;
 };
 

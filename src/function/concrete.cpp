@@ -178,6 +178,11 @@ std::vector<Tensor> ConcreteFunction::call_observed(std::span<const Tensor> inpu
   return plain_->run(inputs, RunMode::kDispatch);
 }
 
+std::vector<Tensor> ConcreteFunction::call_unfused(std::span<const Tensor> inputs,
+                                                   std::vector<Shape>& shapes) const {
+  return plain_->run(inputs, RunMode::kFast, &shapes);
+}
+
 std::vector<Tensor> ConcreteFunction::call_recorded(std::span<const Tensor> inputs) const {
   const Differentiable& d = *differentiable_;
   std::vector<Tensor> all;

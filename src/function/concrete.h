@@ -36,6 +36,9 @@ class ConcreteFunction {
   std::vector<Tensor> call_fast(std::span<const Tensor> inputs) const;
   /// Runs the unfused graph through the dispatch path (forward mode, an enclosing trace).
   std::vector<Tensor> call_observed(std::span<const Tensor> inputs) const;
+  /// Runs the unfused graph alone, giving every value's shape too (a graph shared across sizes,
+  /// shared_sizes.h, learning a new size).
+  std::vector<Tensor> call_unfused(std::span<const Tensor> inputs, std::vector<Shape>& shapes) const;
   /// Runs the differentiable forward and records the call as one op on the recording tapes.
   std::vector<Tensor> call_recorded(std::span<const Tensor> inputs) const;
 

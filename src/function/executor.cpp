@@ -143,12 +143,14 @@ void Executor::run_node(const Node& n, std::vector<Tensor>& env, RunMode mode) c
   for (std::size_t i = 0; i < outs.size(); ++i) env[n.outputs[i]] = std::move(outs[i]);
 }
 
-std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, RunMode mode) const {
+std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, RunMode mode,
+                                  std::vector<Shape>* shapes) const {
   TAPEFLOW_ASSERT(inputs.size() == graph_.inputs.size(), "[{}] {} inputs for a graph of {}", name_,
                   inputs.size(), graph_.inputs.size());
   std::vector<Tensor> env(graph_.values.size());
   for (const auto& [v, t] : graph_.constants) env[v] = t;
   for (std::size_t i = 0; i < inputs.size(); ++i) env[graph_.inputs[i]] = inputs[i];
+  if (shapes != nullptr) shapes->assign(graph_.values.size(), Shape());
   for (std::size_t k = 0; k < graph_.nodes.size(); ++k) {
     const Node& n = graph_.nodes[k];
     try {
@@ -157,6 +159,8 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, RunMode mode) 
       rethrow_with_context(e,
                            fmt::format("[{}, node {} of {}: {}] ", name_, k, graph_.nodes.size(), n.name()));
     }
+    if (shapes != nullptr)
+      for (ValueId v : n.outputs) (*shapes)[v] = env[v].shape();
     for (ValueId v : release_after_[k]) env[v] = Tensor();
   }
   std::vector<Tensor> out;

@@ -25,7 +25,10 @@ class Executor {
   /// `name` labels errors: "[function 'loss' (train.cpp:12), node 3 of 9: MatMul] ...".
   Executor(Graph graph, std::string name);
 
-  std::vector<Tensor> run(std::span<const Tensor> inputs, RunMode mode) const;
+  /// With `shapes`, also gives the shape of every value the run produced (indexed by ValueId;
+  /// others stay empty): how a graph shared across sizes learns its values' shapes at a new size.
+  std::vector<Tensor> run(std::span<const Tensor> inputs, RunMode mode,
+                          std::vector<Shape>* shapes = nullptr) const;
 
   const Graph& graph() const { return graph_; }
   /// Bytes of the largest set of values alive at once under the plan (trace-time shapes).

@@ -22,30 +22,68 @@ bool matches(const std::vector<TensorSpec>& signature, const std::vector<TensorS
   return true;
 }
 
+bool has_unknown_dims(const std::vector<TensorSpec>& signature) {
+  for (const TensorSpec& spec : signature)
+    for (std::int64_t d : spec.dims)
+      if (d < 0) return true;
+  return false;
+}
+
+/// The graph to save for `signature`: with unknown dimensions, the graph `fn` shares across their
+/// sizes; else the trace for exactly these shapes. FailedPreconditionError says what to call first.
+std::shared_ptr<graph::ConcreteFunction> graph_to_save(const detail::FunctionCore::State& s,
+                                                       const std::vector<TensorSpec>& signature) {
+  const bool unknown = has_unknown_dims(signature);
+  std::string traced, refused;
+  std::lock_guard lock(s.mutex);
+  for (const auto& [key, c] : s.cache)
+    traced += (traced.empty() ? "" : ", ") + detail::specs_text(c->specs());
+  if (traced.empty()) traced = "none";
+  // The shared graph was checked across the sizes of the function's own unknown dimensions.
+  auto declared_unknown = [&] {
+    if (!s.options.input_signature || s.options.input_signature->size() != signature.size()) return false;
+    for (std::size_t i = 0; i < signature.size(); ++i)
+      for (std::size_t d = 0; d < signature[i].dims.size(); ++d)
+        if (signature[i].dims[d] < 0 && (d >= (*s.options.input_signature)[i].dims.size() ||
+                                         (*s.options.input_signature)[i].dims[d] >= 0))
+          return false;
+    return true;
+  };
+  if (unknown) {
+    for (const auto& [key, e] : s.shared) {
+      if (e.shared && matches(signature, e.first->specs()) && declared_unknown()) return e.first;
+      if (e.refused) refused += "; " + e.why_refused;
+    }
+    throw FailedPreconditionError(fmt::format(
+        "[save_function] {} has no graph shared across the sizes of the unknown dimensions of {} "
+        "(traced: {}{}). Give the function an input_signature with those dimensions unknown and call it "
+        "at two different sizes of each (at least 2), so that tapeflow can check that its graph does not "
+        "depend on them, or save it for concrete sizes: saving does not run the body",
+        s.label, detail::specs_text(signature), traced, refused));
+  }
+  for (const auto& [key, c] : s.cache)
+    if (matches(signature, c->specs())) return c;
+  throw FailedPreconditionError(
+      fmt::format("[save_function] {} has no trace for the signature {} (traced: {}); call it once with "
+                  "matching arguments before saving it: saving does not run the body",
+                  s.label, detail::specs_text(signature), traced));
+}
+
 }  // namespace
 
 void save_function(const detail::FunctionCore& fn, const std::vector<TensorSpec>& signature,
                    const std::filesystem::path& path) {
   const detail::FunctionCore::State& s = *fn.state();
-  std::shared_ptr<graph::ConcreteFunction> cf;
-  std::string traced;
-  {
-    std::lock_guard lock(s.mutex);
-    for (const auto& [key, c] : s.cache) {
-      traced += (traced.empty() ? "" : ", ") + detail::specs_text(c->specs());
-      if (cf == nullptr && matches(signature, c->specs())) cf = c;
-    }
-  }
-  TAPEFLOW_REQUIRE(cf != nullptr, FailedPreconditionError,
-                   "[save_function] {} has no trace for the signature {} (traced: {}); call it once with "
-                   "matching arguments before saving it: saving does not run the body",
-                   s.label, detail::specs_text(signature), traced.empty() ? "none" : traced);
+  const std::shared_ptr<graph::ConcreteFunction> cf = graph_to_save(s, signature);
   graph::ExportedFunction f;
   f.name = s.options.name;
   f.graph = cf->unfused_graph();
   for (std::size_t i = 0; i < cf->specs().size(); ++i) {
-    const TensorSpec& spec = cf->specs()[i];
-    f.inputs.push_back({spec.dims, spec.dtype, i < signature.size() ? signature[i].name : std::string()});
+    TensorSpec spec = cf->specs()[i];
+    // The signature's unknown dimensions stay unknown: the graph serves every size of them.
+    for (std::size_t d = 0; d < spec.dims.size(); ++d)
+      if (signature[i].dims[d] < 0) spec.dims[d] = -1;
+    f.inputs.push_back({spec.dims, spec.dtype, signature[i].name});
   }
   f.output_structure = std::to_string(f.graph.outputs.size()) + " tensors";
   for (std::size_t k = 0; k < f.graph.variables.size(); ++k)

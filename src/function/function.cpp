@@ -8,12 +8,14 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "autodiff/dispatch.h"
 #include "autodiff/tracer.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "function/function_state.h"
+#include "function/shared_sizes.h"
 #include "function/trace.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/no_recording.h"
@@ -54,6 +56,71 @@ using Clock = std::chrono::steady_clock;
 /// Whether a call must go through the dispatch path op by op: forward mode needs each op's JVP,
 /// and a call inside another function's trace must show its ops to that trace.
 bool ops_must_be_observed() { return autodiff::any_accumulator_active() || autodiff::t_tracer != nullptr; }
+
+using CallResult = std::pair<std::vector<Tensor>, std::shared_ptr<const void>>;
+
+/// A call at new sizes of its unknown dimensions run by the graph shared across sizes
+/// (shared_sizes.h), which is then kept for these sizes; nullopt where there is none, a size is
+/// 0 or 1, or the graph fails at these sizes (then the body decides, traced for them: the graph
+/// changes no state, so the failed run left none behind).
+std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& call, const std::string& key) {
+  std::shared_ptr<graph::ConcreteFunction> first;
+  {
+    std::lock_guard lock(s.mutex);
+    auto it = s.shared.find(call.key);
+    if (it == s.shared.end() || !it->second.shared) return std::nullopt;
+    first = it->second.first;
+  }
+  if (!s.unknown_sizes_at_least_two(call)) return std::nullopt;
+  const graph::Graph& g = first->unfused_graph();
+  // A destroyed variable is the caller's error, never a reason to run a body that refers to it.
+  for (std::size_t k = 0; k < g.variables.size(); ++k)
+    graph::captured_variable(g, static_cast<std::int32_t>(k), s.label);
+  std::vector<Shape> shapes;
+  std::vector<Tensor> outputs;
+  try {
+    outputs = first->call_unfused(call.tensors, shapes);
+  } catch (const InvalidArgumentError&) {
+    return std::nullopt;
+  }
+  auto cf = std::make_shared<graph::ConcreteFunction>(s.label, graph::resized(g, shapes, call.tensors),
+                                                      s.options.optimize, first->structure(),
+                                                      specs_of(call.tensors));
+  std::lock_guard lock(s.mutex);
+  s.cache[key] = cf;
+  s.stats.shared_graph_sizes += 1;
+  s.stats.graph_calls += 1;
+  return CallResult{std::move(outputs), cf->structure()};
+}
+
+/// Offers a trace at new sizes of the unknown dimensions to the call structure's shared graph:
+/// the first becomes the candidate, the next at other sizes confirms or refuses it.
+void offer_shared(FunctionCore::State& s, const FlatCall& call,
+                  const std::shared_ptr<graph::ConcreteFunction>& cf) {
+  if (!s.options.share_graph_across_sizes || !s.unknown_sizes_at_least_two(call)) return;
+  std::lock_guard lock(s.mutex);
+  SharedGraph& e = s.shared[call.key];
+  if (e.shared || e.refused) return;
+  e.why_refused = graph::why_not_shareable(cf->unfused_graph());
+  if (e.why_refused.empty() && e.first == nullptr) {
+    e.first = cf;
+    return;
+  }
+  if (e.why_refused.empty() && !s.every_unknown_size_differs(e.first->specs(), cf->specs())) return;
+  if (e.why_refused.empty()) {
+    const std::string diff = graph::first_difference(e.first->unfused_graph(), cf->unfused_graph());
+    if (diff.empty()) {
+      e.shared = true;
+      return;
+    }
+    e.why_refused = fmt::format("its graphs for {} and {} differ: {}", specs_text(e.first->specs()),
+                                specs_text(cf->specs()), diff);
+  }
+  e.refused = true;
+  e.first = nullptr;
+  log(LogLevel::Info,
+      fmt::format("[{}] traces each size of its unknown dimensions: {}", s.label, e.why_refused));
+}
 
 }  // namespace
 
@@ -110,10 +177,13 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
     // TensorFlow inlines nested functions).
     return body(call.tensors);
   }
+  if (cf == nullptr && specialization && !recorded && s.options.share_graph_across_sizes)
+    if (std::optional<CallResult> out = run_shared(s, call, key)) return *std::move(out);
   if (cf == nullptr || (recorded && cf->differentiable() == nullptr)) {
     const auto start = Clock::now();
     graph::TraceResult traced = graph::trace(s.label, s.options.optimize, call.tensors, body, recorded);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (specialization) offer_shared(s, call, traced.function);
     std::lock_guard lock(s.mutex);
     const bool new_size = specialization && cf == nullptr && !s.cache.empty();
     s.cache[key] = traced.function;

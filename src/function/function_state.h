@@ -26,6 +26,16 @@ inline std::vector<TensorSpec> specs_of(std::span<const Tensor> ts) {
   return specs;
 }
 
+/// The graph of one call structure that may serve every size of its unknown dimensions
+/// (shared_sizes.h): the first trace at sizes of at least 2, shared once a trace at other sizes
+/// gave the same graph, refused once one did not (or the graph cannot be shared).
+struct SharedGraph {
+  std::shared_ptr<graph::ConcreteFunction> first;
+  bool shared = false;
+  bool refused = false;
+  std::string why_refused;
+};
+
 struct FunctionCore::State {
   FunctionOptions options;
   std::string label;  // "function 'name' (file.cpp:12)"
@@ -34,6 +44,28 @@ struct FunctionCore::State {
   FunctionStats stats;
   std::string latest_graph;
   int next_warning = 5;
+  std::map<std::string, SharedGraph> shared;  // by call structure (FlatCall::key)
+
+  /// Whether every dimension the input signature leaves unknown is at least 2 in `call`.
+  bool unknown_sizes_at_least_two(const FlatCall& call) const {
+    if (!options.input_signature) return false;
+    for (std::size_t i = 0; i < options.input_signature->size(); ++i) {
+      const std::vector<std::int64_t>& dims = (*options.input_signature)[i].dims;
+      for (std::size_t d = 0; d < dims.size(); ++d)
+        if (dims[d] < 0 && call.tensors[i].shape()[static_cast<int>(d)] < 2) return false;
+    }
+    return true;
+  }
+
+  /// Whether the traced specs `a` and `b` differ in every dimension the signature leaves unknown.
+  bool every_unknown_size_differs(const std::vector<TensorSpec>& a, const std::vector<TensorSpec>& b) const {
+    for (std::size_t i = 0; i < options.input_signature->size(); ++i) {
+      const std::vector<std::int64_t>& dims = (*options.input_signature)[i].dims;
+      for (std::size_t d = 0; d < dims.size(); ++d)
+        if (dims[d] < 0 && a[i].dims[d] == b[i].dims[d]) return false;
+    }
+    return true;
+  }
 
   /// The signature key of a call: the structure and non-tensor values, then each tensor's
   /// dtype and shape. A call that fails the input signature throws here.

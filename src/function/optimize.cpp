@@ -16,14 +16,14 @@ void rename_uses(Graph& g, const std::vector<ValueId>& rep) {
   for (ValueId& v : g.outputs) v = rep[v];
 }
 
+}  // namespace
+
 bool attrs_equal(const Node& a, const Node& b) {
   if (a.attrs == b.attrs) return true;
   const autodiff::AttrsCodec* codec = a.op->attrs_codec;
   return a.attrs != nullptr && b.attrs != nullptr && codec != nullptr &&
          codec->equal(a.attrs.get(), b.attrs.get());
 }
-
-}  // namespace
 
 void eliminate_dead_code(Graph& g) {
   std::vector<bool> used(g.values.size(), false);

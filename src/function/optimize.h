@@ -20,4 +20,8 @@ void eliminate_common_subexpressions(Graph& g);
 /// (at most 64 KiB each), and makes the outputs constants.
 void fold_constants(Graph& g);
 
+/// Whether two op nodes of one op have equal attributes (by the op's codec; without one, only
+/// when they share one attribute object).
+bool attrs_equal(const Node& a, const Node& b);
+
 }  // namespace tapeflow::graph

@@ -18,7 +18,9 @@ Tensor Flatten::operator()(const Tensor& x) {
                    x.shape().to_string());
   std::int64_t rest = 1;
   for (int i = 1; i < x.rank(); ++i) rest *= x.shape()[i];
-  return reshape(x, {x.shape()[0], rest});
+  // -1 for the batch, as Keras's Flatten does: a traced model flattens batches of any size with
+  // one graph (tf::function's unknown dimensions). With no features, -1 would be ambiguous.
+  return reshape(x, {rest > 0 ? -1 : x.shape()[0], rest});
 }
 
 }  // namespace tapeflow::layers

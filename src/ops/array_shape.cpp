@@ -58,9 +58,14 @@ struct Reshape {
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;  // the same bytes
   static constexpr bool kBatchable = true;
   struct Attrs {
-    Shape shape;
+    // The dims as requested, a -1 among them inferred each time the op runs (TensorFlow's
+    // Reshape takes its -1 the same way), so a graph that flattens a batch of any size is one
+    // graph (tf::function's unknown dimensions).
+    std::vector<std::int64_t> dims;
   };
-  static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    return detail::share_with_shape(x, reshape_target(x, a.dims, kName));
+  }
   static Grads backward(const GradContext& c) { return reshape_back(c); }
   // JVP: dy = reshape(dx)
   static Tangents jvp(const JvpContext& c) {
@@ -75,7 +80,7 @@ struct Reshape {
 }  // namespace ops
 Tensor reshape(const Tensor& x, const std::vector<std::int64_t>& shape) {
   ops::require_defined(x, ops::Reshape::kName);
-  return autodiff::apply_with<ops::Reshape>({ops::reshape_target(x, shape, ops::Reshape::kName)}, x);
+  return autodiff::apply_with<ops::Reshape>({shape}, x);
 }
 namespace ops {
 

@@ -17,15 +17,35 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-/// Normalised, sorted, de-duplicated reduction axes: all axes when `axes` is empty.
+/// Normalised, sorted, de-duplicated reduction axes: all axes when `axes` is empty. Nothing here
+/// depends on the input's sizes (reduce_shapes derives them when the op runs), so a traced
+/// reduction serves inputs of any size (tf::function's unknown dimensions).
 struct ReduceAttrs {
   std::vector<int> axes;
   std::array<bool, kMaxRank> reduced{};  // one flag per input axis
-  std::int64_t count = 1;                // elements reduced into each output
   bool keepdims = false;
-  Shape keepdims_shape;  // the input shape with reduced dims set to 1
-  Shape out_shape;
 };
+
+/// What a reduction's attributes make of an input of shape `in`.
+struct ReduceShapes {
+  std::int64_t count = 1;  // elements reduced into each output
+  Shape keepdims;          // `in` with the reduced dims set to 1
+  Shape out;
+};
+
+ReduceShapes reduce_shapes(const ReduceAttrs& a, const Shape& in, std::string_view op) {
+  ReduceShapes s;
+  std::vector<std::int64_t> kd, out;
+  for (int i = 0; i < in.rank(); ++i) {
+    const bool r = a.reduced[static_cast<std::size_t>(i)];
+    if (r) s.count *= in[i];
+    kd.push_back(r ? 1 : in[i]);
+    if (!r || a.keepdims) out.push_back(r ? 1 : in[i]);
+  }
+  s.keepdims = Shape::checked(kd, op);
+  s.out = Shape::checked(out, op);
+  return s;
+}
 
 ReduceAttrs reduce_attrs(const Tensor& x, const Axes& axes, bool keepdims, std::string_view op) {
   require_defined(x, op);
@@ -38,18 +58,8 @@ ReduceAttrs reduce_attrs(const Tensor& x, const Axes& axes, bool keepdims, std::
     a.reduced[n] = true;
   }
   if (axes.empty()) std::fill_n(a.reduced.begin(), x.rank(), true);
-  std::vector<std::int64_t> kd, out;
-  for (int i = 0; i < x.rank(); ++i) {
-    const bool r = a.reduced[static_cast<std::size_t>(i)];
-    if (r) {
-      a.axes.push_back(i);
-      a.count *= x.shape()[i];
-    }
-    kd.push_back(r ? 1 : x.shape()[i]);
-    if (!r || keepdims) out.push_back(r ? 1 : x.shape()[i]);
-  }
-  a.keepdims_shape = Shape::checked(kd, op);
-  a.out_shape = Shape::checked(out, op);
+  for (int i = 0; i < x.rank(); ++i)
+    if (a.reduced[static_cast<std::size_t>(i)]) a.axes.push_back(i);
   return a;
 }
 
@@ -57,13 +67,14 @@ Axes to_axes(const std::vector<int>& axes) { return {axes.begin(), axes.end()}; 
 
 std::vector<std::int64_t> dims_of(const Shape& s) { return {s.dims().begin(), s.dims().end()}; }
 
-/// Runs reducer R<T> over a.axes of x, passing each accumulator through `finish` to get the
-/// output element.
+/// Runs reducer R<T> over a.axes of x into a tensor of shape `out_shape`, passing each
+/// accumulator through `finish` to get the output element.
 template <template <class> class R, class T, class Finish>
-Tensor reduce_with(const Tensor& x, const ReduceAttrs& a, std::string_view op, Finish finish) {
+Tensor reduce_with(const Tensor& x, const ReduceAttrs& a, const Shape& out_shape, std::string_view op,
+                   Finish finish) {
   using Acc = typename R<T>::Acc;
-  Tensor out = detail::empty(a.out_shape, x.dtype(), op);
-  const std::int64_t n = a.out_shape.num_elements();
+  Tensor out = detail::empty(out_shape, x.dtype(), op);
+  const std::int64_t n = out_shape.num_elements();
   T* po = detail::mutable_data<T>(out);
   if constexpr (std::is_same_v<Acc, T>) {
     cpu::reduce<R<T>>(x.values<T>().data(), x.shape(), a.reduced, po);
@@ -111,13 +122,14 @@ struct Sum {
   static constexpr cpu::BlockOp kBlock = cpu::reduction_block(
       cpu::BlockOp::Kind::kSum, [](const void* a) { return static_cast<const Attrs*>(a)->reduced; });
   static Tensor forward(const Attrs& a, const Tensor& x) {
+    const Shape out = reduce_shapes(a, x.shape(), kName).out;
     return visit_numeric(x, kName, [&]<class T>() {
-      return reduce_with<cpu::SumReducer, T>(x, a, kName, [](auto s) { return static_cast<T>(s); });
+      return reduce_with<cpu::SumReducer, T>(x, a, out, kName, [](auto s) { return static_cast<T>(s); });
     });
   }
   static Grads backward(const GradContext& c) {
-    const auto& a = c.attrs<Attrs>();
-    return {broadcast_to(reshape(c.dy(), dims_of(c.batched(a.keepdims_shape))), c.batched(c.input_shape(0)))};
+    const Shape kd = reduce_shapes(c.attrs<Attrs>(), c.input_shape(0), kName).keepdims;
+    return {broadcast_to(reshape(c.dy(), dims_of(c.batched(kd))), c.batched(c.input_shape(0)))};
   }
   // JVP: dy = sum(dx, axes)
   static Tangents jvp(const JvpContext& c) {
@@ -142,28 +154,30 @@ struct Mean {
   static constexpr cpu::BlockOp kBlock = cpu::reduction_block(
       cpu::BlockOp::Kind::kMean, [](const void* a) { return static_cast<const Attrs*>(a)->reduced; });
   static Tensor forward(const Attrs& a, const Tensor& x) {
+    const ReduceShapes rs = reduce_shapes(a, x.shape(), kName);
     return visit_numeric(x, kName, [&]<class T>() {
       if constexpr (std::is_floating_point_v<T>) {
-        const auto n = static_cast<double>(a.count);  // 0 for an empty axis: 0 / 0 = NaN, like TensorFlow
-        return reduce_with<cpu::SumReducer, T>(x, a, kName, [n](double s) { return static_cast<T>(s / n); });
+        const auto n = static_cast<double>(rs.count);  // 0 for an empty axis: 0 / 0 = NaN, like TensorFlow
+        return reduce_with<cpu::SumReducer, T>(x, a, rs.out, kName,
+                                               [n](double s) { return static_cast<T>(s / n); });
       } else {
-        TAPEFLOW_REQUIRE(a.count > 0 || a.out_shape.num_elements() == 0, InvalidArgumentError,
+        TAPEFLOW_REQUIRE(rs.count > 0 || rs.out.num_elements() == 0, InvalidArgumentError,
                          "[{}] the integer mean over an empty axis has no value (0 / 0): axes {} of a {}",
                          kName, a.axes, describe(x));
-        const std::int64_t n = a.count;
+        const std::int64_t n = rs.count;
         // The wrapped sum as T, then the quotient truncated toward zero; |sum / n| <= |sum| fits T.
-        return reduce_with<cpu::SumReducer, T>(x, a, kName, [n](auto s) {
+        return reduce_with<cpu::SumReducer, T>(x, a, rs.out, kName, [n](auto s) {
           return static_cast<T>(static_cast<std::int64_t>(static_cast<T>(s)) / n);
         });
       }
     });
   }
   static Grads backward(const GradContext& c) {
-    const auto& a = c.attrs<Attrs>();
+    const ReduceShapes rs = reduce_shapes(c.attrs<Attrs>(), c.input_shape(0), kName);
     // An empty input has no gradient elements: scale by 0 rather than divide by 0.
-    const double scale = a.count > 0 ? 1.0 / static_cast<double>(a.count) : 0.0;
-    return {broadcast_to(reshape(c.dy() * scale, dims_of(c.batched(a.keepdims_shape))),
-                         c.batched(c.input_shape(0)))};
+    const double scale = rs.count > 0 ? 1.0 / static_cast<double>(rs.count) : 0.0;
+    return {
+        broadcast_to(reshape(c.dy() * scale, dims_of(c.batched(rs.keepdims))), c.batched(c.input_shape(0)))};
   }
   // JVP: dy = mean(dx, axes)
   static Tangents jvp(const JvpContext& c) {
@@ -185,16 +199,17 @@ struct MinOrMax {
   static constexpr Saves kSaves{1u, 1u};  // x and y: the tie pattern
   using Attrs = ReduceAttrs;
   static Tensor forward_impl(const Attrs& a, const Tensor& x, std::string_view op) {
+    const Shape out = reduce_shapes(a, x.shape(), op).out;
     return visit_numeric(x, op,
-                         [&]<class T>() { return reduce_with<R, T>(x, a, op, [](T v) { return v; }); });
+                         [&]<class T>() { return reduce_with<R, T>(x, a, out, op, [](T v) { return v; }); });
   }
   // dx = dy * (x == y) / (number of ties), dy and y broadcast back to shape(x): TensorFlow's
   // _MinOrMaxGrad. A group whose extreme is NaN has no element equal to it: 0 / 0 = NaN there,
   // as in TensorFlow. The tie pattern is a constant (cast from bool cuts the gradient path).
   static Grads backward(const GradContext& c) {
     const auto& a = c.attrs<Attrs>();
-    const auto kd = dims_of(a.keepdims_shape);
     const Tensor& x = c.input(0);
+    const auto kd = dims_of(reduce_shapes(a, x.shape(), "Max or Min").keepdims);
     const Tensor ties = cast(equal(x, reshape(c.output(0), kd)), x.dtype());
     return {reshape(c.dy(), kd) * ties / reduce_sum(ties, to_axes(a.axes), /*keepdims=*/true)};
   }
@@ -232,8 +247,9 @@ struct Prod {
   static constexpr Saves kSaves{1u, 1u};
   using Attrs = ReduceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
+    const Shape out = reduce_shapes(a, x.shape(), kName).out;
     return visit_numeric(x, kName, [&]<class T>() {
-      return reduce_with<cpu::ProdReducer, T>(x, a, kName, [](auto p) { return static_cast<T>(p); });
+      return reduce_with<cpu::ProdReducer, T>(x, a, out, kName, [](auto p) { return static_cast<T>(p); });
     });
   }
   // Without zeros: dx = dy * y / x. With zeros, let z = (x == 0) and k = number of zeros in the
@@ -244,8 +260,8 @@ struct Prod {
   // TensorFlow's _ProdGrad uses exclusive cumulative products instead (we have no cumprod).
   static Grads backward(const GradContext& c) {
     const auto& a = c.attrs<Attrs>();
-    const auto kd = dims_of(a.keepdims_shape);
     const Tensor& x = c.input(0);
+    const auto kd = dims_of(reduce_shapes(a, x.shape(), kName).keepdims);
     const Tensor dy = reshape(c.dy(), kd);
     const bool has_zero = visit_floating(x.dtype(), [&]<class T>() {
       const auto v = x.values<T>();
@@ -279,22 +295,21 @@ struct ReduceLogSumExp {
   using Attrs = ReduceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     require_floating(x, kName);
+    const ReduceShapes rs = reduce_shapes(a, x.shape(), kName);
     return visit_floating(x.dtype(), [&]<class T>() -> Tensor {
       // m: the max with keepdims shape, replaced by 0 where not finite (TensorFlow's rule).
-      ReduceAttrs kd = a;
-      kd.out_shape = a.keepdims_shape;
-      Tensor m =
-          reduce_with<cpu::MaxReducer, T>(x, kd, kName, [](T v) { return std::isfinite(v) ? v : T(0); });
+      Tensor m = reduce_with<cpu::MaxReducer, T>(x, a, rs.keepdims, kName,
+                                                 [](T v) { return std::isfinite(v) ? v : T(0); });
       Tensor e = detail::empty(x.shape(), x.dtype(), kName);
       T* pe = detail::mutable_data<T>(e);
-      cpu::zip(x.values<T>().data(), x.shape(), m.values<T>().data(), a.keepdims_shape, pe, x.shape(),
+      cpu::zip(x.values<T>().data(), x.shape(), m.values<T>().data(), rs.keepdims, pe, x.shape(),
                [](T v, T mv) { return v - mv; });
       cpu::parallel_for(x.num_elements(), cpu::kParallelGrain / 8,
                         [&](std::int64_t b, std::int64_t end) { cpu::vmath::exp(pe + b, pe + b, end - b); });
-      std::vector<double> s(static_cast<std::size_t>(a.out_shape.num_elements()));
+      std::vector<double> s(static_cast<std::size_t>(rs.out.num_elements()));
       cpu::reduce<cpu::SumReducer<T>>(e.values<T>().data(), x.shape(), a.reduced, s.data());
       // out and m hold the same outputs in the same order (keepdims only adds size-1 axes).
-      Tensor out = detail::empty(a.out_shape, x.dtype(), kName);
+      Tensor out = detail::empty(rs.out, x.dtype(), kName);
       const T* mp = m.values<T>().data();
       T* po = detail::mutable_data<T>(out);
       for (std::size_t j = 0; j < s.size(); ++j)
@@ -303,8 +318,7 @@ struct ReduceLogSumExp {
     });
   }
   static Grads backward(const GradContext& c) {
-    const auto& a = c.attrs<Attrs>();
-    const auto kd = dims_of(a.keepdims_shape);
+    const auto kd = dims_of(reduce_shapes(c.attrs<Attrs>(), c.input_shape(0), kName).keepdims);
     return {reshape(c.dy(), kd) * exp(c.input(0) - reshape(c.output(0), kd))};
   }
   static constexpr auto raw = reduction_raw<tapeflow::reduce_logsumexp>;

@@ -61,6 +61,53 @@ TEST(SaveFunction, SavingNeedsATraceOfTheSignature) {
                tf::FailedPreconditionError);
 }
 
+TEST(SaveFunction, AnUnknownDimensionStaysUnknownInTheFile) {
+  // A model's inference for batches of any size, as a SavedModel's serving signature [None, 2].
+  tf::Variable w(tf::constant({{1.0f, -2.0f}, {0.5f, 3.0f}}), {.name = "w"});
+  const std::vector<tf::TensorSpec> any_batch{{{-1, 2}, tf::DType::Float32, "x"}};
+  auto predict = tf::function(
+      [&](const tf::Tensor& x) {
+        return tf::nn::softmax(tf::matmul(tf::reshape(x, {-1, 2}), w.read_value()));
+      },
+      {.name = "predict", .input_signature = any_batch});
+  predict(tf::ones({4, 2}));
+  predict(tf::ones({3, 2}));  // a second size shows the graph does not depend on it
+  const auto path = temp_path("any_batch");
+  tf::save_function(predict, any_batch, path);
+  tf::LoadedFunction loaded = tf::load_function(path);
+  EXPECT_EQ(loaded.input_signature()[0].dims, (std::vector<std::int64_t>{-1, 2}));
+  for (std::int64_t n : {1, 2, 5, 100}) {
+    const tf::Tensor x =
+        tf::random::uniform({n, 2}, -1.0, 1.0, tf::DType::Float32, static_cast<std::uint64_t>(n));
+    EXPECT_EQ(loaded({x})[0].to_vector<float>(), predict(x).to_vector<float>()) << n << " rows";
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(SaveFunction, AnUnknownDimensionNeedsTwoAgreeingTracesAndSaysSo) {
+  const std::vector<tf::TensorSpec> any_batch{{{-1, 2}, tf::DType::Float32, "x"}};
+  auto f = tf::function([](const tf::Tensor& x) { return x * 2.0; },
+                        {.name = "twice", .input_signature = any_batch});
+  f(tf::ones({4, 2}));
+  try {
+    tf::save_function(f, any_batch, temp_path("one_size"));
+    FAIL() << "expected FailedPreconditionError";
+  } catch (const tf::FailedPreconditionError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'twice'"), std::string::npos) << what;
+    EXPECT_NE(what.find("two different sizes"), std::string::npos) << what;
+  }
+  f(tf::ones({5, 2}));
+  tf::save_function(f, any_batch, temp_path("one_size"));  // now it can
+  // A dimension the function itself declares known cannot become unknown in the file.
+  auto g = tf::function(
+      [](const tf::Tensor& x) { return x * 2.0; },
+      {.name = "fixed", .input_signature = std::vector<tf::TensorSpec>{{{4, 2}, tf::DType::Float32}}});
+  g(tf::ones({4, 2}));
+  EXPECT_THROW(tf::save_function(g, any_batch, temp_path("one_size")), tf::FailedPreconditionError);
+  std::filesystem::remove(temp_path("one_size"));
+}
+
 TEST(LoadFunction, ACallNotMatchingTheSignatureNamesBoth) {
   auto f = tf::function([](const tf::Tensor& x) { return x + 1.0; }, {.name = "inc"});
   f(tf::zeros({2, 3}));

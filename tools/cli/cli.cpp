@@ -122,6 +122,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   predict_cmd->add_option("--data-dir", p.data_dir, "Directory of the Fashion-MNIST IDX files")
       ->capture_default_str();
   predict_cmd->add_option("--limit", p.limit, "Only the first N test images (0: all)");
+  predict_cmd
+      ->add_option("--batch-size", p.batch_size, "Images per call, for a file that takes any batch size")
+      ->check(CLI::PositiveNumber);
 
   CLI::App* examples_cmd = app.add_subcommand("examples", "List and run the seed example programs");
   examples_cmd->add_option("name", name, "The example to run (default: all of them)");

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tapeflow/function.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
@@ -12,16 +14,20 @@
 namespace tapeflow::cli {
 
 void export_model(Model& model, std::int64_t batch, const std::string& path) {
+  // Batches of any size: the second trace, at another size, shows that the graph does not depend
+  // on it, so the file keeps the batch dimension unknown (tf::function's unknown dimensions).
+  const std::vector<TensorSpec> images{{{-1, 28, 28, 1}, DType::Float32, "images"}};
   auto logits = function([&model](const Tensor& x) { return (*model.net)(x, /*training=*/false); },
-                         {.name = "predict"});
-  logits(zeros({batch, 28, 28, 1}));  // the trace: inference only, no state changes
-  save_function(logits, {{{batch, 28, 28, 1}, DType::Float32, "images"}}, path);
+                         {.name = "predict", .input_signature = images});
+  for (std::int64_t n : {std::max<std::int64_t>(batch, 2), batch == 2 ? std::int64_t{3} : std::int64_t{2}})
+    logits(zeros({n, 28, 28, 1}));  // the traces: inference only, no state changes
+  save_function(logits, images, path);
 }
 
 double predict(const PredictOptions& o, std::ostream& out) {
   LoadedFunction f = load_function(o.model_path);
   const std::vector<TensorSpec>& sig = f.input_signature();
-  if (sig.size() != 1 || sig[0].dims.size() != 4 || sig[0].dims[0] <= 0 || sig[0].dims[1] != 28 ||
+  if (sig.size() != 1 || sig[0].dims.size() != 4 || sig[0].dims[0] == 0 || sig[0].dims[1] != 28 ||
       sig[0].dims[2] != 28 || sig[0].dims[3] != 1 || sig[0].dtype != DType::Float32)
     throw UsageError(
         fmt::format("{}: function '{}' takes {} tensor(s), not one float32 batch [n, 28, 28, 1] of "
@@ -30,12 +36,15 @@ double predict(const PredictOptions& o, std::ostream& out) {
   const data::FashionMnist ds = fashion_mnist(o.dataset, o.data_dir);
   std::int64_t n = ds.test_images.shape()[0];
   if (o.limit > 0) n = std::min(n, o.limit);
-  const std::int64_t batch = sig[0].dims[0];
+  // A file whose batch dimension is unknown takes any batch; one of a fixed batch size gets its
+  // last batch padded to that size.
+  const bool any_batch = sig[0].dims[0] < 0;
+  const std::int64_t batch = any_batch ? o.batch_size : sig[0].dims[0];
   std::int64_t correct = 0;
   for (std::int64_t begin = 0; begin < n; begin += batch) {
     const std::int64_t size = std::min(batch, n - begin);
     Tensor x = slice(ds.test_images, {begin, 0, 0, 0}, {size, -1, -1, -1});
-    if (size < batch) x = pad(x, {{0, batch - size}, {0, 0}, {0, 0}, {0, 0}});  // the file's batch size
+    if (size < batch && !any_batch) x = pad(x, {{0, batch - size}, {0, 0}, {0, 0}, {0, 0}});
     Tensor logits = f({x})[0];
     Tensor predicted = slice(argmax(logits, 1), {0}, {size});
     Tensor labels = cast(slice(ds.test_labels, {begin}, {size}), DType::Int64);
@@ -43,8 +52,9 @@ double predict(const PredictOptions& o, std::ostream& out) {
         static_cast<std::int64_t>(reduce_sum(cast(equal(predicted, labels), DType::Float64)).item<double>());
   }
   const double accuracy = n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
-  out << fmt::format("{}: function '{}', {} variables, batches of {}: test accuracy {:.4f} on {} images\n",
-                     o.model_path, f.name(), f.variables().size(), batch, accuracy, n);
+  out << fmt::format("{}: function '{}', {} variables, batches of {}{}: test accuracy {:.4f} on {} images\n",
+                     o.model_path, f.name(), f.variables().size(), batch, any_batch ? " (any size)" : "",
+                     accuracy, n);
   return accuracy;
 }
 
