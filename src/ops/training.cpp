@@ -1,6 +1,6 @@
 // Optimizer update rules as single ops (TensorFlow's training ops). An optimizer's step written
-// with elementwise ops reads and writes every slot a dozen times; one op reads var, m, v and the
-// gradient once and writes the three results once.
+// with elementwise ops reads and writes every slot a dozen times; one op reads var, its slots and
+// the gradient once and writes the results once (SGD: 3 passes over the weights instead of 5).
 //
 // The results must equal those of the ops they replace, bit for bit (a traced and an eager step,
 // N ranks against one process, checkpoints resumed), so this file is compiled without
@@ -44,7 +44,55 @@ void adam_kernel(const AdamAttrs& a, const T* w, const T* m, const T* v, T lr, c
   });
 }
 
+/// Checks the arguments of an update op: in[0] is var (floating); the others have its dtype, and
+/// its shape but for in[scalar], a scalar (the learning rate).
+void require_update_arguments(std::span<const Tensor> in, std::initializer_list<std::string_view> names,
+                              std::size_t scalar, std::string_view op) {
+  const Tensor& w = in[0];
+  require_floating(w, op, "var");
+  for (std::size_t i = 1; i < in.size(); ++i) {
+    const std::string_view name = names.begin()[i];
+    TAPEFLOW_REQUIRE(in[i].dtype() == w.dtype(), InvalidArgumentError,
+                     "[{}] '{}' must have var's dtype: var is a {}, {} is a {}", op, name, describe(w), name,
+                     describe(in[i]));
+    TAPEFLOW_REQUIRE(i == scalar ? in[i].rank() == 0 : in[i].shape() == w.shape(), InvalidArgumentError,
+                     "[{}] '{}' must have {}: var is a {}, {} is a {}", op, name,
+                     i == scalar ? "shape () (a scalar)" : "var's shape", describe(w), name, describe(in[i]));
+  }
+}
+
 }  // namespace
+
+// var' = var - grad * lr: one SGD step (see tapeflow/ops/training.h); not differentiable.
+struct ApplyGradientDescent {
+  static constexpr std::string_view kName = "ApplyGradientDescent";
+  static Tensor forward(const Tensor& w, const Tensor& lr, const Tensor& g) {
+    const std::array<Tensor, 3> in{w, lr, g};
+    require_update_arguments(in, {"var", "lr", "grad"}, /*scalar=*/1, kName);
+    Tensor out = detail::empty(w.shape(), w.dtype(), kName);
+    visit_floating(w.dtype(), [&]<class T>() {
+      const T *pw = w.values<T>().data(), *pg = g.values<T>().data();
+      const T rate = lr.values<T>()[0];
+      T* po = detail::mutable_data<T>(out);
+      // The product rounded, then the difference: Mul then Sub, as SGD's formula reads.
+      cpu::parallel_for(w.num_elements(), cpu::kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) po[i] = pw[i] - pg[i] * rate;
+      });
+    });
+    return out;
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(3, {});
+    return {raw_ops::apply_gradient_descent(a.in(0), a.in(1), a.in(2))};
+  }
+};
+}  // namespace ops
+
+Tensor raw_ops::apply_gradient_descent(const Tensor& var, const Tensor& lr, const Tensor& grad) {
+  return autodiff::apply<ops::ApplyGradientDescent>(var, lr, grad);
+}
+
+namespace ops {
 
 // {var', m', v'} = one Adam step (see tapeflow/ops/training.h); not differentiable.
 struct ApplyAdam {
@@ -52,17 +100,7 @@ struct ApplyAdam {
   using Attrs = AdamAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
     const Tensor &w = in[0], &m = in[1], &v = in[2], &lr = in[3], &g = in[4];
-    require_floating(w, kName, "var");
-    constexpr std::array<std::string_view, 5> kNames = {"var", "m", "v", "lr_t", "grad"};
-    for (std::size_t i = 1; i < in.size(); ++i) {
-      TAPEFLOW_REQUIRE(in[i].dtype() == w.dtype(), InvalidArgumentError,
-                       "[{}] '{}' must have var's dtype: var is a {}, {} is a {}", kName, kNames[i],
-                       describe(w), kNames[i], describe(in[i]));
-      TAPEFLOW_REQUIRE(i == 3 ? in[i].rank() == 0 : in[i].shape() == w.shape(), InvalidArgumentError,
-                       "[{}] '{}' must have {}: var is a {}, {} is a {}", kName, kNames[i],
-                       i == 3 ? "shape () (a scalar)" : "var's shape", describe(w), kNames[i],
-                       describe(in[i]));
-    }
+    require_update_arguments(in, {"var", "m", "v", "lr_t", "grad"}, /*scalar=*/3, kName);
     std::vector<Tensor> out;
     for (int i = 0; i < 3; ++i) out.push_back(detail::empty(w.shape(), w.dtype(), kName));
     visit_floating(w.dtype(), [&]<class T>() {
@@ -90,7 +128,10 @@ std::array<Tensor, 3> raw_ops::apply_adam(const Tensor& var, const Tensor& m, co
 }
 
 namespace ops {
-void register_training_ops(Registrar& r) { r.add_non_differentiable<ApplyAdam>(); }
+void register_training_ops(Registrar& r) {
+  r.add_non_differentiable<ApplyGradientDescent>();
+  r.add_non_differentiable<ApplyAdam>();
+}
 }  // namespace ops
 
 }  // namespace tapeflow

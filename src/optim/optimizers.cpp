@@ -43,8 +43,8 @@ void SGD::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, c
                       const Tensor&) {
   const Tensor lr = cast(learning_rate, w.dtype());
   if (slots.empty()) {
-    // w -= lr * g
-    w.assign_sub(g * lr);
+    // w -= g * lr, as one op: one pass over w and g (same rounding)
+    w.assign(raw_ops::apply_gradient_descent(w.value(), lr, g));
     return;
   }
   // velocity = momentum * velocity - lr * g;  w += velocity  (nesterov: w += momentum * velocity - lr * g)

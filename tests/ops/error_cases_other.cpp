@@ -56,6 +56,17 @@ void add_other_error_cases(std::vector<ErrorCase>& rows) {
   arg_reduction(rows, "ArgMax", argmax);
   arg_reduction(rows, "ArgMin", argmin);
   {
+    auto sgd = [](const Ins& x) { return one(raw_ops::apply_gradient_descent(x[0], x[1], x[2])); };
+    rows.push_back({.op = "ApplyGradientDescent", .cls = C::Shape, .what = "grad of another shape than var",
+                    .inputs = {f32({3}), f32({}), f32({2})}, .call = sgd, .needles = {"'grad'", "(3,)", "(2,)"}});
+    rows.push_back({.op = "ApplyGradientDescent", .cls = C::Rank, .what = "lr not a scalar",
+                    .inputs = {f32({3}), f32({3}), f32({3})}, .call = sgd, .needles = {"'lr'", "scalar"}});
+    rows.push_back({.op = "ApplyGradientDescent", .cls = C::DType, .what = "float64 lr for a float32 var",
+                    .inputs = {f32({3}), f64({}), f32({3})}, .call = sgd, .needles = {"'lr'", "float64", "float32"}});
+    rows.push_back({.op = "ApplyGradientDescent", .cls = C::DType, .what = "int32 var",
+                    .inputs = {i32({3}), i32({}), i32({3})}, .call = sgd, .needles = {"int32"}});
+  }
+  {
     auto adam = [](const Ins& x) {
       const auto r = raw_ops::apply_adam(x[0], x[1], x[2], x[3], x[4], 0.9, 0.999, 1e-7);
       return Outs(r.begin(), r.end());

@@ -1,5 +1,6 @@
-// ApplyAdam: one pass that must round exactly like the elementwise ops it replaces (the Adam
-// optimizer's formula), in float32 and float64, and its argument checks.
+// ApplyGradientDescent and ApplyAdam: one pass each that must round exactly like the elementwise
+// ops it replaces (the SGD and Adam optimizers' formulas), in float32 and float64, and their
+// argument checks.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,6 +13,40 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
 namespace {
+
+TEST(ApplyGradientDescent, EqualsTheElementwiseFormulaBitForBit) {
+  for (tf::DType dtype : {tf::float32, tf::float64}) {
+    const tf::Shape s{300, 1000};  // enough elements for tapeflow's pool to split the work
+    const tf::Tensor w = tf::random::normal(s, 0, 1, dtype, 1), g = tf::random::normal(s, 0, 1, dtype, 2);
+    const tf::Tensor lr = tf::cast(tf::constant(0.0123), dtype);
+    const tf::Tensor got = tf::raw_ops::apply_gradient_descent(w, lr, g);
+    const tf::Tensor want = w - g * lr;
+    EXPECT_EQ(tf::cast(got, tf::float64).to_vector<double>(), tf::cast(want, tf::float64).to_vector<double>())
+        << tf::dtype_name(dtype);
+  }
+}
+
+TEST(ApplyGradientDescent, TheSgdOptimizerRunsIt) {
+  tf::Variable w(tf::constant({1.0f, -2.0f}));
+  tf::optimizers::SGD sgd(0.25);
+  tf::GradientTape tape;
+  const tf::Tensor loss = tf::reduce_sum(tf::square(w));
+  sgd.apply_gradients(tape.gradient(loss, std::vector<tf::Variable>{w}), std::vector<tf::Variable>{w});
+  // w -= 0.25 * 2w
+  EXPECT_EQ(w.value().to_vector<float>(), (std::vector<float>{0.5f, -1.0f}));
+}
+
+TEST(ApplyGradientDescent, RejectsMismatchedShapesAndDtypes) {
+  const tf::Tensor w = tf::ones({3}), lr = tf::constant(0.1f);
+  EXPECT_THAT(
+      [&] { tf::raw_ops::apply_gradient_descent(w, lr, tf::ones({2})); },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("[ApplyGradientDescent]"), HasSubstr("'grad'"),
+                                                    HasSubstr("(3,)"), HasSubstr("(2,)"))));
+  EXPECT_THAT([&] { tf::raw_ops::apply_gradient_descent(w, tf::ones({3}), w); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("'lr'"), HasSubstr("scalar"))));
+  EXPECT_THAT([&] { tf::raw_ops::apply_gradient_descent(w, tf::constant(0.1), w); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("'lr'"), HasSubstr("float64"))));
+}
 
 TEST(ApplyAdam, EqualsTheElementwiseFormulaBitForBit) {
   const double b1 = 0.9, b2 = 0.999, eps = 1e-7;

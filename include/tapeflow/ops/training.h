@@ -10,6 +10,13 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::raw_ops {
 
+/// One SGD step in one pass (op "ApplyGradientDescent", TensorFlow's ApplyGradientDescent
+/// without its variable): returns var - grad * lr, the product rounded to the dtype before the
+/// difference, exactly as the two elementwise ops. `lr` is a scalar; all of the same float dtype,
+/// grad of var's shape. Not differentiable. InvalidArgumentError (naming ApplyGradientDescent, the
+/// argument, shapes and dtypes) otherwise.
+Tensor apply_gradient_descent(const Tensor& var, const Tensor& lr, const Tensor& grad);
+
 /// One Adam step in one pass (op "ApplyAdam", TensorFlow's ApplyAdam without its variables):
 /// returns {var', m', v'} with
 ///   m' = m + (grad - m) * (1 - beta_1),  v' = v + (grad^2 - v) * (1 - beta_2),
