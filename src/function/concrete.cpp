@@ -158,7 +158,10 @@ Graph optimized(Graph g, bool fuse) {
   fold_constants(g);
   eliminate_common_subexpressions(g);
   eliminate_dead_code(g);
-  if (fuse) fuse_elementwise(g);
+  if (fuse) {
+    relu_gradient_before_max_pool_gradient(g);
+    fuse_elementwise(g);
+  }
   return g;
 }
 

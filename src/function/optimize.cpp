@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "autodiff/attr_codec.h"
@@ -106,6 +107,62 @@ void fold_constants(Graph& g) {
   }
   g.nodes = std::move(nodes);
   eliminate_dead_code(g);
+}
+
+void relu_gradient_before_max_pool_gradient(Graph& g) {
+  std::vector<std::ptrdiff_t> producer(g.values.size(), -1);
+  std::vector<int> readers(g.values.size(), 0);
+  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    for (ValueId v : g.nodes[k].outputs) producer[v] = static_cast<std::ptrdiff_t>(k);
+    for (ValueId v : g.nodes[k].inputs) ++readers[v];
+  }
+  for (ValueId v : g.outputs) ++readers[v];
+  auto is_op = [](const Node& n, std::string_view name) {
+    return n.kind == NodeKind::kOp && n.op->name() == name;
+  };
+  // The MaxPool of each pooled value, to find the pooled output the mask is taken from.
+  std::vector<std::pair<ValueId, std::size_t>> pools;
+  for (std::size_t k = 0; k < g.nodes.size(); ++k)
+    if (is_op(g.nodes[k], "MaxPool")) pools.emplace_back(g.nodes[k].inputs[0], k);
+  std::vector<ValueId> rep(g.values.size());
+  for (std::size_t v = 0; v < rep.size(); ++v) rep[v] = static_cast<ValueId>(v);
+  std::vector<std::optional<Node>> before(g.nodes.size());  // a node to insert before node k
+  std::vector<bool> drop(g.nodes.size(), false);
+  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& relu = g.nodes[k];
+    if (!is_op(relu, "ReluGrad") || producer[relu.inputs[0]] < 0) continue;
+    const auto m = static_cast<std::size_t>(producer[relu.inputs[0]]);
+    Node& grad = g.nodes[m];
+    if (!is_op(grad, "MaxPoolGrad") || grad.inputs[0] != relu.inputs[1] || readers[relu.inputs[0]] != 1 ||
+        before[m].has_value())
+      continue;
+    auto pool = std::find_if(pools.begin(), pools.end(), [&](const auto& p) {
+      return p.first == grad.inputs[0] && p.second < m && attrs_equal(g.nodes[p.second], grad);
+    });
+    if (pool == pools.end()) continue;
+    // ReluGrad(MaxPoolGrad(x, dy), x) = MaxPoolGrad(x, ReluGrad(dy, MaxPool(x))), bit for bit: the
+    // pooling gradient routes dy[o] to the window's first maximum p, where x[p] equals the pooled
+    // y[o] (NaN included), so the mask x[p] > 0 is y[o] > 0; positions nothing is routed to are 0
+    // either way. The mask then runs over the pooled tensor, a quarter of x's size for 2x2 windows,
+    // and one full-size pass goes.
+    Node masked = relu;
+    const ValueId dy = grad.inputs[1];
+    masked.inputs = {dy, g.nodes[pool->second].outputs[0]};
+    masked.outputs = {g.add_value(g.values[dy].shape, g.values[dy].dtype)};
+    grad.inputs[1] = masked.outputs[0];
+    rep[relu.outputs[0]] = grad.outputs[0];
+    before[m] = std::move(masked);
+    drop[k] = true;
+  }
+  std::vector<Node> nodes;
+  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    if (before[k].has_value()) nodes.push_back(*std::move(before[k]));
+    if (!drop[k]) nodes.push_back(std::move(g.nodes[k]));
+  }
+  g.nodes = std::move(nodes);
+  for (std::size_t v = rep.size(); v < g.values.size(); ++v)
+    rep.push_back(static_cast<ValueId>(v));  // the masks
+  rename_uses(g, rep);
 }
 
 }  // namespace tapeflow::graph

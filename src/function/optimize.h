@@ -20,6 +20,11 @@ void eliminate_common_subexpressions(Graph& g);
 /// (at most 64 KiB each), and makes the outputs constants.
 void fold_constants(Graph& g);
 
+/// Rewrites ReluGrad(MaxPoolGrad(x, dy), x), a ReLU followed by max pooling differentiated, as
+/// MaxPoolGrad(x, ReluGrad(dy, MaxPool(x))) where the graph has that MaxPool: the same bits, with
+/// the mask over the pooled tensor instead of a full-size pass (a CNN's conv -> ReLU -> pool step).
+void relu_gradient_before_max_pool_gradient(Graph& g);
+
 /// Whether two op nodes of one op have equal attributes (by the op's codec; without one, only
 /// when they share one attribute object).
 bool attrs_equal(const Node& a, const Node& b);

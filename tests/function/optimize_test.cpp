@@ -1,0 +1,80 @@
+// Graph rewrites of the fast graph that must not change a bit (src/function/optimize.h).
+
+#include "function/optimize.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+/// y = sum(max_pool(relu(x)) * w) and its gradient with respect to x, as a training step has them.
+std::pair<tf::Tensor, tf::Tensor> relu_pool_gradient(const tf::Tensor& x, const tf::Tensor& w,
+                                                     std::vector<std::int64_t> ksize,
+                                                     std::vector<std::int64_t> strides,
+                                                     const std::string& padding) {
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = tf::reduce_sum(tf::nn::max_pool2d(tf::nn::relu(x), ksize, strides, padding) * w);
+  return {y, *tape.gradient(y, x)};
+}
+
+bool same_bits(const tf::Tensor& a, const tf::Tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+TEST(ReluGradientBeforeMaxPoolGradient, TheTracedGradientIsEagersBitForBit) {
+  struct Case {
+    std::vector<std::int64_t> ksize, strides;
+    std::string padding;
+  };
+  // Disjoint windows, overlapping ones (a position routed from several windows) and padding.
+  for (const Case& c :
+       {Case{{2, 2}, {2, 2}, "VALID"}, Case{{3, 3}, {1, 1}, "SAME"}, Case{{3, 3}, {2, 2}, "SAME"}}) {
+    tf::Tensor x = tf::random::normal({2, 6, 6, 3}, 0, 1, tf::float32, 7);
+    // Ties (zeros, -0 and equal maxima), a NaN and an infinity among negatives and positives.
+    std::vector<float> v = x.to_vector<float>();
+    v[0] = v[1] = v[3] = 0.0f;
+    v[4] = -0.0f;
+    v[10] = v[13] = 1.5f;
+    v[20] = std::numeric_limits<float>::quiet_NaN();
+    v[40] = std::numeric_limits<float>::infinity();
+    x = tf::constant(v, x.shape());
+    const tf::Tensor w = tf::random::normal(tf::nn::max_pool2d(x, c.ksize, c.strides, c.padding).shape(), 0,
+                                            1, tf::float32, 8);
+    auto traced = tf::function(
+        [&](const tf::Tensor& xs) { return relu_pool_gradient(xs, w, c.ksize, c.strides, c.padding); });
+    traced(x);                       // the trace: eager's ops
+    const auto [y, dx] = traced(x);  // the fast graph, rewritten
+    const auto [y_want, dx_want] = relu_pool_gradient(x, w, c.ksize, c.strides, c.padding);
+    EXPECT_TRUE(same_bits(y, y_want)) << c.padding;
+    EXPECT_TRUE(same_bits(dx, dx_want)) << c.padding;
+    // The mask now runs before the pooling gradient, on the pooled shape.
+    const std::string text = traced.graph_text();
+    EXPECT_LT(text.find("ReluGrad"), text.find("MaxPoolGrad")) << text;
+  }
+}
+
+TEST(ReluGradientBeforeMaxPoolGradient, ALoneMaxPoolGradientIsLeftAlone) {
+  // No MaxPool of the same value in the graph (only its gradient): nothing to take the mask from.
+  auto f = tf::function([](const tf::Tensor& x, const tf::Tensor& dy) {
+    return tf::raw_ops::relu_grad(tf::raw_ops::max_pool_grad(x, dy, {2, 2}, {2, 2}, "VALID"), x);
+  });
+  const tf::Tensor x = tf::random::normal({1, 4, 4, 2}, 0, 1, tf::float32, 3);
+  const tf::Tensor dy = tf::ones({1, 2, 2, 2});
+  f(x, dy);
+  const tf::Tensor got = f(x, dy);
+  const tf::Tensor want =
+      tf::raw_ops::relu_grad(tf::raw_ops::max_pool_grad(x, dy, {2, 2}, {2, 2}, "VALID"), x);
+  EXPECT_EQ(got.to_vector<float>(), want.to_vector<float>());
+  const std::string text = f.graph_text();
+  EXPECT_GT(text.find("ReluGrad"), text.find("MaxPoolGrad")) << text;
+}
+
+}  // namespace
