@@ -560,21 +560,26 @@ void epochs(const Options& o, std::vector<Row>& rows) {
       std::vector<tf::Variable> vars;
       tf::optimizers::Adam adam{1e-3};
     };
-    TfSide f32{tf_model(cnn, "float32"), {}}, bf16{tf_model(cnn, "mixed_bfloat16"), {}};
-    for (TfSide* t : {&f32, &bf16}) {
+    TfSide f32{tf_model(cnn, "float32"), {}}, bf16{tf_model(cnn, "mixed_bfloat16"), {}},
+        traced{tf_model(cnn, "float32"), {}};
+    for (TfSide* t : {&f32, &bf16, &traced}) {
       t->model->call(xb[0], true);  // builds the layers
       t->vars = t->model->trainable_variables();
     }
+    auto tf_step = [](TfSide& t, const tf::Tensor& x, const tf::Tensor& y) {
+      tf::GradientTape tape;
+      tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(y, t.model->call(x, true), true);
+      t.adam.apply_gradients(tape.gradient(loss, t.vars), t.vars);
+    };
     auto tf_epoch = [&](TfSide& t) {
       return compare::seconds([&] {
-        for (std::int64_t i = 0; i < batches; ++i) {
-          tf::GradientTape tape;
-          tf::Tensor loss =
-              tf::losses::sparse_categorical_crossentropy(yb[i], t.model->call(xb[i], true), true);
-          t.adam.apply_gradients(tape.gradient(loss, t.vars), t.vars);
-        }
+        for (std::int64_t i = 0; i < batches; ++i) tf_step(t, xb[i], yb[i]);
       });
     };
+    // The same step as the CLI runs it by default: traced once by tf::function (the warm-up round
+    // traces), then a fused graph per call.
+    auto traced_step = tf::function([&](const tf::Tensor& x, const tf::Tensor& y) { tf_step(traced, x, y); },
+                                    {.name = "epoch_step"});
     torch::nn::Sequential pm = torch_model(cnn);
     torch::optim::Adam padam(pm->parameters(), torch::optim::AdamOptions(1e-3));
     std::vector<Side> sides = {{"tapeflow", [&] { return tf_epoch(f32); }, {}},
@@ -591,7 +596,14 @@ void epochs(const Options& o, std::vector<Row>& rows) {
                                   });
                                 },
                                 {}},
-                               {"tapeflow mixed_bfloat16", [&] { return tf_epoch(bf16); }, {}}};
+                               {"tapeflow mixed_bfloat16", [&] { return tf_epoch(bf16); }, {}},
+                               {"tapeflow tf::function",
+                                [&] {
+                                  return compare::seconds([&] {
+                                    for (std::int64_t i = 0; i < batches; ++i) traced_step(xb[i], yb[i]);
+                                  });
+                                },
+                                {}}};
     // An epoch is long: one warm-up (inside alternate) and few rounds.
     auto m = compare::alternate(sides, cnn ? 1 : 3);
     const double full = static_cast<double>((n + batch - 1) / batch) / static_cast<double>(batches);
@@ -609,6 +621,13 @@ void epochs(const Options& o, std::vector<Row>& rows) {
                     "s", m[2] * full, m[1] * full,
                     fmt2("%.0f vs %.0f examples/s", batches * batch / m[2], batches * batch / m[1]), o.config,
                     "layers compute in bfloat16 (float32 variables, logits, loss and Adam); same batches"});
+    rows.push_back(
+        {std::string("issue 18: one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") +
+             ", Adam, batch 128, tapeflow's step through tf::function vs LibTorch eager",
+         "s", m[3] * full, m[1] * full,
+         fmt2("%.0f vs %.0f examples/s", batches * batch / m[3], batches * batch / m[1]), o.config,
+         "float32; the CLI's default: the step (forward, loss, gradient, Adam) traced once, then a "
+         "fused graph; same batches"});
   }
 }
 
