@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "support/errors.h"
+#include "support/log_capture.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -146,25 +147,11 @@ TEST(Hessian, RequiresAScalarFunction) {
 
 namespace {
 
-/// Captures Info logs (the vectorisation fallback note).
-struct InfoLog {
-  std::vector<std::string> messages;
-  tf::LogSink previous;
-  InfoLog() {
-    tf::set_min_log_level(tf::LogLevel::Info);
-    previous = tf::set_log_sink([this](tf::LogLevel, std::string_view m) { messages.emplace_back(m); });
-  }
-  ~InfoLog() {
-    tf::set_log_sink(previous);
-    tf::set_min_log_level(tf::LogLevel::Warning);
-  }
-};
-
 TEST(JacobianVectorised, DenseLayerMatchesTheRowByRowLoop) {
   tf::Variable w(tf::random::normal({5, 4}, 0, 1, tf::float64, 1));
   tf::Variable b(tf::random::normal({5, 1}, 0, 1, tf::float64, 2));
   tf::Tensor x = tf::random::normal({4, 1}, 0, 1, tf::float64, 3);
-  InfoLog log;
+  tf::testing::LogCapture log(tf::LogLevel::Info);  // the vectorisation fallback note
   std::vector<tf::Gradient> fast, slow;
   for (bool parallel : {true, false}) {
     tf::GradientTape tape;
@@ -200,7 +187,7 @@ TEST(JacobianVectorised, BroadcastOperandsKeepTheStackDimension) {
 }
 
 TEST(JacobianVectorised, AnOpWithoutBatchingFallsBackAndSaysWhich) {
-  InfoLog log;
+  tf::testing::LogCapture log(tf::LogLevel::Info);  // the vectorisation fallback note
   tf::Tensor x = tf::constant({1.0, 2.0});
   tf::GradientTape tape;
   tape.watch(x);

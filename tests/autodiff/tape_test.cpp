@@ -11,6 +11,7 @@
 #include "support/errors.h"
 #include "support/forbidden_gradient.h"
 #include "support/gradient_callback.h"
+#include "support/log_capture.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -23,14 +24,7 @@ namespace {
 float value(const tf::Gradient& g) { return g.value().item<float>(); }
 
 /// Captures log messages for the lifetime of the object.
-struct LogCapture {
-  std::vector<std::string> messages;
-  tf::LogSink previous;
-  LogCapture() {
-    previous = tf::set_log_sink([this](tf::LogLevel, std::string_view m) { messages.emplace_back(m); });
-  }
-  ~LogCapture() { tf::set_log_sink(previous); }
-};
+using tf::testing::LogCapture;
 
 TEST(GradientTape, TrainableVariableIsWatchedWhenRead) {
   tf::Variable x(3.0f);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "support/close.h"
+#include "support/log_capture.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -23,19 +24,7 @@ tf::Tensor rows(std::int64_t n, std::int64_t cols = 3) {
   return tf::reshape(tf::range(0.0, static_cast<double>(n * cols), 1.0, tf::DType::Float32), {n, cols});
 }
 
-/// Collects the library's log messages at Info and above while alive.
-struct LogCapture {
-  std::vector<std::string> messages;
-  tf::LogSink previous;
-  LogCapture() {
-    tf::set_min_log_level(tf::LogLevel::Info);
-    previous = tf::set_log_sink([this](tf::LogLevel, std::string_view m) { messages.emplace_back(m); });
-  }
-  ~LogCapture() {
-    tf::set_log_sink(previous);
-    tf::set_min_log_level(tf::LogLevel::Warning);
-  }
-};
+using tf::testing::LogCapture;
 
 TEST(SharedSizes, TwoAgreeingTracesServeEveryLaterSizeWithoutTheBody) {
   tf::Variable w(tf::constant({{1.0f, 0.0f}, {0.5f, -1.0f}, {2.0f, 1.0f}}), {.name = "w"});
@@ -65,7 +54,7 @@ TEST(SharedSizes, SizesZeroAndOneAlwaysTrace) {
 }
 
 TEST(SharedSizes, AGraphThatDependsOnTheSizeTracesEachSizeAndSaysWhy) {
-  LogCapture log;
+  LogCapture log(tf::LogLevel::Info);
   // A constant as long as the batch: the graphs at 2 and 3 rows differ in it.
   auto body = [](const tf::Tensor& x) { return x + tf::ones({x.shape()[0], 3}); };
   auto f = tf::function(body, any_rows({-1, 3}));
@@ -79,7 +68,7 @@ TEST(SharedSizes, AGraphThatDependsOnTheSizeTracesEachSizeAndSaysWhy) {
 }
 
 TEST(SharedSizes, AGraphThatAssignsAVariableIsNeverShared) {
-  LogCapture log;
+  LogCapture log(tf::LogLevel::Info);
   tf::Variable total(tf::constant(0.0f), {.name = "total"});
   auto f = tf::function(
       [&](const tf::Tensor& x) {
@@ -164,7 +153,7 @@ TEST(SharedSizes, ADestroyedVariableIsATypedErrorAtANewSize) {
 }
 
 TEST(SharedSizes, TheReasonNamesTheNodeWhoseAttributesChangeWithTheSize) {
-  LogCapture log;
+  LogCapture log(tf::LogLevel::Info);
   // All rows but the last: the slice's size is the batch's, fixed in its attributes.
   auto f = tf::function(
       [](const tf::Tensor& x) {

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/log_capture.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -80,19 +81,7 @@ void expect_bitwise_equal(const std::vector<tf::Tensor>& a, const std::vector<tf
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(bitwise_equal(a[i], b[i])) << "state entry " << i;
 }
 
-/// Captures tapeflow's log for the scope.
-class LogCapture {
- public:
-  LogCapture()
-      : previous_(tf::set_log_sink([this](tf::LogLevel, std::string_view m) { messages.emplace_back(m); })) {}
-  ~LogCapture() { tf::set_log_sink(previous_); }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  std::vector<std::string> messages;
-
- private:
-  tf::LogSink previous_;
-};
+using tf::testing::LogCapture;  // tapeflow's log for the scope
 
 // ---- scaling
 
