@@ -177,7 +177,8 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
     // TensorFlow inlines nested functions).
     return body(call.tensors);
   }
-  if (cf == nullptr && specialization && !recorded && s.options.share_graph_across_sizes)
+  if (cf == nullptr && specialization && !recorded && !ops_must_be_observed() &&
+      s.options.share_graph_across_sizes)
     if (std::optional<CallResult> out = run_shared(s, call, key)) return *std::move(out);
   if (cf == nullptr || (recorded && cf->differentiable() == nullptr)) {
     const auto start = Clock::now();

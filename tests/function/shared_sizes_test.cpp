@@ -143,6 +143,19 @@ TEST(SharedSizes, GradientsAtANewSizeTraceTheirGraphs) {
   }
 }
 
+TEST(SharedSizes, ForwardModeAtANewSizeSeesTheOps) {
+  auto f =
+      tf::function([](const tf::Tensor& x) { return tf::reduce_sum(tf::sin(x), {1}); }, any_rows({-1, 3}));
+  f(rows(2));
+  f(rows(3));  // shared from here on
+  const tf::Tensor x = rows(4) * 0.1, v = tf::ones({4, 3});
+  tf::ForwardAccumulator acc;
+  acc.watch(x, v);
+  const tf::Tensor y = f(x);
+  // d/dt sum(sin(x + t v), 1) = sum(cos(x) v, 1)
+  tf::testing::expect_close(*acc.jvp(y), tf::reduce_sum(tf::cos(x), {1}), 1e-6);
+}
+
 TEST(SharedSizes, ADestroyedVariableIsATypedErrorAtANewSize) {
   auto w = std::make_unique<tf::Variable>(tf::constant({1.0f, 2.0f, 3.0f}), tf::VariableOptions{.name = "w"});
   auto f = tf::function([&](const tf::Tensor& x) { return x * w->read_value(); }, any_rows({-1, 3}));
