@@ -59,43 +59,15 @@ std::int64_t product(const Shape& s, int from, int to) {
 
 struct SliceAttrs {
   std::vector<std::int64_t> begin;
-  Shape size;  // resolved: no -1
+  std::vector<std::int64_t> size;  // as requested: -1 takes the rest of the dimension
 };
 
-}  // namespace
-
-// y = slice(x, begin, size);  dx = pad(dy, {begin, shape(x) - begin - size})
-struct Slice {
-  static constexpr std::string_view kName = "Slice";
-  static constexpr Saves kSaves = kSavesNothing;
-  using Attrs = SliceAttrs;
-  static Tensor forward(const Attrs& a, const Tensor& x) {
-    Tensor y = detail::empty(a.size, x.dtype(), kName);
-    const cpu::CopyPlan p = cpu::box_plan(x.shape(), a.begin, a.size, {}, a.size);
-    visit_dtype(x.dtype(),
-                [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
-    return y;
-  }
-  static Grads backward(const GradContext& c) {
-    const auto& a = c.attrs<Attrs>();
-    const Shape& in = c.input_shape(0);
-    std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
-    for (int d = 0; d < in.rank(); ++d) {
-      const std::int64_t b = a.begin[static_cast<std::size_t>(d)];
-      paddings.emplace_back(b, in[d] - b - a.size[d]);
-    }
-    return {pad(c.dy(), paddings)};
-  }
-  static std::vector<Tensor> raw(const raw_ops::Args& a) {
-    a.expect(1, {"begin", "size"});
-    return {tapeflow::slice(a.in(0), a.ints("begin"), a.ints("size"))};
-  }
-};
-}  // namespace ops
-Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& size) {
-  constexpr std::string_view op = ops::Slice::kName;
-  ops::require_defined(x, op);
-  const Shape& s = x.shape();
+/// The size of slice(x, begin, size) for x of shape `s`, with its -1s resolved, or the error naming Slice.
+/// Resolved when the op runs, as TensorFlow's Slice does, so a traced slice "from here to the end" serves
+/// inputs of any size (tf::function's unknown dimensions).
+Shape slice_size(const Shape& s, const std::vector<std::int64_t>& begin,
+                 const std::vector<std::int64_t>& size) {
+  constexpr std::string_view op = "Slice";
   TAPEFLOW_REQUIRE(
       begin.size() == static_cast<std::size_t>(s.rank()) && size.size() == begin.size(), InvalidArgumentError,
       "[{}] begin {} and size {} must each have one entry per dimension of x (shape {}, rank {})", op, begin,
@@ -112,7 +84,44 @@ Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std:
         "[{}] size[{}] = {} is not in [0, {}] for begin[{}] = {} (x has shape {}); -1 takes the rest", op, d,
         size[u], s[d] - begin[u], d, begin[u], s.to_string());
   }
-  return autodiff::apply_with<ops::Slice>({begin, Shape::checked(resolved, op)}, x);
+  return Shape::checked(resolved, op);
+}
+
+}  // namespace
+
+// y = slice(x, begin, size);  dx = pad(dy, {begin, shape(x) - begin - size})
+struct Slice {
+  static constexpr std::string_view kName = "Slice";
+  static constexpr Saves kSaves = kSavesNothing;
+  using Attrs = SliceAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    const Shape size = slice_size(x.shape(), a.begin, a.size);
+    Tensor y = detail::empty(size, x.dtype(), kName);
+    const cpu::CopyPlan p = cpu::box_plan(x.shape(), a.begin, size, {}, size);
+    visit_dtype(x.dtype(),
+                [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
+    return y;
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    const Shape& in = c.input_shape(0);
+    const Shape size = slice_size(in, a.begin, a.size);
+    std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
+    for (int d = 0; d < in.rank(); ++d) {
+      const std::int64_t b = a.begin[static_cast<std::size_t>(d)];
+      paddings.emplace_back(b, in[d] - b - size[d]);
+    }
+    return {pad(c.dy(), paddings)};
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"begin", "size"});
+    return {tapeflow::slice(a.in(0), a.ints("begin"), a.ints("size"))};
+  }
+};
+}  // namespace ops
+Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& size) {
+  ops::require_defined(x, ops::Slice::kName);
+  return autodiff::apply_with<ops::Slice>({begin, size}, x);
 }
 namespace ops {
 

@@ -12,8 +12,28 @@ namespace ops {
 namespace {
 struct TileAttrs {
   std::vector<std::int64_t> multiples;
-  Shape out;
 };
+
+/// The shape of tile(x, multiples), or the error naming Tile. Derived when the op runs, so a
+/// traced tile serves inputs of any size (tf::function's unknown dimensions).
+Shape tile_shape(const Tensor& x, const std::vector<std::int64_t>& multiples) {
+  constexpr std::string_view op = "Tile";
+  const Shape& s = x.shape();
+  TAPEFLOW_REQUIRE(multiples.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
+                   "[{}] multiples {} must have one entry per dimension of x (shape {}, rank {})", op,
+                   multiples, s.to_string(), s.rank());
+  std::vector<std::int64_t> out(multiples.size());
+  for (int i = 0; i < s.rank(); ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    TAPEFLOW_REQUIRE(multiples[u] >= 0, InvalidArgumentError,
+                     "[{}] multiples[{}] = {} is negative (multiples {})", op, i, multiples[u], multiples);
+    TAPEFLOW_REQUIRE(
+        !__builtin_mul_overflow(s[i], multiples[u], &out[u]), ResourceExhaustedError,
+        "[{}] dimension {} of x (size {}) times multiples[{}] = {} overflows int64 (x has shape {})", op, i,
+        s[i], i, multiples[u], s.to_string());
+  }
+  return Shape::checked(out, op);
+}
 
 /// dy of shape (m0 * d0, m1 * d1, ...) summed over its copies down to (d0, d1, ...).
 Tensor sum_tiles(const Tensor& dy, const std::vector<std::int64_t>& multiples, const Shape& in) {
@@ -54,10 +74,11 @@ struct Tile {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = TileAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
-    Tensor y = detail::empty(a.out, x.dtype(), kName);
+    const Shape out = tile_shape(x, a.multiples);
+    Tensor y = detail::empty(out, x.dtype(), kName);
     if (y.num_elements() == 0) return y;  // the multiples of an empty tile may be anything up to 2^63 - 1
     // Output position along dimension i is k * d_i + j: copy k (stride 0 in x) and element j.
-    const auto in_strides = cpu::row_major_strides(x.shape()), out_strides = cpu::row_major_strides(a.out);
+    const auto in_strides = cpu::row_major_strides(x.shape()), out_strides = cpu::row_major_strides(out);
     cpu::CopyPlan p;
     for (int i = 0; i < x.rank(); ++i) {
       const auto u = static_cast<std::size_t>(i);
@@ -78,23 +99,8 @@ struct Tile {
 };
 }  // namespace ops
 Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples) {
-  constexpr std::string_view op = ops::Tile::kName;
-  ops::require_defined(x, op);
-  const Shape& s = x.shape();
-  TAPEFLOW_REQUIRE(multiples.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
-                   "[{}] multiples {} must have one entry per dimension of x (shape {}, rank {})", op,
-                   multiples, s.to_string(), s.rank());
-  std::vector<std::int64_t> out(multiples.size());
-  for (int i = 0; i < s.rank(); ++i) {
-    const auto u = static_cast<std::size_t>(i);
-    TAPEFLOW_REQUIRE(multiples[u] >= 0, InvalidArgumentError,
-                     "[{}] multiples[{}] = {} is negative (multiples {})", op, i, multiples[u], multiples);
-    TAPEFLOW_REQUIRE(
-        !__builtin_mul_overflow(s[i], multiples[u], &out[u]), ResourceExhaustedError,
-        "[{}] dimension {} of x (size {}) times multiples[{}] = {} overflows int64 (x has shape {})", op, i,
-        s[i], i, multiples[u], s.to_string());
-  }
-  return autodiff::apply_with<ops::Tile>({multiples, Shape::checked(out, op)}, x);
+  ops::require_defined(x, ops::Tile::kName);
+  return autodiff::apply_with<ops::Tile>({multiples}, x);
 }
 namespace ops {
 
@@ -111,9 +117,34 @@ std::vector<std::pair<std::int64_t, std::int64_t>> pairs(std::string_view op, co
 
 struct PadAttrs {
   std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
-  Shape out;
   Tensor value;  // a scalar of x's dtype
 };
+
+/// The shape of pad(x, paddings), or the error naming Pad. Derived when the op runs, so a traced
+/// pad serves inputs of any size (tf::function's unknown dimensions).
+Shape pad_shape(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& paddings) {
+  constexpr std::string_view op = "Pad";
+  const Shape& s = x.shape();
+  TAPEFLOW_REQUIRE(
+      paddings.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
+      "[{}] paddings has {} pairs but x has rank {} (shape {}): give one {{before, after}} pair per "
+      "dimension",
+      op, paddings.size(), s.rank(), s.to_string());
+  std::vector<std::int64_t> out(paddings.size());
+  for (int i = 0; i < s.rank(); ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    const auto [before, after] = paddings[u];
+    TAPEFLOW_REQUIRE(before >= 0 && after >= 0, InvalidArgumentError,
+                     "[{}] paddings must be non-negative: dimension {} has {{{}, {}}} (x has shape {})", op,
+                     i, before, after, s.to_string());
+    TAPEFLOW_REQUIRE(before <= kMaxElements - s[i] && after <= kMaxElements - s[i] - before,
+                     ResourceExhaustedError,
+                     "[{}] padding dimension {} of size {} by {{{}, {}}} exceeds 2^62 elements", op, i, s[i],
+                     before, after);
+    out[u] = s[i] + before + after;
+  }
+  return Shape::checked(out, op);
+}
 
 }  // namespace
 
@@ -123,10 +154,11 @@ struct Pad {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = PadAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
-    Tensor y = detail::empty(a.out, x.dtype(), kName);
+    const Shape out = pad_shape(x, a.paddings);
+    Tensor y = detail::empty(out, x.dtype(), kName);
     std::vector<std::int64_t> before;
     for (const auto& [b, e] : a.paddings) before.push_back(b);
-    const cpu::CopyPlan p = cpu::box_plan(x.shape(), {}, a.out, before, x.shape());
+    const cpu::CopyPlan p = cpu::box_plan(x.shape(), {}, out, before, x.shape());
     visit_dtype(x.dtype(), [&]<class T>() {
       T* dst = detail::mutable_data<T>(y);
       std::fill(dst, dst + y.num_elements(), a.value.values<T>()[0]);
@@ -151,27 +183,7 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64
            double constant_value) {
   constexpr std::string_view op = ops::Pad::kName;
   ops::require_defined(x, op);
-  const Shape& s = x.shape();
-  TAPEFLOW_REQUIRE(
-      paddings.size() == static_cast<std::size_t>(s.rank()), InvalidArgumentError,
-      "[{}] paddings has {} pairs but x has rank {} (shape {}): give one {{before, after}} pair per "
-      "dimension",
-      op, paddings.size(), s.rank(), s.to_string());
-  std::vector<std::int64_t> out(paddings.size());
-  for (int i = 0; i < s.rank(); ++i) {
-    const auto u = static_cast<std::size_t>(i);
-    const auto [before, after] = paddings[u];
-    TAPEFLOW_REQUIRE(before >= 0 && after >= 0, InvalidArgumentError,
-                     "[{}] paddings must be non-negative: dimension {} has {{{}, {}}} (x has shape {})", op,
-                     i, before, after, s.to_string());
-    TAPEFLOW_REQUIRE(before <= kMaxElements - s[i] && after <= kMaxElements - s[i] - before,
-                     ResourceExhaustedError,
-                     "[{}] padding dimension {} of size {} by {{{}, {}}} exceeds 2^62 elements", op, i, s[i],
-                     before, after);
-    out[u] = s[i] + before + after;
-  }
-  return autodiff::apply_with<ops::Pad>(
-      {paddings, Shape::checked(out, op), Scalar(constant_value).as(x.dtype(), op)}, x);
+  return autodiff::apply_with<ops::Pad>({paddings, Scalar(constant_value).as(x.dtype(), op)}, x);
 }
 namespace ops {
 

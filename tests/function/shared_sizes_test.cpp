@@ -43,6 +43,18 @@ TEST(SharedSizes, TwoAgreeingTracesServeEveryLaterSizeWithoutTheBody) {
   EXPECT_EQ(f.stats().shared_graph_sizes, 4);
 }
 
+TEST(SharedSizes, SliceToTheEndPadAndTileServeEverySize) {
+  // Their attributes hold what was asked (a -1 size, paddings, multiples), not the sizes they
+  // make of it: the output shapes are derived when the ops run.
+  auto body = [](const tf::Tensor& x) {
+    return tf::tile(tf::pad(tf::slice(x, {1, 0}, {-1, 2}), {{0, 1}, {2, 0}}, -1.0), {1, 2});
+  };
+  auto f = tf::function(body, any_rows({-1, 3}));
+  for (std::int64_t n : {3, 4, 6, 9}) tf::testing::expect_close(f(rows(n)), body(rows(n)), 0);
+  EXPECT_EQ(f.stats().traces, 2);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 2);
+}
+
 TEST(SharedSizes, SizesZeroAndOneAlwaysTrace) {
   auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(x * x, {0}); }, any_rows({-1, 3}));
   f(rows(4));
