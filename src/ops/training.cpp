@@ -94,6 +94,54 @@ Tensor raw_ops::apply_gradient_descent(const Tensor& var, const Tensor& lr, cons
 
 namespace ops {
 
+namespace {
+struct MomentumAttrs {
+  double momentum = 0.0;
+  bool nesterov = false;
+};
+}  // namespace
+
+// {var', accum'} = one SGD step with momentum (see tapeflow/ops/training.h); not differentiable.
+struct ApplyKerasMomentum {
+  static constexpr std::string_view kName = "ApplyKerasMomentum";
+  using Attrs = MomentumAttrs;
+  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
+    const Tensor &w = in[0], &accum = in[1], &lr = in[2], &g = in[3];
+    require_update_arguments(in, {"var", "accum", "lr", "grad"}, /*scalar=*/2, kName);
+    std::vector<Tensor> out;
+    for (int i = 0; i < 2; ++i) out.push_back(detail::empty(w.shape(), w.dtype(), kName));
+    visit_floating(w.dtype(), [&]<class T>() {
+      const T *pw = w.values<T>().data(), *pa = accum.values<T>().data(), *pg = g.values<T>().data();
+      const T rate = lr.values<T>()[0], mom = static_cast<T>(a.momentum);  // as Mul sees a double
+      T *w_out = detail::mutable_data<T>(out[0]), *a_out = detail::mutable_data<T>(out[1]);
+      cpu::parallel_for(w.num_elements(), cpu::kParallelGrain, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) {
+          const T v = pa[i] * mom - pg[i] * rate;
+          a_out[i] = v;
+          w_out[i] = pw[i] + (a.nesterov ? v * mom - pg[i] * rate : v);
+        }
+      });
+    });
+    return out;
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(4, {"momentum", "use_nesterov"});
+    const auto r = raw_ops::apply_keras_momentum(a.in(0), a.in(1), a.in(2), a.in(3), a.f("momentum", 0.0),
+                                                 a.b("use_nesterov", false));
+    return {r.begin(), r.end()};
+  }
+};
+}  // namespace ops
+
+std::array<Tensor, 2> raw_ops::apply_keras_momentum(const Tensor& var, const Tensor& accum, const Tensor& lr,
+                                                    const Tensor& grad, double momentum, bool nesterov) {
+  const std::array<Tensor, 4> in{var, accum, lr, grad};
+  const std::vector<Tensor> r = autodiff::apply_list<ops::ApplyKerasMomentum>({momentum, nesterov}, in);
+  return {r[0], r[1]};
+}
+
+namespace ops {
+
 // {var', m', v'} = one Adam step (see tapeflow/ops/training.h); not differentiable.
 struct ApplyAdam {
   static constexpr std::string_view kName = "ApplyAdam";
@@ -130,6 +178,7 @@ std::array<Tensor, 3> raw_ops::apply_adam(const Tensor& var, const Tensor& m, co
 namespace ops {
 void register_training_ops(Registrar& r) {
   r.add_non_differentiable<ApplyGradientDescent>();
+  r.add_non_differentiable<ApplyKerasMomentum>();
   r.add_non_differentiable<ApplyAdam>();
 }
 }  // namespace ops

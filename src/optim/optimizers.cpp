@@ -47,11 +47,13 @@ void SGD::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, c
     w.assign(raw_ops::apply_gradient_descent(w.value(), lr, g));
     return;
   }
-  // velocity = momentum * velocity - lr * g;  w += velocity  (nesterov: w += momentum * velocity - lr * g)
+  // velocity = momentum * velocity - lr * g;  w += velocity  (nesterov: w += momentum * velocity - lr * g),
+  // as one op: one pass over w, the velocity and g (same rounding)
   Variable& velocity = slots[0];
-  const Tensor v = velocity.value() * momentum_ - g * lr;
-  velocity.assign(v);
-  w.assign_add(nesterov_ ? v * momentum_ - g * lr : v);
+  const auto [w_new, v_new] =
+      raw_ops::apply_keras_momentum(w.value(), velocity.value(), lr, g, momentum_, nesterov_);
+  velocity.assign(v_new);
+  w.assign(w_new);
 }
 
 // ---- Adam ------------------------------------------------------------------------------------

@@ -331,6 +331,7 @@ std::vector<RanOp> run_every_op_with_attributes() {
   (void)tf::one_hot(tf::constant(std::vector<std::int32_t>{0, 2}, tf::Shape{2}), 3, 5.0, -1.0);
   (void)tf::random::stateless_uniform({2, 2}, tf::constant(std::vector<std::int64_t>{7, 1}, tf::Shape{2}));
   (void)tf::raw_ops::apply_adam(x, x, x * x, tf::constant(0.1f), x, 0.9, 0.999, 1e-7);
+  (void)tf::raw_ops::apply_keras_momentum(x, x, tf::constant(0.1f), x, 0.9, true);
   return capture.ran;
 }
 

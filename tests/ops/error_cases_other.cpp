@@ -67,6 +67,22 @@ void add_other_error_cases(std::vector<ErrorCase>& rows) {
                     .inputs = {i32({3}), i32({}), i32({3})}, .call = sgd, .needles = {"int32"}});
   }
   {
+    auto momentum = [](const Ins& x) {
+      const auto r = raw_ops::apply_keras_momentum(x[0], x[1], x[2], x[3], 0.9, false);
+      return Outs(r.begin(), r.end());
+    };
+    rows.push_back({.op = "ApplyKerasMomentum", .cls = C::Shape, .what = "accum of another shape than var",
+                    .inputs = {f32({3}), f32({2}), f32({}), f32({3})}, .call = momentum,
+                    .needles = {"'accum'", "(3,)", "(2,)"}});
+    rows.push_back({.op = "ApplyKerasMomentum", .cls = C::Rank, .what = "lr not a scalar",
+                    .inputs = {f32({3}), f32({3}), f32({3}), f32({3})}, .call = momentum, .needles = {"'lr'", "scalar"}});
+    rows.push_back({.op = "ApplyKerasMomentum", .cls = C::DType, .what = "float64 grad for a float32 var",
+                    .inputs = {f32({3}), f32({3}), f32({}), f64({3})}, .call = momentum,
+                    .needles = {"'grad'", "float64", "float32"}});
+    rows.push_back({.op = "ApplyKerasMomentum", .cls = C::DType, .what = "int32 var",
+                    .inputs = {i32({3}), i32({3}), i32({}), i32({3})}, .call = momentum, .needles = {"int32"}});
+  }
+  {
     auto adam = [](const Ins& x) {
       const auto r = raw_ops::apply_adam(x[0], x[1], x[2], x[3], x[4], 0.9, 0.999, 1e-7);
       return Outs(r.begin(), r.end());

@@ -1,6 +1,6 @@
-// ApplyGradientDescent and ApplyAdam: one pass each that must round exactly like the elementwise
-// ops it replaces (the SGD and Adam optimizers' formulas), in float32 and float64, and their
-// argument checks.
+// ApplyGradientDescent, ApplyKerasMomentum and ApplyAdam: one pass each that must round exactly like the
+// elementwise ops it replaces (the SGD, momentum and Adam optimizers' formulas), in float32 and float64, and
+// their argument checks.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -46,6 +46,37 @@ TEST(ApplyGradientDescent, RejectsMismatchedShapesAndDtypes) {
               ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("'lr'"), HasSubstr("scalar"))));
   EXPECT_THAT([&] { tf::raw_ops::apply_gradient_descent(w, tf::constant(0.1), w); },
               ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("'lr'"), HasSubstr("float64"))));
+}
+
+TEST(ApplyKerasMomentum, EqualsTheElementwiseFormulaBitForBit) {
+  for (tf::DType dtype : {tf::float32, tf::float64}) {
+    for (bool nesterov : {false, true}) {
+      const tf::Shape s{300, 1000};
+      const tf::Tensor w = tf::random::normal(s, 0, 1, dtype, 1), v = tf::random::normal(s, 0, 0.1, dtype, 2),
+                       g = tf::random::normal(s, 0, 1, dtype, 3);
+      const tf::Tensor lr = tf::cast(tf::constant(0.0123), dtype);
+      const double m = 0.9;
+      const auto [w2, v2] = tf::raw_ops::apply_keras_momentum(w, v, lr, g, m, nesterov);
+      const tf::Tensor v_want = v * m - g * lr;
+      const tf::Tensor w_want = w + (nesterov ? v_want * m - g * lr : v_want);
+      for (auto [got, want] : {std::pair{v2, v_want}, std::pair{w2, w_want}})
+        EXPECT_EQ(tf::cast(got, tf::float64).to_vector<double>(),
+                  tf::cast(want, tf::float64).to_vector<double>())
+            << tf::dtype_name(dtype) << (nesterov ? " nesterov" : "");
+    }
+  }
+}
+
+TEST(ApplyKerasMomentum, TheSgdOptimizerWithMomentumRunsIt) {
+  tf::Variable w(tf::constant({1.0f, -2.0f}));
+  tf::optimizers::SGD sgd(0.25, /*momentum=*/0.5);
+  for (int step = 0; step < 2; ++step) {
+    tf::GradientTape tape;
+    const tf::Tensor loss = tf::reduce_sum(tf::square(w));
+    sgd.apply_gradients(tape.gradient(loss, std::vector<tf::Variable>{w}), std::vector<tf::Variable>{w});
+  }
+  // v1 = -0.5 w0, w1 = 0.5 w0; v2 = 0.5 v1 - 0.25 * 2 w1 = -0.5 w0, w2 = w1 + v2 = 0
+  EXPECT_EQ(w.value().to_vector<float>(), (std::vector<float>{0.0f, 0.0f}));
 }
 
 TEST(ApplyAdam, EqualsTheElementwiseFormulaBitForBit) {

@@ -17,6 +17,17 @@ namespace tapeflow::raw_ops {
 /// argument, shapes and dtypes) otherwise.
 Tensor apply_gradient_descent(const Tensor& var, const Tensor& lr, const Tensor& grad);
 
+/// One SGD step with momentum in one pass (op "ApplyKerasMomentum", TensorFlow's
+/// ResourceApplyKerasMomentum without its variables): returns {var', accum'} with
+///   accum' = accum * momentum - grad * lr,
+///   var' = var + accum'  (nesterov: var + (accum' * momentum - grad * lr)),
+/// rounded exactly as those elementwise ops (momentum rounded to the dtype as a scalar operand is;
+/// no fused multiply-add). `lr` is a scalar; all of the same float dtype, accum and grad of var's
+/// shape. Not differentiable. InvalidArgumentError (naming ApplyKerasMomentum, the argument,
+/// shapes and dtypes) otherwise.
+std::array<Tensor, 2> apply_keras_momentum(const Tensor& var, const Tensor& accum, const Tensor& lr,
+                                           const Tensor& grad, double momentum, bool nesterov);
+
 /// One Adam step in one pass (op "ApplyAdam", TensorFlow's ApplyAdam without its variables):
 /// returns {var', m', v'} with
 ///   m' = m + (grad - m) * (1 - beta_1),  v' = v + (grad^2 - v) * (1 - beta_2),
