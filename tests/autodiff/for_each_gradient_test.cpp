@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "support/close.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -14,10 +15,7 @@ using ::testing::ElementsAre;
 
 namespace {
 
-bool bitwise_equal(const tf::Tensor& a, const tf::Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.raw_data(), b.raw_data(), static_cast<std::size_t>(a.nbytes())) == 0;
-}
+using tf::testing::bitwise_equal;
 
 TEST(ForEachGradient, GivesGradientsValuesLastReadSourceFirst) {
   tf::Variable w1(tf::constant({{1.0f, 2.0f}, {3.0f, 4.0f}}), {.name = "w1"});

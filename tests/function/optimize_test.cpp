@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "support/close.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -25,9 +26,7 @@ std::pair<tf::Tensor, tf::Tensor> relu_pool_gradient(const tf::Tensor& x, const 
   return {y, *tape.gradient(y, x)};
 }
 
-bool same_bits(const tf::Tensor& a, const tf::Tensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
+using tf::testing::bitwise_equal;
 
 TEST(ReluGradientBeforeMaxPoolGradient, TheTracedGradientIsEagersBitForBit) {
   struct Case {
@@ -53,8 +52,8 @@ TEST(ReluGradientBeforeMaxPoolGradient, TheTracedGradientIsEagersBitForBit) {
     traced(x);                       // the trace: eager's ops
     const auto [y, dx] = traced(x);  // the fast graph, rewritten
     const auto [y_want, dx_want] = relu_pool_gradient(x, w, c.ksize, c.strides, c.padding);
-    EXPECT_TRUE(same_bits(y, y_want)) << c.padding;
-    EXPECT_TRUE(same_bits(dx, dx_want)) << c.padding;
+    EXPECT_TRUE(bitwise_equal(y, y_want)) << c.padding;
+    EXPECT_TRUE(bitwise_equal(dx, dx_want)) << c.padding;
     // The mask now runs before the pooling gradient, on the pooled shape.
     const std::string text = traced.graph_text();
     EXPECT_LT(text.find("ReluGrad"), text.find("MaxPoolGrad")) << text;

@@ -18,6 +18,7 @@
 #include "autodiff/attr_codec.h"
 #include "function/graph_recorder.h"
 #include "io/checkpoint_testing.h"
+#include "support/close.h"
 #include "support/errors.h"
 #include "support/files.h"
 #include "tapeflow/tapeflow.h"
@@ -32,10 +33,7 @@ using tf::testing::write_bytes;
 
 namespace {
 
-bool same_bytes(const tf::Tensor& a, const tf::Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
+using tf::testing::bitwise_equal;
 
 class FunctionFile : public ::testing::Test {
  protected:
@@ -112,7 +110,7 @@ void expect_same_graph(const graph::ExportedFunction& a, const graph::ExportedFu
   ASSERT_EQ(ga.constants.size(), gb.constants.size());
   for (std::size_t i = 0; i < ga.constants.size(); ++i) {
     EXPECT_EQ(ga.constants[i].first, gb.constants[i].first);
-    EXPECT_TRUE(same_bytes(ga.constants[i].second, gb.constants[i].second)) << i;
+    EXPECT_TRUE(bitwise_equal(ga.constants[i].second, gb.constants[i].second)) << i;
   }
   ASSERT_EQ(ga.variables.size(), gb.variables.size());
   ASSERT_EQ(b.variable_values.size(), gb.variables.size());
@@ -122,7 +120,7 @@ void expect_same_graph(const graph::ExportedFunction& a, const graph::ExportedFu
     EXPECT_EQ(ga.variables[i].dtype, gb.variables[i].dtype);
     EXPECT_EQ(ga.variables[i].trainable, gb.variables[i].trainable);
     EXPECT_TRUE(gb.variables[i].state.expired());
-    EXPECT_TRUE(same_bytes(a.variable_values[i], b.variable_values[i])) << i;
+    EXPECT_TRUE(bitwise_equal(a.variable_values[i], b.variable_values[i])) << i;
   }
   ASSERT_EQ(ga.nodes.size(), gb.nodes.size());
   for (std::size_t i = 0; i < ga.nodes.size(); ++i) {
@@ -165,13 +163,13 @@ TEST_F(FunctionFile, RoundTripRunsToTheSameBytes) {
   const std::vector<tf::Tensor> out_b = tf::testing::run(back, r.inputs, &vars_b);
   ASSERT_EQ(out_a.size(), 5u);
   ASSERT_EQ(out_b.size(), out_a.size());
-  for (std::size_t i = 0; i < out_a.size(); ++i) EXPECT_TRUE(same_bytes(out_a[i], out_b[i])) << i;
-  for (std::size_t i = 0; i < vars_a.size(); ++i) EXPECT_TRUE(same_bytes(vars_a[i], vars_b[i])) << i;
+  for (std::size_t i = 0; i < out_a.size(); ++i) EXPECT_TRUE(bitwise_equal(out_a[i], out_b[i])) << i;
+  for (std::size_t i = 0; i < vars_a.size(); ++i) EXPECT_TRUE(bitwise_equal(vars_a[i], vars_b[i])) << i;
   // And the graph computes what the eager program does, from the same variable values.
   tf::Variable scale(r.f.variable_values[0]), steps(r.f.variable_values[1]);
   const std::vector<tf::Tensor> eager = Recorded::body(r.inputs, scale, steps);
-  for (std::size_t i = 0; i < eager.size(); ++i) EXPECT_TRUE(same_bytes(eager[i], out_b[i])) << i;
-  EXPECT_TRUE(same_bytes(steps.value(), vars_b[1]));
+  for (std::size_t i = 0; i < eager.size(); ++i) EXPECT_TRUE(bitwise_equal(eager[i], out_b[i])) << i;
+  EXPECT_TRUE(bitwise_equal(steps.value(), vars_b[1]));
 
   // Writing what was read gives the same file.
   graph::write_function_file(path("g.tff"), back);
@@ -311,7 +309,7 @@ TEST_F(FunctionFile, AFileBuiltFromTheSpecReadsAndRuns) {
   const tf::Tensor a = tf::constant({{1.f, 2.f}, {3.f, 4.f}});
   const tf::Tensor b = tf::constant({{0.f, 1.f}, {1.f, 0.f}});
   const std::vector<tf::Tensor> out = tf::testing::run(f, {a, b});
-  EXPECT_TRUE(same_bytes(out[0], tf::matmul(a, b, false, true)));
+  EXPECT_TRUE(bitwise_equal(out[0], tf::matmul(a, b, false, true)));
 }
 
 TEST_F(FunctionFile, ForgedFieldsAreTypedErrorsNamingTheProblem) {

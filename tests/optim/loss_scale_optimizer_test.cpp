@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/close.h"
 #include "support/log_capture.h"
 #include "tapeflow/tapeflow.h"
 
@@ -37,10 +38,7 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-bool bitwise_equal(const tf::Tensor& a, const tf::Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.raw_data(), b.raw_data(), static_cast<std::size_t>(a.nbytes())) == 0;
-}
+using tf::testing::bitwise_equal;
 
 float scale(const LossScaleOptimizer& opt) { return opt.loss_scale().value().item<float>(); }
 std::int64_t good_steps(const LossScaleOptimizer& opt) {

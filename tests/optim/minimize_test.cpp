@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "support/close.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -34,10 +35,7 @@ struct Mlp {
   }
 };
 
-bool bitwise_equal(const tf::Tensor& a, const tf::Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.raw_data(), b.raw_data(), static_cast<std::size_t>(a.nbytes())) == 0;
-}
+using tf::testing::bitwise_equal;
 
 void expect_same_state(const tf::optimizers::Optimizer& fused, const tf::optimizers::Optimizer& plain,
                        const Mlp& a, const Mlp& b) {

@@ -1,12 +1,15 @@
 #pragma once
-// Comparing tensors elementwise to a relative tolerance in tests, whatever their dtype:
+// Comparing tensors in tests, whatever their dtype: elementwise to a relative tolerance, or bit
+// for bit (results that must not change by a rounding: a traced graph against eager, a resumed run):
 //
 //   expect_close(f(x), tf::exp(x) * 2.0, 1e-6);
+//   EXPECT_TRUE(bitwise_equal(traced(x), eager(x)));
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 
 #include "tapeflow/tapeflow.h"
 
@@ -22,6 +25,12 @@ inline void expect_close(const Tensor& a, const Tensor& b, double tol) {
   auto x = da.values<double>(), y = db.values<double>();
   for (std::size_t i = 0; i < x.size(); ++i)
     EXPECT_NEAR(x[i], y[i], tol * (1 + std::abs(y[i]))) << "element " << i;
+}
+
+/// Whether `a` and `b` have one dtype, shape and bit pattern (NaNs of one pattern compare equal).
+inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
 }  // namespace tapeflow::testing
