@@ -39,9 +39,10 @@ using Grads = std::vector<std::optional<Tensor>>;
 class GradContext {
  public:
   /// Made by the tape for each op of a backward pass; gradient functions receive it.
+  /// `dy_reached` says which outputs a gradient reached (empty: all of them).
   GradContext(const autodiff::OpRecord& record, std::span<const Tensor> dys,
-              std::span<const bool> input_needed)
-      : record_(record), dys_(dys), input_needed_(input_needed) {}
+              std::span<const bool> input_needed, std::span<const bool> dy_reached = {})
+      : record_(record), dys_(dys), input_needed_(input_needed), dy_reached_(dy_reached) {}
 
   /// The op's registry name ("Mul").
   std::string_view op_name() const;
@@ -52,6 +53,10 @@ class GradContext {
   ///@}
   /// Cotangent of output `i`: dL/d(output i). Zeros if no gradient reached this output.
   const Tensor& dy(int i = 0) const;
+  /// False when no gradient reached output `i` (dy(i) is then zeros made by the backward pass), so
+  /// a gradient function may skip that output's terms. It depends on which outputs the targets
+  /// use, never on values, so it holds for every run of a traced gradient graph too.
+  bool has_dy(int i) const { return dy_reached_.empty() || dy_reached_[static_cast<std::size_t>(i)]; }
   /// Forward input `i`; throws InternalError if the op did not declare it in its Saves.
   const Tensor& input(int i) const;
   /// Forward output `i`; throws InternalError if the op did not declare it in its Saves.
@@ -83,6 +88,7 @@ class GradContext {
   const autodiff::OpRecord& record_;
   std::span<const Tensor> dys_;
   std::span<const bool> input_needed_;
+  std::span<const bool> dy_reached_;
 };
 
 /// A gradient function: one op's context in, one gradient per input out.

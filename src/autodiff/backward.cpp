@@ -32,6 +32,7 @@
 #include "autodiff/backward.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "autodiff/dispatch.h"
@@ -104,13 +105,13 @@ void check_input_gradient(const OpRecord& rec, std::size_t i, const Tensor& g,
 
 /// Runs record `rec`'s gradient function, naming it for check-numerics while it runs.
 Grads run_gradient(const GradientEntry& entry, const OpRecord& rec, std::span<const Tensor> dys,
-                   std::span<const bool> needed) {
+                   std::span<const bool> needed, std::span<const bool> reached) {
   const OpDef* outer = std::exchange(t_gradient_of, rec.op);
   struct Restore {
     const OpDef* op;
     ~Restore() { t_gradient_of = op; }
   } restore{outer};
-  Grads grads = entry.fn(GradContext(rec, dys, needed));
+  Grads grads = entry.fn(GradContext(rec, dys, needed, reached));
   TAPEFLOW_REQUIRE(grads.size() == rec.num_inputs, InternalError,
                    "Recorded operation '{}' returned too {} gradients. Expected {} but received {}",
                    rec.op->name(), grads.size() < rec.num_inputs ? "few" : "many", rec.num_inputs,
@@ -253,6 +254,8 @@ std::vector<std::optional<Tensor>> backward(Records& ops, const Pruned& p, const
   FinalSources finals(ops, p, pass.sources, pass.observer);
 
   std::vector<Tensor> dys;
+  std::unique_ptr<bool[]> reached;  // per output of the record: did a gradient reach it
+  std::size_t reached_capacity = 0;
   for (std::size_t k = ops.size(); k-- > 0;) {
     if (pass.observer != nullptr) finals.before(k, grads);
     if (!p.keep[k]) continue;
@@ -266,15 +269,20 @@ std::vector<std::optional<Tensor>> backward(Records& ops, const Pruned& p, const
     if (entry.status == GradientStatus::Missing)
       throw LookupError(fmt::format("gradient registry has no entry for: {}", rec.op->name()));
     dys.clear();
+    if (outs.size() > reached_capacity) {
+      reached_capacity = outs.size();
+      reached = std::make_unique<bool[]>(reached_capacity);
+    }
     for (const Slot& out : outs) {
       // A consumed cotangent leaves the map (freed early) unless a source reads it at the end.
       const Tensor* kept = p.source_ids.contains(out.id) ? grads.find(out.id) : nullptr;
       std::optional<Tensor> g = kept ? std::optional<Tensor>(*kept) : grads.take(out.id);
+      reached[dys.size()] = g.has_value();
       dys.push_back(g ? std::move(*g) : zeros(with_batch(pass.batch, *out.shape), out.dtype));
     }
     const auto ins = rec.inputs();
     const std::span<const bool> needed = p.needed(k, ins.size());
-    Grads input_grads = run_gradient(entry, rec, dys, needed);
+    Grads input_grads = run_gradient(entry, rec, dys, needed, {reached.get(), outs.size()});
     for (std::size_t i = 0; i < ins.size(); ++i)
       if (needed[i] && input_grads[i]) check_input_gradient(rec, i, *input_grads[i], pass.batch);
     if (pass.observer != nullptr) pass.observer->after_record(k, dys, needed, input_grads);

@@ -7,7 +7,7 @@
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
-#include "tapeflow/ops/reduce.h"
+#include "tapeflow/ops/nn.h"
 
 namespace tapeflow::layers {
 
@@ -59,32 +59,32 @@ Tensor BatchNormalization::call(const Tensor& input, bool training) {
       kBatchNorm, name(), moving_mean_->shape()[0], dtype_name(moving_mean_->dtype()), options_.axis,
       x.shape().to_string(), dtype_name(x.dtype()));
 
-  // The per-channel vectors reshaped to broadcast against x: (1, ..., channels, ..., 1).
-  std::vector<std::int64_t> param_dims(static_cast<std::size_t>(rank), 1);
-  param_dims[static_cast<std::size_t>(axis)] = channels;
-  Axes reduce_axes;
-  for (std::int64_t a = 0; a < rank; ++a)
-    if (a != axis) reduce_axes.push_back(a);
-
-  Tensor mean, variance;
+  Tensor y;
   if (training) {
     TAPEFLOW_REQUIRE(x.num_elements() > 0, InvalidArgumentError,
                      "[{}] layer '{}' cannot compute batch statistics of an empty input of shape {}",
                      kBatchNorm, name(), x.shape().to_string());
-    mean = reduce_mean(x, reduce_axes, /*keepdims=*/true);
-    variance = reduce_mean(square(x - mean), reduce_axes, /*keepdims=*/true);
+    // One op (nn::fused_batch_norm): the statistics and the normalisation in two passes over x.
+    const nn::FusedBatchNormResult r =
+        nn::fused_batch_norm(x, gamma_ ? Tensor(*gamma_) : ones({channels}, x.dtype()),
+                             beta_ ? Tensor(*beta_) : zeros({channels}, x.dtype()), options_.epsilon, axis);
     // Stateful updates of the moving statistics: not part of any gradient (Keras's assign ops).
     const NoRecordingScope not_recorded;
     const double m = options_.momentum;
-    moving_mean_->assign(moving_mean_->value() * m + reshape(mean, {channels}) * (1.0 - m));
-    moving_variance_->assign(moving_variance_->value() * m + reshape(variance, {channels}) * (1.0 - m));
+    moving_mean_->assign(moving_mean_->value() * m + r.mean * (1.0 - m));
+    moving_variance_->assign(moving_variance_->value() * m + r.variance * (1.0 - m));
+    y = r.y;
   } else {
-    mean = reshape(moving_mean_->value(), param_dims);
-    variance = reshape(moving_variance_->value(), param_dims);
+    // The moving statistics: y = (x - mean) * rsqrt(variance + epsilon) * gamma + beta, elementwise
+    // ops that a traced graph fuses into one pass. The per-channel vectors are reshaped to
+    // broadcast against x: (1, ..., channels, ..., 1).
+    std::vector<std::int64_t> param_dims(static_cast<std::size_t>(rank), 1);
+    param_dims[static_cast<std::size_t>(axis)] = channels;
+    y = (x - reshape(moving_mean_->value(), param_dims)) *
+        rsqrt(reshape(moving_variance_->value(), param_dims) + options_.epsilon);
+    if (gamma_) y = y * reshape(*gamma_, param_dims);
+    if (beta_) y = y + reshape(*beta_, param_dims);
   }
-  Tensor y = (x - mean) * rsqrt(variance + options_.epsilon);
-  if (gamma_) y = y * reshape(*gamma_, param_dims);
-  if (beta_) y = y + reshape(*beta_, param_dims);
   return narrow ? cast(y, DType::BFloat16) : y;
 }
 

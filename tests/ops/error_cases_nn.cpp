@@ -180,6 +180,52 @@ void add_nn_error_cases(std::vector<ErrorCase>& rows) {
                     .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 2}), f32({2})},
                     .attrs = {{"activation", std::string("tanh")}}, .call = fc("tanh"), .needles = {"activation", "tanh"}});
   }
+  {
+    const std::string op = "FusedBatchNorm";
+    auto bn = [](double epsilon, std::int64_t axis) {
+      return [=](const Ins& x) {
+        const auto r = fused_batch_norm(x[0], x[1], x[2], epsilon, axis);
+        return Outs{r.y, r.mean, r.variance};
+      };
+    };
+    auto at = [](double epsilon, std::int64_t axis) { return raw_ops::AttrMap{{"epsilon", epsilon}, {"axis", axis}}; };
+    rows.push_back({.op = op, .cls = C::Shape, .what = "scale of 3 values for 2 channels",
+                    .inputs = {f32({4, 2}), f32({3}), f32({2})}, .attrs = at(1e-3, -1), .call = bn(1e-3, -1),
+                    .needles = {"'scale'", "(2,)", "(3,)"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "float64 offset with float32 x",
+                    .inputs = {f32({4, 2}), f32({2}), f64({2})}, .attrs = at(1e-3, -1), .call = bn(1e-3, -1),
+                    .needles = {"'offset'", "float64", "float32"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "int32 x",
+                    .inputs = {i32({4, 2}), i32({2}), i32({2})}, .attrs = at(1e-3, -1), .call = bn(1e-3, -1),
+                    .needles = {"int32", "(4, 2)"}});
+    rows.push_back({.op = op, .cls = C::Index, .what = "axis 2 of a matrix",
+                    .inputs = {f32({4, 2}), f32({2}), f32({2})}, .attrs = at(1e-3, 2), .call = bn(1e-3, 2),
+                    .needles = {"axis", "2"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "epsilon 0", .inputs = {f32({4, 2}), f32({2}), f32({2})},
+                    .attrs = at(0.0, -1), .call = bn(0.0, -1), .needles = {"epsilon", "0"}});
+    rows.push_back({.op = op, .cls = C::NonFinite, .what = "epsilon NaN", .inputs = {f32({4, 2}), f32({2}), f32({2})},
+                    .attrs = at(std::nan(""), -1), .call = bn(std::nan(""), -1), .needles = {"epsilon", "nan"}});
+    rows.push_back({.op = op, .cls = C::Empty, .what = "a batch of 0 rows", .inputs = {f32({0, 2}), f32({2}), f32({2})},
+                    .attrs = at(1e-3, -1), .call = bn(1e-3, -1), .needles = {"empty", "(0, 2)"}});
+    rows.push_back({.op = op, .cls = C::Rank, .what = "a scalar x", .inputs = {f32({}), f32({1}), f32({1})},
+                    .attrs = at(1e-3, -1), .call = bn(1e-3, -1), .needles = {"at least one axis", "()"}});
+  }
+  {
+    const std::string op = "FusedBatchNormGrad";
+    auto grad = [](const Ins& x) {
+      const auto r = raw_ops::fused_batch_norm_grad(x[0], x[1], x[2], x[3], x[4]);
+      return Outs{r.begin(), r.end()};
+    };
+    rows.push_back({.op = op, .cls = C::Shape, .what = "y_backprop (4, 3) for x (4, 2)",
+                    .inputs = {f32({4, 3}), f32({4, 2}), f32({2}), f32({2}), f32({2})}, .call = grad,
+                    .needles = {"y_backprop", "(4, 3)", "(4, 2)"}});
+    rows.push_back({.op = op, .cls = C::Shape, .what = "variance of 1 value for 2 channels",
+                    .inputs = {f32({4, 2}), f32({4, 2}), f32({2}), f32({2}), f32({1})}, .call = grad,
+                    .needles = {"'variance'", "(1,)", "(2,)"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "float64 mean with float32 x",
+                    .inputs = {f32({4, 2}), f32({4, 2}), f32({2}), f64({2}), f32({2})}, .call = grad,
+                    .needles = {"'mean'", "float64", "float32"}});
+  }
   for (const std::string op : {"MaxPool", "AvgPool"}) {
     auto f = op == "MaxPool" ? max_pool2d : avg_pool2d;
     auto pl = [f](Ints k, Ints s, std::string p) { return [=](const Ins& x) { return one(f(x[0], k, s, p)); }; };

@@ -142,6 +142,27 @@ void add_nn_cases(std::vector<OpCase>& c) {
                [](const In& x) { return nn::conv2d_bias_activation(x[0], x[1], x[2], {1, 1}, "SAME", "relu"); },
                -2, 2, [](const In& x) { return away_from({nn::conv2d(x[0], x[1], {1, 1}, "SAME") + x[2]}, 0.0, 0.05); }});
 
+  // batch normalization: y alone, and y with the statistics (whose gradients add their own terms);
+  // channels last (NHWC, a matrix) and in the middle
+  auto flat_outputs = [](const nn::FusedBatchNormResult& r) {
+    return concat({reshape(r.y, {-1}), r.mean, r.variance}, 0);
+  };
+  c.push_back({"FusedBatchNorm", {{{2, 3, 3, 2}, {2}, {2}}, {{5, 3}, {3}, {3}}},
+               [](const In& x) { return nn::fused_batch_norm(x[0], x[1], x[2]).y; }});
+  c.push_back({"FusedBatchNorm", {{{3, 2, 4}, {2}, {2}}, {{4, 1}, {1}, {1}}},
+               [=](const In& x) { return flat_outputs(nn::fused_batch_norm(x[0], x[1], x[2], 0.01, 1)); }});
+  c.push_back({"FusedBatchNorm", {{{2, 2, 2, 3}, {3}, {3}}},
+               [=](const In& x) { return flat_outputs(nn::fused_batch_norm(x[0], x[1], x[2], 1e-3, -1)); }});
+  // (y_backprop, x, scale, mean, variance): a positive variance
+  auto grad_outputs = [](const In& x, std::int64_t axis) {
+    const auto r = raw_ops::fused_batch_norm_grad(x[0], x[1], x[2], x[3], x[4] * x[4] + 0.5, 1e-3, axis);
+    return concat({reshape(r[0], {-1}), r[1], r[2]}, 0);
+  };
+  c.push_back({"FusedBatchNormGrad", {{{2, 3, 2}, {2, 3, 2}, {2}, {2}, {2}}},
+               [=](const In& x) { return grad_outputs(x, -1); }});
+  c.push_back({"FusedBatchNormGrad", {{{3, 2, 2}, {3, 2, 2}, {2}, {2}, {2}}},
+               [=](const In& x) { return grad_outputs(x, 1); }});
+
   // pooling (samples without ties, so that the maximum of each window is unique)
   c.push_back({"MaxPool", {{{1, 4, 4, 2}}, {{2, 3, 5, 1}}, {{0, 4, 4, 2}}},
                [](const In& x) { return nn::max_pool2d(x[0], {2, 2}, {2, 2}, "VALID"); }, -2, 2, distinct_values(0)});

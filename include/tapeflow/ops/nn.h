@@ -13,6 +13,7 @@
 /// naming the op, the argument, its shape and dtype: a non-float input, mismatched shapes or
 /// dtypes of two operands, an axis out of range, a label outside [0, classes).
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -124,9 +125,42 @@ Tensor max_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
 Tensor avg_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
                   const std::vector<std::int64_t>& strides, std::string_view padding);
 
+// ---- normalization -------------------------------------------------------------------------------
+
+/// What nn::fused_batch_norm returns: the normalised tensor and the batch statistics it used.
+struct FusedBatchNormResult {
+  Tensor y;         // x's shape
+  Tensor mean;      // (channels,)
+  Tensor variance;  // (channels,), biased: the mean of (x - mean)^2
+};
+/// Batch normalization with the batch's statistics, as one op (op "FusedBatchNorm", TensorFlow's
+/// FusedBatchNormV3 with is_training): over every axis of x but `axis` (the channels; -1, the last,
+/// for NHWC images and (batch, features) matrices),
+///   y = (x - mean) / sqrt(variance + epsilon) * scale + offset,
+/// with scale and offset of shape (channels,). What layers::BatchNormalization runs while
+/// training; in float32 through oneDNN. Unlike TensorFlow's kernel, `variance` is the biased one
+/// the normalisation used (TensorFlow's returns it Bessel-corrected). Differentiable in x, scale
+/// and offset through y, mean and variance (gradient: raw_ops::fused_batch_norm_grad, itself
+/// differentiable). float32 or float64; InvalidArgumentError naming the op, the shapes and dtypes
+/// for another dtype, scale or offset of another shape or dtype, an axis outside x's rank, an x
+/// with no elements in a channel, or an epsilon that is not positive and finite.
+FusedBatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale, const Tensor& offset,
+                                      double epsilon = 1e-3, std::int64_t axis = -1);
+
 }  // namespace tapeflow::nn
 
 namespace tapeflow::raw_ops {
+
+/// d nn::fused_batch_norm's y (op "FusedBatchNormGrad", TensorFlow's FusedBatchNormGradV3): for
+/// output gradient `y_backprop` and the batch statistics the forward returned, {dx, dscale,
+/// doffset}, with xhat = (x - mean) / sqrt(variance + epsilon) and n the elements per channel:
+///   doffset = sum(y_backprop), dscale = sum(y_backprop * xhat),
+///   dx = scale / sqrt(variance + epsilon) * (y_backprop - doffset / n - xhat * dscale / n).
+/// Differentiable in all five arguments. Errors as fused_batch_norm's, and y_backprop must have
+/// x's shape and dtype.
+std::array<Tensor, 3> fused_batch_norm_grad(const Tensor& y_backprop, const Tensor& x, const Tensor& scale,
+                                            const Tensor& mean, const Tensor& variance, double epsilon = 1e-3,
+                                            std::int64_t axis = -1);
 
 /// The gradient ops of the activations, as TensorFlow's raw ops: each is itself differentiable
 /// (so higher derivatives of relu, elu, ... work) and takes `gradients` and the forward value it

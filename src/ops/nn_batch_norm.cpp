@@ -1,0 +1,287 @@
+// Batch normalization's training pass as one op (TensorFlow's FusedBatchNormV3 and
+// FusedBatchNormGradV3), what layers::BatchNormalization runs while training.
+//
+// Written with the elementwise ops and reductions, a training step normalises in about eight
+// passes over the activations and differentiates in about fifteen; the fused op reads x twice
+// forward (statistics, then normalising) and three times backward. float32 runs through oneDNN
+// (src/kernels/cpu/batch_norm_onednn.h); float64, which oneDNN does not compute, through the loops
+// below, which also serve the float64 gradient checks.
+//
+//   FusedBatchNorm:     y, mean, variance = normalise(x) * scale + offset over every axis but `axis`
+//                       dx, dscale, doffset = FusedBatchNormGrad(dy, x, scale, mean, variance),
+//                       plus the statistics' own terms when gradients reach mean or variance
+//   FusedBatchNormGrad: its gradient is that of the same formula written with differentiable ops
+//                       (composite_grad), taken on a tape inside the gradient function, as
+//                       TensorFlow's _FusedBatchNormGradGrad does; so every order works.
+//
+// The variance is the biased one (divided by the count), the one the normalisation uses; Keras's
+// layer updates its moving variance with it. TensorFlow's fused kernel instead returns the
+// unbiased variance for that update.
+
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/batch_norm_onednn.h"
+#include "ops/families.h"
+#include "ops/op_util.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/nn.h"
+#include "tapeflow/ops/reduce.h"
+#include "tapeflow/tape.h"
+
+namespace tapeflow {
+namespace ops {
+namespace {
+
+using cpu::onednn::NormGeometry;
+
+struct BatchNormAttrs {
+  double epsilon = 1e-3;
+  std::int64_t axis = 0;  // normalised: 0 <= axis < rank
+};
+
+NormGeometry norm_geometry(const Shape& s, std::int64_t axis) {
+  NormGeometry g;
+  g.channels = s[axis];
+  for (std::int64_t a = 0; a < axis; ++a) g.outer *= s[a];
+  for (std::int64_t a = axis + 1; a < s.rank(); ++a) g.inner *= s[a];
+  return g;
+}
+
+/// (1, ..., channels, ..., 1): a per-channel vector's shape broadcasting against x.
+std::vector<std::int64_t> per_channel(const Shape& x, std::int64_t axis) {
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(x.rank()), 1);
+  dims[static_cast<std::size_t>(axis)] = x[axis];
+  return dims;
+}
+
+Axes all_but(std::int64_t axis, int rank) {
+  Axes axes;
+  for (std::int64_t a = 0; a < rank; ++a)
+    if (a != axis) axes.push_back(a);
+  return axes;
+}
+
+/// The checks both ops share: x is float32 or float64 with elements to average over in each
+/// channel, and each per-channel argument has shape (channels,) and x's dtype.
+void require_norm_arguments(
+    std::string_view op, const Tensor& x, std::int64_t axis,
+    std::initializer_list<std::pair<const Tensor*, std::string_view>> per_channel_args) {
+  require_floating(x, op, "x");
+  const std::int64_t channels = x.shape()[axis];
+  TAPEFLOW_REQUIRE(channels == 0 || x.num_elements() > 0, InvalidArgumentError,
+                   "[{}] cannot compute batch statistics of an empty x ({}): each of its {} channels has no "
+                   "elements to average over",
+                   op, describe(x), channels);
+  for (const auto& [t, name] : per_channel_args) {
+    TAPEFLOW_REQUIRE(t->dtype() == x.dtype(), InvalidArgumentError,
+                     "[{}] '{}' must have x's dtype (no implicit casting): x is a {}, {} is a {}", op, name,
+                     describe(x), name, describe(*t));
+    TAPEFLOW_REQUIRE(t->shape() == Shape{channels}, InvalidArgumentError,
+                     "[{}] '{}' must have shape ({},), one value per channel of x ({}, axis {}), got a {}",
+                     op, name, channels, describe(x), axis, describe(*t));
+  }
+}
+
+/// Calls f(index, channel) for every element of x in memory order.
+template <class F>
+void for_each_element(const NormGeometry& g, F f) {
+  for (std::int64_t o = 0, k = 0; o < g.outer; ++o)
+    for (std::int64_t c = 0; c < g.channels; ++c)
+      for (std::int64_t i = 0; i < g.inner; ++i, ++k) f(k, c);
+}
+
+/// The float64 forward (oneDNN computes float32 only).
+void norm_forward(const double* x, const double* scale, const double* offset, const NormGeometry& g,
+                  double epsilon, double* y, double* mean, double* variance) {
+  const auto channels = static_cast<std::size_t>(g.channels);
+  const double n = static_cast<double>(g.count());
+  std::vector<double> sum(channels, 0.0), squares(channels, 0.0), rstd(channels);
+  for_each_element(g, [&](std::int64_t k, std::int64_t c) { sum[c] += x[k]; });
+  for (std::size_t c = 0; c < channels; ++c) mean[c] = sum[c] / n;
+  for_each_element(
+      g, [&](std::int64_t k, std::int64_t c) { squares[c] += (x[k] - mean[c]) * (x[k] - mean[c]); });
+  for (std::size_t c = 0; c < channels; ++c) {
+    variance[c] = squares[c] / n;
+    rstd[c] = 1.0 / std::sqrt(variance[c] + epsilon);
+  }
+  for_each_element(
+      g, [&](std::int64_t k, std::int64_t c) { y[k] = (x[k] - mean[c]) * rstd[c] * scale[c] + offset[c]; });
+}
+
+/// The float64 backward: dscale = sum(dy * xhat), doffset = sum(dy),
+/// dx = scale * rstd * (dy - doffset / n - xhat * dscale / n).
+void norm_backward(const double* dy, const double* x, const double* scale, const double* mean,
+                   const double* variance, const NormGeometry& g, double epsilon, double* dx, double* dscale,
+                   double* doffset) {
+  const auto channels = static_cast<std::size_t>(g.channels);
+  const double n = static_cast<double>(g.count());
+  std::vector<double> rstd(channels);
+  for (std::size_t c = 0; c < channels; ++c) {
+    rstd[c] = 1.0 / std::sqrt(variance[c] + epsilon);
+    dscale[c] = doffset[c] = 0.0;
+  }
+  for_each_element(g, [&](std::int64_t k, std::int64_t c) {
+    doffset[c] += dy[k];
+    dscale[c] += dy[k] * (x[k] - mean[c]) * rstd[c];
+  });
+  for_each_element(g, [&](std::int64_t k, std::int64_t c) {
+    const double xhat = (x[k] - mean[c]) * rstd[c];
+    dx[k] = scale[c] * rstd[c] * (dy[k] - doffset[c] / n - xhat * dscale[c] / n);
+  });
+}
+
+/// FusedBatchNormGrad's outputs written with differentiable ops (its gradient, by a tape).
+std::array<Tensor, 3> composite_grad(const BatchNormAttrs& a, const Tensor& dy, const Tensor& x,
+                                     const Tensor& scale, const Tensor& mean, const Tensor& variance) {
+  const std::vector<std::int64_t> b = per_channel(x.shape(), a.axis);
+  const Axes others = all_but(a.axis, x.rank());
+  const double n = static_cast<double>(norm_geometry(x.shape(), a.axis).count());
+  const Tensor rstd = rsqrt(variance + a.epsilon);
+  const Tensor xhat = (x - reshape(mean, b)) * reshape(rstd, b);
+  const Tensor doffset = reduce_sum(dy, others);
+  const Tensor dscale = reduce_sum(dy * xhat, others);
+  const Tensor dx = reshape(scale * rstd, b) * (dy - reshape(doffset / n, b) - xhat * reshape(dscale / n, b));
+  return {dx, dscale, doffset};
+}
+
+std::vector<Tensor> empty_outputs(std::initializer_list<Shape> shapes, DType dtype, std::string_view op) {
+  std::vector<Tensor> out;
+  for (const Shape& s : shapes) out.push_back(detail::empty(s, dtype, op));
+  return out;
+}
+
+}  // namespace
+
+// y, mean, variance = batch normalization of x over every axis but `axis` (see the file comment).
+struct FusedBatchNorm {
+  static constexpr std::string_view kName = "FusedBatchNorm";
+  static constexpr Saves kSaves{0b011u, 0b110u};  // x, scale; mean, variance
+  using Attrs = BatchNormAttrs;
+  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
+    const Tensor &x = in[0], &scale = in[1], &offset = in[2];
+    require_norm_arguments(kName, x, a.axis, {{&scale, "scale"}, {&offset, "offset"}});
+    const NormGeometry g = norm_geometry(x.shape(), a.axis);
+    std::vector<Tensor> out = empty_outputs({x.shape(), scale.shape(), scale.shape()}, x.dtype(), kName);
+    if (g.channels == 0) return out;
+    if (x.dtype() == DType::Float32) {
+      cpu::onednn::batch_norm_forward(
+          x.values<float>().data(), scale.values<float>().data(), offset.values<float>().data(), g,
+          static_cast<float>(a.epsilon), detail::mutable_data<float>(out[0]),
+          detail::mutable_data<float>(out[1]), detail::mutable_data<float>(out[2]));
+    } else {
+      norm_forward(x.values<double>().data(), scale.values<double>().data(), offset.values<double>().data(),
+                   g, a.epsilon, detail::mutable_data<double>(out[0]), detail::mutable_data<double>(out[1]),
+                   detail::mutable_data<double>(out[2]));
+    }
+    return out;
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    const Tensor &x = c.input(0), &mean = c.output(1), &variance = c.output(2);
+    const auto [dx_through_y, dscale, doffset] =
+        raw_ops::fused_batch_norm_grad(c.dy(0), x, c.input(1), mean, variance, a.epsilon, a.axis);
+    Tensor dx = dx_through_y;
+    if (c.has_dy(1) || c.has_dy(2)) {
+      // The statistics are outputs too: d mean / dx = 1 / n, d variance / dx = 2 (x - mean) / n.
+      const std::vector<std::int64_t> b = per_channel(x.shape(), a.axis);
+      const double n = static_cast<double>(norm_geometry(x.shape(), a.axis).count());
+      dx = dx + reshape(c.dy(1) / n, b) + (x - reshape(mean, b)) * reshape(c.dy(2) * (2.0 / n), b);
+    }
+    return {dx, dscale, doffset};
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(3, {"epsilon", "axis"});
+    const auto r = nn::fused_batch_norm(a.in(0), a.in(1), a.in(2), a.f("epsilon", 1e-3), a.i("axis", -1));
+    return {r.y, r.mean, r.variance};
+  }
+};
+
+// dx, dscale, doffset = the gradients of FusedBatchNorm's y for output gradient dy.
+struct FusedBatchNormGrad {
+  static constexpr std::string_view kName = "FusedBatchNormGrad";
+  static constexpr Saves kSaves = kSavesInputs;
+  using Attrs = BatchNormAttrs;
+  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
+    const Tensor &dy = in[0], &x = in[1], &scale = in[2], &mean = in[3], &variance = in[4];
+    require_norm_arguments(kName, x, a.axis, {{&scale, "scale"}, {&mean, "mean"}, {&variance, "variance"}});
+    TAPEFLOW_REQUIRE(dy.dtype() == x.dtype() && dy.shape() == x.shape(), InvalidArgumentError,
+                     "[{}] 'y_backprop' must have x's shape and dtype: x is a {}, y_backprop is a {}", kName,
+                     describe(x), describe(dy));
+    const NormGeometry g = norm_geometry(x.shape(), a.axis);
+    std::vector<Tensor> out = empty_outputs({x.shape(), scale.shape(), scale.shape()}, x.dtype(), kName);
+    if (g.channels == 0) return out;
+    if (x.dtype() == DType::Float32) {
+      cpu::onednn::batch_norm_backward(
+          dy.values<float>().data(), x.values<float>().data(), scale.values<float>().data(),
+          mean.values<float>().data(), variance.values<float>().data(), g, static_cast<float>(a.epsilon),
+          detail::mutable_data<float>(out[0]), detail::mutable_data<float>(out[1]),
+          detail::mutable_data<float>(out[2]));
+    } else {
+      norm_backward(dy.values<double>().data(), x.values<double>().data(), scale.values<double>().data(),
+                    mean.values<double>().data(), variance.values<double>().data(), g, a.epsilon,
+                    detail::mutable_data<double>(out[0]), detail::mutable_data<double>(out[1]),
+                    detail::mutable_data<double>(out[2]));
+    }
+    return out;
+  }
+  static Grads backward(const GradContext& c) {
+    std::vector<Tensor> in;
+    GradientTape tape;
+    for (int i = 0; i < 5; ++i) {
+      in.push_back(c.input(i));
+      tape.watch(in.back());
+    }
+    const auto [dx, dscale, doffset] = composite_grad(c.attrs<Attrs>(), in[0], in[1], in[2], in[3], in[4]);
+    const std::vector<Gradient> g =
+        tape.gradient({dx, dscale, doffset}, in, {c.dy(0), c.dy(1), c.dy(2)}, UnconnectedGradients::Zero);
+    return {*g[0], *g[1], *g[2], *g[3], *g[4]};
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(5, {"epsilon", "axis"});
+    const auto r = raw_ops::fused_batch_norm_grad(a.in(0), a.in(1), a.in(2), a.in(3), a.in(4),
+                                                  a.f("epsilon", 1e-3), a.i("axis", -1));
+    return {r.begin(), r.end()};
+  }
+};
+
+namespace {
+/// The attributes of either op for an x of this rank: epsilon checked, axis normalised.
+BatchNormAttrs norm_attrs(std::string_view op, const Tensor& x, double epsilon, std::int64_t axis) {
+  require_defined(x, op);
+  TAPEFLOW_REQUIRE(std::isfinite(epsilon) && epsilon > 0.0, InvalidArgumentError,
+                   "[{}] epsilon must be positive and finite, got {}", op, epsilon);
+  TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[{}] x must have at least one axis, got a {}", op,
+                   describe(x));
+  return {epsilon, normalize_axis(axis, x.rank(), op)};
+}
+}  // namespace
+}  // namespace ops
+
+nn::FusedBatchNormResult nn::fused_batch_norm(const Tensor& x, const Tensor& scale, const Tensor& offset,
+                                              double epsilon, std::int64_t axis) {
+  const std::array<Tensor, 3> in{x, scale, offset};
+  const std::vector<Tensor> r = autodiff::apply_list<ops::FusedBatchNorm>(
+      ops::norm_attrs(ops::FusedBatchNorm::kName, x, epsilon, axis), in);
+  return {r[0], r[1], r[2]};
+}
+
+std::array<Tensor, 3> raw_ops::fused_batch_norm_grad(const Tensor& y_backprop, const Tensor& x,
+                                                     const Tensor& scale, const Tensor& mean,
+                                                     const Tensor& variance, double epsilon,
+                                                     std::int64_t axis) {
+  const std::array<Tensor, 5> in{y_backprop, x, scale, mean, variance};
+  const std::vector<Tensor> r = autodiff::apply_list<ops::FusedBatchNormGrad>(
+      ops::norm_attrs(ops::FusedBatchNormGrad::kName, x, epsilon, axis), in);
+  return {r[0], r[1], r[2]};
+}
+
+namespace ops {
+void register_batch_norm_ops(Registrar& r) {
+  r.add<FusedBatchNorm>();
+  r.add<FusedBatchNormGrad>();
+}
+}  // namespace ops
+
+}  // namespace tapeflow
