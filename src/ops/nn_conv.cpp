@@ -46,9 +46,18 @@ constexpr std::int64_t kChunkElements = std::int64_t{1} << 23;
 
 using Pair = std::array<std::int64_t, 2>;
 
+/// Padding as TensorFlow's ops take it: VALID (none), SAME (the output is ceil(input / stride),
+/// the padding split evenly, the extra row or column at the end), or EXPLICIT amounts (Conv2D's
+/// explicit_paddings; pooling takes VALID and SAME only).
+struct Padding {
+  enum class Mode : std::int8_t { kValid, kSame, kExplicit };
+  Mode mode = Mode::kValid;
+  std::array<std::int64_t, 4> amounts{};  // EXPLICIT: top, bottom, left, right
+};
+
 struct ConvAttrs {
   Pair strides{1, 1};
-  bool same = false;
+  Padding padding;
   /// Conv2DBackpropInput: the input's shape; Conv2DBackpropFilter: the filters' shape.
   Shape sizes;
   Pair dilations{1, 1};
@@ -63,12 +72,17 @@ struct FusedConvAttrs {
 struct PoolAttrs {
   Pair ksize{1, 1};
   Pair strides{1, 1};
-  bool same = false;
+  Padding padding;
   /// AvgPoolGrad: the pooled input's shape.
   Shape sizes;
 };
 
-std::string_view padding_name(bool same) { return same ? "SAME" : "VALID"; }
+std::string padding_name(const Padding& p) {
+  if (p.mode == Padding::Mode::kExplicit)
+    return fmt::format("EXPLICIT (top {}, bottom {}, left {}, right {})", p.amounts[0], p.amounts[1],
+                       p.amounts[2], p.amounts[3]);
+  return p.mode == Padding::Mode::kSame ? "SAME" : "VALID";
+}
 std::string pair_string(Pair p) { return fmt::format("({}, {})", p[0], p[1]); }
 
 /// a * b, or -1 if it overflows int64 (both >= 0).
@@ -77,12 +91,21 @@ std::int64_t mul_or_neg(std::int64_t a, std::int64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? -1 : r;
 }
 
-/// Output size and leading padding of one spatial dimension (TensorFlow's rule); false when a
-/// VALID window is larger than a non-empty input.
-bool spatial_dim(std::int64_t in, std::int64_t k, std::int64_t s, bool same, std::int64_t& out,
-                 std::int64_t& pad) {
+/// Output size and leading padding of spatial dimension `axis` (0: rows, 1: columns) under
+/// TensorFlow's rule; false when a window is larger than a non-empty input (VALID) or than the
+/// padded input (EXPLICIT).
+bool spatial_dim(std::int64_t in, std::int64_t k, std::int64_t s, const Padding& p, int axis,
+                 std::int64_t& out, std::int64_t& pad) {
   pad = 0;
-  if (same) {
+  if (p.mode == Padding::Mode::kExplicit) {
+    // Each amount is at most 2^31 (parse_padding) and `in` a dimension, so the sum fits int64.
+    pad = p.amounts[static_cast<std::size_t>(2 * axis)];
+    const std::int64_t padded = in + pad + p.amounts[static_cast<std::size_t>(2 * axis + 1)];
+    if (k > padded) return false;
+    out = (padded - k) / s + 1;
+    return true;
+  }
+  if (p.mode == Padding::Mode::kSame) {
     out = in / s + (in % s != 0 ? 1 : 0);
     if (out > 0) pad = std::max<std::int64_t>((out - 1) * s + k - in, 0) / 2;
     return true;
@@ -104,8 +127,8 @@ void require_rank4(std::string_view op, const Shape& s, std::string_view arg, st
 /// The validated geometry of a (kh, kw) window over the NHWC shape `in`. `what()` describes the
 /// operands for error messages (evaluated only on failure).
 template <class What>
-cpu::WindowGeometry window_geometry(std::string_view op, const Shape& in, Pair k, Pair strides, bool same,
-                                    What what, Pair dilations = {1, 1}) {
+cpu::WindowGeometry window_geometry(std::string_view op, const Shape& in, Pair k, Pair strides,
+                                    const Padding& padding, What what, Pair dilations = {1, 1}) {
   TAPEFLOW_REQUIRE(strides[0] >= 1 && strides[1] >= 1 && strides[0] <= kMaxWindow && strides[1] <= kMaxWindow,
                    InvalidArgumentError, "[{}] strides must be >= 1 and <= 2^31, got strides {}: {}", op,
                    pair_string(strides), what());
@@ -129,15 +152,15 @@ cpu::WindowGeometry window_geometry(std::string_view op, const Shape& in, Pair k
   g.dw = dilations[1];
   // The rows and columns a dilated window spans (at most 2^62).
   const Pair extent{(g.kh - 1) * g.dh + 1, (g.kw - 1) * g.dw + 1};
-  const bool fits = spatial_dim(g.h, extent[0], g.sh, same, g.oh, g.pad_top) &&
-                    spatial_dim(g.w, extent[1], g.sw, same, g.ow, g.pad_left);
+  const bool fits = spatial_dim(g.h, extent[0], g.sh, padding, 0, g.oh, g.pad_top) &&
+                    spatial_dim(g.w, extent[1], g.sw, padding, 1, g.ow, g.pad_left);
   TAPEFLOW_REQUIRE(
       fits, InvalidArgumentError,
-      "[{}] the window {} is larger than the input's spatial size ({}, {}) with padding VALID: {}; use "
-      "padding SAME or a smaller window",
+      "[{}] the window {} is larger than the input's spatial size ({}, {}) with padding {}: {}; use "
+      "padding SAME, more padding or a smaller window",
       op,
       extent == k ? pair_string(k) : fmt::format("{} (dilated to {})", pair_string(k), pair_string(extent)),
-      g.h, g.w, what());
+      g.h, g.w, padding_name(padding), what());
   return g;
 }
 
@@ -146,7 +169,7 @@ cpu::WindowGeometry window_geometry(std::string_view op, const Shape& in, Pair k
 cpu::WindowGeometry conv_geometry(std::string_view op, const Shape& in, const Shape& f, const ConvAttrs& at) {
   auto what = [&] {
     return fmt::format("input has shape {}, filters have shape {}, strides {}, padding {}{}", in.to_string(),
-                       f.to_string(), pair_string(at.strides), padding_name(at.same),
+                       f.to_string(), pair_string(at.strides), padding_name(at.padding),
                        at.dilations == Pair{1, 1} ? "" : ", dilations " + pair_string(at.dilations));
   };
   require_rank4(op, in, "input", "NHWC: batch, height, width, channels");
@@ -163,7 +186,7 @@ cpu::WindowGeometry conv_geometry(std::string_view op, const Shape& in, const Sh
   TAPEFLOW_REQUIRE(f[3] % groups == 0, InvalidArgumentError,
                    "[{}] a grouped convolution's out_channels must be a multiple of its {} groups: {}", op,
                    groups, what());
-  cpu::WindowGeometry g = window_geometry(op, in, {f[0], f[1]}, at.strides, at.same, what, at.dilations);
+  cpu::WindowGeometry g = window_geometry(op, in, {f[0], f[1]}, at.strides, at.padding, what, at.dilations);
   g.groups = groups;
   const std::int64_t patch = mul_or_neg(mul_or_neg(g.kh, g.kw), g.c);
   const std::int64_t positions = mul_or_neg(g.oh, g.ow);
@@ -381,15 +404,37 @@ Pair spatial_pair(std::string_view op, std::string_view arg, const std::vector<s
   return {v[1], v[2]};
 }
 
-bool parse_padding(std::string_view op, std::string_view padding) {
-  TAPEFLOW_REQUIRE(padding == "VALID" || padding == "SAME", InvalidArgumentError,
-                   "[{}] padding must be \"VALID\" or \"SAME\", got \"{}\"", op, padding);
-  return padding == "SAME";
+/// TensorFlow's padding string, and for "EXPLICIT" (which pooling does not take) its
+/// explicit_paddings: 8 values, (before, after) for batch, rows, columns and channels in NHWC
+/// order, batch and channels 0, each at most 2^31.
+Padding parse_padding(std::string_view op, std::string_view padding,
+                      const std::vector<std::int64_t>& explicit_paddings = {}, bool takes_explicit = false) {
+  const bool is_explicit = takes_explicit && padding == "EXPLICIT";
+  TAPEFLOW_REQUIRE(padding == "VALID" || padding == "SAME" || is_explicit, InvalidArgumentError,
+                   "[{}] padding must be {}, got \"{}\"", op,
+                   takes_explicit ? "\"VALID\", \"SAME\" or \"EXPLICIT\"" : "\"VALID\" or \"SAME\"", padding);
+  if (!is_explicit) {
+    TAPEFLOW_REQUIRE(explicit_paddings.empty(), InvalidArgumentError,
+                     "[{}] explicit_paddings must be empty unless padding is \"EXPLICIT\", got ({}) with "
+                     "padding \"{}\"",
+                     op, fmt::join(explicit_paddings, ", "), padding);
+    return {padding == "SAME" ? Padding::Mode::kSame : Padding::Mode::kValid, {}};
+  }
+  const auto& e = explicit_paddings;
+  TAPEFLOW_REQUIRE(e.size() == 8 && e[0] == 0 && e[1] == 0 && e[6] == 0 && e[7] == 0, InvalidArgumentError,
+                   "[{}] explicit_paddings must hold 8 values, (before, after) for batch, rows, columns "
+                   "and channels with batch and channels 0, got ({})",
+                   op, fmt::join(e, ", "));
+  TAPEFLOW_REQUIRE(std::all_of(e.begin(), e.end(), [](std::int64_t v) { return v >= 0 && v <= kMaxWindow; }),
+                   InvalidArgumentError, "[{}] explicit_paddings must be >= 0 and <= 2^31, got ({})", op,
+                   fmt::join(e, ", "));
+  return {Padding::Mode::kExplicit, {e[2], e[3], e[4], e[5]}};
 }
 
 ConvAttrs conv_attrs(std::string_view op, const std::vector<std::int64_t>& strides, std::string_view padding,
-                     const std::vector<std::int64_t>& dilations) {
-  return {spatial_pair(op, "strides", strides), parse_padding(op, padding), Shape(),
+                     const std::vector<std::int64_t>& dilations,
+                     const std::vector<std::int64_t>& explicit_paddings) {
+  return {spatial_pair(op, "strides", strides), parse_padding(op, padding, explicit_paddings, true), Shape(),
           spatial_pair(op, "dilations", dilations)};
 }
 
@@ -440,16 +485,18 @@ struct Conv2D {
     return g;
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
-    a.expect(2, {"strides", "padding", "dilations"});
+    a.expect(2, {"strides", "padding", "dilations", "explicit_paddings"});
     return {nn::conv2d(a.in(0), a.in(1), a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"),
-                       a.ints("dilations", raw_ops::Ints{1, 1}))};
+                       a.ints("dilations", raw_ops::Ints{1, 1}),
+                       a.ints("explicit_paddings", raw_ops::Ints{}))};
   }
 };
 }  // namespace ops
 Tensor nn::conv2d(const Tensor& input, const Tensor& filters, const std::vector<std::int64_t>& strides,
-                  std::string_view padding, const std::vector<std::int64_t>& dilations) {
-  return autodiff::apply_with<ops::Conv2D>(ops::conv_attrs(ops::Conv2D::kName, strides, padding, dilations),
-                                           input, filters);
+                  std::string_view padding, const std::vector<std::int64_t>& dilations,
+                  const std::vector<std::int64_t>& explicit_paddings) {
+  return autodiff::apply_with<ops::Conv2D>(
+      ops::conv_attrs(ops::Conv2D::kName, strides, padding, dilations, explicit_paddings), input, filters);
 }
 namespace ops {
 
@@ -482,17 +529,20 @@ struct Conv2DBackpropInput {
     return g;
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
-    a.expect(2, {"input_sizes", "strides", "padding", "dilations"});
+    a.expect(2, {"input_sizes", "strides", "padding", "dilations", "explicit_paddings"});
     return {raw_ops::conv2d_backprop_input(a.shape("input_sizes"), a.in(0), a.in(1),
                                            a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"),
-                                           a.ints("dilations", raw_ops::Ints{1, 1}))};
+                                           a.ints("dilations", raw_ops::Ints{1, 1}),
+                                           a.ints("explicit_paddings", raw_ops::Ints{}))};
   }
 };
 }  // namespace ops
 Tensor raw_ops::conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters,
                                       const Tensor& out_backprop, const std::vector<std::int64_t>& strides,
-                                      std::string_view padding, const std::vector<std::int64_t>& dilations) {
-  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropInput::kName, strides, padding, dilations);
+                                      std::string_view padding, const std::vector<std::int64_t>& dilations,
+                                      const std::vector<std::int64_t>& explicit_paddings) {
+  ops::ConvAttrs at =
+      ops::conv_attrs(ops::Conv2DBackpropInput::kName, strides, padding, dilations, explicit_paddings);
   at.sizes = input_sizes;
   return autodiff::apply_with<ops::Conv2DBackpropInput>(at, filters, out_backprop);
 }
@@ -527,17 +577,20 @@ struct Conv2DBackpropFilter {
     return g;
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
-    a.expect(2, {"filter_sizes", "strides", "padding", "dilations"});
+    a.expect(2, {"filter_sizes", "strides", "padding", "dilations", "explicit_paddings"});
     return {raw_ops::conv2d_backprop_filter(a.in(0), a.shape("filter_sizes"), a.in(1),
                                             a.ints("strides", raw_ops::Ints{1, 1}), a.s("padding", "VALID"),
-                                            a.ints("dilations", raw_ops::Ints{1, 1}))};
+                                            a.ints("dilations", raw_ops::Ints{1, 1}),
+                                            a.ints("explicit_paddings", raw_ops::Ints{}))};
   }
 };
 }  // namespace ops
 Tensor raw_ops::conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes,
                                        const Tensor& out_backprop, const std::vector<std::int64_t>& strides,
-                                       std::string_view padding, const std::vector<std::int64_t>& dilations) {
-  ops::ConvAttrs at = ops::conv_attrs(ops::Conv2DBackpropFilter::kName, strides, padding, dilations);
+                                       std::string_view padding, const std::vector<std::int64_t>& dilations,
+                                       const std::vector<std::int64_t>& explicit_paddings) {
+  ops::ConvAttrs at =
+      ops::conv_attrs(ops::Conv2DBackpropFilter::kName, strides, padding, dilations, explicit_paddings);
   at.sizes = filter_sizes;
   return autodiff::apply_with<ops::Conv2DBackpropFilter>(at, input, out_backprop);
 }
@@ -608,20 +661,23 @@ struct FusedConv2D {
     return g;
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
-    a.expect(3, {"strides", "padding", "activation", "dilations"});
+    a.expect(3, {"strides", "padding", "activation", "dilations", "explicit_paddings"});
     return {nn::conv2d_bias_activation(a.in(0), a.in(1), a.in(2), a.ints("strides", raw_ops::Ints{1, 1}),
                                        a.s("padding", "VALID"), a.s("activation", "linear"),
-                                       a.ints("dilations", raw_ops::Ints{1, 1}))};
+                                       a.ints("dilations", raw_ops::Ints{1, 1}),
+                                       a.ints("explicit_paddings", raw_ops::Ints{}))};
   }
 };
 }  // namespace ops
 Tensor nn::conv2d_bias_activation(const Tensor& input, const Tensor& filters, const Tensor& bias,
                                   const std::vector<std::int64_t>& strides, std::string_view padding,
-                                  std::string_view activation, const std::vector<std::int64_t>& dilations) {
+                                  std::string_view activation, const std::vector<std::int64_t>& dilations,
+                                  const std::vector<std::int64_t>& explicit_paddings) {
   constexpr std::string_view op = ops::FusedConv2D::kName;
   return autodiff::apply_with<ops::FusedConv2D>(
-      {ops::conv_attrs(op, strides, padding, dilations), ops::parse_activation(op, activation)}, input,
-      filters, bias);
+      {ops::conv_attrs(op, strides, padding, dilations, explicit_paddings),
+       ops::parse_activation(op, activation)},
+      input, filters, bias);
 }
 namespace ops {
 
@@ -655,9 +711,9 @@ cpu::WindowGeometry pool_geometry(std::string_view op, const Shape& in, const Po
   require_rank4(op, in, "input", "NHWC: batch, height, width, channels");
   auto what = [&] {
     return fmt::format("input has shape {}, ksize {}, strides {}, padding {}", in.to_string(),
-                       pair_string(at.ksize), pair_string(at.strides), padding_name(at.same));
+                       pair_string(at.ksize), pair_string(at.strides), padding_name(at.padding));
   };
-  const cpu::WindowGeometry g = window_geometry(op, in, at.ksize, at.strides, at.same, what);
+  const cpu::WindowGeometry g = window_geometry(op, in, at.ksize, at.strides, at.padding, what);
   // The argmax is an int32 position within the window (it vectorises with float32 lanes).
   TAPEFLOW_REQUIRE(argmax == Argmax::kNo || g.window_positions() <= INT32_MAX, InvalidArgumentError,
                    "[{}] a max-pooling window may cover at most 2^31 - 1 input positions, this one covers "

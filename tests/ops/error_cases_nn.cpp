@@ -128,6 +128,18 @@ void add_nn_error_cases(std::vector<ErrorCase>& rows) {
     rows.push_back({.op = op, .cls = C::Size, .what = "stride 2^62", .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 1})},
                     .attrs = {{"strides", Ints{std::int64_t{1} << 62, 1}}},
                     .call = cv({std::int64_t{1} << 62, 1}, "VALID"), .needles = {"strides", "4611686018427387904"}});
+    auto ex = [](Ints paddings) {
+      return [paddings](const Ins& x) { return one(conv2d(x[0], x[1], {1, 1}, "EXPLICIT", {1, 1}, paddings)); };
+    };
+    auto ex_attrs = [](Ints paddings) {
+      return raw_ops::AttrMap{{"padding", std::string("EXPLICIT")}, {"explicit_paddings", paddings}};
+    };
+    rows.push_back({.op = op, .cls = C::Size, .what = "explicit_paddings of 4 values",
+                    .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 1})}, .attrs = ex_attrs({1, 1, 1, 1}),
+                    .call = ex({1, 1, 1, 1}), .needles = {"explicit_paddings", "(1, 1, 1, 1)"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "explicit padding 2^40",
+                    .inputs = {f32({1, 4, 4, 1}), f32({2, 2, 1, 1})}, .attrs = ex_attrs({0, 0, 0, std::int64_t{1} << 40, 0, 0, 0, 0}),
+                    .call = ex({0, 0, 0, std::int64_t{1} << 40, 0, 0, 0, 0}), .needles = {"explicit_paddings", "1099511627776"}});
   }
   {
     const std::string op = "Conv2DBackpropInput";

@@ -12,6 +12,7 @@
 #include <limits>
 #include <string>
 
+#include "support/close.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -429,7 +430,90 @@ TEST(Conv2D, RejectsMalformedStrideListsAndPadding) {
         tf::nn::conv2d(tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 1}), {1, 1}, "same");
       },
       ::testing::ThrowsMessage<tf::InvalidArgumentError>(
-          AllOf(HasSubstr("[Conv2D]"), HasSubstr("padding must be \"VALID\" or \"SAME\", got \"same\""))));
+          AllOf(HasSubstr("[Conv2D]"),
+                HasSubstr("padding must be \"VALID\", \"SAME\" or \"EXPLICIT\", got \"same\""))));
+}
+
+// EXPLICIT padding (TensorFlow's explicit_paddings): the convolution of the zero-padded input
+// with VALID padding, forward and both gradients, float64 (im2col) and float32 (oneDNN):
+// asymmetric amounts, amounts larger than the window, strides, dilations and groups.
+TEST(Conv2D, ExplicitPaddingConvolvesTheZeroPaddedInput) {
+  struct Case {
+    tf::Shape input, filters;
+    std::vector<std::int64_t> strides, dilations;
+    std::int64_t top, bottom, left, right;
+  };
+  const Case cases[] = {{{2, 5, 4, 3}, {3, 3, 3, 4}, {1, 1}, {1, 1}, 1, 2, 0, 3},
+                        {{1, 6, 7, 2}, {2, 3, 2, 3}, {2, 3}, {1, 1}, 0, 0, 2, 1},
+                        {{1, 3, 3, 2}, {3, 3, 2, 2}, {1, 1}, {1, 1}, 5, 4, 6, 3},
+                        {{2, 7, 6, 4}, {3, 2, 2, 4}, {1, 2}, {2, 1}, 2, 1, 1, 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.input.to_string() + " * " + c.filters.to_string());
+    const std::vector<std::int64_t> explicit_paddings{0, 0, c.top, c.bottom, c.left, c.right, 0, 0};
+    const std::vector<std::pair<std::int64_t, std::int64_t>> pads{
+        {0, 0}, {c.top, c.bottom}, {c.left, c.right}, {0, 0}};
+    for (const tf::DType dtype : {tf::float64, tf::float32}) {
+      const tf::Tensor x = tf::random::uniform(c.input, -1, 1, dtype, 1);
+      const tf::Tensor f = tf::random::uniform(c.filters, -1, 1, dtype, 2);
+      tf::GradientTape tape({.persistent = true});
+      tape.watch(x);
+      tape.watch(f);
+      const tf::Tensor y = tf::nn::conv2d(x, f, c.strides, "EXPLICIT", c.dilations, explicit_paddings);
+      const tf::Tensor padded = tf::nn::conv2d(tf::pad(x, pads), f, c.strides, "VALID", c.dilations);
+      ASSERT_EQ(y.shape(), padded.shape());
+      const tf::Tensor dy = tf::random::uniform(y.shape(), -1, 1, dtype, 3);
+      const auto g = tape.gradient(y, {x, f}, {dy});
+      const auto g_padded = tape.gradient(padded, {x, f}, {dy});
+      const double tol = dtype == tf::float64 ? 1e-12 : 1e-5;
+      tf::testing::expect_close(y, padded, tol);
+      tf::testing::expect_close(*g[0], *g_padded[0], tol);
+      tf::testing::expect_close(*g[1], *g_padded[1], tol);
+    }
+  }
+}
+
+TEST(Conv2D, ExplicitPaddingBeyondOneDnnsIntegersRunsThroughIm2col) {
+  // 2^30 rows of zeros above and below a 4-row image, stride 2^30: three output rows, the middle
+  // one the image's first two rows. oneDNN computes paddings in int32 (onednn::supports).
+  const std::int64_t big = std::int64_t{1} << 30;
+  const tf::Tensor x = tf::random::uniform({1, 4, 4, 1}, -1, 1, tf::float32, 4), f = tf::ones({2, 2, 1, 1});
+  const tf::Tensor y = tf::nn::conv2d(x, f, {big, 1}, "EXPLICIT", {1, 1}, {0, 0, big, big, 0, 0, 0, 0});
+  ASSERT_EQ(y.shape(), (tf::Shape{1, 3, 3, 1}));
+  const tf::Tensor first_rows = tf::nn::conv2d(tf::slice(x, {0, 0, 0, 0}, {1, 2, 4, 1}), f);
+  tf::testing::expect_close(tf::slice(y, {0, 1, 0, 0}, {1, 1, 3, 1}), first_rows, 1e-6);
+  EXPECT_EQ(tf::reduce_sum(tf::abs(y)).to_vector<float>()[0],
+            tf::reduce_sum(tf::abs(first_rows)).to_vector<float>()[0]);
+}
+
+TEST(Conv2D, ExplicitPaddingErrorsNameTheList) {
+  const tf::Tensor x = tf::ones({1, 4, 4, 2}), f = tf::ones({3, 3, 2, 1});
+  auto conv = [&](std::string_view padding, std::vector<std::int64_t> explicit_paddings) {
+    return [=] { tf::nn::conv2d(x, f, {1, 1}, padding, {1, 1}, explicit_paddings); };
+  };
+  using ::testing::ThrowsMessage;
+  EXPECT_THAT(conv("EXPLICIT", {0, 0, 1, 1, 1, 1}),
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  AllOf(HasSubstr("[Conv2D]"), HasSubstr("8 values"), HasSubstr("(0, 0, 1, 1, 1, 1)"))));
+  EXPECT_THAT(conv("EXPLICIT", {1, 0, 1, 1, 1, 1, 0, 0}),
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("batch and channels 0")));
+  EXPECT_THAT(conv("EXPLICIT", {0, 0, -1, 1, 1, 1, 0, 0}),
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr(">= 0"), HasSubstr("-1"))));
+  EXPECT_THAT(
+      conv("SAME", {0, 0, 1, 1, 1, 1, 0, 0}),
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("must be empty unless padding is \"EXPLICIT\"")));
+  // A window larger than the padded input (4 + 0 + 0 rows for a 5-row filter).
+  EXPECT_THAT(
+      [&] {
+        tf::nn::conv2d(x, tf::ones({5, 1, 2, 1}), {1, 1}, "EXPLICIT", {1, 1}, {0, 0, 0, 0, 1, 1, 0, 0});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("EXPLICIT (top 0, bottom 0, left 1, right 1)"), HasSubstr("larger than"))));
+  // Pooling takes VALID and SAME only, as TensorFlow's MaxPool kernel.
+  EXPECT_THAT(
+      [&] {
+        tf::nn::max_pool2d(x, {2, 2}, {2, 2}, "EXPLICIT");
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("padding must be \"VALID\" or \"SAME\"")));
 }
 
 TEST(Conv2D, RejectsAKernelLargerThanTheInputWithValidPadding) {

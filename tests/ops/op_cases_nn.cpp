@@ -135,6 +135,22 @@ void add_nn_cases(std::vector<OpCase>& c) {
                [](const In& x) { return raw_ops::conv2d_backprop_filter(x[0], {3, 3, 2, 4}, x[1], {1, 1}, "SAME", {1, 2}); }});
   c.push_back({"Conv2DBackpropFilter", {{{2, 5, 4, 1}, {2, 3, 2, 2}}},
                [](const In& x) { return raw_ops::conv2d_backprop_filter(x[0], {2, 3, 1, 2}, x[1], {2, 2}, "SAME"); }});
+  // EXPLICIT padding (TensorFlow's explicit_paddings), asymmetric and larger than the window
+  const std::vector<std::int64_t> explicit_paddings{0, 0, 1, 2, 3, 0, 0, 0};
+  c.push_back({"Conv2D", {{{1, 4, 3, 2}, {2, 2, 2, 3}}},
+               [=](const In& x) { return nn::conv2d(x[0], x[1], {2, 1}, "EXPLICIT", {1, 1}, explicit_paddings); }});
+  c.push_back({"Conv2DBackpropInput", {{{2, 2, 2, 3}, {1, 3, 5, 3}}},
+               [=](const In& x) {
+                 return raw_ops::conv2d_backprop_input({1, 4, 3, 2}, x[0], x[1], {2, 1}, "EXPLICIT", {1, 1}, explicit_paddings);
+               }});
+  c.push_back({"Conv2DBackpropFilter", {{{1, 4, 3, 2}, {1, 3, 5, 3}}},
+               [=](const In& x) {
+                 return raw_ops::conv2d_backprop_filter(x[0], {2, 2, 2, 3}, x[1], {2, 1}, "EXPLICIT", {1, 1}, explicit_paddings);
+               }});
+  c.push_back({"FusedConv2D", {{{1, 4, 3, 2}, {2, 2, 2, 3}, {3}}},
+               [=](const In& x) {
+                 return nn::conv2d_bias_activation(x[0], x[1], x[2], {1, 1}, "EXPLICIT", "linear", {1, 1}, explicit_paddings);
+               }});
   // conv2d + bias (+ relu) as one op; relu's samples keep every pre-activation away from its kink
   c.push_back({"FusedConv2D", {{{1, 4, 4, 2}, {3, 3, 2, 3}, {3}}, {{2, 5, 4, 1}, {2, 3, 1, 2}, {2}}},
                [](const In& x) { return nn::conv2d_bias_activation(x[0], x[1], x[2], {2, 1}, "SAME"); }});

@@ -84,12 +84,15 @@ Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 // are TensorFlow's lists: one value for both spatial dimensions, (h, w), or (1, h, w, 1).
 // `padding` is "VALID" (windows inside the input: out = ceil((in - k + 1) / stride)) or "SAME"
 // (out = ceil(in / stride); pad_total = max((out - 1) * stride + k - in, 0) zeros, pad_total / 2
-// before and the rest after, as TensorFlow). An empty batch or spatial dimension gives an empty
+// before and the rest after, as TensorFlow); the convolutions also take "EXPLICIT" with
+// `explicit_paddings` (conv2d). An empty batch or spatial dimension gives an empty
 // output. Errors (InvalidArgumentError naming the op, the shapes, strides and padding): rank not 4,
 // channel mismatch, a stride or window < 1 (or > 2^31), a VALID window larger than a non-empty
-// input, an unknown padding, mismatched dtypes; for max pooling, a window covering more than
-// 2^31 - 1 input positions. With SAME padding a pooling window may be far larger than the input:
-// pooling and its gradients take time and memory for the window's part inside the input only.
+// input (or than the padded input), an unknown padding, explicit_paddings that are not 8 values
+// (batch and channels 0, each in [0, 2^31]) or are given without "EXPLICIT", mismatched dtypes; for max
+// pooling, a window covering more than 2^31 - 1 input positions. With SAME padding a pooling window may be
+// far larger than the input: pooling and its gradients take time and memory for the window's part inside the
+// input only.
 
 /// 2-D convolution (op "Conv2D"; strictly a cross-correlation, as in TensorFlow):
 /// out[b, i, j, o] = sum_{di, dj, c} input[b, i * sh + di - pad_top, j * sw + dj - pad_left, c] *
@@ -99,10 +102,14 @@ Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 /// input has `groups` times the filters' in_channels (and out_channels is a multiple of groups),
 /// input channels [g * in, (g + 1) * in) are convolved with out_channels
 /// [g * out / groups, (g + 1) * out / groups); groups = input channels is a depthwise convolution.
+/// `padding` is "VALID", "SAME" or, as TensorFlow's raw Conv2D takes it, "EXPLICIT" with
+/// `explicit_paddings` = (0, 0, top, bottom, left, right, 0, 0) (before and after each NHWC axis;
+/// zeros added around each image, so conv2d(x, f, s, "EXPLICIT", p) = conv2d(pad(x, p), f, s)).
 /// Runs through oneDNN in float32, as im2col + GEMM (OpenBLAS) in float64. Gradients:
 /// raw_ops::conv2d_backprop_input / _filter.
 Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<std::int64_t>& strides = {1, 1},
-              std::string_view padding = "VALID", const std::vector<std::int64_t>& dilations = {1, 1});
+              std::string_view padding = "VALID", const std::vector<std::int64_t>& dilations = {1, 1},
+              const std::vector<std::int64_t>& explicit_paddings = {});
 /// conv2d(input, filters, strides, padding) + bias, then relu when `activation` is "relu"
 /// ("linear": none), as one op (op "FusedConv2D", TensorFlow's _FusedConv2D): in float32 oneDNN
 /// adds the bias and applies the ReLU as it writes each output, so they cost no pass of their own.
@@ -114,7 +121,8 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, const std::vector<std:
 Tensor conv2d_bias_activation(const Tensor& input, const Tensor& filters, const Tensor& bias,
                               const std::vector<std::int64_t>& strides = {1, 1},
                               std::string_view padding = "VALID", std::string_view activation = "linear",
-                              const std::vector<std::int64_t>& dilations = {1, 1});
+                              const std::vector<std::int64_t>& dilations = {1, 1},
+                              const std::vector<std::int64_t>& explicit_paddings = {});
 /// The maximum of each ksize window (op "MaxPool"), shape (batch, out_h, out_w, channels); SAME
 /// padding is ignored (never the maximum). Gradient (raw_ops::max_pool_grad): dy goes to the
 /// first maximum of each window in row-major order (ties: the first, like TensorFlow's CPU kernel).
@@ -188,13 +196,15 @@ Tensor gelu_grad(const Tensor& gradients, const Tensor& features, bool approxima
 /// out_backprop); out_backprop: conv2d(ddx, filters).
 Tensor conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters, const Tensor& out_backprop,
                              const std::vector<std::int64_t>& strides, std::string_view padding,
-                             const std::vector<std::int64_t>& dilations = {1, 1});
+                             const std::vector<std::int64_t>& dilations = {1, 1},
+                             const std::vector<std::int64_t>& explicit_paddings = {});
 /// d conv2d / d filters (op "Conv2DBackpropFilter"): im2col(input)^T @ out_backprop, of shape
 /// `filter_sizes`. Its gradients: input: conv2d_backprop_input(shape(input), ddW, out_backprop);
 /// out_backprop: conv2d(input, ddW).
 Tensor conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes, const Tensor& out_backprop,
                               const std::vector<std::int64_t>& strides, std::string_view padding,
-                              const std::vector<std::int64_t>& dilations = {1, 1});
+                              const std::vector<std::int64_t>& dilations = {1, 1},
+                              const std::vector<std::int64_t>& explicit_paddings = {});
 /// d max_pool2d / d input (op "MaxPoolGrad"; TensorFlow's also takes orig_output, which is
 /// recomputed here): `grad` (the pooled shape) added at the first maximum of each window of
 /// `orig_input`, zeros elsewhere. Gradients: grad: max_pool_grad_grad; orig_input: zeros.

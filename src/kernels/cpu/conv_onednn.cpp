@@ -188,9 +188,14 @@ void run(Pass pass, const WindowGeometry& g, std::int64_t oc, DType dtype, const
 bool supports(const WindowGeometry& g) {
   constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
   const std::int64_t extent_h = (g.kh - 1) * g.dh + 1, extent_w = (g.kw - 1) * g.dw + 1;
-  // The padded input spans at most h + 2 * extent rows (each padding is below the extent).
+  // The bottom and right padding conv_forward derives (build), at most the stride's reach.
+  const std::int64_t pad_bottom = (g.oh - 1) * g.sh + extent_h - g.h - g.pad_top;
+  const std::int64_t pad_right = (g.ow - 1) * g.sw + extent_w - g.w - g.pad_left;
+  // Every padding (SAME's are below the extent, EXPLICIT ones at most 2^31 each) and the padded
+  // input's extent must fit oneDNN's int32 arithmetic.
   return g.sh <= kMax && g.sw <= kMax && extent_h <= kMax / 4 && extent_w <= kMax / 4 && g.h <= kMax / 4 &&
-         g.w <= kMax / 4;
+         g.w <= kMax / 4 && g.pad_top <= kMax / 4 && g.pad_left <= kMax / 4 && pad_bottom <= kMax / 4 &&
+         pad_right <= kMax / 4;
 }
 
 void conv_forward(const void* x, const void* f, const WindowGeometry& g, std::int64_t oc, void* y,

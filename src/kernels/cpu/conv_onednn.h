@@ -14,7 +14,7 @@
 namespace tapeflow::cpu::onednn {
 
 /// Whether oneDNN takes this geometry: it computes with 32-bit strides, paddings and window
-/// extents, so a stride or a dilated window beyond 2^31 - 1 (TensorFlow's own limit is 2^31 - 1
+/// extents, so a stride, a padding or a dilated window beyond 2^31 - 1 (TensorFlow's own limit is 2^31 - 1
 /// for each attribute, not for their product) goes to the caller's im2col path instead.
 bool supports(const WindowGeometry& g);
 
