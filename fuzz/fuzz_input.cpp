@@ -25,10 +25,12 @@ Tensor FuzzInput::tensor(const std::vector<std::int64_t>& d, DType dtype) {
   switch (dtype) {
     case DType::Float64:
       return constant(v, shape);
-    case DType::Float32: {
+    case DType::Float32:
+    case DType::BFloat16: {
       std::vector<float> f(v.size());
       for (std::size_t i = 0; i < v.size(); ++i) f[i] = static_cast<float>(v[i]);  // overflow -> inf, defined
-      return constant(f, shape);
+      const Tensor t = constant(f, shape);
+      return dtype == DType::Float32 ? t : cast(t, DType::BFloat16);
     }
     case DType::Int32:
     case DType::Int64:
@@ -83,6 +85,9 @@ double touch(const Tensor& t) {
       break;
     case DType::Float64:
       for (double v : t.values<double>()) s += v == v ? 1.0 : 0.0;
+      break;
+    case DType::BFloat16:
+      for (float v : cast(t, DType::Float32).values<float>()) s += v == v ? 1.0 : 0.0;
       break;
     case DType::Int32:
       for (std::int32_t v : t.values<std::int32_t>()) s += static_cast<double>(v & 1);

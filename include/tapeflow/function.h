@@ -75,7 +75,7 @@ namespace tapeflow {
 struct TensorSpec {
   std::vector<std::int64_t> dims;  ///< one per axis; -1 is unknown (any size)
   DType dtype = DType::Float32;    ///< the tensor's dtype
-  std::string name;                ///< optional, for messages and exported files
+  std::string name = {};           ///< optional, for messages and exported files
   /// The spec a tensor has: its shape and dtype, every dim known.
   static TensorSpec of(const Tensor& t);
   /// Whether `t` has this dtype and rank and every known dim.
@@ -89,7 +89,7 @@ struct FunctionOptions {
   /// The name errors, warnings and exported files use.
   std::string name = "function";
   /// The tensor arguments' specs, in flat order; when set, every call must match it.
-  std::optional<std::vector<TensorSpec>> input_signature;
+  std::optional<std::vector<TensorSpec>> input_signature = {};
   /// Run the graph passes (dead code, common subexpressions, constant folding, fusion).
   bool optimize = true;
   /// Let one graph serve every size of an unknown dimension once two traces show it does not

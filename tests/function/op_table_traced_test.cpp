@@ -436,9 +436,10 @@ TEST(TracedOpTableCoverage, EveryRegisteredOpCanRunFromAGraph) {
   // Run only by the core: a variable read is a graph node of its own, custom_gradient and
   // recompute_grad trace as the ops of their functions.
   const std::set<std::string> core_only = {"ReadVariableOp", "CustomGradient", "RecomputeGrad"};
-  for (const auto& [name, status] : tf::registered_ops())
-    if (!core_only.contains(name))
-      EXPECT_NE(tf::autodiff::registry().get(name).forward, nullptr) << name << " has no forward entry";
+  for (const auto& [name, status] : tf::registered_ops()) {
+    if (core_only.contains(name)) continue;
+    EXPECT_NE(tf::autodiff::registry().get(name).forward, nullptr) << name << " has no forward entry";
+  }
 }
 
 TEST(TracedOpTableCoverage, EveryFloat64OnlyRowExistsAndRefusesFloat32) {
