@@ -1,9 +1,11 @@
-// Batch normalization's training pass, forward and backward, float32, timed three ways in one
-// run on CNN-sized activations and an MLP-sized batch:
-//   - fused:       tf::nn::fused_batch_norm and raw_ops::fused_batch_norm_grad as a user calls
-//                  them (validation, output allocation), what layers::BatchNormalization runs;
+// Batch normalization, float32, timed three ways in one run on CNN-sized activations and an
+// MLP-sized batch, for the training pass (forward and backward) and for inference (forward with
+// given statistics):
+//   - fused:       tf::nn::fused_batch_norm and raw_ops::fused_batch_norm_grad (inference:
+//                  tf::nn::fused_batch_norm_inference) as a user calls them (validation, output
+//                  allocation), what layers::BatchNormalization runs;
 //   - elementwise: the same through a GradientTape over the elementwise ops and reductions it is
-//                  made of, what the layer ran before the fused op;
+//                  made of (inference: the elementwise formula), what the layer ran before;
 //   - onednn:      oneDNN's batch normalization primitives called directly on the same shapes,
 //                  built once: the library's ceiling.
 //
@@ -76,6 +78,27 @@ void elementwise(benchmark::State& state, Case c) {
   set_bytes(state, c);
 }
 
+void fused_inference(benchmark::State& state, Case c) {
+  const Inputs in(c);
+  const tf::Tensor mean = in.offset, variance = in.scale;  // any statistics will do
+  for (auto _ : state) {
+    const tf::Tensor y =
+        tf::nn::fused_batch_norm_inference(in.x, in.scale, in.offset, mean, variance, kEpsilon);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  set_bytes(state, c);
+}
+
+void elementwise_inference(benchmark::State& state, Case c) {
+  const Inputs in(c);
+  const tf::Tensor mean = in.offset, variance = in.scale;
+  for (auto _ : state) {
+    const tf::Tensor y = (in.x - mean) * tf::rsqrt(variance + kEpsilon) * in.scale + in.offset;
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  set_bytes(state, c);
+}
+
 void onednn(benchmark::State& state, Case c) {
   using dnnl::memory;
   const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
@@ -122,7 +145,9 @@ void onednn(benchmark::State& state, Case c) {
 void register_all() {
   using Side = std::pair<const char*, void (*)(benchmark::State&, Case)>;
   for (const Case& c : kCases)
-    for (auto [side, fn] : {Side{"fused", fused}, Side{"elementwise", elementwise}, Side{"onednn", onednn}})
+    for (auto [side, fn] :
+         {Side{"fused", fused}, Side{"elementwise", elementwise}, Side{"onednn", onednn},
+          Side{"inference/fused", fused_inference}, Side{"inference/elementwise", elementwise_inference}})
       benchmark::RegisterBenchmark((std::string(side) + "/" + c.name).c_str(), fn, c)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();

@@ -75,15 +75,11 @@ Tensor BatchNormalization::call(const Tensor& input, bool training) {
     moving_variance_->assign(moving_variance_->value() * m + r.variance * (1.0 - m));
     y = r.y;
   } else {
-    // The moving statistics: y = (x - mean) * rsqrt(variance + epsilon) * gamma + beta, elementwise
-    // ops that a traced graph fuses into one pass. The per-channel vectors are reshaped to
-    // broadcast against x: (1, ..., channels, ..., 1).
-    std::vector<std::int64_t> param_dims(static_cast<std::size_t>(rank), 1);
-    param_dims[static_cast<std::size_t>(axis)] = channels;
-    y = (x - reshape(moving_mean_->value(), param_dims)) *
-        rsqrt(reshape(moving_variance_->value(), param_dims) + options_.epsilon);
-    if (gamma_) y = y * reshape(*gamma_, param_dims);
-    if (beta_) y = y + reshape(*beta_, param_dims);
+    // The moving statistics, read without a record: no gradient reaches them.
+    y = nn::fused_batch_norm_inference(x, gamma_ ? Tensor(*gamma_) : ones({channels}, x.dtype()),
+                                       beta_ ? Tensor(*beta_) : zeros({channels}, x.dtype()),
+                                       moving_mean_->value(), moving_variance_->value(), options_.epsilon,
+                                       axis);
   }
   return narrow ? cast(y, DType::BFloat16) : y;
 }

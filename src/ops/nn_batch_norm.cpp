@@ -1,5 +1,6 @@
-// Batch normalization's training pass as one op (TensorFlow's FusedBatchNormV3 and
-// FusedBatchNormGradV3), what layers::BatchNormalization runs while training.
+// Batch normalization as one op (TensorFlow's FusedBatchNormV3 and FusedBatchNormGradV3), what
+// layers::BatchNormalization runs: FusedBatchNorm while training (the batch's statistics),
+// FusedBatchNormInference at inference (the moving ones).
 //
 // Written with the elementwise ops and reductions, a training step normalises in about eight
 // passes over the activations and differentiates in about fifteen; the fused op reads x twice
@@ -13,6 +14,9 @@
 //   FusedBatchNormGrad: its gradient is that of the same formula written with differentiable ops
 //                       (composite_grad), taken on a tape inside the gradient function, as
 //                       TensorFlow's _FusedBatchNormGradGrad does; so every order works.
+//   FusedBatchNormInference: y = (x - mean) / sqrt(variance + epsilon) * scale + offset with given
+//                       statistics; its gradients are elementwise ops and sums (rarely needed:
+//                       the moving statistics are not trained).
 //
 // The variance is the biased one (divided by the count), the one the normalisation uses; Keras's
 // layer updates its moving variance with it. TensorFlow's fused kernel instead returns the
@@ -63,14 +67,16 @@ Axes all_but(std::int64_t axis, int rank) {
   return axes;
 }
 
-/// The checks both ops share: x is float32 or float64 with elements to average over in each
-/// channel, and each per-channel argument has shape (channels,) and x's dtype.
+/// The checks the ops share: x is float32 or float64 (with elements to average over in each
+/// channel, for the ops that compute the statistics), and each per-channel argument has shape
+/// (channels,) and x's dtype.
 void require_norm_arguments(
     std::string_view op, const Tensor& x, std::int64_t axis,
-    std::initializer_list<std::pair<const Tensor*, std::string_view>> per_channel_args) {
+    std::initializer_list<std::pair<const Tensor*, std::string_view>> per_channel_args,
+    bool computes_statistics = true) {
   require_floating(x, op, "x");
   const std::int64_t channels = x.shape()[axis];
-  TAPEFLOW_REQUIRE(channels == 0 || x.num_elements() > 0, InvalidArgumentError,
+  TAPEFLOW_REQUIRE(!computes_statistics || channels == 0 || x.num_elements() > 0, InvalidArgumentError,
                    "[{}] cannot compute batch statistics of an empty x ({}): each of its {} channels has no "
                    "elements to average over",
                    op, describe(x), channels);
@@ -92,22 +98,28 @@ void for_each_element(const NormGeometry& g, F f) {
       for (std::int64_t i = 0; i < g.inner; ++i, ++k) f(k, c);
 }
 
-/// The float64 forward (oneDNN computes float32 only).
+/// y = (x - mean) / sqrt(variance + epsilon) * scale + offset in float64 (oneDNN computes
+/// float32 only).
+void normalise(const double* x, const double* scale, const double* offset, const double* mean,
+               const double* variance, const NormGeometry& g, double epsilon, double* y) {
+  std::vector<double> rstd(static_cast<std::size_t>(g.channels));
+  for (std::size_t c = 0; c < rstd.size(); ++c) rstd[c] = 1.0 / std::sqrt(variance[c] + epsilon);
+  for_each_element(
+      g, [&](std::int64_t k, std::int64_t c) { y[k] = (x[k] - mean[c]) * rstd[c] * scale[c] + offset[c]; });
+}
+
+/// The float64 training forward: the batch's statistics, then normalise.
 void norm_forward(const double* x, const double* scale, const double* offset, const NormGeometry& g,
                   double epsilon, double* y, double* mean, double* variance) {
   const auto channels = static_cast<std::size_t>(g.channels);
   const double n = static_cast<double>(g.count());
-  std::vector<double> sum(channels, 0.0), squares(channels, 0.0), rstd(channels);
+  std::vector<double> sum(channels, 0.0), squares(channels, 0.0);
   for_each_element(g, [&](std::int64_t k, std::int64_t c) { sum[c] += x[k]; });
   for (std::size_t c = 0; c < channels; ++c) mean[c] = sum[c] / n;
   for_each_element(
       g, [&](std::int64_t k, std::int64_t c) { squares[c] += (x[k] - mean[c]) * (x[k] - mean[c]); });
-  for (std::size_t c = 0; c < channels; ++c) {
-    variance[c] = squares[c] / n;
-    rstd[c] = 1.0 / std::sqrt(variance[c] + epsilon);
-  }
-  for_each_element(
-      g, [&](std::int64_t k, std::int64_t c) { y[k] = (x[k] - mean[c]) * rstd[c] * scale[c] + offset[c]; });
+  for (std::size_t c = 0; c < channels; ++c) variance[c] = squares[c] / n;
+  normalise(x, scale, offset, mean, variance, g, epsilon, y);
 }
 
 /// The float64 backward: dscale = sum(dy * xhat), doffset = sum(dy),
@@ -246,8 +258,63 @@ struct FusedBatchNormGrad {
   }
 };
 
+// y = (x - mean) / sqrt(variance + epsilon) * scale + offset with given statistics (the moving
+// ones);  dx = dy * scale * rstd, dscale = sum(dy * xhat), doffset = sum(dy),
+// dmean = -doffset * scale * rstd, dvariance = -dscale * scale * rstd^2 / 2
+struct FusedBatchNormInference {
+  static constexpr std::string_view kName = "FusedBatchNormInference";
+  static constexpr Saves kSaves{0b11011u, 0};  // x, scale, mean, variance
+  using Attrs = BatchNormAttrs;
+  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
+    const Tensor &x = in[0], &scale = in[1], &offset = in[2], &mean = in[3], &variance = in[4];
+    require_norm_arguments(kName, x, a.axis,
+                           {{&scale, "scale"}, {&offset, "offset"}, {&mean, "mean"}, {&variance, "variance"}},
+                           /*computes_statistics=*/false);
+    const NormGeometry g = norm_geometry(x.shape(), a.axis);
+    Tensor y = detail::empty(x.shape(), x.dtype(), kName);
+    if (y.num_elements() == 0) return {y};
+    if (x.dtype() == DType::Float32) {
+      cpu::onednn::batch_norm_inference(x.values<float>().data(), scale.values<float>().data(),
+                                        offset.values<float>().data(), mean.values<float>().data(),
+                                        variance.values<float>().data(), g, static_cast<float>(a.epsilon),
+                                        detail::mutable_data<float>(y));
+    } else {
+      normalise(x.values<double>().data(), scale.values<double>().data(), offset.values<double>().data(),
+                mean.values<double>().data(), variance.values<double>().data(), g, a.epsilon,
+                detail::mutable_data<double>(y));
+    }
+    return {y};
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& a = c.attrs<Attrs>();
+    const Tensor &dy = c.dy(), &x = c.input(0), &scale = c.input(1);
+    const std::vector<std::int64_t> b = per_channel(x.shape(), a.axis);
+    const Axes others = all_but(a.axis, x.rank());
+    const Tensor rstd = rsqrt(c.input(4) + a.epsilon);
+    const Tensor k = scale * rstd;
+    Grads g(5);
+    if (c.needs_input_grad(0)) g[0] = dy * reshape(k, b);
+    if (c.needs_input_grad(1) || c.needs_input_grad(4)) {
+      const Tensor dscale = reduce_sum(dy * ((x - reshape(c.input(3), b)) * reshape(rstd, b)), others);
+      if (c.needs_input_grad(1)) g[1] = dscale;
+      if (c.needs_input_grad(4)) g[4] = dscale * k * rstd * -0.5;
+    }
+    if (c.needs_input_grad(2) || c.needs_input_grad(3)) {
+      const Tensor doffset = reduce_sum(dy, others);
+      if (c.needs_input_grad(2)) g[2] = doffset;
+      if (c.needs_input_grad(3)) g[3] = -(doffset * k);
+    }
+    return g;
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(5, {"epsilon", "axis"});
+    return {nn::fused_batch_norm_inference(a.in(0), a.in(1), a.in(2), a.in(3), a.in(4), a.f("epsilon", 1e-3),
+                                           a.i("axis", -1))};
+  }
+};
+
 namespace {
-/// The attributes of either op for an x of this rank: epsilon checked, axis normalised.
+/// The attributes of any of the ops for an x of this rank: epsilon checked, axis normalised.
 BatchNormAttrs norm_attrs(std::string_view op, const Tensor& x, double epsilon, std::int64_t axis) {
   require_defined(x, op);
   TAPEFLOW_REQUIRE(std::isfinite(epsilon) && epsilon > 0.0, InvalidArgumentError,
@@ -267,6 +334,14 @@ nn::FusedBatchNormResult nn::fused_batch_norm(const Tensor& x, const Tensor& sca
   return {r[0], r[1], r[2]};
 }
 
+Tensor nn::fused_batch_norm_inference(const Tensor& x, const Tensor& scale, const Tensor& offset,
+                                      const Tensor& mean, const Tensor& variance, double epsilon,
+                                      std::int64_t axis) {
+  const std::array<Tensor, 5> in{x, scale, offset, mean, variance};
+  return autodiff::apply_list<ops::FusedBatchNormInference>(
+      ops::norm_attrs(ops::FusedBatchNormInference::kName, x, epsilon, axis), in)[0];
+}
+
 std::array<Tensor, 3> raw_ops::fused_batch_norm_grad(const Tensor& y_backprop, const Tensor& x,
                                                      const Tensor& scale, const Tensor& mean,
                                                      const Tensor& variance, double epsilon,
@@ -281,6 +356,7 @@ namespace ops {
 void register_batch_norm_ops(Registrar& r) {
   r.add<FusedBatchNorm>();
   r.add<FusedBatchNormGrad>();
+  r.add<FusedBatchNormInference>();
 }
 }  // namespace ops
 

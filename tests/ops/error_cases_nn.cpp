@@ -223,6 +223,21 @@ void add_nn_error_cases(std::vector<ErrorCase>& rows) {
                     .attrs = at(1e-3, -1), .call = bn(1e-3, -1), .needles = {"at least one axis", "()"}});
   }
   {
+    const std::string op = "FusedBatchNormInference";
+    auto inference = [](const Ins& x) {
+      return one(fused_batch_norm_inference(x[0], x[1], x[2], x[3], x[4]));
+    };
+    rows.push_back({.op = op, .cls = C::Shape, .what = "mean of 3 values for 2 channels",
+                    .inputs = {f32({4, 2}), f32({2}), f32({2}), f32({3}), f32({2})}, .call = inference,
+                    .needles = {"'mean'", "(3,)", "(2,)"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "float64 variance with float32 x",
+                    .inputs = {f32({4, 2}), f32({2}), f32({2}), f32({2}), f64({2})}, .call = inference,
+                    .needles = {"'variance'", "float64", "float32"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "bool x",
+                    .inputs = {Tensor(cast(f32({4, 2}), DType::Bool)), f32({2}), f32({2}), f32({2}), f32({2})},
+                    .call = inference, .needles = {"bool", "(4, 2)"}});
+  }
+  {
     const std::string op = "FusedBatchNormGrad";
     auto grad = [](const Ins& x) {
       const auto r = raw_ops::fused_batch_norm_grad(x[0], x[1], x[2], x[3], x[4]);

@@ -219,9 +219,12 @@ TEST(RawOpsCall, WrongNumberOfInputsNamesTheOpForEveryOp) {
   const std::vector<Tensor> five(5, constant(1.f));
   for (const std::string& op : raw_ops::callable_ops()) {
     const Outcome o = run([&] { (void)raw_ops::call(op, five); });
-    // Lists take five inputs, and five are ApplyAdam's (var, m, v, lr_t, grad) and
-    // FusedBatchNormGrad's (y_backprop, x, scale, mean, variance).
-    if (op == "ConcatV2" || op == "Pack" || op == "ApplyAdam" || op == "FusedBatchNormGrad") continue;
+    // Lists take five inputs, and five are ApplyAdam's (var, m, v, lr_t, grad),
+    // FusedBatchNormGrad's (y_backprop, x, scale, mean, variance) and FusedBatchNormInference's
+    // (x, scale, offset, mean, variance).
+    if (op == "ConcatV2" || op == "Pack" || op == "ApplyAdam" || op == "FusedBatchNormGrad" ||
+        op == "FusedBatchNormInference")
+      continue;
     ASSERT_TRUE(o.threw) << op;
     EXPECT_THAT(o.message, HasSubstr("[" + op + "]"));
     if (o.type != "UnimplementedError") {

@@ -1,8 +1,8 @@
-// FusedBatchNorm and FusedBatchNormGrad: values by hand, float32 (oneDNN) against float64 (the
-// loops) and against the same formula written with elementwise ops, on channels last, in the
+// FusedBatchNorm, FusedBatchNormGrad and FusedBatchNormInference: values by hand, float32 (oneDNN) against
+// float64 (the loops) and against the same formula written with elementwise ops, on channels last, in the
 // middle and of a matrix; the statistics' own gradients; NaN; empty channels; bfloat16 refused;
-// the layer running one op. The op table (op_cases_nn.cpp) checks every gradient numerically,
-// the second order included, eager and traced.
+// inference against the elementwise formula; the layer running one op. The op table (op_cases_nn.cpp) checks
+// every gradient numerically, the second order included, eager and traced.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -194,4 +194,44 @@ TEST(FusedBatchNorm, TheLayerTrainsWithOneOpAndInfersWithTheMovingStatistics) {
   const auto batch = tf::nn::fused_batch_norm(x, tf::ones({4}), tf::zeros({4}));
   tf::testing::expect_close(bn.moving_mean().value(), batch.mean * 0.01, 1e-6);
   tf::testing::expect_close(bn.moving_variance().value(), batch.variance * 0.01 + 0.99, 1e-6);
+}
+
+TEST(FusedBatchNormInference, EqualsTheElementwiseFormulaInBothDtypes) {
+  for (const Layout& l : kLayouts) {
+    SCOPED_TRACE(l.shape.to_string());
+    const std::int64_t axis = l.axis < 0 ? l.axis + l.shape.rank() : l.axis;
+    const std::int64_t c = l.shape[axis];
+    const auto b = per_channel(tf::zeros(l.shape), axis);
+    const tf::Tensor x = tf::random::uniform(l.shape, -3, 5, tf::float64, 21);
+    const tf::Tensor scale = tf::random::uniform({c}, 0.5, 2, tf::float64, 22);
+    const tf::Tensor offset = tf::random::uniform({c}, -1, 1, tf::float64, 23);
+    const tf::Tensor mean = tf::random::uniform({c}, -1, 1, tf::float64, 24);
+    const tf::Tensor variance = tf::random::uniform({c}, 0.1, 3, tf::float64, 25);
+    const tf::Tensor formula =
+        (x - tf::reshape(mean, b)) * tf::rsqrt(tf::reshape(variance, b) + 1e-3) * tf::reshape(scale, b) +
+        tf::reshape(offset, b);
+    tf::testing::expect_close(
+        tf::nn::fused_batch_norm_inference(x, scale, offset, mean, variance, 1e-3, l.axis), formula, 1e-12);
+    auto f32 = [](const tf::Tensor& t) { return tf::cast(t, tf::float32); };
+    const tf::Tensor single = tf::nn::fused_batch_norm_inference(f32(x), f32(scale), f32(offset), f32(mean),
+                                                                 f32(variance), 1e-3, l.axis);
+    tf::testing::expect_close(tf::cast(single, tf::float64), formula, 1e-5);
+  }
+  // An empty batch normalises to nothing (no statistics to compute).
+  EXPECT_EQ(tf::nn::fused_batch_norm_inference(tf::zeros({0, 2}), tf::ones({2}), tf::zeros({2}),
+                                               tf::zeros({2}), tf::ones({2}))
+                .shape(),
+            (tf::Shape{0, 2}));
+}
+
+TEST(FusedBatchNormInference, TheLayerInfersWithOneOp) {
+  tf::layers::BatchNormalization bn({.momentum = 0.5});
+  const tf::Tensor x = tf::random::uniform({8, 3, 3, 4}, -1, 1, tf::float32, 12);
+  (void)bn(x, /*training=*/true);
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = bn(x);
+  EXPECT_THAT(tf::debug::explain(tape, y, x).path, ElementsAre("FusedBatchNormInference"));
+  const tf::Tensor expected = (x - bn.moving_mean().value()) * tf::rsqrt(bn.moving_variance().value() + 1e-3);
+  tf::testing::expect_close(y, expected, 1e-5);
 }

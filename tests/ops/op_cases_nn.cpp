@@ -169,6 +169,14 @@ void add_nn_cases(std::vector<OpCase>& c) {
                [=](const In& x) { return flat_outputs(nn::fused_batch_norm(x[0], x[1], x[2], 0.01, 1)); }});
   c.push_back({"FusedBatchNorm", {{{2, 2, 2, 3}, {3}, {3}}},
                [=](const In& x) { return flat_outputs(nn::fused_batch_norm(x[0], x[1], x[2], 1e-3, -1)); }});
+  // (x, scale, offset, mean, variance) with given statistics: a positive variance
+  auto inference = [](const In& x, std::int64_t axis) {
+    return nn::fused_batch_norm_inference(x[0], x[1], x[2], x[3], x[4] * x[4] + 0.5, 1e-3, axis);
+  };
+  c.push_back({"FusedBatchNormInference", {{{2, 3, 2}, {2}, {2}, {2}, {2}}, {{0, 3}, {3}, {3}, {3}, {3}}},
+               [=](const In& x) { return inference(x, -1); }});
+  c.push_back({"FusedBatchNormInference", {{{3, 2, 2}, {2}, {2}, {2}, {2}}},
+               [=](const In& x) { return inference(x, 1); }});
   // (y_backprop, x, scale, mean, variance): a positive variance
   auto grad_outputs = [](const In& x, std::int64_t axis) {
     const auto r = raw_ops::fused_batch_norm_grad(x[0], x[1], x[2], x[3], x[4] * x[4] + 0.5, 1e-3, axis);

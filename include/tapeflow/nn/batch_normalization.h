@@ -13,8 +13,9 @@
 ///   moving_mean     = moving_mean * momentum + mean * (1 - momentum)
 ///   moving_variance = moving_variance * momentum + var * (1 - momentum)
 /// These updates are stateful assignments: no tape records them, and gradients flow only through
-/// the batch statistics, as in Keras. A training call is one op, nn::fused_batch_norm (oneDNN's
-/// batch normalization in float32), with one op for its gradient; inference runs elementwise ops.
+/// the batch statistics, as in Keras. A call is one op, nn::fused_batch_norm while training (with
+/// one op for its gradient) and nn::fused_batch_norm_inference otherwise, oneDNN's batch
+/// normalization in float32.
 ///
 /// The layer is built lazily by its first call: gamma (ones, "gamma") and beta (zeros, "beta")
 /// are trainable; moving_mean (zeros) and moving_variance (ones) are not, but are variables of

@@ -154,6 +154,15 @@ struct FusedBatchNormResult {
 /// with no elements in a channel, or an epsilon that is not positive and finite.
 FusedBatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale, const Tensor& offset,
                                       double epsilon = 1e-3, std::int64_t axis = -1);
+/// Batch normalization with given statistics, as one op (op "FusedBatchNormInference",
+/// TensorFlow's FusedBatchNormV3 without is_training): y = (x - mean) / sqrt(variance + epsilon) *
+/// scale + offset over every axis of x but `axis`, with scale, offset, mean and variance of shape
+/// (channels,). What layers::BatchNormalization runs at inference, with its moving statistics; in
+/// float32 through oneDNN. Differentiable in all five arguments. Errors as fused_batch_norm's,
+/// except that an x without elements gives an empty y.
+Tensor fused_batch_norm_inference(const Tensor& x, const Tensor& scale, const Tensor& offset,
+                                  const Tensor& mean, const Tensor& variance, double epsilon = 1e-3,
+                                  std::int64_t axis = -1);
 
 }  // namespace tapeflow::nn
 

@@ -14,10 +14,18 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-enum class Pass : std::int64_t { kForward, kBackward };
+enum class Pass : std::int64_t { kForward, kBackward, kInference };
 
 constexpr std::string_view pass_name(Pass p) {
-  return p == Pass::kForward ? "batch normalization forward" : "batch normalization backward";
+  switch (p) {
+    case Pass::kForward:
+      return "batch normalization forward";
+    case Pass::kBackward:
+      return "batch normalization backward";
+    case Pass::kInference:
+      return "batch normalization inference";
+  }
+  return "batch normalization";
 }
 
 std::string describe(Pass pass, const NormGeometry& g, float epsilon) {
@@ -46,6 +54,13 @@ NormPrimitive build(Pass pass, const NormGeometry& g, float epsilon) {
   const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
   const memory::desc data = data_desc(g);
   const dnnl::primitive_attr attr = attributes();
+  if (pass == Pass::kInference) {
+    const dnnl::batch_normalization_forward::primitive_desc inference(
+        {dnnl::prop_kind::forward_inference, data, epsilon,
+         flags | dnnl::normalization_flags::use_global_stats},
+        attr, engine());
+    return {dnnl::batch_normalization_forward(inference), inference.scratchpad_desc().get_size()};
+  }
   const dnnl::batch_normalization_forward::primitive_desc forward(
       {dnnl::prop_kind::forward_training, data, epsilon, flags}, attr, engine());
   if (pass == Pass::kForward)
@@ -80,6 +95,18 @@ void batch_norm_forward(const float* x, const float* scale, const float* offset,
                         float epsilon, float* y, float* mean, float* variance) {
   const memory::desc data = data_desc(g), channel = channel_desc(g);
   run(Pass::kForward, g, epsilon,
+      {{DNNL_ARG_SRC, wrap(data, x)},
+       {DNNL_ARG_DST, wrap(data, y)},
+       {DNNL_ARG_SCALE, wrap(channel, scale)},
+       {DNNL_ARG_SHIFT, wrap(channel, offset)},
+       {DNNL_ARG_MEAN, wrap(channel, mean)},
+       {DNNL_ARG_VARIANCE, wrap(channel, variance)}});
+}
+
+void batch_norm_inference(const float* x, const float* scale, const float* offset, const float* mean,
+                          const float* variance, const NormGeometry& g, float epsilon, float* y) {
+  const memory::desc data = data_desc(g), channel = channel_desc(g);
+  run(Pass::kInference, g, epsilon,
       {{DNNL_ARG_SRC, wrap(data, x)},
        {DNNL_ARG_DST, wrap(data, y)},
        {DNNL_ARG_SCALE, wrap(channel, scale)},

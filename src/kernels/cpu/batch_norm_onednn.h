@@ -1,8 +1,8 @@
 #pragma once
-// Batch normalization's training passes in float32 through oneDNN (src/kernels/cpu/onednn.h):
-// the forward computes the batch statistics and normalises, the backward gives the gradients of
-// the input, the scale and the offset. The caller (src/ops/nn_batch_norm.cpp) validates shapes and
-// dtypes; every extent here is at least 1.
+// Batch normalization in float32 through oneDNN (src/kernels/cpu/onednn.h): the training forward
+// computes the batch statistics and normalises, the backward gives the gradients of the input,
+// the scale and the offset; inference normalises with given statistics. The caller
+// (src/ops/nn_batch_norm.cpp) validates shapes and dtypes; every extent here is at least 1.
 
 #include <cstdint>
 
@@ -21,6 +21,11 @@ struct NormGeometry {
 /// `mean` and `variance`.
 void batch_norm_forward(const float* x, const float* scale, const float* offset, const NormGeometry& g,
                         float epsilon, float* y, float* mean, float* variance);
+
+/// y = (x - mean) / sqrt(variance + epsilon) * scale + offset per channel with given statistics
+/// (inference: the moving ones).
+void batch_norm_inference(const float* x, const float* scale, const float* offset, const float* mean,
+                          const float* variance, const NormGeometry& g, float epsilon, float* y);
 
 /// The gradients of batch_norm_forward's y for output gradient dy, given the statistics it
 /// computed: dx, dscale = sum(dy * xhat), doffset = sum(dy) (xhat the normalised x).
