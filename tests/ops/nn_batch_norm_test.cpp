@@ -53,6 +53,19 @@ struct Layout {
 // NHWC over its channels (oneDNN's nhwc), the channels in the middle (its nchw), a matrix.
 const Layout kLayouts[] = {{{4, 5, 6, 3}, -1}, {{3, 4, 5}, 1}, {{64, 7}, -1}};
 
+/// A layout's normalised axis and channel count, and float64 x, scale and offset drawn with seeds
+/// from `seed` on.
+struct Sample {
+  std::int64_t axis, channels;
+  tf::Tensor x, scale, offset;
+  Sample(const Layout& l, std::uint64_t seed)
+      : axis(l.axis < 0 ? l.axis + l.shape.rank() : l.axis),
+        channels(l.shape[axis]),
+        x(tf::random::uniform(l.shape, -3, 5, tf::float64, seed)),
+        scale(tf::random::uniform({channels}, 0.5, 2, tf::float64, seed + 1)),
+        offset(tf::random::uniform({channels}, -1, 1, tf::float64, seed + 2)) {}
+};
+
 }  // namespace
 
 TEST(FusedBatchNorm, NormalisesEachChannelWithTheBatchStatistics) {
@@ -72,16 +85,13 @@ TEST(FusedBatchNorm, NormalisesEachChannelWithTheBatchStatistics) {
 TEST(FusedBatchNorm, Float32AgreesWithFloat64AndWithTheElementwiseOps) {
   for (const Layout& l : kLayouts) {
     SCOPED_TRACE(l.shape.to_string());
-    const std::int64_t axis = l.axis < 0 ? l.axis + l.shape.rank() : l.axis;
-    const std::int64_t c = l.shape[axis];
-    const tf::Tensor x64 = tf::random::uniform(l.shape, -3, 5, tf::float64, 1);
-    const tf::Tensor scale64 = tf::random::uniform({c}, 0.5, 2, tf::float64, 2);
-    const tf::Tensor offset64 = tf::random::uniform({c}, -1, 1, tf::float64, 3);
+    const Sample d(l, 1);
+    const tf::Tensor &x64 = d.x, &scale64 = d.scale, &offset64 = d.offset;
     const auto x = tf::cast(x64, tf::float32), scale = tf::cast(scale64, tf::float32),
                offset = tf::cast(offset64, tf::float32);
     const auto fused = tf::nn::fused_batch_norm(x, scale, offset, 1e-3, l.axis);
     const auto exact = tf::nn::fused_batch_norm(x64, scale64, offset64, 1e-3, l.axis);
-    const auto ops = by_elementwise_ops(x64, scale64, offset64, 1e-3, axis);
+    const auto ops = by_elementwise_ops(x64, scale64, offset64, 1e-3, d.axis);
     tf::testing::expect_close(exact.y, ops.y, 1e-12);
     tf::testing::expect_close(exact.mean, ops.mean, 1e-12);
     tf::testing::expect_close(exact.variance, ops.variance, 1e-12);
@@ -94,11 +104,9 @@ TEST(FusedBatchNorm, Float32AgreesWithFloat64AndWithTheElementwiseOps) {
 TEST(FusedBatchNorm, GradientsAgreeWithThoseOfTheElementwiseOpsInBothDtypes) {
   for (const Layout& l : kLayouts) {
     SCOPED_TRACE(l.shape.to_string());
-    const std::int64_t axis = l.axis < 0 ? l.axis + l.shape.rank() : l.axis;
-    const std::int64_t c = l.shape[axis];
-    const tf::Tensor x = tf::random::uniform(l.shape, -3, 5, tf::float64, 4);
-    const tf::Tensor scale = tf::random::uniform({c}, 0.5, 2, tf::float64, 5);
-    const tf::Tensor offset = tf::random::uniform({c}, -1, 1, tf::float64, 6);
+    const Sample d(l, 4);
+    const tf::Tensor &x = d.x, &scale = d.scale, &offset = d.offset;
+    const std::int64_t axis = d.axis, c = d.channels;
     const tf::Tensor dy = tf::random::uniform(l.shape, -1, 1, tf::float64, 7);
     const tf::Tensor dmean = tf::random::uniform({c}, -1, 1, tf::float64, 8);
     const tf::Tensor dvariance = tf::random::uniform({c}, -1, 1, tf::float64, 9);
@@ -199,12 +207,10 @@ TEST(FusedBatchNorm, TheLayerTrainsWithOneOpAndInfersWithTheMovingStatistics) {
 TEST(FusedBatchNormInference, EqualsTheElementwiseFormulaInBothDtypes) {
   for (const Layout& l : kLayouts) {
     SCOPED_TRACE(l.shape.to_string());
-    const std::int64_t axis = l.axis < 0 ? l.axis + l.shape.rank() : l.axis;
-    const std::int64_t c = l.shape[axis];
-    const auto b = per_channel(tf::zeros(l.shape), axis);
-    const tf::Tensor x = tf::random::uniform(l.shape, -3, 5, tf::float64, 21);
-    const tf::Tensor scale = tf::random::uniform({c}, 0.5, 2, tf::float64, 22);
-    const tf::Tensor offset = tf::random::uniform({c}, -1, 1, tf::float64, 23);
+    const Sample d(l, 21);
+    const tf::Tensor &x = d.x, &scale = d.scale, &offset = d.offset;
+    const std::int64_t c = d.channels;
+    const auto b = per_channel(x, d.axis);
     const tf::Tensor mean = tf::random::uniform({c}, -1, 1, tf::float64, 24);
     const tf::Tensor variance = tf::random::uniform({c}, 0.1, 3, tf::float64, 25);
     const tf::Tensor formula =

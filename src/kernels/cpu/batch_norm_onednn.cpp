@@ -89,30 +89,26 @@ void run(Pass pass, const NormGeometry& g, float epsilon, std::unordered_map<int
       p->scratchpad_bytes);
 }
 
+/// The forward passes' arguments: the statistics are outputs in training, inputs at inference.
+std::unordered_map<int, memory> forward_args(const NormGeometry& g, const float* x, const float* scale,
+                                             const float* offset, const float* mean, const float* variance,
+                                             float* y) {
+  const memory::desc data = data_desc(g), channel = channel_desc(g);
+  return {{DNNL_ARG_SRC, wrap(data, x)},          {DNNL_ARG_DST, wrap(data, y)},
+          {DNNL_ARG_SCALE, wrap(channel, scale)}, {DNNL_ARG_SHIFT, wrap(channel, offset)},
+          {DNNL_ARG_MEAN, wrap(channel, mean)},   {DNNL_ARG_VARIANCE, wrap(channel, variance)}};
+}
+
 }  // namespace
 
 void batch_norm_forward(const float* x, const float* scale, const float* offset, const NormGeometry& g,
                         float epsilon, float* y, float* mean, float* variance) {
-  const memory::desc data = data_desc(g), channel = channel_desc(g);
-  run(Pass::kForward, g, epsilon,
-      {{DNNL_ARG_SRC, wrap(data, x)},
-       {DNNL_ARG_DST, wrap(data, y)},
-       {DNNL_ARG_SCALE, wrap(channel, scale)},
-       {DNNL_ARG_SHIFT, wrap(channel, offset)},
-       {DNNL_ARG_MEAN, wrap(channel, mean)},
-       {DNNL_ARG_VARIANCE, wrap(channel, variance)}});
+  run(Pass::kForward, g, epsilon, forward_args(g, x, scale, offset, mean, variance, y));
 }
 
 void batch_norm_inference(const float* x, const float* scale, const float* offset, const float* mean,
                           const float* variance, const NormGeometry& g, float epsilon, float* y) {
-  const memory::desc data = data_desc(g), channel = channel_desc(g);
-  run(Pass::kInference, g, epsilon,
-      {{DNNL_ARG_SRC, wrap(data, x)},
-       {DNNL_ARG_DST, wrap(data, y)},
-       {DNNL_ARG_SCALE, wrap(channel, scale)},
-       {DNNL_ARG_SHIFT, wrap(channel, offset)},
-       {DNNL_ARG_MEAN, wrap(channel, mean)},
-       {DNNL_ARG_VARIANCE, wrap(channel, variance)}});
+  run(Pass::kInference, g, epsilon, forward_args(g, x, scale, offset, mean, variance, y));
 }
 
 void batch_norm_backward(const float* dy, const float* x, const float* scale, const float* mean,
