@@ -59,9 +59,10 @@ TAPEFLOW_FUZZ_TARGET(in) {
       in.boolean() ? in.indices(std::vector<std::int64_t>(xs.begin(), xs.end() - (xs.empty() ? 0 : 1)),
                                 xs.empty() ? 1 : xs.back())
                    : in.tensor(xs, dt);
-  // Added later: op 14's variants (15: batch normalization, 16: FusedConv2D, 17: its gradient op)
+  // Added later: op 14's variants (15: batch normalization, 16: FusedConv2D, 17: batch
+  // normalization's gradient op, 18: batch normalization with given statistics)
   // and the convolutions' EXPLICIT padding, with a gradient operand of its output's shape.
-  if (op == 14) op += in.u8() % 4;
+  if (op == 14) op += in.u8() % 5;
   const bool convolution = op == 0 || op == 2 || op == 3 || op == 16;
   std::vector<std::int64_t> paddings;
   if (convolution && in.u8() < 80) {
@@ -130,9 +131,12 @@ TAPEFLOW_FUZZ_TARGET(in) {
       case 16:
         return tf::nn::conv2d_bias_activation(v[0], v[1], per_channel[0], strides, padding,
                                               epsilon > 0 ? "relu" : "linear", {1, 1}, paddings);
-      default:
+      case 17:
         return tf::raw_ops::fused_batch_norm_grad(v[2], v[0], per_channel[0], per_channel[1], per_channel[2],
                                                   epsilon, axis)[0];
+      default:
+        return tf::nn::fused_batch_norm_inference(v[0], per_channel[0], per_channel[1], per_channel[2],
+                                                  per_channel[1] * per_channel[1], epsilon, axis);
     }
   });
 }
