@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "autodiff/op_def.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -67,3 +68,27 @@ TEST(GradientRegistry, CorrectRegisteredGradientPassesTheCheck) {
 }
 
 }  // namespace
+
+// GradContext::has_dy: which outputs a gradient reached, for a gradient function to skip the terms
+// of the others (FusedBatchNorm's statistics). Unpack's gradient is wrapped for the test and put
+// back after it.
+TEST(GradientRegistry, HasDyTellsWhichOutputsAGradientReached) {
+  const tf::GradientFunction unpack = tf::autodiff::registry().get("Unpack").gradient()->fn;
+  struct Restore {
+    const tf::GradientFunction& fn;
+    ~Restore() { tf::register_gradient("Unpack", fn); }
+  } restore{unpack};
+  std::vector<bool> reached;
+  tf::register_gradient("Unpack", [&](const tf::GradContext& c) {
+    for (int i = 0; i < c.num_outputs(); ++i) reached.push_back(c.has_dy(i));
+    return unpack(c);
+  });
+  const tf::Tensor x = tf::constant({1.0f, 2.0f, 3.0f});
+  tf::GradientTape tape;
+  tape.watch(x);
+  const std::vector<tf::Tensor> parts = tf::unstack(x);
+  const auto g = tape.gradient(parts[0] * 2.0f + parts[2], x);
+  EXPECT_EQ(reached, (std::vector<bool>{true, false, true}));
+  // The unreached output's cotangent is zeros, as before.
+  EXPECT_EQ(g->to_vector<float>(), (std::vector<float>{2.0f, 0.0f, 1.0f}));
+}
