@@ -3,10 +3,12 @@
 // FusedBatchNormInference at inference (the moving ones).
 //
 // Written with the elementwise ops and reductions, a training step normalises in about eight
-// passes over the activations and differentiates in about fifteen; the fused op reads x twice
-// forward (statistics, then normalising) and three times backward. float32 runs through oneDNN
-// (src/kernels/cpu/batch_norm_onednn.h); float64, which oneDNN does not compute, through the loops
-// below, which also serve the float64 gradient checks.
+// passes over the activations and differentiates in about fifteen; the fused op reads x three
+// times forward (mean, variance, normalising) and twice backward. The statistics are summed as
+// tapeflow's reductions sum, in double (src/kernels/cpu/channel_moments.h: oneDNN's float32
+// accumulation was 200x less accurate); the rest runs through oneDNN in float32
+// (src/kernels/cpu/batch_norm_onednn.h) and through the loops below in float64, which oneDNN does
+// not compute.
 //
 //   FusedBatchNorm:     y, mean, variance = normalise(x) * scale + offset over every axis but `axis`
 //                       dx, dscale, doffset = FusedBatchNormGrad(dy, x, scale, mean, variance),
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "kernels/cpu/batch_norm_onednn.h"
+#include "kernels/cpu/channel_moments.h"
 #include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
@@ -108,20 +111,6 @@ void normalise(const double* x, const double* scale, const double* offset, const
       g, [&](std::int64_t k, std::int64_t c) { y[k] = (x[k] - mean[c]) * rstd[c] * scale[c] + offset[c]; });
 }
 
-/// The float64 training forward: the batch's statistics, then normalise.
-void norm_forward(const double* x, const double* scale, const double* offset, const NormGeometry& g,
-                  double epsilon, double* y, double* mean, double* variance) {
-  const auto channels = static_cast<std::size_t>(g.channels);
-  const double n = static_cast<double>(g.count());
-  std::vector<double> sum(channels, 0.0), squares(channels, 0.0);
-  for_each_element(g, [&](std::int64_t k, std::int64_t c) { sum[c] += x[k]; });
-  for (std::size_t c = 0; c < channels; ++c) mean[c] = sum[c] / n;
-  for_each_element(
-      g, [&](std::int64_t k, std::int64_t c) { squares[c] += (x[k] - mean[c]) * (x[k] - mean[c]); });
-  for (std::size_t c = 0; c < channels; ++c) variance[c] = squares[c] / n;
-  normalise(x, scale, offset, mean, variance, g, epsilon, y);
-}
-
 /// The float64 backward: dscale = sum(dy * xhat), doffset = sum(dy),
 /// dx = scale * rstd * (dy - doffset / n - xhat * dscale / n).
 void norm_backward(const double* dy, const double* x, const double* scale, const double* mean,
@@ -177,15 +166,19 @@ struct FusedBatchNorm {
     const NormGeometry g = norm_geometry(x.shape(), a.axis);
     std::vector<Tensor> out = empty_outputs({x.shape(), scale.shape(), scale.shape()}, x.dtype(), kName);
     if (g.channels == 0) return out;
+    // The statistics by tapeflow's summation (channel_moments.h), then the normalisation with
+    // them: oneDNN's use_global_stats pass in float32.
     if (x.dtype() == DType::Float32) {
-      cpu::onednn::batch_norm_forward(
-          x.values<float>().data(), scale.values<float>().data(), offset.values<float>().data(), g,
-          static_cast<float>(a.epsilon), detail::mutable_data<float>(out[0]),
-          detail::mutable_data<float>(out[1]), detail::mutable_data<float>(out[2]));
+      float *mean = detail::mutable_data<float>(out[1]), *variance = detail::mutable_data<float>(out[2]);
+      cpu::channel_moments(x.values<float>().data(), g, mean, variance);
+      cpu::onednn::batch_norm_normalise(x.values<float>().data(), scale.values<float>().data(),
+                                        offset.values<float>().data(), mean, variance, g,
+                                        static_cast<float>(a.epsilon), detail::mutable_data<float>(out[0]));
     } else {
-      norm_forward(x.values<double>().data(), scale.values<double>().data(), offset.values<double>().data(),
-                   g, a.epsilon, detail::mutable_data<double>(out[0]), detail::mutable_data<double>(out[1]),
-                   detail::mutable_data<double>(out[2]));
+      double *mean = detail::mutable_data<double>(out[1]), *variance = detail::mutable_data<double>(out[2]);
+      cpu::channel_moments(x.values<double>().data(), g, mean, variance);
+      normalise(x.values<double>().data(), scale.values<double>().data(), offset.values<double>().data(),
+                mean, variance, g, a.epsilon, detail::mutable_data<double>(out[0]));
     }
     return out;
   }
@@ -274,7 +267,7 @@ struct FusedBatchNormInference {
     Tensor y = detail::empty(x.shape(), x.dtype(), kName);
     if (y.num_elements() == 0) return {y};
     if (x.dtype() == DType::Float32) {
-      cpu::onednn::batch_norm_inference(x.values<float>().data(), scale.values<float>().data(),
+      cpu::onednn::batch_norm_normalise(x.values<float>().data(), scale.values<float>().data(),
                                         offset.values<float>().data(), mean.values<float>().data(),
                                         variance.values<float>().data(), g, static_cast<float>(a.epsilon),
                                         detail::mutable_data<float>(y));

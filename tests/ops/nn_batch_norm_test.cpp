@@ -241,3 +241,24 @@ TEST(FusedBatchNormInference, TheLayerInfersWithOneOp) {
   const tf::Tensor expected = (x - bn.moving_mean().value()) * tf::rsqrt(bn.moving_variance().value() + 1e-3);
   tf::testing::expect_close(y, expected, 1e-5);
 }
+
+TEST(FusedBatchNorm, StatisticsAreSummedInDoubleAndIndependentOfTheThreadCount) {
+  // Values near 100: a float32 running sum over 200,000 of them loses the mean's fourth decimal
+  // (oneDNN's own training pass was 6e-4 off); tapeflow's summation keeps it to float32 rounding.
+  const tf::Tensor x =
+      tf::cast(tf::random::uniform({128, 28, 28, 2}, -1, 1, tf::float64, 31) + 100.0, tf::float32);
+  const tf::Tensor ones = tf::ones({2}), zeros = tf::zeros({2});
+  const auto exact = tf::nn::fused_batch_norm(tf::cast(x, tf::float64), tf::cast(ones, tf::float64),
+                                              tf::cast(zeros, tf::float64));
+  const int threads = tf::num_threads();
+  tf::set_num_threads(1);
+  const auto one = tf::nn::fused_batch_norm(x, ones, zeros);
+  tf::set_num_threads(2);
+  const auto two = tf::nn::fused_batch_norm(x, ones, zeros);
+  tf::set_num_threads(threads);
+  tf::testing::expect_close(tf::cast(one.mean, tf::float64), exact.mean, 1e-7);
+  tf::testing::expect_close(tf::cast(one.variance, tf::float64), exact.variance, 1e-5);
+  tf::testing::expect_close(tf::cast(one.y, tf::float64), exact.y, 2e-5);
+  EXPECT_TRUE(tf::testing::bitwise_equal(one.mean, two.mean));
+  EXPECT_TRUE(tf::testing::bitwise_equal(one.variance, two.variance));
+}

@@ -14,12 +14,10 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-enum class Pass : std::int64_t { kForward, kBackward, kInference };
+enum class Pass : std::int64_t { kBackward, kInference };
 
 constexpr std::string_view pass_name(Pass p) {
   switch (p) {
-    case Pass::kForward:
-      return "batch normalization forward";
     case Pass::kBackward:
       return "batch normalization backward";
     case Pass::kInference:
@@ -61,10 +59,9 @@ NormPrimitive build(Pass pass, const NormGeometry& g, float epsilon) {
         attr, engine());
     return {dnnl::batch_normalization_forward(inference), inference.scratchpad_desc().get_size()};
   }
+  // The backward pass is built with a training forward as its hint, never run.
   const dnnl::batch_normalization_forward::primitive_desc forward(
       {dnnl::prop_kind::forward_training, data, epsilon, flags}, attr, engine());
-  if (pass == Pass::kForward)
-    return {dnnl::batch_normalization_forward(forward), forward.scratchpad_desc().get_size()};
   const dnnl::batch_normalization_backward::primitive_desc backward(
       {dnnl::prop_kind::backward, data, data, epsilon, flags}, attr, engine(), forward);
   return {dnnl::batch_normalization_backward(backward), backward.scratchpad_desc().get_size()};
@@ -89,26 +86,18 @@ void run(Pass pass, const NormGeometry& g, float epsilon, std::unordered_map<int
       p->scratchpad_bytes);
 }
 
-/// The forward passes' arguments: the statistics are outputs in training, inputs at inference.
-std::unordered_map<int, memory> forward_args(const NormGeometry& g, const float* x, const float* scale,
-                                             const float* offset, const float* mean, const float* variance,
-                                             float* y) {
-  const memory::desc data = data_desc(g), channel = channel_desc(g);
-  return {{DNNL_ARG_SRC, wrap(data, x)},          {DNNL_ARG_DST, wrap(data, y)},
-          {DNNL_ARG_SCALE, wrap(channel, scale)}, {DNNL_ARG_SHIFT, wrap(channel, offset)},
-          {DNNL_ARG_MEAN, wrap(channel, mean)},   {DNNL_ARG_VARIANCE, wrap(channel, variance)}};
-}
-
 }  // namespace
 
-void batch_norm_forward(const float* x, const float* scale, const float* offset, const NormGeometry& g,
-                        float epsilon, float* y, float* mean, float* variance) {
-  run(Pass::kForward, g, epsilon, forward_args(g, x, scale, offset, mean, variance, y));
-}
-
-void batch_norm_inference(const float* x, const float* scale, const float* offset, const float* mean,
+void batch_norm_normalise(const float* x, const float* scale, const float* offset, const float* mean,
                           const float* variance, const NormGeometry& g, float epsilon, float* y) {
-  run(Pass::kInference, g, epsilon, forward_args(g, x, scale, offset, mean, variance, y));
+  const memory::desc data = data_desc(g), channel = channel_desc(g);
+  run(Pass::kInference, g, epsilon,
+      {{DNNL_ARG_SRC, wrap(data, x)},
+       {DNNL_ARG_DST, wrap(data, y)},
+       {DNNL_ARG_SCALE, wrap(channel, scale)},
+       {DNNL_ARG_SHIFT, wrap(channel, offset)},
+       {DNNL_ARG_MEAN, wrap(channel, mean)},
+       {DNNL_ARG_VARIANCE, wrap(channel, variance)}});
 }
 
 void batch_norm_backward(const float* dy, const float* x, const float* scale, const float* mean,

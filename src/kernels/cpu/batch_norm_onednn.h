@@ -1,7 +1,8 @@
 #pragma once
-// Batch normalization in float32 through oneDNN (src/kernels/cpu/onednn.h): the training forward
-// computes the batch statistics and normalises, the backward gives the gradients of the input,
-// the scale and the offset; inference normalises with given statistics. The caller
+// Batch normalization in float32 through oneDNN (src/kernels/cpu/onednn.h), with statistics the
+// caller gives (training: the batch's, from channel_moments.h, which sums more accurately than
+// oneDNN's own training pass): normalising, and the backward pass, which gives the gradients of
+// the input, the scale and the offset. The caller
 // (src/ops/nn_batch_norm.cpp) validates shapes and dtypes; every extent here is at least 1.
 
 #include <cstdint>
@@ -16,19 +17,13 @@ struct NormGeometry {
   std::int64_t count() const { return outer * inner; }
 };
 
-/// y = (x - mean) / sqrt(variance + epsilon) * scale + offset per channel, with mean and
-/// variance (biased: divided by count()) those of x over everything but the channels, written to
-/// `mean` and `variance`.
-void batch_norm_forward(const float* x, const float* scale, const float* offset, const NormGeometry& g,
-                        float epsilon, float* y, float* mean, float* variance);
-
 /// y = (x - mean) / sqrt(variance + epsilon) * scale + offset per channel with given statistics
-/// (inference: the moving ones).
-void batch_norm_inference(const float* x, const float* scale, const float* offset, const float* mean,
+/// (training: the batch's; inference: the moving ones).
+void batch_norm_normalise(const float* x, const float* scale, const float* offset, const float* mean,
                           const float* variance, const NormGeometry& g, float epsilon, float* y);
 
-/// The gradients of batch_norm_forward's y for output gradient dy, given the statistics it
-/// computed: dx, dscale = sum(dy * xhat), doffset = sum(dy) (xhat the normalised x).
+/// The gradients of the training y = batch_norm_normalise(x, ..., the batch's statistics) for
+/// output gradient dy: dx, dscale = sum(dy * xhat), doffset = sum(dy) (xhat the normalised x).
 void batch_norm_backward(const float* dy, const float* x, const float* scale, const float* mean,
                          const float* variance, const NormGeometry& g, float epsilon, float* dx,
                          float* dscale, float* doffset);
