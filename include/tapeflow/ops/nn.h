@@ -146,7 +146,8 @@ struct FusedBatchNormResult {
 /// for NHWC images and (batch, features) matrices),
 ///   y = (x - mean) / sqrt(variance + epsilon) * scale + offset,
 /// with scale and offset of shape (channels,). What layers::BatchNormalization runs while
-/// training; in float32 through oneDNN. Unlike TensorFlow's kernel, `variance` is the biased one
+/// training; the statistics are summed in double (as reduce_mean sums), the rest is oneDNN's in
+/// float32. Unlike TensorFlow's kernel, `variance` is the biased one
 /// the normalisation used (TensorFlow's returns it Bessel-corrected). Differentiable in x, scale
 /// and offset through y, mean and variance (gradient: raw_ops::fused_batch_norm_grad, itself
 /// differentiable). float32 or float64; InvalidArgumentError naming the op, the shapes and dtypes
