@@ -137,9 +137,9 @@ Tensor avg_pool2d(const Tensor& input, const std::vector<std::int64_t>& ksize,
 
 /// What nn::fused_batch_norm returns: the normalised tensor and the batch statistics it used.
 struct FusedBatchNormResult {
-  Tensor y;         // x's shape
-  Tensor mean;      // (channels,)
-  Tensor variance;  // (channels,), biased: the mean of (x - mean)^2
+  Tensor y;         ///< the normalised x, of x's shape
+  Tensor mean;      ///< the batch's mean per channel, (channels,)
+  Tensor variance;  ///< the batch's biased variance per channel (the mean of (x - mean)^2), (channels,)
 };
 /// Batch normalization with the batch's statistics, as one op (op "FusedBatchNorm", TensorFlow's
 /// FusedBatchNormV3 with is_training): over every axis of x but `axis` (the channels; -1, the last,
