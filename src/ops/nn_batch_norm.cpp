@@ -170,13 +170,13 @@ struct FusedBatchNorm {
     // them: oneDNN's use_global_stats pass in float32.
     if (x.dtype() == DType::Float32) {
       float *mean = detail::mutable_data<float>(out[1]), *variance = detail::mutable_data<float>(out[2]);
-      cpu::channel_moments(x.values<float>().data(), g, mean, variance);
+      cpu::channel_moments(x.values<float>().data(), g, mean, variance, kName);
       cpu::onednn::batch_norm_normalise(x.values<float>().data(), scale.values<float>().data(),
                                         offset.values<float>().data(), mean, variance, g,
                                         static_cast<float>(a.epsilon), detail::mutable_data<float>(out[0]));
     } else {
       double *mean = detail::mutable_data<double>(out[1]), *variance = detail::mutable_data<double>(out[2]);
-      cpu::channel_moments(x.values<double>().data(), g, mean, variance);
+      cpu::channel_moments(x.values<double>().data(), g, mean, variance, kName);
       normalise(x.values<double>().data(), scale.values<double>().data(), offset.values<double>().data(),
                 mean, variance, g, a.epsilon, detail::mutable_data<double>(out[0]));
     }

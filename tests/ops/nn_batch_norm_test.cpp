@@ -262,3 +262,14 @@ TEST(FusedBatchNorm, StatisticsAreSummedInDoubleAndIndependentOfTheThreadCount) 
   EXPECT_TRUE(tf::testing::bitwise_equal(one.mean, two.mean));
   EXPECT_TRUE(tf::testing::bitwise_equal(one.variance, two.variance));
 }
+
+TEST(FusedBatchNorm, WideRowsAreSummedInWavesOfBoundedMemory) {
+  // 200,000 channels: one row per chunk, two chunks per wave of partial results, five waves.
+  const tf::Tensor x64 = tf::random::uniform({9, 200000}, -1, 1, tf::float64, 41) + 100.0;
+  const tf::Tensor x = tf::cast(x64, tf::float32);
+  const auto r = tf::nn::fused_batch_norm(x, tf::ones({200000}), tf::zeros({200000}));
+  const tf::Tensor exact_mean = tf::reduce_mean(tf::cast(x, tf::float64), 0);
+  const tf::Tensor exact_variance = tf::reduce_mean(tf::square(tf::cast(x, tf::float64) - exact_mean), 0);
+  tf::testing::expect_close(tf::cast(r.mean, tf::float64), exact_mean, 1e-7);
+  tf::testing::expect_close(tf::cast(r.variance, tf::float64), exact_variance, 1e-5);
+}

@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
+#include <string_view>
+#include <utility>
 
+#include "core/allocator.h"
 #include "core/parallel.h"
 #include "kernels/cpu/batch_norm_onednn.h"
 
@@ -42,45 +44,63 @@ void add_channel_terms(const T* x, const onednn::NormGeometry& g, std::int64_t f
 }
 }  // namespace detail
 
-/// mean[c] and variance[c] (the mean of (x - mean)^2) of each channel; g.count() > 0.
+/// mean[c] and variance[c] (the mean of (x - mean)^2) of each channel; g.count() > 0. Scratch
+/// memory (the chunks' partial results, a wave of chunks at a time, and the running merge) comes
+/// from tapeflow's allocator: a bound too large for it is ResourceExhaustedError naming `op`.
 template <class T>
-void channel_moments(const T* x, const onednn::NormGeometry& g, T* mean, T* variance) {
+void channel_moments(const T* x, const onednn::NormGeometry& g, T* mean, T* variance, std::string_view op) {
   constexpr std::int64_t kChunkElements = std::int64_t{1} << 16;
+  // Partial results held at once: about 8 MiB of doubles, however wide the rows (a (64, 10^6)
+  // batch would otherwise hold two doubles per input element).
+  constexpr std::int64_t kWaveDoubles = std::int64_t{1} << 20;
   const std::int64_t row = g.channels * g.inner;
   const std::int64_t rows_per_chunk = std::max<std::int64_t>(1, kChunkElements / row);
   const std::int64_t chunks = (g.outer + rows_per_chunk - 1) / rows_per_chunk;
+  const std::int64_t wave = std::min(chunks, std::max<std::int64_t>(1, kWaveDoubles / (2 * g.channels)));
   const auto channels = static_cast<std::size_t>(g.channels);
-  // Per chunk: the channels' means, then their sums of squared deviations (M2).
-  std::vector<double> partial(static_cast<std::size_t>(chunks) * 2 * channels, 0.0);
+  // Per chunk of the wave: the channels' means, then their sums of squared deviations (M2).
+  const auto partial = tapeflow::detail::scratch_array<double>(wave * 2 * g.channels, op);
+  const auto merged = tapeflow::detail::scratch_array<double>(2 * g.channels, op);  // mean, M2
+  double* mu = merged.get();
+  double* m2 = mu + channels;
+  std::fill_n(mu, 2 * channels, 0.0);
+  double n = 0;  // elements merged so far (the same for every channel)
   const std::int64_t grain = std::max<std::int64_t>(1, kParallelGrain / (rows_per_chunk * row));
-  parallel_for(chunks, grain, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t chunk = begin; chunk < end; ++chunk) {
-      double* m = partial.data() + static_cast<std::size_t>(chunk) * 2 * channels;
-      double* m2 = m + channels;
-      const std::int64_t first = chunk * rows_per_chunk, last = std::min(g.outer, first + rows_per_chunk);
-      const double n = static_cast<double>((last - first) * g.inner);
-      detail::add_channel_terms(x, g, first, last, m, [](double v, std::int64_t) { return v; });
-      for (std::size_t c = 0; c < channels; ++c) m[c] /= n;
-      detail::add_channel_terms(x, g, first, last, m2, [m](double v, std::int64_t c) {
-        const double d = v - m[c];
-        return d * d;
-      });
-    }
-  });
-  for (std::size_t c = 0; c < channels; ++c) {
-    double n = 0, mu = 0, m2 = 0;
-    for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+  for (std::int64_t first_chunk = 0; first_chunk < chunks; first_chunk += wave) {
+    const std::int64_t in_wave = std::min(wave, chunks - first_chunk);
+    std::fill_n(partial.get(), in_wave * 2 * g.channels, 0.0);
+    auto rows_of = [&](std::int64_t chunk) {
       const std::int64_t first = chunk * rows_per_chunk;
-      const double nb = static_cast<double>((std::min(g.outer, first + rows_per_chunk) - first) * g.inner);
-      const double mb = partial[static_cast<std::size_t>(chunk) * 2 * channels + c];
-      const double m2b = partial[static_cast<std::size_t>(chunk) * 2 * channels + channels + c];
-      const double delta = mb - mu;
-      mu += delta * nb / (n + nb);
-      m2 += m2b + delta * delta * n * nb / (n + nb);
+      return std::pair{first, std::min(g.outer, first + rows_per_chunk)};
+    };
+    parallel_for(in_wave, grain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        double* m = partial.get() + static_cast<std::size_t>(i) * 2 * channels;
+        const auto [first, last] = rows_of(first_chunk + i);
+        const double count = static_cast<double>((last - first) * g.inner);
+        detail::add_channel_terms(x, g, first, last, m, [](double v, std::int64_t) { return v; });
+        for (std::size_t c = 0; c < channels; ++c) m[c] /= count;
+        detail::add_channel_terms(x, g, first, last, m + channels, [m](double v, std::int64_t c) {
+          const double d = v - m[c];
+          return d * d;
+        });
+      }
+    });
+    for (std::int64_t i = 0; i < in_wave; ++i) {
+      const auto [first, last] = rows_of(first_chunk + i);
+      const double nb = static_cast<double>((last - first) * g.inner);
+      const double* mb = partial.get() + static_cast<std::size_t>(i) * 2 * channels;
+      for (std::size_t c = 0; c < channels; ++c) {
+        const double delta = mb[c] - mu[c];
+        mu[c] += delta * nb / (n + nb);
+        m2[c] += mb[channels + c] + delta * delta * n * nb / (n + nb);
+      }
       n += nb;
     }
-    mean[c] = static_cast<T>(mu);
-    variance[c] = static_cast<T>(m2 / n);
+  }
+  for (std::size_t c = 0; c < channels; ++c) {
+    mean[c] = static_cast<T>(mu[c]);
+    variance[c] = static_cast<T>(m2[c] / n);
   }
 }
 
