@@ -86,9 +86,11 @@ double touch(const Tensor& t) {
     case DType::Float64:
       for (double v : t.values<double>()) s += v == v ? 1.0 : 0.0;
       break;
-    case DType::BFloat16:
-      for (float v : cast(t, DType::Float32).values<float>()) s += v == v ? 1.0 : 0.0;
+    case DType::BFloat16: {
+      const Tensor wide = cast(t, DType::Float32);  // a named tensor: the span must not outlive it
+      for (float v : wide.values<float>()) s += v == v ? 1.0 : 0.0;
       break;
+    }
     case DType::Int32:
       for (std::int32_t v : t.values<std::int32_t>()) s += static_cast<double>(v & 1);
       break;

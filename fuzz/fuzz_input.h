@@ -164,12 +164,21 @@ class FuzzInput {
                                           0.5};
     return pick(kSpecial);
   }
+  // bfloat16 comes from bits the original picks left unused, so a committed input that drew
+  // float32 or float64 before draws the same dtype now unless those bits say bfloat16 (one
+  // floating pick in four).
   DType dtype() {
     static constexpr DType kAll[] = {DType::Float32, DType::Float64, DType::Float32, DType::Float64,
                                      DType::Int32,   DType::Int64,   DType::Bool};
-    return pick(kAll);
+    const std::uint8_t k = u8();
+    const DType d = kAll[k % 7];
+    return is_floating(d) && (k / 7) % 4 == 3 ? DType::BFloat16 : d;
   }
-  DType float_dtype() { return boolean() ? DType::Float32 : DType::Float64; }
+  DType float_dtype() {
+    const std::uint8_t k = u8();
+    if ((k >> 1) % 4 == 3) return DType::BFloat16;
+    return (k & 1) != 0 ? DType::Float32 : DType::Float64;
+  }
 
   /// A tensor of `dtype` and the given dims. Throws a tapeflow error for invalid dims (that is
   /// part of what is fuzzed). Up to kMaxDecodedElements elements get values from the input;
@@ -245,7 +254,7 @@ void run_op(FuzzInput& in, const std::vector<Tensor>& xs, F&& f) {
   }
   std::vector<Source> sources;
   for (const Tensor& x : xs)
-    if (x.dtype() == DType::Float32 || x.dtype() == DType::Float64) sources.emplace_back(x);
+    if (is_floating(x.dtype())) sources.emplace_back(x);
   GradientTape outer;
   std::vector<Gradient> grads;
   {
