@@ -7,7 +7,8 @@
 //   - elementwise: the same through a GradientTape over the elementwise ops and reductions it is
 //                  made of (inference: the elementwise formula), what the layer ran before;
 //   - onednn:      oneDNN's batch normalization primitives called directly on the same shapes,
-//                  built once: the library's ceiling.
+//                  built once, with their own float32 statistics: the peer the fused ops were
+//                  measured against before they dropped oneDNN (docs/PERFORMANCE.md).
 //
 //   ./build/bench/bench/bench_batch_norm [--benchmark_filter=28x28]
 
@@ -103,7 +104,7 @@ void onednn(benchmark::State& state, Case c) {
   using dnnl::memory;
   const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(eng);
-  // (rows, channels) as oneDNN's nhwc with h = w = 1, as tapeflow runs it.
+  // (rows, channels) as oneDNN's nhwc with h = w = 1 (its plain nc kernel was 9x slower).
   const memory::desc data({c.rows(), c.channels(), 1, 1}, memory::data_type::f32, memory::format_tag::nhwc);
   const memory::desc channel({c.channels()}, memory::data_type::f32, memory::format_tag::a);
   const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;

@@ -3,12 +3,13 @@
 // FusedBatchNormInference at inference (the moving ones).
 //
 // Written with the elementwise ops and reductions, a training step normalises in about eight
-// passes over the activations and differentiates in about fifteen; the fused op reads x three
-// times forward (mean, variance, normalising) and twice backward. The statistics are summed as
-// tapeflow's reductions sum, in double (src/kernels/cpu/channel_moments.h: oneDNN's float32
-// accumulation was 200x less accurate); the rest runs through oneDNN in float32
-// (src/kernels/cpu/batch_norm_onednn.h) and through the loops below in float64, which oneDNN does
-// not compute.
+// passes over the activations and differentiates in about fifteen; the fused op reads x twice
+// forward (the statistics, L2-sized chunk by chunk, then normalising) and x and dy twice backward
+// (the sums, then dx). The sums are tapeflow's, in double and thread-independent
+// (src/kernels/cpu/channel_moments.h), the elementwise passes plain loops over the rows, the
+// same code for float32 and float64. oneDNN's batch normalization was measured and dropped: it
+// sums in float32 (its statistics were 200x less accurate on values near 100), and its
+// normalisation and backward pass were slower than these loops (docs/PERFORMANCE.md).
 //
 //   FusedBatchNorm:     y, mean, variance = normalise(x) * scale + offset over every axis but `axis`
 //                       dx, dscale, doffset = FusedBatchNormGrad(dy, x, scale, mean, variance),
@@ -28,7 +29,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/batch_norm_onednn.h"
+#include "core/parallel.h"
 #include "kernels/cpu/channel_moments.h"
 #include "ops/families.h"
 #include "ops/op_util.h"
@@ -41,7 +42,7 @@ namespace tapeflow {
 namespace ops {
 namespace {
 
-using cpu::onednn::NormGeometry;
+using cpu::NormGeometry;
 
 struct BatchNormAttrs {
   double epsilon = 1e-3;
@@ -93,44 +94,38 @@ void require_norm_arguments(
   }
 }
 
-/// Calls f(index, channel) for every element of x in memory order.
-template <class F>
-void for_each_element(const NormGeometry& g, F f) {
-  for (std::int64_t o = 0, k = 0; o < g.outer; ++o)
-    for (std::int64_t c = 0; c < g.channels; ++c)
-      for (std::int64_t i = 0; i < g.inner; ++i, ++k) f(k, c);
-}
-
-/// y = (x - mean) / sqrt(variance + epsilon) * scale + offset in float64 (oneDNN computes
-/// float32 only).
-void normalise(const double* x, const double* scale, const double* offset, const double* mean,
-               const double* variance, const NormGeometry& g, double epsilon, double* y) {
-  std::vector<double> rstd(static_cast<std::size_t>(g.channels));
-  for (std::size_t c = 0; c < rstd.size(); ++c) rstd[c] = 1.0 / std::sqrt(variance[c] + epsilon);
-  for_each_element(
-      g, [&](std::int64_t k, std::int64_t c) { y[k] = (x[k] - mean[c]) * rstd[c] * scale[c] + offset[c]; });
-}
-
-/// The float64 backward: dscale = sum(dy * xhat), doffset = sum(dy),
-/// dx = scale * rstd * (dy - doffset / n - xhat * dscale / n).
-void norm_backward(const double* dy, const double* x, const double* scale, const double* mean,
-                   const double* variance, const NormGeometry& g, double epsilon, double* dx, double* dscale,
-                   double* doffset) {
+/// y = (x - mean) * (scale / sqrt(variance + epsilon)) + offset per channel, the factor in double
+/// and then in T. Subtracting the mean first keeps x's digits where values sit far from zero (x * a
+/// + (offset - mean * a) would cancel them). A plain loop, rows of (channels, inner) in parallel:
+/// memory-bound like oneDNN's normalisation and without its call's fixed cost, which made
+/// inference on a (256, 512) batch 0.79x the elementwise ops.
+template <class T>
+void normalise(const T* x, const T* scale, const T* offset, const T* mean, const T* variance,
+               const NormGeometry& g, double epsilon, T* y) {
   const auto channels = static_cast<std::size_t>(g.channels);
-  const double n = static_cast<double>(g.count());
-  std::vector<double> rstd(channels);
-  for (std::size_t c = 0; c < channels; ++c) {
-    rstd[c] = 1.0 / std::sqrt(variance[c] + epsilon);
-    dscale[c] = doffset[c] = 0.0;
-  }
-  for_each_element(g, [&](std::int64_t k, std::int64_t c) {
-    doffset[c] += dy[k];
-    dscale[c] += dy[k] * (x[k] - mean[c]) * rstd[c];
-  });
-  for_each_element(g, [&](std::int64_t k, std::int64_t c) {
-    const double xhat = (x[k] - mean[c]) * rstd[c];
-    dx[k] = scale[c] * rstd[c] * (dy[k] - doffset[c] / n - xhat * dscale[c] / n);
-  });
+  std::vector<T> factor(channels);
+  for (std::size_t c = 0; c < channels; ++c)
+    factor[c] =
+        static_cast<T>(static_cast<double>(scale[c]) / std::sqrt(static_cast<double>(variance[c]) + epsilon));
+  const std::int64_t row = g.channels * g.inner;
+  cpu::parallel_for(g.outer, std::max<std::int64_t>(1, cpu::kParallelGrain / row),
+                    [&](std::int64_t b, std::int64_t e) {
+                      for (std::int64_t o = b; o < e; ++o) {
+                        const T* __restrict xr = x + o * row;
+                        T* __restrict yr = y + o * row;
+                        if (g.inner == 1) {
+                          for (std::int64_t c = 0; c < g.channels; ++c)
+                            yr[c] = (xr[c] - mean[c]) * factor[c] + offset[c];
+                          continue;
+                        }
+                        for (std::int64_t c = 0; c < g.channels; ++c) {
+                          const T m = mean[c], f = factor[c], s = offset[c];
+                          const T* __restrict xc = xr + c * g.inner;
+                          T* __restrict yc = yr + c * g.inner;
+                          for (std::int64_t i = 0; i < g.inner; ++i) yc[i] = (xc[i] - m) * f + s;
+                        }
+                      }
+                    });
 }
 
 /// FusedBatchNormGrad's outputs written with differentiable ops (its gradient, by a tape).
@@ -166,20 +161,13 @@ struct FusedBatchNorm {
     const NormGeometry g = norm_geometry(x.shape(), a.axis);
     std::vector<Tensor> out = empty_outputs({x.shape(), scale.shape(), scale.shape()}, x.dtype(), kName);
     if (g.channels == 0) return out;
-    // The statistics by tapeflow's summation (channel_moments.h), then the normalisation with
-    // them: oneDNN's use_global_stats pass in float32.
-    if (x.dtype() == DType::Float32) {
-      float *mean = detail::mutable_data<float>(out[1]), *variance = detail::mutable_data<float>(out[2]);
-      cpu::channel_moments(x.values<float>().data(), g, mean, variance, kName);
-      cpu::onednn::batch_norm_normalise(x.values<float>().data(), scale.values<float>().data(),
-                                        offset.values<float>().data(), mean, variance, g,
-                                        static_cast<float>(a.epsilon), detail::mutable_data<float>(out[0]));
-    } else {
-      double *mean = detail::mutable_data<double>(out[1]), *variance = detail::mutable_data<double>(out[2]);
-      cpu::channel_moments(x.values<double>().data(), g, mean, variance, kName);
-      normalise(x.values<double>().data(), scale.values<double>().data(), offset.values<double>().data(),
-                mean, variance, g, a.epsilon, detail::mutable_data<double>(out[0]));
-    }
+    // The statistics by tapeflow's summation (channel_moments.h), then the normalisation with them.
+    visit_floating(x.dtype(), [&]<class T>() {
+      T *mean = detail::mutable_data<T>(out[1]), *variance = detail::mutable_data<T>(out[2]);
+      cpu::channel_moments(x.values<T>().data(), g, mean, variance, kName);
+      normalise(x.values<T>().data(), scale.values<T>().data(), offset.values<T>().data(), mean, variance, g,
+                a.epsilon, detail::mutable_data<T>(out[0]));
+    });
     return out;
   }
   static Grads backward(const GradContext& c) {
@@ -217,18 +205,12 @@ struct FusedBatchNormGrad {
     const NormGeometry g = norm_geometry(x.shape(), a.axis);
     std::vector<Tensor> out = empty_outputs({x.shape(), scale.shape(), scale.shape()}, x.dtype(), kName);
     if (g.channels == 0) return out;
-    if (x.dtype() == DType::Float32) {
-      cpu::onednn::batch_norm_backward(
-          dy.values<float>().data(), x.values<float>().data(), scale.values<float>().data(),
-          mean.values<float>().data(), variance.values<float>().data(), g, static_cast<float>(a.epsilon),
-          detail::mutable_data<float>(out[0]), detail::mutable_data<float>(out[1]),
-          detail::mutable_data<float>(out[2]));
-    } else {
-      norm_backward(dy.values<double>().data(), x.values<double>().data(), scale.values<double>().data(),
-                    mean.values<double>().data(), variance.values<double>().data(), g, a.epsilon,
-                    detail::mutable_data<double>(out[0]), detail::mutable_data<double>(out[1]),
-                    detail::mutable_data<double>(out[2]));
-    }
+    visit_floating(x.dtype(), [&]<class T>() {
+      cpu::batch_norm_backward(dy.values<T>().data(), x.values<T>().data(), scale.values<T>().data(),
+                               mean.values<T>().data(), variance.values<T>().data(), g, a.epsilon,
+                               detail::mutable_data<T>(out[0]), detail::mutable_data<T>(out[1]),
+                               detail::mutable_data<T>(out[2]), kName);
+    });
     return out;
   }
   static Grads backward(const GradContext& c) {
@@ -266,16 +248,11 @@ struct FusedBatchNormInference {
     const NormGeometry g = norm_geometry(x.shape(), a.axis);
     Tensor y = detail::empty(x.shape(), x.dtype(), kName);
     if (y.num_elements() == 0) return {y};
-    if (x.dtype() == DType::Float32) {
-      cpu::onednn::batch_norm_normalise(x.values<float>().data(), scale.values<float>().data(),
-                                        offset.values<float>().data(), mean.values<float>().data(),
-                                        variance.values<float>().data(), g, static_cast<float>(a.epsilon),
-                                        detail::mutable_data<float>(y));
-    } else {
-      normalise(x.values<double>().data(), scale.values<double>().data(), offset.values<double>().data(),
-                mean.values<double>().data(), variance.values<double>().data(), g, a.epsilon,
-                detail::mutable_data<double>(y));
-    }
+    visit_floating(x.dtype(), [&]<class T>() {
+      normalise(x.values<T>().data(), scale.values<T>().data(), offset.values<T>().data(),
+                mean.values<T>().data(), variance.values<T>().data(), g, a.epsilon,
+                detail::mutable_data<T>(y));
+    });
     return {y};
   }
   static Grads backward(const GradContext& c) {

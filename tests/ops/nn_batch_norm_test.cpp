@@ -1,5 +1,5 @@
-// FusedBatchNorm, FusedBatchNormGrad and FusedBatchNormInference: values by hand, float32 (oneDNN) against
-// float64 (the loops) and against the same formula written with elementwise ops, on channels last, in the
+// FusedBatchNorm, FusedBatchNormGrad and FusedBatchNormInference: values by hand, float32 against
+// float64 and against the same formula written with elementwise ops, on channels last, in the
 // middle and of a matrix; the statistics' own gradients; NaN; empty channels; bfloat16 refused;
 // inference against the elementwise formula; the layer running one op. The op table (op_cases_nn.cpp) checks
 // every gradient numerically, the second order included, eager and traced.
@@ -50,7 +50,7 @@ struct Layout {
   tf::Shape shape;
   std::int64_t axis;
 };
-// NHWC over its channels (oneDNN's nhwc), the channels in the middle (its nchw), a matrix.
+// NHWC over its channels (inner 1), the channels in the middle (inner > 1), a matrix.
 const Layout kLayouts[] = {{{4, 5, 6, 3}, -1}, {{3, 4, 5}, 1}, {{64, 7}, -1}};
 
 /// A layout's normalised axis and channel count, and float64 x, scale and offset drawn with seeds
@@ -261,6 +261,36 @@ TEST(FusedBatchNorm, StatisticsAreSummedInDoubleAndIndependentOfTheThreadCount) 
   tf::testing::expect_close(tf::cast(one.y, tf::float64), exact.y, 2e-5);
   EXPECT_TRUE(tf::testing::bitwise_equal(one.mean, two.mean));
   EXPECT_TRUE(tf::testing::bitwise_equal(one.variance, two.variance));
+}
+
+TEST(FusedBatchNormGrad, SumsAreInDoubleAndIndependentOfTheThreadCount) {
+  // 200,000 elements per channel: a float32 running sum of dy loses about 4 of its 7 digits (oneDNN's
+  // backward pass gave the offset's gradient 3.3e-6 relative error); tapeflow's keeps float32's
+  // rounding of the result.
+  const tf::Shape s{128, 28, 28, 2};
+  const tf::Tensor x = tf::cast(tf::random::uniform(s, -1, 1, tf::float64, 51) + 100.0, tf::float32);
+  const tf::Tensor dy = tf::cast(tf::random::uniform(s, -1, 1, tf::float64, 52) + 0.5, tf::float32);
+  const auto stats = tf::nn::fused_batch_norm(x, tf::ones({2}), tf::zeros({2}));
+  const tf::Tensor scale = tf::constant({1.5f, -0.5f});
+  auto grads = [&](tf::DType dtype) {
+    const auto g =
+        tf::raw_ops::fused_batch_norm_grad(tf::cast(dy, dtype), tf::cast(x, dtype), tf::cast(scale, dtype),
+                                           tf::cast(stats.mean, dtype), tf::cast(stats.variance, dtype));
+    return std::vector<tf::Tensor>{tf::cast(g[0], tf::float64), tf::cast(g[1], tf::float64),
+                                   tf::cast(g[2], tf::float64)};
+  };
+  const auto exact = grads(tf::float64);
+  const int threads = tf::num_threads();
+  tf::set_num_threads(1);
+  const auto one = grads(tf::float32);
+  tf::set_num_threads(2);
+  const auto two = grads(tf::float32);
+  tf::set_num_threads(threads);
+  tf::testing::expect_close(one[2], exact[2], 1e-7);  // doffset
+  tf::testing::expect_close(one[1], exact[1], 1e-6);  // dscale, of the float32 statistics' xhat
+  tf::testing::expect_close(one[0], exact[0], 1e-5);
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_TRUE(tf::testing::bitwise_equal(one[i], two[i])) << "output " << i;
 }
 
 TEST(FusedBatchNorm, WideRowsAreSummedInWavesOfBoundedMemory) {
