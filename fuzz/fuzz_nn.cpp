@@ -83,7 +83,7 @@ TAPEFLOW_FUZZ_TARGET(in) {
   if (op >= 15) {
     const std::int64_t a = axis < 0 ? axis + static_cast<std::int64_t>(xs.size()) : axis;
     std::vector<std::int64_t> cs = in.dims();
-    if (in.u8() < 220 && op == 16) cs = {fs.back()};
+    if (in.u8() < 220 && op == 16 && !fs.empty()) cs = {fs.back()};
     if (in.u8() < 220 && op != 16 && a >= 0 && a < static_cast<std::int64_t>(xs.size()))
       cs = {xs[static_cast<std::size_t>(a)]};
     if (in.u8() >= 200) epsilon = in.value();
