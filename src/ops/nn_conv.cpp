@@ -722,15 +722,45 @@ cpu::WindowGeometry pool_geometry(std::string_view op, const Shape& in, const Po
   return g;
 }
 
+/// Calls fn.template operator()<T>() for the element type of `d`: float32, float64, or with
+/// `kBFloat16`, bfloat16 as its bits (T = std::uint16_t, cpu::compared), which max pooling and its
+/// gradients take as they are: they pick and move values without arithmetic, and widening a CNN's
+/// activations to float32 and back cost more than the pooling.
+template <bool kBFloat16, class Fn>
+void visit_pooled(DType d, Fn&& fn) {
+  if constexpr (kBFloat16) {
+    if (d == DType::BFloat16) return fn.template operator()<std::uint16_t>();
+  }
+  visit_floating(d, fn);
+}
+
+/// The elements of `t` as visit_pooled's kernels take them.
+template <class T>
+const T* pooled_in(const Tensor& t) {
+  if constexpr (std::is_same_v<T, std::uint16_t>) {
+    return static_cast<const std::uint16_t*>(t.raw_data());
+  } else {
+    return t.values<T>().data();
+  }
+}
+template <class T>
+T* pooled_out(const Tensor& t) {
+  if constexpr (std::is_same_v<T, std::uint16_t>) {
+    return reinterpret_cast<std::uint16_t*>(detail::mutable_data<bfloat16_t>(t));
+  } else {
+    return detail::mutable_data<T>(t);
+  }
+}
+
 /// MaxPool's and AvgPool's forward: validates `x` and the window, then runs
 /// `kernel(x, geometry, y)` on the (batch, oh, ow, channels) output `y`.
-template <class Kernel>
+template <bool kBFloat16, class Kernel>
 Tensor pool_forward(std::string_view op, const PoolAttrs& at, const Tensor& x, Argmax argmax, Kernel kernel) {
-  require_floating(x, op, "input");
+  if (!kBFloat16 || x.dtype() != DType::BFloat16) require_floating(x, op, "input");
   const cpu::WindowGeometry g = pool_geometry(op, x.shape(), at, argmax);
   Tensor y = detail::empty(output_shape(op, g, g.c), x.dtype(), op);
   if (y.num_elements() == 0) return y;
-  visit_floating(x.dtype(), [&]<class T>() { kernel(x.values<T>().data(), g, detail::mutable_data<T>(y)); });
+  visit_pooled<kBFloat16>(x.dtype(), [&]<class T>() { kernel(pooled_in<T>(x), g, pooled_out<T>(y)); });
   return y;
 }
 
@@ -749,12 +779,12 @@ PoolAttrs pool_attrs(std::string_view op, const std::vector<std::int64_t>& ksize
 // y = max over each window;  dx = MaxPoolGrad(x, dy) (dy routed to each window's first maximum)
 struct MaxPool {
   static constexpr std::string_view kName = "MaxPool";
-  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x) {
-    return pool_forward(kName, at, x, Argmax::kYes,
-                        [](const auto* in, const auto& g, auto* out) { cpu::max_pool(in, g, out); });
+    return pool_forward<true>(kName, at, x, Argmax::kYes,
+                              [](const auto* in, const auto& g, auto* out) { cpu::max_pool(in, g, out); });
   }
   static Grads backward(const GradContext& c) {
     return {max_pool_grad(c.attrs<Attrs>(), c.input(0), c.dy())};
@@ -776,7 +806,7 @@ namespace ops {
 // d(x) = 0 (piecewise constant in x, like TensorFlow's _MaxPoolGradGrad)
 struct MaxPoolGrad {
   static constexpr std::string_view kName = "MaxPoolGrad";
-  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   static constexpr Saves kSaves{1u, 0u};  // orig_input
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& dy) {
@@ -785,8 +815,8 @@ struct MaxPoolGrad {
     require_shape(kName, dy, "grad", output_shape(kName, g, g.c), "max_pool2d's output shape");
     Tensor dx = detail::empty(x.shape(), x.dtype(), kName);
     if (dx.num_elements() == 0) return dx;
-    visit_floating(x.dtype(), [&]<class T>() {
-      cpu::max_pool_grad(x.values<T>().data(), dy.values<T>().data(), g, detail::mutable_data<T>(dx));
+    visit_pooled<true>(x.dtype(), [&]<class T>() {
+      cpu::max_pool_grad(pooled_in<T>(x), pooled_in<T>(dy), g, pooled_out<T>(dx));
     });
     return dx;
   }
@@ -813,7 +843,7 @@ namespace ops {
 // y = ddx gathered at the argmax of each window of x;  d(ddx) = MaxPoolGrad(x, dy), d(x) = 0
 struct MaxPoolGradGrad {
   static constexpr std::string_view kName = "MaxPoolGradGrad";
-  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   static constexpr Saves kSaves{1u, 0u};  // orig_input
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& ddx) {
@@ -822,8 +852,8 @@ struct MaxPoolGradGrad {
     require_shape(kName, ddx, "grad", x.shape(), "the shape of orig_input");
     Tensor y = detail::empty(output_shape(kName, g, g.c), x.dtype(), kName);
     if (y.num_elements() == 0) return y;
-    visit_floating(x.dtype(), [&]<class T>() {
-      cpu::max_pool_grad_grad(x.values<T>().data(), ddx.values<T>().data(), g, detail::mutable_data<T>(y));
+    visit_pooled<true>(x.dtype(), [&]<class T>() {
+      cpu::max_pool_grad_grad(pooled_in<T>(x), pooled_in<T>(ddx), g, pooled_out<T>(y));
     });
     return y;
   }
@@ -855,8 +885,8 @@ struct AvgPool {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x) {
-    return pool_forward(kName, at, x, Argmax::kNo,
-                        [](const auto* in, const auto& g, auto* out) { cpu::avg_pool(in, g, out); });
+    return pool_forward<false>(kName, at, x, Argmax::kNo,
+                               [](const auto* in, const auto& g, auto* out) { cpu::avg_pool(in, g, out); });
   }
   static Grads backward(const GradContext& c) {
     return {avg_pool_grad(c.attrs<Attrs>(), c.input_shape(0), c.dy())};

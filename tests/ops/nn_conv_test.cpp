@@ -657,6 +657,39 @@ TEST(MaxPool, SecondDerivativeWithRespectToTheUpstreamGradientIsAGather) {
   EXPECT_THAT(g.to_vector<double>(), ElementsAre(6, 8, 14, 16));
 }
 
+TEST(MaxPool, BFloat16PoolsTheSameValuesAsFloat32WithoutWidening) {
+  // A maximum and its position need no arithmetic: bfloat16 pooling (no float32 copy) gives exactly
+  // the float32 pooling of the same values, NaN included, and so do the gradient ops (where
+  // overlapping windows share a maximum, the float32 sum rounded to bfloat16).
+  std::vector<double> v = pattern(2 * 6 * 6 * 5, 0.3);
+  v[7] = std::numeric_limits<double>::quiet_NaN();
+  const tf::Tensor x16 = tf::cast(tf::constant(v, {2, 6, 6, 5}), tf::bfloat16);
+  const tf::Tensor x32 = tf::cast(x16, tf::float32);
+  struct Window {
+    std::vector<std::int64_t> ksize, strides;
+    const char* padding;
+  };
+  for (const Window& w : {Window{{2, 2}, {2, 2}, "VALID"}, Window{{3, 3}, {2, 2}, "SAME"}}) {
+    SCOPED_TRACE(w.padding);
+    const tf::Tensor y16 = tf::nn::max_pool2d(x16, w.ksize, w.strides, w.padding);
+    EXPECT_EQ(y16.dtype(), tf::bfloat16);
+    EXPECT_TRUE(tf::testing::bitwise_equal(tf::cast(y16, tf::float32),
+                                           tf::nn::max_pool2d(x32, w.ksize, w.strides, w.padding)));
+    const tf::Tensor dy16 =
+        tf::cast(tf::constant(pattern(y16.num_elements(), 1.7), y16.shape()), tf::bfloat16);
+    const tf::Tensor dx16 = tf::raw_ops::max_pool_grad(x16, dy16, w.ksize, w.strides, w.padding);
+    const tf::Tensor dx32 =
+        tf::raw_ops::max_pool_grad(x32, tf::cast(dy16, tf::float32), w.ksize, w.strides, w.padding);
+    EXPECT_EQ(dx16.dtype(), tf::bfloat16);
+    EXPECT_TRUE(tf::testing::bitwise_equal(tf::cast(dx16, tf::float32),
+                                           tf::cast(tf::cast(dx32, tf::bfloat16), tf::float32)));
+    const tf::Tensor g16 = tf::raw_ops::max_pool_grad_grad(x16, x16, w.ksize, w.strides, w.padding);
+    EXPECT_TRUE(
+        tf::testing::bitwise_equal(tf::cast(g16, tf::float32),
+                                   tf::raw_ops::max_pool_grad_grad(x32, x32, w.ksize, w.strides, w.padding)));
+  }
+}
+
 TEST(AvgPool, AveragesEachWindow) {
   EXPECT_THAT(tf::nn::avg_pool2d(ramp16(), {2, 2}, {2, 2}, "VALID").to_vector<double>(),
               ElementsAre(2.5, 4.5, 10.5, 12.5));

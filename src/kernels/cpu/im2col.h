@@ -19,11 +19,14 @@
 // conv = cols @ filters.
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/parallel.h"
+#include "tapeflow/dtype.h"
 
 namespace tapeflow::cpu {
 
@@ -140,11 +143,33 @@ void col2im_add(const T* cols, std::int64_t images, const WindowGeometry& g, T* 
   });
 }
 
+/// The value max pooling compares: a float or double as it is; bfloat16, which the pooling kernels
+/// take as its bits (std::uint16_t: with the bfloat16_t struct itself GCC vectorised none of the
+/// loops, 10x slower than widening to float32), as the float it holds.
+template <class T>
+inline T compared(T v) {
+  return v;
+}
+inline float compared(std::uint16_t bfloat16_bits) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bfloat16_bits) << 16);
+}
+
 /// Whether v replaces m as a window's maximum: larger, or the first NaN (NaN propagates, as in
 /// TensorFlow's CPU kernel).
 template <class T>
 inline bool takes_max(T v, T m) {
-  return v > m || (v != v && m == m);
+  const auto a = compared(v), b = compared(m);
+  return a > b || (a != a && b == b);
+}
+
+/// a += b; for bfloat16's bits, float32 arithmetic rounded once to bfloat16.
+template <class T>
+inline void add_to(T& a, T b) {
+  if constexpr (std::is_same_v<T, std::uint16_t>) {
+    a = bfloat16_t(compared(a) + compared(b)).bits;
+  } else {
+    a += b;
+  }
 }
 
 /// What window_argmax finds for one window, per channel: the maximum and where it first occurs.
@@ -247,7 +272,7 @@ void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
             if (tiles) {
               for (std::int64_t ci = 0; ci < g.c; ++ci) to[ci] = pos[ci] == k ? d[ci] : T(0);
             } else {
-              for (std::int64_t ci = 0; ci < g.c; ++ci) to[ci] += pos[ci] == k ? d[ci] : T(0);
+              for (std::int64_t ci = 0; ci < g.c; ++ci) add_to(to[ci], pos[ci] == k ? d[ci] : T(0));
             }
           }
         }
