@@ -6,7 +6,7 @@
 // passes over the activations and differentiates in about fifteen; the fused op reads x twice
 // forward (the statistics, L2-sized chunk by chunk, then normalising) and x and dy twice backward
 // (the sums, then dx). The sums are tapeflow's, in double and thread-independent
-// (src/kernels/cpu/channel_moments.h), the elementwise passes plain loops over the rows, the
+// (src/kernels/cpu/batch_norm.h), the elementwise passes plain loops over the rows, the
 // same code for float32 and float64. oneDNN's batch normalization was measured and dropped: it
 // sums in float32 (its statistics were 200x less accurate on values near 100), and its
 // normalisation and backward pass were slower than these loops (docs/PERFORMANCE.md).
@@ -29,8 +29,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/parallel.h"
-#include "kernels/cpu/channel_moments.h"
+#include "kernels/cpu/batch_norm.h"
 #include "ops/families.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
@@ -94,40 +93,6 @@ void require_norm_arguments(
   }
 }
 
-/// y = (x - mean) * (scale / sqrt(variance + epsilon)) + offset per channel, the factor in double
-/// and then in T. Subtracting the mean first keeps x's digits where values sit far from zero (x * a
-/// + (offset - mean * a) would cancel them). A plain loop, rows of (channels, inner) in parallel:
-/// memory-bound like oneDNN's normalisation and without its call's fixed cost, which made
-/// inference on a (256, 512) batch 0.79x the elementwise ops.
-template <class T>
-void normalise(const T* x, const T* scale, const T* offset, const T* mean, const T* variance,
-               const NormGeometry& g, double epsilon, T* y) {
-  const auto channels = static_cast<std::size_t>(g.channels);
-  std::vector<T> factor(channels);
-  for (std::size_t c = 0; c < channels; ++c)
-    factor[c] =
-        static_cast<T>(static_cast<double>(scale[c]) / std::sqrt(static_cast<double>(variance[c]) + epsilon));
-  const std::int64_t row = g.channels * g.inner;
-  cpu::parallel_for(g.outer, std::max<std::int64_t>(1, cpu::kParallelGrain / row),
-                    [&](std::int64_t b, std::int64_t e) {
-                      for (std::int64_t o = b; o < e; ++o) {
-                        const T* __restrict xr = x + o * row;
-                        T* __restrict yr = y + o * row;
-                        if (g.inner == 1) {
-                          for (std::int64_t c = 0; c < g.channels; ++c)
-                            yr[c] = (xr[c] - mean[c]) * factor[c] + offset[c];
-                          continue;
-                        }
-                        for (std::int64_t c = 0; c < g.channels; ++c) {
-                          const T m = mean[c], f = factor[c], s = offset[c];
-                          const T* __restrict xc = xr + c * g.inner;
-                          T* __restrict yc = yr + c * g.inner;
-                          for (std::int64_t i = 0; i < g.inner; ++i) yc[i] = (xc[i] - m) * f + s;
-                        }
-                      }
-                    });
-}
-
 /// FusedBatchNormGrad's outputs written with differentiable ops (its gradient, by a tape).
 std::array<Tensor, 3> composite_grad(const BatchNormAttrs& a, const Tensor& dy, const Tensor& x,
                                      const Tensor& scale, const Tensor& mean, const Tensor& variance) {
@@ -161,12 +126,12 @@ struct FusedBatchNorm {
     const NormGeometry g = norm_geometry(x.shape(), a.axis);
     std::vector<Tensor> out = empty_outputs({x.shape(), scale.shape(), scale.shape()}, x.dtype(), kName);
     if (g.channels == 0) return out;
-    // The statistics by tapeflow's summation (channel_moments.h), then the normalisation with them.
+    // The statistics by tapeflow's summation (kernels/cpu/batch_norm.h), then the normalisation with them.
     visit_floating(x.dtype(), [&]<class T>() {
       T *mean = detail::mutable_data<T>(out[1]), *variance = detail::mutable_data<T>(out[2]);
       cpu::channel_moments(x.values<T>().data(), g, mean, variance, kName);
-      normalise(x.values<T>().data(), scale.values<T>().data(), offset.values<T>().data(), mean, variance, g,
-                a.epsilon, detail::mutable_data<T>(out[0]));
+      cpu::batch_norm_normalise(x.values<T>().data(), scale.values<T>().data(), offset.values<T>().data(),
+                                mean, variance, g, a.epsilon, detail::mutable_data<T>(out[0]), kName);
     });
     return out;
   }
@@ -249,9 +214,9 @@ struct FusedBatchNormInference {
     Tensor y = detail::empty(x.shape(), x.dtype(), kName);
     if (y.num_elements() == 0) return {y};
     visit_floating(x.dtype(), [&]<class T>() {
-      normalise(x.values<T>().data(), scale.values<T>().data(), offset.values<T>().data(),
-                mean.values<T>().data(), variance.values<T>().data(), g, a.epsilon,
-                detail::mutable_data<T>(y));
+      cpu::batch_norm_normalise(x.values<T>().data(), scale.values<T>().data(), offset.values<T>().data(),
+                                mean.values<T>().data(), variance.values<T>().data(), g, a.epsilon,
+                                detail::mutable_data<T>(y), kName);
     });
     return {y};
   }
