@@ -752,12 +752,14 @@ T* pooled_out(const Tensor& t) {
   }
 }
 
-/// MaxPool's and AvgPool's forward: validates `x` and the window, then runs
-/// `kernel(x, geometry, y)` on the (batch, oh, ow, channels) output `y`.
-template <bool kBFloat16, class Kernel>
-Tensor pool_forward(std::string_view op, const PoolAttrs& at, const Tensor& x, Argmax argmax, Kernel kernel) {
+/// MaxPool's (kArgmax: kYes) and AvgPool's forward: validates `x` and the window, then runs
+/// `kernel(x, geometry, y)` on the (batch, oh, ow, channels) output `y`. Max pooling takes
+/// bfloat16 as it is (visit_pooled); average pooling sums, so bfloat16 reaches it widened.
+template <Argmax kArgmax, class Kernel>
+Tensor pool_forward(std::string_view op, const PoolAttrs& at, const Tensor& x, Kernel kernel) {
+  constexpr bool kBFloat16 = kArgmax == Argmax::kYes;
   if (!kBFloat16 || x.dtype() != DType::BFloat16) require_floating(x, op, "input");
-  const cpu::WindowGeometry g = pool_geometry(op, x.shape(), at, argmax);
+  const cpu::WindowGeometry g = pool_geometry(op, x.shape(), at, kArgmax);
   Tensor y = detail::empty(output_shape(op, g, g.c), x.dtype(), op);
   if (y.num_elements() == 0) return y;
   visit_pooled<kBFloat16>(x.dtype(), [&]<class T>() { kernel(pooled_in<T>(x), g, pooled_out<T>(y)); });
@@ -783,8 +785,8 @@ struct MaxPool {
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x) {
-    return pool_forward<true>(kName, at, x, Argmax::kYes,
-                              [](const auto* in, const auto& g, auto* out) { cpu::max_pool(in, g, out); });
+    return pool_forward<Argmax::kYes>(
+        kName, at, x, [](const auto* in, const auto& g, auto* out) { cpu::max_pool(in, g, out); });
   }
   static Grads backward(const GradContext& c) {
     return {max_pool_grad(c.attrs<Attrs>(), c.input(0), c.dy())};
@@ -885,8 +887,8 @@ struct AvgPool {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = PoolAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x) {
-    return pool_forward<false>(kName, at, x, Argmax::kNo,
-                               [](const auto* in, const auto& g, auto* out) { cpu::avg_pool(in, g, out); });
+    return pool_forward<Argmax::kNo>(
+        kName, at, x, [](const auto* in, const auto& g, auto* out) { cpu::avg_pool(in, g, out); });
   }
   static Grads backward(const GradContext& c) {
     return {avg_pool_grad(c.attrs<Attrs>(), c.input_shape(0), c.dy())};
