@@ -88,14 +88,22 @@ std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<G
   return {std::move(clipped), norm};
 }
 
-Optimizer::Optimizer(std::string name, double learning_rate, ClipOptions clip,
+LearningRate::LearningRate(std::shared_ptr<const schedules::LearningRateSchedule> schedule)
+    : schedule_(std::move(schedule)) {
+  TAPEFLOW_REQUIRE(schedule_ != nullptr, InvalidArgumentError,
+                   "[LearningRate] the learning-rate schedule is nullptr");
+}
+
+Optimizer::Optimizer(std::string name, LearningRate learning_rate, ClipOptions clip,
                      std::vector<std::string> slot_names)
     : name_(std::move(name)),
-      learning_rate_(learning_rate, {.name = "learning_rate", .trainable = false, .keras_style = true}),
+      learning_rate_(learning_rate.value(),
+                     {.name = "learning_rate", .trainable = false, .keras_style = true}),
+      schedule_(learning_rate.schedule()),
       clip_(clip),
       slot_names_(std::move(slot_names)),
       iterations_(std::int64_t{0}, {.name = "iterations", .trainable = false, .keras_style = true}) {
-  set_learning_rate(learning_rate);
+  if (!schedule_) set_learning_rate(learning_rate.value());
   const int set = int(clip_.clipnorm.has_value()) + int(clip_.clipvalue.has_value()) +
                   int(clip_.global_clipnorm.has_value());
   TAPEFLOW_REQUIRE(set <= 1, InvalidArgumentError,
@@ -107,12 +115,31 @@ Optimizer::Optimizer(std::string name, double learning_rate, ClipOptions clip,
                      "[{}] {} must be positive and finite, got {}", name_, what, *value);
 }
 
-double Optimizer::learning_rate() const { return learning_rate_.value().item<double>(); }
+double Optimizer::learning_rate() const {
+  if (schedule_) {
+    const NoRecordingScope no_recording;  // a look at the rate, not part of any computation
+    return (*schedule_)(iterations_.value()).item<double>();
+  }
+  return learning_rate_.value().item<double>();
+}
 
 void Optimizer::set_learning_rate(double learning_rate) {
+  require_no_schedule("set_learning_rate");
   TAPEFLOW_REQUIRE(std::isfinite(learning_rate) && learning_rate > 0, InvalidArgumentError,
                    "[{}] learning_rate must be positive and finite, got {}", name_, learning_rate);
   learning_rate_.assign(constant(learning_rate));
+}
+
+const Variable& Optimizer::learning_rate_variable() const {
+  require_no_schedule("learning_rate_variable");
+  return learning_rate_;
+}
+
+void Optimizer::require_no_schedule(std::string_view fn) const {
+  TAPEFLOW_REQUIRE(!schedule_, FailedPreconditionError,
+                   "[{}] {}: this optimizer was built with a learning-rate schedule ({}), which computes "
+                   "the rate from iterations() at each update; it has no learning-rate variable to set",
+                   name_, fn, schedule_->name());
 }
 
 std::pair<Tensor, Tensor> Optimizer::step_inputs() const {
@@ -120,7 +147,8 @@ std::pair<Tensor, Tensor> Optimizer::step_inputs() const {
   // backward pass).
   const NoRecordingScope no_recording;
   // t = iterations + 1 (exact in float64 below 2^53 steps)
-  return {learning_rate_.value(), cast(iterations_.value() + 1, DType::Float64)};
+  const Tensor learning_rate = schedule_ ? (*schedule_)(iterations_.value()) : learning_rate_.value();
+  return {learning_rate, cast(iterations_.value() + 1, DType::Float64)};
 }
 
 void Optimizer::require_in_range(std::string_view what, double value, double lo, double hi,

@@ -34,8 +34,10 @@ std::vector<std::string> rmsprop_slots(const RMSpropOptions& o) {
 
 // ---- SGD -------------------------------------------------------------------------------------
 
-SGD::SGD(double learning_rate, double momentum, bool nesterov, ClipOptions clip)
-    : Optimizer("SGD", learning_rate, clip, sgd_slots(momentum)), momentum_(momentum), nesterov_(nesterov) {
+SGD::SGD(LearningRate learning_rate, double momentum, bool nesterov, ClipOptions clip)
+    : Optimizer("SGD", std::move(learning_rate), clip, sgd_slots(momentum)),
+      momentum_(momentum),
+      nesterov_(nesterov) {
   require_in_range("momentum", momentum, 0.0, 1.0, /*open_hi=*/false);
 }
 
@@ -58,10 +60,12 @@ void SGD::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, c
 
 // ---- Adam ------------------------------------------------------------------------------------
 
-Adam::Adam(double learning_rate, AdamOptions options) : Adam("Adam", learning_rate, options) {}
+Adam::Adam(LearningRate learning_rate, AdamOptions options)
+    : Adam("Adam", std::move(learning_rate), options) {}
 
-Adam::Adam(std::string name, double learning_rate, const AdamOptions& options)
-    : Optimizer(std::move(name), learning_rate, options.clip, adam_slots(options)), options_(options) {
+Adam::Adam(std::string name, LearningRate learning_rate, const AdamOptions& options)
+    : Optimizer(std::move(name), std::move(learning_rate), options.clip, adam_slots(options)),
+      options_(options) {
   require_in_range("beta_1", options.beta_1, 0.0, 1.0, /*open_hi=*/true);
   require_in_range("beta_2", options.beta_2, 0.0, 1.0, /*open_hi=*/true);
   require_in_range("epsilon", options.epsilon, 0.0, HUGE_VAL, /*open_hi=*/false);
@@ -98,8 +102,8 @@ void Adam::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, 
 
 // ---- AdamW -----------------------------------------------------------------------------------
 
-AdamW::AdamW(double learning_rate, double weight_decay, AdamOptions options)
-    : Adam("AdamW", learning_rate, options), weight_decay_(weight_decay) {
+AdamW::AdamW(LearningRate learning_rate, double weight_decay, AdamOptions options)
+    : Adam("AdamW", std::move(learning_rate), options), weight_decay_(weight_decay) {
   require_in_range("weight_decay", weight_decay, 0.0, HUGE_VAL, /*open_hi=*/false);
 }
 
@@ -112,8 +116,9 @@ void AdamW::update_step(const Tensor& g, Variable& w, std::span<Variable> slots,
 
 // ---- RMSprop ---------------------------------------------------------------------------------
 
-RMSprop::RMSprop(double learning_rate, RMSpropOptions options)
-    : Optimizer("RMSprop", learning_rate, options.clip, rmsprop_slots(options)), options_(options) {
+RMSprop::RMSprop(LearningRate learning_rate, RMSpropOptions options)
+    : Optimizer("RMSprop", std::move(learning_rate), options.clip, rmsprop_slots(options)),
+      options_(options) {
   require_in_range("rho", options.rho, 0.0, 1.0, /*open_hi=*/true);
   require_in_range("momentum", options.momentum, 0.0, 1.0, /*open_hi=*/false);
   require_in_range("epsilon", options.epsilon, 0.0, HUGE_VAL, /*open_hi=*/false);

@@ -1,7 +1,7 @@
 // Optimizer base behaviour shared by every optimizer: gradient checks and errors, skipping of
 // missing gradients, clipping (free functions and options), slot variables and their names,
-// the iteration counter and the learning-rate variable, hyper-parameter validation, and updates
-// never being recorded.
+// the iteration counter, the learning-rate variable and a schedule in its place, hyper-parameter
+// validation, and updates never being recorded.
 
 #include "tapeflow/optim/optimizer.h"
 
@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -213,30 +214,99 @@ TEST(Optimizer, LearningRateLivesInANonTrainableFloat64VariableOutsideTheCheckpo
   EXPECT_THAT(names(opt.variables()), ElementsAre("iterations", "w/m", "w/v"));
 }
 
+/// One SGD-like step on sum(w): d/dw = 1, so each step moves every element by -lr. Returns w.
+std::vector<double> step_on_sum(tf::optimizers::Optimizer& opt, tf::Variable& w, bool fused) {
+  tf::GradientTape tape;
+  const tf::Tensor loss = tf::reduce_sum(w.read_value());
+  if (fused)
+    opt.minimize(loss, {w}, tape);
+  else
+    opt.apply_gradients(tape.gradient(loss, std::vector<tf::Variable>{w}), {w});
+  return w.value().to_vector<double>();
+}
+
 TEST(Optimizer, AChangedLearningRateIsUsedByTheNextUpdate) {
   for (bool fused : {false, true}) {
     SCOPED_TRACE(fused ? "minimize" : "apply_gradients");
     tf::Variable w = keras_var(tf::constant({1.0, 2.0}), "w");
     tf::optimizers::SGD opt(0.1);
-    auto step = [&] {
-      // d(sum(w))/dw = 1 everywhere: each step moves w by -lr
-      tf::GradientTape tape;
-      const tf::Tensor loss = tf::reduce_sum(w.read_value());
-      if (fused)
-        opt.minimize(loss, {w}, tape);
-      else
-        opt.apply_gradients(tape.gradient(loss, std::vector<tf::Variable>{w}), {w});
-      return w.value().to_vector<double>();
-    };
-    EXPECT_THAT(step(), Pointwise(DoubleNear(1e-15), {0.9, 1.9}));
+    EXPECT_THAT(step_on_sum(opt, w, fused), Pointwise(DoubleNear(1e-15), {0.9, 1.9}));
     opt.set_learning_rate(0.5);
-    EXPECT_THAT(step(), Pointwise(DoubleNear(1e-15), {0.4, 1.4}));
+    EXPECT_THAT(step_on_sum(opt, w, fused), Pointwise(DoubleNear(1e-15), {0.4, 1.4}));
     // An assignment to the variable itself (as a traced step's would be) counts as well.
     tf::Variable lr = opt.learning_rate_variable();
     lr.assign(tf::constant(0.25));
     EXPECT_EQ(opt.learning_rate(), 0.25);
-    EXPECT_THAT(step(), Pointwise(DoubleNear(1e-15), {0.15, 1.15}));
+    EXPECT_THAT(step_on_sum(opt, w, fused), Pointwise(DoubleNear(1e-15), {0.15, 1.15}));
   }
+}
+
+// ---- a learning-rate schedule in place of the rate (optim/schedules.h)
+
+TEST(OptimizerWithSchedule, EachUpdateUsesTheRateAtItsStep) {
+  for (bool fused : {false, true}) {
+    SCOPED_TRACE(fused ? "minimize" : "apply_gradients");
+    tf::Variable w(tf::constant({0.0}), {.name = "w"});
+    tf::optimizers::SGD opt(tf::optimizers::schedules::PiecewiseConstantDecay({1, 2}, {1.0, 0.5, 0.25}));
+    ASSERT_NE(opt.learning_rate_schedule(), nullptr);
+    EXPECT_EQ(opt.learning_rate(), 1.0);
+    EXPECT_EQ(step_on_sum(opt, w, fused)[0], -1.0);  // step 0
+    EXPECT_EQ(step_on_sum(opt, w, fused)[0], -2.0);  // step 1 (<= the first boundary)
+    EXPECT_EQ(opt.learning_rate(), 0.5);
+    EXPECT_EQ(step_on_sum(opt, w, fused)[0], -2.5);
+    EXPECT_EQ(step_on_sum(opt, w, fused)[0], -2.75);
+    EXPECT_EQ(opt.learning_rate(), 0.25);
+  }
+}
+
+TEST(OptimizerWithSchedule, TheRateFollowsIterationsSoARestoredCounterRestoresIt) {
+  const auto schedule =
+      std::make_shared<const tf::optimizers::schedules::ExponentialDecay>(1e-3, 100, 0.8, true);
+  tf::optimizers::Adam a(schedule), b(schedule);  // one schedule, shared
+  tf::Variable iterations = b.iterations();
+  iterations.assign(tf::constant(std::int64_t{250}));  // as restore_checkpoint would
+  EXPECT_EQ(a.learning_rate(), 1e-3);
+  EXPECT_EQ(b.learning_rate(), schedule->at(250));
+  EXPECT_NEAR(b.learning_rate(), 1e-3 * 0.64, 1e-18);
+}
+
+TEST(OptimizerWithSchedule, HasNoLearningRateVariableToSet) {
+  tf::optimizers::RMSprop opt(tf::optimizers::schedules::CosineDecay(0.01, 10));
+  EXPECT_THAT([&] { opt.set_learning_rate(0.1); },
+              ThrowsMessage<tf::FailedPreconditionError>(
+                  AllOf(HasSubstr("[RMSprop] set_learning_rate"), HasSubstr("CosineDecay"))));
+  EXPECT_THAT([&] { opt.learning_rate_variable(); },
+              ThrowsMessage<tf::FailedPreconditionError>(HasSubstr("learning_rate_variable")));
+  EXPECT_THAT(
+      [] { tf::optimizers::SGD(std::shared_ptr<const tf::optimizers::schedules::LearningRateSchedule>()); },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("nullptr")));
+}
+
+TEST(OptimizerWithSchedule, ATracedStepRecomputesTheRateAtEveryCallBitwiseAsEagerly) {
+  const tf::optimizers::schedules::CosineDecay schedule(0.05, 6, {.alpha = 0.2});
+  const tf::Tensor x = tf::random::normal({8, 3}, 0, 1, tf::float32, 3);
+  tf::Variable traced_w(tf::random::normal({3, 1}, 0, 1, tf::float32, 4), {.name = "w"});
+  tf::Variable eager_w(traced_w.value(), {.name = "w"});
+  tf::optimizers::AdamW traced_opt(schedule), eager_opt(schedule);
+  auto step_of = [&x](tf::Variable& w, tf::optimizers::Optimizer& opt) {
+    return [&x, &w, &opt](const tf::Tensor& scale) {
+      tf::GradientTape tape;
+      const tf::Tensor loss = tf::reduce_mean(tf::square(tf::matmul(x * scale, w.read_value())));
+      opt.minimize(loss, {w}, tape);
+      return loss;
+    };
+  };
+  auto traced = tf::function(step_of(traced_w, traced_opt));
+  auto eager = step_of(eager_w, eager_opt);
+  for (int call = 0; call < 9; ++call) {
+    const tf::Tensor scale = tf::constant(1.0f + 0.1f * static_cast<float>(call));
+    traced(scale);
+    eager(scale);
+    EXPECT_EQ(traced_w.value().to_vector<float>(), eager_w.value().to_vector<float>()) << "call " << call;
+  }
+  EXPECT_EQ(traced.stats().traces, 1);
+  EXPECT_EQ(traced_opt.learning_rate(), schedule.at(9));
+  EXPECT_NEAR(traced_opt.learning_rate(), 0.05 * 0.2, 1e-17);
 }
 
 TEST(OptimizerValidation, LearningRateMustBePositiveAndFinite) {

@@ -183,6 +183,11 @@ TEST(CliArguments, BadNumbersExitWith2) {
   EXPECT_EQ(run({"train", "--lr", "fast"}).status, 2);
   EXPECT_EQ(run({"train", "--batch-size", "0", "--data-dir", "/"}).status, 2);
   EXPECT_EQ(run({"train", "--limit", "-1", "--data-dir", "/"}).status, 2);
+  for (const char* decay : {"0", "1.5", "nan"}) {
+    Result r = run({"train", "--lr-decay", decay, "--data-dir", "/"});
+    EXPECT_EQ(r.status, 2) << decay;
+    EXPECT_THAT(r.err, HasSubstr("--lr-decay must be in (0, 1]")) << decay;
+  }
 }
 
 TEST(CliArguments, MissingDataDirectoryNamesItAndThePackage) {
@@ -632,6 +637,44 @@ TEST(CliTrain, ResumingWithAnotherModelOrOptimizerExitsWith2AndKeepsTheCheckpoin
   EXPECT_EQ(sgd.status, 2);
   EXPECT_THAT(sgd.err, HasSubstr("--optimizer adam"));
   EXPECT_EQ(checkpoint_bytes(o.checkpoint), before);
+}
+
+TEST(CliTrain, LearningRateDecayLowersEachEpochsRateAndResumesBitwise) {
+  // 70 synthetic examples in batches of 32: three steps an epoch, the last one smaller.
+  const tf::data::FashionMnist ds = synthetic_dataset(70);
+  TempDir dir;
+  auto train = [&](double lr_decay, std::int64_t epochs, bool resume, const std::string& checkpoint) {
+    cli::TrainOptions o;
+    o.epochs = epochs;
+    o.batch_size = 32;
+    o.dataset = &ds;
+    o.lr_decay = lr_decay;
+    o.resume = resume;
+    o.checkpoint = checkpoint;
+    std::ostringstream out, log;
+    cli::History h = cli::train(o, out, log, false);
+    return std::pair{h, out.str()};
+  };
+  const auto [constant, constant_out] = train(1.0, 2, false, dir / "constant.ckpt");
+  const auto [decayed, decayed_out] = train(0.5, 2, false, dir / "decayed.ckpt");
+  EXPECT_THAT(decayed_out, HasSubstr("adam lr 0.001 x0.5 per epoch, batch 32"));
+  EXPECT_THAT(constant_out, HasSubstr("adam lr 0.001, batch 32"));
+  // The first epoch runs at --lr either way; the second at half of it.
+  EXPECT_EQ(decayed[0].train_loss, constant[0].train_loss);
+  EXPECT_NE(decayed[1].train_loss, constant[1].train_loss);
+  // The rate is a schedule of the optimizer's step count, which the checkpoint holds: one epoch,
+  // then a resume, ends where two epochs in one go end.
+  train(0.5, 1, false, dir / "resumed.ckpt");
+  const auto [resumed, resumed_out] = train(0.5, 2, true, dir / "resumed.ckpt");
+  EXPECT_EQ(resumed[1].train_loss, decayed[1].train_loss);
+  ASSERT_NO_FATAL_FAILURE(expect_same_but_history(checkpoint_bytes(dir / "decayed.ckpt"),
+                                                  checkpoint_bytes(dir / "resumed.ckpt"),
+                                                  "differs after resuming with a decay"));
+  // A different decay on resume would change the rates the checkpoint was trained with.
+  Result r = run({"train", "--resume", "--checkpoint", (dir / "resumed.ckpt").c_str(), "--lr-decay", "0.9",
+                  "--data-dir", "/", "--epochs", "3"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("it was trained with --lr-decay 0.5, not 0.9"));
 }
 
 TEST(CliTrain, ResumingFromAModelOnlyCheckpointExitsWith2) {

@@ -77,7 +77,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   auto* batch_opt =
       train_cmd->add_option("--batch-size", t.batch_size, "Examples per step (per rank under mpirun)")
           ->capture_default_str();
-  auto* lr_opt = train_cmd->add_option("--lr", t.learning_rate, "Learning rate")->capture_default_str();
+  auto* lr_opt = train_cmd->add_option("--lr", t.learning_rate, "Learning rate of the first epoch")
+                     ->capture_default_str();
+  auto* lr_decay_opt = train_cmd
+                           ->add_option("--lr-decay", t.lr_decay,
+                                        "Multiply the learning rate by this after each epoch (1: constant)")
+                           ->capture_default_str();
   auto* optimizer_opt = train_cmd->add_option("--optimizer", t.optimizer, "adam or sgd (momentum 0.9)")
                             ->check(CLI::IsMember({"adam", "sgd"}))
                             ->capture_default_str();
@@ -158,6 +163,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
       t.batch_size_given = batch_opt->count() > 0;
       t.limit_given = limit_opt->count() > 0;
       t.learning_rate_given = lr_opt->count() > 0;
+      t.lr_decay_given = lr_decay_opt->count() > 0;
       const InterruptHandler interrupts;
       t.stop_requested = &InterruptHandler::count();
       train(t, out, err, err_is_terminal);

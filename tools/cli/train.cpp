@@ -36,7 +36,15 @@ using Clock = std::chrono::steady_clock;
 const std::vector<std::string> kOptimizers = {"adam", "sgd"};
 constexpr std::int64_t kHistoryColumns = 6;  // epoch, train loss, train acc, test loss, test acc, s
 
-std::unique_ptr<optimizers::Optimizer> make_optimizer(const std::string& name, double learning_rate) {
+/// The optimizer `name` with the run's learning rate: o.learning_rate, times o.lr_decay after each
+/// epoch of `steps_per_epoch` steps (an ExponentialDecay schedule of the optimizer's iterations,
+/// which the checkpoint holds) unless lr_decay is 1.
+std::unique_ptr<optimizers::Optimizer> make_optimizer(const TrainOptions& o, std::int64_t steps_per_epoch) {
+  const std::string& name = o.optimizer;
+  const optimizers::LearningRate learning_rate =
+      o.lr_decay == 1 ? optimizers::LearningRate(o.learning_rate)
+                      : optimizers::schedules::ExponentialDecay(o.learning_rate, steps_per_epoch, o.lr_decay,
+                                                                /*staircase=*/true);
   if (name == "adam") return std::make_unique<optimizers::Adam>(learning_rate);
   if (name == "sgd") return std::make_unique<optimizers::SGD>(learning_rate, /*momentum=*/0.9);
   throw UsageError("unknown optimizer '" + name + "': expected adam or sgd");
@@ -49,6 +57,7 @@ std::int64_t index_of(const std::vector<std::string>& names, const std::string& 
 /// The scalars a checkpoint keeps besides the variables, under "train/...".
 struct Meta {
   Variable epoch{std::int64_t{0}, {.name = "train/epoch", .trainable = false}};
+  /// The learning rate of the first epoch (--lr).
   Variable learning_rate{0.0, {.name = "train/learning_rate", .trainable = false}};
   Variable seed{std::int64_t{0}, {.name = "train/seed", .trainable = false}};
   Variable batch_size{std::int64_t{0}, {.name = "train/batch_size", .trainable = false}};
@@ -66,6 +75,10 @@ struct Meta {
   Variable ranks{std::int64_t{1}, {.name = "train/ranks", .trainable = false}};
   /// Checkpoints written before data-parallel runs have no train/ranks: one process wrote them.
   bool has_ranks = true;
+  /// --lr-decay: the learning rate's factor per epoch.
+  Variable lr_decay{1.0, {.name = "train/lr_decay", .trainable = false}};
+  /// Checkpoints written before --lr-decay have no train/lr_decay: their rate was constant (1).
+  bool has_lr_decay = true;
 
   /// The train/history variable holding `value` (the history has no fixed size: it is recreated
   /// whenever it grows or is read).
@@ -80,6 +93,7 @@ struct Meta {
                           {"train/optimizer", optimizer}, {"train/history", history}};
     if (has_progress) all.insert(all.end(), {{"train/step", step}, {"train/partial", partial}});
     if (has_ranks) all.emplace_back("train/ranks", ranks);
+    if (has_lr_decay) all.emplace_back("train/lr_decay", lr_decay);
     return all;
   }
 };
@@ -120,10 +134,12 @@ Meta read_meta(const std::string& path) {
     std::optional<Shape> history_shape;
     meta.has_progress = false;
     meta.has_ranks = false;
+    meta.has_lr_decay = false;
     for (const auto& e : list_checkpoint(path)) {
       if (e.name == "train/history") history_shape = e.shape;
       if (e.name == "train/step") meta.has_progress = true;
       if (e.name == "train/ranks") meta.has_ranks = true;
+      if (e.name == "train/lr_decay") meta.has_lr_decay = true;
     }
     if (!history_shape)
       throw UsageError("cannot resume from '" + path +
@@ -218,6 +234,9 @@ void validate(const TrainOptions& o) {
     throw UsageError(fmt::format("--batch-size must be at least 1, got {}", o.batch_size));
   if (!(o.learning_rate > 0) || !std::isfinite(o.learning_rate))
     throw UsageError(fmt::format("--lr must be a positive number, got {}", o.learning_rate));
+  if (!(o.lr_decay > 0 && o.lr_decay <= 1))
+    throw UsageError(
+        fmt::format("--lr-decay must be in (0, 1] (1: a constant learning rate), got {}", o.lr_decay));
   if (o.limit < 0) throw UsageError(fmt::format("--limit must be 0 (all) or positive, got {}", o.limit));
   if (o.threads < 0)
     throw UsageError(fmt::format("--threads must be 0 (all cores) or positive, got {}", o.threads));
@@ -289,20 +308,23 @@ std::optional<Meta> adopt_checkpoint_configuration(TrainOptions& o, std::ostream
   require_same(o.batch_size_given, "batch-size", o.batch_size, saved.batch_size.value().item<std::int64_t>(),
                o.checkpoint);
   require_same(o.limit_given, "limit", o.limit, saved.limit.value().item<std::int64_t>(), o.checkpoint);
+  const double saved_lr_decay = saved.has_lr_decay ? saved.lr_decay.value().item<double>() : 1.0;
+  require_same(o.lr_decay_given, "lr-decay", o.lr_decay, saved_lr_decay, o.checkpoint);
   o.model = models[static_cast<std::size_t>(model_id)];
   o.optimizer = kOptimizers[static_cast<std::size_t>(opt_id)];
   o.seed = static_cast<std::uint64_t>(saved.seed.value().item<std::int64_t>());
   o.batch_size = saved.batch_size.value().item<std::int64_t>();
   o.limit = saved.limit.value().item<std::int64_t>();
+  o.lr_decay = saved_lr_decay;
   const double saved_learning_rate = saved.learning_rate.value().item<double>();
   if (o.learning_rate_given && o.learning_rate != saved_learning_rate)
     out << fmt::format("note: using --lr {:g}, not the checkpoint's learning rate {:g}\n", o.learning_rate,
                        saved_learning_rate);
   if (!o.learning_rate_given) o.learning_rate = saved_learning_rate;
   if (o.batch_size < 1 || o.limit < 0 || !(o.learning_rate > 0) || !std::isfinite(o.learning_rate) ||
-      saved.epoch.value().item<std::int64_t>() < 0)
+      !(o.lr_decay > 0 && o.lr_decay <= 1) || saved.epoch.value().item<std::int64_t>() < 0)
     throw UsageError("cannot resume from '" + o.checkpoint +
-                     "': its batch size, limit, learning rate or epoch is invalid");
+                     "': its batch size, limit, learning rate, decay or epoch is invalid");
   return saved;
 }
 
@@ -355,10 +377,9 @@ struct TrainingState {
   }
 };
 
-/// A fresh model of o.model and its optimizer, built.
-TrainingState make_training_state(const TrainOptions& o) {
-  TrainingState s{
-      make_model(o.model, o.seed, o.precision), make_optimizer(o.optimizer, o.learning_rate), {}, {}};
+/// A fresh model of o.model and its optimizer, built, for epochs of `steps_per_epoch` steps.
+TrainingState make_training_state(const TrainOptions& o, std::int64_t steps_per_epoch) {
+  TrainingState s{make_model(o.model, o.seed, o.precision), make_optimizer(o, steps_per_epoch), {}, {}};
   s.optimizer->build(s.model.net->trainable_variables());
   return s;
 }
@@ -370,6 +391,7 @@ StartPoint restore_training_state(TrainingState& s, const Meta& saved, const Tra
   s.meta.history = Meta::history_variable(saved.history.value());
   s.meta.has_progress = saved.has_progress;
   s.meta.has_ranks = saved.has_ranks;
+  s.meta.has_lr_decay = saved.has_lr_decay;
   try {
     restore_checkpoint(o.checkpoint, s.checkpoint_entries());
   } catch (const Error& e) {
@@ -394,7 +416,6 @@ StartPoint restore_training_state(TrainingState& s, const Meta& saved, const Tra
     throw UsageError(fmt::format("cannot resume from '{}': it stopped at step {} of an epoch of {} steps",
                                  o.checkpoint, start.step, num_batches));
   s.history = history_from(s.meta.history.value());
-  s.optimizer->set_learning_rate(o.learning_rate);
   return start;
 }
 
@@ -406,7 +427,8 @@ void save_training_state(TrainingState& s, const TrainOptions& o, std::int64_t e
   meta.epoch.assign(constant<std::int64_t>(epochs_done));
   meta.step.assign(constant<std::int64_t>(step));
   meta.partial.assign(constant({sums.examples, sums.loss_sum, sums.correct}));
-  meta.learning_rate.assign(constant<double>(s.optimizer->learning_rate()));
+  meta.learning_rate.assign(constant<double>(o.learning_rate));
+  meta.lr_decay.assign(constant<double>(o.lr_decay));
   meta.seed.assign(constant(static_cast<std::int64_t>(o.seed)));
   meta.batch_size.assign(constant<std::int64_t>(o.batch_size));
   meta.limit.assign(constant<std::int64_t>(o.limit));
@@ -425,8 +447,9 @@ void print_run_header(std::ostream& out, const TrainOptions& o, const TrainingSt
       ranks == 1 ? fmt::format("batch {}", o.batch_size)
                  : fmt::format("batch {} per rank ({} a step)", o.batch_size, o.batch_size * ranks);
   out << fmt::format(
-      "tapeflow train: {} ({} parameters), {} lr {:g}, {}, {} train / {} test examples, {}{}, {}\n", o.model,
-      parameter_count(s.model), o.optimizer, o.learning_rate, batch, d.train_x.shape()[0],
+      "tapeflow train: {} ({} parameters), {} lr {:g}{}, {}, {} train / {} test examples, {}{}, {}\n",
+      o.model, parameter_count(s.model), o.optimizer, o.learning_rate,
+      o.lr_decay == 1 ? "" : fmt::format(" x{:g} per epoch", o.lr_decay), batch, d.train_x.shape()[0],
       d.test_x.shape()[0], plural(o.threads > 0 ? o.threads : num_threads(), "thread"),
       ranks == 1 ? "" : " per rank", o.precision);
   if (ranks > 1)
@@ -533,13 +556,13 @@ History train(const TrainOptions& options, std::ostream& out_all, std::ostream& 
     set_num_threads(o.threads > 0 ? o.threads : std::max(1, num_threads() / distributed::local_size()));
   const TrainingData d = load_training_data(o);
 
-  TrainingState s = make_training_state(o);
   data::BatchIterator batches(d.train_x, d.train_y,
                               {.batch_size = o.batch_size,
                                .shuffle = true,
                                .seed = o.seed,
                                .num_shards = ranks,
                                .shard_index = rank});
+  TrainingState s = make_training_state(o, batches.num_batches());
   const StartPoint start = saved ? restore_training_state(s, *saved, o, batches.num_batches()) : StartPoint{};
   if (ranks > 1) {
     // Every rank starts from rank 0's weights and optimizer state (equal already when every rank

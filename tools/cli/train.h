@@ -5,12 +5,12 @@
 // one exactly.
 //
 // Resuming is exact: the checkpoint holds the model's variables, the optimizer's state
-// (iterations and slots), the number of epochs done, the learning rate, the seed, batch size and
-// example limit, and the history of every epoch; the shuffle order and the dropout masks of
-// epoch e depend only on (seed, e). So `train --epochs 2` and `train --epochs 1` followed by
-// `train --epochs 2 --resume` end with bitwise identical variables. A run stopped mid-epoch
-// (Ctrl-C) saves the step it reached too (train/step, and the epoch's loss and accuracy sums in
-// train/partial): resuming skips the batches already done and ends bitwise where an
+// (iterations and slots), the number of epochs done, the learning rate and its decay per epoch
+// (a schedule of the iterations), the seed, batch size and example limit, and the history of
+// every epoch; the shuffle order and the dropout masks of epoch e depend only on (seed, e). So `train
+// --epochs 2` and `train --epochs 1` followed by `train --epochs 2 --resume` end with bitwise identical
+// variables. A run stopped mid-epoch (Ctrl-C) saves the step it reached too (train/step, and the epoch's loss
+// and accuracy sums in train/partial): resuming skips the batches already done and ends bitwise where an
 // uninterrupted run ends.
 //
 // Data-parallel (`mpirun -np N tapeflow train ...`, tapeflow/distributed.h): each rank trains on
@@ -55,6 +55,10 @@ struct TrainOptions {
   std::int64_t epochs = 5;  ///< total epochs: with --resume, training continues up to this many
   std::int64_t batch_size = 64;
   double learning_rate = 1e-3;
+  /// The learning rate's factor after each epoch, in (0, 1]: epoch e (from 0) trains at
+  /// learning_rate * lr_decay^e (an ExponentialDecay schedule, staircase, of the optimizer's step
+  /// count); 1: constant.
+  double lr_decay = 1.0;
   std::string optimizer = "adam";  ///< "adam" or "sgd" (momentum 0.9)
   std::uint64_t seed = 1;
   std::string checkpoint;  ///< empty: no checkpoint
@@ -88,10 +92,11 @@ struct TrainOptions {
   /// Interrupted. nullptr: never stop early.
   const std::atomic<int>* stop_requested = nullptr;
   /// Which of the options above were given on the command line: on resume, an explicitly given
-  /// model, optimizer, seed, batch size or limit must agree with the checkpoint; an explicit
-  /// learning rate replaces the checkpoint's (a note on `out` says which value is used).
+  /// model, optimizer, seed, batch size, limit or learning-rate decay must agree with the
+  /// checkpoint; an explicit learning rate replaces the checkpoint's (a note on `out` says which
+  /// value is used).
   bool model_given = false, optimizer_given = false, seed_given = false, batch_size_given = false,
-       limit_given = false, learning_rate_given = false;
+       limit_given = false, learning_rate_given = false, lr_decay_given = false;
 };
 
 /// Checks what can be checked before loading anything. Throws UsageError.

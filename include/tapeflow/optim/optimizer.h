@@ -26,9 +26,12 @@
 /// iterations()), the learning rate (a float64 scalar Variable, learning_rate_variable(), like
 /// Keras's optimizer.learning_rate), Adam's bias correction and the clipping. So a training
 /// step traced once (by running it and recording its ops) stays right on later calls, and
-/// set_learning_rate() takes effect in it.
+/// set_learning_rate() takes effect in it. A learning-rate schedule (optim/schedules.h), given in
+/// place of a number, is likewise computed with ops from iterations() at every update.
 
+#include <concepts>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,6 +40,7 @@
 #include <vector>
 
 #include "tapeflow/gradient.h"
+#include "tapeflow/optim/schedules.h"
 #include "tapeflow/tape.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
@@ -72,6 +76,33 @@ struct ClipOptions {
   std::optional<double> clipvalue = std::nullopt;
   /// Clip all gradients together to this global norm (clip_by_global_norm).
   std::optional<double> global_clipnorm = std::nullopt;
+};
+
+/// An optimizer's learning rate as its constructor takes it (Keras's `learning_rate` argument): a
+/// number, or a schedule of the step count (optim/schedules.h). Implicit from either, so that
+/// `Adam(0.01)` and `Adam(schedules::CosineDecay(0.01, 1000))` both read as in Keras.
+class LearningRate {
+ public:
+  /// A constant rate (checked by the optimizer: positive and finite).
+  LearningRate(double value) : value_(value) {}
+  /// A schedule, copied into a shared immutable one.
+  template <std::derived_from<schedules::LearningRateSchedule> S>
+  LearningRate(S schedule) : schedule_(std::make_shared<const S>(std::move(schedule))) {}
+  /// A schedule shared with other optimizers; throws InvalidArgumentError for nullptr.
+  LearningRate(std::shared_ptr<const schedules::LearningRateSchedule> schedule);
+  /// The same for a pointer to a schedule class (make_shared<const CosineDecay>(...)).
+  template <std::derived_from<schedules::LearningRateSchedule> S>
+  LearningRate(std::shared_ptr<S> schedule)
+      : LearningRate(std::shared_ptr<const schedules::LearningRateSchedule>(std::move(schedule))) {}
+
+  /// The constant rate (0 for a schedule).
+  double value() const { return value_; }
+  /// The schedule, or nullptr for a constant rate.
+  const std::shared_ptr<const schedules::LearningRateSchedule>& schedule() const { return schedule_; }
+
+ private:
+  double value_ = 0;
+  std::shared_ptr<const schedules::LearningRateSchedule> schedule_;
 };
 
 /// The base of every optimizer: gradient checks, clipping, slots, the iteration counter.
@@ -123,21 +154,29 @@ class Optimizer {
 
   /// The number of apply_gradients calls so far (an int64 scalar variable).
   const Variable& iterations() const { return iterations_; }
-  /// The learning rate the next update uses: the value of learning_rate_variable().
+  /// The learning rate the next update uses: the value of learning_rate_variable(), or the
+  /// schedule's rate at iterations().
   double learning_rate() const;
   /// Changes the learning rate for later updates (assigns learning_rate_variable()); must be
-  /// positive and finite (InvalidArgumentError naming the optimizer otherwise).
+  /// positive and finite (InvalidArgumentError naming the optimizer otherwise). An optimizer
+  /// built with a schedule throws FailedPreconditionError (Keras: "its learning rate is not
+  /// settable").
   void set_learning_rate(double learning_rate);
   /// The learning rate as a float64 scalar Variable named "learning_rate", not trainable (Keras's
   /// optimizer.learning_rate): every update reads it when it runs. It is not among variables(),
-  /// the checkpointed state. Assigning it directly skips set_learning_rate()'s check.
-  const Variable& learning_rate_variable() const { return learning_rate_; }
+  /// the checkpointed state. Assigning it directly skips set_learning_rate()'s check. An
+  /// optimizer built with a schedule has no such variable: FailedPreconditionError.
+  const Variable& learning_rate_variable() const;
+  /// The schedule the optimizer was built with, or nullptr for a constant learning rate. Its rate
+  /// depends only on iterations(), which variables() holds: a checkpoint restores it.
+  const schedules::LearningRateSchedule* learning_rate_schedule() const { return schedule_.get(); }
   /// "SGD", "Adam", "AdamW", "RMSprop": the name used in error messages.
   const std::string& name() const { return name_; }
 
  protected:
   /// `slot_names` are the slots each variable gets, as zeros of its shape and dtype.
-  Optimizer(std::string name, double learning_rate, ClipOptions clip, std::vector<std::string> slot_names);
+  Optimizer(std::string name, LearningRate learning_rate, ClipOptions clip,
+            std::vector<std::string> slot_names);
 
   /// Updates one variable from its (clipped) gradient. `slots` holds the variable's slots in
   /// slot_names order. `learning_rate` and `step` (t = iterations + 1) are float64 scalar tensors
@@ -161,14 +200,17 @@ class Optimizer {
   void require_float_variable(const Variable& v) const;
   /// The no-gradient error (none present) or warning (some missing) of apply_gradients.
   void report_missing(const std::vector<Variable>& vars, const std::vector<char>& present) const;
+  /// Throws FailedPreconditionError naming `fn` if the optimizer has a schedule.
+  void require_no_schedule(std::string_view fn) const;
   /// clipnorm or clipvalue applied to one gradient (global_clipnorm is applied to all at once).
   Tensor clip_one(const Tensor& grad) const;
-  /// What update_step reads for this step: the learning rate and t = iterations + 1, as float64
-  /// scalar tensors computed from the variables.
+  /// What update_step reads for this step: the learning rate (the variable, or the schedule at
+  /// iterations) and t = iterations + 1, as float64 scalar tensors computed from the variables.
   std::pair<Tensor, Tensor> step_inputs() const;
 
   std::string name_;
-  Variable learning_rate_;  // float64 scalar, not trainable
+  Variable learning_rate_;  // float64 scalar, not trainable; unused with a schedule
+  std::shared_ptr<const schedules::LearningRateSchedule> schedule_;
   ClipOptions clip_;
   std::vector<std::string> slot_names_;
   Variable iterations_;
@@ -185,7 +227,7 @@ class SGD : public Optimizer {
  public:
   /// Throws InvalidArgumentError (naming SGD) for a learning rate that is not positive and finite,
   /// a momentum outside [0, 1], or clip options that break ClipOptions' rules.
-  explicit SGD(double learning_rate = 0.01, double momentum = 0.0, bool nesterov = false,
+  explicit SGD(LearningRate learning_rate = 0.01, double momentum = 0.0, bool nesterov = false,
                ClipOptions clip = {});
   /// The momentum factor; 0: plain gradient descent.
   double momentum() const { return momentum_; }
@@ -224,11 +266,11 @@ class Adam : public Optimizer {
  public:
   /// Throws InvalidArgumentError (naming Adam) for a learning rate that is not positive and
   /// finite, a beta outside [0, 1), a negative epsilon, or bad clip options.
-  explicit Adam(double learning_rate = 0.001, AdamOptions options = {});
+  explicit Adam(LearningRate learning_rate = 0.001, AdamOptions options = {});
 
  protected:
   /// For AdamW: validates as the public constructor does, naming `name` in messages.
-  Adam(std::string name, double learning_rate, const AdamOptions& options);
+  Adam(std::string name, LearningRate learning_rate, const AdamOptions& options);
   void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
                    const Tensor& step) override;
 
@@ -243,7 +285,7 @@ class AdamW : public Adam {
  public:
   /// Throws InvalidArgumentError (naming AdamW) for a negative or non-finite weight decay and
   /// for what Adam rejects.
-  explicit AdamW(double learning_rate = 0.001, double weight_decay = 0.004, AdamOptions options = {});
+  explicit AdamW(LearningRate learning_rate = 0.001, double weight_decay = 0.004, AdamOptions options = {});
   /// The decoupled weight-decay factor.
   double weight_decay() const { return weight_decay_; }
 
@@ -283,7 +325,7 @@ class RMSprop : public Optimizer {
  public:
   /// Throws InvalidArgumentError (naming RMSprop) for a learning rate that is not positive and
   /// finite, rho outside [0, 1), momentum outside [0, 1], a negative epsilon, or bad clip options.
-  explicit RMSprop(double learning_rate = 0.001, RMSpropOptions options = {});
+  explicit RMSprop(LearningRate learning_rate = 0.001, RMSpropOptions options = {});
 
  protected:
   void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
