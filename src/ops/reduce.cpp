@@ -110,6 +110,19 @@ template <class Op>
 Tensor reduce_op(const Tensor& x, const Axes& axes, bool keepdims) {
   return autodiff::apply_with<Op>(reduce_attrs(x, axes, keepdims, Op::kName), x);
 }
+
+/// Sum of a bfloat16 tensor without widening it (cpu::BFloat16SumReducer): the float32 sum of its
+/// values rounded to bfloat16, bit for bit as the float32 op on the widened tensor.
+Tensor sum_bfloat16(const Tensor& x, const ReduceAttrs& a, const Shape& out_shape, std::string_view op) {
+  Tensor out = detail::empty(out_shape, DType::BFloat16, op);
+  std::vector<double> acc(static_cast<std::size_t>(out_shape.num_elements()));
+  cpu::reduce<cpu::BFloat16SumReducer>(static_cast<const std::uint16_t*>(x.raw_data()), x.shape(), a.reduced,
+                                       acc.data());
+  bfloat16_t* po = detail::mutable_data<bfloat16_t>(out);
+  for (std::size_t j = 0; j < acc.size(); ++j) po[j] = bfloat16_t(static_cast<float>(acc[j]));
+  return out;
+}
+
 }  // namespace
 
 // y = sum(x, axes);  dx = broadcast(dy, shape(x))
@@ -117,12 +130,16 @@ struct Sum {
   static constexpr std::string_view kName = "Sum";
   static constexpr Saves kSaves = kSavesNothing;
   static constexpr bool kBatchable = true;  // shapes below are batched(...)
+  // The bias gradients of a mixed-precision model sum bfloat16 activations' gradients: read as
+  // they are, not through a widened float32 copy (twice the bytes, written then read).
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   using Attrs = ReduceAttrs;
   // A fused kernel can end with it.
   static constexpr cpu::BlockOp kBlock = cpu::reduction_block(
       cpu::BlockOp::Kind::kSum, [](const void* a) { return static_cast<const Attrs*>(a)->reduced; });
   static Tensor forward(const Attrs& a, const Tensor& x) {
     const Shape out = reduce_shapes(a, x.shape(), kName).out;
+    if (x.dtype() == DType::BFloat16) return sum_bfloat16(x, a, out, kName);
     return visit_numeric(x, kName, [&]<class T>() {
       return reduce_with<cpu::SumReducer, T>(x, a, out, kName, [](auto s) { return static_cast<T>(s); });
     });

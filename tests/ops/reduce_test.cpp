@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "support/close.h"
 #include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
@@ -347,6 +348,33 @@ TEST(ArgMax, ValuesAlongEachAxis) {
   EXPECT_THAT(vals<std::int64_t>(tf::argmax(x, -1)), ElementsAre(1, 0));
   EXPECT_THAT(vals<std::int64_t>(tf::argmin(x, 0)), ElementsAre(0, 1, 0));
   EXPECT_THAT(vals<std::int64_t>(tf::argmin(x, 1)), ElementsAre(0, 1));
+}
+
+TEST(Sum, BFloat16SumsTheWidenedValuesWithoutWideningBitwise) {
+  // bfloat16 is read as it is (no float32 copy) and summed in double in the same order as the
+  // float32 sum of the same values: equal after rounding, bit for bit, for every kind of reduction
+  // (full, rows, columns, non-adjacent axes, pairwise and chunked lengths), Inf and NaN included.
+  std::mt19937 gen(3);
+  std::normal_distribution<float> normal(0.f, 3.f);
+  struct Case {
+    tf::Shape shape;
+    tf::Axes axes;
+  };
+  for (const Case& c : {Case{{300000}, {}}, Case{{128, 28, 28, 32}, {0, 1, 2}}, Case{{64, 700}, {1}},
+                        Case{{5, 6, 7}, {0, 2}}, Case{{3, 1, 4}, {1}}, Case{{0, 3}, {0}}}) {
+    SCOPED_TRACE(c.shape.to_string());
+    std::vector<float> v(static_cast<std::size_t>(c.shape.num_elements()));
+    for (float& e : v) e = normal(gen);
+    if (v.size() > 10) {
+      v[3] = std::numeric_limits<float>::infinity();
+      v[9] = std::numeric_limits<float>::quiet_NaN();
+    }
+    const tf::Tensor x16 = tf::cast(tf::constant(v, c.shape), tf::bfloat16);
+    const tf::Tensor s16 = tf::reduce_sum(x16, c.axes);
+    ASSERT_EQ(s16.dtype(), tf::bfloat16);
+    const tf::Tensor s32 = tf::reduce_sum(tf::cast(x16, tf::float32), c.axes);
+    EXPECT_TRUE(tf::testing::bitwise_equal(s16, tf::cast(s32, tf::bfloat16)));
+  }
 }
 
 TEST(ArgMax, FirstIndexOnTies) {

@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -70,6 +71,18 @@ struct SumReducer {
   static Acc load(U v) {
     return static_cast<Acc>(v);
   }
+  static Acc combine(Acc a, Acc b) { return a + b; }
+};
+
+/// Sum of bfloat16 elements read as their bits (std::uint16_t: GCC vectorises the widening load
+/// of a plain integer, as for max pooling's compared() in im2col.h), in double like
+/// SumReducer<float>: the same accumulators in the same order as the float32 sum of the widened
+/// elements, so the result is that sum bit for bit, without a widened copy of the input.
+struct BFloat16SumReducer {
+  using Acc = double;
+  static constexpr Acc identity() { return 0.0; }
+  static Acc load(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+  static Acc load(Acc partial) { return partial; }  // an accumulator buffer (reduce's later groups)
   static Acc combine(Acc a, Acc b) { return a + b; }
 };
 
