@@ -438,14 +438,14 @@ ConvAttrs conv_attrs(std::string_view op, const std::vector<std::int64_t>& strid
           spatial_pair(op, "dilations", dilations)};
 }
 
-/// Whether oneDNN computes this bfloat16 pass: the CPU has its bfloat16 kernels and the geometry
-/// fits its 32-bit arithmetic.
+/// Whether oneDNN computes this bfloat16 pass in its bfloat16 kernels: they are the faster ones on
+/// this CPU (cpu::onednn::convolves_bfloat16) and the geometry fits its 32-bit arithmetic.
 bool onednn_takes_bfloat16(const cpu::WindowGeometry& g) {
-  return cpu::onednn::computes_bfloat16() && cpu::onednn::supports(g);
+  return cpu::onednn::convolves_bfloat16() && cpu::onednn::supports(g);
 }
 
-/// A bfloat16 pass oneDNN does not take (onednn_takes_bfloat16): Op's float32 pass on the widened
-/// operands, rounded to bfloat16.
+/// A bfloat16 pass oneDNN's bfloat16 kernels do not take (onednn_takes_bfloat16): Op's float32
+/// pass on the widened operands, rounded to bfloat16.
 template <class Op, class... In>
 Tensor through_float32(const typename Op::Attrs& at, const In&... in) {
   return detail::float32_to_bfloat16(Op::forward(at, detail::widen_if_bfloat16(in, Op::kName)...), Op::kName);

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "autodiff/op_def.h"
+#include "kernels/cpu/onednn.h"
 #include "ops/op_cases.h"
 
 namespace tf = tapeflow;
@@ -125,12 +126,20 @@ const std::set<std::string> kCheckedElsewhere = {
     "Cast",            // its row casts to float64; tests/core/bfloat16_test.cpp casts to and from bfloat16
 };
 
-// The whole table in one test, so that the coverage rule below sees every row's outcome.
+// The whole table in one test, so that the coverage rule below sees every row's outcome. The
+// convolutions run both ways: oneDNN's bfloat16 kernels (where the CPU has them) and through
+// float32 (the default without AMX).
 TEST(BFloat16Check, EveryRowMatchesFloat64AndEveryOpTakingBFloat16Ran) {
+  using tf::cpu::onednn::BFloat16Convolutions;
   const auto& cases = tf::testing::op_cases();
   std::set<std::string> ran;
-  for (std::size_t k = 0; k < cases.size(); ++k)
-    if (check_row(cases[k], k)) ran.insert(cases[k].op);
+  for (const BFloat16Convolutions c :
+       {BFloat16Convolutions::kNative, BFloat16Convolutions::kThroughFloat32}) {
+    SCOPED_TRACE(c == BFloat16Convolutions::kNative ? "bfloat16 convolution kernels" : "through float32");
+    const tf::cpu::onednn::BFloat16ConvolutionsScope scope(c);
+    for (std::size_t k = 0; k < cases.size(); ++k)
+      if (check_row(cases[k], k)) ran.insert(cases[k].op);
+  }
   for (const auto& [name, status] : tf::registered_ops()) {
     if (status != tf::GradientStatus::Registered || !takes_bfloat16(name) || kCheckedElsewhere.contains(name))
       continue;

@@ -12,6 +12,7 @@
 #include <limits>
 #include <string>
 
+#include "kernels/cpu/onednn.h"
 #include "support/close.h"
 #include "tapeflow/tapeflow.h"
 
@@ -688,6 +689,32 @@ TEST(MaxPool, BFloat16PoolsTheSameValuesAsFloat32WithoutWidening) {
         tf::testing::bitwise_equal(tf::cast(g16, tf::float32),
                                    tf::raw_ops::max_pool_grad_grad(x32, x32, w.ksize, w.strides, w.padding)));
   }
+}
+
+TEST(Conv2D, BFloat16ThroughFloat32IsTheFloat32ConvolutionOfTheSameValuesRounded) {
+  // Without AMX, oneDNN's bfloat16 convolution kernels are slower than its float32 ones, so
+  // bfloat16 convolutions widen, convolve in float32 and round once (cpu::onednn::
+  // convolves_bfloat16): bit for bit the float32 ops on the same values, rounded.
+  const tf::cpu::onednn::BFloat16ConvolutionsScope scope(
+      tf::cpu::onednn::BFloat16Convolutions::kThroughFloat32);
+  const tf::Tensor x16 = tf::cast(tf::constant(pattern(2 * 7 * 7 * 3, 0.3), {2, 7, 7, 3}), tf::bfloat16);
+  const tf::Tensor f16 = tf::cast(tf::constant(pattern(3 * 3 * 3 * 4, 0.7), {3, 3, 3, 4}), tf::bfloat16);
+  const tf::Tensor b16 = tf::cast(tf::constant(pattern(4, 1.1), {4}), tf::bfloat16);
+  const tf::Tensor dy16 = tf::cast(tf::constant(pattern(2 * 7 * 7 * 4, 1.3), {2, 7, 7, 4}), tf::bfloat16);
+  auto f32 = [](const tf::Tensor& t) { return tf::cast(t, tf::float32); };
+  auto rounded = [](const tf::Tensor& t) { return tf::cast(t, tf::bfloat16); };
+  const std::vector<std::int64_t> s{1, 1};
+  EXPECT_TRUE(tf::testing::bitwise_equal(tf::nn::conv2d(x16, f16, s, "SAME"),
+                                         rounded(tf::nn::conv2d(f32(x16), f32(f16), s, "SAME"))));
+  EXPECT_TRUE(tf::testing::bitwise_equal(
+      tf::nn::conv2d_bias_activation(x16, f16, b16, s, "SAME", "relu"),
+      rounded(tf::nn::conv2d_bias_activation(f32(x16), f32(f16), f32(b16), s, "SAME", "relu"))));
+  EXPECT_TRUE(tf::testing::bitwise_equal(
+      tf::raw_ops::conv2d_backprop_input(x16.shape(), f16, dy16, s, "SAME"),
+      rounded(tf::raw_ops::conv2d_backprop_input(x16.shape(), f32(f16), f32(dy16), s, "SAME"))));
+  EXPECT_TRUE(tf::testing::bitwise_equal(
+      tf::raw_ops::conv2d_backprop_filter(x16, f16.shape(), dy16, s, "SAME"),
+      rounded(tf::raw_ops::conv2d_backprop_filter(f32(x16), f16.shape(), f32(dy16), s, "SAME"))));
 }
 
 TEST(AvgPool, AveragesEachWindow) {

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <atomic>
+
 #include "core/allocator.h"
 #include "core/parallel.h"
 #include "tapeflow/errors.h"
@@ -64,6 +66,35 @@ bool computes_bfloat16() {
     }
   }();
   return yes;
+}
+
+namespace {
+std::atomic<BFloat16Convolutions> bfloat16_convolutions{BFloat16Convolutions::kAuto};
+}  // namespace
+
+bool convolves_bfloat16() {
+  static const bool with_amx = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto amx = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
+    return (isa & amx) == amx;
+  }();
+  switch (bfloat16_convolutions.load(std::memory_order_relaxed)) {
+    case BFloat16Convolutions::kNative:
+      return computes_bfloat16();
+    case BFloat16Convolutions::kThroughFloat32:
+      return false;
+    case BFloat16Convolutions::kAuto:
+      break;
+  }
+  return with_amx && computes_bfloat16();
+}
+
+BFloat16ConvolutionsScope::BFloat16ConvolutionsScope(BFloat16Convolutions choice) {
+  bfloat16_convolutions.store(choice, std::memory_order_relaxed);
+}
+
+BFloat16ConvolutionsScope::~BFloat16ConvolutionsScope() {
+  bfloat16_convolutions.store(BFloat16Convolutions::kAuto, std::memory_order_relaxed);
 }
 
 dnnl::memory wrap(const dnnl::memory::desc& md, const void* data) {

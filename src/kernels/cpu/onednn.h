@@ -59,6 +59,27 @@ void execute(std::string_view primitive, const std::function<std::string()>& wha
 /// ops compute in float32 and round, correctly and slower.
 bool computes_bfloat16();
 
+/// How bfloat16 convolutions run: in oneDNN's bfloat16 kernels, or through float32 (the operands
+/// widened, oneDNN's float32 kernel, the result rounded once: the same exact products and float32
+/// accumulation, in another order).
+enum class BFloat16Convolutions { kAuto, kNative, kThroughFloat32 };
+
+/// Whether bfloat16 convolutions run in oneDNN's bfloat16 kernels: where the CPU has AMX (and
+/// computes_bfloat16()). With AVX-512 BF16 alone, oneDNN 2.6's bfloat16 convolution kernels took
+/// 1.4-1.8x the time of its float32 ones on the CNN's shapes, widening and rounding included
+/// (docs/PERFORMANCE.md, "bfloat16 convolutions through float32"), so they go through float32.
+bool convolves_bfloat16();
+
+/// For tests: while it lives, convolves_bfloat16() follows `choice` (kNative still needs
+/// computes_bfloat16()); then kAuto again. Create it only while no convolution runs.
+class BFloat16ConvolutionsScope {
+ public:
+  explicit BFloat16ConvolutionsScope(BFloat16Convolutions choice);
+  ~BFloat16ConvolutionsScope();
+  BFloat16ConvolutionsScope(const BFloat16ConvolutionsScope&) = delete;
+  BFloat16ConvolutionsScope& operator=(const BFloat16ConvolutionsScope&) = delete;
+};
+
 /// A memory object over tapeflow's buffer `data` (not owned).
 dnnl::memory wrap(const dnnl::memory::desc& md, const void* data);
 
