@@ -686,6 +686,9 @@ int run_every_malloc(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Both libraries' products run on the one libopenblas: with kernels for this CPU, not the
+  // generic ones OpenBLAS falls back to on CPUs newer than itself (tapeflow/threads.h).
+  tapeflow::restart_with_openblas_kernels_for_this_cpu(argv);
   Options o;
   std::string rss_side;
   std::string function_child;  // --function-child: a child process of group function

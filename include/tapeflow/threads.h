@@ -1,6 +1,6 @@
 #pragma once
 /// \file threads.h
-/// How many threads tapeflow computes with.
+/// How many threads tapeflow computes with, and OpenBLAS's kernels.
 ///
 ///   tf::set_num_threads(1);   // everything on the calling thread (deterministic timing)
 ///
@@ -11,6 +11,8 @@
 /// convolutions measured the same at one and two threads). The default is the machine's
 /// hardware concurrency. Setting it affects later ops on every thread of the process.
 
+#include <string>
+
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
@@ -20,6 +22,27 @@ void set_num_threads(int n);
 
 /// The thread count tapeflow's pool uses now.
 int num_threads();
+
+/// The kernels OpenBLAS runs the float32 and float64 matrix products with in this process, as it
+/// names them ("SkylakeX", "Haswell", "Prescott", ...). OpenBLAS chooses them once, when it is
+/// loaded: from the environment variable OPENBLAS_CORETYPE if set, else from the CPU's model.
+std::string openblas_kernels();
+
+/// The kernels OpenBLAS should run on this CPU when it chose weaker ones, else "". OpenBLAS 0.3.21
+/// (Debian 12's) knows CPUs by model number and runs its generic Prescott (SSE3) kernels on those
+/// newer than itself: on an AVX-512 CPU its float32 products then take about 4x as long
+/// (docs/PERFORMANCE.md). "SkylakeX" for a CPU with AVX-512 (F, BW, DQ, VL), "Haswell" for one
+/// with AVX2 and FMA, when the chosen kernels use less of it; "" when OPENBLAS_CORETYPE is set
+/// (the user's choice stands) or the choice is as good.
+std::string openblas_kernels_to_request();
+
+/// Starts the program again (the same executable, arguments and environment) with
+/// OPENBLAS_CORETYPE set to openblas_kernels_to_request(), when that is not "": OpenBLAS reads
+/// the variable only when it is loaded, so a process cannot change its kernels otherwise. Call it
+/// first thing in main(), before any output or thread, with main's argv; it returns when there is
+/// nothing to change (or the restart failed: the program goes on with OpenBLAS's choice).
+/// `tapeflow train` and the LibTorch comparison (bench/compare) call it.
+void restart_with_openblas_kernels_for_this_cpu(char** argv);
 
 }  // namespace tapeflow
 #pragma GCC visibility pop

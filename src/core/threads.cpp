@@ -1,15 +1,22 @@
 // tapeflow::set_num_threads / num_threads (include/tapeflow/threads.h): the public knob over
 // tapeflow's pool (src/core/parallel.h) and OpenBLAS's threads; oneDNN's OpenMP threads follow
-// the pool's count at each call (src/kernels/cpu/onednn.cpp).
+// the pool's count at each call (src/kernels/cpu/onednn.cpp). And which kernels OpenBLAS runs.
 #include "tapeflow/threads.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string_view>
 #include <thread>
 
 #include "core/check.h"
+#include "core/openblas.h"
 #include "core/parallel.h"
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void);
 
 namespace tapeflow {
 
@@ -22,5 +29,54 @@ void set_num_threads(int n) {
 }
 
 int num_threads() { return cpu::num_threads(); }
+
+namespace {
+
+/// How much of the x86-64 vector units a set of kernels or a CPU uses: 0 (SSE), 1 (AVX2 and
+/// FMA), 2 (AVX-512 F, BW, DQ, VL).
+int vector_level(std::string_view openblas_kernels) {
+  for (std::string_view k : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    if (openblas_kernels == k) return 2;
+  for (std::string_view k : {"Haswell", "Zen"})
+    if (openblas_kernels == k) return 1;
+  return 0;
+}
+
+int cpu_vector_level() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return 2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
+#endif
+  return 0;
+}
+
+}  // namespace
+
+std::string openblas_kernels() { return openblas_get_corename(); }
+
+namespace cpu {
+bool openblas_kernels_fit_cpu() {
+  static const bool yes = vector_level(openblas_kernels()) >= cpu_vector_level();
+  return yes;
+}
+}  // namespace cpu
+
+std::string openblas_kernels_to_request() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || cpu::openblas_kernels_fit_cpu()) return "";
+  return cpu_vector_level() == 2 ? "SkylakeX" : "Haswell";
+}
+
+void restart_with_openblas_kernels_for_this_cpu(char** argv) {
+  const std::string kernels = openblas_kernels_to_request();
+  if (kernels.empty()) return;
+  // Set before the exec, so that a failed exec cannot lead to another attempt.
+  ::setenv("OPENBLAS_CORETYPE", kernels.c_str(), 1);
+  // The executable's own path, not /proc/self/exe: the process keeps its name (`pkill -x`).
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) ::execv(self.c_str(), argv);
+}
 
 }  // namespace tapeflow

@@ -94,8 +94,9 @@ Product product_shape(std::string_view op, const MatMulAttrs& at, const Tensor& 
 /// operand is reused across the output's batch (stride 0).
 Tensor batched_product(std::string_view op, const MatMulAttrs& at, const Tensor& a, const Tensor& b) {
   const Product p = product_shape(op, at, a, b);
-  if (a.dtype() == DType::BFloat16 && !cpu::onednn::computes_bfloat16()) {
-    // No bfloat16 kernel on this CPU: the float32 product, rounded once.
+  if (a.dtype() == DType::BFloat16 && !cpu::onednn::multiplies_bfloat16()) {
+    // oneDNN's bfloat16 matmul is not the faster one here, or there is none: the float32
+    // product of the same values, rounded once.
     return detail::float32_to_bfloat16(
         batched_product(op, at, detail::bfloat16_to_float32(a, op), detail::bfloat16_to_float32(b, op)), op);
   }

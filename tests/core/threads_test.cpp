@@ -1,8 +1,11 @@
-// tf::set_num_threads / tf::num_threads (threads.h): the public thread-count knob.
+// tf::set_num_threads / tf::num_threads (threads.h): the public thread-count knob; and which
+// kernels OpenBLAS runs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "support/errors.h"
@@ -34,4 +37,29 @@ TEST(Threads, ResultsAreBitwiseEqualForEveryThreadCount) {
 TEST(Threads, ACountBelowOneIsAnInvalidArgument) {
   EXPECT_THAT(tf::testing::error_of<tf::InvalidArgumentError>([] { tf::set_num_threads(0); }),
               ::testing::HasSubstr("[set_num_threads] the thread count must be at least 1, got 0"));
+}
+
+TEST(OpenBlasKernels, ARequestNamesStrongerKernelsThanOpenBlasChoseAndYieldsToTheEnvironment) {
+  const std::string chosen = tf::openblas_kernels();
+  EXPECT_FALSE(chosen.empty());
+  const char* set = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved = set ? set : "";
+  ::unsetenv("OPENBLAS_CORETYPE");
+  const std::string request = tf::openblas_kernels_to_request();
+  // Only "SkylakeX" (AVX-512) or "Haswell" (AVX2), and never the kernels already chosen.
+  if (!request.empty()) {
+    EXPECT_THAT(request, ::testing::AnyOf("SkylakeX", "Haswell"));
+    EXPECT_NE(request, chosen);
+  }
+  // Kernels OpenBLAS chose for the CPU's AVX-512 need nothing more.
+  if (chosen == "SkylakeX" || chosen == "Cooperlake" || chosen == "SapphireRapids") {
+    EXPECT_EQ(request, "");
+  }
+  // The user's OPENBLAS_CORETYPE stands, whatever it says.
+  ::setenv("OPENBLAS_CORETYPE", "Prescott", 1);
+  EXPECT_EQ(tf::openblas_kernels_to_request(), "");
+  if (set)
+    ::setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+  else
+    ::unsetenv("OPENBLAS_CORETYPE");
 }

@@ -127,16 +127,15 @@ const std::set<std::string> kCheckedElsewhere = {
 };
 
 // The whole table in one test, so that the coverage rule below sees every row's outcome. The
-// convolutions run both ways: oneDNN's bfloat16 kernels (where the CPU has them) and through
-// float32 (the default without AMX).
+// convolutions and products run both ways: oneDNN's bfloat16 kernels (where the CPU has them) and
+// through float32 (the default without AMX).
 TEST(BFloat16Check, EveryRowMatchesFloat64AndEveryOpTakingBFloat16Ran) {
-  using tf::cpu::onednn::BFloat16Convolutions;
+  using tf::cpu::onednn::BFloat16Kernels;
   const auto& cases = tf::testing::op_cases();
   std::set<std::string> ran;
-  for (const BFloat16Convolutions c :
-       {BFloat16Convolutions::kNative, BFloat16Convolutions::kThroughFloat32}) {
-    SCOPED_TRACE(c == BFloat16Convolutions::kNative ? "bfloat16 convolution kernels" : "through float32");
-    const tf::cpu::onednn::BFloat16ConvolutionsScope scope(c);
+  for (const BFloat16Kernels c : {BFloat16Kernels::kNative, BFloat16Kernels::kThroughFloat32}) {
+    SCOPED_TRACE(c == BFloat16Kernels::kNative ? "oneDNN's bfloat16 kernels" : "through float32");
+    const tf::cpu::onednn::BFloat16KernelsScope scope(c);
     for (std::size_t k = 0; k < cases.size(); ++k)
       if (check_row(cases[k], k)) ran.insert(cases[k].op);
   }

@@ -695,8 +695,7 @@ TEST(Conv2D, BFloat16ThroughFloat32IsTheFloat32ConvolutionOfTheSameValuesRounded
   // Without AMX, oneDNN's bfloat16 convolution kernels are slower than its float32 ones, so
   // bfloat16 convolutions widen, convolve in float32 and round once (cpu::onednn::
   // convolves_bfloat16): bit for bit the float32 ops on the same values, rounded.
-  const tf::cpu::onednn::BFloat16ConvolutionsScope scope(
-      tf::cpu::onednn::BFloat16Convolutions::kThroughFloat32);
+  const tf::cpu::onednn::BFloat16KernelsScope scope(tf::cpu::onednn::BFloat16Kernels::kThroughFloat32);
   const tf::Tensor x16 = tf::cast(tf::constant(pattern(2 * 7 * 7 * 3, 0.3), {2, 7, 7, 3}), tf::bfloat16);
   const tf::Tensor f16 = tf::cast(tf::constant(pattern(3 * 3 * 3 * 4, 0.7), {3, 3, 3, 4}), tf::bfloat16);
   const tf::Tensor b16 = tf::cast(tf::constant(pattern(4, 1.1), {4}), tf::bfloat16);

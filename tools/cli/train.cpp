@@ -447,11 +447,12 @@ void print_run_header(std::ostream& out, const TrainOptions& o, const TrainingSt
       ranks == 1 ? fmt::format("batch {}", o.batch_size)
                  : fmt::format("batch {} per rank ({} a step)", o.batch_size, o.batch_size * ranks);
   out << fmt::format(
-      "tapeflow train: {} ({} parameters), {} lr {:g}{}, {}, {} train / {} test examples, {}{}, {}\n",
+      "tapeflow train: {} ({} parameters), {} lr {:g}{}, {}, {} train / {} test examples, {}{}, {}, OpenBLAS "
+      "{}\n",
       o.model, parameter_count(s.model), o.optimizer, o.learning_rate,
       o.lr_decay == 1 ? "" : fmt::format(" x{:g} per epoch", o.lr_decay), batch, d.train_x.shape()[0],
       d.test_x.shape()[0], plural(o.threads > 0 ? o.threads : num_threads(), "thread"),
-      ranks == 1 ? "" : " per rank", o.precision);
+      ranks == 1 ? "" : " per rank", o.precision, openblas_kernels());
   if (ranks > 1)
     out << fmt::format("data-parallel over {} MPI ranks: gradients averaged by a DistributedGradientTape{}\n",
                        ranks,

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "core/allocator.h"
+#include "core/openblas.h"
 #include "core/parallel.h"
 #include "tapeflow/errors.h"
 
@@ -69,32 +70,41 @@ bool computes_bfloat16() {
 }
 
 namespace {
-std::atomic<BFloat16Convolutions> bfloat16_convolutions{BFloat16Convolutions::kAuto};
-}  // namespace
+std::atomic<BFloat16Kernels> bfloat16_kernels{BFloat16Kernels::kAuto};
 
-bool convolves_bfloat16() {
-  static const bool with_amx = [] {
+bool has_amx() {
+  static const bool yes = [] {
     const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
     const auto amx = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
     return (isa & amx) == amx;
   }();
-  switch (bfloat16_convolutions.load(std::memory_order_relaxed)) {
-    case BFloat16Convolutions::kNative:
+  return yes;
+}
+
+/// Whether oneDNN's bfloat16 kernels run: `automatic` unless a BFloat16KernelsScope says.
+bool bfloat16_kernels_run(bool automatic) {
+  switch (bfloat16_kernels.load(std::memory_order_relaxed)) {
+    case BFloat16Kernels::kNative:
       return computes_bfloat16();
-    case BFloat16Convolutions::kThroughFloat32:
+    case BFloat16Kernels::kThroughFloat32:
       return false;
-    case BFloat16Convolutions::kAuto:
+    case BFloat16Kernels::kAuto:
       break;
   }
-  return with_amx && computes_bfloat16();
+  return automatic && computes_bfloat16();
+}
+}  // namespace
+
+bool convolves_bfloat16() { return bfloat16_kernels_run(has_amx()); }
+
+bool multiplies_bfloat16() { return bfloat16_kernels_run(has_amx() || !openblas_kernels_fit_cpu()); }
+
+BFloat16KernelsScope::BFloat16KernelsScope(BFloat16Kernels choice) {
+  bfloat16_kernels.store(choice, std::memory_order_relaxed);
 }
 
-BFloat16ConvolutionsScope::BFloat16ConvolutionsScope(BFloat16Convolutions choice) {
-  bfloat16_convolutions.store(choice, std::memory_order_relaxed);
-}
-
-BFloat16ConvolutionsScope::~BFloat16ConvolutionsScope() {
-  bfloat16_convolutions.store(BFloat16Convolutions::kAuto, std::memory_order_relaxed);
+BFloat16KernelsScope::~BFloat16KernelsScope() {
+  bfloat16_kernels.store(BFloat16Kernels::kAuto, std::memory_order_relaxed);
 }
 
 dnnl::memory wrap(const dnnl::memory::desc& md, const void* data) {

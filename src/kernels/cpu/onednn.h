@@ -59,10 +59,10 @@ void execute(std::string_view primitive, const std::function<std::string()>& wha
 /// ops compute in float32 and round, correctly and slower.
 bool computes_bfloat16();
 
-/// How bfloat16 convolutions run: in oneDNN's bfloat16 kernels, or through float32 (the operands
-/// widened, oneDNN's float32 kernel, the result rounded once: the same exact products and float32
-/// accumulation, in another order).
-enum class BFloat16Convolutions { kAuto, kNative, kThroughFloat32 };
+/// How bfloat16 convolutions and matrix products run: in oneDNN's bfloat16 kernels, or through
+/// float32 (the operands widened, the float32 kernel, the result rounded once: the same exact
+/// products and float32 accumulation, in another order).
+enum class BFloat16Kernels { kAuto, kNative, kThroughFloat32 };
 
 /// Whether bfloat16 convolutions run in oneDNN's bfloat16 kernels: where the CPU has AMX (and
 /// computes_bfloat16()). With AVX-512 BF16 alone, oneDNN 2.6's bfloat16 convolution kernels took
@@ -70,14 +70,22 @@ enum class BFloat16Convolutions { kAuto, kNative, kThroughFloat32 };
 /// (docs/PERFORMANCE.md, "bfloat16 convolutions through float32"), so they go through float32.
 bool convolves_bfloat16();
 
-/// For tests: while it lives, convolves_bfloat16() follows `choice` (kNative still needs
-/// computes_bfloat16()); then kAuto again. Create it only while no convolution runs.
-class BFloat16ConvolutionsScope {
+/// Whether bfloat16 matrix products run in oneDNN's bfloat16 matmul: where the CPU has AMX, or
+/// where OpenBLAS runs kernels weaker than the CPU's (cpu::openblas_kernels_fit_cpu: its float32
+/// products are then the slower ones), given computes_bfloat16(). With AVX-512 BF16 alone and
+/// OpenBLAS's AVX-512 kernels, oneDNN 2.6's bfloat16 matmul took 1.2-1.4x the time of widening,
+/// OpenBLAS's sgemm and rounding on the models' shapes (docs/PERFORMANCE.md).
+bool multiplies_bfloat16();
+
+/// For tests: while it lives, convolves_bfloat16() and multiplies_bfloat16() follow `choice`
+/// (kNative still needs computes_bfloat16()); then kAuto again. Create it only while no
+/// convolution or product runs.
+class BFloat16KernelsScope {
  public:
-  explicit BFloat16ConvolutionsScope(BFloat16Convolutions choice);
-  ~BFloat16ConvolutionsScope();
-  BFloat16ConvolutionsScope(const BFloat16ConvolutionsScope&) = delete;
-  BFloat16ConvolutionsScope& operator=(const BFloat16ConvolutionsScope&) = delete;
+  explicit BFloat16KernelsScope(BFloat16Kernels choice);
+  ~BFloat16KernelsScope();
+  BFloat16KernelsScope(const BFloat16KernelsScope&) = delete;
+  BFloat16KernelsScope& operator=(const BFloat16KernelsScope&) = delete;
 };
 
 /// A memory object over tapeflow's buffer `data` (not owned).
