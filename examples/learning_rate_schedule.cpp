@@ -2,7 +2,7 @@
 // its step count at each update, also inside a training step traced once with tf::function. Here
 // a linear warm-up to 0.05 over 20 steps, then a cosine decay to a tenth of it over 180 steps,
 // fitting y = 3x - 1 with Adam.
-#include <fmt/core.h>
+#include <cstdio>
 
 #include "tapeflow/tapeflow.h"
 
@@ -12,7 +12,7 @@ namespace schedules = tf::optimizers::schedules;
 int main() {
   const schedules::CosineDecay schedule(0.0, 180, {.alpha = 0.1, .warmup_steps = 20, .warmup_target = 0.05});
   for (std::int64_t step : {0, 10, 20, 110, 200, 300})
-    fmt::print("rate at step {:3}: {:.4f}\n", step, schedule.at(step));
+    std::printf("rate at step %3lld: %.4f\n", static_cast<long long>(step), schedule.at(step));
 
   const tf::Tensor x = tf::random::normal({64, 1}, 0, 1, tf::float32, 1);
   const tf::Tensor y = x * 3.0f - 1.0f;
@@ -32,9 +32,9 @@ int main() {
   for (int step = 1; step <= 200; ++step) {
     const float loss = train_step(x, y).item<float>();
     if (step == 1 || step % 50 == 0)
-      fmt::print("step {:3}: loss {:.4f}, next rate {:.4f}\n", step, loss, opt.learning_rate());
+      std::printf("step %3d: loss %.4f, next rate %.4f\n", step, loss, opt.learning_rate());
   }
-  fmt::print("traces: {}\n", train_step.stats().traces);
-  fmt::print("kernel {:.3f}, bias {:.3f}\n", line.kernel().value().item<float>(),
-             line.bias().value().item<float>());
+  std::printf("traces: %d\n", train_step.stats().traces);
+  std::printf("kernel %.3f, bias %.3f\n", line.kernel().value().item<float>(),
+              line.bias().value().item<float>());
 }
