@@ -51,12 +51,17 @@ class LearningRateSchedule {
 /// decay_steps < 1.
 class ExponentialDecay final : public LearningRateSchedule {
  public:
+  /// The schedule of the class comment; throws InvalidArgumentError as it says.
   ExponentialDecay(double initial_learning_rate, std::int64_t decay_steps, double decay_rate,
                    bool staircase = false);
   std::string_view name() const override { return "ExponentialDecay"; }
+  /// The rate at step 0.
   double initial_learning_rate() const { return initial_; }
+  /// Steps per factor of decay_rate.
   std::int64_t decay_steps() const { return decay_steps_; }
+  /// The factor per decay_steps steps.
   double decay_rate() const { return decay_rate_; }
+  /// Whether the exponent is rounded down to whole periods.
   bool staircase() const { return staircase_; }
 
  protected:
@@ -75,9 +80,12 @@ class ExponentialDecay final : public LearningRateSchedule {
 /// than boundaries, the boundaries increase strictly, and every value is positive and finite.
 class PiecewiseConstantDecay final : public LearningRateSchedule {
  public:
+  /// The schedule of the class comment; throws InvalidArgumentError as it says.
   PiecewiseConstantDecay(std::vector<std::int64_t> boundaries, std::vector<double> values);
   std::string_view name() const override { return "PiecewiseConstantDecay"; }
+  /// The last step of each interval but the last, increasing.
   const std::vector<std::int64_t>& boundaries() const { return boundaries_; }
+  /// The rate of each interval: one more than boundaries().
   const std::vector<double>& values() const { return values_; }
 
  protected:
@@ -112,10 +120,14 @@ struct CosineDecayOptions {
 /// reverse.
 class CosineDecay final : public LearningRateSchedule {
  public:
+  /// The schedule of the class comment; throws InvalidArgumentError as it says.
   CosineDecay(double initial_learning_rate, std::int64_t decay_steps, CosineDecayOptions options = {});
   std::string_view name() const override { return "CosineDecay"; }
+  /// The rate at step 0 (where a warm-up starts, or the decay without one).
   double initial_learning_rate() const { return initial_; }
+  /// Steps of the decay, after the warm-up.
   std::int64_t decay_steps() const { return decay_steps_; }
+  /// alpha and the warm-up.
   const CosineDecayOptions& options() const { return options_; }
 
  protected:
