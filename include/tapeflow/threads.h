@@ -41,6 +41,7 @@ std::string openblas_kernels_to_request();
 /// the variable only when it is loaded, so a process cannot change its kernels otherwise. Call it
 /// first thing in main(), before any output or thread, with main's argv; it returns when there is
 /// nothing to change (or the restart failed: the program goes on with OpenBLAS's choice).
+/// Throws InvalidArgumentError for a null or empty argv.
 /// `tapeflow train` and the LibTorch comparison (bench/compare) call it.
 void restart_with_openblas_kernels_for_this_cpu(char** argv);
 

@@ -69,6 +69,10 @@ std::string openblas_kernels_to_request() {
 }
 
 void restart_with_openblas_kernels_for_this_cpu(char** argv) {
+  TAPEFLOW_REQUIRE(argv != nullptr && argv[0] != nullptr, InvalidArgumentError,
+                   "[restart_with_openblas_kernels_for_this_cpu] argv must be main's argv (a null-terminated "
+                   "list whose first entry is the program), got {}",
+                   argv == nullptr ? "nullptr" : "an empty list");
   const std::string kernels = openblas_kernels_to_request();
   if (kernels.empty()) return;
   // Set before the exec, so that a failed exec cannot lead to another attempt.

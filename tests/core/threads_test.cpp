@@ -63,3 +63,11 @@ TEST(OpenBlasKernels, ARequestNamesStrongerKernelsThanOpenBlasChoseAndYieldsToTh
   else
     ::unsetenv("OPENBLAS_CORETYPE");
 }
+
+TEST(OpenBlasKernels, RestartNeedsMainsArgv) {
+  EXPECT_THAT([] { tf::restart_with_openblas_kernels_for_this_cpu(nullptr); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(::testing::HasSubstr("got nullptr")));
+  char* empty[] = {nullptr};
+  EXPECT_THAT([&] { tf::restart_with_openblas_kernels_for_this_cpu(empty); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(::testing::HasSubstr("an empty list")));
+}
