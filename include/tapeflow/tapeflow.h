@@ -30,6 +30,7 @@
 #include "tapeflow/data.h"
 #include "tapeflow/debug.h"
 #include "tapeflow/debugging.h"
+#include "tapeflow/denormals.h"
 #include "tapeflow/distributed.h"
 #include "tapeflow/dtype.h"
 #include "tapeflow/errors.h"

@@ -7,9 +7,10 @@
 /// One knob for the three thread pools a computation uses: tapeflow's own pool (elementwise
 /// kernels, reductions, pooling, ...), OpenBLAS's (matrix products) and oneDNN's OpenMP threads
 /// (float32 convolutions), which tapeflow links. tapeflow's own kernels give bitwise identical
-/// results for every thread count; OpenBLAS and oneDNN choose their own splits (the CNN's
-/// convolutions measured the same at one and two threads). The default is the machine's
-/// hardware concurrency. Setting it affects later ops on every thread of the process.
+/// results for every thread count; OpenBLAS and oneDNN choose their own splits (a convolution's
+/// filter gradient sums the batch per thread, so its last bits depend on the count;
+/// docs/RELIABILITY.md). The default is the machine's hardware concurrency. Setting it affects
+/// later ops on every thread of the process.
 
 #include <string>
 

@@ -26,6 +26,7 @@
 
 #include "autodiff/op_def.h"
 #include "autodiff/tracer.h"
+#include "core/float_mode.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
 
@@ -135,11 +136,12 @@ void after_forward(const Attrs& attrs, std::span<const Tensor* const> ins, std::
 std::vector<Tensor> run_op(const OpDef& op, const std::shared_ptr<const void>& attrs,
                            std::span<const Tensor> inputs);
 
-/// Runs an op's forward. While a trace watches host reads (tensor.h's t_host_read_hook), the op's
-/// own reads of its operands (a scalar operand read with item()) are not the traced body's: the
-/// hook is off for the forward. Costs one thread-local load otherwise.
+/// Runs an op's forward in tapeflow's floating-point mode (core/float_mode.h). While a trace
+/// watches host reads (tensor.h's t_host_read_hook), the op's own reads of its operands (a scalar
+/// operand read with item()) are not the traced body's: the hook is off for the forward.
 template <class F>
 decltype(auto) run_forward(F&& forward) {
+  const cpu::FloatModeScope float_mode;  // flushes subnormals as tf::set_flush_denormal says
   const detail::HostReadHook hook = detail::t_host_read_hook;
   if (hook == nullptr) [[likely]]
     return forward();

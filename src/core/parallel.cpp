@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/float_mode.h"
+
 namespace tapeflow::cpu {
 namespace {
 
@@ -38,6 +40,7 @@ class Pool {
     {
       std::lock_guard lock(mutex_);
       fn_ = &fn;
+      float_mode_ = current_float_mode();
       n_ = n;
       chunks_ = chunks;
       pending_ = chunks - 1;
@@ -71,8 +74,13 @@ class Pool {
       if (stop_) return;
       seen = generation_;
       if (index >= chunks_) continue;
+      const FloatMode mode = float_mode_;
       lock.unlock();
-      run_chunk(index);
+      {
+        // The caller's mode, so that a kernel's chunks compute alike on every thread.
+        const FloatModeScope float_mode(mode);
+        run_chunk(index);
+      }
       lock.lock();
       if (--pending_ == 0) done_cv_.notify_one();
     }
@@ -86,6 +94,7 @@ class Pool {
   bool stop_ = false;
   std::uint64_t generation_ = 0;
   const RangeFn* fn_ = nullptr;
+  FloatMode float_mode_ = 0;
   std::int64_t n_ = 0;
   int chunks_ = 0;
   int pending_ = 0;

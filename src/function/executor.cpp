@@ -5,6 +5,7 @@
 #include "autodiff/dispatch.h"
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
+#include "core/float_mode.h"
 #include "function/fusion.h"
 
 namespace tapeflow::graph {
@@ -147,6 +148,7 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, RunMode mode,
                                   std::vector<Shape>* shapes) const {
   TAPEFLOW_ASSERT(inputs.size() == graph_.inputs.size(), "[{}] {} inputs for a graph of {}", name_,
                   inputs.size(), graph_.inputs.size());
+  const cpu::FloatModeScope float_mode;  // for fused nodes, which run no op's forward
   std::vector<Tensor> env(graph_.values.size());
   for (const auto& [v, t] : graph_.constants) env[v] = t;
   for (std::size_t i = 0; i < inputs.size(); ++i) env[graph_.inputs[i]] = inputs[i];

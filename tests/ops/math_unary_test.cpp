@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 
+#include "support/denormals.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -166,7 +167,7 @@ TEST(UnaryMath, TanhSaturatesToPlusMinusOne) {
 TEST(UnaryMath, SigmoidIsStableForLargeMagnitudes) {
   const std::vector<float> f =
       tf::sigmoid(tf::constant({-100.f, -20.f, 0.f, 20.f, 100.f, -kInf, kInf})).to_vector<float>();
-  EXPECT_FLOAT_EQ(f[0], 3.7200760e-44f);  // exp(-100), a float subnormal: not flushed to 0
+  EXPECT_EQ(f[0], 0.f);  // exp(-100) = 3.7e-44 is subnormal: flushed to 0, as TensorFlow does
   EXPECT_FLOAT_EQ(f[1], 2.0611537e-09f);
   EXPECT_EQ(f[2], 0.5f);
   EXPECT_EQ(f[3], 1.f);
@@ -176,6 +177,11 @@ TEST(UnaryMath, SigmoidIsStableForLargeMagnitudes) {
   // No overflow of exp(-x) for very negative x, and full relative precision there.
   EXPECT_DOUBLE_EQ(tf::sigmoid(tf::constant(-700.0)).item<double>(), std::exp(-700.0));
   EXPECT_TRUE(std::isnan(tf::sigmoid(tf::constant(kNaN)).item<float>()));
+}
+
+TEST(UnaryMath, SigmoidReachesTheSubnormalRangeWhenFlushingIsOff) {
+  const tf::testing::KeepSubnormals keep;
+  EXPECT_FLOAT_EQ(tf::sigmoid(tf::constant(-100.f)).item<float>(), 3.7200760e-44f);
 }
 
 TEST(UnaryMath, SoftplusIsStableForLargeMagnitudes) {

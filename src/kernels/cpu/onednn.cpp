@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "core/allocator.h"
+#include "core/float_mode.h"
 #include "core/openblas.h"
 #include "core/parallel.h"
 #include "tapeflow/errors.h"
@@ -14,6 +15,10 @@
 // here rather than through omp.h: clang's builds do not see GCC's omp.h.
 extern "C" int omp_get_max_threads(void);
 extern "C" void omp_set_num_threads(int);
+extern "C" int omp_get_thread_num(void);
+// libgomp's entry for a parallel region (what `#pragma omp parallel` compiles to; tapeflow is
+// built without -fopenmp): runs fn(data) on num_threads threads, the caller being thread 0.
+extern "C" void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags);
 
 namespace tapeflow::cpu::onednn {
 
@@ -113,6 +118,34 @@ dnnl::memory wrap(const dnnl::memory::desc& md, const void* data) {
       [&] { return dnnl::memory(md, engine(), const_cast<void*>(data)); });
 }
 
+int use_tapeflow_thread_count() {
+  const int threads = cpu::num_threads();
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  return threads;
+}
+
+namespace {
+
+/// Gives oneDNN's OpenMP threads the calling thread's floating-point mode (core/float_mode.h), as
+/// tapeflow's pool gives its workers. OpenMP keeps a team of threads per calling thread between
+/// parallel regions, so one region sets it whenever the mode or the team's size changed.
+void share_float_mode_with_openmp(int threads) {
+  thread_local FloatMode given_mode = 0;
+  thread_local int given_threads = 1;  // a team of one is the caller itself
+  const FloatMode mode = current_float_mode();
+  if (threads <= 1 || (mode == given_mode && threads == given_threads)) return;
+  FloatMode shared = mode;
+  GOMP_parallel(
+      [](void* m) {
+        if (omp_get_thread_num() != 0) set_float_mode(*static_cast<const FloatMode*>(m));
+      },
+      &shared, static_cast<unsigned>(threads), 0);
+  given_mode = mode;
+  given_threads = threads;
+}
+
+}  // namespace
+
 void execute(std::string_view primitive, const std::function<std::string()>& what, const dnnl::primitive& p,
              std::unordered_map<int, dnnl::memory> args, std::size_t scratchpad_bytes) {
   std::shared_ptr<void> scratchpad;
@@ -122,8 +155,7 @@ void execute(std::string_view primitive, const std::function<std::string()>& wha
                                 dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
     args.emplace(DNNL_ARG_SCRATCHPAD, wrap(md, scratchpad.get()));
   }
-  const int threads = cpu::num_threads();
-  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  share_float_mode_with_openmp(use_tapeflow_thread_count());
   checked(primitive, what, [&] {
     thread_local dnnl::stream stream(engine());
     p.execute(stream, args);

@@ -5,8 +5,11 @@
 //   - Every call is checked: oneDNN reports failures as dnnl::error, which `checked` turns into
 //     tapeflow's typed errors naming the primitive and the shapes, never an abort.
 //   - oneDNN threads with OpenMP (Debian builds it so). OpenMP's thread count is a per-thread
-//     setting, so `execute` sets it to tapeflow::num_threads() on the calling thread first: one
-//     knob, tf::set_num_threads, governs tapeflow's pool, OpenBLAS and oneDNN.
+//     setting, so building and running a primitive set it to tapeflow::num_threads() on the
+//     calling thread first: one knob, tf::set_num_threads, governs tapeflow's pool, OpenBLAS and
+//     oneDNN. A primitive keeps the thread count it was built with (its work split is fixed
+//     then), so PrimitiveCache keys by it. oneDNN's threads get the caller's floating-point mode
+//     (core/float_mode.h) as tapeflow's pool workers do.
 //   - Scratchpads are user-managed: each execution takes its scratchpad from tapeflow's buffer
 //     cache (core/allocator.h), so it counts toward the allocation limit and is recycled.
 //   - PrimitiveCache keeps built primitives per shape key: building a primitive descriptor walks
@@ -91,7 +94,10 @@ class BFloat16KernelsScope {
 /// A memory object over tapeflow's buffer `data` (not owned).
 dnnl::memory wrap(const dnnl::memory::desc& md, const void* data);
 
-/// Built primitives by key, least recently used evicted past `capacity`. Thread-safe; values
+/// Sets OpenMP's thread count on the calling thread to tapeflow::num_threads(), and returns it.
+int use_tapeflow_thread_count();
+
+/// Built primitives by key and thread count, least recently used evicted past `capacity`. Thread-safe; values
 /// are shared so that an evicted one stays valid for a caller still running it.
 template <class Key, class Value>
 class PrimitiveCache {
@@ -101,7 +107,8 @@ class PrimitiveCache {
   /// The value for `key`, built by `make()` on a miss (outside the lock: two threads may build
   /// the same key, and the first to finish is kept).
   template <class Make>
-  std::shared_ptr<const Value> get(const Key& key, Make make) {
+  std::shared_ptr<const Value> get(const Key& shape_key, Make make) {
+    const std::pair<Key, int> key(shape_key, use_tapeflow_thread_count());
     {
       std::lock_guard lock(mutex_);
       if (auto it = index_.find(key); it != index_.end()) {
@@ -122,11 +129,11 @@ class PrimitiveCache {
   }
 
  private:
-  using Entry = std::pair<Key, std::shared_ptr<const Value>>;
+  using Entry = std::pair<std::pair<Key, int>, std::shared_ptr<const Value>>;
   std::size_t capacity_;
   std::mutex mutex_;
   std::list<Entry> order_;
-  absl::flat_hash_map<Key, typename std::list<Entry>::iterator> index_;
+  absl::flat_hash_map<std::pair<Key, int>, typename std::list<Entry>::iterator> index_;
 };
 
 }  // namespace tapeflow::cpu::onednn
