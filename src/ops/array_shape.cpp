@@ -1,7 +1,8 @@
 // Shape ops: reshape, expand_dims and squeeze (which move no data), broadcast_to (which
-// replicates it) and transpose (which permutes it).
+// replicates it), transpose and reverse (which permute it).
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/strided_copy.h"
 #include "kernels/cpu/transpose.h"
 #include "ops/families.h"
 #include "ops/op_util.h"
@@ -253,12 +254,67 @@ Tensor transpose(const Tensor& x, const std::vector<std::int64_t>& perm) {
 }
 namespace ops {
 
+namespace {
+struct ReverseAttrs {
+  std::vector<std::int64_t> axes;  // validated: distinct, in [0, rank)
+};
+}  // namespace
+
+// y = reverse(x, axes);  dx = reverse(dy, axes)
+struct ReverseV2 {
+  static constexpr std::string_view kName = "ReverseV2";
+  static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact
+  using Attrs = ReverseAttrs;
+  static Tensor forward(const Attrs& a, const Tensor& x) {
+    const Shape& s = x.shape();
+    Tensor y = detail::empty(s, x.dtype(), kName);
+    // Each reversed dimension is read from its last element backwards.
+    const auto strides = cpu::row_major_strides(s);
+    cpu::CopyPlan p;
+    for (int i = 0; i < s.rank(); ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      const bool reversed = std::find(a.axes.begin(), a.axes.end(), i) != a.axes.end();
+      p.push(s[i], reversed ? -strides[u] : strides[u], strides[u]);
+      if (reversed && s[i] > 0) p.src_offset += (s[i] - 1) * strides[u];
+    }
+    visit_dtype(x.dtype(),
+                [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
+    return y;
+  }
+  static Grads backward(const GradContext& c) { return {reverse(c.dy(), c.attrs<Attrs>().axes)}; }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"axis"});
+    return {tapeflow::reverse(a.in(0), a.ints("axis"))};
+  }
+};
+}  // namespace ops
+Tensor reverse(const Tensor& x, const Axes& axes) {
+  constexpr std::string_view op = ops::ReverseV2::kName;
+  ops::require_defined(x, op);
+  ops::ReverseAttrs a;
+  const int rank = x.rank();
+  for (std::int64_t axis : axes) {
+    TAPEFLOW_REQUIRE(axis >= -rank && axis < rank, InvalidArgumentError,
+                     "[{}] axis {} is out of range for x of shape {} (rank {}; valid: [{}, {}))", op, axis,
+                     x.shape().to_string(), rank, -rank, rank);
+    const std::int64_t n = axis < 0 ? axis + rank : axis;
+    TAPEFLOW_REQUIRE(std::find(a.axes.begin(), a.axes.end(), n) == a.axes.end(), InvalidArgumentError,
+                     "[{}] axis {} is given more than once in axes {} (x has shape {})", op, n, axes,
+                     x.shape().to_string());
+    a.axes.push_back(n);
+  }
+  return autodiff::apply_with<ops::ReverseV2>(a, x);
+}
+namespace ops {
+
 void register_shape_ops(Registrar& r) {
   r.add<Reshape>();
   r.add<BroadcastTo>();
   r.add<ExpandDims>();
   r.add<Squeeze>();
   r.add<Transpose>();
+  r.add<ReverseV2>();
 }
 
 }  // namespace ops

@@ -1,9 +1,13 @@
-// Image ops.
+// Image ops: adjust_contrast (an op without a gradient), and the flips, which are compositions
+// of reverse, stateless_uniform and where.
 
 #include "tapeflow/ops/image.h"
 
 #include "ops/families.h"
 #include "ops/op_util.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
 
 namespace tapeflow {
 namespace ops {
@@ -46,6 +50,38 @@ struct AdjustContrastv2 {
 Tensor image::adjust_contrast(const Tensor& images, const Tensor& contrast_factor) {
   return autodiff::apply<ops::AdjustContrastv2>(images, contrast_factor);
 }
+
+namespace {
+
+/// The rank check of the flips, naming the function as TensorFlow's message does.
+void require_image_or_batch(const Tensor& images, std::string_view function) {
+  ops::require_defined(images, function);
+  TAPEFLOW_REQUIRE(images.rank() == 3 || images.rank() == 4, InvalidArgumentError,
+                   "[{}] 'images' must be one image [height, width, channels] or a batch [batch, height, "
+                   "width, channels], got a {} tensor of shape {}",
+                   function, dtype_name(images.dtype()), images.shape().to_string());
+}
+
+}  // namespace
+
+Tensor image::flip_left_right(const Tensor& images) {
+  require_image_or_batch(images, "flip_left_right");
+  return reverse(images, -2);
+}
+
+Tensor image::flip_up_down(const Tensor& images) {
+  require_image_or_batch(images, "flip_up_down");
+  return reverse(images, -3);
+}
+
+Tensor image::stateless_random_flip_left_right(const Tensor& images, const Tensor& seed) {
+  require_image_or_batch(images, "stateless_random_flip_left_right");
+  const bool batch = images.rank() == 4;
+  const Tensor draws = random::stateless_uniform(batch ? Shape{images.shape()[0]} : Shape{}, seed);
+  const Tensor flip = greater(draws, constant(0.5f));
+  return where(batch ? reshape(flip, {-1, 1, 1, 1}) : flip, reverse(images, -2), images);
+}
+
 namespace ops {
 
 void register_image_ops(Registrar& r) { r.add_without_gradient<AdjustContrastv2>(image::adjust_contrast); }

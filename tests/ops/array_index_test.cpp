@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -14,15 +15,10 @@ using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using tf::testing::iota;
 using S = tf::SliceSpec;
 
 namespace {
-
-tf::Tensor iota(const tf::Shape& shape) {
-  std::vector<double> v(static_cast<std::size_t>(shape.num_elements()));
-  std::iota(v.begin(), v.end(), 0.0);
-  return tf::constant(v, shape);
-}
 
 // ---- slice -----------------------------------------------------------------------------------
 

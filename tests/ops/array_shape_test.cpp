@@ -1,4 +1,4 @@
-// transpose, expand_dims, squeeze (src/ops/array_shape.cpp).
+// transpose, expand_dims, squeeze, reverse (src/ops/array_shape.cpp).
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -14,15 +15,9 @@ using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using tf::testing::iota;
 
 namespace {
-
-/// 0, 1, 2, ... as a float64 tensor of `shape`.
-tf::Tensor iota(const tf::Shape& shape) {
-  std::vector<double> v(static_cast<std::size_t>(shape.num_elements()));
-  std::iota(v.begin(), v.end(), 0.0);
-  return tf::constant(v, shape);
-}
 
 /// The transpose by definition: out[i_0, ..., i_r-1] = x[j] where j_perm[k] = i_k.
 std::vector<double> naive_transpose(const tf::Tensor& x, const std::vector<std::int64_t>& perm) {
@@ -238,3 +233,45 @@ TEST(Squeeze, GradientHasTheInputShape) {
 }
 
 }  // namespace
+
+TEST(Reverse, ReversesTheGivenAxesAsTensorFlow) {
+  // tf.reverse(t, [1]) and tf.reverse(t, [0, -1]) of TensorFlow's documentation example shape.
+  const tf::Tensor t = iota({2, 3});  // [[0, 1, 2], [3, 4, 5]]
+  EXPECT_THAT(tf::reverse(t, 1).to_vector<double>(), ElementsAre(2, 1, 0, 5, 4, 3));
+  EXPECT_THAT(tf::reverse(t, {0, -1}).to_vector<double>(), ElementsAre(5, 4, 3, 2, 1, 0));
+  EXPECT_THAT(tf::reverse(t, {}).to_vector<double>(), ElementsAre(0, 1, 2, 3, 4, 5));
+  EXPECT_EQ(tf::reverse(t, 0).shape(), tf::Shape({2, 3}));
+}
+
+TEST(Reverse, MirrorsEachImageOfABatch) {
+  const tf::Tensor images = iota({2, 1, 3, 2});  // two 1x3 images of two channels
+  EXPECT_THAT(tf::reverse(images, -2).to_vector<double>(), ElementsAre(4, 5, 2, 3, 0, 1, 10, 11, 8, 9, 6, 7));
+}
+
+TEST(Reverse, TakesEveryDTypeAndEmptyTensors) {
+  EXPECT_THAT(tf::reverse(tf::constant<std::int64_t>({1, 2, 3}), 0).to_vector<std::int64_t>(),
+              ElementsAre(3, 2, 1));
+  EXPECT_THAT(tf::reverse(tf::constant({true, false}), 0).to_vector<bool>(), ElementsAre(false, true));
+  const tf::Tensor bf = tf::cast(tf::constant({1.5f, 2.f, -3.f}), tf::bfloat16);
+  EXPECT_THAT(tf::cast(tf::reverse(bf, 0), tf::float32).to_vector<float>(), ElementsAre(-3.f, 2.f, 1.5f));
+  EXPECT_EQ(tf::reverse(tf::zeros({0, 3}), {0, 1}).shape(), tf::Shape({0, 3}));
+}
+
+TEST(Reverse, GradientIsTheReversedUpstreamGradient) {
+  const tf::Tensor x = iota({2, 3});
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = tf::reduce_sum(tf::reverse(x, 1) * iota({2, 3}));
+  EXPECT_THAT(tape.gradient(y, x)->to_vector<double>(), ElementsAre(2, 1, 0, 5, 4, 3));
+}
+
+TEST(Reverse, RejectsAxesOutOfRangeOrRepeated) {
+  const tf::Tensor t = iota({2, 3});
+  EXPECT_THAT([&] { tf::reverse(t, 2); },
+              ThrowsMessage<tf::InvalidArgumentError>(AllOf(HasSubstr("ReverseV2"), HasSubstr("axis 2"))));
+  EXPECT_THAT(
+      [&] {
+        tf::reverse(t, {1, -1});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("axis 1 is given more than once")));
+}

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -13,16 +14,11 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using tf::testing::iota;
 
 namespace {
 
 constexpr std::int64_t kBig = std::int64_t{1} << 40;
-
-tf::Tensor iota(const tf::Shape& shape) {
-  std::vector<double> v(static_cast<std::size_t>(shape.num_elements()));
-  std::iota(v.begin(), v.end(), 0.0);
-  return tf::constant(v, shape);
-}
 
 // ---- tile ------------------------------------------------------------------------------------
 

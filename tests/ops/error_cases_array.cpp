@@ -74,6 +74,13 @@ void add_array_error_cases(std::vector<ErrorCase>& rows) {
                     .attrs = {{"perm", Ints{0, 0}}}, .call = tr({0, 0}), .needles = {"perm", "[0, 0]"}});
     rows.push_back({.op = "Transpose", .cls = C::Index, .what = "perm entry out of range", .inputs = {f32({2, 3})},
                     .attrs = {{"perm", Ints{0, 5}}}, .call = tr({0, 5}), .needles = {"perm", "5"}});
+    auto rv = [](Ints a) { return [a](const Ins& x) { return one(reverse(x[0], a)); }; };
+    rows.push_back({.op = "ReverseV2", .cls = C::Index, .what = "axis 2 for rank 2", .inputs = {f32({2, 3})},
+                    .attrs = {{"axis", Ints{2}}}, .call = rv({2}), .needles = {"axis 2", "(2, 3)"}});
+    rows.push_back({.op = "ReverseV2", .cls = C::Index, .what = "axis given twice", .inputs = {f32({2, 3})},
+                    .attrs = {{"axis", Ints{1, -1}}}, .call = rv({1, -1}), .needles = {"axis 1", "more than once"}});
+    rows.push_back({.op = "ReverseV2", .cls = C::Undefined, .what = "undefined input", .inputs = {Tensor{}},
+                    .attrs = {{"axis", Ints{0}}}, .call = rv({0}), .needles = {"undefined"}});
   }
   // ConcatV2 / Pack / Unpack / Split / SplitV
   {

@@ -56,6 +56,13 @@ void add_array_cases(std::vector<OpCase>& c) {
   c.push_back({"Transpose", {{{2, 3, 4}}, {{1, 2, 1}}, {{2, 0, 3}}}, [](const In& x) {
                  return transpose(x[0], {1, 2, 0});
                }});
+  c.push_back({"ReverseV2", {{{3}}, {{2, 3}}, {{2, 0, 3}}, {{2, 3, 4}}}, [](const In& x) {
+                 return reverse(x[0], -1);
+               }});
+  c.push_back({"ReverseV2", {{{2, 3, 4}}, {{2, 3, 2, 1}}}, [](const In& x) {
+                 return reverse(x[0], {0, 2});
+               }});
+  c.push_back({"ReverseV2", {{{}}, {{2, 3}}}, [](const In& x) { return reverse(x[0], {}) * 1.5; }});
   c.push_back(
       {"ExpandDims", {{{}}, {{3}}, {{1, 0, 3}}}, [](const In& x) { return expand_dims(x[0], -1) * 1.5; }});
   c.push_back({"Squeeze", {{{}}, {{1, 3, 1}}, {{1, 0, 1}}}, [](const In& x) { return squeeze(x[0]) * 1.5; }});

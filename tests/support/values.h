@@ -1,15 +1,25 @@
 #pragma once
-// Reading tensors and variables in tests, in the form gmock matchers take:
+// Making and reading tensors and variables in tests, in the form gmock matchers take:
 //
 //   EXPECT_THAT(vals<float>(tf::nn::relu(x)), ElementsAre(0.f, 2.f));
 //   EXPECT_THAT(names(layer.trainable_variables()), ElementsAre("dense/kernel", "dense/bias"));
+//   const tf::Tensor x = iota({2, 3});   // [[0, 1, 2], [3, 4, 5]], float64
 
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "tapeflow/tapeflow.h"
 
 namespace tapeflow::testing {
+
+/// 0, 1, 2, ... in row-major order as a tensor of `shape` (float64, or `dtype`: float32).
+inline Tensor iota(const Shape& shape, DType dtype = DType::Float64) {
+  std::vector<double> v(static_cast<std::size_t>(shape.num_elements()));
+  std::iota(v.begin(), v.end(), 0.0);
+  const Tensor t = constant(v, shape);
+  return dtype == DType::Float64 ? t : cast(t, dtype);
+}
 
 /// The elements of `t` in row-major order; T must be t's element type.
 template <class T>

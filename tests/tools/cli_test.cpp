@@ -639,21 +639,34 @@ TEST(CliTrain, ResumingWithAnotherModelOrOptimizerExitsWith2AndKeepsTheCheckpoin
   EXPECT_EQ(checkpoint_bytes(o.checkpoint), before);
 }
 
+namespace {
+
+/// Trains the default model on `ds` (70 synthetic examples: three steps an epoch, the last one
+/// smaller) with `configure` applied to the options; returns the history and what it printed.
+std::pair<cli::History, std::string> train_in_batches_of_32(
+    const tf::data::FashionMnist& ds, std::int64_t epochs, bool resume, const std::string& checkpoint,
+    const std::function<void(cli::TrainOptions&)>& configure) {
+  cli::TrainOptions o;
+  o.epochs = epochs;
+  o.batch_size = 32;
+  o.dataset = &ds;
+  o.resume = resume;
+  o.checkpoint = checkpoint;
+  configure(o);
+  std::ostringstream out, log;
+  cli::History h = cli::train(o, out, log, false);
+  return {h, out.str()};
+}
+
+}  // namespace
+
 TEST(CliTrain, LearningRateDecayLowersEachEpochsRateAndResumesBitwise) {
   // 70 synthetic examples in batches of 32: three steps an epoch, the last one smaller.
   const tf::data::FashionMnist ds = synthetic_dataset(70);
   TempDir dir;
   auto train = [&](double lr_decay, std::int64_t epochs, bool resume, const std::string& checkpoint) {
-    cli::TrainOptions o;
-    o.epochs = epochs;
-    o.batch_size = 32;
-    o.dataset = &ds;
-    o.lr_decay = lr_decay;
-    o.resume = resume;
-    o.checkpoint = checkpoint;
-    std::ostringstream out, log;
-    cli::History h = cli::train(o, out, log, false);
-    return std::pair{h, out.str()};
+    return train_in_batches_of_32(ds, epochs, resume, checkpoint,
+                                  [&](cli::TrainOptions& o) { o.lr_decay = lr_decay; });
   };
   const auto [constant, constant_out] = train(1.0, 2, false, dir / "constant.ckpt");
   const auto [decayed, decayed_out] = train(0.5, 2, false, dir / "decayed.ckpt");
@@ -675,6 +688,37 @@ TEST(CliTrain, LearningRateDecayLowersEachEpochsRateAndResumesBitwise) {
                   "--data-dir", "/", "--epochs", "3"});
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("it was trained with --lr-decay 0.5, not 0.9"));
+}
+
+TEST(CliTrain, FlipAugmentationMirrorsBatchesReproduciblyAndResumesBitwise) {
+  const tf::data::FashionMnist ds = synthetic_dataset(70);
+  TempDir dir;
+  auto train = [&](const std::string& augment, std::int64_t epochs, bool resume,
+                   const std::string& checkpoint) {
+    return train_in_batches_of_32(ds, epochs, resume, checkpoint,
+                                  [&](cli::TrainOptions& o) { o.augment = augment; });
+  };
+  const auto [plain, plain_out] = train("none", 2, false, dir / "plain.ckpt");
+  const auto [flipped, flipped_out] = train("flip", 2, false, dir / "flipped.ckpt");
+  EXPECT_THAT(flipped_out, HasSubstr("batch 32, random flips, 70 train"));
+  EXPECT_THAT(plain_out, HasSubstr("batch 32, 70 train"));
+  EXPECT_NE(flipped[0].train_loss, plain[0].train_loss);  // it trained on other images
+  // The flips are drawn from the run's seed, epoch and step: the same run gives the same bits,
+  // and one epoch and a resume end where two epochs in one go end.
+  EXPECT_EQ(train("flip", 2, false, dir / "again.ckpt").first[1].train_loss, flipped[1].train_loss);
+  train("flip", 1, false, dir / "resumed.ckpt");
+  const auto [resumed, resumed_out] = train("flip", 2, true, dir / "resumed.ckpt");
+  EXPECT_EQ(resumed[1].train_loss, flipped[1].train_loss);
+  ASSERT_NO_FATAL_FAILURE(expect_same_but_history(checkpoint_bytes(dir / "flipped.ckpt"),
+                                                  checkpoint_bytes(dir / "resumed.ckpt"),
+                                                  "differs after resuming with flips"));
+  Result r = run({"train", "--resume", "--checkpoint", (dir / "resumed.ckpt").c_str(), "--augment", "none",
+                  "--data-dir", "/", "--epochs", "3"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("it was trained with --augment flip, not none"));
+  Result bad = run({"train", "--augment", "rotate"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--augment"));
 }
 
 TEST(CliTrain, ResumingFromAModelOnlyCheckpointExitsWith2) {

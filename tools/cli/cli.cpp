@@ -86,6 +86,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   auto* optimizer_opt = train_cmd->add_option("--optimizer", t.optimizer, "adam or sgd (momentum 0.9)")
                             ->check(CLI::IsMember({"adam", "sgd"}))
                             ->capture_default_str();
+  auto* augment_opt =
+      train_cmd
+          ->add_option("--augment", t.augment,
+                       "Data augmentation: flip (mirror each training image left to right with probability "
+                       "1/2) or none; default: flip for the cnn, none for the mlp")
+          ->check(CLI::IsMember(augmentations()));
   auto* seed_opt = train_cmd->add_option("--seed", t.seed, "Seed of the initialisers, shuffling and dropout")
                        ->capture_default_str();
   train_cmd->add_option("--checkpoint", t.checkpoint, "Save a checkpoint here after each epoch");
@@ -164,6 +170,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
       t.limit_given = limit_opt->count() > 0;
       t.learning_rate_given = lr_opt->count() > 0;
       t.lr_decay_given = lr_decay_opt->count() > 0;
+      t.augment_given = augment_opt->count() > 0;
       const InterruptHandler interrupts;
       t.stop_requested = &InterruptHandler::count();
       train(t, out, err, err_is_terminal);

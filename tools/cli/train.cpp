@@ -23,6 +23,7 @@
 #include "tapeflow/nn/metrics.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/image.h"
 #include "tapeflow/optim/optimizer.h"
 #include "tapeflow/threads.h"
 #include "train_step.h"
@@ -34,6 +35,10 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 const std::vector<std::string> kOptimizers = {"adam", "sgd"};
+
+/// The key of the flips' seeds: the run's seed mixed with this, so that their draws are not those
+/// of the dropout masks, which come from the run's seed too.
+constexpr std::uint64_t kFlipSeedKey = 0xF11B'5EED'0000'0001;
 constexpr std::int64_t kHistoryColumns = 6;  // epoch, train loss, train acc, test loss, test acc, s
 
 /// The optimizer `name` with the run's learning rate: o.learning_rate, times o.lr_decay after each
@@ -79,6 +84,10 @@ struct Meta {
   Variable lr_decay{1.0, {.name = "train/lr_decay", .trainable = false}};
   /// Checkpoints written before --lr-decay have no train/lr_decay: their rate was constant (1).
   bool has_lr_decay = true;
+  /// --augment, as its index in augmentations().
+  Variable augment{std::int64_t{0}, {.name = "train/augment", .trainable = false}};
+  /// Checkpoints written before --augment have no train/augment: they trained without it.
+  bool has_augment = true;
 
   /// The train/history variable holding `value` (the history has no fixed size: it is recreated
   /// whenever it grows or is read).
@@ -94,6 +103,7 @@ struct Meta {
     if (has_progress) all.insert(all.end(), {{"train/step", step}, {"train/partial", partial}});
     if (has_ranks) all.emplace_back("train/ranks", ranks);
     if (has_lr_decay) all.emplace_back("train/lr_decay", lr_decay);
+    if (has_augment) all.emplace_back("train/augment", augment);
     return all;
   }
 };
@@ -135,11 +145,13 @@ Meta read_meta(const std::string& path) {
     meta.has_progress = false;
     meta.has_ranks = false;
     meta.has_lr_decay = false;
+    meta.has_augment = false;
     for (const auto& e : list_checkpoint(path)) {
       if (e.name == "train/history") history_shape = e.shape;
       if (e.name == "train/step") meta.has_progress = true;
       if (e.name == "train/ranks") meta.has_ranks = true;
       if (e.name == "train/lr_decay") meta.has_lr_decay = true;
+      if (e.name == "train/augment") meta.has_augment = true;
     }
     if (!history_shape)
       throw UsageError("cannot resume from '" + path +
@@ -224,11 +236,19 @@ std::int64_t parameter_count(const Model& m) {
 
 }  // namespace
 
+const std::vector<std::string>& augmentations() {
+  static const std::vector<std::string> names = {"none", "flip"};
+  return names;
+}
+
 void validate(const TrainOptions& o) {
   if (index_of(model_names(), o.model) == static_cast<std::int64_t>(model_names().size()))
     throw UsageError("unknown model '" + o.model + "': expected mlp or cnn");
   if (index_of(kOptimizers, o.optimizer) == static_cast<std::int64_t>(kOptimizers.size()))
     throw UsageError("unknown optimizer '" + o.optimizer + "': expected adam or sgd");
+  if (!o.augment.empty() &&
+      index_of(augmentations(), o.augment) == static_cast<std::int64_t>(augmentations().size()))
+    throw UsageError("unknown augmentation '" + o.augment + "': expected flip or none");
   if (o.epochs < 1) throw UsageError(fmt::format("--epochs must be at least 1, got {}", o.epochs));
   if (o.batch_size < 1)
     throw UsageError(fmt::format("--batch-size must be at least 1, got {}", o.batch_size));
@@ -310,12 +330,18 @@ std::optional<Meta> adopt_checkpoint_configuration(TrainOptions& o, std::ostream
   require_same(o.limit_given, "limit", o.limit, saved.limit.value().item<std::int64_t>(), o.checkpoint);
   const double saved_lr_decay = saved.has_lr_decay ? saved.lr_decay.value().item<double>() : 1.0;
   require_same(o.lr_decay_given, "lr-decay", o.lr_decay, saved_lr_decay, o.checkpoint);
+  const std::int64_t augment_id = saved.has_augment ? saved.augment.value().item<std::int64_t>() : 0;
+  if (augment_id < 0 || augment_id >= static_cast<std::int64_t>(augmentations().size()))
+    throw UsageError("cannot resume from '" + o.checkpoint + "': unknown augmentation id");
+  const std::string& saved_augment = augmentations()[static_cast<std::size_t>(augment_id)];
+  require_same(o.augment_given, "augment", o.augment, saved_augment, o.checkpoint);
   o.model = models[static_cast<std::size_t>(model_id)];
   o.optimizer = kOptimizers[static_cast<std::size_t>(opt_id)];
   o.seed = static_cast<std::uint64_t>(saved.seed.value().item<std::int64_t>());
   o.batch_size = saved.batch_size.value().item<std::int64_t>();
   o.limit = saved.limit.value().item<std::int64_t>();
   o.lr_decay = saved_lr_decay;
+  o.augment = saved_augment;
   const double saved_learning_rate = saved.learning_rate.value().item<double>();
   if (o.learning_rate_given && o.learning_rate != saved_learning_rate)
     out << fmt::format("note: using --lr {:g}, not the checkpoint's learning rate {:g}\n", o.learning_rate,
@@ -392,6 +418,7 @@ StartPoint restore_training_state(TrainingState& s, const Meta& saved, const Tra
   s.meta.has_progress = saved.has_progress;
   s.meta.has_ranks = saved.has_ranks;
   s.meta.has_lr_decay = saved.has_lr_decay;
+  s.meta.has_augment = saved.has_augment;
   try {
     restore_checkpoint(o.checkpoint, s.checkpoint_entries());
   } catch (const Error& e) {
@@ -429,6 +456,7 @@ void save_training_state(TrainingState& s, const TrainOptions& o, std::int64_t e
   meta.partial.assign(constant({sums.examples, sums.loss_sum, sums.correct}));
   meta.learning_rate.assign(constant<double>(o.learning_rate));
   meta.lr_decay.assign(constant<double>(o.lr_decay));
+  meta.augment.assign(constant<std::int64_t>(index_of(augmentations(), o.augment)));
   meta.seed.assign(constant(static_cast<std::int64_t>(o.seed)));
   meta.batch_size.assign(constant<std::int64_t>(o.batch_size));
   meta.limit.assign(constant<std::int64_t>(o.limit));
@@ -447,12 +475,14 @@ void print_run_header(std::ostream& out, const TrainOptions& o, const TrainingSt
       ranks == 1 ? fmt::format("batch {}", o.batch_size)
                  : fmt::format("batch {} per rank ({} a step)", o.batch_size, o.batch_size * ranks);
   out << fmt::format(
-      "tapeflow train: {} ({} parameters), {} lr {:g}{}, {}, {} train / {} test examples, {}{}, {}, OpenBLAS "
+      "tapeflow train: {} ({} parameters), {} lr {:g}{}, {}{}, {} train / {} test examples, {}{}, {}, "
+      "OpenBLAS "
       "{}\n",
       o.model, parameter_count(s.model), o.optimizer, o.learning_rate,
-      o.lr_decay == 1 ? "" : fmt::format(" x{:g} per epoch", o.lr_decay), batch, d.train_x.shape()[0],
-      d.test_x.shape()[0], plural(o.threads > 0 ? o.threads : num_threads(), "thread"),
-      ranks == 1 ? "" : " per rank", o.precision, openblas_kernels());
+      o.lr_decay == 1 ? "" : fmt::format(" x{:g} per epoch", o.lr_decay), batch,
+      o.augment == "flip" ? ", random flips" : "", d.train_x.shape()[0], d.test_x.shape()[0],
+      plural(o.threads > 0 ? o.threads : num_threads(), "thread"), ranks == 1 ? "" : " per rank", o.precision,
+      openblas_kernels());
   if (ranks > 1)
     out << fmt::format("data-parallel over {} MPI ranks: gradients averaged by a DistributedGradientTape{}\n",
                        ranks,
@@ -506,6 +536,12 @@ EpochSums train_epoch(TrainingState& s, TrainStep& train_step, const TrainOption
   };
   while (auto b = batches.next()) {
     const std::int64_t size = b->labels.shape()[0];
+    if (o.augment == "flip") {
+      // One draw per image of this rank's batch: the counter is the job's step and the rank.
+      const auto counter = (epoch * batches.num_batches() + step) * distributed::size() + distributed::rank();
+      b->features = image::stateless_random_flip_left_right(
+          b->features, constant<std::int64_t>({static_cast<std::int64_t>(o.seed ^ kFlipSeedKey), counter}));
+    }
     // Outside the (traced) step: assigns the dropout layers' seed variables, which it reads.
     s.model.start_step(epoch, step);
     const StepResult r =
@@ -552,6 +588,7 @@ History train(const TrainOptions& options, std::ostream& out_all, std::ostream& 
   TrainOptions o = options;
   // Resume: the checkpoint decides the configuration; explicit options must agree with it.
   const std::optional<Meta> saved = adopt_checkpoint_configuration(o, out);
+  if (o.augment.empty()) o.augment = o.model == "cnn" ? "flip" : "none";
   // The ranks on one machine share its cores.
   if (o.threads > 0 || distributed::local_size() > 1)
     set_num_threads(o.threads > 0 ? o.threads : std::max(1, num_threads() / distributed::local_size()));

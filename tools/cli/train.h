@@ -60,6 +60,13 @@ struct TrainOptions {
   /// count); 1: constant.
   double lr_decay = 1.0;
   std::string optimizer = "adam";  ///< "adam" or "sgd" (momentum 0.9)
+  /// Data augmentation of the training batches: "flip" mirrors each image left to right with
+  /// probability 1/2 (image::stateless_random_flip_left_right, seeded by the run's seed, epoch and
+  /// step, so runs and resumes are reproducible), "none" trains on the images as they are, ""
+  /// (the default) the model's choice: flip for the CNN (92% after 15 epochs at every seed tried,
+  /// docs/PERFORMANCE.md), none for the MLP (flips cost it a point and a half of test accuracy
+  /// over the demo's two epochs).
+  std::string augment;
   std::uint64_t seed = 1;
   std::string checkpoint;  ///< empty: no checkpoint
   bool resume = false;
@@ -92,12 +99,15 @@ struct TrainOptions {
   /// Interrupted. nullptr: never stop early.
   const std::atomic<int>* stop_requested = nullptr;
   /// Which of the options above were given on the command line: on resume, an explicitly given
-  /// model, optimizer, seed, batch size, limit or learning-rate decay must agree with the
+  /// model, optimizer, seed, batch size, limit, learning-rate decay or augmentation must agree with the
   /// checkpoint; an explicit learning rate replaces the checkpoint's (a note on `out` says which
   /// value is used).
   bool model_given = false, optimizer_given = false, seed_given = false, batch_size_given = false,
-       limit_given = false, learning_rate_given = false, lr_decay_given = false;
+       limit_given = false, learning_rate_given = false, lr_decay_given = false, augment_given = false;
 };
+
+/// The values of --augment, "none" and "flip" (a checkpoint's train/augment is the index).
+const std::vector<std::string>& augmentations();
 
 /// Checks what can be checked before loading anything. Throws UsageError.
 void validate(const TrainOptions& options);

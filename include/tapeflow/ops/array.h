@@ -78,6 +78,10 @@ Tensor gather_nd(const Tensor& params, const Tensor& indices);
 /// indices.shape[:-1] + shape[K:] where K = indices.shape[-1]; an index tuple outside `shape`
 /// throws InvalidArgumentError naming it and its position.
 Tensor scatter_nd(const Tensor& indices, const Tensor& updates, const Shape& shape);
+/// tf.reverse: `x` with the order of its elements reversed along each of `axes` (negative axes
+/// count from the end; an empty list reverses nothing). An axis out of range or given twice
+/// throws InvalidArgumentError. reverse(images, -2) mirrors NHWC images left to right.
+Tensor reverse(const Tensor& x, const Axes& axes);
 /// Repeats `x` multiples[i] times along dimension i.
 Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples);
 /// Pads with `constant_value`; paddings[i] = {before, after} for dimension i (non-negative).
