@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <atomic>
+#include <cstdint>
 
 #include "core/allocator.h"
 #include "core/float_mode.h"
@@ -134,12 +135,13 @@ void share_float_mode_with_openmp(int threads) {
   thread_local int given_threads = 1;  // a team of one is the caller itself
   const FloatMode mode = current_float_mode();
   if (threads <= 1 || (mode == given_mode && threads == given_threads)) return;
-  FloatMode shared = mode;
+  // The mode travels in the pointer itself: nothing in memory for the threads to read.
   GOMP_parallel(
       [](void* m) {
-        if (omp_get_thread_num() != 0) set_float_mode(*static_cast<const FloatMode*>(m));
+        if (omp_get_thread_num() != 0)
+          set_float_mode(static_cast<FloatMode>(reinterpret_cast<std::uintptr_t>(m)));
       },
-      &shared, static_cast<unsigned>(threads), 0);
+      reinterpret_cast<void*>(static_cast<std::uintptr_t>(mode)), static_cast<unsigned>(threads), 0);
   given_mode = mode;
   given_threads = threads;
 }
