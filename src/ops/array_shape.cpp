@@ -268,6 +268,11 @@ struct ReverseV2 {
   using Attrs = ReverseAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     const Shape& s = x.shape();
+    // The public function normalises the axes; a graph read from a file is checked here too.
+    for (std::int64_t axis : a.axes)
+      TAPEFLOW_REQUIRE(axis >= 0 && axis < s.rank(), InvalidArgumentError,
+                       "[{}] axis {} is out of range for x of shape {} (rank {})", kName, axis, s.to_string(),
+                       s.rank());
     Tensor y = detail::empty(s, x.dtype(), kName);
     // Each reversed dimension is read from its last element backwards.
     const auto strides = cpu::row_major_strides(s);
