@@ -67,9 +67,14 @@ inline void set_float_mode(FloatMode mode) {
 class FloatModeScope {
  public:
   explicit FloatModeScope(FloatMode mode = op_float_mode()) noexcept {
-    saved_ = current_float_mode();
+#if TAPEFLOW_HAS_MXCSR
+    const std::uint32_t csr = _mm_getcsr();  // read once: this runs for every op
+    saved_ = csr & kFloatModeBits;
     changed_ = saved_ != mode;
-    if (changed_) set_float_mode(mode);
+    if (changed_) _mm_setcsr((csr & ~kFloatModeBits) | mode);
+#else
+    (void)mode;
+#endif
   }
   ~FloatModeScope() {
     if (changed_) set_float_mode(saved_);

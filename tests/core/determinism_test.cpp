@@ -4,19 +4,14 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include "core/parallel.h"
+#include "support/close.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tapeflow {
 namespace {
 
-template <class T = float>
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  return std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
+using testing::bitwise_equal;
 
 TEST(Determinism, RandomOpsWithTheSameSeedAreBitwiseIdentical) {
   EXPECT_TRUE(bitwise_equal(random::normal({1000}, 0, 1, DType::Float32, 7),

@@ -6,6 +6,7 @@
 
 #include <numeric>
 
+#include "support/close.h"
 #include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
@@ -19,11 +20,6 @@ namespace {
 
 tf::Tensor iota_f32(const tf::Shape& shape) { return tf::testing::iota(shape, tf::float32); }
 
-/// Whether a and b hold the same float32 values in the same shape.
-bool same(const tf::Tensor& a, const tf::Tensor& b) {
-  return a.shape() == b.shape() && a.to_vector<float>() == b.to_vector<float>();
-}
-
 tf::Tensor seed(std::int64_t key, std::int64_t counter) { return tf::constant<std::int64_t>({key, counter}); }
 
 /// Whether image i of `out` is image i of `in` mirrored left to right (true) or unchanged (false);
@@ -31,8 +27,8 @@ tf::Tensor seed(std::int64_t key, std::int64_t counter) { return tf::constant<st
 bool flipped(const tf::Tensor& in, const tf::Tensor& out, std::int64_t i) {
   const tf::Tensor a = tf::gather(in, tf::constant<std::int64_t>({i}));
   const tf::Tensor b = tf::gather(out, tf::constant<std::int64_t>({i}));
-  const bool unchanged = same(a, b);
-  const bool mirrored = same(tf::image::flip_left_right(a), b);
+  const bool unchanged = tf::testing::bitwise_equal(a, b);
+  const bool mirrored = tf::testing::bitwise_equal(tf::image::flip_left_right(a), b);
   EXPECT_TRUE(unchanged != mirrored) << "image " << i;
   return mirrored;
 }
@@ -76,8 +72,10 @@ TEST(ImageFlip, RandomFlipMirrorsAboutHalfOfTheImagesAsItsSeedSays) {
   EXPECT_GT(flips, 16);
   EXPECT_LT(flips, 48);
   // The same seed flips the same images; another counter flips others.
-  EXPECT_TRUE(same(out, tf::image::stateless_random_flip_left_right(batch, seed(7, 3))));
-  EXPECT_FALSE(same(out, tf::image::stateless_random_flip_left_right(batch, seed(7, 4))));
+  EXPECT_TRUE(
+      tf::testing::bitwise_equal(out, tf::image::stateless_random_flip_left_right(batch, seed(7, 3))));
+  EXPECT_FALSE(
+      tf::testing::bitwise_equal(out, tf::image::stateless_random_flip_left_right(batch, seed(7, 4))));
 }
 
 TEST(ImageFlip, RandomFlipOfOneImageFlipsItOrNot) {
@@ -86,7 +84,7 @@ TEST(ImageFlip, RandomFlipOfOneImageFlipsItOrNot) {
   for (std::int64_t counter = 0; counter < 20; ++counter) {
     const tf::Tensor out = tf::image::stateless_random_flip_left_right(image, seed(1, counter));
     EXPECT_EQ(out.shape(), image.shape());
-    flips += same(out, tf::image::flip_left_right(image)) ? 1 : 0;
+    flips += tf::testing::bitwise_equal(out, tf::image::flip_left_right(image)) ? 1 : 0;
   }
   EXPECT_GT(flips, 0);
   EXPECT_LT(flips, 20);
@@ -104,6 +102,6 @@ TEST(ImageFlip, GradientFlowsBackThroughTheSameFlips) {
     const tf::Tensor w = tf::gather(weights, tf::constant<std::int64_t>({i}));
     const tf::Tensor g = tf::gather(grad, tf::constant<std::int64_t>({i}));
     const tf::Tensor expected = flipped(batch, out, i) ? tf::image::flip_left_right(w) : w;
-    EXPECT_TRUE(same(g, expected)) << "image " << i;
+    EXPECT_TRUE(tf::testing::bitwise_equal(g, expected)) << "image " << i;
   }
 }
