@@ -28,16 +28,19 @@
 /// otherwise InvalidArgumentError names the function and both signatures.
 ///
 /// **Unknown dimensions.** A dimension declared unknown (-1) accepts any size, and, as
-/// TensorFlow traces once for a `None` dimension, one graph serves every size when the graph does
-/// not depend on it. Traces run on real tensors, so this is checked: the first two traces at
-/// different sizes (each unknown dimension different, each size at least 2) must give the same
-/// graph, node for node, attribute for attribute and constant for constant. From then on a new
-/// size runs that graph without running the body (`FunctionStats::shared_graph_sizes`); sizes 0
-/// and 1 still trace. A body whose graph changes with the size (a constant of that size, a reshape
-/// to an explicit batch size instead of -1), or which assigns variables, changes state or uses
-/// tf::cond or tf::while_loop, traces once per size instead (`FunctionStats::specializations`;
-/// neither is warned about). As in TensorFlow, whose body sees the size as None, a body must
-/// not branch in C++ on an unknown dimension's size; set
+/// TensorFlow traces once for a `None` dimension, one graph serves every size. Traces run on real
+/// tensors, so this is checked: the first two traces at different sizes (each unknown dimension
+/// different, each size at least 2) must give the same graph, node for node, but for numbers in
+/// attributes and constants that are proportional to an unknown size (a reshape to n rows, Mean's
+/// 1 / n, a constant of n ones: what gradients and training steps hold), which a third trace
+/// must then confirm. From then on a new size runs that graph, with those numbers at its size,
+/// without running the body (`FunctionStats::shared_graph_sizes`); sizes 0 and 1 still trace. So
+/// a whole training step (forward, gradient, optimizer update) traces three times and then serves
+/// every batch size. A body whose graph depends on the size some other way (a constant of that
+/// size with different elements, a slice of min(n, 4) rows), or which changes state through an op
+/// or uses tf::cond or tf::while_loop, traces once per size instead
+/// (`FunctionStats::specializations`; neither is warned about). As in TensorFlow, whose body sees
+/// the size as None, a body must not branch in C++ on an unknown dimension's size; set
 /// `FunctionOptions::share_graph_across_sizes = false` for one that does.
 ///
 /// **Gradients.** Under a recording GradientTape a call is one record (TensorFlow's
@@ -92,8 +95,8 @@ struct FunctionOptions {
   std::optional<std::vector<TensorSpec>> input_signature = {};
   /// Run the graph passes (dead code, common subexpressions, constant folding, fusion).
   bool optimize = true;
-  /// Let one graph serve every size of an unknown dimension once two traces show it does not
-  /// depend on it (see "Unknown dimensions" above); false traces each size.
+  /// Let one graph serve every size of an unknown dimension once traces show how it depends on
+  /// it (see "Unknown dimensions" above); false traces each size.
   bool share_graph_across_sizes = true;
 };
 
@@ -344,7 +347,9 @@ class Function {
 /// not run the body); the file keeps that trace's shapes. A dimension `signature` leaves unknown
 /// stays unknown in the file, so the loaded function takes any size there: that needs the graph
 /// the function shares across the sizes of its own unknown dimensions (see "Unknown dimensions"
-/// above: call it at two sizes first; FailedPreconditionError says so). A graph holding an op whose
+/// above: call it at two sizes first; FailedPreconditionError says so), and one whose graph holds
+/// no sizes (a file cannot carry the proportions: such a graph is saved for concrete sizes). A
+/// graph holding an op whose
 /// attributes cannot be written (custom_gradient's closure, cond and while_loop branches) is an
 /// UnimplementedError naming the op.
 ///@{

@@ -23,6 +23,9 @@
 // exported (CustomGradient and RecomputeGrad hold closures and Variables, and have no forward a
 // graph could run anyway).
 //
+// `map_ints` rewrites a copy's integer fields and Shape dims in field order (a function graph
+// shared across sizes, function/shared_sizes.h, puts a new size into the attributes that hold one).
+//
 // Equality is bitwise for floating-point fields and tensors (NaN equals itself, -0 differs from
 // 0: equal attributes give identical results), and hash agrees with it. Each codec also has a
 // layout ("{b,b}" for MatMul's two flags) that the function file stores, so a file written by a
@@ -137,6 +140,9 @@ class AttrReader {
   std::string context_;
 };
 
+/// What AttrsCodec::map_ints applies to each integer of an Attrs.
+using IntMap = std::function<std::int64_t(std::int64_t)>;
+
 /// How a graph compares, hashes, prints, writes and reads one Attrs type (one static instance per
 /// type: attrs_codec<Attrs>()). The pointers are an op's attributes as a node holds them.
 struct AttrsCodec {
@@ -148,6 +154,10 @@ struct AttrsCodec {
   std::shared_ptr<const void> (*read)(AttrReader& r);
   /// The values, "{[1, 2], true, (2, 3)}" (fields have no names at run time).
   std::string (*to_string)(const void* attrs);
+  /// A copy whose integers (every integral field but bools and enums, and every Shape dim) are
+  /// f(value), called in field order; InvalidArgumentError if a result does not fit its field.
+  /// nullptr for the ops that hold graphs (control flow), which are never shared across sizes.
+  std::shared_ptr<const void> (*map_ints)(const void* attrs, const IntMap& f);
   /// The field types, e.g. "{[i32],[b;8],b}" for a reduction.
   std::string layout;
 };
@@ -220,7 +230,8 @@ inline void hash_combine(std::size_t& seed, std::size_t h) {
 // --- One codec per field type -----------------------------------------------------------------
 //
 // Each FieldCodec<T> has: kMinBytes (the shortest encoding, which bounds a count read from a
-// file), layout(out), write(v, w), read(r, v), equal(a, b), hash(v, seed), format(v, out).
+// file), layout(out), write(v, w), read(r, v), equal(a, b), hash(v, seed), format(v, out), and
+// map_ints(v, f) (a no-op but for integers, Shapes and what holds them).
 
 template <class T>
 inline constexpr bool kCannotEncode = false;
@@ -243,6 +254,7 @@ struct FieldCodec<bool> {
   static bool equal(bool a, bool b) { return a == b; }
   static void hash(bool v, std::size_t& seed) { hash_combine(seed, v ? 1 : 0); }
   static void format(bool v, std::string& out) { out += v ? "true" : "false"; }
+  static void map_ints(bool&, const IntMap&) {}
 };
 
 template <class T>
@@ -258,6 +270,13 @@ requires std::integral<T> &&(!std::is_same_v<T, bool>)struct FieldCodec<T> {
   static bool equal(T a, T b) { return a == b; }
   static void hash(T v, std::size_t& seed) { hash_combine(seed, std::hash<T>{}(v)); }
   static void format(T v, std::string& out) { out += fmt::format("{}", v); }
+  static void map_ints(T& v, const IntMap& f) {
+    const std::int64_t m = f(static_cast<std::int64_t>(v));
+    if (!std::in_range<T>(m))
+      throw InvalidArgumentError(
+          fmt::format("an attribute's integer {} (was {}) does not fit its field", m, v));
+    v = static_cast<T>(m);
+  }
 };
 
 /// Scoped enums: any value of the underlying type is a valid value of the enum.
@@ -279,6 +298,7 @@ requires std::is_enum_v<T> &&
   static bool equal(T a, T b) { return a == b; }
   static void hash(T v, std::size_t& seed) { Int::hash(static_cast<std::underlying_type_t<T>>(v), seed); }
   static void format(T v, std::string& out) { Int::format(static_cast<std::underlying_type_t<T>>(v), out); }
+  static void map_ints(T&, const IntMap&) {}
 };
 
 template <std::floating_point T>
@@ -292,6 +312,7 @@ struct FieldCodec<T> {
   static bool equal(T a, T b) { return std::bit_cast<Bits>(a) == std::bit_cast<Bits>(b); }
   static void hash(T v, std::size_t& seed) { hash_combine(seed, std::hash<Bits>{}(std::bit_cast<Bits>(v))); }
   static void format(T v, std::string& out) { out += fmt::format("{}", v); }
+  static void map_ints(T&, const IntMap&) {}
 };
 
 template <>
@@ -303,6 +324,7 @@ struct FieldCodec<DType> {
   static bool equal(DType a, DType b) { return a == b; }
   static void hash(DType v, std::size_t& seed) { hash_combine(seed, static_cast<std::size_t>(v)); }
   static void format(DType v, std::string& out) { out += dtype_name(v); }
+  static void map_ints(DType&, const IntMap&) {}
 };
 
 template <>
@@ -317,6 +339,11 @@ struct FieldCodec<Shape> {
     for (std::int64_t d : v.dims()) hash_combine(seed, std::hash<std::int64_t>{}(d));
   }
   static void format(const Shape& v, std::string& out) { out += v.to_string(); }
+  static void map_ints(Shape& v, const IntMap& f) {
+    std::vector<std::int64_t> dims(v.dims().begin(), v.dims().end());
+    for (std::int64_t& d : dims) d = f(d);
+    v = Shape(dims);
+  }
 };
 
 template <>
@@ -328,6 +355,7 @@ struct FieldCodec<Tensor> {
   static bool equal(const Tensor& a, const Tensor& b);
   static void hash(const Tensor& v, std::size_t& seed);
   static void format(const Tensor& v, std::string& out);
+  static void map_ints(Tensor&, const IntMap&) {}
 };
 
 template <>
@@ -341,6 +369,7 @@ struct FieldCodec<std::string> {
     hash_combine(seed, std::hash<std::string>{}(v));
   }
   static void format(const std::string& v, std::string& out) { out += fmt::format("\"{}\"", v); }
+  static void map_ints(std::string&, const IntMap&) {}
 };
 
 template <class T>
@@ -382,6 +411,9 @@ struct FieldCodec<std::vector<T>> {
     }
     out += "]";
   }
+  static void map_ints(std::vector<T>& v, const IntMap& f) {
+    for (T& e : v) E::map_ints(e, f);
+  }
 };
 
 template <class T, std::size_t N>
@@ -414,6 +446,9 @@ struct FieldCodec<std::array<T, N>> {
       E::format(v[i], out);
     }
     out += "]";
+  }
+  static void map_ints(std::array<T, N>& v, const IntMap& f) {
+    for (T& e : v) E::map_ints(e, f);
   }
 };
 
@@ -450,6 +485,10 @@ struct FieldCodec<std::pair<A, B>> {
     out += ", ";
     CB::format(v.second, out);
     out += ")";
+  }
+  static void map_ints(std::pair<A, B>& v, const IntMap& f) {
+    CA::map_ints(v.first, f);
+    CB::map_ints(v.second, f);
   }
 };
 
@@ -509,6 +548,9 @@ struct FieldCodec<T> {
     });
     out += "}";
   }
+  static void map_ints(T& v, const IntMap& fn) {
+    with_fields(v, [&](auto&... f) { (Of<decltype(f)>::map_ints(f, fn), ...); });
+  }
 };
 
 template <class Attrs>
@@ -537,6 +579,11 @@ AttrsCodec make_codec() {
             C::format(*static_cast<const Attrs*>(a), out);
             return out;
           },
+      .map_ints = [](const void* a, const IntMap& f) -> std::shared_ptr<const void> {
+        auto copy = std::make_shared<Attrs>(*static_cast<const Attrs*>(a));
+        C::map_ints(*copy, f);
+        return copy;
+      },
       .layout = {},
   };
   C::layout(codec.layout);

@@ -167,9 +167,12 @@ Graph optimized(Graph g, bool fuse) {
 
 ConcreteFunction::ConcreteFunction(std::string label, Graph traced, bool optimize,
                                    std::shared_ptr<const void> structure, std::vector<TensorSpec> specs)
-    : label_(std::move(label)), structure_(std::move(structure)), specs_(std::move(specs)) {
-  Graph plain = optimize ? optimized(traced, /*fuse=*/false) : traced;
-  fast_ = std::make_unique<Executor>(optimize ? optimized(std::move(traced), /*fuse=*/true) : plain, label_);
+    : label_(std::move(label)),
+      traced_(std::move(traced)),
+      structure_(std::move(structure)),
+      specs_(std::move(specs)) {
+  Graph plain = optimize ? optimized(traced_, /*fuse=*/false) : traced_;
+  fast_ = std::make_unique<Executor>(optimize ? optimized(traced_, /*fuse=*/true) : plain, label_);
   plain_ = std::make_unique<Executor>(std::move(plain), label_);
 }
 
@@ -179,11 +182,6 @@ std::vector<Tensor> ConcreteFunction::call_fast(std::span<const Tensor> inputs) 
 
 std::vector<Tensor> ConcreteFunction::call_observed(std::span<const Tensor> inputs) const {
   return plain_->run(inputs, RunMode::kDispatch);
-}
-
-std::vector<Tensor> ConcreteFunction::call_unfused(std::span<const Tensor> inputs,
-                                                   std::vector<Shape>& shapes) const {
-  return plain_->run(inputs, RunMode::kFast, &shapes);
 }
 
 std::vector<Tensor> ConcreteFunction::call_recorded(std::span<const Tensor> inputs) const {

@@ -36,9 +36,6 @@ class ConcreteFunction {
   std::vector<Tensor> call_fast(std::span<const Tensor> inputs) const;
   /// Runs the unfused graph through the dispatch path (forward mode, an enclosing trace).
   std::vector<Tensor> call_observed(std::span<const Tensor> inputs) const;
-  /// Runs the unfused graph alone, giving every value's shape too (a graph shared across sizes,
-  /// shared_sizes.h, learning a new size).
-  std::vector<Tensor> call_unfused(std::span<const Tensor> inputs, std::vector<Shape>& shapes) const;
   /// Runs the differentiable forward and records the call as one op on the recording tapes.
   std::vector<Tensor> call_recorded(std::span<const Tensor> inputs) const;
 
@@ -49,6 +46,9 @@ class ConcreteFunction {
                              std::vector<Tensor> saved) const;
 
   const Graph& graph() const { return fast_->graph(); }
+  /// The graph as traced, before the passes: what traces at other sizes are compared with, and
+  /// what a graph shared across sizes instantiates (shared_sizes.h).
+  const Graph& traced_graph() const { return traced_; }
   /// The graph without fusion: what the dispatch path runs and what a file stores.
   const Graph& unfused_graph() const { return plain_->graph(); }
   /// The flat tensor arguments it was traced for (concrete shapes).
@@ -59,6 +59,7 @@ class ConcreteFunction {
 
  private:
   std::string label_;
+  Graph traced_;
   std::unique_ptr<Executor> fast_;
   std::unique_ptr<Executor> plain_;
   std::shared_ptr<const void> structure_;

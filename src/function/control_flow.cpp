@@ -417,6 +417,7 @@ const autodiff::AttrsCodec kIfCodec{
       return a;
     },
     .to_string = [](const void*) { return std::string("{then_branch, else_branch}"); },
+    .map_ints = nullptr,  // a graph holding branches never serves other sizes (shared_sizes.h)
     .layout = "{graph,graph}"};
 
 const autodiff::OpDef& if_op(bool stateful) {
@@ -580,6 +581,7 @@ const autodiff::AttrsCodec kLoopCodec{
           LoopAttrs{std::make_shared<const Loop>(std::move(loop)), static_cast<int>(order)});
     },
     .to_string = [](const void*) { return std::string("{cond, body}"); },
+    .map_ints = nullptr,  // as StatelessIf's
     .layout = "{graph,graph,u64,b,i64,u32}"};
 
 const autodiff::OpDef& while_op(bool stateful) {

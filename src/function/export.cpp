@@ -51,8 +51,17 @@ std::shared_ptr<graph::ConcreteFunction> graph_to_save(const detail::FunctionCor
   };
   if (unknown) {
     for (const auto& [key, e] : s.shared) {
-      if (e.shared && matches(signature, e.first->specs()) && declared_unknown()) return e.first;
-      if (e.refused) refused += "; " + e.why_refused;
+      if (e.stage != detail::SharedGraph::Stage::kShared || !matches(signature, e.first->specs())) {
+        if (e.stage == detail::SharedGraph::Stage::kRefused) refused += "; " + e.why_refused;
+        continue;
+      }
+      // A file's graph runs any size by its ops deriving their shapes; one whose attributes or
+      // constants hold sizes would need its template, which the format does not carry.
+      if (!e.size_template.empty()) {
+        refused += "; its graph holds sizes of the unknown dimensions (in attributes or constants)";
+        continue;
+      }
+      if (declared_unknown()) return e.first;
     }
     throw FailedPreconditionError(fmt::format(
         "[save_function] {} has no graph shared across the sizes of the unknown dimensions of {} "

@@ -59,33 +59,59 @@ bool ops_must_be_observed() { return autodiff::any_accumulator_active() || autod
 
 using CallResult = std::pair<std::vector<Tensor>, std::shared_ptr<const void>>;
 
+/// Runs `g` once unfused on `inputs`, giving every value's shape too. If the run fails, the
+/// variables it assigned get their values back before the error goes on: the body then decides
+/// at these sizes, traced, as if the graph had never run.
+std::vector<Tensor> run_restoring_variables(const graph::Graph& g, const std::string& label,
+                                            std::span<const Tensor> inputs, std::vector<Shape>& shapes) {
+  std::vector<std::pair<Variable, Tensor>> before;
+  for (const graph::Node& n : g.nodes)
+    if (n.kind == graph::NodeKind::kAssign || n.kind == graph::NodeKind::kAssignAdd ||
+        n.kind == graph::NodeKind::kAssignSub) {
+      const Variable v = graph::captured_variable(g, n.variable, label);
+      before.emplace_back(v, v.value());
+    }
+  try {
+    return graph::Executor(g, label).run(inputs, graph::RunMode::kFast, &shapes);
+  } catch (...) {
+    for (auto it = before.rbegin(); it != before.rend(); ++it) it->first.assign(it->second);
+    throw;
+  }
+}
+
 /// A call at new sizes of its unknown dimensions run by the graph shared across sizes
 /// (shared_sizes.h), which is then kept for these sizes; nullopt where there is none, a size is
-/// 0 or 1, or the graph fails at these sizes (then the body decides, traced for them: the graph
-/// changes no state, so the failed run left none behind).
+/// 0 or 1, the template ties dims that differ here, or the graph fails at these sizes (then the
+/// body decides, traced for them).
 std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& call, const std::string& key) {
   std::shared_ptr<graph::ConcreteFunction> first;
+  graph::SizeTemplate size_template;
   {
     std::lock_guard lock(s.mutex);
     auto it = s.shared.find(call.key);
-    if (it == s.shared.end() || !it->second.shared) return std::nullopt;
+    if (it == s.shared.end() || it->second.stage != SharedGraph::Stage::kShared) return std::nullopt;
     first = it->second.first;
+    size_template = it->second.size_template;
   }
   if (!s.unknown_sizes_at_least_two(call)) return std::nullopt;
-  const graph::Graph& g = first->unfused_graph();
+  const std::vector<TensorSpec> specs = specs_of(call.tensors);
+  const graph::Graph& traced = first->traced_graph();
   // A destroyed variable is the caller's error, never a reason to run a body that refers to it.
-  for (std::size_t k = 0; k < g.variables.size(); ++k)
-    graph::captured_variable(g, static_cast<std::int32_t>(k), s.label);
+  for (std::size_t k = 0; k < traced.variables.size(); ++k)
+    graph::captured_variable(traced, static_cast<std::int32_t>(k), s.label);
   std::vector<Shape> shapes;
   std::vector<Tensor> outputs;
+  std::optional<graph::Graph> g;
   try {
-    outputs = first->call_unfused(call.tensors, shapes);
+    g = graph::instantiate(traced, size_template, s.unknown_sizes(specs));
+    if (!g) return std::nullopt;
+    outputs = run_restoring_variables(*g, s.label, call.tensors, shapes);
   } catch (const InvalidArgumentError&) {
     return std::nullopt;
   }
-  auto cf = std::make_shared<graph::ConcreteFunction>(s.label, graph::resized(g, shapes, call.tensors),
-                                                      s.options.optimize, first->structure(),
-                                                      specs_of(call.tensors));
+  auto cf =
+      std::make_shared<graph::ConcreteFunction>(s.label, graph::resized(std::move(*g), shapes, call.tensors),
+                                                s.options.optimize, first->structure(), specs);
   std::lock_guard lock(s.mutex);
   s.cache[key] = cf;
   s.stats.shared_graph_sizes += 1;
@@ -93,30 +119,55 @@ std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& cal
   return CallResult{std::move(outputs), cf->structure()};
 }
 
-/// Offers a trace at new sizes of the unknown dimensions to the call structure's shared graph:
-/// the first becomes the candidate, the next at other sizes confirms or refuses it.
+/// Why the trace `cf` at other sizes does not let `e` go on to the next stage, or "" if it does.
+std::string unify_with(SharedGraph& e, const graph::ConcreteFunction& cf,
+                       const std::vector<std::int64_t>& sizes) {
+  if (e.stage == SharedGraph::Stage::kCandidate) {
+    for (std::size_t k = 0; k < sizes.size(); ++k)
+      if (sizes[k] == e.first_sizes[k]) return "";  // not a second point for every dim: wait for one
+    const std::string diff =
+        graph::unify(e.first->traced_graph(), e.first_sizes, cf.traced_graph(), sizes, e.size_template);
+    if (!diff.empty())
+      return fmt::format("its graphs for {} and {} differ: {}", specs_text(e.first->specs()),
+                         specs_text(cf.specs()), diff);
+    e.stage = e.size_template.empty() ? SharedGraph::Stage::kShared : SharedGraph::Stage::kConfirming;
+    return "";
+  }
+  // Confirming: the template's graph at these sizes must be this trace's.
+  const std::optional<graph::Graph> predicted =
+      graph::instantiate(e.first->traced_graph(), e.size_template, sizes);
+  if (!predicted)
+    return fmt::format("its graph ties unknown dimensions together that {} does not", specs_text(cf.specs()));
+  graph::SizeTemplate none;
+  const std::string diff = graph::unify(*predicted, sizes, cf.traced_graph(), sizes, none);
+  if (!diff.empty())
+    return fmt::format(
+        "its graph holds sizes of the unknown dimensions, and its trace for {} is not what its "
+        "traces for {} and one other size predict: {}",
+        specs_text(cf.specs()), specs_text(e.first->specs()), diff);
+  e.stage = SharedGraph::Stage::kShared;
+  return "";
+}
+
+/// Offers a trace (not recorded: a recorded one also holds its gradient) at new sizes of the
+/// unknown dimensions to the call structure's shared graph: the first becomes the candidate, the
+/// next at other sizes unifies with it, and a third confirms a graph that holds sizes.
 void offer_shared(FunctionCore::State& s, const FlatCall& call,
                   const std::shared_ptr<graph::ConcreteFunction>& cf) {
   if (!s.options.share_graph_across_sizes || !s.unknown_sizes_at_least_two(call)) return;
   std::lock_guard lock(s.mutex);
   SharedGraph& e = s.shared[call.key];
-  if (e.shared || e.refused) return;
-  e.why_refused = graph::why_not_shareable(cf->unfused_graph());
+  if (e.stage == SharedGraph::Stage::kShared || e.stage == SharedGraph::Stage::kRefused) return;
+  std::vector<std::int64_t> sizes = s.unknown_sizes(cf->specs());
+  e.why_refused = graph::why_not_shareable(cf->traced_graph());
   if (e.why_refused.empty() && e.first == nullptr) {
     e.first = cf;
+    e.first_sizes = std::move(sizes);
     return;
   }
-  if (e.why_refused.empty() && !s.every_unknown_size_differs(e.first->specs(), cf->specs())) return;
-  if (e.why_refused.empty()) {
-    const std::string diff = graph::first_difference(e.first->unfused_graph(), cf->unfused_graph());
-    if (diff.empty()) {
-      e.shared = true;
-      return;
-    }
-    e.why_refused = fmt::format("its graphs for {} and {} differ: {}", specs_text(e.first->specs()),
-                                specs_text(cf->specs()), diff);
-  }
-  e.refused = true;
+  if (e.why_refused.empty()) e.why_refused = unify_with(e, *cf, sizes);
+  if (e.why_refused.empty()) return;
+  e.stage = SharedGraph::Stage::kRefused;
   e.first = nullptr;
   log(LogLevel::Info,
       fmt::format("[{}] traces each size of its unknown dimensions: {}", s.label, e.why_refused));
@@ -184,7 +235,7 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
     const auto start = Clock::now();
     graph::TraceResult traced = graph::trace(s.label, s.options.optimize, call.tensors, body, recorded);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    if (specialization) offer_shared(s, call, traced.function);
+    if (specialization && !recorded) offer_shared(s, call, traced.function);
     std::lock_guard lock(s.mutex);
     const bool new_size = specialization && cf == nullptr && !s.cache.empty();
     s.cache[key] = traced.function;

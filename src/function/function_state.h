@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "function/concrete.h"
+#include "function/shared_sizes.h"
 #include "tapeflow/function.h"
 
 namespace tapeflow::detail {
@@ -27,12 +28,16 @@ inline std::vector<TensorSpec> specs_of(std::span<const Tensor> ts) {
 }
 
 /// The graph of one call structure that may serve every size of its unknown dimensions
-/// (shared_sizes.h): the first trace at sizes of at least 2, shared once a trace at other sizes
-/// gave the same graph, refused once one did not (or the graph cannot be shared).
+/// (shared_sizes.h): the first trace at sizes of at least 2 is the candidate; a trace at other
+/// sizes unifies with it (the same graph: shared; the same but for sizes: confirming, until a
+/// third trace matches the template's prediction); refused once one does not, or if the graph
+/// cannot be shared.
 struct SharedGraph {
+  enum class Stage : std::uint8_t { kCandidate, kConfirming, kShared, kRefused };
+  Stage stage = Stage::kCandidate;
   std::shared_ptr<graph::ConcreteFunction> first;
-  bool shared = false;
-  bool refused = false;
+  std::vector<std::int64_t> first_sizes;  // the unknown dims' sizes `first` was traced at
+  graph::SizeTemplate size_template;      // where `first`'s graph holds them
   std::string why_refused;
 };
 
@@ -57,14 +62,15 @@ struct FunctionCore::State {
     return true;
   }
 
-  /// Whether the traced specs `a` and `b` differ in every dimension the signature leaves unknown.
-  bool every_unknown_size_differs(const std::vector<TensorSpec>& a, const std::vector<TensorSpec>& b) const {
+  /// The sizes of the dimensions the input signature leaves unknown, in flat order, in `specs`.
+  std::vector<std::int64_t> unknown_sizes(const std::vector<TensorSpec>& specs) const {
+    std::vector<std::int64_t> sizes;
     for (std::size_t i = 0; i < options.input_signature->size(); ++i) {
       const std::vector<std::int64_t>& dims = (*options.input_signature)[i].dims;
       for (std::size_t d = 0; d < dims.size(); ++d)
-        if (dims[d] < 0 && a[i].dims[d] == b[i].dims[d]) return false;
+        if (dims[d] < 0) sizes.push_back(specs[i].dims[d]);
     }
-    return true;
+    return sizes;
   }
 
   /// The signature key of a call: the structure and non-tensor values, then each tensor's

@@ -2,16 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
+#include <map>
+
 #include "autodiff/attr_codec.h"
 #include "function/optimize.h"
+#include "tapeflow/no_recording.h"
+#include "tapeflow/ops/creation.h"
 
 namespace tapeflow::graph {
 
 std::string why_not_shareable(const Graph& g) {
   for (const Node& n : g.nodes) {
-    if (n.kind == NodeKind::kAssign || n.kind == NodeKind::kAssignAdd || n.kind == NodeKind::kAssignSub)
-      return fmt::format("it assigns the variable '{}'",
-                         g.variables[static_cast<std::size_t>(n.variable)].name);
     if (n.kind != NodeKind::kOp) continue;
     if (n.op->graph_op)
       return fmt::format("it holds {}, whose graphs are built for the traced shapes", n.name());
@@ -22,6 +25,10 @@ std::string why_not_shareable(const Graph& g) {
 
 namespace {
 
+using Term = SizeTemplate::Term;
+using Sizes = std::span<const std::int64_t>;
+constexpr std::size_t kMaxDims = 64;  // bits of Term::dims
+
 std::string attrs_text(const Node& n) {
   if (n.attrs == nullptr) return "none";
   return n.op->attrs_codec != nullptr ? n.op->attrs_codec->to_string(n.attrs.get()) : "(not comparable)";
@@ -31,9 +38,166 @@ bool same_variable(const CapturedVariable& a, const CapturedVariable& b) {
   return !a.state.owner_before(b.state) && !b.state.owner_before(a.state);
 }
 
+/// The term that gives `xa` at sizes_a and `xb` at sizes_b: m * (one unknown size), the same m for
+/// every dim it names; nullopt where none does, or dims with different multiples both do.
+/// `value_at(m, size)` is what the term's number is for a multiple and a size.
+template <class ValueAt>
+std::optional<Term> fit(Sizes sizes_a, Sizes sizes_b, ValueAt&& matches) {
+  std::optional<Term> found;
+  for (std::size_t k = 0; k < std::min(sizes_a.size(), kMaxDims); ++k) {
+    const std::optional<std::int64_t> m = matches(sizes_a[k], sizes_b[k]);
+    if (!m) continue;
+    if (found && found->multiple != *m) return std::nullopt;  // two readings: not a proportion
+    if (!found) found = Term{0, *m};
+    found->dims |= std::uint64_t{1} << k;
+  }
+  return found;
+}
+
+/// m >= 1 with xa = m * na and xb = m * nb, for sizes that differ.
+std::optional<Term> fit_multiple(std::int64_t xa, std::int64_t xb, Sizes sizes_a, Sizes sizes_b) {
+  return fit(sizes_a, sizes_b, [&](std::int64_t na, std::int64_t nb) -> std::optional<std::int64_t> {
+    if (na == nb || na <= 0 || xa % na != 0) return std::nullopt;
+    const std::int64_t m = xa / na;
+    if (m < 1 || m > std::numeric_limits<std::int64_t>::max() / nb || m * nb != xb) return std::nullopt;
+    return m;
+  });
+}
+
+/// The size a term gives at `sizes`, or nullopt where the dims it ties have different sizes.
+std::optional<std::int64_t> evaluate(const Term& t, Sizes sizes) {
+  std::optional<std::int64_t> size;
+  for (std::size_t k = 0; k < std::min(sizes.size(), kMaxDims); ++k) {
+    if (!(t.dims >> k & 1)) continue;
+    if (size && *size != sizes[k]) return std::nullopt;
+    size = sizes[k];
+  }
+  if (!size || *size > std::numeric_limits<std::int64_t>::max() / t.multiple) return std::nullopt;
+  return t.multiple * *size;
+}
+
+/// The integers of a node's attributes in map_ints order.
+std::vector<std::int64_t> attr_ints(const Node& n) {
+  std::vector<std::int64_t> ints;
+  n.op->attrs_codec->map_ints(n.attrs.get(), [&](std::int64_t v) {
+    ints.push_back(v);
+    return v;
+  });
+  return ints;
+}
+
+/// Where a's and b's attributes differ only in integers proportional to the sizes: appends the
+/// terms to `t` and returns "", or says what differs.
+std::string unify_attrs(std::size_t node, const Node& a, const Node& b, Sizes sizes_a, Sizes sizes_b,
+                        SizeTemplate& t) {
+  const autodiff::AttrsCodec* codec = a.op->attrs_codec;
+  const std::string differ = fmt::format("node {} ({}) has the attributes {} against {}", node, a.name(),
+                                         attrs_text(a), attrs_text(b));
+  if (codec == nullptr || codec->map_ints == nullptr || a.attrs == nullptr || b.attrs == nullptr)
+    return differ;
+  const std::vector<std::int64_t> ia = attr_ints(a), ib = attr_ints(b);
+  if (ia.size() != ib.size()) return differ;
+  std::size_t next = 0;
+  const std::shared_ptr<const void> a_with_b_ints =
+      codec->map_ints(a.attrs.get(), [&](std::int64_t) { return ib[next++]; });
+  if (!codec->equal(a_with_b_ints.get(), b.attrs.get())) return differ;  // not only integers differ
+  for (std::size_t i = 0; i < ia.size(); ++i) {
+    if (ia[i] == ib[i]) continue;
+    const std::optional<Term> term = fit_multiple(ia[i], ib[i], sizes_a, sizes_b);
+    if (!term)
+      return differ + fmt::format(" ({} against {} is no multiple of one unknown size)", ia[i], ib[i]);
+    t.attrs.push_back({node, i, *term});
+  }
+  return "";
+}
+
+/// Element i of a float32, float64, int32 or int64 tensor as a double; nullopt for other dtypes.
+std::optional<double> element(const Tensor& x, std::int64_t i) {
+  const auto at = [&]<class T>() { return static_cast<double>(x.values<T>()[static_cast<std::size_t>(i)]); };
+  switch (x.dtype()) {
+    case DType::Float32:
+      return at.operator()<float>();
+    case DType::Float64:
+      return at.operator()<double>();
+    case DType::Int32:
+      return at.operator()<std::int32_t>();
+    case DType::Int64:
+      return at.operator()<std::int64_t>();
+    default:
+      return std::nullopt;
+  }
+}
+
+/// Whether every element of `x` has the bytes of its first (and it has one).
+bool is_splat(const Tensor& x) {
+  const std::size_t size = dtype_size(x.dtype());
+  const auto* bytes = static_cast<const unsigned char*>(x.raw_data());
+  if (x.num_elements() == 0) return false;
+  for (std::size_t i = size; i < x.nbytes(); i += size)
+    if (std::memcmp(bytes, bytes + i, size) != 0) return false;
+  return true;
+}
+
+/// A tensor of x's shape and dtype holding `value` (a double rounded as tf::fill rounds it).
+Tensor scalar_like(const Tensor& x, double value) { return fill(x.shape(), value, x.dtype()); }
+
+/// A one-element constant whose value is a multiple of a size or its reciprocal.
+std::optional<SizeTemplate::Constant> fit_scalar(std::size_t index, const Tensor& a, const Tensor& b,
+                                                 Sizes sizes_a, Sizes sizes_b) {
+  const std::optional<double> va = element(a, 0), vb = element(b, 0);
+  if (!va || !vb) return std::nullopt;
+  const auto bitwise = [](const Tensor& x, const Tensor& y) {
+    return std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
+  };
+  if (std::trunc(*va) == *va && std::trunc(*vb) == *vb && std::abs(*va) < 0x1p53 && std::abs(*vb) < 0x1p53)
+    if (std::optional<Term> t =
+            fit_multiple(static_cast<std::int64_t>(*va), static_cast<std::int64_t>(*vb), sizes_a, sizes_b))
+      return SizeTemplate::Constant{index, SizeTemplate::Constant::Kind::kMultiple, {}, *t};
+  if (is_floating(a.dtype()) && *va > 0 && *vb > 0) {
+    const std::optional<Term> t =
+        fit(sizes_a, sizes_b, [&](std::int64_t na, std::int64_t nb) -> std::optional<std::int64_t> {
+          if (na == nb || na <= 0) return std::nullopt;
+          const double m = std::round(1.0 / (*va * static_cast<double>(na)));
+          if (!(m >= 1 && m < 0x1p53)) return std::nullopt;
+          const auto reciprocal = [&](const Tensor& like, std::int64_t n) {
+            return scalar_like(like, 1.0 / (m * static_cast<double>(n)));
+          };
+          if (!bitwise(reciprocal(a, na), a) || !bitwise(reciprocal(b, nb), b)) return std::nullopt;
+          return static_cast<std::int64_t>(m);
+        });
+    if (t) return SizeTemplate::Constant{index, SizeTemplate::Constant::Kind::kReciprocal, {}, *t};
+  }
+  return std::nullopt;
+}
+
+/// Where constants a and b (same dtype and rank, not bitwise equal) differ only in sizes.
+std::optional<SizeTemplate::Constant> fit_constant(std::size_t index, const Tensor& a, const Tensor& b,
+                                                   Sizes sizes_a, Sizes sizes_b) {
+  if (a.num_elements() == 1 && b.num_elements() == 1 && a.shape() == b.shape())
+    return fit_scalar(index, a, b, sizes_a, sizes_b);
+  // fill() must give the element back: a dtype element() reads, a value a double holds exactly.
+  if (!is_splat(a) || !is_splat(b) || std::memcmp(a.raw_data(), b.raw_data(), dtype_size(a.dtype())) != 0)
+    return std::nullopt;
+  const std::optional<double> e = element(a, 0);
+  if (!e || std::memcmp(fill({}, *e, a.dtype()).raw_data(), a.raw_data(), dtype_size(a.dtype())) != 0)
+    return std::nullopt;
+  SizeTemplate::Constant c{index, SizeTemplate::Constant::Kind::kSplat, {}, {}};
+  for (int d = 0; d < a.rank(); ++d) {
+    if (a.shape()[d] == b.shape()[d]) {
+      c.dims.emplace_back();
+      continue;
+    }
+    const std::optional<Term> t = fit_multiple(a.shape()[d], b.shape()[d], sizes_a, sizes_b);
+    if (!t) return std::nullopt;
+    c.dims.push_back(t);
+  }
+  return c;
+}
+
 }  // namespace
 
-std::string first_difference(const Graph& a, const Graph& b) {
+std::string unify(const Graph& a, Sizes sizes_a, const Graph& b, Sizes sizes_b, SizeTemplate& t) {
+  t = {};
   if (a.nodes.size() != b.nodes.size() || a.values.size() != b.values.size())
     return fmt::format("{} nodes and {} values against {} and {}", a.nodes.size(), a.values.size(),
                        b.nodes.size(), b.values.size());
@@ -49,17 +213,21 @@ std::string first_difference(const Graph& a, const Graph& b) {
         x.outputs != y.outputs)
       return fmt::format("node {} is {} against {}", k, x.name(), y.name());
     if (x.kind == NodeKind::kOp && !attrs_equal(x, y))
-      return fmt::format("node {} ({}) has the attributes {} against {}", k, x.name(), attrs_text(x),
-                         attrs_text(y));
+      if (std::string diff = unify_attrs(k, x, y, sizes_a, sizes_b, t); !diff.empty()) return diff;
   }
   if (a.constants.size() != b.constants.size())
     return fmt::format("{} constants against {}", a.constants.size(), b.constants.size());
   for (std::size_t i = 0; i < a.constants.size(); ++i) {
     const auto& [va, ta] = a.constants[i];
     const auto& [vb, tb] = b.constants[i];
-    if (va != vb || !autodiff::codec_detail::FieldCodec<Tensor>::equal(ta, tb))
+    if (va == vb && autodiff::codec_detail::FieldCodec<Tensor>::equal(ta, tb)) continue;
+    std::optional<SizeTemplate::Constant> c;
+    if (va == vb && ta.dtype() == tb.dtype() && ta.rank() == tb.rank())
+      c = fit_constant(i, ta, tb, sizes_a, sizes_b);
+    if (!c)
       return fmt::format("the constant v{} ({} {}) against v{} ({} {})", va, dtype_name(ta.dtype()),
                          ta.shape().to_string(), vb, dtype_name(tb.dtype()), tb.shape().to_string());
+    t.constants.push_back(std::move(*c));
   }
   if (a.variables.size() != b.variables.size())
     return fmt::format("{} variables against {}", a.variables.size(), b.variables.size());
@@ -67,6 +235,46 @@ std::string first_difference(const Graph& a, const Graph& b) {
     if (!same_variable(a.variables[k], b.variables[k]))
       return fmt::format("variable {} is '{}' against '{}'", k, a.variables[k].name, b.variables[k].name);
   return "";
+}
+
+std::optional<Graph> instantiate(const Graph& g, const SizeTemplate& t, Sizes sizes) {
+  Graph out = g;
+  // Each node's integers at the new sizes, by ordinal.
+  std::map<std::size_t, std::map<std::size_t, std::int64_t>> ints;
+  for (const SizeTemplate::AttrInt& a : t.attrs) {
+    const std::optional<std::int64_t> v = evaluate(a.term, sizes);
+    if (!v) return std::nullopt;
+    ints[a.node][a.ordinal] = *v;
+  }
+  for (const auto& [node, values] : ints) {
+    Node& n = out.nodes[node];
+    std::size_t ordinal = 0;
+    n.attrs = n.op->attrs_codec->map_ints(n.attrs.get(), [&](std::int64_t v) {
+      const auto it = values.find(ordinal++);
+      return it == values.end() ? v : it->second;
+    });
+  }
+  const NoRecordingScope not_recorded;  // the new constants are values, not ops of any tape
+  for (const SizeTemplate::Constant& c : t.constants) {
+    auto& [value, tensor] = out.constants[c.index];
+    if (c.kind == SizeTemplate::Constant::Kind::kSplat) {
+      std::vector<std::int64_t> dims(tensor.shape().dims().begin(), tensor.shape().dims().end());
+      for (std::size_t d = 0; d < dims.size(); ++d) {
+        if (!c.dims[d]) continue;
+        const std::optional<std::int64_t> v = evaluate(*c.dims[d], sizes);
+        if (!v) return std::nullopt;
+        dims[d] = *v;
+      }
+      tensor = fill(Shape(dims), *element(tensor, 0), tensor.dtype());
+    } else {
+      const std::optional<std::int64_t> v = evaluate(c.value, sizes);
+      if (!v) return std::nullopt;
+      const double n = static_cast<double>(*v);
+      tensor = scalar_like(tensor, c.kind == SizeTemplate::Constant::Kind::kMultiple ? n : 1.0 / n);
+    }
+    out.values[value].shape = tensor.shape();
+  }
+  return out;
 }
 
 Graph resized(Graph g, const std::vector<Shape>& shapes, std::span<const Tensor> inputs) {

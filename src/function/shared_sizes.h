@@ -3,18 +3,31 @@
 // as TensorFlow traces once for a `None` dimension.
 //
 // tapeflow traces by running the C++ body on real tensors, so a trace's shapes are concrete and
-// the body may read them. The graph can still serve other sizes when nothing in it depends on
-// them: the ops compute their output shapes from their inputs when they run. Whether that holds
-// is checked, not assumed: the first two traces at different sizes (every unknown dimension
-// different, each at least 2) must give the same graph, node for node, attribute for attribute,
-// constant for constant (first_difference). A graph that assigns variables, changes state or
-// holds control flow (whose branch graphs are built for the traced shapes) is never shared
-// (why_not_shareable). Sizes 0 and 1 always trace, as broadcasting may treat them differently.
+// the body (and the ops' gradients) may read them: Sum's gradient broadcasts to its input's shape,
+// Mean's scales by 1 / count, a convolution's input gradient is told the input's size. TensorFlow
+// keeps such sizes symbolic (tf.shape at run time); tapeflow learns where they are by comparing
+// traces instead (unify):
 //
-// A shared graph serves a new size by running it once unfused, which gives the call's results
-// and every value's shape at that size; the graph with those shapes (resized) is then optimised,
-// fused and planned like a trace, and cached for the size.
+//   - the first two traces at different sizes (every unknown dimension different, each at least
+//     2) must be the same graph, node for node, but for integers in the ops' attributes (and Shape
+//     dims) and constants that are *proportional* to one unknown size: m * n for an integer m >= 1
+//     (an attribute, a dim of a constant whose elements are all equal, or a scalar constant), or
+//     1 / (m * n) rounded to the constant's dtype (Mean's scale). The result is a SizeTemplate;
+//   - with an empty template the graph serves every size at once; with a non-empty one, a third
+//     trace must equal the template's prediction at its sizes before the graph serves others
+//     (three points of a proportion, so a size the body computed some other way is caught).
+//
+// A graph whose ops change state or that holds control flow (whose branch graphs are built for the
+// traced shapes) is never shared (why_not_shareable). Assignments are fine: the first run at a new
+// size restores the variables it assigned if it fails (function.cpp). Sizes 0 and 1 always trace,
+// as broadcasting may treat them differently.
+//
+// A shared graph serves a new size by instantiating the template there and running the graph once
+// unfused, which gives the call's results and every value's shape at that size; the graph with
+// those shapes (resized) is then optimised, fused and planned like a trace, and cached for the size.
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,12 +36,49 @@
 
 namespace tapeflow::graph {
 
+/// Where a graph holds sizes of its function's unknown dimensions, found by unify.
+struct SizeTemplate {
+  /// `multiple` times the size of the unknown dimensions in `dims` (a bit per dimension, in the
+  /// signature's flat order; more than one where those dims had equal sizes at both traces, and
+  /// then they must be equal wherever the template is used).
+  struct Term {
+    std::uint64_t dims = 0;
+    std::int64_t multiple = 1;
+  };
+  /// The `ordinal`-th integer of node `node`'s attributes (AttrsCodec::map_ints order).
+  struct AttrInt {
+    std::size_t node = 0, ordinal = 0;
+    Term term;
+  };
+  /// Constant `index` of Graph::constants: a tensor of one repeated element with some dims given
+  /// by terms (kSplat), or a one-element tensor whose value is the term (kMultiple) or 1 / term
+  /// (kReciprocal, computed in double and rounded to the dtype, as Mean's gradient does).
+  struct Constant {
+    enum class Kind : std::uint8_t { kSplat, kMultiple, kReciprocal };
+    std::size_t index = 0;
+    Kind kind = Kind::kSplat;
+    std::vector<std::optional<Term>> dims;  // kSplat: per dim, a term or nullopt (unchanged)
+    Term value;                             // kMultiple, kReciprocal
+  };
+  std::vector<AttrInt> attrs;
+  std::vector<Constant> constants;
+  bool empty() const { return attrs.empty() && constants.empty(); }
+};
+
 /// Why `g` must not serve sizes other than its trace's, or "" if it may.
 std::string why_not_shareable(const Graph& g);
 
-/// The first difference between two traces of one signature, "" if they are the same graph but
-/// for their values' sizes: same nodes, ops, attributes, constants, variables and dtypes.
-std::string first_difference(const Graph& a, const Graph& b);
+/// Compares `a`, traced at the unknown dimensions' sizes `sizes_a`, with `b`, traced at `sizes_b`:
+/// "" and, in `t`, where `a` holds those sizes, if they are one graph but for sizes proportional to
+/// them (and their values' shapes); else the first difference. With sizes_a == sizes_b, "" means
+/// the graphs are equal (t stays empty).
+std::string unify(const Graph& a, std::span<const std::int64_t> sizes_a, const Graph& b,
+                  std::span<const std::int64_t> sizes_b, SizeTemplate& t);
+
+/// `g` (traced where `t` was found) with its attributes and constants at `sizes`; nullopt where
+/// dims that one term ties together have different sizes there. InvalidArgumentError where an
+/// attribute's new value does not fit it. Values' shapes other than the constants' stay stale.
+std::optional<Graph> instantiate(const Graph& g, const SizeTemplate& t, std::span<const std::int64_t> sizes);
 
 /// `g` with the shapes a run at new sizes gave (`shapes`, from Executor::run) and its inputs'.
 Graph resized(Graph g, const std::vector<Shape>& shapes, std::span<const Tensor> inputs);

@@ -1,9 +1,13 @@
 // One graph for every size of an unknown dimension (FunctionOptions::input_signature with -1):
-// two traces at different sizes must agree, then new sizes run that graph without the body.
+// two traces at different sizes must agree (or differ only in sizes proportional to the unknown
+// ones, which a third trace confirms), then new sizes run that graph without the body.
 
 #include "function/shared_sizes.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
 
 #include "support/close.h"
 #include "support/log_capture.h"
@@ -67,8 +71,8 @@ TEST(SharedSizes, SizesZeroAndOneAlwaysTrace) {
 
 TEST(SharedSizes, AGraphThatDependsOnTheSizeTracesEachSizeAndSaysWhy) {
   LogCapture log(tf::LogLevel::Info);
-  // A constant as long as the batch: the graphs at 2 and 3 rows differ in it.
-  auto body = [](const tf::Tensor& x) { return x + tf::ones({x.shape()[0], 3}); };
+  // A constant as long as the batch whose elements differ: no size makes one from the other.
+  auto body = [](const tf::Tensor& x) { return x + rows(x.shape()[0]); };
   auto f = tf::function(body, any_rows({-1, 3}));
   for (std::int64_t n : {2, 3, 4, 5}) tf::testing::expect_close(f(rows(n)), body(rows(n)), 0);
   EXPECT_EQ(f.stats().traces, 4);
@@ -79,8 +83,103 @@ TEST(SharedSizes, AGraphThatDependsOnTheSizeTracesEachSizeAndSaysWhy) {
   EXPECT_NE(log.messages[0].find("the constant"), std::string::npos) << log.messages[0];
 }
 
-TEST(SharedSizes, AGraphThatAssignsAVariableIsNeverShared) {
+TEST(SharedSizes, SizesInAttributesAndConstantsAreLearnedFromThreeTraces) {
+  // A constant of ones as long as the batch (its elements all equal), a slice of twice the
+  // batch's rows, a scale of 1 / (3 n): the graph holds sizes proportional to the batch. The
+  // traces at 2 and 4 say where; the trace at 3 confirms the prediction; later sizes run the graph.
+  int body_runs = 0;
+  auto body = [&](const tf::Tensor& x) {
+    ++body_runs;
+    const std::int64_t n = x.shape()[0];
+    return tf::slice(tf::concat({x, x}, 0), {0, 0}, {2 * n, 3}) * (1.0 / static_cast<double>(3 * n)) +
+           tf::concat({tf::ones({n, 3}), x}, 0);
+  };
+  auto f = tf::function(body, any_rows({-1, 3}));
+  for (std::int64_t n : {2, 4, 3, 7, 10, 5}) tf::testing::expect_close(f(rows(n)), body(rows(n)), 0);
+  EXPECT_EQ(f.stats().traces, 3);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 3);
+  EXPECT_EQ(body_runs, 3 + 6);  // the three traces, and the eager calls of the comparison
+}
+
+TEST(SharedSizes, AThirdTraceThatDoesNotFollowTheProportionIsRefused) {
   LogCapture log(tf::LogLevel::Info);
+  // At most four rows: 2 and 3 rows look like "all the rows", 6 rows give 4.
+  auto body = [](const tf::Tensor& x) {
+    return tf::slice(x, {0, 0}, {std::min<std::int64_t>(x.shape()[0], 4), 3});
+  };
+  auto f = tf::function(body, any_rows({-1, 3}));
+  for (std::int64_t n : {2, 3, 6, 7}) tf::testing::expect_close(f(rows(n)), body(rows(n)), 0);
+  EXPECT_EQ(f.stats().traces, 4);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 0);
+  ASSERT_EQ(log.messages.size(), 1u);
+  EXPECT_NE(
+      log.messages[0].find("its trace for (float32[6, 3]) is not what its traces for (float32[2, 3]) and "
+                           "one other size predict: node 0 (Slice) has the attributes"),
+      std::string::npos)
+      << log.messages[0];
+}
+
+TEST(SharedSizes, GradientsInsideTheBodyServeEverySize) {
+  // Sum's gradient broadcasts to its input's shape, Mean's scales by 1 / count: sizes the graph
+  // holds, learned as above.
+  tf::Variable w(tf::constant({{0.5f}, {-1.0f}, {2.0f}}), {.name = "w"});
+  auto grad_x = [&](const tf::Tensor& x) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor loss =
+        tf::reduce_mean(tf::square(tf::matmul(tf::sin(x), w.read_value()))) + tf::reduce_sum(tf::sin(x) * x);
+    return *tape.gradient(loss, x);
+  };
+  auto f = tf::function(grad_x, any_rows({-1, 3}));
+  for (std::int64_t n : {2, 4, 3, 5, 8, 13})
+    tf::testing::expect_close(f(rows(n) * 0.1), grad_x(rows(n) * 0.1), 1e-6);
+  EXPECT_EQ(f.stats().traces, 3);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 3);
+}
+
+TEST(SharedSizes, ATrainingStepServesEveryBatchSizeBitForBitAsEager) {
+  // Convolution, pooling, batch normalization, dropout, a dense layer and Adam: the step's graph
+  // holds the batch size in many places (the convolution's input gradient, Mean's scale, the
+  // dropout mask's shape); after three traces every batch size runs it.
+  struct Net {
+    tf::layers::Sequential model;
+    tf::optimizers::Adam adam{0.01};
+    std::vector<tf::Variable> vars;
+    Net() {
+      model.add(tf::layers::conv2d(4, {3, 3}, "relu", {.padding = "same", .seed = 1}));
+      model.add(tf::layers::max_pool2d({2, 2}));
+      model.add(tf::layers::batch_normalization());
+      model.add(tf::layers::flatten());
+      model.add(tf::layers::dropout(0.25, 7));
+      model.add(tf::layers::dense(10, {.seed = 2}));
+      model(tf::zeros({1, 8, 8, 1}), false);
+      vars = model.trainable_variables();
+    }
+    tf::Tensor step(const tf::Tensor& x, const tf::Tensor& y) {
+      tf::GradientTape tape;
+      const tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(y, model(x, true), true);
+      adam.minimize(loss, vars, tape);
+      return loss;
+    }
+  };
+  Net traced, eager;
+  auto f = tf::function(
+      [&](const tf::Tensor& x, const tf::Tensor& y) { return traced.step(x, y); },
+      {.name = "step",
+       .input_signature = std::vector<tf::TensorSpec>{{{-1, 8, 8, 1}}, {{-1}, tf::DType::Int32}}});
+  for (std::int64_t n : {8, 16, 12, 24, 5, 16, 9}) {
+    const tf::Tensor x = tf::random::uniform({n, 8, 8, 1}, 0, 1, tf::float32, static_cast<std::uint64_t>(n));
+    const tf::Tensor y = tf::cast(tf::random::uniform({n}, 0, 10, tf::float32, 100), tf::DType::Int32);
+    EXPECT_TRUE(tf::testing::bitwise_equal(f(x, y), eager.step(x, y))) << n;
+  }
+  for (std::size_t i = 0; i < traced.vars.size(); ++i)
+    EXPECT_TRUE(tf::testing::bitwise_equal(traced.vars[i].value(), eager.vars[i].value()))
+        << traced.vars[i].name();
+  EXPECT_EQ(f.stats().traces, 3);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 3);  // 24, 5 and 9 (the second 16 ran its graph again)
+}
+
+TEST(SharedSizes, AGraphThatAssignsAVariableIsShared) {
   tf::Variable total(tf::constant(0.0f), {.name = "total"});
   auto f = tf::function(
       [&](const tf::Tensor& x) {
@@ -89,14 +188,52 @@ TEST(SharedSizes, AGraphThatAssignsAVariableIsNeverShared) {
       },
       any_rows({-1, 3}));
   float expected = 0;
-  for (std::int64_t n : {2, 3, 4}) {
+  for (std::int64_t n : {2, 3, 4, 5}) {
     f(rows(n));
     expected += static_cast<float>(n * 3 * (n * 3 - 1) / 2);
   }
   EXPECT_EQ(total.value().item<float>(), expected);
-  EXPECT_EQ(f.stats().traces, 3);
-  ASSERT_EQ(log.messages.size(), 1u);
-  EXPECT_NE(log.messages[0].find("assigns the variable 'total:0'"), std::string::npos) << log.messages[0];
+  EXPECT_EQ(f.stats().traces, 2);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 2);
+}
+
+TEST(SharedSizes, AFailedFirstRunAtANewSizeGivesTheVariablesBack) {
+  // The shared graph assigns, then fails at an odd size (the reshape); the variable gets its
+  // value back and the body runs, traced, as the eager call would: one addition, then the error.
+  tf::Variable total(tf::constant(0.0f), {.name = "total"});
+  auto body = [&](const tf::Tensor& x) {
+    total.assign_add(tf::reduce_sum(x));
+    return tf::reshape(x, {-1, 6});
+  };
+  auto f = tf::function(body, any_rows({-1, 3}));
+  f(rows(2));
+  f(rows(4));  // shared from here on
+  const float before = total.value().item<float>();
+  EXPECT_THROW(f(rows(3)), tf::InvalidArgumentError);
+  EXPECT_EQ(total.value().item<float>(), before + 36.0f);  // 0 + 1 + ... + 8, once
+  EXPECT_EQ(f.stats().shared_graph_sizes, 0);
+}
+
+TEST(SharedSizes, AGraphThatHoldsSizesIsSavedOnlyForConcreteSizes) {
+  auto f = tf::function(
+      [](const tf::Tensor& x) {
+        return x + tf::ones({x.shape()[0], 3});
+      },
+      any_rows({-1, 3}));
+  for (std::int64_t n : {2, 4, 3, 5}) f(rows(n));
+  ASSERT_EQ(f.stats().shared_graph_sizes, 1);
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "shared_sizes_holds_sizes.tfn";
+  try {
+    tf::save_function(f, {{{-1, 3}}}, path);
+    ADD_FAILURE() << "saved a graph that holds sizes for any size";
+  } catch (const tf::FailedPreconditionError& e) {
+    EXPECT_NE(std::string(e.what()).find("its graph holds sizes of the unknown dimensions"),
+              std::string::npos)
+        << e.what();
+  }
+  tf::save_function(f, {{{5, 3}}}, path);  // the graph of size 5, concrete
+  EXPECT_TRUE(tf::testing::bitwise_equal(tf::load_function(path)({rows(5)})[0], rows(5) + 1.0));
+  std::filesystem::remove(path);
 }
 
 TEST(SharedSizes, ASizeTheSharedGraphCannotRunIsTracedSoTheBodyDecides) {
