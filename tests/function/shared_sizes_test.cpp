@@ -179,6 +179,23 @@ TEST(SharedSizes, ATrainingStepServesEveryBatchSizeBitForBitAsEager) {
   EXPECT_EQ(f.stats().shared_graph_sizes, 3);  // 24, 5 and 9 (the second 16 ran its graph again)
 }
 
+TEST(SharedSizes, DimsThatWereEqualAtEveryTraceMustBeEqualToShareTheGraph) {
+  // x and y always came with as many rows, so the constant's n could be either's: a call where
+  // they differ traces; one where they agree runs the shared graph.
+  auto body = [](const tf::Tensor& x, const tf::Tensor& y) {
+    return tf::concat({x + tf::ones({x.shape()[0], 3}), y}, 0);
+  };
+  tf::FunctionOptions options{.name = "f",
+                              .input_signature = std::vector<tf::TensorSpec>{{{-1, 3}}, {{-1, 3}}}};
+  auto f = tf::function(body, options);
+  for (std::int64_t n : {2, 4, 3}) f(rows(n), rows(n));
+  tf::testing::expect_close(f(rows(5), rows(6)), body(rows(5), rows(6)), 0);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 0);
+  EXPECT_EQ(f.stats().traces, 4);
+  tf::testing::expect_close(f(rows(7), rows(7)), body(rows(7), rows(7)), 0);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 1);
+}
+
 TEST(SharedSizes, AGraphThatAssignsAVariableIsShared) {
   tf::Variable total(tf::constant(0.0f), {.name = "total"});
   auto f = tf::function(
