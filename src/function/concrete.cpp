@@ -174,6 +174,8 @@ ConcreteFunction::ConcreteFunction(std::string label, Graph traced, bool optimiz
   Graph plain = optimize ? optimized(traced_, /*fuse=*/false) : traced_;
   fast_ = std::make_unique<Executor>(optimize ? optimized(traced_, /*fuse=*/true) : plain, label_);
   plain_ = std::make_unique<Executor>(std::move(plain), label_);
+  // A body's unused values (a gradient it did not return) are not part of what it computes.
+  eliminate_dead_code(traced_);
 }
 
 std::vector<Tensor> ConcreteFunction::call_fast(std::span<const Tensor> inputs) const {

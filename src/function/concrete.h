@@ -46,8 +46,9 @@ class ConcreteFunction {
                              std::vector<Tensor> saved) const;
 
   const Graph& graph() const { return fast_->graph(); }
-  /// The graph as traced, before the passes: what traces at other sizes are compared with, and
-  /// what a graph shared across sizes instantiates (shared_sizes.h).
+  /// The graph as traced, before the passes but dead code: what traces at other sizes are compared
+  /// with, what a graph shared across sizes instantiates (shared_sizes.h) and, for one whose
+  /// template is not empty, what a file holds.
   const Graph& traced_graph() const { return traced_; }
   /// The graph without fusion: what the dispatch path runs and what a file stores.
   const Graph& unfused_graph() const { return plain_->graph(); }

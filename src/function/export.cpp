@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "autodiff/variable_handle.h"
+#include "core/check.h"
 #include "function/function_state.h"
 #include "function/serialize.h"
 
@@ -29,10 +30,15 @@ bool has_unknown_dims(const std::vector<TensorSpec>& signature) {
   return false;
 }
 
+/// What a file holds: a trace, and where its graph holds sizes of the unknown dimensions.
+struct GraphToSave {
+  std::shared_ptr<graph::ConcreteFunction> function;
+  graph::SizeTemplate size_template;
+};
+
 /// The graph to save for `signature`: with unknown dimensions, the graph `fn` shares across their
 /// sizes; else the trace for exactly these shapes. FailedPreconditionError says what to call first.
-std::shared_ptr<graph::ConcreteFunction> graph_to_save(const detail::FunctionCore::State& s,
-                                                       const std::vector<TensorSpec>& signature) {
+GraphToSave graph_to_save(const detail::FunctionCore::State& s, const std::vector<TensorSpec>& signature) {
   const bool unknown = has_unknown_dims(signature);
   std::string traced, refused;
   std::lock_guard lock(s.mutex);
@@ -40,13 +46,16 @@ std::shared_ptr<graph::ConcreteFunction> graph_to_save(const detail::FunctionCor
     traced += (traced.empty() ? "" : ", ") + detail::specs_text(c->specs());
   if (traced.empty()) traced = "none";
   // The shared graph was checked across the sizes of the function's own unknown dimensions.
-  auto declared_unknown = [&] {
+  // With `all`, also every dimension the function declared unknown is unknown in `signature`.
+  auto declared_unknown = [&](bool all) {
     if (!s.options.input_signature || s.options.input_signature->size() != signature.size()) return false;
     for (std::size_t i = 0; i < signature.size(); ++i)
-      for (std::size_t d = 0; d < signature[i].dims.size(); ++d)
-        if (signature[i].dims[d] < 0 && (d >= (*s.options.input_signature)[i].dims.size() ||
-                                         (*s.options.input_signature)[i].dims[d] >= 0))
+      for (std::size_t d = 0; d < signature[i].dims.size(); ++d) {
+        const bool theirs =
+            d < (*s.options.input_signature)[i].dims.size() && (*s.options.input_signature)[i].dims[d] < 0;
+        if ((signature[i].dims[d] < 0 && !theirs) || (all && theirs && signature[i].dims[d] >= 0))
           return false;
+      }
     return true;
   };
   if (unknown) {
@@ -55,13 +64,12 @@ std::shared_ptr<graph::ConcreteFunction> graph_to_save(const detail::FunctionCor
         if (e.stage == detail::SharedGraph::Stage::kRefused) refused += "; " + e.why_refused;
         continue;
       }
-      // A file's graph runs any size by its ops deriving their shapes; one whose attributes or
-      // constants hold sizes would need its template, which the format does not carry.
-      if (!e.size_template.empty()) {
-        refused += "; its graph holds sizes of the unknown dimensions (in attributes or constants)";
-        continue;
-      }
-      if (declared_unknown()) return e.first;
+      if (e.size_template.empty() && declared_unknown(false)) return {e.first, {}};
+      // The template's terms name the function's unknown dimensions: the file must keep them all.
+      if (!e.size_template.empty() && declared_unknown(true)) return {e.first, e.size_template};
+      if (!e.size_template.empty())
+        refused +=
+            "; its graph holds sizes of the unknown dimensions, so a file must leave all of them unknown";
     }
     throw FailedPreconditionError(fmt::format(
         "[save_function] {} has no graph shared across the sizes of the unknown dimensions of {} "
@@ -71,7 +79,7 @@ std::shared_ptr<graph::ConcreteFunction> graph_to_save(const detail::FunctionCor
         s.label, detail::specs_text(signature), traced, refused));
   }
   for (const auto& [key, c] : s.cache)
-    if (matches(signature, c->specs())) return c;
+    if (matches(signature, c->specs())) return {c, {}};
   throw FailedPreconditionError(
       fmt::format("[save_function] {} has no trace for the signature {} (traced: {}); call it once with "
                   "matching arguments before saving it: saving does not run the body",
@@ -83,10 +91,13 @@ std::shared_ptr<graph::ConcreteFunction> graph_to_save(const detail::FunctionCor
 void save_function(const detail::FunctionCore& fn, const std::vector<TensorSpec>& signature,
                    const std::filesystem::path& path) {
   const detail::FunctionCore::State& s = *fn.state();
-  const std::shared_ptr<graph::ConcreteFunction> cf = graph_to_save(s, signature);
+  const GraphToSave saved = graph_to_save(s, signature);
+  const std::shared_ptr<graph::ConcreteFunction>& cf = saved.function;
   graph::ExportedFunction f;
   f.name = s.options.name;
-  f.graph = cf->unfused_graph();
+  // A template's node and constant numbers are the traced graph's (the passes renumber them).
+  f.graph = saved.size_template.empty() ? cf->unfused_graph() : cf->traced_graph();
+  f.size_template = saved.size_template;
   for (std::size_t i = 0; i < cf->specs().size(); ++i) {
     TensorSpec spec = cf->specs()[i];
     // The signature's unknown dimensions stay unknown: the graph serves every size of them.
@@ -104,8 +115,26 @@ void save_function(const detail::FunctionCore& fn, const std::vector<TensorSpec>
 struct LoadedFunction::State {
   std::vector<Variable> variables;
   std::vector<TensorSpec> signature;
-  std::unique_ptr<graph::Executor> body;  // the file's graph, run through the dispatch path
+  std::string label;
+  graph::Graph graph;                     // the file's
+  graph::SizeTemplate size_template;      // where it holds sizes of the unknown dims
+  std::unique_ptr<graph::Executor> body;  // the file's graph, run through the dispatch path (no template)
   std::unique_ptr<detail::FunctionCore> core;
+
+  /// The body at a call's sizes: a graph with a template is instantiated at them first.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const {
+    if (size_template.empty()) return body->run(inputs, graph::RunMode::kDispatch);
+    std::vector<std::int64_t> sizes;
+    for (std::size_t i = 0; i < signature.size(); ++i)
+      for (std::size_t d = 0; d < signature[i].dims.size(); ++d)
+        if (signature[i].dims[d] < 0) sizes.push_back(inputs[i].shape()[static_cast<int>(d)]);
+    std::optional<graph::Graph> g = graph::instantiate(graph, size_template, sizes);
+    TAPEFLOW_REQUIRE(g.has_value(), InvalidArgumentError,
+                     "[{}] was called with tensors {} whose unknown dimensions differ where its graph needs "
+                     "them equal (they were equal at every trace of the function that was saved)",
+                     label, detail::specs_text(detail::specs_of(inputs)));
+    return graph::Executor(std::move(*g), label).run(inputs, graph::RunMode::kDispatch);
+  }
 };
 
 LoadedFunction load_function(const std::filesystem::path& path) {
@@ -118,7 +147,12 @@ LoadedFunction load_function(const std::filesystem::path& path) {
     c.state = detail::VariableHandle::weak(state->variables.back());
   }
   state->signature = f.inputs;
-  state->body = std::make_unique<graph::Executor>(std::move(f.graph), "loaded function '" + f.name + "'");
+  state->label = "loaded function '" + f.name + "'";
+  state->size_template = std::move(f.size_template);
+  if (state->size_template.empty())
+    state->body = std::make_unique<graph::Executor>(std::move(f.graph), state->label);
+  else
+    state->graph = std::move(f.graph);
   state->core = std::make_unique<detail::FunctionCore>(
       FunctionOptions{.name = f.name, .input_signature = state->signature},
       fmt::format("function '{}' (loaded from {})", f.name, path.string()));
@@ -131,10 +165,9 @@ std::vector<Tensor> LoadedFunction::operator()(const std::vector<Tensor>& inputs
   detail::FlatCall call;
   call.tensors = inputs;
   call.key = "loaded->";
-  const graph::Executor& body = *state_->body;
-  auto [outputs, structure] = state_->core->call(call, [&body](std::vector<Tensor> fresh) {
-    return std::pair<std::vector<Tensor>, std::shared_ptr<const void>>{
-        body.run(fresh, graph::RunMode::kDispatch), nullptr};
+  const State& state = *state_;
+  auto [outputs, structure] = state_->core->call(call, [&state](std::vector<Tensor> fresh) {
+    return std::pair<std::vector<Tensor>, std::shared_ptr<const void>>{state.run(fresh), nullptr};
   });
   return outputs;
 }

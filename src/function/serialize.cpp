@@ -31,7 +31,8 @@ using autodiff::AttrWriter;
 
 constexpr char kMagic[8] = {'T', 'F', 'L', 'W', 'F', 'U', 'N', 'C'};
 constexpr char kCheckpointMagic[8] = {'T', 'F', 'L', 'W', 'C', 'K', 'P', 'T'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 2 added the size template; 1 is still read
+constexpr std::uint32_t kOldestVersion = 1;
 constexpr std::size_t kHeaderSize = 32;
 constexpr std::size_t kCrcSize = 4;
 constexpr std::string_view kNoun = "function file";
@@ -48,6 +49,9 @@ constexpr std::size_t kMinVariableBytes = 4 + 1 + 1 + 1 + 8 + 4;  // name, dtype
 constexpr std::size_t kMinOpBytes = 4 + 4;                        // two empty strings
 constexpr std::size_t kMinNodeBytes = 1 + 4 + 4 + 4;              // kind, op or variable, two counts
 constexpr std::size_t kMinNestedNodeBytes = 4 + 4 + 4;            // op name, two counts
+constexpr std::size_t kTermBytes = 8 + 8;                         // dims, multiple
+constexpr std::size_t kMinAttrTermBytes = 4 + 4 + kTermBytes;     // node, ordinal, term
+constexpr std::size_t kMinConstantTermBytes = 4 + 1 + 1;          // constant, kind, rank 0
 constexpr std::size_t kMinTensorBytes = 1;                        // an undefined tensor
 
 std::uint8_t node_kind_code(NodeKind k) {
@@ -239,6 +243,34 @@ void write_values_and_ids(AttrWriter& w, const Graph& g) {
   write_ids(w, g.outputs);
 }
 
+void write_term(AttrWriter& w, const SizeTemplate::Term& t) {
+  w.u64(t.dims);
+  w.i64(t.multiple);
+}
+
+void write_size_template(AttrWriter& w, const SizeTemplate& t) {
+  w.u32(static_cast<std::uint32_t>(t.attrs.size()));
+  for (const SizeTemplate::AttrInt& a : t.attrs) {
+    w.u32(static_cast<std::uint32_t>(a.node));
+    w.u32(static_cast<std::uint32_t>(a.ordinal));
+    write_term(w, a.term);
+  }
+  w.u32(static_cast<std::uint32_t>(t.constants.size()));
+  for (const SizeTemplate::Constant& c : t.constants) {
+    w.u32(static_cast<std::uint32_t>(c.index));
+    w.u8(static_cast<std::uint8_t>(c.kind));
+    if (c.kind == SizeTemplate::Constant::Kind::kSplat) {
+      w.u8(static_cast<std::uint8_t>(c.dims.size()));
+      for (const std::optional<SizeTemplate::Term>& d : c.dims) {
+        w.u8(d ? 1 : 0);
+        if (d) write_term(w, *d);
+      }
+    } else {
+      write_term(w, c.value);
+    }
+  }
+}
+
 // The meta section; `data` gets the constants' and variables' bytes in file order.
 std::string encode_meta(const ExportedFunction& f, const std::vector<const autodiff::OpDef*>& ops,
                         const std::vector<LittleEndianBytes>& data) {
@@ -304,6 +336,7 @@ std::string encode_meta(const ExportedFunction& f, const std::vector<const autod
     write_ids(w, n.inputs);
     write_ids(w, n.outputs);
   }
+  write_size_template(w, f.size_template);
   return meta;
 }
 
@@ -355,7 +388,43 @@ struct DataEntry {
 struct Header {
   std::uint64_t meta_size = 0;
   std::string writer_version;  // "0.1.0"
+  std::uint32_t format_version = kVersion;
 };
+
+SizeTemplate::Term read_term(AttrReader& r, const std::string& what) { return {r.u64(what), r.i64(what)}; }
+
+// The terms as written; template_problem checks them against the graph.
+SizeTemplate read_size_template(AttrReader& r) {
+  SizeTemplate t;
+  t.attrs.resize(r.count(r.u32("the attribute size term count"), kMinAttrTermBytes,
+                         sizeof(SizeTemplate::AttrInt), "attribute size terms"));
+  for (std::size_t i = 0; i < t.attrs.size(); ++i) {
+    const std::string what = fmt::format("attribute size term {}", i);
+    t.attrs[i].node = r.u32(what);
+    t.attrs[i].ordinal = r.u32(what);
+    t.attrs[i].term = read_term(r, what);
+  }
+  t.constants.resize(r.count(r.u32("the constant size term count"), kMinConstantTermBytes,
+                             sizeof(SizeTemplate::Constant), "constant size terms"));
+  for (std::size_t i = 0; i < t.constants.size(); ++i) {
+    SizeTemplate::Constant& c = t.constants[i];
+    const std::string what = fmt::format("constant size term {}", i);
+    c.index = r.u32(what);
+    const std::uint8_t kind = r.u8(what);
+    if (kind > static_cast<std::uint8_t>(SizeTemplate::Constant::Kind::kReciprocal))
+      r.fail(fmt::format("{} has unknown kind {}", what, kind));
+    c.kind = static_cast<SizeTemplate::Constant::Kind>(kind);
+    if (c.kind == SizeTemplate::Constant::Kind::kSplat) {
+      const int rank = r.u8(what);
+      if (rank > kMaxRank) r.fail(fmt::format("{} has rank {}, more than {}", what, rank, kMaxRank));
+      for (int d = 0; d < rank; ++d)
+        c.dims.push_back(r.boolean(what) ? std::optional(read_term(r, what)) : std::nullopt);
+    } else {
+      c.value = read_term(r, what);
+    }
+  }
+  return t;
+}
 
 // The header, checked against the file size. `corrupt(what)` builds the DataLossError.
 template <class Corrupt>
@@ -383,12 +452,12 @@ Header read_header(const detail::ReadOnlyFile& file, const Corrupt& corrupt) {
   const auto minor = r.le<std::uint16_t>("version");
   const auto patch = r.le<std::uint16_t>("version");
   const auto reserved = r.le<std::uint16_t>("reserved");
-  Header out{r.u64("meta size"), version_string(major, minor, patch)};
-  if (version != kVersion)
+  Header out{r.u64("meta size"), version_string(major, minor, patch), version};
+  if (version < kOldestVersion || version > kVersion)
     throw corrupt(
         fmt::format("unsupported format version {} (written by tapeflow {}; this tapeflow, {}, reads "
-                    "version {})",
-                    version, out.writer_version, tapeflow::version(), kVersion));
+                    "versions {} to {})",
+                    version, out.writer_version, tapeflow::version(), kOldestVersion, kVersion));
   if (flags != 0) throw corrupt(fmt::format("unknown header flags 0x{:08x} (expected 0)", flags));
   if (reserved != 0) throw corrupt(fmt::format("reserved header field is {} (expected 0)", reserved));
   if (out.meta_size > size - kHeaderSize - kCrcSize)
@@ -546,6 +615,7 @@ std::vector<DataEntry> parse_meta(AttrReader& r, ExportedFunction& f, const std:
   }
   if (ops_used != ops.size())
     r.fail(fmt::format("op {} of the table ('{}') is used by no node", ops_used, ops[ops_used]->name()));
+  if (h.format_version >= 2) f.size_template = read_size_template(r);
   if (r.remaining() != 0)
     r.fail(fmt::format("{} unparsed bytes at the end of the meta section", r.remaining()));
   return data;
@@ -711,6 +781,11 @@ ExportedFunction read_function_file(const std::filesystem::path& path) {
   r.take(kHeaderSize, "the header");
   const std::vector<DataEntry> data = parse_meta(r, f, p, h);
   if (auto problem = structure_problem(f)) throw corrupt(*problem);
+  std::size_t unknown_dims = 0;
+  for (const InputSpec& spec : f.inputs)
+    unknown_dims += static_cast<std::size_t>(std::count(spec.dims.begin(), spec.dims.end(), -1));
+  if (std::string problem = template_problem(f.graph, f.size_template, unknown_dims); !problem.empty())
+    throw corrupt(problem);
 
   // The data section: each tensor's declared size must be its shape's, and together they must fill
   // the rest of the file exactly.

@@ -7,7 +7,7 @@
 //                      version (u16 major, minor, patch, reserved), u64 meta_size
 //   meta               the signature, the graph (values, inputs, outputs, constants' and variables'
 //                      descriptions, the op table: names and attribute layouts, nodes with their
-//                      encoded attributes)
+//                      encoded attributes), the size template (version 2)
 //   u32 CRC-32 of header + meta
 //   data               the constants' and then the variables' bytes, back to back; the file ends
 //                      where the last ends; each tensor has its own CRC-32 in the meta.
@@ -34,6 +34,7 @@
 
 #include "autodiff/attr_codec.h"
 #include "function/graph.h"
+#include "function/shared_sizes.h"
 #include "tapeflow/function.h"
 
 namespace tapeflow::graph {
@@ -53,6 +54,9 @@ struct ExportedFunction {
   Graph graph;
   /// The value of each of graph.variables, in order (same shape and dtype).
   std::vector<Tensor> variable_values;
+  /// Where the graph holds sizes of the inputs' unknown (-1) dims, numbered in flat order
+  /// (shared_sizes.h); empty for a graph that holds none.
+  SizeTemplate size_template;
 };
 
 /// Writes `f` to `path` atomically (docs/FUNCTION_FORMAT.md). Throws, before writing anything,

@@ -237,6 +237,52 @@ std::string unify(const Graph& a, Sizes sizes_a, const Graph& b, Sizes sizes_b, 
   return "";
 }
 
+std::string template_problem(const Graph& g, const SizeTemplate& t, std::size_t unknown_dims) {
+  const auto term_problem = [&](const Term& term) -> std::string {
+    if (term.dims == 0) return "names no unknown dimension";
+    if (unknown_dims < kMaxDims && term.dims >> unknown_dims != 0)
+      return fmt::format("names unknown dimensions 0x{:x} of {}", term.dims, unknown_dims);
+    if (term.multiple < 1) return fmt::format("has the multiple {}", term.multiple);
+    return "";
+  };
+  for (std::size_t i = 0; i < t.attrs.size(); ++i) {
+    const SizeTemplate::AttrInt& a = t.attrs[i];
+    const std::string what = fmt::format("size term {} (node {})", i, a.node);
+    if (a.node >= g.nodes.size()) return fmt::format("{}: the graph has {} nodes", what, g.nodes.size());
+    const Node& n = g.nodes[a.node];
+    if (n.kind != NodeKind::kOp || n.op->attrs_codec == nullptr || n.op->attrs_codec->map_ints == nullptr ||
+        n.attrs == nullptr)
+      return fmt::format("{}: {} has no integer attributes", what, n.name());
+    if (const std::size_t ints = attr_ints(n).size(); a.ordinal >= ints)
+      return fmt::format("{}: integer {} of {}'s attributes, which have {}", what, a.ordinal, n.name(), ints);
+    if (std::string p = term_problem(a.term); !p.empty()) return what + " " + p;
+  }
+  for (std::size_t i = 0; i < t.constants.size(); ++i) {
+    const SizeTemplate::Constant& c = t.constants[i];
+    const std::string what = fmt::format("constant size term {} (constant {})", i, c.index);
+    if (c.index >= g.constants.size())
+      return fmt::format("{}: the graph has {} constants", what, g.constants.size());
+    const Value& v = g.values[static_cast<std::size_t>(g.constants[c.index].first)];
+    const bool readable = v.dtype == DType::Float32 || v.dtype == DType::Float64 || v.dtype == DType::Int32 ||
+                          v.dtype == DType::Int64;
+    if (!readable || (c.kind == SizeTemplate::Constant::Kind::kReciprocal && !is_floating(v.dtype)))
+      return fmt::format("{}: a constant of {} cannot hold a size", what, dtype_name(v.dtype));
+    if (c.kind == SizeTemplate::Constant::Kind::kSplat) {
+      if (c.dims.size() != static_cast<std::size_t>(v.shape.rank()) || v.shape.num_elements() == 0)
+        return fmt::format("{}: {} dims for a constant of shape {}", what, c.dims.size(),
+                           v.shape.to_string());
+      for (const std::optional<Term>& d : c.dims)
+        if (d)
+          if (std::string p = term_problem(*d); !p.empty()) return what + " " + p;
+    } else {
+      if (v.shape.num_elements() != 1)
+        return fmt::format("{}: a constant of shape {} is no number", what, v.shape.to_string());
+      if (std::string p = term_problem(c.value); !p.empty()) return what + " " + p;
+    }
+  }
+  return "";
+}
+
 std::optional<Graph> instantiate(const Graph& g, const SizeTemplate& t, Sizes sizes) {
   Graph out = g;
   // Each node's integers at the new sizes, by ordinal.

@@ -75,6 +75,12 @@ std::string why_not_shareable(const Graph& g);
 std::string unify(const Graph& a, std::span<const std::int64_t> sizes_a, const Graph& b,
                   std::span<const std::int64_t> sizes_b, SizeTemplate& t);
 
+/// Why `t` cannot be a template of `g` for `unknown_dims` unknown dimensions (a node or constant out
+/// of range or of the wrong kind, an attribute without that many integers, a term naming no
+/// dimension or one past the last, a multiple below 1), or "": a function file's is checked
+/// before it is used.
+std::string template_problem(const Graph& g, const SizeTemplate& t, std::size_t unknown_dims);
+
 /// `g` (traced where `t` was found) with its attributes and constants at `sizes`; nullopt where
 /// dims that one term ties together have different sizes there. InvalidArgumentError where an
 /// attribute's new value does not fit it. Values' shapes other than the constants' stay stale.

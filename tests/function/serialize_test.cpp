@@ -312,6 +312,54 @@ TEST_F(FunctionFile, AFileBuiltFromTheSpecReadsAndRuns) {
   EXPECT_TRUE(bitwise_equal(out[0], tf::matmul(a, b, false, true)));
 }
 
+/// A version 2 file's size template (docs/FUNCTION_FORMAT.md): `attr_terms` of (node, ordinal,
+/// dims, multiple), then `constant_terms` raw bytes.
+std::string size_template(const std::vector<std::array<std::int64_t, 4>>& attr_terms,
+                          std::uint32_t constant_terms = 0, const std::string& constants = "") {
+  std::string out;
+  tf::autodiff::AttrWriter w(out);
+  w.u32(static_cast<std::uint32_t>(attr_terms.size()));
+  for (const auto& [node, ordinal, dims, multiple] : attr_terms) {
+    w.u32(static_cast<std::uint32_t>(node)), w.u32(static_cast<std::uint32_t>(ordinal));
+    w.u64(static_cast<std::uint64_t>(dims)), w.i64(multiple);
+  }
+  w.u32(constant_terms);
+  return out + constants;
+}
+
+TEST_F(FunctionFile, AVersionTwoFileWithAnEmptySizeTemplateReadsAndRuns) {
+  Forged forged;
+  forged.version = 2;
+  forged.extra_meta = size_template({});
+  write_bytes(path("v2.tff"), forged.bytes());
+  const graph::ExportedFunction f = graph::read_function_file(path("v2.tff"));
+  EXPECT_TRUE(f.size_template.empty());
+  const tf::Tensor a = tf::constant({{1.f, 2.f}, {3.f, 4.f}});
+  EXPECT_TRUE(bitwise_equal(tf::testing::run(f, {a, a})[0], tf::matmul(a, a, false, true)));
+}
+
+TEST_F(FunctionFile, ForgedSizeTemplatesAreTypedErrorsNamingTheTerm) {
+  const fs::path p = path("template.tff");
+  auto message = [&](const std::string& tmpl) {
+    Forged forged;
+    forged.version = 2;
+    forged.extra_meta = tmpl;
+    write_bytes(p, forged.bytes());
+    return error_of<tf::DataLossError>([&] { graph::read_function_file(p); });
+  };
+  // The forged graph: one MatMul (two bool attributes, no integers), no constants, two unknown dims.
+  EXPECT_THAT(message(size_template({{1, 0, 1, 1}})),
+              HasSubstr("size term 0 (node 1): the graph has 1 nodes"));
+  EXPECT_THAT(message(size_template({{0, 0, 1, 1}})),
+              HasSubstr("integer 0 of MatMul's attributes, which have 0"));
+  EXPECT_THAT(message(size_template({}, 1, std::string("\x00\x00\x00\x00\x01", 5) + std::string(16, '\0'))),
+              HasSubstr("constant size term 0 (constant 0): the graph has 0 constants"));
+  EXPECT_THAT(message(size_template({}, 1, std::string("\x00\x00\x00\x00\x07\x00", 6))),
+              HasSubstr("constant size term 0 has unknown kind 7"));
+  EXPECT_THAT(message(size_template({}) + "x"), HasSubstr("1 unparsed bytes at the end of the meta section"));
+  EXPECT_THAT(message(size_template({}).substr(0, 6)), HasSubstr("constant size term count"));
+}
+
 TEST_F(FunctionFile, ForgedFieldsAreTypedErrorsNamingTheProblem) {
   const fs::path p = path("forged.tff");
   auto message = [&]<class E = tf::DataLossError>(const Forged& forged) {
@@ -319,8 +367,9 @@ TEST_F(FunctionFile, ForgedFieldsAreTypedErrorsNamingTheProblem) {
     return error_of<E>([&] { graph::read_function_file(p); });
   };
   Forged f;
-  f.version = 2;
-  EXPECT_THAT(message(f), HasSubstr("unsupported format version 2 (written by tapeflow 0.1.0"));
+  f.version = 3;
+  EXPECT_THAT(message(f), HasSubstr("unsupported format version 3 (written by tapeflow 0.1.0"));
+  EXPECT_THAT(message(f), HasSubstr("reads versions 1 to 2"));
   f = {};
   f.op_name = "NoSuchOp";
   const std::string unknown = message.operator()<tf::LookupError>(f);
