@@ -3,7 +3,8 @@
 // mutation, so mutated fields reach the meta parser and the structure checks instead of all
 // stopping at the checksum. Reading must return or throw a tapeflow::Error (DataLossError,
 // LookupError, InvalidArgumentError, ResourceExhaustedError); a file that reads is written again
-// and read back, and must give the same file.
+// and read back, and must give the same file (a file of an older format version is written in the
+// current one, which must then give itself back).
 //
 // TAPEFLOW_FUZZ_WRITE_SEED=<directory> makes the harness write seed inputs (functions recorded with
 // tests/function/graph_recorder.h, in both modes) to <directory> and exit (how
@@ -40,6 +41,14 @@ std::string read_all(const std::string& path) {
 void write_all(const std::string& path, const char* data, std::size_t n) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(data, static_cast<std::streamsize>(n));
+}
+
+// The format version the header declares (the file has at least 32 bytes).
+std::uint32_t format_version(const std::string& file) {
+  std::uint32_t version = 0;
+  for (int i = 0; i < 4; ++i)
+    version |= static_cast<std::uint32_t>(static_cast<unsigned char>(file[8 + i])) << (8 * i);
+  return version;
 }
 
 // The meta size the header declares (the file has at least 32 bytes).
@@ -88,6 +97,20 @@ void write_seeds(const std::string& dir) {
         tf::Tensor y = tf::nn::conv2d(in[0], f, {1, 2}, "SAME");
         return std::vector<tf::Tensor>{tf::nn::max_pool2d(y, {1, 2}, {1, 1}, "VALID")};
       }));
+  // A graph that holds sizes of its unknown dimension (a mean's gradient): a file with a size
+  // template, written by save_function after the traces that find it.
+  auto mean_grad = tf::function(
+      [&](const tf::Tensor& in) {
+        tf::GradientTape tape;
+        tape.watch(in);
+        return *tape.gradient(tf::reduce_mean(tf::square(in * v)), in);
+      },
+      {.name = "sizes", .input_signature = std::vector<tf::TensorSpec>{{{-1, 3}}}});
+  for (std::int64_t n : {2, 4, 3}) mean_grad(tf::ones({n, 3}));
+  const std::string sized = temp_path(".sized");
+  tf::save_function(mean_grad, {{{-1, 3}}}, sized);
+  fs.push_back(tf::graph::read_function_file(sized));
+  std::remove(sized.c_str());
   for (std::size_t i = 0; i < fs.size(); ++i) {
     const std::string path = temp_path(".seed");
     tf::graph::write_function_file(path, fs[i]);
@@ -128,6 +151,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // canonical), but for the writer's tapeflow version in the header and so the checksum.
     tf::graph::write_function_file(again, f);
     std::string written = read_all(again);
+    if (format_version(file) != format_version(written)) {  // an older version: now the current one's
+      file = written;
+      tf::graph::write_function_file(again, tf::graph::read_function_file(again));
+      written = read_all(again);
+    }
     if (written.size() != file.size()) __builtin_trap();
     for (std::string* s : {&written, &file}) {
       const auto crc_at = static_cast<std::ptrdiff_t>(32 + meta_size(*s));  // a file that read has it

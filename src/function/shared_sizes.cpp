@@ -292,8 +292,9 @@ std::optional<Graph> instantiate(const Graph& g, const SizeTemplate& t, Sizes si
     if (!v) return std::nullopt;
     ints[a.node][a.ordinal] = *v;
   }
-  for (const auto& [node, values] : ints) {
-    Node& n = out.nodes[node];
+  for (const auto& entry : ints) {
+    const std::map<std::size_t, std::int64_t>& values = entry.second;  // a lambda cannot capture a binding
+    Node& n = out.nodes[entry.first];
     std::size_t ordinal = 0;
     n.attrs = n.op->attrs_codec->map_ints(n.attrs.get(), [&](std::int64_t v) {
       const auto it = values.find(ordinal++);
