@@ -124,15 +124,13 @@ struct LoadedFunction::State {
   /// The body at a call's sizes: a graph with a template is instantiated at them first.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const {
     if (size_template.empty()) return body->run(inputs, graph::RunMode::kDispatch);
-    std::vector<std::int64_t> sizes;
-    for (std::size_t i = 0; i < signature.size(); ++i)
-      for (std::size_t d = 0; d < signature[i].dims.size(); ++d)
-        if (signature[i].dims[d] < 0) sizes.push_back(inputs[i].shape()[static_cast<int>(d)]);
-    std::optional<graph::Graph> g = graph::instantiate(graph, size_template, sizes);
+    const std::vector<TensorSpec> specs = detail::specs_of(inputs);
+    std::optional<graph::Graph> g =
+        graph::instantiate(graph, size_template, core->state()->unknown_sizes(specs));
     TAPEFLOW_REQUIRE(g.has_value(), InvalidArgumentError,
                      "[{}] was called with tensors {} whose unknown dimensions differ where its graph needs "
                      "them equal (they were equal at every trace of the function that was saved)",
-                     label, detail::specs_text(detail::specs_of(inputs)));
+                     label, detail::specs_text(specs));
     return graph::Executor(std::move(*g), label).run(inputs, graph::RunMode::kDispatch);
   }
 };

@@ -134,8 +134,12 @@ std::string unify_with(SharedGraph& e, const graph::ConcreteFunction& cf,
     return "";
   }
   // Confirming: the template's graph at these sizes must be this trace's.
-  const std::optional<graph::Graph> predicted =
-      graph::instantiate(e.first->traced_graph(), e.size_template, sizes);
+  std::optional<graph::Graph> predicted;
+  try {
+    predicted = graph::instantiate(e.first->traced_graph(), e.size_template, sizes);
+  } catch (const InvalidArgumentError& error) {  // the trace ran: its call must not fail here
+    return fmt::format("its graph cannot hold the sizes of {}: {}", specs_text(cf.specs()), error.what());
+  }
   if (!predicted)
     return fmt::format("its graph ties unknown dimensions together that {} does not", specs_text(cf.specs()));
   graph::SizeTemplate none;

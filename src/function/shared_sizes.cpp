@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "autodiff/attr_codec.h"
@@ -64,7 +65,8 @@ std::optional<Term> fit_multiple(std::int64_t xa, std::int64_t xb, Sizes sizes_a
   });
 }
 
-/// The size a term gives at `sizes`, or nullopt where the dims it ties have different sizes.
+/// The size a term gives at `sizes`, or nullopt where the dims it ties have different sizes;
+/// InvalidArgumentError where it does not fit 64 bits.
 std::optional<std::int64_t> evaluate(const Term& t, Sizes sizes) {
   std::optional<std::int64_t> size;
   for (std::size_t k = 0; k < std::min(sizes.size(), kMaxDims); ++k) {
@@ -72,7 +74,10 @@ std::optional<std::int64_t> evaluate(const Term& t, Sizes sizes) {
     if (size && *size != sizes[k]) return std::nullopt;
     size = sizes[k];
   }
-  if (!size || *size > std::numeric_limits<std::int64_t>::max() / t.multiple) return std::nullopt;
+  if (!size) return std::nullopt;
+  if (*size > std::numeric_limits<std::int64_t>::max() / t.multiple)
+    throw InvalidArgumentError(
+        fmt::format("a size the graph holds, {} x {}, does not fit 64 bits", t.multiple, *size));
   return t.multiple * *size;
 }
 

@@ -82,8 +82,8 @@ std::string unify(const Graph& a, std::span<const std::int64_t> sizes_a, const G
 std::string template_problem(const Graph& g, const SizeTemplate& t, std::size_t unknown_dims);
 
 /// `g` (traced where `t` was found) with its attributes and constants at `sizes`; nullopt where
-/// dims that one term ties together have different sizes there. InvalidArgumentError where an
-/// attribute's new value does not fit it. Values' shapes other than the constants' stay stale.
+/// dims that one term ties together have different sizes there. InvalidArgumentError where a
+/// size or an attribute's new value does not fit. Values' shapes other than the constants' stay stale.
 std::optional<Graph> instantiate(const Graph& g, const SizeTemplate& t, std::span<const std::int64_t> sizes);
 
 /// `g` with the shapes a run at new sizes gave (`shapes`, from Executor::run) and its inputs'.

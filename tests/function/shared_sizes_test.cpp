@@ -4,6 +4,7 @@
 
 #include "function/shared_sizes.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,8 @@
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 namespace {
 
@@ -250,6 +253,27 @@ TEST(SharedSizes, AGraphThatHoldsSizesIsSavedWithItsTemplateAndServesAnySizeWhen
   std::filesystem::remove(path);
 }
 
+TEST(SharedSizes, ALoadedGraphThatTiesDimsRefusesACallWhereTheyDiffer) {
+  // The saving program always gave x and y as many rows, so the file's ones(n, 3) may be either's n.
+  auto body = [](const tf::Tensor& x, const tf::Tensor& y) {
+    return tf::concat({x + tf::ones({x.shape()[0], 3}), y}, 0);
+  };
+  auto f = tf::function(
+      body, {.name = "tied", .input_signature = std::vector<tf::TensorSpec>{{{-1, 3}}, {{-1, 3}}}});
+  for (std::int64_t n : {2, 4, 3}) f(rows(n), rows(n));
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "shared_sizes_tied.tfn";
+  tf::save_function(f, {{{-1, 3}}, {{-1, 3}}}, path);
+  const tf::LoadedFunction loaded = tf::load_function(path);
+  EXPECT_THAT(
+      [&] {
+        loaded({rows(5), rows(6)});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("whose unknown dimensions differ where its graph "
+                                                        "needs them equal")));
+  tf::testing::expect_close(loaded({rows(7), rows(7)})[0], body(rows(7), rows(7)), 0);
+  std::filesystem::remove(path);
+}
+
 TEST(SharedSizes, AGraphThatHoldsSizesIsSavedWithAllItsUnknownDimensionsOrConcreteSizes) {
   auto f = tf::function(
       [](const tf::Tensor& x) {
@@ -268,6 +292,100 @@ TEST(SharedSizes, AGraphThatHoldsSizesIsSavedWithAllItsUnknownDimensionsOrConcre
   tf::save_function(f, {{{3, 4}}}, path);  // the trace at (3, 4), concrete
   EXPECT_TRUE(tf::testing::bitwise_equal(tf::load_function(path)({rows(3, 4)})[0], rows(3, 4) + 1.0));
   std::filesystem::remove(path);
+}
+
+TEST(SharedSizes, ASizeTheSharedGraphCannotRunIsTracedSoTheBodyDecides) {
+  // The body branches on the size in C++ (which a body with an unknown dimension should not do):
+  // even sizes pair up the rows, odd sizes pass them through. The traces at 2 and 4 agree; at 3
+  // the shared graph's reshape fails, so 3 traces and the body's own branch gives the result.
+  auto body = [](const tf::Tensor& x) {
+    return x.shape()[0] % 2 == 0 ? tf::reshape(x, {-1, 6}) : tf::identity(x);
+  };
+  auto f = tf::function(body, any_rows({-1, 3}));
+  f(rows(2));
+  f(rows(4));
+  tf::testing::expect_close(f(rows(6)), tf::reshape(rows(6), {3, 6}), 0);
+  tf::testing::expect_close(f(rows(3)), rows(3), 0);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 1);
+  EXPECT_EQ(f.stats().traces, 3);
+}
+
+TEST(SharedSizes, TheOptionOffTracesEverySize) {
+  int body_runs = 0;
+  auto f = tf::function(
+      [&](const tf::Tensor& x) {
+        ++body_runs;
+        return x * 2.0;
+      },
+      any_rows({-1, 3}, /*share=*/false));
+  for (std::int64_t n : {2, 3, 4, 5}) f(rows(n));
+  EXPECT_EQ(body_runs, 4);
+  EXPECT_EQ(f.stats().specializations, 3);
+}
+
+TEST(SharedSizes, EveryUnknownDimensionMustChangeBetweenTheTwoTraces) {
+  auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_max(x, {1}); }, any_rows({-1, -1}));
+  f(rows(2, 3));
+  f(rows(4, 3));  // the columns did not change: no evidence about them yet
+  f(rows(5, 3));
+  EXPECT_EQ(f.stats().shared_graph_sizes, 0);
+  f(rows(6, 4));  // both differ from the first trace's (2, 3): shared
+  tf::testing::expect_close(f(rows(7, 5)), tf::reduce_max(rows(7, 5), {1}), 0);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 1);
+}
+
+TEST(SharedSizes, GradientsAtANewSizeTraceTheirGraphs) {
+  tf::Variable w(tf::constant({1.0f, -2.0f, 0.5f}), {.name = "w"});
+  auto f = tf::function([&](const tf::Tensor& x) { return tf::reduce_sum(tf::tanh(x * w.read_value())); },
+                        any_rows({-1, 3}));
+  f(rows(2));
+  f(rows(3));
+  for (std::int64_t n : {5, 8}) {
+    tf::GradientTape traced, eager;
+    const tf::Tensor a = f(rows(n) * 0.1);
+    const tf::Tensor g = *traced.gradient(a, w);
+    const tf::Tensor b = tf::reduce_sum(tf::tanh(rows(n) * 0.1 * w.read_value()));
+    tf::testing::expect_close(g, *eager.gradient(b, w), 1e-5);
+  }
+}
+
+TEST(SharedSizes, ForwardModeAtANewSizeSeesTheOps) {
+  auto f =
+      tf::function([](const tf::Tensor& x) { return tf::reduce_sum(tf::sin(x), {1}); }, any_rows({-1, 3}));
+  f(rows(2));
+  f(rows(3));  // shared from here on
+  const tf::Tensor x = rows(4) * 0.1, v = tf::ones({4, 3});
+  tf::ForwardAccumulator acc;
+  acc.watch(x, v);
+  const tf::Tensor y = f(x);
+  // d/dt sum(sin(x + t v), 1) = sum(cos(x) v, 1)
+  tf::testing::expect_close(*acc.jvp(y), tf::reduce_sum(tf::cos(x), {1}), 1e-6);
+}
+
+TEST(SharedSizes, ADestroyedVariableIsATypedErrorAtANewSize) {
+  auto w = std::make_unique<tf::Variable>(tf::constant({1.0f, 2.0f, 3.0f}), tf::VariableOptions{.name = "w"});
+  auto f = tf::function([&](const tf::Tensor& x) { return x * w->read_value(); }, any_rows({-1, 3}));
+  f(rows(2));
+  f(rows(3));
+  w.reset();  // the body would now read a destroyed C++ object: it must not run
+  EXPECT_THROW(f(rows(4)), tf::FailedPreconditionError);
+}
+
+TEST(SharedSizes, TheReasonNamesTheNodeWhoseAttributesChangeWithTheSize) {
+  LogCapture log(tf::LogLevel::Info);
+  // All rows but the last: the slice's size is the batch's, fixed in its attributes.
+  auto f = tf::function(
+      [](const tf::Tensor& x) {
+        return tf::slice(x, {0, 0}, {x.shape()[0] - 1, 3});
+      },
+      any_rows({-1, 3}));
+  f(rows(3));
+  tf::testing::expect_close(f(rows(5)), tf::slice(rows(5), {0, 0}, {4, 3}), 0);
+  ASSERT_EQ(log.messages.size(), 1u);
+  EXPECT_NE(
+      log.messages[0].find("(float32[3, 3]) and (float32[5, 3]) differ: node 0 (Slice) has the attributes"),
+      std::string::npos)
+      << log.messages[0];
 }
 
 }  // namespace

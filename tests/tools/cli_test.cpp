@@ -658,6 +658,25 @@ std::pair<cli::History, std::string> train_in_batches_of_32(
   return {h, out.str()};
 }
 
+/// One epoch and a resume (`train(epochs, resume, checkpoint)` into checkpoint `resumed`) end
+/// where two epochs in one go ended (`two_epochs`, whose checkpoint is `whole`), bitwise; resuming
+/// with `--<flag> <other>` is refused, naming the value the run was trained with (`trained`).
+template <class Train>
+void expect_resume_ends_as_one_run(const Train& train, const cli::History& two_epochs,
+                                   const std::string& whole, const std::string& resumed,
+                                   const std::string& flag, const std::string& trained,
+                                   const std::string& other) {
+  train(1, false, resumed);
+  EXPECT_EQ(train(2, true, resumed).first[1].train_loss, two_epochs[1].train_loss);
+  ASSERT_NO_FATAL_FAILURE(expect_same_but_history(checkpoint_bytes(whole), checkpoint_bytes(resumed),
+                                                  "differs after resuming with --" + flag));
+  const std::string option = "--" + flag;
+  Result r = run({"train", "--resume", "--checkpoint", resumed.c_str(), option.c_str(), other.c_str(),
+                  "--data-dir", "/", "--epochs", "3"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("it was trained with " + option + " " + trained + ", not " + other));
+}
+
 }  // namespace
 
 TEST(CliTrain, LearningRateDecayLowersEachEpochsRateAndResumesBitwise) {
@@ -676,18 +695,11 @@ TEST(CliTrain, LearningRateDecayLowersEachEpochsRateAndResumesBitwise) {
   EXPECT_EQ(decayed[0].train_loss, constant[0].train_loss);
   EXPECT_NE(decayed[1].train_loss, constant[1].train_loss);
   // The rate is a schedule of the optimizer's step count, which the checkpoint holds: one epoch,
-  // then a resume, ends where two epochs in one go end.
-  train(0.5, 1, false, dir / "resumed.ckpt");
-  const auto [resumed, resumed_out] = train(0.5, 2, true, dir / "resumed.ckpt");
-  EXPECT_EQ(resumed[1].train_loss, decayed[1].train_loss);
-  ASSERT_NO_FATAL_FAILURE(expect_same_but_history(checkpoint_bytes(dir / "decayed.ckpt"),
-                                                  checkpoint_bytes(dir / "resumed.ckpt"),
-                                                  "differs after resuming with a decay"));
-  // A different decay on resume would change the rates the checkpoint was trained with.
-  Result r = run({"train", "--resume", "--checkpoint", (dir / "resumed.ckpt").c_str(), "--lr-decay", "0.9",
-                  "--data-dir", "/", "--epochs", "3"});
-  EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err, HasSubstr("it was trained with --lr-decay 0.5, not 0.9"));
+  // then a resume, ends where two epochs in one go end. A different decay on resume would change
+  // the rates the checkpoint was trained with.
+  expect_resume_ends_as_one_run(
+      [&](std::int64_t epochs, bool resume, const std::string& c) { return train(0.5, epochs, resume, c); },
+      decayed, dir / "decayed.ckpt", dir / "resumed.ckpt", "lr-decay", "0.5", "0.9");
 }
 
 TEST(CliTrain, FlipAugmentationMirrorsBatchesReproduciblyAndResumesBitwise) {
@@ -706,16 +718,10 @@ TEST(CliTrain, FlipAugmentationMirrorsBatchesReproduciblyAndResumesBitwise) {
   // The flips are drawn from the run's seed, epoch and step: the same run gives the same bits,
   // and one epoch and a resume end where two epochs in one go end.
   EXPECT_EQ(train("flip", 2, false, dir / "again.ckpt").first[1].train_loss, flipped[1].train_loss);
-  train("flip", 1, false, dir / "resumed.ckpt");
-  const auto [resumed, resumed_out] = train("flip", 2, true, dir / "resumed.ckpt");
-  EXPECT_EQ(resumed[1].train_loss, flipped[1].train_loss);
-  ASSERT_NO_FATAL_FAILURE(expect_same_but_history(checkpoint_bytes(dir / "flipped.ckpt"),
-                                                  checkpoint_bytes(dir / "resumed.ckpt"),
-                                                  "differs after resuming with flips"));
-  Result r = run({"train", "--resume", "--checkpoint", (dir / "resumed.ckpt").c_str(), "--augment", "none",
-                  "--data-dir", "/", "--epochs", "3"});
-  EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err, HasSubstr("it was trained with --augment flip, not none"));
+  expect_resume_ends_as_one_run([&](std::int64_t epochs, bool resume,
+                                    const std::string& c) { return train("flip", epochs, resume, c); },
+                                flipped, dir / "flipped.ckpt", dir / "resumed.ckpt", "augment", "flip",
+                                "none");
   Result bad = run({"train", "--augment", "rotate"});
   EXPECT_EQ(bad.status, 2);
   EXPECT_THAT(bad.err, HasSubstr("--augment"));
