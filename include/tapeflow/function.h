@@ -45,9 +45,12 @@
 ///
 /// **Gradients.** Under a recording GradientTape a call is one record (TensorFlow's
 /// PartitionedCall); its gradient is a graph derived once per signature from the ops' registered
-/// gradients, then cached. Under a ForwardAccumulator the graph's ops run through the dispatch
-/// path, so their JVPs apply. A GradientTape *inside* the body works, so a whole training step
-/// (forward, gradient, optimizer update) traces into one graph.
+/// gradients, then cached. With unknown dimensions, calls recorded on a tape learn their own graph
+/// for every size the same way (the forward graph and its gradient graph must both agree across
+/// three traces): from then on a recorded call at a new size runs without the body too. Under a
+/// ForwardAccumulator the graph's ops run through the dispatch path, so their JVPs apply. A GradientTape
+/// *inside* the body works, so a whole training step (forward, gradient, optimizer update) traces into one
+/// graph.
 ///
 /// Arguments and results: Tensor, and std::vector, std::map, std::pair, std::tuple and
 /// std::array of them, nested; arguments may also be bool, integers, floating-point numbers,

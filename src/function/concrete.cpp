@@ -7,9 +7,11 @@
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
+#include "function/function_state.h"
 #include "function/fusion.h"
 #include "function/optimize.h"
 #include "function/recompute.h"
+#include "function/shared_sizes.h"
 #include "function/trace.h"
 #include "tapeflow/no_recording.h"
 #include "tapeflow/ops/creation.h"
@@ -248,6 +250,9 @@ TraceResult trace(const std::string& label, bool optimize, std::span<const Tenso
   std::vector<Tensor> saved;
   if (differentiable) {
     d->num_results = results.size();
+    d->traced_forward = saving(g, b.saved);
+    eliminate_dead_code(d->traced_forward);
+    d->traced_backward = b.graph;
     for (const Source& s : sources) {
       if (!s.is_variable()) continue;
       // The variable's index in the forward graph: the tracer captured every variable read.
@@ -257,10 +262,8 @@ TraceResult trace(const std::string& label, bool optimize, std::span<const Tenso
     }
     saved = build_executors(*d, g, fresh, std::move(b), optimize, label);
   }
-  std::vector<TensorSpec> specs;
-  for (const Tensor& a : args) specs.push_back(TensorSpec::of(a));
   out.function = std::make_shared<ConcreteFunction>(label, std::move(g), optimize, std::move(structure),
-                                                    std::move(specs));
+                                                    detail::specs_of(args));
   if (differentiable) {
     out.function->set_differentiable(std::move(d));
     hide_outer.reset();
@@ -268,6 +271,51 @@ TraceResult trace(const std::string& label, bool optimize, std::span<const Tenso
   } else {
     out.outputs = std::move(results);
   }
+  return out;
+}
+
+TraceResult trace_instantiated(const ConcreteFunction& first, Graph forward, Graph backward,
+                               std::span<const Tensor> args, bool optimize) {
+  const Differentiable& like = *first.differentiable();
+  const std::string& label = first.label();
+  const auto results_end = static_cast<std::ptrdiff_t>(like.num_results);
+  const auto cotangents_end = static_cast<std::ptrdiff_t>(like.cotangent_results.size());
+  std::vector<Tensor> all, backward_args;
+  AssignedVariables before(forward, label);
+  try {
+    const NoRecordingScope off;  // the tapes get one record for the call
+    std::vector<Shape> shapes;
+    all = Executor(forward, label).run(args, RunMode::kFast, &shapes);
+    forward = resized(std::move(forward), shapes, args);
+    for (std::size_t r : like.cotangent_results) backward_args.push_back(ones_like(all[r]));
+    backward_args.insert(backward_args.end(), all.begin() + results_end, all.end());
+    Executor(backward, label + " gradient").run(backward_args, RunMode::kFast, &shapes);
+    backward = resized(std::move(backward), shapes, backward_args);
+  } catch (...) {
+    before.restore();
+    throw;
+  }
+  auto d = std::make_unique<Differentiable>();
+  d->num_results = like.num_results;
+  d->cotangent_results = like.cotangent_results;
+  d->source_inputs = like.source_inputs;
+  d->source_variables = like.source_variables;
+  d->gradient_of = like.gradient_of;
+  d->traced_forward = forward;
+  d->traced_backward = backward;
+  BackwardTrace b;
+  b.saved.forward.assign(forward.outputs.begin() + results_end, forward.outputs.end());
+  b.saved.backward_inputs.assign(backward.inputs.begin() + cotangents_end, backward.inputs.end());
+  b.saved.tensors.assign(all.begin() + results_end, all.end());
+  b.graph = std::move(backward);
+  forward.outputs.resize(like.num_results);
+  all.resize(like.num_results);
+  std::vector<Tensor> saved = build_executors(*d, forward, args, std::move(b), optimize, label);
+  TraceResult out;
+  out.function = std::make_shared<ConcreteFunction>(label, std::move(forward), optimize, first.structure(),
+                                                    detail::specs_of(args));
+  out.function->set_differentiable(std::move(d));
+  out.outputs = out.function->record(args, std::move(all), std::move(saved));
   return out;
 }
 

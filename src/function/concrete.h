@@ -25,6 +25,11 @@ struct Differentiable {
   std::vector<std::size_t> source_inputs;      // flat inputs that are sources (floating)
   std::vector<std::int32_t> source_variables;  // forward graph variables that are sources
   std::vector<std::size_t> gradient_of;        // per backward output: its source (inputs, then variables)
+  /// The pair as traced, dead code removed, before the passes: the forward with the saved values
+  /// as outputs after the results, and the backward, whose inputs are the cotangents, then the
+  /// saved values. What a recorded trace at other sizes is compared with, and what a pair shared
+  /// across sizes instantiates (shared_sizes.h).
+  Graph traced_forward, traced_backward;
 };
 
 class ConcreteFunction {
@@ -82,5 +87,15 @@ struct TraceResult {
 /// gradient graph and records this call as one op on the tapes recording outside.
 TraceResult trace(const std::string& label, bool optimize, std::span<const Tensor> args,
                   const detail::FunctionCore::Body& body, bool differentiable);
+
+/// A recorded call at sizes other than those `first` was traced at, by `first`'s differentiable
+/// pair instantiated at them (`forward`, `backward`: its traced_forward and traced_backward with
+/// their size templates applied, shared_sizes.h), without the body: runs the forward once
+/// unfused on `args` (the call's results, the saved values and every value's shape) and the
+/// backward once on ones for its cotangents (its shapes), then builds the pair as a trace does
+/// and records the call. If either run fails, the variables the forward assigned get their values
+/// back before the error goes on.
+TraceResult trace_instantiated(const ConcreteFunction& first, Graph forward, Graph backward,
+                               std::span<const Tensor> args, bool optimize);
 
 }  // namespace tapeflow::graph

@@ -80,6 +80,18 @@ Variable captured_variable(const Graph& g, std::int32_t index, std::string_view 
   return *std::move(v);
 }
 
+AssignedVariables::AssignedVariables(const Graph& g, std::string_view function) {
+  for (const Node& n : g.nodes)
+    if (n.kind == NodeKind::kAssign || n.kind == NodeKind::kAssignAdd || n.kind == NodeKind::kAssignSub) {
+      const Variable v = captured_variable(g, n.variable, function);
+      before_.emplace_back(v, v.value());
+    }
+}
+
+void AssignedVariables::restore() {
+  for (auto it = before_.rbegin(); it != before_.rend(); ++it) it->first.assign(it->second);
+}
+
 Executor::Executor(Graph graph, std::string name) : graph_(std::move(graph)), name_(std::move(name)) {
   plan();
 }

@@ -48,4 +48,16 @@ class Executor {
 /// variable if it has been destroyed since the trace.
 Variable captured_variable(const Graph& g, std::int32_t index, std::string_view function);
 
+/// The values of the variables a graph assigns, taken before it runs: restore() gives them back.
+/// A graph run at new sizes of a function's unknown dimensions that fails must leave no
+/// assignment behind, since the function's body then runs (traced) at those sizes.
+class AssignedVariables {
+ public:
+  AssignedVariables(const Graph& g, std::string_view function);
+  void restore();
+
+ private:
+  std::vector<std::pair<Variable, Tensor>> before_;
+};
+
 }  // namespace tapeflow::graph

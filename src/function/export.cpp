@@ -64,10 +64,11 @@ GraphToSave graph_to_save(const detail::FunctionCore::State& s, const std::vecto
         if (e.stage == detail::SharedGraph::Stage::kRefused) refused += "; " + e.why_refused;
         continue;
       }
-      if (e.size_template.empty() && declared_unknown(false)) return {e.first, {}};
+      const graph::SizeTemplate& size_template = e.templates.front();
+      if (size_template.empty() && declared_unknown(false)) return {e.first, {}};
       // The template's terms name the function's unknown dimensions: the file must keep them all.
-      if (!e.size_template.empty() && declared_unknown(true)) return {e.first, e.size_template};
-      if (!e.size_template.empty())
+      if (!size_template.empty() && declared_unknown(true)) return {e.first, size_template};
+      if (!size_template.empty())
         refused +=
             "; its graph holds sizes of the unknown dimensions, so a file must leave all of them unknown";
     }

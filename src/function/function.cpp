@@ -64,54 +64,68 @@ using CallResult = std::pair<std::vector<Tensor>, std::shared_ptr<const void>>;
 /// at these sizes, traced, as if the graph had never run.
 std::vector<Tensor> run_restoring_variables(const graph::Graph& g, const std::string& label,
                                             std::span<const Tensor> inputs, std::vector<Shape>& shapes) {
-  std::vector<std::pair<Variable, Tensor>> before;
-  for (const graph::Node& n : g.nodes)
-    if (n.kind == graph::NodeKind::kAssign || n.kind == graph::NodeKind::kAssignAdd ||
-        n.kind == graph::NodeKind::kAssignSub) {
-      const Variable v = graph::captured_variable(g, n.variable, label);
-      before.emplace_back(v, v.value());
-    }
+  graph::AssignedVariables before(g, label);
   try {
     return graph::Executor(g, label).run(inputs, graph::RunMode::kFast, &shapes);
   } catch (...) {
-    for (auto it = before.rbegin(); it != before.rend(); ++it) it->first.assign(it->second);
+    before.restore();
     throw;
   }
+}
+
+/// The shared graph entry of a call structure, recorded calls or not.
+std::map<std::string, SharedGraph>& shared_graphs(FunctionCore::State& s, bool recorded) {
+  return recorded ? s.shared_recorded : s.shared;
 }
 
 /// A call at new sizes of its unknown dimensions run by the graph shared across sizes
 /// (shared_sizes.h), which is then kept for these sizes; nullopt where there is none, a size is
 /// 0 or 1, the template ties dims that differ here, or the graph fails at these sizes (then the
-/// body decides, traced for them).
-std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& call, const std::string& key) {
+/// body decides, traced for them). A recorded call instantiates the differentiable pair and is
+/// recorded as a trace's would be.
+std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& call, const std::string& key,
+                                     bool recorded) {
   std::shared_ptr<graph::ConcreteFunction> first;
-  graph::SizeTemplate size_template;
+  std::vector<graph::SizeTemplate> templates;
   {
     std::lock_guard lock(s.mutex);
-    auto it = s.shared.find(call.key);
-    if (it == s.shared.end() || it->second.stage != SharedGraph::Stage::kShared) return std::nullopt;
+    const auto& entries = shared_graphs(s, recorded);
+    auto it = entries.find(call.key);
+    if (it == entries.end() || it->second.stage != SharedGraph::Stage::kShared) return std::nullopt;
     first = it->second.first;
-    size_template = it->second.size_template;
+    templates = it->second.templates;
   }
   if (!s.unknown_sizes_at_least_two(call)) return std::nullopt;
   const std::vector<TensorSpec> specs = specs_of(call.tensors);
-  const graph::Graph& traced = first->traced_graph();
+  const std::vector<const graph::Graph*> traced = SharedGraph::graphs_of(*first, recorded);
   // A destroyed variable is the caller's error, never a reason to run a body that refers to it.
-  for (std::size_t k = 0; k < traced.variables.size(); ++k)
-    graph::captured_variable(traced, static_cast<std::int32_t>(k), s.label);
-  std::vector<Shape> shapes;
+  for (const graph::Graph* g : traced)
+    for (std::size_t k = 0; k < g->variables.size(); ++k)
+      graph::captured_variable(*g, static_cast<std::int32_t>(k), s.label);
+  std::vector<graph::Graph> graphs;
   std::vector<Tensor> outputs;
-  std::optional<graph::Graph> g;
+  std::shared_ptr<graph::ConcreteFunction> cf;
   try {
-    g = graph::instantiate(traced, size_template, s.unknown_sizes(specs));
-    if (!g) return std::nullopt;
-    outputs = run_restoring_variables(*g, s.label, call.tensors, shapes);
+    for (std::size_t k = 0; k < traced.size(); ++k) {
+      std::optional<graph::Graph> g = graph::instantiate(*traced[k], templates[k], s.unknown_sizes(specs));
+      if (!g) return std::nullopt;
+      graphs.push_back(*std::move(g));
+    }
+    if (recorded) {
+      graph::TraceResult r = graph::trace_instantiated(*first, std::move(graphs[0]), std::move(graphs[1]),
+                                                       call.tensors, s.options.optimize);
+      outputs = std::move(r.outputs);
+      cf = std::move(r.function);
+    } else {
+      std::vector<Shape> shapes;
+      outputs = run_restoring_variables(graphs[0], s.label, call.tensors, shapes);
+      cf = std::make_shared<graph::ConcreteFunction>(
+          s.label, graph::resized(std::move(graphs[0]), shapes, call.tensors), s.options.optimize,
+          first->structure(), specs);
+    }
   } catch (const InvalidArgumentError&) {
     return std::nullopt;
   }
-  auto cf =
-      std::make_shared<graph::ConcreteFunction>(s.label, graph::resized(std::move(*g), shapes, call.tensors),
-                                                s.options.optimize, first->structure(), specs);
   std::lock_guard lock(s.mutex);
   s.cache[key] = cf;
   s.stats.shared_graph_sizes += 1;
@@ -119,62 +133,85 @@ std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& cal
   return CallResult{std::move(outputs), cf->structure()};
 }
 
+/// Why the differentiable pairs of `a` and `b` do not compute their gradients the same way
+/// (which sources get one, from which results), or "".
+std::string pair_difference(const graph::ConcreteFunction& a, const graph::ConcreteFunction& b) {
+  const graph::Differentiable &x = *a.differentiable(), &y = *b.differentiable();
+  if (x.num_results != y.num_results || x.cotangent_results != y.cotangent_results ||
+      x.source_inputs != y.source_inputs || x.source_variables != y.source_variables ||
+      x.gradient_of != y.gradient_of)
+    return "their gradients have different sources or results";
+  return "";
+}
+
 /// Why the trace `cf` at other sizes does not let `e` go on to the next stage, or "" if it does.
 std::string unify_with(SharedGraph& e, const graph::ConcreteFunction& cf,
-                       const std::vector<std::int64_t>& sizes) {
+                       const std::vector<std::int64_t>& sizes, bool recorded) {
+  const std::vector<const graph::Graph*> firsts = SharedGraph::graphs_of(*e.first, recorded),
+                                         theirs = SharedGraph::graphs_of(cf, recorded);
+  if (std::string diff = recorded ? pair_difference(*e.first, cf) : ""; !diff.empty())
+    return fmt::format("its traces for {} and {} differ: {}", specs_text(e.first->specs()),
+                       specs_text(cf.specs()), diff);
   if (e.stage == SharedGraph::Stage::kCandidate) {
     for (std::size_t k = 0; k < sizes.size(); ++k)
       if (sizes[k] == e.first_sizes[k]) return "";  // not a second point for every dim: wait for one
-    const std::string diff =
-        graph::unify(e.first->traced_graph(), e.first_sizes, cf.traced_graph(), sizes, e.size_template);
-    if (!diff.empty())
-      return fmt::format("its graphs for {} and {} differ: {}", specs_text(e.first->specs()),
-                         specs_text(cf.specs()), diff);
-    e.stage = e.size_template.empty() ? SharedGraph::Stage::kShared : SharedGraph::Stage::kConfirming;
+    e.templates.assign(firsts.size(), {});
+    for (std::size_t k = 0; k < firsts.size(); ++k) {
+      const std::string diff = graph::unify(*firsts[k], e.first_sizes, *theirs[k], sizes, e.templates[k]);
+      if (!diff.empty())
+        return fmt::format("its graphs for {} and {} differ: {}", specs_text(e.first->specs()),
+                           specs_text(cf.specs()), diff);
+    }
+    e.stage = e.templates_empty() ? SharedGraph::Stage::kShared : SharedGraph::Stage::kConfirming;
     return "";
   }
-  // Confirming: the template's graph at these sizes must be this trace's.
-  std::optional<graph::Graph> predicted;
-  try {
-    predicted = graph::instantiate(e.first->traced_graph(), e.size_template, sizes);
-  } catch (const InvalidArgumentError& error) {  // the trace ran: its call must not fail here
-    return fmt::format("its graph cannot hold the sizes of {}: {}", specs_text(cf.specs()), error.what());
+  // Confirming: the templates' graphs at these sizes must be this trace's.
+  for (std::size_t k = 0; k < firsts.size(); ++k) {
+    std::optional<graph::Graph> predicted;
+    try {
+      predicted = graph::instantiate(*firsts[k], e.templates[k], sizes);
+    } catch (const InvalidArgumentError& error) {  // the trace ran: its call must not fail here
+      return fmt::format("its graph cannot hold the sizes of {}: {}", specs_text(cf.specs()), error.what());
+    }
+    if (!predicted)
+      return fmt::format("its graph ties unknown dimensions together that {} does not",
+                         specs_text(cf.specs()));
+    graph::SizeTemplate none;
+    const std::string diff = graph::unify(*predicted, sizes, *theirs[k], sizes, none);
+    if (!diff.empty())
+      return fmt::format(
+          "its graph holds sizes of the unknown dimensions, and its trace for {} is not what its "
+          "traces for {} and one other size predict: {}",
+          specs_text(cf.specs()), specs_text(e.first->specs()), diff);
   }
-  if (!predicted)
-    return fmt::format("its graph ties unknown dimensions together that {} does not", specs_text(cf.specs()));
-  graph::SizeTemplate none;
-  const std::string diff = graph::unify(*predicted, sizes, cf.traced_graph(), sizes, none);
-  if (!diff.empty())
-    return fmt::format(
-        "its graph holds sizes of the unknown dimensions, and its trace for {} is not what its "
-        "traces for {} and one other size predict: {}",
-        specs_text(cf.specs()), specs_text(e.first->specs()), diff);
   e.stage = SharedGraph::Stage::kShared;
   return "";
 }
 
-/// Offers a trace (not recorded: a recorded one also holds its gradient) at new sizes of the
-/// unknown dimensions to the call structure's shared graph: the first becomes the candidate, the
-/// next at other sizes unifies with it, and a third confirms a graph that holds sizes.
+/// Offers a trace at new sizes of the unknown dimensions to the call structure's shared graph
+/// (recorded calls have their own: their traces also hold the gradient): the first becomes the
+/// candidate, the next at other sizes unifies with it, and a third confirms a graph that holds
+/// sizes.
 void offer_shared(FunctionCore::State& s, const FlatCall& call,
-                  const std::shared_ptr<graph::ConcreteFunction>& cf) {
+                  const std::shared_ptr<graph::ConcreteFunction>& cf, bool recorded) {
   if (!s.options.share_graph_across_sizes || !s.unknown_sizes_at_least_two(call)) return;
   std::lock_guard lock(s.mutex);
-  SharedGraph& e = s.shared[call.key];
+  SharedGraph& e = shared_graphs(s, recorded)[call.key];
   if (e.stage == SharedGraph::Stage::kShared || e.stage == SharedGraph::Stage::kRefused) return;
   std::vector<std::int64_t> sizes = s.unknown_sizes(cf->specs());
-  e.why_refused = graph::why_not_shareable(cf->traced_graph());
+  for (const graph::Graph* g : SharedGraph::graphs_of(*cf, recorded))
+    if (e.why_refused = graph::why_not_shareable(*g); !e.why_refused.empty()) break;
   if (e.why_refused.empty() && e.first == nullptr) {
     e.first = cf;
     e.first_sizes = std::move(sizes);
     return;
   }
-  if (e.why_refused.empty()) e.why_refused = unify_with(e, *cf, sizes);
+  if (e.why_refused.empty()) e.why_refused = unify_with(e, *cf, sizes, recorded);
   if (e.why_refused.empty()) return;
   e.stage = SharedGraph::Stage::kRefused;
   e.first = nullptr;
-  log(LogLevel::Info,
-      fmt::format("[{}] traces each size of its unknown dimensions: {}", s.label, e.why_refused));
+  log(LogLevel::Info, fmt::format("[{}] traces each size of its unknown dimensions{}: {}", s.label,
+                                  recorded ? " when a tape records its calls" : "", e.why_refused));
 }
 
 }  // namespace
@@ -232,14 +269,14 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
     // TensorFlow inlines nested functions).
     return body(call.tensors);
   }
-  if (cf == nullptr && specialization && !recorded && !ops_must_be_observed() &&
-      s.options.share_graph_across_sizes)
-    if (std::optional<CallResult> out = run_shared(s, call, key)) return *std::move(out);
-  if (cf == nullptr || (recorded && cf->differentiable() == nullptr)) {
+  const bool needs_trace = cf == nullptr || (recorded && cf->differentiable() == nullptr);
+  if (needs_trace && specialization && !ops_must_be_observed() && s.options.share_graph_across_sizes)
+    if (std::optional<CallResult> out = run_shared(s, call, key, recorded)) return *std::move(out);
+  if (needs_trace) {
     const auto start = Clock::now();
     graph::TraceResult traced = graph::trace(s.label, s.options.optimize, call.tensors, body, recorded);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    if (specialization && !recorded) offer_shared(s, call, traced.function);
+    if (specialization) offer_shared(s, call, traced.function, recorded);
     std::lock_guard lock(s.mutex);
     const bool new_size = specialization && cf == nullptr && !s.cache.empty();
     s.cache[key] = traced.function;

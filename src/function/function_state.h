@@ -1,6 +1,7 @@
 #pragma once
 // The state behind FunctionCore (function.cpp), shared with save_function (export.cpp).
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
@@ -31,14 +32,26 @@ inline std::vector<TensorSpec> specs_of(std::span<const Tensor> ts) {
 /// (shared_sizes.h): the first trace at sizes of at least 2 is the candidate; a trace at other
 /// sizes unifies with it (the same graph: shared; the same but for sizes: confirming, until a
 /// third trace matches the template's prediction); refused once one does not, or if the graph
-/// cannot be shared.
+/// cannot be shared. Recorded calls (on a tape) have their own, whose traces are differentiable
+/// pairs: both graphs must unify, each with its template.
 struct SharedGraph {
   enum class Stage : std::uint8_t { kCandidate, kConfirming, kShared, kRefused };
   Stage stage = Stage::kCandidate;
   std::shared_ptr<graph::ConcreteFunction> first;
   std::vector<std::int64_t> first_sizes;  // the unknown dims' sizes `first` was traced at
-  graph::SizeTemplate size_template;      // where `first`'s graph holds them
+  /// Where `first`'s graphs hold them: its traced graph; for recorded calls, its differentiable
+  /// pair's traced forward and backward (Differentiable::traced_forward, traced_backward).
+  std::vector<graph::SizeTemplate> templates;
   std::string why_refused;
+
+  /// The graphs of a trace that are compared and instantiated, in the order of `templates`.
+  static std::vector<const graph::Graph*> graphs_of(const graph::ConcreteFunction& cf, bool recorded) {
+    if (!recorded) return {&cf.traced_graph()};
+    return {&cf.differentiable()->traced_forward, &cf.differentiable()->traced_backward};
+  }
+  bool templates_empty() const {
+    return std::all_of(templates.begin(), templates.end(), [](const auto& t) { return t.empty(); });
+  }
 };
 
 struct FunctionCore::State {
@@ -49,7 +62,8 @@ struct FunctionCore::State {
   FunctionStats stats;
   std::string latest_graph;
   int next_warning = 5;
-  std::map<std::string, SharedGraph> shared;  // by call structure (FlatCall::key)
+  std::map<std::string, SharedGraph> shared;           // by call structure (FlatCall::key)
+  std::map<std::string, SharedGraph> shared_recorded;  // the same, for calls recorded on a tape
 
   /// Whether every dimension the input signature leaves unknown is at least 2 in `call`.
   bool unknown_sizes_at_least_two(const FlatCall& call) const {

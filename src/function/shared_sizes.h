@@ -25,6 +25,8 @@
 // A shared graph serves a new size by instantiating the template there and running the graph once
 // unfused, which gives the call's results and every value's shape at that size; the graph with
 // those shapes (resized) is then optimised, fused and planned like a trace, and cached for the size.
+// Calls recorded on a tape share their differentiable pair the same way, a template per graph
+// (function.cpp; concrete.h, trace_instantiated).
 
 #include <cstdint>
 #include <optional>

@@ -234,6 +234,31 @@ TEST(SharedSizes, AFailedFirstRunAtANewSizeGivesTheVariablesBack) {
   EXPECT_EQ(f.stats().shared_graph_sizes, 0);
 }
 
+TEST(SharedSizes, AFailedRecordedRunAtANewSizeGivesTheVariablesBack) {
+  // The same under a tape: the differentiable pair assigns, then fails at an odd size.
+  tf::Variable total(tf::constant(0.0f), {.name = "total"});
+  auto f = tf::function(
+      [&](const tf::Tensor& x) {
+        total.assign_add(tf::reduce_sum(x));
+        return tf::reshape(x, {-1, 6});
+      },
+      any_rows({-1, 3}));
+  auto recorded_call = [&](std::int64_t n) {
+    const tf::Tensor x = rows(n);
+    tf::GradientTape tape;
+    tape.watch(x);
+    return *tape.gradient(f(x), x);
+  };
+  for (std::int64_t n : {2, 4, 6}) tf::testing::expect_close(recorded_call(n), tf::ones({n, 3}), 0);
+  EXPECT_EQ(f.stats().traces, 3);
+  tf::testing::expect_close(recorded_call(8), tf::ones({8, 3}), 0);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 1);
+  const float before = total.value().item<float>();
+  EXPECT_THROW(recorded_call(3), tf::InvalidArgumentError);
+  EXPECT_EQ(total.value().item<float>(), before + 36.0f);  // 0 + 1 + ... + 8, once
+  EXPECT_EQ(f.stats().shared_graph_sizes, 1);
+}
+
 TEST(SharedSizes, AGraphThatHoldsSizesIsSavedWithItsTemplateAndServesAnySizeWhenLoaded) {
   // The gradient of a mean: Mean's 1 / n and Sum's broadcast to n rows are in the file as terms.
   tf::Variable w(tf::constant({{0.5f}, {-1.0f}, {2.0f}}), {.name = "w"});
@@ -347,6 +372,81 @@ TEST(SharedSizes, GradientsAtANewSizeTraceTheirGraphs) {
     const tf::Tensor b = tf::reduce_sum(tf::tanh(rows(n) * 0.1 * w.read_value()));
     tf::testing::expect_close(g, *eager.gradient(b, w), 1e-5);
   }
+}
+
+TEST(SharedSizes, RecordedCallsLearnTheirOwnGraphForEverySize) {
+  // A loss computed by a function and differentiated outside it (TensorFlow's custom training
+  // loop): each recorded call's forward graph and gradient graph hold the batch size (Mean's
+  // 1 / n, the broadcasts of its gradient). After three recorded traces every size runs both
+  // without the body, with the bits of a function that traces each size.
+  tf::Variable w(tf::constant({{0.5f, 1.0f}, {-1.0f, 0.25f}, {2.0f, -0.5f}}), {.name = "w"});
+  int body_runs = 0;
+  auto loss = [&](const tf::Tensor& x) {
+    ++body_runs;
+    return tf::reduce_mean(tf::square(tf::tanh(tf::matmul(x, w.read_value())))) +
+           tf::reduce_sum(tf::sin(x) * x);
+  };
+  auto shared = tf::function(loss, any_rows({-1, 3}));
+  auto traced = tf::function(loss, any_rows({-1, 3}, /*share=*/false));
+  for (std::int64_t n : {4, 7, 5, 9, 12, 6, 2, 9}) {
+    SCOPED_TRACE(n);
+    const tf::Tensor x = rows(n) * 0.1;
+    tf::GradientTape a(tf::TapeOptions{.persistent = true}), b(tf::TapeOptions{.persistent = true});
+    a.watch(x);
+    b.watch(x);
+    const tf::Tensor ya = shared(x), yb = traced(x);
+    EXPECT_TRUE(tf::testing::bitwise_equal(ya, yb));
+    EXPECT_TRUE(tf::testing::bitwise_equal(*a.gradient(ya, w), *b.gradient(yb, w)));
+    EXPECT_TRUE(tf::testing::bitwise_equal(*a.gradient(ya, x), *b.gradient(yb, x)));
+    tf::GradientTape eager;
+    eager.watch(x);
+    const tf::Tensor y = loss(x);
+    tf::testing::expect_close(*a.gradient(ya, w), *eager.gradient(y, w), 1e-6);
+  }
+  EXPECT_EQ(shared.stats().traces, 3);
+  EXPECT_EQ(shared.stats().shared_graph_sizes, 4);  // 9, 12, 6 and 2 (the second 9 ran its graph again)
+  EXPECT_EQ(traced.stats().traces, 7);
+  EXPECT_EQ(body_runs, 3 + 7 + 8);  // the shared function's traces, the other's, the eager calls
+}
+
+TEST(SharedSizes, SecondDerivativesThroughARecordedCallAtANewSize) {
+  // A tape over the gradient sees the call's ops again (its forward and gradient graphs run
+  // through the dispatch path): d2/dx2 sum(sin(x) * x) = 2 cos(x) - x sin(x).
+  auto f =
+      tf::function([](const tf::Tensor& x) { return tf::reduce_sum(tf::sin(x) * x); }, any_rows({-1, 3}));
+  for (std::int64_t n : {2, 3, 4, 6, 9}) {
+    SCOPED_TRACE(n);
+    const tf::Tensor x = rows(n) * 0.1;
+    tf::GradientTape outer;
+    outer.watch(x);
+    tf::Tensor dx;
+    {
+      tf::GradientTape inner;
+      inner.watch(x);
+      dx = *inner.gradient(f(x), x);
+    }
+    tf::testing::expect_close(*outer.gradient(dx, x), 2.0 * tf::cos(x) - x * tf::sin(x), 1e-5);
+  }
+  EXPECT_EQ(f.stats().traces, 3);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 2);
+}
+
+TEST(SharedSizes, ARecordedCallWhoseGraphDependsOnTheSizeTracesEachSizeAndSaysWhy) {
+  LogCapture log(tf::LogLevel::Info);
+  auto body = [](const tf::Tensor& x) { return tf::reduce_sum(x * rows(x.shape()[0])); };
+  auto f = tf::function(body, any_rows({-1, 3}));
+  for (std::int64_t n : {2, 3, 4, 5}) {
+    const tf::Tensor x = rows(n);
+    tf::GradientTape tape;
+    tape.watch(x);
+    tf::testing::expect_close(*tape.gradient(f(x), x), rows(n), 0);
+  }
+  EXPECT_EQ(f.stats().traces, 4);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 0);
+  ASSERT_EQ(log.messages.size(), 1u);
+  EXPECT_THAT(log.messages[0],
+              HasSubstr("traces each size of its unknown dimensions when a tape records its calls"));
+  EXPECT_THAT(log.messages[0], HasSubstr("the constant"));
 }
 
 TEST(SharedSizes, ForwardModeAtANewSizeSeesTheOps) {
