@@ -31,14 +31,14 @@
 /// TensorFlow traces once for a `None` dimension, one graph serves every size. Traces run on real
 /// tensors, so this is checked: the first two traces at different sizes (each unknown dimension
 /// different, each size at least 2) must give the same graph, node for node, but for numbers in
-/// attributes and constants that are proportional to an unknown size (a reshape to n rows, Mean's
-/// 1 / n, a constant of n ones: what gradients and training steps hold), which a third trace
-/// must then confirm. From then on a new size runs that graph, with those numbers at its size,
-/// without running the body (`FunctionStats::shared_graph_sizes`); sizes 0 and 1 still trace. So
-/// a whole training step (forward, gradient, optimizer update) traces three times and then serves
-/// every batch size. A body whose graph depends on the size some other way (a constant of that
-/// size with different elements, a slice of min(n, 4) rows), or which changes state through an op
-/// or uses tf::cond or tf::while_loop, traces once per size instead
+/// attributes and constants that are proportional to an unknown size or to the product of two (a
+/// reshape to n rows, Mean's 1 / n or 1 / (n * t), a constant of n ones: what gradients and
+/// training steps hold), which a third trace must then confirm. From then on a new size runs that graph, with
+/// those numbers at its size, without running the body (`FunctionStats::shared_graph_sizes`); sizes 0 and 1
+/// still trace. So a whole training step (forward, gradient, optimizer update) traces three times and then
+/// serves every batch size. A body whose graph depends on the size some other way (a constant of that size
+/// with different elements, a slice of min(n, 4) rows), or which changes state through an op or uses tf::cond
+/// or tf::while_loop, traces once per size instead
 /// (`FunctionStats::specializations`; neither is warned about). As in TensorFlow, whose body sees
 /// the size as None, a body must not branch in C++ on an unknown dimension's size; set
 /// `FunctionOptions::share_graph_across_sizes = false` for one that does.

@@ -31,7 +31,8 @@ using autodiff::AttrWriter;
 
 constexpr char kMagic[8] = {'T', 'F', 'L', 'W', 'F', 'U', 'N', 'C'};
 constexpr char kCheckpointMagic[8] = {'T', 'F', 'L', 'W', 'C', 'K', 'P', 'T'};
-constexpr std::uint32_t kVersion = 2;  // 2 added the size template; 1 is still read
+constexpr std::uint32_t kVersion =
+    3;  // 2 added the size template, 3 its product terms; 1 and 2 are still read
 constexpr std::uint32_t kOldestVersion = 1;
 constexpr std::size_t kHeaderSize = 32;
 constexpr std::size_t kCrcSize = 4;
@@ -49,7 +50,7 @@ constexpr std::size_t kMinVariableBytes = 4 + 1 + 1 + 1 + 8 + 4;  // name, dtype
 constexpr std::size_t kMinOpBytes = 4 + 4;                        // two empty strings
 constexpr std::size_t kMinNodeBytes = 1 + 4 + 4 + 4;              // kind, op or variable, two counts
 constexpr std::size_t kMinNestedNodeBytes = 4 + 4 + 4;            // op name, two counts
-constexpr std::size_t kTermBytes = 8 + 8;                         // dims, multiple
+constexpr std::size_t kTermBytes = 8 + 8;                         // dims, multiple (version 2)
 constexpr std::size_t kMinAttrTermBytes = 4 + 4 + kTermBytes;     // node, ordinal, term
 constexpr std::size_t kMinConstantTermBytes = 4 + 1 + 1;          // constant, kind, rank 0
 constexpr std::size_t kMinTensorBytes = 1;                        // an undefined tensor
@@ -246,6 +247,7 @@ void write_values_and_ids(AttrWriter& w, const Graph& g) {
 void write_term(AttrWriter& w, const SizeTemplate::Term& t) {
   w.u64(t.dims);
   w.i64(t.multiple);
+  w.u64(t.by);
 }
 
 void write_size_template(AttrWriter& w, const SizeTemplate& t) {
@@ -391,10 +393,17 @@ struct Header {
   std::uint32_t format_version = kVersion;
 };
 
-SizeTemplate::Term read_term(AttrReader& r, const std::string& what) { return {r.u64(what), r.i64(what)}; }
+/// A term as written; version 2's have no second factor.
+SizeTemplate::Term read_term(AttrReader& r, std::uint32_t version, const std::string& what) {
+  SizeTemplate::Term t;
+  t.dims = r.u64(what);
+  t.multiple = r.i64(what);
+  if (version >= 3) t.by = r.u64(what);
+  return t;
+}
 
 // The terms as written; template_problem checks them against the graph.
-SizeTemplate read_size_template(AttrReader& r) {
+SizeTemplate read_size_template(AttrReader& r, std::uint32_t version) {
   SizeTemplate t;
   t.attrs.resize(r.count(r.u32("the attribute size term count"), kMinAttrTermBytes,
                          sizeof(SizeTemplate::AttrInt), "attribute size terms"));
@@ -402,7 +411,7 @@ SizeTemplate read_size_template(AttrReader& r) {
     const std::string what = fmt::format("attribute size term {}", i);
     t.attrs[i].node = r.u32(what);
     t.attrs[i].ordinal = r.u32(what);
-    t.attrs[i].term = read_term(r, what);
+    t.attrs[i].term = read_term(r, version, what);
   }
   t.constants.resize(r.count(r.u32("the constant size term count"), kMinConstantTermBytes,
                              sizeof(SizeTemplate::Constant), "constant size terms"));
@@ -418,9 +427,9 @@ SizeTemplate read_size_template(AttrReader& r) {
       const int rank = r.u8(what);
       if (rank > kMaxRank) r.fail(fmt::format("{} has rank {}, more than {}", what, rank, kMaxRank));
       for (int d = 0; d < rank; ++d)
-        c.dims.push_back(r.boolean(what) ? std::optional(read_term(r, what)) : std::nullopt);
+        c.dims.push_back(r.boolean(what) ? std::optional(read_term(r, version, what)) : std::nullopt);
     } else {
-      c.value = read_term(r, what);
+      c.value = read_term(r, version, what);
     }
   }
   return t;
@@ -615,7 +624,7 @@ std::vector<DataEntry> parse_meta(AttrReader& r, ExportedFunction& f, const std:
   }
   if (ops_used != ops.size())
     r.fail(fmt::format("op {} of the table ('{}') is used by no node", ops_used, ops[ops_used]->name()));
-  if (h.format_version >= 2) f.size_template = read_size_template(r);
+  if (h.format_version >= 2) f.size_template = read_size_template(r, h.format_version);
   if (r.remaining() != 0)
     r.fail(fmt::format("{} unparsed bytes at the end of the meta section", r.remaining()));
   return data;

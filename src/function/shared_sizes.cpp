@@ -40,19 +40,45 @@ bool same_variable(const CapturedVariable& a, const CapturedVariable& b) {
 }
 
 /// The term that gives `xa` at sizes_a and `xb` at sizes_b: m * (one unknown size), the same m for
-/// every dim it names; nullopt where none does, or dims with different multiples both do.
-/// `value_at(m, size)` is what the term's number is for a multiple and a size.
-template <class ValueAt>
-std::optional<Term> fit(Sizes sizes_a, Sizes sizes_b, ValueAt&& matches) {
+/// every dim it names; nullopt where dims with different multiples both do. Where no dim does,
+/// m * (the product of two sizes), if exactly one pair of dim groups (dims of equal sizes at both
+/// traces) does. `matches(na, nb)` is the multiple that gives the two numbers for sizes na and nb.
+template <class Matches>
+std::optional<Term> fit(Sizes sizes_a, Sizes sizes_b, Matches&& matches) {
+  const std::size_t dims = std::min(sizes_a.size(), kMaxDims);
   std::optional<Term> found;
-  for (std::size_t k = 0; k < std::min(sizes_a.size(), kMaxDims); ++k) {
+  for (std::size_t k = 0; k < dims; ++k) {
     const std::optional<std::int64_t> m = matches(sizes_a[k], sizes_b[k]);
     if (!m) continue;
     if (found && found->multiple != *m) return std::nullopt;  // two readings: not a proportion
     if (!found) found = Term{0, *m};
     found->dims |= std::uint64_t{1} << k;
   }
-  return found;
+  if (found) return found;
+  std::vector<std::uint64_t> groups;
+  std::vector<std::size_t> first;  // a dim of each group
+  for (std::size_t k = 0; k < dims; ++k) {
+    std::size_t g = 0;
+    while (g < groups.size() && (sizes_a[first[g]] != sizes_a[k] || sizes_b[first[g]] != sizes_b[k])) ++g;
+    if (g == groups.size()) {
+      groups.push_back(0);
+      first.push_back(k);
+    }
+    groups[g] |= std::uint64_t{1} << k;
+  }
+  std::optional<Term> product;
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    for (std::size_t j = i; j < groups.size(); ++j) {
+      std::int64_t na = 0, nb = 0;
+      if (__builtin_mul_overflow(sizes_a[first[i]], sizes_a[first[j]], &na) ||
+          __builtin_mul_overflow(sizes_b[first[i]], sizes_b[first[j]], &nb))
+        continue;
+      const std::optional<std::int64_t> m = matches(na, nb);
+      if (!m) continue;
+      if (product) return std::nullopt;  // two pairs give it: which one is a guess
+      product = Term{groups[i], *m, groups[j]};
+    }
+  return product;
 }
 
 /// m >= 1 with xa = m * na and xb = m * nb, for sizes that differ.
@@ -68,17 +94,22 @@ std::optional<Term> fit_multiple(std::int64_t xa, std::int64_t xb, Sizes sizes_a
 /// The size a term gives at `sizes`, or nullopt where the dims it ties have different sizes;
 /// InvalidArgumentError where it does not fit 64 bits.
 std::optional<std::int64_t> evaluate(const Term& t, Sizes sizes) {
-  std::optional<std::int64_t> size;
-  for (std::size_t k = 0; k < std::min(sizes.size(), kMaxDims); ++k) {
-    if (!(t.dims >> k & 1)) continue;
-    if (size && *size != sizes[k]) return std::nullopt;
-    size = sizes[k];
-  }
-  if (!size) return std::nullopt;
-  if (*size > std::numeric_limits<std::int64_t>::max() / t.multiple)
-    throw InvalidArgumentError(
-        fmt::format("a size the graph holds, {} x {}, does not fit 64 bits", t.multiple, *size));
-  return t.multiple * *size;
+  const auto size_of = [&](std::uint64_t dims) {
+    std::optional<std::int64_t> size;
+    for (std::size_t k = 0; k < std::min(sizes.size(), kMaxDims); ++k) {
+      if (!(dims >> k & 1)) continue;
+      if (size && *size != sizes[k]) return std::optional<std::int64_t>();
+      size = sizes[k];
+    }
+    return size;
+  };
+  const std::optional<std::int64_t> size = size_of(t.dims), by = t.by == 0 ? 1 : size_of(t.by);
+  if (!size || !by) return std::nullopt;
+  std::int64_t value = 0;
+  if (__builtin_mul_overflow(t.multiple, *size, &value) || __builtin_mul_overflow(value, *by, &value))
+    throw InvalidArgumentError(fmt::format("a size the graph holds, {} x {}{}, does not fit 64 bits",
+                                           t.multiple, *size, t.by == 0 ? "" : fmt::format(" x {}", *by)));
+  return value;
 }
 
 /// The integers of a node's attributes in map_ints order.
@@ -110,7 +141,8 @@ std::string unify_attrs(std::size_t node, const Node& a, const Node& b, Sizes si
     if (ia[i] == ib[i]) continue;
     const std::optional<Term> term = fit_multiple(ia[i], ib[i], sizes_a, sizes_b);
     if (!term)
-      return differ + fmt::format(" ({} against {} is no multiple of one unknown size)", ia[i], ib[i]);
+      return differ +
+             fmt::format(" ({} against {} is no multiple of one unknown size or of two)", ia[i], ib[i]);
     t.attrs.push_back({node, i, *term});
   }
   return "";
@@ -245,8 +277,8 @@ std::string unify(const Graph& a, Sizes sizes_a, const Graph& b, Sizes sizes_b, 
 std::string template_problem(const Graph& g, const SizeTemplate& t, std::size_t unknown_dims) {
   const auto term_problem = [&](const Term& term) -> std::string {
     if (term.dims == 0) return "names no unknown dimension";
-    if (unknown_dims < kMaxDims && term.dims >> unknown_dims != 0)
-      return fmt::format("names unknown dimensions 0x{:x} of {}", term.dims, unknown_dims);
+    if (unknown_dims < kMaxDims && (term.dims | term.by) >> unknown_dims != 0)
+      return fmt::format("names unknown dimensions 0x{:x} x 0x{:x} of {}", term.dims, term.by, unknown_dims);
     if (term.multiple < 1) return fmt::format("has the multiple {}", term.multiple);
     return "";
   };

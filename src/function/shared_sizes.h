@@ -12,7 +12,9 @@
 //     2) must be the same graph, node for node, but for integers in the ops' attributes (and Shape
 //     dims) and constants that are *proportional* to one unknown size: m * n for an integer m >= 1
 //     (an attribute, a dim of a constant whose elements are all equal, or a scalar constant), or
-//     1 / (m * n) rounded to the constant's dtype (Mean's scale). The result is a SizeTemplate;
+//     1 / (m * n) rounded to the constant's dtype (Mean's scale). Where no one size gives a
+//     number, the product of two may (m * n * t: a mean over a batch and a sequence length), if
+//     exactly one pair does. The result is a SizeTemplate;
 //   - with an empty template the graph serves every size at once; with a non-empty one, a third
 //     trace must equal the template's prediction at its sizes before the graph serves others
 //     (three points of a proportion, so a size the body computed some other way is caught).
@@ -42,10 +44,13 @@ namespace tapeflow::graph {
 struct SizeTemplate {
   /// `multiple` times the size of the unknown dimensions in `dims` (a bit per dimension, in the
   /// signature's flat order; more than one where those dims had equal sizes at both traces, and
-  /// then they must be equal wherever the template is used).
+  /// then they must be equal wherever the template is used), times the size of those in `by`
+  /// where it is not 0: a product of two sizes, as Mean's 1 / (n * t) over a batch and a
+  /// sequence length, or a reshape to n * t rows.
   struct Term {
     std::uint64_t dims = 0;
     std::int64_t multiple = 1;
+    std::uint64_t by = 0;
   };
   /// The `ordinal`-th integer of node `node`'s attributes (AttrsCodec::map_ints order).
   struct AttrInt {

@@ -561,9 +561,9 @@ TEST(TracedOpTableCoverage, EveryRegisteredOpCanRunFromAGraph) {
 }
 
 // The check above holds whether or not a row's graphs share (many rows are tied to their shapes:
-// a reshape target, a slice's box, Mean's 1 / (n * m) over two unknown dims), so that it is not
-// vacuous, most rows must share. Measured when it was written: 87% of the float64 shape lists
-// without a tape and 82% under one.
+// a reshape target, a slice's box, a split's sizes), so that it is not vacuous, most rows must
+// share. Measured when it was written: of 492 float64 shape lists with unknown dims, 427 shared
+// without a tape and 410 under one.
 TEST(TracedOpTableCoverage, MostRowsShareTheirGraphsAcrossSizes) {
   SharingTally all;
   for (std::size_t i = 0; i < rows().size(); ++i) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <optional>
 #include <set>
 
 #include "autodiff/attr_codec.h"
@@ -313,15 +314,18 @@ TEST_F(FunctionFile, AFileBuiltFromTheSpecReadsAndRuns) {
 }
 
 /// A version 2 file's size template (docs/FUNCTION_FORMAT.md): `attr_terms` of (node, ordinal,
-/// dims, multiple), then `constant_terms` raw bytes.
+/// dims, multiple), then `constant_terms` raw bytes; with `by`, a version 3 file's, each attribute
+/// term with that second factor.
 std::string size_template(const std::vector<std::array<std::int64_t, 4>>& attr_terms,
-                          std::uint32_t constant_terms = 0, const std::string& constants = "") {
+                          std::uint32_t constant_terms = 0, const std::string& constants = "",
+                          std::optional<std::uint64_t> by = std::nullopt) {
   std::string out;
   tf::autodiff::AttrWriter w(out);
   w.u32(static_cast<std::uint32_t>(attr_terms.size()));
   for (const auto& [node, ordinal, dims, multiple] : attr_terms) {
     w.u32(static_cast<std::uint32_t>(node)), w.u32(static_cast<std::uint32_t>(ordinal));
     w.u64(static_cast<std::uint64_t>(dims)), w.i64(multiple);
+    if (by) w.u64(*by);
   }
   w.u32(constant_terms);
   return out + constants;
@@ -340,9 +344,9 @@ TEST_F(FunctionFile, AVersionTwoFileWithAnEmptySizeTemplateReadsAndRuns) {
 
 TEST_F(FunctionFile, ForgedSizeTemplatesAreTypedErrorsNamingTheTerm) {
   const fs::path p = path("template.tff");
-  auto message = [&](const std::string& tmpl) {
+  auto message = [&](const std::string& tmpl, std::uint32_t version = 2) {
     Forged forged;
-    forged.version = 2;
+    forged.version = version;
     forged.extra_meta = tmpl;
     write_bytes(p, forged.bytes());
     return error_of<tf::DataLossError>([&] { graph::read_function_file(p); });
@@ -357,6 +361,12 @@ TEST_F(FunctionFile, ForgedSizeTemplatesAreTypedErrorsNamingTheTerm) {
   EXPECT_THAT(message(size_template({}, 1, std::string("\x00\x00\x00\x00\x07\x00", 6))),
               HasSubstr("constant size term 0 has unknown kind 7"));
   EXPECT_THAT(message(size_template({}) + "x"), HasSubstr("1 unparsed bytes at the end of the meta section"));
+  // Version 3: each term also has its second factor (read, so the term's own error comes next).
+  EXPECT_THAT(message(size_template({{1, 0, 1, 1}}, 0, "", 2), 3),
+              HasSubstr("size term 0 (node 1): the graph has 1 nodes"));
+  // Read as version 2, the factor's first bytes are taken for the constant term count.
+  EXPECT_THAT(message(size_template({{1, 0, 1, 1}}, 0, "", 2), 2),
+              HasSubstr("constant size terms claims 2 items"));
   EXPECT_THAT(message(size_template({}).substr(0, 6)), HasSubstr("constant size term count"));
 }
 
@@ -367,9 +377,9 @@ TEST_F(FunctionFile, ForgedFieldsAreTypedErrorsNamingTheProblem) {
     return error_of<E>([&] { graph::read_function_file(p); });
   };
   Forged f;
-  f.version = 3;
-  EXPECT_THAT(message(f), HasSubstr("unsupported format version 3 (written by tapeflow 0.1.0"));
-  EXPECT_THAT(message(f), HasSubstr("reads versions 1 to 2"));
+  f.version = 4;
+  EXPECT_THAT(message(f), HasSubstr("unsupported format version 4 (written by tapeflow 0.1.0"));
+  EXPECT_THAT(message(f), HasSubstr("reads versions 1 to 3"));
   f = {};
   f.op_name = "NoSuchOp";
   const std::string unknown = message.operator()<tf::LookupError>(f);

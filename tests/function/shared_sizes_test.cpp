@@ -104,6 +104,69 @@ TEST(SharedSizes, SizesInAttributesAndConstantsAreLearnedFromThreeTraces) {
   EXPECT_EQ(body_runs, 3 + 6);  // the three traces, and the eager calls of the comparison
 }
 
+/// x of shape (n, t), every element a different value.
+tf::Tensor grid(std::int64_t n, std::int64_t t) {
+  return tf::reshape(tf::range(0.0, static_cast<double>(n * t), 1.0, tf::DType::Float32), {n, t}) * 0.01;
+}
+
+TEST(SharedSizes, AProductOfTwoUnknownSizesIsLearnedToo) {
+  // A mean over a batch and a sequence length, both unknown: its gradient scales by 1 / (n * t),
+  // no multiple of either size alone; the product of the two is a term of its own.
+  auto grad_x = [](const tf::Tensor& x) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    return *tape.gradient(tf::reduce_mean(tf::square(tf::sin(x))), x);
+  };
+  auto f = tf::function(grad_x, any_rows({-1, -1}));
+  for (const auto& [n, t] :
+       std::vector<std::pair<std::int64_t, std::int64_t>>{{2, 3}, {4, 5}, {3, 7}, {5, 6}, {6, 2}, {9, 4}})
+    tf::testing::expect_close(f(grid(n, t)), grad_x(grid(n, t)), 1e-6);
+  EXPECT_EQ(f.stats().traces, 3);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 3);
+}
+
+TEST(SharedSizes, AProductServesRecordedCallsAndLoadedFunctions) {
+  auto loss = [](const tf::Tensor& x) { return tf::reduce_mean(tf::square(tf::sin(x))); };
+  auto f = tf::function(loss, any_rows({-1, -1}));
+  const std::vector<std::pair<std::int64_t, std::int64_t>> sizes{{2, 3}, {4, 5}, {3, 7}, {5, 6}, {6, 2}};
+  for (const auto& [n, t] : sizes) {
+    const tf::Tensor x = grid(n, t);
+    tf::GradientTape traced, eager;
+    traced.watch(x);
+    eager.watch(x);
+    tf::testing::expect_close(*traced.gradient(f(x), x), *eager.gradient(loss(x), x), 1e-6);
+  }
+  EXPECT_EQ(f.stats().traces, 3);
+  EXPECT_EQ(f.stats().shared_graph_sizes, 2);
+  // The gradient as its own function, saved with its product term (file format version 3).
+  auto grad_x = [&](const tf::Tensor& x) {
+    tf::GradientTape tape;
+    tape.watch(x);
+    return *tape.gradient(loss(x), x);
+  };
+  auto g = tf::function(grad_x, any_rows({-1, -1}));
+  for (const auto& [n, t] : sizes) g(grid(n, t));
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "shared_sizes_product.tfn";
+  tf::save_function(g, {{{-1, -1}}}, path);
+  const tf::LoadedFunction loaded = tf::load_function(path);
+  for (const auto& [n, t] : std::vector<std::pair<std::int64_t, std::int64_t>>{{7, 3}, {2, 9}, {8, 8}})
+    tf::testing::expect_close(loaded({grid(n, t)})[0], grad_x(grid(n, t)), 1e-6);
+  std::filesystem::remove(path);
+}
+
+TEST(SharedSizes, ATemplateCheckNamesASecondFactorPastTheLastUnknownDim) {
+  // One scalar constant holding the size m * n_0 * n_2, for a function with two unknown dims.
+  tf::graph::Graph g;
+  const tf::graph::ValueId v = g.add_value(tf::Shape({}), tf::DType::Float32);
+  g.constants.emplace_back(v, tf::constant(6.0f));
+  g.outputs.push_back(v);
+  tf::graph::SizeTemplate t;
+  t.constants.push_back({0, tf::graph::SizeTemplate::Constant::Kind::kMultiple, {}, {0b1, 1, 0b100}});
+  EXPECT_THAT(tf::graph::template_problem(g, t, 2), HasSubstr("names unknown dimensions 0x1 x 0x4 of 2"));
+  t.constants[0].value.by = 0b10;
+  EXPECT_EQ(tf::graph::template_problem(g, t, 2), "");
+}
+
 TEST(SharedSizes, AThirdTraceThatDoesNotFollowTheProportionIsRefused) {
   LogCapture log(tf::LogLevel::Info);
   // At most four rows: 2 and 3 rows look like "all the rows", 6 rows give 4.
