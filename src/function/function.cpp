@@ -59,14 +59,15 @@ bool ops_must_be_observed() { return autodiff::any_accumulator_active() || autod
 
 using CallResult = std::pair<std::vector<Tensor>, std::shared_ptr<const void>>;
 
-/// Runs `g` once unfused on `inputs`, giving every value's shape too. If the run fails, the
-/// variables it assigned get their values back before the error goes on: the body then decides
-/// at these sizes, traced, as if the graph had never run.
+/// Runs `g` once unfused on `inputs` in `mode`, giving every value's shape too. If the run fails,
+/// the variables it assigned get their values back before the error goes on: the body then
+/// decides at these sizes, traced, as if the graph had never run.
 std::vector<Tensor> run_restoring_variables(const graph::Graph& g, const std::string& label,
-                                            std::span<const Tensor> inputs, std::vector<Shape>& shapes) {
+                                            std::span<const Tensor> inputs, graph::RunMode mode,
+                                            std::vector<Shape>& shapes) {
   graph::AssignedVariables before(g, label);
   try {
-    return graph::Executor(g, label).run(inputs, graph::RunMode::kFast, &shapes);
+    return graph::Executor(g, label).run(inputs, mode, &shapes);
   } catch (...) {
     before.restore();
     throw;
@@ -82,7 +83,8 @@ std::map<std::string, SharedGraph>& shared_graphs(FunctionCore::State& s, bool r
 /// (shared_sizes.h), which is then kept for these sizes; nullopt where there is none, a size is
 /// 0 or 1, the template ties dims that differ here, or the graph fails at these sizes (then the
 /// body decides, traced for them). A recorded call instantiates the differentiable pair and is
-/// recorded as a trace's would be.
+/// recorded as a trace's would be; a call whose ops must be observed (forward mode) runs the
+/// graph through the dispatch path.
 std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& call, const std::string& key,
                                      bool recorded) {
   std::shared_ptr<graph::ConcreteFunction> first;
@@ -118,7 +120,8 @@ std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& cal
       cf = std::move(r.function);
     } else {
       std::vector<Shape> shapes;
-      outputs = run_restoring_variables(graphs[0], s.label, call.tensors, shapes);
+      const graph::RunMode mode = ops_must_be_observed() ? graph::RunMode::kDispatch : graph::RunMode::kFast;
+      outputs = run_restoring_variables(graphs[0], s.label, call.tensors, mode, shapes);
       cf = std::make_shared<graph::ConcreteFunction>(
           s.label, graph::resized(std::move(graphs[0]), shapes, call.tensors), s.options.optimize,
           first->structure(), specs);
@@ -270,7 +273,7 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
     return body(call.tensors);
   }
   const bool needs_trace = cf == nullptr || (recorded && cf->differentiable() == nullptr);
-  if (needs_trace && specialization && !ops_must_be_observed() && s.options.share_graph_across_sizes)
+  if (needs_trace && specialization && s.options.share_graph_across_sizes)
     if (std::optional<CallResult> out = run_shared(s, call, key, recorded)) return *std::move(out);
   if (needs_trace) {
     const auto start = Clock::now();

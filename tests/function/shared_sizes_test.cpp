@@ -523,6 +523,8 @@ TEST(SharedSizes, ForwardModeAtANewSizeSeesTheOps) {
   const tf::Tensor y = f(x);
   // d/dt sum(sin(x + t v), 1) = sum(cos(x) v, 1)
   tf::testing::expect_close(*acc.jvp(y), tf::reduce_sum(tf::cos(x), {1}), 1e-6);
+  EXPECT_EQ(f.stats().traces, 2);  // the shared graph ran through the dispatch path
+  EXPECT_EQ(f.stats().shared_graph_sizes, 1);
 }
 
 TEST(SharedSizes, ADestroyedVariableIsATypedErrorAtANewSize) {
