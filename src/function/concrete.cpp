@@ -301,8 +301,6 @@ TraceResult trace_instantiated(const ConcreteFunction& first, Graph forward, Gra
   d->source_inputs = like.source_inputs;
   d->source_variables = like.source_variables;
   d->gradient_of = like.gradient_of;
-  d->traced_forward = forward;
-  d->traced_backward = backward;
   BackwardTrace b;
   b.saved.forward.assign(forward.outputs.begin() + results_end, forward.outputs.end());
   b.saved.backward_inputs.assign(backward.inputs.begin() + cotangents_end, backward.inputs.end());

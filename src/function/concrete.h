@@ -28,7 +28,8 @@ struct Differentiable {
   /// The pair as traced, dead code removed, before the passes: the forward with the saved values
   /// as outputs after the results, and the backward, whose inputs are the cotangents, then the
   /// saved values. What a recorded trace at other sizes is compared with, and what a pair shared
-  /// across sizes instantiates (shared_sizes.h).
+  /// across sizes instantiates (shared_sizes.h). Set by `trace` only: a pair made at a new size
+  /// by `trace_instantiated` is never compared, so it keeps no copy.
   Graph traced_forward, traced_backward;
 };
 

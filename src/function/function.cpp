@@ -107,9 +107,10 @@ std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& cal
   std::vector<graph::Graph> graphs;
   std::vector<Tensor> outputs;
   std::shared_ptr<graph::ConcreteFunction> cf;
+  const std::vector<std::int64_t> sizes = s.unknown_sizes(specs);
   try {
     for (std::size_t k = 0; k < traced.size(); ++k) {
-      std::optional<graph::Graph> g = graph::instantiate(*traced[k], templates[k], s.unknown_sizes(specs));
+      std::optional<graph::Graph> g = graph::instantiate(*traced[k], templates[k], sizes);
       if (!g) return std::nullopt;
       graphs.push_back(*std::move(g));
     }

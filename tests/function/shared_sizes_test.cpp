@@ -280,15 +280,22 @@ TEST(SharedSizes, AGraphThatAssignsAVariableIsShared) {
   EXPECT_EQ(f.stats().shared_graph_sizes, 2);
 }
 
+/// A function that adds sum(x) to `total`, then reshapes x to 6 columns: its graph assigns, then
+/// fails for an odd number of rows.
+auto adding_then_reshaping(tf::Variable& total) {
+  return tf::function(
+      [&total](const tf::Tensor& x) {
+        total.assign_add(tf::reduce_sum(x));
+        return tf::reshape(x, {-1, 6});
+      },
+      any_rows({-1, 3}));
+}
+
 TEST(SharedSizes, AFailedFirstRunAtANewSizeGivesTheVariablesBack) {
   // The shared graph assigns, then fails at an odd size (the reshape); the variable gets its
   // value back and the body runs, traced, as the eager call would: one addition, then the error.
   tf::Variable total(tf::constant(0.0f), {.name = "total"});
-  auto body = [&](const tf::Tensor& x) {
-    total.assign_add(tf::reduce_sum(x));
-    return tf::reshape(x, {-1, 6});
-  };
-  auto f = tf::function(body, any_rows({-1, 3}));
+  auto f = adding_then_reshaping(total);
   f(rows(2));
   f(rows(4));  // shared from here on
   const float before = total.value().item<float>();
@@ -300,12 +307,7 @@ TEST(SharedSizes, AFailedFirstRunAtANewSizeGivesTheVariablesBack) {
 TEST(SharedSizes, AFailedRecordedRunAtANewSizeGivesTheVariablesBack) {
   // The same under a tape: the differentiable pair assigns, then fails at an odd size.
   tf::Variable total(tf::constant(0.0f), {.name = "total"});
-  auto f = tf::function(
-      [&](const tf::Tensor& x) {
-        total.assign_add(tf::reduce_sum(x));
-        return tf::reshape(x, {-1, 6});
-      },
-      any_rows({-1, 3}));
+  auto f = adding_then_reshaping(total);
   auto recorded_call = [&](std::int64_t n) {
     const tf::Tensor x = rows(n);
     tf::GradientTape tape;
