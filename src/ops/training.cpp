@@ -27,6 +27,23 @@ struct AdamAttrs {
   double epsilon = 1e-7;
 };
 
+/// Adam over n elements. The outputs are fresh buffers (an op's forward allocates them), so no
+/// pointer aliases another; `__restrict` says so, or gcc leaves the loop scalar (its runtime alias
+/// checks for seven arrays exceed its limit), and the scalar sqrt and division made Adam's update
+/// a fifth of an MLP step. A function of its own: through a lambda's captures the qualifiers are lost.
+template <class T>
+void adam_block(T c1, T c2, T eps, T lr, std::int64_t n, const T* __restrict w, const T* __restrict m,
+                const T* __restrict v, const T* __restrict g, T* __restrict w_out, T* __restrict m_out,
+                T* __restrict v_out) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T mi = m[i] + (g[i] - m[i]) * c1;
+    const T vi = v[i] + (g[i] * g[i] - v[i]) * c2;
+    m_out[i] = mi;
+    v_out[i] = vi;
+    w_out[i] = w[i] - mi * lr / (std::sqrt(vi) + eps);
+  }
+}
+
 template <class T>
 void adam_kernel(const AdamAttrs& a, const T* w, const T* m, const T* v, T lr, const T* g, std::int64_t n,
                  T* w_out, T* m_out, T* v_out) {
@@ -34,13 +51,7 @@ void adam_kernel(const AdamAttrs& a, const T* w, const T* m, const T* v, T lr, c
   const T c1 = static_cast<T>(1.0 - a.beta_1), c2 = static_cast<T>(1.0 - a.beta_2);
   const T eps = static_cast<T>(a.epsilon);
   cpu::parallel_for(n, cpu::kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) {
-      const T mi = m[i] + (g[i] - m[i]) * c1;
-      const T vi = v[i] + (g[i] * g[i] - v[i]) * c2;
-      m_out[i] = mi;
-      v_out[i] = vi;
-      w_out[i] = w[i] - mi * lr / (std::sqrt(vi) + eps);
-    }
+    adam_block(c1, c2, eps, lr, e - b, w + b, m + b, v + b, g + b, w_out + b, m_out + b, v_out + b);
   });
 }
 
@@ -99,6 +110,18 @@ struct MomentumAttrs {
   double momentum = 0.0;
   bool nesterov = false;
 };
+
+/// SGD with momentum over n elements; fresh outputs, `__restrict` as for adam_block.
+template <class T>
+void momentum_block(T mom, T rate, bool nesterov, std::int64_t n, const T* __restrict w,
+                    const T* __restrict accum, const T* __restrict g, T* __restrict w_out,
+                    T* __restrict accum_out) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T v = accum[i] * mom - g[i] * rate;
+    accum_out[i] = v;
+    w_out[i] = w[i] + (nesterov ? v * mom - g[i] * rate : v);
+  }
+}
 }  // namespace
 
 // {var', accum'} = one SGD step with momentum (see tapeflow/ops/training.h); not differentiable.
@@ -115,11 +138,7 @@ struct ApplyKerasMomentum {
       const T rate = lr.values<T>()[0], mom = static_cast<T>(a.momentum);  // as Mul sees a double
       T *w_out = detail::mutable_data<T>(out[0]), *a_out = detail::mutable_data<T>(out[1]);
       cpu::parallel_for(w.num_elements(), cpu::kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t i = b; i < e; ++i) {
-          const T v = pa[i] * mom - pg[i] * rate;
-          a_out[i] = v;
-          w_out[i] = pw[i] + (a.nesterov ? v * mom - pg[i] * rate : v);
-        }
+        momentum_block(mom, rate, a.nesterov, e - b, pw + b, pa + b, pg + b, w_out + b, a_out + b);
       });
     });
     return out;
