@@ -78,11 +78,25 @@ bool computes_bfloat16() {
 namespace {
 std::atomic<BFloat16Kernels> bfloat16_kernels{BFloat16Kernels::kAuto};
 
-bool has_amx() {
+bool has_isa(dnnl::cpu_isa wanted) {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (isa & static_cast<unsigned>(wanted)) == static_cast<unsigned>(wanted);
+}
+
+/// Whether this CPU's bfloat16 dot products outrun its float32 multiply-adds, so that oneDNN's
+/// bfloat16 kernels beat its float32 ones: with AMX; and on AMD's CPUs with AVX-512 BF16 (Zen 4
+/// and later), whose VDPBF16PS issues as often as a float32 FMA and does two products per lane.
+/// Intel's AVX-512 BF16 without AMX does not (docs/PERFORMANCE.md: 1.2-1.8x float32's time
+/// there; 0.55x on a Zen 5, the CNN's mixed step).
+bool bfloat16_dots_outrun_float32() {
   static const bool yes = [] {
-    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto amx = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
-    return (isa & amx) == amx;
+    if (has_isa(dnnl::cpu_isa::avx512_core_amx)) return true;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd") && has_isa(dnnl::cpu_isa::avx512_core_bf16);
+#else
+    return false;
+#endif
   }();
   return yes;
 }
@@ -101,9 +115,11 @@ bool bfloat16_kernels_run(bool automatic) {
 }
 }  // namespace
 
-bool convolves_bfloat16() { return bfloat16_kernels_run(has_amx()); }
+bool convolves_bfloat16() { return bfloat16_kernels_run(bfloat16_dots_outrun_float32()); }
 
-bool multiplies_bfloat16() { return bfloat16_kernels_run(has_amx() || !openblas_kernels_fit_cpu()); }
+bool multiplies_bfloat16() {
+  return bfloat16_kernels_run(bfloat16_dots_outrun_float32() || !openblas_kernels_fit_cpu());
+}
 
 BFloat16KernelsScope::BFloat16KernelsScope(BFloat16Kernels choice) {
   bfloat16_kernels.store(choice, std::memory_order_relaxed);

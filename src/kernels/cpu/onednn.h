@@ -67,17 +67,20 @@ bool computes_bfloat16();
 /// products and float32 accumulation, in another order).
 enum class BFloat16Kernels { kAuto, kNative, kThroughFloat32 };
 
-/// Whether bfloat16 convolutions run in oneDNN's bfloat16 kernels: where the CPU has AMX (and
-/// computes_bfloat16()). With AVX-512 BF16 alone, oneDNN 2.6's bfloat16 convolution kernels took
-/// 1.4-1.8x the time of its float32 ones on the CNN's shapes, widening and rounding included
-/// (docs/PERFORMANCE.md, "bfloat16 convolutions through float32"), so they go through float32.
+/// Whether bfloat16 convolutions run in oneDNN's bfloat16 kernels: where the CPU's bfloat16 dot
+/// products outrun its float32 multiply-adds (AMX; AMD's AVX-512 BF16), given computes_bfloat16().
+/// With Intel's AVX-512 BF16 alone, oneDNN 2.6's bfloat16 convolution kernels took 1.4-1.8x the
+/// time of its float32 ones on the CNN's shapes, widening and rounding included, so they go through
+/// float32 there; on a Zen 5 they took 0.4-0.56x float32's time on conv2 (docs/PERFORMANCE.md,
+/// "bfloat16 convolutions through float32", "bfloat16 on AMD").
 bool convolves_bfloat16();
 
-/// Whether bfloat16 matrix products run in oneDNN's bfloat16 matmul: where the CPU has AMX, or
-/// where OpenBLAS runs kernels weaker than the CPU's (cpu::openblas_kernels_fit_cpu: its float32
-/// products are then the slower ones), given computes_bfloat16(). With AVX-512 BF16 alone and
-/// OpenBLAS's AVX-512 kernels, oneDNN 2.6's bfloat16 matmul took 1.2-1.4x the time of widening,
-/// OpenBLAS's sgemm and rounding on the models' shapes (docs/PERFORMANCE.md).
+/// Whether bfloat16 matrix products run in oneDNN's bfloat16 matmul: on the CPUs of
+/// convolves_bfloat16(), or where OpenBLAS runs kernels weaker than the CPU's
+/// (cpu::openblas_kernels_fit_cpu: its float32 products are then the slower ones), given
+/// computes_bfloat16(). With Intel's AVX-512 BF16 alone and OpenBLAS's AVX-512 kernels, oneDNN
+/// 2.6's bfloat16 matmul took 1.2-1.4x the time of widening, OpenBLAS's sgemm and rounding on the
+/// models' shapes (docs/PERFORMANCE.md).
 bool multiplies_bfloat16();
 
 /// For tests: while it lives, convolves_bfloat16() and multiplies_bfloat16() follow `choice`
