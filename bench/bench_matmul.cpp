@@ -1,14 +1,16 @@
 // GFLOP/s of tf::matmul against plain cblas_sgemm on the same shapes, in the same run.
 //
 //   ./build-bench/bench/bench_matmul                       # all shapes
-//   OPENBLAS_NUM_THREADS=1 ./build-bench/bench/bench_matmul  # single-threaded GEMM
+//   OPENBLAS_NUM_THREADS=1 ./build-bench/bench/bench_matmul  # single-threaded GEMM on both sides
 //
 // Shapes are m x k x n (a is (m, k), b is (k, n)): a 1024^3 square product and the three layers
 // of a 784-512-512-10 MLP at batch 256. Both sides multiply float32 row-major matrices with
 // OpenBLAS; tf::matmul also validates, allocates its output (the baseline writes into a buffer
 // allocated once) and goes through the dispatch path, so the ratio is what that costs.
-// OpenBLAS runs its own thread pool (OPENBLAS_NUM_THREADS, default: all cores); the count used
-// is printed in the context and in the summary table after the runs. The "GFLOP" column is a
+// The baseline runs OpenBLAS's own thread pool (OPENBLAS_NUM_THREADS, default: all cores; the
+// count is printed in the context and in the summary table after the runs); tf::matmul runs
+// OpenBLAS single-threaded on blocks of rows split over tapeflow's pool of as many threads
+// (src/kernels/cpu/gemm.h), so each side sets OpenBLAS's count before it runs. The "GFLOP" column is a
 // rate: "41.0/s" reads 41.0 GFLOP/s (2 m k n floating-point operations per product).
 
 #include <benchmark/benchmark.h>
@@ -43,7 +45,11 @@ void set_flops(benchmark::State& state, const GemmShape& s) {
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// OpenBLAS's thread count at start-up, for the baseline.
+const int kBlasThreads = openblas_get_num_threads();
+
 void tf_matmul(benchmark::State& state, GemmShape s) {
+  tf::set_num_threads(kBlasThreads);  // OpenBLAS single-threaded, tapeflow's pool as wide
   const tf::Tensor a = tf::constant(values(s.m * s.k, 1), tf::Shape{s.m, s.k});
   const tf::Tensor b = tf::constant(values(s.k * s.n, 2), tf::Shape{s.k, s.n});
   for (auto _ : state) {
@@ -57,6 +63,7 @@ void cblas_sgemm_baseline(benchmark::State& state, GemmShape s) {
   const std::vector<float> a = values(s.m * s.k, 1), b = values(s.k * s.n, 2);
   std::vector<float> c(static_cast<std::size_t>(s.m * s.n));
   const auto m = static_cast<blasint>(s.m), k = static_cast<blasint>(s.k), n = static_cast<blasint>(s.n);
+  openblas_set_num_threads(kBlasThreads);
   for (auto _ : state) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.f, a.data(), k, b.data(), n, 0.f,
                 c.data(), n);
@@ -86,7 +93,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\nOpenBLAS threads: %d (OPENBLAS_NUM_THREADS=%s); %s\n", openblas_get_num_threads(),
+    std::printf("\nOpenBLAS threads: %d (OPENBLAS_NUM_THREADS=%s); %s\n", kBlasThreads,
                 std::getenv("OPENBLAS_NUM_THREADS") ? std::getenv("OPENBLAS_NUM_THREADS") : "unset",
                 openblas_get_config());
     std::printf("%-16s %14s %14s %8s\n", "m x k x n", "cblas GFLOP/s", "tf GFLOP/s", "tf/cblas");
@@ -115,7 +122,7 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }
-  benchmark::AddCustomContext("openblas_threads", std::to_string(openblas_get_num_threads()));
+  benchmark::AddCustomContext("openblas_threads", std::to_string(kBlasThreads));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   SummaryReporter reporter;

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+extern "C" void openblas_set_num_threads(int);
+
 namespace compare {
 
 /// Wall-clock time by default. With `use_thread_cpu_clock = true` (compare --clock thread-cpu)
@@ -54,13 +56,25 @@ struct Side {
   std::vector<double> samples;
 };
 
+/// OpenBLAS's thread count for the sides that are not tapeflow's (LibTorch's products, the sgemm
+/// anchors): --threads, set by main. tapeflow's sides (named "tapeflow...") run OpenBLAS
+/// single-threaded, as tapeflow does on its own (it splits products over its pool,
+/// src/kernels/cpu/gemm.h); the two libraries share one OpenBLAS, so each side gets its setting
+/// before it runs.
+inline int g_peer_blas_threads = 1;
+
+inline double run_side(Side& s) {
+  openblas_set_num_threads(s.name.rfind("tapeflow", 0) == 0 ? 1 : g_peer_blas_threads);
+  return s.run();
+}
+
 /// Runs every side once as a warm-up, then `rounds` rounds in which each side runs once, in
 /// turn (tapeflow, LibTorch, hardware baseline, tapeflow, ...): slow drifts of a shared machine
 /// hit all sides alike. Returns the median seconds of each side.
 inline std::vector<double> alternate(std::vector<Side>& sides, int rounds) {
-  for (Side& s : sides) s.run();
+  for (Side& s : sides) run_side(s);
   for (int r = 0; r < rounds; ++r)
-    for (Side& s : sides) s.samples.push_back(s.run());
+    for (Side& s : sides) s.samples.push_back(run_side(s));
   std::vector<double> m;
   for (Side& s : sides) m.push_back(median(s.samples));
   return m;

@@ -47,7 +47,6 @@
 #include "tapeflow/tapeflow.h"
 #include "workloads.h"
 
-extern "C" void openblas_set_num_threads(int);
 extern char** environ;
 
 namespace tf = tapeflow;
@@ -726,6 +725,7 @@ int main(int argc, char** argv) {
     }
   }
   tf::cpu::set_num_threads(o.threads);
+  compare::g_peer_blas_threads = o.threads;  // set before each side runs (common.h, run_side)
   openblas_set_num_threads(o.threads);
   at::set_num_threads(o.threads);
   at::set_num_interop_threads(1);

@@ -4,21 +4,25 @@
 ///
 ///   tf::set_num_threads(1);   // everything on the calling thread (deterministic timing)
 ///
-/// One knob for the three thread pools a computation uses: tapeflow's own pool (elementwise
-/// kernels, reductions, pooling, ...), OpenBLAS's (matrix products) and oneDNN's OpenMP threads
-/// (float32 convolutions), which tapeflow links. tapeflow's own kernels give bitwise identical
-/// results for every thread count; OpenBLAS and oneDNN choose their own splits (a convolution's
-/// filter gradient sums the batch per thread, so its last bits depend on the count;
-/// docs/RELIABILITY.md). The default is the machine's hardware concurrency. Setting it affects
-/// later ops on every thread of the process.
+/// One knob for the thread pools a computation uses: tapeflow's own pool (elementwise kernels,
+/// reductions, pooling, and matrix products, split into blocks of rows that OpenBLAS computes
+/// single-threaded) and oneDNN's OpenMP threads (convolutions), which tapeflow links. OpenBLAS's
+/// own threads are not used: idle, they spin on the cores the other pools need. A program that
+/// gives OpenBLAS more threads itself (openblas_set_num_threads) gets its products threaded by
+/// OpenBLAS instead. tapeflow's own kernels give bitwise identical results for every thread count,
+/// and so do its products (a block of rows is computed as in the whole product); oneDNN chooses
+/// its own splits (a convolution's filter gradient sums the batch per thread, so its last bits
+/// depend on the count; docs/RELIABILITY.md). The default is the machine's hardware concurrency.
+/// Setting it affects later ops on every thread of the process.
 
 #include <string>
 
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
-/// Sets the thread count of tapeflow's pool, OpenBLAS and oneDNN. Counts above the machine's hardware
-/// concurrency use all of its cores. Throws InvalidArgumentError for n < 1.
+/// Sets the thread count of tapeflow's pool (which also runs the matrix products) and oneDNN, and
+/// makes OpenBLAS single-threaded. Counts above the machine's hardware concurrency use all of its
+/// cores. Throws InvalidArgumentError for n < 1.
 void set_num_threads(int n);
 
 /// The thread count tapeflow's pool uses now.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -17,8 +18,33 @@ namespace {
 // the pool it is running on.
 thread_local bool t_in_parallel_region = false;
 
+// How long a thread that waits in the pool (a worker for its next job, the caller for the
+// workers' chunks) checks for its event before it blocks. Waking a blocked thread took about 80 µs
+// on this project's 2-vCPU VMs (an idle virtual CPU is halted), as long as a 2^22 multiply-add
+// product's half on one core; the steps of a training loop hand the pool jobs a few to a few
+// hundred microseconds apart. Bounded, unlike OpenBLAS's 2^28-cycle spin, which took the cores
+// oneDNN's threads needed (docs/PERFORMANCE.md, "OpenBLAS's idle threads").
+constexpr auto kSpinBeforeBlocking = std::chrono::microseconds(100);
+
+/// Polls `ready` for up to kSpinBeforeBlocking; whether it became true.
+template <class Ready>
+bool spin_until(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinBeforeBlocking;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return ready();
+  }
+}
+
 // One job at a time: callers serialise on job_mutex_. A job is split into as many chunks as
-// threads; the caller runs chunk 0 and waits for the workers' chunks.
+// threads; the caller runs chunk 0 and waits for the workers' chunks. The job's fields are written
+// and read under mutex_; generation_ and pending_ are also atomics so that a spinning thread sees
+// them change without taking the lock (it then takes it, as a woken one does).
 class Pool {
  public:
   explicit Pool(int threads) : threads_(std::max(1, threads)) {
@@ -49,8 +75,9 @@ class Pool {
     }
     cv_.notify_all();
     run_chunk(0);
+    spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
     std::unique_lock lock(mutex_);
-    done_cv_.wait(lock, [&] { return pending_ == 0; });
+    done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_relaxed) == 0; });
     fn_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }
@@ -69,8 +96,9 @@ class Pool {
     t_in_parallel_region = true;
     std::uint64_t seen = 0;
     for (;;) {
+      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
       std::unique_lock lock(mutex_);
-      cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
       seen = generation_;
       if (index >= chunks_) continue;
@@ -92,12 +120,12 @@ class Pool {
   std::mutex mutex_;
   std::condition_variable cv_, done_cv_;
   bool stop_ = false;
-  std::uint64_t generation_ = 0;
+  std::atomic<std::uint64_t> generation_ = 0;
   const RangeFn* fn_ = nullptr;
   FloatMode float_mode_ = 0;
   std::int64_t n_ = 0;
   int chunks_ = 0;
-  int pending_ = 0;
+  std::atomic<int> pending_ = 0;
   std::exception_ptr error_;
 };
 

@@ -1,6 +1,7 @@
 // tapeflow::set_num_threads / num_threads (include/tapeflow/threads.h): the public knob over
-// tapeflow's pool (src/core/parallel.h) and OpenBLAS's threads; oneDNN's OpenMP threads follow
-// the pool's count at each call (src/kernels/cpu/onednn.cpp). And which kernels OpenBLAS runs.
+// tapeflow's pool (src/core/parallel.h), which also runs OpenBLAS's products split into blocks
+// (OpenBLAS itself single-threaded: src/kernels/cpu/gemm.h); oneDNN's OpenMP threads follow the
+// pool's count at each call (src/kernels/cpu/onednn.cpp). And which kernels OpenBLAS runs.
 #include "tapeflow/threads.h"
 
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "core/parallel.h"
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
 extern "C" char* openblas_get_corename(void);
 
 namespace tapeflow {
@@ -25,7 +27,7 @@ void set_num_threads(int n) {
                    "[set_num_threads] the thread count must be at least 1, got {}", n);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cpu::set_num_threads(std::min(n, cores));
-  openblas_set_num_threads(std::min(n, cores));
+  openblas_set_num_threads(1);  // tapeflow splits its products itself (kernels/cpu/gemm.h)
 }
 
 int num_threads() { return cpu::num_threads(); }
@@ -60,6 +62,14 @@ namespace cpu {
 bool openblas_kernels_fit_cpu() {
   static const bool yes = vector_level(openblas_kernels()) >= cpu_vector_level();
   return yes;
+}
+}  // namespace cpu
+
+namespace cpu {
+bool gemm_splits_over_pool() {
+  // OpenBLAS starts with a thread per core: single-threaded from tapeflow's first product on.
+  [[maybe_unused]] static const bool once = (openblas_set_num_threads(1), true);
+  return openblas_get_num_threads() == 1;
 }
 }  // namespace cpu
 
