@@ -13,6 +13,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C" void openblas_set_num_threads(int);
@@ -64,7 +65,14 @@ struct Side {
 inline int g_peer_blas_threads = 1;
 
 inline double run_side(Side& s) {
-  openblas_set_num_threads(s.name.rfind("tapeflow", 0) == 0 ? 1 : g_peer_blas_threads);
+  const int blas_threads = s.name.rfind("tapeflow", 0) == 0 ? 1 : g_peer_blas_threads;
+  static int last_blas_threads = 1;
+  // After a side that ran OpenBLAS's threads, they spin (sched_yield) for about 2^28 cycles: an
+  // untimed pause lets them block before a tapeflow side starts, or they take its cores (an MLP
+  // epoch's 100 batches last about 0.1 s).
+  if (last_blas_threads > 1 && blas_threads == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  last_blas_threads = blas_threads;
+  openblas_set_num_threads(blas_threads);
   return s.run();
 }
 
