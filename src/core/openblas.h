@@ -10,9 +10,9 @@ namespace tapeflow::cpu {
 /// (AVX-512, else AVX2 and FMA), not weaker ones it fell back to or was told to use.
 bool openblas_kernels_fit_cpu();
 
-/// Whether tapeflow may split products over its pool: OpenBLAS runs single-threaded. The first
-/// call makes it so (OpenBLAS starts with a thread per core), as tapeflow::set_num_threads does;
-/// false while another part of the program has given OpenBLAS more threads since.
+/// Whether tapeflow may split products over its pool: OpenBLAS runs single-threaded, as tapeflow
+/// makes it when it loads and at tapeflow::set_num_threads; false while another part of the
+/// program has given OpenBLAS more threads since.
 bool gemm_splits_over_pool();
 
 }  // namespace tapeflow::cpu

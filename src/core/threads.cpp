@@ -63,14 +63,16 @@ bool openblas_kernels_fit_cpu() {
   static const bool yes = vector_level(openblas_kernels()) >= cpu_vector_level();
   return yes;
 }
-}  // namespace cpu
 
-namespace cpu {
-bool gemm_splits_over_pool() {
-  // OpenBLAS starts with a thread per core: single-threaded from tapeflow's first product on.
-  [[maybe_unused]] static const bool once = (openblas_set_num_threads(1), true);
-  return openblas_get_num_threads() == 1;
-}
+namespace {
+// OpenBLAS starts with a thread per core. Single-threaded when tapeflow loads (OpenBLAS, a library
+// it links, is initialised first), not at the first product: OpenBLAS's threaded and
+// single-threaded products differ in their last bits, so a switch during a run made a training
+// run and its resumed twin differ (tests/tools/cli_test.cpp).
+[[maybe_unused]] const bool openblas_single_threaded = (openblas_set_num_threads(1), true);
+}  // namespace
+
+bool gemm_splits_over_pool() { return openblas_get_num_threads() == 1; }
 }  // namespace cpu
 
 std::string openblas_kernels_to_request() {

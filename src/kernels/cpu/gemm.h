@@ -36,8 +36,8 @@ inline constexpr std::int64_t kParallelGemmWork = std::int64_t{1} << 23;
 /// Rows per unit of a split product. A block of rows is computed exactly as in the whole product
 /// when it starts at a multiple of the kernel's row tile: OpenBLAS's Haswell sgemm (also Zen's)
 /// tiles 24 rows and computes a short last tile another way; its other kernels gave the same bits
-/// at any row (tests/core/determinism_test.cpp). Columns are never split: the Haswell kernel's
-/// bits changed at every column offset tried.
+/// at any row (tests/kernels/cpu/gemm_test.cpp checks the bits). Columns are never split: the Haswell
+/// kernel's bits changed at every column offset tried.
 inline constexpr std::int64_t kGemmRowQuantum = 24;
 
 /// One OpenBLAS call: C (m, n, leading dimension ldc) = op(A) @ op(B).
