@@ -20,10 +20,10 @@ thread_local bool t_in_parallel_region = false;
 
 // How long a thread that waits in the pool (a worker for its next job, the caller for the
 // workers' chunks) checks for its event before it blocks. Waking a blocked thread took about 80 µs
-// on this project's 2-vCPU VMs (an idle virtual CPU is halted), as long as a 2^22 multiply-add
-// product's half on one core; the steps of a training loop hand the pool jobs a few to a few
-// hundred microseconds apart. Bounded, unlike OpenBLAS's 2^28-cycle spin, which took the cores
-// oneDNN's threads needed (docs/PERFORMANCE.md, "OpenBLAS's idle threads").
+// on this project's 2-vCPU VMs (an idle virtual CPU is halted), as long as a quarter of the
+// smallest product gemm splits (2^23 multiply-adds) takes on one core; the steps of a training loop hand the
+// pool jobs a few to a few hundred microseconds apart. Bounded, unlike OpenBLAS's 2^28-cycle spin, which took
+// the cores oneDNN's threads needed (docs/PERFORMANCE.md, "OpenBLAS's idle threads").
 constexpr auto kSpinBeforeBlocking = std::chrono::microseconds(100);
 
 /// Polls `ready` for up to kSpinBeforeBlocking; whether it became true.
