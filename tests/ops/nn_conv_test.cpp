@@ -633,46 +633,51 @@ TEST(MaxPool, GradientOnTiesGoesToTheFirstMaximumOnly) {
   EXPECT_THAT(dx.to_vector<double>(), ElementsAre(5, 0, 0, 0));
 }
 
-TEST(MaxPool, TiledTwoByTwoWindowsRouteTheGradientAsTheGeneralKernelDoes) {
-  // 2x2 windows with stride 2 over an even image tile it, and MaxPoolGrad writes each element of
-  // dx once without zeroing it first. The same windows over the image with one more row and
-  // column do not tile it: dx is zeroed and dy added. On the 4x4 part both must give the same
-  // bits, with ties, NaN after or before a maximum, two NaN in a window and infinities, for
-  // channel counts that are and are not whole vectors.
+TEST(MaxPool, TilingWindowsRouteTheGradientAsTheGeneralKernelDoes) {
+  // Windows equal to their strides over an image of two windows a side tile it, and MaxPoolGrad
+  // takes its vector kernel, writing each element of dx once. The same windows over the image
+  // with one more row (column) where the window is taller (wider) than one do not tile it: the
+  // general kernel zeroes dx and adds dy. On the
+  // tiled part both must give the same bits, with ties, NaN after or before a maximum, two NaN in
+  // a window and infinities, for channel counts that are and are not whole vectors (16 lanes).
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  for (const std::int64_t c : {1, 7, 16, 33}) {
-    SCOPED_TRACE(c);
-    const std::int64_t n = 3;
-    std::vector<double> wide = pattern(n * 5 * 5 * c, 0.2);
-    for (double& v : wide) v = std::round(v * 2);  // five values: many ties
-    for (std::size_t k = 0; k < wide.size(); k += 11) wide[k] = nan;
-    for (std::size_t k = 5; k < wide.size(); k += 17) wide[k] = (k % 2 ? inf : -inf);
-    std::vector<double> even;  // the 4x4 part of each image
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t y = 0; y < 4; ++y)
-        for (std::int64_t x = 0; x < 4; ++x)
-          for (std::int64_t ci = 0; ci < c; ++ci)
-            even.push_back(wide[static_cast<std::size_t>(((i * 5 + y) * 5 + x) * c + ci)]);
-    const tf::Tensor dy = tf::constant(pattern(n * 2 * 2 * c, 1.1), {n, 2, 2, c});
-    for (const tf::DType dtype : {tf::float64, tf::float32, tf::bfloat16}) {
-      SCOPED_TRACE(tf::dtype_name(dtype));
-      const tf::Tensor tiled = tf::raw_ops::max_pool_grad(tf::cast(tf::constant(even, {n, 4, 4, c}), dtype),
-                                                          tf::cast(dy, dtype), {2, 2}, {2, 2}, "VALID");
-      const tf::Tensor general = tf::raw_ops::max_pool_grad(tf::cast(tf::constant(wide, {n, 5, 5, c}), dtype),
-                                                            tf::cast(dy, dtype), {2, 2}, {2, 2}, "VALID");
-      const std::vector<double> t = tf::cast(tiled, tf::float64).to_vector<double>(),
-                                g = tf::cast(general, tf::float64).to_vector<double>();
+  for (const auto& [kh, kw] : {std::pair<std::int64_t, std::int64_t>{2, 2}, {3, 3}, {1, 2}, {3, 1}})
+    for (const std::int64_t c : {1, 7, 16, 33}) {
+      SCOPED_TRACE(testing::Message() << kh << "x" << kw << " windows, " << c << " channels");
+      const std::int64_t n = 3, h = 2 * kh, w = 2 * kw, wide_h = h + (kh > 1), wide_w = w + (kw > 1);
+      std::vector<double> wide = pattern(n * wide_h * wide_w * c, 0.2);
+      for (double& v : wide) v = std::round(v * 2);  // five values: many ties
+      for (std::size_t k = 0; k < wide.size(); k += 11) wide[k] = nan;
+      for (std::size_t k = 5; k < wide.size(); k += 17) wide[k] = (k % 2 ? inf : -inf);
+      auto at_wide = [&](std::int64_t i, std::int64_t y, std::int64_t x, std::int64_t ci) {
+        return static_cast<std::size_t>(((i * wide_h + y) * wide_w + x) * c + ci);
+      };
+      std::vector<double> even;  // the tiled part of each image
       for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t y = 0; y < 4; ++y)
-          for (std::int64_t x = 0; x < 4; ++x)
-            for (std::int64_t ci = 0; ci < c; ++ci) {
-              const double a = t[static_cast<std::size_t>(((i * 4 + y) * 4 + x) * c + ci)],
-                           b = g[static_cast<std::size_t>(((i * 5 + y) * 5 + x) * c + ci)];
-              ASSERT_EQ(std::bit_cast<std::uint64_t>(a), std::bit_cast<std::uint64_t>(b))
-                  << "image " << i << ", row " << y << ", column " << x << ", channel " << ci;
-            }
+        for (std::int64_t y = 0; y < h; ++y)
+          for (std::int64_t x = 0; x < w; ++x)
+            for (std::int64_t ci = 0; ci < c; ++ci) even.push_back(wide[at_wide(i, y, x, ci)]);
+      const tf::Tensor dy = tf::constant(pattern(n * 2 * 2 * c, 1.1), {n, 2, 2, c});
+      for (const tf::DType dtype : {tf::float64, tf::float32, tf::bfloat16}) {
+        SCOPED_TRACE(tf::dtype_name(dtype));
+        const tf::Tensor tiled = tf::raw_ops::max_pool_grad(tf::cast(tf::constant(even, {n, h, w, c}), dtype),
+                                                            tf::cast(dy, dtype), {kh, kw}, {kh, kw}, "VALID");
+        const tf::Tensor general =
+            tf::raw_ops::max_pool_grad(tf::cast(tf::constant(wide, {n, wide_h, wide_w, c}), dtype),
+                                       tf::cast(dy, dtype), {kh, kw}, {kh, kw}, "VALID");
+        const std::vector<double> t = tf::cast(tiled, tf::float64).to_vector<double>(),
+                                  g = tf::cast(general, tf::float64).to_vector<double>();
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t y = 0; y < h; ++y)
+            for (std::int64_t x = 0; x < w; ++x)
+              for (std::int64_t ci = 0; ci < c; ++ci) {
+                const double a = t[static_cast<std::size_t>(((i * h + y) * w + x) * c + ci)],
+                             b = g[at_wide(i, y, x, ci)];
+                ASSERT_EQ(std::bit_cast<std::uint64_t>(a), std::bit_cast<std::uint64_t>(b))
+                    << "image " << i << ", row " << y << ", column " << x << ", channel " << ci;
+              }
+      }
     }
-  }
 }
 
 TEST(MaxPool, OverlappingWindowsAccumulateAtASharedArgmax) {

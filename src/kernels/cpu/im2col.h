@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -245,21 +246,111 @@ void for_each_output_row(const WindowGeometry& g, F f) {
   });
 }
 
+/// Whether the pooling windows tile the image: window = stride, no padding, no remainder (the
+/// usual 2x2 pooling of an even image). Then each input element is in exactly one window.
+inline bool windows_tile(const WindowGeometry& g) {
+  return g.kh == g.sh && g.kw == g.sw && g.pad_top == 0 && g.pad_left == 0 && g.oh * g.sh == g.h &&
+         g.ow * g.sw == g.w;
+}
+
+/// max_pool_grad_tiled's registers: kLanes channels of T as GCC vectors, compared as the values
+/// compared() gives (bfloat16's bits widened to float32). Written as vectors, not as loops left to
+/// the auto-vectoriser: over a window's few channels GCC either set up a loop of unknown length per
+/// window position (more than the arithmetic at the CNN's 32 channels) or, with the length a
+/// constant, unrolled it into scalar branches (3-15x slower than copying the input).
+template <class T>
+struct PoolVectors {
+  static constexpr std::int64_t kLanes = 16;
+  using Compared = decltype(compared(T{}));  // float or double
+  using Index = std::conditional_t<sizeof(Compared) == 4, std::int32_t, std::int64_t>;
+  typedef Compared Values __attribute__((vector_size(kLanes * sizeof(Compared))));
+  typedef Index Mask __attribute__((vector_size(kLanes * sizeof(Compared))));  // also positions
+  typedef T Stored __attribute__((vector_size(kLanes * sizeof(T))));
+
+  /// The first `lanes` (at most kLanes) elements at p; the rest are 0.
+  static Stored load(const T* p, std::int64_t lanes) {
+    Stored v{};
+    if (lanes == kLanes) {  // a constant size: one load, not a call to memcpy
+      std::memcpy(&v, p, sizeof v);
+    } else {
+      std::memcpy(&v, p, static_cast<std::size_t>(lanes) * sizeof(T));
+    }
+    return v;
+  }
+  static void store(T* p, Stored v, std::int64_t lanes) {
+    if (lanes == kLanes) {
+      std::memcpy(p, &v, sizeof v);
+    } else {
+      std::memcpy(p, &v, static_cast<std::size_t>(lanes) * sizeof(T));
+    }
+  }
+  static Values widen(Stored v) {
+    if constexpr (std::is_same_v<T, std::uint16_t>) {
+      typedef std::uint32_t Bits __attribute__((vector_size(kLanes * 4)));
+      return std::bit_cast<Values>(__builtin_convertvector(v, Bits) << 16);
+    } else {
+      return v;
+    }
+  }
+  /// v where `where` is set, else 0.
+  static Stored keep(Mask where, Stored v) {
+    if constexpr (sizeof(T) == sizeof(Compared)) {
+      return where ? v : Stored{};
+    } else {
+      typedef std::int16_t Narrow __attribute__((vector_size(kLanes * sizeof(T))));
+      return __builtin_convertvector(where, Narrow) ? v : Stored{};
+    }
+  }
+};
+
+/// max_pool_grad for windows that tile the image: every element of dx is written once (dy at its
+/// window's first maximum, 0 elsewhere), without zeroing dx first, output rows in parallel, each
+/// window PoolVectors::kLanes channels at a time.
+template <class T>
+void max_pool_grad_tiled(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
+  using V = PoolVectors<T>;
+  const std::int64_t c = g.c, row = g.w * c;  // one input row of an image
+  const auto count = static_cast<std::int32_t>(g.kh * g.kw);
+  // The window's positions: flat offsets from its top-left element, row-major (position k).
+  std::vector<std::int64_t> offset;
+  for (std::int64_t ky = 0; ky < g.kh; ++ky)
+    for (std::int64_t kx = 0; kx < g.kw; ++kx) offset.push_back(ky * row + kx * c);
+  parallel_for(g.n * g.oh, pool_rows_grain(g, g.ow * g.c), [&](std::int64_t b, std::int64_t e) {
+    // Output row r is image r / oh's row r % oh; its windows read input rows [r * kh, r * kh + kh)
+    // of the images stacked one after another.
+    for (std::int64_t r = b; r < e; ++r)
+      for (std::int64_t ox = 0; ox < g.ow; ++ox)
+        for (std::int64_t cb = 0; cb < c; cb += V::kLanes) {
+          const std::int64_t lanes = std::min(V::kLanes, c - cb),
+                             corner = r * g.kh * row + ox * g.kw * c + cb;
+          typename V::Values m = V::widen(V::load(x + corner, lanes));
+          typename V::Mask pos{};
+          for (std::int32_t k = 1; k < count; ++k) {
+            const typename V::Values v =
+                V::widen(V::load(x + corner + offset[static_cast<std::size_t>(k)], lanes));
+            const typename V::Mask take = (v > m) | ((v != v) & (m == m));  // takes_max
+            m = take ? v : m;
+            pos = take ? typename V::Mask{} + k : pos;
+          }
+          const typename V::Stored d = V::load(dy + (r * g.ow + ox) * c + cb, lanes);
+          for (std::int32_t k = 0; k < count; ++k)
+            V::store(dx + corner + offset[static_cast<std::size_t>(k)], V::keep(pos == k, d), lanes);
+        }
+  });
+}
+
 /// dx = 0, then dx[argmax of each window] += dy (images in parallel: windows of one image may
-/// share an argmax). When the windows tile the image (window = stride, no padding, no remainder:
-/// the usual 2x2 pooling of an even image), each input element is in exactly one window and is
-/// written once, without zeroing dx first.
+/// share an argmax); windows that tile the image go to max_pool_grad_tiled.
 template <class T>
 void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
-  const bool tiles = g.kh == g.sh && g.kw == g.sw && g.pad_top == 0 && g.pad_left == 0 &&
-                     g.oh * g.sh == g.h && g.ow * g.sw == g.w;
+  if (windows_tile(g)) return max_pool_grad_tiled(x, dy, g, dx);
   parallel_for(g.n, pool_rows_grain(g, g.out_positions() * g.c), [&](std::int64_t b, std::int64_t e) {
     WindowArgmax<T> argmax(g);
     for (std::int64_t i = b; i < e; ++i) {
       const T* xi = x + i * g.image_size();
       T* dxi = dx + i * g.image_size();
       const T* dyi = dy + i * g.out_positions() * g.c;
-      if (!tiles) std::fill(dxi, dxi + g.image_size(), T(0));
+      std::fill(dxi, dxi + g.image_size(), T(0));
       for (std::int64_t oy = 0; oy < g.oh; ++oy)
         for (std::int64_t ox = 0; ox < g.ow; ++ox) {
           window_argmax(xi, g, oy, ox, argmax);
@@ -269,11 +360,7 @@ void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
           // scatter per channel.
           for (std::int32_t k = 0; k < argmax.count; ++k) {
             T* __restrict to = dxi + argmax.offset[static_cast<std::size_t>(k)];
-            if (tiles) {
-              for (std::int64_t ci = 0; ci < g.c; ++ci) to[ci] = pos[ci] == k ? d[ci] : T(0);
-            } else {
-              for (std::int64_t ci = 0; ci < g.c; ++ci) add_to(to[ci], pos[ci] == k ? d[ci] : T(0));
-            }
+            for (std::int64_t ci = 0; ci < g.c; ++ci) add_to(to[ci], pos[ci] == k ? d[ci] : T(0));
           }
         }
     }
