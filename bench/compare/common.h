@@ -13,10 +13,12 @@
 #include <functional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 extern "C" void openblas_set_num_threads(int);
+// OpenBLAS 0.3.21 exports this (no header declares it): its worker threads exit at once, and the
+// next threaded call starts them again.
+extern "C" int blas_thread_shutdown_();
 
 namespace compare {
 
@@ -66,14 +68,14 @@ inline int g_peer_blas_threads = 1;
 
 inline double run_side(Side& s) {
   const int blas_threads = s.name.rfind("tapeflow", 0) == 0 ? 1 : g_peer_blas_threads;
-  static int last_blas_threads = 1;
-  // After a side that ran OpenBLAS's threads, they spin (sched_yield) for about 2^28 cycles: an
-  // untimed pause lets them block before a tapeflow side starts, or they take its cores (an MLP
-  // epoch's 100 batches last about 0.1 s).
-  if (last_blas_threads > 1 && blas_threads == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  last_blas_threads = blas_threads;
   openblas_set_num_threads(blas_threads);
-  return s.run();
+  const double t = s.run();
+  // After a side that ran OpenBLAS's threads, they would spin (sched_yield) for about 2^28 cycles
+  // and take the next side's cores (an MLP epoch's 100 batches last about 0.1 s). Stopped here,
+  // untimed. A pause for them to block instead (session 19) made the next side start on idle,
+  // descheduled virtual CPUs: the MLP step measured right after it took twice its time.
+  if (blas_threads > 1) blas_thread_shutdown_();
+  return t;
 }
 
 /// Runs every side once as a warm-up, then `rounds` rounds in which each side runs once, in
