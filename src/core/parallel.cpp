@@ -41,8 +41,12 @@ bool spin_until(Ready ready) {
   }
 }
 
-// One job at a time: callers serialise on job_mutex_. A job is split into as many chunks as
-// threads; the caller runs chunk 0 and waits for the workers' chunks. The job's fields are written
+// One job at a time. A caller that finds the pool busy with another thread's job runs its own
+// inline on its thread rather than queue behind it: a program whose threads each run large ops
+// (each multiplying matrices, which OpenBLAS ran concurrently before tapeflow split products over
+// this pool) keeps its threads working, and results do not change (a job's results never depend
+// on how it is split: the one-thread path runs it inline too). A job is split into as many chunks
+// as threads; the caller runs chunk 0 and waits for the workers' chunks. The job's fields are written
 // and read under mutex_; generation_ and pending_ are also atomics so that a spinning thread sees
 // them change without taking the lock (it then takes it, as a woken one does).
 class Pool {
@@ -61,7 +65,11 @@ class Pool {
   int threads() const { return threads_; }
 
   void run(std::int64_t n, std::int64_t grain, RangeFn fn) {
-    std::lock_guard job_lock(job_mutex_);
+    std::unique_lock job_lock(job_mutex_, std::try_to_lock);
+    if (!job_lock.owns_lock()) {
+      fn(0, n);
+      return;
+    }
     const auto chunks = static_cast<int>(std::min<std::int64_t>(threads_, (n + grain - 1) / grain));
     {
       std::lock_guard lock(mutex_);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -41,6 +42,31 @@ TEST(ThreadsPool, ParallelForCoversTheRangeOnceFromManyCallers) {
     }
   });
   for (const auto& h : hits) EXPECT_EQ(std::count(h.begin(), h.end(), 5), n);
+}
+
+TEST(ThreadsPool, ACallerFindingThePoolBusyRunsItsJobInline) {
+  // Thread A's job waits (up to 10 s) for the main thread to finish a job of its own. Were callers
+  // queued behind the pool's current job, each would wait for the other until the timeout.
+  std::atomic<bool> main_done{false};
+  std::atomic<int> chunks_that_saw_it{0}, a_chunks{0};
+  std::thread a([&] {
+    tf::cpu::parallel_for(2, 1, [&](std::int64_t, std::int64_t) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!main_done.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      chunks_that_saw_it += main_done.load() ? 1 : 0;
+      ++a_chunks;
+    });
+  });
+  // Started once A's job holds the pool (where the pool has one thread, A's job runs inline).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::atomic<std::int64_t> covered{0};
+  tf::cpu::parallel_for(1000, 1, [&](std::int64_t b, std::int64_t e) { covered += e - b; });
+  main_done = true;
+  a.join();
+  EXPECT_EQ(covered.load(), 1000);
+  EXPECT_GE(a_chunks.load(), 1);
+  EXPECT_EQ(chunks_that_saw_it.load(), a_chunks.load())
+      << "A's job ended by its timeout: the main thread queued";
 }
 
 TEST(ThreadsPool, NestedParallelForRunsInline) {
