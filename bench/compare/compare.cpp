@@ -603,8 +603,9 @@ void epochs(const Options& o, std::vector<Row>& rows) {
                                   });
                                 },
                                 {}}};
-    // An epoch is long: one warm-up (inside alternate) and few rounds.
-    auto m = compare::alternate(sides, cnn ? 1 : 3);
+    // A full CNN epoch is long: one warm-up (inside alternate) and one round. Scaled from
+    // --epoch-batches, it gets --rounds like the MLP (one round of a CNN moved 10-15% run to run).
+    auto m = compare::alternate(sides, cnn && batches * batch >= n ? 1 : o.rounds);
     const double full = static_cast<double>((n + batch - 1) / batch) / static_cast<double>(batches);
     rows.push_back(
         {std::string("issue 5: one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") + ", Adam, batch 128", "s",
