@@ -1,8 +1,9 @@
 #pragma once
 // parallel_for: splits [0, n) across a small pool of worker threads, or runs inline when the work
-// is too small to pay for a thread hand-off or the pool is busy with another thread's job. Waiting threads poll for up to 100 µs, then block on
-// a condition variable (parallel.cpp: waking a blocked thread costs about 80 µs on a VM, and a
-// 2-core machine has no core to waste on longer spins).
+// is too small to pay for a thread hand-off or the pool is busy with another thread's job.
+// Waiting threads poll for up to 100 µs, then block on a condition variable (parallel.cpp: waking
+// a blocked thread costs about 80 µs on a VM, and a 2-core machine has no core to waste on longer
+// spins).
 
 #include <cstdint>
 #include <type_traits>
