@@ -257,7 +257,9 @@ inline bool windows_tile(const WindowGeometry& g) {
 /// compared() gives (bfloat16's bits widened to float32). Written as vectors, not as loops left to
 /// the auto-vectoriser: over a window's few channels GCC either set up a loop of unknown length per
 /// window position (more than the arithmetic at the CNN's 32 channels) or, with the length a
-/// constant, unrolled it into scalar branches (3-15x slower than copying the input).
+/// constant, unrolled it into scalar branches (3-15x slower than copying the input). Vectors pass
+/// by reference: by value, a build for a CPU without AVX-512 warns that the ABI of 64-byte vector
+/// arguments differs (-Wpsabi).
 template <class T>
 struct PoolVectors {
   static constexpr std::int64_t kLanes = 16;
@@ -267,38 +269,41 @@ struct PoolVectors {
   typedef Index Mask __attribute__((vector_size(kLanes * sizeof(Compared))));  // also positions
   typedef T Stored __attribute__((vector_size(kLanes * sizeof(T))));
 
-  /// The first `lanes` (at most kLanes) elements at p; the rest are 0.
-  static Stored load(const T* p, std::int64_t lanes) {
-    Stored v{};
+  /// v = the first `lanes` (at most kLanes) elements at p, the rest 0.
+  [[gnu::always_inline]] static void load(Stored& v, const T* p, std::int64_t lanes) {
+    v = Stored{};
     if (lanes == kLanes) {  // a constant size: one load, not a call to memcpy
       std::memcpy(&v, p, sizeof v);
     } else {
       std::memcpy(&v, p, static_cast<std::size_t>(lanes) * sizeof(T));
     }
-    return v;
   }
-  static void store(T* p, Stored v, std::int64_t lanes) {
-    if (lanes == kLanes) {
-      std::memcpy(p, &v, sizeof v);
-    } else {
-      std::memcpy(p, &v, static_cast<std::size_t>(lanes) * sizeof(T));
-    }
-  }
-  static Values widen(Stored v) {
+  /// out = the first `lanes` elements at p as compared() sees them.
+  [[gnu::always_inline]] static void load_compared(Values& out, const T* p, std::int64_t lanes) {
+    Stored v;
+    load(v, p, lanes);
     if constexpr (std::is_same_v<T, std::uint16_t>) {
       typedef std::uint32_t Bits __attribute__((vector_size(kLanes * 4)));
-      return std::bit_cast<Values>(__builtin_convertvector(v, Bits) << 16);
+      const Bits bits = __builtin_convertvector(v, Bits) << 16;
+      std::memcpy(&out, &bits, sizeof out);
     } else {
-      return v;
+      out = v;
     }
   }
-  /// v where `where` is set, else 0.
-  static Stored keep(Mask where, Stored v) {
+  /// The first `lanes` elements at p = v where `where` is set, else 0.
+  [[gnu::always_inline]] static void store_where(T* p, const Mask& where, const Stored& v,
+                                                 std::int64_t lanes) {
+    Stored kept;
     if constexpr (sizeof(T) == sizeof(Compared)) {
-      return where ? v : Stored{};
+      kept = where ? v : Stored{};
     } else {
       typedef std::int16_t Narrow __attribute__((vector_size(kLanes * sizeof(T))));
-      return __builtin_convertvector(where, Narrow) ? v : Stored{};
+      kept = __builtin_convertvector(where, Narrow) ? v : Stored{};
+    }
+    if (lanes == kLanes) {
+      std::memcpy(p, &kept, sizeof kept);
+    } else {
+      std::memcpy(p, &kept, static_cast<std::size_t>(lanes) * sizeof(T));
     }
   }
 };
@@ -323,18 +328,19 @@ void max_pool_grad_tiled(const T* x, const T* dy, const WindowGeometry& g, T* dx
         for (std::int64_t cb = 0; cb < c; cb += V::kLanes) {
           const std::int64_t lanes = std::min(V::kLanes, c - cb),
                              corner = r * g.kh * row + ox * g.kw * c + cb;
-          typename V::Values m = V::widen(V::load(x + corner, lanes));
+          typename V::Values m, v;
+          V::load_compared(m, x + corner, lanes);
           typename V::Mask pos{};
           for (std::int32_t k = 1; k < count; ++k) {
-            const typename V::Values v =
-                V::widen(V::load(x + corner + offset[static_cast<std::size_t>(k)], lanes));
+            V::load_compared(v, x + corner + offset[static_cast<std::size_t>(k)], lanes);
             const typename V::Mask take = (v > m) | ((v != v) & (m == m));  // takes_max
             m = take ? v : m;
             pos = take ? typename V::Mask{} + k : pos;
           }
-          const typename V::Stored d = V::load(dy + (r * g.ow + ox) * c + cb, lanes);
+          typename V::Stored d;
+          V::load(d, dy + (r * g.ow + ox) * c + cb, lanes);
           for (std::int32_t k = 0; k < count; ++k)
-            V::store(dx + corner + offset[static_cast<std::size_t>(k)], V::keep(pos == k, d), lanes);
+            V::store_where(dx + corner + offset[static_cast<std::size_t>(k)], pos == k, d, lanes);
         }
   });
 }
