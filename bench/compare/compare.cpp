@@ -17,6 +17,8 @@
 //            --every-malloc: one run per allocator configuration for LibTorch (glibc malloc;
 //            jemalloc; jemalloc retaining freed memory), each printing its table, then every
 //            row with LibTorch's best configuration and which one won
+//            --malloc glibc-malloc|jemalloc|jemalloc-retaining: one run under that configuration
+//            (the program restarts itself with its LD_PRELOAD and MALLOC_CONF)
 //            --rows-out PATH: also write the rows, tab-separated (used by --every-malloc)
 //
 // scripts/bench_compare.sh runs both groups with --every-malloc and OMP_WAIT_POLICY=PASSIVE (no
@@ -30,6 +32,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -631,6 +634,25 @@ void epochs(const Options& o, std::vector<Row>& rows) {
   }
 }
 
+/// The configuration named NAME in --malloc NAME: its name with '-' for ' ', or nullptr.
+const MallocConfig* malloc_config_named(const std::string& name) {
+  for (const MallocConfig& m : malloc_configs()) {
+    std::string dashed = m.name;
+    std::replace(dashed.begin(), dashed.end(), ' ', '-');
+    if (dashed == name) return &m;
+  }
+  return nullptr;
+}
+
+/// --malloc NAME: runs this program with `args` (NAME left out) under that configuration, its
+/// output ours; the child's exit status.
+int run_under_malloc(const MallocConfig& m, const std::vector<std::string>& args) {
+  const pid_t pid = spawn_with_malloc(compare::self_exe(), args, m, -1);
+  int status = 0;
+  if (pid <= 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return 1;
+  return WEXITSTATUS(status);
+}
+
 /// --every-malloc: runs this program once per allocator configuration (each run prints its own
 /// table), then prints every row with LibTorch's best configuration. tapeflow's figure and the
 /// ratio come from the same run as LibTorch's best: the two sides alternate within one process,
@@ -692,6 +714,7 @@ int main(int argc, char** argv) {
   Options o;
   std::string rss_side;
   std::string function_child;  // --function-child: a child process of group function
+  std::string malloc_name;     // --malloc NAME
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -719,6 +742,8 @@ int main(int argc, char** argv) {
       o.rows_out = next();
     else if (a == "--every-malloc")
       o.every_malloc = true;
+    else if (a == "--malloc")
+      malloc_name = next();
     else {
       std::fprintf(stderr, "unknown argument %s (see the comment at the top of bench/compare/compare.cpp)\n",
                    a.c_str());
@@ -733,6 +758,23 @@ int main(int argc, char** argv) {
   if (!rss_side.empty()) return rss_child_torch(rss_side == "torch-step");
   if (!function_child.empty()) return compare::function_child(function_child);
 
+  if (!malloc_name.empty()) {
+    const MallocConfig* m = malloc_config_named(malloc_name);
+    if (m == nullptr || o.every_malloc) {
+      std::fprintf(stderr,
+                   "--malloc takes glibc-malloc, jemalloc or jemalloc-retaining, without --every-malloc\n");
+      return 2;
+    }
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--malloc") {
+        ++i;
+        continue;
+      }
+      args.emplace_back(argv[i]);
+    }
+    return run_under_malloc(*m, args);
+  }
   if (o.every_malloc) {
     std::vector<std::string> args;
     for (int i = 1; i < argc; ++i)
