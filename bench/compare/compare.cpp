@@ -658,7 +658,6 @@ int run_under_malloc(const MallocConfig& m, const std::vector<std::string>& args
 /// ratio come from the same run as LibTorch's best: the two sides alternate within one process,
 /// so a slow phase of the machine hits both.
 int run_every_malloc(const std::vector<std::string>& args) {
-  const std::string self = compare::self_exe();
   const auto& configs = malloc_configs();
   std::vector<std::vector<Row>> runs;
   for (const MallocConfig& m : configs) {
@@ -671,10 +670,7 @@ int run_every_malloc(const std::vector<std::string>& args) {
     child.insert(child.end(), {"--rows-out", path});
     std::printf("\n=== run with LibTorch on %s\n", m.name.c_str());
     std::fflush(stdout);
-    const pid_t pid = spawn_with_malloc(self, child, m, -1);
-    int status = 0;
-    const bool ok =
-        pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const bool ok = run_under_malloc(m, child) == 0;
     runs.push_back(compare::read_rows(path));
     unlink(path.c_str());
     if (!ok) {
