@@ -88,7 +88,9 @@ void Conv2D::build(const Shape& input_shape, DType dtype) {
     bias_ = track(Variable(zeros({filters_}, dtype), {.name = "bias", .keras_style = true}));
 }
 
-Tensor Conv2D::operator()(const Tensor& x) {
+Tensor Conv2D::operator()(const Tensor& x) { return convolve(x, /*activate=*/true); }
+
+Tensor Conv2D::convolve(const Tensor& x, bool activate) {
   TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
                    "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kConv2D,
                    name());
@@ -118,12 +120,12 @@ Tensor Conv2D::operator()(const Tensor& x) {
   }
   const std::vector<std::int64_t> strides{options_.strides[0], options_.strides[1]}, dilations{d[0], d[1]};
   const Tensor kernel = autocast(*kernel_);
-  if (bias_ && !fused_activation_.empty())
-    return nn::conv2d_bias_activation(xc, kernel, autocast(*bias_), strides, tf_padding_, fused_activation_,
-                                      dilations);
+  if (bias_ && (!fused_activation_.empty() || !activate))
+    return nn::conv2d_bias_activation(xc, kernel, autocast(*bias_), strides, tf_padding_,
+                                      activate ? fused_activation_ : "linear", dilations);
   Tensor y = nn::conv2d(xc, kernel, strides, tf_padding_, dilations);
   if (bias_) y = y + autocast(*bias_);
-  return activation_ ? activation_(y) : y;
+  return activate && activation_ ? activation_(y) : y;
 }
 
 const Variable& Conv2D::kernel() const {

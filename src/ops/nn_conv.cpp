@@ -603,14 +603,31 @@ bool parse_activation(std::string_view op, std::string_view activation) {
   return activation == "relu";
 }
 
-/// y = conv2d(x, f) + bias, then max(y, 0) when `relu`: in float32 oneDNN applies the bias and the
-/// ReLU as it writes each output; otherwise (float64, or no input channels) they follow the
-/// convolution as one pass.
+/// max(y, 0) in place for the `count` values at `y`, NaN kept (as nn::relu keeps it; oneDNN's
+/// ReLU post-op would turn it into 0). bfloat16 values are compared by their bits: sign set, not
+/// -0 and not NaN (0x8001 to 0xff80) is negative.
+void relu_in_place(void* y, std::int64_t count, DType dtype) {
+  if (dtype == DType::BFloat16) {
+    auto* bits = static_cast<std::uint16_t*>(y);
+    for (std::int64_t i = 0; i < count; ++i) bits[i] = bits[i] > 0x8000u && bits[i] <= 0xff80u ? 0 : bits[i];
+    return;
+  }
+  auto* v = static_cast<float*>(y);
+  for (std::int64_t i = 0; i < count; ++i) v[i] = v[i] < 0 ? 0.f : v[i];
+}
+
+/// y = conv2d(x, f) + bias, then max(y, 0) when `relu`: in float32 oneDNN applies the bias as it
+/// writes each output and the ReLU follows in place; otherwise (float64, or no input channels)
+/// both follow the convolution as one pass.
 template <class T>
 void fused_conv_forward(const T* x, const T* f, const T* bias, bool relu, const cpu::WindowGeometry& g,
                         std::int64_t oc, T* y) {
   if constexpr (std::is_same_v<T, float>) {
-    if (g.c > 0 && cpu::onednn::supports(g)) return cpu::onednn::conv_forward(x, f, g, oc, y, {bias, relu});
+    if (g.c > 0 && cpu::onednn::supports(g)) {
+      cpu::onednn::conv_forward(x, f, g, oc, y, {bias});
+      if (relu) relu_in_place(y, g.n * g.out_positions() * oc, DType::Float32);
+      return;
+    }
   }
   conv_forward(x, f, g, oc, y);
   const std::int64_t positions = g.n * g.out_positions();
@@ -641,8 +658,9 @@ struct FusedConv2D {
     if (y.num_elements() == 0) return y;
     if (x.dtype() == DType::BFloat16) {
       if (g.c == 0 || !onednn_takes_bfloat16(g)) return through_float32<FusedConv2D>(at, x, f, b);
-      cpu::onednn::conv_forward(x.raw_data(), f.raw_data(), g, oc, bytes_of(y), {b.raw_data(), at.relu},
+      cpu::onednn::conv_forward(x.raw_data(), f.raw_data(), g, oc, bytes_of(y), {b.raw_data()},
                                 DType::BFloat16);
+      if (at.relu) relu_in_place(bytes_of(y), y.num_elements(), DType::BFloat16);
       return y;
     }
     visit_floating(x.dtype(), [&]<class T>() {

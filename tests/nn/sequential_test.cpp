@@ -3,9 +3,13 @@
 
 #include "tapeflow/nn/sequential.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -151,6 +155,91 @@ TEST(Sequential, SmallConvNetLearnsAToyTarget) {
   }
   EXPECT_EQ(model.trainable_variables().size(), 4u);  // conv kernel, bias, dense kernel, bias
   EXPECT_LT(last, 0.5f * first);
+}
+
+// ---- a ReLU convolution before max pooling ------------------------------------------------------
+
+namespace {
+
+/// Equal as values, NaN equal to NaN (+0 and -0 are equal: the order of ReLU and pooling may
+/// change the sign of a zero, never a value).
+void expect_same_values(const tf::Tensor& actual, const tf::Tensor& expected, const std::string& what) {
+  ASSERT_EQ(actual.shape(), expected.shape()) << what;
+  const tf::Tensor a = tf::cast(actual, tf::float64), e = tf::cast(expected, tf::float64);
+  for (std::size_t i = 0; i < a.values<double>().size(); ++i) {
+    const double u = a.values<double>()[i], v = e.values<double>()[i];
+    EXPECT_TRUE(u == v || (std::isnan(u) && std::isnan(v))) << what << " [" << i << "]: " << u << " vs " << v;
+  }
+}
+
+/// A batch of images with negative, positive, tied, infinite and NaN pixels.
+tf::Tensor awkward_images(tf::DType dtype) {
+  tf::Tensor x = tf::random::normal({2, 7, 6, 3}, 0, 1, tf::float64, 21);
+  std::vector<double> v(x.values<double>().begin(), x.values<double>().end());
+  v[5] = std::numeric_limits<double>::quiet_NaN();
+  v[40] = std::numeric_limits<double>::infinity();
+  v[77] = -std::numeric_limits<double>::infinity();
+  for (std::size_t i = 100; i < 140; ++i) v[i] = -1.0;  // ties, all below zero after the kernel's sign
+  return tf::cast(tf::constant(v, x.shape()), dtype);
+}
+
+}  // namespace
+
+TEST(Sequential, AReluConvolutionBeforeMaxPoolingGivesTheLayersValuesAndGradients) {
+  // Sequential runs Conv2D("relu") -> MaxPool2D as convolution, pooling, ReLU (on the pooled
+  // tensor, a quarter of the size): the values and every gradient are those of the layers called
+  // one by one, for tiling and overlapping windows, with and without bias, NaN and infinities.
+  struct Case {
+    std::array<std::int64_t, 2> pool, strides;
+    std::string padding;
+    bool use_bias;
+  };
+  for (const Case& c : {Case{{2, 2}, {2, 2}, "valid", true}, Case{{3, 3}, {2, 2}, "same", true},
+                        Case{{2, 3}, {1, 2}, "valid", false}}) {
+    for (tf::DType dtype : {tf::float32, tf::float64}) {
+      const std::string what =
+          fmt::format("pool {}x{} strides {}x{} {}{} {}", c.pool[0], c.pool[1], c.strides[0], c.strides[1],
+                      c.padding, c.use_bias ? "" : " no bias", tf::dtype_name(dtype));
+      auto conv =
+          tf::layers::conv2d(4, {3, 3}, "relu", {.padding = "same", .use_bias = c.use_bias, .seed = 5});
+      auto pool = tf::layers::max_pool2d(c.pool, c.strides, c.padding);
+      tf::layers::Sequential model{conv, pool};
+      const tf::Tensor x = awkward_images(dtype);
+      tf::Tensor images = x;
+      model(x);  // build
+      if (c.use_bias)
+        tf::Variable(conv->bias()).assign(tf::cast(tf::constant<double>({0.5, -0.25, 0.0, -3.0}), dtype));
+      tf::Tensor dy = tf::random::normal(model(x).shape(), 0, 1, dtype, 9);
+      auto run = [&](auto&& forward) {
+        tf::GradientTape tape;
+        tape.watch(images);
+        tf::Tensor y = forward(images);
+        auto grads = c.use_bias ? tape.gradient(y, {images, conv->kernel(), conv->bias()}, {dy})
+                                : tape.gradient(y, {images, conv->kernel()}, {dy});
+        std::vector<tf::Tensor> out{y};
+        for (auto& g : grads) out.push_back(*g);
+        return out;
+      };
+      const auto fused = run([&](const tf::Tensor& t) { return model(t, /*training=*/true); });
+      const auto by_hand = run([&](const tf::Tensor& t) { return (*pool)((*conv)(t)); });
+      ASSERT_EQ(fused.size(), by_hand.size());
+      for (std::size_t i = 0; i < fused.size(); ++i)
+        expect_same_values(fused[i], by_hand[i],
+                           fmt::format("{}: {}", what, i == 0 ? "y" : "gradient " + std::to_string(i)));
+    }
+  }
+}
+
+TEST(Sequential, RunsTheReluOfAConvolutionBeforeMaxPoolingOnThePooledTensor) {
+  auto conv = tf::layers::conv2d(2, {3, 3}, "relu", {.padding = "same", .seed = 1});
+  tf::layers::Sequential model{conv, tf::layers::max_pool2d()};
+  tf::Tensor x = tf::random::normal({1, 4, 4, 1}, 0, 1, tf::float32, 2);
+  model(x);
+  tf::GradientTape tape({.persistent = true});
+  tf::Tensor y = model(x);
+  const std::string dot = tf::debug::to_dot(tape, y, {conv->kernel()}, {.gradient_norms = false});
+  EXPECT_THAT(dot, HasSubstr("Relu"));
+  EXPECT_THAT(dot, HasSubstr("(1, 2, 2, 2)"));
 }
 
 // ---- reading like Keras: the factories, braces, sequential() -----------------------------------

@@ -366,6 +366,31 @@ TEST(FusedConv2D, GradientsEqualThoseOfTheThreeOps) {
   }
 }
 
+TEST(FusedConv2D, ReluKeepsNaNAsReluDoes) {
+  // oneDNN's own ReLU post-op turns NaN into 0; the fused op keeps it in every dtype, as nn::relu
+  // does (and as the float64 kernel always did), and still zeroes the negative outputs.
+  for (const tf::DType dtype : {tf::float64, tf::float32, tf::bfloat16}) {
+    SCOPED_TRACE(std::string(tf::dtype_name(dtype)));
+    std::vector<double> pixels = pattern(1 * 5 * 5 * 2, 0.1);
+    pixels[12] = std::numeric_limits<double>::quiet_NaN();
+    const tf::Tensor x = make(pixels, {1, 5, 5, 2}, dtype);
+    const tf::Tensor f = make(pattern(3 * 3 * 2 * 3, 1.3), {3, 3, 2, 3}, dtype);
+    const tf::Tensor b = make({-50.0, 0.5, 50.0}, {3}, dtype);
+    const std::vector<double> y = values_of(tf::nn::conv2d_bias_activation(x, f, b, {1, 1}, "VALID", "relu"));
+    const std::vector<double> want = values_of(tf::nn::relu(tf::nn::conv2d(x, f, {1, 1}, "VALID") + b));
+    ASSERT_EQ(y.size(), want.size());
+    std::size_t nans = 0, zeros = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      EXPECT_EQ(std::isnan(y[i]), std::isnan(want[i])) << i;
+      if (!std::isnan(want[i])) EXPECT_NEAR(y[i], want[i], 0.05 * (1 + std::abs(want[i]))) << i;
+      nans += std::isnan(y[i]);
+      zeros += y[i] == 0;
+    }
+    EXPECT_GT(nans, 0u);   // windows over the NaN pixel
+    EXPECT_GT(zeros, 0u);  // the -50 bias's channel, away from the NaN
+  }
+}
+
 TEST(FusedConv2D, NoInputChannelsGiveTheActivatedBias) {
   for (const DTypeCase& d : kDTypes) {
     const tf::Tensor y = tf::nn::conv2d_bias_activation(
@@ -633,13 +658,14 @@ TEST(MaxPool, GradientOnTiesGoesToTheFirstMaximumOnly) {
   EXPECT_THAT(dx.to_vector<double>(), ElementsAre(5, 0, 0, 0));
 }
 
-TEST(MaxPool, TilingWindowsRouteTheGradientAsTheGeneralKernelDoes) {
-  // Windows equal to their strides over an image of two windows a side tile it, and MaxPoolGrad
-  // takes its vector kernel, writing each element of dx once. The same windows over the image
-  // with one more row (column) where the window is taller (wider) than one do not tile it: the
-  // general kernel zeroes dx and adds dy. On the
-  // tiled part both must give the same bits, with ties, NaN after or before a maximum, two NaN in
-  // a window and infinities, for channel counts that are and are not whole vectors (16 lanes).
+TEST(MaxPool, TilingWindowsPoolAndRouteTheGradientAsTheGeneralKernelsDo) {
+  // Windows equal to their strides over an image of two windows a side tile it, and MaxPool and
+  // MaxPoolGrad take their vector kernels (MaxPoolGrad writing each element of dx once). The same
+  // windows over the image with one more row (column) where the window is taller (wider) than one
+  // do not tile it: the general kernels run (MaxPoolGrad zeroes dx and adds dy). Both pool the same
+  // windows, which must give the same bits, and on the tiled part both gradients must too, with ties, NaN
+  // after or before a maximum, two NaN in a window and infinities, for channel counts that are and are not
+  // whole vectors (16 lanes).
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   for (const auto& [kh, kw] : {std::pair<std::int64_t, std::int64_t>{2, 2}, {3, 3}, {1, 2}, {3, 1}})
     for (const std::int64_t c : {1, 7, 16, 33}) {
@@ -660,11 +686,14 @@ TEST(MaxPool, TilingWindowsRouteTheGradientAsTheGeneralKernelDoes) {
       const tf::Tensor dy = tf::constant(pattern(n * 2 * 2 * c, 1.1), {n, 2, 2, c});
       for (const tf::DType dtype : {tf::float64, tf::float32, tf::bfloat16}) {
         SCOPED_TRACE(tf::dtype_name(dtype));
-        const tf::Tensor tiled = tf::raw_ops::max_pool_grad(tf::cast(tf::constant(even, {n, h, w, c}), dtype),
-                                                            tf::cast(dy, dtype), {kh, kw}, {kh, kw}, "VALID");
+        const tf::Tensor tiled_x = tf::cast(tf::constant(even, {n, h, w, c}), dtype),
+                         general_x = tf::cast(tf::constant(wide, {n, wide_h, wide_w, c}), dtype);
+        EXPECT_TRUE(tf::testing::bitwise_equal(tf::nn::max_pool2d(tiled_x, {kh, kw}, {kh, kw}, "VALID"),
+                                               tf::nn::max_pool2d(general_x, {kh, kw}, {kh, kw}, "VALID")));
+        const tf::Tensor tiled =
+            tf::raw_ops::max_pool_grad(tiled_x, tf::cast(dy, dtype), {kh, kw}, {kh, kw}, "VALID");
         const tf::Tensor general =
-            tf::raw_ops::max_pool_grad(tf::cast(tf::constant(wide, {n, wide_h, wide_w, c}), dtype),
-                                       tf::cast(dy, dtype), {kh, kw}, {kh, kw}, "VALID");
+            tf::raw_ops::max_pool_grad(general_x, tf::cast(dy, dtype), {kh, kw}, {kh, kw}, "VALID");
         const std::vector<double> t = tf::cast(tiled, tf::float64).to_vector<double>(),
                                   g = tf::cast(general, tf::float64).to_vector<double>();
         for (std::int64_t i = 0; i < n; ++i)

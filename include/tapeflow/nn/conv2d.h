@@ -95,6 +95,13 @@ class Conv2D : public Layer {
   const Variable& bias() const;
 
  private:
+  // Sequential runs a ReLU Conv2D followed by MaxPool2D as convolution, pooling, then ReLU.
+  friend class Sequential;
+  /// Whether the activation is ReLU (by name), which commutes with max pooling.
+  bool activation_is_relu() const { return fused_activation_ == "relu"; }
+  /// conv2d(x, kernel) + bias, then the activation when `activate`: operator() with `activate`.
+  Tensor convolve(const Tensor& x, bool activate);
+
   std::int64_t filters_;
   std::array<std::int64_t, 2> kernel_size_;
   Activation activation_;

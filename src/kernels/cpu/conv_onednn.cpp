@@ -41,7 +41,7 @@ struct ConvPrimitive {
   std::size_t scratchpad_bytes = 0;
 };
 
-using Key = std::array<std::int64_t, 20>;
+using Key = std::array<std::int64_t, 19>;
 
 Key key(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e, DType dtype) {
   return {static_cast<std::int64_t>(pass),
@@ -62,8 +62,7 @@ Key key(Pass pass, const WindowGeometry& g, std::int64_t oc, const Epilogue& e, 
           g.dh,
           g.dw,
           g.groups,
-          e.bias != nullptr,
-          e.relu};
+          e.bias != nullptr};
 }
 
 std::string describe(Pass pass, const WindowGeometry& g, std::int64_t oc, DType dtype) {
@@ -101,18 +100,12 @@ ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc, const E
   const memory::desc any_filters(filter_dims, dt, Tag::any);
   const dnnl::primitive_attr attr = attributes();
   const auto& eng = engine();
-  dnnl::primitive_attr forward_attr = attributes();
-  if (e.relu) {
-    dnnl::post_ops relu;
-    relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    forward_attr.set_post_ops(relu);
-  }
   // A zero descriptor: no bias.
   const memory::desc bias = e.bias ? bias_desc(oc, dtype) : memory::desc();
   const dnnl::convolution_forward::primitive_desc forward(
       {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, c.images, any_filters, bias,
        c.outputs, strides, dilations, pad_l, pad_r},
-      forward_attr, eng);
+      attr, eng);
   switch (pass) {
     case Pass::kForward:
       c.filters = forward.weights_desc();
@@ -200,7 +193,7 @@ bool supports(const WindowGeometry& g) {
 
 void conv_forward(const void* x, const void* f, const WindowGeometry& g, std::int64_t oc, void* y,
                   Epilogue epilogue, DType dtype) {
-  TAPEFLOW_ASSERT(g.c > 0 || (!epilogue.bias && !epilogue.relu), "an epilogue needs input channels");
+  TAPEFLOW_ASSERT(g.c > 0 || !epilogue.bias, "an epilogue needs input channels");
   if (g.c == 0) {  // an empty sum
     std::fill_n(static_cast<std::byte*>(y), g.n * g.out_positions() * oc * dtype_size(dtype), std::byte{0});
     return;

@@ -18,10 +18,11 @@ namespace tapeflow::cpu::onednn {
 /// for each attribute, not for their product) goes to the caller's im2col path instead.
 bool supports(const WindowGeometry& g);
 
-/// What the forward pass applies as it writes each output (oneDNN's bias and post-ops).
+/// What the forward pass applies as it writes each output (oneDNN's bias). Not its ReLU post-op:
+/// that turns NaN into 0 (it takes the maximum with 0 in an order that drops NaN), where
+/// tapeflow's ReLU keeps NaN.
 struct Epilogue {
   const void* bias = nullptr;  // oc values (of the operands' dtype) added to each output position
-  bool relu = false;           // max(., 0) after the bias
 };
 
 /// Every operand of a pass has `dtype`, float32 or bfloat16 (which oneDNN accumulates in float32

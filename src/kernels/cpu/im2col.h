@@ -253,7 +253,7 @@ inline bool windows_tile(const WindowGeometry& g) {
          g.ow * g.sw == g.w;
 }
 
-/// max_pool_grad_tiled's registers: kLanes channels of T as GCC vectors, compared as the values
+/// The tiled pooling kernels' registers: kLanes channels of T as GCC vectors, compared as the values
 /// compared() gives (bfloat16's bits widened to float32). Written as vectors, not as loops left to
 /// the auto-vectoriser: over a window's few channels GCC either set up a loop of unknown length per
 /// window position (more than the arithmetic at the CNN's 32 channels) or, with the length a
@@ -278,10 +278,8 @@ struct PoolVectors {
       std::memcpy(&v, p, static_cast<std::size_t>(lanes) * sizeof(T));
     }
   }
-  /// out = the first `lanes` elements at p as compared() sees them.
-  [[gnu::always_inline]] static void load_compared(Values& out, const T* p, std::int64_t lanes) {
-    Stored v;
-    load(v, p, lanes);
+  /// out = v as compared() sees it.
+  [[gnu::always_inline]] static void widen(Values& out, const Stored& v) {
     if constexpr (std::is_same_v<T, std::uint16_t>) {
       typedef std::uint32_t Bits __attribute__((vector_size(kLanes * 4)));
       const Bits bits = __builtin_convertvector(v, Bits) << 16;
@@ -290,23 +288,60 @@ struct PoolVectors {
       out = v;
     }
   }
-  /// The first `lanes` elements at p = v where `where` is set, else 0.
-  [[gnu::always_inline]] static void store_where(T* p, const Mask& where, const Stored& v,
-                                                 std::int64_t lanes) {
-    Stored kept;
+  /// out = the first `lanes` elements at p as compared() sees them.
+  [[gnu::always_inline]] static void load_compared(Values& out, const T* p, std::int64_t lanes) {
+    Stored v;
+    load(v, p, lanes);
+    widen(out, v);
+  }
+  /// Lane by lane, `a` where `where` is set, else `b`.
+  [[gnu::always_inline]] static Stored select(const Mask& where, const Stored& a, const Stored& b) {
     if constexpr (sizeof(T) == sizeof(Compared)) {
-      kept = where ? v : Stored{};
+      return where ? a : b;
     } else {
       typedef std::int16_t Narrow __attribute__((vector_size(kLanes * sizeof(T))));
-      kept = __builtin_convertvector(where, Narrow) ? v : Stored{};
-    }
-    if (lanes == kLanes) {
-      std::memcpy(p, &kept, sizeof kept);
-    } else {
-      std::memcpy(p, &kept, static_cast<std::size_t>(lanes) * sizeof(T));
+      return __builtin_convertvector(where, Narrow) ? a : b;
     }
   }
+  /// The first `lanes` elements at p = v's.
+  [[gnu::always_inline]] static void store(T* p, const Stored& v, std::int64_t lanes) {
+    if (lanes == kLanes) {
+      std::memcpy(p, &v, sizeof v);
+    } else {
+      std::memcpy(p, &v, static_cast<std::size_t>(lanes) * sizeof(T));
+    }
+  }
+  /// Whether each lane of v replaces m as a window's maximum (takes_max).
+  [[gnu::always_inline]] static Mask takes_max(const Values& v, const Values& m) {
+    return (v > m) | ((v != v) & (m == m));
+  }
 };
+
+/// The flat offsets, from a window's top-left element, of the window's positions in row-major
+/// order, for windows over images of g's width and channels.
+inline std::vector<std::int64_t> window_offsets(const WindowGeometry& g) {
+  std::vector<std::int64_t> offset;
+  for (std::int64_t ky = 0; ky < g.kh; ++ky)
+    for (std::int64_t kx = 0; kx < g.kw; ++kx) offset.push_back((ky * g.w + kx) * g.c);
+  return offset;
+}
+
+/// Calls f(r, ox, cb, lanes, corner) for output row r (of the images stacked one after another),
+/// column ox and the channels [cb, cb + lanes) of windows that tile the image, output rows in
+/// parallel; `corner` is the flat input index of the window's top-left element, channel cb.
+template <class T, class F>
+void for_each_tile(const WindowGeometry& g, F f) {
+  using V = PoolVectors<T>;
+  const std::int64_t c = g.c, row = g.w * c;  // one input row of an image
+  parallel_for(g.n * g.oh, pool_rows_grain(g, g.ow * g.c), [&](std::int64_t b, std::int64_t e) {
+    // Output row r is image r / oh's row r % oh; its windows read input rows [r * kh, r * kh + kh)
+    // of the images stacked one after another.
+    for (std::int64_t r = b; r < e; ++r)
+      for (std::int64_t ox = 0; ox < g.ow; ++ox)
+        for (std::int64_t cb = 0; cb < c; cb += V::kLanes)
+          f(r, ox, cb, std::min(V::kLanes, c - cb), r * g.kh * row + ox * g.kw * c + cb);
+  });
+}
 
 /// max_pool_grad for windows that tile the image: every element of dx is written once (dy at its
 /// window's first maximum, 0 elsewhere), without zeroing dx first, output rows in parallel, each
@@ -314,35 +349,48 @@ struct PoolVectors {
 template <class T>
 void max_pool_grad_tiled(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
   using V = PoolVectors<T>;
-  const std::int64_t c = g.c, row = g.w * c;  // one input row of an image
-  const auto count = static_cast<std::int32_t>(g.kh * g.kw);
-  // The window's positions: flat offsets from its top-left element, row-major (position k).
-  std::vector<std::int64_t> offset;
-  for (std::int64_t ky = 0; ky < g.kh; ++ky)
-    for (std::int64_t kx = 0; kx < g.kw; ++kx) offset.push_back(ky * row + kx * c);
-  parallel_for(g.n * g.oh, pool_rows_grain(g, g.ow * g.c), [&](std::int64_t b, std::int64_t e) {
-    // Output row r is image r / oh's row r % oh; its windows read input rows [r * kh, r * kh + kh)
-    // of the images stacked one after another.
-    for (std::int64_t r = b; r < e; ++r)
-      for (std::int64_t ox = 0; ox < g.ow; ++ox)
-        for (std::int64_t cb = 0; cb < c; cb += V::kLanes) {
-          const std::int64_t lanes = std::min(V::kLanes, c - cb),
-                             corner = r * g.kh * row + ox * g.kw * c + cb;
-          typename V::Values m, v;
-          V::load_compared(m, x + corner, lanes);
-          typename V::Mask pos{};
-          for (std::int32_t k = 1; k < count; ++k) {
-            V::load_compared(v, x + corner + offset[static_cast<std::size_t>(k)], lanes);
-            const typename V::Mask take = (v > m) | ((v != v) & (m == m));  // takes_max
-            m = take ? v : m;
-            pos = take ? typename V::Mask{} + k : pos;
-          }
-          typename V::Stored d;
-          V::load(d, dy + (r * g.ow + ox) * c + cb, lanes);
-          for (std::int32_t k = 0; k < count; ++k)
-            V::store_where(dx + corner + offset[static_cast<std::size_t>(k)], pos == k, d, lanes);
+  const std::vector<std::int64_t> offset = window_offsets(g);  // position k's offset
+  const auto count = static_cast<std::int32_t>(offset.size());
+  for_each_tile<T>(
+      g, [&](std::int64_t r, std::int64_t ox, std::int64_t cb, std::int64_t lanes, std::int64_t corner) {
+        typename V::Values m, v;
+        V::load_compared(m, x + corner, lanes);
+        typename V::Mask pos{};
+        for (std::int32_t k = 1; k < count; ++k) {
+          V::load_compared(v, x + corner + offset[static_cast<std::size_t>(k)], lanes);
+          const typename V::Mask take = V::takes_max(v, m);
+          m = take ? v : m;
+          pos = take ? typename V::Mask{} + k : pos;
         }
-  });
+        typename V::Stored d;
+        V::load(d, dy + (r * g.ow + ox) * g.c + cb, lanes);
+        for (std::int32_t k = 0; k < count; ++k)
+          V::store(dx + corner + offset[static_cast<std::size_t>(k)],
+                   V::select(pos == k, d, typename V::Stored{}), lanes);
+      });
+}
+
+/// max_pool for windows that tile the image: the maxima of PoolVectors::kLanes channels at a time,
+/// compared as widened values, stored as they were (bfloat16's bits).
+template <class T>
+void max_pool_tiled(const T* x, const WindowGeometry& g, T* y) {
+  using V = PoolVectors<T>;
+  const std::vector<std::int64_t> offset = window_offsets(g);
+  for_each_tile<T>(
+      g, [&](std::int64_t r, std::int64_t ox, std::int64_t cb, std::int64_t lanes, std::int64_t corner) {
+        typename V::Stored best, s;
+        typename V::Values m, v;
+        V::load(best, x + corner, lanes);
+        V::widen(m, best);
+        for (std::size_t k = 1; k < offset.size(); ++k) {
+          V::load(s, x + corner + offset[k], lanes);
+          V::widen(v, s);
+          const typename V::Mask take = V::takes_max(v, m);
+          m = take ? v : m;
+          best = V::select(take, s, best);
+        }
+        V::store(y + (r * g.ow + ox) * g.c + cb, best, lanes);
+      });
 }
 
 /// dx = 0, then dx[argmax of each window] += dy (images in parallel: windows of one image may
@@ -388,9 +436,11 @@ void max_pool_grad_grad(const T* x, const T* ddx, const WindowGeometry& g, T* y)
   });
 }
 
-/// y = max over each window (padding ignored; 0 for a window with no input element).
+/// y = max over each window (padding ignored; 0 for a window with no input element); windows that
+/// tile the image go to max_pool_tiled.
 template <class T>
 void max_pool(const T* x, const WindowGeometry& g, T* y) {
+  if (windows_tile(g)) return max_pool_tiled(x, g, y);
   // The maxima only (window_argmax also tracks where they are, which only the gradients need).
   for_each_output_row(g, [&](std::int64_t i, std::int64_t oy) {
     const T* xi = x + i * g.image_size();
