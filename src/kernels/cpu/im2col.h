@@ -317,80 +317,113 @@ struct PoolVectors {
   }
 };
 
-/// The flat offsets, from a window's top-left element, of the window's positions in row-major
-/// order, for windows over images of g's width and channels.
-inline std::vector<std::int64_t> window_offsets(const WindowGeometry& g) {
-  std::vector<std::int64_t> offset;
-  for (std::int64_t ky = 0; ky < g.kh; ++ky)
-    for (std::int64_t kx = 0; kx < g.kw; ++kx) offset.push_back((ky * g.w + kx) * g.c);
-  return offset;
-}
-
-/// Calls f(r, ox, cb, lanes, corner) for output row r (of the images stacked one after another),
-/// column ox and the channels [cb, cb + lanes) of windows that tile the image, output rows in
-/// parallel; `corner` is the flat input index of the window's top-left element, channel cb.
-template <class T, class F>
-void for_each_tile(const WindowGeometry& g, F f) {
+/// The maxima of one output row's windows, for windows that tile the image: per slot (window ox,
+/// channels [cb, cb + kLanes)), the maximum as compared() sees it, as stored, and its position
+/// k = ky * kw + kx in the window. scan() reads the windows' kh input rows one after another, each
+/// from start to end: read in alternation (a window at a time), the rows ran 2.5x slower from
+/// memory (the prefetcher follows one stream, not two interleaved). Each window still meets its
+/// positions in row-major order, so the maximum is the general kernels' first maximum.
+template <class T>
+struct TiledRowMaxima {
   using V = PoolVectors<T>;
-  const std::int64_t c = g.c, row = g.w * c;  // one input row of an image
+  explicit TiledRowMaxima(const WindowGeometry& g)
+      : g(g),
+        chunks((g.c + V::kLanes - 1) / V::kLanes),
+        slots(static_cast<std::size_t>(g.ow * chunks)),
+        max(slots),
+        stored(slots),
+        pos(slots) {}
+
+  /// Fills max, stored and pos for output row r of the images stacked one after another (its
+  /// windows read input rows [r * kh, r * kh + kh)).
+  void scan(const T* x, std::int64_t r) {
+    const std::int64_t c = g.c;
+    for (std::int64_t ky = 0; ky < g.kh; ++ky) {
+      const T* in = x + (r * g.kh + ky) * g.w * c;
+      for (std::int64_t ox = 0, slot = 0; ox < g.ow; ++ox)
+        for (std::int64_t cb = 0; cb < c; cb += V::kLanes, ++slot) {
+          const std::int64_t lanes = std::min(V::kLanes, c - cb);
+          // This row's first maximum in the window, then against the rows above (which come
+          // first: a tie keeps theirs).
+          const T* at = in + ox * g.kw * c + cb;
+          typename V::Stored o, s;
+          typename V::Values m, v;
+          V::load(o, at, lanes);
+          V::widen(m, o);
+          typename V::Mask p = typename V::Mask{} + static_cast<typename V::Index>(ky * g.kw);
+          for (std::int64_t kx = 1; kx < g.kw; ++kx) {
+            V::load(s, at + kx * c, lanes);
+            V::widen(v, s);
+            const typename V::Mask take = V::takes_max(v, m);
+            m = take ? v : m;
+            o = V::select(take, s, o);
+            p = take ? typename V::Mask{} + static_cast<typename V::Index>(ky * g.kw + kx) : p;
+          }
+          const auto i = static_cast<std::size_t>(slot);
+          const typename V::Mask take = ky == 0 ? ~typename V::Mask{} : V::takes_max(m, max[i]);
+          max[i] = take ? m : max[i];
+          stored[i] = V::select(take, o, stored[i]);
+          pos[i] = take ? p : pos[i];
+        }
+    }
+  }
+
+  const WindowGeometry& g;
+  const std::int64_t chunks;  // slots per window
+  const std::size_t slots;
+  std::vector<typename V::Values> max;
+  std::vector<typename V::Stored> stored;
+  std::vector<typename V::Mask> pos;
+};
+
+/// Calls f(r, maxima) for each output row r, its maxima scanned (TiledRowMaxima), output rows in
+/// parallel with one TiledRowMaxima per thread.
+template <class T, class F>
+void for_each_tiled_row(const T* x, const WindowGeometry& g, F f) {
   parallel_for(g.n * g.oh, pool_rows_grain(g, g.ow * g.c), [&](std::int64_t b, std::int64_t e) {
-    // Output row r is image r / oh's row r % oh; its windows read input rows [r * kh, r * kh + kh)
-    // of the images stacked one after another.
-    for (std::int64_t r = b; r < e; ++r)
-      for (std::int64_t ox = 0; ox < g.ow; ++ox)
-        for (std::int64_t cb = 0; cb < c; cb += V::kLanes)
-          f(r, ox, cb, std::min(V::kLanes, c - cb), r * g.kh * row + ox * g.kw * c + cb);
+    TiledRowMaxima<T> maxima(g);
+    for (std::int64_t r = b; r < e; ++r) {
+      maxima.scan(x, r);
+      f(r, maxima);
+    }
   });
 }
 
 /// max_pool_grad for windows that tile the image: every element of dx is written once (dy at its
-/// window's first maximum, 0 elsewhere), without zeroing dx first, output rows in parallel, each
-/// window PoolVectors::kLanes channels at a time.
+/// window's first maximum, 0 elsewhere), without zeroing dx first, input rows one after another.
 template <class T>
 void max_pool_grad_tiled(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
   using V = PoolVectors<T>;
-  const std::vector<std::int64_t> offset = window_offsets(g);  // position k's offset
-  const auto count = static_cast<std::int32_t>(offset.size());
-  for_each_tile<T>(
-      g, [&](std::int64_t r, std::int64_t ox, std::int64_t cb, std::int64_t lanes, std::int64_t corner) {
-        typename V::Values m, v;
-        V::load_compared(m, x + corner, lanes);
-        typename V::Mask pos{};
-        for (std::int32_t k = 1; k < count; ++k) {
-          V::load_compared(v, x + corner + offset[static_cast<std::size_t>(k)], lanes);
-          const typename V::Mask take = V::takes_max(v, m);
-          m = take ? v : m;
-          pos = take ? typename V::Mask{} + k : pos;
+  const std::int64_t c = g.c;
+  for_each_tiled_row(x, g, [&](std::int64_t r, const TiledRowMaxima<T>& maxima) {
+    for (std::int64_t ky = 0; ky < g.kh; ++ky) {
+      T* out = dx + (r * g.kh + ky) * g.w * c;
+      for (std::int64_t ox = 0, slot = 0; ox < g.ow; ++ox)
+        for (std::int64_t cb = 0; cb < c; cb += V::kLanes, ++slot) {
+          const std::int64_t lanes = std::min(V::kLanes, c - cb);
+          typename V::Stored d;
+          V::load(d, dy + (r * g.ow + ox) * c + cb, lanes);
+          const typename V::Mask& pos = maxima.pos[static_cast<std::size_t>(slot)];
+          for (std::int64_t kx = 0; kx < g.kw; ++kx) {
+            const auto k = static_cast<typename V::Index>(ky * g.kw + kx);
+            V::store(out + (ox * g.kw + kx) * c + cb, V::select(pos == k, d, typename V::Stored{}), lanes);
+          }
         }
-        typename V::Stored d;
-        V::load(d, dy + (r * g.ow + ox) * g.c + cb, lanes);
-        for (std::int32_t k = 0; k < count; ++k)
-          V::store(dx + corner + offset[static_cast<std::size_t>(k)],
-                   V::select(pos == k, d, typename V::Stored{}), lanes);
-      });
+    }
+  });
 }
 
-/// max_pool for windows that tile the image: the maxima of PoolVectors::kLanes channels at a time,
-/// compared as widened values, stored as they were (bfloat16's bits).
+/// max_pool for windows that tile the image (TiledRowMaxima), values stored as they were
+/// (bfloat16's bits).
 template <class T>
 void max_pool_tiled(const T* x, const WindowGeometry& g, T* y) {
   using V = PoolVectors<T>;
-  const std::vector<std::int64_t> offset = window_offsets(g);
-  for_each_tile<T>(
-      g, [&](std::int64_t r, std::int64_t ox, std::int64_t cb, std::int64_t lanes, std::int64_t corner) {
-        typename V::Stored best, s;
-        typename V::Values m, v;
-        V::load(best, x + corner, lanes);
-        V::widen(m, best);
-        for (std::size_t k = 1; k < offset.size(); ++k) {
-          V::load(s, x + corner + offset[k], lanes);
-          V::widen(v, s);
-          const typename V::Mask take = V::takes_max(v, m);
-          m = take ? v : m;
-          best = V::select(take, s, best);
-        }
-        V::store(y + (r * g.ow + ox) * g.c + cb, best, lanes);
-      });
+  for_each_tiled_row(x, g, [&](std::int64_t r, const TiledRowMaxima<T>& maxima) {
+    for (std::int64_t ox = 0, slot = 0; ox < g.ow; ++ox)
+      for (std::int64_t cb = 0; cb < g.c; cb += V::kLanes, ++slot)
+        V::store(y + (r * g.ow + ox) * g.c + cb, maxima.stored[static_cast<std::size_t>(slot)],
+                 std::min(V::kLanes, g.c - cb));
+  });
 }
 
 /// dx = 0, then dx[argmax of each window] += dy (images in parallel: windows of one image may
