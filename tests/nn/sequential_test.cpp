@@ -196,7 +196,7 @@ TEST(Sequential, AReluConvolutionBeforeMaxPoolingGivesTheLayersValuesAndGradient
   };
   for (const Case& c : {Case{{2, 2}, {2, 2}, "valid", true}, Case{{3, 3}, {2, 2}, "same", true},
                         Case{{2, 3}, {1, 2}, "valid", false}}) {
-    for (tf::DType dtype : {tf::float32, tf::float64}) {
+    for (tf::DType dtype : {tf::float32, tf::float64, tf::bfloat16}) {
       const std::string what =
           fmt::format("pool {}x{} strides {}x{} {}{} {}", c.pool[0], c.pool[1], c.strides[0], c.strides[1],
                       c.padding, c.use_bias ? "" : " no bias", tf::dtype_name(dtype));
