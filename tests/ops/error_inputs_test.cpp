@@ -21,7 +21,6 @@ struct Outcome {
   bool threw = false;
   std::string type;  // exact dynamic type, e.g. "InvalidArgumentError"
   std::string message;
-  friend bool operator==(const Outcome&, const Outcome&) = default;
 };
 
 std::string exact_type(const std::exception& e) {
@@ -91,7 +90,6 @@ struct State {
   std::size_t ops;
   std::int64_t saved_bytes;
   std::int64_t live_buffers;
-  friend bool operator==(const State&, const State&) = default;
 };
 
 TEST(ErrorInputs, NothingChangesAfterAnError) {
