@@ -658,55 +658,103 @@ TEST(MaxPool, GradientOnTiesGoesToTheFirstMaximumOnly) {
   EXPECT_THAT(dx.to_vector<double>(), ElementsAre(5, 0, 0, 0));
 }
 
-TEST(MaxPool, TilingWindowsPoolAndRouteTheGradientAsTheGeneralKernelsDo) {
-  // Windows equal to their strides over an image of two windows a side tile it, and MaxPool and
-  // MaxPoolGrad take their vector kernels (MaxPoolGrad writing each element of dx once). The same
-  // windows over the image with one more row (column) where the window is taller (wider) than one
-  // do not tile it: the general kernels run (MaxPoolGrad zeroes dx and adds dy). Both pool the same
-  // windows, which must give the same bits, and on the tiled part both gradients must too, with ties, NaN
-  // after or before a maximum, two NaN in a window and infinities, for channel counts that are and are not
-  // whole vectors (16 lanes).
+/// Max pooling and its gradient for windows as large as their strides, written out plainly: per
+/// window (starting `top` rows and `left` columns before the image with SAME padding, clipped to
+/// the image) the first maximum in row-major order, NaN above everything (the
+/// first NaN); y takes its value and dx gets dy there, 0 elsewhere.
+struct DisjointPoolReference {
+  std::vector<double> y, dx;
+};
+struct DisjointPoolGeometry {
+  std::int64_t n, h, w, c, kh, kw, oh, ow, top, left;
+};
+DisjointPoolReference disjoint_pool_reference(const std::vector<double>& x, const std::vector<double>& dy,
+                                              const DisjointPoolGeometry& g) {
+  const auto [n, h, w, c, kh, kw, oh, ow, top, left] = g;
+  DisjointPoolReference r{std::vector<double>(static_cast<std::size_t>(n * oh * ow * c)),
+                          std::vector<double>(x.size(), 0.0)};
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t oy = 0; oy < oh; ++oy)
+      for (std::int64_t ox = 0; ox < ow; ++ox)
+        for (std::int64_t ci = 0; ci < c; ++ci) {
+          std::size_t best = 0;
+          bool found = false;
+          for (std::int64_t y = std::max<std::int64_t>(0, oy * kh - top); y < std::min(h, oy * kh - top + kh);
+               ++y)
+            for (std::int64_t xx = std::max<std::int64_t>(0, ox * kw - left);
+                 xx < std::min(w, ox * kw - left + kw); ++xx) {
+              const auto at = static_cast<std::size_t>(((i * h + y) * w + xx) * c + ci);
+              if (!found || x[at] > x[best] || (std::isnan(x[at]) && !std::isnan(x[best]))) best = at;
+              found = true;
+            }
+          const auto o = static_cast<std::size_t>(((i * oh + oy) * ow + ox) * c + ci);
+          r.y[o] = x[best];
+          r.dx[best] = dy[o];
+        }
+  return r;
+}
+
+TEST(MaxPool, WindowsAsLargeAsTheirStridesPoolAndRouteTheGradientToTheFirstMaximum) {
+  // Windows equal to their strides over an image of two windows a side tile it: MaxPool and
+  // MaxPoolGrad take their vector kernels, and MaxPoolGrad writes each element of dx once. With
+  // one more row (column) where the window is taller (wider) than one, VALID padding leaves it in
+  // no window (the vector kernels still run; that row's gradient is 0), and SAME padding gives
+  // the last windows a part outside the image (the general kernels run). All three against the
+  // plain reference, bit for bit, with ties, NaN after or before a maximum, two NaN in a window
+  // and infinities, for channel counts that are and are not whole vectors (16 lanes).
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  auto same_bits = [](double a, double b) {
+    return std::isnan(a) ? std::isnan(b) : std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+  };
   for (const auto& [kh, kw] : {std::pair<std::int64_t, std::int64_t>{2, 2}, {3, 3}, {1, 2}, {3, 1}})
-    for (const std::int64_t c : {1, 7, 16, 33}) {
-      SCOPED_TRACE(testing::Message() << kh << "x" << kw << " windows, " << c << " channels");
-      const std::int64_t n = 3, h = 2 * kh, w = 2 * kw, wide_h = h + (kh > 1), wide_w = w + (kw > 1);
-      std::vector<double> wide = pattern(n * wide_h * wide_w * c, 0.2);
-      for (double& v : wide) v = std::round(v * 2);  // five values: many ties
-      for (std::size_t k = 0; k < wide.size(); k += 11) wide[k] = nan;
-      for (std::size_t k = 5; k < wide.size(); k += 17) wide[k] = (k % 2 ? inf : -inf);
-      auto at_wide = [&](std::int64_t i, std::int64_t y, std::int64_t x, std::int64_t ci) {
-        return static_cast<std::size_t>(((i * wide_h + y) * wide_w + x) * c + ci);
-      };
-      std::vector<double> even;  // the tiled part of each image
-      for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t y = 0; y < h; ++y)
-          for (std::int64_t x = 0; x < w; ++x)
-            for (std::int64_t ci = 0; ci < c; ++ci) even.push_back(wide[at_wide(i, y, x, ci)]);
-      const tf::Tensor dy = tf::constant(pattern(n * 2 * 2 * c, 1.1), {n, 2, 2, c});
-      for (const tf::DType dtype : {tf::float64, tf::float32, tf::bfloat16}) {
-        SCOPED_TRACE(tf::dtype_name(dtype));
-        const tf::Tensor tiled_x = tf::cast(tf::constant(even, {n, h, w, c}), dtype),
-                         general_x = tf::cast(tf::constant(wide, {n, wide_h, wide_w, c}), dtype);
-        EXPECT_TRUE(tf::testing::bitwise_equal(tf::nn::max_pool2d(tiled_x, {kh, kw}, {kh, kw}, "VALID"),
-                                               tf::nn::max_pool2d(general_x, {kh, kw}, {kh, kw}, "VALID")));
-        const tf::Tensor tiled =
-            tf::raw_ops::max_pool_grad(tiled_x, tf::cast(dy, dtype), {kh, kw}, {kh, kw}, "VALID");
-        const tf::Tensor general =
-            tf::raw_ops::max_pool_grad(general_x, tf::cast(dy, dtype), {kh, kw}, {kh, kw}, "VALID");
-        const std::vector<double> t = tf::cast(tiled, tf::float64).to_vector<double>(),
-                                  g = tf::cast(general, tf::float64).to_vector<double>();
-        for (std::int64_t i = 0; i < n; ++i)
-          for (std::int64_t y = 0; y < h; ++y)
-            for (std::int64_t x = 0; x < w; ++x)
-              for (std::int64_t ci = 0; ci < c; ++ci) {
-                const double a = t[static_cast<std::size_t>(((i * h + y) * w + x) * c + ci)],
-                             b = g[at_wide(i, y, x, ci)];
-                ASSERT_EQ(std::bit_cast<std::uint64_t>(a), std::bit_cast<std::uint64_t>(b))
-                    << "image " << i << ", row " << y << ", column " << x << ", channel " << ci;
-              }
-      }
-    }
+    for (const std::int64_t c : {1, 7, 16, 33})
+      for (const bool remainder : {false, true})
+        for (const std::string padding : {"VALID", "SAME"}) {
+          if (!remainder && padding == "SAME") continue;  // the same windows as VALID
+          SCOPED_TRACE(testing::Message() << kh << "x" << kw << " windows, " << c << " channels, "
+                                          << (remainder ? "a row/column more, " : "") << padding);
+          const std::int64_t n = 3, h = 2 * kh + (remainder && kh > 1), w = 2 * kw + (remainder && kw > 1);
+          const std::int64_t oh = padding == "SAME" ? (h + kh - 1) / kh : h / kh,
+                             ow = padding == "SAME" ? (w + kw - 1) / kw : w / kw;
+          std::vector<double> x = pattern(n * h * w * c, 0.2);
+          for (double& v : x) v = std::round(v * 2);  // five values: many ties
+          for (std::size_t k = 0; k < x.size(); k += 11) x[k] = nan;
+          for (std::size_t k = 5; k < x.size(); k += 17) x[k] = (k % 2 ? inf : -inf);
+          // TensorFlow's SAME padding: half of it (rounded down) before the image.
+          const DisjointPoolGeometry geometry{n,
+                                              h,
+                                              w,
+                                              c,
+                                              kh,
+                                              kw,
+                                              oh,
+                                              ow,
+                                              padding == "SAME" ? ((oh - 1) * kh + kh - h) / 2 : 0,
+                                              padding == "SAME" ? ((ow - 1) * kw + kw - w) / 2 : 0};
+          const std::vector<double> dy = pattern(n * oh * ow * c, 1.1);
+          const DisjointPoolReference want = disjoint_pool_reference(x, dy, geometry);
+          for (const tf::DType dtype : {tf::float64, tf::float32, tf::bfloat16}) {
+            SCOPED_TRACE(tf::dtype_name(dtype));
+            // Values exact in all three dtypes: pattern() * 2 rounded, infinities, NaN.
+            const tf::Tensor xt = tf::cast(tf::constant(x, {n, h, w, c}), dtype);
+            const tf::Tensor dyt = tf::cast(tf::constant(dy, {n, oh, ow, c}), dtype);
+            const std::vector<double> y =
+                tf::cast(tf::nn::max_pool2d(xt, {kh, kw}, {kh, kw}, padding), tf::float64)
+                    .to_vector<double>();
+            const std::vector<double> dx =
+                tf::cast(tf::raw_ops::max_pool_grad(xt, dyt, {kh, kw}, {kh, kw}, padding), tf::float64)
+                    .to_vector<double>();
+            const std::vector<double> dy_rounded = tf::cast(dyt, tf::float64).to_vector<double>();
+            const DisjointPoolReference rounded = disjoint_pool_reference(x, dy_rounded, geometry);
+            ASSERT_EQ(y.size(), want.y.size());
+            for (std::size_t k = 0; k < y.size(); ++k)
+              ASSERT_TRUE(same_bits(y[k], want.y[k])) << "y[" << k << "]";
+            ASSERT_EQ(dx.size(), rounded.dx.size());
+            for (std::size_t k = 0; k < dx.size(); ++k)
+              ASSERT_TRUE(same_bits(dx[k], rounded.dx[k]))
+                  << "dx[" << k << "]: " << dx[k] << " vs " << rounded.dx[k];
+          }
+        }
 }
 
 TEST(MaxPool, OverlappingWindowsAccumulateAtASharedArgmax) {

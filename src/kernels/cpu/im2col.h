@@ -246,11 +246,19 @@ void for_each_output_row(const WindowGeometry& g, F f) {
   });
 }
 
-/// Whether the pooling windows tile the image: window = stride, no padding, no remainder (the
-/// usual 2x2 pooling of an even image). Then each input element is in exactly one window.
+/// Whether the pooling windows tile the image: window = stride, no padding, every window inside
+/// the image (the usual 2x2 pooling; of an odd image with VALID padding the last row and column are
+/// in no window). Then each input element is in at most one window. At least one window: the
+/// tiled gradient writes dx from the windows' rows.
 inline bool windows_tile(const WindowGeometry& g) {
-  return g.kh == g.sh && g.kw == g.sw && g.pad_top == 0 && g.pad_left == 0 && g.oh * g.sh == g.h &&
-         g.ow * g.sw == g.w;
+  return g.kh == g.sh && g.kw == g.sw && g.pad_top == 0 && g.pad_left == 0 && g.oh > 0 && g.ow > 0 &&
+         g.oh * g.sh <= g.h && g.ow * g.sw <= g.w;
+}
+
+/// For windows that tile the image: the flat index of the first element of input row ky of output
+/// row r's windows, r counting the output rows of the images one after another.
+inline std::int64_t tiled_input_row(const WindowGeometry& g, std::int64_t r, std::int64_t ky) {
+  return ((r / g.oh) * g.h + (r % g.oh) * g.kh + ky) * g.w * g.c;
 }
 
 /// The tiled pooling kernels' registers: kLanes channels of T as GCC vectors, compared as the values
@@ -339,7 +347,7 @@ struct TiledRowMaxima {
   void scan(const T* x, std::int64_t r) {
     const std::int64_t c = g.c;
     for (std::int64_t ky = 0; ky < g.kh; ++ky) {
-      const T* in = x + (r * g.kh + ky) * g.w * c;
+      const T* in = x + tiled_input_row(g, r, ky);
       for (std::int64_t ox = 0, slot = 0; ox < g.ow; ++ox)
         for (std::int64_t cb = 0; cb < c; cb += V::kLanes, ++slot) {
           const std::int64_t lanes = std::min(V::kLanes, c - cb);
@@ -390,14 +398,16 @@ void for_each_tiled_row(const T* x, const WindowGeometry& g, F f) {
 }
 
 /// max_pool_grad for windows that tile the image: every element of dx is written once (dy at its
-/// window's first maximum, 0 elsewhere), without zeroing dx first, input rows one after another.
+/// window's first maximum, 0 elsewhere and in the rows and columns no window reaches), without
+/// zeroing dx first, input rows one after another.
 template <class T>
 void max_pool_grad_tiled(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
   using V = PoolVectors<T>;
-  const std::int64_t c = g.c;
+  const std::int64_t c = g.c, row = g.w * c, covered = g.ow * g.kw * c;  // of a row, in windows
   for_each_tiled_row(x, g, [&](std::int64_t r, const TiledRowMaxima<T>& maxima) {
     for (std::int64_t ky = 0; ky < g.kh; ++ky) {
-      T* out = dx + (r * g.kh + ky) * g.w * c;
+      T* out = dx + tiled_input_row(g, r, ky);
+      std::fill(out + covered, out + row, T(0));
       for (std::int64_t ox = 0, slot = 0; ox < g.ow; ++ox)
         for (std::int64_t cb = 0; cb < c; cb += V::kLanes, ++slot) {
           const std::int64_t lanes = std::min(V::kLanes, c - cb);
@@ -409,6 +419,10 @@ void max_pool_grad_tiled(const T* x, const T* dy, const WindowGeometry& g, T* dx
             V::store(out + (ox * g.kw + kx) * c + cb, V::select(pos == k, d, typename V::Stored{}), lanes);
           }
         }
+    }
+    if (r % g.oh == g.oh - 1) {  // the image's last output row: then the rows below every window
+      T* below = dx + tiled_input_row(g, r, g.kh);
+      std::fill(below, below + (g.h - g.oh * g.kh) * row, T(0));
     }
   });
 }
