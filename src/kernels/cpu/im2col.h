@@ -155,14 +155,6 @@ inline float compared(std::uint16_t bfloat16_bits) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(bfloat16_bits) << 16);
 }
 
-/// Whether v replaces m as a window's maximum: larger, or the first NaN (NaN propagates, as in
-/// TensorFlow's CPU kernel).
-template <class T>
-inline bool takes_max(T v, T m) {
-  const auto a = compared(v), b = compared(m);
-  return a > b || (a != a && b == b);
-}
-
 /// a += b; for bfloat16's bits, float32 arithmetic rounded once to bfloat16.
 template <class T>
 inline void add_to(T& a, T b) {
@@ -173,72 +165,7 @@ inline void add_to(T& a, T b) {
   }
 }
 
-/// What window_argmax finds for one window, per channel: the maximum and where it first occurs.
-/// One per thread (g.c maxima and positions, one offset per window position inside the image;
-/// the caller has checked that those fit int32).
-template <class T>
-struct WindowArgmax {
-  explicit WindowArgmax(const WindowGeometry& g)
-      : max(static_cast<std::size_t>(g.c)),
-        pos(static_cast<std::size_t>(g.c)),
-        offset(static_cast<std::size_t>(g.window_positions())) {}
-  std::vector<T> max;
-  std::vector<std::int32_t> pos;     // index into offset of the first maximum
-  std::vector<std::int64_t> offset;  // flat offset (within one image) of each window element
-  std::int32_t count = 0;            // window elements inside the image (offset's used length)
-  bool empty = false;                // no input element (cannot happen for TensorFlow's padding)
-
-  /// Flat input index (within one image) of channel ci's first maximum, or -1 for an empty window.
-  std::int64_t index(std::int64_t ci) const {
-    return empty ? -1 : offset[static_cast<std::size_t>(pos[static_cast<std::size_t>(ci)])] + ci;
-  }
-};
-
-/// The maximum of each channel over the window of output (oy, ox) and where it first occurs. NaN
-/// counts as larger than everything (it propagates, as in TensorFlow's CPU kernel). Channels are
-/// contiguous in NHWC, so the loops run over them and vectorise (positions are int32 like the
-/// floats' lanes): one channel at a time, with stride c, made max pooling cost more than the
-/// CNN's GEMMs.
-template <class T>
-void window_argmax(const T* xi, const WindowGeometry& g, std::int64_t oy, std::int64_t ox,
-                   WindowArgmax<T>& out) {
-  const std::int64_t c = g.c;
-  T* __restrict m = out.max.data();
-  std::int32_t* __restrict pos = out.pos.data();
-  std::int32_t k = 0;
-  for (std::int64_t iy = g.row_lo(oy), y1 = g.row_hi(oy); iy < y1; ++iy)
-    for (std::int64_t ix = g.col_lo(ox), x1 = g.col_hi(ox); ix < x1; ++ix, ++k) {
-      const std::int64_t base = (iy * g.w + ix) * c;
-      out.offset[static_cast<std::size_t>(k)] = base;
-      const T* __restrict p = xi + base;
-      if (k == 0) {
-        for (std::int64_t ci = 0; ci < c; ++ci) m[ci] = p[ci];
-        std::fill(pos, pos + c, std::int32_t{0});
-        continue;
-      }
-      for (std::int64_t ci = 0; ci < c; ++ci) {
-        const T v = p[ci];
-        const bool take = takes_max(v, m[ci]);
-        m[ci] = take ? v : m[ci];
-        pos[ci] = take ? k : pos[ci];
-      }
-    }
-  out.count = k;
-  out.empty = k == 0;
-}
-
-/// Calls f(image, oy, argmax) for each output row of images in parallel, with one WindowArgmax
-/// per thread.
-template <class T, class F>
-void for_each_output_row_with_argmax(const WindowGeometry& g, F f) {
-  parallel_for(g.n * g.oh, pool_rows_grain(g, g.ow * g.c), [&](std::int64_t b, std::int64_t e) {
-    WindowArgmax<T> argmax(g);
-    for (std::int64_t r = b; r < e; ++r) f(r / g.oh, r % g.oh, argmax);
-  });
-}
-
-/// Calls f(image, out_index, in_image_offset) for each pooled output in parallel over output
-/// rows; out_index is the flat index into the (n, oh, ow, c) output.
+/// Calls f(image, oy) for each output row of images, in parallel over output rows.
 template <class F>
 void for_each_output_row(const WindowGeometry& g, F f) {
   parallel_for(g.n * g.oh, pool_rows_grain(g, g.ow * g.c), [&](std::int64_t b, std::int64_t e) {
@@ -319,92 +246,113 @@ struct PoolVectors {
       std::memcpy(p, &v, static_cast<std::size_t>(lanes) * sizeof(T));
     }
   }
-  /// Whether each lane of v replaces m as a window's maximum (takes_max).
+  /// The first `lanes` elements at p += v's where `where` is set, += 0 elsewhere (as add_to adds:
+  /// bfloat16 through float32, rounded once).
+  [[gnu::always_inline]] static void add_where(T* p, const Mask& where, const Stored& v, std::int64_t lanes) {
+    if constexpr (sizeof(T) == sizeof(Compared)) {
+      Stored sum;
+      load(sum, p, lanes);
+      sum += select(where, v, Stored{});
+      store(p, sum, lanes);
+    } else {
+      for (std::int64_t l = 0; l < lanes; ++l) add_to(p[l], where[l] ? v[l] : T(0));
+    }
+  }
+  /// Whether each lane of v replaces m as a window's maximum: larger, or the first NaN (NaN
+  /// propagates, as in TensorFlow's CPU kernel).
   [[gnu::always_inline]] static Mask takes_max(const Values& v, const Values& m) {
     return (v > m) | ((v != v) & (m == m));
   }
 };
 
-/// The maxima of one output row's windows, for windows that tile the image: per slot (window ox,
-/// channels [cb, cb + kLanes)), the maximum as compared() sees it, as stored, and its position
-/// k = ky * kw + kx in the window. scan() reads the windows' kh input rows one after another, each
-/// from start to end: read in alternation (a window at a time), the rows ran 2.5x slower from
-/// memory (the prefetcher follows one stream, not two interleaved). Each window still meets its
-/// positions in row-major order, so the maximum is the general kernels' first maximum.
+/// The maxima of one output row's windows: per slot (window ox, channels [cb, cb + kLanes)), the
+/// maximum as compared() sees it, as stored, and its position k in the window (row-major over the
+/// window's part inside the image: WindowGeometry's clipped ranges). scan() reads the window rows
+/// one after another, each from start to end: read a window at a time (its rows in alternation),
+/// max pooling ran 2.5x slower from memory (the prefetcher follows one stream, not several
+/// interleaved). Each window still meets its positions in row-major order, so the maximum is its
+/// first maximum, as TensorFlow's kernel picks it.
 template <class T>
-struct TiledRowMaxima {
+struct RowMaxima {
   using V = PoolVectors<T>;
-  explicit TiledRowMaxima(const WindowGeometry& g)
+  explicit RowMaxima(const WindowGeometry& g)
       : g(g),
         chunks((g.c + V::kLanes - 1) / V::kLanes),
-        slots(static_cast<std::size_t>(g.ow * chunks)),
-        max(slots),
-        stored(slots),
-        pos(slots) {}
+        max(static_cast<std::size_t>(g.ow * chunks)),
+        stored(max.size()),
+        pos(max.size()) {}
 
-  /// Fills max, stored and pos for output row r of the images stacked one after another (its
-  /// windows read input rows [r * kh, r * kh + kh)).
-  void scan(const T* x, std::int64_t r) {
-    const std::int64_t c = g.c;
-    for (std::int64_t ky = 0; ky < g.kh; ++ky) {
-      const T* in = x + tiled_input_row(g, r, ky);
-      for (std::int64_t ox = 0, slot = 0; ox < g.ow; ++ox)
-        for (std::int64_t cb = 0; cb < c; cb += V::kLanes, ++slot) {
+  /// Fills max, stored and pos for output row oy of image i.
+  void scan(const T* x, std::int64_t i, std::int64_t oy) {
+    const std::int64_t c = g.c, y0 = g.row_lo(oy), y1 = g.row_hi(oy);
+    for (std::int64_t iy = y0; iy < y1; ++iy) {
+      const T* in = x + (i * g.h + iy) * g.w * c;
+      for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+        const std::int64_t x0 = g.col_lo(ox), width = g.col_hi(ox) - x0;
+        if (width <= 0) continue;
+        const auto first = static_cast<typename V::Index>((iy - y0) * width);  // position of (iy, x0)
+        for (std::int64_t cb = 0, slot = ox * chunks; cb < c; cb += V::kLanes, ++slot) {
           const std::int64_t lanes = std::min(V::kLanes, c - cb);
           // This row's first maximum in the window, then against the rows above (which come
           // first: a tie keeps theirs).
-          const T* at = in + ox * g.kw * c + cb;
+          const T* at = in + x0 * c + cb;
           typename V::Stored o, s;
           typename V::Values m, v;
           V::load(o, at, lanes);
           V::widen(m, o);
-          typename V::Mask p = typename V::Mask{} + static_cast<typename V::Index>(ky * g.kw);
-          for (std::int64_t kx = 1; kx < g.kw; ++kx) {
+          typename V::Mask p = typename V::Mask{} + first;
+          for (std::int64_t kx = 1; kx < width; ++kx) {
             V::load(s, at + kx * c, lanes);
             V::widen(v, s);
             const typename V::Mask take = V::takes_max(v, m);
             m = take ? v : m;
             o = V::select(take, s, o);
-            p = take ? typename V::Mask{} + static_cast<typename V::Index>(ky * g.kw + kx) : p;
+            p = take ? typename V::Mask{} + static_cast<typename V::Index>(first + kx) : p;
           }
-          const auto i = static_cast<std::size_t>(slot);
-          const typename V::Mask take = ky == 0 ? ~typename V::Mask{} : V::takes_max(m, max[i]);
-          max[i] = take ? m : max[i];
-          stored[i] = V::select(take, o, stored[i]);
-          pos[i] = take ? p : pos[i];
+          const auto k = static_cast<std::size_t>(slot);
+          const typename V::Mask take = iy == y0 ? ~typename V::Mask{} : V::takes_max(m, max[k]);
+          max[k] = take ? m : max[k];
+          stored[k] = V::select(take, o, stored[k]);
+          pos[k] = take ? p : pos[k];
         }
+      }
     }
+  }
+  /// Whether window (oy, ox) has no input element (never with TensorFlow's padding): its slots
+  /// hold nothing.
+  bool empty(std::int64_t oy, std::int64_t ox) const {
+    return g.row_lo(oy) >= g.row_hi(oy) || g.col_lo(ox) >= g.col_hi(ox);
   }
 
   const WindowGeometry& g;
   const std::int64_t chunks;  // slots per window
-  const std::size_t slots;
   std::vector<typename V::Values> max;
   std::vector<typename V::Stored> stored;
   std::vector<typename V::Mask> pos;
 };
 
-/// Calls f(r, maxima) for each output row r, its maxima scanned (TiledRowMaxima), output rows in
-/// parallel with one TiledRowMaxima per thread.
+/// Calls f(image, oy, maxima) for each output row, its maxima scanned (RowMaxima), output rows in
+/// parallel with one RowMaxima per thread.
 template <class T, class F>
-void for_each_tiled_row(const T* x, const WindowGeometry& g, F f) {
+void for_each_scanned_row(const T* x, const WindowGeometry& g, F f) {
   parallel_for(g.n * g.oh, pool_rows_grain(g, g.ow * g.c), [&](std::int64_t b, std::int64_t e) {
-    TiledRowMaxima<T> maxima(g);
+    RowMaxima<T> maxima(g);
     for (std::int64_t r = b; r < e; ++r) {
-      maxima.scan(x, r);
-      f(r, maxima);
+      maxima.scan(x, r / g.oh, r % g.oh);
+      f(r / g.oh, r % g.oh, maxima);
     }
   });
 }
 
 /// max_pool_grad for windows that tile the image: every element of dx is written once (dy at its
 /// window's first maximum, 0 elsewhere and in the rows and columns no window reaches), without
-/// zeroing dx first, input rows one after another.
+/// zeroing dx first or adding, input rows one after another.
 template <class T>
 void max_pool_grad_tiled(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
   using V = PoolVectors<T>;
   const std::int64_t c = g.c, row = g.w * c, covered = g.ow * g.kw * c;  // of a row, in windows
-  for_each_tiled_row(x, g, [&](std::int64_t r, const TiledRowMaxima<T>& maxima) {
+  for_each_scanned_row(x, g, [&](std::int64_t i, std::int64_t oy, const RowMaxima<T>& maxima) {
+    const std::int64_t r = i * g.oh + oy;
     for (std::int64_t ky = 0; ky < g.kh; ++ky) {
       T* out = dx + tiled_input_row(g, r, ky);
       std::fill(out + covered, out + row, T(0));
@@ -420,50 +368,48 @@ void max_pool_grad_tiled(const T* x, const T* dy, const WindowGeometry& g, T* dx
           }
         }
     }
-    if (r % g.oh == g.oh - 1) {  // the image's last output row: then the rows below every window
+    if (oy == g.oh - 1) {  // the image's last output row: then the rows below every window
       T* below = dx + tiled_input_row(g, r, g.kh);
       std::fill(below, below + (g.h - g.oh * g.kh) * row, T(0));
     }
   });
 }
 
-/// max_pool for windows that tile the image (TiledRowMaxima), values stored as they were
-/// (bfloat16's bits).
-template <class T>
-void max_pool_tiled(const T* x, const WindowGeometry& g, T* y) {
-  using V = PoolVectors<T>;
-  for_each_tiled_row(x, g, [&](std::int64_t r, const TiledRowMaxima<T>& maxima) {
-    for (std::int64_t ox = 0, slot = 0; ox < g.ow; ++ox)
-      for (std::int64_t cb = 0; cb < g.c; cb += V::kLanes, ++slot)
-        V::store(y + (r * g.ow + ox) * g.c + cb, maxima.stored[static_cast<std::size_t>(slot)],
-                 std::min(V::kLanes, g.c - cb));
-  });
-}
-
-/// dx = 0, then dx[argmax of each window] += dy (images in parallel: windows of one image may
-/// share an argmax); windows that tile the image go to max_pool_grad_tiled.
+/// dx = 0, then dx[argmax of each window] += dy, images in parallel (windows of one image may
+/// share an argmax), window rows one after another (RowMaxima); each element of dx receives its
+/// windows' contributions in the order of the windows. Windows that tile the image go to
+/// max_pool_grad_tiled.
 template <class T>
 void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
   if (windows_tile(g)) return max_pool_grad_tiled(x, dy, g, dx);
+  using V = PoolVectors<T>;
+  const std::int64_t c = g.c;
   parallel_for(g.n, pool_rows_grain(g, g.out_positions() * g.c), [&](std::int64_t b, std::int64_t e) {
-    WindowArgmax<T> argmax(g);
+    RowMaxima<T> maxima(g);
     for (std::int64_t i = b; i < e; ++i) {
-      const T* xi = x + i * g.image_size();
       T* dxi = dx + i * g.image_size();
-      const T* dyi = dy + i * g.out_positions() * g.c;
       std::fill(dxi, dxi + g.image_size(), T(0));
-      for (std::int64_t oy = 0; oy < g.oh; ++oy)
-        for (std::int64_t ox = 0; ox < g.ow; ++ox) {
-          window_argmax(xi, g, oy, ox, argmax);
-          const T* __restrict d = dyi + (oy * g.ow + ox) * g.c;
-          const std::int32_t* __restrict pos = argmax.pos.data();
-          // Position by position over the channels (contiguous, so it vectorises), not a
-          // scatter per channel.
-          for (std::int32_t k = 0; k < argmax.count; ++k) {
-            T* __restrict to = dxi + argmax.offset[static_cast<std::size_t>(k)];
-            for (std::int64_t ci = 0; ci < g.c; ++ci) add_to(to[ci], pos[ci] == k ? d[ci] : T(0));
+      for (std::int64_t oy = 0; oy < g.oh; ++oy) {
+        maxima.scan(x, i, oy);
+        const T* dyr = dy + (i * g.oh + oy) * g.ow * c;
+        for (std::int64_t iy = g.row_lo(oy), y0 = iy, y1 = g.row_hi(oy); iy < y1; ++iy) {
+          T* out = dxi + iy * g.w * c;
+          for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+            const std::int64_t x0 = g.col_lo(ox), width = g.col_hi(ox) - x0;
+            for (std::int64_t cb = 0, slot = ox * maxima.chunks; cb < c && width > 0;
+                 cb += V::kLanes, ++slot) {
+              const std::int64_t lanes = std::min(V::kLanes, c - cb);
+              typename V::Stored d;
+              V::load(d, dyr + ox * c + cb, lanes);
+              const typename V::Mask& pos = maxima.pos[static_cast<std::size_t>(slot)];
+              for (std::int64_t kx = 0; kx < width; ++kx) {
+                const auto k = static_cast<typename V::Index>((iy - y0) * width + kx);
+                V::add_where(out + (x0 + kx) * c + cb, pos == k, d, lanes);
+              }
+            }
           }
         }
+      }
     }
   });
 }
@@ -471,41 +417,41 @@ void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
 /// y[window] = ddx[argmax of the window]: the adjoint of max_pool_grad in dy.
 template <class T>
 void max_pool_grad_grad(const T* x, const T* ddx, const WindowGeometry& g, T* y) {
-  for_each_output_row_with_argmax<T>(g, [&](std::int64_t i, std::int64_t oy, WindowArgmax<T>& argmax) {
-    const T* xi = x + i * g.image_size();
+  using V = PoolVectors<T>;
+  const std::int64_t c = g.c;
+  for_each_scanned_row(x, g, [&](std::int64_t i, std::int64_t oy, const RowMaxima<T>& maxima) {
     const T* ddxi = ddx + i * g.image_size();
-    T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
+    T* yr = y + (i * g.oh + oy) * g.ow * c;
     for (std::int64_t ox = 0; ox < g.ow; ++ox) {
-      window_argmax(xi, g, oy, ox, argmax);
-      for (std::int64_t ci = 0; ci < g.c; ++ci)
-        yr[ox * g.c + ci] = argmax.empty ? T(0) : ddxi[argmax.index(ci)];
+      const std::int64_t x0 = g.col_lo(ox), width = g.col_hi(ox) - x0;
+      if (maxima.empty(oy, ox)) {
+        std::fill(yr + ox * c, yr + (ox + 1) * c, T(0));
+        continue;
+      }
+      for (std::int64_t cb = 0, slot = ox * maxima.chunks; cb < c; cb += V::kLanes, ++slot) {
+        const typename V::Mask& pos = maxima.pos[static_cast<std::size_t>(slot)];
+        for (std::int64_t l = 0; l < std::min(V::kLanes, c - cb); ++l) {
+          const std::int64_t k = pos[l], iy = g.row_lo(oy) + k / width, ix = x0 + k % width;
+          yr[ox * c + cb + l] = ddxi[(iy * g.w + ix) * c + cb + l];
+        }
+      }
     }
   });
 }
 
-/// y = max over each window (padding ignored; 0 for a window with no input element); windows that
-/// tile the image go to max_pool_tiled.
+/// y = max over each window (padding ignored; 0 for a window with no input element), values
+/// stored as they were (bfloat16's bits).
 template <class T>
 void max_pool(const T* x, const WindowGeometry& g, T* y) {
-  if (windows_tile(g)) return max_pool_tiled(x, g, y);
-  // The maxima only (window_argmax also tracks where they are, which only the gradients need).
-  for_each_output_row(g, [&](std::int64_t i, std::int64_t oy) {
-    const T* xi = x + i * g.image_size();
-    T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
-    const std::int64_t y0 = g.row_lo(oy), y1 = g.row_hi(oy);
+  using V = PoolVectors<T>;
+  for_each_scanned_row(x, g, [&](std::int64_t i, std::int64_t oy, const RowMaxima<T>& maxima) {
+    T* yr = y + (i * g.oh + oy) * g.ow * g.c;
     for (std::int64_t ox = 0; ox < g.ow; ++ox) {
-      T* __restrict o = yr + ox * g.c;
-      const std::int64_t x0 = g.col_lo(ox), x1 = g.col_hi(ox);
-      if (y0 >= y1 || x0 >= x1) {
-        std::fill(o, o + g.c, T(0));
-        continue;
-      }
-      std::copy(xi + (y0 * g.w + x0) * g.c, xi + (y0 * g.w + x0 + 1) * g.c, o);
-      for (std::int64_t iy = y0; iy < y1; ++iy)
-        for (std::int64_t ix = iy == y0 ? x0 + 1 : x0; ix < x1; ++ix) {
-          const T* __restrict p = xi + (iy * g.w + ix) * g.c;
-          for (std::int64_t ci = 0; ci < g.c; ++ci) o[ci] = takes_max(p[ci], o[ci]) ? p[ci] : o[ci];
-        }
+      const bool empty = maxima.empty(oy, ox);
+      for (std::int64_t cb = 0, slot = ox * maxima.chunks; cb < g.c; cb += V::kLanes, ++slot)
+        V::store(yr + ox * g.c + cb,
+                 empty ? typename V::Stored{} : maxima.stored[static_cast<std::size_t>(slot)],
+                 std::min(V::kLanes, g.c - cb));
     }
   });
 }
