@@ -658,54 +658,95 @@ TEST(MaxPool, GradientOnTiesGoesToTheFirstMaximumOnly) {
   EXPECT_THAT(dx.to_vector<double>(), ElementsAre(5, 0, 0, 0));
 }
 
-/// Max pooling and its gradient for windows as large as their strides, written out plainly: per
-/// window (starting `top` rows and `left` columns before the image with SAME padding, clipped to
-/// the image) the first maximum in row-major order, NaN above everything (the
-/// first NaN); y takes its value and dx gets dy there, 0 elsewhere.
-struct DisjointPoolReference {
+/// Max pooling and its gradient written out plainly: per window (its first row oy * sh - top, its
+/// first column ox * sw - left, clipped to the image) the first maximum in row-major order, NaN
+/// above everything (the first NaN); y takes its value and dx adds dy there (windows in order).
+struct PoolReference {
   std::vector<double> y, dx;
 };
-struct DisjointPoolGeometry {
-  std::int64_t n, h, w, c, kh, kw, oh, ow, top, left;
+struct PoolGeometry {
+  std::int64_t n, h, w, c, kh, kw, sh, sw, oh, ow, top, left;
 };
-DisjointPoolReference disjoint_pool_reference(const std::vector<double>& x, const std::vector<double>& dy,
-                                              const DisjointPoolGeometry& g) {
-  const auto [n, h, w, c, kh, kw, oh, ow, top, left] = g;
-  DisjointPoolReference r{std::vector<double>(static_cast<std::size_t>(n * oh * ow * c)),
-                          std::vector<double>(x.size(), 0.0)};
+PoolReference pool_reference(const std::vector<double>& x, const std::vector<double>& dy,
+                             const PoolGeometry& g) {
+  const auto [n, h, w, c, kh, kw, sh, sw, oh, ow, top, left] = g;
+  PoolReference r{std::vector<double>(static_cast<std::size_t>(n * oh * ow * c)),
+                  std::vector<double>(x.size(), 0.0)};
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t oy = 0; oy < oh; ++oy)
       for (std::int64_t ox = 0; ox < ow; ++ox)
         for (std::int64_t ci = 0; ci < c; ++ci) {
           std::size_t best = 0;
           bool found = false;
-          for (std::int64_t y = std::max<std::int64_t>(0, oy * kh - top); y < std::min(h, oy * kh - top + kh);
+          for (std::int64_t y = std::max<std::int64_t>(0, oy * sh - top); y < std::min(h, oy * sh - top + kh);
                ++y)
-            for (std::int64_t xx = std::max<std::int64_t>(0, ox * kw - left);
-                 xx < std::min(w, ox * kw - left + kw); ++xx) {
+            for (std::int64_t xx = std::max<std::int64_t>(0, ox * sw - left);
+                 xx < std::min(w, ox * sw - left + kw); ++xx) {
               const auto at = static_cast<std::size_t>(((i * h + y) * w + xx) * c + ci);
               if (!found || x[at] > x[best] || (std::isnan(x[at]) && !std::isnan(x[best]))) best = at;
               found = true;
             }
           const auto o = static_cast<std::size_t>(((i * oh + oy) * ow + ox) * c + ci);
           r.y[o] = x[best];
-          r.dx[best] = dy[o];
+          r.dx[best] += dy[o];
         }
   return r;
 }
 
-TEST(MaxPool, WindowsAsLargeAsTheirStridesPoolAndRouteTheGradientToTheFirstMaximum) {
-  // Windows equal to their strides over an image of two windows a side tile it: MaxPool and
-  // MaxPoolGrad take their vector kernels, and MaxPoolGrad writes each element of dx once. With
-  // one more row (column) where the window is taller (wider) than one, VALID padding leaves it in
-  // no window (the vector kernels still run; that row's gradient is 0), and SAME padding gives
-  // the last windows a part outside the image (the general kernels run). All three against the
-  // plain reference, bit for bit, with ties, NaN after or before a maximum, two NaN in a window
-  // and infinities, for channel counts that are and are not whole vectors (16 lanes).
+/// TensorFlow's output size and padding before the image along one axis.
+std::pair<std::int64_t, std::int64_t> pooled_size_and_before(std::int64_t in, std::int64_t k, std::int64_t s,
+                                                             const std::string& padding) {
+  if (padding == "VALID") return {(in - k) / s + 1, 0};
+  const std::int64_t out = (in + s - 1) / s;
+  return {out, std::max<std::int64_t>((out - 1) * s + k - in, 0) / 2};
+}
+
+/// Pixels with many ties (five values), NaN after and before maxima, two NaN in some windows,
+/// infinities; exact in float64, float32 and bfloat16.
+std::vector<double> awkward_pixels(std::int64_t count) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  std::vector<double> x = pattern(count, 0.2);
+  for (double& v : x) v = std::round(v * 2);
+  for (std::size_t k = 0; k < x.size(); k += 11) x[k] = nan;
+  for (std::size_t k = 5; k < x.size(); k += 17) x[k] = (k % 2 ? inf : -inf);
+  return x;
+}
+
+/// Runs MaxPool and MaxPoolGrad in float64, float32 and bfloat16 and expects the reference's bits
+/// (NaN as NaN).
+void expect_pooling_as_reference(const std::vector<double>& x, const std::vector<double>& dy,
+                                 const PoolGeometry& g, const std::string& padding) {
   auto same_bits = [](double a, double b) {
     return std::isnan(a) ? std::isnan(b) : std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
   };
+  for (const tf::DType dtype : {tf::float64, tf::float32, tf::bfloat16}) {
+    SCOPED_TRACE(tf::dtype_name(dtype));
+    const tf::Tensor xt = tf::cast(tf::constant(x, {g.n, g.h, g.w, g.c}), dtype);
+    const tf::Tensor dyt = tf::cast(tf::constant(dy, {g.n, g.oh, g.ow, g.c}), dtype);
+    const std::vector<double> y =
+        tf::cast(tf::nn::max_pool2d(xt, {g.kh, g.kw}, {g.sh, g.sw}, padding), tf::float64)
+            .to_vector<double>();
+    const std::vector<double> dx =
+        tf::cast(tf::raw_ops::max_pool_grad(xt, dyt, {g.kh, g.kw}, {g.sh, g.sw}, padding), tf::float64)
+            .to_vector<double>();
+    // dy as the dtype holds it (the reference's sums of it are exact: see the callers).
+    const PoolReference want = pool_reference(x, tf::cast(dyt, tf::float64).to_vector<double>(), g);
+    ASSERT_EQ(y.size(), want.y.size());
+    for (std::size_t k = 0; k < y.size(); ++k) ASSERT_TRUE(same_bits(y[k], want.y[k])) << "y[" << k << "]";
+    ASSERT_EQ(dx.size(), want.dx.size());
+    for (std::size_t k = 0; k < dx.size(); ++k)
+      ASSERT_TRUE(same_bits(dx[k], want.dx[k])) << "dx[" << k << "]: " << dx[k] << " vs " << want.dx[k];
+  }
+}
+
+TEST(MaxPool, WindowsAsLargeAsTheirStridesPoolAndRouteTheGradientToTheFirstMaximum) {
+  // Windows equal to their strides over an image of two windows a side tile it: MaxPoolGrad takes
+  // its own kernel, which writes each element of dx once. With one more row (column) where the
+  // window is taller (wider) than one, VALID padding leaves it in no window (the same kernel; that
+  // row's gradient is 0), and SAME padding gives the last windows a part outside the image (the
+  // general kernel). All three against the plain reference, bit for bit, with ties, NaN after or
+  // before a maximum, two NaN in a window and infinities, for channel counts that are and are
+  // not whole vectors (16 lanes).
   for (const auto& [kh, kw] : {std::pair<std::int64_t, std::int64_t>{2, 2}, {3, 3}, {1, 2}, {3, 1}})
     for (const std::int64_t c : {1, 7, 16, 33})
       for (const bool remainder : {false, true})
@@ -714,47 +755,34 @@ TEST(MaxPool, WindowsAsLargeAsTheirStridesPoolAndRouteTheGradientToTheFirstMaxim
           SCOPED_TRACE(testing::Message() << kh << "x" << kw << " windows, " << c << " channels, "
                                           << (remainder ? "a row/column more, " : "") << padding);
           const std::int64_t n = 3, h = 2 * kh + (remainder && kh > 1), w = 2 * kw + (remainder && kw > 1);
-          const std::int64_t oh = padding == "SAME" ? (h + kh - 1) / kh : h / kh,
-                             ow = padding == "SAME" ? (w + kw - 1) / kw : w / kw;
-          std::vector<double> x = pattern(n * h * w * c, 0.2);
-          for (double& v : x) v = std::round(v * 2);  // five values: many ties
-          for (std::size_t k = 0; k < x.size(); k += 11) x[k] = nan;
-          for (std::size_t k = 5; k < x.size(); k += 17) x[k] = (k % 2 ? inf : -inf);
-          // TensorFlow's SAME padding: half of it (rounded down) before the image.
-          const DisjointPoolGeometry geometry{n,
-                                              h,
-                                              w,
-                                              c,
-                                              kh,
-                                              kw,
-                                              oh,
-                                              ow,
-                                              padding == "SAME" ? ((oh - 1) * kh + kh - h) / 2 : 0,
-                                              padding == "SAME" ? ((ow - 1) * kw + kw - w) / 2 : 0};
-          const std::vector<double> dy = pattern(n * oh * ow * c, 1.1);
-          const DisjointPoolReference want = disjoint_pool_reference(x, dy, geometry);
-          for (const tf::DType dtype : {tf::float64, tf::float32, tf::bfloat16}) {
-            SCOPED_TRACE(tf::dtype_name(dtype));
-            // Values exact in all three dtypes: pattern() * 2 rounded, infinities, NaN.
-            const tf::Tensor xt = tf::cast(tf::constant(x, {n, h, w, c}), dtype);
-            const tf::Tensor dyt = tf::cast(tf::constant(dy, {n, oh, ow, c}), dtype);
-            const std::vector<double> y =
-                tf::cast(tf::nn::max_pool2d(xt, {kh, kw}, {kh, kw}, padding), tf::float64)
-                    .to_vector<double>();
-            const std::vector<double> dx =
-                tf::cast(tf::raw_ops::max_pool_grad(xt, dyt, {kh, kw}, {kh, kw}, padding), tf::float64)
-                    .to_vector<double>();
-            const std::vector<double> dy_rounded = tf::cast(dyt, tf::float64).to_vector<double>();
-            const DisjointPoolReference rounded = disjoint_pool_reference(x, dy_rounded, geometry);
-            ASSERT_EQ(y.size(), want.y.size());
-            for (std::size_t k = 0; k < y.size(); ++k)
-              ASSERT_TRUE(same_bits(y[k], want.y[k])) << "y[" << k << "]";
-            ASSERT_EQ(dx.size(), rounded.dx.size());
-            for (std::size_t k = 0; k < dx.size(); ++k)
-              ASSERT_TRUE(same_bits(dx[k], rounded.dx[k]))
-                  << "dx[" << k << "]: " << dx[k] << " vs " << rounded.dx[k];
-          }
+          const auto [oh, top] = pooled_size_and_before(h, kh, kh, padding);
+          const auto [ow, left] = pooled_size_and_before(w, kw, kw, padding);
+          // Each dx element gets at most one dy: any dy values are exact.
+          expect_pooling_as_reference(awkward_pixels(n * h * w * c), pattern(n * oh * ow * c, 1.1),
+                                      {n, h, w, c, kh, kw, kh, kw, oh, ow, top, left}, padding);
         }
+}
+
+TEST(MaxPool, OverlappingWindowsPoolAndAddTheGradientsOfEveryWindowAtItsFirstMaximum) {
+  // Windows larger than their strides share input elements, and an element that is the first
+  // maximum of several windows gets the sum of their gradients: against the plain reference, bit
+  // for bit, with dy small integers (every sum exact, in any order and dtype).
+  struct Case {
+    std::int64_t kh, kw, sh, sw;
+  };
+  for (const Case& k : {Case{3, 3, 2, 2}, Case{3, 3, 1, 1}, Case{2, 3, 1, 2}, Case{3, 1, 2, 1}})
+    for (const std::int64_t c : {1, 16, 19})
+      for (const std::string padding : {"VALID", "SAME"}) {
+        SCOPED_TRACE(testing::Message() << k.kh << "x" << k.kw << " windows, strides " << k.sh << "x" << k.sw
+                                        << ", " << c << " channels, " << padding);
+        const std::int64_t n = 2, h = 7, w = 6;
+        const auto [oh, top] = pooled_size_and_before(h, k.kh, k.sh, padding);
+        const auto [ow, left] = pooled_size_and_before(w, k.kw, k.sw, padding);
+        std::vector<double> dy = pattern(n * oh * ow * c, 1.1);
+        for (double& v : dy) v = std::round(v * 4);
+        expect_pooling_as_reference(awkward_pixels(n * h * w * c), dy,
+                                    {n, h, w, c, k.kh, k.kw, k.sh, k.sw, oh, ow, top, left}, padding);
+      }
 }
 
 TEST(MaxPool, OverlappingWindowsAccumulateAtASharedArgmax) {
