@@ -456,50 +456,61 @@ void max_pool(const T* x, const WindowGeometry& g, T* y) {
   });
 }
 
-/// y = mean over each window's input elements (the count excludes padding, like TensorFlow).
+/// y = mean over each window's input elements (the count excludes padding, like TensorFlow). The
+/// window rows are read one after another (as RowMaxima reads them); each window still sums its
+/// elements in row-major order.
 template <class T>
 void avg_pool(const T* x, const WindowGeometry& g, T* y) {
+  const std::int64_t c = g.c;
   for_each_output_row(g, [&](std::int64_t i, std::int64_t oy) {
-    const T* xi = x + i * g.image_size();
-    T* yr = y + ((i * g.oh + oy) * g.ow) * g.c;
+    T* yr = y + ((i * g.oh + oy) * g.ow) * c;
+    std::fill(yr, yr + g.ow * c, T(0));
     const std::int64_t y0 = g.row_lo(oy), y1 = g.row_hi(oy);
-    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
-      T* o = yr + ox * g.c;
-      std::fill(o, o + g.c, T(0));
-      const std::int64_t x0 = g.col_lo(ox), x1 = g.col_hi(ox);
-      for (std::int64_t iy = y0; iy < y1; ++iy)
-        for (std::int64_t ix = x0; ix < x1; ++ix) {
-          const T* p = xi + (iy * g.w + ix) * g.c;
-          for (std::int64_t ci = 0; ci < g.c; ++ci) o[ci] += p[ci];
+    for (std::int64_t iy = y0; iy < y1; ++iy) {
+      const T* in = x + (i * g.h + iy) * g.w * c;
+      for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+        T* __restrict o = yr + ox * c;
+        for (std::int64_t ix = g.col_lo(ox), x1 = g.col_hi(ox); ix < x1; ++ix) {
+          const T* __restrict p = in + ix * c;
+          for (std::int64_t ci = 0; ci < c; ++ci) o[ci] += p[ci];
         }
-      const std::int64_t count = (y1 - y0) * (x1 - x0);
+      }
+    }
+    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+      const std::int64_t count = (y1 - y0) * (g.col_hi(ox) - g.col_lo(ox));
+      T* o = yr + ox * c;
       if (count > 0)
-        for (std::int64_t ci = 0; ci < g.c; ++ci) o[ci] /= static_cast<T>(count);
+        for (std::int64_t ci = 0; ci < c; ++ci) o[ci] /= static_cast<T>(count);
     }
   });
 }
 
-/// dx = 0, then each window's input elements += dy / count (the adjoint of avg_pool).
+/// dx = 0, then each window's input elements += dy / count (the adjoint of avg_pool), images in
+/// parallel, window rows one after another; each element of dx receives its windows'
+/// contributions in the order of the windows.
 template <class T>
 void avg_pool_grad(const T* dy, const WindowGeometry& g, T* dx) {
-  std::fill(dx, dx + g.n * g.image_size(), T(0));
+  const std::int64_t c = g.c;
   parallel_for(g.n, pool_rows_grain(g, g.out_positions() * g.c), [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t i = b; i < e; ++i) {
       T* dxi = dx + i * g.image_size();
-      const T* dyi = dy + i * g.out_positions() * g.c;
-      for (std::int64_t oy = 0; oy < g.oh; ++oy)
-        for (std::int64_t ox = 0; ox < g.ow; ++ox) {
-          const std::int64_t y0 = g.row_lo(oy), y1 = g.row_hi(oy), x0 = g.col_lo(ox), x1 = g.col_hi(ox);
-          const std::int64_t count = (y1 - y0) * (x1 - x0);
-          if (count <= 0) continue;
-          const T* d = dyi + (oy * g.ow + ox) * g.c;
-          const T cnt = static_cast<T>(count);
-          for (std::int64_t iy = y0; iy < y1; ++iy)
+      std::fill(dxi, dxi + g.image_size(), T(0));
+      for (std::int64_t oy = 0; oy < g.oh; ++oy) {
+        const T* dyr = dy + (i * g.oh + oy) * g.ow * c;
+        const std::int64_t y0 = g.row_lo(oy), y1 = g.row_hi(oy);
+        for (std::int64_t iy = y0; iy < y1; ++iy) {
+          T* out = dxi + iy * g.w * c;
+          for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+            const std::int64_t x0 = g.col_lo(ox), x1 = g.col_hi(ox);
+            const T cnt = static_cast<T>((y1 - y0) * (x1 - x0));
+            const T* __restrict d = dyr + ox * c;
             for (std::int64_t ix = x0; ix < x1; ++ix) {
-              T* p = dxi + (iy * g.w + ix) * g.c;
-              for (std::int64_t ci = 0; ci < g.c; ++ci) p[ci] += d[ci] / cnt;
+              T* __restrict p = out + ix * c;
+              for (std::int64_t ci = 0; ci < c; ++ci) p[ci] += d[ci] / cnt;
             }
+          }
         }
+      }
     }
   });
 }
