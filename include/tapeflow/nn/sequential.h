@@ -15,6 +15,11 @@
 /// model shares ownership of its layers. Any class derived from Layer goes in with
 /// std::make_shared. variables() lists the variables layer by layer in the order the layers were
 /// added (each layer's own order inside, e.g. kernel then bias).
+///
+/// A Conv2D whose activation is "relu" directly followed by a MaxPool2D runs as convolution,
+/// pooling, then ReLU: the same values and gradients (max and ReLU commute), with the ReLU and its
+/// gradient over the pooled tensor instead of the convolution's output. A tape then records the
+/// Relu after the MaxPool.
 
 #include <initializer_list>
 #include <memory>
