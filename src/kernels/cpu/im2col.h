@@ -223,12 +223,6 @@ struct PoolVectors {
       out = v;
     }
   }
-  /// out = the first `lanes` elements at p as compared() sees them.
-  [[gnu::always_inline]] static void load_compared(Values& out, const T* p, std::int64_t lanes) {
-    Stored v;
-    load(v, p, lanes);
-    widen(out, v);
-  }
   /// Lane by lane, `a` where `where` is set, else `b`.
   [[gnu::always_inline]] static Stored select(const Mask& where, const Stored& a, const Stored& b) {
     if constexpr (sizeof(T) == sizeof(Compared)) {
@@ -396,8 +390,8 @@ void max_pool_grad(const T* x, const T* dy, const WindowGeometry& g, T* dx) {
           T* out = dxi + iy * g.w * c;
           for (std::int64_t ox = 0; ox < g.ow; ++ox) {
             const std::int64_t x0 = g.col_lo(ox), width = g.col_hi(ox) - x0;
-            for (std::int64_t cb = 0, slot = ox * maxima.chunks; cb < c && width > 0;
-                 cb += V::kLanes, ++slot) {
+            if (width <= 0) continue;  // no input element (never with TensorFlow's padding)
+            for (std::int64_t cb = 0, slot = ox * maxima.chunks; cb < c; cb += V::kLanes, ++slot) {
               const std::int64_t lanes = std::min(V::kLanes, c - cb);
               typename V::Stored d;
               V::load(d, dyr + ox * c + cb, lanes);
