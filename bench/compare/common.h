@@ -59,6 +59,14 @@ struct Side {
   std::vector<double> samples;
 };
 
+/// The shortest of `s`'s timed rounds. A hardware limit (the triad's bandwidth) is the best the
+/// machine did in the run, as STREAM reports its best time: on a shared machine the median is
+/// pulled down by rounds that met other work, and a bound from it would flatter what is compared
+/// with it.
+inline double fastest(const Side& s) {
+  return s.samples.empty() ? 0.0 : *std::min_element(s.samples.begin(), s.samples.end());
+}
+
 /// OpenBLAS's thread count for the sides that are not tapeflow's (LibTorch's products, the sgemm
 /// anchors): --threads, set by main. tapeflow's sides (named "tapeflow...") run OpenBLAS
 /// single-threaded, as tapeflow does on its own (it splits products over its pool,
