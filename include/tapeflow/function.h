@@ -15,7 +15,10 @@
 /// same signature run the graph: C++ code in the body (printing, counters, `if` on a C++ value,
 /// a loop's trip count) ran at trace time only, as Python code does under `tf.function`. A C++
 /// decision on a tensor's *value* (`if (x.item<float>() > 0)`) is baked in; use tf::cond and
-/// tf::while_loop (control_flow.h) for data-dependent control flow.
+/// tf::while_loop (control_flow.h) for data-dependent control flow. One exception: a body that
+/// ran custom_gradient runs again (not its graph) when called inside another function's trace or
+/// under a ForwardAccumulator, since its graph holds the ops inside custom_gradient but not the
+/// gradient function, which only the body can supply.
 ///
 /// **Variables** read inside are captured by handle and read at each call; assignments inside
 /// (`assign`, `assign_add`, an optimizer's update) happen at each call. A variable destroyed
@@ -353,8 +356,9 @@ class Function {
 /// above: call it at two sizes first; FailedPreconditionError says so), and one whose graph holds
 /// no sizes (a file cannot carry the proportions: such a graph is saved for concrete sizes). A
 /// graph holding an op whose
-/// attributes cannot be written (custom_gradient's closure, cond and while_loop branches) is an
-/// UnimplementedError naming the op.
+/// attributes cannot be written is an UnimplementedError naming the op (tf::cond and
+/// tf::while_loop are written with their branches); so is a function that ran custom_gradient,
+/// whose gradient function a file cannot hold.
 ///@{
 void save_function(const detail::FunctionCore& fn, const std::vector<TensorSpec>& signature,
                    const std::filesystem::path& path);

@@ -180,6 +180,7 @@ std::vector<Tensor> custom_gradient(
   TAPEFLOW_REQUIRE(static_cast<bool>(r.grad), InvalidArgumentError,
                    "[CustomGradient] the function returned no gradient function");
   std::vector<Tensor> outputs = autodiff::fresh(r.outputs);
+  if (autodiff::t_tracer != nullptr) autodiff::t_tracer->opaque_gradient("CustomGradient");
   if (autodiff::any_tape_recording() || autodiff::any_accumulator_active()) {
     auto attrs = std::make_shared<const autodiff::CustomGradientAttrs>(
         autodiff::CustomGradientAttrs{std::move(r.grad), variables, inputs.size()});

@@ -31,6 +31,9 @@ class Tracer {
   virtual void variable_assigned(std::string_view op, const Variable& var, const Tensor& operand) = 0;
   /// `alias` is `original` under a new id (same shape and bytes), made outside any op.
   virtual void aliased(const Tensor& original, const Tensor& alias) = 0;
+  /// `op` (CustomGradient) ran: the traced ops compute its values, but its gradient is a closure
+  /// that no node holds, so differentiating the graph's nodes would give the wrong gradient.
+  virtual void opaque_gradient(std::string_view op) = 0;
 };
 
 /// The tracer of this thread, or nullptr (set by src/function while a trace runs).

@@ -273,6 +273,12 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
     // TensorFlow inlines nested functions).
     return body(call.tensors);
   }
+  if (cf != nullptr && !cf->traced_graph().opaque_gradient.empty() && ops_must_be_observed()) {
+    // Replaying the graph for an enclosing trace or a forward accumulator would show them the ops
+    // inside a custom_gradient without its gradient function: the body runs again, as it would
+    // eagerly (its C++ side effects with it), so they see the custom gradient.
+    return body(call.tensors);
+  }
   const bool needs_trace = cf == nullptr || (recorded && cf->differentiable() == nullptr);
   if (needs_trace && specialization && s.options.share_graph_across_sizes)
     if (std::optional<CallResult> out = run_shared(s, call, key, recorded)) return *std::move(out);

@@ -74,6 +74,11 @@ struct Graph {
   /// Values known when the graph is built: tensors the function captured by value.
   std::vector<std::pair<ValueId, Tensor>> constants;
   std::vector<CapturedVariable> variables;
+  /// An op whose gradient the nodes do not hold (CustomGradient: a closure that runs when the
+  /// body runs), "" if none. Replaying the nodes where their ops are observed (an enclosing trace,
+  /// a forward accumulator) or from a file would differentiate its inner ops instead, so
+  /// function.cpp runs the body again there and save_function refuses the graph.
+  std::string opaque_gradient;
 
   ValueId add_value(const Shape& shape, DType dtype) {
     values.push_back({shape, dtype});

@@ -181,6 +181,10 @@ constexpr std::string_view kWriteFn = "write_function_file";
 // constants' and variables' tensors. Returns the ops in order of first use.
 std::vector<const autodiff::OpDef*> check_for_writing(const ExportedFunction& f, const std::string& path) {
   const Graph& g = f.graph;
+  TAPEFLOW_REQUIRE(g.opaque_gradient.empty(), UnimplementedError,
+                   "[{}] cannot export to '{}': the function runs a {} whose gradient function a file "
+                   "cannot hold; the loaded function would differentiate the ops inside it instead",
+                   kWriteFn, path, g.opaque_gradient);
   std::vector<const autodiff::OpDef*> ops;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];

@@ -119,6 +119,11 @@ void GraphTracer::aliased(const Tensor& original, const Tensor& alias) {
   ids_[alias.id()] = value_of(original);
 }
 
+void GraphTracer::opaque_gradient(std::string_view op) {
+  if (g_.opaque_gradient.empty()) g_.opaque_gradient = op;
+  if (previous_ != nullptr) previous_->opaque_gradient(op);
+}
+
 Graph GraphTracer::finish(std::span<const Tensor> outputs) {
   for (const Tensor& t : outputs) g_.outputs.push_back(value_of(t));
   uninstall();

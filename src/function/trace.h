@@ -33,6 +33,8 @@ class GraphTracer : public autodiff::Tracer {
   void variable_read(const Variable& var, const Tensor& value) override;
   void variable_assigned(std::string_view op, const Variable& var, const Tensor& operand) override;
   void aliased(const Tensor& original, const Tensor& alias) override;
+  /// Marks the graph (Graph::opaque_gradient) and every enclosing trace's: they hold this one.
+  void opaque_gradient(std::string_view op) override;
 
   /// The body read a tensor's value into C++ (Tensor::item, to_vector: `what`): throws
   /// FailedPreconditionError if it is a value of this trace (an argument, an op's output, a

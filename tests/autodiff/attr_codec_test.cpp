@@ -276,6 +276,7 @@ class AttrsCapture : public ad::Tracer {
   void variable_read(const tf::Variable&, const tf::Tensor&) override {}
   void variable_assigned(std::string_view, const tf::Variable&, const tf::Tensor&) override {}
   void aliased(const tf::Tensor&, const tf::Tensor&) override {}
+  void opaque_gradient(std::string_view) override {}
   std::vector<RanOp> ran;
 
  private:

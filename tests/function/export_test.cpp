@@ -55,6 +55,28 @@ TEST(SaveFunction, GradientsFlowThroughALoadedFunction) {
   std::filesystem::remove(path);
 }
 
+TEST(SaveFunction, AFunctionWithACustomGradientIsRefusedNotSavedWithoutIt) {
+  // A file cannot hold the gradient function; the loaded graph would differentiate 3x (3, not 100).
+  auto triple = tf::function([](const tf::Tensor& x) {
+    return tf::custom_gradient({x}, [](const std::vector<tf::Tensor>& in) {
+      return tf::CustomGradientResult{
+          {in[0] * 3.0f},
+          [](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+            return {dy[0] * 100.0f};
+          }};
+    })[0];
+  });
+  triple(tf::constant({1.0f, 2.0f}));
+  const auto path = temp_path("custom_gradient");
+  try {
+    tf::save_function(triple, {{{2}, tf::DType::Float32, "x"}}, path);
+    FAIL() << "saved a function whose custom gradient the file would drop";
+  } catch (const tf::UnimplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("CustomGradient"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
 TEST(SaveFunction, SavingNeedsATraceOfTheSignature) {
   auto f = tf::function([](const tf::Tensor& x) { return x * 2.0; }, {.name = "twice"});
   EXPECT_THROW(tf::save_function(f, {{{2}, tf::DType::Float32}}, temp_path("untraced")),

@@ -186,6 +186,67 @@ TEST(Function, ForwardModeOnTheCallThatTraces) {
   EXPECT_NEAR(acc.jvp(y)->item<double>(), std::cos(0.5) * 0.5 + std::sin(0.5), 1e-12);
 }
 
+/// y = 3x whose custom gradient is 100 dy (nothing like the ops' own 3 dy), as a function.
+auto triple_with_gradient_100() {
+  return tf::function(
+      [](const tf::Tensor& x) {
+        return tf::custom_gradient({x}, [](const std::vector<tf::Tensor>& in) {
+          return tf::CustomGradientResult{
+              {in[0] * 3.0},
+              [](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+                return {dy[0] * 100.0};
+              }};
+        })[0];
+      },
+      {.name = "triple"});
+}
+
+TEST(Function, ACustomGradientSurvivesInEveryCallerOfAnAlreadyTracedFunction) {
+  // The plain graph holds the ops inside custom_gradient, not its gradient function: an enclosing
+  // trace, a gradient taken inside a function and a forward accumulator must still get 100.
+  auto triple = triple_with_gradient_100();
+  const tf::Tensor x = tf::constant({1.0, 2.0});
+  triple(x);  // traced without a tape: the graph that would lose the gradient
+  auto outer = tf::function([&](const tf::Tensor& v) { return triple(v) * 2.0; }, {.name = "outer"});
+  {
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor y = outer(x);
+    EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{6.0, 12.0}));
+    EXPECT_EQ(tape.gradient(y, x)->to_vector<double>(), (std::vector<double>{200.0, 200.0}));
+  }
+  auto gradient_inside = tf::function(
+      [&](const tf::Tensor& v) {
+        tf::GradientTape tape;
+        tape.watch(v);
+        const tf::Tensor y = triple(v);
+        return *tape.gradient(y, v);
+      },
+      {.name = "gradient_inside"});
+  EXPECT_EQ(gradient_inside(x).to_vector<double>(), (std::vector<double>{100.0, 100.0}));
+  EXPECT_EQ(gradient_inside(x).to_vector<double>(), (std::vector<double>{100.0, 100.0}));  // its graph
+
+  // Forward mode: the traced call's tangent is the one eager custom_gradient gives.
+  std::vector<double> eager_jvp;
+  {
+    tf::ForwardAccumulator acc;
+    acc.watch(x, tf::constant({1.0, 1.0}));
+    const tf::Tensor y = tf::custom_gradient({x}, [](const std::vector<tf::Tensor>& in) {
+      return tf::CustomGradientResult{
+          {in[0] * 3.0},
+          [](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+            return {dy[0] * 100.0};
+          }};
+    })[0];
+    eager_jvp = acc.jvp(y)->to_vector<double>();
+  }
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant({1.0, 1.0}));
+  const tf::Tensor y = triple(x);
+  ASSERT_TRUE(acc.jvp(y).has_value());
+  EXPECT_EQ(acc.jvp(y)->to_vector<double>(), eager_jvp);
+}
+
 TEST(Function, ATapeAndAnAccumulatorTogetherOnTheCallThatTraces) {
   auto f = tf::function([](const tf::Tensor& x) { return x * x; });
   tf::Tensor x = tf::constant(3.0);

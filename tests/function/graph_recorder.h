@@ -82,6 +82,7 @@ class GraphRecorder : public autodiff::Tracer {
   void aliased(const Tensor& original, const Tensor& alias) override {
     ids_[alias.id()] = value_of(original);
   }
+  void opaque_gradient(std::string_view op) override { graph_.opaque_gradient = op; }
 
  private:
   graph::ValueId define(const Tensor& t) {
