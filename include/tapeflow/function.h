@@ -147,6 +147,13 @@ struct FunctionNest<Tensor> {
 template <class T>
 struct FunctionNest<T, std::enable_if_t<std::is_arithmetic_v<T>>> {
   static void flatten(const T& v, FlatCall& c) {
+    // The C++ type is part of the signature (true and 1 are two signatures, as are 1 and 1L): a
+    // generic body may compute, and return, something else for each.
+    c.key += std::is_same_v<T, bool>       ? 'b'
+             : std::is_floating_point_v<T> ? 'f'
+             : std::is_signed_v<T>         ? 'i'
+                                           : 'u';
+    c.key += std::to_string(sizeof(T));
     c.key += '(';
     if constexpr (std::is_floating_point_v<T>) {
       // Every bit: two different values are two signatures.
@@ -166,9 +173,9 @@ struct FunctionNest<T, std::enable_if_t<std::is_arithmetic_v<T>>> {
 template <>
 struct FunctionNest<std::string> {
   static void flatten(const std::string& v, FlatCall& c) {
-    c.key += '"';
+    // Length first: no content can make two lists of strings one key.
+    c.key += 's' + std::to_string(v.size()) + ':';
     c.key += v;
-    c.key += '"';
   }
   template <class It>
   static std::string rebuild(const std::string& v, It&) {
@@ -291,6 +298,10 @@ class FunctionCore {
   std::unique_ptr<State> state_;
 };
 
+/// Throws FailedPreconditionError: `what` (a tf::Function, a LoadedFunction) was moved from or
+/// default-constructed, so it has no function to run.
+[[noreturn]] void throw_empty_function(std::string_view what);
+
 }  // namespace detail
 
 /// A traced function; made by tf::function. Copies share one cache of traced graphs.
@@ -325,7 +336,7 @@ class Function {
       }
       return out;
     };
-    auto [flat, structure] = core_->call(call, body);
+    auto [flat, structure] = checked_core().call(call, body);
     if constexpr (!std::is_void_v<R>) {
       auto it = flat.cbegin();
       return detail::FunctionNest<R>::rebuild(*static_cast<const R*>(structure.get()), it);
@@ -333,12 +344,16 @@ class Function {
   }
 
   /// Counts and sizes (traces, graph calls, nodes, the memory plan's peak).
-  FunctionStats stats() const { return core_->stats(); }
+  FunctionStats stats() const { return checked_core().stats(); }
   /// The latest graph, one node per line.
-  std::string graph_text() const { return core_->graph_text(); }
+  std::string graph_text() const { return checked_core().graph_text(); }
   /// The options it was made with.
-  const FunctionOptions& options() const { return core_->options(); }
-  /// The engine (save_function uses it).
+  const FunctionOptions& options() const { return checked_core().options(); }
+  /// The engine (save_function uses it); FailedPreconditionError for a moved-from Function.
+  detail::FunctionCore& checked_core() const {
+    if (core_ == nullptr) detail::throw_empty_function("a moved-from tf::Function");
+    return *core_;
+  }
   const std::shared_ptr<detail::FunctionCore>& core() const { return core_; }
 
  private:
@@ -365,7 +380,7 @@ void save_function(const detail::FunctionCore& fn, const std::vector<TensorSpec>
 template <class F>
 void save_function(const Function<F>& fn, const std::vector<TensorSpec>& signature,
                    const std::filesystem::path& path) {
-  save_function(*fn.core(), signature, path);
+  save_function(fn.checked_core(), signature, path);
 }
 ///@}
 
@@ -393,6 +408,8 @@ class LoadedFunction {
  private:
   friend LoadedFunction load_function(const std::filesystem::path& path);
   std::shared_ptr<const State> state_;
+  /// *state_; FailedPreconditionError where there is none (default-constructed, moved from).
+  const State& checked_state() const;
 };
 
 /// Reads a file save_function wrote. Throws InvalidArgumentError for a path that cannot be read,

@@ -164,16 +164,22 @@ std::vector<Tensor> LoadedFunction::operator()(const std::vector<Tensor>& inputs
   detail::FlatCall call;
   call.tensors = inputs;
   call.key = "loaded->";
-  const State& state = *state_;
-  auto [outputs, structure] = state_->core->call(call, [&state](std::vector<Tensor> fresh) {
+  const State& state = checked_state();
+  auto [outputs, structure] = state.core->call(call, [&state](std::vector<Tensor> fresh) {
     return std::pair<std::vector<Tensor>, std::shared_ptr<const void>>{state.run(fresh), nullptr};
   });
   return outputs;
 }
 
-const std::string& LoadedFunction::name() const { return state_->core->options().name; }
-const std::vector<TensorSpec>& LoadedFunction::input_signature() const { return state_->signature; }
-const std::vector<Variable>& LoadedFunction::variables() const { return state_->variables; }
-FunctionStats LoadedFunction::stats() const { return state_->core->stats(); }
+const LoadedFunction::State& LoadedFunction::checked_state() const {
+  if (state_ == nullptr)
+    detail::throw_empty_function("a LoadedFunction not made by load_function (or moved from)");
+  return *state_;
+}
+
+const std::string& LoadedFunction::name() const { return checked_state().core->options().name; }
+const std::vector<TensorSpec>& LoadedFunction::input_signature() const { return checked_state().signature; }
+const std::vector<Variable>& LoadedFunction::variables() const { return checked_state().variables; }
+FunctionStats LoadedFunction::stats() const { return checked_state().core->stats(); }
 
 }  // namespace tapeflow

@@ -24,6 +24,12 @@
 
 namespace tapeflow {
 
+namespace detail {
+void throw_empty_function(std::string_view what) {
+  throw FailedPreconditionError(fmt::format("[tf::function] {} has no function to run", what));
+}
+}  // namespace detail
+
 bool executing_eagerly() { return autodiff::t_tracer == nullptr; }
 
 TensorSpec TensorSpec::of(const Tensor& t) {

@@ -69,6 +69,37 @@ TEST(Function, VariablesAreReadAtCallTimeAndAssignmentsPersist) {
   EXPECT_EQ(count.value().item<float>(), 2.0f);
 }
 
+TEST(Function, ScalarsOfDifferentTypesOrStringsThatReadAlikeAreDifferentSignatures) {
+  // true and 1 print alike, as do the string lists ("a\"\"", "b") and ("a\"", "\"b"); a generic
+  // body computes (and returns) something else for each, so each traces.
+  auto f = tf::function([](const tf::Tensor& x, auto k) { return x * static_cast<double>(sizeof(k)); });
+  const tf::Tensor x = tf::constant(1.0);
+  EXPECT_EQ(f(x, true).item<double>(), 1.0);
+  EXPECT_EQ(f(x, 1).item<double>(), static_cast<double>(sizeof(int)));
+  EXPECT_EQ(f(x, std::int64_t{1}).item<double>(), 8.0);
+  EXPECT_EQ(f.stats().traces, 3);
+  auto g = tf::function([](const tf::Tensor& v, const std::string& a, const std::string& b) {
+    return v * static_cast<double>(10 * a.size() + b.size());
+  });
+  EXPECT_EQ(g(x, std::string("a\"\""), std::string("b")).item<double>(), 31.0);
+  EXPECT_EQ(g(x, std::string("a\""), std::string("\"b")).item<double>(), 22.0);
+  EXPECT_EQ(g.stats().traces, 2);
+}
+
+TEST(Function, AMovedFromFunctionOrAnEmptyLoadedFunctionIsATypedError) {
+  auto f = tf::function([](const tf::Tensor& x) { return x * 2.0; });
+  auto g = std::move(f);
+  EXPECT_EQ(g(tf::constant(1.0)).item<double>(), 2.0);
+  EXPECT_THROW(f(tf::constant(1.0)), tf::FailedPreconditionError);  // NOLINT(bugprone-use-after-move)
+  EXPECT_THROW(f.stats(), tf::FailedPreconditionError);
+  EXPECT_THROW(f.graph_text(), tf::FailedPreconditionError);
+  EXPECT_THROW(tf::save_function(f, {{{}, tf::DType::Float64}}, "/tmp/never_written.tfn"),
+               tf::FailedPreconditionError);
+  const tf::LoadedFunction empty;
+  EXPECT_THROW(empty({tf::constant(1.0)}), tf::FailedPreconditionError);
+  EXPECT_THROW(empty.name(), tf::FailedPreconditionError);
+}
+
 TEST(Function, ADestroyedCapturedVariableIsATypedError) {
   auto w = std::make_unique<tf::Variable>(vec({1, 2}), tf::VariableOptions{.name = "gone"});
   auto f = tf::function([&, v = w.get()](const tf::Tensor& x) { return x * v->read_value(); });

@@ -62,4 +62,25 @@ TEST(CliPredict, AFileThatIsNotAnExportedModelIsAnError) {
   EXPECT_THROW(cli::predict({.model_path = path.string()}, out), tf::InvalidArgumentError);
 }
 
+TEST(CliPredict, AnImageModelThatReturnsNoLogitsIsAnErrorNotACrash) {
+  // Takes the images the CLI feeds it, but returns nothing (it indexed an empty result before).
+  const tf::data::FashionMnist ds = synthetic(64);
+  const auto path = std::filesystem::temp_directory_path() / "tapeflow_predict_no_outputs.tfn";
+  const std::vector<tf::TensorSpec> images = {{{-1, 28, 28, 1}, tf::DType::Float32, "images"}};
+  tf::Variable count(tf::constant(0.0f), {.name = "count"});
+  auto f = tf::function([&](const tf::Tensor& x) { count.assign_add(tf::reduce_sum(x) * 0.0f); },
+                        {.name = "nothing", .input_signature = images});
+  f(tf::zeros({2, 28, 28, 1}));
+  f(tf::zeros({3, 28, 28, 1}));
+  tf::save_function(f, images, path);
+  std::ostringstream out;
+  try {
+    cli::predict({.model_path = path.string(), .batch_size = 20, .dataset = &ds}, out);
+    FAIL() << "predicted with a function that returns no logits";
+  } catch (const cli::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("returned 0 tensor(s)"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
 }  // namespace

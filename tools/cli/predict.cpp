@@ -45,7 +45,16 @@ double predict(const PredictOptions& o, std::ostream& out) {
     const std::int64_t size = std::min(batch, n - begin);
     Tensor x = slice(ds.test_images, {begin, 0, 0, 0}, {size, -1, -1, -1});
     if (size < batch && !any_batch) x = pad(x, {{0, batch - size}, {0, 0}, {0, 0}, {0, 0}});
-    Tensor logits = f({x})[0];
+    const std::vector<Tensor> results = f({x});
+    if (results.size() != 1 || results[0].shape().rank() != 2 || results[0].shape()[0] != x.shape()[0])
+      throw UsageError(fmt::format(
+          "{}: function '{}' returned {} tensor(s){}, not one [n, classes] tensor of logits for a batch of "
+          "{} "
+          "(was it written by tapeflow train --export?)",
+          o.model_path, f.name(), results.size(),
+          results.empty() ? std::string() : " (the first of shape " + results[0].shape().to_string() + ")",
+          x.shape()[0]));
+    const Tensor& logits = results[0];
     Tensor predicted = slice(argmax(logits, 1), {0}, {size});
     Tensor labels = cast(slice(ds.test_labels, {begin}, {size}), DType::Int64);
     correct +=
