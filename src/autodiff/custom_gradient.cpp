@@ -2,6 +2,8 @@
 
 #include "tapeflow/custom_gradient.h"
 
+#include <optional>
+
 #include "autodiff/dispatch.h"
 #include "autodiff/op_def.h"
 #include "core/check.h"
@@ -198,10 +200,14 @@ Block recompute_grad(Block f) {
     std::vector<const Tensor*> ins = autodiff::pointers(inputs);
     autodiff::require_defined("RecomputeGrad", ins);
     std::vector<Variable> variables;
-    // The forward runs unrecorded (that is the memory saving); backward recomputes it.
+    // The forward runs unrecorded (that is the memory saving); backward recomputes it. Not under a
+    // trace: the graph gets f's ops but no RecomputeGrad node, so its nodes, replayed where tapes
+    // or accumulators see them, must carry the gradient themselves (the trace would put a scope's
+    // outputs behind StopGradient).
     std::vector<Tensor> outputs = autodiff::fresh(autodiff::run_watching_variables(
         [&] {
-          const NoRecordingScope off;
+          std::optional<NoRecordingScope> off;
+          if (autodiff::t_tracer == nullptr) off.emplace();
           return f(inputs);
         },
         variables));

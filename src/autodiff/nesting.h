@@ -28,6 +28,10 @@ extern constinit thread_local std::uint64_t t_suspended_below;
 /// computation or a NoRecordingScope.
 inline bool tape_hidden(std::uint64_t id) { return id < t_suspended_below || nesting_hidden(id); }
 
+/// How many NoRecordingScopes are alive on this thread (a trace compares the count with the one
+/// at its start to know which ops its body ran unrecorded).
+std::size_t live_no_recording_scopes();
+
 /// Recounts the recording tapes and active accumulators after a state change.
 void recount_observers();
 

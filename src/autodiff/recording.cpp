@@ -92,6 +92,8 @@ NoRecordingScope::~NoRecordingScope() {
 
 namespace autodiff {
 
+std::size_t live_no_recording_scopes() { return suspension_floors().size(); }
+
 const std::vector<std::shared_ptr<detail::TapeState>>& this_thread_tapes() { return thread_tapes().live; }
 std::span<detail::TapeState* const> recording_tapes() { return thread_tapes().recording; }
 

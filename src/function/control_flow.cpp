@@ -323,6 +323,18 @@ struct OpGraph {
   std::shared_ptr<const Executor> plain, fast;
 };
 
+/// Throws UnimplementedError where `g` ran custom_gradient (Graph::opaque_gradient): a gradient
+/// replayed from its nodes would be that of the ops inside, not the user's gradient function,
+/// which only the branch's C++ holds.
+void require_gradient_in_nodes(const OpGraph& g, std::string_view op) {
+  const std::string& opaque = g.plain->graph().opaque_gradient;
+  TAPEFLOW_REQUIRE(opaque.empty(), UnimplementedError,
+                   "[{}] cannot differentiate a tf::cond or tf::while_loop whose branch or body runs {} "
+                   "inside tf::function: its graph holds the ops but not the gradient function. Call the "
+                   "{} outside the cond or loop",
+                   op, opaque, opaque);
+}
+
 /// The two executors of `plain`, a graph as it is kept: a traced graph after the passes, or a
 /// graph as a file held it (written back as it was read: one encoding per graph).
 OpGraph op_graph(Graph plain, const std::string& label) {
@@ -352,6 +364,8 @@ Grads if_gradient(const GradContext& c) {
                    "[{}] a tf::cond whose branches assign variables has no gradient: computing it would "
                    "recompute the branch and assign again. Move the assignment out of the cond",
                    c.op_name());
+  require_gradient_in_nodes(a.then_branch, c.op_name());
+  require_gradient_in_nodes(a.else_branch, c.op_name());
   const std::size_t n = static_cast<std::size_t>(c.num_inputs());
   std::vector<Tensor> captures;
   std::vector<std::size_t> wanted;  // captures whose gradient is asked for
@@ -484,6 +498,7 @@ Level level(const Loop& l, int order) {
 /// ops (so they differentiate it again).
 std::vector<Tensor> evaluate(const Loop& l, int order, std::span<const Tensor> in) {
   if (order == 0) return run_loop(l, in, RunMode::kDispatch);
+  require_gradient_in_nodes(l.body, "While");
   const Level below = level(l, order - 1);
   const std::size_t nx = below.in_floating.size();
   std::vector<Tensor> xs(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(nx));

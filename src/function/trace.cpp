@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "autodiff/nesting.h"
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
 #include "tapeflow/ops/gradient_control.h"
@@ -18,7 +19,10 @@ void on_host_read(const Tensor& t, std::string_view what) {
 
 }  // namespace
 
-GraphTracer::GraphTracer() : previous_(autodiff::t_tracer), previous_hook_(detail::t_host_read_hook) {
+GraphTracer::GraphTracer()
+    : previous_(autodiff::t_tracer),
+      scopes_at_start_(autodiff::live_no_recording_scopes()),
+      previous_hook_(detail::t_host_read_hook) {
   autodiff::t_tracer = this;
   detail::t_host_read_hook = &on_host_read;
 }
@@ -85,6 +89,22 @@ void GraphTracer::op(const autodiff::OpDef& op, const std::shared_ptr<const void
   for (const Tensor* in : inputs) n.inputs.push_back(value_of(*in));
   for (const Tensor& out : outputs) n.outputs.push_back(define(out, "an output of " + op.name()));
   g_.nodes.push_back(std::move(n));
+  stop_gradients_if_unrecorded(outputs);
+}
+
+void GraphTracer::stop_gradients_if_unrecorded(std::span<const Tensor> outputs) {
+  if (autodiff::live_no_recording_scopes() <= scopes_at_start_) return;
+  static const autodiff::OpDef& stop = autodiff::registry().get("StopGradient");
+  for (const Tensor& out : outputs) {
+    if (!is_floating(out.dtype())) continue;
+    Node n;
+    n.op = &stop;
+    n.inputs.push_back(ids_.at(out.id()));
+    n.outputs.push_back(g_.add_value(out.shape(), out.dtype()));
+    producers_.push_back("an output of StopGradient");
+    ids_[out.id()] = n.outputs[0];
+    g_.nodes.push_back(std::move(n));
+  }
 }
 
 std::int32_t GraphTracer::variable_index(const Variable& var) {
@@ -103,6 +123,7 @@ void GraphTracer::variable_read(const Variable& var, const Tensor& value) {
   n.variable = variable_index(var);
   n.outputs.push_back(define(value, "a read of the variable '" + var.name() + "'"));
   g_.nodes.push_back(std::move(n));
+  stop_gradients_if_unrecorded({&value, 1});
 }
 
 void GraphTracer::variable_assigned(std::string_view op, const Variable& var, const Tensor& operand) {

@@ -53,7 +53,13 @@ class GraphTracer : public autodiff::Tracer {
   void uninstall();
   std::int32_t variable_index(const Variable& var);
 
+  /// After `node` (just added): where the body ran it inside a NoRecordingScope of its own, its
+  /// floating outputs go through StopGradient, so tapes that see the graph's nodes replayed (an
+  /// enclosing trace, a branch's gradient) do not differentiate what the body kept from them.
+  void stop_gradients_if_unrecorded(std::span<const Tensor> outputs);
+
   autodiff::Tracer* previous_;
+  std::size_t scopes_at_start_;  // live NoRecordingScopes when the trace began
   detail::HostReadHook previous_hook_;
   bool installed_ = true;
   Graph g_;

@@ -278,6 +278,72 @@ TEST(Function, ACustomGradientSurvivesInEveryCallerOfAnAlreadyTracedFunction) {
   EXPECT_EQ(acc.jvp(y)->to_vector<double>(), eager_jvp);
 }
 
+TEST(Function, WhatTheBodyKeptFromTheTapesStaysHiddenWhenItsGraphIsReplayed) {
+  // s = 3x^2 under a NoRecordingScope, y = x s: the tapes see dy/dx = s (12 at x = 2), as eager,
+  // also where the traced graph is replayed node by node (inside another function).
+  auto g = tf::function([](const tf::Tensor& x) {
+    tf::Tensor s;
+    {
+      const tf::NoRecordingScope off;
+      s = x * x * 3.0;
+    }
+    return x * s;
+  });
+  const tf::Tensor x = tf::constant({2.0});
+  g(x);  // the graph, traced without a tape
+  auto outer = tf::function([&](const tf::Tensor& v) { return g(v); });
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = outer(x);
+  EXPECT_EQ(tape.gradient(y, x)->to_vector<double>(), std::vector<double>{12.0});
+  auto in_cond = tf::function([](const tf::Tensor& v) {
+    return tf::cond(
+        tf::reduce_sum(v) > 0.0,
+        [&] {
+          tf::Tensor s;
+          {
+            const tf::NoRecordingScope off;
+            s = v * v * 3.0;
+          }
+          return v * s;
+        },
+        [&] { return v; });
+  });
+  tf::GradientTape tape2;
+  tape2.watch(x);
+  const tf::Tensor y2 = in_cond(x);
+  EXPECT_EQ(tape2.gradient(y2, x)->to_vector<double>(), std::vector<double>{12.0});
+}
+
+TEST(Function, ACustomGradientInsideATracedCondIsATypedErrorWhenDifferentiated) {
+  // The branch's graph cannot carry the gradient function: refused, never the ops' gradient.
+  auto f = tf::function([](const tf::Tensor& x) {
+    return tf::cond(
+        tf::reduce_sum(x) > 0.0,
+        [&] {
+          return tf::custom_gradient({x}, [](const std::vector<tf::Tensor>& in) {
+            return tf::CustomGradientResult{
+                {in[0] * 3.0},
+                [](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+                  return {dy[0] * 100.0};
+                }};
+          })[0];
+        },
+        [&] { return x; });
+  });
+  const tf::Tensor x = tf::constant({2.0});
+  EXPECT_EQ(f(x).to_vector<double>(), std::vector<double>{6.0});  // the forward runs
+  tf::GradientTape tape;
+  tape.watch(x);
+  try {
+    const tf::Tensor y = f(x);
+    (void)tape.gradient(y, x);
+    FAIL() << "differentiated a traced cond whose branch ran custom_gradient";
+  } catch (const tf::UnimplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("CustomGradient"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Function, ATapeAndAnAccumulatorTogetherOnTheCallThatTraces) {
   auto f = tf::function([](const tf::Tensor& x) { return x * x; });
   tf::Tensor x = tf::constant(3.0);
