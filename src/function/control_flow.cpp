@@ -351,6 +351,11 @@ struct IfAttrs {
 
 std::vector<Tensor> if_forward(const void* attrs, std::span<const Tensor> in) {
   const auto& a = *static_cast<const IfAttrs*>(attrs);
+  // A graph node (a forged file) may give any count; the branches take the captures.
+  const std::size_t captures = a.then_branch.plain->graph().inputs.size();
+  TAPEFLOW_REQUIRE(in.size() == 1 + captures, InvalidArgumentError,
+                   "[StatelessIf] takes the predicate and {} captures, a graph node gave it {} inputs",
+                   captures, in.size());
   tell_enclosing_branch(a.assigned);
   const Executor& branch = in[0].item<bool>() ? *a.then_branch.fast : *a.else_branch.fast;
   const Unobserved unobserved;
@@ -529,6 +534,12 @@ const autodiff::OpDef& while_grad_op();
 
 std::vector<Tensor> loop_forward(const void* attrs, std::span<const Tensor> in) {
   const auto& a = *static_cast<const LoopAttrs*>(attrs);
+  // A graph node (a forged file) may give any count: order n takes the inputs of order n - 1 and
+  // a cotangent per floating output of it.
+  const std::size_t expected = level(*a.loop, a.order).in_floating.size();
+  TAPEFLOW_REQUIRE(in.size() == expected, InvalidArgumentError,
+                   "[{}] of derivative order {} takes {} inputs, a graph node gave it {}",
+                   a.order == 0 ? "While" : "WhileGrad", a.order, expected, in.size());
   tell_enclosing_branch(a.loop->assigned);
   const Unobserved unobserved;
   return fresh_outputs(a.order == 0 ? run_loop(*a.loop, in, RunMode::kFast) : evaluate(*a.loop, a.order, in));

@@ -39,6 +39,13 @@ struct GraphToSave {
 /// The graph to save for `signature`: with unknown dimensions, the graph `fn` shares across their
 /// sizes; else the trace for exactly these shapes. FailedPreconditionError says what to call first.
 GraphToSave graph_to_save(const detail::FunctionCore::State& s, const std::vector<TensorSpec>& signature) {
+  for (const TensorSpec& spec : signature)
+    for (std::int64_t d : spec.dims)
+      TAPEFLOW_REQUIRE(
+          d >= -1, InvalidArgumentError,
+          "[save_function] {}: the signature {} has dimension {}; a dimension is a size (>= 0) or "
+          "unknown (-1)",
+          s.label, detail::specs_text(signature), d);
   const bool unknown = has_unknown_dims(signature);
   std::string traced, refused;
   std::lock_guard lock(s.mutex);

@@ -21,10 +21,12 @@
 // from a size the file declares, and the graph it returns satisfies the invariants listed at
 // structure_problem below.
 //
-// NOTE: the checks make a damaged file an error, not a crash. They do not re-validate an op's
-// attributes against its inputs (the op's public function did that when the graph was traced):
-// a file forged with a valid checksum and inconsistent attributes is a program, and should be
-// trusted as one.
+// NOTE: the checks make a damaged file an error, not a crash. A node's input count is checked
+// when it runs (fixed-arity ops by their entry, list ops by ops/input_count.h, tf::cond and
+// tf::while_loop by their forwards). An op's attributes are not re-validated against its inputs
+// (the op's public function did that when the graph was traced): a file forged with a valid
+// checksum and an out-of-range attribute (Unpack's or Split's axis, Split's sizes) still reaches
+// the kernel unchecked, a known gap (session 22's note on issue 16): load only files you trust.
 
 #include <cstdint>
 #include <filesystem>

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/strided_copy.h"
 #include "ops/families.h"
+#include "ops/input_count.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 
@@ -91,6 +92,7 @@ struct ConcatV2 {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = AxisAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
+    require_inputs(kName, xs, 1);
     const Tensor& first = xs[0];
     const Shape& s0 = first.shape();
     std::int64_t joined = 0;
@@ -162,6 +164,7 @@ struct Pack {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = AxisAttrs;  // an axis of the output: [0, rank + 1)
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
+    require_inputs(kName, xs, 1);
     const Tensor& first = xs[0];
     for (std::size_t i = 0; i < xs.size(); ++i) {
       TAPEFLOW_REQUIRE(
@@ -205,6 +208,7 @@ struct Unpack {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = AxisAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
+    require_inputs(kName, xs, 1);
     const Tensor& x = xs[0];
     const auto d = x.shape().dims();
     std::vector<std::int64_t> part_dims(d.begin(), d.end());
@@ -267,6 +271,7 @@ struct SplitOp {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = SplitAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
+    require_inputs(Op::kName, xs, 1);
     return split_forward(a, xs[0], Op::kName);
   }
   static Grads backward(const GradContext& c) {

@@ -31,6 +31,7 @@
 
 #include "kernels/cpu/batch_norm.h"
 #include "ops/families.h"
+#include "ops/input_count.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/nn.h"
@@ -121,6 +122,7 @@ struct FusedBatchNorm {
   static constexpr Saves kSaves{0b011u, 0b110u};  // x, scale; mean, variance
   using Attrs = BatchNormAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
+    require_inputs(kName, in, 3);
     const Tensor &x = in[0], &scale = in[1], &offset = in[2];
     require_norm_arguments(kName, x, a.axis, {{&scale, "scale"}, {&offset, "offset"}});
     const NormGeometry g = norm_geometry(x.shape(), a.axis);
@@ -162,6 +164,7 @@ struct FusedBatchNormGrad {
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = BatchNormAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
+    require_inputs(kName, in, 5);
     const Tensor &dy = in[0], &x = in[1], &scale = in[2], &mean = in[3], &variance = in[4];
     require_norm_arguments(kName, x, a.axis, {{&scale, "scale"}, {&mean, "mean"}, {&variance, "variance"}});
     TAPEFLOW_REQUIRE(dy.dtype() == x.dtype() && dy.shape() == x.shape(), InvalidArgumentError,
@@ -206,6 +209,7 @@ struct FusedBatchNormInference {
   static constexpr Saves kSaves{0b11011u, 0};  // x, scale, mean, variance
   using Attrs = BatchNormAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
+    require_inputs(kName, in, 5);
     const Tensor &x = in[0], &scale = in[1], &offset = in[2], &mean = in[3], &variance = in[4];
     require_norm_arguments(kName, x, a.axis,
                            {{&scale, "scale"}, {&offset, "offset"}, {&mean, "mean"}, {&variance, "variance"}},

@@ -15,6 +15,7 @@
 
 #include "core/parallel.h"
 #include "ops/families.h"
+#include "ops/input_count.h"
 #include "ops/op_util.h"
 
 namespace tapeflow {
@@ -129,6 +130,7 @@ struct ApplyKerasMomentum {
   static constexpr std::string_view kName = "ApplyKerasMomentum";
   using Attrs = MomentumAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
+    require_inputs(kName, in, 4);
     const Tensor &w = in[0], &accum = in[1], &lr = in[2], &g = in[3];
     require_update_arguments(in, {"var", "accum", "lr", "grad"}, /*scalar=*/2, kName);
     std::vector<Tensor> out;
@@ -166,6 +168,7 @@ struct ApplyAdam {
   static constexpr std::string_view kName = "ApplyAdam";
   using Attrs = AdamAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
+    require_inputs(kName, in, 5);
     const Tensor &w = in[0], &m = in[1], &v = in[2], &lr = in[3], &g = in[4];
     require_update_arguments(in, {"var", "m", "v", "lr_t", "grad"}, /*scalar=*/3, kName);
     std::vector<Tensor> out;

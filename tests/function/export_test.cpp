@@ -77,6 +77,13 @@ TEST(SaveFunction, AFunctionWithACustomGradientIsRefusedNotSavedWithoutIt) {
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
+TEST(SaveFunction, ADimensionBelowMinusOneIsATypedError) {
+  auto f = tf::function([](const tf::Tensor& x) { return x * 2.0f; });
+  f(tf::zeros({2, 4}));
+  EXPECT_THROW(tf::save_function(f, {{{-2, 4}, tf::DType::Float32, "x"}}, temp_path("minus_two")),
+               tf::InvalidArgumentError);
+}
+
 TEST(SaveFunction, SavingNeedsATraceOfTheSignature) {
   auto f = tf::function([](const tf::Tensor& x) { return x * 2.0; }, {.name = "twice"});
   EXPECT_THROW(tf::save_function(f, {{{2}, tf::DType::Float32}}, temp_path("untraced")),

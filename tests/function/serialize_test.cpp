@@ -177,6 +177,26 @@ TEST_F(FunctionFile, RoundTripRunsToTheSameBytes) {
   EXPECT_EQ(read_bytes(path("f.tff")), read_bytes(path("g.tff")));
 }
 
+TEST_F(FunctionFile, ANodeThatGivesAListOpTooFewInputsIsATypedErrorWhenRun) {
+  // A forged file's node may hold any input list: ops whose forward takes a list check its length
+  // (they read past it before), as fixed-arity ops do.
+  const std::vector<tf::Tensor> inputs = {tf::ones({2, 2}), tf::ones({2, 2})};
+  graph::ExportedFunction f =
+      tf::testing::GraphRecorder::record("joined", inputs, [](const std::vector<tf::Tensor>& in) {
+        return std::vector<tf::Tensor>{tf::concat({in[0], in[1]}, 0)};
+      });
+  ASSERT_EQ(f.graph.nodes.size(), 1u);
+  f.graph.nodes[0].inputs.clear();
+  try {
+    tf::testing::run(f, inputs);
+    FAIL() << "ran ConcatV2 on no inputs";
+  } catch (const tf::InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("[ConcatV2] takes at least 1 input, a graph node gave it 0"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(FunctionFile, EmptyGraphAndEmptyTensorsRoundTrip) {
   graph::ExportedFunction f;
   f.name = "";
