@@ -217,25 +217,20 @@ TEST(Function, ForwardModeOnTheCallThatTraces) {
   EXPECT_NEAR(acc.jvp(y)->item<double>(), std::cos(0.5) * 0.5 + std::sin(0.5), 1e-12);
 }
 
-/// y = 3x whose custom gradient is 100 dy (nothing like the ops' own 3 dy), as a function.
-auto triple_with_gradient_100() {
-  return tf::function(
-      [](const tf::Tensor& x) {
-        return tf::custom_gradient({x}, [](const std::vector<tf::Tensor>& in) {
-          return tf::CustomGradientResult{
-              {in[0] * 3.0},
-              [](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
-                return {dy[0] * 100.0};
-              }};
-        })[0];
-      },
-      {.name = "triple"});
+/// y = 3x whose custom gradient is 100 dy (nothing like the ops' own 3 dy).
+tf::Tensor triple_with_gradient_100(const tf::Tensor& x) {
+  return tf::custom_gradient({x}, [](const std::vector<tf::Tensor>& in) {
+    return tf::CustomGradientResult{
+        {in[0] * 3.0}, [](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+          return {dy[0] * 100.0};
+        }};
+  })[0];
 }
 
 TEST(Function, ACustomGradientSurvivesInEveryCallerOfAnAlreadyTracedFunction) {
   // The plain graph holds the ops inside custom_gradient, not its gradient function: an enclosing
   // trace, a gradient taken inside a function and a forward accumulator must still get 100.
-  auto triple = triple_with_gradient_100();
+  auto triple = tf::function(triple_with_gradient_100, {.name = "triple"});
   const tf::Tensor x = tf::constant({1.0, 2.0});
   triple(x);  // traced without a tape: the graph that would lose the gradient
   auto outer = tf::function([&](const tf::Tensor& v) { return triple(v) * 2.0; }, {.name = "outer"});
@@ -262,13 +257,7 @@ TEST(Function, ACustomGradientSurvivesInEveryCallerOfAnAlreadyTracedFunction) {
   {
     tf::ForwardAccumulator acc;
     acc.watch(x, tf::constant({1.0, 1.0}));
-    const tf::Tensor y = tf::custom_gradient({x}, [](const std::vector<tf::Tensor>& in) {
-      return tf::CustomGradientResult{
-          {in[0] * 3.0},
-          [](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
-            return {dy[0] * 100.0};
-          }};
-    })[0];
+    const tf::Tensor y = triple_with_gradient_100(x);
     eager_jvp = acc.jvp(y)->to_vector<double>();
   }
   tf::ForwardAccumulator acc;
@@ -319,17 +308,7 @@ TEST(Function, ACustomGradientInsideATracedCondIsATypedErrorWhenDifferentiated) 
   // The branch's graph cannot carry the gradient function: refused, never the ops' gradient.
   auto f = tf::function([](const tf::Tensor& x) {
     return tf::cond(
-        tf::reduce_sum(x) > 0.0,
-        [&] {
-          return tf::custom_gradient({x}, [](const std::vector<tf::Tensor>& in) {
-            return tf::CustomGradientResult{
-                {in[0] * 3.0},
-                [](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
-                  return {dy[0] * 100.0};
-                }};
-          })[0];
-        },
-        [&] { return x; });
+        tf::reduce_sum(x) > 0.0, [&] { return triple_with_gradient_100(x); }, [&] { return x; });
   });
   const tf::Tensor x = tf::constant({2.0});
   EXPECT_EQ(f(x).to_vector<double>(), std::vector<double>{6.0});  // the forward runs
