@@ -354,6 +354,7 @@ class Function {
     if (core_ == nullptr) detail::throw_empty_function("a moved-from tf::Function");
     return *core_;
   }
+  /// The engine, shared by copies; null in a moved-from Function.
   const std::shared_ptr<detail::FunctionCore>& core() const { return core_; }
 
  private:
