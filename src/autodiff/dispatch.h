@@ -69,8 +69,9 @@ struct VariableReadWatcher {
 };
 
 /// Like record(), for an op that also reads variables: the variables are watched on tapes that
-/// watch accessed variables (as a read would), and count as extra inputs identified by their
-/// handle ids, after the tensor inputs.
+/// watch accessed variables (as a read would), and count as extra inputs after the tensor inputs,
+/// identified by their handle ids on the tapes that watch them and by kNoTensor on the others, so
+/// a variable gets a gradient through the op exactly where its read would have been recorded.
 void record_with_variables(const OpDef& op, std::span<const Tensor* const> inputs,
                            std::span<const Variable> variables, std::span<const Tensor> outputs,
                            std::shared_ptr<const void> attrs);

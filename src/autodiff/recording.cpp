@@ -113,18 +113,20 @@ bool watches_a_floating_input(const detail::TapeState& tape, std::span<const Ten
 }
 
 /// Whether `tape` watches variable `v`, after watching it if the tape watches accessed variables
-/// and `v` is trainable and floating (a read inside the tape's scope).
+/// and `v` is trainable (or the tape watches untrainable reads too) and floating (a read inside
+/// the tape's scope).
 bool watches_variable(detail::TapeState& tape, const Variable& v) {
-  if (tape.options.watch_accessed_variables && v.trainable() && is_floating(v.dtype()) &&
-      tape.producer.emplace(v.handle_id(), -1).second) {
+  if (tape.options.watch_accessed_variables && (v.trainable() || tape.watches_untrainable_reads) &&
+      is_floating(v.dtype()) && tape.producer.emplace(v.handle_id(), -1).second) {
     tape.watched_variables.push_back(v);
     return true;
   }
   return tape.producer.contains(v.handle_id());
 }
 
-/// Records `op` on `tape`. The input slots are written by the first tape that records the op and
-/// copied by the others (`first`: that first record, or nullptr).
+/// Records `op` on `tape`. The tensor input slots are written by the first tape that records the
+/// op and copied by the others (`first`: that first record, or nullptr); the variable slots are
+/// each tape's own.
 void append(detail::TapeState& tape, const OpDef& op, std::span<const Tensor* const> inputs,
             std::span<const Variable> variables, std::span<const Tensor> outputs,
             const std::shared_ptr<const void>& attrs, const OpRecord* first) {
@@ -133,7 +135,7 @@ void append(detail::TapeState& tape, const OpDef& op, std::span<const Tensor* co
   const auto num_slots = static_cast<std::uint32_t>(num_inputs + outputs.size());
   Slot* slots = tape.slots.allocate(num_slots);
   if (first != nullptr) {
-    for (std::size_t i = 0; i < num_inputs; ++i) {
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
       slots[i] = first->slots[i];
       slots[i].shape = tape.shapes.intern(*first->slots[i].shape);
     }
@@ -143,10 +145,13 @@ void append(detail::TapeState& tape, const OpDef& op, std::span<const Tensor* co
       slots[i] = {in.id(), tape.shapes.intern(in.shape()), in.dtype(),
                   saves.input(static_cast<int>(i)) ? in : Tensor()};
     }
-    for (std::size_t i = 0; i < variables.size(); ++i) {
-      const Variable& v = variables[i];
-      slots[inputs.size() + i] = {v.handle_id(), tape.shapes.intern(v.shape()), v.dtype(), Tensor()};
-    }
+  }
+  // A variable this tape does not watch links to nothing: the op's read of it would not have been
+  // recorded here, so (as for the eager body) no gradient may reach it through this tape.
+  for (std::size_t i = 0; i < variables.size(); ++i) {
+    const Variable& v = variables[i];
+    const TensorId id = tape.producer.contains(v.handle_id()) ? v.handle_id() : kNoTensor;
+    slots[inputs.size() + i] = {id, tape.shapes.intern(v.shape()), v.dtype(), Tensor()};
   }
   const auto index = static_cast<std::int64_t>(tape.ops.size());
   for (std::size_t j = 0; j < outputs.size(); ++j) {

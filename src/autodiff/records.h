@@ -16,11 +16,15 @@
 
 namespace tapeflow::autodiff {
 
+/// The id of no tensor (ids start at 1): a variable input of a record on a tape that does not
+/// watch the variable, so no gradient reaches the variable through that tape.
+inline constexpr TensorId kNoTensor = 0;
+
 /// One input or output of a recorded op: its identity and metadata always, its value only if the
 /// op's gradient reads it (Saves). The shape lives in the tape's ShapeStore: a tape records the
 /// same few shapes over and over, and a pointer keeps a slot at 40 bytes instead of 112.
 struct Slot {
-  TensorId id = 0;
+  TensorId id = kNoTensor;
   const Shape* shape = nullptr;
   DType dtype = DType::Float32;
   Tensor saved;

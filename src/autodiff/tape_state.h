@@ -28,6 +28,10 @@ struct TapeNotes {
 
 struct TapeState {
   TapeOptions options;
+  /// With options.watch_accessed_variables, also watch non-trainable variables on read: the inner
+  /// tape of a differentiable tf::function trace, whose sources must include every variable a tape
+  /// recording the call may watch (explicitly, for a non-trainable one).
+  bool watches_untrainable_reads = false;
   std::thread::id owner = std::this_thread::get_id();
   /// Between construction and destruction. Atomic: a tape may be destroyed on another thread than
   /// its owner, whose dispatch path may be reading this.

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "autodiff/dispatch.h"
+#include "autodiff/tape_access.h"
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
@@ -228,6 +229,11 @@ TraceResult trace(const std::string& label, bool optimize, std::span<const Tenso
   auto d = std::make_unique<Differentiable>();
   if (differentiable) {
     tape.emplace(TapeOptions{.persistent = true});
+    // Every floating variable the body reads is a source, not only the trainable ones: a tape
+    // recording a call may watch a non-trainable one. Which variables a recorded call gives a
+    // gradient is then each tape's own watch set (record_with_variables), so the pair of graphs
+    // cached for the signature serves every tape.
+    detail::TapeAccess::state(*tape)->watches_untrainable_reads = true;
     for (std::size_t i = 0; i < fresh.size(); ++i) {
       if (!is_floating(fresh[i].dtype())) continue;
       tape->watch(fresh[i]);
@@ -238,7 +244,7 @@ TraceResult trace(const std::string& label, bool optimize, std::span<const Tenso
   auto [results, structure] = body(fresh);
   BackwardTrace b;
   if (differentiable) {
-    // Trainable variables the body read are sources too (the tape watched them on read).
+    // The variables the body read are sources too (the tape watched them on read).
     std::vector<Variable> variables = tape->watched_variables();
     for (const Variable& v : variables) sources.emplace_back(v);
     b = trace_backward(*tape, tracer, results, sources, *d);

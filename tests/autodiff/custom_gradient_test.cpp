@@ -73,6 +73,43 @@ TEST(CustomGradient, VariablesReadInsideGetGradients) {
   ASSERT_EQ(tape.watched_variables().size(), 1u);
 }
 
+/// y = x * v whose custom gradient is 100 dy for x and 1000 dy for v (nothing like the ops' own).
+tf::Tensor times_with_gradients_100_and_1000(const tf::Tensor& x, const tf::Variable& v) {
+  return tf::custom_gradient({x}, [&v](const In& in) {
+    return tf::CustomGradientResult{{in[0] * v.read_value()},
+                                    [](const In& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+                                      return {dy[0] * 100.0f, dy[0] * 1000.0f};
+                                    }};
+  })[0];
+}
+
+TEST(CustomGradient, AVariableGetsItsGradientOnlyOnTapesThatWatchIt) {
+  // As for f's own read of w, which a tape records only if it watches w: the outer tape
+  // auto-watches the trainable w, the inner one watches only x and gets no gradient for w.
+  tf::Variable w(3.0f, {.name = "w"});
+  tf::Tensor x = tf::constant(2.0f);
+  tf::GradientTape outer;
+  outer.watch(x);
+  tf::GradientTape inner({.watch_accessed_variables = false});
+  inner.watch(x);
+  tf::Tensor y = times_with_gradients_100_and_1000(x, w);
+  auto gi = inner.gradient(y, {x, w});
+  EXPECT_FLOAT_EQ(gi[0]->item<float>(), 100.0f);
+  EXPECT_FALSE(gi[1]);
+  EXPECT_TRUE(inner.watched_variables().empty());
+  auto go = outer.gradient(y, {x, w});
+  EXPECT_FLOAT_EQ(go[0]->item<float>(), 100.0f);
+  EXPECT_FLOAT_EQ(go[1]->item<float>(), 1000.0f);
+}
+
+TEST(CustomGradient, ANonTrainableVariableTheTapeWatchesGetsItsGradient) {
+  tf::Variable nt(3.0f, {.name = "nt", .trainable = false});
+  tf::GradientTape tape;
+  tape.watch(nt);
+  tf::Tensor y = times_with_gradients_100_and_1000(tf::constant(2.0f), nt);
+  EXPECT_FLOAT_EQ(tape.gradient(y, nt)->item<float>(), 1000.0f);
+}
+
 /// Differentiates custom_gradient({x}, f) at x = [1, 2] (float32) with the gradient function
 /// `grad`, and returns the InvalidArgumentError's message ("" if nothing was thrown).
 std::string error_of_gradient_function(std::function<tf::Grads(const In& dy)> grad) {

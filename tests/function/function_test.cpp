@@ -173,6 +173,113 @@ TEST(Function, GradientThroughACallIsOneRecordAndMatchesEager) {
   }
 }
 
+/// How a tape in the variable tests watches: its options and what it watch()es explicitly.
+struct Watching {
+  std::string what;
+  tf::TapeOptions options;
+  bool x = false, w = false, nt = false;
+};
+
+/// The tapes a call's variable gradients are checked on: the default (auto-watches the trainable
+/// w only), no auto-watching with only x watched (w gets nothing), a non-trainable nt watched
+/// explicitly, and both variables watched explicitly without auto-watching.
+std::vector<Watching> watchings() {
+  return {{"default, watches x", {}, true},
+          {"no auto-watch, watches x", {.watch_accessed_variables = false}, true},
+          {"default, watches x and nt", {}, true, false, true},
+          {"no auto-watch, watches w and nt", {.watch_accessed_variables = false}, false, true, true}};
+}
+
+/// What a tape watching as `how` gets from `run(x)`: the gradients for x, w and nt, and the names
+/// of the variables it watched.
+struct VariableGradients {
+  std::vector<tf::Gradient> grads;
+  std::vector<std::string> watched;
+};
+
+VariableGradients gradients_on(const Watching& how, const tf::Tensor& x, const tf::Variable& w,
+                               const tf::Variable& nt,
+                               const std::function<tf::Tensor(const tf::Tensor&)>& run) {
+  tf::GradientTape tape(how.options);
+  if (how.x) tape.watch(x);
+  if (how.w) tape.watch(w);
+  if (how.nt) tape.watch(nt);
+  const tf::Tensor y = run(x);
+  VariableGradients out{tape.gradient(y, {tf::Source(x), tf::Source(w), tf::Source(nt)}), {}};
+  for (const tf::Variable& v : tape.watched_variables()) out.watched.push_back(v.name());
+  return out;
+}
+
+void expect_same_gradients(const VariableGradients& traced, const VariableGradients& eager,
+                           const std::string& what) {
+  ASSERT_EQ(traced.grads.size(), eager.grads.size());
+  for (std::size_t k = 0; k < eager.grads.size(); ++k) {
+    ASSERT_EQ(static_cast<bool>(traced.grads[k]), static_cast<bool>(eager.grads[k]))
+        << what << ", source " << k;
+    if (eager.grads[k]) expect_close(*traced.grads[k], *eager.grads[k]);
+  }
+  EXPECT_EQ(traced.watched, eager.watched) << what;
+}
+
+TEST(Function, ACallGivesAVariableAGradientExactlyWhereTheEagerBodyWould) {
+  // A variable gets a gradient through a call only on a tape that watches it: explicitly, or
+  // auto-watched because it is trainable and the tape watches accessed variables. The pair of
+  // graphs cached for the signature serves every tape, whichever tape the call traced under.
+  tf::Variable w(vec({1, 2}), {.name = "w"});
+  tf::Variable nt(vec({3, 4}), {.name = "nt", .trainable = false});
+  auto body = [&](const tf::Tensor& x) { return tf::reduce_sum(x * w.read_value() * nt.read_value()); };
+  const std::vector<Watching> hows = watchings();
+  for (std::size_t first = 0; first < hows.size(); ++first) {
+    auto f = tf::function(body);
+    for (std::size_t k = 0; k < hows.size(); ++k) {
+      const Watching& how = hows[(first + k) % hows.size()];
+      const tf::Tensor x = vec({1, -1});
+      expect_same_gradients(gradients_on(how, x, w, nt, f), gradients_on(how, x, w, nt, body),
+                            how.what + " (traced under " + hows[first].what + ")");
+    }
+  }
+}
+
+TEST(Function, ACallOnNestedTapesGivesEachTapeItsOwnVariableGradients) {
+  // The outer tape auto-watches w, the inner one watches only x: the call's one record on each
+  // links w only where the tape watches it, as the body's read would have been recorded.
+  tf::Variable w(vec({1, 2}), {.name = "w"});
+  auto body = [&](const tf::Tensor& x) { return tf::reduce_sum(x * x * w.read_value()); };
+  auto f = tf::function(body);
+  for (const bool traced : {false, true}) {
+    const tf::Tensor x = vec({1, -1});
+    tf::GradientTape outer;
+    outer.watch(x);
+    tf::GradientTape inner({.watch_accessed_variables = false});
+    inner.watch(x);
+    const tf::Tensor y = traced ? f(x) : body(x);
+    EXPECT_FALSE(inner.gradient(y, w)) << (traced ? "traced" : "eager");
+    const tf::Gradient dw = outer.gradient(y, w);
+    ASSERT_TRUE(dw) << (traced ? "traced" : "eager");
+    expect_close(*dw, vec({1, 1}));
+  }
+}
+
+TEST(Function, AJacobianThroughACallFollowsThePersistentTapesWatchSet) {
+  tf::Variable w(vec({1, 2}), {.name = "w"});
+  tf::Variable nt(vec({3, 4}), {.name = "nt", .trainable = false});
+  auto body = [&](const tf::Tensor& x) { return x * w.read_value() * nt.read_value(); };
+  auto f = tf::function(body);
+  std::vector<tf::Tensor> jacobians;
+  for (const bool traced : {false, true}) {
+    const tf::Tensor x = vec({1, -1});
+    tf::GradientTape tape({.persistent = true, .watch_accessed_variables = false});
+    tape.watch(x);
+    tape.watch(nt);
+    const tf::Tensor y = traced ? f(x) : body(x);
+    EXPECT_FALSE(tape.jacobian(y, w)) << (traced ? "traced" : "eager");
+    const tf::Gradient j = tape.jacobian(y, nt);
+    ASSERT_TRUE(j) << (traced ? "traced" : "eager");
+    jacobians.push_back(*j);
+  }
+  expect_close(jacobians[1], jacobians[0]);
+}
+
 TEST(Function, TheCallOpIsNotListedAmongTheOps) {
   auto f = tf::function([](const tf::Tensor& x) { return x * x; });
   tf::Tensor x = tf::constant(2.0);
