@@ -40,7 +40,9 @@ inline constexpr Saves kSavesInputs{Saves::kAllInputs, 0};
 inline constexpr Saves kSavesOutput{0, 1};
 
 /// Runs an op's forward on tensors with its typed attributes (nullptr for an op without them),
-/// without the dispatch path: how a traced graph replays a node (src/function).
+/// without the dispatch path: how a traced graph replays a node (src/function). The op's
+/// `check_attrs`, where it declares one, checks the attributes against the inputs first (a node's
+/// come from a file or a size template, not from the public function).
 using ForwardFunction = std::vector<Tensor> (*)(const void* attrs, std::span<const Tensor> inputs);
 
 /// The ForwardFunction of an op struct, from the shape of its `forward`: (Attrs, span) -> vector
@@ -258,12 +260,20 @@ std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in)
       return out;
     }
   }
+  // A graph node's attributes come from a file or a size template, not from the op's public
+  // function, which is what normalises and checks them for the forward: an op whose forward
+  // trusts an axis, a size or a shape in them declares `check_attrs`, taking what the forward
+  // takes, and it runs first (after the input count, for fixed-arity ops).
   if constexpr (std::is_same_v<typename Sig::Result, std::vector<Tensor>>) {
-    return Op::forward(forward_detail::attrs_at<First>(attrs), in);
+    const First& a = forward_detail::attrs_at<First>(attrs);
+    if constexpr (requires { &Op::check_attrs; }) Op::check_attrs(a, in);
+    return Op::forward(a, in);
   } else if constexpr (!std::is_same_v<First, Tensor>) {
     forward_detail::require_arity(Op::kName, in.size(), Sig::kArity - 1);
+    const First& a = forward_detail::attrs_at<First>(attrs);
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::vector<Tensor>{Op::forward(forward_detail::attrs_at<First>(attrs), in[I]...)};
+      if constexpr (requires { &Op::check_attrs; }) Op::check_attrs(a, in[I]...);
+      return std::vector<Tensor>{Op::forward(a, in[I]...)};
     }
     (std::make_index_sequence<Sig::kArity - 1>{});
   } else {

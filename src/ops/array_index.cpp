@@ -178,6 +178,27 @@ cpu::CopyPlan strided_plan(const StridedAttrs& a, bool scatter) {
   return p;
 }
 
+/// check_attrs of StridedSlice and its gradient: a.box within a.input from a.begin by a.step in
+/// every dimension, and a.out the box's elements (what strided_plan and the copy rely on).
+void check_strided(const StridedAttrs& a, std::string_view op) {
+  const int rank = a.input.rank();
+  require_attrs(std::ssize(a.begin) == rank && std::ssize(a.step) == rank && a.box.rank() == rank, op,
+                "{} begins, {} steps and a box of rank {} for an input of shape {}", a.begin.size(),
+                a.step.size(), a.box.rank(), a.input.to_string());
+  for (int d = 0; d < rank; ++d) {
+    const auto u = static_cast<std::size_t>(d);
+    const std::int64_t dim = a.input[d], begin = a.begin[u], step = a.step[u], count = a.box[d];
+    // The last index, in 128 bits so that no forged step overflows it.
+    const __int128 last = static_cast<__int128>(begin) + static_cast<__int128>(count - 1) * step;
+    require_attrs(step != 0 && (step < 0 ? -step : step) <= std::max<std::int64_t>(dim, 1) &&
+                      (count == 0 || (begin >= 0 && begin < dim && last >= 0 && last < dim)),
+                  op, "dimension {}: {} elements from {} by {} do not lie in [0, {}) (input shape {})", d,
+                  count, begin, step, dim, a.input.to_string());
+  }
+  require_attrs(a.out.num_elements() == a.box.num_elements(), op,
+                "an output of shape {} for a box of shape {}", a.out.to_string(), a.box.to_string());
+}
+
 }  // namespace
 
 // y = x[begin:stop:step, ...];  dx = strided_slice_grad(dy): dy scattered into zeros of shape(x)
@@ -185,6 +206,11 @@ struct StridedSlice {
   static constexpr std::string_view kName = "StridedSlice";
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = StridedAttrs;
+  static void check_attrs(const Attrs& a, const Tensor& x) {
+    require_attrs(x.shape() == a.input, kName, "they slice an input of shape {}, x is a {}",
+                  a.input.to_string(), describe(x));
+    check_strided(a, kName);
+  }
   static Tensor forward(const Attrs& a, const Tensor& x) {
     Tensor y = detail::empty(a.out, x.dtype(), kName);
     const cpu::CopyPlan p = strided_plan(a, /*scatter=*/false);
@@ -281,9 +307,12 @@ struct StridedSliceGrad {
   static constexpr std::string_view kName = "StridedSliceGrad";
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = StridedAttrs;
+  static void check_attrs(const Attrs& a, const Tensor& dy) {
+    require_attrs(dy.shape() == a.out, kName, "they slice an output of shape {}, dy is a {}",
+                  a.out.to_string(), describe(dy));
+    check_strided(a, kName);
+  }
   static Tensor forward(const Attrs& a, const Tensor& dy) {
-    TAPEFLOW_ASSERT(dy.shape() == a.out, "[{}] dy has shape {}, expected {}", kName, dy.shape().to_string(),
-                    a.out.to_string());
     Tensor dx = zeros(a.input, dy.dtype());
     const cpu::CopyPlan p = strided_plan(a, /*scatter=*/true);
     visit_dtype(dy.dtype(),
@@ -332,6 +361,9 @@ struct GatherV2 {
   static constexpr std::string_view kName = "GatherV2";
   static constexpr Saves kSaves{0b10, 0};  // the gradient reads indices
   using Attrs = GatherAttrs;
+  static void check_attrs(const Attrs& a, const Tensor& params, const Tensor&) {
+    require_attr_in(kName, "axis", a.axis, 0, params.rank(), params, "params");
+  }
   static Tensor forward(const Attrs& a, const Tensor& params, const Tensor& indices) {
     const Shape& ps = params.shape();
     check_indices_in_range(indices, ps[a.axis], kName,
@@ -386,6 +418,18 @@ struct GatherGrad {
   static constexpr std::string_view kName = "GatherGrad";
   static constexpr Saves kSaves{0b10, 0};  // the gradient reads indices
   using Attrs = GatherAttrs;
+  static void check_attrs(const Attrs& a, const Tensor& dy, const Tensor& indices) {
+    const Shape& ps = a.params;
+    require_attrs(0 <= a.axis && a.axis < ps.rank(), kName, "axis {} of params of shape {}", a.axis,
+                  ps.to_string());
+    std::vector<std::int64_t> gathered = dims_between(ps, 0, a.axis);
+    for (std::int64_t d : indices.shape().dims()) gathered.push_back(d);
+    for (std::int64_t d : dims_between(ps, a.axis + 1, ps.rank())) gathered.push_back(d);
+    require_attrs(std::ranges::equal(dy.shape().dims(), gathered), kName,
+                  "gathering params of shape {} along axis {} by indices of shape {} gives ({}), dy is a {}",
+                  ps.to_string(), a.axis, indices.shape().to_string(), fmt::join(gathered, ", "),
+                  describe(dy));
+  }
   static Tensor forward(const Attrs& a, const Tensor& dy, const Tensor& indices) {
     const Shape& ps = a.params;
     check_indices_in_range(indices, ps[a.axis], kName, fmt::format("params has shape {}", ps.to_string()));
@@ -579,6 +623,14 @@ struct OneHotAttrs {
 struct OneHot {
   static constexpr std::string_view kName = "OneHot";
   using Attrs = OneHotAttrs;
+  static void check_attrs(const Attrs& a, const Tensor& indices) {
+    auto scalar = [](const Tensor& t) { return t.defined() && t.rank() == 0; };
+    require_attrs(a.depth >= 0 && scalar(a.on) && scalar(a.off) && a.on.dtype() == a.off.dtype(), kName,
+                  "depth {} with on and off values {} and {} for indices, a {}: the depth must be >= 0 and "
+                  "the values scalars of one dtype",
+                  a.depth, a.on.defined() ? describe(a.on) : "undefined",
+                  a.off.defined() ? describe(a.off) : "undefined", describe(indices));
+  }
   static Tensor forward(const Attrs& a, const Tensor& indices) {
     std::vector<std::int64_t> out = dims_between(indices.shape(), 0, indices.rank());
     out.push_back(a.depth);

@@ -71,6 +71,14 @@ std::vector<Tensor> split_columns(const Tensor& x, std::int64_t outer,
 /// ask for any n; each output is a heap object, so a huge n must fail cleanly, not in new.
 constexpr std::int64_t kMaxOutputs = std::int64_t{1} << 20;
 
+/// Throws ResourceExhaustedError naming `op` if splitting x would return more than kMaxOutputs
+/// tensors.
+void require_output_count(std::string_view op, std::int64_t n, const Tensor& x) {
+  TAPEFLOW_REQUIRE(n <= kMaxOutputs, ResourceExhaustedError,
+                   "[{}] would return {} tensors from x, a {}: more than the {} one op may return", op, n,
+                   describe(x), kMaxOutputs);
+}
+
 struct AxisAttrs {
   int axis;  // normalised
 };
@@ -91,8 +99,11 @@ struct ConcatV2 {
   static constexpr std::string_view kName = "ConcatV2";
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = AxisAttrs;
-  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
+  static void check_attrs(const Attrs& a, std::span<const Tensor> xs) {
     require_inputs(kName, xs, 1);
+    require_attr_in(kName, "axis", a.axis, 0, xs[0].rank(), xs[0], "input 0");
+  }
+  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
     const Tensor& first = xs[0];
     const Shape& s0 = first.shape();
     std::int64_t joined = 0;
@@ -163,8 +174,11 @@ struct Pack {
   static constexpr std::string_view kName = "Pack";
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = AxisAttrs;  // an axis of the output: [0, rank + 1)
-  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
+  static void check_attrs(const Attrs& a, std::span<const Tensor> xs) {
     require_inputs(kName, xs, 1);
+    require_attr_in(kName, "axis", a.axis, 0, xs[0].rank() + 1, xs[0], "input 0");
+  }
+  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
     const Tensor& first = xs[0];
     for (std::size_t i = 0; i < xs.size(); ++i) {
       TAPEFLOW_REQUIRE(
@@ -207,8 +221,12 @@ struct Unpack {
   static constexpr std::string_view kName = "Unpack";
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = AxisAttrs;
-  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
+  static void check_attrs(const Attrs& a, std::span<const Tensor> xs) {
     require_inputs(kName, xs, 1);
+    require_attr_in(kName, "axis", a.axis, 0, xs[0].rank(), xs[0]);
+    require_output_count(kName, xs[0].shape()[a.axis], xs[0]);
+  }
+  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
     const Tensor& x = xs[0];
     const auto d = x.shape().dims();
     std::vector<std::int64_t> part_dims(d.begin(), d.end());
@@ -233,9 +251,7 @@ std::vector<Tensor> unstack(const Tensor& x, std::int64_t axis) {
   ops::require_defined(x, ops::Unpack::kName);
   TAPEFLOW_REQUIRE(x.rank() > 0, InvalidArgumentError, "[Unpack] cannot unstack a scalar (x has shape ())");
   const int n = normalize_axis(axis, x.rank(), ops::Unpack::kName);
-  TAPEFLOW_REQUIRE(x.shape()[n] <= ops::kMaxOutputs, ResourceExhaustedError,
-                   "[Unpack] unstacking axis {} of x (shape {}) would return {} tensors, more than {}", n,
-                   x.shape().to_string(), x.shape()[n], ops::kMaxOutputs);
+  ops::require_output_count(ops::Unpack::kName, x.shape()[n], x);
   return autodiff::apply_list<ops::Unpack>({n}, {&x, 1});
 }
 namespace ops {
@@ -270,8 +286,23 @@ template <class Op>
 struct SplitOp {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = SplitAttrs;
-  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
+  static void check_attrs(const Attrs& a, std::span<const Tensor> xs) {
     require_inputs(Op::kName, xs, 1);
+    const Tensor& x = xs[0];
+    require_attr_in(Op::kName, "axis", a.axis, 0, x.rank(), x);
+    require_output_count(Op::kName, static_cast<std::int64_t>(a.sizes.size()), x);
+    const std::int64_t dim = x.shape()[a.axis];
+    std::int64_t left = dim;
+    for (std::int64_t size : a.sizes) {
+      require_attrs(size >= 0 && size <= left, Op::kName,
+                    "sizes {} do not split dimension {} of x ({}), of size {}", a.sizes, a.axis, describe(x),
+                    dim);
+      left -= size;
+    }
+    require_attrs(left == 0, Op::kName, "sizes {} do not split dimension {} of x ({}), of size {}", a.sizes,
+                  a.axis, describe(x), dim);
+  }
+  static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> xs) {
     return split_forward(a, xs[0], Op::kName);
   }
   static Grads backward(const GradContext& c) {

@@ -95,6 +95,10 @@ struct BroadcastTo {
   };
   // A fused kernel loads x broadcast to the block and copies it.
   static constexpr auto kElement = [](auto v) { return v; };
+  static void check_attrs(const Attrs& a, const Tensor& x) {
+    require_attrs(broadcast_shapes(x.shape(), a.shape, kName) == a.shape, kName,
+                  "x, a {}, does not broadcast to shape {}", describe(x), a.shape.to_string());
+  }
   static Tensor forward(const Attrs& a, const Tensor& x) {
     Tensor out = detail::empty(a.shape, x.dtype(), kName);
     visit_dtype(x.dtype(), [&]<class T>() {
@@ -130,16 +134,21 @@ struct NewShape {
 }  // namespace
 
 /// What ExpandDims and Squeeze share: y is x's bytes with a new shape;  dx = reshape(dy, shape(x)).
+template <class Op>
 struct Relabel {
   static constexpr Saves kSaves = kSavesNothing;
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;  // the same bytes
   using Attrs = NewShape;
+  static void check_attrs(const Attrs& a, const Tensor& x) {
+    require_attrs(a.shape.num_elements() == x.num_elements(), Op::kName, "x, a {}, relabelled as shape {}",
+                  describe(x), a.shape.to_string());
+  }
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) { return reshape_back(c); }
 };
 
 // y = expand_dims(x, axis);  dx = reshape(dy, shape(x))
-struct ExpandDims : Relabel {
+struct ExpandDims : Relabel<ExpandDims> {
   static constexpr std::string_view kName = "ExpandDims";
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"axis"});
@@ -162,7 +171,7 @@ Tensor expand_dims(const Tensor& x, std::int64_t axis) {
 namespace ops {
 
 // y = squeeze(x, axes);  dx = reshape(dy, shape(x))
-struct Squeeze : Relabel {
+struct Squeeze : Relabel<Squeeze> {
   static constexpr std::string_view kName = "Squeeze";
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"squeeze_dims"});
@@ -212,6 +221,16 @@ struct Transpose {
   static constexpr Saves kSaves = kSavesNothing;
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact
   using Attrs = TransposeAttrs;
+  static void check_attrs(const Attrs& a, const Tensor& x) {
+    constexpr std::string_view kWhy = "perm {} is not a permutation of the axes of x, a {}";
+    require_attrs(std::ssize(a.perm) == x.rank(), kName, kWhy, a.perm, describe(x));
+    std::vector<bool> seen(a.perm.size(), false);
+    for (int p : a.perm) {
+      require_attrs(p >= 0 && p < x.rank() && !seen[static_cast<std::size_t>(p)], kName, kWhy, a.perm,
+                    describe(x));
+      seen[static_cast<std::size_t>(p)] = true;
+    }
+  }
   static Tensor forward(const Attrs& a, const Tensor& x) {
     std::vector<std::int64_t> out(a.perm.size());
     for (std::size_t i = 0; i < a.perm.size(); ++i) out[i] = x.shape()[a.perm[i]];
@@ -266,13 +285,11 @@ struct ReverseV2 {
   static constexpr Saves kSaves = kSavesNothing;
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact
   using Attrs = ReverseAttrs;
+  static void check_attrs(const Attrs& a, const Tensor& x) {
+    for (std::int64_t axis : a.axes) require_attr_in(kName, "axis", axis, 0, x.rank(), x);
+  }
   static Tensor forward(const Attrs& a, const Tensor& x) {
     const Shape& s = x.shape();
-    // The public function normalises the axes; a graph read from a file is checked here too.
-    for (std::int64_t axis : a.axes)
-      TAPEFLOW_REQUIRE(axis >= 0 && axis < s.rank(), InvalidArgumentError,
-                       "[{}] axis {} is out of range for x of shape {} (rank {})", kName, axis, s.to_string(),
-                       s.rank());
     Tensor y = detail::empty(s, x.dtype(), kName);
     // Each reversed dimension is read from its last element backwards.
     const auto strides = cpu::row_major_strides(s);

@@ -153,6 +153,11 @@ struct Pad {
   static constexpr std::string_view kName = "Pad";
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = PadAttrs;
+  static void check_attrs(const Attrs& a, const Tensor& x) {
+    require_attrs(a.value.defined() && a.value.dtype() == x.dtype() && a.value.rank() == 0, kName,
+                  "the constant value must be a scalar of x's dtype: x is a {}, the value is a {}",
+                  describe(x), a.value.defined() ? describe(a.value) : "undefined tensor");
+  }
   static Tensor forward(const Attrs& a, const Tensor& x) {
     const Shape out = pad_shape(x, a.paddings);
     Tensor y = detail::empty(out, x.dtype(), kName);

@@ -395,6 +395,7 @@ struct AxisAttrs {
 
 template <cpu::SoftmaxKind kKind>
 Tensor softmax_forward(const AxisAttrs& a, const Tensor& x, std::string_view op) {
+  require_attr_in(op, "axis", a.axis, 0, x.rank(), x, "logits");  // a graph node's may be anything
   Tensor out = detail::empty(x.shape(), x.dtype(), op);
   const cpu::AxisBlocks b = cpu::axis_blocks(x.shape(), a.axis);
   visit_floating(x.dtype(), [&]<class T>() {

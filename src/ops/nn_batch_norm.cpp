@@ -78,6 +78,7 @@ void require_norm_arguments(
     std::string_view op, const Tensor& x, std::int64_t axis,
     std::initializer_list<std::pair<const Tensor*, std::string_view>> per_channel_args,
     bool computes_statistics = true) {
+  require_attr_in(op, "axis", axis, 0, x.rank(), x);  // a graph node's may be anything
   require_floating(x, op, "x");
   const std::int64_t channels = x.shape()[axis];
   TAPEFLOW_REQUIRE(!computes_statistics || channels == 0 || x.num_elements() > 0, InvalidArgumentError,

@@ -129,6 +129,14 @@ void require_rank4(std::string_view op, const Shape& s, std::string_view arg, st
 template <class What>
 cpu::WindowGeometry window_geometry(std::string_view op, const Shape& in, Pair k, Pair strides,
                                     const Padding& padding, What what, Pair dilations = {1, 1}) {
+  // parse_padding makes these; a graph node's (from a file) may hold any bytes.
+  const auto mode = static_cast<int>(padding.mode);
+  TAPEFLOW_REQUIRE(mode >= 0 && mode <= static_cast<int>(Padding::Mode::kExplicit), InvalidArgumentError,
+                   "[{}] padding mode {} is none of VALID, SAME and EXPLICIT: {}", op, mode, what());
+  for (std::int64_t amount : padding.amounts)
+    TAPEFLOW_REQUIRE(padding.mode != Padding::Mode::kExplicit || (amount >= 0 && amount <= kMaxWindow),
+                     InvalidArgumentError, "[{}] explicit padding amounts must be in [0, 2^31], got {}: {}",
+                     op, padding_name(padding), what());
   TAPEFLOW_REQUIRE(strides[0] >= 1 && strides[1] >= 1 && strides[0] <= kMaxWindow && strides[1] <= kMaxWindow,
                    InvalidArgumentError, "[{}] strides must be >= 1 and <= 2^31, got strides {}: {}", op,
                    pair_string(strides), what());

@@ -82,6 +82,10 @@ struct SoftmaxCrossEntropyWithLogits {
   static constexpr std::string_view kName = "SoftmaxCrossEntropyWithLogits";
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = AxisAttrs;
+  static void check_attrs(const Attrs& a, const Tensor& labels, const Tensor& logits) {
+    require_labels_like_logits(labels, logits, kName);
+    require_attr_in(kName, "axis", a.axis, 0, logits.rank(), logits, "logits");
+  }
   static Tensor forward(const Attrs& a, const Tensor& labels, const Tensor& logits) {
     const cpu::AxisBlocks b = cpu::axis_blocks(logits.shape(), a.axis);
     std::vector<std::int64_t> out_dims = dims_of(logits.shape());

@@ -33,6 +33,18 @@ void require_same_dtype(const Tensor& x, const Tensor& y, std::string_view op) {
                    op, describe(x), describe(y));
 }
 
+void require_attr_in(std::string_view op, std::string_view name, std::int64_t value, std::int64_t lo,
+                     std::int64_t hi, const Tensor& x, std::string_view arg) {
+  TAPEFLOW_REQUIRE(lo <= value && value < hi, InvalidArgumentError,
+                   "[{}] the graph node's attribute {} is {}, outside [{}, {}) for {}, a {}", op, name, value,
+                   lo, hi, arg, describe(x));
+}
+
+void throw_attrs_misfit(std::string_view op, const std::string& why) {
+  throw InvalidArgumentError(
+      fmt::format("[{}] the graph node's attributes do not fit its inputs: {}", op, why));
+}
+
 Tensor sum_tangents(std::initializer_list<Tensor> terms, const Shape& out) {
   Tensor total;
   for (const Tensor& t : terms)

@@ -44,6 +44,22 @@ void require_numeric(const Tensor& x, std::string_view op, std::string_view arg 
 /// Throws InvalidArgumentError unless x and y have the same dtype (no implicit casting).
 void require_same_dtype(const Tensor& x, const Tensor& y, std::string_view op);
 
+// An op's `check_attrs` (autodiff/op_def.h) checks what a graph node gives its forward: the
+// attributes come from a file or a size template, not from the public function that normalised
+// them. These name the op, the attribute and the input it refers to.
+
+/// Throws InvalidArgumentError unless `value`, the node's attribute `name`, lies in [lo, hi).
+void require_attr_in(std::string_view op, std::string_view name, std::int64_t value, std::int64_t lo,
+                     std::int64_t hi, const Tensor& x, std::string_view arg = "x");
+/// Throws InvalidArgumentError "[op] the graph node's attributes do not fit its inputs: <why>"
+/// unless `ok`; `why` (formatted only then) says what the attributes hold against which input.
+[[noreturn]] void throw_attrs_misfit(std::string_view op, const std::string& why);
+template <class... Args>
+void require_attrs(bool ok, std::string_view op, fmt::format_string<Args...> why, Args&&... args) {
+  if (!ok) [[unlikely]]
+    throw_attrs_misfit(op, fmt::format(why, std::forward<Args>(args)...));
+}
+
 /// Calls fn.template operator()<T>() for float32/float64 (the caller has checked the dtype; a
 /// bfloat16 tensor that got this far throws InvalidArgumentError instead of being read as float).
 template <class Fn>

@@ -34,6 +34,14 @@ struct ReduceShapes {
 };
 
 ReduceShapes reduce_shapes(const ReduceAttrs& a, const Shape& in, std::string_view op) {
+  // A graph node's attributes may be anything: the axes must be the flagged ones, within rank.
+  std::size_t k = 0;
+  bool consistent = true;
+  for (int i = 0; i < kMaxRank; ++i)
+    if (a.reduced[static_cast<std::size_t>(i)])
+      consistent = consistent && i < in.rank() && k < a.axes.size() && a.axes[k++] == i;
+  require_attrs(consistent && k == a.axes.size(), op, "axes {} (flags {}) for an input of shape {}", a.axes,
+                a.reduced, in.to_string());
   ReduceShapes s;
   std::vector<std::int64_t> kd, out;
   for (int i = 0; i < in.rank(); ++i) {
@@ -354,6 +362,7 @@ struct ArgAttrs {
 
 template <bool kMax>
 Tensor arg_reduce(const ArgAttrs& a, const Tensor& x, std::string_view op) {
+  require_attr_in(op, "axis", a.axis, 0, x.rank(), x);  // a graph node's may be anything
   TAPEFLOW_REQUIRE(x.dtype() != DType::Bool, InvalidArgumentError,
                    "[{}] 'x' must be a numeric tensor, got a {}", op, describe(x));
   const cpu::AxisBlocks b = cpu::axis_blocks(x.shape(), a.axis);

@@ -13,7 +13,12 @@
 //     return {tile(a.in(0), a.ints("multiples"))};
 //   }
 //
-// and an internal gradient op that users cannot call declares `kNotCallable` (the reason).
+// and an internal gradient op that users cannot call declares `kNotCallable` (the reason). An op
+// whose forward trusts its normalised attributes (an axis, sizes, a permutation) declares
+//
+//   static void check_attrs(const Attrs& a, const Tensor& x);  // the forward's arguments
+//
+// which a graph node's run calls first (autodiff/op_def.h, forward_entry).
 // Both entry points call the public function, so they validate and throw identically.
 
 #include <functional>
