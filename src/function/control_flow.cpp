@@ -684,6 +684,18 @@ std::vector<Tensor> traced_while(const LoopCondFn& cond, const LoopBodyFn& body,
 
 }  // namespace
 
+std::optional<std::size_t> control_flow_output_count(const Node& n) {
+  // Without attributes (an If or While being built) the graphs are not there to count.
+  if (n.kind != NodeKind::kOp || n.attrs == nullptr) return std::nullopt;
+  if (n.op->forward == &if_forward)
+    return static_cast<const IfAttrs*>(n.attrs.get())->then_branch.plain->graph().outputs.size();
+  if (n.op->forward == &loop_forward) {
+    const auto& a = *static_cast<const LoopAttrs*>(n.attrs.get());
+    return level(*a.loop, a.order).out_floating.size();
+  }
+  return std::nullopt;
+}
+
 const autodiff::OpDef* control_flow_op(std::string_view name) {
   for (const autodiff::OpDef* op :
        {&if_op(false), &if_op(true), &while_op(false), &while_op(true), &while_grad_op()})
