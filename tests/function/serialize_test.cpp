@@ -275,6 +275,7 @@ struct Forged {
   std::string layout = "{b,b}";
   std::string attrs = std::string("\x00\x01", 2);  // transpose_b
   std::vector<std::uint32_t> node_outputs = {2};
+  std::vector<std::int64_t> value_dims = {2, 2};              // of every value
   std::string extra_meta;                                     // appended to the meta section
   std::vector<std::pair<std::string, std::string>> more_ops;  // op table entries after the first
 
@@ -294,7 +295,8 @@ struct Forged {
     w.u32(value_count);
     for (std::uint32_t i = 0; i < std::min<std::uint32_t>(value_count, 4); ++i) {
       w.dtype(tf::DType::Float32);
-      w.shape(tf::Shape{2, 2});
+      w.u8(static_cast<std::uint8_t>(value_dims.size()));
+      for (std::int64_t d : value_dims) w.i64(d);
     }
     w.u32(2), w.u32(0), w.u32(1);  // graph inputs
     w.u32(1), w.u32(output);       // graph outputs
@@ -440,6 +442,13 @@ TEST_F(FunctionFile, ForgedFieldsAreTypedErrorsNamingTheProblem) {
   f = {};
   f.value_count = 0xFFFFFFFFu;
   EXPECT_THAT(message(f), HasSubstr("values claims 4294967295 items"));
+  f = {};
+  // A zero dim hid the overflow of the others, which Shape then refused with
+  // ResourceExhaustedError not naming the file.
+  f.value_dims = {0, (std::int64_t{1} << 62) + 1};
+  EXPECT_THAT(message(f),
+              HasSubstr("has more than 4611686018427387904 elements, not counting zero dimensions"));
+  EXPECT_THAT(message(f), HasSubstr(p.string()));
   f = {};
   f.node_kind = 5;
   EXPECT_THAT(message(f), HasSubstr("node 0 has unknown kind 5"));
