@@ -82,12 +82,6 @@ void check_pred(std::string_view fn, std::string_view what, const Tensor& pred) 
                                                : " (reduce it to one value first, as in reduce_max(x) > 0)");
 }
 
-void check_defined(std::string_view fn, std::string_view who, const std::vector<Tensor>& outputs) {
-  for (std::size_t i = 0; i < outputs.size(); ++i)
-    TAPEFLOW_REQUIRE(outputs[i].defined(), InvalidArgumentError,
-                     "[{}] {} returned an undefined Tensor as output {}", fn, who, i);
-}
-
 /// The body must return one tensor per loop variable, each of the variable's shape and dtype.
 void check_body(const std::vector<Tensor>& vars, const std::vector<Tensor>& next) {
   TAPEFLOW_REQUIRE(next.size() == vars.size(), InvalidArgumentError,
