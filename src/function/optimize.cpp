@@ -115,6 +115,22 @@ void fold_constants(Graph& g) {
   eliminate_dead_code(g);
 }
 
+void drop_stop_gradients(Graph& g) {
+  static const autodiff::OpDef& stop = autodiff::registry().get("StopGradient");
+  std::vector<ValueId> rep(g.values.size());
+  for (std::size_t v = 0; v < rep.size(); ++v) rep[v] = static_cast<ValueId>(v);
+  std::vector<Node> nodes;
+  for (Node& n : g.nodes) {
+    // A file's node may list other counts (the executor refuses it when it runs).
+    if (n.kind == NodeKind::kOp && n.op == &stop && n.inputs.size() == 1 && n.outputs.size() == 1)
+      rep[n.outputs[0]] = rep[n.inputs[0]];  // in order, so a chain of them reaches its first input
+    else
+      nodes.push_back(std::move(n));
+  }
+  g.nodes = std::move(nodes);
+  rename_uses(g, rep);
+}
+
 void relu_gradient_before_max_pool_gradient(Graph& g) {
   std::vector<std::ptrdiff_t> producer(g.values.size(), -1);
   std::vector<int> readers(g.values.size(), 0);
