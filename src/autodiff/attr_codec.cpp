@@ -88,13 +88,16 @@ Shape AttrReader::shape(std::string_view what) {
   if (rank > kMaxRank)
     fail(fmt::format("{} has rank {}, more than the maximum rank {}", what, rank, kMaxRank));
   std::array<std::int64_t, kMaxRank> dims{};
-  std::int64_t elements = 1;
+  // Over the non-zero dims, as Shape counts (a zero dim must not hide an overflow of the others:
+  // Shape would refuse (0, 2^62, 4) with ResourceExhaustedError, not naming the file).
+  std::int64_t nonzero = 1;
   for (int d = 0; d < rank; ++d) {
     const std::int64_t n = i64(what);
     if (n < 0) fail(fmt::format("{} has a negative dimension {} (dimension {})", what, n, d));
-    if (n != 0 && elements > kMaxElements / n)
-      fail(fmt::format("{} has more than {} elements (dimension {} is {})", what, kMaxElements, d, n));
-    elements *= n;
+    if (n != 0 && nonzero > kMaxElements / n)
+      fail(fmt::format("{} has more than {} elements, not counting zero dimensions (dimension {} is {})",
+                       what, kMaxElements, d, n));
+    if (n != 0) nonzero *= n;
     dims[static_cast<std::size_t>(d)] = n;
   }
   return Shape(std::span<const std::int64_t>(dims.data(), static_cast<std::size_t>(rank)));

@@ -161,7 +161,8 @@ Graph optimized(Graph g, bool fuse) {
   fold_constants(g);
   eliminate_common_subexpressions(g);
   eliminate_dead_code(g);
-  if (fuse) {
+  if (fuse) {  // the fast graph, which runs unobserved
+    drop_stop_gradients(g);
     relu_gradient_before_max_pool_gradient(g);
     fuse_elementwise(g);
   }

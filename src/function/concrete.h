@@ -75,7 +75,8 @@ class ConcreteFunction {
 };
 
 /// Runs the graph passes: dead code, common subexpressions, constant folding, and with `fuse`
-/// (the graph the fast path runs) elementwise fusion (fusion.h).
+/// (the graph the fast path runs, unobserved) the rewrites only it may have (StopGradient nodes
+/// dropped, ReluGrad before MaxPoolGrad: optimize.h) and elementwise fusion (fusion.h).
 Graph optimized(Graph g, bool fuse);
 
 struct TraceResult {

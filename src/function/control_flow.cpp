@@ -82,12 +82,6 @@ void check_pred(std::string_view fn, std::string_view what, const Tensor& pred) 
                                                : " (reduce it to one value first, as in reduce_max(x) > 0)");
 }
 
-void check_defined(std::string_view fn, std::string_view who, const std::vector<Tensor>& outputs) {
-  for (std::size_t i = 0; i < outputs.size(); ++i)
-    TAPEFLOW_REQUIRE(outputs[i].defined(), InvalidArgumentError,
-                     "[{}] {} returned an undefined Tensor as output {}", fn, who, i);
-}
-
 /// The body must return one tensor per loop variable, each of the variable's shape and dtype.
 void check_body(const std::vector<Tensor>& vars, const std::vector<Tensor>& next) {
   TAPEFLOW_REQUIRE(next.size() == vars.size(), InvalidArgumentError,
@@ -683,6 +677,18 @@ std::vector<Tensor> traced_while(const LoopCondFn& cond, const LoopBodyFn& body,
 }
 
 }  // namespace
+
+std::optional<std::size_t> control_flow_output_count(const Node& n) {
+  // Without attributes (an If or While being built) the graphs are not there to count.
+  if (n.kind != NodeKind::kOp || n.attrs == nullptr) return std::nullopt;
+  if (n.op->forward == &if_forward)
+    return static_cast<const IfAttrs*>(n.attrs.get())->then_branch.plain->graph().outputs.size();
+  if (n.op->forward == &loop_forward) {
+    const auto& a = *static_cast<const LoopAttrs*>(n.attrs.get());
+    return level(*a.loop, a.order).out_floating.size();
+  }
+  return std::nullopt;
+}
 
 const autodiff::OpDef* control_flow_op(std::string_view name) {
   for (const autodiff::OpDef* op :

@@ -151,8 +151,14 @@ void Executor::run_node(const Node& n, std::vector<Tensor>& env, RunMode mode) c
       captured_variable(graph_, n.variable, name_).assign_sub(ins[0]);
       break;
   }
-  TAPEFLOW_ASSERT(outs.size() == n.outputs.size(), "[{}] node {} gave {} outputs, the trace had {}", name_,
-                  n.name(), outs.size(), n.outputs.size());
+  if (outs.size() != n.outputs.size()) [[unlikely]] {
+    // run() puts the function and the node in front.
+    const std::string what =
+        fmt::format("{} gave {} outputs, the node lists {}", n.name(), outs.size(), n.outputs.size());
+    TAPEFLOW_REQUIRE(graph_.file.empty(), DataLossError, "function file '{}' is corrupt: {}", graph_.file,
+                     what);
+    TAPEFLOW_ASSERT(false, "[{}] {}", name_, what);
+  }
   for (std::size_t i = 0; i < outs.size(); ++i) env[n.outputs[i]] = std::move(outs[i]);
 }
 

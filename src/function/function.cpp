@@ -264,8 +264,13 @@ std::string FunctionCore::graph_text() const {
 }
 
 std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(const FlatCall& call,
-                                                                               const Body& body) {
+                                                                               const Body& unchecked_body) {
   State& s = *state_;
+  const auto body = [&](std::vector<Tensor> fresh) {
+    auto out = unchecked_body(std::move(fresh));
+    graph::check_defined(s.label, "its body", out.first);
+    return out;
+  };
   bool specialization = false;
   const std::string key = s.key_of(call, specialization);
   std::shared_ptr<graph::ConcreteFunction> cf;

@@ -79,6 +79,10 @@ struct Graph {
   /// a forward accumulator) or from a file would differentiate its inner ops instead, so
   /// function.cpp runs the body again there and save_function refuses the graph.
   std::string opaque_gradient;
+  /// The function file the graph was read from (serialize.h), "" for a traced graph. A node whose
+  /// op gives another number of outputs than the node lists is then the file's DataLossError (a
+  /// forged count the reader could not check: it depends on input sizes), not a bug in tapeflow.
+  std::string file;
 
   ValueId add_value(const Shape& shape, DType dtype) {
     values.push_back({shape, dtype});

@@ -58,8 +58,10 @@ void eliminate_common_subexpressions(Graph& g) {
       continue;
     }
     auto& bucket = seen[{n.op, n.inputs}];
-    auto same =
-        std::find_if(bucket.begin(), bucket.end(), [&](std::size_t k) { return attrs_equal(nodes[k], n); });
+    // Equal output counts too: a file's node may list any (the executor refuses it when it runs).
+    auto same = std::find_if(bucket.begin(), bucket.end(), [&](std::size_t k) {
+      return nodes[k].outputs.size() == n.outputs.size() && attrs_equal(nodes[k], n);
+    });
     if (same != bucket.end()) {
       const Node& first = nodes[*same];
       for (std::size_t i = 0; i < n.outputs.size(); ++i) rep[n.outputs[i]] = first.outputs[i];
@@ -93,20 +95,40 @@ void fold_constants(Graph& g) {
     for (ValueId v : n.inputs) ins.push_back(known.at(v));
     // An op that throws on these constants would throw on every call: leave it to throw then,
     // where the error names the call.
-    std::vector<Tensor> outs;
+    std::optional<std::vector<Tensor>> outs;
     try {
       outs = n.op->forward(n.attrs.get(), ins);
     } catch (const Error&) {
+    }
+    // A file's node may also list another count than the op gives: it stays, for the executor to
+    // refuse when it runs.
+    if (!outs || outs->size() != n.outputs.size()) {
       nodes.push_back(std::move(n));
       continue;
     }
-    for (std::size_t i = 0; i < outs.size(); ++i) {
-      known.emplace(n.outputs[i], outs[i]);
-      g.constants.emplace_back(n.outputs[i], outs[i]);
+    for (std::size_t i = 0; i < outs->size(); ++i) {
+      known.emplace(n.outputs[i], (*outs)[i]);
+      g.constants.emplace_back(n.outputs[i], (*outs)[i]);
     }
   }
   g.nodes = std::move(nodes);
   eliminate_dead_code(g);
+}
+
+void drop_stop_gradients(Graph& g) {
+  static const autodiff::OpDef& stop = autodiff::registry().get("StopGradient");
+  std::vector<ValueId> rep(g.values.size());
+  for (std::size_t v = 0; v < rep.size(); ++v) rep[v] = static_cast<ValueId>(v);
+  std::vector<Node> nodes;
+  for (Node& n : g.nodes) {
+    // A file's node may list other counts (the executor refuses it when it runs).
+    if (n.kind == NodeKind::kOp && n.op == &stop && n.inputs.size() == 1 && n.outputs.size() == 1)
+      rep[n.outputs[0]] = rep[n.inputs[0]];  // in order, so a chain of them reaches its first input
+    else
+      nodes.push_back(std::move(n));
+  }
+  g.nodes = std::move(nodes);
+  rename_uses(g, rep);
 }
 
 void relu_gradient_before_max_pool_gradient(Graph& g) {
@@ -117,23 +139,26 @@ void relu_gradient_before_max_pool_gradient(Graph& g) {
     for (ValueId v : g.nodes[k].inputs) ++readers[v];
   }
   for (ValueId v : g.outputs) ++readers[v];
-  auto is_op = [](const Node& n, std::string_view name) {
-    return n.kind == NodeKind::kOp && n.op->name() == name;
+  // With the counts its op takes and gives: a file's node may list any (the executor refuses it
+  // when it runs), and the rewrite reads them.
+  auto is_op = [](const Node& n, std::string_view name, std::size_t inputs) {
+    return n.kind == NodeKind::kOp && n.op->name() == name && n.inputs.size() == inputs &&
+           n.outputs.size() == 1;
   };
   // The MaxPool of each pooled value, to find the pooled output the mask is taken from.
   std::vector<std::pair<ValueId, std::size_t>> pools;
   for (std::size_t k = 0; k < g.nodes.size(); ++k)
-    if (is_op(g.nodes[k], "MaxPool")) pools.emplace_back(g.nodes[k].inputs[0], k);
+    if (is_op(g.nodes[k], "MaxPool", 1)) pools.emplace_back(g.nodes[k].inputs[0], k);
   std::vector<ValueId> rep(g.values.size());
   for (std::size_t v = 0; v < rep.size(); ++v) rep[v] = static_cast<ValueId>(v);
   std::vector<std::optional<Node>> before(g.nodes.size());  // a node to insert before node k
   std::vector<bool> drop(g.nodes.size(), false);
   for (std::size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& relu = g.nodes[k];
-    if (!is_op(relu, "ReluGrad") || producer[relu.inputs[0]] < 0) continue;
+    if (!is_op(relu, "ReluGrad", 2) || producer[relu.inputs[0]] < 0) continue;
     const auto m = static_cast<std::size_t>(producer[relu.inputs[0]]);
     Node& grad = g.nodes[m];
-    if (!is_op(grad, "MaxPoolGrad") || grad.inputs[0] != relu.inputs[1] || readers[relu.inputs[0]] != 1 ||
+    if (!is_op(grad, "MaxPoolGrad", 2) || grad.inputs[0] != relu.inputs[1] || readers[relu.inputs[0]] != 1 ||
         before[m].has_value())
       continue;
     auto pool = std::find_if(pools.begin(), pools.end(), [&](const auto& p) {

@@ -94,6 +94,20 @@ struct LittleEndianBytes {
 
 // --- The invariants both sides check ------------------------------------------------------------
 
+namespace {
+
+// The number of outputs op node `n` gives, where the node tells it without running: one for an op
+// with a block kernel (elementwise, or a reduction a fused kernel ends with: a block kernel
+// computes one tensor), as many as their graphs give for tf::cond's and tf::while_loop's ops.
+// nullopt for the others: Unpack's count is the size of a dim the signature may leave unknown, and
+// the OpDef does not record a fixed op's count, so the executor checks those when the node runs.
+std::optional<std::size_t> output_count(const Node& n) {
+  if (n.op->block != nullptr) return 1;
+  return control_flow_output_count(n);
+}
+
+}  // namespace
+
 std::optional<std::string> structure_problem(const ExportedFunction& f) {
   const Graph& g = f.graph;
   if (g.values.size() > static_cast<std::size_t>(std::numeric_limits<ValueId>::max()))
@@ -150,6 +164,10 @@ std::optional<std::string> structure_problem(const ExportedFunction& f) {
       if (auto p = use(n.inputs[k], fmt::format("input {} of {}", k, where))) return p;
     for (std::size_t k = 0; k < n.outputs.size(); ++k)
       if (auto p = define(n.outputs[k], fmt::format("output {} of {}", k, where))) return p;
+    if (n.kind == NodeKind::kOp)
+      if (const std::optional<std::size_t> count = output_count(n); count && *count != n.outputs.size())
+        return fmt::format("{} lists {} outputs, but {} gives {}", where, n.outputs.size(), n.op->name(),
+                           *count);
     if (is_variable_node(n.kind)) {
       const CapturedVariable& var = g.variables[static_cast<std::size_t>(n.variable)];
       const bool read = n.kind == NodeKind::kReadVariable;
@@ -384,6 +402,10 @@ void write_function_file(const std::filesystem::path& path, const ExportedFuncti
 namespace {
 
 constexpr std::string_view kReadFn = "read_function_file";
+
+// The file read_function_file is reading on this thread: the graphs nested in its ops' attributes,
+// which the ops' codecs read from an AttrReader alone, record it as theirs (Graph::file).
+thread_local std::string t_reading;
 
 // Where a tensor's bytes are in the data section, and their checksum.
 struct DataEntry {
@@ -707,6 +729,7 @@ Graph read_nested_graph(AttrReader& r) {
   } const level;
   if (depth > kMaxGraphNesting) r.fail(fmt::format("graphs nested more than {} deep", kMaxGraphNesting));
   Graph g;
+  g.file = t_reading;
   g.values.resize(r.count(r.u32("a nested graph's value count"), kMinValueBytes, sizeof(Value), "values"));
   if (g.values.size() > static_cast<std::size_t>(std::numeric_limits<ValueId>::max()))
     r.fail(fmt::format("{} values, more than a value id can number", g.values.size()));
@@ -790,8 +813,13 @@ ExportedFunction read_function_file(const std::filesystem::path& path) {
         fmt::format("header/meta checksum mismatch (stored 0x{:08x}, computed 0x{:08x})", stored, actual));
 
   ExportedFunction f;
+  f.graph.file = p;
   AttrReader r({head.data(), crc_at}, context);
   r.take(kHeaderSize, "the header");
+  const struct Reading {
+    explicit Reading(const std::string& file) { t_reading = file; }
+    ~Reading() { t_reading.clear(); }
+  } reading(p);
   const std::vector<DataEntry> data = parse_meta(r, f, p, h);
   if (auto problem = structure_problem(f)) throw corrupt(*problem);
   std::size_t unknown_dims = 0;

@@ -23,10 +23,12 @@
 //
 // NOTE: the checks make a damaged file an error, not a crash. A node's input count is checked
 // when it runs (fixed-arity ops by their entry, list ops by ops/input_count.h, tf::cond and
-// tf::while_loop by their forwards). An op's attributes are not re-validated against its inputs
-// (the op's public function did that when the graph was traced): a file forged with a valid
-// checksum and an out-of-range attribute (Unpack's or Split's axis, Split's sizes) still reaches
-// the kernel unchecked, a known gap (session 22's note on issue 16): load only files you trust.
+// tf::while_loop by their forwards); its output count when it is read where the node tells it
+// (structure_problem), else when it runs (the executor: DataLossError naming the file). An op's
+// attributes are not re-validated against its inputs (the op's public function did that when the
+// graph was traced): a file forged with a valid checksum and an out-of-range attribute (Unpack's
+// or Split's axis, Split's sizes) still reaches the kernel unchecked, a known gap (session 22's
+// note on issue 16): load only files you trust.
 
 #include <cstdint>
 #include <filesystem>
@@ -82,13 +84,20 @@ ExportedFunction read_function_file(const std::filesystem::path& path);
 /// input, a constant or a node's output) and before a node or the outputs use it; node kinds
 /// other than kFused, kOp nodes with an op, variable nodes with a variable in range (a read: no
 /// input, one output of the variable's shape and dtype; an assignment: one such input, no
-/// output); one InputSpec per graph input (dims >= -1, rank <= kMaxRank). Tensors are not looked
-/// at (write_function_file checks those itself).
+/// output); op nodes listing as many outputs as their op gives where the node tells it (an op with
+/// a block kernel: one; control-flow ops: control_flow_output_count); one InputSpec per graph
+/// input (dims >= -1, rank <= kMaxRank). Tensors are not looked at (write_function_file checks
+/// those itself).
 std::optional<std::string> structure_problem(const ExportedFunction& f);
 
 /// The control-flow op named `name` (StatelessIf, If, StatelessWhile, While, WhileGrad), defined
 /// on this call if no tf::cond or tf::while_loop has run yet, or nullptr (control_flow.cpp).
 const autodiff::OpDef* control_flow_op(std::string_view name);
+
+/// The number of outputs `n` gives if it runs a control-flow op with its attributes (StatelessIf:
+/// its branches' results; StatelessWhile, While, WhileGrad: the loop variables, or the derivative's
+/// gradients), else nullopt (control_flow.cpp).
+std::optional<std::size_t> control_flow_output_count(const Node& n);
 
 /// How deep graphs may nest inside ops' attributes in a file (a cond inside a loop inside ...).
 inline constexpr int kMaxGraphNesting = 32;

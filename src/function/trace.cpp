@@ -19,6 +19,12 @@ void on_host_read(const Tensor& t, std::string_view what) {
 
 }  // namespace
 
+void check_defined(std::string_view fn, std::string_view who, std::span<const Tensor> outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    TAPEFLOW_REQUIRE(outputs[i].defined(), InvalidArgumentError,
+                     "[{}] {} returned an undefined Tensor as output {} (of {})", fn, who, i, outputs.size());
+}
+
 GraphTracer::GraphTracer()
     : previous_(autodiff::t_tracer),
       scopes_at_start_(autodiff::live_no_recording_scopes()),

@@ -5,13 +5,20 @@
 // its assignments happened once. A tensor the body uses that no traced op produced and that is
 // not an argument is captured by value as a constant (as TensorFlow captures eager tensors).
 
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "autodiff/tracer.h"
 #include "function/graph.h"
 
 namespace tapeflow::graph {
+
+/// Throws InvalidArgumentError naming `fn`, `who` (a function's body, a cond's branch) and the
+/// output's index unless every one of `outputs` (what `who` returned, flat) is defined: an
+/// undefined one would reach the tracer or the caller without saying where it came from.
+void check_defined(std::string_view fn, std::string_view who, std::span<const Tensor> outputs);
 
 // Not final: a control-flow branch's trace (control_flow.cpp) also undoes its assignments.
 class GraphTracer : public autodiff::Tracer {

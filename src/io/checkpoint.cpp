@@ -201,15 +201,21 @@ IndexEntry parse_entry(IndexCursor& c, std::uint64_t i, std::uint64_t data_curso
     throw loss(fmt::format("{}: rank {} exceeds the maximum rank {}", who, rank, kMaxRank));
   c.need(static_cast<std::size_t>(rank) * 8 + 20, i, "dims, byte size, offset and checksum");
   std::int64_t dims[kMaxRank];
-  std::int64_t elements = 1;
+  // Over the non-zero dims, as Shape counts (a zero dim must not hide an overflow of the others:
+  // Shape would refuse (0, 2^62, 4) with ResourceExhaustedError, not naming the file).
+  std::int64_t nonzero = 1;
+  bool empty = false;
   for (int d = 0; d < rank; ++d) {
     dims[d] = static_cast<std::int64_t>(get_le<std::uint64_t>(c.p));
     c.p += 8;
     if (dims[d] < 0) throw loss(fmt::format("{}: dimension {} is negative ({})", who, d, dims[d]));
-    if (dims[d] != 0 && elements > kMaxElements / dims[d])
-      throw loss(fmt::format("{}: the element count overflows (more than {})", who, kMaxElements));
-    elements *= dims[d];
+    empty = empty || dims[d] == 0;
+    if (dims[d] != 0 && nonzero > kMaxElements / dims[d])
+      throw loss(fmt::format("{}: the element count overflows (more than {}, not counting zero dimensions)",
+                             who, kMaxElements));
+    if (dims[d] != 0) nonzero *= dims[d];
   }
+  const std::int64_t elements = empty ? 0 : nonzero;
   const auto byte_size = get_le<std::uint64_t>(c.p);
   const auto offset = get_le<std::uint64_t>(c.p + 8);
   const auto crc = get_le<std::uint32_t>(c.p + 16);

@@ -2,11 +2,13 @@
 
 #include "tapeflow/function.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "support/close.h"
+#include "support/errors.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -150,6 +152,29 @@ TEST(Function, AnErrorInsideTheGraphNamesTheFunctionAndTheOp) {
   f(tf::zeros({2, 3}), tf::zeros({3, 4}));
   // A new shape retraces, and the eager error is the op's own.
   EXPECT_THROW(f(tf::zeros({2, 3}), tf::zeros({2, 4})), tf::InvalidArgumentError);
+}
+
+// The tracer met the undefined result and said "[Tensor::id] the tensor is undefined", naming
+// neither the function nor which result it was.
+TEST(Function, ABodyReturningAnUndefinedTensorIsATypedErrorNamingTheFunctionAndTheOutput) {
+  auto f = tf::function([](const tf::Tensor& x) { return std::make_pair(x + x, tf::Tensor()); },
+                        {.name = "half_done"});
+  const std::string expected = "function 'half_done' (function_test.cpp:";
+  const std::string output = "] its body returned an undefined Tensor as output 1 (of 2)";
+  const tf::Tensor x = vec({1, 2});
+  auto expect_named = [&](const std::string& message) {
+    EXPECT_THAT(message, ::testing::HasSubstr(expected));
+    EXPECT_THAT(message, ::testing::HasSubstr(output));
+  };
+  expect_named(tf::testing::error_of<tf::InvalidArgumentError>([&] { f(x); }));
+  {  // the differentiable trace
+    tf::GradientTape tape;
+    tape.watch(x);
+    expect_named(tf::testing::error_of<tf::InvalidArgumentError>([&] { f(x); }));
+  }
+  // Inside another function's trace, where the body runs inlined.
+  auto outer = tf::function([&](const tf::Tensor& y) { return f(y).first; });
+  expect_named(tf::testing::error_of<tf::InvalidArgumentError>([&] { outer(x); }));
 }
 
 TEST(Function, GradientThroughACallIsOneRecordAndMatchesEager) {

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "function/concrete.h"
+#include "function/function_state.h"
 #include "support/close.h"
 #include "tapeflow/tapeflow.h"
 
@@ -74,6 +77,67 @@ TEST(ReluGradientBeforeMaxPoolGradient, ALoneMaxPoolGradientIsLeftAlone) {
   EXPECT_EQ(got.to_vector<float>(), want.to_vector<float>());
   const std::string text = f.graph_text();
   EXPECT_GT(text.find("ReluGrad"), text.find("MaxPoolGrad")) << text;
+}
+
+}  // namespace
+
+namespace {
+
+std::size_t stop_gradients(const tf::graph::Graph& g) {
+  return static_cast<std::size_t>(std::count_if(g.nodes.begin(), g.nodes.end(), [](const tf::graph::Node& n) {
+    return n.kind == tf::graph::NodeKind::kOp && n.op->name() == "StopGradient";
+  }));
+}
+
+// The tracer adds a StopGradient after each op a body runs inside its own NoRecordingScope (an
+// optimizer's update): the unfused graph keeps them for its observers, the fast graph runs without.
+TEST(DropStopGradients, AnAdamStepRunsWithoutTheTracesStopGradientNodesBitForBit) {
+  struct Model {
+    tf::Variable w{tf::random::normal({4, 3}, 0, 1, tf::float32, 1), {.name = "w"}};
+    tf::Variable b{tf::zeros({3}), {.name = "b"}};
+    tf::optimizers::Adam adam{0.01};
+    tf::Tensor step(const tf::Tensor& x) {
+      tf::GradientTape tape;
+      const tf::Tensor loss = tf::reduce_sum(tf::square(tf::matmul(x, w.read_value()) + b.read_value()));
+      adam.minimize(loss, {w, b}, tape);
+      return loss;
+    }
+  };
+  Model traced, eager;
+  auto f = tf::function([&](const tf::Tensor& x) { return traced.step(x); }, {.name = "step"});
+  for (int i = 0; i < 3; ++i) {
+    const tf::Tensor x = tf::random::normal({5, 4}, 0, 1, tf::float32, static_cast<std::uint64_t>(10 + i));
+    EXPECT_TRUE(bitwise_equal(f(x), eager.step(x))) << i;
+  }
+  EXPECT_TRUE(bitwise_equal(traced.w.value(), eager.w.value()));
+  EXPECT_TRUE(bitwise_equal(traced.b.value(), eager.b.value()));
+  const auto& cache = f.core()->state()->cache;
+  ASSERT_EQ(cache.size(), 1u);
+  const tf::graph::ConcreteFunction& cf = *cache.begin()->second;
+  EXPECT_GE(stop_gradients(cf.unfused_graph()), 10u);
+  EXPECT_EQ(stop_gradients(cf.graph()), 0u) << cf.graph().to_string();
+  EXPECT_LT(cf.graph().nodes.size() + 10, cf.unfused_graph().nodes.size());
+}
+
+// A chain of them (a value stopped twice), one that is a result, and one whose input is an argument.
+TEST(DropStopGradients, EachUseReadsTheFirstInputOfAChain) {
+  auto f = tf::function([](const tf::Tensor& x) {
+    tf::Tensor y;
+    {
+      const tf::NoRecordingScope off;
+      y = tf::stop_gradient(tf::exp(x));
+    }
+    return std::make_pair(y * x, y);
+  });
+  const tf::Tensor x = tf::constant(std::vector<float>{0.5f, -1.f, 2.f});
+  const auto [traced_a, traced_b] = f(x);
+  const auto [a, b] = f(x);  // the fast graph
+  EXPECT_TRUE(bitwise_equal(a, traced_a));
+  EXPECT_TRUE(bitwise_equal(b, traced_b));
+  EXPECT_TRUE(bitwise_equal(b, tf::exp(x)));
+  const tf::graph::ConcreteFunction& cf = *f.core()->state()->cache.begin()->second;
+  EXPECT_EQ(stop_gradients(cf.unfused_graph()), 3u);  // after Exp, the op and after it
+  EXPECT_EQ(stop_gradients(cf.graph()), 0u) << cf.graph().to_string();
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 #include <set>
 
 #include "autodiff/attr_codec.h"
+#include "function/concrete.h"
+#include "function/executor.h"
 #include "function/graph_recorder.h"
 #include "io/checkpoint_testing.h"
 #include "support/close.h"
@@ -271,7 +273,9 @@ struct Forged {
   std::uint32_t op_index = 0;
   std::string op_name = "MatMul";
   std::string layout = "{b,b}";
-  std::string attrs = std::string("\x00\x01", 2);             // transpose_b
+  std::string attrs = std::string("\x00\x01", 2);  // transpose_b
+  std::vector<std::uint32_t> node_outputs = {2};
+  std::vector<std::int64_t> value_dims = {2, 2};              // of every value
   std::string extra_meta;                                     // appended to the meta section
   std::vector<std::pair<std::string, std::string>> more_ops;  // op table entries after the first
 
@@ -289,9 +293,10 @@ struct Forged {
     }
     w.string("[0]");
     w.u32(value_count);
-    for (std::uint32_t i = 0; i < std::min<std::uint32_t>(value_count, 3); ++i) {
+    for (std::uint32_t i = 0; i < std::min<std::uint32_t>(value_count, 4); ++i) {
       w.dtype(tf::DType::Float32);
-      w.shape(tf::Shape{2, 2});
+      w.u8(static_cast<std::uint8_t>(value_dims.size()));
+      for (std::int64_t d : value_dims) w.i64(d);
     }
     w.u32(2), w.u32(0), w.u32(1);  // graph inputs
     w.u32(1), w.u32(output);       // graph outputs
@@ -302,11 +307,14 @@ struct Forged {
     w.u32(1);  // nodes
     w.u8(node_kind);
     w.u32(op_index);
-    w.u32(static_cast<std::uint32_t>(attrs.size()));
-    w.bytes(attrs.data(), attrs.size());
+    if (!layout.empty()) {
+      w.u32(static_cast<std::uint32_t>(attrs.size()));
+      w.bytes(attrs.data(), attrs.size());
+    }
     w.u32(static_cast<std::uint32_t>(node_inputs.size()));
     for (std::uint32_t v : node_inputs) w.u32(v);
-    w.u32(1), w.u32(2);
+    w.u32(static_cast<std::uint32_t>(node_outputs.size()));
+    for (std::uint32_t v : node_outputs) w.u32(v);
     meta += extra_meta;
 
     std::string file = "TFLWFUNC";
@@ -435,6 +443,13 @@ TEST_F(FunctionFile, ForgedFieldsAreTypedErrorsNamingTheProblem) {
   f.value_count = 0xFFFFFFFFu;
   EXPECT_THAT(message(f), HasSubstr("values claims 4294967295 items"));
   f = {};
+  // A zero dim hid the overflow of the others, which Shape then refused with
+  // ResourceExhaustedError not naming the file.
+  f.value_dims = {0, (std::int64_t{1} << 62) + 1};
+  EXPECT_THAT(message(f),
+              HasSubstr("has more than 4611686018427387904 elements, not counting zero dimensions"));
+  EXPECT_THAT(message(f), HasSubstr(p.string()));
+  f = {};
   f.node_kind = 5;
   EXPECT_THAT(message(f), HasSubstr("node 0 has unknown kind 5"));
   f = {};
@@ -456,6 +471,83 @@ TEST_F(FunctionFile, ForgedFieldsAreTypedErrorsNamingTheProblem) {
   f = {};
   f.extra_meta = "x";
   EXPECT_THAT(message(f), HasSubstr("1 unparsed bytes at the end of the meta section"));
+}
+
+// A node listing another number of outputs than its op gives used to load and fail when called
+// with InternalError ("a bug in tapeflow"). Where the node tells the count (an elementwise op, a
+// cond's branches) it is DataLossError when read.
+TEST_F(FunctionFile, ANodeListingAnotherOutputCountThanItsOpGivesIsDataLossWhenRead) {
+  const fs::path p = path("forged.tff");
+  auto message = [&](const Forged& forged) {
+    write_bytes(p, forged.bytes());
+    return error_of<tf::DataLossError>([&] { tf::load_function(p); });
+  };
+  Forged f;
+  f.op_name = "AddV2";
+  f.layout = f.attrs = "";
+  f.value_count = 4;
+  f.node_outputs = {2, 3};
+  EXPECT_THAT(message(f), HasSubstr("function file '" + p.string()));
+  EXPECT_THAT(message(f), HasSubstr("node 0 (AddV2) lists 2 outputs, but AddV2 gives 1"));
+  f.node_outputs = {};
+  EXPECT_THAT(message(f), HasSubstr("node 0 (AddV2) lists 0 outputs, but AddV2 gives 1"));
+
+  // StatelessIf(a, b) whose branches return their one capture, listing two results.
+  std::string branch;
+  tf::autodiff::AttrWriter w(branch);
+  w.u32(1), w.dtype(tf::DType::Float32), w.shape(tf::Shape{2, 2});
+  w.u32(1), w.u32(0), w.u32(1), w.u32(0);  // inputs and outputs: v0
+  w.u32(0), w.u32(0);                      // no constants, no nodes
+  f = {};
+  f.op_name = "StatelessIf";
+  f.layout = "{graph,graph}";
+  f.attrs = branch + branch;
+  f.value_count = 4;
+  f.node_outputs = {2, 3};
+  ASSERT_NE(graph::control_flow_op("StatelessIf"), nullptr);  // defined before the file names it
+  EXPECT_THAT(message(f), HasSubstr("node 0 (StatelessIf) lists 2 outputs, but StatelessIf gives 1"));
+}
+
+// Unpack's count is the size of a dim the signature leaves unknown, so the executor checks it: the
+// file's DataLossError when the node runs, not InternalError.
+TEST_F(FunctionFile, AnUnpackListingAnotherCountThanItGivesIsDataLossWhenRun) {
+  const fs::path p = path("forged.tff");
+  Forged f;
+  f.op_name = "Unpack";
+  f.layout = "{i32}";
+  f.attrs = std::string(4, '\0');  // axis 0
+  f.node_inputs = {0};
+  write_bytes(p, f.bytes());
+  const tf::LoadedFunction loaded = tf::load_function(p);
+  const std::string message = error_of<tf::DataLossError>([&] {
+    loaded({tf::ones({2, 2}), tf::ones({2, 2})});
+  });
+  EXPECT_THAT(message, HasSubstr("function file '" + p.string() + "' is corrupt"));
+  EXPECT_THAT(message, HasSubstr("Unpack gave 2 outputs, the node lists 1"));
+}
+
+// The passes a graph read from a file goes through (a cond's branches are optimised when read)
+// take a node's output count from the node: constant folding and common subexpressions left a
+// value undefined or read past the first node's outputs where two counts differed.
+TEST_F(FunctionFile, ThePassesLeaveANodeListingAnotherOutputCountForTheExecutor) {
+  const std::vector<tf::Tensor> inputs = {tf::ones({2, 2})};
+  const tf::Tensor c = tf::constant(std::vector<float>{1, 2, 3, 4}, tf::Shape{2, 2});
+  for (const bool of_constants : {false, true}) {
+    graph::ExportedFunction f =
+        tf::testing::GraphRecorder::record("twice", inputs, [&](const std::vector<tf::Tensor>& in) {
+          const tf::Tensor& x = of_constants ? c : in[0];
+          return std::vector<tf::Tensor>{tf::matmul(x, x), tf::matmul(x, x)};
+        });
+    graph::Graph g = std::move(f.graph);
+    ASSERT_EQ(g.nodes.size(), 2u);
+    g.nodes[1].outputs.push_back(g.add_value(tf::Shape{2, 2}, tf::DType::Float32));
+    g.outputs.push_back(g.nodes[1].outputs.back());
+    g.file = "forged.tff";
+    const graph::Executor e(graph::optimized(std::move(g), /*fuse=*/false), "twice");
+    EXPECT_THAT(error_of<tf::DataLossError>([&] { e.run(inputs, graph::RunMode::kFast); }),
+                HasSubstr("function file 'forged.tff' is corrupt: MatMul gave 1 outputs, the node lists 2"))
+        << of_constants;
+  }
 }
 
 // --- Writing ----------------------------------------------------------------------------------

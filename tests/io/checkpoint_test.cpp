@@ -297,6 +297,14 @@ TEST_F(ForgedCheckpointTest, ElementCountOverflow) {
   put_u64(bytes_, 45, std::uint64_t{1} << 40);
   expect_data_loss("element count overflows");
 }
+// A zero dim made the count 0 and hid the overflow of the others, which Shape then refused with
+// ResourceExhaustedError not naming the file.
+TEST_F(ForgedCheckpointTest, ElementCountOverflowBehindAZeroDimension) {
+  put_u64(bytes_, 37, 0);
+  put_u64(bytes_, 45, (std::uint64_t{1} << 62) + 1);
+  put_u64(bytes_, 53, 0);
+  expect_data_loss("element count overflows (more than 4611686018427387904, not counting zero dimensions)");
+}
 TEST_F(ForgedCheckpointTest, ByteSizeNotDtypeSizeTimesElements) {
   put_u64(bytes_, 53, 25);
   expect_data_loss("byte size 25 does not equal 6 elements x 4 bytes");
