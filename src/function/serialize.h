@@ -25,10 +25,9 @@
 // when it runs (fixed-arity ops by their entry, list ops by ops/input_count.h, tf::cond and
 // tf::while_loop by their forwards); its output count when it is read where the node tells it
 // (structure_problem), else when it runs (the executor: DataLossError naming the file). An op's
-// attributes are not re-validated against its inputs (the op's public function did that when the
-// graph was traced): a file forged with a valid checksum and an out-of-range attribute (Unpack's
-// or Split's axis, Split's sizes) still reaches the kernel unchecked, a known gap (session 22's
-// note on issue 16): load only files you trust.
+// attributes are checked against its inputs when the node runs (the op's check_attrs, before its
+// forward: autodiff/op_def.h), as the public function checks a user's arguments; that is enforced
+// by tests/function/forged_attributes_test.cpp.
 
 #include <cstdint>
 #include <filesystem>
