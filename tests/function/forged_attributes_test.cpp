@@ -24,8 +24,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -57,8 +57,12 @@ struct Recorded {
 std::vector<tf::testing::OpCase> extra_rows() {
   using tf::Shape;
   return {
-      {"ArgMax", {{Shape{3, 4}}}, [](const In& x) { return tf::cast(tf::argmax(x[0], 1), tf::DType::Float64); }},
-      {"ArgMin", {{Shape{3, 4}}}, [](const In& x) { return tf::cast(tf::argmin(x[0], 0), tf::DType::Float64); }},
+      {"ArgMax",
+       {{Shape{3, 4}}},
+       [](const In& x) { return tf::cast(tf::argmax(x[0], 1), tf::DType::Float64); }},
+      {"ArgMin",
+       {{Shape{3, 4}}},
+       [](const In& x) { return tf::cast(tf::argmin(x[0], 0), tf::DType::Float64); }},
       {"OneHot",
        {{Shape{4}}},
        [](const In& x) {
@@ -68,8 +72,9 @@ std::vector<tf::testing::OpCase> extra_rows() {
       {"StatelessRandomUniform",
        {{Shape{2}}},
        [](const In& x) {
-         return tf::random::stateless_uniform(
-                    tf::Shape{2, 3}, tf::constant(std::vector<std::int64_t>{7, 11}, tf::Shape{2}), tf::DType::Float64) *
+         return tf::random::stateless_uniform(tf::Shape{2, 3},
+                                              tf::constant(std::vector<std::int64_t>{7, 11}, tf::Shape{2}),
+                                              tf::DType::Float64) *
                 tf::reduce_sum(x[0]);
        }},
   };
@@ -100,8 +105,8 @@ const std::vector<Recorded>& recordings() {
         const tf::Tensor y = c.call(in);
         In results = {y};
         const std::vector<tf::Source> sources(in.begin(), in.end());
-        for (const tf::Gradient& g : tape.gradient_flat(tf::reduce_sum(y), sources, {},
-                                                         tf::UnconnectedGradients::Zero))
+        for (const tf::Gradient& g :
+             tape.gradient_flat(tf::reduce_sum(y), sources, {}, tf::UnconnectedGradients::Zero))
           results.push_back(*g);
         return results;
       });
@@ -144,7 +149,8 @@ int integer_count(const tf::autodiff::AttrsCodec& codec, const void* attrs) {
 std::vector<std::int64_t> hostile(std::int64_t v) {
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
-  std::vector<std::int64_t> out = {-1, -2, 0, 1, 9, std::int64_t{1} << 40, -(std::int64_t{1} << 40), kMax, kMin};
+  std::vector<std::int64_t> out = {-1,   -2,  0, 1, 9, std::int64_t{1} << 40, -(std::int64_t{1} << 40),
+                                   kMax, kMin};
   if (v < kMax) out.push_back(v + 1);
   if (v > kMin) out.push_back(v - 1);
   return out;
@@ -236,7 +242,8 @@ TEST(ForgedGraphs, EveryInputOfAnotherShapeOrDtypeIsChecked) {
       for (tf::DType d : {tf::DType::Float32, tf::DType::Int32, tf::DType::Bool}) {
         In inputs = r.inputs;
         inputs[i] = tf::cast(r.inputs[i], d);
-        run_forged(r.f, inputs, r.label + ", input " + std::to_string(i) + " as " + std::string(tf::dtype_name(d)));
+        run_forged(r.f, inputs,
+                   r.label + ", input " + std::to_string(i) + " as " + std::string(tf::dtype_name(d)));
       }
     }
   }
@@ -263,8 +270,9 @@ const std::vector<tf::Tensor>& not_a_float64_scalar() {
 
 TEST(ForgedAttributes, PadsValueMustBeAScalarOfTheInputsDtype) {
   const In inputs = {tf::ones({2, 2}, tf::DType::Float64)};
-  ExportedFunction f = tf::testing::GraphRecorder::record(
-      "pad", inputs, [](const In& in) { return In{tf::pad(in[0], {{1, 1}, {0, 2}}, 3.0)}; });
+  ExportedFunction f = tf::testing::GraphRecorder::record("pad", inputs, [](const In& in) {
+    return In{tf::pad(in[0], {{1, 1}, {0, 2}}, 3.0)};
+  });
   ASSERT_EQ(f.graph.nodes.at(0).op->name(), "Pad");
   ASSERT_EQ(f.graph.nodes[0].op->attrs_codec->layout, "{[(i64,i64)],tensor}");
   for (const tf::Tensor& value : not_a_float64_scalar()) {
@@ -273,7 +281,8 @@ TEST(ForgedAttributes, PadsValueMustBeAScalarOfTheInputsDtype) {
       for (std::int64_t amount : {1, 1, 0, 2}) w.i64(amount);
       w.tensor(value);
     });
-    EXPECT_THAT(run_forged(f, inputs, "Pad"), testing::HasSubstr("[Pad] the graph node's attributes do not fit"));
+    EXPECT_THAT(run_forged(f, inputs, "Pad"),
+                testing::HasSubstr("[Pad] the graph node's attributes do not fit"));
   }
 }
 
@@ -300,8 +309,9 @@ TEST(ForgedAttributes, OneHotsValuesMustBeScalarsOfOneDtype) {
 
 TEST(ForgedAttributes, APaddingModeOutsideTheEnumIsRefused) {
   const In inputs = {tf::ones({1, 4, 4, 2}), tf::ones({3, 3, 2, 2})};
-  ExportedFunction f = tf::testing::GraphRecorder::record(
-      "conv", inputs, [](const In& in) { return In{tf::nn::conv2d(in[0], in[1], {1, 1}, "SAME")}; });
+  ExportedFunction f = tf::testing::GraphRecorder::record("conv", inputs, [](const In& in) {
+    return In{tf::nn::conv2d(in[0], in[1], {1, 1}, "SAME")};
+  });
   tf::graph::Node& node = f.graph.nodes.at(0);
   ASSERT_EQ(node.op->name(), "Conv2D");
   std::string bytes;
@@ -321,7 +331,8 @@ TEST(ForgedAttributes, EveryOpWithForgeableAttributesIsForged) {
     for (const tf::graph::Node& n : r.f.graph.nodes)
       if (n.kind == NodeKind::kOp) seen.insert(n.op->name());
   for (const std::string& op : ops_with_forgeable_attrs())
-    EXPECT_TRUE(seen.contains(op)) << op << " holds attributes a file can forge, but no recorded graph runs it: "
+    EXPECT_TRUE(seen.contains(op)) << op
+                                   << " holds attributes a file can forge, but no recorded graph runs it: "
                                    << "add a row to extra_rows()";
 }
 
