@@ -50,6 +50,16 @@ using ForwardFunction = std::vector<Tensor> (*)(const void* attrs, std::span<con
 template <class Op>
 std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in);
 
+/// How many outputs an op's forward gives with these attributes, where that is known before it
+/// runs: a function file's reader checks each node's output list against it.
+using OutputCountFunction = std::size_t (*)(const void* attrs);
+
+/// The OutputCountFunction of an op struct, or nullptr where the count depends on the inputs
+/// (Unpack: a dimension's size). A forward returning one Tensor gives 1; a list forward declares
+/// `static constexpr std::size_t kOutputs` or `static std::size_t num_outputs(const Attrs&)`.
+template <class Op>
+constexpr OutputCountFunction output_count_of();
+
 /// How an op takes bfloat16 inputs (docs/ARCHITECTURE.md, "bfloat16"). An op struct may declare
 /// `static constexpr BFloat16Support kBFloat16 = ...;`; without it an elementwise op or reduction
 /// (one declaring kElement, kArray or kBlock, block_op.h) computes through float32 and any other
@@ -105,6 +115,9 @@ class OpDef {
   /// The op's forward without the dispatch path, or nullptr for ops only the core runs
   /// (ReadVariableOp, CustomGradient, RecomputeGrad).
   ForwardFunction forward = nullptr;
+  /// Its output count for given attributes, or nullptr where only running it tells
+  /// (output_count_of).
+  OutputCountFunction output_count = nullptr;
   /// The codec of the op's Attrs (nullptr: the op has none, or they cannot be compared or
   /// written, such as CustomGradient's closure).
   const AttrsCodec* attrs_codec = nullptr;
@@ -166,6 +179,7 @@ class Registry {
     if constexpr (requires { &Op::forward; }) {
       OpDef& def = get(Op::kName);
       def.forward = &forward_entry<Op>;
+      def.output_count = output_count_of<Op>();
       def.bfloat16 = bfloat16_support<Op>();
       // Generated from the Attrs struct; a field type it cannot encode does not compile.
       def.attrs_codec = attrs_codec_of<Op>();
@@ -283,6 +297,21 @@ std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in)
     }
     (std::make_index_sequence<Sig::kArity>{});
   }
+}
+
+template <class Op>
+constexpr OutputCountFunction output_count_of() {
+  using Sig = forward_detail::Signature<decltype(&Op::forward)>;
+  if constexpr (requires { &Op::num_outputs; })
+    return [](const void* attrs) {
+      return Op::num_outputs(forward_detail::attrs_at<typename Sig::FirstArg>(attrs));
+    };
+  else if constexpr (requires { Op::kOutputs; })
+    return [](const void*) { return Op::kOutputs; };
+  else if constexpr (std::is_same_v<typename Sig::Result, Tensor>)
+    return [](const void*) { return std::size_t{1}; };
+  else
+    return nullptr;
 }
 
 /// The OpDef of a built-in op struct, looked up once.

@@ -96,13 +96,12 @@ struct LittleEndianBytes {
 
 namespace {
 
-// The number of outputs op node `n` gives, where the node tells it without running: one for an op
-// with a block kernel (elementwise, or a reduction a fused kernel ends with: a block kernel
-// computes one tensor), as many as their graphs give for tf::cond's and tf::while_loop's ops.
-// nullopt for the others: Unpack's count is the size of a dim the signature may leave unknown, and
-// the OpDef does not record a fixed op's count, so the executor checks those when the node runs.
+// The number of outputs op node `n` gives, where the node tells it without running: its op's
+// (OpDef::output_count: one for a forward returning a Tensor, a declared count, Split's sizes), as
+// many as their graphs give for tf::cond's and tf::while_loop's ops. nullopt for Unpack, whose count
+// is the size of a dim the signature may leave unknown: the executor checks it when the node runs.
 std::optional<std::size_t> output_count(const Node& n) {
-  if (n.op->block != nullptr) return 1;
+  if (n.op->output_count != nullptr) return n.op->output_count(n.attrs.get());
   return control_flow_output_count(n);
 }
 

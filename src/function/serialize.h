@@ -83,8 +83,8 @@ ExportedFunction read_function_file(const std::filesystem::path& path);
 /// input, a constant or a node's output) and before a node or the outputs use it; node kinds
 /// other than kFused, kOp nodes with an op, variable nodes with a variable in range (a read: no
 /// input, one output of the variable's shape and dtype; an assignment: one such input, no
-/// output); op nodes listing as many outputs as their op gives where the node tells it (an op with
-/// a block kernel: one; control-flow ops: control_flow_output_count); one InputSpec per graph
+/// output); op nodes listing as many outputs as their op gives where its attributes tell it
+/// (OpDef::output_count; control-flow ops: control_flow_output_count); one InputSpec per graph
 /// input (dims >= -1, rank <= kMaxRank). Tensors are not looked at (write_function_file checks
 /// those itself).
 std::optional<std::string> structure_problem(const ExportedFunction& f);

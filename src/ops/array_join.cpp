@@ -97,6 +97,7 @@ std::span<const Tensor> defined_list(const std::vector<Tensor>& values, std::str
 // y = concat(x_0, ..., x_n-1, axis);  dx_i = slice(dy, offset_i along axis, shape(x_i))
 struct ConcatV2 {
   static constexpr std::string_view kName = "ConcatV2";
+  static constexpr std::size_t kOutputs = 1;
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = AxisAttrs;
   static void check_attrs(const Attrs& a, std::span<const Tensor> xs) {
@@ -172,6 +173,7 @@ namespace ops {
 // y = stack(x_0, ..., x_n-1, axis);  dx = unstack(dy, axis)
 struct Pack {
   static constexpr std::string_view kName = "Pack";
+  static constexpr std::size_t kOutputs = 1;
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = AxisAttrs;  // an axis of the output: [0, rank + 1)
   static void check_attrs(const Attrs& a, std::span<const Tensor> xs) {
@@ -286,6 +288,7 @@ template <class Op>
 struct SplitOp {
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = SplitAttrs;
+  static std::size_t num_outputs(const Attrs& a) { return a.sizes.size(); }
   static void check_attrs(const Attrs& a, std::span<const Tensor> xs) {
     require_inputs(Op::kName, xs, 1);
     const Tensor& x = xs[0];

@@ -120,6 +120,7 @@ std::vector<Tensor> empty_outputs(std::initializer_list<Shape> shapes, DType dty
 // y, mean, variance = batch normalization of x over every axis but `axis` (see the file comment).
 struct FusedBatchNorm {
   static constexpr std::string_view kName = "FusedBatchNorm";
+  static constexpr std::size_t kOutputs = 3;
   static constexpr Saves kSaves{0b011u, 0b110u};  // x, scale; mean, variance
   using Attrs = BatchNormAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
@@ -162,6 +163,7 @@ struct FusedBatchNorm {
 // dx, dscale, doffset = the gradients of FusedBatchNorm's y for output gradient dy.
 struct FusedBatchNormGrad {
   static constexpr std::string_view kName = "FusedBatchNormGrad";
+  static constexpr std::size_t kOutputs = 3;
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = BatchNormAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
@@ -207,6 +209,7 @@ struct FusedBatchNormGrad {
 // dmean = -doffset * scale * rstd, dvariance = -dscale * scale * rstd^2 / 2
 struct FusedBatchNormInference {
   static constexpr std::string_view kName = "FusedBatchNormInference";
+  static constexpr std::size_t kOutputs = 1;
   static constexpr Saves kSaves{0b11011u, 0};  // x, scale, mean, variance
   using Attrs = BatchNormAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {

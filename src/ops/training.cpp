@@ -128,6 +128,7 @@ void momentum_block(T mom, T rate, bool nesterov, std::int64_t n, const T* __res
 // {var', accum'} = one SGD step with momentum (see tapeflow/ops/training.h); not differentiable.
 struct ApplyKerasMomentum {
   static constexpr std::string_view kName = "ApplyKerasMomentum";
+  static constexpr std::size_t kOutputs = 2;
   using Attrs = MomentumAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
     require_inputs(kName, in, 4);
@@ -166,6 +167,7 @@ namespace ops {
 // {var', m', v'} = one Adam step (see tapeflow/ops/training.h); not differentiable.
 struct ApplyAdam {
   static constexpr std::string_view kName = "ApplyAdam";
+  static constexpr std::size_t kOutputs = 3;
   using Attrs = AdamAttrs;
   static std::vector<Tensor> forward(const Attrs& a, std::span<const Tensor> in) {
     require_inputs(kName, in, 5);

@@ -491,6 +491,27 @@ TEST_F(FunctionFile, ANodeListingAnotherOutputCountThanItsOpGivesIsDataLossWhenR
   EXPECT_THAT(message(f), HasSubstr("node 0 (AddV2) lists 2 outputs, but AddV2 gives 1"));
   f.node_outputs = {};
   EXPECT_THAT(message(f), HasSubstr("node 0 (AddV2) lists 0 outputs, but AddV2 gives 1"));
+  // An op without a block kernel whose forward returns one tensor: MatMul (two bool attributes).
+  f = {};
+  f.value_count = 4;
+  f.node_outputs = {2, 3};
+  EXPECT_THAT(message(f), HasSubstr("node 0 (MatMul) lists 2 outputs, but MatMul gives 1"));
+  // A list op with a declared count: FusedBatchNormInference gives y only.
+  f.op_name = "FusedBatchNormInference";
+  f.layout = "{f64,i64}";
+  f.attrs = std::string(16, '\0');
+  EXPECT_THAT(message(f), HasSubstr("node 0 (FusedBatchNormInference) lists 2 outputs, but "
+                                    "FusedBatchNormInference gives 1"));
+  // Split's count is its sizes': sizes {1, 1} listing one output.
+  f.op_name = "Split";
+  f.layout = "{i32,[i64]}";
+  f.attrs.clear();
+  tf::autodiff::AttrWriter split(f.attrs);
+  split.le(std::uint32_t{0}), split.u64(2), split.i64(1), split.i64(1);
+  f.value_count = 3;
+  f.node_inputs = {0};
+  f.node_outputs = {2};
+  EXPECT_THAT(message(f), HasSubstr("node 0 (Split) lists 1 outputs, but Split gives 2"));
 
   // StatelessIf(a, b) whose branches return their one capture, listing two results.
   std::string branch;
