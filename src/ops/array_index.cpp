@@ -188,9 +188,11 @@ void check_strided(const StridedAttrs& a, std::string_view op) {
   for (int d = 0; d < rank; ++d) {
     const auto u = static_cast<std::size_t>(d);
     const std::int64_t dim = a.input[d], begin = a.begin[u], step = a.step[u], count = a.box[d];
-    // The last index, in 128 bits so that no forged step overflows it.
+    // The last index, in 128 bits so that no forged step overflows it; a step is at most the
+    // dimension either way, so strided_plan's step * stride stays within int64.
     const __int128 last = static_cast<__int128>(begin) + static_cast<__int128>(count - 1) * step;
-    require_attrs(step != 0 && (step < 0 ? -step : step) <= std::max<std::int64_t>(dim, 1) &&
+    const std::int64_t max_step = std::max<std::int64_t>(dim, 1);
+    require_attrs(step != 0 && step >= -max_step && step <= max_step &&
                       (count == 0 || (begin >= 0 && begin < dim && last >= 0 && last < dim)),
                   op, "dimension {}: {} elements from {} by {} do not lie in [0, {}) (input shape {})", d,
                   count, begin, step, dim, a.input.to_string());

@@ -211,6 +211,8 @@ struct SigmoidCrossEntropyWithLogits {
   static constexpr std::string_view kName = "SigmoidCrossEntropyWithLogits";
   static constexpr Saves kSaves = kSavesInputs;
   static Tensor forward(const Tensor& labels, const Tensor& logits) {
+    // Again for a graph node, which may be wired to any two values: the zip reads labels as logits.
+    require_labels_like_logits(labels, logits, kName);
     Tensor out = detail::empty(logits.shape(), logits.dtype(), kName);
     visit_floating(logits.dtype(), [&]<class T>() {
       cpu::zip(labels.values<T>().data(), labels.shape(), logits.values<T>().data(), logits.shape(),
