@@ -31,26 +31,37 @@
 /// otherwise InvalidArgumentError names the function and both signatures.
 ///
 /// **Unknown dimensions.** A dimension declared unknown (-1) accepts any size, and, as
-/// TensorFlow traces once for a `None` dimension, one graph serves every size. Traces run on real
-/// tensors, so this is checked: the first two traces at different sizes (each unknown dimension
-/// different, each size at least 2) must give the same graph, node for node, but for numbers in
-/// attributes and constants that are proportional to an unknown size or to the product of two (a
-/// reshape to n rows, Mean's 1 / n or 1 / (n * t), a constant of n ones: what gradients and
-/// training steps hold), which a third trace must then confirm. From then on a new size runs that graph, with
-/// those numbers at its size, without running the body (`FunctionStats::shared_graph_sizes`); sizes 0 and 1
-/// still trace. So a whole training step (forward, gradient, optimizer update) traces three times and then
-/// serves every batch size. A body whose graph depends on the size some other way (a constant of that size
-/// with different elements, a slice of min(n, 4) rows), or which changes state through an op or uses tf::cond
-/// or tf::while_loop, traces once per size instead
-/// (`FunctionStats::specializations`; neither is warned about). As in TensorFlow, whose body sees
-/// the size as None, a body must not branch in C++ on an unknown dimension's size; set
+/// TensorFlow traces once for a `None` dimension, one graph may serve many sizes. Traces run on
+/// real tensors, so this is checked, and only as far as traces reach: the first two traces at
+/// different sizes (each unknown dimension different, each size at least 2) must give the same
+/// graph, node for node, but for numbers in attributes and constants that are proportional to an
+/// unknown size or to the product of two (a reshape to n rows, Mean's 1 / n or 1 / (n * t), a
+/// constant of n ones: what gradients and training steps hold), which a third trace must then
+/// confirm (a graph without such numbers needs no third). The graph is then *confirmed* on the
+/// range of sizes those traces span: per unknown dimension, and per product of two sizes the
+/// graph holds, from the smallest traced to the largest. A call at new sizes inside that range
+/// runs the graph, with those numbers at its sizes, without running the body
+/// (`FunctionStats::shared_graph_sizes`). A call at sizes outside it traces the body, which must
+/// give the graph's prediction at those sizes, as the third trace did: then the range widens to
+/// them (`FunctionStats::range_confirmations`, one per such trace); otherwise the function stops
+/// sharing for good, and that call returns its trace's results. Sizes 0 and 1 always trace. So a
+/// whole training step (forward, gradient, optimizer update) traces three times, then once more
+/// for each batch size past the smallest and largest seen, and serves every size in between. A
+/// body whose graph depends on the size some other way (a constant of that size with different
+/// elements, a slice of min(n, 4) rows: caught by the first trace past 4), or which changes state
+/// through an op or uses tf::cond or tf::while_loop, traces once per size instead
+/// (`FunctionStats::specializations`; neither is warned about). No number of traces proves how
+/// C++ computes its graph from a size: a body whose graph changes at a size between those traced
+/// (`n == 5 ? a : b`, traced at 4 and 6) is not caught. As in TensorFlow, whose body sees the size
+/// as None, a body must not branch in C++ on an unknown dimension's size; set
 /// `FunctionOptions::share_graph_across_sizes = false` for one that does.
 ///
 /// **Gradients.** Under a recording GradientTape a call is one record (TensorFlow's
 /// PartitionedCall); its gradient is a graph derived once per signature from the ops' registered
-/// gradients, then cached. With unknown dimensions, calls recorded on a tape learn their own graph
-/// for every size the same way (the forward graph and its gradient graph must both agree across
-/// three traces): from then on a recorded call at a new size runs without the body too. Under a
+/// gradients, then cached. With unknown dimensions, calls recorded on a tape learn their own shared
+/// graph the same way (the forward graph and its gradient graph must both agree across three
+/// traces, and both must be predicted by a trace outside the confirmed range): a recorded call at
+/// new sizes inside its range runs without the body too. Under a
 /// ForwardAccumulator the graph's ops run through the dispatch path, so their JVPs apply. A GradientTape
 /// *inside* the body works, so a whole training step (forward, gradient, optimizer update) traces into one
 /// graph.
@@ -101,16 +112,19 @@ struct FunctionOptions {
   std::optional<std::vector<TensorSpec>> input_signature = {};
   /// Run the graph passes (dead code, common subexpressions, constant folding, fusion).
   bool optimize = true;
-  /// Let one graph serve every size of an unknown dimension once traces show how it depends on
-  /// it (see "Unknown dimensions" above); false traces each size.
+  /// Let one graph serve the sizes of an unknown dimension that traces have confirmed it on once
+  /// they show how it depends on them (see "Unknown dimensions" above); false traces each size.
   bool share_graph_across_sizes = true;
 };
 
 /// Counts and sizes of one function, for tests and benchmarks.
 struct FunctionStats {
-  int traces = 0;                      ///< bodies traced (new signatures, gradient graphs, specializations)
-  int specializations = 0;             ///< traces for a new size of a dim declared unknown
-  int shared_graph_sizes = 0;          ///< new sizes of unknown dims run by the shared graph, untraced
+  int traces = 0;              ///< bodies traced (new signatures, gradient graphs, specializations)
+  int specializations = 0;     ///< traces for a new size of a dim declared unknown
+  int shared_graph_sizes = 0;  ///< new sizes of unknown dims run by the shared graph, untraced
+  /// Traces at sizes of unknown dims outside the range a shared graph was confirmed on, compared
+  /// with that graph there (see "Unknown dimensions" above; also counted in `traces`).
+  int range_confirmations = 0;
   int graph_calls = 0;                 ///< calls that ran a graph instead of tracing
   double trace_ms = 0;                 ///< wall time of all traces, passes included
   double retrace_ms = 0;               ///< the part of trace_ms spent on traces after the first
@@ -369,12 +383,15 @@ class Function {
 /// not run the body); the file keeps that trace's shapes. A dimension `signature` leaves unknown
 /// stays unknown in the file, so the loaded function takes any size there: that needs the graph
 /// the function shares across the sizes of its own unknown dimensions (see "Unknown dimensions"
-/// above: call it at two sizes first; FailedPreconditionError says so), and one whose graph holds
-/// no sizes (a file cannot carry the proportions: such a graph is saved for concrete sizes). A
-/// graph holding an op whose
-/// attributes cannot be written is an UnimplementedError naming the op (tf::cond and
-/// tf::while_loop are written with their branches); so is a function that ran custom_gradient,
-/// whose gradient function a file cannot hold.
+/// above: call it at two sizes first, three where the graph holds sizes; FailedPreconditionError
+/// says so), and, where the graph holds sizes, every dimension the function declared unknown left
+/// unknown. The file holds no range of sizes: the function's traces confirmed the graph only
+/// between the smallest and largest sizes they were at, but the loaded function has no body to
+/// check it against and runs it at every size, so call the function at the extreme sizes the file
+/// must serve before saving it. A graph holding an op whose attributes cannot be written is an
+/// UnimplementedError naming the op (tf::cond and tf::while_loop are written with their
+/// branches); so is a function that ran custom_gradient, whose gradient function a file cannot
+/// hold.
 ///@{
 void save_function(const detail::FunctionCore& fn, const std::vector<TensorSpec>& signature,
                    const std::filesystem::path& path);

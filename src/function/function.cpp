@@ -87,14 +87,19 @@ std::map<std::string, SharedGraph>& shared_graphs(FunctionCore::State& s, bool r
 
 /// A call at new sizes of its unknown dimensions run by the graph shared across sizes
 /// (shared_sizes.h), which is then kept for these sizes; nullopt where there is none, a size is
-/// 0 or 1, the template ties dims that differ here, or the graph fails at these sizes (then the
-/// body decides, traced for them). A recorded call instantiates the differentiable pair and is
-/// recorded as a trace's would be; a call whose ops must be observed (forward mode) runs the
-/// graph through the dispatch path.
+/// 0 or 1, the sizes lie outside the range the graph was confirmed on (the body traces there, and
+/// offer_shared compares), the template ties dims that differ here, or the graph fails at these
+/// sizes (then the body decides, traced for them). A recorded call instantiates the differentiable pair and
+/// is recorded as a trace's would be; a call whose ops must be observed (forward mode) runs the graph through
+/// the dispatch path.
 std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& call, const std::string& key,
                                      bool recorded) {
+  if (!s.unknown_sizes_at_least_two(call)) return std::nullopt;
+  const std::vector<TensorSpec> specs = specs_of(call.tensors);
+  const std::vector<std::int64_t> sizes = s.unknown_sizes(specs);
   std::shared_ptr<graph::ConcreteFunction> first;
   std::vector<graph::SizeTemplate> templates;
+  bool beyond = false;
   {
     std::lock_guard lock(s.mutex);
     const auto& entries = shared_graphs(s, recorded);
@@ -102,18 +107,17 @@ std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& cal
     if (it == entries.end() || it->second.stage != SharedGraph::Stage::kShared) return std::nullopt;
     first = it->second.first;
     templates = it->second.templates;
+    beyond = it->second.beyond_confirmed(sizes);
   }
-  if (!s.unknown_sizes_at_least_two(call)) return std::nullopt;
-  const std::vector<TensorSpec> specs = specs_of(call.tensors);
   const std::vector<const graph::Graph*> traced = SharedGraph::graphs_of(*first, recorded);
   // A destroyed variable is the caller's error, never a reason to run a body that refers to it.
   for (const graph::Graph* g : traced)
     for (std::size_t k = 0; k < g->variables.size(); ++k)
       graph::captured_variable(*g, static_cast<std::int32_t>(k), s.label);
+  if (beyond) return std::nullopt;
   std::vector<graph::Graph> graphs;
   std::vector<Tensor> outputs;
   std::shared_ptr<graph::ConcreteFunction> cf;
-  const std::vector<std::int64_t> sizes = s.unknown_sizes(specs);
   try {
     for (std::size_t k = 0; k < traced.size(); ++k) {
       std::optional<graph::Graph> g = graph::instantiate(*traced[k], templates[k], sizes);
@@ -154,7 +158,8 @@ std::string pair_difference(const graph::ConcreteFunction& a, const graph::Concr
   return "";
 }
 
-/// Why the trace `cf` at other sizes does not let `e` go on to the next stage, or "" if it does.
+/// Why the trace `cf` at other sizes does not let `e` go on to the next stage (or, shared, stay
+/// shared with its confirmed range widened to these sizes), or "" if it does.
 std::string unify_with(SharedGraph& e, const graph::ConcreteFunction& cf,
                        const std::vector<std::int64_t>& sizes, bool recorded) {
   const std::vector<const graph::Graph*> firsts = SharedGraph::graphs_of(*e.first, recorded),
@@ -172,10 +177,13 @@ std::string unify_with(SharedGraph& e, const graph::ConcreteFunction& cf,
         return fmt::format("its graphs for {} and {} differ: {}", specs_text(e.first->specs()),
                            specs_text(cf.specs()), diff);
     }
+    e.confirm(e.first_sizes);
+    e.confirm(sizes);
     e.stage = e.templates_empty() ? SharedGraph::Stage::kShared : SharedGraph::Stage::kConfirming;
     return "";
   }
-  // Confirming: the templates' graphs at these sizes must be this trace's.
+  // Confirming, or shared and traced outside its confirmed range: the templates' graphs at these
+  // sizes must be this trace's.
   for (std::size_t k = 0; k < firsts.size(); ++k) {
     std::optional<graph::Graph> predicted;
     try {
@@ -189,11 +197,10 @@ std::string unify_with(SharedGraph& e, const graph::ConcreteFunction& cf,
     graph::SizeTemplate none;
     const std::string diff = graph::unify(*predicted, sizes, *theirs[k], sizes, none);
     if (!diff.empty())
-      return fmt::format(
-          "its graph holds sizes of the unknown dimensions, and its trace for {} is not what its "
-          "traces for {} and one other size predict: {}",
-          specs_text(cf.specs()), specs_text(e.first->specs()), diff);
+      return fmt::format("its trace for {} is not what its traces for {} and other sizes predict: {}",
+                         specs_text(cf.specs()), specs_text(e.first->specs()), diff);
   }
+  e.confirm(sizes);
   e.stage = SharedGraph::Stage::kShared;
   return "";
 }
@@ -201,14 +208,22 @@ std::string unify_with(SharedGraph& e, const graph::ConcreteFunction& cf,
 /// Offers a trace at new sizes of the unknown dimensions to the call structure's shared graph
 /// (recorded calls have their own: their traces also hold the gradient): the first becomes the
 /// candidate, the next at other sizes unifies with it, and a third confirms a graph that holds
-/// sizes.
+/// sizes. A shared graph is offered the traces at sizes outside its confirmed range (run_shared
+/// left them to the body), each compared as the third is: no traces of the body show how it
+/// computes its graph from the sizes, so sharing is trusted only between the sizes it was seen at.
 void offer_shared(FunctionCore::State& s, const FlatCall& call,
                   const std::shared_ptr<graph::ConcreteFunction>& cf, bool recorded) {
   if (!s.options.share_graph_across_sizes || !s.unknown_sizes_at_least_two(call)) return;
   std::lock_guard lock(s.mutex);
   SharedGraph& e = shared_graphs(s, recorded)[call.key];
-  if (e.stage == SharedGraph::Stage::kShared || e.stage == SharedGraph::Stage::kRefused) return;
   std::vector<std::int64_t> sizes = s.unknown_sizes(cf->specs());
+  if (e.stage == SharedGraph::Stage::kRefused) return;
+  if (e.stage == SharedGraph::Stage::kShared) {
+    // Inside the range the shared graph could not run these sizes (it threw, or dims it ties
+    // differ here): this trace serves them alone.
+    if (!e.beyond_confirmed(sizes)) return;
+    s.stats.range_confirmations += 1;
+  }
   for (const graph::Graph* g : SharedGraph::graphs_of(*cf, recorded))
     if (e.why_refused = graph::why_not_shareable(*g); !e.why_refused.empty()) break;
   if (e.why_refused.empty() && e.first == nullptr) {

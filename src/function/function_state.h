@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/check.h"
 #include "function/concrete.h"
@@ -28,12 +31,14 @@ inline std::vector<TensorSpec> specs_of(std::span<const Tensor> ts) {
   return specs;
 }
 
-/// The graph of one call structure that may serve every size of its unknown dimensions
+/// The graph of one call structure that may serve other sizes of its unknown dimensions
 /// (shared_sizes.h): the first trace at sizes of at least 2 is the candidate; a trace at other
 /// sizes unifies with it (the same graph: shared; the same but for sizes: confirming, until a
 /// third trace matches the template's prediction); refused once one does not, or if the graph
-/// cannot be shared. Recorded calls (on a tape) have their own, whose traces are differentiable
-/// pairs: both graphs must unify, each with its template.
+/// cannot be shared. Shared, it runs untraced only at sizes inside the range its traces confirmed:
+/// a call outside traces, and that trace must match the prediction too (it then widens the range).
+/// Recorded calls (on a tape) have their own, whose traces are differentiable pairs: both graphs
+/// must unify, each with its template.
 struct SharedGraph {
   enum class Stage : std::uint8_t { kCandidate, kConfirming, kShared, kRefused };
   Stage stage = Stage::kCandidate;
@@ -43,6 +48,8 @@ struct SharedGraph {
   /// pair's traced forward and backward (Differentiable::traced_forward, traced_backward).
   std::vector<graph::SizeTemplate> templates;
   std::string why_refused;
+  /// The smallest and largest of each of graph::size_points over the traces the graph agreed with.
+  std::vector<std::int64_t> smallest, largest;
 
   /// The graphs of a trace that are compared and instantiated, in the order of `templates`.
   static std::vector<const graph::Graph*> graphs_of(const graph::ConcreteFunction& cf, bool recorded) {
@@ -51,6 +58,24 @@ struct SharedGraph {
   }
   bool templates_empty() const {
     return std::all_of(templates.begin(), templates.end(), [](const auto& t) { return t.empty(); });
+  }
+  /// Widens the confirmed range to a trace at `sizes` that the graph agreed with.
+  void confirm(std::span<const std::int64_t> sizes) {
+    const std::vector<std::int64_t> points = graph::size_points(templates, sizes).value();
+    if (smallest.empty()) smallest = largest = points;
+    for (std::size_t k = 0; k < points.size(); ++k) {
+      smallest[k] = std::min(smallest[k], points[k]);
+      largest[k] = std::max(largest[k], points[k]);
+    }
+  }
+  /// Whether some size point lies outside the confirmed range; false where dims a template ties
+  /// together differ at `sizes`, which the graph never runs (they trace for themselves alone).
+  bool beyond_confirmed(std::span<const std::int64_t> sizes) const {
+    const std::optional<std::vector<std::int64_t>> points = graph::size_points(templates, sizes);
+    if (!points) return false;
+    for (std::size_t k = 0; k < points->size(); ++k)
+      if ((*points)[k] < smallest[k] || (*points)[k] > largest[k]) return true;
+    return false;
   }
 };
 

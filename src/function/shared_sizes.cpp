@@ -91,19 +91,21 @@ std::optional<Term> fit_multiple(std::int64_t xa, std::int64_t xb, Sizes sizes_a
   });
 }
 
+/// The size of the unknown dims in `dims` (a Term's bits) at `sizes`, or nullopt where they differ.
+std::optional<std::int64_t> size_of(std::uint64_t dims, Sizes sizes) {
+  std::optional<std::int64_t> size;
+  for (std::size_t k = 0; k < std::min(sizes.size(), kMaxDims); ++k) {
+    if (!(dims >> k & 1)) continue;
+    if (size && *size != sizes[k]) return std::nullopt;
+    size = sizes[k];
+  }
+  return size;
+}
+
 /// The size a term gives at `sizes`, or nullopt where the dims it ties have different sizes;
 /// InvalidArgumentError where it does not fit 64 bits.
 std::optional<std::int64_t> evaluate(const Term& t, Sizes sizes) {
-  const auto size_of = [&](std::uint64_t dims) {
-    std::optional<std::int64_t> size;
-    for (std::size_t k = 0; k < std::min(sizes.size(), kMaxDims); ++k) {
-      if (!(dims >> k & 1)) continue;
-      if (size && *size != sizes[k]) return std::optional<std::int64_t>();
-      size = sizes[k];
-    }
-    return size;
-  };
-  const std::optional<std::int64_t> size = size_of(t.dims), by = t.by == 0 ? 1 : size_of(t.by);
+  const std::optional<std::int64_t> size = size_of(t.dims, sizes), by = t.by == 0 ? 1 : size_of(t.by, sizes);
   if (!size || !by) return std::nullopt;
   std::int64_t value = 0;
   if (__builtin_mul_overflow(t.multiple, *size, &value) || __builtin_mul_overflow(value, *by, &value))
@@ -232,6 +234,31 @@ std::optional<SizeTemplate::Constant> fit_constant(std::size_t index, const Tens
 }
 
 }  // namespace
+
+std::optional<std::vector<std::int64_t>> size_points(std::span<const SizeTemplate> templates, Sizes sizes) {
+  std::vector<std::int64_t> points(sizes.begin(), sizes.end());
+  const auto add = [&](const Term& t) {
+    const std::optional<std::int64_t> size = size_of(t.dims, sizes),
+                                      by = t.by == 0 ? 1 : size_of(t.by, sizes);
+    if (!size || !by) return false;
+    std::int64_t product = 0;
+    // Saturated: a product past 64 bits is outside any range, and instantiate then says it does not fit.
+    if (t.by != 0)
+      points.push_back(__builtin_mul_overflow(*size, *by, &product) ? std::numeric_limits<std::int64_t>::max()
+                                                                    : product);
+    return true;
+  };
+  for (const SizeTemplate& t : templates) {
+    for (const SizeTemplate::AttrInt& a : t.attrs)
+      if (!add(a.term)) return std::nullopt;
+    for (const SizeTemplate::Constant& c : t.constants) {
+      if (c.kind != SizeTemplate::Constant::Kind::kSplat && !add(c.value)) return std::nullopt;
+      for (const std::optional<Term>& d : c.dims)
+        if (d && !add(*d)) return std::nullopt;
+    }
+  }
+  return points;
+}
 
 std::string unify(const Graph& a, Sizes sizes_a, const Graph& b, Sizes sizes_b, SizeTemplate& t) {
   t = {};

@@ -15,9 +15,12 @@
 //     1 / (m * n) rounded to the constant's dtype (Mean's scale). Where no one size gives a
 //     number, the product of two may (m * n * t: a mean over a batch and a sequence length), if
 //     exactly one pair does. The result is a SizeTemplate;
-//   - with an empty template the graph serves every size at once; with a non-empty one, a third
-//     trace must equal the template's prediction at its sizes before the graph serves others
-//     (three points of a proportion, so a size the body computed some other way is caught).
+//   - with an empty template the graph is shared at once; with a non-empty one, a third trace
+//     must equal the template's prediction at its sizes first (three points of a proportion);
+//   - shared, it serves only sizes inside the range its traces span (size_points: per unknown
+//     dimension and per product of two); a size outside traces, and that trace must equal the
+//     prediction too, or sharing ends. Three points cannot tell m * n from min(n, 4) past the
+//     largest of them: the first trace past 4 does.
 //
 // A graph whose ops change state or that holds control flow (whose branch graphs are built for the
 // traced shapes) is never shared (why_not_shareable). Assignments are fine: the first run at a new
@@ -87,6 +90,13 @@ std::string unify(const Graph& a, std::span<const std::int64_t> sizes_a, const G
 /// dimension or one past the last, a multiple below 1), or "": a function file's is checked
 /// before it is used.
 std::string template_problem(const Graph& g, const SizeTemplate& t, std::size_t unknown_dims);
+
+/// The numbers on which function.cpp keeps the range of sizes that traces have confirmed a shared
+/// graph at: each unknown dimension's size, then, for each term of `templates` that is a product of
+/// two sizes (Term::by), that product; nullopt where dims a term ties together have different sizes
+/// (the graph cannot run there).
+std::optional<std::vector<std::int64_t>> size_points(std::span<const SizeTemplate> templates,
+                                                     std::span<const std::int64_t> sizes);
 
 /// `g` (traced where `t` was found) with its attributes and constants at `sizes`; nullopt where
 /// dims that one term ties together have different sizes there. InvalidArgumentError where a

@@ -523,13 +523,13 @@ TEST(Function, AnUnknownDimensionTakesAnySizeWithoutAWarning) {
       tf::set_log_sink([&](tf::LogLevel, std::string_view m) { warnings.emplace_back(m); });
   auto f = tf::function([](const tf::Tensor& x) { return tf::reduce_sum(x, 1); },
                         {.input_signature = std::vector<tf::TensorSpec>{{{-1, 2}, tf::DType::Float32}}});
-  for (int n = 1; n <= 7; ++n) {
+  for (int n : {1, 2, 7, 3, 4, 5, 6}) {
     tf::Tensor x = tf::ones({n, 2});
     expect_close(f(x), tf::fill({n}, 2.0, tf::DType::Float32));
   }
   tf::set_log_sink(previous);
   EXPECT_TRUE(warnings.empty());
-  // Size 1 traces, sizes 2 and 3 trace and agree, sizes 4 to 7 run that one graph
+  // Size 1 traces, sizes 2 and 7 trace and agree, sizes 3 to 6 run that one graph
   // (shared_sizes_test.cpp).
   EXPECT_EQ(f.stats().traces, 3);
   EXPECT_EQ(f.stats().specializations, 2);
