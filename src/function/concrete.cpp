@@ -1,5 +1,7 @@
 #include "function/concrete.h"
 
+#include <algorithm>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -38,6 +40,14 @@ Grads call_gradient(const GradContext& c) {
   const std::size_t tensor_inputs = static_cast<std::size_t>(c.num_inputs()) - d.source_variables.size();
   const bool observed =
       autodiff::any_tape_recording() || autodiff::any_accumulator_active() || autodiff::t_tracer != nullptr;
+  // The input slot of each backward output, and whether any tape needs it.
+  std::vector<std::size_t> slots;
+  std::vector<bool> needed;
+  for (std::size_t src : d.gradient_of) {
+    slots.push_back(src < d.source_inputs.size() ? d.source_inputs[src]
+                                                 : tensor_inputs + (src - d.source_inputs.size()));
+    needed.push_back(c.needs_input_grad(static_cast<int>(slots.back())));
+  }
   std::vector<Tensor> in;
   for (std::size_t r : d.cotangent_results) in.push_back(c.dy(static_cast<int>(r)));
   if (observed) {
@@ -48,15 +58,16 @@ Grads call_gradient(const GradContext& c) {
   } else {
     in.insert(in.end(), a.saved.begin(), a.saved.end());
   }
-  std::vector<Tensor> g =
-      observed ? d.backward_plain->run(in, RunMode::kDispatch) : d.backward->run(in, RunMode::kFast);
   Grads out(static_cast<std::size_t>(c.num_inputs()));
-  for (std::size_t k = 0; k < g.size(); ++k) {
-    const std::size_t src = d.gradient_of[k];
-    const std::size_t slot =
-        src < d.source_inputs.size() ? d.source_inputs[src] : tensor_inputs + (src - d.source_inputs.size());
-    out[slot] = std::move(g[k]);
+  if (observed || std::ranges::all_of(needed, std::identity{})) {
+    std::vector<Tensor> g =
+        observed ? d.backward_plain->run(in, RunMode::kDispatch) : d.backward->run(in, RunMode::kFast);
+    for (std::size_t k = 0; k < g.size(); ++k) out[slots[k]] = std::move(g[k]);
+    return out;
   }
+  std::vector<Tensor> g = d.backward_for(needed).run(in, RunMode::kFast);  // the needed ones, in order
+  for (std::size_t k = 0, j = 0; k < needed.size(); ++k)
+    if (needed[k]) out[slots[k]] = std::move(g[j++]);
   return out;
 }
 
@@ -139,22 +150,43 @@ Graph saving(Graph g, const SavedValues& saved) {
 std::vector<Tensor> build_executors(Differentiable& d, const Graph& g, std::span<const Tensor> args,
                                     BackwardTrace b, bool optimize, const std::string& label) {
   const std::string gradient_label = label + " gradient";
+  d.optimize = optimize;
   if (!optimize) {
     d.forward_plain = std::make_unique<Executor>(saving(g, b.saved), label);
     d.forward = std::make_unique<Executor>(d.forward_plain->graph(), label);
     d.backward_plain = std::make_unique<Executor>(b.graph, gradient_label);
     d.backward = std::make_unique<Executor>(b.graph, gradient_label);
+    d.backward_unfused = std::move(b.graph);
     return std::move(b.saved.tensors);
   }
   d.forward_plain = std::make_unique<Executor>(optimized(saving(g, b.saved), false), label);
   d.backward_plain = std::make_unique<Executor>(optimized(b.graph, false), gradient_label);
   recompute_cheap_saved_values(g, args, b.graph, d.cotangent_results.size(), b.saved);
   d.forward = std::make_unique<Executor>(optimized(saving(g, b.saved), true), label);
-  d.backward = std::make_unique<Executor>(optimized(std::move(b.graph), true), gradient_label);
+  d.backward_unfused = optimized(std::move(b.graph), false);
+  d.backward = std::make_unique<Executor>(optimized(d.backward_unfused, true), gradient_label);
   return std::move(b.saved.tensors);
 }
 
 }  // namespace
+
+const Executor& Differentiable::backward_for(const std::vector<bool>& needed) const {
+  std::lock_guard lock(pruned_mutex_);
+  std::unique_ptr<Executor>& e = pruned_[needed];
+  if (e == nullptr) {
+    Graph g = backward_unfused;
+    std::vector<ValueId> outputs;
+    for (std::size_t k = 0; k < needed.size(); ++k)
+      if (needed[k]) outputs.push_back(g.outputs[k]);
+    g.outputs = std::move(outputs);
+    if (optimize)
+      g = optimized(std::move(g), true);
+    else
+      eliminate_dead_code(g);
+    e = std::make_unique<Executor>(std::move(g), backward->name());
+  }
+  return *e;
+}
 
 Graph optimized(Graph g, bool fuse) {
   eliminate_dead_code(g);

@@ -4,7 +4,9 @@
 // gradient needs as extra outputs, and the backward graph derived from the ops' registered
 // gradients by tracing the one backward pass (backward.cpp) over the forward's records.
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +33,25 @@ struct Differentiable {
   /// across sizes instantiates (shared_sizes.h). Set by `trace` only: a pair made at a new size
   /// by `trace_instantiated` is never compared, so it keeps no copy.
   Graph traced_forward, traced_backward;
+  /// What `backward` was made from, before the passes that fuse it (the graph on the fast
+  /// forward's saved values), and whether the passes run: what backward_for prunes.
+  Graph backward_unfused;
+  bool optimize = true;
+
+  /// The fast backward restricted to the gradients in `needed` (one flag per backward output),
+  /// made on first use per set and kept: a record whose tapes need no gradient of some of the
+  /// call's inputs (a batch of data, a variable no tape watches) skips computing them, which for
+  /// a model's first layer is a whole matrix product.
+  const Executor& backward_for(const std::vector<bool>& needed) const;
+  /// How many sets backward_for has made a graph for.
+  std::size_t pruned_backwards() const {
+    std::lock_guard lock(pruned_mutex_);
+    return pruned_.size();
+  }
+
+ private:
+  mutable std::mutex pruned_mutex_;
+  mutable std::map<std::vector<bool>, std::unique_ptr<Executor>> pruned_;
 };
 
 class ConcreteFunction {

@@ -31,6 +31,7 @@ class Executor {
                           std::vector<Shape>* shapes = nullptr) const;
 
   const Graph& graph() const { return graph_; }
+  const std::string& name() const { return name_; }
   /// Bytes of the largest set of values alive at once under the plan (trace-time shapes).
   std::size_t planned_peak_bytes() const { return planned_peak_bytes_; }
 
