@@ -46,7 +46,7 @@ TEST(RecordedCall, ComputesOnlyTheGradientsItsTapesNeed) {
   }
 
   for (int call = 0; call < 2; ++call) {  // the trace, then the graph
-    tf::GradientTape tape;  // watches the variables, not the batch
+    tf::GradientTape tape;                // watches the variables, not the batch
     const std::vector<tf::Gradient> got = tape.gradient(f(x), {layer.w, layer.b});
     EXPECT_TRUE(bitwise_equal(*got[0], *want[0])) << call;
     EXPECT_TRUE(bitwise_equal(*got[1], *want[1])) << call;
