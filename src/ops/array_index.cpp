@@ -350,6 +350,15 @@ void check_indices_in_range(const Tensor& indices, std::int64_t limit, std::stri
   });
 }
 
+/// The shape of a gather of params (shape `ps`) along `axis` by indices of shape `is`: ps's dims
+/// before the axis, is, then ps's dims after it.
+std::vector<std::int64_t> gathered_dims(const Shape& ps, int axis, const Shape& is) {
+  std::vector<std::int64_t> out = dims_between(ps, 0, axis);
+  for (std::int64_t d : is.dims()) out.push_back(d);
+  for (std::int64_t d : dims_between(ps, axis + 1, ps.rank())) out.push_back(d);
+  return out;
+}
+
 struct GatherAttrs {
   int axis;
   Shape params;  // the shape of params (GatherGrad's output)
@@ -370,10 +379,8 @@ struct GatherV2 {
     const Shape& ps = params.shape();
     check_indices_in_range(indices, ps[a.axis], kName,
                            fmt::format("params has shape {}, axis {}", ps.to_string(), a.axis));
-    std::vector<std::int64_t> out = dims_between(ps, 0, a.axis);
-    for (std::int64_t d : indices.shape().dims()) out.push_back(d);
-    for (std::int64_t d : dims_between(ps, a.axis + 1, ps.rank())) out.push_back(d);
-    Tensor y = detail::empty(Shape::checked(out, kName), params.dtype(), kName);
+    Tensor y = detail::empty(Shape::checked(gathered_dims(ps, a.axis, indices.shape()), kName),
+                             params.dtype(), kName);
     const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis],
                        inner = product(ps, a.axis + 1, ps.rank());
     const std::int64_t n = indices.num_elements();
@@ -424,9 +431,7 @@ struct GatherGrad {
     const Shape& ps = a.params;
     require_attrs(0 <= a.axis && a.axis < ps.rank(), kName, "axis {} of params of shape {}", a.axis,
                   ps.to_string());
-    std::vector<std::int64_t> gathered = dims_between(ps, 0, a.axis);
-    for (std::int64_t d : indices.shape().dims()) gathered.push_back(d);
-    for (std::int64_t d : dims_between(ps, a.axis + 1, ps.rank())) gathered.push_back(d);
+    const std::vector<std::int64_t> gathered = gathered_dims(ps, a.axis, indices.shape());
     require_attrs(std::ranges::equal(dy.shape().dims(), gathered), kName,
                   "gathering params of shape {} along axis {} by indices of shape {} gives ({}), dy is a {}",
                   ps.to_string(), a.axis, indices.shape().to_string(), fmt::join(gathered, ", "),

@@ -1,6 +1,8 @@
 // Shape ops: reshape, expand_dims and squeeze (which move no data), broadcast_to (which
 // replicates it), transpose and reverse (which permute it).
 
+#include <array>
+
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/strided_copy.h"
 #include "kernels/cpu/transpose.h"
@@ -224,7 +226,7 @@ struct Transpose {
   static void check_attrs(const Attrs& a, const Tensor& x) {
     constexpr std::string_view kWhy = "perm {} is not a permutation of the axes of x, a {}";
     require_attrs(std::ssize(a.perm) == x.rank(), kName, kWhy, a.perm, describe(x));
-    std::vector<bool> seen(a.perm.size(), false);
+    std::array<bool, kMaxRank> seen{};  // a graph replays this: no allocation
     for (int p : a.perm) {
       require_attrs(p >= 0 && p < x.rank() && !seen[static_cast<std::size_t>(p)], kName, kWhy, a.perm,
                     describe(x));
