@@ -21,9 +21,11 @@
 ///     })[0];
 ///   };
 ///
-/// Variables that `f` reads are passed to the gradient function, which returns one gradient per
-/// input followed by one per variable (TensorFlow's `grad_fn(*dy, variables=...)`). The gradient
-/// function is written with tapeflow ops, so nested tapes differentiate it again.
+/// The trainable variables that `f` reads are passed to the gradient function, which returns one
+/// gradient per input followed by one per variable (TensorFlow's `grad_fn(*dy, variables=...)`).
+/// As in TensorFlow, a non-trainable variable `f` reads (a BatchNorm moving mean) is not passed and
+/// gets no gradient through the op, even on a tape that watches it. The gradient function is
+/// written with tapeflow ops, so nested tapes differentiate it again.
 ///
 /// The gradient function's mistakes are InvalidArgumentErrors at gradient() time, naming the op,
 /// the input and both shapes: a gradient of the wrong shape or dtype, an undefined Tensor (return
@@ -62,8 +64,8 @@ namespace tapeflow {
 struct CustomGradientResult {
   /// The outputs of `f`; custom_gradient returns them as fresh tensors of the recorded op.
   std::vector<Tensor> outputs;
-  /// (output cotangents, variables read by f in first-read order) -> one gradient per input, then
-  /// one per variable. std::nullopt means no gradient.
+  /// (output cotangents, trainable variables read by f in first-read order) -> one gradient per
+  /// input, then one per variable. std::nullopt means no gradient.
   std::function<Grads(const std::vector<Tensor>& dys, const std::vector<Variable>& variables)> grad;
 };
 

@@ -177,6 +177,11 @@ std::vector<Tensor> custom_gradient(
   // get fresh ids produced by the CustomGradient record, so first-order gradients flow through
   // the user's gradient function only.
   CustomGradientResult r = autodiff::run_watching_variables([&] { return f(inputs); }, variables);
+  // The gradient function gets the trainable variables f read, as TensorFlow's does: its
+  // VariableWatcher hears of a read only for a trainable variable. A non-trainable one (a
+  // BatchNorm moving mean) is no input of the op, so no tape gets a gradient for it through the
+  // op, not even one that watches it explicitly (TensorFlow: None).
+  std::erase_if(variables, [](const Variable& v) { return !v.trainable(); });
   TAPEFLOW_REQUIRE(!r.outputs.empty(), InvalidArgumentError,
                    "[CustomGradient] the function returned no outputs");
   TAPEFLOW_REQUIRE(static_cast<bool>(r.grad), InvalidArgumentError,

@@ -58,7 +58,8 @@ void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs,
                         std::span<const Tensor> outputs, const std::shared_ptr<const void>& attrs);
 
 /// Collects, while alive, every variable read on this thread (first-read order, no duplicates):
-/// custom_gradient uses it to find the variables its function captured.
+/// custom_gradient (which keeps the trainable ones) and recompute_grad use it to find the
+/// variables their function captured.
 struct VariableReadWatcher {
   VariableReadWatcher();
   ~VariableReadWatcher();

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tapeflow/tapeflow.h"
 
@@ -102,12 +103,49 @@ TEST(CustomGradient, AVariableGetsItsGradientOnlyOnTapesThatWatchIt) {
   EXPECT_FLOAT_EQ(go[1]->item<float>(), 1000.0f);
 }
 
-TEST(CustomGradient, ANonTrainableVariableTheTapeWatchesGetsItsGradient) {
-  tf::Variable nt(3.0f, {.name = "nt", .trainable = false});
+TEST(CustomGradient, TheGradientFunctionGetsOnlyTheTrainableVariablesFRead) {
+  // As in TensorFlow, whose VariableWatcher hears of trainable reads only: f reads a moving mean
+  // (non-trainable, as BatchNorm's) and a weight, and the gradient function, ported from TF code,
+  // returns gradients for the input and the weight alone.
+  tf::Variable mean(1.0f, {.name = "moving_mean", .trainable = false});
+  tf::Variable w(3.0f, {.name = "w"});
+  tf::Tensor x = tf::constant(2.0f);
   tf::GradientTape tape;
+  tape.watch(x);
+  std::vector<std::string> passed;
+  tf::Tensor y = tf::custom_gradient({x}, [&](const In& in) {
+    return tf::CustomGradientResult{
+        {(in[0] - mean.read_value()) * w.read_value()},
+        [&passed](const In& dy, const std::vector<tf::Variable>& vars) -> tf::Grads {
+          for (const tf::Variable& v : vars) passed.push_back(v.name());
+          return {dy[0] * 100.0f, dy[0] * 1000.0f};
+        }};
+  })[0];
+  auto g = tape.gradient(y, {x, w});
+  EXPECT_EQ(passed, std::vector<std::string>{"w:0"});
+  EXPECT_FLOAT_EQ(g[0]->item<float>(), 100.0f);
+  EXPECT_FLOAT_EQ(g[1]->item<float>(), 1000.0f);
+}
+
+TEST(CustomGradient, ANonTrainableVariableFReadGetsNoGradientEvenOnATapeWatchingIt) {
+  // The gradient function is all the op's gradient, and it was given no non-trainable variable:
+  // the op's outputs do not depend on nt for the tape (TensorFlow: None, or zeros on request).
+  tf::Variable nt(3.0f, {.name = "nt", .trainable = false});
+  tf::Tensor x = tf::constant(2.0f);
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
   tape.watch(nt);
-  tf::Tensor y = times_with_gradients_100_and_1000(tf::constant(2.0f), nt);
-  EXPECT_FLOAT_EQ(tape.gradient(y, nt)->item<float>(), 1000.0f);
+  tf::Tensor y = tf::custom_gradient({x}, [&nt](const In& in) {
+    return tf::CustomGradientResult{{in[0] * nt.read_value()},
+                                    [](const In& dy, const std::vector<tf::Variable>& vars) -> tf::Grads {
+                                      EXPECT_TRUE(vars.empty());
+                                      return {dy[0] * 100.0f};
+                                    }};
+  })[0];
+  auto g = tape.gradient(y, {tf::Source(x), tf::Source(nt)});
+  EXPECT_FLOAT_EQ(g[0]->item<float>(), 100.0f);
+  EXPECT_FALSE(g[1]);
+  EXPECT_FLOAT_EQ(tape.gradient(y, nt, tf::UnconnectedGradients::Zero)->item<float>(), 0.0f);
 }
 
 /// Differentiates custom_gradient({x}, f) at x = [1, 2] (float32) with the gradient function
@@ -260,6 +298,16 @@ TEST(RecomputeGrad, VariablesInsideTheBlockGetGradients) {
   auto g = tape.gradient(y, {x, w});
   EXPECT_FLOAT_EQ(g[0]->item<float>(), 4.0f);
   EXPECT_FLOAT_EQ(g[1]->item<float>(), 12.0f);
+}
+
+TEST(RecomputeGrad, ANonTrainableVariableATapeWatchesGetsTheBlocksGradient) {
+  // Unlike custom_gradient (and TensorFlow's recompute_grad, built on it), the recomputation
+  // keeps every variable the block read: its gradients are the block's own on every tape.
+  tf::Variable nt(2.0f, {.name = "nt", .trainable = false});
+  auto block = tf::recompute_grad([&](const In& in) { return In{in[0] * nt.read_value()}; });
+  tf::GradientTape tape;
+  tape.watch(nt);
+  EXPECT_FLOAT_EQ(tape.gradient(block({tf::constant(3.0f)})[0], nt)->item<float>(), 3.0f);
 }
 
 TEST(RecomputeGrad, TensorPassedAsTwoArgumentsGetsTheGradientOfBothSlotsOnce) {

@@ -246,13 +246,10 @@ void expect_same_gradients(const VariableGradients& traced, const VariableGradie
   EXPECT_EQ(traced.watched, eager.watched) << what;
 }
 
-TEST(Function, ACallGivesAVariableAGradientExactlyWhereTheEagerBodyWould) {
-  // A variable gets a gradient through a call only on a tape that watches it: explicitly, or
-  // auto-watched because it is trainable and the tape watches accessed variables. The pair of
-  // graphs cached for the signature serves every tape, whichever tape the call traced under.
-  tf::Variable w(vec({1, 2}), {.name = "w"});
-  tf::Variable nt(vec({3, 4}), {.name = "nt", .trainable = false});
-  auto body = [&](const tf::Tensor& x) { return tf::reduce_sum(x * w.read_value() * nt.read_value()); };
+/// Calls of tf::function(body) give x, w and nt the gradients the eager body gives, on every tape
+/// of watchings(), each tape tracing first in turn, then the others from the cache.
+void expect_calls_give_what_the_eager_body_gives(const std::function<tf::Tensor(const tf::Tensor&)>& body,
+                                                 const tf::Variable& w, const tf::Variable& nt) {
   const std::vector<Watching> hows = watchings();
   for (std::size_t first = 0; first < hows.size(); ++first) {
     auto f = tf::function(body);
@@ -263,6 +260,36 @@ TEST(Function, ACallGivesAVariableAGradientExactlyWhereTheEagerBodyWould) {
                             how.what + " (traced under " + hows[first].what + ")");
     }
   }
+}
+
+TEST(Function, ACallGivesAVariableAGradientExactlyWhereTheEagerBodyWould) {
+  // A variable gets a gradient through a call only on a tape that watches it: explicitly, or
+  // auto-watched because it is trainable and the tape watches accessed variables. The pair of
+  // graphs cached for the signature serves every tape, whichever tape the call traced under.
+  tf::Variable w(vec({1, 2}), {.name = "w"});
+  tf::Variable nt(vec({3, 4}), {.name = "nt", .trainable = false});
+  expect_calls_give_what_the_eager_body_gives(
+      [&](const tf::Tensor& x) { return tf::reduce_sum(x * w.read_value() * nt.read_value()); }, w, nt);
+}
+
+TEST(Function, ACallRunningCustomGradientGivesTheVariablesWhatTheEagerBodyGives) {
+  // The gradient function gets the trainable w only (TensorFlow's VariableWatcher), traced or not;
+  // nt, read inside but no input of the CustomGradient op, gets no gradient even where a tape
+  // watches it, and the call agrees with the eager body on that too.
+  tf::Variable w(vec({1, 2}), {.name = "w"});
+  tf::Variable nt(vec({3, 4}), {.name = "nt", .trainable = false});
+  expect_calls_give_what_the_eager_body_gives(
+      [&](const tf::Tensor& x) {
+        return tf::custom_gradient({x}, [&](const std::vector<tf::Tensor>& in) {
+          return tf::CustomGradientResult{{tf::reduce_sum(in[0] * w.read_value() * nt.read_value())},
+                                          [x = in[0]](const std::vector<tf::Tensor>& dy,
+                                                      const std::vector<tf::Variable>& vars) -> tf::Grads {
+                                            EXPECT_EQ(vars.size(), 1u);
+                                            return {dy[0] * x * 100.0f, dy[0] * x * 1000.0f};
+                                          }};
+        })[0];
+      },
+      w, nt);
 }
 
 TEST(Function, ACallOnNestedTapesGivesEachTapeItsOwnVariableGradients) {
