@@ -16,10 +16,15 @@
 //       floor).
 //   F3  the MLP training step (group large's workload 2): tapeflow eager against the step's eight
 //       cblas_sgemm products (the anchor of "traced step <= 1.05x its GEMM time"), and the eager
-//       step's peak memory (tapeflow's allocator, in a child process).
+//       step's peak memory (tapeflow's allocator, in a child process). F3d: the MLP's loss at batch
+//       128 and the gradients of its six variables through a tf::function call recorded on a
+//       tape that does not watch the batch (the recorded call's backward, pruned to the gradients
+//       the tape needs, computes no gradient for the batch) against LibTorch eager with a batch
+//       that does not require grad (autograd skips its gradient: needs_input_grad).
 //
 // Each workload also runs tapeflow's traced side (tf::function) in the same rounds: F1c the
-// traced gradient replayed, F2d the traced forward + backward, F3c/F3b the traced step.
+// traced gradient replayed, F2d the traced forward + backward, F3c/F3b the traced step, F3d the
+// recorded call.
 
 #include "function_group.h"
 
@@ -572,6 +577,74 @@ void mlp_step(const Options& o, std::vector<Row>& rows) {
        false, "tapeflow eager"});
 }
 
+/// F3d's batch (F3's is kB = 256).
+constexpr std::int64_t kCallBatch = 128;
+
+void mlp_recorded_call(const Options& o, std::vector<Row>& rows) {
+  const TfMlp net;  // its variables; the batch is F3d's own
+  const std::vector<tf::Variable>& v = net.vars;
+  const tf::Tensor x = tf::random::uniform({kCallBatch, kIn}, 0, 1, tf::float32, 15);
+  std::vector<std::int32_t> lab(kCallBatch);
+  for (std::int64_t i = 0; i < kCallBatch; ++i) lab[i] = static_cast<std::int32_t>((i * 7) % kOut);
+  const tf::Tensor labels = tf::constant(lab, tf::Shape{kCallBatch});
+  auto loss = [&v](const tf::Tensor& batch, const tf::Tensor& y) {
+    tf::Tensor h = tf::nn::relu(tf::matmul(batch, v[0].read_value()) + v[1].read_value());
+    h = tf::nn::relu(tf::matmul(h, v[2].read_value()) + v[3].read_value());
+    const tf::Tensor logits = tf::matmul(h, v[4].read_value()) + v[5].read_value();
+    return tf::losses::sparse_categorical_crossentropy(y, logits, true);
+  };
+  auto traced_loss = tf::function(loss, {.name = "mlp_loss"});
+  // The gradients of the six variables on a tape (it auto-watches them as the body reads them);
+  // with `watch_batch` the tape watches the batch too, so the call's full backward runs.
+  auto call_grads = [&](bool watch_batch) {
+    tf::GradientTape tape;
+    if (watch_batch) tape.watch(x);
+    return tape.gradient(traced_loss(x, labels), v);
+  };
+  auto eager_grads = [&] {
+    tf::GradientTape tape;
+    return tape.gradient(loss(x, labels), v);
+  };
+
+  std::vector<torch::Tensor> p;
+  for (const tf::Variable& var : v) p.push_back(to_torch(var.value()).requires_grad_(true));
+  const torch::Tensor px = to_torch(x), plabels = to_torch(labels);  // px does not require grad
+  auto torch_grads = [&] {
+    torch::Tensor h = torch::relu(torch::addmm(p[1], px, p[0]));
+    h = torch::relu(torch::addmm(p[3], h, p[2]));
+    const torch::Tensor logits = torch::addmm(p[5], h, p[4]);
+    return torch::autograd::grad({torch::nn::functional::cross_entropy(logits, plabels)}, p);
+  };
+
+  {
+    const std::vector<torch::Tensor> want = torch_grads();
+    const std::vector<tf::Gradient> got = call_grads(false);    // the trace
+    const std::vector<tf::Gradient> again = call_grads(false);  // the graphs
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const double d =
+          std::max(max_rel_diff(to_torch(*got[i]), want[i]), max_rel_diff(to_torch(*again[i]), want[i]));
+      if (!(d < 1e-4))
+        check_failed(fmt("MLP recorded call: variable %.0f's gradient", static_cast<double>(i)) +
+                     fmt(" differs from LibTorch's by %.3g (relative to its largest element)", d));
+    }
+  }
+  std::vector<Side> sides = {
+      {"tapeflow recorded call", [&] { return seconds([&] { call_grads(false); }); }, {}},
+      {"LibTorch eager", [&] { return seconds([&] { torch_grads(); }); }, {}},
+      {"tapeflow eager", [&] { return seconds([&] { eager_grads(); }); }, {}},
+      {"tapeflow recorded call, batch watched", [&] { return seconds([&] { call_grads(true); }); }, {}},
+  };
+  const auto m = alternate(sides, o.rounds * 3);
+  rows.push_back(
+      {"F3d MLP 784-512-512-10, batch 128, loss + gradients of its 6 variables: tapeflow recorded call "
+       "(tf::function on a tape not watching the batch) vs LibTorch eager (batch without requires_grad)",
+       "ms", m[0] * 1e3, m[1] * 1e3,
+       fmt2("tapeflow eager %.3f ms (recorded call %.3fx it)", m[2] * 1e3, m[0] / m[2]), o.config,
+       fmt2("the batch watched too (the call's full backward, dx included): %.3f ms, recorded call %.3fx it",
+            m[3] * 1e3, m[0] / m[3]) +
+           fmt("; tapeflow eager / LibTorch eager %.3f", m[2] / m[1])});
+}
+
 }  // namespace
 
 void function_group(const Options& o, std::vector<Row>& rows) {
@@ -582,6 +655,7 @@ void function_group(const Options& o, std::vector<Row>& rows) {
 #endif
   elementwise_chain(o, rows);
   mlp_step(o, rows);
+  mlp_recorded_call(o, rows);
 }
 
 int function_child(const std::string& what) {

@@ -12,7 +12,8 @@ namespace compare {
 struct Options;
 
 /// Appends the group's rows (F1 ADOL-C tiny chain, F2 TorchScript elementwise chain, F3 MLP step
-/// against its GEMM time, with its peak memory) to `rows`.
+/// against its GEMM time, with its peak memory, and the MLP's variable gradients through a recorded
+/// call against LibTorch eager) to `rows`.
 void function_group(const Options& o, std::vector<Row>& rows);
 
 /// The child processes the group starts (this program re-executed with --function-child WHAT);
