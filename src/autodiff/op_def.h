@@ -60,6 +60,13 @@ using OutputCountFunction = std::size_t (*)(const void* attrs);
 template <class Op>
 constexpr OutputCountFunction output_count_of();
 
+/// How many inputs an op's forward takes, where its shape fixes the count: a forward of tensors
+/// (after its attributes, if any) takes one per parameter; nullopt for a list forward (ConcatV2,
+/// AddN), which checks its list when it runs. A function file's reader checks each node's input
+/// list against it.
+template <class Op>
+constexpr std::optional<std::size_t> input_count_of();
+
 /// How an op takes bfloat16 inputs (docs/ARCHITECTURE.md, "bfloat16"). An op struct may declare
 /// `static constexpr BFloat16Support kBFloat16 = ...;`; without it an elementwise op or reduction
 /// (one declaring kElement, kArray or kBlock, block_op.h) computes through float32 and any other
@@ -118,6 +125,8 @@ class OpDef {
   /// Its output count for given attributes, or nullptr where only running it tells
   /// (output_count_of).
   OutputCountFunction output_count = nullptr;
+  /// Its input count where the shape of its forward fixes it, else nullopt (input_count_of).
+  std::optional<std::size_t> input_count;
   /// The codec of the op's Attrs (nullptr: the op has none, or they cannot be compared or
   /// written, such as CustomGradient's closure).
   const AttrsCodec* attrs_codec = nullptr;
@@ -180,6 +189,7 @@ class Registry {
       OpDef& def = get(Op::kName);
       def.forward = &forward_entry<Op>;
       def.output_count = output_count_of<Op>();
+      def.input_count = input_count_of<Op>();
       def.bfloat16 = bfloat16_support<Op>();
       // Generated from the Attrs struct; a field type it cannot encode does not compile.
       def.attrs_codec = attrs_codec_of<Op>();
@@ -283,19 +293,19 @@ std::vector<Tensor> forward_entry(const void* attrs, std::span<const Tensor> in)
     if constexpr (requires { &Op::check_attrs; }) Op::check_attrs(a, in);
     return Op::forward(a, in);
   } else if constexpr (!std::is_same_v<First, Tensor>) {
-    forward_detail::require_arity(Op::kName, in.size(), Sig::kArity - 1);
+    forward_detail::require_arity(Op::kName, in.size(), *input_count_of<Op>());
     const First& a = forward_detail::attrs_at<First>(attrs);
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       if constexpr (requires { &Op::check_attrs; }) Op::check_attrs(a, in[I]...);
       return std::vector<Tensor>{Op::forward(a, in[I]...)};
     }
-    (std::make_index_sequence<Sig::kArity - 1>{});
+    (std::make_index_sequence<*input_count_of<Op>()>{});
   } else {
-    forward_detail::require_arity(Op::kName, in.size(), Sig::kArity);
+    forward_detail::require_arity(Op::kName, in.size(), *input_count_of<Op>());
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::vector<Tensor>{Op::forward(in[I]...)};
     }
-    (std::make_index_sequence<Sig::kArity>{});
+    (std::make_index_sequence<*input_count_of<Op>()>{});
   }
 }
 
@@ -312,6 +322,17 @@ constexpr OutputCountFunction output_count_of() {
     return [](const void*) { return std::size_t{1}; };
   else
     return nullptr;
+}
+
+template <class Op>
+constexpr std::optional<std::size_t> input_count_of() {
+  using Sig = forward_detail::Signature<decltype(&Op::forward)>;
+  if constexpr (std::is_same_v<typename Sig::Result, std::vector<Tensor>>)
+    return std::nullopt;
+  else if constexpr (std::is_same_v<typename Sig::FirstArg, Tensor>)
+    return Sig::kArity;
+  else
+    return Sig::kArity - 1;  // the attributes come first
 }
 
 /// The OpDef of a built-in op struct, looked up once.

@@ -163,10 +163,16 @@ std::optional<std::string> structure_problem(const ExportedFunction& f) {
       if (auto p = use(n.inputs[k], fmt::format("input {} of {}", k, where))) return p;
     for (std::size_t k = 0; k < n.outputs.size(); ++k)
       if (auto p = define(n.outputs[k], fmt::format("output {} of {}", k, where))) return p;
-    if (n.kind == NodeKind::kOp)
+    if (n.kind == NodeKind::kOp) {
+      // A list op (ConcatV2, AddN) and tf::cond's and tf::while_loop's ops check their inputs
+      // when they run: their counts depend on attributes or graphs the node carries.
+      if (const std::optional<std::size_t> count = n.op->input_count; count && *count != n.inputs.size())
+        return fmt::format("{} lists {} inputs, but {} takes {}", where, n.inputs.size(), n.op->name(),
+                           *count);
       if (const std::optional<std::size_t> count = output_count(n); count && *count != n.outputs.size())
         return fmt::format("{} lists {} outputs, but {} gives {}", where, n.outputs.size(), n.op->name(),
                            *count);
+    }
     if (is_variable_node(n.kind)) {
       const CapturedVariable& var = g.variables[static_cast<std::size_t>(n.variable)];
       const bool read = n.kind == NodeKind::kReadVariable;

@@ -22,9 +22,10 @@
 // structure_problem below.
 //
 // NOTE: the checks make a damaged file an error, not a crash. A node's input count is checked
-// when it runs (fixed-arity ops by their entry, list ops by ops/input_count.h, tf::cond and
-// tf::while_loop by their forwards); its output count when it is read where the node tells it
-// (structure_problem), else when it runs (the executor: DataLossError naming the file). An op's
+// when it is read where its op's forward fixes it (structure_problem, OpDef::input_count), else
+// when it runs (list ops by ops/input_count.h, tf::cond and tf::while_loop by their forwards); its
+// output count when it is read where the node tells it (structure_problem), else when it runs
+// (the executor: DataLossError naming the file). An op's
 // attributes are checked against its inputs when the node runs (the op's check_attrs, before its
 // forward: autodiff/op_def.h), as the public function checks a user's arguments; that is enforced
 // by tests/function/forged_attributes_test.cpp.
@@ -83,7 +84,8 @@ ExportedFunction read_function_file(const std::filesystem::path& path);
 /// input, a constant or a node's output) and before a node or the outputs use it; node kinds
 /// other than kFused, kOp nodes with an op, variable nodes with a variable in range (a read: no
 /// input, one output of the variable's shape and dtype; an assignment: one such input, no
-/// output); op nodes listing as many outputs as their op gives where its attributes tell it
+/// output); op nodes listing as many inputs as their op takes where its forward fixes the count
+/// (OpDef::input_count), and as many outputs as it gives where its attributes tell it
 /// (OpDef::output_count; control-flow ops: control_flow_output_count); one InputSpec per graph
 /// input (dims >= -1, rank <= kMaxRank). Tensors are not looked at (write_function_file checks
 /// those itself).

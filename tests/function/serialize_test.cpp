@@ -529,6 +529,38 @@ TEST_F(FunctionFile, ANodeListingAnotherOutputCountThanItsOpGivesIsDataLossWhenR
   EXPECT_THAT(message(f), HasSubstr("node 0 (StatelessIf) lists 2 outputs, but StatelessIf gives 1"));
 }
 
+// A node giving a fixed-arity op another number of inputs than its forward takes used to load and
+// fail only when called (InvalidArgumentError not naming the file). The forward's shape fixes the
+// count, so it is the file's DataLossError when read.
+TEST_F(FunctionFile, ANodeListingAnotherInputCountThanItsOpTakesIsDataLossWhenRead) {
+  const fs::path p = path("forged.tff");
+  auto message = [&](const Forged& forged) {
+    write_bytes(p, forged.bytes());
+    return error_of<tf::DataLossError>([&] { tf::load_function(p); });
+  };
+  Forged f;  // MatMul (with attributes) of the graph inputs 0 and 1
+  f.node_inputs = {0};
+  EXPECT_THAT(message(f), HasSubstr("function file '" + p.string()));
+  EXPECT_THAT(message(f), HasSubstr("node 0 (MatMul) lists 1 inputs, but MatMul takes 2"));
+  f.node_inputs = {0, 1, 1};
+  EXPECT_THAT(message(f), HasSubstr("node 0 (MatMul) lists 3 inputs, but MatMul takes 2"));
+  // Elementwise ops without attributes: AddV2 given one input, Relu two.
+  f.layout = f.attrs = "";
+  f.op_name = "AddV2";
+  f.node_inputs = {1};
+  EXPECT_THAT(message(f), HasSubstr("node 0 (AddV2) lists 1 inputs, but AddV2 takes 2"));
+  f.op_name = "Relu";
+  f.node_inputs = {0, 1};
+  EXPECT_THAT(message(f), HasSubstr("node 0 (Relu) lists 2 inputs, but Relu takes 1"));
+  // A list op's count is its list's: ConcatV2 of three inputs loads (its forward checks the list).
+  f.op_name = "ConcatV2";
+  f.layout = "{i32}";
+  f.attrs = std::string(4, '\0');  // axis 0
+  f.node_inputs = {0, 1, 1};
+  write_bytes(p, f.bytes());
+  EXPECT_NO_THROW(tf::load_function(p));
+}
+
 // Unpack's count is the size of a dim the signature leaves unknown, so the executor checks it: the
 // file's DataLossError when the node runs, not InternalError.
 TEST_F(FunctionFile, AnUnpackListingAnotherCountThanItGivesIsDataLossWhenRun) {
