@@ -148,18 +148,23 @@ TEST(ForwardAccumulator, OpWithoutGradientRaisesLookupError) {
 // An accumulator belongs to the thread that created it; destroyed on another thread it only
 // stops, and its owner's later ops neither read it nor lose their other accumulators (a use after
 // free before: the owner's list kept a pointer to the freed state).
+namespace {
+/// A new accumulator watching `x` with the tangent `v`.
+std::unique_ptr<tf::ForwardAccumulator> watching(const tf::Tensor& x, double v) {
+  auto acc = std::make_unique<tf::ForwardAccumulator>();
+  acc->watch(x, tf::constant(v));
+  return acc;
+}
+}  // namespace
+
 TEST(ForwardAccumulator, DestroyedOnAnotherThreadItStopsAndItsOwnerKeepsWorking) {
   tf::Tensor x = tf::constant(3.0);
-  tf::ForwardAccumulator kept;
-  kept.watch(x, tf::constant(1.0));
-  auto moved = std::make_unique<tf::ForwardAccumulator>();
-  moved->watch(x, tf::constant(2.0));
+  const auto kept = watching(x, 1.0);
+  auto moved = watching(x, 2.0);
   std::thread([&] { moved.reset(); }).join();
   tf::Tensor y = x * x;
-  EXPECT_DOUBLE_EQ(kept.jvp(y)->item<double>(), 6.0);
-  tf::ForwardAccumulator fresh;
-  fresh.watch(x, tf::constant(-1.0));
-  EXPECT_DOUBLE_EQ(fresh.jvp(x * x)->item<double>(), -6.0);
+  EXPECT_DOUBLE_EQ(kept->jvp(y)->item<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(watching(x, -1.0)->jvp(x * x)->item<double>(), -6.0);
 }
 
 TEST(ForwardAccumulator, WatchFromAnotherThreadThrows) {
@@ -173,12 +178,9 @@ TEST(ForwardAccumulator, WatchFromAnotherThreadThrows) {
 // accumulators while the op's tangents are being computed: the others still get theirs.
 TEST(ForwardAccumulator, GradientFunctionsMayCreateAndDestroyAccumulatorsDuringAJvp) {
   tf::Tensor x = tf::constant(3.0);
-  tf::ForwardAccumulator first;
-  first.watch(x, tf::constant(1.0));
-  auto doomed = std::make_unique<tf::ForwardAccumulator>();
-  doomed->watch(x, tf::constant(5.0));
-  tf::ForwardAccumulator last;
-  last.watch(x, tf::constant(2.0));
+  const auto first = watching(x, 1.0);
+  auto doomed = watching(x, 5.0);
+  const auto last = watching(x, 2.0);
   std::vector<std::unique_ptr<tf::ForwardAccumulator>> created;
   tf::Tensor y = tf::custom_gradient({x}, [&](const std::vector<tf::Tensor>& in) {
     return tf::CustomGradientResult{
@@ -188,6 +190,6 @@ TEST(ForwardAccumulator, GradientFunctionsMayCreateAndDestroyAccumulatorsDuringA
           return {dy[0] * 4.0};
         }};
   })[0];
-  EXPECT_DOUBLE_EQ(first.jvp(y)->item<double>(), 4.0);
-  EXPECT_DOUBLE_EQ(last.jvp(y)->item<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(first->jvp(y)->item<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(last->jvp(y)->item<double>(), 8.0);
 }
