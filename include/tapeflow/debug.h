@@ -98,7 +98,8 @@ inline void write_svg(const std::string& path, const GradientTape& tape, const T
 }
 ///@}
 
-/// Every tensor the tape keeps for its backward pass, with the op that saved it.
+/// Every tensor the tape keeps for its backward pass, with the op that saved it. Throws
+/// FailedPreconditionError from another thread than the tape's.
 MemoryReport memory_report(const GradientTape& tape);
 
 }  // namespace debug

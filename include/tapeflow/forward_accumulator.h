@@ -31,7 +31,8 @@ struct AccumulatorState;
 
 /// Forward-mode autodiff: watch() primals with their tangents, run the computation, read the
 /// Jacobian-vector products with jvp() (see the example above). Active on its thread from
-/// construction to destruction, like Python's `with` block.
+/// construction to destruction, like Python's `with` block. It belongs to that thread: watch()
+/// from another thread throws FailedPreconditionError; destroyed on another thread, it stops.
 class ForwardAccumulator {
  public:
   ForwardAccumulator();

@@ -13,6 +13,10 @@
 
 #include "tapeflow/forward_accumulator.h"
 
+#include <absl/container/inlined_vector.h>
+
+#include <atomic>
+#include <thread>
 #include <unordered_map>
 
 #include "autodiff/dispatch.h"
@@ -31,9 +35,14 @@ namespace tapeflow {
 namespace detail {
 struct AccumulatorState {
   std::uint64_t nesting_id = autodiff::next_nesting_id();
-  bool active = true;
+  std::thread::id owner = std::this_thread::get_id();
+  /// Until the accumulator is destroyed. Atomic: it may be destroyed on another thread than its
+  /// owner, whose dispatch path may be reading this.
+  std::atomic<bool> active = true;
   std::unordered_map<TensorId, Tensor> tangents;
-  bool visible() const { return active && !autodiff::nesting_hidden(nesting_id); }
+  bool visible() const {
+    return active.load(std::memory_order_relaxed) && !autodiff::nesting_hidden(nesting_id);
+  }
 };
 }  // namespace detail
 
@@ -43,8 +52,11 @@ constinit thread_local int t_active_accumulators = 0;
 
 namespace {
 
-std::vector<detail::AccumulatorState*>& thread_accumulators() {
-  thread_local std::vector<detail::AccumulatorState*> accumulators;
+/// This thread's accumulators in creation order. Shared with the accumulators: one destroyed on
+/// another thread (or by code a JVP runs, while forward_accumulate walks a snapshot of the list)
+/// only marks itself inactive, and its owner drops it at the next recount.
+std::vector<std::shared_ptr<detail::AccumulatorState>>& thread_accumulators() {
+  thread_local std::vector<std::shared_ptr<detail::AccumulatorState>> accumulators;
   return accumulators;
 }
 
@@ -100,15 +112,20 @@ std::vector<Tensor> jvp_from_gradient(const OpDef& op, std::span<const Tensor* c
 }  // namespace
 
 void recount_accumulators() {
+  auto& accs = thread_accumulators();
+  std::erase_if(accs, [](const auto& a) { return !a->active.load(std::memory_order_relaxed); });
   int n = 0;
-  for (const auto* a : thread_accumulators()) n += a->visible() ? 1 : 0;
+  for (const auto& a : accs) n += a->visible() ? 1 : 0;
   t_active_accumulators = n;
 }
 
 void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs,
                         std::span<const Tensor> outputs, const std::shared_ptr<const void>& attrs) {
-  auto& accs = thread_accumulators();
-  for (detail::AccumulatorState* a : accs) {  // outermost first: see the file comment
+  // NOTE: a JVP runs gradient functions, user code that may create or destroy accumulators (and
+  // every JVP recounts them, which drops destroyed ones): walk a snapshot that keeps each alive.
+  const auto& list = thread_accumulators();
+  const absl::InlinedVector<std::shared_ptr<detail::AccumulatorState>, 4> accs(list.begin(), list.end());
+  for (const auto& a : accs) {  // outermost first: see the file comment
     detail::AccumulatorState& acc = *a;
     if (!acc.visible()) continue;
     std::vector<Tensor> tangents(inputs.size());
@@ -145,7 +162,7 @@ void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs,
 
 /// Variable reads: the read tensor takes the tangent watched on the variable's handle.
 void forward_accumulate_variable_read(const Variable& var, const Tensor& read) {
-  for (auto* acc : thread_accumulators()) {
+  for (const auto& acc : thread_accumulators()) {
     if (!acc->visible()) continue;
     auto it = acc->tangents.find(var.handle_id());
     if (it != acc->tangents.end()) acc->tangents[read.id()] = it->second;
@@ -155,17 +172,21 @@ void forward_accumulate_variable_read(const Variable& var, const Tensor& read) {
 }  // namespace autodiff
 
 ForwardAccumulator::ForwardAccumulator() : state_(std::make_shared<detail::AccumulatorState>()) {
-  autodiff::thread_accumulators().push_back(state_.get());
+  autodiff::thread_accumulators().push_back(state_);
   autodiff::recount_accumulators();
 }
 
+// NOTE: the owner thread's list is not ours to change from another thread: it drops the state at
+// its next recount.
 ForwardAccumulator::~ForwardAccumulator() {
-  state_->active = false;
-  std::erase(autodiff::thread_accumulators(), state_.get());
-  autodiff::recount_accumulators();
+  state_->active.store(false, std::memory_order_relaxed);
+  if (state_->owner == std::this_thread::get_id()) autodiff::recount_accumulators();
 }
 
 void ForwardAccumulator::watch(const Source& primal, const Tensor& tangent) {
+  TAPEFLOW_REQUIRE(state_->owner == std::this_thread::get_id(), FailedPreconditionError,
+                   "[ForwardAccumulator::watch] an accumulator computes the tangents of the ops of the "
+                   "thread that created it and must be used from that thread");
   TAPEFLOW_REQUIRE(primal.is_variable() || primal.tensor().defined(), InvalidArgumentError,
                    "[ForwardAccumulator::watch] the primal is an undefined Tensor");
   TAPEFLOW_REQUIRE(

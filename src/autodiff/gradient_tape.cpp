@@ -127,7 +127,7 @@ Gradient missing_gradient(const detail::TapeState& tape, const Source& s) {
   source += fmt::format(" with shape {} and dtype {}", s.shape().to_string(), dtype_name(s.dtype()));
   std::string reason;
   if (!is_floating(s.dtype())) {
-    reason = "its dtype cannot carry a gradient (only float32 and float64 do)";
+    reason = "its dtype cannot carry a gradient (only float32, float64 and bfloat16 do)";
   } else if (tape.producer.contains(s.id())) {
     reason =
         "it is not connected to the target(s): no recorded op on a path from it to the target(s) "

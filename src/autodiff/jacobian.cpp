@@ -41,6 +41,21 @@ Tensor empty_jacobian(const Tensor& g, const Shape& shape) {
   return reshape(slice(reshape(g, {-1}), {0}, {0}), to_vector(shape.dims()));
 }
 
+/// Sets flat element `i` of `seed`, a fresh cotangent of the target's floating dtype, to one.
+void set_one(Tensor& seed, std::int64_t i) {
+  switch (seed.dtype()) {
+    case DType::Float64:
+      detail::mutable_data<double>(seed)[i] = 1.0;
+      return;
+    case DType::BFloat16:  // a storage type, which visit_dtype does not dispatch
+      detail::mutable_data<bfloat16_t>(seed)[i] = bfloat16_t(1.0f);
+      return;
+    default:
+      TAPEFLOW_ASSERT(seed.dtype() == DType::Float32, "jacobian: a {} cotangent", dtype_name(seed.dtype()));
+      detail::mutable_data<float>(seed)[i] = 1.0f;
+  }
+}
+
 /// The first kept record whose gradient cannot take a stack of cotangents, or nullptr.
 const autodiff::OpDef* first_unbatchable(const autodiff::Records& ops, const autodiff::Pruned& p) {
   for (std::size_t k = 0; k < ops.size(); ++k)
@@ -106,16 +121,14 @@ std::vector<Gradient> GradientTape::jacobian_flat(const Tensor& target, std::spa
         const std::int64_t c = std::min(chunk, rows - start);
         const std::int64_t batch[1] = {c};
         Tensor seed = zeros(autodiff::with_batch(batch, target.shape()), target.dtype());
-        visit_dtype(target.dtype(), [&]<class T>() {
-          for (std::int64_t j = 0; j < c; ++j) detail::mutable_data<T>(seed)[j * rows + start + j] = T(1);
-        });
+        for (std::int64_t j = 0; j < c; ++j) set_one(seed, j * rows + start + j);
         collect(autodiff::backward(ops, p,
                                    {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = sources, .batch = batch}));
       }
     } else {
       for (std::int64_t r = 0; r < rows; ++r) {
         Tensor seed = zeros(target.shape(), target.dtype());
-        visit_dtype(target.dtype(), [&]<class T>() { detail::mutable_data<T>(seed)[r] = T(1); });
+        set_one(seed, r);
         collect(autodiff::backward(ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = sources}));
       }
     }
@@ -189,11 +202,9 @@ Gradient GradientTape::batch_jacobian(const Tensor& target, const Source& source
           const std::span<const std::int64_t> batch_dims =
               blocker ? std::span<const std::int64_t>() : stack_dims;
           Tensor seed = zeros(autodiff::with_batch(batch_dims, ts), target.dtype());
-          visit_dtype(target.dtype(), [&]<class T>() {
-            for (std::int64_t jj = 0; jj < c; ++jj)
-              for (std::int64_t b = 0; b < batch; ++b)
-                detail::mutable_data<T>(seed)[jj * ts.num_elements() + b * cols + j0 + jj] = T(1);
-          });
+          for (std::int64_t jj = 0; jj < c; ++jj)
+            for (std::int64_t b = 0; b < batch; ++b)
+              set_one(seed, jj * ts.num_elements() + b * cols + j0 + jj);
           auto g = autodiff::backward(
               ops, p, {.ys = {&y, 1}, .seeds = {&seed, 1}, .sources = {&source, 1}, .batch = batch_dims})[0];
           if (!g)

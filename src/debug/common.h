@@ -1,9 +1,10 @@
 #pragma once
-// What more than one diagnostic needs: the check that a tape may still be read, and the L2 norm
-// of a gradient (gradient_report's rows, to_dot's edge widths).
+// What more than one diagnostic needs: the check that a tape may still be read, the elements of
+// a gradient of any floating dtype, and its L2 norm (gradient_report's rows, to_dot's edge widths).
 
 #include <cmath>
 #include <string_view>
+#include <type_traits>
 
 #include "autodiff/tape_access.h"
 #include "core/check.h"
@@ -22,13 +23,40 @@ inline void require_readable(const detail::TapeState& tape, std::string_view wha
                    what, advice);
 }
 
+/// Calls `fn(values)` with the elements of a floating tensor (float32, float64 or bfloat16) as a
+/// span of their C++ type (widen() reads one as a double); returns `otherwise` for any other dtype.
+template <class R, class Fn>
+R with_floating_values(const Tensor& t, Fn&& fn, R otherwise) {
+  switch (t.dtype()) {
+    case DType::Float32:
+      return fn(t.values<float>());
+    case DType::Float64:
+      return fn(t.values<double>());
+    case DType::BFloat16:  // gradients of bfloat16 sources are bfloat16 too
+      return fn(t.values<bfloat16_t>());
+    default:
+      return otherwise;
+  }
+}
+/// An element of a floating tensor as a double (exact for each floating dtype).
+template <class T>
+double widen(T v) {
+  if constexpr (std::is_same_v<T, bfloat16_t>)
+    return static_cast<double>(static_cast<float>(v));
+  else
+    return static_cast<double>(v);
+}
+
 /// L2 norm in double precision; NaN or Inf if the tensor holds one; 0 for a non-floating tensor.
 inline double l2_norm(const Tensor& t) {
-  double sum = 0;
-  if (t.dtype() == DType::Float32)
-    for (float v : t.values<float>()) sum += static_cast<double>(v) * static_cast<double>(v);
-  else if (t.dtype() == DType::Float64)
-    for (double v : t.values<double>()) sum += v * v;
+  const double sum = with_floating_values(
+      t,
+      [](auto values) {
+        double s = 0;
+        for (auto v : values) s += widen(v) * widen(v);
+        return s;
+      },
+      0.0);
   return std::sqrt(sum);
 }
 

@@ -180,17 +180,10 @@ using debug::trace_of;
 
 bool all_zero(const Tensor& t) {
   if (!t.defined()) return true;
-  if (t.dtype() == DType::Float32) {
-    for (float v : t.values<float>())
-      if (v != 0.0f) return false;
-    return true;
-  }
-  if (t.dtype() == DType::Float64) {
-    for (double v : t.values<double>())
-      if (v != 0.0) return false;
-    return true;
-  }
-  return false;
+  return debug::with_floating_values(
+      t,
+      [](auto values) { return std::ranges::all_of(values, [](auto v) { return debug::widen(v) == 0.0; }); },
+      false);
 }
 
 /// Step 1: what the backward pass did for one target and one source, as its observer saw it.

@@ -21,11 +21,12 @@ namespace {
 using debug::l2_norm;
 
 bool all_finite(const Tensor& t) {
-  if (t.dtype() == DType::Float32)
-    return std::ranges::all_of(t.values<float>(), [](float v) { return std::isfinite(v); });
-  if (t.dtype() == DType::Float64)
-    return std::ranges::all_of(t.values<double>(), [](double v) { return std::isfinite(v); });
-  return true;
+  return debug::with_floating_values(
+      t,
+      [](auto values) {
+        return std::ranges::all_of(values, [](auto v) { return std::isfinite(debug::widen(v)); });
+      },
+      true);
 }
 
 }  // namespace

@@ -41,6 +41,8 @@ std::string human_bytes(std::int64_t b) {
 
 MemoryReport debug::memory_report(const GradientTape& gradient_tape) {
   const detail::TapeState& tape = *detail::TapeAccess::state(gradient_tape);
+  // The owner thread appends records (and may move them) while it runs ops.
+  autodiff::require_owner(tape, "debug::memory_report");
   MemoryReport report;
   report.num_records = tape.ops.size();
   std::unordered_map<const void*, std::size_t> first_row;

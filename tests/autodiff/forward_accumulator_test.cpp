@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <thread>
 
 #include "tapeflow/tapeflow.h"
 
@@ -141,4 +143,53 @@ TEST(ForwardAccumulator, OpWithoutGradientRaisesLookupError) {
   tf::ForwardAccumulator acc;
   acc.watch(image, tf::ones_like(image));
   EXPECT_THROW((void)tf::image::adjust_contrast(image, tf::constant(0.1f)), tf::LookupError);
+}
+
+// An accumulator belongs to the thread that created it; destroyed on another thread it only
+// stops, and its owner's later ops neither read it nor lose their other accumulators (a use after
+// free before: the owner's list kept a pointer to the freed state).
+namespace {
+/// A new accumulator watching `x` with the tangent `v`.
+std::unique_ptr<tf::ForwardAccumulator> watching(const tf::Tensor& x, double v) {
+  auto acc = std::make_unique<tf::ForwardAccumulator>();
+  acc->watch(x, tf::constant(v));
+  return acc;
+}
+}  // namespace
+
+TEST(ForwardAccumulator, DestroyedOnAnotherThreadItStopsAndItsOwnerKeepsWorking) {
+  tf::Tensor x = tf::constant(3.0);
+  const auto kept = watching(x, 1.0);
+  auto moved = watching(x, 2.0);
+  std::thread([&] { moved.reset(); }).join();
+  tf::Tensor y = x * x;
+  EXPECT_DOUBLE_EQ(kept->jvp(y)->item<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(watching(x, -1.0)->jvp(x * x)->item<double>(), -6.0);
+}
+
+TEST(ForwardAccumulator, WatchFromAnotherThreadThrows) {
+  tf::ForwardAccumulator acc;
+  std::thread([&] {
+    EXPECT_THROW(acc.watch(tf::constant(1.0), tf::constant(1.0)), tf::FailedPreconditionError);
+  }).join();
+}
+
+// A JVP derived from a gradient runs the gradient function, which may create and destroy
+// accumulators while the op's tangents are being computed: the others still get theirs.
+TEST(ForwardAccumulator, GradientFunctionsMayCreateAndDestroyAccumulatorsDuringAJvp) {
+  tf::Tensor x = tf::constant(3.0);
+  const auto first = watching(x, 1.0);
+  auto doomed = watching(x, 5.0);
+  const auto last = watching(x, 2.0);
+  std::vector<std::unique_ptr<tf::ForwardAccumulator>> created;
+  tf::Tensor y = tf::custom_gradient({x}, [&](const std::vector<tf::Tensor>& in) {
+    return tf::CustomGradientResult{
+        {in[0] * 4.0}, [&](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+          doomed.reset();
+          for (int i = 0; i < 8; ++i) created.push_back(std::make_unique<tf::ForwardAccumulator>());
+          return {dy[0] * 4.0};
+        }};
+  })[0];
+  EXPECT_DOUBLE_EQ(first->jvp(y)->item<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(last->jvp(y)->item<double>(), 8.0);
 }

@@ -425,3 +425,25 @@ TEST(Jacobian, ReadingAMissingJacobianThrowsNamingTheSource) {
 }
 
 }  // namespace
+
+// bfloat16 carries gradients, so its Jacobians are bfloat16 too: the one-hot cotangents are
+// written in the target's dtype (the seed was written through visit_dtype, which refuses it).
+TEST(Jacobian, OfABFloat16TargetIsBFloat16) {
+  const tf::Tensor x = tf::cast(tf::constant({1.0f, 2.0f}), tf::bfloat16);
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = x * x;
+  const tf::Tensor j = *tape.jacobian(y, x);
+  EXPECT_EQ(j.dtype(), tf::bfloat16);
+  EXPECT_EQ(tf::cast(j, tf::float32).to_vector<float>(), (std::vector<float>{2, 0, 0, 4}));
+}
+
+TEST(BatchJacobian, OfABFloat16TargetIsBFloat16) {
+  const tf::Tensor x = tf::cast(tf::constant({{1.0f, 2.0f}, {3.0f, 4.0f}}), tf::bfloat16);
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = x * x;
+  const tf::Tensor j = *tape.batch_jacobian(y, x);
+  EXPECT_EQ(j.dtype(), tf::bfloat16);
+  EXPECT_EQ(tf::cast(j, tf::float32).to_vector<float>(), (std::vector<float>{2, 0, 0, 4, 6, 0, 0, 8}));
+}

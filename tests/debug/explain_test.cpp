@@ -253,6 +253,17 @@ TEST(Explain, DeadReluGivesAZeroGradientAndNamesRelu) {
   EXPECT_THAT(d.to_string(), HasSubstr("became zero at Relu"));
 }
 
+// bfloat16 cotangents are read as numbers too (they were taken for non-zero, so a dead bfloat16
+// path was reported as connected).
+TEST(Explain, ABFloat16ZeroGradientIsZero) {
+  tf::Variable w(tf::cast(tf::constant({1.0f, 2.0f}), tf::bfloat16), {.name = "w"});
+  tf::GradientTape tape;
+  tf::Tensor loss = tf::reduce_sum(tf::nn::relu(w - tf::cast(tf::constant(10.0f), tf::bfloat16)));
+  const tf::GradientDiagnosis d = tf::debug::explain(tape, loss, w);
+  EXPECT_EQ(d.cause, Cause::ZeroGradient);
+  EXPECT_EQ(d.op, "Relu");
+}
+
 TEST(Explain, MissingGradientIsTheLookupErrorCase) {
   tf::Variable image(tf::constant({{{0.5f, 0.0f, 0.0f}}}));
   tf::Variable delta(0.1f);

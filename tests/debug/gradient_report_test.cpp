@@ -169,3 +169,17 @@ TEST(GradientReport, ATapeDestroyedByAGradientFunctionIsAnErrorNotAUseAfterFree)
 }
 
 }  // namespace
+
+// A bfloat16 variable's gradient is bfloat16: its norm is read as such, not as 0 (which reported
+// every bfloat16 gradient as VANISHING and hid its NaNs and Infs).
+TEST(GradientReport, BFloat16GradientsHaveTheirNorm) {
+  tf::Variable w(tf::cast(tf::constant({3.0f, 4.0f}), tf::bfloat16), {.name = "w"});
+  tf::Variable z(tf::cast(tf::constant(0.0f), tf::bfloat16), {.name = "z"});
+  tf::GradientTape tape;
+  tf::Tensor loss = tf::reduce_sum(w * w) + tf::sqrt(z);  // dw = (6, 8), dz = inf
+  const tf::GradientReport r = tf::debug::gradient_report(tape, loss, {w, z});
+  EXPECT_DOUBLE_EQ(*r.rows[0].norm, 10.0);
+  EXPECT_DOUBLE_EQ(r.rows[0].variable_norm, 5.0);
+  EXPECT_FALSE(r.rows[0].vanishing || r.rows[0].exploding);
+  EXPECT_TRUE(r.rows[1].exploding);
+}

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <thread>
 
 #include "tapeflow/tapeflow.h"
 
@@ -138,3 +139,14 @@ TEST(MemoryReport, NonPersistentTapeHoldsNothingAfterGradient) {
 }
 
 }  // namespace
+
+// Like explain() and to_dot(): the records belong to the thread that appends them.
+TEST(MemoryReport, FromAnotherThreadThrows) {
+  const tf::Tensor x = tf::constant(2.0f);
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = tf::exp(x);
+  std::thread([&] {
+    EXPECT_THROW((void)tf::debug::memory_report(tape), tf::FailedPreconditionError);
+  }).join();
+}
