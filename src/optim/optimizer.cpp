@@ -57,13 +57,14 @@ Tensor safe_sqrt(const Tensor& l2sum) {
 /// zeroed or turned to NaN instead of clipped).
 Tensor sum_of_squares64(const Tensor& t) { return reduce_sum(square(cast(t, DType::Float64))); }
 
-/// 1 where norm <= clip_norm, else clip_norm / norm (float64 scalars): the factor that brings a
-/// norm down to clip_norm; NaN for a NaN norm. Never divides by a norm of 0 (not even in the
-/// branch `where` drops, so the gradient stays finite), so zeros stay zeros even with clip_norm 0.
-Tensor clip_scale(const Tensor& norm64, double clip_norm) {
+/// 1 where norm <= clip_norm, else norm / clip_norm (float64 scalars): what divides a tensor to
+/// bring its norm down to clip_norm; NaN for a NaN norm. A divisor, not the factor
+/// clip_norm / norm: t / (norm / clip_norm) rounds as TensorFlow's t * clip_norm / norm does
+/// for clip_norm 1 (3 / 5 is 0.6, 3 * (1 / 5) is not), and it never divides by a norm of 0,
+/// so zeros stay zeros with clip_norm 0 and the gradient stays finite.
+Tensor clip_divisor(const Tensor& norm64, double clip_norm) {
   const Tensor within = norm64 <= clip_norm;
-  const Tensor one = ones_like(norm64);
-  return where(within, one, clip_norm / where(within, one, norm64));
+  return where(within, ones_like(norm64), norm64 / clip_norm);
 }
 
 }  // namespace
@@ -71,9 +72,9 @@ Tensor clip_scale(const Tensor& norm64, double clip_norm) {
 Tensor clip_by_norm(const Tensor& t, double clip_norm) {
   require_clip_norm("ClipByNorm", clip_norm);
   require_float("ClipByNorm", t, 0);
-  // The norm and the factor in float64, then one multiplication in t's dtype: neither the squares
-  // nor t * clip_norm can overflow where the result is finite.
-  return t * cast(clip_scale(safe_sqrt(sum_of_squares64(t)), clip_norm), t.dtype());
+  // The norm and the divisor in float64, then one division in t's dtype: neither the squares nor
+  // t * clip_norm can overflow where the result is finite.
+  return t / cast(clip_divisor(safe_sqrt(sum_of_squares64(t)), clip_norm), t.dtype());
 }
 
 namespace {
@@ -106,14 +107,14 @@ std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<G
   require_clip_norm("ClipByGlobalNorm", clip_norm);
   for (std::size_t i = 0; i < tensors.size(); ++i)
     if (tensors[i]) require_float("ClipByGlobalNorm", *tensors[i], i);
-  // The factor comes from the float64 norm: float32 tensors whose global norm exceeds float32's
+  // The divisor comes from the float64 norm: float32 tensors whose global norm exceeds float32's
   // range (returned as inf) are still clipped to finite values. (norm - norm) is NaN for an
   // infinite or NaN norm and poisons every value, on purpose, as in TensorFlow.
   const auto [norm64, dtype] = global_norm64(tensors, "ClipByGlobalNorm");
-  const Tensor scale = clip_scale(norm64, clip_norm) + (norm64 - norm64);
+  const Tensor divisor = clip_divisor(norm64, clip_norm) + (norm64 - norm64);
   std::vector<Gradient> clipped;
   clipped.reserve(tensors.size());
-  for (const auto& t : tensors) clipped.push_back(t ? Gradient(*t * cast(scale, t->dtype())) : t);
+  for (const auto& t : tensors) clipped.push_back(t ? Gradient(*t / cast(divisor, t->dtype())) : t);
   return {std::move(clipped), cast(norm64, dtype)};
 }
 

@@ -67,7 +67,7 @@ Tensor global_norm(const std::vector<Gradient>& tensors);
 /// norm is at most `clip_norm` (tf.clip_by_global_norm). Returns the clipped list (missing
 /// entries pass through) and the global norm before clipping (global_norm). The factor comes
 /// from the float64 norm: float32 tensors whose global norm is beyond float32's range are still
-/// clipped to finite values (while clip_norm / norm is a normal float32, above 1.2e-38). An Inf or NaN
+/// clipped to finite values (while norm / clip_norm is below float32's maximum). An Inf or NaN
 /// element (a non-finite float64 norm) makes every clipped value NaN, as in TensorFlow. Throws
 /// InvalidArgumentError for a non-float tensor or a negative or non-finite clip_norm.
 std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<Gradient>& tensors,
