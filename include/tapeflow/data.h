@@ -35,7 +35,8 @@ namespace tapeflow::data {
 ///   0x0D float32 -> float32,  0x0E float64 -> float64.
 /// The shape is the file's dimensions, 1 <= rank <= kMaxRank.
 ///
-/// Throws FailedPreconditionError if the file cannot be opened or read; DataLossError naming the
+/// Throws FailedPreconditionError if the file cannot be opened or read or is not a regular file
+/// (a FIFO is refused at once, never waited on; a directory, a device); DataLossError naming the
 /// file for a bad magic number, an unknown type code, ndims outside 1..kMaxRank, dimensions whose
 /// product overflows kMaxElements, data shorter or longer than the header declares (the message
 /// gives the expected and actual byte counts) and a corrupt gzip stream (with zlib's message);
@@ -118,7 +119,9 @@ class BatchIterator {
   BatchIterator(Tensor features, Tensor labels, BatchOptions options = {});
 
   /// The next batch of the current epoch, or std::nullopt when the epoch is over; the call after
-  /// std::nullopt starts the next epoch (with a new order when shuffling).
+  /// std::nullopt starts the next epoch (with a new order when shuffling). Throws OutOfRangeError,
+  /// changing nothing, at the end of epoch 2^63 - 1 (reachable only through reset()): there is
+  /// no next epoch.
   std::optional<Batch> next();
 
   /// The epoch next() is in (0 for the first).

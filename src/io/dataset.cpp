@@ -1,6 +1,7 @@
 // Seeded shuffling and batching of (features, labels) pairs.
 
 #include <cstring>
+#include <limits>
 #include <new>
 
 #include "core/check.h"
@@ -141,6 +142,10 @@ std::optional<Batch> BatchIterator::next() {
   const std::int64_t shards = options_.num_shards, shard = options_.shard_index;
   const std::int64_t global = std::min(n_ - position_, global_batch_);
   if (global <= 0 || global < shards || (options_.drop_remainder && global < global_batch_)) {
+    // reset() may start any epoch; one more after the largest int64 would overflow (undefined).
+    TAPEFLOW_REQUIRE(epoch_ < std::numeric_limits<std::int64_t>::max(), OutOfRangeError,
+                     "[BatchIterator] epoch {} is the last an int64 can count; reset() to start again",
+                     epoch_);
     start_epoch(epoch_ + 1);
     return std::nullopt;
   }

@@ -166,22 +166,34 @@ std::uint32_t crc32_of(const void* data, std::size_t n, std::uint32_t crc) {
   return static_cast<std::uint32_t>(crc32_z(crc, static_cast<const Bytef*>(data), n));
 }
 
-ReadOnlyFile::ReadOnlyFile(const std::string& path, std::string_view fn, std::string_view noun) {
+template <class E>
+OpenRegularFile open_regular_file(const std::string& path, std::string_view fn, std::string_view noun) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. The type
   // is checked on the open descriptor (no race with a rename), then reads block as usual.
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  TAPEFLOW_REQUIRE(fd_ >= 0, InvalidArgumentError, "[{}] cannot open {} '{}' for reading: {}", fn, noun, path,
-                   errno_text(errno));
-  Fd guard{fd_};  // closes the descriptor if a check below throws (the destructor would not run)
+  // (TAPEFLOW_REQUIRE names its error class in namespace tapeflow; E is a template parameter.)
+  Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
+  if (fd.fd < 0)
+    throw E(fmt::format("[{}] cannot open {} '{}' for reading: {}", fn, noun, path, errno_text(errno)));
   struct stat st {};
-  TAPEFLOW_REQUIRE(::fstat(fd_, &st) == 0, InvalidArgumentError, "[{}] cannot stat {} '{}': {}", fn, noun,
-                   path, errno_text(errno));
-  TAPEFLOW_REQUIRE(S_ISREG(st.st_mode), InvalidArgumentError, "[{}] {} '{}' is {}, not a regular file", fn,
-                   noun, path, file_type_name(st.st_mode));
-  TAPEFLOW_REQUIRE(::fcntl(fd_, F_SETFL, 0) == 0, InvalidArgumentError, "[{}] cannot read {} '{}': {}", fn,
-                   noun, path, errno_text(errno));
-  size_ = static_cast<std::uint64_t>(st.st_size);
-  guard.release();
+  if (::fstat(fd.fd, &st) != 0)
+    throw E(fmt::format("[{}] cannot stat {} '{}': {}", fn, noun, path, errno_text(errno)));
+  if (!S_ISREG(st.st_mode))
+    throw E(
+        fmt::format("[{}] {} '{}' is {}, not a regular file", fn, noun, path, file_type_name(st.st_mode)));
+  if (::fcntl(fd.fd, F_SETFL, 0) != 0)
+    throw E(fmt::format("[{}] cannot read {} '{}': {}", fn, noun, path, errno_text(errno)));
+  return OpenRegularFile{fd.release(), static_cast<std::uint64_t>(st.st_size)};
+}
+
+template OpenRegularFile open_regular_file<InvalidArgumentError>(const std::string&, std::string_view,
+                                                                 std::string_view);
+template OpenRegularFile open_regular_file<FailedPreconditionError>(const std::string&, std::string_view,
+                                                                    std::string_view);
+
+ReadOnlyFile::ReadOnlyFile(const std::string& path, std::string_view fn, std::string_view noun) {
+  const OpenRegularFile f = open_regular_file<InvalidArgumentError>(path, fn, noun);
+  fd_ = f.fd;
+  size_ = f.size;
 }
 
 ReadOnlyFile::~ReadOnlyFile() {

@@ -16,6 +16,21 @@ namespace tapeflow::detail {
 /// XOR 0xFFFFFFFF). `crc` continues an earlier checksum (0 starts one).
 std::uint32_t crc32_of(const void* data, std::size_t n, std::uint32_t crc = 0);
 
+/// A descriptor open for reading on a regular file, and the file's size when it was opened.
+struct OpenRegularFile {
+  int fd = -1;
+  std::uint64_t size = 0;
+};
+
+/// Opens `path` for reading if it is a regular file. Opening uses O_NONBLOCK, so a FIFO with no
+/// writer does not wait forever, and the type is checked on the open descriptor (no race with a
+/// rename); the descriptor returned reads blocking, and the caller closes it. Throws `E` (an
+/// Error class; InvalidArgumentError and FailedPreconditionError are instantiated): "[fn] cannot
+/// open <noun> 'path' for reading: <reason>", or "[fn] <noun> 'path' is a FIFO (named pipe), not
+/// a regular file" (a directory, a device, ...).
+template <class E>
+OpenRegularFile open_regular_file(const std::string& path, std::string_view fn, std::string_view noun);
+
 /// A regular file open for reading. Opening uses O_NONBLOCK and checks the type on the open
 /// descriptor, so a FIFO, device or directory is refused at once (InvalidArgumentError
 /// "[fn] <noun> 'path' is a FIFO (named pipe), not a regular file"); a file that cannot be opened

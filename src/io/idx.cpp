@@ -9,6 +9,7 @@
 //      trailing data (which also makes zlib verify the gzip CRC at the end of the stream);
 //   3. the big-endian elements are converted into the output tensor.
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <filesystem>
 
 #include "core/check.h"
+#include "io/file_util.h"
 #include "tapeflow/data.h"
 #include "tapeflow/memory.h"
 
@@ -32,32 +34,21 @@ constexpr std::string_view kOp = "read_idx";
 class ByteSource {
  public:
   explicit ByteSource(const std::string& path) : path_(path) {
-    std::error_code ec;
-    TAPEFLOW_REQUIRE(!std::filesystem::is_directory(path, ec), FailedPreconditionError,
-                     "[{}] cannot open '{}': it is a directory", kOp, path);
-    file_ = std::fopen(path.c_str(), "rb");
-    TAPEFLOW_REQUIRE(file_ != nullptr, FailedPreconditionError, "[{}] cannot open '{}': {}", kOp, path,
-                     std::strerror(errno));
+    // Only a regular file: a FIFO with no writer would block the open forever, and a pipe cannot be
+    // read from its start again after the gzip magic is looked at.
+    const detail::OpenRegularFile f =
+        detail::open_regular_file<FailedPreconditionError>(path, kOp, "IDX file");
     unsigned char magic[2] = {0, 0};
-    const std::size_t got = std::fread(magic, 1, 2, file_);
-    if (std::ferror(file_)) {
-      const int err = errno;
-      std::fclose(file_);
-      file_ = nullptr;
-      throw FailedPreconditionError(fmt::format("[{}] cannot read '{}': {}", kOp, path, std::strerror(err)));
-    }
+    const ssize_t got = ::pread(f.fd, magic, 2, 0);  // leaves the offset at the start
+    if (got < 0) fail(f.fd, "read");
     if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-      std::fclose(file_);
-      file_ = nullptr;
-      gz_ = gzopen(path.c_str(), "rb");
-      TAPEFLOW_REQUIRE(gz_ != nullptr, FailedPreconditionError, "[{}] cannot open '{}' as gzip: {}", kOp,
-                       path, std::strerror(errno));
+      gz_ = gzdopen(f.fd, "rb");  // owns the descriptor from here
+      if (gz_ == nullptr) fail(f.fd, "open as gzip");
       gzbuffer(gz_, 1 << 17);
     } else {
-      std::rewind(file_);
-      std::error_code size_ec;
-      const auto size = std::filesystem::file_size(path, size_ec);
-      if (!size_ec) raw_size_ = static_cast<std::int64_t>(size);
+      file_ = ::fdopen(f.fd, "rb");  // owns the descriptor from here
+      if (file_ == nullptr) fail(f.fd, "open as a stream");
+      raw_size_ = static_cast<std::int64_t>(f.size);
     }
   }
   ByteSource(const ByteSource&) = delete;
@@ -68,8 +59,8 @@ class ByteSource {
   }
 
   bool is_gzip() const { return gz_ != nullptr; }
-  /// The size of a raw file, if the file system told us.
-  std::optional<std::int64_t> raw_size() const { return raw_size_; }
+  /// The size of a raw file when it was opened.
+  std::int64_t raw_size() const { return raw_size_; }
   /// zlib's complaint after a short read of a gzip stream ("unexpected end of file"), or "".
   const std::string& gzip_note() const { return gzip_note_; }
 
@@ -113,10 +104,19 @@ class ByteSource {
   }
 
  private:
+  /// Closes `fd` (not yet owned by stdio or zlib) and throws FailedPreconditionError saying what
+  /// failed and errno's reason.
+  [[noreturn]] void fail(int fd, std::string_view what) const {
+    const int err = errno;
+    ::close(fd);
+    throw FailedPreconditionError(
+        fmt::format("[{}] cannot {} '{}': {}", kOp, what, path_, std::strerror(err)));
+  }
+
   std::string path_;
   std::FILE* file_ = nullptr;
   gzFile gz_ = nullptr;
-  std::optional<std::int64_t> raw_size_;
+  std::int64_t raw_size_ = 0;
   std::string gzip_note_;
 };
 
@@ -240,8 +240,8 @@ std::vector<unsigned char> read_idx_payload(ByteSource& src, const std::string& 
   };
 
   std::vector<unsigned char> payload;
-  if (!src.is_gzip() && src.raw_size()) {
-    const std::int64_t actual = *src.raw_size() - header_bytes;
+  if (!src.is_gzip()) {
+    const std::int64_t actual = src.raw_size() - header_bytes;
     if (actual != payload_bytes) throw size_error(actual);
     payload.resize(static_cast<std::size_t>(payload_bytes));
     const std::size_t got = src.read(payload.data(), payload.size());

@@ -17,6 +17,18 @@ void require_defined(std::string_view metric, const Tensor& t, std::string_view 
                    metric, arg);
 }
 
+/// `w` with the rank `rank`, aligned with the leading axes as Keras aligns a sample weight with its
+/// values: a trailing size-1 axis beyond `rank` is dropped, and a lower rank gets trailing size-1
+/// axes, so that a (batch,) weight weights each sample's values. (Broadcasting as is would align
+/// it with the last axis: for square values it would silently weight columns instead of rows.)
+Tensor aligned_to_leading_axes(const Tensor& w, int rank) {
+  if (w.rank() == rank + 1 && w.shape()[w.rank() - 1] == 1) return squeeze(w, {-1});
+  if (w.rank() >= rank) return w;
+  std::vector<std::int64_t> dims(w.shape().dims().begin(), w.shape().dims().end());
+  dims.resize(static_cast<std::size_t>(rank), 1);
+  return reshape(w, dims);
+}
+
 /// The sum of every element as a double.
 double sum_of(const Tensor& t) { return reduce_sum(cast(t, DType::Float64)).item<double>(); }
 
@@ -34,7 +46,7 @@ void Mean::update_state(const Tensor& values, const std::optional<Tensor>& sampl
   require_defined(name_, *sample_weight, "sample_weight");
   Tensor w;
   try {
-    w = broadcast_to(cast(*sample_weight, DType::Float64), v.shape());
+    w = broadcast_to(aligned_to_leading_axes(cast(*sample_weight, DType::Float64), v.rank()), v.shape());
   } catch (const InvalidArgumentError&) {
     throw InvalidArgumentError(
         fmt::format("[{}] sample_weight of shape {} does not broadcast to values of shape {}", name_,

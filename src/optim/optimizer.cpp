@@ -44,32 +44,62 @@ void require_not_moved_from(const std::vector<Variable>& vars, std::string_view 
                      optimizer, fn, i, vars.size());
 }
 
+/// sqrt(l2sum) with a finite gradient at l2sum = 0 (TensorFlow's formulation: no sqrt(0) in the
+/// graph, whose gradient would be inf).
+Tensor safe_sqrt(const Tensor& l2sum) {
+  const Tensor positive = l2sum > 0;
+  return where(positive, sqrt(where(positive, l2sum, ones_like(l2sum))), l2sum);
+}
+
+/// The sum of the squares of `t`'s elements, in float64: a float32 tensor whose elements exceed
+/// about 1.8e19 has squares beyond float32's range, and a norm computed in float32 would be inf
+/// where the true norm is finite (an exploding gradient, the very case clipping is for, would be
+/// zeroed or turned to NaN instead of clipped).
+Tensor sum_of_squares64(const Tensor& t) { return reduce_sum(square(cast(t, DType::Float64))); }
+
+/// 1 where norm <= clip_norm, else norm / clip_norm (float64 scalars): what divides a tensor to
+/// bring its norm down to clip_norm; NaN for a NaN norm. A divisor, not the factor
+/// clip_norm / norm: t / (norm / clip_norm) rounds as TensorFlow's t * clip_norm / norm does
+/// for clip_norm 1 (3 / 5 is 0.6, 3 * (1 / 5) is not), and it never divides by a norm of 0,
+/// so zeros stay zeros with clip_norm 0 and the gradient stays finite.
+Tensor clip_divisor(const Tensor& norm64, double clip_norm) {
+  const Tensor within = norm64 <= clip_norm;
+  return where(within, ones_like(norm64), norm64 / clip_norm);
+}
+
 }  // namespace
 
 Tensor clip_by_norm(const Tensor& t, double clip_norm) {
   require_clip_norm("ClipByNorm", clip_norm);
   require_float("ClipByNorm", t, 0);
-  // TensorFlow's formulation: the norm of a zero tensor is 0 without a sqrt(0) in the graph
-  // (whose gradient would be inf).
-  const Tensor l2sum = reduce_sum(t * t);
-  const Tensor positive = l2sum > 0;
-  const Tensor l2norm = where(positive, sqrt(where(positive, l2sum, ones_like(l2sum))), l2sum);
-  return t * clip_norm / maximum(l2norm, clip_norm);
+  // The norm and the divisor in float64, then one division in t's dtype: neither the squares nor
+  // t * clip_norm can overflow where the result is finite.
+  return t / cast(clip_divisor(safe_sqrt(sum_of_squares64(t)), clip_norm), t.dtype());
 }
 
-Tensor global_norm(const std::vector<Gradient>& tensors) {
+namespace {
+
+/// The global norm of the present tensors as a float64 scalar (0 if none is present), and the
+/// dtype of the first present one (float32 if none).
+std::pair<Tensor, DType> global_norm64(const std::vector<Gradient>& tensors, std::string_view op) {
   std::optional<Tensor> total;
   DType dtype = DType::Float32;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     if (!tensors[i]) continue;
-    require_float("GlobalNorm", *tensors[i], i);
+    require_float(op, *tensors[i], i);
     if (!total) dtype = tensors[i]->dtype();
-    // Summed in float64 so tensors of both float dtypes can be combined.
-    const Tensor s = cast(reduce_sum(square(*tensors[i])), DType::Float64);
+    const Tensor s = sum_of_squares64(*tensors[i]);
     total = total ? *total + s : s;
   }
-  if (!total) return zeros({}, dtype);
-  return cast(sqrt(*total), dtype);
+  if (!total) return {zeros({}, DType::Float64), dtype};
+  return {safe_sqrt(*total), dtype};
+}
+
+}  // namespace
+
+Tensor global_norm(const std::vector<Gradient>& tensors) {
+  const auto [norm64, dtype] = global_norm64(tensors, "GlobalNorm");
+  return cast(norm64, dtype);
 }
 
 std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<Gradient>& tensors,
@@ -77,15 +107,15 @@ std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<G
   require_clip_norm("ClipByGlobalNorm", clip_norm);
   for (std::size_t i = 0; i < tensors.size(); ++i)
     if (tensors[i]) require_float("ClipByGlobalNorm", *tensors[i], i);
-  const Tensor norm = global_norm(tensors);
-  const Tensor norm64 = cast(norm, DType::Float64);
-  // scale = clip_norm / max(norm, clip_norm), written as TensorFlow does so that norm = 0 gives
-  // 1; (norm - norm) is NaN for an infinite or NaN norm and poisons every value, on purpose.
-  const Tensor scale = clip_norm * minimum(reciprocal(norm64), 1.0 / clip_norm) + (norm64 - norm64);
+  // The divisor comes from the float64 norm: float32 tensors whose global norm exceeds float32's
+  // range (returned as inf) are still clipped to finite values. (norm - norm) is NaN for an
+  // infinite or NaN norm and poisons every value, on purpose, as in TensorFlow.
+  const auto [norm64, dtype] = global_norm64(tensors, "ClipByGlobalNorm");
+  const Tensor divisor = clip_divisor(norm64, clip_norm) + (norm64 - norm64);
   std::vector<Gradient> clipped;
   clipped.reserve(tensors.size());
-  for (const auto& t : tensors) clipped.push_back(t ? Gradient(*t * cast(scale, t->dtype())) : t);
-  return {std::move(clipped), norm};
+  for (const auto& t : tensors) clipped.push_back(t ? Gradient(*t / cast(divisor, t->dtype())) : t);
+  return {std::move(clipped), cast(norm64, dtype)};
 }
 
 LearningRate::LearningRate(std::shared_ptr<const schedules::LearningRateSchedule> schedule)

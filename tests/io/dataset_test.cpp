@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -14,6 +15,7 @@
 namespace tf = tapeflow;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 namespace {
 
@@ -227,6 +229,18 @@ TEST(BatchIterator, ResetReplaysAnEpoch) {
   it.reset();
   EXPECT_EQ(it.epoch(), 0);
   EXPECT_THROW(it.reset(-1), tf::InvalidArgumentError);
+}
+
+TEST(BatchIterator, TheLastInt64EpochEndsInOutOfRangeNotAnOverflow) {
+  const Toy t = toy(2);
+  tf::data::BatchIterator it(t.features, t.labels, {.batch_size = 2, .seed = 2});
+  constexpr std::int64_t kLast = std::numeric_limits<std::int64_t>::max();
+  it.reset(kLast);
+  ASSERT_TRUE(it.next().has_value());
+  EXPECT_THAT([&] { it.next(); }, ThrowsMessage<tf::OutOfRangeError>(HasSubstr("[BatchIterator] epoch")));
+  EXPECT_EQ(it.epoch(), kLast);
+  it.reset();
+  EXPECT_TRUE(it.next().has_value());
 }
 
 TEST(BatchIterator, BatchLargerThanTheDataGivesOneBatch) {

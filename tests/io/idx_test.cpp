@@ -1,16 +1,20 @@
 // read_idx: every IDX element type, raw and gzip, and every kind of malformed file.
 // The files are written by the tests into a fresh temporary directory.
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <limits>
 
 #include "tapeflow/tapeflow.h"
@@ -171,6 +175,21 @@ TEST_F(ReadIdx, MissingFileThrowsFailedPreconditionNamingThePath) {
 
 TEST_F(ReadIdx, DirectoryThrowsFailedPrecondition) {
   EXPECT_THROW(tf::data::read_idx(dir_.string()), tf::FailedPreconditionError);
+}
+
+TEST_F(ReadIdx, FifoThrowsFailedPreconditionAtOnceInsteadOfWaitingForAWriter) {
+  const std::string pipe = (dir_ / "pipe.idx").string();
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  auto read = std::async(std::launch::async, [&] { tf::data::read_idx(pipe); });
+  if (read.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    // Release the blocked open() so the test ends.
+    const int writer = ::open(pipe.c_str(), O_WRONLY);
+    ::close(writer);
+    ADD_FAILURE() << "read_idx blocked opening a FIFO";
+  }
+  EXPECT_THAT([&] { read.get(); },
+              ::testing::ThrowsMessage<tf::FailedPreconditionError>(
+                  AllOf(HasSubstr("[read_idx]"), HasSubstr(pipe), HasSubstr("a FIFO (named pipe)"))));
 }
 
 TEST_F(ReadIdx, BadMagicThrowsDataLoss) {

@@ -42,6 +42,21 @@ TEST(MeanMetric, WeightsBroadcastToTheValues) {
   EXPECT_DOUBLE_EQ(m.result(), 1.5);  // only the first row counts
 }
 
+TEST(MeanMetric, WeightsOfLowerRankWeightEachSampleAsInKeras) {
+  // A (batch,) weight applies to rows (samples), not columns, also when the values are square.
+  tf::metrics::Mean square;
+  square.update_state(tf::constant({{1.0, 2.0}, {3.0, 4.0}}), tf::constant({1.0, 0.0}));
+  EXPECT_DOUBLE_EQ(square.result(), 1.5);  // the first row: (1 + 2) / 2
+  EXPECT_DOUBLE_EQ(square.count(), 2.0);
+  tf::metrics::Mean rows;
+  rows.update_state(tf::constant({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}), tf::constant({0.0, 1.0}));
+  EXPECT_DOUBLE_EQ(rows.result(), 5.0);
+  // (batch, 1) weights for (batch,) values: the trailing axis is dropped, not broadcast to (2, 2).
+  tf::metrics::Mean column;
+  column.update_state(tf::constant({1.0, 3.0}), tf::constant({{1.0}, {3.0}}));
+  EXPECT_DOUBLE_EQ(column.result(), (1.0 + 9.0) / 4);
+}
+
 TEST(MeanMetric, WeightsThatDoNotBroadcastThrow) {
   tf::metrics::Mean m("loss");
   EXPECT_THAT([&] { m.update_state(tf::ones({2}), tf::ones({3})); },

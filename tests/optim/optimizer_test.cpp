@@ -20,6 +20,7 @@
 namespace tf = tapeflow;
 using ::testing::DoubleNear;
 using ::testing::ElementsAre;
+using ::testing::FloatNear;
 using ::testing::HasSubstr;
 using ::testing::Pointwise;
 using ::testing::ThrowsMessage;
@@ -379,6 +380,22 @@ TEST(ClipByNorm, GradientOfZeroTensorIsFinite) {
   EXPECT_THAT(g->to_vector<double>(), ElementsAre(1.0, 1.0));
 }
 
+TEST(ClipByNorm, ClipsFloat32TensorsWhoseSquaresOverflowFloat32) {
+  // |[3e20, 4e20]| = 5e20, a finite float32, though 3e20^2 is not: clipped to [0.6, 0.8], not
+  // zeroed by an inf norm (an exploding gradient is what clipping is for).
+  EXPECT_THAT(tf::optimizers::clip_by_norm(tf::constant({3e20f, 4e20f}), 1.0).to_vector<float>(),
+              ElementsAre(FloatNear(0.6f, 1e-6f), FloatNear(0.8f, 1e-6f)));
+  // t * clip_norm would overflow before the division: |3e38| scaled to 10.
+  EXPECT_THAT(tf::optimizers::clip_by_norm(tf::constant({3e38f}), 10.0).to_vector<float>(),
+              ElementsAre(FloatNear(10.f, 1e-5f)));
+}
+
+TEST(ClipByNorm, ZeroTensorStaysZeroWithClipNormZero) {
+  EXPECT_THAT(tf::optimizers::clip_by_norm(tf::zeros({2}), 0.0).to_vector<float>(), ElementsAre(0.f, 0.f));
+  EXPECT_THAT(tf::optimizers::clip_by_norm(tf::constant({3.0, 4.0}), 0.0).to_vector<double>(),
+              ElementsAre(0.0, 0.0));
+}
+
 TEST(ClipByNorm, RejectsNegativeClipNormAndIntegers) {
   EXPECT_THAT([] { tf::optimizers::clip_by_norm(tf::ones({2}), -1.0); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[ClipByNorm] clip_norm")));
@@ -413,6 +430,34 @@ TEST(ClipByGlobalNorm, InfiniteNormGivesNaN) {
   auto [clipped, norm] = tf::optimizers::clip_by_global_norm({tf::constant({inf, 1.0})}, 1.0);
   EXPECT_TRUE(std::isinf(norm.item<double>()));
   EXPECT_TRUE(std::isnan(clipped[0]->values<double>()[1]));
+}
+
+TEST(ClipByGlobalNorm, ClipsFloat32TensorsWhoseNormOverflowsFloat32) {
+  // Squares beyond float32's range, norm 5e20 within it: scale 1 / 5e20.
+  auto [clipped, norm] =
+      tf::optimizers::clip_by_global_norm({tf::constant({3e20f}), tf::constant({4e20f})}, 1.0);
+  EXPECT_FLOAT_EQ(norm.item<float>(), 5e20f);
+  EXPECT_NEAR(clipped[0]->item<float>(), 0.6f, 1e-6f);
+  EXPECT_NEAR(clipped[1]->item<float>(), 0.8f, 1e-6f);
+  // Every value finite, the norm (3e38 * sqrt(2)) beyond float32's range: returned as inf, but the
+  // values are still clipped, each to 1e10 / sqrt(2), not turned to NaN.
+  auto [big, big_norm] = tf::optimizers::clip_by_global_norm({tf::constant({3e38f, 3e38f})}, 1e10);
+  EXPECT_TRUE(std::isinf(big_norm.item<float>()));
+  EXPECT_THAT(big[0]->to_vector<float>(),
+              ElementsAre(FloatNear(7.0710678e9f, 1e3f), FloatNear(7.0710678e9f, 1e3f)));
+}
+
+TEST(ClipByGlobalNorm, ZeroTensorsStayZeroWithClipNormZeroAndHaveAFiniteGradient) {
+  auto [clipped, norm] = tf::optimizers::clip_by_global_norm({tf::zeros({2})}, 0.0);
+  EXPECT_EQ(norm.item<float>(), 0.f);
+  EXPECT_THAT(clipped[0]->to_vector<float>(), ElementsAre(0.f, 0.f));
+  tf::Tensor x = tf::zeros({2}, tf::DType::Float64);
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = tf::reduce_sum(*tf::optimizers::clip_by_global_norm({x}, 1.0).first[0]);
+  auto g = tape.gradient(y, x);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_THAT(g->to_vector<double>(), ElementsAre(1.0, 1.0));
 }
 
 TEST(ClipByGlobalNorm, AllMissingGivesZeroNorm) {

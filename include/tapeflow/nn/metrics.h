@@ -28,9 +28,12 @@ class Mean {
   /// A metric named `name`, with nothing accumulated.
   explicit Mean(std::string name = "mean") : name_(std::move(name)) {}
   /// Adds every element of `values` (any numeric or bool dtype, any shape). With
-  /// `sample_weight` (numeric, broadcastable to values' shape), adds sum(values * w) to the total
-  /// and sum(w) to the count; without, each element counts 1. Throws InvalidArgumentError for
-  /// weights that do not broadcast to the values' shape.
+  /// `sample_weight` (numeric), adds sum(values * w) to the total and sum(w) to the count, w being
+  /// the weight aligned with the leading axes of values as in Keras, then broadcast to values'
+  /// shape: a weight of lower rank gets trailing size-1 axes (a (batch,) weight weights each
+  /// sample's row of a (batch, n) values, also when n == batch), and a trailing size-1 axis beyond
+  /// values' rank is dropped ((batch, 1) weights for (batch,) values). Without, each element
+  /// counts 1. Throws InvalidArgumentError for weights that do not broadcast so.
   void update_state(const Tensor& values, const std::optional<Tensor>& sample_weight = std::nullopt);
   /// total / count, 0 when count is 0.
   double result() const { return count_ == 0 ? 0.0 : total_ / count_; }

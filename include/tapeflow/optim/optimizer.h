@@ -50,20 +50,26 @@ namespace tapeflow::optimizers {
 
 /// `t * clip_norm / max(l2norm(t), clip_norm)`: `t` rescaled so that its L2 norm (over all
 /// elements) is at most `clip_norm`, unchanged if it already is (tf.clip_by_norm). A zero tensor
-/// stays zero. Float tensors only; throws InvalidArgumentError for a non-float tensor or a
-/// negative or non-finite clip_norm. Built from differentiable ops (recorded like any op).
+/// stays zero (also for clip_norm 0). The norm and the factor are computed in float64, so a
+/// float32 tensor is clipped right even where its squares or its norm exceed float32's range
+/// (TensorFlow computes in float32 and returns zeros or NaN there). Float tensors only; throws
+/// InvalidArgumentError for a non-float tensor or a negative or non-finite clip_norm. Built from
+/// differentiable ops (recorded like any op).
 Tensor clip_by_norm(const Tensor& t, double clip_norm);
 
 /// sqrt(sum of squares of every element of every present tensor), the norm of all of them as
-/// one vector (tf.linalg.global_norm), as a scalar of the first present tensor's dtype (float32
-/// if none is present). Missing entries are skipped.
+/// one vector (tf.linalg.global_norm), computed in float64 and returned as a scalar of the first
+/// present tensor's dtype (float32 if none is present; inf if the norm exceeds that dtype's
+/// range). Missing entries are skipped.
 Tensor global_norm(const std::vector<Gradient>& tensors);
 
 /// Every present tensor scaled by clip_norm / max(global_norm, clip_norm), so that their global
 /// norm is at most `clip_norm` (tf.clip_by_global_norm). Returns the clipped list (missing
-/// entries pass through) and the global norm before clipping. A non-finite global norm makes
-/// every clipped value NaN, as in TensorFlow. Throws InvalidArgumentError for a non-float tensor
-/// or a negative or non-finite clip_norm.
+/// entries pass through) and the global norm before clipping (global_norm). The factor comes
+/// from the float64 norm: float32 tensors whose global norm is beyond float32's range are still
+/// clipped to finite values (while norm / clip_norm is below float32's maximum). An Inf or NaN
+/// element (a non-finite float64 norm) makes every clipped value NaN, as in TensorFlow. Throws
+/// InvalidArgumentError for a non-float tensor or a negative or non-finite clip_norm.
 std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<Gradient>& tensors,
                                                              double clip_norm);
 
