@@ -93,6 +93,7 @@ Shape slice_size(const Shape& s, const std::vector<std::int64_t>& begin,
 struct Slice {
   static constexpr std::string_view kName = "Slice";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact: it moves values
   using Attrs = SliceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     const Shape size = slice_size(x.shape(), a.begin, a.size);
@@ -207,6 +208,7 @@ void check_strided(const StridedAttrs& a, std::string_view op) {
 struct StridedSlice {
   static constexpr std::string_view kName = "StridedSlice";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact: it moves values
   using Attrs = StridedAttrs;
   static void check_attrs(const Attrs& a, const Tensor& x) {
     require_attrs(x.shape() == a.input, kName, "they slice an input of shape {}, x is a {}",
@@ -308,6 +310,7 @@ namespace ops {
 struct StridedSliceGrad {
   static constexpr std::string_view kName = "StridedSliceGrad";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact: it moves values
   using Attrs = StridedAttrs;
   static void check_attrs(const Attrs& a, const Tensor& dy) {
     require_attrs(dy.shape() == a.out, kName, "they slice an output of shape {}, dy is a {}",
@@ -370,7 +373,8 @@ struct GatherAttrs {
 // dparams = gather_grad(dy): dy[o, p, i] summed into zeros at [o, indices[p], i]
 struct GatherV2 {
   static constexpr std::string_view kName = "GatherV2";
-  static constexpr Saves kSaves{0b10, 0};  // the gradient reads indices
+  static constexpr Saves kSaves{0b10, 0};                                        // the gradient reads indices
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact: it moves values
   using Attrs = GatherAttrs;
   static void check_attrs(const Attrs& a, const Tensor& params, const Tensor&) {
     require_attr_in(kName, "axis", a.axis, 0, params.rank(), params, "params");
@@ -426,6 +430,8 @@ namespace ops {
 struct GatherGrad {
   static constexpr std::string_view kName = "GatherGrad";
   static constexpr Saves kSaves{0b10, 0};  // the gradient reads indices
+  // repeated indices add in float32, rounded once
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   using Attrs = GatherAttrs;
   static void check_attrs(const Attrs& a, const Tensor& dy, const Tensor& indices) {
     const Shape& ps = a.params;
@@ -522,7 +528,8 @@ std::vector<std::int64_t> nd_offsets(const Tensor& indices, const Shape& shape, 
 // y[p, i] = params[indices[p], i];  dparams = scatter_nd(indices, dy, shape(params))
 struct GatherNd {
   static constexpr std::string_view kName = "GatherNd";
-  static constexpr Saves kSaves{0b10, 0};  // the gradient reads indices
+  static constexpr Saves kSaves{0b10, 0};                                        // the gradient reads indices
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact: it moves values
   static Tensor forward(const Tensor& params, const Tensor& indices) {
     const Shape& ps = params.shape();
     const std::vector<std::int64_t> offsets = nd_offsets(indices, ps, kName, "params");
@@ -564,6 +571,8 @@ struct ScatterNdAttrs {
 struct ScatterNd {
   static constexpr std::string_view kName = "ScatterNd";
   static constexpr Saves kSaves{0b01, 0};  // the gradient reads indices
+  // repeated indices add in float32, rounded once
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   using Attrs = ScatterNdAttrs;
   static Tensor forward(const Attrs& a, const Tensor& indices, const Tensor& updates) {
     require_numeric(updates, kName, "updates");

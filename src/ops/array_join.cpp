@@ -99,6 +99,7 @@ struct ConcatV2 {
   static constexpr std::string_view kName = "ConcatV2";
   static constexpr std::size_t kOutputs = 1;
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact: it moves values
   using Attrs = AxisAttrs;
   static void check_attrs(const Attrs& a, std::span<const Tensor> xs) {
     require_inputs(kName, xs, 1);
@@ -175,6 +176,7 @@ struct Pack {
   static constexpr std::string_view kName = "Pack";
   static constexpr std::size_t kOutputs = 1;
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact: it moves values
   using Attrs = AxisAttrs;  // an axis of the output: [0, rank + 1)
   static void check_attrs(const Attrs& a, std::span<const Tensor> xs) {
     require_inputs(kName, xs, 1);
@@ -222,6 +224,7 @@ namespace ops {
 struct Unpack {
   static constexpr std::string_view kName = "Unpack";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact: it moves values
   using Attrs = AxisAttrs;
   static void check_attrs(const Attrs& a, std::span<const Tensor> xs) {
     require_inputs(kName, xs, 1);
@@ -287,6 +290,7 @@ std::vector<Tensor> split_forward(const SplitAttrs& a, const Tensor& x, std::str
 template <class Op>
 struct SplitOp {
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact: it moves values
   using Attrs = SplitAttrs;
   static std::size_t num_outputs(const Attrs& a) { return a.sizes.size(); }
   static void check_attrs(const Attrs& a, std::span<const Tensor> xs) {

@@ -72,6 +72,7 @@ Tensor sum_tiles(const Tensor& dy, const std::vector<std::int64_t>& multiples, c
 struct Tile {
   static constexpr std::string_view kName = "Tile";
   static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact: it moves values
   using Attrs = TileAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
     const Shape out = tile_shape(x, a.multiples);
@@ -152,6 +153,10 @@ Shape pad_shape(const Tensor& x, const std::vector<std::pair<std::int64_t, std::
 struct Pad {
   static constexpr std::string_view kName = "Pad";
   static constexpr Saves kSaves = kSavesNothing;
+  // It moves values and writes the constant: bfloat16 as it is (the constant is a bfloat16 scalar,
+  // which widening x alone would leave of another dtype). The gradients of Slice and StridedSlice
+  // pad.
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   using Attrs = PadAttrs;
   static void check_attrs(const Attrs& a, const Tensor& x) {
     require_attrs(a.value.defined() && a.value.dtype() == x.dtype() && a.value.rank() == 0, kName,
@@ -164,11 +169,15 @@ struct Pad {
     std::vector<std::int64_t> before;
     for (const auto& [b, e] : a.paddings) before.push_back(b);
     const cpu::CopyPlan p = cpu::box_plan(x.shape(), {}, out, before, x.shape());
-    visit_dtype(x.dtype(), [&]<class T>() {
+    const auto fill_and_copy = [&]<class T>() {
       T* dst = detail::mutable_data<T>(y);
       std::fill(dst, dst + y.num_elements(), a.value.values<T>()[0]);
       cpu::strided_copy(p, x.values<T>().data(), dst);
-    });
+    };
+    if (x.dtype() == DType::BFloat16)
+      fill_and_copy.template operator()<bfloat16_t>();
+    else
+      visit_dtype(x.dtype(), fill_and_copy);
     return y;
   }
   static Grads backward(const GradContext& c) {

@@ -110,8 +110,6 @@ Samples two_samples(const OpCase& c, const std::vector<tf::Shape>& shapes, tf::D
 /// name and the row's index among that op's rows. Every other row must run in float32.
 const std::map<std::pair<std::string, int>, std::string> kFloat64Only = {
     {{"Cast", 0}, "cast(x, float64) * x: a float64 product with the float32 x"},
-    {{"StridedSliceGrad", 0}, "backward_of's base is zeros(..., float64): the float32 cotangent is refused"},
-    {{"GatherGrad", 0}, "backward_of's base is zeros(..., float64): the float32 cotangent is refused"},
 };
 
 /// "Exp#0": the row's op and its index among the rows of that op (stable under new rows of other ops).

@@ -26,9 +26,10 @@ Tensor weighted_concat(const std::vector<Tensor>& parts, std::int64_t axis) {
 
 /// The gradient of sum(u * f(base)) with respect to base, for an inner tape on a fixed base: calls
 /// f's gradient primitive (StridedSliceGrad, GatherGrad) on the cotangent u, which the outer
-/// (gradient-checking) tape watches.
+/// (gradient-checking) tape watches. The base takes u's dtype (the bfloat16 check runs the row in
+/// bfloat16).
 Tensor backward_of(const Shape& base_shape, const Tensor& u, const std::function<Tensor(const Tensor&)>& f) {
-  const Tensor base = zeros(base_shape, DType::Float64);
+  const Tensor base = zeros(base_shape, u.dtype());
   GradientTape inner;
   inner.watch(base);
   const Tensor y = f(base);
