@@ -189,12 +189,15 @@ void check_strided(const StridedAttrs& a, std::string_view op) {
   for (int d = 0; d < rank; ++d) {
     const auto u = static_cast<std::size_t>(d);
     const std::int64_t dim = a.input[d], begin = a.begin[u], step = a.step[u], count = a.box[d];
-    // The last index, in 128 bits so that no forged step overflows it; a step is at most the
-    // dimension either way, so strided_plan's step * stride stays within int64.
-    const __int128 last = static_cast<__int128>(begin) + static_cast<__int128>(count - 1) * step;
+    // The last index, checked for overflow so that no forged step wraps it into range (standard
+    // C++ has no 128-bit type; __int128 warns under -Wpedantic in an embedding project). A step is
+    // at most the dimension either way, so strided_plan's step * stride stays within int64.
+    std::int64_t last = 0;
+    const bool wraps =
+        __builtin_mul_overflow(count - 1, step, &last) || __builtin_add_overflow(begin, last, &last);
     const std::int64_t max_step = std::max<std::int64_t>(dim, 1);
     require_attrs(step != 0 && step >= -max_step && step <= max_step &&
-                      (count == 0 || (begin >= 0 && begin < dim && last >= 0 && last < dim)),
+                      (count == 0 || (begin >= 0 && begin < dim && !wraps && last >= 0 && last < dim)),
                   op, "dimension {}: {} elements from {} by {} do not lie in [0, {}) (input shape {})", d,
                   count, begin, step, dim, a.input.to_string());
   }
