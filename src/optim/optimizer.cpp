@@ -105,11 +105,10 @@ Tensor global_norm(const std::vector<Gradient>& tensors) {
 std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<Gradient>& tensors,
                                                              double clip_norm) {
   require_clip_norm("ClipByGlobalNorm", clip_norm);
-  for (std::size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i]) require_float("ClipByGlobalNorm", *tensors[i], i);
-  // The divisor comes from the float64 norm: float32 tensors whose global norm exceeds float32's
-  // range (returned as inf) are still clipped to finite values. (norm - norm) is NaN for an
-  // infinite or NaN norm and poisons every value, on purpose, as in TensorFlow.
+  // (global_norm64 checks that each present tensor is a float one.) The divisor comes from the float64 norm:
+  // float32 tensors whose global norm exceeds float32's range (returned as inf) are still clipped to finite
+  // values. (norm - norm) is NaN for an infinite or NaN norm and poisons every value, on purpose, as in
+  // TensorFlow.
   const auto [norm64, dtype] = global_norm64(tensors, "ClipByGlobalNorm");
   const Tensor divisor = clip_divisor(norm64, clip_norm) + (norm64 - norm64);
   std::vector<Gradient> clipped;
