@@ -5,11 +5,12 @@
 #      then the packaging check: install, and three consumer projects (scripts/check_packaging.sh),
 #      and the API reference (scripts/docs.sh: Doxygen, failing on any undocumented public API);
 #   2. clang ASan + UBSan (float-cast-overflow included) + libFuzzer coverage build (preset fuzz):
-#      the whole unit-test binary, the examples under LeakSanitizer, and a short run of every
-#      fuzz harness on its committed corpus (scripts/fuzz.sh);
+#      the whole unit-test binary, the examples under LeakSanitizer, and every fuzz harness
+#      replaying its committed corpus plus a fixed number of seeded mutations (scripts/fuzz.sh:
+#      deterministic, a regression test; open-ended fuzzing is scripts/fuzz_explore.sh);
 #   3. clang ThreadSanitizer build (preset tsan) of the library and the thread tests.
 # Any sanitizer report fails the run (halt_on_error, non-zero exit codes). docs/RELIABILITY.md
-# has the figures. FUZZ_SECONDS (default 15) sets the time per fuzz harness.
+# has the figures. FUZZ_RUNS (default 1000) sets the mutations per fuzz harness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -47,8 +48,8 @@ step "ASan + UBSan: the whole unit-test suite"
 build/fuzz/tests/tapeflow_tests --gtest_brief=1
 step "LeakSanitizer (and ASan + UBSan): the examples and their golden output"
 ctest --test-dir build/fuzz --output-on-failure -j"$jobs" -R '^(examples|seeds)\.'
-step "libFuzzer: every harness for ${FUZZ_SECONDS:-15} s"
-scripts/fuzz.sh "${FUZZ_SECONDS:-15}" --no-build
+step "libFuzzer: every harness on its committed corpus, then ${FUZZ_RUNS:-1000} seeded mutations"
+scripts/fuzz.sh --no-build
 
 step "ThreadSanitizer build (clang, preset tsan): the library and the thread tests"
 cmake --preset tsan "${launcher[@]}" >/dev/null

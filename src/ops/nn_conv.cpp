@@ -213,8 +213,12 @@ Shape output_shape(std::string_view op, const cpu::WindowGeometry& g, std::int64
   return Shape::checked(dims, op);
 }
 
+/// Whether the input itself is the im2col matrix: a 1x1 window at stride 1 whose output has the
+/// input's positions. NOTE: explicit padding below or right of the image adds output positions
+/// (oh > h) that the input has no rows for, so padding on any side rules it out.
 bool pointwise(const cpu::WindowGeometry& g) {
-  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0;
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 && g.oh == g.h &&
+         g.ow == g.w;
 }
 
 /// Images per im2col chunk: as many as fill about kChunkElements, with the GEMM's row count
