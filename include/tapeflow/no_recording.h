@@ -1,8 +1,10 @@
 #pragma once
 /// \file no_recording.h
-/// NoRecordingScope: while it lives, the tapes that exist on this thread record nothing (like
-/// PyTorch's `torch.no_grad()`). Use it for work that must never be differentiated: metric and
-/// optimizer updates, evaluation inside a training step, bookkeeping.
+/// NoRecordingScope: while it lives, neither the tapes nor the forward accumulators that exist on
+/// this thread see its ops (like TensorFlow's thread-wide `record.stop_recording()`, and
+/// PyTorch's `torch.no_grad()`).
+/// Use it for work that must never be differentiated: metric and optimizer updates, evaluation
+/// inside a training step, bookkeeping.
 ///
 ///   tf::Variable x(3.0f);
 ///   tf::GradientTape tape;
@@ -14,8 +16,9 @@
 /// - `tape.stop_recording()` pauses one tape; a NoRecordingScope pauses every tape of the thread.
 /// - `tf::stop_gradient(t)` is an op that is recorded and blocks the gradient; inside the scope
 ///   nothing is recorded at all, so nothing is saved for a backward pass either.
-/// - Tapes created inside the scope record normally, during and after it (a nested computation
-///   can still differentiate). Forward accumulators keep computing tangents.
+/// - Tapes and forward accumulators created inside the scope record normally, during and after it
+///   (a nested computation can still differentiate); the ones that existed compute no tangent for
+///   the scope's ops (`acc.jvp(y)` of such an op's output is missing).
 ///
 /// Scopes nest and may end in any order: the tapes that existed when any live scope began stay
 /// silent until that scope ends. A scope belongs to the thread that created it; destroy it there.

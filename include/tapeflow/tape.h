@@ -133,7 +133,10 @@ class GradientTape {
   /// Pauses recording until the returned guard is destroyed. Pauses nest: with several guards
   /// alive the tape records again once all of them are gone, in whatever order they are destroyed.
   /// Throws FailedPreconditionError on a consumed non-persistent tape (TensorFlow's "Trying to stop
-  /// recording a tape which is not recording.").
+  /// recording a tape which is not recording."). The guard belongs to the tape's thread: destroyed
+  /// on another thread it cannot end the pause, so the tape stays paused and every later
+  /// gradient(), jacobian() or batch_jacobian() on it throws FailedPreconditionError saying so
+  /// (never a silently missing gradient).
   class [[nodiscard]] RecordingPause {
    public:
     /// Made by stop_recording().

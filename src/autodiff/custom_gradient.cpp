@@ -43,7 +43,7 @@ void check_gradient_count(const CustomGradientAttrs& a, std::size_t returned) {
   std::vector<std::string> names;
   for (const Variable& v : a.variables) names.push_back(v.name());
   throw InvalidArgumentError(
-      fmt::format("[CustomGradient] Must return gradient for each variable from @custom_gradient grad_fn: {} "
+      fmt::format("[CustomGradient] Must return gradient for each variable from @custom_gradient grad_fn. {} "
                   "The variables, in the order f first read them: {}.",
                   counts, fmt::join(names, ", ")));
 }
@@ -113,12 +113,15 @@ void accumulate_with_variables(const OpDef& op, std::span<const Tensor* const> i
   forward_accumulate(op, all, outputs, attrs);
 }
 
-/// Runs `f` while collecting the variables it reads.
+/// Runs `f` while collecting the variables it reads or watches (and, given `watched`, the
+/// ones it watches explicitly on a tape).
 template <class F>
-auto run_watching_variables(F&& f, std::vector<Variable>& variables) {
+auto run_watching_variables(F&& f, std::vector<Variable>& variables,
+                            std::vector<Variable>* watched = nullptr) {
   VariableReadWatcher watcher;
   auto result = f();
   variables = std::move(watcher.variables);
+  if (watched != nullptr) *watched = std::move(watcher.watched);
   return result;
 }
 
@@ -176,12 +179,16 @@ std::vector<Tensor> custom_gradient(
   // captures to the inputs, so an outer tape can differentiate the gradient function. The outputs
   // get fresh ids produced by the CustomGradient record, so first-order gradients flow through
   // the user's gradient function only.
-  CustomGradientResult r = autodiff::run_watching_variables([&] { return f(inputs); }, variables);
-  // The gradient function gets the trainable variables f read, as TensorFlow's does: its
-  // VariableWatcher hears of a read only for a trainable variable. A non-trainable one (a
+  std::vector<Variable> watched;
+  CustomGradientResult r = autodiff::run_watching_variables([&] { return f(inputs); }, variables, &watched);
+  // The gradient function gets the trainable variables f read and the variables f watched
+  // explicitly on a tape, as TensorFlow's does: its VariableWatcher hears of a read only for a
+  // trainable variable, and of every tape.watch(variable). A non-trainable one f only read (a
   // BatchNorm moving mean) is no input of the op, so no tape gets a gradient for it through the
-  // op, not even one that watches it explicitly (TensorFlow: None).
-  std::erase_if(variables, [](const Variable& v) { return !v.trainable(); });
+  // op, not even one that watches it outside f (TensorFlow: None).
+  std::erase_if(variables, [&watched](const Variable& v) {
+    return !v.trainable() && std::find(watched.begin(), watched.end(), v) == watched.end();
+  });
   TAPEFLOW_REQUIRE(!r.outputs.empty(), InvalidArgumentError,
                    "[CustomGradient] the function returned no outputs");
   TAPEFLOW_REQUIRE(static_cast<bool>(r.grad), InvalidArgumentError,

@@ -57,16 +57,22 @@ inline bool any_accumulator_active() { return t_active_accumulators > 0; }
 void forward_accumulate(const OpDef& op, std::span<const Tensor* const> inputs,
                         std::span<const Tensor> outputs, const std::shared_ptr<const void>& attrs);
 
-/// Collects, while alive, every variable read on this thread (first-read order, no duplicates):
-/// custom_gradient (which keeps the trainable ones) and recompute_grad use it to find the
-/// variables their function captured.
+/// Collects, while alive, every variable read or explicitly watched (GradientTape::watch) on
+/// this thread (first-access order, no duplicates): custom_gradient (which keeps the trainable
+/// ones and the watched ones, as TensorFlow's VariableWatcher hears of both) and recompute_grad
+/// use it to find the variables their function captured.
 struct VariableReadWatcher {
   VariableReadWatcher();
   ~VariableReadWatcher();
   VariableReadWatcher(const VariableReadWatcher&) = delete;
   VariableReadWatcher& operator=(const VariableReadWatcher&) = delete;
-  std::vector<Variable> variables;
-  static std::vector<std::vector<Variable>*>& active();
+  std::vector<Variable> variables;  // read or watched
+  std::vector<Variable> watched;    // watched explicitly on a tape
+  /// Tells this thread's live watchers that `v` was read, or watched explicitly when `watch`.
+  static void accessed(const Variable& v, bool watch);
+
+ private:
+  static std::vector<VariableReadWatcher*>& active();
 };
 
 /// Like record(), for an op that also reads variables: the variables are watched on tapes that

@@ -40,8 +40,11 @@ struct AccumulatorState {
   /// owner, whose dispatch path may be reading this.
   std::atomic<bool> active = true;
   std::unordered_map<TensorId, Tensor> tangents;
+  /// Whether it computes tangents of this thread's ops: alive, not hidden by a tape or
+  /// accumulator nested inside it, and not silenced by a NoRecordingScope that began after it
+  /// (TensorFlow's stop_recording() stops accumulators as well as tapes).
   bool visible() const {
-    return active.load(std::memory_order_relaxed) && !autodiff::nesting_hidden(nesting_id);
+    return active.load(std::memory_order_relaxed) && !autodiff::tape_hidden(nesting_id);
   }
 };
 }  // namespace detail

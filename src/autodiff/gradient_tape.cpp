@@ -244,7 +244,11 @@ void GradientTape::watch(const Source& source) {
                     source.is_variable() ? "variable" : "tensor", dtype_name(source.dtype())));
   }
   const bool inserted = state_->producer.emplace(source.id(), -1).second;
-  if (inserted && source.is_variable()) state_->watched_variables.push_back(source.variable());
+  if (source.is_variable()) {
+    if (inserted) state_->watched_variables.push_back(source.variable());
+    // A custom_gradient body that watches a variable makes it one of the body's variables.
+    autodiff::VariableReadWatcher::accessed(source.variable(), true);
+  }
 }
 
 std::vector<Variable> GradientTape::watched_variables() const {
@@ -281,10 +285,13 @@ GradientTape::RecordingPause::RecordingPause(std::shared_ptr<detail::TapeState> 
   autodiff::recount_observers();
 }
 GradientTape::RecordingPause::~RecordingPause() {
+  if (state_->owner != std::this_thread::get_id()) {
+    state_->pause_ended_elsewhere.store(true, std::memory_order_relaxed);
+    return;
+  }
   if (--state_->pauses == 0)
     if (autodiff::RecordingListener* listener = autodiff::recording_listener())
       listener->pause_ended(*state_);
-  if (state_->owner != std::this_thread::get_id()) return;  // only the owner thread's registry changes
   state_->registry->list_if_recording(*state_);
   autodiff::recount_observers();
 }

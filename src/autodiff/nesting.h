@@ -24,8 +24,8 @@ inline bool nesting_hidden(std::uint64_t id) { return id >= t_hidden_lo && id < 
 /// Tapes with a nesting id below this floor do not record: the highest floor of the live
 /// NoRecordingScopes on this thread, each the next nesting id when it began; 0 when none is alive.
 extern constinit thread_local std::uint64_t t_suspended_below;
-/// Whether a tape with nesting id `id` is kept from recording by a forward accumulator's
-/// computation or a NoRecordingScope.
+/// Whether a tape or forward accumulator with nesting id `id` is kept from recording by a
+/// forward accumulator's computation or a NoRecordingScope.
 inline bool tape_hidden(std::uint64_t id) { return id < t_suspended_below || nesting_hidden(id); }
 
 /// How many NoRecordingScopes are alive on this thread (a trace compares the count with the one

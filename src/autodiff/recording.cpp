@@ -78,7 +78,7 @@ std::vector<std::uint64_t>& suspension_floors() {
 NoRecordingScope::NoRecordingScope() : floor_(autodiff::peek_nesting_id()) {
   autodiff::suspension_floors().push_back(floor_);
   autodiff::t_suspended_below = std::max(autodiff::t_suspended_below, floor_);
-  autodiff::recount_recording_tapes();
+  autodiff::recount_observers();
 }
 
 NoRecordingScope::~NoRecordingScope() {
@@ -87,7 +87,7 @@ NoRecordingScope::~NoRecordingScope() {
   if (const auto it = std::find(floors.rbegin(), floors.rend(), floor_); it != floors.rend())
     floors.erase(std::next(it).base());
   autodiff::t_suspended_below = floors.empty() ? 0 : *std::max_element(floors.begin(), floors.end());
-  autodiff::recount_recording_tapes();
+  autodiff::recount_observers();
 }
 
 namespace autodiff {
@@ -95,7 +95,7 @@ namespace autodiff {
 std::size_t live_no_recording_scopes() { return suspension_floors().size(); }
 
 const std::vector<std::shared_ptr<detail::TapeState>>& this_thread_tapes() { return thread_tapes().live; }
-std::span<detail::TapeState* const> recording_tapes() { return thread_tapes().recording; }
+std::span<detail::TapeState* const> recording_tapes() { return thread_tapes().recording(); }
 
 void recount_accumulators();  // forward_accumulator.cpp
 

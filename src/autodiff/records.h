@@ -5,6 +5,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -46,9 +47,14 @@ struct OpRecord {
 };
 
 /// Objects handed out in chunks that never move (records point into them), value-initialised,
-/// destroyed all at once by clear(). A request larger than a chunk gets a chunk of its own.
-template <class T, std::size_t kChunk>
+/// destroyed all at once by clear(). Chunks grow geometrically from kFirstChunk to kChunk objects:
+/// a tape that records one op holds a few slots, not a whole chunk (512 slots are 20 KiB, which
+/// 20,000 live tapes of one op each would multiply), and a long tape still allocates rarely. A
+/// request larger than kChunk gets a chunk of its own.
+template <class T, std::size_t kChunk, std::size_t kFirstChunk = 4>
 class ChunkedStore {
+  static_assert(kFirstChunk >= 1 && kFirstChunk <= kChunk);
+
  public:
   ChunkedStore() = default;
   ChunkedStore(const ChunkedStore&) = delete;
@@ -57,9 +63,12 @@ class ChunkedStore {
 
   T* allocate(std::size_t n) {
     if (n > kChunk) return new_chunk(n);
-    if (used_ + n > kChunk) {
-      current_ = new_chunk(kChunk);
+    if (used_ + n > capacity_) {
+      const std::size_t size = std::max(n, next_chunk_);
+      current_ = new_chunk(size);
+      capacity_ = size;
       used_ = 0;
+      next_chunk_ = std::min(2 * next_chunk_, kChunk);
     }
     T* p = current_ + used_;
     used_ += n;
@@ -72,7 +81,14 @@ class ChunkedStore {
     }
     chunks_.clear();
     current_ = nullptr;
-    used_ = kChunk;
+    used_ = capacity_ = 0;
+    next_chunk_ = kFirstChunk;
+  }
+  /// Objects allocated in all chunks (used or not).
+  std::size_t capacity() const {
+    std::size_t total = 0;
+    for (const auto& chunk : chunks_) total += chunk.second;
+    return total;
   }
 
  private:
@@ -86,7 +102,8 @@ class ChunkedStore {
 
   detail::RecyclingVector<std::pair<T*, std::size_t>> chunks_;
   T* current_ = nullptr;
-  std::size_t used_ = kChunk;  // in *current_
+  std::size_t used_ = 0, capacity_ = 0;  // of *current_
+  std::size_t next_chunk_ = kFirstChunk;
 };
 
 using SlotStore = ChunkedStore<Slot, 512>;

@@ -73,6 +73,11 @@ auto run_pass(const std::shared_ptr<detail::TapeState>& state, std::string_view 
   detail::TapeState& tape = *keep;
   require_owner(tape, what);
   TAPEFLOW_REQUIRE(!tape.consumed, FailedPreconditionError, "{}", kConsumedMessage);
+  TAPEFLOW_REQUIRE(!tape.pause_ended_elsewhere.load(std::memory_order_relaxed), FailedPreconditionError,
+                   "[{}] a stop_recording() guard of this tape was destroyed on another thread than the one "
+                   "that created the tape: the tape stays paused, so ops since then may be missing from it. "
+                   "Destroy the guard on the tape's thread",
+                   what);
   const bool persistent = tape.options.persistent || keep_records;
   std::optional<GradientTape::RecordingPause> pause;
   if (persistent) {

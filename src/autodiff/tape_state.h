@@ -36,7 +36,11 @@ struct TapeState {
   /// Between construction and destruction. Atomic: a tape may be destroyed on another thread than
   /// its owner, whose dispatch path may be reading this.
   std::atomic<bool> in_stack = true;
-  int pauses = 0;          // live stop_recording() guards (and gradient() of a persistent tape)
+  int pauses = 0;  // live stop_recording() guards (and gradient() of a persistent tape)
+  /// A stop_recording() guard was destroyed on another thread than the owner: the pause cannot
+  /// end there (the owner's registry is not that thread's to change), so the tape stays paused and
+  /// its gradient calls refuse (tape_access.h, run_pass) rather than miss the ops since.
+  std::atomic<bool> pause_ended_elsewhere = false;
   bool consumed = false;   // a non-persistent tape after its gradient() call
   int running_passes = 0;  // gradient()/jacobian() calls running on this tape (reset() refuses)
   bool warned_dtype = false;

@@ -6,24 +6,26 @@
 #include <atomic>
 #include <iterator>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "autodiff/tape_state.h"
+#include "core/check.h"
 
 namespace tapeflow::autodiff {
 
 extern constinit thread_local int t_recording_tapes;
 
-/// This thread's tape registry. An op visits only `recording`: 40,000 live tapes of which few
-/// record cost an op no more than those few (issue 13). Creating a tape and destroying the newest
-/// are O(1): the live list removes by swapping with its last entry, a new tape goes to the end of
-/// `recording` (it has the newest nesting id) and `t_recording_tapes` moves by one. A tape is on
-/// `recording` while it wants to record (alive, not paused, not consumed): one that stops leaves
-/// at the next recount, which every other state change runs; one that starts again is re-listed
-/// in creation order (the pause guard, reset()).
+/// This thread's tape registry. An op visits only recording(): 40,000 live tapes of which few
+/// record cost an op no more than those few. Creating a tape and destroying the newest or the
+/// oldest are O(1) (amortised): the live list removes by swapping with its last entry, a new
+/// tape goes to the end of recording() (it has the newest nesting id), the oldest leaves by
+/// moving its start, and `t_recording_tapes` moves by one. A tape is on recording() while it
+/// wants to record (alive, not paused, not consumed): one that stops leaves at the next recount,
+/// which every other state change runs; one that starts again is re-listed in creation order
+/// (the pause guard, reset()).
 struct ThreadTapes {
   std::vector<std::shared_ptr<detail::TapeState>> live;  // any order; explain() looks through it
-  std::vector<detail::TapeState*> recording;             // creation (nesting id) order
   /// Tapes of this thread destroyed on another thread: their states wait in `live` until this
   /// thread's next tape is created or destroyed.
   std::atomic<int> orphans{0};
@@ -43,34 +45,59 @@ struct ThreadTapes {
     const bool dropped = drop_orphans();  // after: `tape` is no longer in_stack either
     t_recording_tapes = dropped ? recount() : t_recording_tapes - (counted ? 1 : 0);
   }
-  /// Puts a tape that wants to record (again) on `recording`, keeping creation order.
+  /// The tapes that want to record, in creation (nesting id) order: what an op visits.
+  std::span<detail::TapeState* const> recording() const {
+    return std::span<detail::TapeState* const>(recording_).subspan(head_);
+  }
+  /// Puts a tape that wants to record (again) on recording(), keeping creation order.
   void list_if_recording(detail::TapeState& tape) {
     if (tape.listed_recording || !tape.wants_to_record()) return;
+    compact();
     const auto at =
-        std::upper_bound(recording.begin(), recording.end(), tape.nesting_id,
+        std::upper_bound(recording_.begin(), recording_.end(), tape.nesting_id,
                          [](std::uint64_t id, const detail::TapeState* t) { return id < t->nesting_id; });
-    recording.insert(at, &tape);
+    recording_.insert(at, &tape);
     tape.listed_recording = true;
   }
-  /// Drops the tapes that stopped recording from `recording` and counts the visible rest.
+  /// Drops the tapes that stopped recording from recording() and counts the visible rest.
   int recount() {
-    std::erase_if(recording, [](detail::TapeState* t) {
+    compact();
+    std::erase_if(recording_, [](detail::TapeState* t) {
       if (t->wants_to_record()) return false;
       t->listed_recording = false;
       return true;
     });
     int n = 0;
-    for (const detail::TapeState* t : recording) n += tape_hidden(t->nesting_id) ? 0 : 1;
+    for (const detail::TapeState* t : recording_) n += tape_hidden(t->nesting_id) ? 0 : 1;
     return n;
   }
 
  private:
+  std::vector<detail::TapeState*> recording_;  // [head_, end): recording()
+  std::size_t head_ = 0;                       // entries before it belong to removed tapes
+
+  /// Removes `tape` from recording(), found by its nesting id. The oldest leaves by moving
+  /// head_ (a program that destroys its tapes oldest first pays no shift of all the others);
+  /// the dead prefix is dropped once it is half the array, so the array stays within twice the
+  /// listed tapes.
   void unlist(detail::TapeState& tape) {
     if (!tape.listed_recording) return;
-    // Searched from the end: tapes usually end innermost first.
-    const auto it = std::find(recording.rbegin(), recording.rend(), &tape);
-    recording.erase(std::next(it).base());
+    const auto first = recording_.begin() + static_cast<std::ptrdiff_t>(head_);
+    const auto it =
+        std::lower_bound(first, recording_.end(), tape.nesting_id,
+                         [](const detail::TapeState* t, std::uint64_t id) { return t->nesting_id < id; });
+    TAPEFLOW_ASSERT(it != recording_.end() && *it == &tape, "a listed tape is on the recording list");
+    if (it == first) {
+      ++head_;
+      if (2 * head_ >= recording_.size()) compact();
+    } else {
+      recording_.erase(it);
+    }
     tape.listed_recording = false;
+  }
+  void compact() {
+    recording_.erase(recording_.begin(), recording_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
   }
   void remove_live(detail::TapeState& tape) {
     const std::size_t i = tape.live_index;

@@ -15,12 +15,21 @@ namespace tapeflow {
 namespace autodiff {
 Tensor record_variable_read(const Variable& var, const Tensor& value);  // recording.cpp
 
-std::vector<std::vector<Variable>*>& VariableReadWatcher::active() {
-  thread_local std::vector<std::vector<Variable>*> watchers;
+std::vector<VariableReadWatcher*>& VariableReadWatcher::active() {
+  thread_local std::vector<VariableReadWatcher*> watchers;
   return watchers;
 }
-VariableReadWatcher::VariableReadWatcher() { active().push_back(&variables); }
+VariableReadWatcher::VariableReadWatcher() { active().push_back(this); }
 VariableReadWatcher::~VariableReadWatcher() { active().pop_back(); }
+void VariableReadWatcher::accessed(const Variable& v, bool watch) {
+  auto add = [&v](std::vector<Variable>& list) {
+    if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+  };
+  for (VariableReadWatcher* w : active()) {
+    add(w->variables);
+    if (watch) add(w->watched);
+  }
+}
 }  // namespace autodiff
 
 namespace detail {
@@ -100,9 +109,7 @@ Tensor Variable::value() const {
 
 Tensor Variable::read_value() const {
   Tensor v = locked_value(state("ReadVariableOp"));
-  for (std::vector<Variable>* watcher : autodiff::VariableReadWatcher::active()) {
-    if (std::find(watcher->begin(), watcher->end(), *this) == watcher->end()) watcher->push_back(*this);
-  }
+  autodiff::VariableReadWatcher::accessed(*this, false);
   if (autodiff::any_tape_recording() || autodiff::any_accumulator_active())
     v = autodiff::record_variable_read(*this, v);
   if (autodiff::t_tracer != nullptr) [[unlikely]]

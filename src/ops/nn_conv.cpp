@@ -22,7 +22,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <memory>
+#include <span>
 
 #include "core/allocator.h"
 #include "core/bfloat16.h"
@@ -217,9 +219,86 @@ Shape output_shape(std::string_view op, const cpu::WindowGeometry& g, std::int64
 /// input's positions. NOTE: explicit padding below or right of the image adds output positions
 /// (oh > h) that the input has no rows for, so padding on any side rules it out.
 bool pointwise(const cpu::WindowGeometry& g) {
-  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 && g.oh == g.h &&
-         g.ow == g.w;
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 &&
+         g.oh == g.h && g.ow == g.w;
 }
+
+/// The taps [first, first + count) of a window of `k` taps, `d` apart, that meet an input of
+/// `in` rows for some of the `out` output rows (stride `stride`, `pad` rows of padding before):
+/// the others only ever read padding. `first` stays at most pad / d, so the padding before the
+/// kept taps is never negative; count is 0 when no tap meets the input.
+struct Taps {
+  std::int64_t first = 0, count = 0;
+};
+Taps reaching_taps(std::int64_t in, std::int64_t out, std::int64_t stride, std::int64_t pad, std::int64_t k,
+                   std::int64_t d) {
+  std::int64_t first = -1, last = -1;
+  for (std::int64_t t = 0; t < k; ++t) {
+    const std::int64_t offset = t * d - pad;  // tap t reads row o * stride + offset
+    const std::int64_t o = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+    if (o < out && o * stride + offset < in) {
+      if (first < 0) first = t;
+      last = t;
+    }
+  }
+  if (first < 0) return {};
+  first = std::min(first, pad / d);
+  return {first, last - first + 1};
+}
+
+/// A convolution's filters cut to the taps that meet the input. A window far larger than the
+/// input (a dilation of 2^24, a 4096x4096 filter on a 4x4 image, padding SAME) reads padding
+/// everywhere else, so the kernels convolve with these taps only: the work is bounded by the
+/// input and the output, as the pooling kernels' is (im2col.h), not by the window.
+struct FilterCrop {
+  cpu::WindowGeometry whole, cut;  // the convolution with all taps, and with the kept ones
+  Taps rows, cols;
+
+  explicit FilterCrop(const cpu::WindowGeometry& g)
+      : whole(g),
+        cut(g),
+        rows(reaching_taps(g.h, g.oh, g.sh, g.pad_top, g.kh, g.dh)),
+        cols(reaching_taps(g.w, g.ow, g.sw, g.pad_left, g.kw, g.dw)) {
+    cut.kh = rows.count;
+    cut.kw = cols.count;
+    cut.pad_top = g.pad_top - rows.first * g.dh;
+    cut.pad_left = g.pad_left - cols.first * g.dw;
+  }
+  /// Whether every tap meets the input (the common case: nothing to cut).
+  bool keeps_all() const { return rows.count == whole.kh && cols.count == whole.kw; }
+  /// Whether no tap meets the input: the output is zeros.
+  bool keeps_none() const { return rows.count == 0 || cols.count == 0; }
+
+  /// The kept taps of HWIO filters `f` of the whole window.
+  Tensor cut_filters(const Tensor& f) const {
+    Tensor out =
+        detail::empty(Shape{rows.count, cols.count, f.shape()[2], f.shape()[3]}, f.dtype(), "Conv2D");
+    copy_taps(static_cast<const std::byte*>(f.raw_data()), detail::mutable_data<std::byte>(out), f, false);
+    return out;
+  }
+  /// Filter gradients `df` of the kept taps placed in the whole window's shape `shape`, zeros
+  /// for the taps that never meet the input.
+  Tensor whole_filters(const Tensor& df, const Shape& shape) const {
+    Tensor out = zeros(shape, df.dtype());
+    copy_taps(static_cast<const std::byte*>(df.raw_data()), detail::mutable_data<std::byte>(out), df, true);
+    return out;
+  }
+
+ private:
+  /// Copies each kept tap's (in_channels, out_channels) block between the cut filters and the
+  /// whole ones: from the whole into the cut, or back when `into_whole`.
+  void copy_taps(const std::byte* src, std::byte* dst, const Tensor& t, bool into_whole) const {
+    const std::int64_t block = t.shape()[2] * t.shape()[3] * static_cast<std::int64_t>(dtype_size(t.dtype()));
+    for (std::int64_t r = 0; r < rows.count; ++r) {
+      for (std::int64_t c = 0; c < cols.count; ++c) {
+        const std::int64_t whole_tap = (rows.first + r) * whole.kw + cols.first + c,
+                           cut_tap = r * cols.count + c;
+        const std::int64_t from = into_whole ? cut_tap : whole_tap, to = into_whole ? whole_tap : cut_tap;
+        std::memcpy(dst + to * block, src + from * block, static_cast<std::size_t>(block));
+      }
+    }
+  }
+};
 
 /// Images per im2col chunk: as many as fill about kChunkElements, with the GEMM's row count
 /// within BLAS's range.
@@ -475,17 +554,20 @@ struct Conv2D {
   using Attrs = ConvAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& f) {
     require_same_float(kName, x, "input", f, "filters");
-    const cpu::WindowGeometry g = conv_geometry(kName, x.shape(), f.shape(), at);
+    const FilterCrop crop(conv_geometry(kName, x.shape(), f.shape(), at));
     const std::int64_t oc = f.shape()[3];
-    Tensor y = detail::empty(output_shape(kName, g, oc), x.dtype(), kName);
+    Tensor y = detail::empty(output_shape(kName, crop.whole, oc), x.dtype(), kName);
     if (y.num_elements() == 0) return y;
+    if (crop.keeps_none()) return zeros(y.shape(), y.dtype());
+    const cpu::WindowGeometry& g = crop.cut;
+    const Tensor taps = crop.keeps_all() ? f : crop.cut_filters(f);
     if (x.dtype() == DType::BFloat16) {
       if (!onednn_takes_bfloat16(g)) return through_float32<Conv2D>(at, x, f);
-      cpu::onednn::conv_forward(x.raw_data(), f.raw_data(), g, oc, bytes_of(y), {}, DType::BFloat16);
+      cpu::onednn::conv_forward(x.raw_data(), taps.raw_data(), g, oc, bytes_of(y), {}, DType::BFloat16);
       return y;
     }
     visit_floating(x.dtype(), [&]<class T>() {
-      conv_forward(x.values<T>().data(), f.values<T>().data(), g, oc, detail::mutable_data<T>(y));
+      conv_forward(x.values<T>().data(), taps.values<T>().data(), g, oc, detail::mutable_data<T>(y));
     });
     return y;
   }
@@ -519,17 +601,20 @@ struct Conv2DBackpropInput {
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   using Attrs = ConvAttrs;
   static Tensor forward(const Attrs& at, const Tensor& f, const Tensor& dy) {
-    const cpu::WindowGeometry g = conv_backprop_geometry(kName, at, at.sizes, f.shape(), f, "filters", dy);
+    const FilterCrop crop(conv_backprop_geometry(kName, at, at.sizes, f.shape(), f, "filters", dy));
     const std::int64_t oc = f.shape()[3];
     Tensor dx = detail::empty(at.sizes, f.dtype(), kName);
     if (dx.num_elements() == 0) return dx;
+    if (crop.keeps_none()) return zeros(dx.shape(), dx.dtype());
+    const cpu::WindowGeometry& g = crop.cut;
+    const Tensor taps = crop.keeps_all() ? f : crop.cut_filters(f);
     if (f.dtype() == DType::BFloat16) {
       if (!onednn_takes_bfloat16(g)) return through_float32<Conv2DBackpropInput>(at, f, dy);
-      cpu::onednn::conv_backprop_input(f.raw_data(), dy.raw_data(), g, oc, bytes_of(dx), DType::BFloat16);
+      cpu::onednn::conv_backprop_input(taps.raw_data(), dy.raw_data(), g, oc, bytes_of(dx), DType::BFloat16);
       return dx;
     }
     visit_floating(f.dtype(), [&]<class T>() {
-      conv_backprop_input(f.values<T>().data(), dy.values<T>().data(), g, oc, detail::mutable_data<T>(dx));
+      conv_backprop_input(taps.values<T>().data(), dy.values<T>().data(), g, oc, detail::mutable_data<T>(dx));
     });
     return dx;
   }
@@ -567,19 +652,20 @@ struct Conv2DBackpropFilter {
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   using Attrs = ConvAttrs;
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& dy) {
-    const cpu::WindowGeometry g = conv_backprop_geometry(kName, at, x.shape(), at.sizes, x, "input", dy);
+    const FilterCrop crop(conv_backprop_geometry(kName, at, x.shape(), at.sizes, x, "input", dy));
     const std::int64_t oc = at.sizes[3];
-    Tensor df = detail::empty(at.sizes, x.dtype(), kName);
-    if (df.num_elements() == 0) return df;
+    if (at.sizes.num_elements() == 0 || crop.keeps_none()) return zeros(at.sizes, x.dtype());
+    const cpu::WindowGeometry& g = crop.cut;
+    Tensor df = detail::empty(Shape{g.kh, g.kw, at.sizes[2], oc}, x.dtype(), kName);
     if (x.dtype() == DType::BFloat16) {
       if (!onednn_takes_bfloat16(g)) return through_float32<Conv2DBackpropFilter>(at, x, dy);
       cpu::onednn::conv_backprop_filter(x.raw_data(), dy.raw_data(), g, oc, bytes_of(df), DType::BFloat16);
-      return df;
+    } else {
+      visit_floating(x.dtype(), [&]<class T>() {
+        conv_backprop_filter(x.values<T>().data(), dy.values<T>().data(), g, oc, detail::mutable_data<T>(df));
+      });
     }
-    visit_floating(x.dtype(), [&]<class T>() {
-      conv_backprop_filter(x.values<T>().data(), dy.values<T>().data(), g, oc, detail::mutable_data<T>(df));
-    });
-    return df;
+    return crop.keeps_all() ? df : crop.whole_filters(df, at.sizes);
   }
   static Grads backward(const GradContext& c) {
     const auto& at = c.attrs<Attrs>();
@@ -628,6 +714,26 @@ void relu_in_place(void* y, std::int64_t count, DType dtype) {
   for (std::int64_t i = 0; i < count; ++i) v[i] = v[i] < 0 ? 0.f : v[i];
 }
 
+/// `y` with every position set to the bias, then max(y, 0) when `relu`: a convolution none of
+/// whose taps meets the input (FilterCrop::keeps_none).
+Tensor bias_only(const Tensor& bias, bool relu, Tensor y) {
+  const std::size_t row = bias.nbytes();
+  auto* out = detail::mutable_data<std::byte>(y);
+  const std::int64_t positions = y.num_elements() / bias.num_elements();
+  for (std::int64_t i = 0; i < positions; ++i) std::memcpy(out + i * row, bias.raw_data(), row);
+  if (!relu) return y;
+  if (y.dtype() == DType::BFloat16) {
+    relu_in_place(bytes_of(y), y.num_elements(), DType::BFloat16);
+  } else {
+    visit_floating(y.dtype(), [&]<class T>() {
+      for (T& v : std::span<T>(detail::mutable_data<T>(y), static_cast<std::size_t>(y.num_elements()))) {
+        v = v < 0 ? T(0) : v;
+      }
+    });
+  }
+  return y;
+}
+
 /// y = conv2d(x, f) + bias, then max(y, 0) when `relu`: in float32 oneDNN applies the bias as it
 /// writes each output and the ReLU follows in place; otherwise (float64, or no input channels)
 /// both follow the convolution as one pass.
@@ -662,21 +768,24 @@ struct FusedConv2D {
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& f, const Tensor& b) {
     require_same_float(kName, x, "input", f, "filters");
     require_same_float(kName, x, "input", b, "bias");
-    const cpu::WindowGeometry g = conv_geometry(kName, x.shape(), f.shape(), at.conv);
+    const FilterCrop crop(conv_geometry(kName, x.shape(), f.shape(), at.conv));
     const std::int64_t oc = f.shape()[3];
     require_shape(kName, b, "bias", Shape{oc},
                   fmt::format("one value per output channel of filters {}", f.shape().to_string()));
-    Tensor y = detail::empty(output_shape(kName, g, oc), x.dtype(), kName);
+    Tensor y = detail::empty(output_shape(kName, crop.whole, oc), x.dtype(), kName);
     if (y.num_elements() == 0) return y;
+    if (crop.keeps_none()) return bias_only(b, at.relu, std::move(y));
+    const cpu::WindowGeometry& g = crop.cut;
+    const Tensor taps = crop.keeps_all() ? f : crop.cut_filters(f);
     if (x.dtype() == DType::BFloat16) {
       if (g.c == 0 || !onednn_takes_bfloat16(g)) return through_float32<FusedConv2D>(at, x, f, b);
-      cpu::onednn::conv_forward(x.raw_data(), f.raw_data(), g, oc, bytes_of(y), {b.raw_data()},
+      cpu::onednn::conv_forward(x.raw_data(), taps.raw_data(), g, oc, bytes_of(y), {b.raw_data()},
                                 DType::BFloat16);
       if (at.relu) relu_in_place(bytes_of(y), y.num_elements(), DType::BFloat16);
       return y;
     }
     visit_floating(x.dtype(), [&]<class T>() {
-      fused_conv_forward(x.values<T>().data(), f.values<T>().data(), b.values<T>().data(), at.relu, g, oc,
+      fused_conv_forward(x.values<T>().data(), taps.values<T>().data(), b.values<T>().data(), at.relu, g, oc,
                          detail::mutable_data<T>(y));
     });
     return y;

@@ -127,6 +127,31 @@ TEST(CustomGradient, TheGradientFunctionGetsOnlyTheTrainableVariablesFRead) {
   EXPECT_FLOAT_EQ(g[1]->item<float>(), 1000.0f);
 }
 
+// TensorFlow's VariableWatcher also hears of tape.watch(variable): a variable f watches explicitly,
+// trainable or not, is one of f's variables and gets the gradient function's gradient.
+TEST(CustomGradient, AVariableFWatchesExplicitlyIsOneOfItsVariables) {
+  tf::Variable nt(3.0f, {.name = "nt", .trainable = false});
+  tf::Tensor x = tf::constant(2.0f);
+  tf::GradientTape tape;
+  tape.watch(x);
+  tape.watch(nt);
+  std::vector<std::string> passed;
+  tf::Tensor y = tf::custom_gradient({x}, [&](const In& in) {
+    tf::GradientTape inner;
+    inner.watch(nt);
+    return tf::CustomGradientResult{
+        {in[0] * nt.read_value()},
+        [&passed](const In& dy, const std::vector<tf::Variable>& vars) -> tf::Grads {
+          for (const tf::Variable& v : vars) passed.push_back(v.name());
+          return {dy[0] * 100.0f, dy[0] * 7.0f};
+        }};
+  })[0];
+  auto g = tape.gradient(y, {tf::Source(x), tf::Source(nt)});
+  EXPECT_EQ(passed, std::vector<std::string>{"nt:0"});
+  EXPECT_FLOAT_EQ(g[0]->item<float>(), 100.0f);
+  EXPECT_FLOAT_EQ(g[1]->item<float>(), 7.0f);
+}
+
 TEST(CustomGradient, ANonTrainableVariableFReadGetsNoGradientEvenOnATapeWatchingIt) {
   // The gradient function is all the op's gradient, and it was given no non-trainable variable:
   // the op's outputs do not depend on nt for the tape (TensorFlow: None, or zeros on request).
@@ -208,10 +233,11 @@ TEST(CustomGradient, MissingVariableGradientGetsTensorFlowsMessage) {
     (void)tape.gradient(y, x);
     FAIL();
   } catch (const tf::InvalidArgumentError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Must return gradient for each variable from @custom_gradient grad_fn"));
+    // TensorFlow's two sentences, each ending in its period.
     EXPECT_THAT(e.what(),
-                HasSubstr("expected to return 2 gradients (1 for inputs, 1 for the variables it read) but "
-                          "returned 1 instead"));
+                HasSubstr("Must return gradient for each variable from @custom_gradient grad_fn. "
+                          "custom_gradient function expected to return 2 gradients (1 for inputs, 1 for "
+                          "the variables it read) but returned 1 instead."));
     EXPECT_THAT(e.what(), HasSubstr("w:0"));
   }
 }

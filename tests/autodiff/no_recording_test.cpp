@@ -74,15 +74,31 @@ TEST(NoRecordingScope, APauseEndingInsideDoesNotTurnRecordingBackOn) {
   EXPECT_EQ(tape.num_recorded_ops(), 0u);
 }
 
-TEST(NoRecordingScope, ForwardAccumulatorsStillComputeTangents) {
-  tf::Tensor x = tf::constant(3.0);
+// TensorFlow's ForwardpropTest.testShouldRecordAndStopRecord: inside the block neither the tape
+// nor the accumulator records; both do again after it.
+TEST(NoRecordingScope, PausesForwardAccumulatorsAsWellAsTapes) {
+  const tf::Tensor c = tf::constant(1.0f);
   tf::ForwardAccumulator acc;
-  acc.watch(x, tf::constant(1.0));
-  tf::Tensor y;
+  acc.watch(c, tf::constant(2.0f));
+  tf::GradientTape tape;
+  tape.watch(c);
+  tf::Tensor d;
   {
     const tf::NoRecordingScope off;
-    y = x * x;
+    d = c * 2.0f;
   }
+  const tf::Tensor e = c * 3.0f;
+  EXPECT_FALSE(acc.jvp(d).has_value());
+  EXPECT_FALSE(tape.gradient(d, c).has_value());
+  EXPECT_FLOAT_EQ(acc.jvp(e)->item<float>(), 6.0f);
+}
+
+TEST(NoRecordingScope, AccumulatorsCreatedInsideComputeTangents) {
+  const tf::Tensor x = tf::constant(3.0);
+  const tf::NoRecordingScope off;
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant(1.0));
+  const tf::Tensor y = x * x;
   EXPECT_DOUBLE_EQ(acc.jvp(y)->item<double>(), 6.0);
 }
 

@@ -735,6 +735,22 @@ TEST(GradientTapeThreads, UsingATapeFromAnotherThreadThrows) {
   EXPECT_FLOAT_EQ(value(tape.gradient(y, x)), 4.0f);
 }
 
+// The pause guard belongs to the tape's thread. Destroyed elsewhere it cannot end the pause, and
+// the tape missed the ops since: its gradient says so instead of coming back missing.
+TEST(GradientTapeThreads, APauseEndedOnAnotherThreadMakesTheGradientAFailedPrecondition) {
+  tf::Variable x(2.0f);
+  tf::GradientTape tape({.persistent = true});
+  // new: the guard is not movable, and only a prvalue initialises it in place.
+  std::unique_ptr<tf::GradientTape::RecordingPause> pause(
+      new tf::GradientTape::RecordingPause(tape.stop_recording()));
+  std::thread([&] { pause.reset(); }).join();
+  const tf::Tensor y = x * x;
+  EXPECT_THAT([&] { (void)tape.gradient(y, x); },
+              ::testing::ThrowsMessage<tf::FailedPreconditionError>(
+                  HasSubstr("stop_recording() guard of this tape was destroyed on another thread")));
+  EXPECT_THROW((void)tape.jacobian(y, x), tf::FailedPreconditionError);
+}
+
 }  // namespace
 
 namespace {

@@ -1037,6 +1037,82 @@ TEST(Conv2D, AnIm2colBufferBeyondTheAllocationLimitIsResourceExhausted) {
       ::testing::ThrowsMessage<tf::ResourceExhaustedError>(HasSubstr("[Conv2DBackpropFilter]")));
 }
 
+// A window far larger than the input reads padding almost everywhere: the kernels convolve with
+// the taps that meet the input only, so the work and the scratch memory are bounded by the input
+// and the output, not by the window (a 3x3 filter dilated by 16711681 took 23 s and 4.2 GB; a
+// 512x512 filter on a 4x4 image needed a 4M-element im2col matrix).
+TEST(Conv2D, TapsThatNeverMeetTheInputCostNothing) {
+  struct LimitGuard {
+    std::int64_t saved = tf::allocation_limit();
+    ~LimitGuard() { tf::set_allocation_limit(saved); }
+  } guard;
+  tf::set_allocation_limit(std::int64_t{8} << 20);
+  for (const tf::DType dtype : {tf::float64, tf::float32}) {
+    SCOPED_TRACE(tf::dtype_name(dtype));
+    const double tol = dtype == tf::float64 ? 1e-12 : 1e-5;
+    {  // dilated columns: only the middle column of taps meets the input
+      const tf::Tensor x = tf::random::uniform({2, 8, 8, 1}, -1, 1, dtype, 1);
+      const tf::Tensor f = tf::random::uniform({3, 3, 1, 4}, -1, 1, dtype, 2);
+      tf::GradientTape tape({.persistent = true});
+      tape.watch(x);
+      tape.watch(f);
+      const tf::Tensor y = tf::nn::conv2d(x, f, {1, 1}, "SAME", {1, 16711681});
+      const tf::Tensor middle = tf::slice(f, {0, 1, 0, 0}, {3, 1, 1, 4});
+      tape.watch(middle);
+      const tf::Tensor expected = tf::nn::conv2d(x, middle, {1, 1}, "SAME");
+      tf::testing::expect_close(y, expected, tol);
+      const tf::Tensor dy = tf::random::uniform(y.shape(), -1, 1, dtype, 3);
+      tf::testing::expect_close(*tape.gradient(y, x, {dy}), *tape.gradient(expected, x, {dy}), tol);
+      const tf::Tensor df = *tape.gradient(y, f, {dy});
+      tf::testing::expect_close(tf::slice(df, {0, 1, 0, 0}, {3, 1, 1, 4}),
+                                *tape.gradient(expected, middle, {dy}), tol);
+      EXPECT_EQ(tf::reduce_sum(tf::abs(tf::slice(df, {0, 0, 0, 0}, {3, 1, 1, 4}))).item<double>(), 0.0);
+      EXPECT_EQ(tf::reduce_sum(tf::abs(tf::slice(df, {0, 2, 0, 0}, {3, 1, 1, 4}))).item<double>(), 0.0);
+    }
+    {  // a 512x512 filter on a 4x4 image, padding SAME: taps 252-258 of each axis meet it
+      const tf::Tensor x = tf::random::uniform({1, 4, 4, 1}, -1, 1, dtype, 4);
+      const tf::Tensor f = tf::random::uniform({512, 512, 1, 1}, -1, 1, dtype, 5);
+      tf::GradientTape tape({.persistent = true});
+      tape.watch(x);
+      tape.watch(f);
+      const tf::Tensor y = tf::nn::conv2d(x, f, {1, 1}, "SAME");
+      const tf::Tensor met = tf::slice(f, {252, 252, 0, 0}, {7, 7, 1, 1});
+      tape.watch(met);
+      const tf::Tensor expected =
+          tf::nn::conv2d(x, met, {1, 1}, "EXPLICIT", {1, 1}, {0, 0, 3, 3, 3, 3, 0, 0});
+      tf::testing::expect_close(y, expected, tol);
+      const tf::Tensor dy = tf::random::uniform(y.shape(), -1, 1, dtype, 6);
+      tf::testing::expect_close(*tape.gradient(y, x, {dy}), *tape.gradient(expected, x, {dy}), tol);
+      const tf::Tensor df = *tape.gradient(y, f, {dy});
+      const tf::Tensor df_met = *tape.gradient(expected, met, {dy});
+      tf::testing::expect_close(tf::slice(df, {252, 252, 0, 0}, {7, 7, 1, 1}), df_met, tol);
+      EXPECT_NEAR(tf::reduce_sum(tf::abs(df)).item<double>(), tf::reduce_sum(tf::abs(df_met)).item<double>(),
+                  tol);
+    }
+  }
+}
+
+// No tap meets the input (a 2x2 filter dilated past a 3x3 image under EXPLICIT padding): every
+// output is the bias alone, and the filters' gradient is zero.
+TEST(Conv2D, NoTapMeetingTheInputGivesTheBiasAlone) {
+  const tf::Tensor x = tf::random::uniform({1, 3, 3, 2}, -1, 1, tf::float64, 1);
+  const tf::Tensor f = tf::random::uniform({2, 2, 2, 3}, -1, 1, tf::float64, 2);
+  const tf::Tensor b = tf::constant({0.5, -0.25, 2.0});
+  // Rows: taps 0 and 1 read rows o * 8 - 10 and o * 8 + 10 for o in {0, 1, 2}: all outside.
+  const std::vector<std::int64_t> paddings{0, 0, 10, 30, 0, 0, 0, 0};
+  tf::GradientTape tape;
+  tape.watch(f);
+  const tf::Tensor y = tf::nn::conv2d_bias_activation(x, f, b, {8, 1}, "EXPLICIT", "relu", {20, 1}, paddings);
+  ASSERT_EQ(y.shape(), (tf::Shape{1, 3, 2, 3}));
+  EXPECT_EQ(y.to_vector<double>(),
+            std::vector<double>({0.5, 0, 2, 0.5, 0, 2, 0.5, 0, 2, 0.5, 0, 2, 0.5, 0, 2, 0.5, 0, 2}));
+  const tf::Tensor df = *tape.gradient(tf::reduce_sum(y), f);
+  EXPECT_EQ(tf::reduce_sum(tf::abs(df)).item<double>(), 0.0);
+  EXPECT_EQ(
+      tf::reduce_sum(tf::abs(tf::nn::conv2d(x, f, {8, 1}, "EXPLICIT", {20, 1}, paddings))).item<double>(),
+      0.0);
+}
+
 TEST(Pooling, RejectsBadRanksAndGradientShapes) {
   EXPECT_THAT(
       [] {
