@@ -46,10 +46,7 @@ namespace {
 /// and it holds their states: the holder breaks that cycle when the thread exits.
 struct ThreadTapesHolder {
   std::shared_ptr<ThreadTapes> tapes = std::make_shared<ThreadTapes>();
-  ~ThreadTapesHolder() {
-    tapes->recording.clear();
-    tapes->live.clear();
-  }
+  ~ThreadTapesHolder() { tapes->clear(); }
 };
 }  // namespace
 

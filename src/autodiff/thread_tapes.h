@@ -59,6 +59,12 @@ struct ThreadTapes {
     recording_.insert(at, &tape);
     tape.listed_recording = true;
   }
+  /// Forgets every tape (the thread is exiting: tapes alive elsewhere keep their own state).
+  void clear() {
+    recording_.clear();
+    head_ = 0;
+    live.clear();
+  }
   /// Drops the tapes that stopped recording from recording() and counts the visible rest.
   int recount() {
     compact();

@@ -223,6 +223,10 @@ bool pointwise(const cpu::WindowGeometry& g) {
          g.oh == g.h && g.ow == g.w;
 }
 
+/// The bytes of a tensor this kernel has just created (a bfloat16 output as the oneDNN kernels
+/// take it, a filter copied tap by tap).
+void* bytes_of(const Tensor& t) { return const_cast<void*>(t.raw_data()); }
+
 /// The taps [first, first + count) of a window of `k` taps, `d` apart, that meet an input of
 /// `in` rows for some of the `out` output rows (stride `stride`, `pad` rows of padding before):
 /// the others only ever read padding. `first` stays at most pad / d, so the padding before the
@@ -273,14 +277,14 @@ struct FilterCrop {
   Tensor cut_filters(const Tensor& f) const {
     Tensor out =
         detail::empty(Shape{rows.count, cols.count, f.shape()[2], f.shape()[3]}, f.dtype(), "Conv2D");
-    copy_taps(static_cast<const std::byte*>(f.raw_data()), detail::mutable_data<std::byte>(out), f, false);
+    copy_taps(static_cast<const std::byte*>(f.raw_data()), static_cast<std::byte*>(bytes_of(out)), f, false);
     return out;
   }
   /// Filter gradients `df` of the kept taps placed in the whole window's shape `shape`, zeros
   /// for the taps that never meet the input.
   Tensor whole_filters(const Tensor& df, const Shape& shape) const {
     Tensor out = zeros(shape, df.dtype());
-    copy_taps(static_cast<const std::byte*>(df.raw_data()), detail::mutable_data<std::byte>(out), df, true);
+    copy_taps(static_cast<const std::byte*>(df.raw_data()), static_cast<std::byte*>(bytes_of(out)), df, true);
     return out;
   }
 
@@ -542,8 +546,6 @@ Tensor through_float32(const typename Op::Attrs& at, const In&... in) {
   return detail::float32_to_bfloat16(Op::forward(at, detail::widen_if_bfloat16(in, Op::kName)...), Op::kName);
 }
 
-/// A bfloat16 output's elements, as the oneDNN kernels take them.
-void* bytes_of(const Tensor& t) { return detail::mutable_data<bfloat16_t>(t); }
 }  // namespace
 
 // y = im2col(x) @ W;  dx = Conv2DBackpropInput(shape(x), W, dy), dW = Conv2DBackpropFilter(x, shape(W), dy)
@@ -718,7 +720,7 @@ void relu_in_place(void* y, std::int64_t count, DType dtype) {
 /// whose taps meets the input (FilterCrop::keeps_none).
 Tensor bias_only(const Tensor& bias, bool relu, Tensor y) {
   const std::size_t row = bias.nbytes();
-  auto* out = detail::mutable_data<std::byte>(y);
+  auto* out = static_cast<std::byte*>(bytes_of(y));
   const std::int64_t positions = y.num_elements() / bias.num_elements();
   for (std::int64_t i = 0; i < positions; ++i) std::memcpy(out + i * row, bias.raw_data(), row);
   if (!relu) return y;
