@@ -5,9 +5,10 @@
 // its sign and payload), as docs/ARCHITECTURE.md promises for every dtype; any difference aborts.
 // Errors the program raises (tapeflow::Error) must be raised by both.
 
+#include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "fuzz_input.h"
 
@@ -24,7 +25,7 @@ struct Step {
 
 constexpr int kOps = 24;
 
-tf::Tensor apply(const Step& s, const std::vector<tf::Tensor>& pool) {
+tf::Tensor run_step(const Step& s, const std::vector<tf::Tensor>& pool) {
   const tf::Tensor& x = pool[s.a % pool.size()];
   const tf::Tensor& y = pool[s.b % pool.size()];
   switch (s.op % kOps) {
@@ -84,7 +85,7 @@ std::vector<tf::Tensor> run(const std::vector<Step>& steps, const std::vector<tf
   std::vector<tf::Tensor> pool = inputs;
   tf::Tensor total = tf::reduce_sum(pool[0]);
   for (const Step& s : steps) {
-    pool.push_back(apply(s, pool));
+    pool.push_back(run_step(s, pool));
     total = total + tf::reduce_sum(pool.back());
   }
   return {pool.back(), total};
@@ -100,14 +101,17 @@ std::vector<double> canonical(const tf::Tensor& t) {
 
 void require_bitwise_equal(const tf::Tensor& eager, const tf::Tensor& traced, const char* what) {
   const std::vector<double> e = canonical(eager), t = canonical(traced);
+  auto same_bits = [](double a, double b) {
+    return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+  };
   if (eager.shape() == traced.shape() && eager.dtype() == traced.dtype() &&
-      std::memcmp(e.data(), t.data(), e.size() * sizeof(double)) == 0)
+      std::ranges::equal(e, t, same_bits))
     return;
   std::fprintf(stderr, "fuzz_traced: %s differs: eager %s %s, traced %s %s\n", what,
                eager.shape().to_string().c_str(), tf::dtype_name(eager.dtype()).data(),
                traced.shape().to_string().c_str(), tf::dtype_name(traced.dtype()).data());
   for (std::size_t i = 0; i < std::min(e.size(), t.size()); ++i)
-    if (std::memcmp(&e[i], &t[i], sizeof(double)) != 0)
+    if (!same_bits(e[i], t[i]))
       std::fprintf(stderr, "  element %zu: eager %.17g, traced %.17g\n", i, e[i], t[i]);
   std::abort();
 }
