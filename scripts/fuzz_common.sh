@@ -18,6 +18,9 @@ fuzz_harnesses() {
   done
 }
 
+# Prefix of the harness command (fuzz.sh sets it to run without address randomisation).
+fuzz_launch=()
+
 # fuzz_run HARNESS NEW_INPUTS_DIR [libFuzzer options...]: runs HARNESS on its committed corpus
 # fuzz/corpus/HARNESS/ (only read), writing new inputs to NEW_INPUTS_DIR, with its dictionary
 # fuzz/dict/HARNESS.dict if there is one. A crash, sanitizer report, leak, timeout or an exception
@@ -31,7 +34,7 @@ fuzz_run() {
   if [ -f "fuzz/dict/$h.dict" ]; then dict=(-dict="fuzz/dict/$h.dict"); fi
   export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:allocator_may_return_null=1}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
-  build/fuzz/fuzz/"$h" "$out" "$corpus" "${dict[@]}" "$@" -timeout=20 -rss_limit_mb=2048 -max_len=4096 \
+  "${fuzz_launch[@]}" build/fuzz/fuzz/"$h" "$out" "$corpus" "${dict[@]}" "$@" -timeout=20 -rss_limit_mb=2048 -max_len=4096 \
     -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$h-" >"$log" 2>&1 || status=$?
   grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ *DONE)' "$log" || true
   if [ "$status" -ne 0 ]; then
