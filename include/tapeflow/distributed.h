@@ -17,17 +17,17 @@
 /// Run it with `mpirun -np 4 ./train` (as root, OpenMPI also wants `--allow-run-as-root`). Started
 /// without mpirun, the same program is one rank of one: every collective returns its input.
 ///
-/// Every MPI call is made by one communication thread that init() starts, in the order the calling
-/// threads submit their work; the caller of a collective waits for its result, while a
-/// DistributedGradientTape's all-reduces run beside the backward pass. All ranks must call the
-/// collectives in the same order, as MPI requires; tapeflow checks it: before each collective (and
-/// once per DistributedGradientTape::gradient for all of its tensors) the ranks compare what they
-/// are about to reduce (Horovod's negotiation), so a rank that reduces another tensor, shape or
-/// dtype gets an InvalidArgumentError naming the tensor and the ranks, on every rank, instead of a
-/// hang or garbage. A rank that stops taking part is named by the others: after
-/// stall_warning_seconds they log which ranks they wait for, after timeout_seconds they throw
-/// UnavailableError naming them (and every later collective throws too). A rank that dies is
-/// seen by mpirun, which ends the whole job with the rank's number.
+/// Every MPI call is made by one communication thread that init() starts, in the order the calling threads
+/// submit their work; the caller of a collective waits for its result, while a DistributedGradientTape's
+/// all-reduces run beside the backward pass. All ranks must call the collectives in the same order, as MPI
+/// requires; tapeflow checks it: before each collective (and once per DistributedGradientTape::gradient for
+/// all of its tensors) the ranks compare what they are about to reduce (Horovod's negotiation), so a rank
+/// that reduces another tensor, shape or dtype gets an InvalidArgumentError naming the tensor and the ranks,
+/// on every rank, instead of a hang or garbage. Any thread may issue collectives, but unnamed ones only the
+/// thread that called init() (elsewhere: InvalidArgumentError on every rank). A rank that stops taking part
+/// is named by the others: after stall_warning_seconds they log which ranks they wait for, after
+/// timeout_seconds they throw UnavailableError naming them (and every later collective throws too). A rank
+/// that dies is seen by mpirun, which ends the whole job with the rank's number.
 
 #include <cstdint>
 #include <memory>
@@ -82,23 +82,23 @@ enum class ReduceOp { Sum, Average, Min, Max };
 /// "sum", "average", "min", "max".
 std::string_view to_string(ReduceOp op);
 
-/// The elementwise sum, average, minimum or maximum of `t` over the ranks; every rank passes the
-/// same shape and dtype (float32, float64, int32, int64; Average: float only). Differentiable
-/// (recorded on tapes): the gradient of a Sum or Average is the same all-reduce of the
-/// cotangents, since every rank's loss reads the result; of a Min or Max, the summed cotangents
-/// go to the ranks that hold the extreme, split evenly among ties (as reduce_max's). `name`
-/// appears in errors; unnamed collectives are numbered by call.
+/// The elementwise sum, average, minimum or maximum of `t` over the ranks; every rank passes the same shape
+/// and dtype (float32, float64, int32, int64; Average: float only); Min and Max give NaN where any rank holds
+/// NaN, as tf::maximum and tf::minimum. Differentiable (recorded on tapes): the gradient of a Sum or Average
+/// is the same all-reduce of the cotangents, since every rank's loss reads the result; of a Min or Max, the
+/// summed cotangents go to the ranks that hold the extreme, split evenly among ties (as reduce_max's). `name`
+/// appears in errors; unnamed collectives are numbered by call, and refused on threads other than init()'s.
 Tensor allreduce(const Tensor& t, ReduceOp op = ReduceOp::Average, std::string_view name = {});
-/// The ranks' tensors concatenated along axis 0 in rank order; the first dimension may differ
-/// between ranks, the others and the dtype may not. Gradient: this rank's rows of the sum of the
-/// ranks' cotangents.
+/// The ranks' tensors concatenated along axis 0 in rank order; the first dimension may differ between ranks
+/// (and be 0), the others and the dtype may not. Gradient: this rank's rows of the sum of the ranks'
+/// cotangents.
 Tensor allgather(const Tensor& t, std::string_view name = {});
 /// Rank `root`'s tensor on every rank (the others pass a tensor of the same shape and dtype).
 /// Gradient: the sum of the ranks' cotangents on the root, zeros elsewhere.
 Tensor broadcast(const Tensor& t, int root = 0, std::string_view name = {});
-/// Sends splits[r] consecutive rows of `t` (along axis 0, in order) to rank r and returns the
-/// rows received, concatenated in rank order. Empty `splits`: the rows divided evenly (the first
-/// dimension must be a multiple of size()). Gradient: the reverse exchange.
+/// Sends splits[r] consecutive rows of `t` (along axis 0, in order) to rank r and returns the rows received,
+/// concatenated in rank order; any split may be 0 (a rank may send or receive no rows). Empty `splits`: the
+/// rows divided evenly (the first dimension must be a multiple of size()). Gradient: the reverse exchange.
 Tensor alltoall(const Tensor& t, const std::vector<std::int64_t>& splits = {}, std::string_view name = {});
 /// The sum, average, minimum or maximum of a number over the ranks: metrics for reporting.
 double allreduce(double value, ReduceOp op, std::string_view name = {});

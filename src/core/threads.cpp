@@ -89,7 +89,7 @@ void restart_with_openblas_kernels_for_this_cpu(char** argv) {
   if (kernels.empty()) return;
   // Set before the exec, so that a failed exec cannot lead to another attempt.
   ::setenv("OPENBLAS_CORETYPE", kernels.c_str(), 1);
-  // The executable's own path, not /proc/self/exe: the process keeps its name (`pkill -x`).
+  // The executable's own path, not /proc/self/exe: the process keeps its name (as `ps` shows it).
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) ::execv(self.c_str(), argv);

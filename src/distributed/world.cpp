@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -78,6 +79,17 @@ void sum16(void* in, void* inout, int* len, MPI_Datatype*) {
   const auto* a = static_cast<const std::uint16_t*>(in);
   auto* b = static_cast<std::uint16_t*>(inout);
   for (int i = 0; i < *len; ++i) b[i] = FromFloat(ToFloat(a[i]) + ToFloat(b[i]));
+}
+
+/// MPI_Op functions for ReduceOp::Max and Min on floats: NaN propagates, as tapeflow's maximum and
+/// minimum (MPI_MAX and MPI_MIN compare with > and <, so a NaN met second is dropped, and the
+/// result depended on where the NaN sat in MPI's reduction order).
+template <class T, bool kMax>
+void extreme_nan(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const T*>(in);
+  auto* b = static_cast<T*>(inout);
+  for (int i = 0; i < *len; ++i)
+    if (std::isnan(a[i]) || (kMax ? a[i] > b[i] : a[i] < b[i])) b[i] = a[i];
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -178,6 +190,7 @@ struct World::Impl {
   /// Set once a wait timed out: the message every later collective throws.
   std::string broken;
   MPI_Op sum_bf16 = MPI_OP_NULL, sum_f16 = MPI_OP_NULL;
+  MPI_Op max_f32 = MPI_OP_NULL, max_f64 = MPI_OP_NULL, min_f32 = MPI_OP_NULL, min_f64 = MPI_OP_NULL;
   /// The blocking MPI call in progress (after its negotiation): what it is and since when, for
   /// the watchdog. Zero: none.
   std::atomic<std::int64_t> busy_since_ns{0};
@@ -295,6 +308,7 @@ void World::init(const InitOptions& options) {
   static std::string failed;  // why MPI could not be joined: a later init() says it again
   TAPEFLOW_REQUIRE(failed.empty(), UnavailableError, "{}", failed);
   world.set_options(o);
+  world.init_thread_ = std::this_thread::get_id();
   world.impl_ = std::make_unique<Impl>();
   world.mpi_ = launched_by_mpirun();
   if (world.mpi_) {
@@ -319,6 +333,10 @@ void World::init(const InitOptions& options) {
         MPI_Comm_free(&local);
         MPI_Op_create(&sum16<bf16_to_float, float_to_bf16>, 1, &impl.sum_bf16);
         MPI_Op_create(&sum16<half_to_float, float_to_half>, 1, &impl.sum_f16);
+        MPI_Op_create(&extreme_nan<float, true>, 1, &impl.max_f32);
+        MPI_Op_create(&extreme_nan<double, true>, 1, &impl.max_f64);
+        MPI_Op_create(&extreme_nan<float, false>, 1, &impl.min_f32);
+        MPI_Op_create(&extreme_nan<double, false>, 1, &impl.min_f64);
       });
     } catch (const Error& e) {
       failed = e.what();
@@ -411,6 +429,11 @@ void World::poll(const std::function<bool()>& done, std::string_view what,
   }
 }
 
+std::string World::unnamed_label() {
+  if (mpi_ && size_ > 1 && std::this_thread::get_id() != init_thread_) return std::string(kUnnamedElsewhere);
+  return fmt::format("#{}", ++calls_);
+}
+
 void World::negotiate(std::string_view op, const std::string& what) {
   if (!mpi_ || size_ == 1) return;
   const std::string_view title(what.data(), std::min(what.find('\n'), what.size()));
@@ -493,7 +516,15 @@ void World::negotiate(std::string_view op, const std::string& what) {
                        op, title, rank_list(m), options().timeout_seconds));
     }
   }
-  if (verdict[0] == kAgree) return;
+  if (verdict[0] == kAgree) {
+    // Every rank's text says so (they agree): every rank throws, and no data has moved.
+    TAPEFLOW_REQUIRE(title.find(kUnnamedElsewhere) == std::string_view::npos, InvalidArgumentError,
+                     "[{}] {}: unnamed collectives are paired across the ranks by the order of their "
+                     "calls, which only the thread that called distributed::init() defines; give a "
+                     "collective issued by another thread a name (the same on every rank)",
+                     op, title);
+    return;
+  }
   // Every rank is here and they differ: exchange the texts, so each rank can name the difference.
   const std::vector<std::int64_t> lengths = allgather(static_cast<std::int64_t>(what.size()), op);
   std::int64_t total = 0;
@@ -542,9 +573,9 @@ void World::allreduce(const void* in, void* out, std::int64_t count, Wire wire, 
     TAPEFLOW_ASSERT(op == ReduceOp::Sum || op == ReduceOp::Average, "16-bit wire sums only");
     mpi_op = wire == Wire::BF16 ? impl_->sum_bf16 : impl_->sum_f16;
   } else if (op == ReduceOp::Min) {
-    mpi_op = MPI_MIN;
+    mpi_op = wire == Wire::F32 ? impl_->min_f32 : wire == Wire::F64 ? impl_->min_f64 : MPI_MIN;
   } else if (op == ReduceOp::Max) {
-    mpi_op = MPI_MAX;
+    mpi_op = wire == Wire::F32 ? impl_->max_f32 : wire == Wire::F64 ? impl_->max_f64 : MPI_MAX;
   }
   // MPI counts are ints: a huge tensor goes in pieces of 2^30 elements.
   constexpr std::int64_t kPiece = std::int64_t{1} << 30;
@@ -644,9 +675,8 @@ void barrier() {
 double allreduce(double value, ReduceOp op, std::string_view name) {
   constexpr std::string_view kOp = "distributed::allreduce";
   World& w = World::get(kOp);
-  const std::string what =
-      fmt::format("allreduce({}) {} of a number", to_string(op),
-                  name.empty() ? fmt::format("#{}", w.next_call()) : fmt::format("'{}'", name));
+  const std::string what = fmt::format("allreduce({}) {} of a number", to_string(op),
+                                       name.empty() ? w.unnamed_label() : fmt::format("'{}'", name));
   w.run([&] {
     w.negotiate(kOp, what);
     w.allreduce(nullptr, &value, 1, detail::Wire::F64, op, what);

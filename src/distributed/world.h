@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "tapeflow/distributed.h"
@@ -63,10 +64,12 @@ class World {
   /// each further line one tensor); the ranks compare them through rank 0 (one small message each
   /// way). Different texts: InvalidArgumentError on every rank, naming the first line that
   /// differs and which ranks have which. Ranks that do not arrive within the timeout:
-  /// UnavailableError naming them.
+  /// UnavailableError naming them. Every rank's text naming an unnamed collective of another
+  /// thread (unnamed_label()): InvalidArgumentError on every rank, before any data moves.
   void negotiate(std::string_view op, const std::string& what);
   /// Elementwise reduction of `count` elements over the ranks into `out` (Average is Sum here),
-  /// from `in`, or in place when `in` is nullptr.
+  /// from `in`, or in place when `in` is nullptr. Min and Max of floats give NaN where any rank
+  /// holds NaN, as tapeflow's minimum and maximum do.
   void allreduce(const void* in, void* out, std::int64_t count, Wire wire, ReduceOp op,
                  std::string_view what);
   /// Every rank's `counts[rank]` elements of `in`, concatenated in rank order into `out`.
@@ -80,9 +83,15 @@ class World {
   /// One int64 from each rank, in rank order.
   std::vector<std::int64_t> allgather(std::int64_t value, std::string_view what);
 
-  /// The next number for an unnamed collective ("allreduce #12"): the same on every rank that
-  /// calls the same collectives in the same order.
-  std::uint64_t next_call() { return ++calls_; }
+  /// How an unnamed collective is labelled in negotiation and errors: "#12", its number among the
+  /// unnamed calls of the thread that called init(), whose order is the program's and so the same
+  /// on every rank. From any other thread of a job of several ranks, the order of unnamed calls
+  /// depends on the scheduler (two threads' calls may pair with each other's on another rank), so
+  /// the label is kUnnamedElsewhere and negotiate() refuses the call on every rank.
+  std::string unnamed_label();
+  /// The label of an unnamed collective issued by a thread other than init()'s.
+  static constexpr std::string_view kUnnamedElsewhere =
+      "(unnamed, from a thread other than the one that called distributed::init())";
 
   /// The stall and timeout limits in force.
   InitOptions options() const { return {stall_warning_seconds_.load(), timeout_seconds_.load()}; }
@@ -108,7 +117,8 @@ class World {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   // Atomic: init() may change them while the communication thread and the watchdog read them.
   std::atomic<double> stall_warning_seconds_{60}, timeout_seconds_{600};
-  std::uint64_t calls_ = 0;
+  std::uint64_t calls_ = 0;  // unnamed calls of init()'s thread, the only thread that counts them
+  std::thread::id init_thread_;
   std::unique_ptr<Impl> impl_;
 };
 

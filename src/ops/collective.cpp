@@ -29,9 +29,16 @@ using distributed::ReduceOp;
 using distributed::detail::wire_of;
 using distributed::detail::World;
 
-/// How a collective names itself in negotiation and errors: "'name'", or its call number.
+/// How a collective names itself in negotiation and errors: "'name'", or its call number
+/// (World::unnamed_label: an unnamed call from a thread other than init()'s is refused).
 std::string label(std::string_view name, World& w) {
-  return name.empty() ? fmt::format("#{}", w.next_call()) : fmt::format("'{}'", name);
+  return name.empty() ? w.unnamed_label() : fmt::format("'{}'", name);
+}
+
+/// The name of the collective a gradient runs for the collective `name`: named too, so that a
+/// named collective's gradient may run on any thread, as the collective itself may.
+std::string gradient_name(std::string_view name, std::string_view part = "gradient") {
+  return name.empty() ? std::string() : fmt::format("{} ({})", name, part);
 }
 
 /// "[*, 3]": a shape whose first dimension may differ between ranks.
@@ -57,6 +64,17 @@ ReduceOp parse_reduce_op(std::string_view s, std::string_view op) {
     if (distributed::to_string(r) == s) return r;
   throw InvalidArgumentError(
       fmt::format("[{}] reduce_op '{}' is not one of \"sum\", \"average\", \"min\", \"max\"", op, s));
+}
+
+/// The elements of one row of `x` (a slice along axis 0): the product of its other dims, which
+/// every rank shares, also a rank that holds no rows.
+std::int64_t row_elements(const Tensor& x, std::string_view op) {
+  std::int64_t row = 1;
+  for (int i = 1; i < x.rank(); ++i)
+    TAPEFLOW_REQUIRE(!__builtin_mul_overflow(row, x.shape()[i], &row), InvalidArgumentError,
+                     "[{}] a row of x ({} tensor of shape {}) holds more than 2^63 - 1 elements", op,
+                     dtype_name(x.dtype()), x.shape().to_string());
+  return row;
 }
 
 /// Rank r's first dimension in `sizes` must be `x`'s, and its other dims any.
@@ -110,10 +128,12 @@ struct Allreduce {
   static Grads backward(const GradContext& c) {
     const Attrs& a = c.attrs<Attrs>();
     const ReduceOp op = reduce_op_of(a.reduce_op);
-    if (op == ReduceOp::Sum || op == ReduceOp::Average) return {distributed::allreduce(c.dy(), op)};
+    if (op == ReduceOp::Sum || op == ReduceOp::Average)
+      return {distributed::allreduce(c.dy(), op, gradient_name(a.name))};
     const Tensor holds = cast(equal(c.input(0), c.output(0)), c.dy().dtype());
-    const Tensor ties = distributed::allreduce(holds, ReduceOp::Sum);
-    return {distributed::allreduce(c.dy(), ReduceOp::Sum) * holds / maximum(ties, ones_like(ties))};
+    const Tensor ties = distributed::allreduce(holds, ReduceOp::Sum, gradient_name(a.name, "ties"));
+    return {distributed::allreduce(c.dy(), ReduceOp::Sum, gradient_name(a.name)) * holds /
+            maximum(ties, ones_like(ties))};
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"reduce_op", "name"});
@@ -142,7 +162,7 @@ struct Allgather {
                      "[{}] rows {} do not give this rank ({} of {}) the {} rows of x (shape {})", kName,
                      a.rows, w.rank(), w.size(), x.shape()[0], x.shape().to_string());
     std::vector<std::int64_t> dims(x.shape().dims().begin(), x.shape().dims().end());
-    const std::int64_t row = x.shape()[0] == 0 ? 0 : x.num_elements() / x.shape()[0];
+    const std::int64_t row = row_elements(x, kName);
     std::vector<std::int64_t> counts;
     dims[0] = 0;
     for (std::int64_t r : a.rows) {
@@ -169,7 +189,7 @@ struct Allgather {
     std::vector<std::int64_t> begin(static_cast<std::size_t>(c.input_shape(0).rank()), 0), size;
     for (std::int64_t d : c.input_shape(0).dims()) size.push_back(d);
     begin[0] = first;
-    return {slice(distributed::allreduce(c.dy(), ReduceOp::Sum), begin, size)};
+    return {slice(distributed::allreduce(c.dy(), ReduceOp::Sum, gradient_name(a.name)), begin, size)};
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"name"});
@@ -203,8 +223,9 @@ struct Broadcast {
     return y;
   }
   static Grads backward(const GradContext& c) {
-    const Tensor summed = distributed::allreduce(c.dy(), ReduceOp::Sum);
-    return {World::get(kName).rank() == c.attrs<Attrs>().root ? summed : zeros_like(summed)};
+    const Attrs& a = c.attrs<Attrs>();
+    const Tensor summed = distributed::allreduce(c.dy(), ReduceOp::Sum, gradient_name(a.name));
+    return {World::get(kName).rank() == a.root ? summed : zeros_like(summed)};
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"root_rank", "name"});
@@ -235,7 +256,7 @@ struct Alltoall {
     TAPEFLOW_REQUIRE(a.splits.size() == n * n, InvalidArgumentError,
                      "[{}] the split matrix has {} entries, not {} ({} ranks squared)", kName,
                      a.splits.size(), n * n, n);
-    const std::int64_t row = x.shape()[0] == 0 ? 0 : x.num_elements() / x.shape()[0];
+    const std::int64_t row = row_elements(x, kName);
     std::vector<std::int64_t> send, recv;
     std::int64_t sent = 0, received = 0;
     for (std::size_t r = 0; r < n; ++r) {
@@ -271,7 +292,7 @@ struct Alltoall {
   static Grads backward(const GradContext& c) {
     const Attrs& a = c.attrs<Attrs>();
     const auto n = static_cast<std::size_t>(std::sqrt(static_cast<double>(a.splits.size())));
-    Attrs back{std::vector<std::int64_t>(a.splits.size()), a.name};
+    Attrs back{std::vector<std::int64_t>(a.splits.size()), gradient_name(a.name)};
     for (std::size_t s = 0; s < n; ++s)
       for (std::size_t r = 0; r < n; ++r) back.splits[r * n + s] = a.splits[s * n + r];
     return {autodiff::apply_with<Alltoall>(back, c.dy())};

@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "core/half.h"
 #include "tapeflow/tapeflow.h"
 
@@ -48,6 +50,14 @@ TEST(Distributed, CollectivesOfOneRankReturnTheirInput) {
   EXPECT_EQ(dist::broadcast(x, 0).to_vector<float>(), x.to_vector<float>());
   EXPECT_EQ(dist::alltoall(x).to_vector<float>(), x.to_vector<float>());
   EXPECT_EQ(dist::allreduce(2.5, dist::ReduceOp::Average, "loss"), 2.5);
+}
+
+TEST(Distributed, UnnamedCollectivesOfOneRankWorkFromAnyThread) {
+  // Only a job of several ranks pairs unnamed calls by their order (and refuses them off init()'s
+  // thread); a process of one has nothing to pair.
+  float sum = 0;
+  std::thread([&] { sum = dist::allreduce(tf::constant(3.0f), dist::ReduceOp::Sum).item<float>(); }).join();
+  EXPECT_EQ(sum, 3.0f);
 }
 
 TEST(Distributed, ACollectiveDoesNotAliasItsInput) {

@@ -350,20 +350,20 @@ TEST(CliProgress, TerminalColumnsFallBackToTheColumnsVariableThen80) {
   ::close(fd);
 }
 
-/// Runs `body` with SIGINT's disposition set to `disposition`, then restores the process's own.
-void with_sigint_disposition(void (*disposition)(int), const std::function<void()>& body) {
+/// Runs `body` with `signal`'s disposition set to `disposition`, then restores the process's own.
+void with_disposition(int signal, void (*disposition)(int), const std::function<void()>& body) {
   struct sigaction saved {};
   struct sigaction set {};
   set.sa_handler = disposition;
   sigemptyset(&set.sa_mask);
-  ASSERT_EQ(::sigaction(SIGINT, &set, &saved), 0);
+  ASSERT_EQ(::sigaction(signal, &set, &saved), 0);
   body();
-  ::sigaction(SIGINT, &saved, nullptr);
+  ::sigaction(signal, &saved, nullptr);
 }
 
 TEST(CliInterrupt, FirstSigintOnlySetsTheFlagAndTheHandlerIsRestoredAfter) {
   // SIG_DFL first: a test binary started in the background by a shell ignores SIGINT.
-  with_sigint_disposition(SIG_DFL, [] {
+  with_disposition(SIGINT, SIG_DFL, [] {
     {
       const cli::InterruptHandler handler;
       EXPECT_EQ(cli::InterruptHandler::count().load(), 0);
@@ -376,9 +376,23 @@ TEST(CliInterrupt, FirstSigintOnlySetsTheFlagAndTheHandlerIsRestoredAfter) {
   });
 }
 
+TEST(CliInterrupt, Sigusr1AsksForTheStopAFirstSigintAsksFor) {
+  // mpirun passes SIGUSR1 on to the ranks of its job: the way to stop one job's ranks cleanly.
+  with_disposition(SIGUSR1, SIG_DFL, [] {
+    {
+      const cli::InterruptHandler handler;
+      ASSERT_EQ(::raise(SIGUSR1), 0);  // the process goes on (SIGUSR1's default would end it)
+      EXPECT_EQ(cli::InterruptHandler::count().load(), 1);
+    }
+    struct sigaction after {};
+    ASSERT_EQ(::sigaction(SIGUSR1, nullptr, &after), 0);
+    EXPECT_EQ(after.sa_handler, SIG_DFL);
+  });
+}
+
 TEST(CliInterrupt, AnIgnoredSigintStaysIgnored) {
   // nohup-style and background runs ignore SIGINT: the tool keeps it so.
-  with_sigint_disposition(SIG_IGN, [] {
+  with_disposition(SIGINT, SIG_IGN, [] {
     const cli::InterruptHandler handler;
     ASSERT_EQ(::raise(SIGINT), 0);
     EXPECT_EQ(cli::InterruptHandler::count().load(), 0);

@@ -5,10 +5,12 @@
 #    --batch-size 100 (the same examples per step; float rounding apart).
 # 2. A rank killed with SIGKILL in the middle of an epoch ends the job (mpirun names the rank), and
 #    the checkpoint of the last finished epoch resumes the run on two ranks.
-# 3. SIGINT to the ranks (mpirun itself does not pass Ctrl-C on: it ends the job) stops both after
-#    the same step with a checkpoint of it; resuming ends bitwise where an uninterrupted run ends.
+# 3. SIGUSR1 to this job's mpirun, which passes it on to its ranks, stops both after the same step
+#    with a checkpoint of it, while a second job runs on; resuming ends bitwise where an
+#    uninterrupted run ends.
 # 4. Ranks started with different models fail at once, naming the variable and the ranks.
-# Exits 77 (skipped) when dataset-fashion-mnist is not installed.
+# Signals go only to the processes this script started (mpirun's PID, and ranks found among its
+# children), never by name. Exits 77 (skipped) when dataset-fashion-mnist is not installed.
 set -u
 program=$1
 work=$2
@@ -45,9 +47,9 @@ ckpt=$work/run.ckpt
 job=$!
 for _ in $(seq 1200); do [ -f "$ckpt" ] && break; sleep 0.05; done
 [ -f "$ckpt" ] || fail "no checkpoint after the first epoch"
-# Rank 1 is the process whose environment says so.
+# Rank 1 is the child of this job's mpirun whose environment says so.
 victim=""
-for pid in $(pgrep -f "$program train"); do
+for pid in $(pgrep -P "$job"); do
   tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && victim=$pid
 done
 [ -n "$victim" ] || fail "rank 1 was not found"
@@ -62,15 +64,23 @@ grep -q "process rank 1 .*signal 9" "$work/kill.err.log" "$work/kill.out.log" ||
   >"$work/resume.out.log" 2>"$work/resume.err.log" || fail "resuming on two ranks failed"
 grep -q "resumed from $ckpt after epoch 1" "$work/resume.out.log" || fail "the resumed run did not start after epoch 1"
 grep -q "^epoch 3/3:" "$work/resume.out.log" || fail "the resumed run did not finish"
-# --- 3. SIGINT to both ranks mid-epoch; resuming ends where an uninterrupted run ends --------------
+# --- 3. SIGUSR1 to one job's mpirun mid-epoch; the other job runs on; resuming ends where an ------
+# uninterrupted run ends. The uninterrupted run is the other job, started first and still running.
 run=(train --model mlp --epochs 2 --limit 20000 --batch-size 50 --threads 1)
-"${mpirun[@]}" -np 2 "$program" "${run[@]}" >"$work/whole.out.log" 2>"$work/whole.err.log" || fail "the whole run failed"
+"${mpirun[@]}" -np 2 "$program" "${run[@]}" >"$work/whole.out.log" 2>"$work/whole.err.log" &
+other=$!
 ckpt=$work/interrupted.ckpt
 "${mpirun[@]}" -np 2 "$program" "${run[@]}" --checkpoint "$ckpt" >"$work/int.out.log" 2>"$work/int.err.log" &
 job=$!
 for _ in $(seq 1200); do grep -q "epoch 2/2 .*ex/s" "$work/int.err.log" && break; sleep 0.05; done
-pkill -INT -x "$(basename "$program")" || fail "no rank to interrupt"
+kill -0 "$other" 2>/dev/null || fail "the uninterrupted job ended before the other was stopped (make it longer)"
+kill -USR1 "$job" || fail "mpirun was not running"
 wait "$job"
+rc=$?
+[ "$rc" -ne 0 ] || fail "the stopped job exited 0"
+grep -q "stop requested (SIGUSR1)" "$work/int.err.log" || fail "the ranks did not receive SIGUSR1"
+wait "$other" || fail "the other job, never signalled, failed"
+grep -q "stop requested\|interrupted" "$work/whole.err.log" && fail "the other job was stopped too"
 grep -q "interrupted after step [0-9]*/200 of epoch 2/2" "$work/int.err.log" || fail "the ranks did not stop mid-epoch"
 [ "$(grep -c "interrupted after step" "$work/int.err.log")" -eq 1 ] || fail "not only rank 0 reported the stop"
 # Its steps are steps of two ranks' shards: one process refuses to continue them.

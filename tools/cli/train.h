@@ -19,10 +19,11 @@
 // batch N * --batch-size up to float rounding. Rank 0 prints, plots, exports and writes the
 // checkpoint; every rank reads it on --resume and starts from rank 0's variables. The traced step
 // reduces with Allreduce ops in its graph; with --eager the buckets are reduced while the backward
-// pass runs. SIGINT sent to the ranks (`pkill -INT -x tapeflow`; mpirun does not pass Ctrl-C on,
-// it ends the job) stops every rank after the same step: they decide together at each step (a
-// one-number all-reduce), and the checkpoint holds the job's sums and the number of ranks (a
-// mid-epoch checkpoint resumes only on as many ranks; one from an epoch's end, on any number).
+// pass runs. SIGUSR1 sent to the job's mpirun (which passes it on to that job's ranks; Ctrl-C it
+// does not pass on, it ends the job) stops every rank after the same step: they decide together
+// at each step (a one-number all-reduce), and the checkpoint holds the job's sums and the number
+// of ranks (a mid-epoch checkpoint resumes only on as many ranks; one from an epoch's end, on any
+// number).
 
 #include <atomic>
 #include <cstdint>

@@ -1,11 +1,15 @@
-// tapeflow/distributed.h across ranks. CTest starts this program with `mpirun -np 2` and
-// `mpirun -np 4` (tests/CMakeLists.txt); every rank runs every test, so each test makes the same
+// tapeflow/distributed.h across ranks. CTest starts this program with `mpirun -np 2`, `-np 3` and
+// `-np 4` (tests/CMakeLists.txt); every rank runs every test, so each test makes the same
 // collective calls on every rank, as a training program would.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <functional>
+#include <limits>
+#include <thread>
 
 #include "tapeflow/distributed.h"
 #include "tapeflow/tapeflow.h"
@@ -20,6 +24,26 @@ int rank() { return dist::rank(); }
 int size() { return dist::size(); }
 
 std::vector<float> floats(const tf::Tensor& t) { return t.to_vector<float>(); }
+
+/// Whether rank r is in the set `mask` (bit r): the ranks a test leaves without rows.
+bool in(unsigned mask, int r) { return (mask >> r) & 1u; }
+
+/// Every set of ranks, as a bit mask: 2^size() of them.
+unsigned rank_sets() { return 1u << size(); }
+
+/// The message of the InvalidArgumentError `body` throws on a thread of its own, or "" when it
+/// throws none.
+std::string error_on_a_new_thread(const std::function<void()>& body) {
+  std::string message;
+  std::thread([&] {
+    try {
+      body();
+    } catch (const tf::InvalidArgumentError& e) {
+      message = e.what();
+    }
+  }).join();
+  return message;
+}
 
 /// A linear model's mean squared error on rows [first, first + n) of a fixed data set.
 struct Regression {
@@ -110,6 +134,43 @@ TEST(Mpi, AllgatherConcatenatesRowsOfDifferentCounts) {
   EXPECT_EQ(floats(all), expected);
 }
 
+TEST(Mpi, AllgatherWithEmptyShardsGathersTheOtherRanksRows) {
+  // For every set of ranks that hold no rows: rank r holds r + 1 rows of the value r, or none.
+  for (unsigned empty = 0; empty < rank_sets(); ++empty) {
+    const std::int64_t rows = in(empty, rank()) ? 0 : rank() + 1;
+    const tf::Tensor all = dist::allgather(tf::fill({rows, 2}, static_cast<float>(rank())));
+    std::vector<float> expected;
+    for (int r = 0; r < size(); ++r)
+      if (!in(empty, r)) expected.insert(expected.end(), 2 * (r + 1), static_cast<float>(r));
+    EXPECT_EQ(all.shape(), (tf::Shape{static_cast<std::int64_t>(expected.size()) / 2, 2})) << empty;
+    EXPECT_EQ(floats(all), expected) << "empty ranks (mask) " << empty;
+  }
+}
+
+TEST(Mpi, GradientOfAnAllgatherWithEmptyShardsIsThisRanksRowsOfTheSum) {
+  for (unsigned empty = 0; empty < rank_sets(); ++empty) {
+    const std::int64_t rows = in(empty, rank()) ? 0 : rank() + 1;
+    tf::Tensor x = tf::ones({rows, 2}, tf::float64);
+    tf::GradientTape tape;
+    tape.watch(x);
+    const tf::Tensor all = dist::allgather(x);
+    // Rank r weighs gathered row i by i + 1 + 100 r: row i's gradient is the sum over the ranks.
+    std::vector<double> w;
+    for (std::int64_t i = 0; i < all.shape()[0]; ++i) w.insert(w.end(), 2, i + 1.0 + 100.0 * rank());
+    const tf::Tensor loss = tf::reduce_sum(all * tf::constant(w, all.shape()));
+    std::int64_t first = 0;
+    for (int r = 0; r < rank(); ++r) first += in(empty, r) ? 0 : r + 1;
+    const double n = size();
+    std::vector<double> expected;
+    for (std::int64_t k = 0; k < rows; ++k)
+      expected.insert(expected.end(), 2, n * static_cast<double>(first + k + 1) + 100.0 * n * (n - 1) / 2);
+    const tf::Gradient g = tape.gradient(loss, x);
+    ASSERT_TRUE(g) << empty;
+    EXPECT_EQ(g->shape(), x.shape()) << empty;
+    EXPECT_EQ(g->to_vector<double>(), expected) << "empty ranks (mask) " << empty;
+  }
+}
+
 TEST(Mpi, BroadcastFromTheLastRank) {
   const int root = size() - 1;
   const tf::Tensor x = tf::constant({static_cast<double>(rank()), 2.0});
@@ -131,6 +192,119 @@ TEST(Mpi, AlltoallSendsEachRankItsRows) {
   for (int s = 0; s < size(); ++s)
     for (int k = 0; k <= rank(); ++k) expected.push_back(static_cast<float>(10 * s + rank()));
   EXPECT_EQ(floats(got), expected);
+}
+
+/// Rows rank s sends rank r when the ranks in `no_rows` hold no rows and those in `none_back`
+/// receive none: 1 or 2 (by s + r), else 0.
+std::int64_t rows_between(int s, int r, unsigned no_rows, unsigned none_back) {
+  return in(no_rows, s) || in(none_back, r) ? 0 : 1 + (s + r) % 2;
+}
+
+/// This rank's splits for rows_between.
+std::vector<std::int64_t> splits_of(unsigned no_rows, unsigned none_back) {
+  std::vector<std::int64_t> splits;
+  for (int r = 0; r < size(); ++r) splits.push_back(rows_between(rank(), r, no_rows, none_back));
+  return splits;
+}
+
+TEST(Mpi, AlltoallWithEmptySendersAndReceiversDeliversEveryOtherRow) {
+  // Every set of ranks without rows to send, with every set of ranks that receive none; the k-th
+  // row from rank s to rank r holds 100 s + 10 r + k in both columns.
+  for (unsigned no_rows = 0; no_rows < rank_sets(); ++no_rows)
+    for (unsigned none_back = 0; none_back < rank_sets(); ++none_back) {
+      std::vector<float> values;
+      for (int r = 0; r < size(); ++r)
+        for (std::int64_t k = 0; k < rows_between(rank(), r, no_rows, none_back); ++k)
+          values.insert(values.end(), 2, static_cast<float>(100 * rank() + 10 * r + k));
+      const tf::Tensor x = tf::constant(values, {static_cast<std::int64_t>(values.size()) / 2, 2});
+      const tf::Tensor got = dist::alltoall(x, splits_of(no_rows, none_back));
+      std::vector<float> expected;
+      for (int s = 0; s < size(); ++s)
+        for (std::int64_t k = 0; k < rows_between(s, rank(), no_rows, none_back); ++k)
+          expected.insert(expected.end(), 2, static_cast<float>(100 * s + 10 * rank() + k));
+      EXPECT_EQ(got.shape(), (tf::Shape{static_cast<std::int64_t>(expected.size()) / 2, 2}));
+      EXPECT_EQ(floats(got), expected)
+          << "senders without rows " << no_rows << ", receivers of none " << none_back;
+    }
+}
+
+TEST(Mpi, GradientOfAnAlltoallWithEmptySendersAndReceiversIsTheReverseExchange) {
+  // The receiver r weighs the k-th row from rank s by 100 r + 10 s + k: that is the gradient of
+  // the row on rank s.
+  for (unsigned no_rows = 0; no_rows < rank_sets(); ++no_rows)
+    for (unsigned none_back = 0; none_back < rank_sets(); ++none_back) {
+      const std::vector<std::int64_t> splits = splits_of(no_rows, none_back);
+      std::int64_t rows = 0;
+      for (std::int64_t s : splits) rows += s;
+      tf::Tensor x = tf::ones({rows, 2}, tf::float64);
+      tf::GradientTape tape;
+      tape.watch(x);
+      const tf::Tensor got = dist::alltoall(x, splits);
+      std::vector<double> w;
+      for (int s = 0; s < size(); ++s)
+        for (std::int64_t k = 0; k < rows_between(s, rank(), no_rows, none_back); ++k)
+          w.insert(w.end(), 2, 100.0 * rank() + 10.0 * s + static_cast<double>(k));
+      const tf::Tensor loss = tf::reduce_sum(got * tf::constant(w, got.shape()));
+      std::vector<double> expected;
+      for (int r = 0; r < size(); ++r)
+        for (std::int64_t k = 0; k < splits[static_cast<std::size_t>(r)]; ++k)
+          expected.insert(expected.end(), 2, 100.0 * r + 10.0 * rank() + static_cast<double>(k));
+      const tf::Gradient g = tape.gradient(loss, x);
+      ASSERT_TRUE(g);
+      EXPECT_EQ(g->shape(), x.shape());
+      EXPECT_EQ(g->to_vector<double>(), expected)
+          << "senders without rows " << no_rows << ", receivers of none " << none_back;
+    }
+}
+
+TEST(Mpi, AMaxOrMinWithNaNOnOneRankIsNaNOnEveryRankAsMaximumIs) {
+  // Element 0 is NaN on one rank (each in turn), element 1 is the rank: NaN propagates as through
+  // tf::maximum / tf::minimum, wherever the NaN sits in MPI's reduction order.
+  EXPECT_TRUE(std::isnan(tf::maximum(tf::constant(NAN), tf::constant(1.0f)).item<float>()));
+  EXPECT_TRUE(std::isnan(tf::minimum(tf::constant(1.0f), tf::constant(NAN)).item<float>()));
+  const double n = size();
+  for (int holder = 0; holder < size(); ++holder) {
+    const double mine = rank() == holder ? std::numeric_limits<double>::quiet_NaN() : rank();
+    for (tf::DType dtype : {tf::float32, tf::float64}) {
+      const tf::Tensor x = tf::cast(tf::constant({mine, static_cast<double>(rank())}), dtype);
+      const std::vector<double> max =
+          tf::cast(dist::allreduce(x, dist::ReduceOp::Max), tf::float64).to_vector<double>();
+      const std::vector<double> min =
+          tf::cast(dist::allreduce(x, dist::ReduceOp::Min), tf::float64).to_vector<double>();
+      EXPECT_TRUE(std::isnan(max[0])) << "NaN on rank " << holder << ", " << tf::dtype_name(dtype);
+      EXPECT_TRUE(std::isnan(min[0])) << "NaN on rank " << holder << ", " << tf::dtype_name(dtype);
+      EXPECT_EQ(max[1], n - 1);
+      EXPECT_EQ(min[1], 0);
+    }
+    EXPECT_TRUE(std::isnan(dist::allreduce(mine, dist::ReduceOp::Max))) << "NaN on rank " << holder;
+    EXPECT_TRUE(std::isnan(dist::allreduce(mine, dist::ReduceOp::Min))) << "NaN on rank " << holder;
+  }
+}
+
+TEST(Mpi, UnnamedCollectivesOfOtherThreadsAreAnErrorOnEveryRankNamingThem) {
+  // Two threads, one after the other, in another order on rank 0 than on the others: by their
+  // order alone rank 0's `a` would pair with the others' `b` (a sum of 101 where 2 is right).
+  const auto a = [] { (void)dist::allreduce(tf::constant({1.0f}), dist::ReduceOp::Sum); };
+  const auto b = [] { (void)dist::allreduce(tf::constant({100.0f}), dist::ReduceOp::Sum); };
+  const std::string first = error_on_a_new_thread(rank() == 0 ? a : b);
+  const std::string second = error_on_a_new_thread(rank() == 0 ? b : a);
+  for (const std::string& message : {first, second})
+    EXPECT_THAT(message, AllOf(HasSubstr("[Allreduce] allreduce(sum) (unnamed, from a thread other than the "
+                                         "one that called distributed::init()) float32 (1,)"),
+                               HasSubstr("give a collective issued by another thread a name")));
+  // The job goes on, and named collectives work from any thread, their gradients too.
+  std::vector<float> sums, gradients;
+  EXPECT_EQ(error_on_a_new_thread([&] {
+              tf::Tensor x = tf::constant({1.0f});
+              tf::GradientTape tape;
+              tape.watch(x);
+              const tf::Tensor y = dist::allreduce(x, dist::ReduceOp::Sum, "from a thread");
+              sums = floats(y);
+              gradients = floats(*tape.gradient(tf::reduce_sum(y), x));
+            }),
+            "");
+  EXPECT_EQ(sums, (std::vector<float>{static_cast<float>(size())}));
+  EXPECT_EQ(gradients, (std::vector<float>{static_cast<float>(size())}));
 }
 
 TEST(Mpi, GradientOfASumIsTheSumOfEveryRanksCotangent) {
@@ -295,7 +469,9 @@ TEST(Mpi, AVariableUnusedOnSomeRanksIsAveragedWithZerosAndNamed) {
   EXPECT_EQ(floats(*g[1]), (std::vector<float>{4.0f / static_cast<float>(size())}));
   ASSERT_EQ(reducer.last_stats().unused.size(), 1u);
   EXPECT_THAT(reducer.last_stats().unused[0], HasSubstr("'rank0_only:0'"));
-  EXPECT_THAT(reducer.last_stats().unused[0], HasSubstr(size() == 2 ? "(rank 1)" : "(ranks 1, 2, 3)"));
+  std::string others = size() == 2 ? "(rank " : "(ranks ";
+  for (int r = 1; r < size(); ++r) others += (r > 1 ? ", " : "") + std::to_string(r);
+  EXPECT_THAT(reducer.last_stats().unused[0], HasSubstr(others + ")"));
 }
 
 TEST(Mpi, ABackwardPassThatThrowsOnOneRankFailsTheStepOnEveryRank) {
