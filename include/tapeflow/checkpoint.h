@@ -285,7 +285,7 @@ class CheckpointManager {
 
  private:
   std::string path_of(const std::string& file_name) const;
-  void write_index() const;
+  void write_index(const std::vector<std::string>& kept) const;
 
   Checkpoint& checkpoint_;
   std::string directory_;
