@@ -134,7 +134,7 @@ void restore_checkpoint(const std::string& path, const Module& module, RestoreOp
 std::vector<CheckpointEntry> list_checkpoint(const std::string& path);
 
 namespace detail {
-struct PendingRestore;  // a restoration's file and what it has matched (src/io/checkpoint.cpp)
+struct PendingRestore;     // a restoration's file and what it has matched (src/io/checkpoint.cpp)
 struct CheckpointObjects;  // what a Checkpoint tracks
 }  // namespace detail
 
@@ -162,7 +162,8 @@ class CheckpointLoadStatus {
 
  private:
   friend class Checkpoint;
-  explicit CheckpointLoadStatus(std::shared_ptr<detail::PendingRestore> restore) : restore_(std::move(restore)) {}
+  explicit CheckpointLoadStatus(std::shared_ptr<detail::PendingRestore> restore)
+      : restore_(std::move(restore)) {}
   std::shared_ptr<detail::PendingRestore> restore_;
 };
 

@@ -708,8 +708,8 @@ struct PendingRestore {
   std::shared_ptr<const CheckpointObjects> objects_;
   std::unique_ptr<OpenCheckpoint> ck_;  // null once every entry is assigned or the restoration ended
   std::vector<IndexEntry> entries_;     // the file's index
-  std::vector<std::optional<TensorId>> restored_into_;          // per entry: the variable assigned
-  std::unordered_map<std::string, std::size_t> index_of_;       // entry name -> index
+  std::vector<std::optional<TensorId>> restored_into_;           // per entry: the variable assigned
+  std::unordered_map<std::string, std::size_t> index_of_;        // entry name -> index
   std::unordered_map<TensorId, std::size_t> entry_of_variable_;  // variable handle -> its entry
 };
 
@@ -770,8 +770,8 @@ namespace {
 // `items` is empty.
 void require_none(const std::vector<std::string>& items, std::string_view assertion, const std::string& path,
                   std::string_view what, std::string_view hint) {
-  TAPEFLOW_REQUIRE(items.empty(), InvalidArgumentError, "[{}] checkpoint '{}': {} {}: {}; {}", assertion, path,
-                   items.size(), what, detail::PendingRestore::list_some(items), hint);
+  TAPEFLOW_REQUIRE(items.empty(), InvalidArgumentError, "[{}] checkpoint '{}': {} {}: {}; {}", assertion,
+                   path, items.size(), what, detail::PendingRestore::list_some(items), hint);
 }
 
 constexpr std::string_view kUnrestoredVariables = "tracked variables have no tensor in the file";
@@ -822,7 +822,8 @@ namespace {
 // Checkpoint::track: `objects` with `object` added; a pending restoration assigns its variables
 // that the file holds at once.
 void add_object(std::shared_ptr<const detail::CheckpointObjects>& objects,
-                const std::shared_ptr<detail::PendingRestore>& pending, detail::CheckpointObjects::Object object) {
+                const std::shared_ptr<detail::PendingRestore>& pending,
+                detail::CheckpointObjects::Object object) {
   TAPEFLOW_REQUIRE(!object.name.empty(), InvalidArgumentError, "[Checkpoint::track] the name is empty");
   for (const auto& o : objects->objects)
     TAPEFLOW_REQUIRE(o.name != object.name, InvalidArgumentError,
@@ -837,12 +838,14 @@ void add_object(std::shared_ptr<const detail::CheckpointObjects>& objects,
 }  // namespace
 
 Checkpoint& Checkpoint::track(const std::string& name, const Module& module) {
-  add_object(objects_, pending_, {.name = name, .module = &module, .optimizer = nullptr, .variable = std::nullopt});
+  add_object(objects_, pending_,
+             {.name = name, .module = &module, .optimizer = nullptr, .variable = std::nullopt});
   return *this;
 }
 
 Checkpoint& Checkpoint::track(const std::string& name, const optimizers::Optimizer& optimizer) {
-  add_object(objects_, pending_, {.name = name, .module = nullptr, .optimizer = &optimizer, .variable = std::nullopt});
+  add_object(objects_, pending_,
+             {.name = name, .module = nullptr, .optimizer = &optimizer, .variable = std::nullopt});
   return *this;
 }
 

@@ -58,8 +58,8 @@ std::string_view file_name_problem(std::string_view name) {
 // is not an index this version writes, or is damaged.
 std::vector<std::string> parse_index(const std::string& text, const std::string& path) {
   const auto corrupt = [&](std::string_view what) {
-    return DataLossError(fmt::format("[{}] checkpoint index '{}' ({} bytes) is corrupt: {}", kFn, path,
-                                     text.size(), what));
+    return DataLossError(
+        fmt::format("[{}] checkpoint index '{}' ({} bytes) is corrupt: {}", kFn, path, text.size(), what));
   };
   if (text.empty() || text.back() != '\n') throw corrupt("it does not end with a newline (truncated?)");
   std::vector<std::string_view> lines;
@@ -68,8 +68,7 @@ std::vector<std::string> parse_index(const std::string& text, const std::string&
     lines.emplace_back(text.data() + at, end - at);
     at = end + 1;
   }
-  if (lines.front() != kIndexHeader)
-    throw corrupt(fmt::format("the first line is not \"{}\"", kIndexHeader));
+  if (lines.front() != kIndexHeader) throw corrupt(fmt::format("the first line is not \"{}\"", kIndexHeader));
   if (lines.size() < 2 || !lines.back().starts_with(kCrcPrefix))
     throw corrupt("the last line is not its checksum (\"crc32 <8 lower-case hex digits>\")");
   const std::string_view hex = lines.back().substr(kCrcPrefix.size());
@@ -86,7 +85,8 @@ std::vector<std::string> parse_index(const std::string& text, const std::string&
   std::vector<std::string> names;
   for (std::size_t i = 1; i + 1 < lines.size(); ++i) {
     const std::string_view problem = file_name_problem(lines[i]);
-    if (!problem.empty()) throw corrupt(fmt::format("line {} is not a checkpoint's file name: {}", i + 1, problem));
+    if (!problem.empty())
+      throw corrupt(fmt::format("line {} is not a checkpoint's file name: {}", i + 1, problem));
     if (std::ranges::find(names, lines[i]) != names.end())
       throw corrupt(fmt::format("line {}: '{}' is listed twice", i + 1, lines[i]));
     names.emplace_back(lines[i]);
@@ -101,18 +101,20 @@ std::vector<std::string> read_index(const std::string& path) {
   if (fs::symlink_status(path, ec).type() == fs::file_type::not_found) return {};
   const detail::ReadOnlyFile file(path, kFn, "checkpoint index");
   if (file.size() > kMaxIndexSize)
-    throw DataLossError(fmt::format("[{}] checkpoint index '{}' ({} bytes) is corrupt: an index is at most {} bytes",
-                                    kFn, path, file.size(), kMaxIndexSize));
+    throw DataLossError(
+        fmt::format("[{}] checkpoint index '{}' ({} bytes) is corrupt: an index is at most {} bytes", kFn,
+                    path, file.size(), kMaxIndexSize));
   std::string text(static_cast<std::size_t>(file.size()), '\0');
   if (!file.read_at(text.data(), text.size(), 0))
-    throw DataLossError(fmt::format("[{}] cannot read checkpoint index '{}' (was it truncated while reading?)",
-                                    kFn, path));
+    throw DataLossError(
+        fmt::format("[{}] cannot read checkpoint index '{}' (was it truncated while reading?)", kFn, path));
   return parse_index(text, path);
 }
 
 // The number N of a file name "<prefix>-N", if it has that form.
 std::optional<std::int64_t> number_of(std::string_view file_name, std::string_view prefix) {
-  if (!file_name.starts_with(prefix) || file_name.size() <= prefix.size() + 1 || file_name[prefix.size()] != '-')
+  if (!file_name.starts_with(prefix) || file_name.size() <= prefix.size() + 1 ||
+      file_name[prefix.size()] != '-')
     return std::nullopt;
   const std::string_view digits = file_name.substr(prefix.size() + 1);
   std::int64_t n = 0;
@@ -138,8 +140,8 @@ CheckpointManager::CheckpointManager(Checkpoint& checkpoint, std::string directo
   fs::create_directories(directory_, ec);
   TAPEFLOW_REQUIRE(!ec, FailedPreconditionError, "[{}] cannot create directory '{}': {}", kFn, directory_,
                    ec.message());
-  TAPEFLOW_REQUIRE(fs::is_directory(directory_, ec), FailedPreconditionError,
-                   "[{}] '{}' is not a directory", kFn, directory_);
+  TAPEFLOW_REQUIRE(fs::is_directory(directory_, ec), FailedPreconditionError, "[{}] '{}' is not a directory",
+                   kFn, directory_);
   kept_ = read_index(path_of(std::string(kIndexFileName)));
 }
 
@@ -153,8 +155,9 @@ void CheckpointManager::write_index(const std::vector<std::string>& kept) const 
   text += fmt::format("{}{:08x}\n", kCrcPrefix, detail::crc32_of(text.data(), text.size()));
   const std::string path = path_of(std::string(kIndexFileName));
   detail::check_writable_file_path(path, kFn, "checkpoint index");
-  detail::write_file_atomically(path, kFn, "checkpoint index",
-                                {std::span(reinterpret_cast<const unsigned char*>(text.data()), text.size())});
+  detail::write_file_atomically(
+      path, kFn, "checkpoint index",
+      {std::span(reinterpret_cast<const unsigned char*>(text.data()), text.size())});
 }
 
 std::string CheckpointManager::save(std::optional<std::int64_t> number) {
@@ -184,8 +187,8 @@ std::string CheckpointManager::save(std::optional<std::int64_t> number) {
     std::error_code ec;
     // The index no longer lists it, so a file that will not go is only disk space: say so.
     if (!fs::remove(path_of(name), ec) && ec)
-      log(LogLevel::Warning, fmt::format("[{}] cannot delete old checkpoint '{}': {}", kFn, path_of(name),
-                                         ec.message()));
+      log(LogLevel::Warning,
+          fmt::format("[{}] cannot delete old checkpoint '{}': {}", kFn, path_of(name), ec.message()));
   }
   return path;
 }

@@ -791,8 +791,8 @@ TEST_F(CheckpointTest, UnusedEntryErrorSaysTheVariablesMayNotExistYet) {
   auto model = two_dense();
   (*model)(kInput);
 
-  const std::string msg =
-      error_of([&] { tf::restore_checkpoint(path("train.ckpt"), tf::checkpoint_variables(*model, "model/")); });
+  const std::string msg = error_of(
+      [&] { tf::restore_checkpoint(path("train.ckpt"), tf::checkpoint_variables(*model, "model/")); });
 
   EXPECT_THAT(msg, HasSubstr("matches no variable"));
   EXPECT_THAT(msg, HasSubstr("optimizer not built"));

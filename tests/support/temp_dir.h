@@ -19,9 +19,8 @@ class TempDir {
  public:
   TempDir() {
     const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("tapeflow_" + std::string(test->test_suite_name()) + "_" + test->name() + "_" +
-             std::to_string(::getpid()));
+    path_ = std::filesystem::temp_directory_path() / ("tapeflow_" + std::string(test->test_suite_name()) +
+                                                      "_" + test->name() + "_" + std::to_string(::getpid()));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
