@@ -576,22 +576,21 @@ struct PendingRestore {
 
   // Assigns each of `candidates(objects)` whose name has an entry not assigned yet, all or
   // nothing; nothing once the restoration ended. Throws FailedPreconditionError when a name's
-  // entry went into another variable, or a variable assigned from one entry now has another's
-  // name (the module's numbering moved, see Checkpoint in checkpoint.h); InvalidArgumentError for
-  // a shape or dtype that differs; DataLossError for data that fail their checksum.
+  // entry already went into another variable (the module's numbering moved, see Checkpoint in
+  // checkpoint.h); InvalidArgumentError for a shape or dtype that differs or a name given twice;
+  // DataLossError for data that fail their checksum.
   void restore_matching(const Candidates& candidates) {
     std::lock_guard lock(mutex_);
     if (!ck_) return;
+    const NamedVariables vars = candidates(*objects_);
+    check_names(vars, kFn, path);
     std::vector<std::pair<std::size_t, Variable>> todo;
-    for (const auto& [name, var] : candidates(*objects_)) {
+    for (const auto& [name, var] : vars) {
       const auto it = index_of_.find(name);
-      const auto before = entry_of_variable_.find(var.handle_id());
-      if (before != entry_of_variable_.end() && (it == index_of_.end() || before->second != it->second))
-        throw renumbered(name, var, entries_[before->second].name);
       if (it == index_of_.end()) continue;
       const std::optional<TensorId>& into = restored_into_[it->second];
       if (into == var.handle_id()) continue;
-      if (into) throw renumbered(name, var, name);
+      if (into) throw renumbered(name, var);
       require_fits(entries_[it->second], name, var, kFn, path);
       todo.emplace_back(it->second, var);
     }
@@ -602,9 +601,10 @@ struct PendingRestore {
       auto& [i, var] = todo[k];
       var.assign(decoded[k]);
       restored_into_[i] = var.handle_id();
-      entry_of_variable_.emplace(var.handle_id(), i);
+      restored_variables_.insert(var.handle_id());
     }
-    if (entry_of_variable_.size() == entries_.size()) ck_.reset();  // every entry assigned: close the file
+    assigned_ += todo.size();
+    if (assigned_ == entries_.size()) ck_.reset();  // every entry assigned: close the file
   }
 
   // Tracks `more` (the old objects and new ones) from now on, and assigns the new ones' `vars`.
@@ -651,15 +651,15 @@ struct PendingRestore {
     std::lock_guard lock(mutex_);
     std::vector<std::string> out;
     for (const auto& [name, var] : vars)
-      if (!entry_of_variable_.contains(var.handle_id()))
+      if (!restored_variables_.contains(var.handle_id()))
         out.push_back(fmt::format("'{}' ({}, {})", name, var.shape().to_string(), dtype_name(var.dtype())));
     return out;
   }
 
-  // How many variables were assigned.
+  // How many entries were assigned.
   std::size_t restored_count() {
     std::lock_guard lock(mutex_);
-    return entry_of_variable_.size();
+    return assigned_;
   }
 
   // Whether `optimizer` is tracked, and under which name.
@@ -694,23 +694,23 @@ struct PendingRestore {
     return out;
   }
 
-  FailedPreconditionError renumbered(const std::string& name, const Variable& var,
-                                     const std::string& earlier) const {
+  FailedPreconditionError renumbered(const std::string& name, const Variable& var) const {
     return FailedPreconditionError(fmt::format(
         "[{}] checkpoint '{}': variable {} was created as '{}', but entry '{}' was already restored "
-        "into {} when that was created: a variable was created out of the modules' tracking order, "
-        "which renumbers a module's variables. Build the model (call it once) before restoring, so "
-        "that restore() finds every variable in place",
-        kFn, path, var.name(), name, earlier, name == earlier ? "another variable" : "this variable"));
+        "into another variable when that was created: a variable was created out of the modules' "
+        "tracking order, which renumbers a module's variables. Build the model (call it once) before "
+        "restoring, so that restore() finds every variable in place",
+        kFn, path, var.name(), name, name));
   }
 
   std::mutex mutex_;
   std::shared_ptr<const CheckpointObjects> objects_;
   std::unique_ptr<OpenCheckpoint> ck_;  // null once every entry is assigned or the restoration ended
   std::vector<IndexEntry> entries_;     // the file's index
-  std::vector<std::optional<TensorId>> restored_into_;           // per entry: the variable assigned
-  std::unordered_map<std::string, std::size_t> index_of_;        // entry name -> index
-  std::unordered_map<TensorId, std::size_t> entry_of_variable_;  // variable handle -> its entry
+  std::vector<std::optional<TensorId>> restored_into_;     // per entry: the variable assigned
+  std::unordered_map<std::string, std::size_t> index_of_;  // entry name -> index
+  std::unordered_set<TensorId> restored_variables_;        // the variables assigned
+  std::size_t assigned_ = 0;                               // entries assigned
 };
 
 }  // namespace detail
@@ -860,7 +860,6 @@ void Checkpoint::write(const std::string& path) const { save_checkpoint(path, va
 
 CheckpointLoadStatus Checkpoint::restore(const std::string& path) {
   const NamedVariables existing = variables();
-  check_names(existing, detail::PendingRestore::kFn, path);
   auto restore = std::make_shared<detail::PendingRestore>(path, objects_);
   restore->restore_matching([&](const detail::CheckpointObjects&) { return existing; });
   if (pending_) pending_->finish();

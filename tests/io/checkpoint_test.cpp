@@ -619,6 +619,13 @@ std::shared_ptr<tf::layers::Sequential> two_dense() {
   return tf::layers::sequential({tf::layers::dense(3, "relu"), tf::layers::dense(2)});
 }
 
+/// A two_dense() model tracked as "model" by a Checkpoint.
+struct TrackedModel {
+  TrackedModel() { ckpt.track("model", *model); }
+  std::shared_ptr<tf::layers::Sequential> model = two_dense();
+  tf::Checkpoint ckpt;  // declared last, so it ends before the model goes
+};
+
 const tf::Tensor kInput = tf::reshape(tf::constant({0.5f, -1.f, 2.f, 0.25f}), {1, 4});
 
 /// Each variable's value, bitwise, in order.
@@ -661,15 +668,13 @@ TEST_F(CheckpointTest, CheckpointNamesEntriesAsSaveCheckpointDoesUnderEachObject
 
 TEST_F(CheckpointTest, RestoreBeforeTheFirstCallRestoresTheLayersWhenTheCallBuildsThem) {
   const SavedTraining saved = save_training(path("train.ckpt"));
-  auto model = two_dense();
-  tf::Checkpoint ckpt;
-  ckpt.track("model", *model);
+  TrackedModel t;
 
-  tf::CheckpointLoadStatus status = ckpt.restore(path("train.ckpt"));
-  ASSERT_TRUE(model->variables().empty());
-  (*model)(kInput);
+  tf::CheckpointLoadStatus status = t.ckpt.restore(path("train.ckpt"));
+  ASSERT_TRUE(t.model->variables().empty());
+  (*t.model)(kInput);
 
-  EXPECT_EQ(values_of(model->variables()), saved.model);
+  EXPECT_EQ(values_of(t.model->variables()), saved.model);
   status.expect_partial();  // the file's optimizer state has no optimizer here
 }
 
@@ -731,11 +736,9 @@ TEST_F(CheckpointTest, EntriesNeverMatchedAreLoggedWhenTheCheckpointEnds) {
   save_training(path("train.ckpt"));
   tf::testing::LogCapture log;
   {
-    auto model = two_dense();
-    tf::Checkpoint ckpt;
-    ckpt.track("model", *model);
-    ckpt.restore(path("train.ckpt"));
-    (*model)(kInput);
+    TrackedModel t;
+    t.ckpt.restore(path("train.ckpt"));
+    (*t.model)(kInput);
   }
   ASSERT_EQ(log.messages.size(), 1u);
   EXPECT_THAT(log.messages[0], HasSubstr("were never restored"));
@@ -747,11 +750,9 @@ TEST_F(CheckpointTest, ExpectPartialSilencesTheWarningButNotTheAsserts) {
   save_training(path("train.ckpt"));
   tf::testing::LogCapture log;
   {
-    auto model = two_dense();
-    tf::Checkpoint ckpt;
-    ckpt.track("model", *model);
-    const tf::CheckpointLoadStatus status = ckpt.restore(path("train.ckpt")).expect_partial();
-    (*model)(kInput);
+    TrackedModel t;
+    const tf::CheckpointLoadStatus status = t.ckpt.restore(path("train.ckpt")).expect_partial();
+    (*t.model)(kInput);
     status.assert_existing_objects_matched();
     EXPECT_THAT(error_of([&] { status.assert_consumed(); }), HasSubstr("'optimizer/iterations'"));
   }
@@ -840,17 +841,33 @@ TEST_F(CheckpointTest, AVariableCreatedOutOfTrackingOrderFailsInsteadOfTakingAno
   EXPECT_THAT(msg, HasSubstr("Build the model (call it once) before restoring"));
 }
 
+TEST_F(CheckpointTest, AVariableTrackedUnderTwoNamesIsRestoredFromBoth) {
+  const auto track_both = [](tf::Checkpoint& ckpt, tf::layers::Dense& layer) {
+    layer(kInput);
+    ckpt.track("layer", layer).track("kernel", layer.kernel());
+  };
+  tf::layers::Dense saved(2);
+  tf::Checkpoint writer;
+  track_both(writer, saved);
+  writer.write(path("m.ckpt"));
+  tf::layers::Dense layer(2);
+  tf::Checkpoint ckpt;
+  track_both(ckpt, layer);
+
+  ckpt.restore(path("m.ckpt")).assert_consumed();
+
+  EXPECT_EQ(bytes_of(layer.kernel().value()), bytes_of(saved.kernel().value()));
+}
+
 TEST_F(CheckpointTest, ADeferredRestoreReadsTheFileItOpenedAfterTheFileIsDeleted) {
   const SavedTraining saved = save_training(path("train.ckpt"));
-  auto model = two_dense();
-  tf::Checkpoint ckpt;
-  ckpt.track("model", *model);
-  ckpt.restore(path("train.ckpt")).expect_partial();
+  TrackedModel t;
+  t.ckpt.restore(path("train.ckpt")).expect_partial();
 
   fs::remove(path("train.ckpt"));
-  (*model)(kInput);
+  (*t.model)(kInput);
 
-  EXPECT_EQ(values_of(model->variables()), saved.model);
+  EXPECT_EQ(values_of(t.model->variables()), saved.model);
 }
 
 TEST_F(CheckpointTest, AnObjectTrackedAfterRestoreIsRestored) {
