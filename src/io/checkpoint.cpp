@@ -10,14 +10,25 @@
 // checksum, then every field of every entry against the file size before allocating a tensor,
 // matches the entries against the variables, reads and checksums all the data into new tensors,
 // and only then assigns the variables. Any failure leaves the variables as they were.
+//
+// tf::Checkpoint's restoration (at the end) is the same reader kept open: a PendingRestore holds
+// the validated index and remembers which variable each entry went into. restore() assigns the
+// variables that exist; the hooks of io/restore_hooks.h, called where modules and optimizers
+// create variables, assign the others when they appear. A process-wide list of the pending
+// restorations connects the two.
 
 #include "tapeflow/checkpoint.h"
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstring>
+#include <functional>
+#include <iterator>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -26,6 +37,9 @@
 #include "autodiff/attr_codec.h"
 #include "core/check.h"
 #include "io/file_util.h"
+#include "io/restore_hooks.h"
+#include "tapeflow/logging.h"
+#include "tapeflow/optim/optimizer.h"
 
 namespace tapeflow {
 namespace {
@@ -364,12 +378,36 @@ void save_checkpoint(const std::string& path, const NamedVariables& vars) {
 
 namespace {
 
+// Throws InvalidArgumentError unless entry `e` has the shape and dtype of `var`, saved as `name`.
+void require_fits(const IndexEntry& e, const std::string& name, const Variable& var, std::string_view fn,
+                  const std::string& path) {
+  TAPEFLOW_REQUIRE(
+      e.dtype == var.dtype() && e.shape == var.shape(), InvalidArgumentError,
+      "[{}] checkpoint '{}': tensor '{}' has shape {} and dtype {}, but variable {} has shape {} "
+      "and dtype {}",
+      fn, path, name, e.shape.to_string(), dtype_name(e.dtype), var.name(), var.shape().to_string(),
+      dtype_name(var.dtype()));
+}
+
+// What to try when variables are missing: they are created when a model is first called or an
+// optimizer is built, and only tf::Checkpoint waits for them.
+constexpr std::string_view kNotCreatedHint =
+    "if the model has not been called yet (or the optimizer not built), its variables do not exist: "
+    "call it once first, or restore with tf::Checkpoint, which restores variables as they are "
+    "created";
+
 // The index entry of each variable, in the variables' order. Throws InvalidArgumentError for a
 // variable with no entry or one of another shape or dtype, and, unless `allow_unused`, for an
-// entry no variable asks for. Allocates nothing whose size comes from the file.
+// entry no variable asks for; for no variables at all when the file holds tensors, which would
+// restore nothing. Allocates nothing whose size comes from the file.
 std::vector<const IndexEntry*> match_entries(const OpenCheckpoint& ck, const NamedVariables& vars,
                                              bool allow_unused, std::string_view fn,
                                              const std::string& path) {
+  TAPEFLOW_REQUIRE(!vars.empty() || ck.entries.empty(), InvalidArgumentError,
+                   "[{}] checkpoint '{}' holds {} tensors (the first is '{}') but no variable was given, "
+                   "so nothing would be restored; {}",
+                   fn, path, ck.entries.size(), ck.entries.empty() ? "" : ck.entries.front().name,
+                   kNotCreatedHint);
   std::unordered_map<std::string_view, const IndexEntry*> by_name;
   for (const IndexEntry& e : ck.entries) by_name.emplace(e.name, &e);
   std::vector<const IndexEntry*> matched;
@@ -381,23 +419,18 @@ std::vector<const IndexEntry*> match_entries(const OpenCheckpoint& ck, const Nam
         "[{}] checkpoint '{}' has no tensor named '{}' (variable {}, shape {}, dtype {}); it holds {} "
         "tensors",
         fn, path, name, var.name(), var.shape().to_string(), dtype_name(var.dtype()), ck.entries.size());
-    const IndexEntry& e = *it->second;
-    TAPEFLOW_REQUIRE(
-        e.dtype == var.dtype() && e.shape == var.shape(), InvalidArgumentError,
-        "[{}] checkpoint '{}': tensor '{}' has shape {} and dtype {}, but variable {} has shape {} "
-        "and dtype {}",
-        fn, path, name, e.shape.to_string(), dtype_name(e.dtype), var.name(), var.shape().to_string(),
-        dtype_name(var.dtype()));
-    matched.push_back(&e);
+    require_fits(*it->second, name, var, fn, path);
+    matched.push_back(it->second);
   }
   if (!allow_unused && ck.entries.size() != vars.size()) {
     std::unordered_set<std::string_view> wanted;
     for (const auto& [name, var] : vars) wanted.insert(name);
     for (const IndexEntry& e : ck.entries) {
       TAPEFLOW_REQUIRE(wanted.contains(e.name), InvalidArgumentError,
-                       "[{}] checkpoint '{}': tensor '{}' (shape {}, dtype {}) matches no variable; pass "
-                       "RestoreOptions{{.allow_unused_entries = true}} to restore a subset",
-                       fn, path, e.name, e.shape.to_string(), dtype_name(e.dtype));
+                       "[{}] checkpoint '{}': tensor '{}' (shape {}, dtype {}) matches no variable; {}; "
+                       "pass RestoreOptions{{.allow_unused_entries = true}} only to restore a subset "
+                       "of the file",
+                       fn, path, e.name, e.shape.to_string(), dtype_name(e.dtype), kNotCreatedHint);
     }
   }
   return matched;
@@ -485,6 +518,354 @@ void save_checkpoint(const std::string& path, const Module& module) {
 
 void restore_checkpoint(const std::string& path, const Module& module, RestoreOptions options) {
   restore_checkpoint(path, checkpoint_variables(module), options);
+}
+
+// --- tf::Checkpoint: restoring variables as they are created ----------------------------------
+
+namespace detail {
+
+// What a Checkpoint tracks, in tracking order; each object is a module, an optimizer or a
+// variable. Immutable once shared: track() makes a new list.
+struct CheckpointObjects {
+  struct Object {
+    std::string name;
+    const Module* module = nullptr;
+    const optimizers::Optimizer* optimizer = nullptr;
+    std::optional<Variable> variable;
+
+    // Its variables under their names in the file.
+    NamedVariables variables() const {
+      if (module) return checkpoint_variables(*module, name + "/");
+      if (variable) return {{name, *variable}};
+      NamedVariables out;
+      for (auto& [slot, var] : optimizer->variables()) out.emplace_back(name + "/" + slot, std::move(var));
+      return out;
+    }
+  };
+  std::vector<Object> objects;
+
+  NamedVariables variables() const {
+    NamedVariables out;
+    for (const Object& o : objects) std::ranges::move(o.variables(), std::back_inserter(out));
+    return out;
+  }
+  // The variables of the modules only. Unlike variables(), safe to call from an optimizer's slot
+  // creation, which may hold the optimizer's lock that Optimizer::variables() takes.
+  NamedVariables module_variables() const {
+    NamedVariables out;
+    for (const Object& o : objects)
+      if (o.module) std::ranges::move(o.variables(), std::back_inserter(out));
+    return out;
+  }
+};
+
+// One restoration of a Checkpoint: the open, validated file and, for each entry, the variable it
+// was assigned to. An entry is assigned at most once. The mutex orders the hooks' calls, which
+// come from any thread that creates variables.
+struct PendingRestore {
+  static constexpr std::string_view kFn = "Checkpoint::restore";
+  using Candidates = std::function<NamedVariables(const CheckpointObjects&)>;
+
+  PendingRestore(const std::string& file, std::shared_ptr<const CheckpointObjects> tracked)
+      : path(file), objects_(std::move(tracked)), ck_(std::make_unique<OpenCheckpoint>(file, kFn)) {
+    open_checkpoint(path, kFn, *ck_);
+    entries_ = ck_->entries;
+    restored_into_.resize(entries_.size());
+    for (std::size_t i = 0; i < entries_.size(); ++i) index_of_.emplace(entries_[i].name, i);
+  }
+
+  // Assigns each of `candidates(objects)` whose name has an entry not assigned yet, all or
+  // nothing; nothing once the restoration ended. Throws FailedPreconditionError when a name's
+  // entry already went into another variable (the module's numbering moved, see Checkpoint in
+  // checkpoint.h); InvalidArgumentError for a shape or dtype that differs or a name given twice;
+  // DataLossError for data that fail their checksum.
+  void restore_matching(const Candidates& candidates) {
+    std::lock_guard lock(mutex_);
+    if (!ck_) return;
+    const NamedVariables vars = candidates(*objects_);
+    check_names(vars, kFn, path);
+    std::vector<std::pair<std::size_t, Variable>> todo;
+    for (const auto& [name, var] : vars) {
+      const auto it = index_of_.find(name);
+      if (it == index_of_.end()) continue;
+      const std::optional<TensorId>& into = restored_into_[it->second];
+      if (into == var.handle_id()) continue;
+      if (into) throw renumbered(name, var);
+      require_fits(entries_[it->second], name, var, kFn, path);
+      todo.emplace_back(it->second, var);
+    }
+    std::vector<Tensor> decoded;
+    decoded.reserve(todo.size());
+    for (const auto& [i, var] : todo) decoded.push_back(read_entry(*ck_, entries_[i], kFn, path));
+    for (std::size_t k = 0; k < todo.size(); ++k) {
+      auto& [i, var] = todo[k];
+      var.assign(decoded[k]);
+      restored_into_[i] = var.handle_id();
+      restored_variables_.insert(var.handle_id());
+    }
+    assigned_ += todo.size();
+    if (assigned_ == entries_.size()) ck_.reset();  // every entry assigned: close the file
+  }
+
+  // Tracks `more` (the old objects and new ones) from now on, and assigns the new ones' `vars`.
+  void track(std::shared_ptr<const CheckpointObjects> more, const NamedVariables& vars) {
+    {
+      std::lock_guard lock(mutex_);
+      objects_ = std::move(more);
+    }
+    restore_matching([&](const CheckpointObjects&) { return vars; });
+  }
+
+  // Ends the restoration: later variables are not restored. Warns, listing them, about entries
+  // never assigned unless a partial restore was declared.
+  void finish() {
+    std::vector<std::string> unmatched;
+    {
+      std::lock_guard lock(mutex_);
+      if (!ck_) return;
+      ck_.reset();
+      unmatched = unmatched_entries_locked();
+    }
+    if (!unmatched.empty() && !partial_expected)
+      log(LogLevel::Warning,
+          fmt::format("[Checkpoint] checkpoint '{}': {} of its {} tensors were never restored, as no tracked "
+                      "variable of their names was created: {}; call expect_partial() on the status "
+                      "restore() returned if a partial restore is intended",
+                      path, unmatched.size(), entries_.size(), list_some(unmatched)));
+  }
+
+  // The entries never assigned, as "'name' (shape, dtype)".
+  std::vector<std::string> unmatched_entries() {
+    std::lock_guard lock(mutex_);
+    return unmatched_entries_locked();
+  }
+
+  // The variables of the tracked objects that exist now and were not assigned, likewise.
+  std::vector<std::string> unrestored_variables() {
+    std::shared_ptr<const CheckpointObjects> tracked;
+    {
+      std::lock_guard lock(mutex_);
+      tracked = objects_;
+    }
+    const NamedVariables vars = tracked->variables();  // unlocked: may take optimizers' locks
+    std::lock_guard lock(mutex_);
+    std::vector<std::string> out;
+    for (const auto& [name, var] : vars)
+      if (!restored_variables_.contains(var.handle_id()))
+        out.push_back(fmt::format("'{}' ({}, {})", name, var.shape().to_string(), dtype_name(var.dtype())));
+    return out;
+  }
+
+  // How many entries were assigned.
+  std::size_t restored_count() {
+    std::lock_guard lock(mutex_);
+    return assigned_;
+  }
+
+  // Whether `optimizer` is tracked, and under which name.
+  std::optional<std::string> name_of(const optimizers::Optimizer& optimizer) {
+    std::lock_guard lock(mutex_);
+    for (const CheckpointObjects::Object& o : objects_->objects)
+      if (o.optimizer == &optimizer) return o.name;
+    return std::nullopt;
+  }
+
+  std::size_t entry_count() const { return entries_.size(); }
+
+  // The first ten of `items`, comma-separated, and how many more.
+  static std::string list_some(const std::vector<std::string>& items) {
+    constexpr std::size_t kShown = 10;
+    const auto shown = static_cast<std::ptrdiff_t>(std::min(items.size(), kShown));
+    std::string out = fmt::format("{}", fmt::join(items.begin(), items.begin() + shown, ", "));
+    if (items.size() > kShown) out += fmt::format(" and {} more", items.size() - kShown);
+    return out;
+  }
+
+  const std::string path;
+  std::atomic<bool> partial_expected = false;
+
+ private:
+  std::vector<std::string> unmatched_entries_locked() const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < entries_.size(); ++i)
+      if (!restored_into_[i])
+        out.push_back(fmt::format("'{}' ({}, {})", entries_[i].name, entries_[i].shape.to_string(),
+                                  dtype_name(entries_[i].dtype)));
+    return out;
+  }
+
+  FailedPreconditionError renumbered(const std::string& name, const Variable& var) const {
+    return FailedPreconditionError(fmt::format(
+        "[{}] checkpoint '{}': variable {} was created as '{}', but entry '{}' was already restored "
+        "into another variable when that was created: a variable was created out of the modules' "
+        "tracking order, which renumbers a module's variables. Build the model (call it once) before "
+        "restoring, so that restore() finds every variable in place",
+        kFn, path, var.name(), name, name));
+  }
+
+  std::mutex mutex_;
+  std::shared_ptr<const CheckpointObjects> objects_;
+  std::unique_ptr<OpenCheckpoint> ck_;  // null once every entry is assigned or the restoration ended
+  std::vector<IndexEntry> entries_;     // the file's index
+  std::vector<std::optional<TensorId>> restored_into_;     // per entry: the variable assigned
+  std::unordered_map<std::string, std::size_t> index_of_;  // entry name -> index
+  std::unordered_set<TensorId> restored_variables_;        // the variables assigned
+  std::size_t assigned_ = 0;                               // entries assigned
+};
+
+}  // namespace detail
+
+namespace {
+
+// The restorations that may still assign variables: what the hooks visit.
+struct PendingRestores {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<detail::PendingRestore>> list;
+
+  void add(const std::shared_ptr<detail::PendingRestore>& r) {
+    std::lock_guard lock(mutex);
+    std::erase_if(list, [](const auto& w) { return w.expired(); });
+    list.push_back(r);
+  }
+  std::vector<std::shared_ptr<detail::PendingRestore>> live() {
+    std::lock_guard lock(mutex);
+    std::vector<std::shared_ptr<detail::PendingRestore>> out;
+    for (const auto& w : list)
+      if (auto r = w.lock()) out.push_back(std::move(r));
+    return out;
+  }
+};
+
+PendingRestores& pending_restores() {
+  static PendingRestores pending;
+  return pending;
+}
+
+}  // namespace
+
+namespace detail {
+
+void restore_new_module_variables() {
+  for (const auto& r : pending_restores().live())
+    r->restore_matching([](const CheckpointObjects& tracked) { return tracked.module_variables(); });
+}
+
+void restore_new_optimizer_slots(const optimizers::Optimizer& optimizer, const std::vector<Variable>& slots) {
+  for (const auto& r : pending_restores().live()) {
+    const std::optional<std::string> name = r->name_of(optimizer);
+    if (!name) continue;
+    NamedVariables named;
+    for (const Variable& slot : slots) named.emplace_back(*name + "/" + slot.name(), slot);
+    r->restore_matching([&](const CheckpointObjects&) { return named; });
+  }
+}
+
+}  // namespace detail
+
+// --- CheckpointLoadStatus ---------------------------------------------------------------------
+
+namespace {
+
+// Throws InvalidArgumentError "[assertion] checkpoint 'path': N <what>: <items>; <hint>" unless
+// `items` is empty.
+void require_none(const std::vector<std::string>& items, std::string_view assertion, const std::string& path,
+                  std::string_view what, std::string_view hint) {
+  TAPEFLOW_REQUIRE(items.empty(), InvalidArgumentError, "[{}] checkpoint '{}': {} {}: {}; {}", assertion,
+                   path, items.size(), what, detail::PendingRestore::list_some(items), hint);
+}
+
+constexpr std::string_view kUnrestoredVariables = "tracked variables have no tensor in the file";
+constexpr std::string_view kOtherObjectsHint = "the file was written for other objects, or under other names";
+
+}  // namespace
+
+const CheckpointLoadStatus& CheckpointLoadStatus::assert_consumed() const {
+  constexpr std::string_view fn = "CheckpointLoadStatus::assert_consumed";
+  require_none(restore_->unmatched_entries(), fn, restore_->path, "tensors of the file matched no variable",
+               "their variables were never created (call the model once, build the optimizer) or are "
+               "named otherwise; expect_partial() declares a partial restore intended");
+  require_none(restore_->unrestored_variables(), fn, restore_->path, kUnrestoredVariables, kOtherObjectsHint);
+  return *this;
+}
+
+const CheckpointLoadStatus& CheckpointLoadStatus::assert_existing_objects_matched() const {
+  require_none(restore_->unrestored_variables(), "CheckpointLoadStatus::assert_existing_objects_matched",
+               restore_->path, kUnrestoredVariables, kOtherObjectsHint);
+  return *this;
+}
+
+const CheckpointLoadStatus& CheckpointLoadStatus::assert_nontrivial_match() const {
+  TAPEFLOW_REQUIRE(restore_->restored_count() > 0, InvalidArgumentError,
+                   "[CheckpointLoadStatus::assert_nontrivial_match] checkpoint '{}': none of its {} tensors "
+                   "restored a variable; {}",
+                   restore_->path, restore_->entry_count(), kNotCreatedHint);
+  return *this;
+}
+
+const CheckpointLoadStatus& CheckpointLoadStatus::expect_partial() const {
+  restore_->partial_expected = true;
+  return *this;
+}
+
+const std::string& CheckpointLoadStatus::path() const { return restore_->path; }
+
+// --- Checkpoint -------------------------------------------------------------------------------
+
+Checkpoint::Checkpoint() : objects_(std::make_shared<const detail::CheckpointObjects>()) {}
+
+Checkpoint::~Checkpoint() {
+  if (pending_) pending_->finish();
+}
+
+namespace {
+
+// Checkpoint::track: `objects` with `object` added; a pending restoration assigns its variables
+// that the file holds at once.
+void add_object(std::shared_ptr<const detail::CheckpointObjects>& objects,
+                const std::shared_ptr<detail::PendingRestore>& pending,
+                detail::CheckpointObjects::Object object) {
+  TAPEFLOW_REQUIRE(!object.name.empty(), InvalidArgumentError, "[Checkpoint::track] the name is empty");
+  for (const auto& o : objects->objects)
+    TAPEFLOW_REQUIRE(o.name != object.name, InvalidArgumentError,
+                     "[Checkpoint::track] the name '{}' is tracked already; each object needs its own name",
+                     object.name);
+  auto more = std::make_shared<detail::CheckpointObjects>(*objects);
+  more->objects.push_back(std::move(object));
+  objects = std::move(more);
+  if (pending) pending->track(objects, objects->objects.back().variables());
+}
+
+}  // namespace
+
+Checkpoint& Checkpoint::track(const std::string& name, const Module& module) {
+  add_object(objects_, pending_,
+             {.name = name, .module = &module, .optimizer = nullptr, .variable = std::nullopt});
+  return *this;
+}
+
+Checkpoint& Checkpoint::track(const std::string& name, const optimizers::Optimizer& optimizer) {
+  add_object(objects_, pending_,
+             {.name = name, .module = nullptr, .optimizer = &optimizer, .variable = std::nullopt});
+  return *this;
+}
+
+Checkpoint& Checkpoint::track(const std::string& name, const Variable& variable) {
+  add_object(objects_, pending_, {.name = name, .variable = variable});
+  return *this;
+}
+
+NamedVariables Checkpoint::variables() const { return objects_->variables(); }
+
+void Checkpoint::write(const std::string& path) const { save_checkpoint(path, variables()); }
+
+CheckpointLoadStatus Checkpoint::restore(const std::string& path) {
+  const NamedVariables existing = variables();
+  auto restore = std::make_shared<detail::PendingRestore>(path, objects_);
+  restore->restore_matching([&](const detail::CheckpointObjects&) { return existing; });
+  if (pending_) pending_->finish();
+  pending_ = restore;
+  pending_restores().add(restore);
+  return CheckpointLoadStatus(restore);
 }
 
 }  // namespace tapeflow

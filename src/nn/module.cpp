@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "io/restore_hooks.h"
 
 namespace tapeflow {
 
@@ -10,6 +11,7 @@ Module::Module(std::string name) : name_(std::move(name)) {}
 
 Variable Module::track(Variable variable) {
   tracked_.emplace_back(variable);
+  detail::restore_new_module_variables();
   return variable;
 }
 
@@ -17,6 +19,7 @@ void Module::track_module(Module& module) {
   TAPEFLOW_REQUIRE(&module != this, InvalidArgumentError,
                    "[Module] module '{}' cannot track itself as a sub-module", name_);
   tracked_.emplace_back(&module);
+  detail::restore_new_module_variables();
 }
 
 // Depth first in registration order. `seen_modules` makes a module reached twice (or a cycle of

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "io/restore_hooks.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/no_recording.h"
 #include "tapeflow/ops/creation.h"
@@ -205,6 +206,7 @@ Optimizer::Slots& Optimizer::slots_for(const Variable& var) {
         VariableOptions{.name = unique + "/" + slot, .trainable = false, .keras_style = true});
   slot_index_.emplace(var.handle_id(), slots_.size());
   slots_.push_back(std::move(s));
+  detail::restore_new_optimizer_slots(*this, slots_.back().slots);
   return slots_.back();
 }
 

@@ -1,5 +1,6 @@
 // Checkpoints: bitwise round trips, refusal of every truncation and bit flip, all-or-nothing
-// restore, mismatch errors, and atomic saves that keep the previous checkpoint on failure.
+// restore, mismatch errors, and atomic saves that keep the previous checkpoint on failure;
+// tf::Checkpoint's restoration of variables created after restore() and its load status.
 
 #include "tapeflow/checkpoint.h"
 
@@ -24,12 +25,15 @@
 #include <vector>
 
 #include "io/checkpoint_testing.h"
+#include "support/errors.h"
 #include "support/files.h"
+#include "support/log_capture.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using tf::testing::error_of;
 using tf::testing::read_bytes;
 using tf::testing::write_bytes;
 
@@ -606,6 +610,301 @@ TEST_F(CheckpointTest, MovedFromVariableIsRejectedNamingTheCallAndTheEntry) {
     }
   }
   EXPECT_FALSE(fs::exists(path("x.ckpt")));
+}
+
+// --- tf::Checkpoint ----------------------------------------------------------------------------
+
+/// A two-layer model, unbuilt until its first call.
+std::shared_ptr<tf::layers::Sequential> two_dense() {
+  return tf::layers::sequential({tf::layers::dense(3, "relu"), tf::layers::dense(2)});
+}
+
+/// A two_dense() model tracked as "model" by a Checkpoint.
+struct TrackedModel {
+  TrackedModel() { ckpt.track("model", *model); }
+  std::shared_ptr<tf::layers::Sequential> model = two_dense();
+  tf::Checkpoint ckpt;  // declared last, so it ends before the model goes
+};
+
+const tf::Tensor kInput = tf::reshape(tf::constant({0.5f, -1.f, 2.f, 0.25f}), {1, 4});
+
+/// Each variable's value, bitwise, in order.
+std::vector<std::vector<unsigned char>> values_of(const std::vector<tf::Variable>& vars) {
+  std::vector<std::vector<unsigned char>> out;
+  for (const tf::Variable& v : vars) out.push_back(bytes_of(v.value()));
+  return out;
+}
+
+/// Writes a checkpoint of a built two_dense() model and an Adam optimizer that took one step on
+/// it, under "model" and "optimizer" (4 + 9 tensors); returns the model's and the optimizer's
+/// values.
+struct SavedTraining {
+  std::vector<std::vector<unsigned char>> model, optimizer;
+};
+SavedTraining save_training(const std::string& path) {
+  auto model = two_dense();
+  tf::optimizers::Adam opt(0.1);
+  tf::GradientTape tape;
+  const tf::Tensor loss = tf::reduce_sum((*model)(kInput));
+  const auto vars = model->trainable_variables();
+  opt.apply_gradients(tape.gradient(loss, vars), vars);
+  tf::Checkpoint ckpt;
+  ckpt.track("model", *model).track("optimizer", opt);
+  ckpt.write(path);
+  std::vector<tf::Variable> opt_vars;
+  for (const auto& [name, v] : opt.variables()) opt_vars.push_back(v);
+  return {values_of(model->variables()), values_of(opt_vars)};
+}
+
+TEST_F(CheckpointTest, CheckpointNamesEntriesAsSaveCheckpointDoesUnderEachObjectsName) {
+  TwoKernels model;
+  tf::Variable step(tf::constant(std::int64_t{3}));
+  tf::Checkpoint ckpt;
+  ckpt.track("model", model).track("step", step);
+  std::vector<std::string> names;
+  for (const auto& [name, v] : ckpt.variables()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"model/0/kernel", "model/1/kernel", "model/2/count:0", "step"}));
+}
+
+TEST_F(CheckpointTest, RestoreBeforeTheFirstCallRestoresTheLayersWhenTheCallBuildsThem) {
+  const SavedTraining saved = save_training(path("train.ckpt"));
+  TrackedModel t;
+
+  tf::CheckpointLoadStatus status = t.ckpt.restore(path("train.ckpt"));
+  ASSERT_TRUE(t.model->variables().empty());
+  (*t.model)(kInput);
+
+  EXPECT_EQ(values_of(t.model->variables()), saved.model);
+  status.expect_partial();  // the file's optimizer state has no optimizer here
+}
+
+TEST_F(CheckpointTest, OptimizerIterationsRestoreAtOnceAndSlotsWhenBuilt) {
+  const SavedTraining saved = save_training(path("train.ckpt"));
+  auto model = two_dense();
+  (*model)(kInput);
+  tf::optimizers::Adam opt(0.1);
+  tf::Checkpoint ckpt;
+  ckpt.track("model", *model).track("optimizer", opt);
+
+  ckpt.restore(path("train.ckpt"));
+  EXPECT_EQ(opt.iterations().value().item<std::int64_t>(), 1);
+  opt.build(model->trainable_variables());
+
+  std::vector<tf::Variable> opt_vars;
+  for (const auto& [name, v] : opt.variables()) opt_vars.push_back(v);
+  EXPECT_EQ(values_of(opt_vars), saved.optimizer);
+}
+
+TEST_F(CheckpointTest, AssertConsumedListsTheEntriesNoVariableMatchedYet) {
+  save_training(path("train.ckpt"));
+  auto model = two_dense();
+  tf::optimizers::Adam opt(0.1);
+  tf::Checkpoint ckpt;
+  ckpt.track("model", *model).track("optimizer", opt);
+  const tf::CheckpointLoadStatus status = ckpt.restore(path("train.ckpt"));
+
+  const std::string msg = error_of([&] { status.assert_consumed(); });
+  EXPECT_THAT(msg, HasSubstr("[CheckpointLoadStatus::assert_consumed]"));
+  EXPECT_THAT(msg, HasSubstr("'model/0/kernel' ((4, 3), float32)"));
+  EXPECT_THAT(msg, HasSubstr("'optimizer/kernel/m'"));
+  EXPECT_THAT(msg, HasSubstr("call the model once"));
+
+  (*model)(kInput);
+  opt.build(model->trainable_variables());
+  status.assert_consumed();
+}
+
+TEST_F(CheckpointTest, AssertExistingObjectsMatchedListsVariablesTheFileLacks) {
+  TwoKernels saved;
+  tf::Checkpoint writer;
+  writer.track("model", saved);
+  writer.write(path("m.ckpt"));
+  TwoKernels model;
+  tf::Variable extra(tf::constant(1.f));
+  tf::Checkpoint ckpt;
+  ckpt.track("model", model).track("extra", extra);
+
+  const tf::CheckpointLoadStatus status = ckpt.restore(path("m.ckpt"));
+
+  const std::string msg = error_of([&] { status.assert_existing_objects_matched(); });
+  EXPECT_THAT(msg, HasSubstr("1 tracked variables have no tensor in the file: 'extra' ((), float32)"));
+  EXPECT_THAT(error_of([&] { status.assert_consumed(); }), HasSubstr("'extra'"));
+  status.assert_nontrivial_match();
+}
+
+TEST_F(CheckpointTest, EntriesNeverMatchedAreLoggedWhenTheCheckpointEnds) {
+  save_training(path("train.ckpt"));
+  tf::testing::LogCapture log;
+  {
+    TrackedModel t;
+    t.ckpt.restore(path("train.ckpt"));
+    (*t.model)(kInput);
+  }
+  ASSERT_EQ(log.messages.size(), 1u);
+  EXPECT_THAT(log.messages[0], HasSubstr("were never restored"));
+  EXPECT_THAT(log.messages[0], HasSubstr("'optimizer/iterations'"));
+  EXPECT_THAT(log.messages[0], ::testing::Not(HasSubstr("'model/0/kernel'")));
+}
+
+TEST_F(CheckpointTest, ExpectPartialSilencesTheWarningButNotTheAsserts) {
+  save_training(path("train.ckpt"));
+  tf::testing::LogCapture log;
+  {
+    TrackedModel t;
+    const tf::CheckpointLoadStatus status = t.ckpt.restore(path("train.ckpt")).expect_partial();
+    (*t.model)(kInput);
+    status.assert_existing_objects_matched();
+    EXPECT_THAT(error_of([&] { status.assert_consumed(); }), HasSubstr("'optimizer/iterations'"));
+  }
+  EXPECT_TRUE(log.messages.empty());
+}
+
+TEST_F(CheckpointTest, ARestoreThatMatchesNothingIsReportedNeverSilent) {
+  save_training(path("train.ckpt"));
+  tf::testing::LogCapture log;
+  {
+    TwoKernels unrelated;
+    tf::Checkpoint ckpt;
+    ckpt.track("net", unrelated);
+    const tf::CheckpointLoadStatus status = ckpt.restore(path("train.ckpt"));
+    EXPECT_THAT(error_of([&] { status.assert_nontrivial_match(); }),
+                HasSubstr("none of its 13 tensors restored a variable"));
+  }
+  ASSERT_EQ(log.messages.size(), 1u);
+  EXPECT_THAT(log.messages[0], HasSubstr("13 of its 13 tensors were never restored"));
+}
+
+TEST_F(CheckpointTest, RestoreCheckpointIntoAModelNotYetCalledRefusesInsteadOfRestoringNothing) {
+  save_training(path("train.ckpt"));
+  auto model = two_dense();
+
+  const std::string msg = error_of([&] {
+    tf::restore_checkpoint(path("train.ckpt"), tf::checkpoint_variables(*model, "model/"),
+                           {.allow_unused_entries = true});
+  });
+
+  EXPECT_THAT(msg, HasSubstr("no variable was given, so nothing would be restored"));
+  EXPECT_THAT(msg, HasSubstr("tf::Checkpoint"));
+}
+
+TEST_F(CheckpointTest, UnusedEntryErrorSaysTheVariablesMayNotExistYet) {
+  save_training(path("train.ckpt"));
+  auto model = two_dense();
+  (*model)(kInput);
+
+  const std::string msg = error_of(
+      [&] { tf::restore_checkpoint(path("train.ckpt"), tf::checkpoint_variables(*model, "model/")); });
+
+  EXPECT_THAT(msg, HasSubstr("matches no variable"));
+  EXPECT_THAT(msg, HasSubstr("optimizer not built"));
+}
+
+TEST_F(CheckpointTest, ALayerCreatedWithAnotherShapeThrowsFromItsCreation) {
+  save_training(path("train.ckpt"));
+  auto model = tf::layers::sequential({tf::layers::dense(5), tf::layers::dense(2)});
+  tf::Checkpoint ckpt;
+  ckpt.track("model", *model);
+  ckpt.restore(path("train.ckpt")).expect_partial();
+
+  const std::string msg = error_of([&] { (*model)(kInput); });
+
+  EXPECT_THAT(msg, HasSubstr("tensor 'model/0/kernel' has shape (4, 3)"));
+  EXPECT_THAT(msg, HasSubstr("has shape (4, 5)"));
+}
+
+/// Tracks `first` then `second`, but calls `second` first: its variables are created before
+/// those that precede them in variables().
+class OutOfOrder : public tf::Module {
+ public:
+  OutOfOrder() : tf::Module("out_of_order") {
+    track(first);
+    track(second);
+  }
+  tf::Tensor operator()(const tf::Tensor& x) { return first(second(x)); }
+  tf::layers::Dense first{4}, second{4};
+};
+
+TEST_F(CheckpointTest, AVariableCreatedOutOfTrackingOrderFailsInsteadOfTakingAnotherVariablesValue) {
+  OutOfOrder saved;
+  saved(kInput);
+  tf::Checkpoint writer;
+  writer.track("model", saved);
+  writer.write(path("m.ckpt"));
+  OutOfOrder model;
+  tf::Checkpoint ckpt;
+  ckpt.track("model", model);
+  ckpt.restore(path("m.ckpt")).expect_partial();
+
+  const std::string msg = tf::testing::error_of<tf::FailedPreconditionError>([&] { model(kInput); });
+
+  EXPECT_THAT(msg, HasSubstr("entry 'model/0/kernel' was already restored into another variable"));
+  EXPECT_THAT(msg, HasSubstr("Build the model (call it once) before restoring"));
+}
+
+TEST_F(CheckpointTest, AVariableTrackedUnderTwoNamesIsRestoredFromBoth) {
+  const auto track_both = [](tf::Checkpoint& ckpt, tf::layers::Dense& layer) {
+    layer(kInput);
+    ckpt.track("layer", layer).track("kernel", layer.kernel());
+  };
+  tf::layers::Dense saved(2);
+  tf::Checkpoint writer;
+  track_both(writer, saved);
+  writer.write(path("m.ckpt"));
+  tf::layers::Dense layer(2);
+  tf::Checkpoint ckpt;
+  track_both(ckpt, layer);
+
+  ckpt.restore(path("m.ckpt")).assert_consumed();
+
+  EXPECT_EQ(bytes_of(layer.kernel().value()), bytes_of(saved.kernel().value()));
+}
+
+TEST_F(CheckpointTest, ADeferredRestoreReadsTheFileItOpenedAfterTheFileIsDeleted) {
+  const SavedTraining saved = save_training(path("train.ckpt"));
+  TrackedModel t;
+  t.ckpt.restore(path("train.ckpt")).expect_partial();
+
+  fs::remove(path("train.ckpt"));
+  (*t.model)(kInput);
+
+  EXPECT_EQ(values_of(t.model->variables()), saved.model);
+}
+
+TEST_F(CheckpointTest, AnObjectTrackedAfterRestoreIsRestored) {
+  const SavedTraining saved = save_training(path("train.ckpt"));
+  auto model = two_dense();
+  (*model)(kInput);
+  tf::Checkpoint ckpt;
+  ckpt.restore(path("train.ckpt")).expect_partial();
+
+  ckpt.track("model", *model);
+
+  EXPECT_EQ(values_of(model->variables()), saved.model);
+}
+
+TEST_F(CheckpointTest, CheckpointRestoreOfACorruptFileIsDataLossAndChangesNothing) {
+  save_training(path("train.ckpt"));
+  std::vector<unsigned char> b = read_bytes(path("train.ckpt"));
+  b.pop_back();
+  write_bytes(path("train.ckpt"), b);
+  auto model = two_dense();
+  (*model)(kInput);
+  const auto before = values_of(model->variables());
+  tf::Checkpoint ckpt;
+  ckpt.track("model", *model);
+
+  const std::string msg = error_of<tf::DataLossError>([&] { ckpt.restore(path("train.ckpt")); });
+
+  EXPECT_THAT(msg, HasSubstr("[Checkpoint::restore]"));
+  EXPECT_EQ(values_of(model->variables()), before);
+}
+
+TEST_F(CheckpointTest, TrackingTwoObjectsUnderOneNameIsRefused) {
+  TwoKernels a, b;
+  tf::Checkpoint ckpt;
+  ckpt.track("model", a);
+  EXPECT_THAT(error_of([&] { ckpt.track("model", b); }), HasSubstr("the name 'model' is tracked already"));
+  EXPECT_THAT(error_of([&] { ckpt.track("", b); }), HasSubstr("the name is empty"));
 }
 
 }  // namespace
