@@ -6,7 +6,12 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
+#include <latch>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "tapeflow/tapeflow.h"
 
@@ -68,6 +73,94 @@ TEST(ThreadsTraining, EightThreadsEachTrainingTheirOwnModelMatchSingleThreadedRu
     EXPECT_TRUE(bitwise_equal(got[u], expected[u])) << "thread " << t;
     EXPECT_LT(got[u].back(), 0.05f) << "thread " << t << " did not learn";  // the runs really trained
   }
+}
+
+/// A thread's own model for the shared-optimizer tests: y = x @ kernel + bias, with weights from
+/// `seed`, and its squared-error loss on fixed data from `seed`.
+struct ThreadModel {
+  explicit ThreadModel(std::uint64_t seed)
+      : kernel(random::normal({4, 3}, 0, 0.5, DType::Float32, seed), {.name = "kernel", .keras_style = true}),
+        bias(zeros({3}), {.name = "bias", .keras_style = true}),
+        x(random::normal({8, 4}, 0, 1, DType::Float32, seed + 1)) {}
+  std::vector<Variable> vars() const { return {kernel, bias}; }
+  Tensor loss() const { return reduce_mean(square(matmul(x, kernel) + bias)); }
+  Variable kernel, bias;
+  Tensor x;
+};
+
+/// Runs `step(t)` on kThreads threads started together; rethrows the first thread's exception.
+void on_threads_together(const std::function<void(int)>& step) {
+  std::latch start(kThreads);
+  std::vector<std::exception_ptr> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      try {
+        step(t);
+      } catch (...) {
+        errors[static_cast<std::size_t>(t)] = std::current_exception();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+TEST(ThreadsOptimizer, OneAdamMinimizingFromEightThreadsKeepsOneSlotEntryPerSlot) {
+  // Each thread trains its own variables through one shared optimizer: every variable gets its
+  // slots exactly once, under a unique name, and every step is counted.
+  constexpr int kOptimizerSteps = 20;
+  std::vector<ThreadModel> models;
+  for (int t = 0; t < kThreads; ++t) models.emplace_back(500 + static_cast<std::uint64_t>(t));
+  optimizers::Adam opt(0.01);
+  on_threads_together([&](int t) {
+    const ThreadModel& m = models[static_cast<std::size_t>(t)];
+    for (int step = 0; step < kOptimizerSteps; ++step) {
+      GradientTape tape;
+      opt.minimize(m.loss(), m.vars(), tape);
+    }
+  });
+  const auto state = opt.variables();
+  ASSERT_EQ(state.size(), 1u + kThreads * 2 * 2);  // iterations, then m and v of each variable
+  std::set<std::string> names;
+  for (const auto& [name, v] : state) names.insert(name);
+  EXPECT_EQ(names.size(), state.size());
+  for (const ThreadModel& m : models)
+    for (const Variable& v : m.vars()) {
+      EXPECT_EQ(opt.slot(v, "m").shape(), v.shape());
+      EXPECT_EQ(opt.slot(v, "v").shape(), v.shape());
+    }
+  EXPECT_EQ(opt.iterations().value().item<std::int64_t>(), kThreads * kOptimizerSteps);
+}
+
+TEST(ThreadsOptimizer, UpdatesOfEachThreadsVariablesMatchASingleThreadedRunBitwise) {
+  // SGD with momentum reads no step count, so each thread's result is the one it gets alone.
+  constexpr int kOptimizerSteps = 20;
+  auto train = [](const ThreadModel& m, optimizers::Optimizer& opt) {
+    for (int step = 0; step < kOptimizerSteps; ++step) {
+      GradientTape tape;
+      const Tensor loss = m.loss();
+      opt.apply_gradients(tape.gradient(loss, m.vars()), m.vars());
+    }
+  };
+  std::vector<ThreadModel> alone, shared;
+  for (int t = 0; t < kThreads; ++t) {
+    alone.emplace_back(700 + static_cast<std::uint64_t>(t));
+    shared.emplace_back(700 + static_cast<std::uint64_t>(t));
+  }
+  for (const ThreadModel& m : alone) {
+    optimizers::SGD own(0.1, 0.9);
+    train(m, own);
+  }
+  optimizers::SGD opt(0.1, 0.9);
+  on_threads_together([&](int t) { train(shared[static_cast<std::size_t>(t)], opt); });
+  for (std::size_t t = 0; t < alone.size(); ++t)
+    for (std::size_t i = 0; i < 2; ++i) {
+      const auto a = alone[t].vars()[i].value().to_vector<float>();
+      const auto b = shared[t].vars()[i].value().to_vector<float>();
+      EXPECT_TRUE(bitwise_equal(a, b)) << "thread " << t << " variable " << i;
+    }
 }
 
 TEST(ThreadsVariables, ManyThreadsReadWhileOneAssignsWholeValues) {
