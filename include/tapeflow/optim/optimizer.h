@@ -153,7 +153,12 @@ class Optimizer {
   /// moment its gradient is final, then frees that gradient (for_each_gradient, tape.h), so the
   /// step never holds every gradient at once: its peak is the weights, the activations the tape
   /// saved and about one gradient, not the weights plus all their gradients. The variables, slots
-  /// and iterations() end bitwise as after apply_gradients(tape.gradient(loss, vars), vars). The
+  /// and iterations() end bitwise as after apply_gradients(tape.gradient(loss, vars), vars), for
+  /// every model: a variable is updated only once no gradient function left in the pass reads its
+  /// value (tapeflow's gradients read the values their op saved; a custom_gradient function,
+  /// register_gradient function or recompute_grad block may read any variable, so the variables
+  /// whose gradients are final before the last of those has run are updated after it, holding
+  /// their gradients until then). The
   /// slots of every variable in `vars` are created first, in list order (build()), so their names
   /// do not depend on the order the backward pass finishes the gradients in. With
   /// global_clipnorm, which needs every gradient for the norm, the step is not fused (it is
