@@ -75,16 +75,27 @@ TEST(ThreadsTraining, EightThreadsEachTrainingTheirOwnModelMatchSingleThreadedRu
   }
 }
 
-/// A thread's own model for the shared-optimizer tests: y = x @ kernel + bias, with weights from
-/// `seed`, and its squared-error loss on fixed data from `seed`.
+/// A model for the shared-optimizer tests: kLayers of h = tanh(h @ kernel + bias), with weights
+/// and data from `seed`, and the mean square of its output as the loss. Its variables are named
+/// after the seed ("kernel_<seed>_<layer>"), so that slot names stay short to make unique.
 struct ThreadModel {
-  explicit ThreadModel(std::uint64_t seed)
-      : kernel(random::normal({4, 3}, 0, 0.5, DType::Float32, seed), {.name = "kernel", .keras_style = true}),
-        bias(zeros({3}), {.name = "bias", .keras_style = true}),
-        x(random::normal({8, 4}, 0, 1, DType::Float32, seed + 1)) {}
-  std::vector<Variable> vars() const { return {kernel, bias}; }
-  Tensor loss() const { return reduce_mean(square(matmul(x, kernel) + bias)); }
-  Variable kernel, bias;
+  static constexpr int kLayers = 8;
+  explicit ThreadModel(std::uint64_t seed) : x(random::normal({4, 3}, 0, 1, DType::Float32, seed)) {
+    for (int l = 0; l < kLayers; ++l) {
+      const std::string suffix = "_" + std::to_string(seed) + "_" + std::to_string(l);
+      variables.emplace_back(
+          random::normal({3, 3}, 0, 0.5, DType::Float32, seed + 1 + static_cast<std::uint64_t>(l)),
+          VariableOptions{.name = "kernel" + suffix, .keras_style = true});
+      variables.emplace_back(zeros({3}), VariableOptions{.name = "bias" + suffix, .keras_style = true});
+    }
+  }
+  Tensor loss() const {
+    Tensor h = x;
+    for (std::size_t l = 0; l < variables.size(); l += 2)
+      h = tanh(matmul(h, variables[l]) + variables[l + 1]);
+    return reduce_mean(square(h));
+  }
+  std::vector<Variable> variables;
   Tensor x;
 };
 
@@ -108,30 +119,35 @@ void on_threads_together(const std::function<void(int)>& step) {
 }
 
 TEST(ThreadsOptimizer, OneAdamMinimizingFromEightThreadsKeepsOneSlotEntryPerSlot) {
-  // Each thread trains its own variables through one shared optimizer: every variable gets its
-  // slots exactly once, under a unique name, and every step is counted.
-  constexpr int kOptimizerSteps = 20;
-  std::vector<ThreadModel> models;
-  for (int t = 0; t < kThreads; ++t) models.emplace_back(500 + static_cast<std::uint64_t>(t));
+  // Each thread trains its own models, one step each, through one shared optimizer, so the
+  // threads keep creating slots at the same time: every variable gets its slots exactly once,
+  // under a unique name, and every step is counted. (Without the optimizer's lock this crashed,
+  // or listed slots twice or not at all.)
+  constexpr int kModelsPerThread = 40;
+  std::vector<std::vector<ThreadModel>> models(kThreads);
+  for (int t = 0; t < kThreads; ++t)
+    for (int k = 0; k < kModelsPerThread; ++k)
+      models[static_cast<std::size_t>(t)].emplace_back(static_cast<std::uint64_t>(1000 * t + 10 * k));
   optimizers::Adam opt(0.01);
   on_threads_together([&](int t) {
-    const ThreadModel& m = models[static_cast<std::size_t>(t)];
-    for (int step = 0; step < kOptimizerSteps; ++step) {
+    for (const ThreadModel& m : models[static_cast<std::size_t>(t)]) {
       GradientTape tape;
-      opt.minimize(m.loss(), m.vars(), tape);
+      opt.minimize(m.loss(), m.variables, tape);
     }
   });
   const auto state = opt.variables();
-  ASSERT_EQ(state.size(), 1u + kThreads * 2 * 2);  // iterations, then m and v of each variable
+  // iterations, then m and v of each variable
+  ASSERT_EQ(state.size(), 1u + kThreads * kModelsPerThread * 2 * ThreadModel::kLayers * 2);
   std::set<std::string> names;
   for (const auto& [name, v] : state) names.insert(name);
   EXPECT_EQ(names.size(), state.size());
-  for (const ThreadModel& m : models)
-    for (const Variable& v : m.vars()) {
-      EXPECT_EQ(opt.slot(v, "m").shape(), v.shape());
-      EXPECT_EQ(opt.slot(v, "v").shape(), v.shape());
-    }
-  EXPECT_EQ(opt.iterations().value().item<std::int64_t>(), kThreads * kOptimizerSteps);
+  for (const auto& thread_models : models)
+    for (const ThreadModel& m : thread_models)
+      for (const Variable& v : m.variables) {
+        EXPECT_EQ(opt.slot(v, "m").shape(), v.shape());
+        EXPECT_EQ(opt.slot(v, "v").shape(), v.shape());
+      }
+  EXPECT_EQ(opt.iterations().value().item<std::int64_t>(), kThreads * kModelsPerThread);
 }
 
 TEST(ThreadsOptimizer, UpdatesOfEachThreadsVariablesMatchASingleThreadedRunBitwise) {
@@ -141,7 +157,7 @@ TEST(ThreadsOptimizer, UpdatesOfEachThreadsVariablesMatchASingleThreadedRunBitwi
     for (int step = 0; step < kOptimizerSteps; ++step) {
       GradientTape tape;
       const Tensor loss = m.loss();
-      opt.apply_gradients(tape.gradient(loss, m.vars()), m.vars());
+      opt.apply_gradients(tape.gradient(loss, m.variables), m.variables);
     }
   };
   std::vector<ThreadModel> alone, shared;
@@ -156,9 +172,9 @@ TEST(ThreadsOptimizer, UpdatesOfEachThreadsVariablesMatchASingleThreadedRunBitwi
   optimizers::SGD opt(0.1, 0.9);
   on_threads_together([&](int t) { train(shared[static_cast<std::size_t>(t)], opt); });
   for (std::size_t t = 0; t < alone.size(); ++t)
-    for (std::size_t i = 0; i < 2; ++i) {
-      const auto a = alone[t].vars()[i].value().to_vector<float>();
-      const auto b = shared[t].vars()[i].value().to_vector<float>();
+    for (std::size_t i = 0; i < alone[t].variables.size(); ++i) {
+      const auto a = alone[t].variables[i].value().to_vector<float>();
+      const auto b = shared[t].variables[i].value().to_vector<float>();
       EXPECT_TRUE(bitwise_equal(a, b)) << "thread " << t << " variable " << i;
     }
 }
