@@ -226,6 +226,12 @@ std::vector<Variable> Optimizer::slots_for(const Variable& var) {
     s.slots.emplace_back(
         zeros(var.shape(), compute_dtype(var.dtype())),
         VariableOptions{.name = unique + "/" + slot, .trainable = false, .keras_style = true});
+  // A bfloat16 variable's float32 working copy (see update()), kept here rather than made per step:
+  // a traced step captures the variables it assigns, and must find this one alive at every call.
+  if (var.dtype() == DType::BFloat16)
+    s.slots.emplace_back(
+        zeros(var.shape(), DType::Float32),
+        VariableOptions{.name = unique + "/float32", .trainable = false, .keras_style = true});
   slot_index_.emplace(var.handle_id(), slots_.size());
   slots_.push_back(std::move(s));
   return slots_.back().slots;
@@ -240,20 +246,19 @@ void Optimizer::require_float_variable(const Variable& v) const {
 
 void Optimizer::update(const Tensor& grad, Variable& var, const Tensor& learning_rate, const Tensor& step) {
   std::vector<Variable> slots = slots_for(var);
+  const std::span<Variable> named(slots.data(), slot_names_.size());
   const Tensor clipped = clip_one(grad);
   if (var.dtype() != DType::BFloat16) {
-    update_step(clipped, var, slots, learning_rate, step);
+    update_step(clipped, var, named, learning_rate, step);
     return;
   }
   // The step runs in float32 on a float32 copy of the variable (with float32 slots), and its result
   // is rounded to bfloat16 once: each op of the update rounded to bfloat16 would lose Adam's and
-  // RMSprop's second moments (v += (g^2 - v) * 0.001 is below bfloat16's 8-bit precision).
-  Variable wide(zeros(var.shape(), DType::Float32),
-                {.name = base_name(var) + "/float32", .trainable = false, .keras_style = true});
-  // Assigned, not its initial value: a traced step replays the assignment from the variable's
-  // value at each call.
+  // RMSprop's second moments (v += (g^2 - v) * 0.001 is below bfloat16's 8-bit precision). The copy
+  // is assigned from the variable at every step, so it carries nothing from one step to the next.
+  Variable& wide = slots.back();
   wide.assign(cast(var.value(), DType::Float32));
-  update_step(clipped, wide, slots, learning_rate, step);
+  update_step(clipped, wide, named, learning_rate, step);
   var.assign(cast(wide.value(), DType::BFloat16));
 }
 
@@ -359,7 +364,7 @@ std::vector<std::pair<std::string, Variable>> Optimizer::variables() const {
   std::vector<std::pair<std::string, Variable>> out{{"iterations", iterations_}};
   const std::lock_guard lock(slots_mutex_);
   for (const Slots& s : slots_)
-    for (std::size_t j = 0; j < s.slots.size(); ++j)
+    for (std::size_t j = 0; j < slot_names_.size(); ++j)  // not a bfloat16 variable's working copy
       out.emplace_back(s.name + "/" + slot_names_[j], s.slots[j]);
   return out;
 }

@@ -605,6 +605,35 @@ TEST_P(BFloat16Variables, AreTrainedByMinimizeAsByApplyGradients) {
   EXPECT_NE(tf::cast(fused.value(), tf::float32).to_vector<float>(), (std::vector<float>{1.f, -2.f}));
 }
 
+TEST(BFloat16Variable, TrainsInATracedStepBitwiseAsEagerly) {
+  // The float32 copy the update runs on is assigned from the variable in the step, so each call of
+  // the traced step starts from the variable's value at that call.
+  const tf::Tensor x = tf::cast(tf::random::normal({8, 3}, 0, 1, tf::float32, 3), tf::bfloat16);
+  tf::Variable traced_w(tf::cast(tf::random::normal({3, 1}, 0, 1, tf::float32, 4), tf::bfloat16),
+                        {.name = "w"});
+  tf::Variable eager_w(traced_w.value(), {.name = "w"});
+  tf::optimizers::Adam traced_opt(0.05), eager_opt(0.05);
+  auto step_of = [&x](tf::Variable& w, tf::optimizers::Optimizer& opt) {
+    return [&x, &w, &opt](const tf::Tensor& scale) {
+      tf::GradientTape tape;
+      const tf::Tensor loss = tf::reduce_mean(tf::square(tf::matmul(x * scale, w.read_value())));
+      opt.minimize(loss, {w}, tape);
+      return loss;
+    };
+  };
+  auto traced = tf::function(step_of(traced_w, traced_opt));
+  auto eager = step_of(eager_w, eager_opt);
+  for (int call = 0; call < 4; ++call) {
+    const tf::Tensor scale = tf::cast(tf::constant(1.0f + 0.25f * static_cast<float>(call)), tf::bfloat16);
+    traced(scale);
+    eager(scale);
+    EXPECT_EQ(tf::cast(traced_w.value(), tf::float32).to_vector<float>(),
+              tf::cast(eager_w.value(), tf::float32).to_vector<float>())
+        << "call " << call;
+  }
+  EXPECT_EQ(traced.stats().traces, 1);
+}
+
 TEST(BFloat16Variable, GradientsAreClippedInFloat32) {
   // global_clipnorm: the bfloat16 gradients are widened to float32 and clipped together.
   tf::Variable w = keras_var(tf::cast(tf::constant({0.f, 0.f}), tf::bfloat16), "w");

@@ -23,7 +23,8 @@
 ///
 /// Variables may be float32, float64 or bfloat16 (the "bfloat16" policy's variables). A bfloat16
 /// variable's update is computed in float32, with float32 slots and its gradient widened to
-/// float32, and the new value is rounded to bfloat16 once per step. An update smaller than half a
+/// float32, on a float32 copy of its value (kept beside its slots, not among variables()), and the
+/// new value is rounded to bfloat16 once per step. An update smaller than half a
 /// bfloat16 ulp of the weight (2^-9 relative) still rounds away; "mixed_bfloat16" keeps float32
 /// variables and loses none (tf::mixed_precision).
 ///
@@ -226,15 +227,16 @@ class Optimizer {
  private:
   struct Slots {
     std::string name;  // unique variable name used as the prefix of its slots' names
+    /// In slot_names_ order; for a bfloat16 variable then its float32 working copy (update()).
     std::vector<Variable> slots;
   };
-  /// The slots of `var` in slot_names order, created (as zeros) if it has none yet; under
+  /// The slots of `var` (Slots::slots), created (as zeros) if it has none yet; under
   /// slots_mutex_.
   std::vector<Variable> slots_for(const Variable& var);
   /// Throws InvalidArgumentError naming the variable unless it is float32, float64 or bfloat16.
   void require_float_variable(const Variable& v) const;
   /// Clips `grad` (clip_one) and runs update_step for `var`; a bfloat16 variable is updated
-  /// through a float32 copy and rounded back. `grad` is already in the compute dtype (float32 for
+  /// through its float32 working copy and rounded back. `grad` is already in the compute dtype (float32 for
   /// a bfloat16 variable).
   void update(const Tensor& grad, Variable& var, const Tensor& learning_rate, const Tensor& step);
   /// The no-gradient error (none present) or warning (some missing) of apply_gradients.
