@@ -150,11 +150,31 @@ TEST(MixedBFloat16, ASmallModelTrains) {
   EXPECT_EQ(hidden.kernel().dtype(), tf::float32);
 }
 
-TEST(MixedBFloat16, OptimizersRefuseBFloat16Variables) {
-  tf::Variable v(tf::zeros({2}, tf::bfloat16));
-  tf::optimizers::SGD sgd(0.1);
-  EXPECT_THAT([&] { sgd.apply_gradients({tf::zeros({2}, tf::bfloat16)}, {v}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("float32 or float64")));
+TEST(BFloat16Policy, ASmallModelTrainsItsBfloat16Variables) {
+  // The "bfloat16" policy's variables are bfloat16; the optimizer updates them in float32 and
+  // rounds (optim/optimizer.h).
+  GlobalPolicyReset reset;
+  mp::set_global_policy("bfloat16");
+  tf::layers::Dense hidden(16, "relu", {.seed = 1});
+  tf::layers::Dense out(2, {.seed = 2});
+  tf::optimizers::Adam adam(0.05);
+  const tf::Tensor x = tf::random::normal({64, 4}, 0, 1, tf::float32, 5);
+  // Label: whether the first feature is positive.
+  const tf::Tensor labels =
+      tf::cast(tf::greater(tf::slice(x, {0, 0}, {64, 1}), tf::constant(0.f)), tf::int32);
+  auto loss_of = [&] {
+    return tf::losses::sparse_categorical_crossentropy(tf::reshape(labels, {64}), out(hidden(x)), true);
+  };
+  const float first = loss_of().item<float>();
+  for (int step = 0; step < 50; ++step) {
+    tf::GradientTape tape;
+    const tf::Tensor loss = loss_of();
+    std::vector<tf::Variable> vars = hidden.trainable_variables();
+    for (const auto& v : out.trainable_variables()) vars.push_back(v);
+    adam.apply_gradients(tape.gradient(loss, vars), vars);
+  }
+  EXPECT_LT(loss_of().item<float>(), first / 3);
+  EXPECT_EQ(hidden.kernel().dtype(), tf::bfloat16);
 }
 
 }  // namespace
