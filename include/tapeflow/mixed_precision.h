@@ -31,7 +31,9 @@ namespace tapeflow::mixed_precision {
 class Policy {
  public:
   /// The policy Keras calls `name`: "float32", "float64", "bfloat16" (variables and computation
-  /// in bfloat16) or "mixed_bfloat16" (computation in bfloat16, variables in float32). Throws
+  /// in bfloat16; optimizers update such variables in float32 and round the result, so updates
+  /// below bfloat16's precision are lost) or "mixed_bfloat16" (computation in bfloat16, variables
+  /// in float32: the policy to train with). Throws
   /// InvalidArgumentError for any other name, listing these ("mixed_float16": tapeflow has no
   /// float16 dtype).
   explicit Policy(std::string_view name);

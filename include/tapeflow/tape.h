@@ -254,7 +254,11 @@ namespace tapeflow {
 /// gradient() delivered one source at a time, the moment the backward pass is done with it: `fn(i,
 /// g)` is called once per source, with source i's gradient as soon as no op left in the pass adds
 /// to it (the sources read last by the forward pass come first), and the pass then drops its own
-/// reference, so a gradient the callback does not keep is freed before the pass goes on. Sources
+/// reference, so a gradient the callback does not keep is freed before the pass goes on. `fn` may
+/// assign source i's variable: no gradient function left in the pass reads its value then. A
+/// gradient function the user wrote (custom_gradient's, register_gradient's, a recompute_grad
+/// block) may read any variable, so the gradients that become final before such a function has
+/// run are delivered once it has (held until then). Sources
 /// no gradient reaches are called last, with a missing Gradient (or zeros under
 /// UnconnectedGradients::Zero). The values are bitwise those gradient() returns. This is how
 /// Optimizer::minimize updates each variable without holding every gradient at once (PyTorch's

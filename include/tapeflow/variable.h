@@ -71,10 +71,12 @@ class Variable {
   /// Replaces the value. The shape and dtype must match (InvalidArgumentError otherwise).
   /// Not differentiable: later reads are not connected to what was assigned.
   void assign(const Tensor& value);
-  /// value += delta (delta broadcasts to the variable's shape), atomically: the variable stays
-  /// locked from the read to the write, so concurrent updates from many threads all land.
+  /// value += delta, atomically: the variable stays locked from the read to the write, so
+  /// concurrent updates from many threads all land. `delta` must have the variable's shape and
+  /// dtype, as in TensorFlow (no broadcasting: a scalar delta for a vector variable is an error);
+  /// InvalidArgumentError naming the variable and both shapes and dtypes otherwise.
   void assign_add(const Tensor& delta);
-  /// value -= delta, atomically like assign_add.
+  /// value -= delta, atomically and with the same checks as assign_add.
   void assign_sub(const Tensor& delta);
 
   /// TensorFlow's `Variable.name`: "x0:0".

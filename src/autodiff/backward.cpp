@@ -120,8 +120,11 @@ Grads run_gradient(const GradientEntry& entry, const OpRecord& rec, std::span<co
 }
 
 /// Tells the observer about sources whose cotangent is final, the latest first reader first. A
-/// source's cotangent is final once the walk has passed the earliest kept record that reads it.
-/// Built only for an observed pass: a plain gradient() pays nothing for it.
+/// source's cotangent is final once the walk has passed the earliest kept record that reads it,
+/// and it is reported once the walk has also passed every kept record whose gradient runs user
+/// code (GradientEntry::runs_user_code): that code may read any variable, and the observer may
+/// update the source's variable (a fused optimizer step) the moment it hears of it. Built only
+/// for an observed pass: a plain gradient() pays nothing for it.
 class FinalSources {
  public:
   FinalSources(const Records& ops, const Pruned& p, std::span<const Source> sources,
@@ -129,8 +132,10 @@ class FinalSources {
       : sources_(sources), observer_(observer) {
     if (observer == nullptr) return;
     IdMap<std::size_t> first_reader;
+    std::optional<std::size_t> first_user_code;  // the earliest kept record running user code
     for (std::size_t k = 0; k < ops.size(); ++k) {
       if (!p.keep[k]) continue;
+      if (!first_user_code && p.entries.at(ops[k].op)->runs_user_code) first_user_code = k;
       const std::span<const bool> needed = p.needed(k, ops[k].num_inputs);
       for (std::size_t i = 0; i < needed.size(); ++i)
         if (needed[i] && p.source_ids.contains(ops[k].inputs()[i].id))
@@ -143,7 +148,8 @@ class FinalSources {
     for (std::size_t i = 0; i < sources.size(); ++i) {
       // A source no kept record reads is final now.
       const auto it = first_reader.find(sources[i].id());
-      pending_.push_back({it == first_reader.end() ? ops.size() : it->second, i});
+      const std::size_t first = it == first_reader.end() ? ops.size() : it->second;
+      pending_.push_back({first_user_code ? std::min(first, *first_user_code) : first, i});
     }
     std::ranges::sort(pending_, std::greater<>());
   }

@@ -61,9 +61,11 @@ class BackwardObserver {
     (void)k, (void)dys, (void)needed, (void)grads;
   }
   /// Source `i`'s gradient is final: no record left in the pass adds to it (nullptr: none reached
-  /// it). Called once per source, as soon as the walk has passed the source's first reader, and
-  /// at the end for the rest. Return true to have the pass drop its reference: the source then
-  /// gets no result, and the memory goes as soon as the observer lets go (a fused optimizer step).
+  /// it). Called once per source, as soon as the walk has passed the source's first reader and
+  /// every record whose gradient runs user code (GradientEntry::runs_user_code, which may read
+  /// the source's variable after the observer has updated it), and at the end for the rest. Return true to
+  /// have the pass drop its reference: the source then gets no result, and the memory goes as soon as the
+  /// observer lets go (a fused optimizer step).
   virtual bool source_final(std::size_t i, const Tensor* g) {
     (void)i, (void)g;
     return false;

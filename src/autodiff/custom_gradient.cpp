@@ -51,7 +51,8 @@ void check_gradient_count(const CustomGradientAttrs& a, std::size_t returned) {
 // y = f(x) with the user's gradient function: dx, dvars = grad(dy, vars)
 struct CustomGradient {
   static constexpr std::string_view kName = "CustomGradient";
-  static constexpr Saves kSaves = kSavesNothing;  // what the gradient needs lives in its closure
+  static constexpr Saves kSaves = kSavesNothing;       // what the gradient needs lives in its closure
+  static constexpr bool kGradientRunsUserCode = true;  // the closure may read any variable
   static Grads backward(const GradContext& c) {
     const auto& a = c.attrs<CustomGradientAttrs>();
     Grads g = a.grad(output_cotangents(c), a.variables);
@@ -75,7 +76,8 @@ struct RecomputeAttrs {
 // y = f(x), recomputed in backward: dx, dvars = gradient of f(x) at the saved x, weighted by dy
 struct RecomputeGrad {
   static constexpr std::string_view kName = "RecomputeGrad";
-  static constexpr Saves kSaves = kSavesInputs;  // the inputs only: the point of recomputation
+  static constexpr Saves kSaves = kSavesInputs;        // the inputs only: the point of recomputation
+  static constexpr bool kGradientRunsUserCode = true;  // the block re-runs and may read any variable
   static Grads backward(const GradContext& c) {
     const auto& a = c.attrs<RecomputeAttrs>();
     // The block re-runs on identity copies (TensorFlow's id_args): each argument slot is its own

@@ -99,6 +99,12 @@ using JvpFunction = std::vector<Tensor> (*)(const JvpContext&);
 struct GradientEntry {
   GradientStatus status = GradientStatus::Missing;
   GradientFunction fn;
+  /// The gradient calls code the user wrote (register_gradient's function, custom_gradient's
+  /// closure, recompute_grad's block), which may read any variable when the pass runs it, also one
+  /// that is no input of the record: an observed pass reports no source final before such a
+  /// record has run (BackwardObserver::source_final), so that a fused optimizer step never updates
+  /// a variable that code is still to read. tapeflow's own gradients read only their record.
+  bool runs_user_code = false;
 };
 
 class OpDef {
@@ -159,8 +165,9 @@ void check_user_gradients(const GradContext& c, const Grads& grads, std::string_
 
 class Registry {
  public:
-  /// Defines a built-in op with its gradient; throws InternalError on a duplicate name.
-  void define(std::string_view name, Saves saves, GradientFunction grad);
+  /// Defines a built-in op with its gradient (GradientEntry::runs_user_code as given); throws
+  /// InternalError on a duplicate name.
+  void define(std::string_view name, Saves saves, GradientFunction grad, bool runs_user_code = false);
   /// Defines a built-in op that has no gradient by design (argmax, comparisons, StopGradient).
   void define_non_differentiable(std::string_view name);
   /// Defines a built-in op whose gradient is deliberately not registered (AdjustContrastv2).
@@ -172,7 +179,10 @@ class Registry {
 
   template <class Op>
   void add() {
-    define(Op::kName, Op::kSaves, &Op::backward);
+    if constexpr (requires { Op::kGradientRunsUserCode; })
+      define(Op::kName, Op::kSaves, &Op::backward, Op::kGradientRunsUserCode);
+    else
+      define(Op::kName, Op::kSaves, &Op::backward);
     if constexpr (requires { &Op::jvp; }) get(Op::kName).jvp = &Op::jvp;
     if constexpr (requires { Op::kBatchable; }) get(Op::kName).batchable = Op::kBatchable;
     if constexpr (requires { Op::kStateful; }) get(Op::kName).stateful = Op::kStateful;

@@ -32,11 +32,11 @@ OpDef& Registry::insert(std::string_view name, Saves saves) {
   return *ops_.back();
 }
 
-void Registry::define(std::string_view name, Saves saves, GradientFunction grad) {
+void Registry::define(std::string_view name, Saves saves, GradientFunction grad, bool runs_user_code) {
   std::lock_guard lock(mutex_);
   insert(name, saves)
-      .set_gradient(
-          std::make_shared<const GradientEntry>(GradientEntry{GradientStatus::Registered, std::move(grad)}));
+      .set_gradient(std::make_shared<const GradientEntry>(
+          GradientEntry{GradientStatus::Registered, std::move(grad), runs_user_code}));
 }
 
 void Registry::define_non_differentiable(std::string_view name) {
@@ -107,7 +107,7 @@ void register_gradient(std::string_view op, GradientFunction fn) {
     return grads;
   };
   autodiff::registry().get(op).set_gradient(std::make_shared<const autodiff::GradientEntry>(
-      autodiff::GradientEntry{GradientStatus::Registered, std::move(checked)}));
+      autodiff::GradientEntry{GradientStatus::Registered, std::move(checked), /*runs_user_code=*/true}));
 }
 
 void no_gradient(std::string_view op) {

@@ -134,6 +134,14 @@ void Variable::read_modify_write(std::string_view op, const Tensor& delta,
                                  Tensor (*combine)(const Tensor&, const Tensor&)) {
   detail::VariableState& s = state(op);
   require_defined_operand(s, op, delta);
+  // As TensorFlow's AssignAddVariableOp: the delta has the variable's shape and dtype exactly (a
+  // scalar does not broadcast), so an update of the wrong shape is an error, not a silent fill.
+  TAPEFLOW_REQUIRE(delta.shape() == s.shape && delta.dtype() == s.dtype, InvalidArgumentError,
+                   "[{}] variable {} has shape {} and dtype {}; the value to {} must have the same shape "
+                   "and dtype, got shape {} and dtype {}",
+                   op, name_of(s), s.shape.to_string(), dtype_name(s.dtype),
+                   op == "AssignAddVariableOp" ? "add" : "subtract", delta.shape().to_string(),
+                   dtype_name(delta.dtype()));
   // The recording listener hears of it: a tracked delta cuts a path (the sum is computed off the tape).
   if (autodiff::any_tape_recording()) [[unlikely]]
     autodiff::note_variable_update(op, *this, delta);

@@ -3,6 +3,7 @@
 #include "tapeflow/optim/optimizer.h"
 
 #include <cmath>
+#include <mutex>
 
 #include "core/check.h"
 #include "io/restore_hooks.h"
@@ -24,9 +25,18 @@ void require_clip_norm(std::string_view op, double clip_norm) {
 void require_float(std::string_view op, const Tensor& t, std::size_t index) {
   TAPEFLOW_REQUIRE(t.defined(), InvalidArgumentError, "[{}] tensor {} is undefined (default-constructed)", op,
                    index);
-  TAPEFLOW_REQUIRE(t.dtype() == DType::Float32 || t.dtype() == DType::Float64, InvalidArgumentError,
-                   "[{}] tensor {} must be float32 or float64, got shape {} and dtype {}", op, index,
-                   t.shape().to_string(), dtype_name(t.dtype()));
+  TAPEFLOW_REQUIRE(is_floating(t.dtype()), InvalidArgumentError,
+                   "[{}] tensor {} must be float32, float64 or bfloat16, got shape {} and dtype {}", op,
+                   index, t.shape().to_string(), dtype_name(t.dtype()));
+}
+
+/// The dtype an update computes in for a variable or gradient of dtype `d`: bfloat16 widens to
+/// float32 (its slots are float32 too); float32 and float64 compute in their own dtype.
+DType compute_dtype(DType d) { return d == DType::BFloat16 ? DType::Float32 : d; }
+
+/// `grad` in compute_dtype (no op for float32 and float64).
+Tensor widened(const Tensor& grad) {
+  return grad.dtype() == DType::BFloat16 ? cast(grad, DType::Float32) : grad;
 }
 
 /// The variable's name without TensorFlow's ":0" output suffix.
@@ -68,14 +78,23 @@ Tensor clip_divisor(const Tensor& norm64, double clip_norm) {
   return where(within, ones_like(norm64), norm64 / clip_norm);
 }
 
+/// t / divisor64 computed in float64 and rounded once to t's dtype. The divisor rounded to float32
+/// first would be inf where norm / clip_norm exceeds float32's range (every value of a float32
+/// tensor of norm 4e38 clipped to 1 would become 0). Float64 holds every float32 quotient exactly
+/// enough that the one rounding gives the correctly rounded float32 quotient.
+Tensor divide_in_float64(const Tensor& t, const Tensor& divisor64) {
+  if (t.dtype() == DType::Float64) return t / divisor64;
+  return cast(cast(t, DType::Float64) / divisor64, t.dtype());
+}
+
 }  // namespace
 
 Tensor clip_by_norm(const Tensor& t, double clip_norm) {
   require_clip_norm("ClipByNorm", clip_norm);
   require_float("ClipByNorm", t, 0);
-  // The norm and the divisor in float64, then one division in t's dtype: neither the squares nor
-  // t * clip_norm can overflow where the result is finite.
-  return t / cast(clip_divisor(safe_sqrt(sum_of_squares64(t)), clip_norm), t.dtype());
+  // The norm, the divisor and the division in float64: neither the squares, nor t * clip_norm, nor
+  // the divisor can overflow where the result is finite.
+  return divide_in_float64(t, clip_divisor(safe_sqrt(sum_of_squares64(t)), clip_norm));
 }
 
 namespace {
@@ -106,15 +125,15 @@ Tensor global_norm(const std::vector<Gradient>& tensors) {
 std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<Gradient>& tensors,
                                                              double clip_norm) {
   require_clip_norm("ClipByGlobalNorm", clip_norm);
-  // (global_norm64 checks that each present tensor is a float one.) The divisor comes from the float64 norm:
-  // float32 tensors whose global norm exceeds float32's range (returned as inf) are still clipped to finite
-  // values. (norm - norm) is NaN for an infinite or NaN norm and poisons every value, on purpose, as in
-  // TensorFlow.
+  // (global_norm64 checks that each present tensor is a float one.) The divisor and the divisions are in
+  // float64: float32 tensors whose global norm, or norm / clip_norm, exceeds float32's range (the norm
+  // returned as inf) are still clipped to finite values. (norm - norm) is NaN for an infinite or NaN norm and
+  // poisons every value, on purpose, as in TensorFlow.
   const auto [norm64, dtype] = global_norm64(tensors, "ClipByGlobalNorm");
   const Tensor divisor = clip_divisor(norm64, clip_norm) + (norm64 - norm64);
   std::vector<Gradient> clipped;
   clipped.reserve(tensors.size());
-  for (const auto& t : tensors) clipped.push_back(t ? Gradient(*t / cast(divisor, t->dtype())) : t);
+  for (const auto& t : tensors) clipped.push_back(t ? Gradient(divide_in_float64(*t, divisor)) : t);
   return {std::move(clipped), cast(norm64, dtype)};
 }
 
@@ -188,8 +207,12 @@ void Optimizer::require_in_range(std::string_view what, double value, double lo,
                    open_hi ? ")" : "]", value);
 }
 
-Optimizer::Slots& Optimizer::slots_for(const Variable& var) {
-  if (auto it = slot_index_.find(var.handle_id()); it != slot_index_.end()) return slots_[it->second];
+std::vector<Variable> Optimizer::slots_for(const Variable& var) {
+  // Threads sharing the optimizer create slots concurrently: the lookup, the unique name and the
+  // insertion are one step under the lock, and the caller gets the slot handles, not a reference
+  // into slots_ that another thread's insertion could move.
+  const std::lock_guard lock(slots_mutex_);
+  if (auto it = slot_index_.find(var.handle_id()); it != slot_index_.end()) return slots_[it->second].slots;
   // A unique prefix: "kernel", then "kernel_1", "kernel_2", ... for later variables of that name.
   const std::string base = base_name(var);
   std::string unique = base;
@@ -202,27 +225,50 @@ Optimizer::Slots& Optimizer::slots_for(const Variable& var) {
   Slots s{unique, {}};
   for (const std::string& slot : slot_names_)
     s.slots.emplace_back(
-        zeros(var.shape(), var.dtype()),
+        zeros(var.shape(), compute_dtype(var.dtype())),
         VariableOptions{.name = unique + "/" + slot, .trainable = false, .keras_style = true});
+  // A bfloat16 variable's float32 working copy (see update()), kept here rather than made per step:
+  // a traced step captures the variables it assigns, and must find this one alive at every call.
+  if (var.dtype() == DType::BFloat16)
+    s.slots.emplace_back(
+        zeros(var.shape(), DType::Float32),
+        VariableOptions{.name = unique + "/float32", .trainable = false, .keras_style = true});
   slot_index_.emplace(var.handle_id(), slots_.size());
   slots_.push_back(std::move(s));
   detail::restore_new_optimizer_slots(*this, slots_.back().slots);
-  return slots_.back();
+  return slots_.back().slots;
 }
 
 void Optimizer::require_float_variable(const Variable& v) const {
-  // bfloat16 variables are refused: mixed precision keeps variables in float32
-  // (tf::mixed_precision), and updates rounded to bfloat16 would mostly vanish.
-  TAPEFLOW_REQUIRE(v.dtype() == DType::Float32 || v.dtype() == DType::Float64, InvalidArgumentError,
-                   "[{}] can only optimize float32 or float64 variables; '{}' has shape {} and dtype {}",
-                   name_, v.name(), v.shape().to_string(), dtype_name(v.dtype()));
+  TAPEFLOW_REQUIRE(
+      is_floating(v.dtype()), InvalidArgumentError,
+      "[{}] can only optimize float32, float64 or bfloat16 variables; '{}' has shape {} and dtype {}", name_,
+      v.name(), v.shape().to_string(), dtype_name(v.dtype()));
+}
+
+void Optimizer::update(const Tensor& grad, Variable& var, const Tensor& learning_rate, const Tensor& step) {
+  std::vector<Variable> slots = slots_for(var);
+  const std::span<Variable> named(slots.data(), slot_names_.size());
+  const Tensor clipped = clip_one(grad);
+  if (var.dtype() != DType::BFloat16) {
+    update_step(clipped, var, named, learning_rate, step);
+    return;
+  }
+  // The step runs in float32 on a float32 copy of the variable (with float32 slots), and its result
+  // is rounded to bfloat16 once: each op of the update rounded to bfloat16 would lose Adam's and
+  // RMSprop's second moments (v += (g^2 - v) * 0.001 is below bfloat16's 8-bit precision). The copy
+  // is assigned from the variable at every step, so it carries nothing from one step to the next.
+  Variable& wide = slots.back();
+  wide.assign(cast(var.value(), DType::Float32));
+  update_step(clipped, wide, named, learning_rate, step);
+  var.assign(cast(wide.value(), DType::BFloat16));
 }
 
 void Optimizer::build(const std::vector<Variable>& vars) {
   require_not_moved_from(vars, name_, "build");
   for (const Variable& v : vars) {
     require_float_variable(v);
-    slots_for(v);
+    (void)slots_for(v);
   }
 }
 
@@ -278,12 +324,12 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
   const NoRecordingScope no_recording;
   std::vector<Gradient> g;
   g.reserve(present.size());
-  for (std::size_t i : present) g.push_back(grads[i]);
+  for (std::size_t i : present) g.push_back(widened(*grads[i]));
   if (clip_.global_clipnorm) g = clip_by_global_norm(g, *clip_.global_clipnorm).first;
   const auto [learning_rate, step] = step_inputs();
   for (std::size_t k = 0; k < present.size(); ++k) {
     Variable var = vars[present[k]];
-    update_step(clip_one(*g[k]), var, slots_for(var).slots, learning_rate, step);
+    update(*g[k], var, learning_rate, step);
   }
   iterations_.assign_add(constant(std::int64_t{1}));
 }
@@ -309,7 +355,7 @@ void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars, 
     // Not recorded on a tape that may be recording around us, as in apply_gradients.
     const NoRecordingScope no_recording;
     Variable var = vars[i];
-    update_step(clip_one(*g), var, slots_for(var).slots, learning_rate, step);
+    update(widened(*g), var, learning_rate, step);
     has_gradient[i] = 1;
   });
   report_missing(vars, has_gradient);
@@ -318,13 +364,15 @@ void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars, 
 
 std::vector<std::pair<std::string, Variable>> Optimizer::variables() const {
   std::vector<std::pair<std::string, Variable>> out{{"iterations", iterations_}};
+  const std::lock_guard lock(slots_mutex_);
   for (const Slots& s : slots_)
-    for (std::size_t j = 0; j < s.slots.size(); ++j)
+    for (std::size_t j = 0; j < slot_names_.size(); ++j)  // not a bfloat16 variable's working copy
       out.emplace_back(s.name + "/" + slot_names_[j], s.slots[j]);
   return out;
 }
 
 Variable Optimizer::slot(const Variable& var, std::string_view slot) const {
+  const std::lock_guard lock(slots_mutex_);
   auto it = slot_index_.find(var.handle_id());
   TAPEFLOW_REQUIRE(it != slot_index_.end(), InvalidArgumentError,
                    "[{}] variable '{}' has no slots yet: it has not been updated or built", name_,

@@ -14,7 +14,10 @@
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 TEST(Variable, NamesFollowTensorFlowsConvention) {
   EXPECT_EQ(tf::Variable(1.0f).name(), "Variable:0");
@@ -113,6 +116,27 @@ TEST(Variable, AssignAddOfAnUndefinedTensorNamesTheOp) {
     EXPECT_THAT(e.what(), HasSubstr("[AssignAddVariableOp] variable v:0"));
   }
   EXPECT_EQ(v.value().item<float>(), 1.0f);
+}
+
+TEST(Variable, AssignAddAndAssignSubRequireTheVariablesShapeAndDtype) {
+  // TensorFlow's AssignAddVariableOp: a scalar does not broadcast into a vector variable.
+  tf::Variable v(tf::constant({1.f, 2.f}), {.name = "v"});
+  EXPECT_THAT([&] { v.assign_add(tf::constant(1.f)); },
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  AllOf(HasSubstr("[AssignAddVariableOp] variable v:0 has shape (2,) and dtype float32"),
+                        HasSubstr("got shape () and dtype float32"))));
+  EXPECT_THAT(
+      [&] {
+        v.assign_sub(tf::constant({{1.f, 2.f}}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[AssignSubVariableOp] variable v:0"), HasSubstr("got shape (1, 2)"))));
+  EXPECT_THAT(
+      [&] {
+        v.assign_add(tf::constant({1.0, 2.0}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("got shape (2,) and dtype float64")));
+  EXPECT_THAT(v.value().to_vector<float>(), ElementsAre(1.f, 2.f));
 }
 
 /// Every member of a moved-from Variable, with the operation its error must name.

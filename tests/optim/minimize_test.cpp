@@ -107,6 +107,67 @@ INSTANTIATE_TEST_SUITE_P(
                                               }}),
     [](const auto& info) { return info.param.first; });
 
+/// Two identical sets of variables (a, s), one stepped by minimize, the other by
+/// apply_gradients(tape.gradient(...)), on the loss `loss_of(a, s)`; expects them bitwise equal.
+void expect_minimize_matches_apply_gradients(
+    const std::function<tf::Tensor(const tf::Variable& a, const tf::Variable& s)>& loss_of) {
+  const auto make = [] {
+    return std::vector<tf::Variable>{
+        tf::Variable(tf::constant({0.5f, -1.5f}), {.name = "a", .keras_style = true}),
+        tf::Variable(tf::constant({2.f, 3.f}), {.name = "s", .keras_style = true})};
+  };
+  const std::vector<tf::Variable> fused = make(), plain = make();
+  tf::optimizers::SGD fused_opt(0.5), plain_opt(0.5);
+  for (int step = 0; step < 2; ++step) {
+    {
+      tf::GradientTape tape;
+      fused_opt.minimize(loss_of(fused[0], fused[1]), fused, tape);
+    }
+    {
+      tf::GradientTape tape;
+      const tf::Tensor loss = loss_of(plain[0], plain[1]);
+      plain_opt.apply_gradients(tape.gradient(loss, plain), plain);
+    }
+  }
+  for (std::size_t i = 0; i < fused.size(); ++i)
+    EXPECT_TRUE(bitwise_equal(fused[i].value(), plain[i].value()))
+        << fused[i].name() << ": " << tf::to_string(fused[i].value()) << " vs "
+        << tf::to_string(plain[i].value());
+}
+
+TEST(Minimize, MatchesApplyGradientsWhenAGradientReadsAVariablesValue) {
+  // d(a * s)/da = dy * s: the Mul saved the value of s it read, which s's update does not change.
+  expect_minimize_matches_apply_gradients(
+      [](const tf::Variable& a, const tf::Variable& s) { return tf::reduce_sum(a * s); });
+}
+
+TEST(Minimize, MatchesApplyGradientsWhenACustomGradientReadsAVariableWhileThePassRuns) {
+  // h = a with the gradient dh/da = s, read by the gradient function when the pass runs (f never
+  // reads s, so s is no input of the custom gradient's record). s is read again after h, so its
+  // gradient is final before the pass reaches h: s must still hold its old value then.
+  expect_minimize_matches_apply_gradients([](const tf::Variable& a, const tf::Variable& s) {
+    const tf::Tensor h = tf::custom_gradient({a}, [s](const std::vector<tf::Tensor>& in) {
+      return tf::CustomGradientResult{
+          {tf::identity(in[0])}, [s](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) {
+            return tf::Grads{dy[0] * s.value()};
+          }};
+    })[0];
+    return tf::reduce_sum(h * s);
+  });
+}
+
+TEST(Minimize, MatchesApplyGradientsWhenARecomputedBlockReadsAVariableWhileThePassRuns) {
+  // recompute_grad re-runs its block in the backward pass; the block reads s without recording it
+  // (value()), so s is no input of the block's record and its gradient is final before the block
+  // re-runs.
+  expect_minimize_matches_apply_gradients([](const tf::Variable& a, const tf::Variable& s) {
+    const tf::Tensor h = tf::recompute_grad([s](const std::vector<tf::Tensor>& in) {
+      return std::vector<tf::Tensor>{tf::square(in[0]) * s.value()};
+    })({a})[0];
+    return tf::reduce_sum(h * s);
+  });
+}
+
 TEST(Minimize, SlotsAreNamedInListOrderWhateverOrderTheGradientsFinish) {
   Mlp m;
   tf::optimizers::Adam opt;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -123,7 +124,8 @@ TEST(Optimizer, IntegerVariablesCannotBeOptimized) {
   tf::Variable n(std::int32_t{3}, {.name = "n", .trainable = false, .keras_style = true});
   tf::optimizers::SGD opt(0.1);
   EXPECT_THAT([&] { opt.apply_gradients({tf::constant(1)}, {n}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("float32 or float64")));
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  HasSubstr("float32, float64 or bfloat16 variables; 'n' has shape () and dtype int32")));
 }
 
 TEST(Optimizer, IterationsCountApplyGradientsCalls) {
@@ -283,12 +285,12 @@ TEST(OptimizerWithSchedule, HasNoLearningRateVariableToSet) {
       ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("nullptr")));
 }
 
-TEST(OptimizerWithSchedule, ATracedStepRecomputesTheRateAtEveryCallBitwiseAsEagerly) {
-  const tf::optimizers::schedules::CosineDecay schedule(0.05, 6, {.alpha = 0.2});
-  const tf::Tensor x = tf::random::normal({8, 3}, 0, 1, tf::float32, 3);
-  tf::Variable traced_w(tf::random::normal({3, 1}, 0, 1, tf::float32, 4), {.name = "w"});
-  tf::Variable eager_w(traced_w.value(), {.name = "w"});
-  tf::optimizers::AdamW traced_opt(schedule), eager_opt(schedule);
+/// Minimizes mean((x * scale @ w)^2) for `calls` steps (scale 1 + 0.1 * call, in x's dtype) twice:
+/// by a step traced once with tf::function (traced_w, traced_opt) and eagerly (eager_w,
+/// eager_opt); expects the variables bitwise equal after every call.
+void expect_traced_steps_match_eager(const tf::Tensor& x, int calls, tf::Variable& traced_w,
+                                     tf::optimizers::Optimizer& traced_opt, tf::Variable& eager_w,
+                                     tf::optimizers::Optimizer& eager_opt) {
   auto step_of = [&x](tf::Variable& w, tf::optimizers::Optimizer& opt) {
     return [&x, &w, &opt](const tf::Tensor& scale) {
       tf::GradientTape tape;
@@ -299,13 +301,24 @@ TEST(OptimizerWithSchedule, ATracedStepRecomputesTheRateAtEveryCallBitwiseAsEage
   };
   auto traced = tf::function(step_of(traced_w, traced_opt));
   auto eager = step_of(eager_w, eager_opt);
-  for (int call = 0; call < 9; ++call) {
-    const tf::Tensor scale = tf::constant(1.0f + 0.1f * static_cast<float>(call));
+  for (int call = 0; call < calls; ++call) {
+    const tf::Tensor scale = tf::cast(tf::constant(1.0f + 0.1f * static_cast<float>(call)), x.dtype());
     traced(scale);
     eager(scale);
-    EXPECT_EQ(traced_w.value().to_vector<float>(), eager_w.value().to_vector<float>()) << "call " << call;
+    EXPECT_EQ(tf::cast(traced_w.value(), tf::float32).to_vector<float>(),
+              tf::cast(eager_w.value(), tf::float32).to_vector<float>())
+        << "call " << call;
   }
   EXPECT_EQ(traced.stats().traces, 1);
+}
+
+TEST(OptimizerWithSchedule, ATracedStepRecomputesTheRateAtEveryCallBitwiseAsEagerly) {
+  const tf::optimizers::schedules::CosineDecay schedule(0.05, 6, {.alpha = 0.2});
+  const tf::Tensor x = tf::random::normal({8, 3}, 0, 1, tf::float32, 3);
+  tf::Variable traced_w(tf::random::normal({3, 1}, 0, 1, tf::float32, 4), {.name = "w"});
+  tf::Variable eager_w(traced_w.value(), {.name = "w"});
+  tf::optimizers::AdamW traced_opt(schedule), eager_opt(schedule);
+  expect_traced_steps_match_eager(x, 9, traced_w, traced_opt, eager_w, eager_opt);
   EXPECT_EQ(traced_opt.learning_rate(), schedule.at(9));
   EXPECT_NEAR(traced_opt.learning_rate(), 0.05 * 0.2, 1e-17);
 }
@@ -466,6 +479,42 @@ TEST(ClipByGlobalNorm, AllMissingGivesZeroNorm) {
   EXPECT_FALSE(clipped[0].has_value());
 }
 
+TEST(ClipByNorm, KeepsFloat32ValuesWhoseNormOverClipNormExceedsFloat32) {
+  // |[3e38, 3e38]| = 4.24e38 and norm / clip_norm is beyond float32's range: each value is still
+  // clipped to 1 / sqrt(2), not divided by an infinite float32 factor into zeros.
+  EXPECT_THAT(tf::optimizers::clip_by_norm(tf::constant({3e38f, 3e38f}), 1.0).to_vector<float>(),
+              ElementsAre(FloatNear(0.70710677f, 1e-7f), FloatNear(0.70710677f, 1e-7f)));
+  EXPECT_THAT(tf::optimizers::clip_by_norm(tf::constant({3e38f}), 1e-3).to_vector<float>(),
+              ElementsAre(FloatNear(1e-3f, 1e-10f)));
+}
+
+TEST(ClipByGlobalNorm, KeepsFloat32ValuesWhoseNormOverClipNormExceedsFloat32) {
+  auto [clipped, norm] =
+      tf::optimizers::clip_by_global_norm({tf::constant({3e38f}), std::nullopt, tf::constant({-3e38f})}, 1.0);
+  EXPECT_TRUE(std::isinf(norm.item<float>()));
+  EXPECT_NEAR(clipped[0]->item<float>(), 0.70710677f, 1e-7f);
+  EXPECT_NEAR(clipped[2]->item<float>(), -0.70710677f, 1e-7f);
+}
+
+TEST(ClipByNorm, ClipsBfloat16TensorsAndKeepsTheirDtype) {
+  const tf::Tensor clipped =
+      tf::optimizers::clip_by_norm(tf::cast(tf::constant({3.f, 4.f}), tf::bfloat16), 2.5);
+  EXPECT_EQ(clipped.dtype(), tf::bfloat16);
+  EXPECT_THAT(tf::cast(clipped, tf::float32).to_vector<float>(), ElementsAre(1.5f, 2.f));
+}
+
+TEST(TopLevelClipping, ClipFunctionsAreTensorFlowsTopLevelNames) {
+  // tf.clip_by_norm, tf.clip_by_global_norm, tf.linalg.global_norm and tf.clip_by_value, called
+  // as TensorFlow users write them.
+  EXPECT_THAT(tf::clip_by_norm(tf::constant({3.0, 4.0}), 2.5).to_vector<double>(), ElementsAre(1.5, 2.0));
+  EXPECT_DOUBLE_EQ(tf::global_norm({tf::constant({3.0}), tf::constant({4.0})}).item<double>(), 5.0);
+  auto [clipped, norm] = tf::clip_by_global_norm({tf::constant({3.0}), tf::constant({4.0})}, 2.5);
+  EXPECT_DOUBLE_EQ(norm.item<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(clipped[0]->item<double>(), 1.5);
+  EXPECT_THAT(tf::clip_by_value(tf::constant({-2.0, 0.5, 2.0}), -1.0, 1.0).to_vector<double>(),
+              ElementsAre(-1.0, 0.5, 1.0));
+}
+
 TEST(OptimizerClipping, ClipnormClipsEachGradientSeparately) {
   tf::Variable a = keras_var(tf::constant({0.0, 0.0}), "a");
   tf::Variable b = keras_var(tf::constant({0.0}), "b");
@@ -515,5 +564,100 @@ TEST(Optimizer, MovedFromVariableIsRejectedBeforeAnyUpdate) {
       },
       ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[SGD] build: variable 1 of 2 is a moved-from")));
 }
+
+// ---- bfloat16 variables ------------------------------------------------------------------------
+
+using MakeOptimizer = std::function<std::unique_ptr<tf::optimizers::Optimizer>()>;
+
+class BFloat16Variables : public ::testing::TestWithParam<std::pair<std::string, MakeOptimizer>> {};
+
+TEST_P(BFloat16Variables, TrainLikeAFloat32CopyRoundedToBfloat16AfterEachStep) {
+  // The "bfloat16" policy's variables: each step is the float32 step (float32 slots) of the
+  // variable's value, rounded once to bfloat16.
+  const tf::Tensor init = tf::constant({1.f, -2.f, 0.375f, 3.f});
+  tf::Variable w = keras_var(tf::cast(init, tf::bfloat16), "w");
+  tf::Variable reference = keras_var(init, "w");
+  const auto opt = GetParam().second(), reference_opt = GetParam().second();
+  for (int step = 0; step < 3; ++step) {
+    const tf::Tensor g = tf::cast(tf::random::normal({4}, 0, 1, tf::float32, 7 + step), tf::bfloat16);
+    opt->apply_gradients({g}, {w});
+    reference_opt->apply_gradients({tf::cast(g, tf::float32)}, {reference});
+    reference.assign(tf::cast(tf::cast(reference.value(), tf::bfloat16), tf::float32));
+    ASSERT_EQ(w.dtype(), tf::bfloat16);
+    EXPECT_EQ(tf::cast(w.value(), tf::float32).to_vector<float>(), reference.value().to_vector<float>())
+        << "step " << step;
+  }
+  const auto slots = opt->variables(), reference_slots = reference_opt->variables();
+  ASSERT_EQ(slots.size(), reference_slots.size());
+  for (std::size_t i = 1; i < slots.size(); ++i) {
+    EXPECT_EQ(slots[i].second.dtype(), tf::float32) << slots[i].first;
+    EXPECT_EQ(slots[i].second.value().to_vector<float>(),
+              reference_slots[i].second.value().to_vector<float>())
+        << slots[i].first;
+  }
+}
+
+TEST_P(BFloat16Variables, AreTrainedByMinimizeAsByApplyGradients) {
+  tf::Variable fused = keras_var(tf::cast(tf::constant({1.f, -2.f}), tf::bfloat16), "w");
+  tf::Variable plain = keras_var(fused.value(), "w");
+  const auto fused_opt = GetParam().second(), plain_opt = GetParam().second();
+  const tf::Tensor x = tf::cast(tf::constant({0.5f, 3.f}), tf::bfloat16);
+  {
+    tf::GradientTape tape;
+    fused_opt->minimize(tf::reduce_sum(tf::square(fused * x)), {fused}, tape);
+  }
+  {
+    tf::GradientTape tape;
+    const tf::Tensor loss = tf::reduce_sum(tf::square(plain * x));
+    plain_opt->apply_gradients({tape.gradient(loss, plain)}, {plain});
+  }
+  EXPECT_EQ(tf::cast(fused.value(), tf::float32).to_vector<float>(),
+            tf::cast(plain.value(), tf::float32).to_vector<float>());
+  EXPECT_NE(tf::cast(fused.value(), tf::float32).to_vector<float>(), (std::vector<float>{1.f, -2.f}));
+}
+
+TEST(BFloat16Variable, TrainsInATracedStepBitwiseAsEagerly) {
+  // The float32 copy the update runs on is assigned from the variable in the step, so each call of
+  // the traced step starts from the variable's value at that call.
+  const tf::Tensor x = tf::cast(tf::random::normal({8, 3}, 0, 1, tf::float32, 3), tf::bfloat16);
+  tf::Variable traced_w(tf::cast(tf::random::normal({3, 1}, 0, 1, tf::float32, 4), tf::bfloat16),
+                        {.name = "w"});
+  tf::Variable eager_w(traced_w.value(), {.name = "w"});
+  tf::optimizers::Adam traced_opt(0.05), eager_opt(0.05);
+  expect_traced_steps_match_eager(x, 4, traced_w, traced_opt, eager_w, eager_opt);
+  EXPECT_EQ(traced_w.dtype(), tf::bfloat16);
+}
+
+TEST(BFloat16Variable, GradientsAreClippedInFloat32) {
+  // global_clipnorm: the bfloat16 gradients are widened to float32 and clipped together.
+  tf::Variable w = keras_var(tf::cast(tf::constant({0.f, 0.f}), tf::bfloat16), "w");
+  tf::optimizers::SGD opt(1.0, 0, false, {.global_clipnorm = 2.5});
+  opt.apply_gradients({tf::cast(tf::constant({3.f, 4.f}), tf::bfloat16)}, {w});
+  EXPECT_THAT(tf::cast(w.value(), tf::float32).to_vector<float>(), ElementsAre(-1.5f, -2.f));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Optimizers, BFloat16Variables,
+    ::testing::Values(
+        std::pair<std::string, MakeOptimizer>{"Sgd",
+                                              [] { return std::make_unique<tf::optimizers::SGD>(0.25); }},
+        std::pair<std::string, MakeOptimizer>{
+            "SgdMomentum", [] { return std::make_unique<tf::optimizers::SGD>(0.25, 0.9); }},
+        std::pair<std::string, MakeOptimizer>{"Adam",
+                                              [] { return std::make_unique<tf::optimizers::Adam>(0.1); }},
+        std::pair<std::string, MakeOptimizer>{"AdamAmsgrad",
+                                              [] {
+                                                return std::make_unique<tf::optimizers::Adam>(
+                                                    0.1, tf::optimizers::AdamOptions{.amsgrad = true});
+                                              }},
+        std::pair<std::string, MakeOptimizer>{
+            "AdamW", [] { return std::make_unique<tf::optimizers::AdamW>(0.1, 0.1); }},
+        std::pair<std::string, MakeOptimizer>{"RmspropCenteredMomentum",
+                                              [] {
+                                                return std::make_unique<tf::optimizers::RMSprop>(
+                                                    0.1, tf::optimizers::RMSpropOptions{.momentum = 0.5,
+                                                                                        .centered = true});
+                                              }}),
+    [](const auto& info) { return info.param.first; });
 
 }  // namespace

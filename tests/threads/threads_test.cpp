@@ -6,7 +6,12 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
+#include <latch>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "tapeflow/tapeflow.h"
 
@@ -68,6 +73,110 @@ TEST(ThreadsTraining, EightThreadsEachTrainingTheirOwnModelMatchSingleThreadedRu
     EXPECT_TRUE(bitwise_equal(got[u], expected[u])) << "thread " << t;
     EXPECT_LT(got[u].back(), 0.05f) << "thread " << t << " did not learn";  // the runs really trained
   }
+}
+
+/// A model for the shared-optimizer tests: kLayers of h = tanh(h @ kernel + bias), with weights
+/// and data from `seed`, and the mean square of its output as the loss. Its variables are named
+/// after the seed ("kernel_<seed>_<layer>"), so that slot names stay short to make unique.
+struct ThreadModel {
+  static constexpr int kLayers = 8;
+  explicit ThreadModel(std::uint64_t seed) : x(random::normal({4, 3}, 0, 1, DType::Float32, seed)) {
+    for (int l = 0; l < kLayers; ++l) {
+      const std::string suffix = "_" + std::to_string(seed) + "_" + std::to_string(l);
+      variables.emplace_back(
+          random::normal({3, 3}, 0, 0.5, DType::Float32, seed + 1 + static_cast<std::uint64_t>(l)),
+          VariableOptions{.name = "kernel" + suffix, .keras_style = true});
+      variables.emplace_back(zeros({3}), VariableOptions{.name = "bias" + suffix, .keras_style = true});
+    }
+  }
+  Tensor loss() const {
+    Tensor h = x;
+    for (std::size_t l = 0; l < variables.size(); l += 2)
+      h = tanh(matmul(h, variables[l]) + variables[l + 1]);
+    return reduce_mean(square(h));
+  }
+  std::vector<Variable> variables;
+  Tensor x;
+};
+
+/// Runs `step(t)` on kThreads threads started together; rethrows the first thread's exception.
+void on_threads_together(const std::function<void(int)>& step) {
+  std::latch start(kThreads);
+  std::vector<std::exception_ptr> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      try {
+        step(t);
+      } catch (...) {
+        errors[static_cast<std::size_t>(t)] = std::current_exception();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+TEST(ThreadsOptimizer, OneAdamMinimizingFromEightThreadsKeepsOneSlotEntryPerSlot) {
+  // Each thread trains its own models, one step each, through one shared optimizer, so the
+  // threads keep creating slots at the same time: every variable gets its slots exactly once,
+  // under a unique name, and every step is counted. (Without the optimizer's lock this crashed,
+  // or listed slots twice or not at all.)
+  constexpr int kModelsPerThread = 40;
+  std::vector<std::vector<ThreadModel>> models(kThreads);
+  for (int t = 0; t < kThreads; ++t)
+    for (int k = 0; k < kModelsPerThread; ++k)
+      models[static_cast<std::size_t>(t)].emplace_back(static_cast<std::uint64_t>(1000 * t + 10 * k));
+  optimizers::Adam opt(0.01);
+  on_threads_together([&](int t) {
+    for (const ThreadModel& m : models[static_cast<std::size_t>(t)]) {
+      GradientTape tape;
+      opt.minimize(m.loss(), m.variables, tape);
+    }
+  });
+  const auto state = opt.variables();
+  // iterations, then m and v of each variable
+  ASSERT_EQ(state.size(), 1u + kThreads * kModelsPerThread * 2 * ThreadModel::kLayers * 2);
+  std::set<std::string> names;
+  for (const auto& [name, v] : state) names.insert(name);
+  EXPECT_EQ(names.size(), state.size());
+  for (const auto& thread_models : models)
+    for (const ThreadModel& m : thread_models)
+      for (const Variable& v : m.variables) {
+        EXPECT_EQ(opt.slot(v, "m").shape(), v.shape());
+        EXPECT_EQ(opt.slot(v, "v").shape(), v.shape());
+      }
+  EXPECT_EQ(opt.iterations().value().item<std::int64_t>(), kThreads * kModelsPerThread);
+}
+
+TEST(ThreadsOptimizer, UpdatesOfEachThreadsVariablesMatchASingleThreadedRunBitwise) {
+  // SGD with momentum reads no step count, so each thread's result is the one it gets alone.
+  constexpr int kOptimizerSteps = 20;
+  auto train = [](const ThreadModel& m, optimizers::Optimizer& opt) {
+    for (int step = 0; step < kOptimizerSteps; ++step) {
+      GradientTape tape;
+      const Tensor loss = m.loss();
+      opt.apply_gradients(tape.gradient(loss, m.variables), m.variables);
+    }
+  };
+  std::vector<ThreadModel> alone, shared;
+  for (int t = 0; t < kThreads; ++t) {
+    alone.emplace_back(700 + static_cast<std::uint64_t>(t));
+    shared.emplace_back(700 + static_cast<std::uint64_t>(t));
+  }
+  for (const ThreadModel& m : alone) {
+    optimizers::SGD own(0.1, 0.9);
+    train(m, own);
+  }
+  optimizers::SGD opt(0.1, 0.9);
+  on_threads_together([&](int t) { train(shared[static_cast<std::size_t>(t)], opt); });
+  for (std::size_t t = 0; t < alone.size(); ++t)
+    for (std::size_t i = 0; i < alone[t].variables.size(); ++i) {
+      const auto a = alone[t].variables[i].value().to_vector<float>();
+      const auto b = shared[t].variables[i].value().to_vector<float>();
+      EXPECT_TRUE(bitwise_equal(a, b)) << "thread " << t << " variable " << i;
+    }
 }
 
 TEST(ThreadsVariables, ManyThreadsReadWhileOneAssignsWholeValues) {

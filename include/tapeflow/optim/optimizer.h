@@ -21,6 +21,21 @@
 /// The update formulas are Keras 3's; each optimizer's doc comment gives them. The step count
 /// t used for bias correction is iterations + 1.
 ///
+/// Variables may be float32, float64 or bfloat16 (the "bfloat16" policy's variables). A bfloat16
+/// variable's update is computed in float32, with float32 slots and its gradient widened to
+/// float32, on a float32 copy of its value (kept beside its slots, not among variables()), and the
+/// new value is rounded to bfloat16 once per step. An update smaller than half a
+/// bfloat16 ulp of the weight (2^-9 relative) still rounds away; "mixed_bfloat16" keeps float32
+/// variables and loses none (tf::mixed_precision).
+///
+/// Threads: one optimizer may be used from several threads at once (apply_gradients, minimize,
+/// build, variables(), slot()), each thread updating its own variables: slot creation is
+/// serialised under the optimizer's lock, and iterations() is incremented atomically (once per
+/// call, by whichever thread makes it), while the updates of distinct variables run in parallel.
+/// Two threads updating the same variable at the same moment each read and write it atomically,
+/// but their steps interleave (as TensorFlow's optimizers without use_locking): order such updates
+/// yourself. The step count a call reads is iterations() when it starts.
+///
 /// Everything an update computes from state is computed with tensor ops from variables read
 /// when the update runs, never from C++ numbers read out of tensors: the step count t (from
 /// iterations()), the learning rate (a float64 scalar Variable, learning_rate_variable(), like
@@ -32,6 +47,7 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -48,28 +64,34 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::optimizers {
 
+// The clipping functions are also TensorFlow's top-level names: tf::clip_by_norm,
+// tf::global_norm and tf::clip_by_global_norm (using-declarations below), beside
+// tf::clip_by_value (ops/math.h).
+
 /// `t * clip_norm / max(l2norm(t), clip_norm)`: `t` rescaled so that its L2 norm (over all
-/// elements) is at most `clip_norm`, unchanged if it already is (tf.clip_by_norm). A zero tensor
-/// stays zero (also for clip_norm 0). The norm and the factor are computed in float64, so a
-/// float32 tensor is clipped right even where its squares or its norm exceed float32's range
-/// (TensorFlow computes in float32 and returns zeros or NaN there). Float tensors only; throws
-/// InvalidArgumentError for a non-float tensor or a negative or non-finite clip_norm. Built from
-/// differentiable ops (recorded like any op).
+/// elements) is at most `clip_norm`, unchanged if it already is (tf.clip_by_norm; also
+/// tf::clip_by_norm). A zero tensor stays zero (also for clip_norm 0). The norm, the factor and
+/// the scaling are computed in float64 and the result rounded to t's dtype, so a float32 tensor is
+/// clipped right even where its squares, its norm or norm / clip_norm exceed float32's range
+/// (TensorFlow computes in float32 and returns zeros or NaN there). Float tensors only (float32,
+/// float64, bfloat16); throws InvalidArgumentError for a non-float tensor or a negative or
+/// non-finite clip_norm. Built from differentiable ops (recorded like any op).
 Tensor clip_by_norm(const Tensor& t, double clip_norm);
 
 /// sqrt(sum of squares of every element of every present tensor), the norm of all of them as
-/// one vector (tf.linalg.global_norm), computed in float64 and returned as a scalar of the first
-/// present tensor's dtype (float32 if none is present; inf if the norm exceeds that dtype's
-/// range). Missing entries are skipped.
+/// one vector (tf.linalg.global_norm; also tf::global_norm), computed in float64 and returned as
+/// a scalar of the first present tensor's dtype (float32 if none is present; inf if the norm
+/// exceeds that dtype's range). Missing entries are skipped.
 Tensor global_norm(const std::vector<Gradient>& tensors);
 
 /// Every present tensor scaled by clip_norm / max(global_norm, clip_norm), so that their global
-/// norm is at most `clip_norm` (tf.clip_by_global_norm). Returns the clipped list (missing
-/// entries pass through) and the global norm before clipping (global_norm). The factor comes
-/// from the float64 norm: float32 tensors whose global norm is beyond float32's range are still
-/// clipped to finite values (while norm / clip_norm is below float32's maximum). An Inf or NaN
-/// element (a non-finite float64 norm) makes every clipped value NaN, as in TensorFlow. Throws
-/// InvalidArgumentError for a non-float tensor or a negative or non-finite clip_norm.
+/// norm is at most `clip_norm` (tf.clip_by_global_norm; also tf::clip_by_global_norm). Returns
+/// the clipped list (missing entries pass through) and the global norm before clipping
+/// (global_norm). The norm and the scaling are computed in float64 and each result rounded to its
+/// tensor's dtype: float32 tensors whose global norm, or norm / clip_norm, is beyond float32's
+/// range are still clipped to finite values. An Inf or NaN element (a non-finite float64 norm)
+/// makes every clipped value NaN, as in TensorFlow. Throws InvalidArgumentError for a non-float
+/// tensor or a negative or non-finite clip_norm.
 std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<Gradient>& tensors,
                                                              double clip_norm);
 
@@ -123,7 +145,8 @@ class Optimizer {
   /// iterations() once. Throws InvalidArgumentError, before changing anything, if the sizes
   /// differ, if no variable has a gradient ("No gradients provided for any variable: (['kernel',
   /// 'bias'],)"), or if a gradient's shape or dtype differs from its variable's, naming the
-  /// variable and both shapes and dtypes. Variables must be float32 or float64.
+  /// variable and both shapes and dtypes. Variables must be float32, float64 or bfloat16 (see the
+  /// file comment).
   void apply_gradients(const std::vector<Gradient>& grads, const std::vector<Variable>& vars);
 
   /// One training step fused into the backward pass (TensorFlow's minimize(loss, var_list,
@@ -131,7 +154,12 @@ class Optimizer {
   /// moment its gradient is final, then frees that gradient (for_each_gradient, tape.h), so the
   /// step never holds every gradient at once: its peak is the weights, the activations the tape
   /// saved and about one gradient, not the weights plus all their gradients. The variables, slots
-  /// and iterations() end bitwise as after apply_gradients(tape.gradient(loss, vars), vars). The
+  /// and iterations() end bitwise as after apply_gradients(tape.gradient(loss, vars), vars), for
+  /// every model: a variable is updated only once no gradient function left in the pass reads its
+  /// value (tapeflow's gradients read the values their op saved; a custom_gradient function,
+  /// register_gradient function or recompute_grad block may read any variable, so the variables
+  /// whose gradients are final before the last of those has run are updated after it, holding
+  /// their gradients until then). The
   /// slots of every variable in `vars` are created first, in list order (build()), so their names
   /// do not depend on the order the backward pass finishes the gradients in. With
   /// global_clipnorm, which needs every gradient for the norm, the step is not fused (it is
@@ -199,11 +227,18 @@ class Optimizer {
  private:
   struct Slots {
     std::string name;  // unique variable name used as the prefix of its slots' names
+    /// In slot_names_ order; for a bfloat16 variable then its float32 working copy (update()).
     std::vector<Variable> slots;
   };
-  Slots& slots_for(const Variable& var);
-  /// Throws InvalidArgumentError naming the variable unless it is float32 or float64.
+  /// The slots of `var` (Slots::slots), created (as zeros) if it has none yet; under
+  /// slots_mutex_.
+  std::vector<Variable> slots_for(const Variable& var);
+  /// Throws InvalidArgumentError naming the variable unless it is float32, float64 or bfloat16.
   void require_float_variable(const Variable& v) const;
+  /// Clips `grad` (clip_one) and runs update_step for `var`; a bfloat16 variable is updated
+  /// through its float32 working copy and rounded back. `grad` is already in the compute dtype (float32 for
+  /// a bfloat16 variable).
+  void update(const Tensor& grad, Variable& var, const Tensor& learning_rate, const Tensor& step);
   /// The no-gradient error (none present) or warning (some missing) of apply_gradients.
   void report_missing(const std::vector<Variable>& vars, const std::vector<char>& present) const;
   /// Throws FailedPreconditionError naming `fn` if the optimizer has a schedule.
@@ -220,6 +255,7 @@ class Optimizer {
   ClipOptions clip_;
   std::vector<std::string> slot_names_;
   Variable iterations_;
+  mutable std::mutex slots_mutex_;                        // guards slots_ and slot_index_
   std::vector<Slots> slots_;                              // in first-seen order
   std::unordered_map<TensorId, std::size_t> slot_index_;  // variable handle id -> slots_ index
 };
@@ -346,5 +382,12 @@ class RMSprop : public Optimizer {
 namespace tapeflow {
 /// The 0.x name of tapeflow::optimizers, kept so that code written against it still compiles.
 namespace optim = optimizers;
+
+/// tf.clip_by_norm: optimizers::clip_by_norm.
+using optimizers::clip_by_norm;
+/// tf.clip_by_global_norm: optimizers::clip_by_global_norm.
+using optimizers::clip_by_global_norm;
+/// tf.linalg.global_norm (tf.global_norm in TensorFlow 1): optimizers::global_norm.
+using optimizers::global_norm;
 }  // namespace tapeflow
 #pragma GCC visibility pop
