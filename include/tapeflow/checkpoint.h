@@ -16,15 +16,13 @@
 /// The file format (little-endian, CRC32 over the index and over every tensor's bytes) is
 /// described in docs/CHECKPOINT_FORMAT.md.
 ///
-/// Saving is atomic: the bytes go to an unnamed file beside `path` (O_TMPFILE), which is fsynced,
-/// linked as `path + ".tmp.<pid>"` and renamed over `path` (then the directory is fsynced). If
-/// anything fails, the temporary file is removed and the previous checkpoint at `path`, if any,
-/// is untouched. `path` must be a regular file or not exist: a directory, device, FIFO, socket or
-/// symbolic link there is refused, never replaced. A save killed while writing (SIGKILL, power
-/// loss) leaves nothing. One killed between the link and the rename, or on a file system without
-/// O_TMPFILE (where the temporary is named from the start), leaves its `path + ".tmp.<pid>"`;
-/// the next save of the same path removes every one whose process no longer exists
-/// (kill(pid, 0) fails with ESRCH), and keeps those of live processes.
+/// Saving is atomic: the bytes go to an unnamed file (O_TMPFILE) fsynced, linked as `path + ".tmp.<pid>"`
+/// and renamed over `path` (then the directory is fsynced). If anything fails, the temporary file is
+/// removed and the previous checkpoint at `path`, if any, is untouched. `path` must be a regular file or
+/// not exist: a directory, device, FIFO, socket or symbolic link there is refused, never replaced. A save
+/// killed while writing leaves nothing; one killed between link and rename, or without O_TMPFILE, leaves
+/// its `path + ".tmp.<pid>"`, which the next save of the same path removes with every other one whose
+/// process no longer exists (kill(pid, 0) fails with ESRCH), keeping those of live processes.
 ///
 /// Restoring reads only regular files: a FIFO, device or directory is refused at once (the file
 /// is opened without blocking, so a FIFO with no writer does not hang the reader).

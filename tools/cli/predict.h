@@ -24,7 +24,7 @@ void export_model(Model& model, std::int64_t batch, const std::string& path);
 
 struct PredictOptions {
   std::string model_path;
-  std::vector<std::string> images;  ///< files of images to classify (images.h); empty: the test set
+  std::vector<std::string> images{};  ///< files of images to classify (images.h); empty: the test set
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::int64_t limit = 0;                       ///< the first `limit` test images; 0: all
   std::int64_t batch_size = 1000;               ///< for a file that takes any batch size
