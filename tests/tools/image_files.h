@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -33,16 +34,12 @@ inline void write_npy(const std::filesystem::path& path, const std::string& desc
                        ", 'shape': " + shape + ", }";
   header.append(63 - (10 + header.size()) % 64, ' ');  // the data start at a multiple of 64
   header += '\n';
-  std::vector<unsigned char> bytes = {0x93,
-                                      'N',
-                                      'U',
-                                      'M',
-                                      'P',
-                                      'Y',
-                                      1,
-                                      0,
-                                      static_cast<unsigned char>(header.size() & 0xFF),
-                                      static_cast<unsigned char>(header.size() >> 8)};
+  std::vector<unsigned char> bytes;
+  bytes.reserve(10 + header.size() + data.size());
+  for (const unsigned char c : std::initializer_list<unsigned char>{0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0})
+    bytes.push_back(c);                                               // the magic and version 1.0
+  bytes.push_back(static_cast<unsigned char>(header.size() & 0xFF));  // the header's length, little-endian
+  bytes.push_back(static_cast<unsigned char>(header.size() >> 8));
   bytes.insert(bytes.end(), header.begin(), header.end());
   bytes.insert(bytes.end(), data.begin(), data.end());
   write_bytes(path, bytes);

@@ -68,7 +68,7 @@ TEST(CliPredict, AFileThatIsNotAnExportedModelIsAnError) {
   std::ostringstream out;
   EXPECT_THROW(cli::predict({.model_path = path.string()}, out), cli::UsageError);
   std::filesystem::remove(path);
-  EXPECT_THROW(cli::predict({.model_path = path.string()}, out), tf::InvalidArgumentError);
+  EXPECT_THROW(cli::predict({.model_path = path.string()}, out), cli::UsageError);  // a missing file
 }
 
 TEST(CliPredict, AnImageModelThatReturnsNoLogitsIsAnErrorNotACrash) {

@@ -162,7 +162,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   train_cmd
       ->add_option("--ranks", t.ranks,
                    "Expect this many data-parallel ranks (start them with `mpirun -np N tapeflow train ...`)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   train_cmd->add_flag("--gradient-report", t.gradient_report,
                       "Print each variable's gradient norm (or why it has none) for the first step");
   train_cmd->add_flag("--eager", t.eager,
@@ -195,7 +195,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   predict_cmd->add_option("--data-dir", p.data_dir, "Directory of the Fashion-MNIST IDX files")
       ->capture_default_str();
   predict_cmd->add_option("--limit", p.limit, "Only the first N test images (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()));
   predict_cmd
       ->add_option("--batch-size", p.batch_size, "Images per call, for a file that takes any batch size")
       ->check(CLI::PositiveNumber);
