@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <numeric>
 #include <regex>
@@ -176,13 +177,16 @@ TEST(CliArguments, UnknownModelExitsWith2AndNamesTheChoices) {
   EXPECT_THAT(r.err, HasSubstr("mlp"));
 }
 
-TEST(CliArguments, NegativeOrZeroEpochsExitWith2) {
-  for (const char* n : {"-3", "0"}) {
-    Result r = run({"train", "--epochs", n, "--data-dir", "/"});
-    EXPECT_EQ(r.status, 2) << n;
-    EXPECT_THAT(r.err, HasSubstr("--epochs")) << n;
+/// Expects `train OPTION VALUE` to exit with status 2 naming the option, for every value.
+static void expect_train_refuses(const char* option, std::initializer_list<const char*> values) {
+  for (const char* value : values) {
+    Result r = run({"train", option, value, "--data-dir", "/"});
+    EXPECT_EQ(r.status, 2) << option << " " << value;
+    EXPECT_THAT(r.err, HasSubstr(option)) << value;
   }
 }
+
+TEST(CliArguments, NegativeOrZeroEpochsExitWith2) { expect_train_refuses("--epochs", {"-3", "0"}); }
 
 TEST(CliArguments, BadNumbersExitWith2) {
   EXPECT_EQ(run({"train", "--lr", "-0.1", "--data-dir", "/"}).status, 2);
@@ -266,13 +270,7 @@ TEST(CliArguments, SeedMustBeAnIntegerFrom0To2To64Minus1) {
               HasSubstr("the data directory '/nonexistent' does not exist"));
 }
 
-TEST(CliArguments, RanksMustBePositive) {
-  for (const char* ranks : {"0", "-2"}) {
-    Result r = run({"train", "--ranks", ranks, "--data-dir", "/"});
-    EXPECT_EQ(r.status, 2) << ranks;
-    EXPECT_THAT(r.err, HasSubstr("--ranks")) << ranks;
-  }
-}
+TEST(CliArguments, RanksMustBePositive) { expect_train_refuses("--ranks", {"0", "-2"}); }
 
 TEST(CliArguments, UnwritableExportPathExitsWith2BeforeTraining) {
   TempDir dir;
