@@ -7,5 +7,4 @@ scripts/setup.sh
 cmake --preset release -DTAPEFLOW_BUILD_TESTS=OFF >/dev/null
 cmake --build --preset release -j"$(nproc)" --target tapeflow_cli
 build/release/tools/cli/tapeflow train --model mlp --epochs 2 \
-  --checkpoint build/release/mlp.ckpt --plot build/release/training.svg
-echo "plot: build/release/training.svg  checkpoint: build/release/mlp.ckpt"
+  --checkpoint build/release/mlp.ckpt --overwrite --plot build/release/training.svg

@@ -32,13 +32,13 @@
 /// them, and a restoration that ends (its Checkpoint destroyed or restoring again) with entries
 /// never matched logs a warning naming them, unless expect_partial() was called.
 ///
-/// Saving is atomic: the bytes go to `path + ".tmp.<pid>"`, which is fsynced and renamed over
-/// `path` (then the directory is fsynced). If anything fails, the temporary file is removed and
-/// the previous checkpoint at `path`, if any, is untouched. `path` must be a regular file or not
-/// exist: a directory, device, FIFO, socket or symbolic link there is refused, never replaced.
-/// A save killed midway (SIGKILL, power loss) leaves its temporary file; the next save of the
-/// same path removes every `path + ".tmp.<pid>"` whose process no longer exists
-/// (kill(pid, 0) fails with ESRCH), and keeps those of live processes.
+/// Saving is atomic: the bytes go to an unnamed file (O_TMPFILE) fsynced, linked as `path + ".tmp.<pid>"`
+/// and renamed over `path` (then the directory is fsynced). If anything fails, the temporary file is
+/// removed and the previous checkpoint at `path`, if any, is untouched. `path` must be a regular file or
+/// not exist: a directory, device, FIFO, socket or symbolic link there is refused, never replaced. A save
+/// killed while writing leaves nothing; one killed between link and rename, or without O_TMPFILE, leaves
+/// its `path + ".tmp.<pid>"`, which the next save of the same path removes with every other one whose
+/// process no longer exists (kill(pid, 0) fails with ESRCH), keeping those of live processes.
 ///
 /// Restoring reads only regular files: a FIFO, device or directory is refused at once (the file
 /// is opened without blocking, so a FIFO with no writer does not hang the reader).

@@ -109,6 +109,11 @@ void remove_stale_temporaries(const std::string& path) {
 
 // Writes `parts` to this process's temporary file beside `path`, syncs it and renames it over
 // `path`; on failure removes the temporary and throws FailedPreconditionError.
+//
+// The bytes go to a file without a name (O_TMPFILE in the directory of `path`), which is linked
+// as the temporary only once written and synced, just before the rename: a process killed while
+// writing leaves nothing behind. Where the file system has no O_TMPFILE (or /proc, through which
+// an unnamed file is linked without privileges), the temporary is named from the start.
 void write_temporary_and_rename(const std::string& path, std::string_view fn, std::string_view noun,
                                 const std::vector<std::span<const unsigned char>>& parts) {
   remove_stale_temporaries(path);
@@ -120,7 +125,10 @@ void write_temporary_and_rename(const std::string& path, std::string_view fn, st
   };
 
   Fd fd;
-  fd.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (::access("/proc/self/fd", X_OK) == 0)
+    fd.fd = ::open(directory_of(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  const bool unnamed = fd.fd >= 0;
+  if (!unnamed) fd.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd.fd < 0) {
     const int err = errno;
     throw FailedPreconditionError(
@@ -139,6 +147,15 @@ void write_temporary_and_rename(const std::string& path, std::string_view fn, st
     const int err = errno;
     ::close(fd.release());
     throw fail("fsync of", err);
+  }
+  if (unnamed) {
+    ::unlink(tmp.c_str());  // this process's name: left only by a dead process that had our pid
+    const std::string self = fmt::format("/proc/self/fd/{}", fd.fd);
+    if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, tmp.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      const int err = errno;
+      ::close(fd.release());
+      throw fail("linking", err);
+    }
   }
   if (::close(fd.release()) != 0) throw fail("closing", errno);
   if (::rename(tmp.c_str(), path.c_str()) != 0) throw fail("renaming", errno);

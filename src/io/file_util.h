@@ -58,12 +58,13 @@ class ReadOnlyFile {
 /// path is InvalidArgumentError.
 void check_writable_file_path(const std::string& path, std::string_view fn, std::string_view noun);
 
-/// Writes `parts`, back to back, to `path + ".tmp.<pid>"`, fsyncs it, renames it over `path` and
-/// fsyncs the directory, after removing the temporaries of earlier writes to `path` whose
-/// process is dead. On failure the temporary is removed, the file previously at `path` is
-/// untouched, and FailedPreconditionError names the path, the step and the system's reason. One
-/// write at a time in the process, so two threads never share a temporary file. The caller
-/// checks the path first (check_writable_file_path).
+/// Writes `parts`, back to back, to an unnamed file beside `path` (O_TMPFILE, so a process killed
+/// while writing leaves nothing; a named one where the file system lacks it), fsyncs it, links it
+/// as `path + ".tmp.<pid>"`, renames that over `path` and fsyncs the directory, after removing the
+/// temporaries of earlier writes to `path` whose process is dead. On failure the temporary is removed, the
+/// file previously at `path` is untouched, and FailedPreconditionError names the path, the step and the
+/// system's reason. One write at a time in the process, so two threads never share a temporary file. The
+/// caller checks the path first (check_writable_file_path).
 void write_file_atomically(const std::string& path, std::string_view fn, std::string_view noun,
                            const std::vector<std::span<const unsigned char>>& parts);
 

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -513,6 +515,26 @@ TEST_F(CheckpointTest, SaveRemovesTemporariesOfDeadWritersOfThatPathOnly) {
   EXPECT_FALSE(fs::exists(stale));
   for (const auto& p : kept) EXPECT_TRUE(fs::exists(p)) << p;
   EXPECT_EQ(other_files("a.ckpt").size(), kept.size());
+}
+
+TEST_F(CheckpointTest, ASaveKilledWhileWritingLeavesNoTemporaryFile) {
+  // The writer is killed midway by the kernel: its file size limit is smaller than the checkpoint,
+  // so the write that crosses it raises SIGXFSZ, whose default action ends the process.
+  const tf::NamedVariables vars = {{"big", tf::Variable(tf::fill({1 << 16}, 1.5f))}};
+  const pid_t writer = ::fork();
+  if (writer == 0) {
+    const rlimit file_size{4096, 4096}, no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::setrlimit(RLIMIT_FSIZE, &file_size);
+    ::signal(SIGXFSZ, SIG_DFL);
+    tf::save_checkpoint(path("a.ckpt"), vars);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(writer, &status, 0), writer);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) << "the save was not killed: " << status;
+  EXPECT_FALSE(fs::exists(path("a.ckpt")));
+  EXPECT_THAT(other_files("a.ckpt"), ::testing::IsEmpty()) << "the killed save left its temporary file";
 }
 
 TEST_F(CheckpointTest, RestoringFromAFifoFailsAtOnceInsteadOfWaitingForAWriter) {

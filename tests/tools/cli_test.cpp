@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <numeric>
 #include <regex>
@@ -33,6 +34,7 @@
 #include "models.h"
 #include "plot.h"
 #include "progress.h"
+#include "support/files.h"
 #include "tapeflow/tapeflow.h"
 #include "train.h"
 
@@ -132,6 +134,11 @@ tf::data::FashionMnist synthetic_dataset(std::int64_t n) {
   return ds;
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
 /// Every entry of a checkpoint as raw bytes, by name.
 std::map<std::string, std::string> checkpoint_bytes(const std::string& path) {
   tf::NamedVariables vars;
@@ -170,13 +177,16 @@ TEST(CliArguments, UnknownModelExitsWith2AndNamesTheChoices) {
   EXPECT_THAT(r.err, HasSubstr("mlp"));
 }
 
-TEST(CliArguments, NegativeOrZeroEpochsExitWith2) {
-  for (const char* n : {"-3", "0"}) {
-    Result r = run({"train", "--epochs", n, "--data-dir", "/"});
-    EXPECT_EQ(r.status, 2) << n;
-    EXPECT_THAT(r.err, HasSubstr("--epochs")) << n;
+/// Expects `train OPTION VALUE` to exit with status 2 naming the option, for every value.
+static void expect_train_refuses(const char* option, std::initializer_list<const char*> values) {
+  for (const char* value : values) {
+    Result r = run({"train", option, value, "--data-dir", "/"});
+    EXPECT_EQ(r.status, 2) << option << " " << value;
+    EXPECT_THAT(r.err, HasSubstr(option)) << value;
   }
 }
+
+TEST(CliArguments, NegativeOrZeroEpochsExitWith2) { expect_train_refuses("--epochs", {"-3", "0"}); }
 
 TEST(CliArguments, BadNumbersExitWith2) {
   EXPECT_EQ(run({"train", "--lr", "-0.1", "--data-dir", "/"}).status, 2);
@@ -226,6 +236,84 @@ TEST(CliArguments, MistypedSubcommandSuggestsTheNearestOne) {
   EXPECT_EQ(far.status, 2);
   EXPECT_THAT(far.err,
               HasSubstr("unknown subcommand 'frobnicate'; the subcommands are train, predict and examples"));
+}
+
+TEST(CliArguments, MistypedOptionSuggestsTheNearestOne) {
+  Result r = run({"train", "--epoch", "3"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown option '--epoch'; did you mean '--epochs'?"));
+  EXPECT_THAT(run({"train", "--chekpoint=a.ckpt"}).err, HasSubstr("did you mean '--checkpoint'?"));
+  EXPECT_THAT(run({"predict", "m.tfn", "--limt", "3"}).err, HasSubstr("did you mean '--limit'?"));
+  Result far = run({"train", "--learning-rate", "0.1"});
+  EXPECT_EQ(far.status, 2);
+  EXPECT_THAT(far.err,
+              HasSubstr("unknown option '--learning-rate'\n(`tapeflow train --help` lists its options)"));
+}
+
+TEST(CliArguments, ParseErrorsPointToTheHelpOfTheSubcommandGiven) {
+  Result r = run({"predict"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("model is required"));
+  EXPECT_THAT(r.err, HasSubstr("`tapeflow predict --help`"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("train")));
+}
+
+TEST(CliArguments, SeedMustBeAnIntegerFrom0To2To64Minus1) {
+  for (const char* seed : {"-1", "18446744073709551616", "1e23", "1.5", "0x10"}) {
+    Result r = run({"train", "--seed", seed, "--data-dir", "/nonexistent"});
+    EXPECT_EQ(r.status, 2) << seed;
+    EXPECT_THAT(r.err, HasSubstr("--seed")) << seed;
+    EXPECT_THAT(r.err, HasSubstr("not an integer from 0 to 18446744073709551615")) << seed;
+  }
+  // The largest seed passes the option check (the missing data directory stops the run).
+  EXPECT_THAT(run({"train", "--seed", "18446744073709551615", "--data-dir", "/nonexistent"}).err,
+              HasSubstr("the data directory '/nonexistent' does not exist"));
+}
+
+TEST(CliArguments, RanksMustBePositive) { expect_train_refuses("--ranks", {"0", "-2"}); }
+
+TEST(CliArguments, UnwritableExportPathExitsWith2BeforeTraining) {
+  TempDir dir;
+  for (const auto& [path, reason] : {std::pair{dir / "", std::string("is a directory")},
+                                     std::pair{dir / "no_such_dir/m.tfn", std::string("does not exist")}}) {
+    Result r = run({"train", "--export", path.c_str(), "--data-dir", "/"});
+    EXPECT_EQ(r.status, 2) << path;
+    EXPECT_THAT(r.err, HasSubstr("--export")) << path;
+    EXPECT_THAT(r.err, HasSubstr(reason)) << path;
+  }
+}
+
+TEST(CliArguments, ExportToTheCheckpointOrPlotFileIsRefused) {
+  TempDir dir;
+  const std::string plot = dir / "curves.svg", checkpoint = dir / "run.ckpt";
+  const std::string checkpoint_by_another_name = dir / "./run.ckpt";
+  for (const auto& args : {std::vector<const char*>{"--plot", plot.c_str(), "--export", plot.c_str()},
+                           std::vector<const char*>{"--checkpoint", checkpoint.c_str(), "--export",
+                                                    checkpoint_by_another_name.c_str()}}) {
+    std::vector<const char*> argv = {"train", "--data-dir", "/"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Result r = run(argv);
+    EXPECT_EQ(r.status, 2) << args[1];
+    EXPECT_THAT(r.err, HasSubstr("are the same file")) << args[1];
+  }
+  EXPECT_FALSE(fs::exists(plot));
+  EXPECT_FALSE(fs::exists(checkpoint));
+}
+
+TEST(CliArguments, CheckpointOfAnEarlierRunNeedsResumeOrOverwrite) {
+  TempDir dir;
+  const std::string checkpoint = dir / "run.ckpt";
+  std::ofstream(checkpoint) << "an earlier run";
+  Result r = run({"train", "--checkpoint", checkpoint.c_str(), "--data-dir", "/"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("already exists: pass --resume to continue that run, or --overwrite"));
+  // --overwrite passes that check (the empty data directory stops the run before it writes).
+  EXPECT_THAT(run({"train", "--checkpoint", checkpoint.c_str(), "--overwrite", "--data-dir", "/"}).err,
+              ::testing::Not(HasSubstr("already exists")));
+  EXPECT_THAT(
+      run({"train", "--checkpoint", checkpoint.c_str(), "--overwrite", "--resume", "--data-dir", "/"}).err,
+      HasSubstr("choose one"));
+  EXPECT_EQ(read_file(checkpoint), "an earlier run");
 }
 
 TEST(CliArguments, UnwritableCheckpointPathExitsWith2BeforeTraining) {
@@ -446,9 +534,34 @@ TEST(CliPlot, LowerLossIsDrawnHigherUp) {
   EXPECT_LT(y0, y1);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+/// The labels of the ticks of one axis ("xtick" or "ytick") of every panel, in order.
+std::vector<std::string> tick_labels(const std::string& svg, const std::string& axis) {
+  const std::regex label("<text class=\"" + axis + "\"[^>]*>([^<]*)</text>");
+  std::vector<std::string> labels;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator(); ++it)
+    labels.push_back((*it)[1]);
+  return labels;
+}
+
+TEST(CliPlot, OneEpochHasOneTickAtThatEpoch) {
+  const cli::History h = {{1, 0.6, 0.78, 0.5, 0.82, 10}};
+  EXPECT_EQ(tick_labels(cli::training_svg(h, "t"), "xtick"), (std::vector<std::string>{"1", "1"}));
+}
+
+TEST(CliPlot, EpochTicksAreWholeMultiplesOfTheirStep) {
+  cli::History h;
+  for (std::int64_t e = 1; e <= 12; ++e) h.push_back({e, 1.0 / e, 0.5, 1.0 / e, 0.5, 1});
+  const std::vector<std::string> x = tick_labels(cli::training_svg(h, "t"), "xtick");
+  EXPECT_EQ(std::vector<std::string>(x.begin(), x.begin() + 6),
+            (std::vector<std::string>{"2", "4", "6", "8", "10", "12"}));
+}
+
+TEST(CliPlot, ValueTickLabelsAreMultiplesOfTheStepWithItsDecimals) {
+  // Losses 1.3 to 2.8 get a step of 0.5, accuracies 0.81 to 0.83 a step of 0.005 (with the 5%
+  // margins): every label of a panel has its step's decimals.
+  const cli::History h = {{1, 2.8, 0.81, 2.0, 0.82, 1}, {2, 1.3, 0.83, 1.8, 0.825, 1}};
+  EXPECT_EQ(tick_labels(cli::training_svg(h, "t"), "ytick"),
+            (std::vector<std::string>{"1.5", "2.0", "2.5", "0.810", "0.815", "0.820", "0.825", "0.830"}));
 }
 
 std::uint32_t big_endian_u32(const std::string& bytes, std::size_t at) {
@@ -818,6 +931,124 @@ TEST(CliTrain, InterruptWithoutCheckpointSaysNothingWasSaved) {
   std::ostringstream out, log;
   EXPECT_THAT([&] { cli::train(o, out, log, false); },
               ::testing::ThrowsMessage<cli::Interrupted>(HasSubstr("nothing was saved")));
+}
+
+/// One epoch of the MLP on 64 synthetic images, checkpointed at `checkpoint`: a run to resume.
+cli::TrainOptions one_synthetic_epoch(const tf::data::FashionMnist& ds, const std::string& checkpoint) {
+  cli::TrainOptions o;
+  o.epochs = 1;
+  o.batch_size = 32;
+  o.dataset = &ds;
+  o.checkpoint = checkpoint;
+  std::ostringstream out, log;
+  cli::train(o, out, log, false);
+  return o;
+}
+
+/// What cli::train ends with: "trained", "usage error" or the other exception's message.
+std::string outcome_of_training(const cli::TrainOptions& o) {
+  try {
+    std::ostringstream out, log;
+    cli::train(o, out, log, false);
+    return "trained";
+  } catch (const cli::UsageError&) {
+    return "usage error";
+  } catch (const std::exception& e) {
+    return std::string("not a usage error: ") + e.what();
+  }
+}
+
+TEST(CliTrain, ResumingWithAnotherPrecisionExitsWith2AndWithoutOneKeepsTheCheckpoints) {
+  TempDir dir;
+  const tf::data::FashionMnist ds = synthetic_dataset(64);
+  cli::TrainOptions o;
+  o.epochs = 1;
+  o.batch_size = 32;
+  o.dataset = &ds;
+  o.precision = "mixed_bfloat16";
+  o.checkpoint = dir / "mixed.ckpt";
+  std::ostringstream out, log;
+  cli::train(o, out, log, false);
+  cli::TrainOptions resume = o;
+  resume.resume = true;
+  resume.epochs = 2;
+  resume.precision = "float32";
+  resume.precision_given = true;
+  EXPECT_THAT([&] { cli::train(resume, out, log, false); },
+              ::testing::ThrowsMessage<cli::UsageError>(
+                  HasSubstr("it was trained with --precision mixed_bfloat16, not float32")));
+  resume.precision_given = false;
+  std::ostringstream resumed;
+  cli::train(resume, resumed, log, false);
+  EXPECT_THAT(resumed.str(), HasSubstr(", mixed_bfloat16, OpenBLAS"));
+}
+
+TEST(CliTrain, PrintsWhereItWroteThePlotAndTheCheckpoint) {
+  TempDir dir;
+  const tf::data::FashionMnist ds = synthetic_dataset(64);
+  cli::TrainOptions o;
+  o.epochs = 1;
+  o.batch_size = 32;
+  o.dataset = &ds;
+  o.checkpoint = dir / "run.ckpt";
+  o.plot = dir / "curves.svg";
+  std::ostringstream out, log;
+  cli::train(o, out, log, false);
+  EXPECT_THAT(out.str(), HasSubstr(fmt::format("\nplot: {}  checkpoint: {}\n", o.plot, o.checkpoint)));
+  EXPECT_TRUE(fs::exists(o.plot));
+  EXPECT_TRUE(fs::exists(o.checkpoint));
+}
+
+TEST(CliTrain, EveryKindOfBadCheckpointIsAUsageError) {
+  TempDir dir;
+  const tf::data::FashionMnist ds = synthetic_dataset(64);
+  const cli::TrainOptions trained = one_synthetic_epoch(ds, dir / "run.ckpt");
+  const std::vector<unsigned char> good = tf::testing::read_bytes(trained.checkpoint);
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> bad;
+  for (std::size_t size :
+       {std::size_t{0}, std::size_t{1}, std::size_t{12}, std::size_t{40}, good.size() / 2, good.size() - 1})
+    bad.emplace_back(
+        fmt::format("cut_{}", size),
+        std::vector<unsigned char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(size)));
+  for (std::size_t at : {std::size_t{0}, std::size_t{6}, std::size_t{10}, std::size_t{20}, std::size_t{64},
+                         std::size_t{300}, good.size() / 2, good.size() - 1}) {
+    std::vector<unsigned char> flipped = good;
+    flipped[at] ^= 0x04;
+    bad.emplace_back(fmt::format("flipped_{}", at), flipped);
+  }
+  bad.emplace_back("text", std::vector<unsigned char>{'c', 'k', 'p', 't'});
+  for (const auto& [name, bytes] : bad) {
+    cli::TrainOptions resume = trained;
+    resume.checkpoint = dir / (name + ".ckpt");
+    tf::testing::write_bytes(resume.checkpoint, bytes);
+    resume.resume = true;
+    resume.epochs = 2;
+    EXPECT_EQ(outcome_of_training(resume), "usage error") << name;
+  }
+  // A function file, and a checkpoint whose train/ entries are out of range.
+  cli::TrainOptions exported = trained;
+  exported.checkpoint = dir / "model.tfn";
+  exported.export_path = exported.checkpoint;
+  exported.checkpoint = "";
+  std::ostringstream out, log;
+  cli::train(exported, out, log, false);
+  cli::TrainOptions resume = trained;
+  resume.resume = true;
+  resume.checkpoint = dir / "model.tfn";
+  EXPECT_EQ(outcome_of_training(resume), "usage error") << "a function file";
+  for (const auto& [entry, value] :
+       {std::pair{"train/model", std::int64_t{7}}, std::pair{"train/precision", std::int64_t{5}},
+        std::pair{"train/epoch", std::int64_t{-1}}, std::pair{"train/step", std::int64_t{1} << 40}}) {
+    tf::NamedVariables vars;
+    for (const auto& e : tf::list_checkpoint(trained.checkpoint))
+      vars.emplace_back(e.name, tf::Variable(tf::zeros(e.shape, e.dtype)));
+    tf::restore_checkpoint(trained.checkpoint, vars);
+    for (auto& [name, var] : vars)
+      if (name == entry) var.assign(tf::constant(value));
+    resume.checkpoint = dir / "forged.ckpt";
+    tf::save_checkpoint(resume.checkpoint, vars);
+    EXPECT_EQ(outcome_of_training(resume), "usage error") << entry;
+  }
 }
 
 #endif  // TAPEFLOW_HAVE_CLI

@@ -5,6 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,23 +40,71 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
+/// The candidate nearest to `given` if it is within two edits of it.
+std::optional<std::string> nearest_within_two_edits(const std::string& given,
+                                                    const std::vector<std::string>& candidates) {
+  const auto nearest = std::min_element(
+      candidates.begin(), candidates.end(),
+      [&](const auto& x, const auto& y) { return edit_distance(given, x) < edit_distance(given, y); });
+  if (nearest == candidates.end() || edit_distance(given, *nearest) > 2) return std::nullopt;
+  return *nearest;
+}
+
+/// The first argument that is not an option (the subcommand, if one was given).
+const char* const* first_non_option(int argc, const char* const* argv) {
+  return std::find_if(argv + 1, argv + argc, [](const char* a) { return a[0] != '-'; });
+}
+
 /// The message for a first argument that is no subcommand, suggesting the nearest one within
 /// two edits; std::nullopt when the first non-option argument is a subcommand (or there is none).
 std::optional<std::string> unknown_subcommand(int argc, const char* const* argv,
                                               const std::vector<std::string>& subcommands) {
-  const auto first = std::find_if(argv + 1, argv + argc, [](const char* a) { return a[0] != '-'; });
+  const auto first = first_non_option(argc, argv);
   if (first == argv + argc) return std::nullopt;
   const std::string given = *first;
   if (std::find(subcommands.begin(), subcommands.end(), given) != subcommands.end()) return std::nullopt;
-  const auto nearest = std::min_element(
-      subcommands.begin(), subcommands.end(),
-      [&](const auto& x, const auto& y) { return edit_distance(given, x) < edit_distance(given, y); });
-  if (edit_distance(given, *nearest) <= 2)
+  if (const auto nearest = nearest_within_two_edits(given, subcommands))
     return fmt::format("unknown subcommand '{}'; did you mean '{}'?", given, *nearest);
   // "train, predict and examples"
   const std::vector<std::string> all_but_last(subcommands.begin(), subcommands.end() - 1);
   return fmt::format("unknown subcommand '{}'; the subcommands are {} and {}", given,
                      fmt::join(all_but_last, ", "), subcommands.back());
+}
+
+/// The message for the arguments `app` did not expect: for an unknown option, the nearest option
+/// of `command` (the subcommand given) within two edits ("--epoch": did you mean '--epochs'?).
+std::string unexpected_arguments(const CLI::App& app, const CLI::App& command, const CLI::ParseError& error) {
+  const std::vector<std::string> extras = app.remaining(/*recurse=*/true);
+  const auto option = std::find_if(extras.begin(), extras.end(),
+                                   [](const std::string& a) { return a.size() > 2 && a.starts_with("--"); });
+  if (option == extras.end()) return error.what();
+  const std::string given = option->substr(0, option->find('='));
+  std::vector<std::string> options;
+  for (const CLI::Option* o : command.get_options())
+    for (const std::string& name : o->get_lnames()) options.push_back("--" + name);
+  if (const auto nearest = nearest_within_two_edits(given, options))
+    return fmt::format("unknown option '{}'; did you mean '{}'?", given, *nearest);
+  return fmt::format("unknown option '{}'", given);
+}
+
+/// `--seed`'s check: a decimal integer from 0 to 2^64 - 1, written as such (CLI11 would turn
+/// -1, 2^64 and 1e23 alike into 2^64 - 1).
+const CLI::Validator kUnsigned64(
+    [](const std::string& text) -> std::string {
+      std::uint64_t value = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+        return fmt::format("'{}' is not an integer from 0 to {}", text,
+                           std::numeric_limits<std::uint64_t>::max());
+      return "";
+    },
+    "UINT64");
+
+/// Where a parse error sends the user: the help of the subcommand given, else the program's.
+std::string help_hint(int argc, const char* const* argv) {
+  const auto given = first_non_option(argc, argv);
+  if (given == argv + argc) return "(`tapeflow --help` lists the subcommands)\n";
+  return fmt::format("(`tapeflow {} --help` lists its options)\n", *given);
 }
 
 }  // namespace
@@ -93,9 +144,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
                        "1/2) or none; default: flip for the cnn, none for the mlp")
           ->check(CLI::IsMember(augmentations()));
   auto* seed_opt = train_cmd->add_option("--seed", t.seed, "Seed of the initialisers, shuffling and dropout")
+                       ->check(kUnsigned64)
                        ->capture_default_str();
   train_cmd->add_option("--checkpoint", t.checkpoint, "Save a checkpoint here after each epoch");
   train_cmd->add_flag("--resume", t.resume, "Continue from the checkpoint's epoch");
+  train_cmd->add_flag("--overwrite", t.overwrite,
+                      "Start a new run even if --checkpoint names an existing file (which it replaces)");
   train_cmd->add_option("--data-dir", t.data_dir, "Directory of the Fashion-MNIST IDX files")
       ->capture_default_str();
   train_cmd->add_option("--plot", t.plot,
@@ -105,21 +159,24 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   train_cmd->add_option(
       "--threads", t.threads,
       "Threads for the kernels and OpenBLAS (0: every core, shared among the ranks on a machine)");
-  train_cmd->add_option(
-      "--ranks", t.ranks,
-      "Expect this many data-parallel ranks (start them with `mpirun -np N tapeflow train ...`)");
+  train_cmd
+      ->add_option("--ranks", t.ranks,
+                   "Expect this many data-parallel ranks (start them with `mpirun -np N tapeflow train ...`)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   train_cmd->add_flag("--gradient-report", t.gradient_report,
                       "Print each variable's gradient norm (or why it has none) for the first step");
   train_cmd->add_flag("--eager", t.eager,
                       "Run the training step op by op instead of as a tf::function graph traced once "
                       "per batch shape (same results, bit for bit; to compare)");
 
-  train_cmd
-      ->add_option("--precision", t.precision,
-                   "float32, or mixed_bfloat16: layers compute in bfloat16, variables, loss and optimizer "
-                   "stay float32")
-      ->check(CLI::IsMember({"float32", "mixed_bfloat16"}))
-      ->capture_default_str();
+  auto* precision_opt =
+      train_cmd
+          ->add_option(
+              "--precision", t.precision,
+              "float32, or mixed_bfloat16: layers compute in bfloat16, variables, loss and optimizer "
+              "stay float32")
+          ->check(CLI::IsMember(precisions()))
+          ->capture_default_str();
 
   std::optional<std::string> name, dir;
   bool list = false;
@@ -128,11 +185,17 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
 
   PredictOptions p;
   CLI::App* predict_cmd = app.add_subcommand(
-      "predict", "Accuracy on the Fashion-MNIST test images of a model written by --export");
+      "predict",
+      "Classify images with a model written by --export, or measure its accuracy on the Fashion-MNIST test "
+      "images");
   predict_cmd->add_option("model", p.model_path, "The function file")->required();
+  predict_cmd->add_option("images", p.images,
+                          "Files of 28x28 grey images to classify (IDX, PNG or NumPy .npy); none: the test "
+                          "images' accuracy");
   predict_cmd->add_option("--data-dir", p.data_dir, "Directory of the Fashion-MNIST IDX files")
       ->capture_default_str();
-  predict_cmd->add_option("--limit", p.limit, "Only the first N test images (0: all)");
+  predict_cmd->add_option("--limit", p.limit, "Only the first N test images (0: all)")
+      ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()));
   predict_cmd
       ->add_option("--batch-size", p.batch_size, "Images per call, for a file that takes any batch size")
       ->check(CLI::PositiveNumber);
@@ -155,9 +218,13 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
     return app.exit(e, out, err);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e, out, err);
+  } catch (const CLI::ExtrasError& e) {
+    const auto given = first_non_option(argc, argv);
+    const CLI::App& command = given == argv + argc ? app : *app.get_subcommand(*given);
+    err << "tapeflow: error: " << unexpected_arguments(app, command, e) << "\n" << help_hint(argc, argv);
+    return 2;
   } catch (const CLI::ParseError& e) {
-    err << "tapeflow: error: " << e.what()
-        << "\n(`tapeflow --help` and `tapeflow train --help` list the options)\n";
+    err << "tapeflow: error: " << e.what() << "\n" << help_hint(argc, argv);
     return 2;
   }
 
@@ -171,13 +238,17 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
       t.learning_rate_given = lr_opt->count() > 0;
       t.lr_decay_given = lr_decay_opt->count() > 0;
       t.augment_given = augment_opt->count() > 0;
+      t.precision_given = precision_opt->count() > 0;
       const InterruptHandler interrupts;
       t.stop_requested = &InterruptHandler::count();
       train(t, out, err, err_is_terminal);
       return 0;
     }
     if (predict_cmd->parsed()) {
-      predict(p, out);
+      if (p.images.empty())
+        predict(p, out);
+      else
+        classify(p, out);
       return 0;
     }
     const std::string where = examples_dir(dir);

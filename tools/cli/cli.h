@@ -1,9 +1,10 @@
 #pragma once
-// The `tapeflow` command line: subcommands `train` and `examples` (CLI11).
+// The `tapeflow` command line: subcommands `train`, `predict` and `examples` (CLI11).
 //
 // Exit status: 0 on success, 1 when the work itself failed (an example program failed, a file
-// system error while training), 2 for bad input (unknown option or value, a missing data
-// directory, an unreadable or mismatched checkpoint): the message says what is wrong.
+// system error while training), 2 for bad input (an unknown option or value, a missing data
+// directory, an unreadable or mismatched checkpoint, model or image file): the message says what
+// is wrong, and an unknown subcommand or option gets the nearest one as a suggestion.
 
 #include <ostream>
 

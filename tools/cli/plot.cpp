@@ -37,6 +37,13 @@ double nice_step(double span, int target) {
   return 10 * mag;
 }
 
+/// The decimals that write every multiple of `step` exactly: 0 for 1, 1 for 0.5, 2 for 0.25.
+int decimals_of(double step) {
+  int d = 0;
+  while (d < 12 && std::abs(step * std::pow(10.0, d) - std::round(step * std::pow(10.0, d))) > 1e-6) ++d;
+  return d;
+}
+
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -73,9 +80,10 @@ std::string panel(double x0, double y0, const std::string& title, const std::str
   std::string o;
   const double left = x0 + kLeft, right = x0 + kPanelWidth - kRight;
   const double top = y0 + kTop, bottom = y0 + kPanelHeight - kBottom;
-  // Data ranges: x from 1 to the last epoch (at least 1..2 so one epoch still has an axis), y
-  // from the data with a 5% margin.
-  const double xmin = 1, xmax = std::max(2.0, epochs.empty() ? 2.0 : epochs.back());
+  // Data ranges: x from the first to the last epoch (one epoch: centred, its tick alone), y from
+  // the data with a 5% margin.
+  const double last = epochs.empty() ? 1.0 : epochs.back();
+  const double xmin = last <= 1 ? 0.5 : 1, xmax = last <= 1 ? 1.5 : last;
   double ymin = INFINITY, ymax = -INFINITY;
   for (const auto& s : series)
     for (double v : s.y)
@@ -90,20 +98,27 @@ std::string panel(double x0, double y0, const std::string& title, const std::str
   o += fmt::format("<g class=\"panel\" id=\"{}\">\n", ylabel);
   o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
                    (left + right) / 2, y0 + 18, escape(title));
-  // Ticks and grid lines.
+  // Ticks and grid lines, at multiples of their step; the y labels all have the step's decimals.
   const double ystep = nice_step(ymax - ymin, 5);
-  for (double v = std::ceil(ymin / ystep) * ystep; v <= ymax + 1e-12; v += ystep) {
+  const int decimals = decimals_of(ystep);
+  for (double k = std::ceil(ymin / ystep); k * ystep <= ymax + 1e-12; ++k) {
     o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>\n",
-                     left, py(v), right);
-    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" font-size=\"11\">{:g}</text>\n",
-                     left - 6, py(v) + 4, std::round(v / ystep) * ystep);
+                     left, py(k * ystep), right);
+    o += fmt::format(
+        "<text class=\"ytick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" "
+        "font-size=\"11\">{:.{}f}</text>\n",
+        left - 6, py(k * ystep) + 4, k * ystep + 0.0, decimals);  // + 0.0: no "-0.00"
   }
-  const double xstep = std::max(1.0, std::round(nice_step(xmax - xmin, 6)));
-  for (double v = xmin; v <= xmax + 1e-12; v += xstep) {
+  // Epochs are whole: a step of 1, 2, 5, 10, 20, 25, ... epochs.
+  double xstep = std::max(1.0, nice_step(xmax - xmin, 6));
+  if (xstep == 2.5) xstep = 2;
+  for (double v = std::ceil(xmin / xstep) * xstep; v <= xmax + 1e-12; v += xstep) {
     o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#000\"/>\n",
                      px(v), bottom, bottom + 5);
-    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"11\">{:g}</text>\n",
-                     px(v), bottom + 18, v);
+    o += fmt::format(
+        "<text class=\"xtick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
+        "font-size=\"11\">{:g}</text>\n",
+        px(v), bottom + 18, v);
   }
   // Axes and their labels.
   o += fmt::format("<path d=\"M{:.1f},{:.1f} V{:.1f} H{:.1f}\" fill=\"none\" stroke=\"#000\"/>\n", left, top,

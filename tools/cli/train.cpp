@@ -1,6 +1,8 @@
 #include "train.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -88,6 +90,10 @@ struct Meta {
   Variable augment{std::int64_t{0}, {.name = "train/augment", .trainable = false}};
   /// Checkpoints written before --augment have no train/augment: they trained without it.
   bool has_augment = true;
+  /// --precision, as its index in precisions().
+  Variable precision{std::int64_t{0}, {.name = "train/precision", .trainable = false}};
+  /// Checkpoints written before train/precision do not say their precision: a resume takes --precision.
+  bool has_precision = true;
 
   /// The train/history variable holding `value` (the history has no fixed size: it is recreated
   /// whenever it grows or is read).
@@ -104,6 +110,7 @@ struct Meta {
     if (has_ranks) all.emplace_back("train/ranks", ranks);
     if (has_lr_decay) all.emplace_back("train/lr_decay", lr_decay);
     if (has_augment) all.emplace_back("train/augment", augment);
+    if (has_precision) all.emplace_back("train/precision", precision);
     return all;
   }
 };
@@ -146,12 +153,14 @@ Meta read_meta(const std::string& path) {
     meta.has_ranks = false;
     meta.has_lr_decay = false;
     meta.has_augment = false;
+    meta.has_precision = false;
     for (const auto& e : list_checkpoint(path)) {
       if (e.name == "train/history") history_shape = e.shape;
       if (e.name == "train/step") meta.has_progress = true;
       if (e.name == "train/ranks") meta.has_ranks = true;
       if (e.name == "train/lr_decay") meta.has_lr_decay = true;
       if (e.name == "train/augment") meta.has_augment = true;
+      if (e.name == "train/precision") meta.has_precision = true;
     }
     if (!history_shape)
       throw UsageError("cannot resume from '" + path +
@@ -234,10 +243,48 @@ std::int64_t parameter_count(const Model& m) {
   return n;
 }
 
+/// Refuses, before training, an output path the file written after training could not replace:
+/// its directory must exist and be writable, and the path must not be a directory.
+void check_output_path(const char* option, const std::string& path) {
+  std::error_code ec;
+  const fs::path parent = fs::path(path).parent_path();
+  const fs::path dir = parent.empty() ? fs::path(".") : parent;
+  if (!fs::is_directory(dir, ec))
+    throw UsageError(fmt::format("{} '{}': its directory '{}' does not exist", option, path, dir.string()));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw UsageError(fmt::format("{} '{}': its directory '{}' is not writable", option, path, dir.string()));
+  if (fs::is_directory(path, ec)) throw UsageError(fmt::format("{} '{}' is a directory", option, path));
+}
+
+/// The absolute path `path` names, with symbolic links and "." and ".." resolved as far as it exists.
+fs::path resolved(const std::string& path) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? fs::absolute(path).lexically_normal() : p;
+}
+
+/// Refuses two output options that name the same file: the later write would replace the
+/// earlier one's file.
+void require_different_files(const std::vector<std::pair<const char*, std::string>>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      const auto& [a, a_path] = outputs[i];
+      const auto& [b, b_path] = outputs[j];
+      if (!a_path.empty() && !b_path.empty() && resolved(a_path) == resolved(b_path))
+        throw UsageError(fmt::format("{} '{}' and {} '{}' are the same file: one would replace the other", a,
+                                     a_path, b, b_path));
+    }
+}
+
 }  // namespace
 
 const std::vector<std::string>& augmentations() {
   static const std::vector<std::string> names = {"none", "flip"};
+  return names;
+}
+
+const std::vector<std::string>& precisions() {
+  static const std::vector<std::string> names = {"float32", "mixed_bfloat16"};
   return names;
 }
 
@@ -249,6 +296,8 @@ void validate(const TrainOptions& o) {
   if (!o.augment.empty() &&
       index_of(augmentations(), o.augment) == static_cast<std::int64_t>(augmentations().size()))
     throw UsageError("unknown augmentation '" + o.augment + "': expected flip or none");
+  if (index_of(precisions(), o.precision) == static_cast<std::int64_t>(precisions().size()))
+    throw UsageError("unknown precision '" + o.precision + "': expected float32 or mixed_bfloat16");
   if (o.epochs < 1) throw UsageError(fmt::format("--epochs must be at least 1, got {}", o.epochs));
   if (o.batch_size < 1)
     throw UsageError(fmt::format("--batch-size must be at least 1, got {}", o.batch_size));
@@ -279,6 +328,8 @@ void validate(const TrainOptions& o) {
   if (o.resume && o.checkpoint.empty()) throw UsageError("--resume needs --checkpoint PATH");
   if (o.resume && !fs::exists(o.checkpoint, ec))
     throw UsageError("cannot resume: there is no checkpoint at '" + o.checkpoint + "'");
+  if (o.resume && o.overwrite)
+    throw UsageError("--resume continues the run at --checkpoint and --overwrite replaces it: choose one");
   // The checkpoint is first written after an epoch: refuse a path it cannot be written to now.
   if (!o.checkpoint.empty()) {
     try {
@@ -286,15 +337,19 @@ void validate(const TrainOptions& o) {
     } catch (const Error& e) {
       throw UsageError(std::string("--checkpoint: ") + e.what());
     }
+    if (!o.resume && !o.overwrite && fs::exists(o.checkpoint, ec))
+      throw UsageError(fmt::format(
+          "--checkpoint '{}' already exists: pass --resume to continue that run, or --overwrite to start a "
+          "new one that replaces it",
+          o.checkpoint));
   }
   if (!o.plot.empty()) {
     if (!plot_format(o.plot))
       throw UsageError("--plot '" + o.plot + "': the name must end in .svg (SVG) or .png (PNG image)");
-    const fs::path parent = fs::path(o.plot).parent_path();
-    if (!parent.empty() && !fs::is_directory(parent, ec))
-      throw UsageError("the directory of '" + o.plot + "' does not exist");
-    if (fs::is_directory(o.plot, ec)) throw UsageError("--plot '" + o.plot + "' is a directory");
+    check_output_path("--plot", o.plot);
   }
+  if (!o.export_path.empty()) check_output_path("--export", o.export_path);
+  require_different_files({{"--checkpoint", o.checkpoint}, {"--plot", o.plot}, {"--export", o.export_path}});
 }
 
 data::FashionMnist fashion_mnist(const data::FashionMnist* loaded, const std::string& data_dir) {
@@ -335,6 +390,14 @@ std::optional<Meta> adopt_checkpoint_configuration(TrainOptions& o, std::ostream
     throw UsageError("cannot resume from '" + o.checkpoint + "': unknown augmentation id");
   const std::string& saved_augment = augmentations()[static_cast<std::size_t>(augment_id)];
   require_same(o.augment_given, "augment", o.augment, saved_augment, o.checkpoint);
+  if (saved.has_precision) {
+    const std::int64_t precision_id = saved.precision.value().item<std::int64_t>();
+    if (precision_id < 0 || precision_id >= static_cast<std::int64_t>(precisions().size()))
+      throw UsageError("cannot resume from '" + o.checkpoint + "': unknown precision id");
+    const std::string& saved_precision = precisions()[static_cast<std::size_t>(precision_id)];
+    require_same(o.precision_given, "precision", o.precision, saved_precision, o.checkpoint);
+    o.precision = saved_precision;
+  }
   o.model = models[static_cast<std::size_t>(model_id)];
   o.optimizer = kOptimizers[static_cast<std::size_t>(opt_id)];
   o.seed = static_cast<std::uint64_t>(saved.seed.value().item<std::int64_t>());
@@ -419,12 +482,13 @@ StartPoint restore_training_state(TrainingState& s, const Meta& saved, const Tra
   s.meta.has_ranks = saved.has_ranks;
   s.meta.has_lr_decay = saved.has_lr_decay;
   s.meta.has_augment = saved.has_augment;
+  s.meta.has_precision = saved.has_precision;
   try {
     restore_checkpoint(o.checkpoint, s.checkpoint_entries());
   } catch (const Error& e) {
     throw UsageError(std::string("cannot resume from the checkpoint: ") + e.what());
   }
-  s.meta.has_progress = s.meta.has_ranks = true;  // saved from now on
+  s.meta.has_progress = s.meta.has_ranks = s.meta.has_precision = true;  // saved from now on
   StartPoint start;
   start.epoch = s.meta.epoch.value().item<std::int64_t>();
   start.step = s.meta.step.value().item<std::int64_t>();
@@ -457,6 +521,7 @@ void save_training_state(TrainingState& s, const TrainOptions& o, std::int64_t e
   meta.learning_rate.assign(constant<double>(o.learning_rate));
   meta.lr_decay.assign(constant<double>(o.lr_decay));
   meta.augment.assign(constant<std::int64_t>(index_of(augmentations(), o.augment)));
+  meta.precision.assign(constant<std::int64_t>(index_of(precisions(), o.precision)));
   meta.seed.assign(constant(static_cast<std::int64_t>(o.seed)));
   meta.batch_size.assign(constant<std::int64_t>(o.batch_size));
   meta.limit.assign(constant<std::int64_t>(o.limit));
@@ -569,6 +634,14 @@ EpochSums train_epoch(TrainingState& s, TrainStep& train_step, const TrainOption
   return job_sums();
 }
 
+/// The line after the last epoch that says where the run wrote its plot and checkpoint, if anywhere.
+void print_written_files(std::ostream& out, const TrainOptions& o) {
+  std::vector<std::string> written;
+  if (!o.plot.empty()) written.push_back("plot: " + o.plot);
+  if (!o.checkpoint.empty()) written.push_back("checkpoint: " + o.checkpoint);
+  if (!written.empty()) out << fmt::format("{}\n", fmt::join(written, "  ")) << std::flush;
+}
+
 /// Output that goes nowhere: the ranks other than 0 of a data-parallel run.
 std::ostream& nowhere() {
   static std::ostream sink(nullptr);
@@ -638,6 +711,7 @@ History train(const TrainOptions& options, std::ostream& out_all, std::ostream& 
     if (stop && epoch + 1 < o.epochs)
       throw Interrupted(interrupted_message(o, epoch + 1, 0, batches.num_batches()));
   }
+  if (rank == 0 && start.epoch < o.epochs) print_written_files(out, o);
   if (rank == 0 && !o.export_path.empty()) {
     export_model(s.model, o.eval_batch_size, o.export_path);
     out << fmt::format("exported the model's inference to {} (tapeflow predict {})\n", o.export_path,

@@ -71,6 +71,9 @@ struct TrainOptions {
   std::uint64_t seed = 1;
   std::string checkpoint;  ///< empty: no checkpoint
   bool resume = false;
+  /// Without --resume, a file already at `checkpoint` (a run that could be resumed) is refused
+  /// unless this is set; then the new run replaces it.
+  bool overwrite = false;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string plot;        ///< empty: no plot
   std::int64_t limit = 0;  ///< train on the first `limit` examples; 0: all
@@ -81,8 +84,8 @@ struct TrainOptions {
   /// Run the training step op by op instead of through tf::function (train_step.h): the
   /// results are the same, bit for bit; for comparing speed and memory.
   bool eager = false;
-  /// "float32", or "mixed_bfloat16": the layers compute in bfloat16 and keep float32 variables
-  /// (tf::mixed_precision), the loss and the optimizer stay float32.
+  /// One of precisions(): "float32", or "mixed_bfloat16": the layers compute in bfloat16 and keep
+  /// float32 variables (tf::mixed_precision), the loss and the optimizer stay float32.
   std::string precision = "float32";
   std::int64_t eval_batch_size = 1000;
   /// --ranks N: not a way to start ranks (mpirun does that); checked against the job's size so
@@ -100,17 +103,24 @@ struct TrainOptions {
   /// Interrupted. nullptr: never stop early.
   const std::atomic<int>* stop_requested = nullptr;
   /// Which of the options above were given on the command line: on resume, an explicitly given
-  /// model, optimizer, seed, batch size, limit, learning-rate decay or augmentation must agree with the
-  /// checkpoint; an explicit learning rate replaces the checkpoint's (a note on `out` says which
+  /// model, optimizer, seed, batch size, limit, learning-rate decay, augmentation or precision must agree
+  /// with the checkpoint; an explicit learning rate replaces the checkpoint's (a note on `out` says which
   /// value is used).
   bool model_given = false, optimizer_given = false, seed_given = false, batch_size_given = false,
-       limit_given = false, learning_rate_given = false, lr_decay_given = false, augment_given = false;
+       limit_given = false, learning_rate_given = false, lr_decay_given = false, augment_given = false,
+       precision_given = false;
 };
 
 /// The values of --augment, "none" and "flip" (a checkpoint's train/augment is the index).
 const std::vector<std::string>& augmentations();
 
-/// Checks what can be checked before loading anything. Throws UsageError.
+/// The values of --precision, "float32" and "mixed_bfloat16" (a checkpoint's train/precision is the
+/// index).
+const std::vector<std::string>& precisions();
+
+/// Checks what can be checked before loading anything: the values, and that the checkpoint, plot
+/// and export paths can be written, are three different files, and that the checkpoint path holds
+/// no earlier run unless --resume or --overwrite says what to do with it. Throws UsageError.
 void validate(const TrainOptions& options);
 
 /// The data set `train` and `predict` run on: `*loaded` when given (tests pass one), otherwise
