@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/nn.h"
@@ -59,6 +60,13 @@ Activation named_activation(std::string_view layer, std::string_view name) {
   }
   if (found->function == nullptr) return {};
   return found->function;
+}
+
+Tensor match_rank(const Tensor& y_true, int rank) {
+  const Shape& s = y_true.shape();
+  if (y_true.rank() == rank + 1 && s[s.rank() - 1] == 1) return squeeze(y_true, {-1});
+  if (y_true.rank() + 1 == rank) return expand_dims(y_true, -1);
+  return y_true;
 }
 
 std::uint64_t next_seed() {
