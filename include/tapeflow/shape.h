@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <span>
 #include <string>
 #include <string_view>
@@ -63,6 +64,9 @@ class Shape {
   std::int64_t num_elements_ = 1;
   std::uint8_t rank_ = 0;
 };
+
+/// Writes s.to_string(): "()", "(2,)", "(3, 2)".
+std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 /// NumPy broadcasting of two shapes; throws InvalidArgumentError naming `op` if incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);

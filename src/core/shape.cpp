@@ -1,6 +1,7 @@
 #include "tapeflow/shape.h"
 
 #include <algorithm>
+#include <ostream>
 
 #include "core/check.h"
 
@@ -47,6 +48,8 @@ std::string Shape::to_string() const {
   if (rank_ == 1) return fmt::format("({},)", dims_[0]);
   return fmt::format("({})", fmt::join(dims(), ", "));
 }
+
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.to_string(); }
 
 int normalize_axis(std::int64_t axis, int rank, std::string_view op) {
   TAPEFLOW_REQUIRE(axis >= -rank && axis < rank, InvalidArgumentError,

@@ -1,26 +1,72 @@
 #include "nn/layer_util.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
+#include <vector>
 
 #include "core/check.h"
+#include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/nn.h"
 
 namespace tapeflow::layers::detail {
 
+namespace {
+
+/// An activation by its Keras name; the function is null for "linear" (no activation).
+struct NamedActivation {
+  std::string_view name;
+  Tensor (*function)(const Tensor&);
+};
+
+// Every name Keras gives an activation that tf::nn has, with Keras's defaults (leaky_relu's
+// negative_slope 0.2, gelu exact, softmax and log_softmax over the last axis).
+constexpr std::array kActivations = {
+    NamedActivation{"linear", nullptr},
+    NamedActivation{"relu", [](const Tensor& x) { return nn::relu(x); }},
+    NamedActivation{"relu6", [](const Tensor& x) { return nn::relu6(x); }},
+    NamedActivation{"leaky_relu", [](const Tensor& x) { return nn::leaky_relu(x); }},
+    NamedActivation{"elu", [](const Tensor& x) { return nn::elu(x); }},
+    NamedActivation{"selu", [](const Tensor& x) { return nn::selu(x); }},
+    NamedActivation{"gelu", [](const Tensor& x) { return nn::gelu(x); }},
+    NamedActivation{"silu", [](const Tensor& x) { return nn::silu(x); }},
+    NamedActivation{"swish", [](const Tensor& x) { return nn::swish(x); }},
+    NamedActivation{"mish", [](const Tensor& x) { return nn::mish(x); }},
+    NamedActivation{"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
+    NamedActivation{"hard_sigmoid", [](const Tensor& x) { return nn::hard_sigmoid(x); }},
+    NamedActivation{"tanh", [](const Tensor& x) { return tanh(x); }},
+    NamedActivation{"softplus", [](const Tensor& x) { return softplus(x); }},
+    NamedActivation{"softsign", [](const Tensor& x) { return softsign(x); }},
+    NamedActivation{"exponential", [](const Tensor& x) { return exp(x); }},
+    NamedActivation{"softmax", [](const Tensor& x) { return nn::softmax(x); }},
+    NamedActivation{"log_softmax", [](const Tensor& x) { return nn::log_softmax(x); }},
+};
+
+}  // namespace
+
 Activation named_activation(std::string_view layer, std::string_view name) {
-  if (name == "relu") return [](const Tensor& x) { return nn::relu(x); };
-  if (name == "sigmoid") return [](const Tensor& x) { return sigmoid(x); };
-  if (name == "tanh") return [](const Tensor& x) { return tanh(x); };
-  if (name == "softmax") return [](const Tensor& x) { return nn::softmax(x); };
-  if (name == "linear" || name == "none" || name.empty()) return {};
-  throw InvalidArgumentError(fmt::format(
-      "[{}] unknown activation '{}'; expected one of \"relu\", \"sigmoid\", \"tanh\", \"softmax\", "
-      "\"linear\", or pass a function",
-      layer, name));
+  if (name.empty() || name == "none") return {};
+  const auto* found = std::find_if(kActivations.begin(), kActivations.end(),
+                                   [name](const NamedActivation& a) { return a.name == name; });
+  if (found == kActivations.end()) {
+    std::vector<std::string_view> names;
+    for (const NamedActivation& a : kActivations) names.push_back(a.name);
+    throw InvalidArgumentError(
+        fmt::format("[{}] unknown activation '{}'; expected one of \"{}\", or pass a function", layer, name,
+                    fmt::join(names, "\", \"")));
+  }
+  if (found->function == nullptr) return {};
+  return found->function;
+}
+
+Tensor match_rank(const Tensor& y_true, int rank) {
+  const Shape& s = y_true.shape();
+  if (y_true.rank() == rank + 1 && s[s.rank() - 1] == 1) return squeeze(y_true, {-1});
+  if (y_true.rank() + 1 == rank) return expand_dims(y_true, -1);
+  return y_true;
 }
 
 std::uint64_t next_seed() {

@@ -1,6 +1,7 @@
 #pragma once
-// What the layers share (internal): activations by name, kernel initialisers, and the
-// process-wide seed sequence used by layers built without a seed.
+// What the layers, losses and metrics share (internal): activations by name, Keras's rank
+// matching of labels, kernel initialisers, and the process-wide seed sequence used by layers
+// built without a seed.
 
 #include <cstdint>
 #include <string_view>
@@ -13,6 +14,11 @@ namespace tapeflow::layers::detail {
 
 /// The activation Keras calls `name` (see layers::activation); errors name `layer`.
 Activation named_activation(std::string_view layer, std::string_view name);
+
+/// Keras's squeeze_or_expand_to_same_rank for labels: `y_true` loses a trailing size-1 dimension
+/// when its rank is `rank` + 1, or gains one when its rank is `rank` - 1, so that labels of shape
+/// (batch,) meet predictions of shape (batch, 1). Otherwise `y_true` as it is.
+Tensor match_rank(const Tensor& y_true, int rank);
 
 /// The next seed of the process-wide sequence (splitmix64 of a counter).
 std::uint64_t next_seed();

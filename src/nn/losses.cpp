@@ -3,6 +3,7 @@
 #include "tapeflow/nn/losses.h"
 
 #include "core/check.h"
+#include "nn/layer_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
@@ -16,15 +17,6 @@ namespace {
 void require_defined(std::string_view loss, const Tensor& y_true, const Tensor& y_pred) {
   TAPEFLOW_REQUIRE(y_true.defined() && y_pred.defined(), InvalidArgumentError,
                    "[{}] y_true and y_pred must be defined tensors", loss);
-}
-
-/// Keras's squeeze_or_expand_to_same_rank: y_true loses a trailing size-1 dimension, or gains one,
-/// when its rank differs from `rank` by one.
-Tensor match_rank(const Tensor& y_true, int rank) {
-  const Shape& s = y_true.shape();
-  if (y_true.rank() == rank + 1 && s[s.rank() - 1] == 1) return squeeze(y_true, {-1});
-  if (y_true.rank() + 1 == rank) return expand_dims(y_true, -1);
-  return y_true;
 }
 
 /// `t` in float32 if it is bfloat16: losses compute in float32 (mixed precision's rule), so a
@@ -43,11 +35,24 @@ Tensor checked_float_labels(std::string_view loss, const Tensor& y_true, const T
   TAPEFLOW_REQUIRE(y_pred.rank() >= min_rank, InvalidArgumentError,
                    "[{}] y_pred needs rank >= {} (batch, ..., classes), got shape {}", loss, min_rank,
                    y_pred.shape().to_string());
-  const Tensor t = match_rank(y_true, y_pred.rank());
+  const Tensor t = layers::detail::match_rank(y_true, y_pred.rank());
   TAPEFLOW_REQUIRE(t.shape() == y_pred.shape(), InvalidArgumentError,
                    "[{}] y_true and y_pred must have the same shape, got y_true {} and y_pred {}", loss,
                    y_true.shape().to_string(), y_pred.shape().to_string());
   return t;
+}
+
+/// Keras's reduction "sum_over_batch_size": the sum of the per-sample losses over their count,
+/// and 0 over an empty batch (Keras divides with divide_no_nan), then still a function of y_pred
+/// (its gradient is empty, not missing).
+Tensor mean_over_batch(const Tensor& per_sample) {
+  return per_sample.num_elements() == 0 ? reduce_sum(per_sample) : reduce_mean(per_sample);
+}
+
+/// Keras's per-sample value of an elementwise loss: its mean over the last (class) axis, NaN for
+/// an empty one as in Keras. A rank-0 or rank-1 loss is one value per sample already.
+Tensor per_sample_mean(const Tensor& elementwise) {
+  return elementwise.rank() <= 1 ? elementwise : reduce_mean(elementwise, {-1});
 }
 
 /// y_pred / sum(y_pred, axis -1) clipped to [eps, 1 - eps] (Keras's handling of probabilities).
@@ -60,8 +65,8 @@ Tensor normalised_clipped(const Tensor& y_pred) {
 Tensor categorical_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits) {
   const Tensor y_true = widen_bfloat16(y_true_in), y_pred = widen_bfloat16(y_pred_in);
   const Tensor t = checked_float_labels("categorical_crossentropy", y_true, y_pred, 1);
-  if (from_logits) return reduce_mean(nn::softmax_cross_entropy_with_logits(t, y_pred));
-  return reduce_mean(-reduce_sum(t * log(normalised_clipped(y_pred)), {-1}));
+  if (from_logits) return mean_over_batch(nn::softmax_cross_entropy_with_logits(t, y_pred));
+  return mean_over_batch(-reduce_sum(t * log(normalised_clipped(y_pred)), {-1}));
 }
 
 Tensor sparse_categorical_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits) {
@@ -87,21 +92,21 @@ Tensor sparse_categorical_crossentropy(const Tensor& y_true_in, const Tensor& y_
       expected.to_string(), y_true.shape().to_string(), y_pred.shape().to_string());
   // Probabilities go through their log as logits: log_softmax(log(p)) = log(p) when p sums to 1.
   const Tensor logits = from_logits ? y_pred : log(normalised_clipped(y_pred));
-  return reduce_mean(nn::sparse_softmax_cross_entropy_with_logits(labels, logits));
+  return mean_over_batch(nn::sparse_softmax_cross_entropy_with_logits(labels, logits));
 }
 
 Tensor binary_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits) {
   const Tensor y_true = widen_bfloat16(y_true_in), y_pred = widen_bfloat16(y_pred_in);
   const Tensor t = checked_float_labels("binary_crossentropy", y_true, y_pred, 0);
-  if (from_logits) return reduce_mean(nn::sigmoid_cross_entropy_with_logits(t, y_pred));
+  if (from_logits) return mean_over_batch(per_sample_mean(nn::sigmoid_cross_entropy_with_logits(t, y_pred)));
   const Tensor p = clip_by_value(y_pred, kEpsilon, 1.0 - kEpsilon);
-  return reduce_mean(-(t * log(p) + (1.0 - t) * log(1.0 - p)));
+  return mean_over_batch(per_sample_mean(-(t * log(p) + (1.0 - t) * log(1.0 - p))));
 }
 
 Tensor mean_squared_error(const Tensor& y_true_in, const Tensor& y_pred_in) {
   const Tensor y_true = widen_bfloat16(y_true_in), y_pred = widen_bfloat16(y_pred_in);
   const Tensor t = checked_float_labels("mean_squared_error", y_true, y_pred, 0);
-  return reduce_mean(squared_difference(t, y_pred));
+  return mean_over_batch(per_sample_mean(squared_difference(t, y_pred)));
 }
 
 }  // namespace tapeflow::losses

@@ -3,6 +3,7 @@
 #include "tapeflow/nn/metrics.h"
 
 #include "core/check.h"
+#include "nn/layer_util.h"
 #include "tapeflow/no_recording.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/math.h"
@@ -27,6 +28,14 @@ Tensor aligned_to_leading_axes(const Tensor& w, int rank) {
   std::vector<std::int64_t> dims(w.shape().dims().begin(), w.shape().dims().end());
   dims.resize(static_cast<std::size_t>(rank), 1);
   return reshape(w, dims);
+}
+
+/// Throws InvalidArgumentError naming `metric` unless y_pred has rank >= 1 and a class axis that
+/// is not empty (argmax over no classes has no answer).
+void require_classes(std::string_view metric, const Tensor& y_pred) {
+  TAPEFLOW_REQUIRE(y_pred.rank() >= 1 && y_pred.shape()[y_pred.rank() - 1] > 0, InvalidArgumentError,
+                   "[{}] y_pred needs rank >= 1 (batch, ..., classes) and at least one class, got shape {}",
+                   metric, y_pred.shape().to_string());
 }
 
 /// The sum of every element as a double.
@@ -71,23 +80,25 @@ void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
 void BinaryAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
   require_defined(name(), y_true, "y_true");
   require_defined(name(), y_pred, "y_pred");
-  TAPEFLOW_REQUIRE(y_true.shape() == y_pred.shape(), InvalidArgumentError,
-                   "[{}] y_true and y_pred must have the same shape, got y_true {} and y_pred {}", name(),
-                   y_true.shape().to_string(), y_pred.shape().to_string());
+  const Tensor labels = layers::detail::match_rank(y_true, y_pred.rank());
+  TAPEFLOW_REQUIRE(labels.shape() == y_pred.shape(), InvalidArgumentError,
+                   "[{}] y_true and y_pred must have the same shape (up to a trailing size-1 axis), got "
+                   "y_true {} and y_pred {}",
+                   name(), y_true.shape().to_string(), y_pred.shape().to_string());
   const NoRecordingScope no_recording;
-  const Tensor t = cast(y_true, DType::Float64) > threshold_;
-  const Tensor p = cast(y_pred, DType::Float64) > threshold_;
-  mean_.update_state(equal(t, p));
+  // As Keras: only y_pred is thresholded; y_true is compared as it is (a label of 0.3 matches nothing).
+  const Tensor predicted = cast(cast(y_pred, DType::Float64) > threshold_, DType::Float64);
+  mean_.update_state(equal(cast(labels, DType::Float64), predicted));
 }
 
 void CategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
   require_defined(name(), y_true, "y_true");
   require_defined(name(), y_pred, "y_pred");
-  TAPEFLOW_REQUIRE(
-      y_true.shape() == y_pred.shape() && y_pred.rank() >= 1, InvalidArgumentError,
-      "[{}] y_true and y_pred must have the same shape of rank >= 1 (batch, ..., classes), got y_true "
-      "{} and y_pred {}",
-      name(), y_true.shape().to_string(), y_pred.shape().to_string());
+  TAPEFLOW_REQUIRE(y_true.shape() == y_pred.shape(), InvalidArgumentError,
+                   "[{}] y_true and y_pred must have the same shape (batch, ..., classes), got y_true {} and "
+                   "y_pred {}",
+                   name(), y_true.shape().to_string(), y_pred.shape().to_string());
+  require_classes(name(), y_pred);
   const NoRecordingScope no_recording;
   mean_.update_state(equal(argmax(y_true, -1), argmax(y_pred, -1)));
 }
@@ -98,9 +109,7 @@ void SparseCategoricalAccuracy::update_state(const Tensor& y_true, const Tensor&
   TAPEFLOW_REQUIRE(y_true.dtype() == DType::Int32 || y_true.dtype() == DType::Int64, InvalidArgumentError,
                    "[{}] y_true holds class ids and must be int32 or int64, got shape {} and dtype {}",
                    name(), y_true.shape().to_string(), dtype_name(y_true.dtype()));
-  TAPEFLOW_REQUIRE(y_pred.rank() >= 1, InvalidArgumentError,
-                   "[{}] y_pred needs rank >= 1 (batch, ..., classes), got shape {}", name(),
-                   y_pred.shape().to_string());
+  require_classes(name(), y_pred);
   Tensor labels = y_true;
   if (labels.rank() == y_pred.rank() && labels.shape()[labels.rank() - 1] == 1)
     labels = squeeze(labels, {-1});

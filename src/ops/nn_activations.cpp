@@ -2,6 +2,8 @@
 // primitive op (ReluGrad, EluGrad, ...) taking the upstream gradient and the forward value it
 // needs: one fused pass instead of a mask and a multiply, and itself differentiable, so higher
 // derivatives work. Those gradient ops' own gradients are written with public ops.
+// bfloat16 runs through float32 (autodiff::BFloat16Support::kThroughFloat32): the float32 kernel
+// on the widened values, rounded once, as TensorFlow's CPU kernels compute bfloat16.
 
 #include <cmath>
 #include <numbers>
@@ -21,6 +23,14 @@ namespace ops {
 namespace {
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
+
+/// Throws InvalidArgumentError naming `op` unless `x` is defined and float32, float64 or
+/// bfloat16 (which the activations compute through float32).
+void require_float_or_bfloat16(const Tensor& x, std::string_view op, std::string_view arg) {
+  require_defined(x, op, arg);
+  TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError,
+                   "[{}] '{}' must be a float32, float64 or bfloat16 tensor, got a {}", op, arg, describe(x));
+}
 
 /// A gradient op's operands: `gradients` and the forward value `v` (named `v_name`) must have
 /// the same float dtype and the same shape (no broadcasting: a gradient op that trusted its
@@ -130,6 +140,7 @@ struct AlphaAttrs {
 // y = x > 0 ? x : alpha * x;  dx = LeakyReluGrad(dy, x)
 struct LeakyRelu {
   static constexpr std::string_view kName = "LeakyRelu";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = AlphaAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
@@ -155,6 +166,7 @@ namespace ops {
 // dx = g * (f > 0 ? 1 : alpha);  dg = LeakyReluGrad(ddx, f), df = 0
 struct LeakyReluGrad {
   static constexpr std::string_view kName = "LeakyReluGrad";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves{2u, 0u};
   using Attrs = AlphaAttrs;
   static Tensor forward(const Attrs& a, const Tensor& g, const Tensor& f) {
@@ -185,6 +197,7 @@ namespace ops {
 // y = x > 0 ? x : exp(x) - 1;  dx = EluGrad(dy, y) = dy * (y < 0 ? y + 1 : 1)
 struct Elu {
   static constexpr std::string_view kName = "Elu";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& x) {
     return map_floating(kName, "features", x, [](auto v) { return v > 0 ? v : std::expm1(v); });
@@ -199,6 +212,7 @@ namespace ops {
 // _EluGradGrad); "where y < 0" is ReluGrad(., -y).
 struct EluGrad {
   static constexpr std::string_view kName = "EluGrad";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesInputs;
   static Tensor forward(const Tensor& g, const Tensor& y) {
     return grad_kernel(kName, g, y, "outputs", [](auto d, auto v) { return v < 0 ? d * (v + 1) : d; });
@@ -219,6 +233,7 @@ namespace ops {
 // y = scale * (x > 0 ? x : alpha * (exp(x) - 1));  dx = SeluGrad(dy, y)
 struct Selu {
   static constexpr std::string_view kName = "Selu";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& x) {
     return map_floating(kName, "features", x, [](auto v) {
@@ -235,6 +250,7 @@ namespace ops {
 // dx = g * (y < 0 ? y + scale * alpha : scale);  dg = SeluGrad(ddx, y), dy_ = ddx * g where y < 0
 struct SeluGrad {
   static constexpr std::string_view kName = "SeluGrad";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesInputs;
   static Tensor forward(const Tensor& g, const Tensor& y) {
     return grad_kernel(kName, g, y, "outputs", [](auto d, auto v) {
@@ -309,6 +325,7 @@ void with_gelu_tanh(const T* x, T* out, std::int64_t n, F f) {
 // y = x * Phi(x) (or its tanh approximation);  dx = GeluGrad(dy, x) = dy * gelu'(x)
 struct Gelu {
   static constexpr std::string_view kName = "Gelu";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = GeluAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
@@ -353,6 +370,7 @@ Tensor gelu_second_derivative(const Tensor& x, bool approximate) {
 // dx = g * gelu'(x);  dg = GeluGrad(ddx, x), dx_ = ddx * g * gelu''(x)
 struct GeluGrad {
   static constexpr std::string_view kName = "GeluGrad";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = GeluAttrs;
   static Tensor forward(const Attrs& a, const Tensor& g, const Tensor& x) {
@@ -372,7 +390,15 @@ struct GeluGrad {
     const bool approx = c.attrs<Attrs>().approximate;
     Grads gr(2);
     if (c.needs_input_grad(0)) gr[0] = raw_ops::gelu_grad(c.dy(), c.input(1), approx);
-    if (c.needs_input_grad(1)) gr[1] = c.dy() * c.input(0) * gelu_second_derivative(c.input(1), approx);
+    if (c.needs_input_grad(1)) {
+      // NOTE: in bfloat16 (8 significant bits) the exact form's 2 - x^2 cancels to 0 near x^2 = 2:
+      // the factor is computed in float32 and rounded once.
+      const Tensor& x = c.input(1);
+      const Tensor d2 = x.dtype() == DType::BFloat16
+                            ? cast(gelu_second_derivative(cast(x, DType::Float32), approx), DType::BFloat16)
+                            : gelu_second_derivative(x, approx);
+      gr[1] = c.dy() * c.input(0) * d2;
+    }
     return gr;
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
@@ -406,8 +432,7 @@ Tensor softmax_forward(const AxisAttrs& a, const Tensor& x, std::string_view op)
 
 /// Validates a softmax input (float, rank >= 1) and normalises its axis.
 AxisAttrs softmax_attrs(const Tensor& x, std::int64_t axis, std::string_view op) {
-  require_defined(x, op, "logits");
-  require_floating(x, op, "logits");
+  require_float_or_bfloat16(x, op, "logits");
   TAPEFLOW_REQUIRE(x.rank() >= 1, InvalidArgumentError, "[{}] 'logits' must have rank >= 1, got a {}", op,
                    describe(x));
   return {normalize_axis(axis, x.rank(), op)};
@@ -417,6 +442,7 @@ AxisAttrs softmax_attrs(const Tensor& x, std::int64_t axis, std::string_view op)
 // y = exp(x) / sum(exp(x), axis);  dx = (dy - sum(dy * y, axis)) * y
 struct Softmax {
   static constexpr std::string_view kName = "Softmax";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesOutput;
   using Attrs = AxisAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
@@ -440,6 +466,7 @@ namespace ops {
 // y = x - log(sum(exp(x), axis));  dx = dy - exp(y) * sum(dy, axis)
 struct LogSoftmax {
   static constexpr std::string_view kName = "LogSoftmax";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesOutput;
   using Attrs = AxisAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
@@ -458,6 +485,29 @@ Tensor nn::log_softmax(const Tensor& logits, std::int64_t axis) {
   return autodiff::apply_with<ops::LogSoftmax>(ops::softmax_attrs(logits, axis, ops::LogSoftmax::kName),
                                                logits);
 }
+
+// ---- composite activations (no primitives of their own: the gradients are their ops') ----------
+
+// silu(x) = x * sigmoid(beta x)
+Tensor nn::silu(const Tensor& x, double beta) {
+  ops::require_float_or_bfloat16(x, "silu", "features");
+  return x * sigmoid(beta == 1.0 ? x : x * beta);
+}
+
+Tensor nn::swish(const Tensor& x, double beta) { return silu(x, beta); }
+
+// mish(x) = x * tanh(softplus(x))
+Tensor nn::mish(const Tensor& x) {
+  ops::require_float_or_bfloat16(x, "mish", "features");
+  return x * tanh(softplus(x));
+}
+
+// hard_sigmoid(x) = relu6(x + 3) / 6
+Tensor nn::hard_sigmoid(const Tensor& x) {
+  ops::require_float_or_bfloat16(x, "hard_sigmoid", "features");
+  return relu6(x + 3.0) / 6.0;
+}
+
 namespace ops {
 
 void register_activation_ops(Registrar& r) {

@@ -1,5 +1,6 @@
 // Reductions: Sum, Mean, Max, Min, Prod, ReduceLogSumExp, ArgMax, ArgMin. The loops are in
 // kernels/cpu/reduce.h; here are the shape rules, the dtype dispatch and the gradients.
+// bfloat16: Sum reads it as it is; the others widen it, reduce in float32 and round once.
 
 #include "tapeflow/ops/reduce.h"
 
@@ -222,6 +223,7 @@ namespace {
 template <template <class> class R>
 struct MinOrMax {
   static constexpr Saves kSaves{1u, 1u};  // x and y: the tie pattern
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   using Attrs = ReduceAttrs;
   static Tensor forward_impl(const Attrs& a, const Tensor& x, std::string_view op) {
     const Shape out = reduce_shapes(a, x.shape(), op).out;
@@ -269,6 +271,7 @@ namespace ops {
 // y = prod(x, axes);  dx_i = dy * prod_{j != i} x_j
 struct Prod {
   static constexpr std::string_view kName = "Prod";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves{1u, 1u};
   using Attrs = ReduceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {
@@ -288,8 +291,10 @@ struct Prod {
     const Tensor& x = c.input(0);
     const auto kd = dims_of(reduce_shapes(a, x.shape(), kName).keepdims);
     const Tensor dy = reshape(c.dy(), kd);
-    const bool has_zero = visit_floating(x.dtype(), [&]<class T>() {
-      const auto v = x.values<T>();
+    // A bfloat16 input (the forward widened it) is read through float32 for the zero test.
+    const Tensor wide = x.dtype() == DType::BFloat16 ? cast(x, DType::Float32) : x;
+    const bool has_zero = visit_floating(wide.dtype(), [&]<class T>() {
+      const auto v = wide.values<T>();
       return std::any_of(v.begin(), v.end(), [](T e) { return e == T(0); });
     });
     if (!has_zero) return {dy * reshape(c.output(0), kd) / x};
@@ -316,6 +321,7 @@ namespace ops {
 // ops so higher derivatives work.
 struct ReduceLogSumExp {
   static constexpr std::string_view kName = "ReduceLogSumExp";
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves{1u, 1u};
   using Attrs = ReduceAttrs;
   static Tensor forward(const Attrs& a, const Tensor& x) {

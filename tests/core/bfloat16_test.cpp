@@ -118,14 +118,18 @@ TEST(BFloat16, MixingWithFloat32IsAnErrorNamingTheOp) {
 
 TEST(BFloat16, AnOpWithoutABFloat16KernelRefusesItByName) {
   const tf::Tensor m = tf::cast(tf::constant({{1.f, 2.f}, {3.f, 4.f}}), tf::bfloat16);
-  EXPECT_THAT([&] { tf::reduce_prod(m, 0); },
-              ThrowsMessage<tf::InvalidArgumentError>(
-                  AllOf(HasSubstr("[Prod] has no bfloat16 kernel"), HasSubstr("shape (2, 2)"))));
-  // A public function that checks its dtype before the op runs says so in its own words.
   EXPECT_THAT(
-      [&] { tf::nn::softmax(m); },
-      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr(
-          "[Softmax] 'logits' must be a float32 or float64 tensor, got a bfloat16 tensor of shape (2, 2)")));
+      [&] {
+        tf::nn::sparse_softmax_cross_entropy_with_logits(tf::constant({0, 1}), m);
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[SparseSoftmaxCrossEntropyWithLogits] has no bfloat16 kernel"),
+                HasSubstr("shape (2, 2)"))));
+  // A public function that checks its dtype before the op runs says so in its own words.
+  EXPECT_THAT([&] { tf::nn::softmax_cross_entropy_with_logits(m, m); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr(
+                  "[SoftmaxCrossEntropyWithLogits] 'logits' must be a float32 or float64 tensor, got a "
+                  "bfloat16 tensor of shape (2, 2)")));
   EXPECT_THAT([&] { tf::random::uniform({2}, 0, 1, tf::int32); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("float32, float64 or bfloat16")));
 }

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "support/activations.h"
+#include "support/errors.h"
 #include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
@@ -21,6 +23,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using ::testing::UnorderedElementsAreArray;
 using tf::testing::names;
 
 namespace {
@@ -258,12 +261,23 @@ TEST(Conv2D, HugeKernelSizesThrowInsteadOfOverflowing) {
   EXPECT_FALSE(conv.built());
 }
 
-TEST(Conv2D, UnknownActivationNameThrowsNamingConv2D) {
-  EXPECT_THAT(
-      [] {
-        tf::layers::Conv2D(2, {3, 3}, "gelu_typo");
-      },
-      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Conv2D] unknown activation 'gelu_typo'")));
+TEST(Conv2D, UnknownActivationNameThrowsNamingConv2DAndEveryAcceptedName) {
+  const std::string message = tf::testing::error_of([] { tf::layers::Conv2D(2, {3, 3}, "gelu_typo"); });
+  EXPECT_THAT(message, HasSubstr("[Conv2D] unknown activation 'gelu_typo'"));
+  // The names listed are exactly those whose values EveryKerasActivationNameMatchesItsFunction checks.
+  EXPECT_THAT(tf::testing::listed_activation_names(message),
+              UnorderedElementsAreArray(tf::testing::accepted_activation_names()));
+}
+
+TEST(Conv2D, EveryKerasActivationNameMatchesItsFunction) {
+  const tf::Tensor x = tf::random::normal({2, 4, 4, 3}, 0, 3, tf::float32, 5);
+  for (const auto& [name, f] : tf::testing::keras_activations()) {
+    tf::layers::Conv2D by_name(4, {2, 2}, name, {.seed = 1});
+    tf::layers::Conv2D by_function(4, {2, 2}, f, {.seed = 1});
+    const tf::Tensor got = by_name(x), want = by_function(x);
+    // "relu" runs one fused op, the function the convolution, the bias and relu: equal up to rounding.
+    EXPECT_LE(max_abs(got - want), 1e-5f * max_abs(want)) << name;
+  }
 }
 
 // ---- the factory -------------------------------------------------------------------------------

@@ -11,12 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "support/activations.h"
+#include "support/errors.h"
 #include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using ::testing::UnorderedElementsAreArray;
 using tf::testing::names;
 
 namespace {
@@ -113,26 +116,22 @@ TEST(Dense, ReluByNameAndByFunctionAgree) {
   for (std::size_t i = 0; i < l.size(); ++i) EXPECT_FLOAT_EQ(a[i], std::max(l[i], 0.0f));
 }
 
-TEST(Dense, NamedActivationsMatchTheirOps) {
-  tf::Tensor x = tf::constant({{0.3f, -1.2f}});
-  tf::layers::Dense linear(3, "linear", {.seed = 9});
-  const tf::Tensor z = linear(x);
-  struct Case {
-    const char* name;
-    tf::Tensor want;
-  };
-  for (const Case& c :
-       {Case{"sigmoid", tf::sigmoid(z)}, Case{"tanh", tf::tanh(z)}, Case{"softmax", tf::nn::softmax(z)}}) {
-    tf::layers::Dense layer(3, c.name, {.seed = 9});
-    auto got = layer(x).to_vector<float>(), want = c.want.to_vector<float>();
-    ASSERT_EQ(got.size(), want.size()) << c.name;
-    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], want[i]) << c.name;
+TEST(Dense, EveryKerasActivationNameMatchesItsFunction) {
+  // Pre-activations on both sides of 0 and past +-3 (hard_sigmoid's corners).
+  const tf::Tensor x = tf::random::normal({4, 3}, 0, 3, tf::float32, 11);
+  for (const auto& [name, f] : tf::testing::keras_activations()) {
+    tf::layers::Dense by_name(5, name, {.seed = 9});
+    tf::layers::Dense by_function(5, f, {.seed = 9});
+    EXPECT_EQ(by_name(x).to_vector<float>(), by_function(x).to_vector<float>()) << name;
   }
 }
 
-TEST(Dense, UnknownActivationNameThrows) {
-  EXPECT_THAT([] { tf::layers::Dense(2, "gelu_typo"); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("unknown activation 'gelu_typo'")));
+TEST(Dense, UnknownActivationNameThrowsListingEveryAcceptedName) {
+  const std::string message = tf::testing::error_of([] { tf::layers::Dense(2, "gelu_typo"); });
+  EXPECT_THAT(message, HasSubstr("[Dense] unknown activation 'gelu_typo'"));
+  // The names listed are exactly those whose values EveryKerasActivationNameMatchesItsFunction checks.
+  EXPECT_THAT(tf::testing::listed_activation_names(message),
+              UnorderedElementsAreArray(tf::testing::accepted_activation_names()));
 }
 
 TEST(Dense, NonPositiveUnitsThrow) {

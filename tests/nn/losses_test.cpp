@@ -159,4 +159,36 @@ TEST(MeanSquaredError, ShapeMismatchThrows) {
                   AllOf(HasSubstr("[mean_squared_error]"), HasSubstr("(3,)"), HasSubstr("(2,)"))));
 }
 
+TEST(Losses, OverAnEmptyBatchAreZeroAsKerasDivideNoNan) {
+  // Keras's "sum_over_batch_size" divides the sum (0) by the batch size (0) with divide_no_nan.
+  const tf::Tensor probs = tf::zeros({0, 3}), column = tf::zeros({0, 1});
+  const tf::Tensor ids = tf::constant(std::vector<std::int32_t>{}, {0});
+  for (const bool from_logits : {false, true}) {
+    EXPECT_EQ(tf::losses::categorical_crossentropy(probs, probs, from_logits).item<float>(), 0.f);
+    EXPECT_EQ(tf::losses::sparse_categorical_crossentropy(ids, probs, from_logits).item<float>(), 0.f);
+    EXPECT_EQ(tf::losses::binary_crossentropy(column, column, from_logits).item<float>(), 0.f);
+  }
+  EXPECT_EQ(tf::losses::mean_squared_error(column, column).item<float>(), 0.f);
+  EXPECT_EQ(tf::losses::mean_squared_error(tf::zeros({0}), tf::zeros({0})).item<float>(), 0.f);
+}
+
+TEST(Losses, OverAnEmptyBatchHaveAnEmptyGradient) {
+  const tf::Tensor y_pred = tf::zeros({0, 3});
+  tf::GradientTape tape;
+  tape.watch(y_pred);
+  const tf::Tensor loss = tf::losses::categorical_crossentropy(tf::zeros({0, 3}), y_pred, true);
+  const tf::Gradient grad = tape.gradient(loss, y_pred);
+  ASSERT_TRUE(grad.has_value()) << grad.why_missing();
+  EXPECT_EQ(grad->shape(), tf::Shape({0, 3}));
+}
+
+TEST(MeanSquaredError, AveragesEachSampleOverItsLastAxisThenTheBatch) {
+  // rows: (0 + 4) / 2 = 2 and (1 + 1) / 2 = 1; batch: 1.5. An empty last axis has no mean (NaN),
+  // as in Keras, even though the batch is not empty.
+  const tf::Tensor y_true = tf::constant({{0.0, 0.0}, {1.0, 1.0}});
+  const tf::Tensor y_pred = tf::constant({{0.0, 2.0}, {0.0, 2.0}});
+  EXPECT_DOUBLE_EQ(tf::losses::mean_squared_error(y_true, y_pred).item<double>(), 1.5);
+  EXPECT_TRUE(std::isnan(tf::losses::mean_squared_error(tf::zeros({2, 0}), tf::zeros({2, 0})).item<float>()));
+}
+
 }  // namespace

@@ -57,6 +57,16 @@ TEST(MeanMetric, WeightsOfLowerRankWeightEachSampleAsInKeras) {
   EXPECT_DOUBLE_EQ(column.result(), (1.0 + 9.0) / 4);
 }
 
+TEST(MeanMetric, OverNothingIsZeroAsKerasDivideNoNan) {
+  // Keras's Mean is divide_no_nan(total, count): no values, or weights summing to 0, give 0.
+  tf::metrics::Mean m;
+  m.update_state(tf::zeros({0, 3}));
+  EXPECT_EQ(m.result(), 0.0);
+  m.update_state(tf::constant({5.0, 5.0}), tf::constant({0.0, 0.0}));
+  EXPECT_EQ(m.count(), 0.0);
+  EXPECT_EQ(m.result(), 0.0);
+}
+
 TEST(MeanMetric, WeightsThatDoNotBroadcastThrow) {
   tf::metrics::Mean m("loss");
   EXPECT_THAT([&] { m.update_state(tf::ones({2}), tf::ones({3})); },
@@ -100,6 +110,33 @@ TEST(BinaryAccuracyMetric, ThresholdsPredictionsAtOneHalf) {
   EXPECT_DOUBLE_EQ(acc.result(), 1.0 / 3);
 }
 
+TEST(BinaryAccuracyMetric, MatchesRankOneLabelsWithColumnPredictionsAsKeras) {
+  // Keras's test: labels (4,) against predictions (4, 1) give 0.75, the labels gaining the axis.
+  tf::metrics::BinaryAccuracy acc;
+  acc.update_state(tf::constant({1.f, 1.f, 0.f, 0.f}), tf::constant({{0.98f}, {1.f}, {0.f}, {0.6f}}));
+  EXPECT_DOUBLE_EQ(acc.result(), 0.75);
+  acc.reset_state();
+  acc.update_state(tf::constant({{1.f}, {1.f}, {0.f}, {0.f}}), tf::constant({0.98f, 1.f, 0.f, 0.6f}));
+  EXPECT_DOUBLE_EQ(acc.result(), 0.75);
+}
+
+TEST(BinaryAccuracyMetric, ThresholdsOnlyThePredictions) {
+  // Keras compares y_true as it is: a soft label 0.7 matches neither a predicted 1 nor a 0.
+  tf::metrics::BinaryAccuracy acc;
+  acc.update_state(tf::constant({0.7f, 0.7f, 1.f}), tf::constant({0.9f, 0.1f, 0.9f}));
+  EXPECT_DOUBLE_EQ(acc.result(), 1.0 / 3);
+}
+
+TEST(BinaryAccuracyMetric, ShapesBeyondATrailingUnitAxisThrowNamingTheMetric) {
+  tf::metrics::BinaryAccuracy acc;
+  EXPECT_THAT(
+      [&] {
+        acc.update_state(tf::ones({4}), tf::ones({4, 2}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[binary_accuracy]"), HasSubstr("(4,)"), HasSubstr("(4, 2)"))));
+}
+
 TEST(CategoricalAccuracyMetric, ComparesArgmaxOfLabelsAndPredictions) {
   tf::metrics::CategoricalAccuracy acc;
   acc.update_state(tf::constant({{0.f, 0.f, 1.f}, {0.f, 1.f, 0.f}}),
@@ -107,6 +144,26 @@ TEST(CategoricalAccuracyMetric, ComparesArgmaxOfLabelsAndPredictions) {
   EXPECT_DOUBLE_EQ(acc.result(), 0.5);
   acc.update_state(tf::constant({{1.f, 0.f, 0.f}}), tf::constant({{5.f, -1.f, 2.f}}));
   EXPECT_DOUBLE_EQ(acc.result(), 2.0 / 3);
+}
+
+TEST(CategoricalAccuracyMetric, AnEmptyClassAxisThrowsNamingTheMetric) {
+  tf::metrics::CategoricalAccuracy acc;
+  EXPECT_THAT(
+      [&] {
+        acc.update_state(tf::ones({2, 0}), tf::ones({2, 0}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[categorical_accuracy]"), HasSubstr("class"), HasSubstr("(2, 0)"))));
+}
+
+TEST(SparseCategoricalAccuracyMetric, AnEmptyClassAxisThrowsNamingTheMetric) {
+  tf::metrics::SparseCategoricalAccuracy acc;
+  EXPECT_THAT(
+      [&] {
+        acc.update_state(tf::constant({0, 0}), tf::ones({2, 0}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          AllOf(HasSubstr("[sparse_categorical_accuracy]"), HasSubstr("class"), HasSubstr("(2, 0)"))));
 }
 
 TEST(SparseCategoricalAccuracyMetric, ComparesLabelsWithArgmax) {

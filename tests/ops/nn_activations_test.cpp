@@ -7,7 +7,11 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "support/close.h"
 #include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
@@ -17,6 +21,7 @@ using ::testing::DoubleNear;
 using ::testing::ElementsAre;
 using ::testing::FloatEq;
 using ::testing::HasSubstr;
+using ::testing::Pointwise;
 using tf::testing::vals;
 
 namespace {
@@ -243,6 +248,81 @@ TEST(LogSoftmax, GradientIsDyMinusSoftmaxTimesSum) {
   for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(g[i], w.values<double>()[i] - 2 * p[i], 1e-15);
 }
 
+// ---- bfloat16 ---------------------------------------------------------------------------------
+
+TEST(Activations, BFloat16IsTheFloat32ActivationOfTheSameValuesRounded) {
+  // LeakyRelu, Elu, Selu, Gelu, Softmax and LogSoftmax (on any axis) widen bfloat16, compute in
+  // float32 and round once; so do their gradient ops.
+  using Activation = tf::Tensor (*)(const tf::Tensor&);
+  const tf::Tensor x16 = tf::cast(tf::random::normal({3, 4}, 0, 2, tf::float32, 4), tf::bfloat16);
+  const tf::Tensor dy16 = tf::cast(tf::random::normal({3, 4}, 0, 1, tf::float32, 5), tf::bfloat16);
+  for (const Activation f : {
+           Activation{[](const tf::Tensor& x) { return tf::nn::leaky_relu(x); }},
+           Activation{&tf::nn::elu},
+           Activation{&tf::nn::selu},
+           Activation{[](const tf::Tensor& x) { return tf::nn::gelu(x); }},
+           Activation{[](const tf::Tensor& x) { return tf::nn::gelu(x, true); }},
+           Activation{[](const tf::Tensor& x) { return tf::nn::softmax(x, 0); }},
+           Activation{[](const tf::Tensor& x) { return tf::nn::log_softmax(x, 0); }},
+       }) {
+    tf::GradientTape tape;
+    tape.watch(x16);
+    const tf::Tensor y16 = f(x16);
+    ASSERT_EQ(y16.dtype(), tf::bfloat16);
+    EXPECT_TRUE(tf::testing::bitwise_equal(y16, tf::cast(f(tf::cast(x16, tf::float32)), tf::bfloat16)));
+    EXPECT_EQ(tape.gradient(y16, x16, {dy16})->dtype(), tf::bfloat16);
+  }
+}
+
+// ---- composite activations (Keras's definitions) ---------------------------------------------
+
+TEST(Silu, IsXTimesSigmoidOfBetaXUnderBothNames) {
+  const std::vector<double> xs = {-3.0, -0.5, 0.0, 2.0};
+  std::vector<double> want, want_beta2;
+  for (double v : xs) {
+    want.push_back(v / (1 + std::exp(-v)));
+    want_beta2.push_back(v / (1 + std::exp(-2 * v)));
+  }
+  const tf::Tensor x = tf::constant(xs);
+  EXPECT_THAT(vals<double>(tf::nn::silu(x)), Pointwise(DoubleNear(1e-15), want));
+  EXPECT_THAT(vals<double>(tf::nn::silu(x, 2.0)), Pointwise(DoubleNear(1e-15), want_beta2));
+  EXPECT_EQ(vals<double>(tf::nn::swish(x, 2.0)), vals<double>(tf::nn::silu(x, 2.0)));
+}
+
+TEST(Silu, GradientIsSigmoidPlusXTimesItsDerivative) {
+  const double v = 0.7, s = 1 / (1 + std::exp(-v));
+  EXPECT_THAT(grad([](const tf::Tensor& x) { return tf::nn::silu(x); }, tf::constant({v})),
+              ElementsAre(DoubleNear(s + v * s * (1 - s), 1e-15)));
+}
+
+TEST(Mish, IsXTimesTanhOfSoftplus) {
+  const std::vector<double> xs = {-4.0, -1.0, 0.0, 0.5, 3.0};
+  std::vector<double> want;
+  for (double v : xs) want.push_back(v * std::tanh(std::log1p(std::exp(v))));
+  EXPECT_THAT(vals<double>(tf::nn::mish(tf::constant(xs))), Pointwise(DoubleNear(1e-15), want));
+}
+
+TEST(HardSigmoid, IsRelu6OfXPlusThreeOverSix) {
+  // 0 up to -3, 1 from 3, x / 6 + 1/2 between (Keras 3).
+  const tf::Tensor x = tf::constant({-4.0, -3.0, -1.5, 0.0, 1.5, 3.0, 5.0});
+  EXPECT_THAT(vals<double>(tf::nn::hard_sigmoid(x)),
+              ElementsAre(0.0, 0.0, DoubleNear(0.25, 1e-15), 0.5, DoubleNear(0.75, 1e-15), 1.0, 1.0));
+  EXPECT_THAT(grad(&tf::nn::hard_sigmoid, tf::constant({-4.0, 0.0, 5.0})),
+              ElementsAre(0.0, DoubleNear(1.0 / 6, 1e-15), 0.0));
+}
+
+TEST(CompositeActivations, TakeBFloat16AndRoundTheFloat32Result) {
+  const tf::Tensor x = tf::constant({-2.5f, -0.5f, 0.75f, 2.f});  // exact in bfloat16
+  const tf::Tensor xb = tf::cast(x, tf::bfloat16);
+  for (auto f :
+       {+[](const tf::Tensor& t) { return tf::nn::silu(t); }, &tf::nn::mish, &tf::nn::hard_sigmoid}) {
+    const tf::Tensor yb = f(xb);
+    EXPECT_EQ(yb.dtype(), tf::bfloat16);
+    const std::vector<float> got = vals<float>(tf::cast(yb, tf::float32)), want = vals<float>(f(x));
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], std::abs(want[i]) / 64);
+  }
+}
+
 // ---- errors --------------------------------------------------------------------------------------
 
 TEST(ActivationErrors, FloatOnlyOpsRejectIntegers) {
@@ -255,6 +335,18 @@ TEST(ActivationErrors, FloatOnlyOpsRejectIntegers) {
   EXPECT_THROW(tf::nn::gelu(tf::constant({1, 2})), tf::InvalidArgumentError);
   EXPECT_THROW(tf::nn::leaky_relu(tf::constant({1, 2})), tf::InvalidArgumentError);
   EXPECT_THROW(tf::nn::relu(tf::constant({true})), tf::InvalidArgumentError);
+}
+
+TEST(ActivationErrors, CompositesRejectIntegersByTheirOwnName) {
+  for (const auto& c : {std::pair{"silu", +[](const tf::Tensor& t) { return tf::nn::silu(t); }},
+                        std::pair{"mish", &tf::nn::mish}, std::pair{"hard_sigmoid", &tf::nn::hard_sigmoid}})
+    EXPECT_THAT(
+        [&c] {
+          c.second(tf::constant({1, 2}));
+        },
+        ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+            AllOf(HasSubstr(std::string("[") + c.first + "]"), HasSubstr("'features'"), HasSubstr("int32"))));
+  EXPECT_THROW(tf::nn::mish(tf::Tensor{}), tf::InvalidArgumentError);
 }
 
 TEST(ActivationErrors, GradOpsNeedMatchingShapesAndDtypes) {

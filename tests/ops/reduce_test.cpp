@@ -377,6 +377,32 @@ TEST(Sum, BFloat16SumsTheWidenedValuesWithoutWideningBitwise) {
   }
 }
 
+TEST(Reductions, BFloat16IsTheFloat32ReductionOfTheSameValuesRounded) {
+  // Max, Min, Prod and ReduceLogSumExp widen bfloat16, reduce in float32 and round once: bit for
+  // bit the float32 reduction rounded, over a leading, a middle and every axis.
+  using Reduce = tf::Tensor (*)(const tf::Tensor&, const tf::Axes&, bool);
+  const tf::Tensor x16 = tf::cast(tf::random::normal({3, 4, 2}, 0, 1, tf::float32, 8), tf::bfloat16);
+  for (const Reduce f : {Reduce{&tf::reduce_max}, Reduce{&tf::reduce_min}, Reduce{&tf::reduce_prod},
+                         Reduce{&tf::reduce_logsumexp}})
+    for (const tf::Axes& axes : {tf::Axes{0}, tf::Axes{1}, tf::Axes{}}) {
+      const tf::Tensor y16 = f(x16, axes, false);
+      ASSERT_EQ(y16.dtype(), tf::bfloat16);
+      EXPECT_TRUE(tf::testing::bitwise_equal(
+          y16, tf::cast(f(tf::cast(x16, tf::float32), axes, false), tf::bfloat16)));
+    }
+}
+
+TEST(Prod, BFloat16GradientWithAZeroIsTheProductOfTheOthers) {
+  // The zero test of Prod's gradient reads a bfloat16 input through float32.
+  const tf::Tensor x = tf::cast(tf::constant({{2.f, 0.f, 3.f}, {1.f, 2.f, 4.f}}), tf::bfloat16);
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = tf::reduce_prod(x, {1});
+  const tf::Tensor g = *tape.gradient(y, x);
+  ASSERT_EQ(g.dtype(), tf::bfloat16);
+  EXPECT_THAT(vals<float>(tf::cast(g, tf::float32)), ElementsAre(0.f, 6.f, 0.f, 8.f, 4.f, 2.f));
+}
+
 TEST(ArgMax, FirstIndexOnTies) {
   EXPECT_EQ(tf::argmax(tf::constant({1, 5, 5, 2, 5})).item<std::int64_t>(), 1);
   EXPECT_EQ(tf::argmin(tf::constant({4, 1, 3, 1})).item<std::int64_t>(), 1);

@@ -60,9 +60,12 @@ class Activation {
   std::function<Tensor(const Tensor&)> fn_;
 };
 
-/// The activation Keras calls `name`: "relu", "sigmoid", "tanh", "softmax" (over the last axis),
-/// or "linear" (also "" and "none": no activation, an empty Activation).
-/// Throws InvalidArgumentError naming the accepted names for any other name.
+/// The activation Keras calls `name`, as the tf::nn (or tf::) function of that name with Keras's
+/// defaults: "relu", "relu6", "leaky_relu" (negative slope 0.2), "elu", "selu", "gelu" (exact),
+/// "silu" and "swish" (one function), "mish", "sigmoid", "hard_sigmoid" (relu6(x + 3) / 6),
+/// "tanh", "softplus", "softsign", "exponential" (tf::exp), "softmax" and "log_softmax" (over the
+/// last axis), or "linear" (also "" and "none": no activation, an empty Activation).
+/// Throws InvalidArgumentError listing the accepted names for any other name.
 Activation activation(std::string_view name);
 
 /// Options of Dense (Keras's constructor arguments).

@@ -1,7 +1,8 @@
 #pragma once
 /// \file nn/losses.h
 /// Keras's loss functions, reduced to one scalar: the mean of the per-example loss over the batch
-/// (Keras's default reduction "sum_over_batch_size").
+/// (Keras's default reduction "sum_over_batch_size"), 0 over an empty batch (Keras divides with
+/// divide_no_nan), where the gradient is then empty rather than missing.
 ///
 ///   tf::Tensor logits = model(x);                                  // (batch, classes)
 ///   tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(labels, logits, true);
@@ -34,12 +35,15 @@ Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool
 /// throws InvalidArgumentError.
 Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits = false);
 
-/// mean of -(y_true * log(p) + (1 - y_true) * log(1 - p)) over all elements, where p =
-/// sigmoid(y_pred) when `from_logits` (computed without overflow as
-/// nn::sigmoid_cross_entropy_with_logits), else y_pred clipped. Same shapes.
+/// mean over the batch of the mean over the last axis of -(y_true * log(p) + (1 - y_true) *
+/// log(1 - p)), where p = sigmoid(y_pred) when `from_logits` (computed without overflow as
+/// nn::sigmoid_cross_entropy_with_logits), else y_pred clipped. Same shapes. A rank-0 or rank-1
+/// y_pred holds one prediction per example; an empty last axis of a larger rank gives NaN, as in
+/// Keras.
 Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits = false);
 
-/// mean((y_true - y_pred)^2) over all elements. Same shapes.
+/// mean over the batch of mean((y_true - y_pred)^2) over the last axis. Same shapes; ranks as
+/// binary_crossentropy's.
 Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 
 }  // namespace tapeflow::losses

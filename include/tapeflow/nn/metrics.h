@@ -35,7 +35,7 @@ class Mean {
   /// values' rank is dropped ((batch, 1) weights for (batch,) values). Without, each element
   /// counts 1. Throws InvalidArgumentError for weights that do not broadcast so.
   void update_state(const Tensor& values, const std::optional<Tensor>& sample_weight = std::nullopt);
-  /// total / count, 0 when count is 0.
+  /// total / count, 0 when count is 0 (Keras's divide_no_nan: nothing seen, or weights summing to 0).
   double result() const { return count_ == 0 ? 0.0 : total_ / count_; }
   /// Forgets everything accumulated (Keras: at the start of each epoch).
   void reset_state() { total_ = count_ = 0; }
@@ -80,15 +80,19 @@ class Accuracy : public MeanMetricWrapper {
   void update_state(const Tensor& y_true, const Tensor& y_pred);
 };
 
-/// How often y_pred > threshold agrees with y_true > threshold (keras.metrics.BinaryAccuracy,
-/// default threshold 0.5): same shape; y_true and y_pred may have different numeric dtypes.
+/// How often y_pred > threshold, as 1 or 0, equals y_true (keras.metrics.BinaryAccuracy, default
+/// threshold 0.5): y_true holds 0/1 labels and is not thresholded (a label of 0.3 matches no
+/// prediction); the same shape, or as in Keras one side with a trailing size-1 axis the other
+/// lacks (labels (batch,) against predictions (batch, 1)); y_true and y_pred may have different
+/// numeric or bool dtypes.
 class BinaryAccuracy : public MeanMetricWrapper {
  public:
-  /// A metric named `name` that compares both sides with `threshold`.
+  /// A metric named `name` that thresholds y_pred at `threshold`.
   explicit BinaryAccuracy(double threshold = 0.5, std::string name = "binary_accuracy")
       : MeanMetricWrapper(std::move(name)), threshold_(threshold) {}
-  /// Counts the elements where (y_pred > threshold) == (y_true > threshold). Throws
-  /// InvalidArgumentError (naming the metric) for an undefined tensor or different shapes.
+  /// Counts the elements where (y_pred > threshold ? 1 : 0) == y_true. Throws
+  /// InvalidArgumentError (naming the metric) for an undefined tensor or shapes that differ by
+  /// more than that trailing size-1 axis.
   void update_state(const Tensor& y_true, const Tensor& y_pred);
 
  private:
@@ -103,7 +107,7 @@ class CategoricalAccuracy : public MeanMetricWrapper {
   explicit CategoricalAccuracy(std::string name = "categorical_accuracy")
       : MeanMetricWrapper(std::move(name)) {}
   /// Counts the rows whose argmax agree. Throws InvalidArgumentError (naming the metric) for an
-  /// undefined tensor, different shapes or a rank-0 input.
+  /// undefined tensor, different shapes, or a rank-0 input or empty class axis.
   void update_state(const Tensor& y_true, const Tensor& y_pred);
 };
 
@@ -117,7 +121,8 @@ class SparseCategoricalAccuracy : public MeanMetricWrapper {
       : MeanMetricWrapper(std::move(name)) {}
   /// Counts the rows whose argmax equals the label. Throws InvalidArgumentError (naming the
   /// metric and the shapes) for an undefined tensor, labels that are not int32/int64 or whose
-  /// shape does not match y_pred's without its last axis, or a rank-0 y_pred.
+  /// shape does not match y_pred's without its last axis, or a rank-0 y_pred or one with an
+  /// empty class axis.
   void update_state(const Tensor& y_true, const Tensor& y_pred);
 };
 

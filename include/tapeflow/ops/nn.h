@@ -8,8 +8,9 @@
 ///   tf::Tensor labels = tf::constant(std::vector<std::int32_t>{0}, {1});
 ///   tf::Tensor loss = tf::nn::sparse_softmax_cross_entropy_with_logits(labels, logits);  // (1,)
 ///
-/// Activations take float32 or float64 tensors of any shape (relu and relu6 also take int32 and
-/// int64, like TensorFlow) and return the same shape and dtype. Errors are InvalidArgumentError
+/// Activations take float32, float64 or bfloat16 tensors of any shape (relu and relu6 also take
+/// int32 and int64, like TensorFlow) and return the same shape and dtype; bfloat16 computes
+/// through float32 and rounds once. Errors are InvalidArgumentError
 /// naming the op, the argument, its shape and dtype: a non-float input, mismatched shapes or
 /// dtypes of two operands, an axis out of range, a label outside [0, classes).
 
@@ -53,6 +54,20 @@ using tapeflow::sigmoid;
 using tapeflow::softplus;
 using tapeflow::softsign;
 using tapeflow::tanh;
+
+// Composite activations: built from the ops above, so their gradients are those ops'. Each takes
+// float32, float64 or bfloat16 and throws InvalidArgumentError naming itself for another dtype
+// or an undefined tensor.
+
+/// x * sigmoid(beta * x) (tf.nn.silu; Keras's "silu" and "swish" with beta = 1).
+Tensor silu(const Tensor& x, double beta = 1.0);
+/// silu under its other name (tf.nn.swish).
+Tensor swish(const Tensor& x, double beta = 1.0);
+/// x * tanh(softplus(x)) (Keras's mish).
+Tensor mish(const Tensor& x);
+/// relu6(x + 3) / 6: 0 for x <= -3, 1 for x >= 3, linear between (Keras 3's hard_sigmoid, the
+/// piecewise-linear sigmoid of slope 1/6).
+Tensor hard_sigmoid(const Tensor& x);
 
 // ---- losses (one value per example; reduce them yourself, e.g. with reduce_mean) ---------------
 
