@@ -69,7 +69,10 @@ std::optional<DType> fusable_dtype(const Graph& g, const Node& n) {
   if (!accepts(n.outputs[0])) return std::nullopt;
   for (ValueId v : n.inputs)
     if (!accepts(v) || (elementwise && !broadcasts_to(g.values[v].shape, out.shape))) return std::nullopt;
-  if (!elementwise && !reduction_of(g, n)) return std::nullopt;
+  // A float64 sum stays the Sum (or Mean) op: its kernel adds in one order (cpu::reduce's lanes,
+  // pairwise blocks, chunks), and a traced graph must give eager's bits. A float32 sum accumulates
+  // in double, far below float32's resolution, so the kernel's own order rounds to the same float.
+  if (!elementwise && (floating != DType::Float32 || !reduction_of(g, n))) return std::nullopt;
   return floating.value_or(DType::Bool);
 }
 
