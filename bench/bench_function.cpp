@@ -2,7 +2,8 @@
 // (y = y * 0.999 + 0.5: what an unrolled loop or a long chain of layers traces into), traced at
 // n = 10^3 ... 10^6: the trace runs the body eagerly, writes the graph, runs the passes and plans
 // it, all of which must grow linearly in n, so the "s/op" counter stays flat across the rows.
-// The same ops run eagerly (BM_EagerChain) for the floor. (b) A tf::while_loop with a small body,
+// The same ops run eagerly (BM_EagerChain) for the floor; BM_TraceChainOfKernels cuts the chain
+// into a fused kernel every three ops. (b) A tf::while_loop with a small body,
 // per iteration, eagerly and from a traced function's graph.
 
 #include <benchmark/benchmark.h>
@@ -49,6 +50,29 @@ void BM_TraceChain(benchmark::State& state) {
   per_op(state);
 }
 BENCHMARK(BM_TraceChain)
+    ->ArgName("ops")
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond);
+
+/// y = reshape(y * 0.999 + 0.5), `ops` / 3 times: the reshape, which does not fuse, ends each
+/// pair of elementwise ops, so the graph holds `ops` / 3 fused kernels.
+tf::Tensor chain_of_kernels(const tf::Tensor& x, std::int64_t ops) {
+  tf::Tensor y = x;
+  for (std::int64_t i = 0; i < ops; i += 3) y = tf::reshape(y * 0.999 + 0.5, {2});
+  return y;
+}
+
+/// As BM_TraceChain, with a fused kernel every three ops.
+void BM_TraceChainOfKernels(benchmark::State& state) {
+  const tf::Tensor x = tf::ones({2});
+  for (auto _ : state) {
+    auto f = tf::function([ops = state.range(0)](const tf::Tensor& v) { return chain_of_kernels(v, ops); });
+    benchmark::DoNotOptimize(f(x));
+  }
+  per_op(state);
+}
+BENCHMARK(BM_TraceChainOfKernels)
     ->ArgName("ops")
     ->RangeMultiplier(10)
     ->Range(1000, 1000000)
