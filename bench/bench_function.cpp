@@ -2,11 +2,13 @@
 // (y = y * 0.999 + 0.5: what an unrolled loop or a long chain of layers traces into), traced at
 // n = 10^3 ... 10^6: the trace runs the body eagerly, writes the graph, runs the passes and plans
 // it, all of which must grow linearly in n, so the "s/op" counter stays flat across the rows.
-// The same ops run eagerly (BM_EagerChain) for the floor; BM_TraceChainOfKernels cuts the chain
+// The same ops run eagerly (BM_EagerChain) for the floor; BM_Trace/ChainOfKernels cuts the chain
 // into a fused kernel every three ops. (b) A tf::while_loop with a small body,
 // per iteration, eagerly and from a traced function's graph.
 
 #include <benchmark/benchmark.h>
+
+#include <vector>
 
 #include "tapeflow/tapeflow.h"
 
@@ -28,33 +30,6 @@ void per_op(benchmark::State& state) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-void BM_EagerChain(benchmark::State& state) {
-  const tf::Tensor x = tf::constant(1.0f);
-  for (auto _ : state) benchmark::DoNotOptimize(chain_with_constants(x, state.range(0)));
-  per_op(state);
-}
-BENCHMARK(BM_EagerChain)
-    ->ArgName("ops")
-    ->RangeMultiplier(10)
-    ->Range(1000, 1000000)
-    ->Unit(benchmark::kMillisecond);
-
-/// One trace per iteration: a new function, called once.
-void BM_TraceChain(benchmark::State& state) {
-  const tf::Tensor x = tf::constant(1.0f);
-  for (auto _ : state) {
-    auto f =
-        tf::function([ops = state.range(0)](const tf::Tensor& v) { return chain_with_constants(v, ops); });
-    benchmark::DoNotOptimize(f(x));
-  }
-  per_op(state);
-}
-BENCHMARK(BM_TraceChain)
-    ->ArgName("ops")
-    ->RangeMultiplier(10)
-    ->Range(1000, 1000000)
-    ->Unit(benchmark::kMillisecond);
-
 /// y = reshape(y * 0.999 + 0.5), `ops` / 3 times: the reshape, which does not fuse, ends each
 /// pair of elementwise ops, so the graph holds `ops` / 3 fused kernels.
 tf::Tensor chain_of_kernels(const tf::Tensor& x, std::int64_t ops) {
@@ -63,20 +38,32 @@ tf::Tensor chain_of_kernels(const tf::Tensor& x, std::int64_t ops) {
   return y;
 }
 
-/// As BM_TraceChain, with a fused kernel every three ops.
-void BM_TraceChainOfKernels(benchmark::State& state) {
-  const tf::Tensor x = tf::ones({2});
+using Chain = tf::Tensor (*)(const tf::Tensor&, std::int64_t);
+
+void BM_EagerChain(benchmark::State& state) {
+  const tf::Tensor x = tf::constant(1.0f);
+  for (auto _ : state) benchmark::DoNotOptimize(chain_with_constants(x, state.range(0)));
+  per_op(state);
+}
+
+/// One trace of `chain` on ones of shape `dims` per iteration: a new function, called once.
+void BM_Trace(benchmark::State& state, Chain chain, std::vector<std::int64_t> dims) {
+  const tf::Tensor x = tf::ones(tf::Shape(dims));
   for (auto _ : state) {
-    auto f = tf::function([ops = state.range(0)](const tf::Tensor& v) { return chain_of_kernels(v, ops); });
+    auto f = tf::function([chain, ops = state.range(0)](const tf::Tensor& v) { return chain(v, ops); });
     benchmark::DoNotOptimize(f(x));
   }
   per_op(state);
 }
-BENCHMARK(BM_TraceChainOfKernels)
-    ->ArgName("ops")
-    ->RangeMultiplier(10)
-    ->Range(1000, 1000000)
-    ->Unit(benchmark::kMillisecond);
+
+/// 10^3 ... 10^6 ops.
+void chain_lengths(benchmark::internal::Benchmark* b) {
+  b->ArgName("ops")->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_EagerChain)->Apply(chain_lengths);
+BENCHMARK_CAPTURE(BM_Trace, Chain, &chain_with_constants, std::vector<std::int64_t>{})->Apply(chain_lengths);
+BENCHMARK_CAPTURE(BM_Trace, ChainOfKernels, &chain_of_kernels, std::vector<std::int64_t>{2})
+    ->Apply(chain_lengths);
 
 constexpr std::int64_t kIterations = 10000;
 
