@@ -43,9 +43,8 @@ std::string_view call_key_of(const std::string& key, const graph::ConcreteFuncti
 
 /// The one candidate for saving, or InvalidArgumentError listing them where calls with other
 /// non-tensor arguments (or C++ types) traced for the signature too.
-template <class Candidate>
-const Candidate& only_one(const std::vector<std::pair<std::string, Candidate>>& candidates,
-                          const detail::FunctionCore::State& s, const std::vector<TensorSpec>& signature) {
+const GraphToSave& only_one(const std::vector<std::pair<std::string, GraphToSave>>& candidates,
+                            const detail::FunctionCore::State& s, const std::vector<TensorSpec>& signature) {
   if (candidates.size() > 1) {
     std::string traces;
     for (const auto& [key, c] : candidates) traces += fmt::format("\n  {}", detail::describe_key(key));
