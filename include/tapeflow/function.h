@@ -9,7 +9,8 @@
 ///     l = loss(x2, y2);            // same signature: the graph runs, fused and planned
 ///
 /// **What runs when.** The first call with a new *signature* (each tensor argument's dtype and
-/// shape, plus the values of the non-tensor arguments, such as `bool training`) runs the body
+/// shape, the values of the non-tensor arguments, such as `bool training`, and the C++ types of
+/// the arguments: a std::pair and a std::tuple, or a long and a long long, are two) runs the body
 /// eagerly on the real arguments while every op, variable read and assignment is written into a
 /// graph: that first call's results and side effects are the body's own. Later calls with the
 /// same signature run the graph: C++ code in the body (printing, counters, `if` on a C++ value,
@@ -71,6 +72,7 @@
 /// std::string and Variable (part of the signature, by value or by handle).
 
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -81,6 +83,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -136,11 +139,23 @@ struct FunctionStats {
 namespace detail {
 
 /// A flat view of a call: the tensors in order and a text key of everything else (the
-/// structure and the non-tensor values) that selects the traced graph.
+/// structure, the non-tensor values, and the C++ types of the arguments and the result) that
+/// selects the traced graph. save_function's view of a call has TensorSpecs in place of tensors.
 struct FlatCall {
   std::vector<Tensor> tensors;
+  std::vector<TensorSpec> specs;  ///< the TensorSpecs standing for tensors (save_function's calls)
   std::string key;
 };
+
+/// Ends a call's key with the C++ types of its arguments and of the result `F` returns for them:
+/// calls whose values flatten alike (a std::pair and a std::tuple, a long and a long long) are
+/// two signatures, and a trace's result structure is only ever rebuilt as its own type.
+template <class F, class... Args>
+void append_call_types(std::string& key) {
+  using R = std::invoke_result_t<F&, const Args&...>;
+  key += "->";
+  key += typeid(R(Args...)).name();
+}
 
 /// Walks an argument or result structure: `flatten` appends leaves; `rebuild` returns a copy
 /// with its tensor leaves taken from `it`, in the same order.
@@ -170,10 +185,15 @@ struct FunctionNest<T, std::enable_if_t<std::is_arithmetic_v<T>>> {
     c.key += std::to_string(sizeof(T));
     c.key += '(';
     if constexpr (std::is_floating_point_v<T>) {
-      // Every bit: two different values are two signatures.
-      unsigned char bytes[sizeof(T)];
-      std::memcpy(bytes, &v, sizeof(T));
-      for (unsigned char b : bytes) c.key += std::to_string(b) + ',';
+      // The shortest text that reads back as v (so two values are two signatures, and messages
+      // listing traces show 0.5, not bytes); a NaN also gets its bytes, payload and sign.
+      char text[64];
+      c.key.append(text, std::to_chars(text, text + sizeof(text), v).ptr);
+      if (v != v) {
+        unsigned char bytes[sizeof(T)];
+        std::memcpy(bytes, &v, sizeof(T));
+        for (unsigned char b : bytes) c.key += ':' + std::to_string(b);
+      }
     } else {
       c.key += std::to_string(v);
     }
@@ -194,6 +214,13 @@ struct FunctionNest<std::string> {
   template <class It>
   static std::string rebuild(const std::string& v, It&) {
     return v;
+  }
+};
+template <>
+struct FunctionNest<TensorSpec> {
+  static void flatten(const TensorSpec& spec, FlatCall& c) {
+    c.specs.push_back(spec);
+    c.key += 'T';
   }
 };
 template <>
@@ -278,6 +305,37 @@ struct FunctionNest<std::tuple<Ts...>> {
   }
 };
 
+/// The type a call passes where save_function's arguments hold `T`: Tensor for TensorSpec, inside
+/// any nesting; every other type is its own.
+template <class T>
+struct CallArgument {
+  using type = T;
+};
+template <>
+struct CallArgument<TensorSpec> {
+  using type = Tensor;
+};
+template <class T>
+struct CallArgument<std::vector<T>> {
+  using type = std::vector<typename CallArgument<T>::type>;
+};
+template <class T, std::size_t N>
+struct CallArgument<std::array<T, N>> {
+  using type = std::array<typename CallArgument<T>::type, N>;
+};
+template <class K, class T>
+struct CallArgument<std::map<K, T>> {
+  using type = std::map<K, typename CallArgument<T>::type>;
+};
+template <class A, class B>
+struct CallArgument<std::pair<A, B>> {
+  using type = std::pair<typename CallArgument<A>::type, typename CallArgument<B>::type>;
+};
+template <class... Ts>
+struct CallArgument<std::tuple<Ts...>> {
+  using type = std::tuple<typename CallArgument<Ts>::type...>;
+};
+
 /// The engine behind Function<F> (src/function/function.cpp): signatures, traces, graphs.
 class FunctionCore {
  public:
@@ -333,7 +391,7 @@ class Function {
     using R = std::invoke_result_t<F&, const Args&...>;
     detail::FlatCall call;
     (detail::FunctionNest<Args>::flatten(args, call), ...);
-    call.key += "->";
+    detail::append_call_types<F, Args...>(call.key);
     const auto& f = f_;
     detail::FunctionCore::Body body = [&f, &args...](std::vector<Tensor> fresh) {
       auto it = fresh.cbegin();
@@ -380,7 +438,10 @@ class Function {
 /// size), with the current values of the variables it reads, to `path`: versioned, checksummed
 /// and written atomically, like checkpoints (docs/FUNCTION_FORMAT.md). The function must have
 /// been called with arguments matching `signature` (FailedPreconditionError otherwise: saving does
-/// not run the body); the file keeps that trace's shapes. A dimension `signature` leaves unknown
+/// not run the body); the file keeps that trace's shapes. Where calls with different non-tensor
+/// arguments (`f(x, 3.0)` and `f(x, 5.0)`, `training` true and false) traced for `signature`, which
+/// one to save is the caller's choice: InvalidArgumentError lists the traces, and the overload
+/// below taking the call's arguments picks one. A dimension `signature` leaves unknown
 /// stays unknown in the file, so the loaded function takes any size there: that needs the graph
 /// the function shares across the sizes of its own unknown dimensions (see "Unknown dimensions"
 /// above: call it at two sizes first, three where the graph holds sizes; FailedPreconditionError
@@ -401,6 +462,31 @@ void save_function(const Function<F>& fn, const std::vector<TensorSpec>& signatu
   save_function(fn.checked_core(), signature, path);
 }
 ///@}
+
+namespace detail {
+/// save_function for the trace of the call whose key (FlatCall::key) is `call_key`, or of any
+/// call (InvalidArgumentError where several match) without one.
+void save_trace(const FunctionCore& fn, const std::vector<TensorSpec>& signature,
+                const std::filesystem::path& path, const std::optional<std::string>& call_key);
+}  // namespace detail
+
+/// Writes, as save_function above, the trace `fn` made for a call with the arguments `args`: the
+/// call's own, each tensor replaced by the TensorSpec it matched (TensorFlow's
+/// `f.get_concrete_function(tf.TensorSpec(...), training=False)`). The non-tensor arguments (and
+/// the arguments' C++ types) pick the trace among those of calls with others:
+///
+///     auto f = tf::function([](const tf::Tensor& x, bool training) { ... });
+///     f(x, true);
+///     f(x, false);
+///     tf::save_function(f, "infer.tfn", tf::TensorSpec{{32, 784}}, false);
+template <class F, class Path, class... Args>
+requires std::is_convertible_v<const Path&, std::filesystem::path>  // a braced signature is no path
+void save_function(const Function<F>& fn, const Path& path, const Args&... args) {
+  detail::FlatCall call;
+  (detail::FunctionNest<Args>::flatten(args, call), ...);
+  detail::append_call_types<F, typename detail::CallArgument<Args>::type...>(call.key);
+  detail::save_trace(fn.checked_core(), call.specs, path, call.key);
+}
 
 /// A function loaded from a file save_function wrote: it runs without the C++ that built it
 /// (TensorFlow's SavedModel role). It owns the variables the file holds. Calls take the flat

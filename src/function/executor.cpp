@@ -107,18 +107,17 @@ void Executor::plan() {
   for (std::size_t v = 0; v < last_use.size(); ++v)
     if (last_use[v] >= 0 && last_use[v] < static_cast<std::ptrdiff_t>(n))
       release_after_[static_cast<std::size_t>(last_use[v])].push_back(static_cast<ValueId>(v));
-  // Peak of live intermediate bytes (inputs and constants are held by their owners).
+  // Peak of live intermediate bytes (inputs and constants are held by their owners). One flag per
+  // value: a body holding a constant per op releases one at about every node.
+  std::vector<bool> owned(graph_.values.size(), false);
+  for (ValueId v : graph_.inputs) owned[v] = true;
+  for (const auto& [v, t] : graph_.constants) owned[v] = true;
   std::size_t live = 0;
   for (std::size_t k = 0; k < n; ++k) {
     for (ValueId v : graph_.nodes[k].outputs) live += bytes_of(graph_.values[v]);
     planned_peak_bytes_ = std::max(planned_peak_bytes_, live);
-    for (ValueId v : release_after_[k]) {
-      const bool produced =
-          std::none_of(graph_.inputs.begin(), graph_.inputs.end(), [&](ValueId i) { return i == v; }) &&
-          std::none_of(graph_.constants.begin(), graph_.constants.end(),
-                       [&](const auto& c) { return c.first == v; });
-      if (produced) live -= std::min(live, bytes_of(graph_.values[v]));
-    }
+    for (ValueId v : release_after_[k])
+      if (!owned[v]) live -= std::min(live, bytes_of(graph_.values[v]));
   }
 }
 

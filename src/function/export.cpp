@@ -36,9 +36,33 @@ struct GraphToSave {
   graph::SizeTemplate size_template;
 };
 
-/// The graph to save for `signature`: with unknown dimensions, the graph `fn` shares across their
-/// sizes; else the trace for exactly these shapes. FailedPreconditionError says what to call first.
-GraphToSave graph_to_save(const detail::FunctionCore::State& s, const std::vector<TensorSpec>& signature) {
+/// The call key (FlatCall::key) of the cache entry `key` holding `c`: the key without its specs.
+std::string_view call_key_of(const std::string& key, const graph::ConcreteFunction& c) {
+  return std::string_view(key).substr(0, key.size() - detail::specs_text(c.specs()).size());
+}
+
+/// The one candidate for saving, or InvalidArgumentError listing them where calls with other
+/// non-tensor arguments (or C++ types) traced for the signature too.
+const GraphToSave& only_one(const std::vector<std::pair<std::string, GraphToSave>>& candidates,
+                            const detail::FunctionCore::State& s, const std::vector<TensorSpec>& signature) {
+  if (candidates.size() > 1) {
+    std::string traces;
+    for (const auto& [key, c] : candidates) traces += fmt::format("\n  {}", detail::describe_key(key));
+    throw InvalidArgumentError(fmt::format(
+        "[save_function] {} has {} traces for the signature {}, for calls with different non-tensor "
+        "arguments:{}\nPass the arguments of the call whose trace to save, each tensor as its "
+        "TensorSpec: save_function(fn, path, args...)",
+        s.label, candidates.size(), detail::specs_text(signature), traces));
+  }
+  return candidates.front().second;
+}
+
+/// The graph to save for `signature` and, if given, the call key (FlatCall::key) of the call that
+/// traced it: with unknown dimensions, the graph `fn` shares across their sizes; else the trace for
+/// exactly these shapes. FailedPreconditionError says what to call first; InvalidArgumentError
+/// lists the traces where calls with different non-tensor arguments match and no call key is given.
+GraphToSave graph_to_save(const detail::FunctionCore::State& s, const std::vector<TensorSpec>& signature,
+                          const std::optional<std::string>& call_key) {
   for (const TensorSpec& spec : signature)
     for (std::int64_t d : spec.dims)
       TAPEFLOW_REQUIRE(
@@ -52,6 +76,8 @@ GraphToSave graph_to_save(const detail::FunctionCore::State& s, const std::vecto
   for (const auto& [key, c] : s.cache)
     traced += (traced.empty() ? "" : ", ") + detail::specs_text(c->specs());
   if (traced.empty()) traced = "none";
+  // Calls with other non-tensor arguments: when the caller named its call, not this one's.
+  const auto other_call = [&](std::string_view key) { return call_key && key != *call_key; };
   // The shared graph was checked across the sizes of the function's own unknown dimensions.
   // With `all`, also every dimension the function declared unknown is unknown in `signature`.
   auto declared_unknown = [&](bool all) {
@@ -66,19 +92,28 @@ GraphToSave graph_to_save(const detail::FunctionCore::State& s, const std::vecto
     return true;
   };
   if (unknown) {
+    std::vector<std::pair<std::string, GraphToSave>> shared;
     for (const auto& [key, e] : s.shared) {
+      if (other_call(key)) continue;
       if (e.stage != detail::SharedGraph::Stage::kShared || !matches(signature, e.first->specs())) {
         if (e.stage == detail::SharedGraph::Stage::kRefused) refused += "; " + e.why_refused;
         continue;
       }
       const graph::SizeTemplate& size_template = e.templates.front();
-      if (size_template.empty() && declared_unknown(false)) return {e.first, {}};
+      if (size_template.empty() && declared_unknown(false)) {
+        shared.emplace_back(key, GraphToSave{e.first, {}});
+        continue;
+      }
       // The template's terms name the function's unknown dimensions: the file must keep them all.
-      if (!size_template.empty() && declared_unknown(true)) return {e.first, size_template};
+      if (!size_template.empty() && declared_unknown(true)) {
+        shared.emplace_back(key, GraphToSave{e.first, size_template});
+        continue;
+      }
       if (!size_template.empty())
         refused +=
             "; its graph holds sizes of the unknown dimensions, so a file must leave all of them unknown";
     }
+    if (!shared.empty()) return only_one(shared, s, signature);
     throw FailedPreconditionError(fmt::format(
         "[save_function] {} has no graph shared across the sizes of the unknown dimensions of {} "
         "(traced: {}{}). Give the function an input_signature with those dimensions unknown and call it "
@@ -86,20 +121,29 @@ GraphToSave graph_to_save(const detail::FunctionCore::State& s, const std::vecto
         "depend on them, or save it for concrete sizes: saving does not run the body",
         s.label, detail::specs_text(signature), traced, refused));
   }
+  std::vector<std::pair<std::string, GraphToSave>> exact;
   for (const auto& [key, c] : s.cache)
-    if (matches(signature, c->specs())) return {c, {}};
+    if (matches(signature, c->specs()) && !other_call(call_key_of(key, *c)))
+      exact.emplace_back(key, GraphToSave{c, {}});
+  if (!exact.empty()) return only_one(exact, s, signature);
   throw FailedPreconditionError(
-      fmt::format("[save_function] {} has no trace for the signature {} (traced: {}); call it once with "
+      fmt::format("[save_function] {} has no trace for the signature {}{} (traced: {}); call it once with "
                   "matching arguments before saving it: saving does not run the body",
-                  s.label, detail::specs_text(signature), traced));
+                  s.label, detail::specs_text(signature),
+                  call_key ? " and the arguments " + detail::describe_key(*call_key) : "", traced));
 }
 
 }  // namespace
 
 void save_function(const detail::FunctionCore& fn, const std::vector<TensorSpec>& signature,
                    const std::filesystem::path& path) {
-  const detail::FunctionCore::State& s = *fn.state();
-  const GraphToSave saved = graph_to_save(s, signature);
+  detail::save_trace(fn, signature, path, std::nullopt);
+}
+
+void detail::save_trace(const FunctionCore& fn, const std::vector<TensorSpec>& signature,
+                        const std::filesystem::path& path, const std::optional<std::string>& call_key) {
+  const FunctionCore::State& s = *fn.state();
+  const GraphToSave saved = graph_to_save(s, signature, call_key);
   const std::shared_ptr<graph::ConcreteFunction>& cf = saved.function;
   graph::ExportedFunction f;
   f.name = s.options.name;

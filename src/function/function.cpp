@@ -3,9 +3,11 @@
 
 #include "tapeflow/function.h"
 
+#include <cxxabi.h>
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -55,6 +57,24 @@ std::string TensorSpec::to_string() const {
 }
 
 namespace detail {
+
+std::string describe_key(std::string_view key) {
+  const std::size_t arrow = key.rfind("->");
+  if (arrow == std::string_view::npos) return std::string(key);
+  // A mangled type name holds no '(': the tensors' specs start at the first one after the arrow.
+  const std::size_t specs = std::min(key.find('(', arrow), key.size());
+  const std::string mangled(key.substr(arrow + 2, specs - arrow - 2));
+  std::string out(key.substr(0, arrow));
+  if (!mangled.empty()) {
+    int status = 0;
+    char* demangled = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+    out += " as " + std::string(status == 0 ? demangled : mangled.c_str());
+    std::free(demangled);
+  }
+  if (specs < key.size()) out += " on " + std::string(key.substr(specs));
+  return out;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -332,7 +352,7 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
               "[{}] has been traced {} times, the last time for the signature {}. Tracing is expensive: pass "
               "tensors rather than C++ values that change between calls, keep argument shapes fixed, or "
               "give FunctionOptions::input_signature with unknown (-1) dimensions",
-              s.label, signature_traces, key));
+              s.label, signature_traces, describe_key(key)));
     }
     return {std::move(traced.outputs), traced.function->structure()};
   }

@@ -31,6 +31,12 @@ inline std::vector<TensorSpec> specs_of(std::span<const Tensor> ts) {
   return specs;
 }
 
+/// A signature key (FunctionCore::State::key_of, or a call's FlatCall::key alone) as messages
+/// show it: "Tf8(0.5) as tapeflow::Tensor (tapeflow::Tensor, double) on (float32[3])", the
+/// flattened arguments (T a tensor, f8(0.5) a double, b1(1) a bool true), the C++ types
+/// demangled, the tensors' specs.
+std::string describe_key(std::string_view key);
+
 /// The graph of one call structure that may serve other sizes of its unknown dimensions
 /// (shared_sizes.h): the first trace at sizes of at least 2 is the candidate; a trace at other
 /// sizes unifies with it (the same graph: shared; the same but for sizes: confirming, until a

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 
@@ -69,7 +70,10 @@ std::optional<DType> fusable_dtype(const Graph& g, const Node& n) {
   if (!accepts(n.outputs[0])) return std::nullopt;
   for (ValueId v : n.inputs)
     if (!accepts(v) || (elementwise && !broadcasts_to(g.values[v].shape, out.shape))) return std::nullopt;
-  if (!elementwise && !reduction_of(g, n)) return std::nullopt;
+  // A float64 sum stays the Sum (or Mean) op: its kernel adds in one order (cpu::reduce's lanes,
+  // pairwise blocks, chunks), and a traced graph must give eager's bits. A float32 sum accumulates
+  // in double, far below float32's resolution, so the kernel's own order rounds to the same float.
+  if (!elementwise && (floating != DType::Float32 || !reduction_of(g, n))) return std::nullopt;
   return floating.value_or(DType::Bool);
 }
 
@@ -177,6 +181,24 @@ struct Grouping {
   std::vector<int> open_;  // in the order the groups opened
 };
 
+/// Facts about the values one group touches (its members' operands and results), `fallback` for
+/// any other: a map rather than an array over all of the graph's values, so that building every
+/// group's kernel takes time linear in the graph, however many groups it holds.
+template <class T>
+class ValueFacts {
+ public:
+  explicit ValueFacts(T fallback) : fallback_(fallback) {}
+  T& operator[](ValueId v) { return facts_.try_emplace(v, fallback_).first->second; }
+  T at(ValueId v) const {
+    const auto it = facts_.find(v);
+    return it == facts_.end() ? fallback_ : it->second;
+  }
+
+ private:
+  absl::flat_hash_map<ValueId, T> facts_;
+  T fallback_;
+};
+
 /// Builds the kernel of one group: slots, steps, stored outputs and reductions.
 class KernelBuilder {
  public:
@@ -187,10 +209,10 @@ class KernelBuilder {
         id_(id),
         group_of_value_(group_of_value),
         read_outside_(read_outside),
-        slot_of_(g.values.size(), -1),
-        uniform_(g.values.size(), 0),
-        live_to_end_(g.values.size(), 0),
-        last_use_(g.values.size(), -1) {
+        slot_of_(-1),
+        uniform_(0),
+        live_to_end_(0),
+        last_use_(-1) {
     k_.dtype = group.dtype;
     k_.program.shape = group.shape;
   }
@@ -269,7 +291,7 @@ class KernelBuilder {
     }
   }
 
-  bool in_place(ValueId v) const { return !uniform_[v] && g_.values[v].dtype == k_.dtype; }
+  bool in_place(ValueId v) const { return !uniform_.at(v) && g_.values[v].dtype == k_.dtype; }
 
   void add_member(std::size_t i) {
     const Node& n = member(i);
@@ -319,9 +341,9 @@ class KernelBuilder {
   const int id_;
   const std::vector<int>& group_of_value_;
   const std::vector<char>& read_outside_;
-  std::vector<int> slot_of_;
-  std::vector<char> uniform_, live_to_end_;
-  std::vector<std::ptrdiff_t> last_use_;
+  ValueFacts<int> slot_of_;
+  ValueFacts<char> uniform_, live_to_end_;
+  ValueFacts<std::ptrdiff_t> last_use_;
   std::vector<int> free_;
   std::vector<ValueId> stored_, reduced_;
   FusedKernel k_;

@@ -7,9 +7,11 @@
 // kernels/cpu/block_op.h), computing in one floating dtype T (float32 or float64; bool values
 // ride along as T(0)/T(1)), with the output of the group's shape: the *domain*. Operands from
 // outside the group may have any shape that broadcasts to the domain (a bias, a scalar), and are
-// loaded broadcast. A Sum or Mean of a member value over a contiguous run of its axes (all of
-// them, the leading ones as for a bias gradient, the trailing ones, or a run in between) joins
-// as a *reduction*: its result is an output of the kernel, which no member may read.
+// loaded broadcast. A float32 Sum or Mean of a member value over a contiguous run of its axes (all
+// of them, the leading ones as for a bias gradient, the trailing ones, or a run in between) joins
+// as a *reduction*: its result is an output of the kernel, which no member may read. A float64 one
+// stays its op, reading the stored member: the kernel would add in another order than eager's
+// reduction, and float64 has no wider accumulator to hide that in, as float32's double does.
 //
 // How groups form (one scan in execution order, linear time): a fusable node joins an open group
 // of its shape and dtype that produces one of its operands, else opens a new group. A group is

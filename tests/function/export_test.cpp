@@ -137,6 +137,56 @@ TEST(SaveFunction, AnUnknownDimensionNeedsTwoAgreeingTracesAndSaysSo) {
   std::filesystem::remove(temp_path("one_size"));
 }
 
+TEST(SaveFunction, TracesOfCallsWithOtherNonTensorArgumentsMakeTheSignatureAmbiguousAndAreListed) {
+  auto scaled = tf::function([](const tf::Tensor& x, double scale) { return x * scale; }, {.name = "scaled"});
+  scaled(tf::ones({3}), 3.0);
+  scaled(tf::ones({3}), 5.0);
+  try {
+    tf::save_function(scaled, {{{3}, tf::DType::Float32}}, temp_path("ambiguous"));
+    FAIL() << "expected InvalidArgumentError";
+  } catch (const tf::InvalidArgumentError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'scaled'"), std::string::npos) << what;
+    EXPECT_NE(what.find("2 traces for the signature (float32[3])"), std::string::npos) << what;
+    EXPECT_NE(what.find("Tf8(3) as tapeflow::Tensor (tapeflow::Tensor, double)"), std::string::npos) << what;
+    EXPECT_NE(what.find("Tf8(5) as"), std::string::npos) << what;
+    EXPECT_NE(what.find("save_function(fn, path, args...)"), std::string::npos) << what;
+  }
+  EXPECT_FALSE(std::filesystem::exists(temp_path("ambiguous")));
+}
+
+TEST(SaveFunction, TheCallsArgumentsPickTheTraceToSave) {
+  auto f = tf::function([](const tf::Tensor& x, bool training) { return training ? x + 1.0f : x * 2.0f; });
+  const tf::Tensor x = tf::constant({1.0f, -2.0f, 4.0f});
+  const tf::Tensor when_training = f(x, true), when_not = f(x, false);
+  for (bool training : {true, false}) {
+    SCOPED_TRACE(training ? "training" : "inference");
+    const auto path = temp_path(training ? "training" : "inference");
+    tf::save_function(f, path, tf::TensorSpec{{3}, tf::DType::Float32, "x"}, training);
+    EXPECT_EQ(tf::load_function(path)({x})[0].to_vector<float>(),
+              (training ? when_training : when_not).to_vector<float>());
+    std::filesystem::remove(path);
+  }
+  // The arguments of a call never made, or of another C++ type, have no trace to save.
+  EXPECT_THROW(tf::save_function(f, temp_path("other"), tf::TensorSpec{{4}, tf::DType::Float32}, true),
+               tf::FailedPreconditionError);
+  EXPECT_THROW(tf::save_function(f, temp_path("other"), tf::TensorSpec{{3}, tf::DType::Float32}, 1),
+               tf::FailedPreconditionError);
+}
+
+TEST(SaveFunction, TheCallsArgumentsPickTheGraphSharedAcrossSizes) {
+  const std::vector<tf::TensorSpec> any_batch{{{-1, 2}, tf::DType::Float32, "x"}};
+  auto scaled = tf::function([](const tf::Tensor& x, double scale) { return x * scale; },
+                             {.name = "scaled", .input_signature = any_batch});
+  for (double scale : {2.0, 3.0})
+    for (std::int64_t n : {4, 5}) scaled(tf::ones({n, 2}), scale);
+  EXPECT_THROW(tf::save_function(scaled, any_batch, temp_path("shared")), tf::InvalidArgumentError);
+  tf::save_function(scaled, temp_path("shared"), any_batch[0], 3.0);
+  const std::vector<tf::Tensor> out = tf::load_function(temp_path("shared"))({tf::ones({7, 2})});
+  EXPECT_EQ(out[0].to_vector<float>(), std::vector<float>(14, 3.0f));
+  std::filesystem::remove(temp_path("shared"));
+}
+
 TEST(LoadFunction, ACallNotMatchingTheSignatureNamesBoth) {
   auto f = tf::function([](const tf::Tensor& x) { return x + 1.0; }, {.name = "inc"});
   f(tf::zeros({2, 3}));

@@ -88,6 +88,41 @@ TEST(Function, ScalarsOfDifferentTypesOrStringsThatReadAlikeAreDifferentSignatur
   EXPECT_EQ(g.stats().traces, 2);
 }
 
+TEST(Function, APairAndATupleOfTheSameTensorsAreDifferentSignatures) {
+  // Both flatten to two tensors; each call must get back its own structure, rebuilt as its type.
+  auto f = tf::function([](const auto& pair_or_tuple) {
+    auto [a, b] = pair_or_tuple;
+    return std::decay_t<decltype(pair_or_tuple)>{a + b, a - b};
+  });
+  const tf::Tensor x = vec({5, 7}), y = vec({1, 2});
+  const auto [p_sum, p_difference] = f(std::make_pair(x, y));
+  const auto [t_sum, t_difference] = f(std::make_tuple(x, y));
+  EXPECT_EQ(f.stats().traces, 2);
+  expect_close(t_sum, vec({6, 9}));
+  expect_close(t_difference, vec({4, 5}));
+  expect_close(p_sum, t_sum);
+  expect_close(p_difference, t_difference);
+}
+
+TEST(Function, ALongAndALongLongOfOneValueAreDifferentSignatures) {
+  // One size, one signedness, one value: only the C++ type tells them apart, and a generic body
+  // may compute something else (and return another structure) for each.
+  auto f = tf::function([](const tf::Tensor& x, auto n) {
+    if constexpr (std::is_same_v<decltype(n), long>)
+      return x * static_cast<double>(n);
+    else
+      return std::vector<tf::Tensor>{x, x * static_cast<double>(10 * n)};
+  });
+  const tf::Tensor x = tf::constant(2.0);
+  EXPECT_EQ(f(x, 3L).item<double>(), 6.0);
+  const std::vector<tf::Tensor> both = f(x, 3LL);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[1].item<double>(), 60.0);
+  EXPECT_EQ(f.stats().traces, 2);
+  EXPECT_EQ(f(tf::constant(1.0), 3L).item<double>(), 3.0);  // the first trace's graph
+  EXPECT_EQ(f.stats().graph_calls, 1);
+}
+
 TEST(Function, AMovedFromFunctionOrAnEmptyLoadedFunctionIsATypedError) {
   auto f = tf::function([](const tf::Tensor& x) { return x * 2.0; });
   auto g = std::move(f);
