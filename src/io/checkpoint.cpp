@@ -584,7 +584,7 @@ struct PendingRestore {
     if (!ck_) return;
     const NamedVariables vars = candidates(*objects_);
     check_names(vars, kFn, path);
-    std::vector<std::pair<std::size_t, Variable>> todo;
+    std::vector<std::pair<std::size_t, Variable>> to_assign;  // (entry index, variable) pairs matched now
     for (const auto& [name, var] : vars) {
       const auto it = index_of_.find(name);
       if (it == index_of_.end()) continue;
@@ -592,18 +592,18 @@ struct PendingRestore {
       if (into == var.handle_id()) continue;
       if (into) throw renumbered(name, var);
       require_fits(entries_[it->second], name, var, kFn, path);
-      todo.emplace_back(it->second, var);
+      to_assign.emplace_back(it->second, var);
     }
     std::vector<Tensor> decoded;
-    decoded.reserve(todo.size());
-    for (const auto& [i, var] : todo) decoded.push_back(read_entry(*ck_, entries_[i], kFn, path));
-    for (std::size_t k = 0; k < todo.size(); ++k) {
-      auto& [i, var] = todo[k];
+    decoded.reserve(to_assign.size());
+    for (const auto& [i, var] : to_assign) decoded.push_back(read_entry(*ck_, entries_[i], kFn, path));
+    for (std::size_t k = 0; k < to_assign.size(); ++k) {
+      auto& [i, var] = to_assign[k];
       var.assign(decoded[k]);
       restored_into_[i] = var.handle_id();
       restored_variables_.insert(var.handle_id());
     }
-    assigned_ += todo.size();
+    assigned_ += to_assign.size();
     if (assigned_ == entries_.size()) ck_.reset();  // every entry assigned: close the file
   }
 

@@ -186,6 +186,17 @@ static void expect_train_refuses(const char* option, std::initializer_list<const
   }
 }
 
+/// `train OPTION PATH` exits 2 before loading data, its message naming the option and the reason.
+static void expect_train_refuses_paths(
+    const char* option, std::initializer_list<std::pair<std::string, std::string>> paths_and_reasons) {
+  for (const auto& [path, reason] : paths_and_reasons) {
+    Result r = run({"train", option, path.c_str(), "--data-dir", "/"});
+    EXPECT_EQ(r.status, 2) << path;
+    EXPECT_THAT(r.err, HasSubstr(option)) << path;
+    EXPECT_THAT(r.err, HasSubstr(reason)) << path;
+  }
+}
+
 TEST(CliArguments, NegativeOrZeroEpochsExitWith2) { expect_train_refuses("--epochs", {"-3", "0"}); }
 
 TEST(CliArguments, BadNumbersExitWith2) {
@@ -274,13 +285,8 @@ TEST(CliArguments, RanksMustBePositive) { expect_train_refuses("--ranks", {"0", 
 
 TEST(CliArguments, UnwritableExportPathExitsWith2BeforeTraining) {
   TempDir dir;
-  for (const auto& [path, reason] : {std::pair{dir / "", std::string("is a directory")},
-                                     std::pair{dir / "no_such_dir/m.tfn", std::string("does not exist")}}) {
-    Result r = run({"train", "--export", path.c_str(), "--data-dir", "/"});
-    EXPECT_EQ(r.status, 2) << path;
-    EXPECT_THAT(r.err, HasSubstr("--export")) << path;
-    EXPECT_THAT(r.err, HasSubstr(reason)) << path;
-  }
+  expect_train_refuses_paths("--export",
+                             {{dir / "", "is a directory"}, {dir / "no_such_dir/m.tfn", "does not exist"}});
 }
 
 TEST(CliArguments, ExportToTheCheckpointOrPlotFileIsRefused) {
@@ -320,15 +326,9 @@ TEST(CliArguments, UnwritableCheckpointPathExitsWith2BeforeTraining) {
   // Refused before the data are even loaded (--data-dir / holds none), not after an epoch.
   TempDir dir;
   ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
-  const std::string missing_dir = dir / "no_such_dir/run.ckpt";
-  for (const auto& [path, reason] : {std::pair{dir / "", std::string("is a directory")},
-                                     std::pair{missing_dir, std::string("does not exist")},
-                                     std::pair{dir / "pipe", std::string("a FIFO")}}) {
-    Result r = run({"train", "--checkpoint", path.c_str(), "--data-dir", "/"});
-    EXPECT_EQ(r.status, 2) << path;
-    EXPECT_THAT(r.err, HasSubstr("--checkpoint")) << path;
-    EXPECT_THAT(r.err, HasSubstr(reason)) << path;
-  }
+  expect_train_refuses_paths("--checkpoint", {{dir / "", "is a directory"},
+                                              {dir / "no_such_dir/run.ckpt", "does not exist"},
+                                              {dir / "pipe", "a FIFO"}});
 }
 
 TEST(CliArguments, PlotMustBeNamedSvgOrPng) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "image_files.h"
+#include "support/temp_dir.h"
 #include "tapeflow/tapeflow.h"
 #include "train.h"
 
@@ -33,16 +34,9 @@ namespace {
 /// A fresh directory for one test, removed at its end.
 class ImagesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("tapeflow_images_" + std::to_string(::getpid()) + "_" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& file) const { return (dir_ / file).string(); }
+  std::string path(const std::string& file) const { return dir_ / file; }
 
-  fs::path dir_;
+  tf::testing::TempDir dir_;
 };
 
 /// `n` images of pixels 0..255 in a pattern that differs from image to image.

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "image_files.h"
+#include "support/temp_dir.h"
 #include "tapeflow/tapeflow.h"
 #include "train.h"
 
@@ -97,10 +98,6 @@ TEST(CliPredict, AnImageModelThatReturnsNoLogitsIsAnErrorNotACrash) {
 class PredictFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("tapeflow_predict_" + std::to_string(::getpid()) + "_" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     cli::TrainOptions o;
     o.epochs = 1;
     o.batch_size = 32;
@@ -111,11 +108,10 @@ class PredictFiles : public ::testing::Test {
     std::ostringstream out, log;
     cli::train(o, out, log, false);
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& file) const { return (dir_ / file).string(); }
+  std::string path(const std::string& file) const { return dir_ / file; }
 
   const tf::data::FashionMnist dataset_ = synthetic(64);
-  fs::path dir_;
+  tf::testing::TempDir dir_;
 };
 
 /// Runs the program with `args`; returns its exit status and stderr.
