@@ -1,0 +1,58 @@
+#pragma once
+// What the binding files of the Python module share: the binders module.cpp calls, and the
+// conversion of Python values to tensors that every op binding uses.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <optional>
+
+#include "tapeflow/tapeflow.h"
+
+/// A Gradient reaches Python as TensorFlow returns one: the tensor, or None when it is missing.
+template <>
+struct pybind11::detail::type_caster<tapeflow::Gradient> {
+  PYBIND11_TYPE_CASTER(tapeflow::Gradient, const_name("Optional[Tensor]"));
+  bool load(handle, bool) { return false; }
+  static handle cast(const tapeflow::Gradient& g, return_value_policy, handle parent) {
+    if (!g) return none().release();
+    return make_caster<tapeflow::Tensor>::cast(g.value(), return_value_policy::copy, parent);
+  }
+};
+
+namespace tapeflow::python {
+
+namespace py = pybind11;
+
+void bind_errors(py::module_& m);
+void bind_tensor(py::module_& m);
+void bind_tape(py::module_& m);
+void bind_ops(py::module_& m);
+void bind_function(py::module_& m);
+void bind_layers(py::module_& m);
+
+/// TensorFlow's convert_to_tensor: a Tensor as it is, a Variable's value (read as TensorFlow
+/// reads it, so a tape watching accessed variables sees it), a NumPy array with its dtype, a
+/// Python number or nested list as TensorFlow converts them (floats float32, ints int32, bools
+/// bool). `dtype` (TensorFlow's `dtype`) makes the result that dtype or raises; `hint` (TensorFlow's
+/// `dtype_hint`) is used for Python numbers and lists only. `op` names the caller in errors.
+Tensor to_tensor(py::handle value, std::optional<DType> dtype, std::optional<DType> hint, const char* op);
+
+/// to_tensor with no dtype requested.
+inline Tensor to_tensor(py::handle value, const char* op) {
+  return to_tensor(value, std::nullopt, std::nullopt, op);
+}
+
+/// The operand `other` of a binary op beside the tensor `self`: Python numbers and lists take
+/// self's dtype, as in TensorFlow (`x * 2` and `x * [3., 4.]` on float32 x are float32).
+inline Tensor operand_like(py::handle other, const Tensor& self, const char* op) {
+  return to_tensor(other, std::nullopt, self.dtype(), op);
+}
+
+/// The tensor's elements as a NumPy array that shares its memory, read-only (a tensor never
+/// changes), keeping the tensor alive.
+py::array numpy_view(const Tensor& t);
+
+/// The NumPy dtype of a tapeflow dtype (bfloat16 has none: a float32 copy is made instead).
+py::dtype numpy_dtype(DType dtype);
+
+}  // namespace tapeflow::python

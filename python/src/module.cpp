@@ -1,0 +1,15 @@
+// The extension module `tapeflow._tapeflow`: the C++ library's types and ops, bound one area per
+// file (bindings.h lists them). The TensorFlow-shaped package is python/tapeflow/.
+#include "bindings.h"
+
+PYBIND11_MODULE(_tapeflow, m) {
+  namespace python = tapeflow::python;
+  m.doc() = "tapeflow's C++ library, bound for Python; import it as `import tapeflow as tf`.";
+  m.attr("__version__") = std::string(tapeflow::version());
+  python::bind_errors(m);
+  python::bind_tensor(m);
+  python::bind_tape(m);
+  python::bind_ops(m);
+  python::bind_function(m);
+  python::bind_layers(m);
+}

@@ -1,0 +1,199 @@
+// tf.Variable and the C++ side of tf.GradientTape. The Python class (python/tapeflow/tape.py)
+// adds what Python's semantics need: `with`, nested structures of targets and sources.
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+
+namespace tapeflow::python {
+
+namespace {
+
+/// A GradientTape that records only inside `with`, as TensorFlow's: the C++ tape records from
+/// its creation, so the first entry creates it and leaving the block pauses it; entering again
+/// resumes recording onto the same tape.
+class ScopedTape {
+ public:
+  ScopedTape(bool persistent, bool watch_accessed_variables)
+      : options_{.persistent = persistent, .watch_accessed_variables = watch_accessed_variables} {}
+
+  void enter() {
+    if (!tape_) {
+      tape_ = std::make_unique<GradientTape>(options_);
+    } else {
+      paused_.reset();
+    }
+  }
+
+  void exit() {
+    if (tape_ && !paused_) paused_.reset(new GradientTape::RecordingPause(tape_->stop_recording()));
+  }
+
+  GradientTape& tape(const char* what) {
+    if (!tape_)
+      throw FailedPreconditionError(fmt::format(
+          "[GradientTape.{}] the tape has recorded nothing: use it as `with tf.GradientTape() as tape:`",
+          what));
+    return *tape_;
+  }
+
+  bool persistent() const { return options_.persistent; }
+
+  /// Pauses recording for a `with tape.stop_recording():` block.
+  void pause() {
+    pauses_.emplace_back(new GradientTape::RecordingPause(tape("stop_recording").stop_recording()));
+  }
+  void resume() { pauses_.pop_back(); }
+
+  void reset() {
+    GradientTape& t = tape("reset");
+    t.reset();
+  }
+
+ private:
+  TapeOptions options_;
+  std::unique_ptr<GradientTape> tape_;
+  std::unique_ptr<GradientTape::RecordingPause> paused_;
+  std::vector<std::unique_ptr<GradientTape::RecordingPause>> pauses_;
+};
+
+std::vector<Source> sources_of(const py::list& items, const char* op) {
+  std::vector<Source> out;
+  out.reserve(items.size());
+  for (py::handle item : items) {
+    if (py::isinstance<Variable>(item)) {
+      out.emplace_back(item.cast<const Variable&>());
+    } else if (py::isinstance<Tensor>(item)) {
+      out.emplace_back(item.cast<const Tensor&>());
+    } else {
+      throw py::type_error(fmt::format("[{}] passed in object of type {}, not tf.Tensor or tf.Variable", op,
+                                       py::str(py::type::of(item)).cast<std::string>()));
+    }
+  }
+  return out;
+}
+
+std::vector<Tensor> tensors_of(const py::list& items, const char* op) {
+  std::vector<Tensor> out;
+  out.reserve(items.size());
+  for (py::handle item : items) out.push_back(to_tensor(item, op));
+  return out;
+}
+
+UnconnectedGradients unconnected(bool zero) {
+  return zero ? UnconnectedGradients::Zero : UnconnectedGradients::None;
+}
+
+}  // namespace
+
+void bind_tape(py::module_& m) {
+  py::class_<Variable>(m, "ResourceVariable", "A mutable tensor whose reads a tape watches (tf.Variable).")
+      .def(py::init([](py::handle initial_value, bool trainable, std::optional<std::string> name,
+                       std::optional<DType> dtype) {
+             VariableOptions options;
+             options.trainable = trainable;
+             if (name) options.name = *name;
+             return Variable(to_tensor(initial_value, dtype, std::nullopt, "Variable"), options);
+           }),
+           py::arg("initial_value"), py::arg("trainable") = true, py::arg("name") = py::none(),
+           py::arg("dtype") = py::none())
+      .def_property_readonly("name", &Variable::name)
+      .def_property_readonly("trainable", &Variable::trainable)
+      .def_property_readonly("dtype", &Variable::dtype)
+      .def_property_readonly("_shape",
+                             [](const Variable& v) {
+                               py::tuple dims(v.shape().rank());
+                               for (int i = 0; i < v.shape().rank(); ++i)
+                                 dims[static_cast<std::size_t>(i)] = v.shape()[i];
+                               return dims;
+                             })
+      .def_property_readonly("ndim", [](const Variable& v) { return v.shape().rank(); })
+      .def("read_value", &Variable::read_value,
+           "The current value, recorded on the tapes that watch this variable.")
+      .def("value", &Variable::read_value,
+           "The current value, recorded on the tapes that watch this variable.")
+      .def("_snapshot", &Variable::value, "The current value, not recorded on any tape.")
+      .def(
+          "assign",
+          [](Variable& v, py::handle value, bool, py::handle, bool read_value) -> py::object {
+            v.assign(to_tensor(value, std::nullopt, v.dtype(), "AssignVariableOp"));
+            return read_value ? py::cast(v) : py::none();
+          },
+          py::arg("value"), py::arg("use_locking") = false, py::arg("name") = py::none(),
+          py::arg("read_value") = true)
+      .def(
+          "assign_add",
+          [](Variable& v, py::handle delta, bool, py::handle, bool read_value) -> py::object {
+            v.assign_add(to_tensor(delta, std::nullopt, v.dtype(), "AssignAddVariableOp"));
+            return read_value ? py::cast(v) : py::none();
+          },
+          py::arg("delta"), py::arg("use_locking") = false, py::arg("name") = py::none(),
+          py::arg("read_value") = true)
+      .def(
+          "assign_sub",
+          [](Variable& v, py::handle delta, bool, py::handle, bool read_value) -> py::object {
+            v.assign_sub(to_tensor(delta, std::nullopt, v.dtype(), "AssignSubVariableOp"));
+            return read_value ? py::cast(v) : py::none();
+          },
+          py::arg("delta"), py::arg("use_locking") = false, py::arg("name") = py::none(),
+          py::arg("read_value") = true)
+      .def(
+          "numpy", [](const Variable& v) { return numpy_view(v.value()).attr("copy")(); },
+          "A NumPy copy of the current value (a variable changes, so its memory is not shared).")
+      .def("__repr__",
+           [](const Variable& v) {
+             const std::string r = repr(v.value());  // <tf.Tensor: shape=..., numpy=...>
+             return fmt::format("<tf.Variable '{}' {}", v.name(), r.substr(r.find("shape=")));
+           })
+      .def("__hash__", [](const Variable& v) { return v.handle_id(); })
+      .def("__eq__", [](const Variable& a, py::handle b) -> py::object {
+        // Elementwise, as a tensor's ==; identity decides for another variable in containers.
+        if (py::isinstance<Variable>(b))
+          return py::cast(equal(a.read_value(), b.cast<const Variable&>().read_value()));
+        return py::cast(equal(a.read_value(), operand_like(b, a.value(), "Equal")));
+      });
+
+  py::class_<ScopedTape>(m, "_Tape")
+      .def(py::init<bool, bool>(), py::arg("persistent"), py::arg("watch_accessed_variables"))
+      .def("enter", &ScopedTape::enter)
+      .def("exit", &ScopedTape::exit)
+      .def("pause", &ScopedTape::pause)
+      .def("resume", &ScopedTape::resume)
+      .def("reset", &ScopedTape::reset)
+      .def_property_readonly("persistent", &ScopedTape::persistent)
+      .def("watch",
+           [](ScopedTape& t, const py::list& items) {
+             GradientTape& tape = t.tape("watch");
+             for (const Source& s : sources_of(items, "GradientTape.watch")) tape.watch(s);
+           })
+      .def("watched_variables", [](ScopedTape& t) { return t.tape("watched_variables").watched_variables(); })
+      .def("gradient",
+           [](ScopedTape& t, const py::list& targets, const py::list& sources,
+              const py::object& output_gradients, bool zero) {
+             GradientTape& tape = t.tape("gradient");
+             const std::vector<Source> flat_targets = sources_of(targets, "GradientTape.gradient");
+             const std::vector<Source> flat_sources = sources_of(sources, "GradientTape.gradient");
+             const std::vector<Tensor> seeds =
+                 output_gradients.is_none() ? std::vector<Tensor>{}
+                                            : tensors_of(py::reinterpret_borrow<py::list>(output_gradients),
+                                                         "GradientTape.gradient");
+             py::gil_scoped_release released;
+             return tape.gradient_flat(Targets(flat_targets), flat_sources, seeds, unconnected(zero));
+           })
+      .def("jacobian",
+           [](ScopedTape& t, const Tensor& target, const py::list& sources, bool zero, bool parallel) {
+             GradientTape& tape = t.tape("jacobian");
+             const std::vector<Source> flat_sources = sources_of(sources, "GradientTape.jacobian");
+             py::gil_scoped_release released;
+             return tape.jacobian_flat(target, flat_sources, unconnected(zero), parallel);
+           })
+      .def("batch_jacobian", [](ScopedTape& t, const Tensor& target, py::handle source, bool zero) {
+        GradientTape& tape = t.tape("batch_jacobian");
+        const std::vector<Source> flat =
+            sources_of(py::make_tuple(source).cast<py::list>(), "GradientTape.batch_jacobian");
+        py::gil_scoped_release released;
+        return tape.batch_jacobian(target, flat[0], unconnected(zero));
+      });
+}
+
+}  // namespace tapeflow::python

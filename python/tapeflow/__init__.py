@@ -1,0 +1,74 @@
+"""tapeflow: TensorFlow-style automatic differentiation over a fast C++ library.
+
+    import tapeflow as tf
+
+    x = tf.Variable(3.0)
+    with tf.GradientTape() as tape:
+        y = x**2
+    print(tape.gradient(y, x))   # tf.Tensor(6.0, shape=(), dtype=float32)
+
+The names, arguments and printed forms are TensorFlow's; the work is done by tapeflow's C++
+library (the `_tapeflow` extension), so Python adds only the cost of the call.
+"""
+
+import builtins as _builtins
+import os as _os
+
+# OpenMP (the thread pool of oneDNN's kernels) reads its wait policy once, when it is loaded:
+# passive waiting keeps idle worker threads from spinning on a busy machine.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from . import _tapeflow  # noqa: E402
+from ._tapeflow import EagerTensor, ResourceVariable, DType, TensorSpec  # noqa: E402
+from ._tapeflow import float32, float64, int32, int64, bfloat16  # noqa: E402
+from ._tapeflow import (  # noqa: E402
+    constant, convert_to_tensor, zeros, ones, fill, zeros_like, ones_like, linspace, range, eye, reshape,
+    transpose, expand_dims, squeeze, concat, stack, unstack, gather, tile, broadcast_to, one_hot, matmul,
+    stop_gradient, identity, cast, where, clip_by_value, add, subtract, multiply, divide, maximum, minimum,
+    pow, negative, abs, sign, square, sqrt, exp, sin, cos, tan, tanh, sigmoid, reduce_sum, reduce_mean,
+    reduce_max, reduce_min, reduce_prod, reduce_logsumexp, argmax, argmin, equal, not_equal, less,
+    less_equal, greater, greater_equal, logical_and, logical_or, logical_not)
+from ._shape import TensorShape  # noqa: E402
+from .tape import GradientTape, UnconnectedGradients  # noqa: E402
+from .function import function  # noqa: E402
+from . import nest  # noqa: E402
+from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes  # noqa: E402
+
+bool = _tapeflow.bool  # tf.bool (the module's own name; Python's bool is builtins.bool)
+Tensor = EagerTensor
+Variable = ResourceVariable
+newaxis = None
+__version__ = _tapeflow.__version__
+
+
+def _shape(self):
+    return TensorShape(self._shape)
+
+
+def _iterate(self):
+    if self.ndim == 0:
+        raise TypeError("iterating over a scalar tensor (shape ()) is not allowed")
+    return (self[i] for i in _builtins.range(len(self)))
+
+
+EagerTensor.shape = property(_shape, doc="The tensor's dimensions (a TensorShape).")
+EagerTensor.get_shape = _shape
+EagerTensor.__iter__ = _iterate
+ResourceVariable.shape = property(_shape, doc="The variable's dimensions (a TensorShape).")
+ResourceVariable.get_shape = _shape
+
+
+def _variable_operator(name):
+    def apply(self, *args):
+        return getattr(self.read_value(), name)(*args)
+    apply.__name__ = name
+    return apply
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+              "__rtruediv__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__pos__",
+              "__abs__", "__lt__", "__le__", "__gt__", "__ge__", "__getitem__", "__float__", "__int__",
+              "__bool__", "__len__", "__array__", "__index__", "__invert__", "__and__", "__or__", "__xor__"):
+    setattr(ResourceVariable, _name, _variable_operator(_name))
+ResourceVariable.__iter__ = lambda self: iter(self.read_value())
+del _name

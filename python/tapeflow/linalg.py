@@ -1,0 +1,3 @@
+"""tf.linalg: matrix products."""
+
+from ._tapeflow import matmul, eye  # noqa: F401

@@ -1,0 +1,9 @@
+"""tf.nn: activations and losses."""
+
+from ._tapeflow import (  # noqa: F401
+    relu, relu6, elu, selu, leaky_relu, gelu, silu, softmax, log_softmax, sigmoid, softplus, softsign, tanh,
+    softmax_cross_entropy_with_logits, sparse_softmax_cross_entropy_with_logits,
+    sigmoid_cross_entropy_with_logits)
+from ._tapeflow import mish  # noqa: F401
+
+swish = silu

@@ -1,0 +1,80 @@
+"""tf.Tensor: attributes, printing, operators and indexing."""
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+
+def test_repr_and_str_print_as_tensorflow():
+    t = tf.constant([1.0, 2.0])
+    assert repr(t) == "<tf.Tensor: shape=(2,), dtype=float32, numpy=array([1., 2.], dtype=float32)>"
+    assert str(tf.constant(6.0)) == "tf.Tensor(6.0, shape=(), dtype=float32)"
+
+
+def test_shape_dtype_and_ndim():
+    t = tf.zeros((3, 2))
+    assert t.shape == (3, 2)
+    assert str(t.shape) == "(3, 2)"
+    assert repr(t.shape) == "TensorShape([3, 2])"
+    assert t.shape.as_list() == [3, 2]
+    assert t.dtype == tf.float32 and repr(t.dtype) == "tf.float32"
+    assert t.ndim == 2 and len(t) == 3
+
+
+def test_python_operators_follow_tensorflow():
+    x = tf.constant([1.0, 2.0])
+    np.testing.assert_allclose((x + 1).numpy(), [2.0, 3.0])
+    np.testing.assert_allclose((1 - x).numpy(), [0.0, -1.0])
+    np.testing.assert_allclose((x * [3.0, 4.0]).numpy(), [3.0, 8.0])
+    np.testing.assert_allclose((2 / x).numpy(), [2.0, 1.0])
+    np.testing.assert_allclose((x ** 2).numpy(), [1.0, 4.0])
+    np.testing.assert_allclose((-x).numpy(), [-1.0, -2.0])
+    np.testing.assert_array_equal((x > 1.5).numpy(), [False, True])
+    np.testing.assert_array_equal((x == 2.0).numpy(), [False, True])
+    m = tf.constant([[1.0, 2.0]])
+    np.testing.assert_allclose((m @ tf.constant([[3.0], [4.0]])).numpy(), [[11.0]])
+
+
+def test_integer_true_division_gives_float64_as_in_tensorflow():
+    q = tf.constant([3, 4]) / tf.constant([2, 2])
+    assert q.dtype == tf.float64
+    np.testing.assert_allclose(q.numpy(), [1.5, 2.0])
+
+
+def test_indexing_with_ints_slices_ellipsis_and_newaxis():
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t = tf.constant(a)
+    for key in [0, -1, (1, 2), slice(1, None), (slice(None), 1), (Ellipsis, 2), (0, Ellipsis, slice(None, None, -1)),
+                (None, 1), (slice(None), None, 0), (1, slice(0, 3, 2), None)]:
+        np.testing.assert_array_equal(t[key].numpy(), a[key], err_msg=f"key {key!r}")
+
+
+def test_indexing_errors_name_the_op():
+    t = tf.zeros((2, 2))
+    with pytest.raises(IndexError, match="too many indices"):
+        t[0, 0, 0]
+    with pytest.raises(TypeError, match="valid indices"):
+        t["a"]
+
+
+def test_scalars_convert_to_python_numbers():
+    assert float(tf.constant(2.5)) == 2.5
+    assert int(tf.constant(7)) == 7
+    assert bool(tf.constant(1.0) > 0.0)
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(tf.constant([1.0, 2.0]))
+
+
+def test_iterating_goes_over_the_first_axis():
+    rows = [r.numpy().tolist() for r in tf.constant([[1, 2], [3, 4]])]
+    assert rows == [[1, 2], [3, 4]]
+
+
+def test_tensors_are_unhashable_as_in_tensorflow():
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(tf.constant(1.0))
+
+
+def test_numpy_functions_accept_tensors():
+    np.testing.assert_allclose(np.mean(tf.constant([[1.0, 2.0], [3.0, 4.0]]), axis=0), [2.0, 3.0])
