@@ -12,4 +12,5 @@ PYBIND11_MODULE(_tapeflow, m) {
   python::bind_ops(m);
   python::bind_function(m);
   python::bind_layers(m);
+  python::bind_config(m);
 }

@@ -140,7 +140,7 @@ void bind_tensor(py::module_& m) {
             py::array view = numpy_view(t);
             // A scalar is a NumPy scalar (np.float32(6.0) prints as 6.0), as TensorFlow returns it.
             if (t.rank() == 0) return view[py::tuple()];
-            return std::move(view);
+            return view;
           },
           "The elements as a read-only NumPy array sharing the tensor's memory (a NumPy scalar for a "
           "scalar; bfloat16: a float32 copy).")

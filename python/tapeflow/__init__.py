@@ -32,7 +32,7 @@ from ._shape import TensorShape  # noqa: E402
 from .tape import GradientTape, UnconnectedGradients  # noqa: E402
 from .function import function  # noqa: E402
 from . import nest  # noqa: E402
-from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes  # noqa: E402
+from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes, config  # noqa: E402
 
 bool = _tapeflow.bool  # tf.bool (the module's own name; Python's bool is builtins.bool)
 Tensor = EagerTensor
