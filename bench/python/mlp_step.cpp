@@ -42,7 +42,8 @@ double median_step_ms(Step step, int steps) {
   for (int r = 0; r < 7; ++r) {
     const auto start = std::chrono::steady_clock::now();
     for (int s = 0; s < steps; ++s) step();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+                 steps);
   }
   std::nth_element(ms.begin(), ms.begin() + 3, ms.end());
   return ms[3];

@@ -88,6 +88,26 @@ T scalar_value(const Tensor& t, const char* what) {
 
 using Binary = Tensor (*)(const Tensor&, const Tensor&);
 
+/// tf.as_dtype: a dtype's name ("float32", "bool") or a NumPy dtype or scalar type.
+DType dtype_from_python(py::handle value) {
+  if (py::isinstance<DType>(value)) return value.cast<DType>();
+  std::string name;
+  if (py::isinstance<py::str>(value)) {
+    name = value.cast<std::string>();
+  } else {
+    try {
+      name = py::str(py::dtype::from_args(py::reinterpret_borrow<py::object>(value)).attr("name"));
+    } catch (const py::error_already_set&) {
+      throw py::type_error(fmt::format("cannot convert {} to a dtype", py::repr(value).cast<std::string>()));
+    }
+  }
+  for (DType d : {float32, float64, int32, int64, bool_, bfloat16})
+    if (name == dtype_name(d)) return d;
+  throw py::type_error(
+      fmt::format("tapeflow has no dtype {}: use float32, float64, int32, int64, bool or bfloat16",
+                  py::repr(value).cast<std::string>()));
+}
+
 /// Binds `name` (x op y) and its reflected form `rname` (y op x) for a Python operand of any
 /// convertible kind.
 template <Binary f>
@@ -109,6 +129,8 @@ void bind_tensor(py::module_& m) {
   py::class_<DType>(m, "DType",
                     "A tensor's element type: tf.float32, tf.float64, tf.int32, tf.int64, tf.bool, "
                     "tf.bfloat16.")
+      .def(py::init(&dtype_from_python), py::arg("type_value"),
+           "A dtype from its name ('float32') or a NumPy dtype (np.float32), as tf.as_dtype.")
       .def_property_readonly("name", [](DType d) { return std::string(dtype_name(d)); })
       .def_property_readonly(
           "size", [](DType d) { return dtype_size(d); }, "Bytes per element.")
@@ -124,6 +146,8 @@ void bind_tensor(py::module_& m) {
       .def(py::pickle([](DType d) { return static_cast<int>(d); },
                       [](int v) { return static_cast<DType>(v); }));
   for (DType d : {float32, float64, int32, int64, bool_, bfloat16}) m.attr(dtype_name(d).data()) = d;
+  // Wherever a dtype is taken, a name or a NumPy dtype is too (tf.cast(x, "float64")).
+  py::implicitly_convertible<py::object, DType>();
 
   py::class_<Tensor> tensor(m, "EagerTensor", "An immutable n-dimensional array (tf.Tensor).");
   tensor.def_property_readonly("_shape", [](const Tensor& t) {
