@@ -113,10 +113,20 @@ DType dtype_from_python(py::handle value) {
 template <Binary f>
 void bind_binary(py::class_<Tensor>& cls, const char* name, const char* rname, const char* op) {
   cls.def(
-      name, [op](const Tensor& x, py::handle y) { return f(x, operand_like(y, x, op)); }, py::is_operator());
+      name,
+      [op](const Tensor& x, py::handle y) {
+        const Tensor ty = operand_like(y, x, op);
+        return release_gil_if_large(std::max(x.num_elements(), ty.num_elements()), [&] { return f(x, ty); });
+      },
+      py::is_operator());
   if (rname)
     cls.def(
-        rname, [op](const Tensor& x, py::handle y) { return f(operand_like(y, x, op), x); },
+        rname,
+        [op](const Tensor& x, py::handle y) {
+          const Tensor ty = operand_like(y, x, op);
+          return release_gil_if_large(std::max(x.num_elements(), ty.num_elements()),
+                                      [&] { return f(ty, x); });
+        },
         py::is_operator());
 }
 
@@ -150,11 +160,7 @@ void bind_tensor(py::module_& m) {
   py::implicitly_convertible<py::object, DType>();
 
   py::class_<Tensor> tensor(m, "EagerTensor", "An immutable n-dimensional array (tf.Tensor).");
-  tensor.def_property_readonly("_shape", [](const Tensor& t) {
-    py::tuple dims(t.rank());
-    for (int i = 0; i < t.rank(); ++i) dims[static_cast<std::size_t>(i)] = t.shape()[i];
-    return dims;
-  });
+  tensor.def_property_readonly("_shape", [](const Tensor& t) { return shape_tuple(t.shape()); });
   tensor.def_property_readonly("dtype", &Tensor::dtype)
       .def_property_readonly("ndim", &Tensor::rank)
       .def_property_readonly("_id", &Tensor::id)

@@ -30,9 +30,10 @@ from ._tapeflow import (  # noqa: E402
     less_equal, greater, greater_equal, logical_and, logical_or, logical_not)
 from ._shape import TensorShape  # noqa: E402
 from .tape import GradientTape, UnconnectedGradients  # noqa: E402
-from .function import function  # noqa: E402
+from .function import function, save_function, load_function  # noqa: E402
+from .control_flow import cond, while_loop  # noqa: E402
 from . import nest  # noqa: E402
-from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes, config  # noqa: E402
+from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes, config, experimental  # noqa: E402
 
 bool = _tapeflow.bool  # tf.bool (the module's own name; Python's bool is builtins.bool)
 Tensor = EagerTensor
