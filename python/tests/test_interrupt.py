@@ -11,12 +11,17 @@ import numpy as np
 import tapeflow as tf
 w = tf.Variable(np.full((512, 512), 0.001, dtype=np.float32))
 x = tf.constant(np.ones((64, 512), dtype=np.float32))
-print("ready", flush=True)
+
+def step():
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.matmul(tf.matmul(x, w), w))
+    w.assign_sub(tape.gradient(loss, w) * 0.001)
+
 try:
+    step()
+    print("ready", flush=True)
     while True:
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.matmul(tf.matmul(x, w), w))
-        w.assign_sub(tape.gradient(loss, w) * 0.001)
+        step()
 except KeyboardInterrupt:
     print("interrupted cleanly", flush=True)
     raise
