@@ -86,6 +86,8 @@ UnconnectedGradients unconnected(bool zero) {
 
 }  // namespace
 
+GradientTape& tape_of(py::handle tape, const char* what) { return tape.cast<ScopedTape&>().tape(what); }
+
 void bind_tape(py::module_& m) {
   py::class_<Variable>(m, "ResourceVariable", "A mutable tensor whose reads a tape watches (tf.Variable).")
       .def(py::init([](py::handle initial_value, bool trainable, std::optional<std::string> name,

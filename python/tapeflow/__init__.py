@@ -31,6 +31,9 @@ from ._tapeflow import (  # noqa: E402
 from ._shape import TensorShape  # noqa: E402
 from .tape import GradientTape, UnconnectedGradients  # noqa: E402
 from .function import function  # noqa: E402
+from .custom_gradient import (  # noqa: E402
+    custom_gradient, recompute_grad, grad_pass_through, RegisterGradient, no_gradient)
+from . import autodiff, debug  # noqa: E402
 from . import nest  # noqa: E402
 from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes  # noqa: E402
 
