@@ -44,31 +44,35 @@ def _require_count(what, expected, grads, kind):
             f"[CustomGradient] {what} expected to return {expected} {kind}, but returned {len(grads)} instead.")
 
 
+def _call_noting(what, fn, *args, **kwargs):
+    """fn(*args, **kwargs); an exception it raises goes on unchanged, with a note naming `what`."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as error:
+        error.add_note(f"(raised in the {what})")
+        raise
+
+
 def _gradient_of(f, grad_fn, num_inputs):
     """The C++ gradient function of one call: (output cotangents, variables f read) -> one gradient
     per input, then one per variable, from TensorFlow's grad_fn(*upstream[, variables=...])."""
     what = f"custom_gradient function {_name_of(f)!r}"
 
     def gradient(upstream, variables):
-        try:
-            if not variables:
-                input_grads = _flat_gradients(grad_fn(*upstream))
-                _require_count(what, num_inputs, input_grads, "gradients")
-                return input_grads
-            if not _accepts_variables(grad_fn):
-                raise TypeError(
-                    f"@tf.custom_gradient grad_fn must accept keyword argument 'variables', since function "
-                    f"{_name_of(f)!r} uses variables: {[v.name for v in variables]}")
-            input_grads, variable_grads = grad_fn(*upstream, variables=list(variables))
-            input_grads = _flat_gradients(input_grads)
+        if not variables:
+            input_grads = _call_noting(f"gradient function of {what}", lambda: _flat_gradients(grad_fn(*upstream)))
             _require_count(what, num_inputs, input_grads, "gradients")
-            variable_grads = _flat_gradients(list(variable_grads))
-            _require_count(f"Must return gradient for each variable from @custom_gradient grad_fn: {what}",
-                           len(variables), variable_grads, "variable gradients")
-            return input_grads + variable_grads
-        except Exception as error:  # the original exception, with a note naming the function
-            error.add_note(f"(raised in the gradient function of {what})")
-            raise
+            return input_grads
+        if not _accepts_variables(grad_fn):
+            raise TypeError(f"@tf.custom_gradient grad_fn must accept keyword argument 'variables', since function "
+                            f"{_name_of(f)!r} uses variables: {[v.name for v in variables]}")
+        input_grads, variable_grads = _call_noting(f"gradient function of {what}", grad_fn, *upstream,
+                                                   variables=list(variables))
+        input_grads, variable_grads = _flat_gradients(input_grads), _flat_gradients(list(variable_grads))
+        _require_count(what, num_inputs, input_grads, "gradients")
+        _require_count(f"Must return gradient for each variable from @custom_gradient grad_fn: {what}",
+                       len(variables), variable_grads, "variable gradients")
+        return input_grads + variable_grads
 
     return gradient
 
@@ -167,17 +171,12 @@ class RegisterGradient:
         what = f"gradient function {_name_of(f)!r} registered for {op_type}"
 
         def gradient(op, upstream):
-            try:
-                grads = f(op, *upstream)
-                grads = _flat_gradients(grads if isinstance(grads, (list, tuple)) else [grads])
-                if len(grads) != len(op.inputs):
-                    raise InvalidArgumentError(
-                        f"[{op_type}] Num gradients {len(grads)} generated for op {op_type} do not match num "
-                        f"inputs {len(op.inputs)} ({what})")
-                return grads
-            except Exception as error:  # the original exception, with a note naming the function
-                error.add_note(f"(raised in the {what})")
-                raise
+            grads = _call_noting(what, f, op, *upstream)
+            grads = _flat_gradients(grads if isinstance(grads, (list, tuple)) else [grads])
+            if len(grads) != len(op.inputs):
+                raise InvalidArgumentError(f"[{op_type}] Num gradients {len(grads)} generated for op {op_type} do "
+                                           f"not match num inputs {len(op.inputs)} ({what})")
+            return grads
 
         _tapeflow._register_gradient(op_type, gradient)
         return f
