@@ -7,6 +7,17 @@
 
 namespace tapeflow::python {
 
+namespace {
+
+Source source_of(py::handle source) {
+  if (py::isinstance<Variable>(source)) return Source(source.cast<const Variable&>());
+  if (py::isinstance<Tensor>(source)) return Source(source.cast<const Tensor&>());
+  throw py::type_error(fmt::format("[explain] the source must be a tf.Tensor or tf.Variable, not {}",
+                                   py::str(py::type::of(source)).cast<std::string>()));
+}
+
+}  // namespace
+
 void bind_debug(py::module_& m) {
   py::class_<GradientDiagnosis>(m, "GradientDiagnosis",
                                 "Why a gradient is missing or zero, or the path it takes (tf.debug.explain).")
@@ -26,16 +37,8 @@ void bind_debug(py::module_& m) {
       "_explain",
       [](py::handle tape, const Tensor& target, py::handle source) {
         const GradientTape& t = tape_of(tape, "explain");
-        if (py::isinstance<Variable>(source)) {
-          const Source s(source.cast<const Variable&>());
-          py::gil_scoped_release released;  // it may run a backward pass, and Python gradient functions
-          return debug::explain(t, target, s);
-        }
-        if (!py::isinstance<Tensor>(source))
-          throw py::type_error(fmt::format("[explain] the source must be a tf.Tensor or tf.Variable, not {}",
-                                           py::str(py::type::of(source)).cast<std::string>()));
-        const Source s(source.cast<const Tensor&>());
-        py::gil_scoped_release released;
+        const Source s = source_of(source);
+        py::gil_scoped_release released;  // it may run a backward pass, and Python gradient functions
         return debug::explain(t, target, s);
       },
       py::arg("tape"), py::arg("target"), py::arg("source"));
