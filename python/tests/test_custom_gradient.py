@@ -199,6 +199,30 @@ def test_inside_tf_function_the_gradient_is_still_grad_fns():
         np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [200.0, 200.0])
 
 
+def test_a_gradient_taken_inside_tf_function_runs_grad_fn_only_while_tracing():
+    calls = []
+
+    @tf.custom_gradient
+    def triple(x):
+        def grad(upstream):
+            calls.append(upstream)
+            return upstream * 100.0
+
+        return x * 3.0, grad
+
+    @tf.function
+    def gradient_inside(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = triple(x)
+        return tape.gradient(y, x)
+
+    x = tf.constant([1.0, 2.0])
+    for _ in range(2):
+        np.testing.assert_array_equal(gradient_inside(x).numpy(), [100.0, 100.0])
+    assert len(calls) == 1  # the second call ran the graph, which holds grad_fn's ops
+
+
 def test_the_tape_releases_grad_fn_when_it_is_deleted():
     released = []
 
