@@ -44,10 +44,10 @@ def _require_count(what, expected, grads, kind):
             f"[CustomGradient] {what} expected to return {expected} {kind}, but returned {len(grads)} instead.")
 
 
-def _call_noting(what, fn, *args, **kwargs):
-    """fn(*args, **kwargs); an exception it raises goes on unchanged, with a note naming `what`."""
+def _call_noting(what, fn, *args):
+    """fn(*args); an exception it raises goes on unchanged, with a note naming `what`."""
     try:
-        return fn(*args, **kwargs)
+        return fn(*args)
     except Exception as error:
         error.add_note(f"(raised in the {what})")
         raise
@@ -59,16 +59,17 @@ def _gradient_of(f, grad_fn, num_inputs):
     what = f"custom_gradient function {_name_of(f)!r}"
 
     def gradient(upstream, variables):
-        if not variables:
-            input_grads = _call_noting(f"gradient function of {what}", lambda: _flat_gradients(grad_fn(*upstream)))
-            _require_count(what, num_inputs, input_grads, "gradients")
-            return input_grads
-        if not _accepts_variables(grad_fn):
+        if variables and not _accepts_variables(grad_fn):
             raise TypeError(f"@tf.custom_gradient grad_fn must accept keyword argument 'variables', since function "
                             f"{_name_of(f)!r} uses variables: {[v.name for v in variables]}")
-        input_grads, variable_grads = _call_noting(f"gradient function of {what}", grad_fn, *upstream,
-                                                   variables=list(variables))
-        input_grads, variable_grads = _flat_gradients(input_grads), _flat_gradients(list(variable_grads))
+
+        def call():
+            if not variables:
+                return _flat_gradients(grad_fn(*upstream)), []
+            input_grads, variable_grads = grad_fn(*upstream, variables=list(variables))
+            return _flat_gradients(input_grads), _flat_gradients(list(variable_grads))
+
+        input_grads, variable_grads = _call_noting(f"gradient function of {what}", call)
         _require_count(what, num_inputs, input_grads, "gradients")
         _require_count(f"Must return gradient for each variable from @custom_gradient grad_fn: {what}",
                        len(variables), variable_grads, "variable gradients")

@@ -128,6 +128,16 @@ def test_grad_fn_returning_a_gradient_per_input_but_none_per_variable_is_an_inva
         gradient_at(scale, 1.0)
 
 
+def test_grad_fn_returning_a_gradient_of_the_wrong_shape_is_an_invalid_argument_naming_both_shapes():
+    @tf.custom_gradient
+    def widen(x):
+        return x * 2.0, lambda upstream: tf.zeros([3])
+
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"gradient of shape \(3,\) and dtype float32 for input 0, which has shape \(\)"):
+        gradient_at(widen, 1.0)
+
+
 def test_an_exception_in_grad_fn_reaches_the_caller_with_its_class_and_message():
     @tf.custom_gradient
     def lookup(x):
