@@ -33,6 +33,13 @@ void bind_layers(py::module_& m);
 void bind_config(py::module_& m);
 void bind_dlpack(py::module_& m);
 void bind_control_flow(py::module_& m);
+void bind_custom_gradient(py::module_& m);
+void bind_forward_accumulator(py::module_& m);
+void bind_debug(py::module_& m);
+
+/// The C++ tape behind a tf.GradientTape (its `_tape`, tape.cpp's `_Tape`); throws
+/// FailedPreconditionError naming the method `what` if the tape was never entered.
+GradientTape& tape_of(py::handle tape, const char* what);
 
 /// TensorFlow's convert_to_tensor: a Tensor as it is, a Variable's value (read as TensorFlow
 /// reads it, so a tape watching accessed variables sees it), a NumPy array with its dtype, a

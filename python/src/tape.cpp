@@ -103,6 +103,8 @@ UnconnectedGradients unconnected(bool zero) {
 
 }  // namespace
 
+GradientTape& tape_of(py::handle tape, const char* what) { return tape.cast<ScopedTape&>().tape(what); }
+
 void bind_tape(py::module_& m) {
   py::class_<Variable> variable(m, "ResourceVariable",
                                 "A mutable tensor whose reads a tape watches (tf.Variable).");
