@@ -73,6 +73,21 @@ auto release_gil_if_large(std::int64_t elements, Op&& op) {
   return op();
 }
 
+/// Keeps a Python object alive from C++ where the last owner may be a thread without the GIL or
+/// may outlive the interpreter (the gradient registry lives until the process exits): the object
+/// is released under the GIL, or leaked once Python has shut down, when nothing can release it.
+inline std::shared_ptr<py::object> keep_alive(py::object o) {
+  return std::shared_ptr<py::object>(new py::object(std::move(o)), [](py::object* held) {
+    if (!Py_IsInitialized()) {
+      held->release();
+      delete held;
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    delete held;
+  });
+}
+
 /// A shape as a Python tuple of ints (what tf.TensorShape is built from).
 inline py::tuple shape_tuple(const Shape& shape) {
   py::tuple dims(shape.rank());

@@ -27,7 +27,8 @@ from ._tapeflow import (  # noqa: E402
     stop_gradient, identity, cast, where, clip_by_value, add, subtract, multiply, divide, maximum, minimum,
     pow, negative, abs, sign, square, sqrt, exp, sin, cos, tan, tanh, sigmoid, reduce_sum, reduce_mean,
     reduce_max, reduce_min, reduce_prod, reduce_logsumexp, argmax, argmin, equal, not_equal, less,
-    less_equal, greater, greater_equal, logical_and, logical_or, logical_not)
+    less_equal, greater, greater_equal, logical_and, logical_or, logical_not, slice, split, reverse, pad,
+    gather_nd, scatter_nd, einsum, tensordot)
 from ._shape import TensorShape  # noqa: E402
 from .tape import GradientTape, UnconnectedGradients  # noqa: E402
 from .function import function, save_function, load_function  # noqa: E402
