@@ -1,3 +1,3 @@
 """tf.keras: layers over tapeflow's C++ layers."""
 
-from . import layers  # noqa: F401
+from . import layers, datasets  # noqa: F401
