@@ -35,7 +35,7 @@ from .function import function, save_function, load_function  # noqa: E402
 from .control_flow import cond, while_loop  # noqa: E402
 from .custom_gradient import (  # noqa: E402
     custom_gradient, recompute_grad, grad_pass_through, RegisterGradient, no_gradient)
-from . import autodiff, debug  # noqa: E402
+from . import autodiff, debug, distributed  # noqa: E402
 from . import nest  # noqa: E402
 from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes, config, experimental  # noqa: E402
 
