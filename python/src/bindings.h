@@ -12,7 +12,7 @@
 /// A Gradient reaches Python as TensorFlow returns one: the tensor, or None when it is missing.
 template <>
 struct pybind11::detail::type_caster<tapeflow::Gradient> {
-  PYBIND11_TYPE_CASTER(tapeflow::Gradient, const_name("Optional[Tensor]"));
+  PYBIND11_TYPE_CASTER(tapeflow::Gradient, const_name("Optional[EagerTensor]"));
   bool load(handle, bool) { return false; }
   static handle cast(const tapeflow::Gradient& g, return_value_policy, handle parent) {
     if (!g) return none().release();
