@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Builds the Debian package build/package/tapeflow_<version>_<arch>.deb (issue 14): the `package`
-# preset (shared library with only the public API exported, portable code with runtime dispatch,
-# prefix /usr), then `cpack -G DEB`. Depends comes from dpkg-shlibdeps (cmake/package.cmake).
-# Install it with `apt-get install ./build/package/tapeflow_*.deb`. Idempotent.
+# Builds the Debian packages (issue 14), split as Debian splits a library (cmake/package.cmake):
+#   build/package/libtapeflow<soversion>_<version>_<arch>.deb   the shared library
+#   build/package/libtapeflow-dev_<version>_<arch>.deb          headers, CMake package, pkg-config file
+#   build/package/tapeflow_<version>_<arch>.deb                 the `tapeflow` program and its examples
+# from the `package` preset (shared library with only the public API exported, portable code with
+# runtime dispatch, prefix /usr), then `cpack -G DEB`. Depends comes from dpkg-shlibdeps.
+# Install them with `apt-get install ./build/package/*.deb`. Prints the three paths, the runtime
+# package first. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -10,6 +14,7 @@ launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake --preset package "${launcher[@]}" >/dev/null
 cmake --build --preset package -j"$(nproc)"
-rm -f build/package/tapeflow_*.deb
+rm -f build/package/*.deb
 cpack --config build/package/CPackConfig.cmake -B build/package >build/package/cpack.log
-ls build/package/tapeflow_*.deb
+shopt -s failglob
+printf '%s\n' build/package/libtapeflow[0-9]*.deb build/package/libtapeflow-dev_*.deb build/package/tapeflow_*.deb
