@@ -370,6 +370,8 @@ TEST(CliExamples, FindsTheSeedProgramsInItsBuildTree) {
 // The layout of cmake/install.cmake with the default GNUInstallDirs (the Debian package's /usr).
 TEST(CliExamples, AnInstalledProgramFindsTheInstalledSeedPrograms) {
   tf::testing::TempDir prefix;
+  fs::create_directories(prefix.path() / "bin");
+  fs::create_directories(prefix.path() / "libexec" / "tapeflow" / "examples");
   EXPECT_EQ(cli::examples_dir_beside(prefix.path() / "bin" / "tapeflow"),
             (prefix.path() / "libexec" / "tapeflow" / "examples").string());
 }

@@ -63,12 +63,15 @@ std::string examples_dir(const std::optional<std::string>& dir) {
 }
 
 std::string examples_dir_beside(const fs::path& program) {
-  const fs::path build_tree = program.parent_path().parent_path().parent_path() / "examples" / "seeds";
 #ifdef TAPEFLOW_INSTALLED_EXAMPLES_DIR  // cmake/install.cmake: relative to the installed program's directory
-  if (std::error_code ec; !fs::is_directory(build_tree, ec))
-    return (program.parent_path() / TAPEFLOW_INSTALLED_EXAMPLES_DIR).lexically_normal().string();
+  // Looked for first: a build tree never has it, while the build tree's place, two levels above
+  // an installed program, may hold anything.
+  const fs::path installed = program.parent_path() / TAPEFLOW_INSTALLED_EXAMPLES_DIR;
+  if (std::error_code ec; fs::is_directory(installed, ec)) return installed.lexically_normal().string();
 #endif
-  return build_tree.lexically_normal().string();
+  return (program.parent_path().parent_path().parent_path() / "examples" / "seeds")
+      .lexically_normal()
+      .string();
 }
 
 void list_examples(const std::string& dir, std::ostream& out) {

@@ -27,9 +27,9 @@ std::vector<std::string> example_names();
 /// else examples_dir_beside(this executable).
 std::string examples_dir(const std::optional<std::string>& dir);
 
-/// The seed programs' directory for the tapeflow program at `program`: in its build tree
-/// (<program's directory>/../../examples/seeds) if that is a directory, else where the install
-/// puts them (<program's directory>/../libexec/tapeflow/examples for the default layout).
+/// The seed programs' directory for the tapeflow program at `program`: where the install puts
+/// them (<program's directory>/../libexec/tapeflow/examples for the default layout) if that is a
+/// directory, else its build tree's (<program's directory>/../../examples/seeds).
 std::string examples_dir_beside(const std::filesystem::path& program);
 
 /// Prints the names, and whether each is built, to `out`.
