@@ -6,12 +6,16 @@
 #   libtapeflow-dev         headers, the libtapeflow.so link, the CMake package, the pkg-config file
 #   tapeflow                the `tapeflow` program, the seed programs `tapeflow examples` runs and
 #                           their sources
+#   python3-tapeflow        the Python module (`import tapeflow as tf`), when the build has it
+#                           (TAPEFLOW_BUILD_PYTHON)
 # Build them from the `package` preset (shared, portable, prefix /usr) with scripts/package.sh.
 #
 # Depends is computed by dpkg-shlibdeps from what the shared library and the programs link
 # (libopenblas0, libsleef3, libfmt9, zlib1g, Abseil, libopenmpi3, libdnnl2, librsvg2/cairo for the
-# program, libc6, libstdc++6), so it is right for whatever this build linked; libtapeflow-dev and
-# tapeflow also depend on the libtapeflow package of the same version. The public headers use only
+# program, libc6, libstdc++6), so it is right for whatever this build linked; libtapeflow-dev,
+# tapeflow and python3-tapeflow also depend on the libtapeflow package of the same version, and
+# python3-tapeflow on the interpreter whose extension ABI it was built for and NumPy (which
+# dh_python3 would add; pybind11 reaches NumPy at run time). The public headers use only
 # the standard library, so libtapeflow-dev needs no other -dev package: a consumer of the shared
 # library needs nothing more than a C++20 compiler.
 get_target_property(TAPEFLOW_SOVERSION tapeflow SOVERSION)
@@ -51,6 +55,19 @@ set(CPACK_DEBIAN_CLI_DESCRIPTION
     "${TAPEFLOW_PACKAGE_SUMMARY} - command-line program\n${TAPEFLOW_PACKAGE_ABOUT} This package holds \
 the tapeflow program (train and predict Fashion-MNIST classifiers, run the seed examples) and the \
 examples' programs and sources.")
+if(TARGET _tapeflow)  # python/CMakeLists.txt installs the `python` component
+  list(APPEND CPACK_COMPONENTS_ALL python)
+  set(CPACK_COMPONENT_PYTHON_DEPENDS runtime)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-tapeflow)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+  # The extension is built for one interpreter version (_tapeflow.cpython-3XY-...): that one only.
+  math(EXPR TAPEFLOW_PYTHON_NEXT_MINOR "${Python3_VERSION_MINOR} + 1")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+      "python3 (>= ${Python3_VERSION_MAJOR}.${Python3_VERSION_MINOR}~), python3 (<< ${Python3_VERSION_MAJOR}.${TAPEFLOW_PYTHON_NEXT_MINOR}), python3-numpy")
+  set(CPACK_DEBIAN_PYTHON_DESCRIPTION
+      "${TAPEFLOW_PACKAGE_SUMMARY} - Python module\n${TAPEFLOW_PACKAGE_ABOUT} This package holds \
+the Python module: import tapeflow as tf.")
+endif()
 
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # The programs link libtapeflow.so.<soversion> of this build, which no installed package provides

@@ -12,8 +12,9 @@
 #      .deb holds what it should (dpkg-deb -c) with Depends on the runtime packages, and on the
 #      three packages unpacked into an empty root, as on a machine without any -dev package: the
 #      pkg-config consumer finds only the unpacked tapeflow.pc (so a Requires on anything else
-#      fails), the find_package consumer searches packages only there, and `tapeflow examples`
-#      runs every seed program.
+#      fails), the find_package consumer searches packages only there, `tapeflow examples` runs
+#      every seed program, and, when the build has the Python module, python3-tapeflow computes
+#      the gradient.
 # Each program must print the gradient 6.0, and no compile line of a consumer's own source may
 # carry tapeflow's warning or -march flags.
 #   scripts/check_packaging.sh [BUILD_DIR]   # default build/release, already built
@@ -89,8 +90,11 @@ fi
 expect_gradient "$work/add_subdirectory/demo"
 
 echo "check_packaging: the Debian packages"
-mapfile -t debs < <(scripts/package.sh | tail -3)
-runtime_deb="${debs[0]}" dev_deb="${debs[1]}" cli_deb="${debs[2]}"
+mapfile -t debs < <(scripts/package.sh | grep '\.deb$')
+runtime_deb="${debs[0]}" dev_deb="${debs[1]}" cli_deb="${debs[2]}" python_deb="${debs[3]:-}"
+if grep -q '^TAPEFLOW_BUILD_PYTHON:BOOL=ON' build/package/CMakeCache.txt; then
+  [ -n "$python_deb" ] || fail "the package build has the Python module, but no python3-tapeflow package"
+fi
 ctest --test-dir build/package --output-on-failure -j"$(nproc)" -R '^(examples|seeds)\.' >"$work/package.ctest.log" ||
   fail "the examples' golden tests failed against the shared library: $work/package.ctest.log"
 version="$(dpkg-deb -f "$runtime_deb" Version)"
@@ -138,6 +142,12 @@ if sort "$work/debs.contents" | uniq -d | grep .; then fail "these files are in 
 expect_depends "$runtime_deb" libc6 libstdc++6 libopenblas libsleef libfmt zlib1g libdnnl
 expect_depends "$dev_deb" "$runtime_package (= $version)"
 expect_depends "$cli_deb" "$runtime_package (= $version)" librsvg2
+if [ -n "$python_deb" ]; then
+  [ "$(dpkg-deb -f "$python_deb" Package)" = python3-tapeflow ] || fail "$python_deb is not python3-tapeflow"
+  expect_holds "$python_deb" tapeflow/__init__.py
+  contents "$python_deb" | grep -q '/dist-packages/tapeflow/_tapeflow\..*\.so$' || fail "$python_deb lacks the extension"
+  expect_depends "$python_deb" "$runtime_package (= $version)" "python3 (>= " python3-numpy
+fi
 if dpkg-deb -f "$dev_deb" Depends | grep -E -- '-dev\b'; then
   fail "$dev_deb depends on another -dev package: the public headers need none"
 fi
@@ -178,5 +188,14 @@ pkg_flags="$(env -u PKG_CONFIG_PATH PKG_CONFIG_LIBDIR="$root_dir$libdir/pkgconfi
 c++ tests/consumer/main.cpp -o "$work/deb_pkg_config_app" $pkg_flags
 LD_LIBRARY_PATH="$root_dir$libdir" expect_gradient "$work/deb_pkg_config_app"
 LD_LIBRARY_PATH="$root_dir$libdir" expect_examples_run deb "$root_dir/usr/bin/tapeflow"
-echo "check_packaging: 3 consumers of the install and 2 of the unpacked $(basename -a "${debs[@]}" | tr '\n' ' ')built and ran," \
-  "and both installed tapeflow programs ran the $seed_programs examples"
+if [ -n "$python_deb" ]; then
+  python_gradient="$(cd "$work" && LD_LIBRARY_PATH="$root_dir$libdir" PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONPATH="$root_dir/usr/lib/python3/dist-packages" /usr/bin/python3 -c 'import tapeflow as tf
+x = tf.Variable(3.0)
+with tf.GradientTape() as tape:
+    y = x**2
+print(tape.gradient(y, x))')"
+  [ "$python_gradient" = "$expected" ] || fail "python3-tapeflow printed '$python_gradient', expected '$expected'"
+fi
+echo "check_packaging: 3 consumers of the install and 2 of the unpacked $(basename -a "${debs[@]}" | tr '\n' ' ')built and ran;" \
+  "both installed tapeflow programs ran the $seed_programs examples${python_deb:+, and python3-tapeflow computed the gradient}"

@@ -3,10 +3,11 @@
 #   build/package/libtapeflow<soversion>_<version>_<arch>.deb   the shared library
 #   build/package/libtapeflow-dev_<version>_<arch>.deb          headers, CMake package, pkg-config file
 #   build/package/tapeflow_<version>_<arch>.deb                 the `tapeflow` program and its examples
+#   build/package/python3-tapeflow_<version>_<arch>.deb         the Python module, when the build has it
 # from the `package` preset (shared library with only the public API exported, portable code with
 # runtime dispatch, prefix /usr), then `cpack -G DEB`. Depends comes from dpkg-shlibdeps.
-# Install them with `apt-get install ./build/package/*.deb`. Prints the three paths, the runtime
-# package first. Idempotent.
+# Install them with `apt-get install ./build/package/*.deb`. Prints their paths in the order above.
+# Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -17,4 +18,8 @@ cmake --build --preset package -j"$(nproc)"
 rm -f build/package/*.deb
 cpack --config build/package/CPackConfig.cmake -B build/package >build/package/cpack.log
 shopt -s failglob
-printf '%s\n' build/package/libtapeflow[0-9]*.deb build/package/libtapeflow-dev_*.deb build/package/tapeflow_*.deb
+debs=(build/package/libtapeflow[0-9]*.deb build/package/libtapeflow-dev_*.deb build/package/tapeflow_*.deb)
+shopt -u failglob
+shopt -s nullglob
+debs+=(build/package/python3-tapeflow_*.deb)
+printf '%s\n' "${debs[@]}"
