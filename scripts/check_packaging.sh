@@ -144,8 +144,9 @@ expect_depends "$dev_deb" "$runtime_package (= $version)"
 expect_depends "$cli_deb" "$runtime_package (= $version)" librsvg2
 if [ -n "$python_deb" ]; then
   [ "$(dpkg-deb -f "$python_deb" Package)" = python3-tapeflow ] || fail "$python_deb is not python3-tapeflow"
-  expect_holds "$python_deb" tapeflow/__init__.py
-  contents "$python_deb" | grep -q '/dist-packages/tapeflow/_tapeflow\..*\.so$' || fail "$python_deb lacks the extension"
+  expect_holds "$python_deb" /usr/lib/python3/dist-packages/tapeflow/__init__.py
+  contents "$python_deb" | grep -q '^/usr/lib/python3/dist-packages/tapeflow/_tapeflow\..*\.so$' ||
+    fail "$python_deb lacks the extension module"
   expect_depends "$python_deb" "$runtime_package (= $version)" "python3 (>= " python3-numpy
 fi
 if dpkg-deb -f "$dev_deb" Depends | grep -E -- '-dev\b'; then

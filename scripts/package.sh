@@ -16,7 +16,9 @@ if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=cc
 cmake --preset package "${launcher[@]}" >/dev/null
 cmake --build --preset package -j"$(nproc)"
 rm -f build/package/*.deb
-cpack --config build/package/CPackConfig.cmake -B build/package >build/package/cpack.log
+# CPack warns that the Python extension has no SONAME (right for a module): keep that in its log.
+cpack --config build/package/CPackConfig.cmake -B build/package >build/package/cpack.log 2>&1 ||
+  { cat build/package/cpack.log; exit 1; }
 shopt -s failglob
 debs=(build/package/libtapeflow[0-9]*.deb build/package/libtapeflow-dev_*.deb build/package/tapeflow_*.deb)
 shopt -u failglob
