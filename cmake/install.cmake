@@ -10,6 +10,7 @@
 #   runtime      the shared library and its SONAME link (libtapeflow<soversion>)
 #   development  headers, the unversioned .so link or the static library, CMake package, .pc (libtapeflow-dev)
 #   cli          the `tapeflow` program, the seed programs and their sources (tapeflow)
+# (python/CMakeLists.txt adds `python`, the Python module: python3-tapeflow.)
 include(CMakePackageConfigHelpers)
 
 set(TAPEFLOW_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tapeflow)
