@@ -30,11 +30,13 @@
 #include <string>
 #include <vector>
 
+#include "examples.h"
 #include "interrupt.h"
 #include "models.h"
 #include "plot.h"
 #include "progress.h"
 #include "support/files.h"
+#include "support/temp_dir.h"
 #include "tapeflow/tapeflow.h"
 #include "train.h"
 
@@ -356,6 +358,22 @@ TEST(CliExamples, ListsTheSeedPrograms) {
   EXPECT_EQ(r.status, 0);
   EXPECT_THAT(r.out, HasSubstr("guide_01_scalar_gradient"));
   EXPECT_THAT(r.out, HasSubstr("(not built)"));
+}
+
+TEST(CliExamples, FindsTheSeedProgramsInItsBuildTree) {
+  tf::testing::TempDir build;
+  fs::create_directories(build.path() / "examples" / "seeds");
+  EXPECT_EQ(cli::examples_dir_beside(build.path() / "tools" / "cli" / "tapeflow"),
+            (build.path() / "examples" / "seeds").string());
+}
+
+// The layout of cmake/install.cmake with the default GNUInstallDirs (the Debian package's /usr).
+TEST(CliExamples, AnInstalledProgramFindsTheInstalledSeedPrograms) {
+  tf::testing::TempDir prefix;
+  fs::create_directories(prefix.path() / "bin");
+  fs::create_directories(prefix.path() / "libexec" / "tapeflow" / "examples");
+  EXPECT_EQ(cli::examples_dir_beside(prefix.path() / "bin" / "tapeflow"),
+            (prefix.path() / "libexec" / "tapeflow" / "examples").string());
 }
 
 // --- Progress and plot ----------------------------------------------------------------------

@@ -30,8 +30,9 @@ bool is_built(const std::string& dir, const std::string& name) {
 /// Runs one program; its stdout is copied to `out`. Returns its exit status (128+n for a signal).
 int run_one(const std::string& dir, const std::string& name, std::ostream& out) {
   out << fmt::format("== {} ==\n", name) << std::flush;
-  // Run it in its own directory so that files it writes (guide_12 writes an SVG) land there.
-  const std::string cmd = "cd " + shell_quote(dir) + " && " + shell_quote((fs::path(dir) / name).string());
+  // In the caller's directory: files it writes (guide_12 writes an SVG) land there, as they
+  // would from any program, and never in an installed directory the user cannot write to.
+  const std::string cmd = shell_quote((fs::path(dir) / name).string());
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (!pipe) return 127;
   char buf[4096];
@@ -58,7 +59,19 @@ std::string examples_dir(const std::optional<std::string>& dir) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "examples/seeds";
-  return (self.parent_path().parent_path().parent_path() / "examples" / "seeds").lexically_normal().string();
+  return examples_dir_beside(self);
+}
+
+std::string examples_dir_beside(const fs::path& program) {
+#ifdef TAPEFLOW_INSTALLED_EXAMPLES_DIR  // cmake/install.cmake: relative to the installed program's directory
+  // Looked for first: a build tree never has it, while the build tree's place, two levels above
+  // an installed program, may hold anything.
+  const fs::path installed = program.parent_path() / TAPEFLOW_INSTALLED_EXAMPLES_DIR;
+  if (std::error_code ec; fs::is_directory(installed, ec)) return installed.lexically_normal().string();
+#endif
+  return (program.parent_path().parent_path().parent_path() / "examples" / "seeds")
+      .lexically_normal()
+      .string();
 }
 
 void list_examples(const std::string& dir, std::ostream& out) {

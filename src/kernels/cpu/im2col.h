@@ -193,8 +193,9 @@ inline std::int64_t tiled_input_row(const WindowGeometry& g, std::int64_t r, std
 /// the auto-vectoriser: over a window's few channels GCC either set up a loop of unknown length per
 /// window position (more than the arithmetic at the CNN's 32 channels) or, with the length a
 /// constant, unrolled it into scalar branches (3-15x slower than copying the input). Vectors pass
-/// by reference: by value, a build for a CPU without AVX-512 warns that the ABI of 64-byte vector
-/// arguments differs (-Wpsabi).
+/// by reference and results come back through reference parameters: a 64-byte vector passed or
+/// returned by value has another ABI with AVX-512 than without, which a build for the x86-64
+/// baseline (TAPEFLOW_NATIVE=OFF, a subproject, the package) reports as a -Wpsabi warning.
 template <class T>
 struct PoolVectors {
   static constexpr std::int64_t kLanes = 16;
@@ -223,13 +224,14 @@ struct PoolVectors {
       out = v;
     }
   }
-  /// Lane by lane, `a` where `where` is set, else `b`.
-  [[gnu::always_inline]] static Stored select(const Mask& where, const Stored& a, const Stored& b) {
+  /// out = lane by lane, `a` where `where` is set, else `b` (out may be `a` or `b`).
+  [[gnu::always_inline]] static void select(Stored& out, const Mask& where, const Stored& a,
+                                            const Stored& b) {
     if constexpr (sizeof(T) == sizeof(Compared)) {
-      return where ? a : b;
+      out = where ? a : b;
     } else {
       typedef std::int16_t Narrow __attribute__((vector_size(kLanes * sizeof(T))));
-      return __builtin_convertvector(where, Narrow) ? a : b;
+      out = __builtin_convertvector(where, Narrow) ? a : b;
     }
   }
   /// The first `lanes` elements at p = v's.
@@ -244,18 +246,19 @@ struct PoolVectors {
   /// bfloat16 through float32, rounded once).
   [[gnu::always_inline]] static void add_where(T* p, const Mask& where, const Stored& v, std::int64_t lanes) {
     if constexpr (sizeof(T) == sizeof(Compared)) {
-      Stored sum;
+      Stored sum, added;
       load(sum, p, lanes);
-      sum += select(where, v, Stored{});
+      select(added, where, v, Stored{});
+      sum += added;
       store(p, sum, lanes);
     } else {
       for (std::int64_t l = 0; l < lanes; ++l) add_to(p[l], where[l] ? v[l] : T(0));
     }
   }
-  /// Whether each lane of v replaces m as a window's maximum: larger, or the first NaN (NaN
+  /// take = whether each lane of v replaces m as a window's maximum: larger, or the first NaN (NaN
   /// propagates, as in TensorFlow's CPU kernel).
-  [[gnu::always_inline]] static Mask takes_max(const Values& v, const Values& m) {
-    return (v > m) | ((v != v) & (m == m));
+  [[gnu::always_inline]] static void takes_max(Mask& take, const Values& v, const Values& m) {
+    take = (v > m) | ((v != v) & (m == m));
   }
 };
 
@@ -298,15 +301,17 @@ struct RowMaxima {
           for (std::int64_t kx = 1; kx < width; ++kx) {
             V::load(s, at + kx * c, lanes);
             V::widen(v, s);
-            const typename V::Mask take = V::takes_max(v, m);
+            typename V::Mask take;
+            V::takes_max(take, v, m);
             m = take ? v : m;
-            o = V::select(take, s, o);
+            V::select(o, take, s, o);
             p = take ? typename V::Mask{} + static_cast<typename V::Index>(first + kx) : p;
           }
           const auto k = static_cast<std::size_t>(slot);
-          const typename V::Mask take = iy == y0 ? ~typename V::Mask{} : V::takes_max(m, max[k]);
+          typename V::Mask take = ~typename V::Mask{};
+          if (iy != y0) V::takes_max(take, m, max[k]);
           max[k] = take ? m : max[k];
-          stored[k] = V::select(take, o, stored[k]);
+          V::select(stored[k], take, o, stored[k]);
           pos[k] = take ? p : pos[k];
         }
       }
@@ -353,12 +358,13 @@ void max_pool_grad_tiled(const T* x, const T* dy, const WindowGeometry& g, T* dx
       for (std::int64_t ox = 0, slot = 0; ox < g.ow; ++ox)
         for (std::int64_t cb = 0; cb < c; cb += V::kLanes, ++slot) {
           const std::int64_t lanes = std::min(V::kLanes, c - cb);
-          typename V::Stored d;
+          typename V::Stored d, at_k;
           V::load(d, dy + (r * g.ow + ox) * c + cb, lanes);
           const typename V::Mask& pos = maxima.pos[static_cast<std::size_t>(slot)];
           for (std::int64_t kx = 0; kx < g.kw; ++kx) {
             const auto k = static_cast<typename V::Index>(ky * g.kw + kx);
-            V::store(out + (ox * g.kw + kx) * c + cb, V::select(pos == k, d, typename V::Stored{}), lanes);
+            V::select(at_k, pos == k, d, typename V::Stored{});
+            V::store(out + (ox * g.kw + kx) * c + cb, at_k, lanes);
           }
         }
     }
