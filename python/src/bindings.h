@@ -29,6 +29,9 @@ void bind_tape(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_function(py::module_& m);
 void bind_layers(py::module_& m);
+void bind_optimizers(py::module_& m);
+void bind_losses(py::module_& m);
+void bind_checkpoint(py::module_& m);
 
 /// TensorFlow's convert_to_tensor: a Tensor as it is, a Variable's value (read as TensorFlow
 /// reads it, so a tape watching accessed variables sees it), a NumPy array with its dtype, a

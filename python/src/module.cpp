@@ -12,4 +12,7 @@ PYBIND11_MODULE(_tapeflow, m) {
   python::bind_ops(m);
   python::bind_function(m);
   python::bind_layers(m);
+  python::bind_optimizers(m);
+  python::bind_losses(m);
+  python::bind_checkpoint(m);
 }

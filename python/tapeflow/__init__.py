@@ -33,6 +33,8 @@ from .tape import GradientTape, UnconnectedGradients  # noqa: E402
 from .function import function  # noqa: E402
 from . import nest  # noqa: E402
 from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes  # noqa: E402
+from .module import Module  # noqa: E402
+from . import train  # noqa: E402
 
 bool = _tapeflow.bool  # tf.bool (the module's own name; Python's bool is builtins.bool)
 Tensor = EagerTensor

@@ -1,3 +1,4 @@
-"""tf.keras: layers over tapeflow's C++ layers."""
+"""tf.keras: layers, optimizers, losses, metrics and mixed precision over tapeflow's C++ library."""
 
-from . import layers  # noqa: F401
+from . import layers, initializers, optimizers, losses, metrics, mixed_precision  # noqa: F401
+from .layers import Sequential  # noqa: F401

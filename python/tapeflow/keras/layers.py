@@ -1,3 +1,156 @@
-"""tf.keras.layers: the layers tapeflow has, with Keras's names and defaults."""
+"""tf.keras.layers: the layers tapeflow has, with Keras's names and defaults, and `Layer` to
+subclass in Python.
 
-from .._tapeflow import Dense  # noqa: F401
+The built-in layers (Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
+BatchNormalization) are tapeflow's C++ layers: their weights have Keras's layouts (Dense's kernel
+(in, units), Conv2D's (kh, kw, in, filters)) and they are built by their first call. A `Layer`
+subclass defines `build(input_shape)` and `call(inputs)`, creates its weights with `add_weight`,
+and is built by its first `__call__`; it goes into a `Sequential` like the built-in ones.
+"""
+
+import inspect
+
+import numpy as _np
+
+from .. import _tapeflow
+from ..module import Module, _ModuleMeta
+from . import initializers
+
+from .._tapeflow import (  # noqa: F401
+    Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout, BatchNormalization)
+
+MaxPool2D = MaxPooling2D
+AvgPool2D = AveragePooling2D
+
+__all__ = ["Layer", "Sequential", "Dense", "Conv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D",
+           "AvgPool2D", "Flatten", "Dropout", "BatchNormalization"]
+
+
+class _LayerMeta(_ModuleMeta, type(_tapeflow._Layer)):
+    """The metaclass of Python layers: a pybind11 class (the C++ Layer) that is also a tf.Module."""
+
+
+class Layer(Module, _tapeflow._Layer, metaclass=_LayerMeta):
+    """The base of Keras layers (tf.keras.layers.Layer). Subclass it: create weights in
+    `build(input_shape)` (or `__init__`) with `add_weight`, compute in `call(inputs)`, and call
+    the layer; the first call builds it. Variables are the layer's own weights in creation order,
+    then those of the layers and variables it holds as attributes."""
+
+    _native_class = _tapeflow._Layer
+    _TF_MODULE_IGNORED_PROPERTIES = frozenset({"_own_weights"})
+
+    def __init__(self, trainable=True, name=None, **kwargs):
+        if kwargs:
+            raise TypeError(f"Unrecognized keyword arguments passed to {type(self).__name__}: {kwargs}")
+        Module.__init__(self, name=name)
+        self._init_native(self._name)
+        self.trainable = trainable
+        self.built = False
+        self._own_weights = []
+        self._call_takes_training = "training" in inspect.signature(self.call).parameters
+
+    def _init_native(self, name):
+        _tapeflow._Layer.__init__(self, name)
+
+    def build(self, input_shape):
+        """Creates the layer's weights for inputs of `input_shape`; the first call runs it."""
+        del input_shape
+        self.built = True
+
+    def call(self, inputs, *args, **kwargs):
+        """The layer's computation; subclasses define it."""
+        raise NotImplementedError(f"Layer {type(self).__name__} does not have a `call()` method implemented.")
+
+    def __call__(self, inputs, *args, **kwargs):
+        if isinstance(inputs, (_np.ndarray, int, float)):
+            inputs = _tapeflow.convert_to_tensor(inputs)
+        if not self.built:
+            self.build(getattr(inputs, "shape", None))
+            self.built = True
+        if not self._call_takes_training:
+            kwargs.pop("training", None)
+        return self.call(inputs, *args, **kwargs)
+
+    def _call_from_sequential(self, inputs, training):
+        # What the C++ Sequential calls (the C++ Layer's call()).
+        return self(inputs, training=training)
+
+    def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, name=None):
+        """A new tf.Variable of `shape` (default ()) and `dtype` (default float32), initialised by
+        `initializer` (a name such as "zeros" or "glorot_uniform", or a callable(shape, dtype);
+        default "glorot_uniform" for floats, "zeros" otherwise), owned by the layer."""
+        shape = tuple(shape or ())
+        dtype = _tapeflow.float32 if dtype is None else dtype
+        if isinstance(dtype, str):
+            dtype = getattr(_tapeflow, dtype)
+        if initializer is None:
+            initializer = "glorot_uniform" if dtype in (_tapeflow.float32, _tapeflow.float64) else "zeros"
+        value = initializers.get(initializer)(shape, dtype)
+        variable = _tapeflow.ResourceVariable(value, trainable=trainable, name=name, dtype=dtype)
+        self._own_weights.append(variable)
+        return variable
+
+    def _walk_own(self, predicate, path, seen):
+        for index, variable in enumerate(self._own_weights):
+            identity = ("variable", hash(variable))
+            if identity not in seen:
+                seen.add(identity)
+                if predicate(variable):
+                    yield path + ("_own_weights", index), variable
+        yield from super()._walk_own(predicate, path, seen)
+
+    @property
+    def variables(self):
+        """Every variable of the layer (a list): its own weights, then its sub-layers'."""
+        return list(super().variables)
+
+    @property
+    def trainable_variables(self):
+        """The trainable variables (a list); none when the layer's `trainable` is False."""
+        return [v for v in self.variables if v.trainable] if self.trainable else []
+
+    @property
+    def non_trainable_variables(self):
+        """The variables that are not trainable, all of them when `trainable` is False (a list)."""
+        return [v for v in self.variables if not (v.trainable and self.trainable)]
+
+    weights = variables
+    trainable_weights = trainable_variables
+    non_trainable_weights = non_trainable_variables
+
+
+class Sequential(Layer, _tapeflow._Sequential):
+    """A stack of layers called in order (tf.keras.Sequential), run by tapeflow's C++
+    Sequential. Layers are C++ layers or Layer subclasses; variables are listed layer by layer."""
+
+    _native_class = None
+
+    def __init__(self, layers=None, trainable=True, name=None):
+        self._layers = []
+        super().__init__(trainable=trainable, name=name)
+        self.built = True
+        for layer in layers or ():
+            self.add(layer)
+
+    def _init_native(self, name):
+        _tapeflow._Sequential.__init__(self, name)
+
+    def add(self, layer):
+        """Appends `layer` (a Layer; TypeError otherwise)."""
+        if not isinstance(layer, Layer):
+            raise TypeError(f"The added layer must be an instance of class Layer. Received: layer={layer!r} "
+                            f"of type {type(layer)}.")
+        self._add(layer)
+        self._layers.append(layer)
+
+    @property
+    def layers(self):
+        """The layers, in call order (a list)."""
+        return list(self._layers)
+
+    def call(self, inputs, training=None):
+        """The layers applied in order to `inputs`."""
+        return _tapeflow._Layer.__call__(self, inputs, bool(training))
+
+    def __call__(self, inputs, training=None):
+        return self.call(inputs, training)
