@@ -11,13 +11,13 @@ namespace tapeflow::python {
 
 namespace {
 
-/// The C++ side of a layer subclassed in Python: call() is the Python object's __call__ (which
-/// builds the layer on the first call, then runs its call()).
+/// The C++ side of a layer subclassed in Python: call() is the Python object's
+/// _call_from_sequential, its __call__ (which builds the layer on the first call, then runs call()).
 class PythonLayer : public layers::Layer {
  public:
   using layers::Layer::Layer;
   Tensor call(const Tensor& x, bool training) override {
-    PYBIND11_OVERRIDE_PURE_NAME(Tensor, layers::Layer, "__call__", call, x, training);
+    PYBIND11_OVERRIDE_PURE_NAME(Tensor, layers::Layer, "_call_from_sequential", call, x, training);
   }
 };
 

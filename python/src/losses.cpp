@@ -10,21 +10,27 @@ namespace tapeflow::python {
 
 namespace {
 
-/// The (y_true, y_pred) of a loss or metric as Keras converts them: y_pred first, then y_true
-/// with y_pred's dtype for Python numbers and lists.
-std::pair<Tensor, Tensor> targets_and_predictions(py::handle y_true, py::handle y_pred, const char* op) {
+/// What y_true holds: values compared with y_pred (Python numbers and lists take y_pred's dtype),
+/// or class ids (they stay integers).
+enum class Labels { kValues, kClassIds };
+
+/// The (y_true, y_pred) of a loss or metric as Keras converts them: y_pred first, then y_true.
+std::pair<Tensor, Tensor> targets_and_predictions(py::handle y_true, py::handle y_pred, const char* op,
+                                                  Labels labels_hold = Labels::kValues) {
   Tensor pred = to_tensor(y_pred, op);
-  Tensor labels = to_tensor(y_true, std::nullopt, pred.dtype(), op);
+  Tensor labels = labels_hold == Labels::kClassIds ? to_tensor(y_true, op)
+                                                   : to_tensor(y_true, std::nullopt, pred.dtype(), op);
   return {std::move(labels), std::move(pred)};
 }
 
 /// A loss taking (y_true, y_pred, from_logits), bound as `name`.
 template <Tensor (*loss)(const Tensor&, const Tensor&, bool)>
-void bind_logits_loss(py::module_& m, const char* name, const char* op) {
+void bind_logits_loss(py::module_& m, const char* name, const char* op,
+                      Labels labels_hold = Labels::kValues) {
   m.def(
       name,
-      [op](py::handle y_true, py::handle y_pred, bool from_logits) {
-        auto [labels, pred] = targets_and_predictions(y_true, y_pred, op);
+      [op, labels_hold](py::handle y_true, py::handle y_pred, bool from_logits) {
+        auto [labels, pred] = targets_and_predictions(y_true, y_pred, op, labels_hold);
         return loss(labels, pred, from_logits);
       },
       py::arg("y_true"), py::arg("y_pred"), py::arg("from_logits") = false);
@@ -36,18 +42,18 @@ Tensor result_tensor(double value) { return constant(value, DType::Float32); }
 /// A metric with update_state(y_true, y_pred): `cls` gets update_state, result, reset_state,
 /// __call__ (update, then the result) and name.
 template <class M, class... Extra>
-void bind_matching_metric(py::class_<M, Extra...>& cls) {
+void bind_matching_metric(py::class_<M, Extra...>& cls, Labels labels_hold = Labels::kValues) {
   cls.def(
          "update_state",
-         [](M& metric, py::handle y_true, py::handle y_pred) {
-           auto [labels, pred] = targets_and_predictions(y_true, y_pred, metric.name().c_str());
+         [labels_hold](M& metric, py::handle y_true, py::handle y_pred) {
+           auto [labels, pred] = targets_and_predictions(y_true, y_pred, metric.name().c_str(), labels_hold);
            metric.update_state(labels, pred);
          },
          py::arg("y_true"), py::arg("y_pred"), "Counts the matches of one batch.")
       .def(
           "__call__",
-          [](M& metric, py::handle y_true, py::handle y_pred) {
-            auto [labels, pred] = targets_and_predictions(y_true, y_pred, metric.name().c_str());
+          [labels_hold](M& metric, py::handle y_true, py::handle y_pred) {
+            auto [labels, pred] = targets_and_predictions(y_true, y_pred, metric.name().c_str(), labels_hold);
             metric.update_state(labels, pred);
             return result_tensor(metric.result());
           },
@@ -105,18 +111,18 @@ void bind_metrics(py::module_& m) {
       m, "SparseCategoricalAccuracy",
       "How often argmax(y_pred) equals the integer label (tf.keras.metrics.SparseCategoricalAccuracy).");
   sparse.def(py::init<std::string>(), py::arg("name") = "sparse_categorical_accuracy");
-  bind_matching_metric(sparse);
+  bind_matching_metric(sparse, Labels::kClassIds);
 }
 
 }  // namespace
 
 void bind_losses(py::module_& m) {
-  py::module_ losses =
+  py::module_ loss_functions =
       m.def_submodule("losses", "tapeflow's loss functions, reduced to the mean over the batch.");
   bind_logits_loss<losses::categorical_crossentropy>(loss_functions, "categorical_crossentropy",
                                                      "CategoricalCrossentropy");
-  bind_logits_loss<losses::sparse_categorical_crossentropy>(loss_functions, "sparse_categorical_crossentropy",
-                                                            "SparseCategoricalCrossentropy");
+  bind_logits_loss<losses::sparse_categorical_crossentropy>(
+      loss_functions, "sparse_categorical_crossentropy", "SparseCategoricalCrossentropy", Labels::kClassIds);
   bind_logits_loss<losses::binary_crossentropy>(loss_functions, "binary_crossentropy", "BinaryCrossentropy");
   loss_functions.def(
       "mean_squared_error",

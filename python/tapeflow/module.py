@@ -66,9 +66,11 @@ def _leaves(value, path):
         yield path, value
 
 
-def _walk(module, predicate, path, seen):
+def _walk(module, predicate, path, seen, into_native):
     """(path, leaf) for each leaf below `module` that satisfies `predicate`, in TensorFlow's
-    order. `seen` holds the ids of modules and the handles of variables already met."""
+    order. `seen` holds the ids of modules and the handles of variables already met. With
+    `into_native`, the variables of C++ modules are leaves too (path: the module's, then the
+    variable's name)."""
     submodules = []
     ignored = getattr(module, "_TF_MODULE_IGNORED_PROPERTIES", ())
     attributes = vars(module)
@@ -88,8 +90,8 @@ def _walk(module, predicate, path, seen):
                 submodules.append((leaf_path, leaf))
     for sub_path, submodule in submodules:
         if _is_python_module(submodule):
-            yield from submodule._walk_own(predicate, sub_path, seen)
-        else:
+            yield from submodule._walk_own(predicate, sub_path, seen, into_native)
+        elif into_native:
             # A C++ layer: its variables are those the C++ module tracks.
             for variable in submodule.variables:
                 identity = ("variable", hash(variable))
@@ -120,17 +122,19 @@ class Module(metaclass=_ModuleMeta):
         """The module's name."""
         return self._name
 
-    def _walk_own(self, predicate, path, seen):
-        """The walk below this module; a subclass adds what it holds outside its attributes."""
+    def _walk_own(self, predicate, path, seen, into_native):
+        """The walk below this module (see _walk); a subclass adds what it holds outside its
+        attributes."""
         seen.add(("object", id(self)))
-        return _walk(self, predicate, path, seen)
+        return _walk(self, predicate, path, seen, into_native)
 
-    def _flatten(self, predicate=None, with_path=False):
+    def _flatten(self, predicate=None, with_path=False, into_native=True):
         """Every leaf below this module satisfying `predicate` (all by default), in the order of
         `variables`; with `with_path`, (path, leaf) pairs, the path a tuple of attribute names,
-        list indices and dict keys."""
+        list indices and dict keys. Without `into_native`, the variables of C++ modules (the
+        built-in layers) are not visited, only the modules."""
         predicate = predicate or (lambda leaf: True)
-        for path, leaf in self._walk_own(predicate, (), set()):
+        for path, leaf in self._walk_own(predicate, (), set(), into_native):
             yield (path, leaf) if with_path else leaf
 
     @property

@@ -32,6 +32,11 @@ def _new_save_counter():
     return _tapeflow.ResourceVariable(0, trainable=False, name="save_counter", dtype=_tapeflow.int64)
 
 
+def _is_checkpointed_whole_or_variable(leaf):
+    """What a walk of a Python module tracks: variables, and C++ modules (whole)."""
+    return _is_variable(leaf) or (isinstance(leaf, _tapeflow._Module) and not _is_python_module(leaf))
+
+
 class CheckpointLoadStatus:
     """What a restore matched (tf.train.Checkpoint.restore's status). The asserts raise
     AssertionError listing what is unmatched, as TensorFlow's do, and return the status."""
@@ -116,8 +121,8 @@ class Checkpoint:
                 self._track(key, value)
                 continue
             # C++ modules below a Python one are tracked whole; its own variables one by one.
-            for path, leaf in value._flatten(predicate=lambda leaf: _is_variable(leaf) or not _is_python_module(leaf)
-                                             and isinstance(leaf, _tapeflow._Module), with_path=True):
+            for path, leaf in value._flatten(predicate=_is_checkpointed_whole_or_variable, with_path=True,
+                                             into_native=False):
                 self._track(_path_name(key, path), leaf)
         if self.save_counter is not None:
             self._track("save_counter", self.save_counter)
@@ -130,7 +135,11 @@ class Checkpoint:
         return path
 
     def save(self, file_prefix):
-        """Writes "<file_prefix>-<n>", n counting the saves (save_counter); returns the path."""
+        """Writes "<file_prefix>-<n>", n counting the saves (save_counter), creating the directory
+        if missing; returns the path."""
+        directory = os.path.dirname(os.fspath(file_prefix))
+        if directory:
+            os.makedirs(directory, exist_ok=True)
         if self.save_counter is None:
             self.save_counter = _new_save_counter()
         self.save_counter.assign_add(1)

@@ -30,13 +30,10 @@ class _LayerMeta(_ModuleMeta, type(_tapeflow._Layer)):
     """The metaclass of Python layers: a pybind11 class (the C++ Layer) that is also a tf.Module."""
 
 
-class Layer(Module, _tapeflow._Layer, metaclass=_LayerMeta):
-    """The base of Keras layers (tf.keras.layers.Layer). Subclass it: create weights in
-    `build(input_shape)` (or `__init__`) with `add_weight`, compute in `call(inputs)`, and call
-    the layer; the first call builds it. Variables are the layer's own weights in creation order,
-    then those of the layers and variables it holds as attributes."""
+class _KerasLayer(Module):
+    """What Layer and Sequential share above their C++ part (each derives from one C++ class:
+    pybind11 would construct a C++ object per C++ base)."""
 
-    _native_class = _tapeflow._Layer
     _TF_MODULE_IGNORED_PROPERTIES = frozenset({"_own_weights"})
 
     def __init__(self, trainable=True, name=None, **kwargs):
@@ -48,9 +45,6 @@ class Layer(Module, _tapeflow._Layer, metaclass=_LayerMeta):
         self.built = False
         self._own_weights = []
         self._call_takes_training = "training" in inspect.signature(self.call).parameters
-
-    def _init_native(self, name):
-        _tapeflow._Layer.__init__(self, name)
 
     def build(self, input_shape):
         """Creates the layer's weights for inputs of `input_shape`; the first call runs it."""
@@ -90,19 +84,22 @@ class Layer(Module, _tapeflow._Layer, metaclass=_LayerMeta):
         self._own_weights.append(variable)
         return variable
 
-    def _walk_own(self, predicate, path, seen):
+    def _walk_own(self, predicate, path, seen, into_native):
+        yield from super()._walk_own(predicate, path, seen, into_native)
+        # The weights add_weight created that no attribute holds.
         for index, variable in enumerate(self._own_weights):
             identity = ("variable", hash(variable))
             if identity not in seen:
                 seen.add(identity)
                 if predicate(variable):
                     yield path + ("_own_weights", index), variable
-        yield from super()._walk_own(predicate, path, seen)
 
     @property
     def variables(self):
-        """Every variable of the layer (a list): its own weights, then its sub-layers'."""
-        return list(super().variables)
+        """Every variable of the layer (a list): its own weights in creation order, then those of
+        its sub-layers and attributes."""
+        own = {hash(v) for v in self._own_weights}
+        return list(self._own_weights) + [v for v in super().variables if hash(v) not in own]
 
     @property
     def trainable_variables(self):
@@ -119,11 +116,22 @@ class Layer(Module, _tapeflow._Layer, metaclass=_LayerMeta):
     non_trainable_weights = non_trainable_variables
 
 
-class Sequential(Layer, _tapeflow._Sequential):
+class Layer(_KerasLayer, _tapeflow._Layer, metaclass=_LayerMeta):
+    """The base of Keras layers (tf.keras.layers.Layer). Subclass it: create weights in
+    `build(input_shape)` (or `__init__`) with `add_weight`, compute in `call(inputs)`, and call
+    the layer; the first call builds it. Variables are the layer's own weights in creation order,
+    then those of the layers and variables it holds as attributes. The built-in layers are
+    instances of it too."""
+
+    _native_class = _tapeflow._Layer
+
+    def _init_native(self, name):
+        _tapeflow._Layer.__init__(self, name)
+
+
+class Sequential(_KerasLayer, _tapeflow._Sequential, metaclass=_LayerMeta):
     """A stack of layers called in order (tf.keras.Sequential), run by tapeflow's C++
     Sequential. Layers are C++ layers or Layer subclasses; variables are listed layer by layer."""
-
-    _native_class = None
 
     def __init__(self, layers=None, trainable=True, name=None):
         self._layers = []
