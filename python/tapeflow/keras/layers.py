@@ -30,6 +30,10 @@ class _LayerMeta(_ModuleMeta, type(_tapeflow._Layer)):
     """The metaclass of Python layers: a pybind11 class (the C++ Layer) that is also a tf.Module."""
 
 
+def _is_own(leaf, own_weights):
+    return isinstance(leaf, _tapeflow.ResourceVariable) and hash(leaf) in own_weights
+
+
 class _KerasLayer(Module):
     """What Layer and Sequential share above their C++ part (each derives from one C++ class:
     pybind11 would construct a C++ object per C++ base)."""
@@ -85,21 +89,29 @@ class _KerasLayer(Module):
         return variable
 
     def _walk_own(self, predicate, path, seen, into_native):
-        yield from super()._walk_own(predicate, path, seen, into_native)
-        # The weights add_weight created that no attribute holds.
+        # Keras's order: the layer's own weights in creation order (each under the attribute
+        # path that holds it, or "_own_weights/<i>"), then the rest of the walk.
+        own = {hash(v) for v in self._own_weights}
+        own_paths, rest = {}, []
+        for leaf_path, leaf in super()._walk_own(lambda leaf: predicate(leaf) or _is_own(leaf, own), path, seen,
+                                                 into_native):
+            if _is_own(leaf, own):
+                own_paths[hash(leaf)] = leaf_path
+            else:
+                rest.append((leaf_path, leaf))
         for index, variable in enumerate(self._own_weights):
             identity = ("variable", hash(variable))
-            if identity not in seen:
+            if hash(variable) in own_paths or identity not in seen:
                 seen.add(identity)
                 if predicate(variable):
-                    yield path + ("_own_weights", index), variable
+                    yield own_paths.get(hash(variable), path + ("_own_weights", index)), variable
+        yield from rest
 
     @property
     def variables(self):
         """Every variable of the layer (a list): its own weights in creation order, then those of
         its sub-layers and attributes."""
-        own = {hash(v) for v in self._own_weights}
-        return list(self._own_weights) + [v for v in super().variables if hash(v) not in own]
+        return list(super().variables)
 
     @property
     def trainable_variables(self):
