@@ -155,8 +155,8 @@ def test_minimize_of_a_tensor_without_a_tape_is_a_type_error():
         tf.keras.optimizers.SGD().minimize(var * 2.0, [var])
 
 
-def test_steps_on_other_threads_run_while_this_thread_holds_the_gil():
-    # apply_gradients releases the GIL: threads updating their own variables all finish.
+def test_one_optimizer_updates_the_variables_of_several_threads():
+    # apply_gradients runs with the GIL released; each thread's steps reach its own variable.
     opt = tf.keras.optimizers.SGD(0.1)
     variables = [tf.Variable(tf.zeros((256, 256))) for _ in range(4)]
     grad = tf.ones((256, 256))
