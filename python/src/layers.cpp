@@ -66,6 +66,30 @@ py::object variable_or_none(const L& layer, const Variable& (L::*get)() const) {
   }
 }
 
+/// The weights of Dense and Conv2D: built, kernel, and bias (None without one).
+template <class L>
+void bind_kernel_and_bias(py::class_<L, layers::Layer, std::shared_ptr<L>>& cls) {
+  cls.def_property_readonly("built", &L::built)
+      .def_property_readonly("kernel", &L::kernel)
+      .def_property_readonly("bias", [](const L& l) { return variable_or_none(l, &L::bias); });
+}
+
+/// MaxPooling2D or AveragePooling2D (`L`), named `layer` in messages and `default_name` by default.
+template <class L>
+void bind_pooling(py::module_& m, const char* python_name, const char* layer, const char* default_name,
+                  const char* doc) {
+  py::class_<L, layers::Pool2D, std::shared_ptr<L>>(m, python_name, doc)
+      .def(py::init([layer, default_name](py::handle pool_size, py::handle strides, std::string padding,
+                                          std::optional<std::string> name) {
+             std::optional<std::array<std::int64_t, 2>> stride;
+             if (!strides.is_none()) stride = pair_of(strides, layer, "strides");
+             return std::make_shared<L>(pair_of(pool_size, layer, "pool_size"), stride, padding,
+                                        name.value_or(default_name));
+           }),
+           py::arg("pool_size") = py::make_tuple(2, 2), py::arg("strides") = py::none(),
+           py::arg("padding") = "valid", py::arg("name") = py::none());
+}
+
 }  // namespace
 
 void bind_layers(py::module_& m) {
@@ -83,8 +107,9 @@ void bind_layers(py::module_& m) {
             return layer.call(x, training);
           },
           py::arg("inputs"), py::arg("training") = false);
-  py::class_<layers::Dense, layers::Layer, std::shared_ptr<layers::Dense>>(
-      m, "Dense", "A fully connected layer (tf.keras.layers.Dense).")
+  py::class_<layers::Dense, layers::Layer, std::shared_ptr<layers::Dense>> dense(
+      m, "Dense", "A fully connected layer (tf.keras.layers.Dense).");
+  dense
       .def(py::init([](std::int64_t units, py::handle activation, bool use_bias,
                        std::string kernel_initializer, std::optional<std::string> name, py::handle dtype) {
              layers::DenseOptions options;
@@ -97,14 +122,12 @@ void bind_layers(py::module_& m) {
            py::arg("units"), py::arg("activation") = py::none(), py::arg("use_bias") = true,
            py::arg("kernel_initializer") = "glorot_uniform", py::arg("name") = py::none(),
            py::arg("dtype") = py::none())
-      .def_property_readonly("units", &layers::Dense::units)
-      .def_property_readonly("built", &layers::Dense::built)
-      .def_property_readonly("kernel", &layers::Dense::kernel)
-      .def_property_readonly(
-          "bias", [](const layers::Dense& l) { return variable_or_none(l, &layers::Dense::bias); });
-  py::class_<layers::Conv2D, layers::Layer, std::shared_ptr<layers::Conv2D>>(
+      .def_property_readonly("units", &layers::Dense::units);
+  bind_kernel_and_bias(dense);
+  py::class_<layers::Conv2D, layers::Layer, std::shared_ptr<layers::Conv2D>> conv2d(
       m, "Conv2D",
-      "A 2-D convolution over NHWC images (tf.keras.layers.Conv2D); kernel (kh, kw, in, filters).")
+      "A 2-D convolution over NHWC images (tf.keras.layers.Conv2D); kernel (kh, kw, in, filters).");
+  conv2d
       .def(py::init([](std::int64_t filters, py::handle kernel_size, py::handle strides, std::string padding,
                        py::handle dilation_rate, std::int64_t groups, py::handle activation, bool use_bias,
                        std::string kernel_initializer, std::optional<std::string> name, py::handle dtype) {
@@ -125,37 +148,17 @@ void bind_layers(py::module_& m) {
            py::arg("groups") = 1, py::arg("activation") = py::none(), py::arg("use_bias") = true,
            py::arg("kernel_initializer") = "glorot_uniform", py::arg("name") = py::none(),
            py::arg("dtype") = py::none())
-      .def_property_readonly("filters", &layers::Conv2D::filters)
-      .def_property_readonly("built", &layers::Conv2D::built)
-      .def_property_readonly("kernel", &layers::Conv2D::kernel)
-      .def_property_readonly(
-          "bias", [](const layers::Conv2D& l) { return variable_or_none(l, &layers::Conv2D::bias); });
+      .def_property_readonly("filters", &layers::Conv2D::filters);
+  bind_kernel_and_bias(conv2d);
   py::class_<layers::Pool2D, layers::Layer, std::shared_ptr<layers::Pool2D>>(m, "_Pool2D")
       .def_property_readonly("pool_size", &layers::Pool2D::pool_size)
       .def_property_readonly("strides", &layers::Pool2D::strides);
-  py::class_<layers::MaxPool2D, layers::Pool2D, std::shared_ptr<layers::MaxPool2D>>(
-      m, "MaxPooling2D", "The maximum of each window of NHWC images (tf.keras.layers.MaxPooling2D).")
-      .def(py::init([](py::handle pool_size, py::handle strides, std::string padding,
-                       std::optional<std::string> name) {
-             std::optional<std::array<std::int64_t, 2>> stride;
-             if (!strides.is_none()) stride = pair_of(strides, "MaxPool2D", "strides");
-             return std::make_shared<layers::MaxPool2D>(pair_of(pool_size, "MaxPool2D", "pool_size"), stride,
-                                                        padding, name.value_or("max_pooling2d"));
-           }),
-           py::arg("pool_size") = py::make_tuple(2, 2), py::arg("strides") = py::none(),
-           py::arg("padding") = "valid", py::arg("name") = py::none());
-  py::class_<layers::AveragePool2D, layers::Pool2D, std::shared_ptr<layers::AveragePool2D>>(
-      m, "AveragePooling2D", "The mean of each window of NHWC images (tf.keras.layers.AveragePooling2D).")
-      .def(py::init([](py::handle pool_size, py::handle strides, std::string padding,
-                       std::optional<std::string> name) {
-             std::optional<std::array<std::int64_t, 2>> stride;
-             if (!strides.is_none()) stride = pair_of(strides, "AveragePool2D", "strides");
-             return std::make_shared<layers::AveragePool2D>(pair_of(pool_size, "AveragePool2D", "pool_size"),
-                                                            stride, padding,
-                                                            name.value_or("average_pooling2d"));
-           }),
-           py::arg("pool_size") = py::make_tuple(2, 2), py::arg("strides") = py::none(),
-           py::arg("padding") = "valid", py::arg("name") = py::none());
+  bind_pooling<layers::MaxPool2D>(
+      m, "MaxPooling2D", "MaxPool2D", "max_pooling2d",
+      "The maximum of each window of NHWC images (tf.keras.layers.MaxPooling2D).");
+  bind_pooling<layers::AveragePool2D>(
+      m, "AveragePooling2D", "AveragePool2D", "average_pooling2d",
+      "The mean of each window of NHWC images (tf.keras.layers.AveragePooling2D).");
   py::class_<layers::Flatten, layers::Layer, std::shared_ptr<layers::Flatten>>(
       m, "Flatten", "Flattens every dimension but the batch (tf.keras.layers.Flatten).")
       .def(py::init([](std::optional<std::string> name) {

@@ -65,23 +65,21 @@ void bind_matching_metric(py::class_<M, Extra...>& cls, Labels labels_hold = Lab
       .def_property_readonly("name", &M::name);
 }
 
+/// Mean.update_state(values, sample_weight=None).
+void update_mean(metrics::Mean& metric, py::handle values, py::handle sample_weight) {
+  std::optional<Tensor> weight;
+  if (!sample_weight.is_none()) weight = to_tensor(sample_weight, metric.name().c_str());
+  metric.update_state(to_tensor(values, metric.name().c_str()), weight);
+}
+
 void bind_metrics(py::module_& m) {
   py::class_<metrics::Mean>(m, "Mean", "The (weighted) mean of every value seen (tf.keras.metrics.Mean).")
       .def(py::init<std::string>(), py::arg("name") = "mean")
-      .def(
-          "update_state",
-          [](metrics::Mean& metric, py::handle values, py::handle sample_weight) {
-            std::optional<Tensor> weight;
-            if (!sample_weight.is_none()) weight = to_tensor(sample_weight, metric.name().c_str());
-            metric.update_state(to_tensor(values, metric.name().c_str()), weight);
-          },
-          py::arg("values"), py::arg("sample_weight") = py::none())
+      .def("update_state", &update_mean, py::arg("values"), py::arg("sample_weight") = py::none())
       .def(
           "__call__",
           [](metrics::Mean& metric, py::handle values, py::handle sample_weight) {
-            std::optional<Tensor> weight;
-            if (!sample_weight.is_none()) weight = to_tensor(sample_weight, metric.name().c_str());
-            metric.update_state(to_tensor(values, metric.name().c_str()), weight);
+            update_mean(metric, values, sample_weight);
             return result_tensor(metric.result());
           },
           py::arg("values"), py::arg("sample_weight") = py::none())

@@ -25,10 +25,30 @@ optimizers::LearningRate learning_rate_of(py::handle value, const char* optimize
                   optimizer, type_name(value)));
 }
 
-/// Keras's clipnorm / clipvalue / global_clipnorm arguments.
-optimizers::ClipOptions clip_of(std::optional<double> clipnorm, std::optional<double> clipvalue,
-                                std::optional<double> global_clipnorm) {
-  return {.clipnorm = clipnorm, .clipvalue = clipvalue, .global_clipnorm = global_clipnorm};
+/// Keras's keyword arguments every optimizer takes: clipnorm, clipvalue, global_clipnorm (each a
+/// number or None). Another keyword is a TypeError naming the optimizer.
+optimizers::ClipOptions clip_of(const py::kwargs& kwargs, const char* optimizer) {
+  optimizers::ClipOptions clip;
+  for (auto [key, value] : kwargs) {
+    const auto name = key.cast<std::string>();
+    auto number = value.is_none() ? std::nullopt : std::optional<double>(value.cast<double>());
+    if (name == "clipnorm") {
+      clip.clipnorm = number;
+    } else if (name == "clipvalue") {
+      clip.clipvalue = number;
+    } else if (name == "global_clipnorm") {
+      clip.global_clipnorm = number;
+    } else {
+      throw py::type_error(fmt::format("[{}] unexpected keyword argument '{}'", optimizer, name));
+    }
+  }
+  return clip;
+}
+
+/// Adam's and AdamW's options from Keras's arguments.
+optimizers::AdamOptions adam_options(double beta_1, double beta_2, double epsilon, bool amsgrad,
+                                     optimizers::ClipOptions clip) {
+  return {.beta_1 = beta_1, .beta_2 = beta_2, .epsilon = epsilon, .amsgrad = amsgrad, .clip = clip};
 }
 
 /// The variables of a var_list: a list or tuple of tf.Variables, or a callable returning one.
@@ -181,66 +201,46 @@ void bind_optimizer_classes(py::module_& m) {
           "The learning rate: a float64 Variable (a schedule's rate at iterations for a schedule).");
   py::class_<optimizers::SGD, Optimizer>(
       m, "SGD", "Gradient descent with (Nesterov) momentum (tf.keras.optimizers.SGD).")
-      .def(py::init([](py::handle learning_rate, double momentum, bool nesterov,
-                       std::optional<double> clipnorm, std::optional<double> clipvalue,
-                       std::optional<double> global_clipnorm) {
+      .def(py::init([](py::handle learning_rate, double momentum, bool nesterov, const py::kwargs& kwargs) {
              return std::make_unique<optimizers::SGD>(learning_rate_of(learning_rate, "SGD"), momentum,
-                                                      nesterov,
-                                                      clip_of(clipnorm, clipvalue, global_clipnorm));
+                                                      nesterov, clip_of(kwargs, "SGD"));
            }),
-           py::arg("learning_rate") = 0.01, py::arg("momentum") = 0.0, py::arg("nesterov") = false,
-           py::arg("clipnorm") = py::none(), py::arg("clipvalue") = py::none(),
-           py::arg("global_clipnorm") = py::none())
+           py::arg("learning_rate") = 0.01, py::arg("momentum") = 0.0, py::arg("nesterov") = false)
       .def_property_readonly("momentum", &optimizers::SGD::momentum)
       .def_property_readonly("nesterov", &optimizers::SGD::nesterov);
   py::class_<optimizers::Adam, Optimizer>(m, "Adam", "Adam (tf.keras.optimizers.Adam).")
       .def(py::init([](py::handle learning_rate, double beta_1, double beta_2, double epsilon, bool amsgrad,
-                       std::optional<double> clipnorm, std::optional<double> clipvalue,
-                       std::optional<double> global_clipnorm) {
+                       const py::kwargs& kwargs) {
              return std::make_unique<optimizers::Adam>(
                  learning_rate_of(learning_rate, "Adam"),
-                 optimizers::AdamOptions{.beta_1 = beta_1,
-                                         .beta_2 = beta_2,
-                                         .epsilon = epsilon,
-                                         .amsgrad = amsgrad,
-                                         .clip = clip_of(clipnorm, clipvalue, global_clipnorm)});
+                 adam_options(beta_1, beta_2, epsilon, amsgrad, clip_of(kwargs, "Adam")));
            }),
            py::arg("learning_rate") = 0.001, py::arg("beta_1") = 0.9, py::arg("beta_2") = 0.999,
-           py::arg("epsilon") = 1e-7, py::arg("amsgrad") = false, py::arg("clipnorm") = py::none(),
-           py::arg("clipvalue") = py::none(), py::arg("global_clipnorm") = py::none());
+           py::arg("epsilon") = 1e-7, py::arg("amsgrad") = false);
   py::class_<optimizers::AdamW, optimizers::Adam>(
       m, "AdamW", "Adam with decoupled weight decay (tf.keras.optimizers.AdamW).")
       .def(py::init([](py::handle learning_rate, double weight_decay, double beta_1, double beta_2,
-                       double epsilon, bool amsgrad, std::optional<double> clipnorm,
-                       std::optional<double> clipvalue, std::optional<double> global_clipnorm) {
+                       double epsilon, bool amsgrad, const py::kwargs& kwargs) {
              return std::make_unique<optimizers::AdamW>(
                  learning_rate_of(learning_rate, "AdamW"), weight_decay,
-                 optimizers::AdamOptions{.beta_1 = beta_1,
-                                         .beta_2 = beta_2,
-                                         .epsilon = epsilon,
-                                         .amsgrad = amsgrad,
-                                         .clip = clip_of(clipnorm, clipvalue, global_clipnorm)});
+                 adam_options(beta_1, beta_2, epsilon, amsgrad, clip_of(kwargs, "AdamW")));
            }),
            py::arg("learning_rate") = 0.001, py::arg("weight_decay") = 0.004, py::arg("beta_1") = 0.9,
-           py::arg("beta_2") = 0.999, py::arg("epsilon") = 1e-7, py::arg("amsgrad") = false,
-           py::arg("clipnorm") = py::none(), py::arg("clipvalue") = py::none(),
-           py::arg("global_clipnorm") = py::none())
+           py::arg("beta_2") = 0.999, py::arg("epsilon") = 1e-7, py::arg("amsgrad") = false)
       .def_property_readonly("weight_decay", &optimizers::AdamW::weight_decay);
   py::class_<optimizers::RMSprop, Optimizer>(m, "RMSprop", "RMSprop (tf.keras.optimizers.RMSprop).")
       .def(py::init([](py::handle learning_rate, double rho, double momentum, double epsilon, bool centered,
-                       std::optional<double> clipnorm, std::optional<double> clipvalue,
-                       std::optional<double> global_clipnorm) {
+                       const py::kwargs& kwargs) {
              return std::make_unique<optimizers::RMSprop>(
                  learning_rate_of(learning_rate, "RMSprop"),
                  optimizers::RMSpropOptions{.rho = rho,
                                             .momentum = momentum,
                                             .epsilon = epsilon,
                                             .centered = centered,
-                                            .clip = clip_of(clipnorm, clipvalue, global_clipnorm)});
+                                            .clip = clip_of(kwargs, "RMSprop")});
            }),
            py::arg("learning_rate") = 0.001, py::arg("rho") = 0.9, py::arg("momentum") = 0.0,
-           py::arg("epsilon") = 1e-7, py::arg("centered") = false, py::arg("clipnorm") = py::none(),
-           py::arg("clipvalue") = py::none(), py::arg("global_clipnorm") = py::none());
+           py::arg("epsilon") = 1e-7, py::arg("centered") = false);
 }
 
 void bind_mixed_precision(py::module_& m) {

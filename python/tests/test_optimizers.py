@@ -213,3 +213,13 @@ def test_a_step_with_an_infinite_gradient_is_skipped_and_the_scale_halved():
     assert float(var) == 1.0
     assert float(opt.loss_scale) == 512.0 and int(opt.skipped_steps) == 1
     assert int(opt.iterations) == 0
+
+
+def test_clipnorm_rescales_the_gradient_before_the_step():
+    var = step(tf.keras.optimizers.SGD(learning_rate=1.0, clipnorm=1.0), [0.0, 0.0], [3.0, 4.0])
+    np.testing.assert_allclose(var.numpy(), [-0.6, -0.8], rtol=1e-6)
+
+
+def test_an_unknown_keyword_argument_is_a_type_error_naming_the_optimizer():
+    with pytest.raises(TypeError, match=r"\[Adam\] unexpected keyword argument 'beta1'"):
+        tf.keras.optimizers.Adam(beta1=0.5)
