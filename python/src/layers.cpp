@@ -12,12 +12,20 @@ namespace tapeflow::python {
 namespace {
 
 /// The C++ side of a layer subclassed in Python: call() is the Python object's
-/// _call_from_sequential, its __call__ (which builds the layer on the first call, then runs call()).
+/// _call_from_sequential, its __call__ (which builds the layer on the first call, then runs call()),
+/// whose result is converted as tf.convert_to_tensor converts it.
 class PythonLayer : public layers::Layer {
  public:
   using layers::Layer::Layer;
   Tensor call(const Tensor& x, bool training) override {
-    PYBIND11_OVERRIDE_PURE_NAME(Tensor, layers::Layer, "_call_from_sequential", call, x, training);
+    py::gil_scoped_acquire gil;
+    py::function hook = py::get_override(static_cast<const layers::Layer*>(this), "_call_from_sequential");
+    if (!hook)
+      throw py::type_error(
+          fmt::format("[{}] a layer subclassed from tapeflow._tapeflow._Layer must derive from "
+                      "tf.keras.layers.Layer",
+                      name()));
+    return to_tensor(hook(x, training), name().c_str());
   }
 };
 

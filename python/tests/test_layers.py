@@ -198,3 +198,30 @@ def test_a_mixed_bfloat16_layer_computes_in_bfloat16_with_float32_weights():
     layer = tf.keras.layers.Dense(2, dtype="mixed_bfloat16")
     y = layer(tf.ones((1, 3)))
     assert y.dtype == tf.bfloat16 and layer.kernel.dtype == tf.float32
+
+
+def test_an_exception_in_a_python_layer_inside_sequential_keeps_its_type():
+    class Broken(tf.keras.layers.Layer):
+        def call(self, inputs):
+            raise ValueError("broken layer")
+
+    model = tf.keras.Sequential([tf.keras.layers.Dense(2), Broken()])
+    with pytest.raises(ValueError, match="broken layer"):
+        model(tf.ones((1, 3)))
+
+
+def test_a_python_layer_returning_a_non_tensor_inside_sequential_names_the_layer():
+    class ReturnsText(tf.keras.layers.Layer):
+        def call(self, inputs):
+            return "text"
+
+    with pytest.raises((TypeError, ValueError), match="returns_text"):
+        tf.keras.Sequential([ReturnsText()])(tf.ones((1, 3)))
+
+
+def test_a_python_layer_returning_a_list_inside_sequential_gets_it_converted():
+    class ReturnsList(tf.keras.layers.Layer):
+        def call(self, inputs):
+            return [[1.0, 2.0]]
+
+    assert tf.keras.Sequential([ReturnsList()])(tf.ones((1, 3))).numpy().tolist() == [[1.0, 2.0]]
