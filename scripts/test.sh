@@ -2,7 +2,9 @@
 # Sets up, builds and runs the whole test suite:
 #   0. formatting: every C++ file matches .clang-format (scripts/check_format.sh);
 #   1. release build (gcc) and ctest (unit tests, example golden tests, a short gradient fuzz),
-#      then the packaging check: install, and three consumer projects (scripts/check_packaging.sh),
+#      (with the Python module's golden programs and pytest), then the packaging check: install,
+#      and three consumer projects (scripts/check_packaging.sh), the Python module installed by
+#      CMake and by pip (scripts/check_python_packaging.sh),
 #      and the API reference (scripts/docs.sh: Doxygen, failing on any undocumented public API);
 #   2. clang ASan + UBSan (float-cast-overflow included) + libFuzzer coverage build (preset fuzz):
 #      the whole unit-test binary, the examples under LeakSanitizer, and every fuzz harness
@@ -32,6 +34,8 @@ cmake --build --preset release -j"$jobs"
 ctest --test-dir build/release --output-on-failure -j"$jobs"
 step "packaging: install, find_package, pkg-config and add_subdirectory consumers"
 scripts/check_packaging.sh build/release
+step "Python packaging: cmake --install and pip install --no-build-isolation, then import"
+scripts/check_python_packaging.sh build/release
 step "API reference: doxygen, failing on undocumented public API"
 scripts/docs.sh
 

@@ -31,8 +31,9 @@ struct AccumulatorState;
 
 /// Forward-mode autodiff: watch() primals with their tangents, run the computation, read the
 /// Jacobian-vector products with jvp() (see the example above). Active on its thread from
-/// construction to destruction, like Python's `with` block. It belongs to that thread: watch()
-/// from another thread throws FailedPreconditionError; destroyed on another thread, it stops.
+/// construction to destruction, like Python's `with` block, except while set_recording(false). It belongs to
+/// that thread: watch() from another thread throws FailedPreconditionError; destroyed on another thread, it
+/// stops.
 class ForwardAccumulator {
  public:
   ForwardAccumulator();
@@ -48,6 +49,12 @@ class ForwardAccumulator {
   /// a watched primal (reading it then throws FailedPreconditionError naming `t` and why), or
   /// zeros under UnconnectedGradients::Zero.
   Gradient jvp(const Tensor& t, UnconnectedGradients unconnected = UnconnectedGradients::None) const;
+
+  /// Stops (false) or resumes (true) computing the tangents of this thread's ops; the tangents
+  /// computed so far stay readable by jvp(). Python's `with` block uses it: TensorFlow's
+  /// accumulator computes tangents only inside the block, and jvp() still answers after it.
+  /// Throws FailedPreconditionError from another thread than the accumulator's.
+  void set_recording(bool recording);
 
  private:
   std::shared_ptr<detail::AccumulatorState> state_;

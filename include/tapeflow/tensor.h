@@ -187,6 +187,20 @@ Tensor tensor_for_overwrite(const Shape& shape, const std::function<void(std::sp
       op);
 }
 
+/// A tensor that views `data`, memory another library owns (a NumPy array, a DLPack tensor from
+/// PyTorch), without a copy: `owner` keeps the memory alive and is released when the last tensor
+/// sharing it is gone. `data` holds shape.num_elements() elements of `dtype` in row-major order.
+/// The memory must not change while the tensor lives (tensors are immutable: tapeflow never
+/// writes it, and the owner must not either), and it does not count against the allocation limit.
+///
+///   auto array = std::make_shared<std::vector<float>>(6, 1.f);
+///   tf::Tensor t = tf::tensor_from_external({2, 3}, tf::float32, array->data(), array);
+///
+/// Throws InvalidArgumentError naming `op`, the shape and the dtype for a null `data` or `owner`
+/// (with elements), `data` not aligned to the element size, or bool bytes other than 0 and 1.
+Tensor tensor_from_external(const Shape& shape, DType dtype, const void* data,
+                            std::shared_ptr<const void> owner, std::string_view op = "tensor_from_external");
+
 /// TensorFlow's str(): `tf.Tensor(6.0, shape=(), dtype=float32)`.
 std::string to_string(const Tensor& t);
 /// TensorFlow's repr(): `<tf.Tensor: shape=(2,), dtype=float32, numpy=array([1., 2.], dtype=float32)>`.

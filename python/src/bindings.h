@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "tapeflow/tapeflow.h"
@@ -29,9 +30,19 @@ void bind_tape(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_function(py::module_& m);
 void bind_layers(py::module_& m);
+void bind_config(py::module_& m);
+void bind_dlpack(py::module_& m);
+void bind_control_flow(py::module_& m);
+void bind_custom_gradient(py::module_& m);
+void bind_forward_accumulator(py::module_& m);
+void bind_debug(py::module_& m);
 void bind_optimizers(py::module_& m);
 void bind_losses(py::module_& m);
 void bind_checkpoint(py::module_& m);
+
+/// The C++ tape behind a tf.GradientTape (its `_tape`, tape.cpp's `_Tape`); throws
+/// FailedPreconditionError naming the method `what` if the tape was never entered.
+GradientTape& tape_of(py::handle tape, const char* what);
 
 /// TensorFlow's convert_to_tensor: a Tensor as it is, a Variable's value (read as TensorFlow
 /// reads it, so a tape watching accessed variables sees it), a NumPy array with its dtype, a
@@ -54,6 +65,23 @@ inline Tensor operand_like(py::handle other, const Tensor& self, const char* op)
 /// The tensor's elements as a NumPy array that shares its memory, read-only (a tensor never
 /// changes), keeping the tensor alive.
 py::array numpy_view(const Tensor& t);
+
+/// Runs `op()` (C++ only, no Python objects) without the GIL when `elements` is large enough for
+/// other Python threads to gain more than the release and re-acquisition cost a small op.
+template <class Op>
+auto release_gil_if_large(std::int64_t elements, Op&& op) {
+  constexpr std::int64_t kLargeOp = std::int64_t{1} << 15;
+  if (elements < kLargeOp) return op();
+  py::gil_scoped_release released;
+  return op();
+}
+
+/// A shape as a Python tuple of ints (what tf.TensorShape is built from).
+inline py::tuple shape_tuple(const Shape& shape) {
+  py::tuple dims(shape.rank());
+  for (int i = 0; i < shape.rank(); ++i) dims[static_cast<std::size_t>(i)] = shape[i];
+  return dims;
+}
 
 /// The NumPy dtype of a tapeflow dtype (bfloat16 has none: a float32 copy is made instead).
 py::dtype numpy_dtype(DType dtype);

@@ -42,6 +42,14 @@ class PyFunction {
     return py::make_tuple(result.first, *static_cast<const py::object*>(result.second.get()));
   }
 
+  /// Writes the trace of the call with signature key `key` (or the only trace for `signature`) to
+  /// a function file.
+  void save(const std::vector<TensorSpec>& signature, const std::string& path,
+            std::optional<std::string> key) {
+    py::gil_scoped_release released;
+    detail::save_trace(core_, signature, path, key);
+  }
+
   int traces() const { return core_.stats().traces; }
   int graph_calls() const { return core_.stats().graph_calls; }
   std::string graph_text() const { return core_.graph_text(); }
@@ -75,9 +83,28 @@ void bind_function(py::module_& m) {
       .def(py::init<const std::string&, std::optional<std::vector<TensorSpec>>>(), py::arg("name"),
            py::arg("input_signature"))
       .def("call", &PyFunction::call)
+      .def("save", &PyFunction::save, py::arg("signature"), py::arg("path"), py::arg("key"))
       .def_property_readonly("traces", &PyFunction::traces)
       .def_property_readonly("graph_calls", &PyFunction::graph_calls)
       .def("graph_text", &PyFunction::graph_text);
+  py::class_<LoadedFunction>(m, "LoadedFunction", "A function loaded from a file tf.save_function wrote.")
+      .def(
+          "__call__",
+          [](const LoadedFunction& f, const std::vector<Tensor>& inputs) {
+            py::gil_scoped_release released;
+            return f(inputs);
+          },
+          py::arg("inputs"))
+      .def_property_readonly("name", &LoadedFunction::name)
+      .def_property_readonly("input_signature", &LoadedFunction::input_signature)
+      .def_property_readonly("variables", &LoadedFunction::variables);
+  m.def(
+      "load_function",
+      [](const std::string& path) {
+        py::gil_scoped_release released;
+        return load_function(path);
+      },
+      py::arg("path"), "Loads a function file written by tf.save_function.");
 }
 
 }  // namespace tapeflow::python

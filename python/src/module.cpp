@@ -12,6 +12,12 @@ PYBIND11_MODULE(_tapeflow, m) {
   python::bind_ops(m);
   python::bind_function(m);
   python::bind_layers(m);
+  python::bind_config(m);
+  python::bind_dlpack(m);
+  python::bind_control_flow(m);
+  python::bind_custom_gradient(m);
+  python::bind_forward_accumulator(m);
+  python::bind_debug(m);
   python::bind_optimizers(m);
   python::bind_losses(m);
   python::bind_checkpoint(m);

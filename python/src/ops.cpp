@@ -16,8 +16,12 @@ using Binary = Tensor (*)(const Tensor&, const Tensor&);
 template <Unary f>
 void unary(py::module_& m, const char* name, const char* op) {
   m.def(
-      name, [op](py::handle x, py::handle) { return f(to_tensor(x, op)); }, py::arg("x"),
-      py::arg("name") = py::none());
+      name,
+      [op](py::handle x, py::handle) {
+        const Tensor t = to_tensor(x, op);
+        return release_gil_if_large(t.num_elements(), [&] { return f(t); });
+      },
+      py::arg("x"), py::arg("name") = py::none());
 }
 
 /// A binary op: a Python number or list takes the dtype of the tensor operand, as in TensorFlow.
@@ -26,12 +30,16 @@ void binary(py::module_& m, const char* name, const char* op) {
   m.def(
       name,
       [op](py::handle x, py::handle y, py::handle) {
+        Tensor tx, ty;
         if (py::isinstance<Tensor>(x) || py::isinstance<Variable>(x)) {
-          const Tensor tx = to_tensor(x, op);
-          return f(tx, operand_like(y, tx, op));
+          tx = to_tensor(x, op);
+          ty = operand_like(y, tx, op);
+        } else {
+          ty = to_tensor(y, op);
+          tx = operand_like(x, ty, op);
         }
-        const Tensor ty = to_tensor(y, op);
-        return f(operand_like(x, ty, op), ty);
+        return release_gil_if_large(std::max(tx.num_elements(), ty.num_elements()),
+                                    [&] { return f(tx, ty); });
       },
       py::arg("x"), py::arg("y"), py::arg("name") = py::none());
 }
@@ -54,7 +62,8 @@ void reduction(py::module_& m, const char* name, const char* op) {
         const Tensor x = to_tensor(input_tensor, op);
         // An explicit empty list reduces nothing (TensorFlow); Axes{} would mean every axis.
         if (!axis.is_none() && py::isinstance<py::sequence>(axis) && py::len(axis) == 0) return x;
-        return f(x, axes_of(axis), keepdims);
+        const Axes axes = axes_of(axis);
+        return release_gil_if_large(x.num_elements(), [&] { return f(x, axes, keepdims); });
       },
       py::arg("input_tensor"), py::arg("axis") = py::none(), py::arg("keepdims") = false,
       py::arg("name") = py::none());
@@ -318,7 +327,9 @@ void bind_array(py::module_& m) {
       "matmul",
       [](py::handle a, py::handle b, bool transpose_a, bool transpose_b, py::handle) {
         const Tensor ta = to_tensor(a, "MatMul");
-        return matmul(ta, operand_like(b, ta, "MatMul"), transpose_a, transpose_b);
+        const Tensor tb = operand_like(b, ta, "MatMul");
+        return release_gil_if_large(ta.num_elements() + tb.num_elements(),
+                                    [&] { return matmul(ta, tb, transpose_a, transpose_b); });
       },
       py::arg("a"), py::arg("b"), py::arg("transpose_a") = false, py::arg("transpose_b") = false,
       py::arg("name") = py::none());

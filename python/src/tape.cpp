@@ -80,14 +80,35 @@ std::vector<Tensor> tensors_of(const py::list& items, const char* op) {
   return out;
 }
 
+using VariableUpdate = void (Variable::*)(const Tensor&);
+
+/// Binds `v.<name>(value, use_locking=False, name=None, read_value=True)`: a Python value takes the
+/// variable's dtype, and the variable itself is returned where read_value asks for it.
+template <VariableUpdate update>
+void bind_update(py::class_<Variable>& cls, const char* name, const char* argument, const char* op) {
+  cls.def(
+      name,
+      [op](Variable& v, py::handle value, bool /*use_locking*/, py::handle /*name*/,
+           bool read_value) -> py::object {
+        (v.*update)(to_tensor(value, std::nullopt, v.dtype(), op));
+        return read_value ? py::cast(v) : py::none();
+      },
+      py::arg(argument), py::arg("use_locking") = false, py::arg("name") = py::none(),
+      py::arg("read_value") = true);
+}
+
 UnconnectedGradients unconnected(bool zero) {
   return zero ? UnconnectedGradients::Zero : UnconnectedGradients::None;
 }
 
 }  // namespace
 
+GradientTape& tape_of(py::handle tape, const char* what) { return tape.cast<ScopedTape&>().tape(what); }
+
 void bind_tape(py::module_& m) {
-  py::class_<Variable>(m, "ResourceVariable", "A mutable tensor whose reads a tape watches (tf.Variable).")
+  py::class_<Variable> variable(m, "ResourceVariable",
+                                "A mutable tensor whose reads a tape watches (tf.Variable).");
+  variable
       .def(py::init([](py::handle initial_value, bool trainable, std::optional<std::string> name,
                        std::optional<DType> dtype) {
              VariableOptions options;
@@ -100,43 +121,13 @@ void bind_tape(py::module_& m) {
       .def_property_readonly("name", &Variable::name)
       .def_property_readonly("trainable", &Variable::trainable)
       .def_property_readonly("dtype", &Variable::dtype)
-      .def_property_readonly("_shape",
-                             [](const Variable& v) {
-                               py::tuple dims(v.shape().rank());
-                               for (int i = 0; i < v.shape().rank(); ++i)
-                                 dims[static_cast<std::size_t>(i)] = v.shape()[i];
-                               return dims;
-                             })
+      .def_property_readonly("_shape", [](const Variable& v) { return shape_tuple(v.shape()); })
       .def_property_readonly("ndim", [](const Variable& v) { return v.shape().rank(); })
       .def("read_value", &Variable::read_value,
            "The current value, recorded on the tapes that watch this variable.")
       .def("value", &Variable::read_value,
            "The current value, recorded on the tapes that watch this variable.")
       .def("_snapshot", &Variable::value, "The current value, not recorded on any tape.")
-      .def(
-          "assign",
-          [](Variable& v, py::handle value, bool, py::handle, bool read_value) -> py::object {
-            v.assign(to_tensor(value, std::nullopt, v.dtype(), "AssignVariableOp"));
-            return read_value ? py::cast(v) : py::none();
-          },
-          py::arg("value"), py::arg("use_locking") = false, py::arg("name") = py::none(),
-          py::arg("read_value") = true)
-      .def(
-          "assign_add",
-          [](Variable& v, py::handle delta, bool, py::handle, bool read_value) -> py::object {
-            v.assign_add(to_tensor(delta, std::nullopt, v.dtype(), "AssignAddVariableOp"));
-            return read_value ? py::cast(v) : py::none();
-          },
-          py::arg("delta"), py::arg("use_locking") = false, py::arg("name") = py::none(),
-          py::arg("read_value") = true)
-      .def(
-          "assign_sub",
-          [](Variable& v, py::handle delta, bool, py::handle, bool read_value) -> py::object {
-            v.assign_sub(to_tensor(delta, std::nullopt, v.dtype(), "AssignSubVariableOp"));
-            return read_value ? py::cast(v) : py::none();
-          },
-          py::arg("delta"), py::arg("use_locking") = false, py::arg("name") = py::none(),
-          py::arg("read_value") = true)
       .def(
           "numpy", [](const Variable& v) { return numpy_view(v.value()).attr("copy")(); },
           "A NumPy copy of the current value (a variable changes, so its memory is not shared).")
@@ -152,6 +143,10 @@ void bind_tape(py::module_& m) {
           return py::cast(equal(a.read_value(), b.cast<const Variable&>().read_value()));
         return py::cast(equal(a.read_value(), operand_like(b, a.value(), "Equal")));
       });
+
+  bind_update<&Variable::assign>(variable, "assign", "value", "AssignVariableOp");
+  bind_update<&Variable::assign_add>(variable, "assign_add", "delta", "AssignAddVariableOp");
+  bind_update<&Variable::assign_sub>(variable, "assign_sub", "delta", "AssignSubVariableOp");
 
   py::class_<ScopedTape>(m, "_Tape")
       .def(py::init<bool, bool>(), py::arg("persistent"), py::arg("watch_accessed_variables"))

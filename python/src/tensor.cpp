@@ -88,15 +88,45 @@ T scalar_value(const Tensor& t, const char* what) {
 
 using Binary = Tensor (*)(const Tensor&, const Tensor&);
 
+/// tf.as_dtype: a dtype's name ("float32", "bool") or a NumPy dtype or scalar type.
+DType dtype_from_python(py::handle value) {
+  if (py::isinstance<DType>(value)) return value.cast<DType>();
+  std::string name;
+  if (py::isinstance<py::str>(value)) {
+    name = value.cast<std::string>();
+  } else {
+    try {
+      name = py::str(py::dtype::from_args(py::reinterpret_borrow<py::object>(value)).attr("name"));
+    } catch (const py::error_already_set&) {
+      throw py::type_error(fmt::format("cannot convert {} to a dtype", py::repr(value).cast<std::string>()));
+    }
+  }
+  for (DType d : {float32, float64, int32, int64, bool_, bfloat16})
+    if (name == dtype_name(d)) return d;
+  throw py::type_error(
+      fmt::format("tapeflow has no dtype {}: use float32, float64, int32, int64, bool or bfloat16",
+                  py::repr(value).cast<std::string>()));
+}
+
 /// Binds `name` (x op y) and its reflected form `rname` (y op x) for a Python operand of any
 /// convertible kind.
 template <Binary f>
 void bind_binary(py::class_<Tensor>& cls, const char* name, const char* rname, const char* op) {
   cls.def(
-      name, [op](const Tensor& x, py::handle y) { return f(x, operand_like(y, x, op)); }, py::is_operator());
+      name,
+      [op](const Tensor& x, py::handle y) {
+        const Tensor ty = operand_like(y, x, op);
+        return release_gil_if_large(std::max(x.num_elements(), ty.num_elements()), [&] { return f(x, ty); });
+      },
+      py::is_operator());
   if (rname)
     cls.def(
-        rname, [op](const Tensor& x, py::handle y) { return f(operand_like(y, x, op), x); },
+        rname,
+        [op](const Tensor& x, py::handle y) {
+          const Tensor ty = operand_like(y, x, op);
+          return release_gil_if_large(std::max(x.num_elements(), ty.num_elements()),
+                                      [&] { return f(ty, x); });
+        },
         py::is_operator());
 }
 
@@ -109,6 +139,8 @@ void bind_tensor(py::module_& m) {
   py::class_<DType>(m, "DType",
                     "A tensor's element type: tf.float32, tf.float64, tf.int32, tf.int64, tf.bool, "
                     "tf.bfloat16.")
+      .def(py::init(&dtype_from_python), py::arg("type_value"),
+           "A dtype from its name ('float32') or a NumPy dtype (np.float32), as tf.as_dtype.")
       .def_property_readonly("name", [](DType d) { return std::string(dtype_name(d)); })
       .def_property_readonly(
           "size", [](DType d) { return dtype_size(d); }, "Bytes per element.")
@@ -124,13 +156,11 @@ void bind_tensor(py::module_& m) {
       .def(py::pickle([](DType d) { return static_cast<int>(d); },
                       [](int v) { return static_cast<DType>(v); }));
   for (DType d : {float32, float64, int32, int64, bool_, bfloat16}) m.attr(dtype_name(d).data()) = d;
+  // Wherever a dtype is taken, a name or a NumPy dtype is too (tf.cast(x, "float64")).
+  py::implicitly_convertible<py::object, DType>();
 
   py::class_<Tensor> tensor(m, "EagerTensor", "An immutable n-dimensional array (tf.Tensor).");
-  tensor.def_property_readonly("_shape", [](const Tensor& t) {
-    py::tuple dims(t.rank());
-    for (int i = 0; i < t.rank(); ++i) dims[static_cast<std::size_t>(i)] = t.shape()[i];
-    return dims;
-  });
+  tensor.def_property_readonly("_shape", [](const Tensor& t) { return shape_tuple(t.shape()); });
   tensor.def_property_readonly("dtype", &Tensor::dtype)
       .def_property_readonly("ndim", &Tensor::rank)
       .def_property_readonly("_id", &Tensor::id)
@@ -140,7 +170,7 @@ void bind_tensor(py::module_& m) {
             py::array view = numpy_view(t);
             // A scalar is a NumPy scalar (np.float32(6.0) prints as 6.0), as TensorFlow returns it.
             if (t.rank() == 0) return view[py::tuple()];
-            return std::move(view);
+            return view;
           },
           "The elements as a read-only NumPy array sharing the tensor's memory (a NumPy scalar for a "
           "scalar; bfloat16: a float32 copy).")

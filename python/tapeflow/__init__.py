@@ -30,9 +30,13 @@ from ._tapeflow import (  # noqa: E402
     less_equal, greater, greater_equal, logical_and, logical_or, logical_not)
 from ._shape import TensorShape  # noqa: E402
 from .tape import GradientTape, UnconnectedGradients  # noqa: E402
-from .function import function  # noqa: E402
+from .function import function, save_function, load_function  # noqa: E402
+from .control_flow import cond, while_loop  # noqa: E402
+from .custom_gradient import (  # noqa: E402
+    custom_gradient, recompute_grad, grad_pass_through, RegisterGradient, no_gradient)
+from . import autodiff, debug  # noqa: E402
 from . import nest  # noqa: E402
-from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes  # noqa: E402
+from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes, config, experimental  # noqa: E402
 from .module import Module  # noqa: E402
 from . import train  # noqa: E402
 

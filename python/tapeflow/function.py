@@ -8,11 +8,11 @@ import numpy as np
 from . import _tapeflow
 from . import nest
 
-__all__ = ["function", "Function"]
+__all__ = ["function", "Function", "save_function", "load_function"]
 
 
 def _is_tensor_argument(leaf):
-    return isinstance(leaf, (_tapeflow.EagerTensor, np.ndarray))
+    return isinstance(leaf, (_tapeflow.EagerTensor, np.ndarray, _tapeflow.TensorSpec))
 
 
 def _key_of(leaf):
@@ -86,3 +86,51 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
     if func is None:
         return lambda f: Function(f, input_signature=input_signature, name=name)
     return Function(func, input_signature=input_signature, name=name)
+
+
+def save_function(function, path, *args, **kwargs):
+    """Writes the graph `function` (a tf.function) traced for a call with these arguments to the
+    function file `path`; tensor arguments may be tf.TensorSpec. Without arguments, the trace for
+    the function's input_signature is written. Saving does not run the body: call the function
+    first. Load the file with tf.load_function."""
+    if not isinstance(function, Function):
+        raise TypeError(f"save_function takes a tf.function, got {type(function).__name__}")
+    if not args and not kwargs:
+        if function._input_signature is None:
+            raise TypeError("save_function needs the call whose trace to write: pass its arguments (a "
+                            "tf.TensorSpec for each tensor), or give the function an input_signature")
+        args = tuple(function._input_signature)
+    call = (args, kwargs)
+    leaves = nest.flatten(call)
+    specs = [leaf if isinstance(leaf, _tapeflow.TensorSpec) else _spec_of(leaf) for leaf in leaves
+             if _is_tensor_argument(leaf)]
+    function._core.save(specs, str(path), repr(nest.map_structure(_key_of, call)))
+
+
+def _spec_of(value):
+    t = _tapeflow.convert_to_tensor(value)
+    return _tapeflow.TensorSpec(list(t._shape), t.dtype)
+
+
+class _Loaded:
+    """A function loaded from a file: call it with the tensors of its signature."""
+
+    def __init__(self, native):
+        self._native = native
+
+    def __call__(self, *args):
+        outputs = self._native([_tapeflow.convert_to_tensor(a) for a in args])
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    @property
+    def input_signature(self):
+        return self._native.input_signature
+
+    @property
+    def variables(self):
+        return self._native.variables
+
+
+def load_function(path):
+    """Loads a function file written by tf.save_function; it runs without the Python that built it."""
+    return _Loaded(_tapeflow.load_function(str(path)))

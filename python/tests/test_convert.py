@@ -82,3 +82,14 @@ def test_bfloat16_tensors_convert_to_float32_numpy():
     a = t.numpy()
     assert a.dtype == np.float32
     np.testing.assert_array_equal(a, [1.0, 2.5])
+
+
+@pytest.mark.parametrize("name", ["float64", np.float64, np.dtype("float64")])
+def test_a_dtype_can_be_named_by_string_or_numpy_type(name):
+    assert tf.cast(tf.constant(1.0), name).dtype == tf.float64
+    assert tf.DType(name) == tf.float64
+
+
+def test_an_unknown_dtype_name_is_a_type_error():
+    with pytest.raises(TypeError, match="no dtype 'float16'"):
+        tf.DType("float16")

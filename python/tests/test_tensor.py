@@ -78,3 +78,29 @@ def test_tensors_are_unhashable_as_in_tensorflow():
 
 def test_numpy_functions_accept_tensors():
     np.testing.assert_allclose(np.mean(tf.constant([[1.0, 2.0], [3.0, 4.0]]), axis=0), [2.0, 3.0])
+
+
+def test_a_large_op_releases_the_gil_while_it_runs():
+    import threading
+    import time
+    big = tf.ones((1536, 1536))
+    ticks = []
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        time.sleep(0.01)
+        start = time.perf_counter()
+        tf.matmul(big, big)  # one call, long enough to span many of Python's 5 ms switch intervals
+        end = time.perf_counter()
+    finally:
+        stop.set()
+        counter.join()
+    assert end - start > 0.05, "the product is too fast on this machine to tell"
+    during = [t for t in ticks if start + 0.01 < t < end - 0.01]
+    assert len(during) > 100, f"the other thread ran {len(during)} times while the product held the GIL"

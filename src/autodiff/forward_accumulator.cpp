@@ -39,12 +39,14 @@ struct AccumulatorState {
   /// Until the accumulator is destroyed. Atomic: it may be destroyed on another thread than its
   /// owner, whose dispatch path may be reading this.
   std::atomic<bool> active = true;
+  /// False while set_recording(false): alive, jvp() answers, but no new tangents. Owner thread only.
+  bool recording = true;
   std::unordered_map<TensorId, Tensor> tangents;
-  /// Whether it computes tangents of this thread's ops: alive, not hidden by a tape or
+  /// Whether it computes tangents of this thread's ops: alive, recording, not hidden by a tape or
   /// accumulator nested inside it, and not silenced by a NoRecordingScope that began after it
   /// (TensorFlow's stop_recording() stops accumulators as well as tapes).
   bool visible() const {
-    return active.load(std::memory_order_relaxed) && !autodiff::tape_hidden(nesting_id);
+    return active.load(std::memory_order_relaxed) && recording && !autodiff::tape_hidden(nesting_id);
   }
 };
 }  // namespace detail
@@ -212,6 +214,14 @@ void ForwardAccumulator::watch(const Source& primal, const Tensor& tangent) {
       "Tensor {} was specified as a primal multiple times. This may indicate an error. If it was "
       "intended, please sum the corresponding tangents.",
       primal.is_variable() ? primal.variable().name() : "of shape " + primal.shape().to_string());
+}
+
+void ForwardAccumulator::set_recording(bool recording) {
+  TAPEFLOW_REQUIRE(state_->owner == std::this_thread::get_id(), FailedPreconditionError,
+                   "[ForwardAccumulator::set_recording] an accumulator computes the tangents of the ops of "
+                   "the thread that created it and must be paused or resumed from that thread");
+  state_->recording = recording;
+  autodiff::recount_accumulators();
 }
 
 Gradient ForwardAccumulator::jvp(const Tensor& t, UnconnectedGradients unconnected) const {

@@ -1,10 +1,12 @@
-// The public ways to build a tensor from bytes (tensor.h): a copy of bytes in memory, or a new
-// tensor that the caller fills in place. Both allocate through detail::empty, so the allocation
-// limit applies as to every tensor.
+// The public ways to build a tensor from bytes (tensor.h): a copy of bytes in memory, a new
+// tensor that the caller fills in place (both allocate through detail::empty, so the allocation
+// limit applies as to every tensor), or a view of memory another library owns.
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
+#include "core/block_pool.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 
@@ -50,6 +52,28 @@ Tensor tensor_for_overwrite(const Shape& shape, DType dtype,
   write(bytes);
   if (dtype == DType::Bool) check_bool_bytes(bytes, shape, op);
   return t;
+}
+
+Tensor tensor_from_external(const Shape& shape, DType dtype, const void* data,
+                            std::shared_ptr<const void> owner, std::string_view op) {
+  const std::size_t elem = dtype_size(dtype);
+  if (shape.num_elements() > 0) {
+    TAPEFLOW_REQUIRE(
+        data != nullptr && owner != nullptr, InvalidArgumentError,
+        "[{}] a {} tensor of shape {} needs its data and an owner that keeps it alive, got {} data "
+        "and {} owner",
+        op, dtype_name(dtype), shape.to_string(), data ? "the" : "null", owner ? "an" : "a null");
+    TAPEFLOW_REQUIRE(reinterpret_cast<std::uintptr_t>(data) % elem == 0, InvalidArgumentError,
+                     "[{}] the data of a {} tensor of shape {} is not aligned to its {}-byte elements", op,
+                     dtype_name(dtype), shape.to_string(), elem);
+    if (dtype == DType::Bool)
+      check_bool_bytes({static_cast<const std::byte*>(data), static_cast<std::size_t>(shape.num_elements())},
+                       shape, op);
+  }
+  return Tensor(std::allocate_shared<detail::TensorImpl>(
+      detail::PoolAllocator<detail::TensorImpl>(),
+      detail::TensorImpl{{shape, dtype, detail::next_tensor_id(), const_cast<void*>(data)},
+                         std::move(owner)}));
 }
 
 }  // namespace tapeflow

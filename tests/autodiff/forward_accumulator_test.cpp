@@ -69,6 +69,31 @@ TEST(ForwardAccumulator, TangentMustMatchThePrimal) {
   EXPECT_THROW(acc.watch(tf::constant(1.0), tf::constant(1.0f)), tf::InvalidArgumentError);
 }
 
+TEST(ForwardAccumulator, PausedItComputesNoTangentsAndKeepsTheEarlierOnes) {
+  tf::Tensor x = tf::constant(3.0);
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant(1.0));
+  tf::Tensor before = x * x;
+  acc.set_recording(false);
+  tf::Tensor during = x * x;
+  EXPECT_DOUBLE_EQ(acc.jvp(before)->item<double>(), 6.0);
+  EXPECT_FALSE(acc.jvp(during).has_value());
+}
+
+TEST(ForwardAccumulator, ResumedItComputesTangentsAgain) {
+  tf::Tensor x = tf::constant(3.0);
+  tf::ForwardAccumulator acc;
+  acc.watch(x, tf::constant(1.0));
+  acc.set_recording(false);
+  acc.set_recording(true);
+  EXPECT_DOUBLE_EQ(acc.jvp(x * x)->item<double>(), 6.0);
+}
+
+TEST(ForwardAccumulator, PausingFromAnotherThreadThrows) {
+  tf::ForwardAccumulator acc;
+  std::thread([&] { EXPECT_THROW(acc.set_recording(false), tf::FailedPreconditionError); }).join();
+}
+
 TEST(ForwardAccumulator, VariablesCarryTheirTangentIntoReads) {
   tf::Variable w(3.0);
   tf::ForwardAccumulator acc;

@@ -152,6 +152,36 @@ TEST(TensorForOverwrite, BadBoolBytesOrAnEmptyFunctionThrowInvalidArgument) {
                   AllOf(HasSubstr("[tensor_for_overwrite]"), HasSubstr("float32"), HasSubstr("(2,)"))));
 }
 
+TEST(TensorFromExternal, ViewsTheMemoryWithoutACopyAndKeepsItsOwnerAlive) {
+  auto values = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4, 5, 6});
+  const std::weak_ptr<std::vector<float>> watch = values;
+  tf::Tensor t = tf::tensor_from_external({2, 3}, tf::float32, values->data(), values);
+  EXPECT_EQ(t.raw_data(), values->data());
+  values.reset();
+  ASSERT_FALSE(watch.expired()) << "the tensor keeps the memory's owner alive";
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  const tf::Tensor doubled = t * 2.f;  // ops read it like any tensor
+  EXPECT_EQ(doubled.to_vector<float>(), (std::vector<float>{2, 4, 6, 8, 10, 12}));
+  t = tf::Tensor();
+  EXPECT_TRUE(watch.expired()) << "the owner is released with the last tensor";
+}
+
+TEST(TensorFromExternal, RefusesNullMisalignedOrBadBoolMemoryNamingTheCaller) {
+  auto bytes =
+      std::make_shared<std::vector<std::uint8_t>>(std::vector<std::uint8_t>{0, 1, 2, 0, 0, 0, 0, 0, 0});
+  EXPECT_THAT([&] { (void)tf::tensor_from_external({2}, tf::float32, nullptr, bytes, "from_dlpack"); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+                  HasSubstr("[from_dlpack] a float32 tensor of shape (2,) needs its data")));
+  EXPECT_THAT([&] { (void)tf::tensor_from_external({2}, tf::float32, bytes->data(), nullptr); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("a null owner")));
+  EXPECT_THAT(
+      [&] { (void)tf::tensor_from_external({2}, tf::float32, bytes->data() + 1, bytes); },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("not aligned to its 4-byte elements")));
+  EXPECT_THAT([&] { (void)tf::tensor_from_external({3}, tf::bool_, bytes->data(), bytes); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("holds byte 2 at element 2")));
+  EXPECT_EQ(tf::tensor_from_external({0}, tf::float32, nullptr, nullptr).num_elements(), 0);
+}
+
 TEST(CheckAllocation, RefusesCountsAboveTheLimitOrNegativeNamingTheCaller) {
   LimitGuard guard;
   tf::set_allocation_limit(1024);

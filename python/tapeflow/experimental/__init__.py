@@ -1,0 +1,3 @@
+"""tf.experimental: DLPack interchange."""
+
+from . import dlpack  # noqa: F401

@@ -1,0 +1,150 @@
+"""Every differentiable op reachable from Python against central finite differences, in float64:
+the tape's gradient of sum(op(inputs) * weights) for random weights. An op exported by the
+package that is neither in GRADIENT_CHECKS nor in NOT_DIFFERENTIABLE fails
+test_every_exported_op_is_checked."""
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+rng = np.random.default_rng(7)
+
+
+def positive(*shape):
+    return rng.uniform(0.5, 2.0, shape)
+
+
+def signed(*shape):
+    return rng.uniform(-2.0, 2.0, shape)
+
+
+def unit(*shape):
+    return rng.uniform(-0.8, 0.8, shape)
+
+
+# name -> (function of tensors, input arrays[, finite-difference step]); the step is larger where
+# the op rounds through float32.
+GRADIENT_CHECKS = {
+    "add": (tf.add, [signed(2, 3), signed(3)]),
+    "subtract": (tf.subtract, [signed(2, 3), signed(2, 1)]),
+    "multiply": (tf.multiply, [signed(2, 3), signed(2, 3)]),
+    "divide": (tf.divide, [signed(2, 3), positive(2, 3)]),
+    "multiply_no_nan": (tf.math.multiply_no_nan, [signed(3), positive(3)]),
+    "maximum": (tf.maximum, [signed(4), signed(4)]),
+    "minimum": (tf.minimum, [signed(4), signed(4)]),
+    "squared_difference": (tf.math.squared_difference, [signed(3), signed(3)]),
+    "atan2": (tf.math.atan2, [signed(3), positive(3)]),
+    "pow": (tf.pow, [positive(3), signed(3)]),
+    "negative": (tf.negative, [signed(3)]),
+    "abs": (tf.abs, [positive(3) * np.array([1, -1, 1])]),
+    "square": (tf.square, [signed(3)]),
+    "sqrt": (tf.sqrt, [positive(3)]),
+    "rsqrt": (tf.math.rsqrt, [positive(3)]),
+    "reciprocal": (tf.math.reciprocal, [positive(3)]),
+    "exp": (tf.exp, [signed(3)]),
+    "expm1": (tf.math.expm1, [signed(3)]),
+    "log": (tf.math.log, [positive(3)]),
+    "log1p": (tf.math.log1p, [positive(3)]),
+    "sin": (tf.sin, [signed(3)]),
+    "cos": (tf.cos, [signed(3)]),
+    "tan": (tf.tan, [unit(3)]),
+    "asin": (tf.math.asin, [unit(3)]),
+    "acos": (tf.math.acos, [unit(3)]),
+    "atan": (tf.math.atan, [signed(3)]),
+    "sinh": (tf.math.sinh, [signed(3)]),
+    "cosh": (tf.math.cosh, [signed(3)]),
+    "tanh": (tf.tanh, [signed(3)]),
+    "sigmoid": (tf.sigmoid, [signed(3)]),
+    "softplus": (tf.math.softplus, [signed(3)]),
+    "softsign": (tf.math.softsign, [signed(3)]),
+    "clip_by_value": (lambda x: tf.clip_by_value(x, -1.0, 1.0), [signed(6)]),
+    "where": (lambda x, y: tf.where(tf.constant([True, False, True]), x, y), [signed(3), signed(3)]),
+    "cast": (lambda x: tf.cast(tf.cast(x, tf.float32), tf.float64), [signed(3)], 1e-2),
+    "reduce_sum": (lambda x: tf.reduce_sum(x, axis=1), [signed(2, 3)]),
+    "reduce_mean": (lambda x: tf.reduce_mean(x, axis=0), [signed(2, 3)]),
+    "reduce_max": (tf.reduce_max, [signed(2, 3)]),
+    "reduce_min": (tf.reduce_min, [signed(2, 3)]),
+    "reduce_prod": (tf.reduce_prod, [positive(2, 3)]),
+    "reduce_logsumexp": (lambda x: tf.reduce_logsumexp(x, axis=-1), [signed(2, 3)]),
+    "matmul": (tf.matmul, [signed(2, 3), signed(3, 4)]),
+    "reshape": (lambda x: tf.reshape(x, [3, 2]), [signed(2, 3)]),
+    "transpose": (tf.transpose, [signed(2, 3)]),
+    "expand_dims": (lambda x: tf.expand_dims(x, 1), [signed(3)]),
+    "squeeze": (tf.squeeze, [signed(3, 1)]),
+    "concat": (lambda x, y: tf.concat([x, y], axis=0), [signed(2, 3), signed(1, 3)]),
+    "stack": (lambda x, y: tf.stack([x, y], axis=1), [signed(3), signed(3)]),
+    "unstack": (lambda x: tf.unstack(x)[1], [signed(2, 3)]),
+    "gather": (lambda x: tf.gather(x, tf.constant([2, 0, 2])), [signed(3, 2)]),
+    "tile": (lambda x: tf.tile(x, [2, 1]), [signed(1, 3)]),
+    "broadcast_to": (lambda x: tf.broadcast_to(x, [2, 3]), [signed(3)]),
+    "identity": (tf.identity, [signed(3)]),
+    "getitem": (lambda x: x[1:, ::-1, None], [signed(3, 4)]),
+    "relu": (tf.nn.relu, [positive(3) * np.array([1, -1, 1])]),
+    "relu6": (tf.nn.relu6, [np.array([-1.0, 3.0, 7.0])]),
+    "elu": (tf.nn.elu, [signed(4)]),
+    "selu": (tf.nn.selu, [signed(4)]),
+    "leaky_relu": (tf.nn.leaky_relu, [positive(3) * np.array([1, -1, 1])]),
+    "gelu": (tf.nn.gelu, [signed(4)]),
+    "silu": (tf.nn.silu, [signed(4)]),
+    "mish": (tf.nn.mish, [signed(4)]),
+    "softmax": (tf.nn.softmax, [signed(2, 3)]),
+    "log_softmax": (tf.nn.log_softmax, [signed(2, 3)]),
+    "softmax_cross_entropy_with_logits": (
+        lambda logits: tf.nn.softmax_cross_entropy_with_logits(tf.constant([[0.2, 0.8], [1.0, 0.0]], tf.float64), logits),
+        [signed(2, 2)]),
+    "sparse_softmax_cross_entropy_with_logits": (
+        lambda logits: tf.nn.sparse_softmax_cross_entropy_with_logits(tf.constant([1, 0]), logits), [signed(2, 3)]),
+    "sigmoid_cross_entropy_with_logits": (
+        lambda logits: tf.nn.sigmoid_cross_entropy_with_logits(tf.constant([0.0, 1.0], tf.float64), logits),
+        [signed(2)]),
+}
+
+# Exported names that are not differentiable functions of float inputs (creation, comparisons,
+# logic, index results, the no-gradient ops) or that are not ops at all.
+NOT_DIFFERENTIABLE = {
+    "constant", "convert_to_tensor", "zeros", "ones", "fill", "zeros_like", "ones_like", "linspace", "range",
+    "eye", "one_hot", "stop_gradient", "sign", "argmax", "argmin", "equal", "not_equal", "less", "less_equal",
+    "greater", "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "adjust_contrast",
+    "random_normal", "random_uniform", "no_gradient_op", "raw_op", "raw_op_names", "truediv", "swish",
+    "to_dlpack", "from_dlpack", "load_function",
+    # control flow: differentiated through its branches and body in test_control_flow.py
+    "cond_flat", "while_loop_flat",
+}
+
+
+def sum_weighted(fn, arrays, weights):
+    out = fn(*[tf.constant(a) for a in arrays])
+    return float(np.sum(out.numpy() * weights))
+
+
+@pytest.mark.parametrize("name", sorted(GRADIENT_CHECKS))
+def test_gradient_matches_finite_differences(name):
+    fn, arrays, *step = GRADIENT_CHECKS[name]
+    inputs = [tf.constant(a) for a in arrays]
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        out = fn(*inputs)
+        weights = rng.uniform(0.5, 1.5, out.shape)
+        loss = tf.reduce_sum(out * weights)
+    grads = tape.gradient(loss, inputs)
+    eps = step[0] if step else 1e-6
+    for i, array in enumerate(arrays):
+        numeric = np.zeros_like(array)
+        for index in np.ndindex(array.shape):
+            up, down = [a.copy() for a in arrays], [a.copy() for a in arrays]
+            up[i][index] += eps
+            down[i][index] -= eps
+            numeric[index] = (sum_weighted(fn, up, weights) - sum_weighted(fn, down, weights)) / (2 * eps)
+        assert grads[i] is not None, f"{name}: no gradient for input {i}"
+        np.testing.assert_allclose(grads[i].numpy(), numeric, rtol=1e-5, atol=1e-6, err_msg=f"{name}, input {i}")
+
+
+def test_every_exported_op_is_checked():
+    import tapeflow._tapeflow as native
+    functions = {name for name in dir(native) if not name.startswith("_") and callable(getattr(native, name))
+                 and not isinstance(getattr(native, name), type)}
+    for module in (tf.math, tf.nn, tf.linalg):
+        functions |= {name for name in dir(module) if not name.startswith("_") and callable(getattr(module, name))}
+    unchecked = sorted(functions - set(GRADIENT_CHECKS) - NOT_DIFFERENTIABLE)
+    assert not unchecked, f"ops without a gradient check in GRADIENT_CHECKS: {unchecked}"
