@@ -42,11 +42,15 @@ layers::Activation activation_of(py::handle activation, const char* layer) {
 
 /// Keras's dtype argument: None (the global policy), a policy's name ("mixed_bfloat16",
 /// "float32", ...), a tf.DType, or a Policy.
-std::optional<mixed_precision::Policy> policy_of(py::handle dtype) {
+std::optional<mixed_precision::Policy> policy_of(py::handle dtype, const char* layer) {
   if (dtype.is_none()) return std::nullopt;
   if (py::isinstance<mixed_precision::Policy>(dtype)) return dtype.cast<mixed_precision::Policy>();
   if (py::isinstance<DType>(dtype)) return mixed_precision::Policy(dtype_name(dtype.cast<DType>()));
-  return mixed_precision::Policy(dtype.cast<std::string>());
+  if (py::isinstance<py::str>(dtype)) return mixed_precision::Policy(dtype.cast<std::string>());
+  throw py::type_error(
+      fmt::format("[{}] dtype must be None, a policy name such as 'mixed_bfloat16', a tf.DType "
+                  "or a Policy, got an object of type {}",
+                  layer, py::str(py::type::of(dtype).attr("__name__")).cast<std::string>()));
 }
 
 /// Keras's int-or-pair arguments (kernel_size, strides, pool_size): 3 means (3, 3).
@@ -60,6 +64,18 @@ std::array<std::int64_t, 2> pair_of(py::handle value, const char* layer, const c
     throw InvalidArgumentError(fmt::format("[{}] {} must be an int or a pair of ints, got {} values", layer,
                                            argument, values.size()));
   return {values[0], values[1]};
+}
+
+/// A (height, width) pair as Keras shows it: a tuple.
+py::tuple pair_tuple(const std::array<std::int64_t, 2>& pair) { return py::make_tuple(pair[0], pair[1]); }
+
+/// Keras's data_format argument: tapeflow's image layers are NHWC, "channels_last" (None means it).
+void require_channels_last(const std::optional<std::string>& data_format, const char* layer) {
+  if (data_format && *data_format != "channels_last")
+    throw InvalidArgumentError(
+        fmt::format("[{}] data_format '{}' is not supported: tapeflow's image layers are "
+                    "NHWC (data_format 'channels_last')",
+                    layer, *data_format));
 }
 
 /// A layer's optional variable as Keras shows it: None where the layer has none (not built yet, or
@@ -88,14 +104,16 @@ void bind_pooling(py::module_& m, const char* python_name, const char* layer, co
                   const char* doc) {
   py::class_<L, layers::Pool2D, std::shared_ptr<L>>(m, python_name, doc)
       .def(py::init([layer, default_name](py::handle pool_size, py::handle strides, std::string padding,
+                                          const std::optional<std::string>& data_format,
                                           std::optional<std::string> name) {
+             require_channels_last(data_format, layer);
              std::optional<std::array<std::int64_t, 2>> stride;
              if (!strides.is_none()) stride = pair_of(strides, layer, "strides");
              return std::make_shared<L>(pair_of(pool_size, layer, "pool_size"), stride, padding,
                                         name.value_or(default_name));
            }),
            py::arg("pool_size") = py::make_tuple(2, 2), py::arg("strides") = py::none(),
-           py::arg("padding") = "valid", py::arg("name") = py::none());
+           py::arg("padding") = "valid", py::arg("data_format") = py::none(), py::arg("name") = py::none());
 }
 
 }  // namespace
@@ -123,7 +141,7 @@ void bind_layers(py::module_& m) {
              layers::DenseOptions options;
              options.use_bias = use_bias;
              options.kernel_initializer = std::move(kernel_initializer);
-             options.dtype_policy = policy_of(dtype);
+             options.dtype_policy = policy_of(dtype, "Dense");
              if (name) options.name = *name;
              return std::make_shared<layers::Dense>(units, activation_of(activation, "Dense"), options);
            }),
@@ -137,8 +155,10 @@ void bind_layers(py::module_& m) {
       "A 2-D convolution over NHWC images (tf.keras.layers.Conv2D); kernel (kh, kw, in, filters).");
   conv2d
       .def(py::init([](std::int64_t filters, py::handle kernel_size, py::handle strides, std::string padding,
-                       py::handle dilation_rate, std::int64_t groups, py::handle activation, bool use_bias,
+                       const std::optional<std::string>& data_format, py::handle dilation_rate,
+                       std::int64_t groups, py::handle activation, bool use_bias,
                        std::string kernel_initializer, std::optional<std::string> name, py::handle dtype) {
+             require_channels_last(data_format, "Conv2D");
              layers::Conv2DOptions options;
              options.strides = pair_of(strides, "Conv2D", "strides");
              options.padding = std::move(padding);
@@ -146,21 +166,22 @@ void bind_layers(py::module_& m) {
              options.groups = groups;
              options.use_bias = use_bias;
              options.kernel_initializer = std::move(kernel_initializer);
-             options.dtype_policy = policy_of(dtype);
+             options.dtype_policy = policy_of(dtype, "Conv2D");
              if (name) options.name = *name;
              return std::make_shared<layers::Conv2D>(filters, pair_of(kernel_size, "Conv2D", "kernel_size"),
                                                      activation_of(activation, "Conv2D"), options);
            }),
            py::arg("filters"), py::arg("kernel_size"), py::arg("strides") = py::make_tuple(1, 1),
-           py::arg("padding") = "valid", py::arg("dilation_rate") = py::make_tuple(1, 1),
-           py::arg("groups") = 1, py::arg("activation") = py::none(), py::arg("use_bias") = true,
+           py::arg("padding") = "valid", py::arg("data_format") = py::none(),
+           py::arg("dilation_rate") = py::make_tuple(1, 1), py::arg("groups") = 1,
+           py::arg("activation") = py::none(), py::arg("use_bias") = true,
            py::arg("kernel_initializer") = "glorot_uniform", py::arg("name") = py::none(),
            py::arg("dtype") = py::none())
       .def_property_readonly("filters", &layers::Conv2D::filters);
   bind_kernel_and_bias(conv2d);
   py::class_<layers::Pool2D, layers::Layer, std::shared_ptr<layers::Pool2D>>(m, "_Pool2D")
-      .def_property_readonly("pool_size", &layers::Pool2D::pool_size)
-      .def_property_readonly("strides", &layers::Pool2D::strides);
+      .def_property_readonly("pool_size", [](const layers::Pool2D& l) { return pair_tuple(l.pool_size()); })
+      .def_property_readonly("strides", [](const layers::Pool2D& l) { return pair_tuple(l.strides()); });
   bind_pooling<layers::MaxPool2D>(
       m, "MaxPooling2D", "MaxPool2D", "max_pooling2d",
       "The maximum of each window of NHWC images (tf.keras.layers.MaxPooling2D).");

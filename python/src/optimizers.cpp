@@ -101,29 +101,29 @@ void apply_pairs(O& opt, py::handle grads_and_vars, const char* op) {
   opt.apply_gradients(grads, vars);
 }
 
-/// Keras's minimize(loss, var_list, tape=None). With a tape, `loss` is the tensor it recorded
-/// and the step is apply_gradients(zip(tape.gradient(loss, var_list), var_list)). Without one,
-/// `loss` is a callable run under a new tape, and the step is the C++ minimize, which updates
-/// each variable as soon as its gradient is final.
+/// Keras's minimize(loss, var_list, tape=None): with a tape (a tf.GradientTape), `loss` is the
+/// tensor it recorded; without one, `loss` is a callable run under a new tape. Either way the step
+/// is the C++ minimize, which updates each variable as soon as its gradient is final.
 template <class O>
 void minimize(O& opt, py::handle loss, py::handle var_list, py::handle tape, const char* op) {
+  std::optional<GradientTape> own_tape;
+  GradientTape* recorded = nullptr;
+  Tensor value;
   if (!tape.is_none()) {
-    std::vector<Variable> vars = variables_of(var_list, op);
-    py::list sources = py::cast(vars);
-    py::object grads = tape.attr("gradient")(loss, sources);
-    apply_pairs(opt, py::module_::import("builtins").attr("zip")(grads, sources), op);
-    return;
+    recorded = &tape_of(tape.attr("_tape"), "minimize");
+    value = to_tensor(loss, op);
+  } else {
+    if (!PyCallable_Check(loss.ptr()))
+      throw py::type_error(
+          fmt::format("[{}.minimize] without a tape, loss must be a callable returning the "
+                      "loss (e.g. a lambda), got an object of type {}",
+                      op, type_name(loss)));
+    recorded = &own_tape.emplace();
+    value = to_tensor(loss(), op);
   }
-  if (!PyCallable_Check(loss.ptr()))
-    throw py::type_error(
-        fmt::format("[{}.minimize] without a tape, loss must be a callable returning the "
-                    "loss (e.g. a lambda), got an object of type {}",
-                    op, type_name(loss)));
-  GradientTape recording;
-  Tensor value = to_tensor(loss(), op);
   std::vector<Variable> vars = variables_of(var_list, op);
   py::gil_scoped_release released;
-  opt.minimize(value, vars, recording);
+  opt.minimize(value, vars, *recorded);
 }
 
 /// The state as Keras lists it (optimizer.variables): the Variables, names dropped.

@@ -225,3 +225,21 @@ def test_a_python_layer_returning_a_list_inside_sequential_gets_it_converted():
             return [[1.0, 2.0]]
 
     assert tf.keras.Sequential([ReturnsList()])(tf.ones((1, 3))).numpy().tolist() == [[1.0, 2.0]]
+
+
+def test_a_float64_dtype_makes_float64_weights():
+    layer = tf.keras.layers.Dense(2, dtype=tf.float64)
+    assert layer(tf.ones((1, 3))).dtype == tf.float64 and layer.kernel.dtype == tf.float64
+
+
+def test_a_dtype_of_the_wrong_type_is_a_type_error_naming_the_layer():
+    with pytest.raises(TypeError, match=r"\[Conv2D\] dtype must be None"):
+        tf.keras.layers.Conv2D(2, 3, dtype=3.5)
+
+
+def test_channels_first_is_an_invalid_argument_error_naming_the_layer():
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[Conv2D\] data_format 'channels_first'"):
+        tf.keras.layers.Conv2D(2, 3, data_format="channels_first")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[MaxPool2D\] data_format 'channels_first'"):
+        tf.keras.layers.MaxPooling2D(data_format="channels_first")
+    assert tf.keras.layers.AveragePooling2D(2, 2, "valid", "channels_last").pool_size == (2, 2)
