@@ -13,9 +13,10 @@ import types
 
 # C++ and pybind11 spellings in signatures, as Python types.
 _REPLACEMENTS = [
-    (r"\btapeflow::Gradient\b", "Optional[EagerTensor]"),
     (r"\bdetail::\S+", "Any"),
     (r"\bstd::vector<[^>]*>", "list"),
+    # A C++ type pybind11 had not yet seen registered when it wrote the signature.
+    (r"\b\w+(?:::\w+)+(?:<[^>]*>)?", "Any"),
     (r"\btapeflow\._tapeflow\.", ""),
     (r"\bhandle\b", "Any"), (r"\bobject\b", "Any"), (r"\bcapsule\b", "Any"), (r"\bnumpy\.ndarray\b", "Any"),
     (r"\bfunction\b", "Callable[..., Any]"), (r"\bList\b", "list"), (r"\bTuple\b", "tuple"), (r"\bDict\b", "dict"),

@@ -4,14 +4,14 @@ set -euo pipefail
 
 # pybind11-dev, python3-dev, python3-numpy, libdlpack-dev: the Python module (python/) for Debian's
 # /usr/bin/python3; python3-pytest, python3-matplotlib (the plotting seed program) and python3-mypy
-# (its type stubs) test it.
+# (its type stubs) test it, python3-venv, python3-setuptools and python3-wheel its pip install.
 # ocl-icd-opencl-dev: Debian's oneDNN is built with its OpenCL GPU runtime, so its CMake package
 # (find_package(dnnl)) requires OpenCL's headers and loader, which libdnnl-dev only recommends.
 packages=(build-essential cmake pkg-config libopenblas-dev libfmt-dev libgtest-dev libgmock-dev
           libbenchmark-dev libcli11-dev zlib1g-dev libsleef-dev libabsl-dev graphviz librsvg2-dev
           clang clang-format libclang-rt-14-dev llvm doxygen ccache libopenmpi-dev openmpi-bin libdnnl-dev
           ocl-icd-opencl-dev dataset-fashion-mnist pybind11-dev python3-dev python3-numpy libdlpack-dev
-          python3-pytest python3-matplotlib python3-mypy)
+          python3-pytest python3-matplotlib python3-mypy python3-venv python3-setuptools python3-wheel)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -12,7 +12,7 @@
 /// A Gradient reaches Python as TensorFlow returns one: the tensor, or None when it is missing.
 template <>
 struct pybind11::detail::type_caster<tapeflow::Gradient> {
-  PYBIND11_TYPE_CASTER(tapeflow::Gradient, const_name("Optional[Tensor]"));
+  PYBIND11_TYPE_CASTER(tapeflow::Gradient, const_name("Optional[EagerTensor]"));
   bool load(handle, bool) { return false; }
   static handle cast(const tapeflow::Gradient& g, return_value_policy, handle parent) {
     if (!g) return none().release();
@@ -33,6 +33,8 @@ void bind_layers(py::module_& m);
 void bind_config(py::module_& m);
 void bind_dlpack(py::module_& m);
 void bind_control_flow(py::module_& m);
+void bind_data(py::module_& m);
+void bind_distributed(py::module_& m);
 void bind_custom_gradient(py::module_& m);
 void bind_forward_accumulator(py::module_& m);
 void bind_debug(py::module_& m);
@@ -74,6 +76,21 @@ auto release_gil_if_large(std::int64_t elements, Op&& op) {
   if (elements < kLargeOp) return op();
   py::gil_scoped_release released;
   return op();
+}
+
+/// Keeps a Python object alive from C++ where the last owner may be a thread without the GIL or
+/// may outlive the interpreter (the gradient registry lives until the process exits): the object
+/// is released under the GIL, or leaked once Python has shut down, when nothing can release it.
+inline std::shared_ptr<py::object> keep_alive(py::object o) {
+  return std::shared_ptr<py::object>(new py::object(std::move(o)), [](py::object* held) {
+    if (!Py_IsInitialized()) {
+      held->release();
+      delete held;
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    delete held;
+  });
 }
 
 /// A shape as a Python tuple of ints (what tf.TensorShape is built from).

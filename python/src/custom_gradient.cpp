@@ -22,7 +22,7 @@ namespace {
 /// gradient registry) and may call, copy or drop on a thread without the GIL.
 class PyCallback {
  public:
-  explicit PyCallback(py::object fn) : fn_(new py::object(std::move(fn)), release) {}
+  explicit PyCallback(py::object fn) : fn_(keep_alive(std::move(fn))) {}
 
   /// Calls the function, converting `args` to Python. The caller holds the GIL (the result is a
   /// Python object too).
@@ -32,18 +32,6 @@ class PyCallback {
   }
 
  private:
-  static void release(py::object* fn) {
-    // The registry outlives the interpreter (it is destroyed at process exit, after Python's
-    // finalization): the object is leaked then, since nothing can release it any more.
-    if (!Py_IsInitialized()) {
-      fn->release();
-      delete fn;
-      return;
-    }
-    py::gil_scoped_acquire gil;
-    delete fn;
-  }
-
   std::shared_ptr<py::object> fn_;
 };
 

@@ -11,14 +11,6 @@ namespace tapeflow::python {
 
 namespace {
 
-/// A Python object held from C++ where the last owner may be a thread without the GIL.
-std::shared_ptr<const void> hold(py::object o) {
-  return std::shared_ptr<const void>(new py::object(std::move(o)), [](const void* p) {
-    py::gil_scoped_acquire gil;
-    delete static_cast<const py::object*>(p);
-  });
-}
-
 class PyFunction {
  public:
   PyFunction(const std::string& name, std::optional<std::vector<TensorSpec>> input_signature)
@@ -32,7 +24,8 @@ class PyFunction {
     detail::FunctionCore::Body body = [&trace](std::vector<Tensor> fresh) {
       py::gil_scoped_acquire gil;
       py::tuple out = trace(std::move(fresh));
-      return std::pair{out[0].cast<std::vector<Tensor>>(), hold(py::reinterpret_borrow<py::object>(out[1]))};
+      return std::pair{out[0].cast<std::vector<Tensor>>(),
+                       std::shared_ptr<const void>(keep_alive(py::reinterpret_borrow<py::object>(out[1])))};
     };
     std::pair<std::vector<Tensor>, std::shared_ptr<const void>> result;
     {

@@ -324,6 +324,71 @@ void bind_array(py::module_& m) {
       py::arg("indices"), py::arg("depth"), py::arg("on_value") = 1.0, py::arg("off_value") = 0.0,
       py::arg("dtype") = float32, py::arg("name") = py::none());
   m.def(
+      "slice",
+      [](py::handle input, std::vector<std::int64_t> begin, std::vector<std::int64_t> size, py::handle) {
+        return slice(to_tensor(input, "Slice"), begin, size);
+      },
+      py::arg("input_"), py::arg("begin"), py::arg("size"), py::arg("name") = py::none());
+  m.def(
+      "split",
+      [](py::handle value, py::handle num_or_size_splits, std::int64_t axis, py::handle /*num*/, py::handle) {
+        const Tensor x = to_tensor(value, "Split");
+        if (PyIndex_Check(num_or_size_splits.ptr()))
+          return split(x, num_or_size_splits.cast<std::int64_t>(), axis);
+        return split(x, num_or_size_splits.cast<std::vector<std::int64_t>>(), axis);
+      },
+      py::arg("value"), py::arg("num_or_size_splits"), py::arg("axis") = 0, py::arg("num") = py::none(),
+      py::arg("name") = py::none());
+  m.def(
+      "reverse",
+      [](py::handle tensor, py::handle axis, py::handle) {
+        return reverse(to_tensor(tensor, "ReverseV2"), axes_of(axis));
+      },
+      py::arg("tensor"), py::arg("axis"), py::arg("name") = py::none());
+  m.def(
+      "pad",
+      [](py::handle tensor, std::vector<std::pair<std::int64_t, std::int64_t>> paddings,
+         const std::string& mode, double constant_values, py::handle) {
+        if (mode != "CONSTANT" && mode != "constant")
+          throw InvalidArgumentError(
+              fmt::format("[Pad] mode {} is not supported: tapeflow pads with a constant", mode));
+        return pad(to_tensor(tensor, "Pad"), paddings, constant_values);
+      },
+      py::arg("tensor"), py::arg("paddings"), py::arg("mode") = "CONSTANT", py::arg("constant_values") = 0.0,
+      py::arg("name") = py::none());
+  m.def(
+      "gather_nd",
+      [](py::handle params, py::handle indices, py::handle) {
+        return gather_nd(to_tensor(params, "GatherNd"), to_tensor(indices, "GatherNd"));
+      },
+      py::arg("params"), py::arg("indices"), py::arg("name") = py::none());
+  m.def(
+      "scatter_nd",
+      [](py::handle indices, py::handle updates, py::handle shape, py::handle) {
+        return scatter_nd(to_tensor(indices, "ScatterNd"), to_tensor(updates, "ScatterNd"),
+                          shape_arg(shape, "ScatterNd"));
+      },
+      py::arg("indices"), py::arg("updates"), py::arg("shape"), py::arg("name") = py::none());
+  m.def(
+      "einsum",
+      [](const std::string& equation, py::args inputs) {
+        if (inputs.size() == 1) return einsum(equation, to_tensor(inputs[0], "Einsum"));
+        if (inputs.size() == 2)
+          return einsum(equation, to_tensor(inputs[0], "Einsum"), to_tensor(inputs[1], "Einsum"));
+        throw InvalidArgumentError(
+            fmt::format("[Einsum] takes one or two inputs, got {} for '{}'", inputs.size(), equation));
+      },
+      py::arg("equation"));
+  m.def(
+      "tensordot",
+      [](py::handle a, py::handle b, py::handle axes, py::handle) {
+        const Tensor ta = to_tensor(a, "Tensordot"), tb = to_tensor(b, "Tensordot");
+        if (PyIndex_Check(axes.ptr())) return tensordot(ta, tb, axes.cast<std::int64_t>());
+        const auto pair = axes.cast<std::pair<py::object, py::object>>();
+        return tensordot(ta, tb, axes_of(pair.first), axes_of(pair.second));
+      },
+      py::arg("a"), py::arg("b"), py::arg("axes"), py::arg("name") = py::none());
+  m.def(
       "matmul",
       [](py::handle a, py::handle b, bool transpose_a, bool transpose_b, py::handle) {
         const Tensor ta = to_tensor(a, "MatMul");
@@ -363,6 +428,26 @@ void bind_array(py::module_& m) {
       py::arg("seed") = 0);
 }
 
+/// TensorFlow's strides, ksize and dilations: an int, a list of 2 (height, width) or of 4 (NHWC,
+/// batch and channel entries 1).
+std::vector<std::int64_t> spatial(py::handle value, const char* what, const char* op) {
+  if (PyIndex_Check(value.ptr())) {
+    const auto v = value.cast<std::int64_t>();
+    return {v, v};
+  }
+  const auto v = value.cast<std::vector<std::int64_t>>();
+  if (v.size() == 2) return v;
+  if (v.size() == 4 && v[0] == 1 && v[3] == 1) return {v[1], v[2]};
+  throw InvalidArgumentError(fmt::format(
+      "[{}] {} must be an int, [height, width] or [1, height, width, 1], got {} values", op, what, v.size()));
+}
+
+void require_nhwc(const std::string& data_format, const char* op) {
+  if (data_format != "NHWC")
+    throw InvalidArgumentError(
+        fmt::format("[{}] data_format {} is not supported: tapeflow's images are NHWC", op, data_format));
+}
+
 void bind_nn(py::module_& m) {
   using namespace nn;  // NOLINT(google-build-using-namespace): tf.nn is tapeflow::nn
   unary<relu>(m, "relu", "Relu");
@@ -385,6 +470,37 @@ void bind_nn(py::module_& m) {
   m.def(
       "silu", [](py::handle features, double beta) { return silu(to_tensor(features, "Silu"), beta); },
       py::arg("features"), py::arg("beta") = 1.0);
+  m.def(
+      "conv2d",
+      [](py::handle input, py::handle filters, py::handle strides, const std::string& padding,
+         const std::string& data_format, py::handle dilations, py::handle) {
+        require_nhwc(data_format, "Conv2D");
+        const Tensor x = to_tensor(input, "Conv2D");
+        return conv2d(x, operand_like(filters, x, "Conv2D"), spatial(strides, "strides", "Conv2D"), padding,
+                      spatial(dilations, "dilations", "Conv2D"));
+      },
+      py::arg("input"), py::arg("filters"), py::arg("strides"), py::arg("padding"),
+      py::arg("data_format") = "NHWC", py::arg("dilations") = 1, py::arg("name") = py::none());
+  m.def(
+      "max_pool2d",
+      [](py::handle input, py::handle ksize, py::handle strides, const std::string& padding,
+         const std::string& data_format, py::handle) {
+        require_nhwc(data_format, "MaxPool");
+        return max_pool2d(to_tensor(input, "MaxPool"), spatial(ksize, "ksize", "MaxPool"),
+                          spatial(strides, "strides", "MaxPool"), padding);
+      },
+      py::arg("input"), py::arg("ksize"), py::arg("strides"), py::arg("padding"),
+      py::arg("data_format") = "NHWC", py::arg("name") = py::none());
+  m.def(
+      "avg_pool2d",
+      [](py::handle input, py::handle ksize, py::handle strides, const std::string& padding,
+         const std::string& data_format, py::handle) {
+        require_nhwc(data_format, "AvgPool");
+        return avg_pool2d(to_tensor(input, "AvgPool"), spatial(ksize, "ksize", "AvgPool"),
+                          spatial(strides, "strides", "AvgPool"), padding);
+      },
+      py::arg("input"), py::arg("ksize"), py::arg("strides"), py::arg("padding"),
+      py::arg("data_format") = "NHWC", py::arg("name") = py::none());
   m.def(
       "softmax",
       [](py::handle logits, std::int64_t axis, py::handle) {

@@ -11,30 +11,53 @@ namespace {
 
 /// A GradientTape that records only inside `with`, as TensorFlow's: the C++ tape records from
 /// its creation, so the first entry creates it and leaving the block pauses it; entering again
-/// resumes recording onto the same tape.
+/// resumes recording onto the same tape. With reduce options it is a DistributedGradientTape
+/// (tapeflow.distributed), whose gradients are averaged over the MPI ranks.
 class ScopedTape {
  public:
-  ScopedTape(bool persistent, bool watch_accessed_variables)
-      : options_{.persistent = persistent, .watch_accessed_variables = watch_accessed_variables} {}
+  ScopedTape(bool persistent, bool watch_accessed_variables,
+             std::optional<distributed::GradientOptions> reduce = std::nullopt)
+      : options_{.persistent = persistent, .watch_accessed_variables = watch_accessed_variables},
+        reduce_(std::move(reduce)) {}
 
   void enter() {
-    if (!tape_) {
-      tape_ = std::make_unique<GradientTape>(options_);
-    } else {
+    if (tape_ || distributed_) {
       paused_.reset();
+    } else if (reduce_) {
+      reducer_ = std::make_unique<distributed::GradientReducer>(*reduce_);
+      distributed_ = std::make_unique<distributed::DistributedGradientTape>(*reducer_, options_);
+    } else {
+      tape_ = std::make_unique<GradientTape>(options_);
     }
   }
 
   void exit() {
-    if (tape_ && !paused_) paused_.reset(new GradientTape::RecordingPause(tape_->stop_recording()));
+    if ((tape_ || distributed_) && !paused_)
+      paused_.reset(new GradientTape::RecordingPause(tape("exit").stop_recording()));
   }
 
   GradientTape& tape(const char* what) {
+    if (distributed_) return distributed_->tape();
     if (!tape_)
       throw FailedPreconditionError(fmt::format(
           "[GradientTape.{}] the tape has recorded nothing: use it as `with tf.GradientTape() as tape:`",
           what));
     return *tape_;
+  }
+
+  /// The gradients of `targets`; a distributed tape averages them over the ranks (it takes no
+  /// output_gradients, as Horovod's DistributedGradientTape).
+  std::vector<Gradient> gradient(const std::vector<Source>& targets, const std::vector<Source>& sources,
+                                 const std::vector<Tensor>& seeds, UnconnectedGradients unconnected) {
+    GradientTape& t = tape("gradient");
+    if (!distributed_) return t.gradient_flat(Targets(targets), sources, seeds, unconnected);
+    if (!seeds.empty())
+      throw InvalidArgumentError("[DistributedGradientTape.gradient] output_gradients are not supported");
+    std::vector<Gradient> grads = distributed_->gradient(Targets(targets), sources);
+    if (unconnected == UnconnectedGradients::Zero)
+      for (std::size_t i = 0; i < grads.size(); ++i)
+        if (!grads[i]) grads[i] = zeros(sources[i].shape(), sources[i].dtype());
+    return grads;
   }
 
   bool persistent() const { return options_.persistent; }
@@ -52,6 +75,9 @@ class ScopedTape {
 
  private:
   TapeOptions options_;
+  std::optional<distributed::GradientOptions> reduce_;
+  std::unique_ptr<distributed::GradientReducer> reducer_;  // outlives distributed_, which uses it
+  std::unique_ptr<distributed::DistributedGradientTape> distributed_;
   std::unique_ptr<GradientTape> tape_;
   std::unique_ptr<GradientTape::RecordingPause> paused_;
   std::vector<std::unique_ptr<GradientTape::RecordingPause>> pauses_;
@@ -149,7 +175,8 @@ void bind_tape(py::module_& m) {
   bind_update<&Variable::assign_sub>(variable, "assign_sub", "delta", "AssignSubVariableOp");
 
   py::class_<ScopedTape>(m, "_Tape")
-      .def(py::init<bool, bool>(), py::arg("persistent"), py::arg("watch_accessed_variables"))
+      .def(py::init<bool, bool, std::optional<distributed::GradientOptions>>(), py::arg("persistent"),
+           py::arg("watch_accessed_variables"), py::arg("reduce") = py::none())
       .def("enter", &ScopedTape::enter)
       .def("exit", &ScopedTape::exit)
       .def("pause", &ScopedTape::pause)
@@ -165,7 +192,6 @@ void bind_tape(py::module_& m) {
       .def("gradient",
            [](ScopedTape& t, const py::list& targets, const py::list& sources,
               const py::object& output_gradients, bool zero) {
-             GradientTape& tape = t.tape("gradient");
              const std::vector<Source> flat_targets = sources_of(targets, "GradientTape.gradient");
              const std::vector<Source> flat_sources = sources_of(sources, "GradientTape.gradient");
              const std::vector<Tensor> seeds =
@@ -173,7 +199,7 @@ void bind_tape(py::module_& m) {
                                             : tensors_of(py::reinterpret_borrow<py::list>(output_gradients),
                                                          "GradientTape.gradient");
              py::gil_scoped_release released;
-             return tape.gradient_flat(Targets(flat_targets), flat_sources, seeds, unconnected(zero));
+             return t.gradient(flat_targets, flat_sources, seeds, unconnected(zero));
            })
       .def("jacobian",
            [](ScopedTape& t, const Tensor& target, const py::list& sources, bool zero, bool parallel) {

@@ -27,14 +27,15 @@ from ._tapeflow import (  # noqa: E402
     stop_gradient, identity, cast, where, clip_by_value, add, subtract, multiply, divide, maximum, minimum,
     pow, negative, abs, sign, square, sqrt, exp, sin, cos, tan, tanh, sigmoid, reduce_sum, reduce_mean,
     reduce_max, reduce_min, reduce_prod, reduce_logsumexp, argmax, argmin, equal, not_equal, less,
-    less_equal, greater, greater_equal, logical_and, logical_or, logical_not)
+    less_equal, greater, greater_equal, logical_and, logical_or, logical_not, slice, split, reverse, pad,
+    gather_nd, scatter_nd, einsum, tensordot)
 from ._shape import TensorShape  # noqa: E402
 from .tape import GradientTape, UnconnectedGradients  # noqa: E402
 from .function import function, save_function, load_function  # noqa: E402
 from .control_flow import cond, while_loop  # noqa: E402
 from .custom_gradient import (  # noqa: E402
     custom_gradient, recompute_grad, grad_pass_through, RegisterGradient, no_gradient)
-from . import autodiff, debug  # noqa: E402
+from . import autodiff, debug, distributed  # noqa: E402
 from . import nest  # noqa: E402
 from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes, config, experimental  # noqa: E402
 from .module import Module  # noqa: E402

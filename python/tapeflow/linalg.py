@@ -1,3 +1,3 @@
 """tf.linalg: matrix products."""
 
-from ._tapeflow import matmul, eye  # noqa: F401
+from ._tapeflow import matmul, eye, einsum, tensordot  # noqa: F401

@@ -61,3 +61,35 @@ def test_explain_of_a_source_that_is_not_a_tensor_is_a_type_error():
     with pytest.raises(TypeError,
                        match=r"\[explain\] the source must be a tf.Tensor or tf.Variable, not <class 'float'>"):
         tf.debug.explain(tape, y, 1.0)
+
+
+def test_gradient_report_flags_a_missing_gradient_and_prints_a_table():
+    used, unused = tf.Variable([1.0, 2.0], name="used"), tf.Variable(3.0, name="unused")
+    with tf.GradientTape(persistent=True) as tape:
+        loss = tf.reduce_sum(used * used)
+    report = tf.debug.gradient_report(tape, loss, [used, unused])
+    assert not report.ok()
+    by_name = {row.name: row for row in report.rows}
+    assert by_name["used:0"].norm == pytest.approx((4 + 16) ** 0.5)
+    assert by_name["unused:0"].norm is None and by_name["unused:0"].why is not None
+    assert "unused:0" in str(report)
+
+
+def test_to_svg_draws_the_gradient_path_and_shows_in_a_notebook(tmp_path):
+    x = tf.Variable(2.0)
+    with tf.GradientTape(persistent=True) as tape:
+        y = tf.sin(x) * x
+    dot = tf.debug.to_dot(tape, y, x)
+    assert dot.startswith("digraph") and "Sin" in dot
+    svg = tf.debug.to_svg(tape, y, x)
+    assert svg._repr_svg_().lstrip().startswith(("<?xml", "<svg"))
+    svg.save(tmp_path / "flow.svg")
+    assert (tmp_path / "flow.svg").read_text() == svg
+
+
+def test_memory_report_lists_what_the_tape_keeps():
+    x = tf.constant([1.0, 2.0, 3.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.exp(x)
+    assert "Exp" in tf.debug.memory_report(tape)

@@ -243,3 +243,11 @@ def test_channels_first_is_an_invalid_argument_error_naming_the_layer():
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[MaxPool2D\] data_format 'channels_first'"):
         tf.keras.layers.MaxPooling2D(data_format="channels_first")
     assert tf.keras.layers.AveragePooling2D(2, 2, "valid", "channels_last").pool_size == (2, 2)
+
+
+def test_after_set_seed_add_weight_draws_the_same_weights_again():
+    def draw():
+        tf.random.set_seed(7)
+        return tf.keras.layers.Layer().add_weight(shape=(3, 4)).numpy()
+
+    np.testing.assert_array_equal(draw(), draw())

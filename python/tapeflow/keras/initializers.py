@@ -1,16 +1,12 @@
 """tf.keras.initializers by name, for Layer.add_weight: "zeros", "ones", "glorot_uniform",
-"random_normal" and "random_uniform", or any callable(shape, dtype)."""
+"random_normal" and "random_uniform", or any callable(shape, dtype). The random ones draw with
+tf.random's seeding model: after tf.random.set_seed, a program gets the same weights on every run."""
 
-import itertools
 import math
 
-from .. import _tapeflow
+from .. import _tapeflow, random
 
 __all__ = ["get"]
-
-# Each draw without a seed takes the next of this sequence, so that two weights differ and a
-# program that creates its weights in the same order gets the same values on every run.
-_seeds = itertools.count(1)
 
 
 def _fans(shape):
@@ -27,15 +23,15 @@ def _fans(shape):
 def _glorot_uniform(shape, dtype):
     fan_in, fan_out = _fans(shape)
     limit = math.sqrt(6.0 / max(1.0, fan_in + fan_out))
-    return _tapeflow.random_uniform(shape, -limit, limit, dtype, next(_seeds))
+    return random.uniform(shape, -limit, limit, dtype=dtype)
 
 
 _INITIALIZERS = {
     "zeros": lambda shape, dtype: _tapeflow.zeros(shape, dtype),
     "ones": lambda shape, dtype: _tapeflow.ones(shape, dtype),
     "glorot_uniform": _glorot_uniform,
-    "random_normal": lambda shape, dtype: _tapeflow.random_normal(shape, 0.0, 0.05, dtype, next(_seeds)),
-    "random_uniform": lambda shape, dtype: _tapeflow.random_uniform(shape, -0.05, 0.05, dtype, next(_seeds)),
+    "random_normal": lambda shape, dtype: random.normal(shape, 0.0, 0.05, dtype=dtype),
+    "random_uniform": lambda shape, dtype: random.uniform(shape, -0.05, 0.05, dtype=dtype),
 }
 
 

@@ -1,0 +1,3 @@
+"""tf.keras.datasets: the data sets Debian packages (no download)."""
+
+from . import fashion_mnist  # noqa: F401
