@@ -251,3 +251,17 @@ def test_after_set_seed_add_weight_draws_the_same_weights_again():
         return tf.keras.layers.Layer().add_weight(shape=(3, 4)).numpy()
 
     np.testing.assert_array_equal(draw(), draw())
+
+
+def test_a_layer_s_dtype_is_the_default_dtype_of_its_weights():
+    assert tf.keras.layers.Layer(dtype="float64").add_weight(shape=(2,)).dtype == tf.float64
+    layer = tf.keras.layers.Layer(dtype="mixed_bfloat16")
+    assert layer.dtype == "float32" and layer.add_weight(shape=(2,)).dtype == tf.float32
+    assert tf.keras.layers.Layer().add_weight(shape=(), dtype=tf.int32, initializer="zeros").dtype == tf.int32
+
+
+def test_an_unknown_dtype_name_is_an_invalid_argument_error_listing_the_policies():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="mixed_bfloat16"):
+        tf.keras.layers.Layer(dtype="float17")
+    with pytest.raises(TypeError, match=r"\[Layer\] dtype must be"):
+        tf.keras.layers.Layer(dtype=3)

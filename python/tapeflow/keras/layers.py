@@ -30,6 +30,22 @@ class _LayerMeta(_ModuleMeta, type(_tapeflow._Layer)):
     """The metaclass of Python layers: a pybind11 class (the C++ Layer) that is also a tf.Module."""
 
 
+def _variable_dtype(dtype, layer):
+    """The dtype of a layer's variables for Keras's dtype argument: a tf.DType, a dtype name, a
+    policy name or a Policy (its variable dtype)."""
+    if isinstance(dtype, _tapeflow.DType):
+        return dtype
+    if isinstance(dtype, str):
+        named = getattr(_tapeflow, dtype, None)
+        if isinstance(named, _tapeflow.DType):
+            return named
+        dtype = _tapeflow.mixed_precision.Policy(dtype)  # InvalidArgumentError listing the names
+    if isinstance(dtype, _tapeflow.mixed_precision.Policy):
+        return getattr(_tapeflow, dtype.variable_dtype)
+    raise TypeError(f"[{layer}] dtype must be a tf.DType, a dtype or policy name, or a Policy, got an object "
+                    f"of type {type(dtype).__name__}")
+
+
 def _is_own(leaf, own_weights):
     return isinstance(leaf, _tapeflow.ResourceVariable) and hash(leaf) in own_weights
 
@@ -40,11 +56,14 @@ class _KerasLayer(Module):
 
     _TF_MODULE_IGNORED_PROPERTIES = frozenset({"_own_weights"})
 
-    def __init__(self, trainable=True, name=None, **kwargs):
+    def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
         if kwargs:
             raise TypeError(f"Unrecognized keyword arguments passed to {type(self).__name__}: {kwargs}")
         Module.__init__(self, name=name)
         self._init_native(self._name)
+        if dtype is None:
+            dtype = _tapeflow.mixed_precision.global_policy() or _tapeflow.float32
+        self._variable_dtype = _variable_dtype(dtype, type(self).__name__)
         self.trainable = trainable
         self.built = False
         self._own_weights = []
@@ -73,14 +92,19 @@ class _KerasLayer(Module):
         # What the C++ Sequential calls (the C++ Layer's call()).
         return self(inputs, training=training)
 
+    @property
+    def dtype(self):
+        """The dtype of the layer's weights, by name (Keras's layer.dtype)."""
+        return self._variable_dtype.name
+
     def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, name=None):
-        """A new tf.Variable of `shape` (default ()) and `dtype` (default float32), initialised by
-        `initializer` (a name such as "zeros" or "glorot_uniform", or a callable(shape, dtype);
-        default "glorot_uniform" for floats, "zeros" otherwise), owned by the layer."""
+        """A new tf.Variable of `shape` (default ()) and `dtype` (default the layer's: its `dtype`
+        argument, a dtype or policy name, or the global policy's variable dtype, else float32),
+        initialised by `initializer` (a name such as "zeros" or "glorot_uniform", or a
+        callable(shape, dtype); default "glorot_uniform" for floats, "zeros" otherwise), owned by
+        the layer."""
         shape = tuple(shape or ())
-        dtype = _tapeflow.float32 if dtype is None else dtype
-        if isinstance(dtype, str):
-            dtype = getattr(_tapeflow, dtype)
+        dtype = self._variable_dtype if dtype is None else _variable_dtype(dtype, type(self).__name__)
         if initializer is None:
             initializer = "glorot_uniform" if dtype in (_tapeflow.float32, _tapeflow.float64) else "zeros"
         value = initializers.get(initializer)(shape, dtype)
