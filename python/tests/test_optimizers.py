@@ -223,3 +223,29 @@ def test_clipnorm_rescales_the_gradient_before_the_step():
 def test_an_unknown_keyword_argument_is_a_type_error_naming_the_optimizer():
     with pytest.raises(TypeError, match=r"\[Adam\] unexpected keyword argument 'beta1'"):
         tf.keras.optimizers.Adam(beta1=0.5)
+
+
+def test_a_training_step_under_tf_function_matches_the_eager_one():
+    x = tf.constant(np.linspace(-1, 1, 16, dtype=np.float32).reshape(16, 1))
+    y = x * x
+    models = [tf.keras.Sequential([tf.keras.layers.Dense(4, activation="tanh"), tf.keras.layers.Dense(1)])
+              for _ in range(2)]
+    for model in models:
+        model(x)
+    for source, target in zip(models[0].variables, models[1].variables):
+        target.assign(source)
+    optimizers = [tf.keras.optimizers.Adam(0.05) for _ in models]
+    mse = tf.keras.losses.MeanSquaredError()
+
+    def step(model, opt):
+        with tf.GradientTape() as tape:
+            loss = mse(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    traced = tf.function(lambda: step(models[1], optimizers[1]))
+    eager_losses = [float(step(models[0], optimizers[0])) for _ in range(5)]
+    traced_losses = [float(traced()) for _ in range(5)]
+    np.testing.assert_allclose(traced_losses, eager_losses, rtol=1e-5)
+    assert int(optimizers[1].iterations) == 5
