@@ -38,6 +38,9 @@ void bind_distributed(py::module_& m);
 void bind_custom_gradient(py::module_& m);
 void bind_forward_accumulator(py::module_& m);
 void bind_debug(py::module_& m);
+void bind_optimizers(py::module_& m);
+void bind_losses(py::module_& m);
+void bind_checkpoint(py::module_& m);
 
 /// The C++ tape behind a tf.GradientTape (its `_tape`, tape.cpp's `_Tape`); throws
 /// FailedPreconditionError naming the method `what` if the tape was never entered.

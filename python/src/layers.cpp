@@ -1,39 +1,240 @@
 // tf.Module's variable collection and the Keras layers tapeflow has (tf.keras.layers), bound
 // over the C++ layers: a layer's variables are the C++ layer's, trained by the same kernels.
+// A layer subclassed in Python (tf.keras.layers.Layer) is a C++ Layer too, whose call() calls
+// back into Python, so a C++ Sequential holds and calls it like any other.
+#include <fmt/format.h>
 #include <pybind11/stl.h>
 
 #include "bindings.h"
 
 namespace tapeflow::python {
 
+namespace {
+
+/// The C++ side of a layer subclassed in Python: call() is the Python object's
+/// _call_from_sequential, its __call__ (which builds the layer on the first call, then runs call()),
+/// whose result is converted as tf.convert_to_tensor converts it.
+class PythonLayer : public layers::Layer {
+ public:
+  using layers::Layer::Layer;
+  Tensor call(const Tensor& x, bool training) override {
+    py::gil_scoped_acquire gil;
+    py::function hook = py::get_override(static_cast<const layers::Layer*>(this), "_call_from_sequential");
+    if (!hook)
+      throw py::type_error(
+          fmt::format("[{}] a layer subclassed from tapeflow._tapeflow._Layer must derive from "
+                      "tf.keras.layers.Layer",
+                      name()));
+    return to_tensor(hook(x, training), name().c_str());
+  }
+};
+
+/// Keras's activation argument: None (no activation) or the activation's name.
+layers::Activation activation_of(py::handle activation, const char* layer) {
+  if (activation.is_none()) return {};
+  if (!py::isinstance<py::str>(activation))
+    throw py::type_error(
+        fmt::format("[{}] activation must be None or the name of an activation such as "
+                    "'relu', got an object of type {}",
+                    layer, py::str(py::type::of(activation).attr("__name__")).cast<std::string>()));
+  return layers::activation(activation.cast<std::string>());
+}
+
+/// Keras's dtype argument: None (the global policy), a policy's name ("mixed_bfloat16",
+/// "float32", ...), a tf.DType, or a Policy.
+std::optional<mixed_precision::Policy> policy_of(py::handle dtype, const char* layer) {
+  if (dtype.is_none()) return std::nullopt;
+  if (py::isinstance<mixed_precision::Policy>(dtype)) return dtype.cast<mixed_precision::Policy>();
+  if (py::isinstance<DType>(dtype)) return mixed_precision::Policy(dtype_name(dtype.cast<DType>()));
+  if (py::isinstance<py::str>(dtype)) return mixed_precision::Policy(dtype.cast<std::string>());
+  throw py::type_error(
+      fmt::format("[{}] dtype must be None, a policy name such as 'mixed_bfloat16', a tf.DType "
+                  "or a Policy, got an object of type {}",
+                  layer, py::str(py::type::of(dtype).attr("__name__")).cast<std::string>()));
+}
+
+/// Keras's int-or-pair arguments (kernel_size, strides, pool_size): 3 means (3, 3).
+std::array<std::int64_t, 2> pair_of(py::handle value, const char* layer, const char* argument) {
+  if (py::isinstance<py::int_>(value)) {
+    const auto n = value.cast<std::int64_t>();
+    return {n, n};
+  }
+  auto values = value.cast<std::vector<std::int64_t>>();
+  if (values.size() != 2)
+    throw InvalidArgumentError(fmt::format("[{}] {} must be an int or a pair of ints, got {} values", layer,
+                                           argument, values.size()));
+  return {values[0], values[1]};
+}
+
+/// A (height, width) pair as Keras shows it: a tuple.
+py::tuple pair_tuple(const std::array<std::int64_t, 2>& pair) { return py::make_tuple(pair[0], pair[1]); }
+
+/// Keras's data_format argument: tapeflow's image layers are NHWC, "channels_last" (None means it).
+void require_channels_last(const std::optional<std::string>& data_format, const char* layer) {
+  if (data_format && *data_format != "channels_last")
+    throw InvalidArgumentError(
+        fmt::format("[{}] data_format '{}' is not supported: tapeflow's image layers are "
+                    "NHWC (data_format 'channels_last')",
+                    layer, *data_format));
+}
+
+/// A layer's optional variable as Keras shows it: None where the layer has none (not built yet, or
+/// disabled: use_bias=False, center=False, scale=False), for which the C++ accessor throws.
+template <class L>
+py::object variable_or_none(const L& layer, const Variable& (L::*get)() const) {
+  if (!layer.built()) return py::none();
+  try {
+    return py::cast((layer.*get)());
+  } catch (const FailedPreconditionError&) {
+    return py::none();
+  }
+}
+
+/// The weights of Dense and Conv2D: built, kernel, and bias (None without one).
+template <class L>
+void bind_kernel_and_bias(py::class_<L, layers::Layer, std::shared_ptr<L>>& cls) {
+  cls.def_property_readonly("built", &L::built)
+      .def_property_readonly("kernel", &L::kernel)
+      .def_property_readonly("bias", [](const L& l) { return variable_or_none(l, &L::bias); });
+}
+
+/// MaxPooling2D or AveragePooling2D (`L`), named `layer` in messages and `default_name` by default.
+template <class L>
+void bind_pooling(py::module_& m, const char* python_name, const char* layer, const char* default_name,
+                  const char* doc) {
+  py::class_<L, layers::Pool2D, std::shared_ptr<L>>(m, python_name, doc)
+      .def(py::init([layer, default_name](py::handle pool_size, py::handle strides, std::string padding,
+                                          const std::optional<std::string>& data_format,
+                                          std::optional<std::string> name) {
+             require_channels_last(data_format, layer);
+             std::optional<std::array<std::int64_t, 2>> stride;
+             if (!strides.is_none()) stride = pair_of(strides, layer, "strides");
+             return std::make_shared<L>(pair_of(pool_size, layer, "pool_size"), stride, padding,
+                                        name.value_or(default_name));
+           }),
+           py::arg("pool_size") = py::make_tuple(2, 2), py::arg("strides") = py::none(),
+           py::arg("padding") = "valid", py::arg("data_format") = py::none(), py::arg("name") = py::none());
+}
+
+}  // namespace
+
 void bind_layers(py::module_& m) {
   py::class_<Module, std::shared_ptr<Module>>(m, "_Module")
       .def_property_readonly("name", &Module::name)
       .def_property_readonly("variables", &Module::variables)
       .def_property_readonly("trainable_variables", &Module::trainable_variables);
-  py::class_<layers::Layer, Module, std::shared_ptr<layers::Layer>>(m, "_Layer")
+  py::class_<layers::Layer, Module, PythonLayer, std::shared_ptr<layers::Layer>>(m, "_Layer")
+      .def(py::init<std::string>(), py::arg("name"))
       .def(
           "__call__",
           [](layers::Layer& layer, py::handle inputs, bool training) {
-            return layer.call(to_tensor(inputs, layer.name().c_str()), training);
+            Tensor x = to_tensor(inputs, layer.name().c_str());
+            py::gil_scoped_release released;
+            return layer.call(x, training);
           },
           py::arg("inputs"), py::arg("training") = false);
-  py::class_<layers::Dense, layers::Layer, std::shared_ptr<layers::Dense>>(
-      m, "Dense", "A fully connected layer (tf.keras.layers.Dense).")
-      .def(py::init([](std::int64_t units, std::optional<std::string> activation, bool use_bias,
-                       std::string kernel_initializer, std::optional<std::string> name) {
+  py::class_<layers::Dense, layers::Layer, std::shared_ptr<layers::Dense>> dense(
+      m, "Dense", "A fully connected layer (tf.keras.layers.Dense).");
+  dense
+      .def(py::init([](std::int64_t units, py::handle activation, bool use_bias,
+                       std::string kernel_initializer, std::optional<std::string> name, py::handle dtype) {
              layers::DenseOptions options;
              options.use_bias = use_bias;
              options.kernel_initializer = std::move(kernel_initializer);
+             options.dtype_policy = policy_of(dtype, "Dense");
              if (name) options.name = *name;
-             return std::make_shared<layers::Dense>(
-                 units, activation ? layers::activation(*activation) : layers::Activation{}, options);
+             return std::make_shared<layers::Dense>(units, activation_of(activation, "Dense"), options);
            }),
            py::arg("units"), py::arg("activation") = py::none(), py::arg("use_bias") = true,
-           py::arg("kernel_initializer") = "glorot_uniform", py::arg("name") = py::none())
-      .def_property_readonly("units", &layers::Dense::units)
-      .def_property_readonly("kernel", &layers::Dense::kernel)
-      .def_property_readonly("bias", &layers::Dense::bias);
+           py::arg("kernel_initializer") = "glorot_uniform", py::arg("name") = py::none(),
+           py::arg("dtype") = py::none())
+      .def_property_readonly("units", &layers::Dense::units);
+  bind_kernel_and_bias(dense);
+  py::class_<layers::Conv2D, layers::Layer, std::shared_ptr<layers::Conv2D>> conv2d(
+      m, "Conv2D",
+      "A 2-D convolution over NHWC images (tf.keras.layers.Conv2D); kernel (kh, kw, in, filters).");
+  conv2d
+      .def(py::init([](std::int64_t filters, py::handle kernel_size, py::handle strides, std::string padding,
+                       const std::optional<std::string>& data_format, py::handle dilation_rate,
+                       std::int64_t groups, py::handle activation, bool use_bias,
+                       std::string kernel_initializer, std::optional<std::string> name, py::handle dtype) {
+             require_channels_last(data_format, "Conv2D");
+             layers::Conv2DOptions options;
+             options.strides = pair_of(strides, "Conv2D", "strides");
+             options.padding = std::move(padding);
+             options.dilation_rate = pair_of(dilation_rate, "Conv2D", "dilation_rate");
+             options.groups = groups;
+             options.use_bias = use_bias;
+             options.kernel_initializer = std::move(kernel_initializer);
+             options.dtype_policy = policy_of(dtype, "Conv2D");
+             if (name) options.name = *name;
+             return std::make_shared<layers::Conv2D>(filters, pair_of(kernel_size, "Conv2D", "kernel_size"),
+                                                     activation_of(activation, "Conv2D"), options);
+           }),
+           py::arg("filters"), py::arg("kernel_size"), py::arg("strides") = py::make_tuple(1, 1),
+           py::arg("padding") = "valid", py::arg("data_format") = py::none(),
+           py::arg("dilation_rate") = py::make_tuple(1, 1), py::arg("groups") = 1,
+           py::arg("activation") = py::none(), py::arg("use_bias") = true,
+           py::arg("kernel_initializer") = "glorot_uniform", py::arg("name") = py::none(),
+           py::arg("dtype") = py::none())
+      .def_property_readonly("filters", &layers::Conv2D::filters);
+  bind_kernel_and_bias(conv2d);
+  py::class_<layers::Pool2D, layers::Layer, std::shared_ptr<layers::Pool2D>>(m, "_Pool2D")
+      .def_property_readonly("pool_size", [](const layers::Pool2D& l) { return pair_tuple(l.pool_size()); })
+      .def_property_readonly("strides", [](const layers::Pool2D& l) { return pair_tuple(l.strides()); });
+  bind_pooling<layers::MaxPool2D>(
+      m, "MaxPooling2D", "MaxPool2D", "max_pooling2d",
+      "The maximum of each window of NHWC images (tf.keras.layers.MaxPooling2D).");
+  bind_pooling<layers::AveragePool2D>(
+      m, "AveragePooling2D", "AveragePool2D", "average_pooling2d",
+      "The mean of each window of NHWC images (tf.keras.layers.AveragePooling2D).");
+  py::class_<layers::Flatten, layers::Layer, std::shared_ptr<layers::Flatten>>(
+      m, "Flatten", "Flattens every dimension but the batch (tf.keras.layers.Flatten).")
+      .def(py::init([](std::optional<std::string> name) {
+             return std::make_shared<layers::Flatten>(name.value_or("flatten"));
+           }),
+           py::arg("name") = py::none());
+  py::class_<layers::Dropout, layers::Layer, std::shared_ptr<layers::Dropout>>(
+      m, "Dropout",
+      "Zeroes each element with probability `rate` and scales the rest by 1 / (1 - rate) when called "
+      "with training=True; the identity otherwise (tf.keras.layers.Dropout).")
+      .def(py::init([](double rate, std::optional<std::uint64_t> seed, std::optional<std::string> name) {
+             return std::make_shared<layers::Dropout>(rate, seed, name.value_or("dropout"));
+           }),
+           py::arg("rate"), py::arg("seed") = py::none(), py::arg("name") = py::none())
+      .def_property_readonly("rate", &layers::Dropout::rate);
+  py::class_<layers::BatchNormalization, layers::Layer, std::shared_ptr<layers::BatchNormalization>>(
+      m, "BatchNormalization",
+      "Normalises each feature with the batch's statistics when training, the moving ones otherwise "
+      "(tf.keras.layers.BatchNormalization).")
+      .def(py::init([](std::int64_t axis, double momentum, double epsilon, bool center, bool scale,
+                       std::optional<std::string> name) {
+             layers::BatchNormalizationOptions options{
+                 .axis = axis, .momentum = momentum, .epsilon = epsilon, .center = center, .scale = scale};
+             if (name) options.name = *name;
+             return std::make_shared<layers::BatchNormalization>(options);
+           }),
+           py::arg("axis") = -1, py::arg("momentum") = 0.99, py::arg("epsilon") = 1e-3,
+           py::arg("center") = true, py::arg("scale") = true, py::arg("name") = py::none())
+      .def_property_readonly("built", &layers::BatchNormalization::built)
+      .def_property_readonly("gamma",
+                             [](const layers::BatchNormalization& l) {
+                               return variable_or_none(l, &layers::BatchNormalization::gamma);
+                             })
+      .def_property_readonly("beta",
+                             [](const layers::BatchNormalization& l) {
+                               return variable_or_none(l, &layers::BatchNormalization::beta);
+                             })
+      .def_property_readonly("moving_mean",
+                             [](const layers::BatchNormalization& l) {
+                               return variable_or_none(l, &layers::BatchNormalization::moving_mean);
+                             })
+      .def_property_readonly("moving_variance", [](const layers::BatchNormalization& l) {
+        return variable_or_none(l, &layers::BatchNormalization::moving_variance);
+      });
+  py::class_<layers::Sequential, layers::Layer, std::shared_ptr<layers::Sequential>>(m, "_Sequential")
+      .def(py::init<std::string>(), py::arg("name"))
+      .def("_add", &layers::Sequential::add, py::arg("layer"));
 }
 
 }  // namespace tapeflow::python

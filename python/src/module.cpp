@@ -20,4 +20,7 @@ PYBIND11_MODULE(_tapeflow, m) {
   python::bind_custom_gradient(m);
   python::bind_forward_accumulator(m);
   python::bind_debug(m);
+  python::bind_optimizers(m);
+  python::bind_losses(m);
+  python::bind_checkpoint(m);
 }

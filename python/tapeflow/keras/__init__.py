@@ -1,3 +1,6 @@
-"""tf.keras: layers over tapeflow's C++ layers."""
+"""tf.keras: layers, optimizers, losses, metrics, mixed precision and datasets over tapeflow's C++
+library."""
 
 from . import layers, datasets  # noqa: F401
+from . import initializers, optimizers, losses, metrics, mixed_precision  # noqa: F401
+from .layers import Sequential  # noqa: F401

@@ -1,3 +1,200 @@
-"""tf.keras.layers: the layers tapeflow has, with Keras's names and defaults."""
+"""tf.keras.layers: the layers tapeflow has, with Keras's names and defaults, and `Layer` to
+subclass in Python.
 
-from .._tapeflow import Dense  # noqa: F401
+The built-in layers (Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
+BatchNormalization) are tapeflow's C++ layers: their weights have Keras's layouts (Dense's kernel
+(in, units), Conv2D's (kh, kw, in, filters)) and they are built by their first call. A `Layer`
+subclass defines `build(input_shape)` and `call(inputs)`, creates its weights with `add_weight`,
+and is built by its first `__call__`; it goes into a `Sequential` like the built-in ones.
+"""
+
+import inspect
+
+import numpy as _np
+
+from .. import _tapeflow
+from ..module import Module, _ModuleMeta
+from . import initializers
+
+from .._tapeflow import (  # noqa: F401
+    Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout, BatchNormalization)
+
+MaxPool2D = MaxPooling2D
+AvgPool2D = AveragePooling2D
+
+__all__ = ["Layer", "Sequential", "Dense", "Conv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D",
+           "AvgPool2D", "Flatten", "Dropout", "BatchNormalization"]
+
+
+class _LayerMeta(_ModuleMeta, type(_tapeflow._Layer)):
+    """The metaclass of Python layers: a pybind11 class (the C++ Layer) that is also a tf.Module."""
+
+
+def _variable_dtype(dtype, layer):
+    """The dtype of a layer's variables for Keras's dtype argument: a tf.DType, a dtype name, a
+    policy name or a Policy (its variable dtype)."""
+    if isinstance(dtype, _tapeflow.DType):
+        return dtype
+    if isinstance(dtype, str):
+        named = getattr(_tapeflow, dtype, None)
+        if isinstance(named, _tapeflow.DType):
+            return named
+        dtype = _tapeflow.mixed_precision.Policy(dtype)  # InvalidArgumentError listing the names
+    if isinstance(dtype, _tapeflow.mixed_precision.Policy):
+        return getattr(_tapeflow, dtype.variable_dtype)
+    raise TypeError(f"[{layer}] dtype must be a tf.DType, a dtype or policy name, or a Policy, got an object "
+                    f"of type {type(dtype).__name__}")
+
+
+def _is_own(leaf, own_weights):
+    return isinstance(leaf, _tapeflow.ResourceVariable) and hash(leaf) in own_weights
+
+
+class _KerasLayer(Module):
+    """What Layer and Sequential share above their C++ part (each derives from one C++ class:
+    pybind11 would construct a C++ object per C++ base)."""
+
+    _TF_MODULE_IGNORED_PROPERTIES = frozenset({"_own_weights"})
+
+    def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
+        if kwargs:
+            raise TypeError(f"Unrecognized keyword arguments passed to {type(self).__name__}: {kwargs}")
+        Module.__init__(self, name=name)
+        self._init_native(self._name)
+        if dtype is None:
+            dtype = _tapeflow.mixed_precision.global_policy() or _tapeflow.float32
+        self._variable_dtype = _variable_dtype(dtype, type(self).__name__)
+        self.trainable = trainable
+        self.built = False
+        self._own_weights = []
+        self._call_takes_training = "training" in inspect.signature(self.call).parameters
+
+    def build(self, input_shape):
+        """Creates the layer's weights for inputs of `input_shape`; the first call runs it."""
+        del input_shape
+        self.built = True
+
+    def call(self, inputs, *args, **kwargs):
+        """The layer's computation; subclasses define it."""
+        raise NotImplementedError(f"Layer {type(self).__name__} does not have a `call()` method implemented.")
+
+    def __call__(self, inputs, *args, **kwargs):
+        if isinstance(inputs, (_np.ndarray, int, float)):
+            inputs = _tapeflow.convert_to_tensor(inputs)
+        if not self.built:
+            self.build(getattr(inputs, "shape", None))
+            self.built = True
+        if not self._call_takes_training:
+            kwargs.pop("training", None)
+        return self.call(inputs, *args, **kwargs)
+
+    def _call_from_sequential(self, inputs, training):
+        # What the C++ Sequential calls (the C++ Layer's call()).
+        return self(inputs, training=training)
+
+    @property
+    def dtype(self):
+        """The dtype of the layer's weights, by name (Keras's layer.dtype)."""
+        return self._variable_dtype.name
+
+    def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, name=None):
+        """A new tf.Variable of `shape` (default ()) and `dtype` (default the layer's: its `dtype`
+        argument, a dtype or policy name, or the global policy's variable dtype, else float32),
+        initialised by `initializer` (a name such as "zeros" or "glorot_uniform", or a
+        callable(shape, dtype); default "glorot_uniform" for floats, "zeros" otherwise), owned by
+        the layer."""
+        shape = tuple(shape or ())
+        dtype = self._variable_dtype if dtype is None else _variable_dtype(dtype, type(self).__name__)
+        if initializer is None:
+            initializer = "glorot_uniform" if dtype in (_tapeflow.float32, _tapeflow.float64) else "zeros"
+        value = initializers.get(initializer)(shape, dtype)
+        variable = _tapeflow.ResourceVariable(value, trainable=trainable, name=name, dtype=dtype)
+        self._own_weights.append(variable)
+        return variable
+
+    def _walk_own(self, predicate, path, seen, into_native):
+        # Keras's order: the layer's own weights in creation order (each under the attribute
+        # path that holds it, or "_own_weights/<i>"), then the rest of the walk.
+        own = {hash(v) for v in self._own_weights}
+        own_paths, rest = {}, []
+        for leaf_path, leaf in super()._walk_own(lambda leaf: predicate(leaf) or _is_own(leaf, own), path, seen,
+                                                 into_native):
+            if _is_own(leaf, own):
+                own_paths[hash(leaf)] = leaf_path
+            else:
+                rest.append((leaf_path, leaf))
+        for index, variable in enumerate(self._own_weights):
+            identity = ("variable", hash(variable))
+            if hash(variable) in own_paths or identity not in seen:
+                seen.add(identity)
+                if predicate(variable):
+                    yield own_paths.get(hash(variable), path + ("_own_weights", index)), variable
+        yield from rest
+
+    @property
+    def variables(self):
+        """Every variable of the layer (a list): its own weights in creation order, then those of
+        its sub-layers and attributes."""
+        return list(super().variables)
+
+    @property
+    def trainable_variables(self):
+        """The trainable variables (a list); none when the layer's `trainable` is False."""
+        return [v for v in self.variables if v.trainable] if self.trainable else []
+
+    @property
+    def non_trainable_variables(self):
+        """The variables that are not trainable, all of them when `trainable` is False (a list)."""
+        return [v for v in self.variables if not (v.trainable and self.trainable)]
+
+    weights = variables
+    trainable_weights = trainable_variables
+    non_trainable_weights = non_trainable_variables
+
+
+class Layer(_KerasLayer, _tapeflow._Layer, metaclass=_LayerMeta):
+    """The base of Keras layers (tf.keras.layers.Layer). Subclass it: create weights in
+    `build(input_shape)` (or `__init__`) with `add_weight`, compute in `call(inputs)`, and call
+    the layer; the first call builds it. Variables are the layer's own weights in creation order,
+    then those of the layers and variables it holds as attributes. The built-in layers are
+    instances of it too."""
+
+    _native_class = _tapeflow._Layer
+
+    def _init_native(self, name):
+        _tapeflow._Layer.__init__(self, name)
+
+
+class Sequential(_KerasLayer, _tapeflow._Sequential, metaclass=_LayerMeta):
+    """A stack of layers called in order (tf.keras.Sequential), run by tapeflow's C++
+    Sequential. Layers are C++ layers or Layer subclasses; variables are listed layer by layer."""
+
+    def __init__(self, layers=None, trainable=True, name=None):
+        self._layers = []
+        super().__init__(trainable=trainable, name=name)
+        self.built = True
+        for layer in layers or ():
+            self.add(layer)
+
+    def _init_native(self, name):
+        _tapeflow._Sequential.__init__(self, name)
+
+    def add(self, layer):
+        """Appends `layer` (a Layer; TypeError otherwise)."""
+        if not isinstance(layer, Layer):
+            raise TypeError(f"The added layer must be an instance of class Layer. Received: layer={layer!r} "
+                            f"of type {type(layer)}.")
+        self._add(layer)
+        self._layers.append(layer)
+
+    @property
+    def layers(self):
+        """The layers, in call order (a list)."""
+        return list(self._layers)
+
+    def call(self, inputs, training=None):
+        """The layers applied in order to `inputs`."""
+        return _tapeflow._Layer.__call__(self, inputs, bool(training))
+
+    def __call__(self, inputs, training=None):
+        return self.call(inputs, training)

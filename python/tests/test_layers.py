@@ -1,0 +1,267 @@
+"""tf.keras.layers from Python: the C++ layers with Keras's arguments and weight layouts, Layer
+subclassed in Python (build, call, add_weight), and Sequential over both."""
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+
+
+def test_dense_computes_activation_of_x_kernel_plus_bias():
+    layer = tf.keras.layers.Dense(2, activation="relu", kernel_initializer="he_uniform")
+    x = tf.constant([[1.0, -2.0, 3.0]])
+    y = layer(x)
+    assert layer.kernel.shape == (3, 2) and layer.bias.shape == (2,)
+    expected = np.maximum(x.numpy() @ layer.kernel.numpy() + layer.bias.numpy(), 0.0)
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6)
+
+
+def test_dense_without_bias_has_bias_none_and_only_a_kernel():
+    layer = tf.keras.layers.Dense(2, use_bias=False)
+    layer(tf.ones((1, 3)))
+    assert layer.bias is None
+    assert [v.name for v in layer.trainable_variables] == ["kernel"]
+
+
+def test_conv2d_kernel_is_hwio_and_same_padding_keeps_the_size():
+    conv = tf.keras.layers.Conv2D(4, 3, strides=1, padding="same", activation="relu")
+    y = conv(tf.ones((2, 5, 5, 3)))
+    assert y.shape == (2, 5, 5, 4)
+    assert conv.kernel.shape == (3, 3, 3, 4) and conv.bias.shape == (4,)
+    assert (y.numpy() >= 0).all()
+
+
+def test_conv2d_of_ones_with_a_ones_kernel_sums_each_window():
+    conv = tf.keras.layers.Conv2D(1, (2, 2), use_bias=False)
+    conv(tf.ones((1, 3, 3, 1)))
+    conv.kernel.assign(tf.ones((2, 2, 1, 1)))
+    y = conv(tf.reshape(tf.range(9.0), (1, 3, 3, 1)))
+    # windows of [[0,1,2],[3,4,5],[6,7,8]]: 0+1+3+4, 1+2+4+5, 3+4+6+7, 4+5+7+8
+    assert y.numpy().reshape(-1).tolist() == [8.0, 12.0, 20.0, 24.0]
+
+
+def test_pooling_takes_the_max_or_mean_of_each_window():
+    x = tf.reshape(tf.range(16.0), (1, 4, 4, 1))
+    assert tf.keras.layers.MaxPooling2D()(x).numpy().reshape(-1).tolist() == [5.0, 7.0, 13.0, 15.0]
+    assert tf.keras.layers.AveragePooling2D(pool_size=2)(x).numpy().reshape(-1).tolist() == [2.5, 4.5, 10.5, 12.5]
+    assert tf.keras.layers.MaxPool2D is tf.keras.layers.MaxPooling2D
+
+
+def test_flatten_keeps_the_batch_dimension():
+    assert tf.keras.layers.Flatten()(tf.zeros((8, 4, 4, 3))).shape == (8, 48)
+
+
+def test_dropout_changes_values_only_when_training():
+    dropout = tf.keras.layers.Dropout(0.5, seed=1)
+    x = tf.ones((100,))
+    assert dropout(x).numpy().tolist() == [1.0] * 100
+    y = dropout(x, training=True).numpy()
+    assert set(np.unique(y).tolist()) <= {0.0, 2.0} and 0 < (y == 0).sum() < 100
+
+
+def test_batch_normalization_normalises_with_batch_statistics_when_training():
+    bn = tf.keras.layers.BatchNormalization(momentum=0.5)
+    x = tf.constant([[1.0], [3.0]])
+    y = bn(x, training=True).numpy()
+    # mean 2, variance 1: (x - 2) / sqrt(1 + 0.001)
+    np.testing.assert_allclose(y.reshape(-1), [-1 / np.sqrt(1.001), 1 / np.sqrt(1.001)], rtol=1e-5)
+    np.testing.assert_allclose(bn.moving_mean.numpy(), [1.0])  # 0 * 0.5 + 2 * 0.5
+    assert [v.name for v in bn.trainable_variables] == ["gamma", "beta"]
+    assert len(bn.variables) == 4
+
+
+def test_an_unknown_activation_name_is_an_invalid_argument_error():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="relu"):
+        tf.keras.layers.Dense(2, activation="rleu")
+
+
+def test_an_activation_that_is_not_a_name_is_a_type_error():
+    with pytest.raises(TypeError, match=r"\[Dense\] activation must be None or the name"):
+        tf.keras.layers.Dense(2, activation=3)
+
+
+def test_an_input_of_the_wrong_width_names_the_layer_and_shapes():
+    layer = tf.keras.layers.Dense(2)
+    layer(tf.ones((1, 3)))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"Dense.*\(1, 4\)"):
+        layer(tf.ones((1, 4)))
+
+
+def test_conv2d_of_a_rank_3_input_names_conv2d_and_the_shape():
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"Conv2D.*\(5, 5, 3\)"):
+        tf.keras.layers.Conv2D(2, 3)(tf.ones((5, 5, 3)))
+
+
+def test_a_kernel_size_of_three_numbers_is_an_invalid_argument_error():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="kernel_size must be an int or a pair"):
+        tf.keras.layers.Conv2D(2, (3, 3, 3))
+
+
+class Scale(tf.keras.layers.Layer):
+    """y = x * w + b, w of the input's width."""
+
+    def build(self, input_shape):
+        self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="w")
+        self.b = self.add_weight(shape=(), initializer="zeros", name="b")
+
+    def call(self, inputs):
+        return inputs * self.w + self.b
+
+
+def test_a_python_layer_is_built_by_its_first_call_with_the_input_shape():
+    layer = Scale()
+    assert not layer.built and layer.variables == []
+    y = layer(tf.constant([[1.0, 2.0]]))
+    assert layer.built and layer.w.shape == (2,)
+    assert y.numpy().tolist() == [[1.0, 2.0]]
+    assert isinstance(layer, tf.keras.layers.Layer) and isinstance(layer, tf.Module)
+
+
+def test_a_python_layer_lists_its_weights_in_creation_order():
+    layer = Scale()
+    layer(tf.ones((1, 3)))
+    assert [v.name for v in layer.trainable_variables] == ["w:0", "b:0"]
+
+
+def test_a_layer_that_is_not_trainable_has_no_trainable_variables():
+    layer = Scale(trainable=False)
+    layer(tf.ones((1, 3)))
+    assert layer.trainable_variables == [] and len(layer.non_trainable_variables) == 2
+
+
+def test_a_layer_without_call_raises_not_implemented_error():
+    with pytest.raises(NotImplementedError, match="Layer Empty does not have a `call\\(\\)`"):
+        type("Empty", (tf.keras.layers.Layer,), {})()(tf.ones((1,)))
+
+
+def test_an_unknown_initializer_is_a_value_error():
+    class Bad(tf.keras.layers.Layer):
+        def build(self, input_shape):
+            self.add_weight(shape=(1,), initializer="nonsense")
+
+        def call(self, inputs):
+            return inputs
+
+    with pytest.raises(ValueError, match="initializer identifier: 'nonsense'"):
+        Bad()(tf.ones((1,)))
+
+
+def test_glorot_uniform_weights_stay_within_keras_limit_and_differ():
+    layer = tf.keras.layers.Layer()
+    first = layer.add_weight(shape=(20, 30))
+    second = layer.add_weight(shape=(20, 30))
+    limit = np.sqrt(6.0 / 50)
+    assert np.abs(first.numpy()).max() <= limit
+    assert not np.array_equal(first.numpy(), second.numpy())
+
+
+def test_sequential_calls_cpp_and_python_layers_in_order():
+    model = tf.keras.Sequential([tf.keras.layers.Flatten(), Scale(), tf.keras.layers.Dense(1, use_bias=False)])
+    y = model(tf.ones((2, 2, 2)))
+    dense = model.layers[2]
+    np.testing.assert_allclose(y.numpy(), np.ones((2, 4)) @ dense.kernel.numpy(), rtol=1e-6)
+    assert [v.name for v in model.trainable_variables] == ["w:0", "b:0", "kernel"]
+
+
+def test_sequential_add_appends_and_rejects_what_is_not_a_layer():
+    model = tf.keras.Sequential()
+    model.add(tf.keras.layers.Dense(3))
+    assert len(model.layers) == 1
+    with pytest.raises(TypeError, match="The added layer must be an instance of class Layer"):
+        model.add("dense")
+
+
+def test_sequential_passes_training_to_dropout():
+    model = tf.keras.Sequential([tf.keras.layers.Dropout(0.5, seed=3)])
+    x = tf.ones((64,))
+    assert model(x).numpy().tolist() == [1.0] * 64
+    assert (model(x, training=True).numpy() == 0).any()
+
+
+def test_a_short_training_loop_lowers_the_loss():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(8, activation="tanh"), tf.keras.layers.Dense(1)])
+    x = tf.constant(np.linspace(-1, 1, 32, dtype=np.float32).reshape(32, 1))
+    y = x * x
+    opt = tf.keras.optimizers.Adam(0.05)
+    mse = tf.keras.losses.MeanSquaredError()
+    losses = []
+    for _ in range(50):
+        with tf.GradientTape() as tape:
+            loss = mse(y, model(x))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        losses.append(float(loss))
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_a_mixed_bfloat16_layer_computes_in_bfloat16_with_float32_weights():
+    layer = tf.keras.layers.Dense(2, dtype="mixed_bfloat16")
+    y = layer(tf.ones((1, 3)))
+    assert y.dtype == tf.bfloat16 and layer.kernel.dtype == tf.float32
+
+
+def test_an_exception_in_a_python_layer_inside_sequential_keeps_its_type():
+    class Broken(tf.keras.layers.Layer):
+        def call(self, inputs):
+            raise ValueError("broken layer")
+
+    model = tf.keras.Sequential([tf.keras.layers.Dense(2), Broken()])
+    with pytest.raises(ValueError, match="broken layer"):
+        model(tf.ones((1, 3)))
+
+
+def test_a_python_layer_returning_a_non_tensor_inside_sequential_names_the_layer():
+    class ReturnsText(tf.keras.layers.Layer):
+        def call(self, inputs):
+            return "text"
+
+    with pytest.raises((TypeError, ValueError), match="returns_text"):
+        tf.keras.Sequential([ReturnsText()])(tf.ones((1, 3)))
+
+
+def test_a_python_layer_returning_a_list_inside_sequential_gets_it_converted():
+    class ReturnsList(tf.keras.layers.Layer):
+        def call(self, inputs):
+            return [[1.0, 2.0]]
+
+    assert tf.keras.Sequential([ReturnsList()])(tf.ones((1, 3))).numpy().tolist() == [[1.0, 2.0]]
+
+
+def test_a_float64_dtype_makes_float64_weights():
+    layer = tf.keras.layers.Dense(2, dtype=tf.float64)
+    assert layer(tf.ones((1, 3))).dtype == tf.float64 and layer.kernel.dtype == tf.float64
+
+
+def test_a_dtype_of_the_wrong_type_is_a_type_error_naming_the_layer():
+    with pytest.raises(TypeError, match=r"\[Conv2D\] dtype must be None"):
+        tf.keras.layers.Conv2D(2, 3, dtype=3.5)
+
+
+def test_channels_first_is_an_invalid_argument_error_naming_the_layer():
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[Conv2D\] data_format 'channels_first'"):
+        tf.keras.layers.Conv2D(2, 3, data_format="channels_first")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[MaxPool2D\] data_format 'channels_first'"):
+        tf.keras.layers.MaxPooling2D(data_format="channels_first")
+    assert tf.keras.layers.AveragePooling2D(2, 2, "valid", "channels_last").pool_size == (2, 2)
+
+
+def test_after_set_seed_add_weight_draws_the_same_weights_again():
+    def draw():
+        tf.random.set_seed(7)
+        return tf.keras.layers.Layer().add_weight(shape=(3, 4)).numpy()
+
+    np.testing.assert_array_equal(draw(), draw())
+
+
+def test_a_layer_s_dtype_is_the_default_dtype_of_its_weights():
+    assert tf.keras.layers.Layer(dtype="float64").add_weight(shape=(2,)).dtype == tf.float64
+    layer = tf.keras.layers.Layer(dtype="mixed_bfloat16")
+    assert layer.dtype == "float32" and layer.add_weight(shape=(2,)).dtype == tf.float32
+    assert tf.keras.layers.Layer().add_weight(shape=(), dtype=tf.int32, initializer="zeros").dtype == tf.int32
+
+
+def test_an_unknown_dtype_name_is_an_invalid_argument_error_listing_the_policies():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="mixed_bfloat16"):
+        tf.keras.layers.Layer(dtype="float17")
+    with pytest.raises(TypeError, match=r"\[Layer\] dtype must be"):
+        tf.keras.layers.Layer(dtype=3)
