@@ -58,9 +58,33 @@ def _iterate(self):
     return (self[i] for i in _builtins.range(len(self)))
 
 
+class _Reference:
+    """A hashable reference to a tensor or variable (what `x.ref()` returns): equal only to a
+    reference to the same object, so tensors can be dictionary keys and set members."""
+
+    __slots__ = ("_object",)
+
+    def __init__(self, obj):
+        self._object = obj
+
+    def deref(self):
+        """The tensor or variable referred to."""
+        return self._object
+
+    def __hash__(self):
+        return id(self._object)
+
+    def __eq__(self, other):
+        return isinstance(other, _Reference) and other._object is self._object
+
+    def __repr__(self):
+        return f"<Reference wrapping {self._object!r}>"
+
+
 EagerTensor.shape = property(_shape, doc="The tensor's dimensions (a TensorShape).")
 EagerTensor.get_shape = _shape
 EagerTensor.__iter__ = _iterate
+EagerTensor.ref = ResourceVariable.ref = lambda self: _Reference(self)
 ResourceVariable.shape = property(_shape, doc="The variable's dimensions (a TensorShape).")
 ResourceVariable.get_shape = _shape
 

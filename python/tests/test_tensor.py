@@ -111,3 +111,10 @@ def test_a_large_op_releases_the_gil_while_it_runs():
         counter.join()
     during = [t for t in ticks if start + 0.01 < t < end - 0.01]
     assert len(during) > 100, f"the other thread ran {len(during)} times while the product held the GIL"
+
+
+def test_ref_makes_tensors_and_variables_usable_as_keys():
+    a, b, v = tf.constant(1.0), tf.constant(1.0), tf.Variable(2.0)
+    table = {a.ref(): "a", b.ref(): "b", v.ref(): "v"}
+    assert table[a.ref()] == "a" and table[b.ref()] == "b" and table[v.ref()] == "v"
+    assert a.ref().deref() is a and a.ref() != b.ref()
