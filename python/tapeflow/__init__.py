@@ -85,6 +85,8 @@ EagerTensor.shape = property(_shape, doc="The tensor's dimensions (a TensorShape
 EagerTensor.get_shape = _shape
 EagerTensor.__iter__ = _iterate
 EagerTensor.ref = ResourceVariable.ref = lambda self: _Reference(self)
+# NumPy defers to the tensor's operators (np.float32(2) * t is a tensor, as in TensorFlow).
+EagerTensor.__array_priority__ = ResourceVariable.__array_priority__ = 100
 ResourceVariable.shape = property(_shape, doc="The variable's dimensions (a TensorShape).")
 ResourceVariable.get_shape = _shape
 

@@ -118,3 +118,10 @@ def test_ref_makes_tensors_and_variables_usable_as_keys():
     table = {a.ref(): "a", b.ref(): "b", v.ref(): "v"}
     assert table[a.ref()] == "a" and table[b.ref()] == "b" and table[v.ref()] == "v"
     assert a.ref().deref() is a and a.ref() != b.ref()
+
+
+def test_numpy_scalars_and_arrays_on_the_left_give_tensors():
+    t = tf.constant([1.0, 2.0])
+    assert isinstance(np.float32(2.0) * t, tf.Tensor)
+    assert isinstance(np.array([1.0, 1.0], dtype=np.float32) + t, tf.Tensor)
+    np.testing.assert_array_equal((np.float32(3.0) - t).numpy(), [2.0, 1.0])
