@@ -52,6 +52,32 @@ def _shape(self):
     return TensorShape(self._shape)
 
 
+def shape(input, out_type=int32, name=None):  # noqa: A002 (TensorFlow's argument name)
+    """The dimensions of `input` as a 1-D tensor (int32 by default)."""
+    del name
+    return constant(list(convert_to_tensor(input)._shape), dtype=out_type)
+
+
+def size(input, out_type=int32, name=None):  # noqa: A002
+    """The number of elements of `input` as a scalar tensor."""
+    del name
+    n = 1
+    for d in convert_to_tensor(input)._shape:
+        n *= d
+    return constant(n, dtype=out_type)
+
+
+def rank(input, name=None):  # noqa: A002
+    """The number of dimensions of `input` as a scalar int32 tensor."""
+    del name
+    return constant(convert_to_tensor(input).ndim, dtype=int32)
+
+
+def _format(self, format_spec):
+    # As TensorFlow: a tensor formats as its NumPy value (f"{loss:.4f}").
+    return format(self.numpy(), format_spec)
+
+
 def _iterate(self):
     if self.ndim == 0:
         raise TypeError("iterating over a scalar tensor (shape ()) is not allowed")
@@ -84,6 +110,7 @@ class _Reference:
 EagerTensor.shape = property(_shape, doc="The tensor's dimensions (a TensorShape).")
 EagerTensor.get_shape = _shape
 EagerTensor.__iter__ = _iterate
+EagerTensor.__format__ = _format
 EagerTensor.ref = ResourceVariable.ref = lambda self: _Reference(self)
 # NumPy defers to the tensor's operators (np.float32(2) * t is a tensor, as in TensorFlow).
 EagerTensor.__array_priority__ = ResourceVariable.__array_priority__ = 100

@@ -125,3 +125,16 @@ def test_numpy_scalars_and_arrays_on_the_left_give_tensors():
     assert isinstance(np.float32(2.0) * t, tf.Tensor)
     assert isinstance(np.array([1.0, 1.0], dtype=np.float32) + t, tf.Tensor)
     np.testing.assert_array_equal((np.float32(3.0) - t).numpy(), [2.0, 1.0])
+
+
+def test_shape_size_and_rank_as_tensors():
+    x = tf.zeros((2, 3))
+    np.testing.assert_array_equal(tf.shape(x).numpy(), [2, 3])
+    assert tf.shape(x).dtype == tf.int32 and tf.shape(x, out_type=tf.int64).dtype == tf.int64
+    assert int(tf.size(x)) == 6 and int(tf.rank(x)) == 2
+    assert int(tf.size([[1, 2, 3]])) == 3
+
+
+def test_a_tensor_formats_as_its_numpy_value():
+    assert f"{tf.constant(0.123456):.3f}" == "0.123"
+    assert f"{tf.constant(2.5)}" == "2.5"
