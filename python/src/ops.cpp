@@ -96,6 +96,8 @@ void bind_math(py::module_& m) {
   binary<maximum>(m, "maximum", "Maximum");
   binary<minimum>(m, "minimum", "Minimum");
   binary<squared_difference>(m, "squared_difference", "SquaredDifference");
+  binary<floor_div>(m, "floordiv", "FloorDiv");
+  binary<floor_mod>(m, "floormod", "FloorMod");
   binary<atan2>(m, "atan2", "Atan2");
   binary<equal>(m, "equal", "Equal");
   binary<not_equal>(m, "not_equal", "NotEqual");

@@ -226,6 +226,8 @@ void bind_tensor(py::module_& m) {
   bind_binary<subtract>(tensor, "__sub__", "__rsub__", "sub");
   bind_binary<multiply>(tensor, "__mul__", "__rmul__", "mul");
   bind_binary<truediv>(tensor, "__truediv__", "__rtruediv__", "truediv");
+  bind_binary<floor_div>(tensor, "__floordiv__", "__rfloordiv__", "FloorDiv");
+  bind_binary<floor_mod>(tensor, "__mod__", "__rmod__", "FloorMod");
   bind_binary<pow_tensors>(tensor, "__pow__", "__rpow__", "pow");
   bind_binary<matmul_tensors>(tensor, "__matmul__", "__rmatmul__", "matmul");
   bind_binary<less>(tensor, "__lt__", nullptr, "Less");

@@ -28,7 +28,7 @@ from ._tapeflow import (  # noqa: E402
     pow, negative, abs, sign, square, sqrt, exp, sin, cos, tan, tanh, sigmoid, reduce_sum, reduce_mean,
     reduce_max, reduce_min, reduce_prod, reduce_logsumexp, argmax, argmin, equal, not_equal, less,
     less_equal, greater, greater_equal, logical_and, logical_or, logical_not, slice, split, reverse, pad,
-    gather_nd, scatter_nd, einsum, tensordot)
+    gather_nd, scatter_nd, einsum, tensordot, floordiv)
 from ._shape import TensorShape  # noqa: E402
 from .tape import GradientTape, UnconnectedGradients  # noqa: E402
 from .function import function, save_function, load_function  # noqa: E402
@@ -126,7 +126,7 @@ def _variable_operator(name):
 
 
 for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
-              "__rtruediv__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__pos__",
+              "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__pos__",
               "__abs__", "__lt__", "__le__", "__gt__", "__ge__", "__getitem__", "__float__", "__int__",
               "__bool__", "__len__", "__array__", "__index__", "__invert__", "__and__", "__or__", "__xor__"):
     setattr(ResourceVariable, _name, _variable_operator(_name))

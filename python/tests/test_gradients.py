@@ -36,6 +36,8 @@ GRADIENT_CHECKS = {
     "squared_difference": (tf.math.squared_difference, [signed(3), signed(3)]),
     "atan2": (tf.math.atan2, [signed(3), positive(3)]),
     "pow": (tf.pow, [positive(3), signed(3)]),
+    # x / y in (-0.92, -0.61): the floor is -1 throughout, away from its jumps
+    "floormod": (lambda x, y: tf.math.floormod(x * 0.1 - 0.9, y * 0.1 + 1.2), [unit(3), unit(3)]),
     "negative": (tf.negative, [signed(3)]),
     "abs": (tf.abs, [positive(3) * np.array([1, -1, 1])]),
     "square": (tf.square, [signed(3)]),
@@ -118,7 +120,7 @@ NOT_DIFFERENTIABLE = {
     "eye", "one_hot", "stop_gradient", "sign", "argmax", "argmin", "equal", "not_equal", "less", "less_equal",
     "greater", "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "adjust_contrast",
     "random_normal", "random_uniform", "no_gradient_op", "raw_op", "raw_op_names", "truediv", "swish",
-    "max_pool", "avg_pool", "no_gradient",
+    "max_pool", "avg_pool", "no_gradient", "floordiv", "floor_div", "floor_mod", "mod",
     "to_dlpack", "from_dlpack", "load_function",
     # control flow: differentiated through its branches and body in test_control_flow.py
     "cond_flat", "while_loop_flat",

@@ -36,6 +36,17 @@ def test_python_operators_follow_tensorflow():
     np.testing.assert_allclose((m @ tf.constant([[3.0], [4.0]])).numpy(), [[11.0]])
 
 
+def test_floor_division_and_modulo_follow_python():
+    np.testing.assert_array_equal((tf.constant([7, -7]) // 2).numpy(), [3, -4])
+    np.testing.assert_array_equal((tf.constant([7, -7]) % 2).numpy(), [1, 1])
+    np.testing.assert_array_equal((tf.constant([-7.5, 7.5]) % tf.constant(-2.0)).numpy(), [-1.5, -0.5])
+    np.testing.assert_array_equal((10.0 // tf.constant([3.0, -3.0])).numpy(), [3.0, -4.0])
+    v = tf.Variable([5, 6])
+    np.testing.assert_array_equal((v % 4).numpy(), [1, 2])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="division by zero"):
+        tf.constant([1]) // 0
+
+
 def test_integer_true_division_gives_float64_as_in_tensorflow():
     q = tf.constant([3, 4]) / tf.constant([2, 2])
     assert q.dtype == tf.float64

@@ -42,6 +42,18 @@ T wrapping(T a, T b, Op op) {
   }
 }
 
+/// Integer division by zero is undefined behaviour in C++: RealDiv, FloorDiv and FloorMod reject
+/// it before their kernels (TensorFlow's "Integer division by zero").
+void require_nonzero_integer_divisor(std::string_view op, const Tensor& x, const Tensor& y) {
+  if (!is_integer(x.dtype()) || x.dtype() != y.dtype()) return;
+  visit_dtype(y.dtype(), [&]<class T>() {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      for (T v : y.values<T>())
+        TAPEFLOW_REQUIRE(v != 0, InvalidArgumentError, "[{}] integer division by zero (y is a {})", op,
+                         describe(y));
+  });
+}
+
 }  // namespace
 
 // z = x + y;  dx = dy, dy_ = dy (each summed back to its operand's shape)
@@ -136,15 +148,7 @@ struct RealDiv : ElementwiseInDy {
   static constexpr std::string_view kName = "RealDiv";
   static constexpr Saves kSaves = kSavesInputs;
   static Tensor forward(const Tensor& x, const Tensor& y) {
-    if (is_integer(x.dtype()) && x.dtype() == y.dtype()) {
-      // Integer division by zero is undefined behaviour in C++: reject it before the kernel.
-      visit_dtype(y.dtype(), [&]<class T>() {
-        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-          for (T v : y.values<T>())
-            TAPEFLOW_REQUIRE(v != 0, InvalidArgumentError, "[{}] integer division by zero (y is a {})", kName,
-                             describe(y));
-      });
-    }
+    require_nonzero_integer_divisor(kName, x, y);
     return binary_numeric(kName, x, y, kElement);
   }
   static constexpr auto kElement = [](auto a, auto b) {
@@ -381,6 +385,62 @@ Tensor squared_difference(const Tensor& x, const Tensor& y) {
 }
 namespace ops {
 
+// z = floor(x / y) (Python's //): not differentiable, as in TensorFlow.
+struct FloorDiv {
+  static constexpr std::string_view kName = "FloorDiv";
+  static constexpr Saves kSaves = kSavesNothing;
+  static constexpr auto kElement = [](auto a, auto b) {
+    using T = decltype(a);
+    if constexpr (std::is_integral_v<T>) {
+      // INT_MIN // -1 overflows: wrap like TensorFlow's two's-complement kernels instead of UB.
+      if (b == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
+      const T q = static_cast<T>(a / b);
+      return static_cast<T>((a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q);
+    } else {
+      return static_cast<T>(std::floor(a / b));
+    }
+  };
+  static Tensor forward(const Tensor& x, const Tensor& y) {
+    require_nonzero_integer_divisor(kName, x, y);
+    return binary_numeric(kName, x, y, kElement);
+  }
+};
+}  // namespace ops
+Tensor floor_div(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::FloorDiv>(x, y); }
+namespace ops {
+
+// z = x - floor(x / y) * y (Python's %, the sign of y);  dx = dz, dy_ = -dz * floor(x / y)
+struct FloorMod {
+  static constexpr std::string_view kName = "FloorMod";
+  static constexpr Saves kSaves = kSavesInputs;
+  static constexpr auto kElement = [](auto a, auto b) {
+    using T = decltype(a);
+    if constexpr (std::is_integral_v<T>) {
+      if (b == -1) return T(0);  // INT_MIN % -1 is undefined behaviour; every x % -1 is 0
+      const T r = static_cast<T>(a % b);
+      return static_cast<T>((r != 0 && ((r < 0) != (b < 0))) ? r + b : r);
+    } else {
+      T r = static_cast<T>(std::fmod(a, b));
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    }
+  };
+  static Tensor forward(const Tensor& x, const Tensor& y) {
+    require_nonzero_integer_divisor(kName, x, y);
+    return binary_numeric(kName, x, y, kElement);
+  }
+  static Grads backward(const GradContext& c) {
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = sum_to_shape(c.dy(), c.input_shape(0));
+    if (c.needs_input_grad(1))
+      g[1] = sum_to_shape(-c.dy() * floor_div(c.input(0), c.input(1)), c.input_shape(1));
+    return g;
+  }
+};
+}  // namespace ops
+Tensor floor_mod(const Tensor& x, const Tensor& y) { return autodiff::apply<ops::FloorMod>(x, y); }
+namespace ops {
+
 void register_binary_arithmetic_ops(Registrar& r) {
   r.add<AddV2>(add);
   r.add<Sub>(subtract);
@@ -393,6 +453,8 @@ void register_binary_arithmetic_ops(Registrar& r) {
   r.add<Minimum>(minimum);
   r.add<Atan2>(atan2);
   r.add<SquaredDifference>(squared_difference);
+  r.add_non_differentiable<FloorDiv>(floor_div);
+  r.add<FloorMod>(floor_mod);
 }
 
 }  // namespace ops

@@ -36,11 +36,20 @@ void logical(std::vector<ErrorCase>& rows, const std::string& op, BinaryFn f) {
 }  // namespace
 
 void add_math_error_cases(std::vector<ErrorCase>& rows) {
-  // Pow's op_cases row shifts its exponent, so its standard rows are added here.
+  // Pow's and FloorMod's op_cases rows shift their operands, so their standard rows are added here,
+  // as FloorDiv's (not differentiable: no op_cases row).
   add_elementwise_error_rows(rows, "Pow", ErrorKind::Binary, [](const Ins& x) { return one(pow(x[0], x[1])); });
+  add_elementwise_error_rows(rows, "FloorMod", ErrorKind::Binary, [](const Ins& x) { return one(floor_mod(x[0], x[1])); });
   rows.push_back({.op = "RealDiv", .cls = C::Size, .what = "integer division by zero",
                   .inputs = {i32({3}), constant(std::vector<std::int32_t>{1, 0, 2})},
                   .call = [](const Ins& x) { return one(divide(x[0], x[1])); }, .needles = {"division by zero", "int32"}});
+  add_elementwise_error_rows(rows, "FloorDiv", ErrorKind::Binary, [](const Ins& x) { return one(floor_div(x[0], x[1])); });
+  rows.push_back({.op = "FloorDiv", .cls = C::Size, .what = "integer division by zero",
+                  .inputs = {i32({3}), constant(std::vector<std::int32_t>{1, 0, 2})},
+                  .call = [](const Ins& x) { return one(floor_div(x[0], x[1])); }, .needles = {"division by zero", "int32"}});
+  rows.push_back({.op = "FloorMod", .cls = C::Size, .what = "integer modulo by zero",
+                  .inputs = {i64({2}), constant(std::vector<std::int64_t>{0, 3})},
+                  .call = [](const Ins& x) { return one(floor_mod(x[0], x[1])); }, .needles = {"division by zero", "int64"}});
   rows.push_back({.op = "Pow", .cls = C::Size, .what = "integer to a negative integer power",
                   .inputs = {i32({2}), constant(std::vector<std::int32_t>{2, -1})},
                   .call = [](const Ins& x) { return one(pow(x[0], x[1])); }, .needles = {"y[1] = -1", "int32"}});

@@ -302,6 +302,50 @@ TEST(SquaredDifference, FloatAndIntegerValues) {
               ElementsAre(25, 25));
 }
 
+TEST(FloorDiv, RoundsTowardsNegativeInfinityAsPythonDoes) {
+  EXPECT_THAT(
+      tf::floor_div(tf::constant({7, -7, 7, -7}), tf::constant({2, 2, -2, -2})).to_vector<std::int32_t>(),
+      ElementsAre(3, -4, -4, 3));
+  EXPECT_THAT(tf::floor_div(tf::constant({7.5, -7.5}), tf::constant(2.0)).to_vector<double>(),
+              ElementsAre(3.0, -4.0));
+  const std::int32_t min = std::numeric_limits<std::int32_t>::min();
+  EXPECT_THAT(tf::floor_div(tf::constant({min}), tf::constant({-1})).to_vector<std::int32_t>(),
+              ElementsAre(min));
+  EXPECT_EQ(tf::gradient_status("FloorDiv"), tf::GradientStatus::NotDifferentiable);
+}
+
+TEST(FloorMod, HasTheSignOfTheDivisorAsPythonsPercent) {
+  EXPECT_THAT(
+      tf::floor_mod(tf::constant({7, -7, 7, -7}), tf::constant({2, 2, -2, -2})).to_vector<std::int32_t>(),
+      ElementsAre(1, 1, -1, -1));
+  EXPECT_THAT(tf::floor_mod(tf::constant({7.5, -7.5}), tf::constant(2.0)).to_vector<double>(),
+              ElementsAre(1.5, 0.5));
+  const std::int64_t min = std::numeric_limits<std::int64_t>::min();
+  EXPECT_THAT(tf::floor_mod(tf::constant({min}), tf::constant({std::int64_t{-1}})).to_vector<std::int64_t>(),
+              ElementsAre(0));
+}
+
+TEST(FloorMod, GradientIsOneForXAndMinusTheQuotientForY) {
+  tf::Tensor x = tf::constant({-7.5, 7.5});
+  tf::Tensor y = tf::constant({2.0, 2.0});
+  tf::GradientTape tape;
+  tape.watch({x, y});
+  auto g = tape.gradient(tf::floor_mod(x, y), std::vector<tf::Source>{x, y});
+  EXPECT_THAT(g[0]->to_vector<double>(), ElementsAre(1.0, 1.0));
+  EXPECT_THAT(g[1]->to_vector<double>(), ElementsAre(4.0, -3.0));
+}
+
+TEST(FloorDivAndFloorMod, IntegerDivisionByZeroThrowsNamingTheOp) {
+  EXPECT_THAT(error_of([] {
+                (void)tf::floor_div(tf::constant({1, 2}), tf::constant({1, 0}));
+              }),
+              HasSubstr("[FloorDiv] integer division by zero"));
+  EXPECT_THAT(error_of([] {
+                (void)tf::floor_mod(tf::constant({1, 2}), tf::constant({0, 1}));
+              }),
+              HasSubstr("[FloorMod] integer division by zero"));
+}
+
 }  // namespace
 
 namespace {

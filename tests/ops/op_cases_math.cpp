@@ -62,6 +62,9 @@ void add_math_cases(std::vector<OpCase>& c) {
   c.push_back(with_kind(FloatBinary, {"Atan2", kBinaryShapes, [](const In& x) { return atan2(x[0], x[1]); }, -2.0, 2.0,
                [](const In& x) { return away_from({x[0]}, 0.0, 0.05); }}));
   c.push_back(with_kind(Binary, {"SquaredDifference", kBinaryShapes, [](const In& x) { return squared_difference(x[0], x[1]); }}));
+  // x / y stays in (-0.92, -0.61): the floor is -1 throughout, away from its jumps. The row
+  // shifts its operands, so its standard error rows are added in error_cases_math.cpp.
+  c.push_back({"FloorMod", kBinaryShapes, [](const In& x) { return floor_mod(x[0] * 0.1 - 0.9, x[1] * 0.1 + 1.2); }, -1.0, 1.0});
 
   // Unary.
   c.push_back(with_kind(FloatUnary, {"Exp", kUnaryShapes, [](const In& x) { return exp(x[0]); }}));

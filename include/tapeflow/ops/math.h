@@ -69,6 +69,15 @@ Tensor minimum(const Tensor& x, Scalar y);
 Tensor atan2(const Tensor& y, const Tensor& x);
 /// SquaredDifference: (x - y)^2 (floats and integers; integer overflow wraps).
 Tensor squared_difference(const Tensor& x, const Tensor& y);
+/// FloorDiv: x / y rounded towards negative infinity, Python's `//` (floor(x / y) for floats;
+/// -7 // 2 == -4 for integers, whose INT_MIN // -1 wraps). Integer division by zero throws
+/// InvalidArgumentError. Not differentiable, as in TensorFlow (a tape gives no gradient).
+Tensor floor_div(const Tensor& x, const Tensor& y);
+/// FloorMod: the remainder of floor_div, Python's `%`: x - floor(x / y) * y, with the sign of y
+/// (-7 % 2 == 1). Integer modulo by zero throws InvalidArgumentError; a float y of 0 gives NaN.
+/// The gradient is dz for x and -dz * floor(x / y) for y (TensorFlow's), where x / y is not an
+/// integer.
+Tensor floor_mod(const Tensor& x, const Tensor& y);
 
 /// The arithmetic operators: `+` add, `-` subtract (unary: negative), `*` multiply, `/` divide,
 /// with those functions' broadcasting, dtypes, errors and gradients. A Scalar operand takes the
