@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -37,6 +38,13 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 const std::vector<std::string> kOptimizers = {"adam", "sgd"};
+
+/// How OpenMP's idle threads wait in this process, as the run header names it: the policy libgomp
+/// read from OMP_WAIT_POLICY when it was loaded (main() sets PASSIVE unless the user chose one).
+std::string openmp_wait_policy() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  return policy == nullptr ? "unset" : policy;
+}
 
 /// The key of the flips' seeds: the run's seed mixed with this, so that their draws are not those
 /// of the dropout masks, which come from the run's seed too.
@@ -542,12 +550,12 @@ void print_run_header(std::ostream& out, const TrainOptions& o, const TrainingSt
   out << fmt::format(
       "tapeflow train: {} ({} parameters), {} lr {:g}{}, {}{}, {} train / {} test examples, {}{}, {}, "
       "OpenBLAS "
-      "{}\n",
+      "{}, OpenMP wait policy {}\n",
       o.model, parameter_count(s.model), o.optimizer, o.learning_rate,
       o.lr_decay == 1 ? "" : fmt::format(" x{:g} per epoch", o.lr_decay), batch,
       o.augment == "flip" ? ", random flips" : "", d.train_x.shape()[0], d.test_x.shape()[0],
       plural(o.threads > 0 ? o.threads : num_threads(), "thread"), ranks == 1 ? "" : " per rank", o.precision,
-      openblas_kernels());
+      openblas_kernels(), openmp_wait_policy());
   if (ranks > 1)
     out << fmt::format("data-parallel over {} MPI ranks: gradients averaged by a DistributedGradientTape{}\n",
                        ranks,
