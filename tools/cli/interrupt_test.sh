@@ -9,9 +9,9 @@ set -u
 set -m  # job control: background jobs get SIGINT's default disposition, not "ignored"
 program=$1
 work=$2
-data=/usr/share/datasets/fashion-mnist
-[ -e "$data/train-labels-idx1-ubyte.gz" ] || { echo "dataset-fashion-mnist is not installed"; exit 77; }
-rm -rf "$work" && mkdir -p "$work"
+source "$(dirname "$0")/script_test_common.sh"
+require_fashion_mnist
+fresh_work_dir "$work"
 ckpt=$work/run.ckpt
 
 fail() {

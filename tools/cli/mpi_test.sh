@@ -14,9 +14,9 @@
 set -u
 program=$1
 work=$2
-data=/usr/share/datasets/fashion-mnist
-[ -e "$data/train-labels-idx1-ubyte.gz" ] || { echo "dataset-fashion-mnist is not installed"; exit 77; }
-rm -rf "$work" && mkdir -p "$work"
+source "$(dirname "$0")/script_test_common.sh"
+require_fashion_mnist
+fresh_work_dir "$work"
 mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 
 fail() {

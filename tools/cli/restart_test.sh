@@ -11,8 +11,8 @@
 # Exits 77 (skipped) when dataset-fashion-mnist is not installed.
 set -u
 program=$1
-data=/usr/share/datasets/fashion-mnist
-[ -e "$data/train-labels-idx1-ubyte.gz" ] || { echo "dataset-fashion-mnist is not installed"; exit 77; }
+source "$(dirname "$0")/script_test_common.sh"
+require_fashion_mnist
 header() { env "$@" "$program" train --model mlp --epochs 1 --limit 64 --threads 1 2>/dev/null | head -n 1; }
 expect() {  # LINE GLOB_PATTERN FAILURE_MESSAGE
   echo "$1"
