@@ -32,8 +32,17 @@ class ScopedTape {
   }
 
   void exit() {
-    if ((tape_ || distributed_) && !paused_)
+    if ((tape_ || distributed_) && !paused_ && !consumed_)
       paused_.reset(new GradientTape::RecordingPause(tape("exit").stop_recording()));
+  }
+
+  /// Runs `result(tape)`, a gradient or a jacobian: a non-persistent tape records nothing after its
+  /// first, so leaving `with` after one (TensorFlow allows it inside the block) pauses nothing.
+  template <class Result>
+  auto use(const char* what, Result&& result) {
+    auto r = result(tape(what));
+    if (!options_.persistent) consumed_ = true;
+    return r;
   }
 
   GradientTape& tape(const char* what) {
@@ -49,15 +58,16 @@ class ScopedTape {
   /// output_gradients, as Horovod's DistributedGradientTape).
   std::vector<Gradient> gradient(const std::vector<Source>& targets, const std::vector<Source>& sources,
                                  const std::vector<Tensor>& seeds, UnconnectedGradients unconnected) {
-    GradientTape& t = tape("gradient");
-    if (!distributed_) return t.gradient_flat(Targets(targets), sources, seeds, unconnected);
-    if (!seeds.empty())
-      throw InvalidArgumentError("[DistributedGradientTape.gradient] output_gradients are not supported");
-    std::vector<Gradient> grads = distributed_->gradient(Targets(targets), sources);
-    if (unconnected == UnconnectedGradients::Zero)
-      for (std::size_t i = 0; i < grads.size(); ++i)
-        if (!grads[i]) grads[i] = zeros(sources[i].shape(), sources[i].dtype());
-    return grads;
+    return use("gradient", [&](GradientTape& t) {
+      if (!distributed_) return t.gradient_flat(Targets(targets), sources, seeds, unconnected);
+      if (!seeds.empty())
+        throw InvalidArgumentError("[DistributedGradientTape.gradient] output_gradients are not supported");
+      std::vector<Gradient> grads = distributed_->gradient(Targets(targets), sources);
+      if (unconnected == UnconnectedGradients::Zero)
+        for (std::size_t i = 0; i < grads.size(); ++i)
+          if (!grads[i]) grads[i] = zeros(sources[i].shape(), sources[i].dtype());
+      return grads;
+    });
   }
 
   bool persistent() const { return options_.persistent; }
@@ -69,8 +79,8 @@ class ScopedTape {
   void resume() { pauses_.pop_back(); }
 
   void reset() {
-    GradientTape& t = tape("reset");
-    t.reset();
+    tape("reset").reset();
+    consumed_ = false;
   }
 
  private:
@@ -81,6 +91,7 @@ class ScopedTape {
   std::unique_ptr<GradientTape> tape_;
   std::unique_ptr<GradientTape::RecordingPause> paused_;
   std::vector<std::unique_ptr<GradientTape::RecordingPause>> pauses_;
+  bool consumed_ = false;  // a non-persistent tape that gave its gradients records no more
 };
 
 std::vector<Source> sources_of(const py::list& items, const char* op) {
@@ -203,17 +214,19 @@ void bind_tape(py::module_& m) {
            })
       .def("jacobian",
            [](ScopedTape& t, const Tensor& target, const py::list& sources, bool zero, bool parallel) {
-             GradientTape& tape = t.tape("jacobian");
              const std::vector<Source> flat_sources = sources_of(sources, "GradientTape.jacobian");
              py::gil_scoped_release released;
-             return tape.jacobian_flat(target, flat_sources, unconnected(zero), parallel);
+             return t.use("jacobian", [&](GradientTape& tape) {
+               return tape.jacobian_flat(target, flat_sources, unconnected(zero), parallel);
+             });
            })
       .def("batch_jacobian", [](ScopedTape& t, const Tensor& target, py::handle source, bool zero) {
-        GradientTape& tape = t.tape("batch_jacobian");
         const std::vector<Source> flat =
             sources_of(py::make_tuple(source).cast<py::list>(), "GradientTape.batch_jacobian");
         py::gil_scoped_release released;
-        return tape.batch_jacobian(target, flat[0], unconnected(zero));
+        return t.use("batch_jacobian", [&](GradientTape& tape) {
+          return tape.batch_jacobian(target, flat[0], unconnected(zero));
+        });
       });
 }
 

@@ -135,3 +135,15 @@ def test_variables_assign_and_read():
     assert repr(v).startswith("<tf.Variable 'v:0' shape=(2,), dtype=float32, numpy=")
     with pytest.raises(ValueError):
         v.assign_add([1.0, 2.0, 3.0])
+
+
+def test_a_gradient_taken_inside_with_leaves_the_block_cleanly():
+    x = tf.Variable(2.0)
+    with tf.GradientTape() as tape:
+        y = x * x
+        g = tape.gradient(y, x)
+    assert float(g) == 4.0
+    with tf.GradientTape() as tape:
+        y = x * x * x
+        j = tape.jacobian(y, x)
+    assert float(j) == 12.0
