@@ -69,17 +69,18 @@ void reduction(py::module_& m, const char* name, const char* op) {
       py::arg("name") = py::none());
 }
 
-Shape shape_arg(py::handle shape, const char* op) {
-  if (py::isinstance<Tensor>(shape)) {
-    const Tensor t = cast(shape.cast<const Tensor&>(), int64);
-    return Shape::checked(t.to_vector<std::int64_t>(), op);
-  }
+/// TensorFlow's `shape` argument as given: an int, a list of ints or an integer tensor (reshape's
+/// -1 included).
+std::vector<std::int64_t> dims_arg(py::handle shape) {
+  if (py::isinstance<Tensor>(shape))
+    return cast(shape.cast<const Tensor&>(), int64).to_vector<std::int64_t>();
   if (PyIndex_Check(shape.ptr()))
-    return Shape::checked(
-        std::vector<std::int64_t>{py::int_(py::reinterpret_borrow<py::object>(shape)).cast<std::int64_t>()},
-        op);
-  return Shape::checked(shape.cast<std::vector<std::int64_t>>(), op);
+    return {py::int_(py::reinterpret_borrow<py::object>(shape)).cast<std::int64_t>()};
+  return shape.cast<std::vector<std::int64_t>>();
 }
+
+/// A `shape` argument that must be a whole shape (no -1): InvalidArgumentError naming `op` otherwise.
+Shape shape_arg(py::handle shape, const char* op) { return Shape::checked(dims_arg(shape), op); }
 
 std::vector<Tensor> tensor_list(py::handle values, const char* op) {
   std::vector<Tensor> out;
@@ -185,7 +186,7 @@ void bind_array(py::module_& m) {
         if (shape.is_none()) return t;
         const Shape want = shape_arg(shape, "Const");
         if (t.num_elements() == 1 && want.num_elements() != 1) return broadcast_to(reshape(t, {}), want);
-        return reshape(t, std::vector<std::int64_t>(want.dims().begin(), want.dims().end()));
+        return reshape(t, dims_arg(shape));
       },
       py::arg("value"), py::arg("dtype") = py::none(), py::arg("shape") = py::none(),
       py::arg("name") = py::none());
@@ -259,9 +260,7 @@ void bind_array(py::module_& m) {
   m.def(
       "reshape",
       [](py::handle tensor, py::handle shape, py::handle) {
-        const Shape s = shape_arg(shape, "Reshape");
-        return reshape(to_tensor(tensor, "Reshape"),
-                       std::vector<std::int64_t>(s.dims().begin(), s.dims().end()));
+        return reshape(to_tensor(tensor, "Reshape"), dims_arg(shape));
       },
       py::arg("tensor"), py::arg("shape"), py::arg("name") = py::none());
   m.def(

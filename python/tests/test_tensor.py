@@ -149,3 +149,10 @@ def test_shape_size_and_rank_as_tensors():
 def test_a_tensor_formats_as_its_numpy_value():
     assert f"{tf.constant(0.123456):.3f}" == "0.123"
     assert f"{tf.constant(2.5)}" == "2.5"
+
+
+def test_reshape_infers_a_minus_one_dimension():
+    assert tf.reshape(tf.range(6), [-1, 2]).shape == (3, 2)
+    assert tf.reshape(tf.range(6), tf.constant([2, -1])).shape == (2, 3)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Reshape"):
+        tf.reshape(tf.range(6), [-1, 4])
