@@ -617,8 +617,11 @@ EpochSums train_epoch(TrainingState& s, TrainStep& train_step, const TrainOption
     }
     // Outside the (traced) step: assigns the dropout layers' seed variables, which it reads.
     s.model.start_step(epoch, step);
-    const StepResult r =
-        report_first_step && step == first_step ? train_step.with_gradient_report(*b, out) : train_step(*b);
+    // The global batch this batch is a shard of: smaller than the others at an epoch's end.
+    const std::int64_t global_batch = batches.options().batch_size * batches.options().num_shards;
+    const std::int64_t global_rows = std::min(global_batch, batches.num_examples() - step * global_batch);
+    const StepResult r = report_first_step && step == first_step ? train_step.with_gradient_report(*b, out)
+                                                                 : train_step(*b, global_rows);
     train_loss.update_state(r.loss, constant(static_cast<double>(size), DType::Float32));
     correct += static_cast<double>(r.correct.item<std::int64_t>());
     seen += size;

@@ -3,6 +3,7 @@
 #include "tapeflow/debug.h"
 #include "tapeflow/distributed.h"
 #include "tapeflow/nn/losses.h"
+#include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/reduce.h"
 #include "tapeflow/tape.h"
@@ -10,13 +11,13 @@
 namespace tapeflow::cli {
 
 std::pair<Tensor, Tensor> TrainStep::Body::run(const Tensor& features, const Tensor& labels,
-                                               std::ostream* report) const {
+                                               const Tensor& share, std::ostream* report) const {
   Tensor logits, loss;
   if (distributed) {
     distributed::DistributedGradientTape tape;
     logits = (*model->net)(features, /*training=*/true);
     loss = losses::sparse_categorical_crossentropy(labels, logits, /*from_logits=*/true);
-    optimizer->apply_gradients(tape.gradient(loss, vars), vars);
+    optimizer->apply_gradients(tape.gradient(multiply(loss, share), vars), vars);
   } else {
     // The report needs the records after it: the tape is persistent then.
     GradientTape tape(TapeOptions{.persistent = report != nullptr});
@@ -43,14 +44,22 @@ TrainStep::TrainStep(Model& model, optimizers::Optimizer& optimizer, bool eager,
   if (!eager) function_ = function(body_, std::move(options));
 }
 
-StepResult TrainStep::operator()(const data::Batch& batch) {
-  auto [loss, correct] =
-      function_ ? (*function_)(batch.features, batch.labels) : body_(batch.features, batch.labels);
+StepResult TrainStep::operator()(const data::Batch& batch, std::int64_t global_rows) {
+  const Tensor& x = batch.features;
+  const Tensor& y = batch.labels;
+  if (!body_.distributed) {
+    auto [loss, correct] = function_ ? (*function_)(x, y) : body_(x, y);
+    return {std::move(loss), std::move(correct)};
+  }
+  const auto rows = static_cast<double>(y.shape()[0]);
+  const double share = global_rows > 0 ? rows * distributed::size() / static_cast<double>(global_rows) : 1.0;
+  const Tensor share_tensor = constant(static_cast<float>(share));
+  auto [loss, correct] = function_ ? (*function_)(x, y, share_tensor) : body_(x, y, share_tensor);
   return {std::move(loss), std::move(correct)};
 }
 
 StepResult TrainStep::with_gradient_report(const data::Batch& batch, std::ostream& out) {
-  auto [loss, correct] = body_.run(batch.features, batch.labels, &out);
+  auto [loss, correct] = body_.run(batch.features, batch.labels, Tensor(), &out);
   return {std::move(loss), std::move(correct)};
 }
 

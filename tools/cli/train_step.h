@@ -19,8 +19,15 @@
 // With `distributed` (a data-parallel run, tapeflow/distributed.h), the step computes its
 // gradients with a DistributedGradientTape, which averages them over the ranks (traced: with
 // Allreduce ops in the graph; eager: while the backward pass runs), and applies them with
-// apply_gradients.
+// apply_gradients. The ranks' shards of a global batch differ in size when the batch does not
+// divide evenly (an epoch's last one), and the average of the ranks' mean gradients would then
+// weigh the examples of a smaller shard more: each rank scales its loss by its `share` of the
+// global batch (its rows times the ranks over the global batch's rows), so the average is the
+// gradient of one mean over the global batch, as one process with the whole batch computes it.
+// The share is a tensor argument (another value does not trace again) and 1 for equal shards,
+// where the scaling changes no bit.
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <utility>
@@ -46,8 +53,10 @@ class TrainStep {
   /// trainable variables. Nothing is traced before the first call.
   TrainStep(Model& model, optimizers::Optimizer& optimizer, bool eager, bool distributed = false);
 
-  /// One optimizer step on `batch` (features float32 [b, 28, 28, 1], labels int32 [b]).
-  StepResult operator()(const data::Batch& batch);
+  /// One optimizer step on `batch` (features float32 [b, 28, 28, 1], labels int32 [b]). With
+  /// `distributed`, `global_rows` is the rows of the global batch this batch is a shard of (0:
+  /// the shards are equal); without, it is ignored.
+  StepResult operator()(const data::Batch& batch, std::int64_t global_rows = 0);
   /// The same step, run eagerly with a persistent tape so that the gradient report of the step
   /// (tf::debug::gradient_report) can be printed to `out` before the update.
   StepResult with_gradient_report(const data::Batch& batch, std::ostream& out);
@@ -65,10 +74,16 @@ class TrainStep {
     bool distributed = false;
 
     std::pair<Tensor, Tensor> operator()(const Tensor& features, const Tensor& labels) const {
-      return run(features, labels, nullptr);
+      return run(features, labels, Tensor(), nullptr);
+    }
+    /// The distributed step, whose loss this rank's `share` (a float32 scalar) scales.
+    std::pair<Tensor, Tensor> operator()(const Tensor& features, const Tensor& labels,
+                                         const Tensor& share) const {
+      return run(features, labels, share, nullptr);
     }
     /// The step; with `report`, prints the gradient report to it before the update.
-    std::pair<Tensor, Tensor> run(const Tensor& features, const Tensor& labels, std::ostream* report) const;
+    std::pair<Tensor, Tensor> run(const Tensor& features, const Tensor& labels, const Tensor& share,
+                                  std::ostream* report) const;
   };
 
   Body body_;
