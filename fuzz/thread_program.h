@@ -16,6 +16,8 @@
 // and every gradient equal the same computation done eagerly. run_thread_program
 // returns what failed (empty when everything held).
 
+#include <fmt/format.h>
+
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -23,15 +25,22 @@
 #include <thread>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "fuzz_input.h"
 
 namespace tapeflow::fuzz {
 
 namespace thread_program {
 
-enum class Action { CounterAdd, HotAssign, HotRead, SgdStep, AdamMinimize, CallFunction, TapeGradient, PauseHandoff };
+enum class Action {
+  CounterAdd,
+  HotAssign,
+  HotRead,
+  SgdStep,
+  AdamMinimize,
+  CallFunction,
+  TapeGradient,
+  PauseHandoff
+};
 inline constexpr int kActions = 8;
 
 struct Step {
@@ -92,7 +101,8 @@ inline std::string run_thread_program(FuzzInput& in) {
   optimizers::Adam adam(0.01);
   // An unknown batch dimension: calls at several sizes trace, share and serve one graph at once.
   auto fn = function([&weights](const Tensor& x) { return weighted_tanh_sum(x, weights); },
-                     FunctionOptions{.name = "weighted_tanh_sum", .input_signature = std::vector{TensorSpec{{-1, 4}, DType::Float64}}});
+                     FunctionOptions{.name = "weighted_tanh_sum",
+                                     .input_signature = std::vector{TensorSpec{{-1, 4}, DType::Float64}}});
   std::vector<std::vector<Variable>> sgd_vars, adam_vars;
   for (int t = 0; t < threads; ++t) {
     sgd_vars.push_back(own_variables(100 + 10 * static_cast<std::uint64_t>(t)));
@@ -141,9 +151,10 @@ inline std::string run_thread_program(FuzzInput& in) {
               const auto traced = fn(x).to_vector<double>();
               const auto eager = weighted_tanh_sum(x, weights).to_vector<double>();
               if (traced != eager)
-                failures.add(fmt::format("thread {}: the shared function's result for a batch of {} differs "
-                                         "from the eager one",
-                                         t, s.amount));
+                failures.add(
+                    fmt::format("thread {}: the shared function's result for a batch of {} differs "
+                                "from the eager one",
+                                t, s.amount));
               break;
             }
             case Action::TapeGradient: {
@@ -174,9 +185,10 @@ inline std::string run_thread_program(FuzzInput& in) {
               try {
                 const auto g = tape.gradient(y, x);
                 if (!g || g->item<double>() != 4.0)
-                  failures.add(fmt::format("thread {}: a tape whose pause ended on another thread gave a "
-                                           "missing or wrong gradient",
-                                           t));
+                  failures.add(
+                      fmt::format("thread {}: a tape whose pause ended on another thread gave a "
+                                  "missing or wrong gradient",
+                                  t));
               } catch (const Error&) {
                 // What the guard's documentation promises instead of a silently missing gradient.
               }
@@ -198,8 +210,8 @@ inline std::string run_thread_program(FuzzInput& in) {
       if (s.action == Action::AdamMinimize) ++adam_steps;
     }
   if (counter.value().item<double>() != static_cast<double>(added))
-    failures.add(fmt::format("the counter holds {} after additions summing to {}", counter.value().item<double>(),
-                             added));
+    failures.add(fmt::format("the counter holds {} after additions summing to {}",
+                             counter.value().item<double>(), added));
   if (adam.iterations().value().item<std::int64_t>() != adam_steps)
     failures.add(fmt::format("Adam counted {} steps of {}", adam.iterations().value().item<std::int64_t>(),
                              adam_steps));
@@ -221,7 +233,8 @@ inline std::string run_thread_program(FuzzInput& in) {
       }
     for (std::size_t i = 0; i < alone.size(); ++i)
       if (alone[i].value().to_vector<double>() != sgd_vars[ti][i].value().to_vector<double>())
-        failures.add(fmt::format("thread {}: its SGD variable {} differs from the same steps run alone", t, i));
+        failures.add(
+            fmt::format("thread {}: its SGD variable {} differs from the same steps run alone", t, i));
   }
   return failures.text();
 }

@@ -23,7 +23,12 @@
 ///
 /// **Variables** read inside are captured by handle and read at each call; assignments inside
 /// (`assign`, `assign_add`, an optimizer's update) happen at each call. A variable destroyed
-/// after the trace makes the next call throw FailedPreconditionError. Tensors the body captures
+/// after the trace makes the next call throw FailedPreconditionError. A Variable passed as an
+/// *argument* is part of the signature by dtype, shape and trainability only, as in TensorFlow:
+/// calling with another variable of that kind does not trace again; the graph reads and assigns
+/// the variable passed (the trace's graph, rebound to it). One exception traces again: a body
+/// whose tf::cond or tf::while_loop branches assign variables (their branch graphs hold the
+/// variables they assign). Tensors the body captures
 /// from outside (and constants it creates, seeded random draws included) are captured by value.
 ///
 /// **Retracing.** A new signature traces again; after 5 traces of one function a warning says so
@@ -69,7 +74,7 @@
 ///
 /// Arguments and results: Tensor, and std::vector, std::map, std::pair, std::tuple and
 /// std::array of them, nested; arguments may also be bool, integers, floating-point numbers,
-/// std::string and Variable (part of the signature, by value or by handle).
+/// std::string and Variable (part of the signature: values by value, variables by kind).
 
 #include <array>
 #include <charconv>
@@ -134,7 +139,17 @@ struct FunctionStats {
   std::size_t nodes = 0;               ///< nodes of the latest graph after the passes
   std::size_t nodes_traced = 0;        ///< nodes of the latest graph as traced
   std::size_t planned_peak_bytes = 0;  ///< the latest graph's memory plan: peak live bytes
+  /// Sets of Variable arguments other than a trace's that its graph was rebound to, untraced
+  /// (each set once: the latest 64 rebound graphs are kept).
+  int variable_rebinds = 0;
+  /// Gradient graphs pruned to the gradients a recorded call's tapes need, dropped because a
+  /// trace keeps the latest kMaxPrunedBackwards sets only (made again if needed again).
+  int pruned_backward_evictions = 0;
 };
+
+/// How many pruned gradient graphs (one per set of gradients the tapes need) a trace keeps, the
+/// least recently used dropped first: enough for every pattern a training loop cycles through.
+inline constexpr std::size_t kMaxPrunedBackwards = 16;
 
 namespace detail {
 
@@ -145,6 +160,8 @@ struct FlatCall {
   std::vector<Tensor> tensors;
   std::vector<TensorSpec> specs;  ///< the TensorSpecs standing for tensors (save_function's calls)
   std::string key;
+  /// The Variable arguments in order: the key holds only their kind, the graph reads these.
+  std::vector<Variable> variables;
 };
 
 /// Ends a call's key with the C++ types of its arguments and of the result `F` returns for them:
@@ -225,9 +242,21 @@ struct FunctionNest<TensorSpec> {
 };
 template <>
 struct FunctionNest<Variable> {
+  // By kind, as TensorFlow keys a variable argument: another variable of the same dtype, shape and
+  // trainability runs the same graph, which reads the variable passed (FlatCall::variables).
   static void flatten(const Variable& v, FlatCall& c) {
     c.key += 'V';
-    c.key += std::to_string(v.handle_id());
+    c.key +=
+        TensorSpec{std::vector<std::int64_t>(v.shape().dims().begin(), v.shape().dims().end()), v.dtype()}
+            .to_string();
+    c.key += v.trainable() ? 't' : 'n';
+    // One variable passed twice is one variable of the graph: the key says which it repeats.
+    for (std::size_t k = 0; k < c.variables.size(); ++k)
+      if (c.variables[k].handle_id() == v.handle_id()) {
+        c.key += '=' + std::to_string(k);
+        break;
+      }
+    c.variables.push_back(v);
   }
   template <class It>
   static Variable rebuild(const Variable& v, It&) {
@@ -465,9 +494,11 @@ void save_function(const Function<F>& fn, const std::vector<TensorSpec>& signatu
 
 namespace detail {
 /// save_function for the trace of the call whose key (FlatCall::key) is `call_key`, or of any
-/// call (InvalidArgumentError where several match) without one.
+/// call (InvalidArgumentError where several match) without one; with a call key, its graph reads
+/// and assigns `variables` (the call's FlatCall::variables).
 void save_trace(const FunctionCore& fn, const std::vector<TensorSpec>& signature,
-                const std::filesystem::path& path, const std::optional<std::string>& call_key);
+                const std::filesystem::path& path, const std::optional<std::string>& call_key,
+                const std::vector<Variable>& variables = {});
 }  // namespace detail
 
 /// Writes, as save_function above, the trace `fn` made for a call with the arguments `args`: the
@@ -485,7 +516,7 @@ void save_function(const Function<F>& fn, const Path& path, const Args&... args)
   detail::FlatCall call;
   (detail::FunctionNest<Args>::flatten(args, call), ...);
   detail::append_call_types<F, typename detail::CallArgument<Args>::type...>(call.key);
-  detail::save_trace(fn.checked_core(), call.specs, path, call.key);
+  detail::save_trace(fn.checked_core(), call.specs, path, call.key, call.variables);
 }
 
 /// A function loaded from a file save_function wrote: it runs without the C++ that built it

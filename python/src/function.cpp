@@ -18,9 +18,12 @@ class PyFunction {
               "function '" + name + "'") {}
 
   /// Runs the call: `trace(fresh_tensors)` is the Python body (it returns the flat result tensors
-  /// and their structure), called only when this signature has no graph yet.
-  py::tuple call(std::vector<Tensor> tensors, std::string key, py::function trace) {
-    detail::FlatCall call{.tensors = std::move(tensors), .specs = {}, .key = std::move(key)};
+  /// and their structure), called only when this signature has no graph yet. `variables` are the
+  /// call's Variable arguments, which `key` holds by kind only (FlatCall::variables).
+  py::tuple call(std::vector<Tensor> tensors, std::string key, py::function trace,
+                 std::vector<Variable> variables) {
+    detail::FlatCall call{
+        .tensors = std::move(tensors), .specs = {}, .key = std::move(key), .variables = std::move(variables)};
     detail::FunctionCore::Body body = [&trace](std::vector<Tensor> fresh) {
       py::gil_scoped_acquire gil;
       py::tuple out = trace(std::move(fresh));
@@ -36,11 +39,11 @@ class PyFunction {
   }
 
   /// Writes the trace of the call with signature key `key` (or the only trace for `signature`) to
-  /// a function file.
-  void save(const std::vector<TensorSpec>& signature, const std::string& path,
-            std::optional<std::string> key) {
+  /// a function file, reading and assigning the call's `variables`.
+  void save(const std::vector<TensorSpec>& signature, const std::string& path, std::optional<std::string> key,
+            const std::vector<Variable>& variables) {
     py::gil_scoped_release released;
-    detail::save_trace(core_, signature, path, key);
+    detail::save_trace(core_, signature, path, key, variables);
   }
 
   int traces() const { return core_.stats().traces; }
@@ -75,8 +78,10 @@ void bind_function(py::module_& m) {
   py::class_<PyFunction>(m, "_Function")
       .def(py::init<const std::string&, std::optional<std::vector<TensorSpec>>>(), py::arg("name"),
            py::arg("input_signature"))
-      .def("call", &PyFunction::call)
-      .def("save", &PyFunction::save, py::arg("signature"), py::arg("path"), py::arg("key"))
+      .def("call", &PyFunction::call, py::arg("tensors"), py::arg("key"), py::arg("trace"),
+           py::arg("variables") = std::vector<Variable>{})
+      .def("save", &PyFunction::save, py::arg("signature"), py::arg("path"), py::arg("key"),
+           py::arg("variables") = std::vector<Variable>{})
       .def_property_readonly("traces", &PyFunction::traces)
       .def_property_readonly("graph_calls", &PyFunction::graph_calls)
       .def("graph_text", &PyFunction::graph_text);

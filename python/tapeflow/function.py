@@ -15,14 +15,25 @@ def _is_tensor_argument(leaf):
     return isinstance(leaf, (_tapeflow.EagerTensor, np.ndarray, _tapeflow.TensorSpec))
 
 
-def _key_of(leaf):
-    """How a non-tensor argument enters the signature: a variable by identity, a Python value by
-    type and value (a new value traces again, as in TensorFlow)."""
+def _key_of(leaf, variables):
+    """How a non-tensor argument enters the signature: a variable by dtype, shape and trainability
+    (another variable of that kind runs the same graph, reading the variable passed; `variables`
+    collects them in order, and one passed twice says which it repeats), a Python value by type
+    and value (a new value traces again, as in TensorFlow)."""
     if _is_tensor_argument(leaf):
         return "T"
     if isinstance(leaf, _tapeflow.ResourceVariable):
-        return ("V", leaf.__hash__())
+        handle = hash(leaf)  # the variable's handle: every Python object of one variable shares it
+        repeats = next((k for k, v in enumerate(variables) if hash(v) == handle), None)
+        variables.append(leaf)
+        return ("V", str(leaf.dtype), leaf._shape, leaf.trainable, repeats)
     return (type(leaf).__qualname__, repr(leaf))
+
+
+def _signature_key(call):
+    """The signature key of a call's (args, kwargs), and its variable arguments in order."""
+    variables = []
+    return repr(nest.map_structure(lambda leaf: _key_of(leaf, variables), call)), variables
 
 
 class Function:
@@ -45,7 +56,7 @@ class Function:
         call = (args, kwargs)
         leaves = nest.flatten(call)
         tensors = [_tapeflow.convert_to_tensor(leaf) for leaf in leaves if _is_tensor_argument(leaf)]
-        key = repr(nest.map_structure(_key_of, call))
+        key, variables = _signature_key(call)
 
         def trace(fresh):
             fresh = iter(fresh)
@@ -58,7 +69,7 @@ class Function:
             kept = [None if t else leaf for leaf, t in zip(flat, is_tensor)]  # no traced tensor kept alive
             return outputs, (result, kept, is_tensor)
 
-        outputs, (structure, flat, is_tensor) = self._core.call(tensors, key, trace)
+        outputs, (structure, flat, is_tensor) = self._core.call(tensors, key, trace, variables)
         outputs = iter(outputs)
         return nest.pack_sequence_as(structure, [next(outputs) if t else leaf for leaf, t in zip(flat, is_tensor)])
 
@@ -104,7 +115,8 @@ def save_function(function, path, *args, **kwargs):
     leaves = nest.flatten(call)
     specs = [leaf if isinstance(leaf, _tapeflow.TensorSpec) else _spec_of(leaf) for leaf in leaves
              if _is_tensor_argument(leaf)]
-    function._core.save(specs, str(path), repr(nest.map_structure(_key_of, call)))
+    key, variables = _signature_key(call)
+    function._core.save(specs, str(path), key, variables)
 
 
 def _spec_of(value):

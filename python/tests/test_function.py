@@ -68,6 +68,49 @@ def test_variables_are_read_at_call_time():
     assert float(read()) == 10.0
 
 
+def test_another_variable_of_the_same_kind_does_not_retrace():
+    # TensorFlow keys a variable argument by dtype and shape: the graph reads the one passed.
+    @tf.function
+    def bump(v, x):
+        v.assign_add(x)
+        return v * 2.0
+
+    a, b = tf.Variable([1.0, 2.0]), tf.Variable([10.0, 20.0])
+    assert bump(a, tf.constant([1.0, 1.0])).numpy().tolist() == [4.0, 6.0]
+    assert bump(b, tf.constant([1.0, 1.0])).numpy().tolist() == [22.0, 42.0]
+    assert bump.experimental_get_tracing_count() == 1
+    assert a.numpy().tolist() == [2.0, 3.0] and b.numpy().tolist() == [11.0, 21.0]
+    bump(tf.Variable([1.0, 2.0, 3.0]), tf.constant([0.0, 0.0, 0.0]))  # another shape
+    assert bump.experimental_get_tracing_count() == 2
+
+
+def test_a_variable_argument_gets_its_gradient_through_the_graph():
+    @tf.function
+    def scaled(v, x):
+        return tf.reduce_sum(v * x)
+
+    a, b = tf.Variable([1.0, 2.0]), tf.Variable([3.0, 4.0])
+    for passed in (a, b, a):
+        with tf.GradientTape() as tape:
+            y = scaled(passed, tf.constant([5.0, 6.0]))
+        da, db = tape.gradient(y, [a, b])
+        got, other = (da, db) if passed is a else (db, da)
+        assert got.numpy().tolist() == [5.0, 6.0] and other is None
+
+
+def test_one_variable_passed_twice_is_another_signature_than_two():
+    @tf.function
+    def add(p, q):
+        p.assign_add(1.0)
+        q.assign_add(10.0)
+        return p + q
+
+    a, b, c = tf.Variable(0.0), tf.Variable(0.0), tf.Variable(0.0)
+    assert float(add(a, a)) == 22.0
+    assert float(add(b, c)) == 11.0
+    assert add.experimental_get_tracing_count() == 2
+
+
 def test_an_exception_in_the_body_propagates_with_its_type():
     @tf.function
     def broken(x):

@@ -65,7 +65,7 @@ Grads call_gradient(const GradContext& c) {
     for (std::size_t k = 0; k < g.size(); ++k) out[slots[k]] = std::move(g[k]);
     return out;
   }
-  std::vector<Tensor> g = d.backward_for(needed).run(in, RunMode::kFast);  // the needed ones, in order
+  std::vector<Tensor> g = d.backward_for(needed)->run(in, RunMode::kFast);  // the needed ones, in order
   for (std::size_t k = 0, j = 0; k < needed.size(); ++k)
     if (needed[k]) out[slots[k]] = std::move(g[j++]);
   return out;
@@ -170,10 +170,11 @@ std::vector<Tensor> build_executors(Differentiable& d, const Graph& g, std::span
 
 }  // namespace
 
-const Executor& Differentiable::backward_for(const std::vector<bool>& needed) const {
+std::shared_ptr<const Executor> Differentiable::backward_for(const std::vector<bool>& needed) const {
   std::lock_guard lock(pruned_mutex_);
-  std::unique_ptr<Executor>& e = pruned_[needed];
-  if (e == nullptr) {
+  Pruned& e = pruned_[needed];
+  e.last_use = ++pruned_uses_;
+  if (e.executor == nullptr) {
     Graph g = backward_unfused;
     std::vector<ValueId> outputs;
     for (std::size_t k = 0; k < needed.size(); ++k)
@@ -183,9 +184,15 @@ const Executor& Differentiable::backward_for(const std::vector<bool>& needed) co
       g = optimized(std::move(g), true);
     else
       eliminate_dead_code(g);
-    e = std::make_unique<Executor>(std::move(g), backward->name());
+    e.executor = std::make_shared<const Executor>(std::move(g), backward->name());
   }
-  return *e;
+  std::shared_ptr<const Executor> found = e.executor;
+  if (pruned_.size() > kMaxPrunedBackwards) {
+    auto oldest = std::ranges::min_element(pruned_, {}, [](const auto& kv) { return kv.second.last_use; });
+    pruned_.erase(oldest);
+    ++pruned_evictions_;
+  }
+  return found;
 }
 
 Graph optimized(Graph g, bool fuse) {
@@ -212,6 +219,83 @@ ConcreteFunction::ConcreteFunction(std::string label, Graph traced, bool optimiz
   plain_ = std::make_unique<Executor>(std::move(plain), label_);
   // A body's unused values (a gradient it did not return) are not part of what it computes.
   eliminate_dead_code(traced_);
+}
+
+namespace {
+
+/// Whether two handles name one variable, destroyed or not.
+bool same_variable(const std::weak_ptr<detail::VariableState>& a,
+                   const std::weak_ptr<detail::VariableState>& b) {
+  return !a.owner_before(b) && !b.owner_before(a);
+}
+
+/// `g` reading and assigning `to[k]` wherever it read and assigned `from[k]`.
+Graph rebind(Graph g, std::span<const std::weak_ptr<detail::VariableState>> from,
+             std::span<const Variable> to) {
+  for (CapturedVariable& c : g.variables)
+    for (std::size_t k = 0; k < from.size(); ++k)
+      if (same_variable(c.state, from[k])) {
+        c.state = detail::VariableHandle::weak(to[k]);
+        c.name = to[k].name();
+        break;
+      }
+  return g;
+}
+
+/// Whether an op of `g` changes state itself (OpDef::stateful): a tf::cond or tf::while_loop whose
+/// branches assign variables, which their branch graphs hold; or a collective, which holds none
+/// but is treated alike (a distributed step traces once per set of variables).
+bool has_assigning_branches(const Graph& g) {
+  return std::ranges::any_of(g.nodes,
+                             [](const Node& n) { return n.kind == NodeKind::kOp && n.op->stateful; });
+}
+
+}  // namespace
+
+void ConcreteFunction::set_argument_variables(const std::vector<Variable>& vars) {
+  argument_variables_.clear();
+  for (const Variable& v : vars) argument_variables_.push_back(detail::VariableHandle::weak(v));
+}
+
+bool ConcreteFunction::bound_to(const std::vector<Variable>& vars) const {
+  if (vars.size() != argument_variables_.size()) return false;
+  for (std::size_t k = 0; k < vars.size(); ++k)
+    if (!same_variable(argument_variables_[k], detail::VariableHandle::weak(vars[k]))) return false;
+  return true;
+}
+
+std::shared_ptr<ConcreteFunction> ConcreteFunction::rebound(const std::vector<Variable>& vars) const {
+  if (has_assigning_branches(traced_) || vars.size() != argument_variables_.size()) return nullptr;
+  const auto& from = argument_variables_;
+  const auto executor = [&](const std::unique_ptr<Executor>& e) {
+    return std::make_unique<Executor>(rebind(e->graph(), from, vars), e->name());
+  };
+  std::shared_ptr<ConcreteFunction> r(new ConcreteFunction());
+  r->label_ = label_;
+  r->traced_ = rebind(traced_, from, vars);
+  r->fast_ = executor(fast_);
+  r->plain_ = executor(plain_);
+  r->structure_ = structure_;
+  r->specs_ = specs_;
+  r->set_argument_variables(vars);
+  if (const Differentiable* d = differentiable_.get()) {
+    auto p = std::make_unique<Differentiable>();
+    p->forward = executor(d->forward);
+    p->forward_plain = executor(d->forward_plain);
+    p->num_results = d->num_results;
+    p->backward = executor(d->backward);
+    p->backward_plain = executor(d->backward_plain);
+    p->cotangent_results = d->cotangent_results;
+    p->source_inputs = d->source_inputs;
+    p->source_variables = d->source_variables;
+    p->gradient_of = d->gradient_of;
+    p->traced_forward = rebind(d->traced_forward, from, vars);
+    p->traced_backward = rebind(d->traced_backward, from, vars);
+    p->backward_unfused = rebind(d->backward_unfused, from, vars);
+    p->optimize = d->optimize;
+    r->differentiable_ = std::move(p);
+  }
+  return r;
 }
 
 std::vector<Tensor> ConcreteFunction::call_fast(std::span<const Tensor> inputs) const {

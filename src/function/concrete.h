@@ -41,17 +41,29 @@ struct Differentiable {
   /// The fast backward restricted to the gradients in `needed` (one flag per backward output),
   /// made on first use per set and kept: a record whose tapes need no gradient of some of the
   /// call's inputs (a batch of data, a variable no tape watches) skips computing them, which for
-  /// a model's first layer is a whole matrix product.
-  const Executor& backward_for(const std::vector<bool>& needed) const;
-  /// How many sets backward_for has made a graph for.
+  /// a model's first layer is a whole matrix product. The latest kMaxPrunedBackwards sets are
+  /// kept (least recently used dropped first): the executor is shared, so a dropped one finishes
+  /// the runs that hold it.
+  std::shared_ptr<const Executor> backward_for(const std::vector<bool>& needed) const;
+  /// How many sets backward_for holds a graph for, and how many it dropped.
   std::size_t pruned_backwards() const {
     std::lock_guard lock(pruned_mutex_);
     return pruned_.size();
   }
+  std::size_t pruned_evictions() const {
+    std::lock_guard lock(pruned_mutex_);
+    return pruned_evictions_;
+  }
 
  private:
+  struct Pruned {
+    std::shared_ptr<const Executor> executor;
+    std::uint64_t last_use = 0;
+  };
   mutable std::mutex pruned_mutex_;
-  mutable std::map<std::vector<bool>, std::unique_ptr<Executor>> pruned_;
+  mutable std::map<std::vector<bool>, Pruned> pruned_;
+  mutable std::uint64_t pruned_uses_ = 0;
+  mutable std::size_t pruned_evictions_ = 0;
 };
 
 class ConcreteFunction {
@@ -85,7 +97,19 @@ class ConcreteFunction {
   const std::shared_ptr<const void>& structure() const { return structure_; }
   const std::string& label() const { return label_; }
 
+  /// The Variable arguments of the call it was traced for (detail::FlatCall::variables): the
+  /// variables its graphs read and assign in their place.
+  void set_argument_variables(const std::vector<Variable>& vars);
+  /// Whether `vars` are its argument variables, handle for handle.
+  bool bound_to(const std::vector<Variable>& vars) const;
+  /// A copy whose graphs read and assign `vars` (of the same kinds) where they read and assign its
+  /// argument variables; nullptr when a tf::cond or tf::while_loop node's branches assign
+  /// variables (their branch graphs hold the variables, out of reach).
+  std::shared_ptr<ConcreteFunction> rebound(const std::vector<Variable>& vars) const;
+
  private:
+  ConcreteFunction() = default;
+
   std::string label_;
   Graph traced_;
   std::unique_ptr<Executor> fast_;
@@ -93,6 +117,7 @@ class ConcreteFunction {
   std::shared_ptr<const void> structure_;
   std::shared_ptr<const Differentiable> differentiable_;
   std::vector<TensorSpec> specs_;
+  std::vector<std::weak_ptr<detail::VariableState>> argument_variables_;
 };
 
 /// Runs the graph passes: dead code, common subexpressions, constant folding, and with `fuse`

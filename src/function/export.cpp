@@ -141,9 +141,20 @@ void save_function(const detail::FunctionCore& fn, const std::vector<TensorSpec>
 }
 
 void detail::save_trace(const FunctionCore& fn, const std::vector<TensorSpec>& signature,
-                        const std::filesystem::path& path, const std::optional<std::string>& call_key) {
+                        const std::filesystem::path& path, const std::optional<std::string>& call_key,
+                        const std::vector<Variable>& variables) {
   const FunctionCore::State& s = *fn.state();
-  const GraphToSave saved = graph_to_save(s, signature, call_key);
+  GraphToSave saved = graph_to_save(s, signature, call_key);
+  if (call_key && !variables.empty() && !saved.function->bound_to(variables)) {
+    // The trace of another call with variables of these kinds: its graph, on the variables given.
+    std::shared_ptr<graph::ConcreteFunction> r = saved.function->rebound(variables);
+    TAPEFLOW_REQUIRE(r != nullptr, FailedPreconditionError,
+                     "[save_function] {}: its trace for these variable kinds was made with other variables, "
+                     "and its tf::cond or tf::while_loop branches assign them, so it cannot be rebound: "
+                     "call the function with the variables to save first",
+                     s.label);
+    saved.function = std::move(r);
+  }
   const std::shared_ptr<graph::ConcreteFunction>& cf = saved.function;
   graph::ExportedFunction f;
   f.name = s.options.name;

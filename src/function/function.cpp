@@ -6,6 +6,7 @@
 #include <cxxabi.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -100,6 +101,40 @@ std::vector<Tensor> run_restoring_variables(const graph::Graph& g, const std::st
   }
 }
 
+/// The handles of a call's Variable arguments, as a key suffix: "#12,40".
+std::string handles_of(const std::vector<Variable>& vars) {
+  std::string s = "#";
+  for (std::size_t k = 0; k < vars.size(); ++k) {
+    if (k > 0) s += ',';
+    s += std::to_string(vars[k].handle_id());
+  }
+  return s;
+}
+
+/// `cf` (the trace of signature `key`) rebound to the call's Variable arguments `vars`: made once
+/// per set of variables and kept (FunctionCore::State::rebound); nullptr where it cannot be.
+std::shared_ptr<graph::ConcreteFunction> rebound_for(FunctionCore::State& s, const std::string& key,
+                                                     const std::shared_ptr<graph::ConcreteFunction>& cf,
+                                                     const std::vector<Variable>& vars) {
+  const std::string rebound_key = key + handles_of(vars);
+  {
+    std::lock_guard lock(s.mutex);
+    if (auto it = s.rebound.find(rebound_key); it != s.rebound.end() && it->second.from == cf) {
+      it->second.last_use = ++s.rebound_uses;
+      return it->second.function;
+    }
+  }
+  std::shared_ptr<graph::ConcreteFunction> r = cf->rebound(vars);
+  if (r == nullptr) return nullptr;
+  std::lock_guard lock(s.mutex);
+  s.rebound[rebound_key] = {cf, r, ++s.rebound_uses};
+  s.stats.variable_rebinds += 1;
+  if (s.rebound.size() > FunctionCore::State::kMaxRebound)
+    s.rebound.erase(
+        std::ranges::min_element(s.rebound, {}, [](const auto& kv) { return kv.second.last_use; }));
+  return r;
+}
+
 /// The shared graph entry of a call structure, recorded calls or not.
 std::map<std::string, SharedGraph>& shared_graphs(FunctionCore::State& s, bool recorded) {
   return recorded ? s.shared_recorded : s.shared;
@@ -129,6 +164,8 @@ std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& cal
     templates = it->second.templates;
     beyond = it->second.beyond_confirmed(sizes);
   }
+  // Its graphs read the variables of the call that traced it: other ones trace.
+  if (!first->bound_to(call.variables)) return std::nullopt;
   const std::vector<const graph::Graph*> traced = SharedGraph::graphs_of(*first, recorded);
   // A destroyed variable is the caller's error, never a reason to run a body that refers to it.
   for (const graph::Graph* g : traced)
@@ -160,6 +197,7 @@ std::optional<CallResult> run_shared(FunctionCore::State& s, const FlatCall& cal
   } catch (const InvalidArgumentError&) {
     return std::nullopt;
   }
+  cf->set_argument_variables(call.variables);
   std::lock_guard lock(s.mutex);
   s.cache[key] = cf;
   s.stats.shared_graph_sizes += 1;
@@ -283,7 +321,11 @@ const FunctionOptions& FunctionCore::options() const { return state_->options; }
 
 FunctionStats FunctionCore::stats() const {
   std::lock_guard lock(state_->mutex);
-  return state_->stats;
+  FunctionStats stats = state_->stats;
+  for (const auto& [key, cf] : state_->cache)
+    if (const graph::Differentiable* d = cf->differentiable())
+      stats.pruned_backward_evictions += static_cast<int>(d->pruned_evictions());
+  return stats;
 }
 
 std::vector<std::vector<TensorSpec>> FunctionCore::traced_signatures() const {
@@ -307,11 +349,22 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
     return out;
   };
   bool specialization = false;
-  const std::string key = s.key_of(call, specialization);
+  std::string key = s.key_of(call, specialization);
   std::shared_ptr<graph::ConcreteFunction> cf;
   {
     std::lock_guard lock(s.mutex);
     if (auto it = s.cache.find(key); it != s.cache.end()) cf = it->second;
+  }
+  if (cf != nullptr && !cf->bound_to(call.variables)) {
+    // Other variables of the kinds the trace was made for: its graph, rebound to them.
+    if (std::shared_ptr<graph::ConcreteFunction> r = rebound_for(s, key, cf, call.variables)) {
+      cf = std::move(r);
+    } else {  // a graph that cannot be rebound: these variables get a trace of their own
+      key += handles_of(call.variables);
+      std::lock_guard lock(s.mutex);
+      auto it = s.cache.find(key);
+      cf = it == s.cache.end() ? nullptr : it->second;
+    }
   }
   const bool recorded = autodiff::any_tape_recording() && !ops_must_be_observed();
   if (cf == nullptr && autodiff::t_tracer != nullptr) {
@@ -331,6 +384,7 @@ std::pair<std::vector<Tensor>, std::shared_ptr<const void>> FunctionCore::call(c
   if (needs_trace) {
     const auto start = Clock::now();
     graph::TraceResult traced = graph::trace(s.label, s.options.optimize, call.tensors, body, recorded);
+    traced.function->set_argument_variables(call.variables);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     if (specialization) offer_shared(s, call, traced.function, recorded);
     std::lock_guard lock(s.mutex);

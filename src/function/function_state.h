@@ -95,6 +95,16 @@ struct FunctionCore::State {
   int next_warning = 5;
   std::map<std::string, SharedGraph> shared;           // by call structure (FlatCall::key)
   std::map<std::string, SharedGraph> shared_recorded;  // the same, for calls recorded on a tape
+  /// Traces rebound to other Variable arguments (ConcreteFunction::rebound), by signature key and
+  /// the variables' handles, with the trace each was made from: one made from a trace since
+  /// replaced (by a differentiable one) is made again. The latest kMaxRebound are kept.
+  struct Rebound {
+    std::shared_ptr<graph::ConcreteFunction> from, function;
+    std::uint64_t last_use = 0;
+  };
+  static constexpr std::size_t kMaxRebound = 64;
+  std::map<std::string, Rebound> rebound;
+  std::uint64_t rebound_uses = 0;
 
   /// Whether every dimension the input signature leaves unknown is at least 2 in `call`.
   bool unknown_sizes_at_least_two(const FlatCall& call) const {

@@ -70,8 +70,44 @@ TEST(RecordedCall, ComputesOnlyTheGradientsItsTapesNeed) {
   ASSERT_EQ(std::ranges::count(variables_only, false), 1);
   EXPECT_EQ(d->pruned_backwards(), 1u);  // the graph's calls made it; `both` needed every gradient
   EXPECT_EQ(matmuls(d->backward->graph()), 2u);
-  EXPECT_EQ(matmuls(d->backward_for(variables_only).graph()), 1u);
+  EXPECT_EQ(matmuls(d->backward_for(variables_only)->graph()), 1u);
   EXPECT_EQ(d->pruned_backwards(), 1u);  // the one they ran
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Differentiable, KeepsTheLatestPrunedBackwardsAndCountsWhatItDrops) {
+  // A function of many inputs, recorded with tapes that watch a different subset each time:
+  // each subset is one pruned backward, and the trace keeps the latest kMaxPrunedBackwards.
+  constexpr int kInputs = 6;
+  auto f = tf::function([](const std::vector<tf::Tensor>& xs) {
+    tf::Tensor sum = tf::sin(xs[0]);
+    for (std::size_t i = 1; i < xs.size(); ++i) sum = sum + tf::sin(xs[i]);
+    return sum;
+  });
+  std::vector<tf::Tensor> xs;
+  for (int i = 0; i < kInputs; ++i) xs.push_back(tf::constant(0.5 * i));
+  const int subsets = static_cast<int>(tf::kMaxPrunedBackwards) + 5;
+  for (int mask = 1; mask <= subsets; ++mask) {
+    tf::GradientTape tape;
+    std::vector<tf::Source> watched;
+    for (int i = 0; i < kInputs; ++i)
+      if (mask & (1 << i)) {
+        tape.watch(xs[static_cast<std::size_t>(i)]);
+        watched.emplace_back(xs[static_cast<std::size_t>(i)]);
+      }
+    const std::vector<tf::Gradient> g = tape.gradient(f(xs), watched);
+    for (std::size_t k = 0, i = 0; i < kInputs; ++i)
+      if (mask & (1 << i)) EXPECT_DOUBLE_EQ(g[k++]->item<double>(), std::cos(0.5 * static_cast<double>(i)));
+  }
+  const tf::graph::Differentiable* d = f.core()->state()->cache.begin()->second->differentiable();
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->pruned_backwards(), tf::kMaxPrunedBackwards);
+  // 21 subsets, each but perhaps the trace's own call run by a pruned graph: at least 4 dropped.
+  EXPECT_EQ(f.stats().pruned_backward_evictions, static_cast<int>(d->pruned_evictions()));
+  EXPECT_GE(d->pruned_evictions(), 4u);
 }
 
 }  // namespace

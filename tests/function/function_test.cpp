@@ -670,3 +670,103 @@ TEST(Function, ConstantsAndOpsThatReadTheirOperandsTraceFine) {
     expect_close(f(images, tf::constant(factor)),
                  tf::image::adjust_contrast(images, tf::constant(factor)) * 3.0f);
 }
+
+namespace {
+
+// Variables as arguments: keyed by dtype, shape and trainability, as TensorFlow keys them; the
+// graph reads and assigns the variable passed.
+
+TEST(FunctionVariableArguments, AnotherVariableOfTheSameKindRunsTheGraphOnIt) {
+  int body_runs = 0;
+  auto f = tf::function([&](const tf::Tensor& x, tf::Variable v) {
+    ++body_runs;
+    v.assign_add(x);
+    return x * v.read_value();
+  });
+  tf::Variable a(vec({1, 2}), {.name = "a"}), b(vec({10, 20}), {.name = "b"});
+  expect_close(f(vec({1, 1}), a), vec({2, 3}));
+  expect_close(f(vec({1, 1}), b), vec({11, 21}));
+  expect_close(f(vec({2, 2}), a), vec({8, 10}));
+  EXPECT_EQ(body_runs, 1);
+  EXPECT_EQ(f.stats().traces, 1);
+  EXPECT_EQ(f.stats().variable_rebinds, 1);  // b, once; a is the trace's own
+  expect_close(a.value(), vec({4, 5}));
+  expect_close(b.value(), vec({11, 21}));
+}
+
+TEST(FunctionVariableArguments, ARecordedCallGivesThePassedVariableItsGradient) {
+  auto f = tf::function(
+      [](const tf::Tensor& x, const tf::Variable& v) { return tf::reduce_sum(x * v.read_value()); });
+  tf::Variable a(vec({1, 2}), {.name = "a"}), b(vec({3, 4}), {.name = "b"});
+  for (const tf::Variable* v : {&a, &b, &a}) {
+    tf::GradientTape tape;
+    const tf::Tensor y = f(vec({5, 6}), *v);
+    const std::vector<tf::Gradient> g = tape.gradient(y, std::vector<tf::Variable>{a, b});
+    ASSERT_TRUE(g[v == &a ? 0 : 1].has_value());
+    expect_close(*g[v == &a ? 0 : 1], vec({5, 6}));
+    EXPECT_FALSE(g[v == &a ? 1 : 0].has_value()) << "the variable not passed has no gradient";
+  }
+  EXPECT_EQ(f.stats().traces, 1);
+}
+
+TEST(FunctionVariableArguments, AnotherDtypeShapeOrTrainabilityTracesAgain) {
+  auto f = tf::function([](const tf::Variable& v) { return v.read_value() + v.read_value(); });
+  tf::Variable a(vec({1, 2})), same(vec({3, 4})), longer(vec({1, 2, 3})),
+      frozen(vec({1, 2}), {.trainable = false});
+  f(a);
+  f(same);
+  EXPECT_EQ(f.stats().traces, 1);
+  f(longer);
+  f(frozen);
+  f(tf::Variable(tf::constant({1.0, 2.0})));
+  EXPECT_EQ(f.stats().traces, 4);
+}
+
+TEST(FunctionVariableArguments, OneVariablePassedTwiceIsAnotherSignatureThanTwo) {
+  auto f = tf::function([](tf::Variable p, tf::Variable q) {
+    p.assign_add(tf::constant(1.0f));
+    q.assign_add(tf::constant(10.0f));
+    return p.read_value() + q.read_value();
+  });
+  tf::Variable a(0.0f), b(0.0f), c(0.0f);
+  EXPECT_EQ(f(a, a).item<float>(), 22.0f);
+  EXPECT_EQ(f(b, c).item<float>(), 11.0f);
+  EXPECT_EQ(f(c, c).item<float>(), 42.0f);  // the (a, a) graph, rebound: c goes from 10 to 21
+  EXPECT_EQ(f.stats().traces, 2);
+  EXPECT_EQ(a.value().item<float>(), 11.0f);
+  EXPECT_EQ(b.value().item<float>(), 1.0f);
+}
+
+TEST(FunctionVariableArguments, TheTracesVariableMayBeDestroyedBeforeACallWithAnother) {
+  auto f = tf::function([](const tf::Variable& v) { return v.read_value() + 1.0f; });
+  {
+    tf::Variable gone(vec({1, 2}));
+    f(gone);
+  }
+  tf::Variable kept(vec({5, 6}));
+  expect_close(f(kept), vec({6, 7}));
+  EXPECT_EQ(f.stats().traces, 1);
+}
+
+TEST(FunctionVariableArguments, ABranchAssigningTheVariableTracesForEachVariable) {
+  // A tf::cond whose branch assigns holds the variable in its branch graph, out of the rebinding's
+  // reach: each variable gets its own trace, with the right results.
+  auto f = tf::function([](const tf::Tensor& flag, tf::Variable v) {
+    return tf::cond(
+        flag,
+        [&] {
+          v.assign_add(tf::constant(1.0f));
+          return v.read_value();
+        },
+        [&] { return v.read_value(); });
+  });
+  tf::Variable a(0.0f), b(100.0f);
+  const tf::Tensor yes = tf::constant(true);
+  EXPECT_EQ(f(yes, a).item<float>(), 1.0f);
+  EXPECT_EQ(f(yes, b).item<float>(), 101.0f);
+  EXPECT_EQ(f(yes, a).item<float>(), 2.0f);
+  EXPECT_EQ(f(yes, b).item<float>(), 102.0f);
+  EXPECT_EQ(f.stats().traces, 2);
+}
+
+}  // namespace
