@@ -1,4 +1,4 @@
-// Fuzzes the function-file reader (docs/FUNCTION_FORMAT.md, src/function/serialize.h). The first
+// Fuzzes the function-file reader (docs/FUNCTION_FORMAT.md, src/graph/serialize.h). The first
 // byte is the mode, the rest is the file. Mode bit 0 rewrites the header/meta checksum after the
 // mutation, so mutated fields reach the meta parser and the structure checks instead of all
 // stopping at the checksum. Reading must return or throw a tapeflow::Error (DataLossError,
@@ -7,7 +7,7 @@
 // current one, which must then give itself back).
 //
 // TAPEFLOW_FUZZ_WRITE_SEED=<directory> makes the harness write seed inputs (functions recorded with
-// tests/function/graph_recorder.h, in both modes) to <directory> and exit (how
+// tests/graph/graph_recorder.h, in both modes) to <directory> and exit (how
 // fuzz/corpus/fuzz_function_file/ got its first seeds).
 
 #include <unistd.h>
@@ -20,9 +20,9 @@
 #include <fstream>
 #include <iterator>
 
-#include "function/graph_recorder.h"
-#include "function/serialize.h"
 #include "fuzz_input.h"
+#include "graph/graph_recorder.h"
+#include "graph/serialize.h"
 #include "io/file_util.h"
 
 namespace tf = tapeflow;

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <climits>
 
+#include "graph/check.h"
+
 namespace tapeflow::fuzz {
 
 void init() {
+  graph::set_checking_after_passes(true);  // a pass that breaks a fuzzed graph is named at once
   set_allocation_limit(kAllocationLimit);
   set_buffer_cache_limit(0);  // freed buffers go back to the system: LeakSanitizer sees them all
   set_min_log_level(LogLevel::Error);

@@ -495,7 +495,7 @@ void elementwise_chain(const Options& o, std::vector<Row>& rows) {
                     m[7] * 1e3 / two_pass_ms),
        o.config,
        "the forward's fused graph stores exp's output and sin(x) for the gradient graph (values of SLEEF's "
-       "functions are saved, not recomputed: src/function/recompute.h)" +
+       "functions are saved, not recomputed: src/graph/recompute.h)" +
            fmt2("; to LibTorch eager %.3fx, to the one-graph function (F2d) %.3fx", m[7] / m[1], m[7] / m[6]),
        false, "tapeflow eager"});
 }

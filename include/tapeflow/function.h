@@ -93,24 +93,12 @@
 #include <vector>
 
 #include "tapeflow/tensor.h"
+#include "tapeflow/tensor_spec.h"
 #include "tapeflow/variable.h"
 
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 
 namespace tapeflow {
-
-/// One tensor of a signature: a dtype and a shape whose dims may be unknown (-1).
-struct TensorSpec {
-  std::vector<std::int64_t> dims;  ///< one per axis; -1 is unknown (any size)
-  DType dtype = DType::Float32;    ///< the tensor's dtype
-  std::string name = {};           ///< optional, for messages and exported files
-  /// The spec a tensor has: its shape and dtype, every dim known.
-  static TensorSpec of(const Tensor& t);
-  /// Whether `t` has this dtype and rank and every known dim.
-  bool matches(const Tensor& t) const;
-  /// "float32[?, 784]"
-  std::string to_string() const;
-};
 
 /// Options of tf::function.
 struct FunctionOptions {

@@ -24,7 +24,7 @@
 // graph could run anyway).
 //
 // `map_ints` rewrites a copy's integer fields and Shape dims in field order (a function graph
-// shared across sizes, function/shared_sizes.h, puts a new size into the attributes that hold one).
+// shared across sizes, graph/shared_sizes.h, puts a new size into the attributes that hold one).
 //
 // Equality is bitwise for floating-point fields and tensors (NaN equals itself, -0 differs from
 // 0: equal attributes give identical results), and hash agrees with it. Each codec also has a

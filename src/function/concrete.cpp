@@ -11,11 +11,12 @@
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "function/function_state.h"
-#include "function/fusion.h"
-#include "function/optimize.h"
-#include "function/recompute.h"
-#include "function/shared_sizes.h"
 #include "function/trace.h"
+#include "graph/check.h"
+#include "graph/fusion.h"
+#include "graph/optimize.h"
+#include "graph/recompute.h"
+#include "graph/shared_sizes.h"
 #include "tapeflow/no_recording.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/tape.h"
@@ -162,6 +163,10 @@ std::vector<Tensor> build_executors(Differentiable& d, const Graph& g, std::span
   d.forward_plain = std::make_unique<Executor>(optimized(saving(g, b.saved), false), label);
   d.backward_plain = std::make_unique<Executor>(optimized(b.graph, false), gradient_label);
   recompute_cheap_saved_values(g, args, b.graph, d.cotangent_results.size(), b.saved);
+  if (checking_after_passes()) {
+    check_after(g, "the pass recompute_cheap_saved_values (in the forward graph)");
+    check_after(b.graph, "the pass recompute_cheap_saved_values (in the backward graph)");
+  }
   d.forward = std::make_unique<Executor>(optimized(saving(g, b.saved), true), label);
   d.backward_unfused = optimized(std::move(b.graph), false);
   d.backward = std::make_unique<Executor>(optimized(d.backward_unfused, true), gradient_label);
@@ -193,19 +198,6 @@ std::shared_ptr<const Executor> Differentiable::backward_for(const std::vector<b
     ++pruned_evictions_;
   }
   return found;
-}
-
-Graph optimized(Graph g, bool fuse) {
-  eliminate_dead_code(g);
-  fold_constants(g);
-  eliminate_common_subexpressions(g);
-  eliminate_dead_code(g);
-  if (fuse) {  // the fast graph, which runs unobserved
-    drop_stop_gradients(g);
-    relu_gradient_before_max_pool_gradient(g);
-    fuse_elementwise(g);
-  }
-  return g;
 }
 
 ConcreteFunction::ConcreteFunction(std::string label, Graph traced, bool optimize,

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "function/executor.h"
+#include "graph/executor.h"
+#include "graph/passes.h"
 #include "tapeflow/function.h"
 
 namespace tapeflow::graph {
@@ -119,11 +120,6 @@ class ConcreteFunction {
   std::vector<TensorSpec> specs_;
   std::vector<std::weak_ptr<detail::VariableState>> argument_variables_;
 };
-
-/// Runs the graph passes: dead code, common subexpressions, constant folding, and with `fuse`
-/// (the graph the fast path runs, unobserved) the rewrites only it may have (StopGradient nodes
-/// dropped, ReluGrad before MaxPoolGrad: optimize.h) and elementwise fusion (fusion.h).
-Graph optimized(Graph g, bool fuse);
 
 struct TraceResult {
   std::vector<Tensor> outputs;  // the call's results (the trace ran it)

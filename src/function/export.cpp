@@ -7,7 +7,7 @@
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
 #include "function/function_state.h"
-#include "function/serialize.h"
+#include "graph/serialize.h"
 
 namespace tapeflow {
 namespace {

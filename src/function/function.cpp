@@ -18,8 +18,8 @@
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "function/function_state.h"
-#include "function/shared_sizes.h"
 #include "function/trace.h"
+#include "graph/shared_sizes.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/no_recording.h"
 #include "tapeflow/ops/creation.h"
@@ -34,28 +34,6 @@ void throw_empty_function(std::string_view what) {
 }  // namespace detail
 
 bool executing_eagerly() { return autodiff::t_tracer == nullptr; }
-
-TensorSpec TensorSpec::of(const Tensor& t) {
-  TensorSpec s;
-  s.dims.assign(t.shape().dims().begin(), t.shape().dims().end());
-  s.dtype = t.dtype();
-  return s;
-}
-
-bool TensorSpec::matches(const Tensor& t) const {
-  if (!t.defined() || t.dtype() != dtype || t.rank() != static_cast<int>(dims.size())) return false;
-  for (int i = 0; i < t.rank(); ++i)
-    if (dims[static_cast<std::size_t>(i)] >= 0 && dims[static_cast<std::size_t>(i)] != t.shape()[i])
-      return false;
-  return true;
-}
-
-std::string TensorSpec::to_string() const {
-  std::string s = std::string(dtype_name(dtype)) + "[";
-  for (std::size_t i = 0; i < dims.size(); ++i)
-    s += (i ? ", " : "") + (dims[i] < 0 ? "?" : std::to_string(dims[i]));
-  return s + "]";
-}
 
 namespace detail {
 

@@ -11,7 +11,7 @@
 
 #include "core/check.h"
 #include "function/concrete.h"
-#include "function/shared_sizes.h"
+#include "graph/shared_sizes.h"
 #include "tapeflow/function.h"
 
 namespace tapeflow::detail {

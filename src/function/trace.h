@@ -11,7 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "autodiff/tracer.h"
-#include "function/graph.h"
+#include "graph/graph.h"
 
 namespace tapeflow::graph {
 

@@ -1,6 +1,6 @@
 #pragma once
 // BlockOp: an elementwise op's kernel over one block of elements, the form in which tf::function's
-// fusion pass (src/function/fusion.h) strings ops together so that a chain of them is one pass
+// fusion pass (src/graph/fusion.h) strings ops together so that a chain of them is one pass
 // over memory (kernels/cpu/fused_eval.h runs the blocks).
 //
 // An op struct that can be fused declares its per-element function or its array function, and its
@@ -43,7 +43,7 @@ struct BlockOp {
   BlockKernel<double> f64 = nullptr;
   /// A few instructions per element (a per-element function: arithmetic, comparisons, select),
   /// as opposed to an array function (exp, sin, tanh, ... through SLEEF): cheaper to compute
-  /// again than to store and load back (function/recompute.h).
+  /// again than to store and load back (graph/recompute.h).
   bool cheap = false;
   /// kSum, kMean: which axes of its operand the op's attributes reduce (one flag per axis).
   std::array<bool, kMaxRank> (*reduced_axes)(const void* attrs) = nullptr;

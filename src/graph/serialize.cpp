@@ -8,7 +8,7 @@
 // the data section's size, and only then allocates the tensors and reads each one, verifying its
 // own checksum.
 
-#include "function/serialize.h"
+#include "graph/serialize.h"
 
 #include <algorithm>
 #include <array>

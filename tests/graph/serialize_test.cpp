@@ -1,9 +1,9 @@
-// Function files (src/function/serialize.h, docs/FUNCTION_FORMAT.md): a recorded graph round-trips
+// Function files (src/graph/serialize.h, docs/FUNCTION_FORMAT.md): a recorded graph round-trips
 // and runs to the same bytes; every truncation and flipped byte, another file's magic, another
 // version and each forged field (with a valid checksum) is a typed error naming the file; writes
 // are atomic and refuse graphs they cannot write.
 
-#include "function/serialize.h"
+#include "graph/serialize.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,8 +18,10 @@
 
 #include "autodiff/attr_codec.h"
 #include "function/concrete.h"
-#include "function/executor.h"
-#include "function/graph_recorder.h"
+#include "graph/check.h"
+#include "graph/executor.h"
+#include "graph/graph_recorder.h"
+#include "graph/passes.h"
 #include "io/checkpoint_testing.h"
 #include "support/close.h"
 #include "support/errors.h"
@@ -596,10 +598,23 @@ TEST_F(FunctionFile, ThePassesLeaveANodeListingAnotherOutputCountForTheExecutor)
     g.nodes[1].outputs.push_back(g.add_value(tf::Shape{2, 2}, tf::DType::Float32));
     g.outputs.push_back(g.nodes[1].outputs.back());
     g.file = "forged.tff";
-    const graph::Executor e(graph::optimized(std::move(g), /*fuse=*/false), "twice");
-    EXPECT_THAT(error_of<tf::DataLossError>([&] { e.run(inputs, graph::RunMode::kFast); }),
-                HasSubstr("function file 'forged.tff' is corrupt: MatMul gave 1 outputs, the node lists 2"))
-        << of_constants;
+    // Found by the graph check where the passes are checked (the test suite, debug builds), else
+    // by the executor; either way the file's DataLossError.
+    for (const bool checking : {false, true}) {
+      const bool was = graph::checking_after_passes();
+      graph::set_checking_after_passes(checking);
+      const std::string message = error_of<tf::DataLossError>([&] {
+        const graph::Executor e(graph::optimized(g, /*fuse=*/false), "twice");
+        e.run(inputs, graph::RunMode::kFast);
+      });
+      graph::set_checking_after_passes(was);
+      EXPECT_THAT(message,
+                  HasSubstr(checking ? "function file 'forged.tff' is corrupt: node 1 (MatMul) has 2 outputs "
+                                       "where MatMul gives 1"
+                                     : "function file 'forged.tff' is corrupt: MatMul gave 1 outputs, the "
+                                       "node lists 2"))
+          << of_constants;
+    }
   }
 }
 

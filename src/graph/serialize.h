@@ -28,7 +28,7 @@
 // (the executor: DataLossError naming the file). An op's
 // attributes are checked against its inputs when the node runs (the op's check_attrs, before its
 // forward: autodiff/op_def.h), as the public function checks a user's arguments; that is enforced
-// by tests/function/forged_attributes_test.cpp.
+// by tests/graph/forged_attributes_test.cpp.
 
 #include <cstdint>
 #include <filesystem>
@@ -37,9 +37,9 @@
 #include <vector>
 
 #include "autodiff/attr_codec.h"
-#include "function/graph.h"
-#include "function/shared_sizes.h"
-#include "tapeflow/function.h"
+#include "graph/graph.h"
+#include "graph/shared_sizes.h"
+#include "tapeflow/tensor_spec.h"
 
 namespace tapeflow::graph {
 

@@ -1,9 +1,9 @@
-// Elementwise fusion (src/function/fusion.h): which nodes become one fused kernel, and that a
+// Elementwise fusion (src/graph/fusion.h): which nodes become one fused kernel, and that a
 // fused graph computes what the unfused graph computes. Elementwise results are bitwise equal
 // (a fused kernel runs each op's own element or array function); sums are added in another
 // order, so they agree to float rounding.
 
-#include "function/fusion.h"
+#include "graph/fusion.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,9 @@
 #include <random>
 
 #include "function/concrete.h"
-#include "function/executor.h"
 #include "function/trace.h"
+#include "graph/executor.h"
+#include "graph/passes.h"
 #include "support/close.h"
 #include "tapeflow/tapeflow.h"
 

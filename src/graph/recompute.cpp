@@ -1,4 +1,4 @@
-#include "function/recompute.h"
+#include "graph/recompute.h"
 
 #include <algorithm>
 #include <optional>

@@ -5,10 +5,11 @@
 //   values:  v0 = input 0, v1 = input 1, v2 = constant, v3 = Mul(v0, v1), v4 = Add(v3, v2), ...
 //   nodes:   [Mul v0 v1 -> v3] [Add v3 v2 -> v4] [AssignAddVariableOp var7 v4]
 //
-// A graph is built by the tracer (trace.cpp), rewritten by the passes (optimize.cpp),
-// planned and run by the executor (executor.cpp), and written to and read from files
-// (serialize.cpp). It never holds a tape or a record: ops are OpDef pointers with their typed
-// attributes, the same ones the dispatch path passes to the tape.
+// A graph is built by the tracer (src/function/trace.cpp), rewritten by the passes (passes.h, in
+// order), planned and run by the executor (executor.cpp), and written to and read from files
+// (serialize.cpp); check.h says what every graph must be. It never holds a tape or a record: ops
+// are OpDef pointers with their typed attributes, the same ones the dispatch path passes to the
+// tape.
 
 #include <cstdint>
 #include <memory>

@@ -1,6 +1,6 @@
-// Graph rewrites of the fast graph that must not change a bit (src/function/optimize.h).
+// Graph rewrites of the fast graph that must not change a bit (src/graph/optimize.h).
 
-#include "function/optimize.h"
+#include "graph/optimize.h"
 
 #include <gtest/gtest.h>
 

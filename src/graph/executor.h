@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "function/graph.h"
+#include "graph/graph.h"
 
 namespace tapeflow::graph {
 

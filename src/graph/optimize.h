@@ -4,7 +4,7 @@
 // never removes, merges or moves a stateful node (variable reads and assignments, and ops marked
 // OpDef::stateful: an If or While whose branches assign variables, never folded either).
 
-#include "function/graph.h"
+#include "graph/graph.h"
 
 namespace tapeflow::graph {
 

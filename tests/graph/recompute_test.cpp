@@ -1,7 +1,7 @@
-// Recomputing cheap saved values (src/function/recompute.h): what a recorded call's fast forward
+// Recomputing cheap saved values (src/graph/recompute.h): what a recorded call's fast forward
 // saves for its gradient, and that the gradient is unchanged.
 
-#include "function/recompute.h"
+#include "graph/recompute.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // ones, which a third trace confirms), then new sizes between the traced ones run that graph
 // without the body, and a size past them traces and must agree too.
 
-#include "function/shared_sizes.h"
+#include "graph/shared_sizes.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

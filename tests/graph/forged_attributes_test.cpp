@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "autodiff/op_def.h"
-#include "function/executor.h"
-#include "function/graph_recorder.h"
+#include "graph/executor.h"
+#include "graph/graph_recorder.h"
 #include "ops/op_cases.h"
 #include "tapeflow/tapeflow.h"
 

@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "function/graph.h"
+#include "graph/graph.h"
 
 namespace tapeflow::graph {
 

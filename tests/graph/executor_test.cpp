@@ -1,6 +1,6 @@
-// The executor's plan (src/function/executor.h): which values are live at once.
+// The executor's plan (src/graph/executor.h): which values are live at once.
 
-#include "function/executor.h"
+#include "graph/executor.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "function/shared_sizes.h"
+#include "graph/shared_sizes.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <map>
 
 #include "autodiff/attr_codec.h"
-#include "function/optimize.h"
+#include "graph/optimize.h"
 #include "tapeflow/no_recording.h"
 #include "tapeflow/ops/creation.h"
 

@@ -1,4 +1,4 @@
-#include "function/fusion.h"
+#include "graph/fusion.h"
 
 #include <algorithm>
 #include <optional>

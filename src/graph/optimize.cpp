@@ -1,4 +1,4 @@
-#include "function/optimize.h"
+#include "graph/optimize.h"
 
 #include <algorithm>
 #include <map>

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "function/graph.h"
+#include "graph/graph.h"
 #include "kernels/cpu/fused_eval.h"
 
 namespace tapeflow::graph {

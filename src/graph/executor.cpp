@@ -1,4 +1,4 @@
-#include "function/executor.h"
+#include "graph/executor.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
 #include "core/float_mode.h"
-#include "function/fusion.h"
+#include "graph/fusion.h"
 
 namespace tapeflow::graph {
 namespace {

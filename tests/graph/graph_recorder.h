@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "autodiff/tracer.h"
-#include "function/serialize.h"
+#include "graph/serialize.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tapeflow::testing {

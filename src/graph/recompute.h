@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "function/graph.h"
+#include "graph/graph.h"
 
 namespace tapeflow::graph {
 
