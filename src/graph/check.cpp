@@ -17,7 +17,9 @@ std::atomic<bool> g_checking{false};
 std::atomic<bool> g_checking{true};
 #endif
 
-std::string value_text(const Value& v) { return fmt::format("{}{}", dtype_name(v.dtype), v.shape.to_string()); }
+std::string value_text(const Value& v) {
+  return fmt::format("{}{}", dtype_name(v.dtype), v.shape.to_string());
+}
 
 class Checker {
  public:
@@ -57,15 +59,16 @@ class Checker {
 
   std::string arity(const Node& n, std::string_view who, std::size_t inputs, std::size_t outputs) const {
     if (n.inputs.size() != inputs || n.outputs.size() != outputs)
-      return fmt::format("{} has {} inputs and {} outputs where it takes {} and gives {}", who, n.inputs.size(),
-                         n.outputs.size(), inputs, outputs);
+      return fmt::format("{} has {} inputs and {} outputs where it takes {} and gives {}", who,
+                         n.inputs.size(), n.outputs.size(), inputs, outputs);
     return "";
   }
 
   std::string node(const Node& n, const std::string& who) {
     for (ValueId v : n.inputs) {
       if (!exists(v)) return fmt::format("{} reads v{}, which does not exist", who, v);
-      if (!defined_[static_cast<std::size_t>(v)]) return fmt::format("{} reads v{} before it is defined", who, v);
+      if (!defined_[static_cast<std::size_t>(v)])
+        return fmt::format("{} reads v{} before it is defined", who, v);
     }
     for (ValueId v : n.outputs)
       if (!exists(v)) return fmt::format("{} defines v{}, which does not exist", who, v);
@@ -109,8 +112,8 @@ class Checker {
 
   std::string variable_node(const Node& n, const std::string& who, ValueId v) const {
     if (n.variable < 0 || static_cast<std::size_t>(n.variable) >= g_.variables.size())
-      return fmt::format("{} names variable {}, which the graph does not capture ({} variables)", who, n.variable,
-                         g_.variables.size());
+      return fmt::format("{} names variable {}, which the graph does not capture ({} variables)", who,
+                         n.variable, g_.variables.size());
     const CapturedVariable& c = g_.variables[static_cast<std::size_t>(n.variable)];
     const Value& value = g_.values[static_cast<std::size_t>(v)];
     if (value.dtype != c.dtype || value.shape != c.shape)
@@ -129,8 +132,8 @@ class Checker {
       for (std::size_t i = 0; i < ids.size(); ++i) {
         const Value& got = g_.values[static_cast<std::size_t>(ids[i])];
         if (got.dtype != want[i].dtype || got.shape != want[i].shape)
-          return fmt::format("{}: its {} {} is {} where its kernel was built for {}", who, what, i, value_text(got),
-                             value_text(want[i]));
+          return fmt::format("{}: its {} {} is {} where its kernel was built for {}", who, what, i,
+                             value_text(got), value_text(want[i]));
       }
       return "";
     };
@@ -151,8 +154,8 @@ void check_after(const Graph& g, std::string_view step) {
   const std::string e = check(g);
   if (e.empty()) return;
   // A graph read from a file is as its bytes say: a broken one is the file's fault.
-  TAPEFLOW_REQUIRE(g.file.empty(), DataLossError, "function file '{}' is corrupt: {} (found after {})", g.file, e,
-                   step);
+  TAPEFLOW_REQUIRE(g.file.empty(), DataLossError, "function file '{}' is corrupt: {} (found after {})",
+                   g.file, e, step);
   throw InternalError(fmt::format("[graph] {} left a broken graph: {}", step, e));
 }
 

@@ -18,7 +18,8 @@ constexpr std::array kPasses = {
     Pass{"eliminate_common_subexpressions", eliminate_common_subexpressions},
     Pass{"eliminate_dead_code", eliminate_dead_code},
     Pass{"drop_stop_gradients", drop_stop_gradients, /*fast_only=*/true},
-    Pass{"relu_gradient_before_max_pool_gradient", relu_gradient_before_max_pool_gradient, /*fast_only=*/true},
+    Pass{"relu_gradient_before_max_pool_gradient", relu_gradient_before_max_pool_gradient,
+         /*fast_only=*/true},
     Pass{"fuse_elementwise", fuse_elementwise, /*fast_only=*/true},
 };
 

@@ -48,7 +48,8 @@ graph::Node& first(graph::Graph& g, graph::NodeKind kind) {
   return *std::ranges::find_if(g.nodes, [&](const graph::Node& n) { return n.kind == kind; });
 }
 graph::Node& op_node(graph::Graph& g, std::string_view op) {
-  return *std::ranges::find_if(g.nodes, [&](const graph::Node& n) { return n.op != nullptr && n.op->name() == op; });
+  return *std::ranges::find_if(g.nodes,
+                               [&](const graph::Node& n) { return n.op != nullptr && n.op->name() == op; });
 }
 
 TEST(GraphCheck, ATracedGraphAndTheGraphsOfThePassesAreWhole) {
@@ -58,7 +59,8 @@ TEST(GraphCheck, ATracedGraphAndTheGraphsOfThePassesAreWhole) {
   EXPECT_EQ(graph::check(graph::optimized(g, /*fuse=*/false)), "");
   const graph::Graph fast = graph::optimized(g, /*fuse=*/true);
   EXPECT_EQ(graph::check(fast), "");
-  EXPECT_TRUE(std::ranges::any_of(fast.nodes, [](const graph::Node& n) { return n.kind == graph::NodeKind::kFused; }));
+  EXPECT_TRUE(std::ranges::any_of(fast.nodes,
+                                  [](const graph::Node& n) { return n.kind == graph::NodeKind::kFused; }));
 }
 
 TEST(GraphCheck, NamesWhatABrokenGraphGetsWrong) {
@@ -69,12 +71,15 @@ TEST(GraphCheck, NamesWhatABrokenGraphGetsWrong) {
   };
   const std::vector<Case> cases = {
       {"a node before the one defining its input",
-       [](graph::Graph& g) { std::swap(op_node(g, "Mul"), op_node(g, "Tanh")); }, "reads v3 before it is defined"},
-      {"one value defined twice", [](graph::Graph& g) { op_node(g, "Tanh").outputs[0] = op_node(g, "Mul").outputs[0]; },
+       [](graph::Graph& g) { std::swap(op_node(g, "Mul"), op_node(g, "Tanh")); },
+       "reads v3 before it is defined"},
+      {"one value defined twice",
+       [](graph::Graph& g) { op_node(g, "Tanh").outputs[0] = op_node(g, "Mul").outputs[0]; },
        "defines v3, which is already defined"},
       {"an input that does not exist", [](graph::Graph& g) { op_node(g, "Mul").inputs[0] = 999; },
        "reads v999, which does not exist"},
-      {"an op with an input too many", [](graph::Graph& g) { op_node(g, "Mul").inputs.push_back(g.inputs[0]); },
+      {"an op with an input too many",
+       [](graph::Graph& g) { op_node(g, "Mul").inputs.push_back(g.inputs[0]); },
        "has 3 inputs where Mul takes 2"},
       {"an output nothing defines",
        [](graph::Graph& g) { g.outputs.push_back(g.add_value(tf::Shape{1}, tf::DType::Float32)); },
