@@ -126,3 +126,43 @@ def test_numpy_arguments_are_tensors():
         return tf.reduce_sum(x)
 
     assert float(total(np.array([1.0, 2.0], dtype=np.float32))) == 3.0
+
+
+def test_retrace_counts_are_tensorflows():
+    # TensorFlow's tracing rules (its guide's "Rules of tracing"), each as a sequence of calls and
+    # the trace count TensorFlow reaches after it.
+    def count(calls):
+        @tf.function
+        def f(*args):
+            return args
+
+        for args in calls:
+            f(*args)
+        return f.experimental_get_tracing_count()
+
+    a, b = tf.Variable([1.0, 2.0]), tf.Variable([3.0, 4.0])
+    cases = {
+        "tensors of one dtype and shape": ([tf.constant([1.0, 2.0])], [tf.constant([3.0, 4.0])]),
+        "a tensor of another shape": ([tf.constant([1.0])], [tf.constant([1.0, 2.0])]),
+        "a tensor of another dtype": ([tf.constant(1.0)], [tf.constant(1)]),
+        "Python scalars, each value its own": ([1], [2], [1]),
+        "variables of one dtype and shape": ([a], [b], [a]),
+        "a variable of another shape": ([a], [tf.Variable([1.0])]),
+        "lists of tensors of one length": ([[tf.constant(1.0), tf.constant(2.0)]], [[tf.constant(3.0), tf.constant(4.0)]]),
+        "lists of another length": ([[tf.constant(1.0)]], [[tf.constant(1.0), tf.constant(2.0)]]),
+        "dicts with the same keys": ([{"x": tf.constant(1.0)}], [{"x": tf.constant(2.0)}]),
+        "dicts with other keys": ([{"x": tf.constant(1.0)}], [{"y": tf.constant(1.0)}]),
+    }
+    tensorflow = {
+        "tensors of one dtype and shape": 1,
+        "a tensor of another shape": 2,
+        "a tensor of another dtype": 2,
+        "Python scalars, each value its own": 2,
+        "variables of one dtype and shape": 1,
+        "a variable of another shape": 2,
+        "lists of tensors of one length": 1,
+        "lists of another length": 2,
+        "dicts with the same keys": 1,
+        "dicts with other keys": 2,
+    }
+    assert {name: count(calls) for name, calls in cases.items()} == tensorflow
