@@ -116,6 +116,20 @@ void bind_pooling(py::module_& m, const char* python_name, const char* layer, co
            py::arg("padding") = "valid", py::arg("data_format") = py::none(), py::arg("name") = py::none());
 }
 
+/// GlobalAveragePooling1D or GlobalAveragePooling2D (`L`), with Keras's keepdims and
+/// data_format (channels last only).
+template <class L>
+void bind_global_pooling(py::module_& m, const char* python_name, const char* doc) {
+  py::class_<L, layers::Layer, std::shared_ptr<L>>(m, python_name, doc)
+      .def(py::init([python_name](const std::optional<std::string>& data_format, bool keepdims,
+                                  std::optional<std::string> name) {
+             require_channels_last(data_format, python_name);
+             return std::make_shared<L>(
+                 layers::GlobalPoolingOptions{.keepdims = keepdims, .name = name.value_or("")});
+           }),
+           py::arg("data_format") = py::none(), py::arg("keepdims") = false, py::arg("name") = py::none());
+}
+
 }  // namespace
 
 void bind_layers(py::module_& m) {
@@ -232,6 +246,46 @@ void bind_layers(py::module_& m) {
       .def_property_readonly("moving_variance", [](const layers::BatchNormalization& l) {
         return variable_or_none(l, &layers::BatchNormalization::moving_variance);
       });
+  py::class_<layers::LayerNormalization, layers::Layer, std::shared_ptr<layers::LayerNormalization>>(
+      m, "LayerNormalization",
+      "Normalises each example over its feature axes, then scales by gamma and shifts by beta "
+      "(tf.keras.layers.LayerNormalization).")
+      .def(py::init([](const py::object& axis, double epsilon, bool center, bool scale,
+                       std::optional<std::string> name) {
+             layers::LayerNormalizationOptions options{.epsilon = epsilon, .center = center, .scale = scale};
+             // Keras takes one axis or a list of them.
+             if (py::isinstance<py::int_>(axis))
+               options.axis = Axes(axis.cast<std::int64_t>());
+             else
+               options.axis = Axes(axis.cast<std::vector<std::int64_t>>());
+             if (name) options.name = *name;
+             return std::make_shared<layers::LayerNormalization>(options);
+           }),
+           py::arg("axis") = -1, py::arg("epsilon") = 1e-3, py::arg("center") = true, py::arg("scale") = true,
+           py::arg("name") = py::none())
+      .def_property_readonly("built", &layers::LayerNormalization::built)
+      .def_property_readonly("gamma",
+                             [](const layers::LayerNormalization& l) {
+                               return variable_or_none(l, &layers::LayerNormalization::gamma);
+                             })
+      .def_property_readonly("beta", [](const layers::LayerNormalization& l) {
+        return variable_or_none(l, &layers::LayerNormalization::beta);
+      });
+  bind_global_pooling<layers::GlobalAveragePooling1D>(
+      m, "GlobalAveragePooling1D",
+      "The mean over the steps of (batch, steps, channels) inputs "
+      "(tf.keras.layers.GlobalAveragePooling1D).");
+  bind_global_pooling<layers::GlobalAveragePooling2D>(
+      m, "GlobalAveragePooling2D",
+      "The mean over the positions of (batch, height, width, channels) inputs "
+      "(tf.keras.layers.GlobalAveragePooling2D).");
+  py::class_<layers::Softmax, layers::Layer, std::shared_ptr<layers::Softmax>>(
+      m, "Softmax", "The softmax of its input over one axis (tf.keras.layers.Softmax).")
+      .def(py::init([](std::int64_t axis, std::optional<std::string> name) {
+             return std::make_shared<layers::Softmax>(
+                 layers::SoftmaxOptions{.axis = axis, .name = name.value_or("softmax")});
+           }),
+           py::arg("axis") = -1, py::arg("name") = py::none());
   py::class_<layers::Sequential, layers::Layer, std::shared_ptr<layers::Sequential>>(m, "_Sequential")
       .def(py::init<std::string>(), py::arg("name"))
       .def("_add", &layers::Sequential::add, py::arg("layer"));

@@ -265,3 +265,48 @@ def test_an_unknown_dtype_name_is_an_invalid_argument_error_listing_the_policies
         tf.keras.layers.Layer(dtype="float17")
     with pytest.raises(TypeError, match=r"\[Layer\] dtype must be"):
         tf.keras.layers.Layer(dtype=3)
+
+
+def test_layer_normalization_normalises_each_example_and_trains_gamma_and_beta():
+    x = np.array([[1.0, 2.0, 3.0, 4.0], [0.0, 10.0, 30.0, 40.0]])
+    norm = tf.keras.layers.LayerNormalization(epsilon=1e-6)
+    y = norm(tf.constant(x))
+    mean, var = x.mean(axis=-1, keepdims=True), x.var(axis=-1, keepdims=True)
+    np.testing.assert_allclose(y.numpy(), (x - mean) / np.sqrt(var + 1e-6), rtol=1e-12)
+    assert norm.gamma.shape == (4,) and norm.beta.shape == (4,)
+    assert [v.name for v in norm.trainable_variables] == ["gamma", "beta"]
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(norm(tf.constant(x)) * tf.constant(np.array([[1.0, 2.0, 3.0, 4.0]] * 2)))
+    dgamma, dbeta = tape.gradient(loss, [norm.gamma, norm.beta])
+    np.testing.assert_allclose(dbeta.numpy(), [2.0, 4.0, 6.0, 8.0])
+    np.testing.assert_allclose(dgamma.numpy(), (((x - mean) / np.sqrt(var + 1e-6)) * [1.0, 2.0, 3.0, 4.0]).sum(0),
+                               rtol=1e-12)
+
+
+def test_layer_normalization_takes_a_list_of_axes():
+    norm = tf.keras.layers.LayerNormalization(axis=[1, 2])
+    x = np.arange(12.0).reshape(2, 2, 3)
+    y = norm(tf.constant(x))
+    assert norm.gamma.shape == (2, 3)
+    mean, var = x.mean(axis=(1, 2), keepdims=True), x.var(axis=(1, 2), keepdims=True)
+    np.testing.assert_allclose(y.numpy(), (x - mean) / np.sqrt(var + 1e-3), rtol=1e-12)
+
+
+def test_global_average_pooling_and_softmax_layers():
+    x = np.arange(24.0).reshape(2, 3, 2, 2)
+    np.testing.assert_allclose(tf.keras.layers.GlobalAveragePooling2D()(tf.constant(x)).numpy(), x.mean(axis=(1, 2)))
+    seq = x.reshape(2, 6, 2)
+    pooled = tf.keras.layers.GlobalAvgPool1D(keepdims=True)(tf.constant(seq))
+    np.testing.assert_allclose(pooled.numpy(), seq.mean(axis=1, keepdims=True))
+    logits = np.array([[1.0, 2.0, 3.0]])
+    np.testing.assert_allclose(tf.keras.layers.Softmax()(tf.constant(logits)).numpy(),
+                               np.exp(logits) / np.exp(logits).sum(), rtol=1e-12)
+
+
+def test_the_new_layers_name_the_layer_in_their_errors():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="LayerNormalization.*needs floating inputs"):
+        tf.keras.layers.LayerNormalization()(tf.constant([[1, 2]]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="GlobalAveragePooling1D.*rank 3"):
+        tf.keras.layers.GlobalAveragePooling1D()(tf.ones((2, 3)))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="data_format 'channels_first' is not supported"):
+        tf.keras.layers.GlobalAveragePooling2D(data_format="channels_first")

@@ -99,8 +99,11 @@ TEST(Differentiable, KeepsTheLatestPrunedBackwardsAndCountsWhatItDrops) {
         watched.emplace_back(xs[static_cast<std::size_t>(i)]);
       }
     const std::vector<tf::Gradient> g = tape.gradient(f(xs), watched);
-    for (std::size_t k = 0, i = 0; i < kInputs; ++i)
-      if (mask & (1 << i)) EXPECT_DOUBLE_EQ(g[k++]->item<double>(), std::cos(0.5 * static_cast<double>(i)));
+    for (std::size_t k = 0, i = 0; i < kInputs; ++i) {
+      if (mask & (1 << i)) {
+        EXPECT_DOUBLE_EQ(g[k++]->item<double>(), std::cos(0.5 * static_cast<double>(i)));
+      }
+    }
   }
   const tf::graph::Differentiable* d = f.core()->state()->cache.begin()->second->differentiable();
   ASSERT_NE(d, nullptr);

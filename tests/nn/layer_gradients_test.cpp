@@ -1,0 +1,113 @@
+// The layers' gradients against central differences, one row per layer configuration: the
+// gradient of sum(layer(x) * w) for the input and for every trainable variable, in float64.
+// Layers that compose ops (LayerNormalization, the global poolings, Softmax) are checked here as
+// wholes; the ops themselves are in the op table (tests/ops/op_cases*.cpp).
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tapeflow/tapeflow.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+struct LayerCase {
+  std::string name;
+  std::function<std::shared_ptr<tf::layers::Layer>()> make;
+  tf::Shape input;
+};
+
+const std::vector<LayerCase>& cases() {
+  static const std::vector<LayerCase> all = {
+      {"LayerNormalization", [] { return tf::layers::layer_normalization(); }, {3, 4}},
+      {"LayerNormalization_two_axes",
+       [] {
+         return tf::layers::layer_normalization({.axis = {1, 2}});
+       },
+       {2, 2, 3}},
+      {"LayerNormalization_middle_axis",
+       [] { return tf::layers::layer_normalization({.axis = 1}); },
+       {2, 3, 2}},
+      {"LayerNormalization_plain",
+       [] { return tf::layers::layer_normalization({.center = false, .scale = false}); },
+       {2, 5}},
+      {"GlobalAveragePooling1D", [] { return tf::layers::global_average_pooling1d(); }, {2, 3, 2}},
+      {"GlobalAveragePooling2D",
+       [] { return tf::layers::global_average_pooling2d({.keepdims = true}); },
+       {2, 2, 3, 2}},
+      {"Softmax", [] { return tf::layers::softmax(); }, {2, 4}},
+      {"Softmax_axis_0", [] { return tf::layers::softmax({.axis = 0}); }, {3, 2}},
+  };
+  return all;
+}
+
+class LayerGradients : public ::testing::TestWithParam<LayerCase> {};
+
+/// d/dv of f at every element of `v` (a copy is perturbed through `set`), central differences.
+std::vector<double> numeric_gradient(const tf::Tensor& v, const std::function<void(const tf::Tensor&)>& set,
+                                     const std::function<double()>& f) {
+  const double h = 1e-6;
+  const std::vector<double> base = v.to_vector<double>();
+  std::vector<double> out;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    std::vector<double> plus = base, minus = base;
+    plus[i] += h;
+    minus[i] -= h;
+    set(tf::constant(plus, v.shape()));
+    const double up = f();
+    set(tf::constant(minus, v.shape()));
+    out.push_back((up - f()) / (2 * h));
+  }
+  set(v);
+  return out;
+}
+
+TEST_P(LayerGradients, InputAndVariablesMatchCentralDifferences) {
+  const LayerCase& c = GetParam();
+  std::shared_ptr<tf::layers::Layer> layer = c.make();
+  tf::Tensor x = tf::random::normal(c.input, 0.0, 1.0, tf::float64, 5);
+  const tf::Tensor w = tf::random::normal(layer->call(x, false).shape(), 0.0, 1.0, tf::float64, 6);
+  // Nontrivial parameters: ones and zeros would hide a gradient that ignores them.
+  std::uint64_t seed = 7;
+  for (tf::Variable& v : layer->trainable_variables())
+    v.assign(tf::random::normal(v.shape(), 0.0, 1.0, tf::float64, seed++));
+  auto loss = [&](const tf::Tensor& in) { return tf::reduce_sum(layer->call(in, false) * w); };
+
+  const std::vector<tf::Variable> vars = layer->trainable_variables();
+  tf::GradientTape tape;
+  tape.watch(x);
+  std::vector<tf::Source> sources = {tf::Source(x)};
+  for (const tf::Variable& v : vars) sources.emplace_back(v);
+  const std::vector<tf::Gradient> g = tape.gradient(loss(x), sources);
+
+  const auto expect_near = [&](const tf::Gradient& analytic, const std::vector<double>& numeric,
+                               const std::string& of) {
+    ASSERT_TRUE(analytic.has_value()) << of;
+    const std::vector<double> a = analytic->to_vector<double>();
+    ASSERT_EQ(a.size(), numeric.size()) << of;
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], numeric[i], 1e-6) << of << " element " << i;
+  };
+  tf::Tensor probe = x;
+  expect_near(g[0],
+              numeric_gradient(
+                  x, [&](const tf::Tensor& t) { probe = t; }, [&] { return loss(probe).item<double>(); }),
+              "the input");
+  for (std::size_t k = 0; k < vars.size(); ++k) {
+    tf::Variable v = vars[k];
+    expect_near(
+        g[k + 1],
+        numeric_gradient(
+            v.value(), [&](const tf::Tensor& t) { v.assign(t); }, [&] { return loss(x).item<double>(); }),
+        v.name());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, LayerGradients, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<LayerCase>& info) { return info.param.name; });
+
+}  // namespace
