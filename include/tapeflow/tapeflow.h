@@ -53,6 +53,7 @@
 #include "tapeflow/nn/pooling.h"
 #include "tapeflow/nn/sequential.h"
 #include "tapeflow/no_recording.h"
+#include "tapeflow/onnx.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/gradient_control.h"
