@@ -36,15 +36,16 @@ Converter negated(std::string type) {
 }
 
 /// The ONNX `type` of the NCHW op between Transposes: the input (NHWC) goes to NCHW, the result
-/// back to NHWC. Returns the node so the caller sets its attributes; `extra` inputs follow x.
+/// back to NHWC as `output`. Returns the node so the caller sets its attributes; `extra` inputs
+/// follow x.
 onnx::NodeProto& nchw_node(const OpNode& n, OnnxGraph& g, std::string_view type,
-                           const std::vector<std::string>& extra) {
+                           const std::vector<std::string>& extra, const std::string& output) {
   if (n.input(0).shape.rank() != 4) n.unsupported("ONNX's convolutions and pools take rank-4 inputs here");
   std::vector<std::string> inputs{g.transpose(n.inputs[0], kToNchw)};
   inputs.insert(inputs.end(), extra.begin(), extra.end());
   const std::string y = g.fresh(type);
   onnx::NodeProto& node = g.add(type, inputs, {y});
-  set_attr(g.add("Transpose", {y}, {n.outputs[0]}), "perm", kToNhwc);
+  set_attr(g.add("Transpose", {y}, {output}), "perm", kToNhwc);
   return node;
 }
 
@@ -68,10 +69,8 @@ void convolution(const OpNode& n, OnnxGraph& g, const AttrField& conv, bool relu
   if (filter.rank() != 4) n.unsupported("the filters must have rank 4");
   std::vector<std::string> extra{g.transpose(n.inputs[1], kFilterToOihw)};
   if (n.inputs.size() > 2) extra.push_back(n.inputs[2]);
-  OpNode inner = n;
-  const std::string conv_out = g.fresh("conv");
-  if (relu) inner.outputs = {conv_out};
-  onnx::NodeProto& node = nchw_node(inner, g, "Conv", extra);
+  const std::string conv_out = relu ? g.fresh("conv") : n.outputs[0];
+  onnx::NodeProto& node = nchw_node(n, g, "Conv", extra, conv_out);
   set_attr(node, "kernel_shape", std::vector<std::int64_t>{filter[0], filter[1]});
   set_attr(node, "strides", conv[0].ints());
   set_attr(node, "dilations", conv[3].ints());
@@ -85,7 +84,7 @@ void convolution(const OpNode& n, OnnxGraph& g, const AttrField& conv, bool relu
 /// padding out of the count by default, as TensorFlow's SAME does.
 Converter pool(std::string type) {
   return [type](const OpNode& n, OnnxGraph& g) {
-    onnx::NodeProto& node = nchw_node(n, g, type, {});
+    onnx::NodeProto& node = nchw_node(n, g, type, {}, n.outputs[0]);
     set_attr(node, "kernel_shape", n.attrs[0].ints());
     set_attr(node, "strides", n.attrs[1].ints());
     set_padding(node, n.attrs[2]);
