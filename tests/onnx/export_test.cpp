@@ -238,6 +238,27 @@ TEST(OnnxOpTable, TheRowsCoverEveryOpOfTheTable) {
     EXPECT_THAT(listings, HasSubstr(" " + op + "(")) << op << " has no row";
 }
 
+TEST_F(OnnxExport, TheCallsArgumentsPickTheTraceAndTheVariablesItReads) {
+  tf::Variable a(tf::constant({1.0f, 2.0f}), {.name = "a"}), b(tf::constant({10.0f, 20.0f}), {.name = "b"});
+  auto f = tf::function([](const tf::Tensor& x, const tf::Variable& v,
+                           bool twice) { return x * v.read_value() * (twice ? 2.0 : 1.0); },
+                        {.name = "scaled"});
+  const tf::Tensor x = tf::constant({3.0f, 4.0f});
+  f(x, a, true);
+  f(x, a, false);
+  const fs::path d = dir_.path() / "scaled";
+  fs::create_directories(d);
+  // Two traces for float32[2]: the call's arguments choose; `b` is read where the trace read `a`.
+  EXPECT_THAT(error_of([&] { tf::export_onnx(f, {{{2}}}, d / "model.onnx"); }),
+              HasSubstr("export_onnx(fn, path, args...)"));
+  tf::export_onnx(f, (d / "model.onnx").string(), tf::TensorSpec{{2}, tf::DType::Float32, "x"}, b, true);
+  tf::testing::write_onnx_inputs(d, {{"x", x}});
+  tf::testing::run_in_onnxruntime({d});
+  const std::vector<tf::Tensor> out = tf::testing::read_onnx_outputs(d);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{60.0f, 160.0f}));
+}
+
 #ifdef TAPEFLOW_HAVE_CLI
 namespace cli = tapeflow::cli;
 
