@@ -5,7 +5,6 @@
 #include "onnx/attr_fields.h"
 
 #include <bit>
-#include <cstring>
 #include <string_view>
 
 #include "autodiff/attr_codec.h"

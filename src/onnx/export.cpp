@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
-#include <map>
+#include <algorithm>
 #include <set>
 
 #include "core/check.h"
