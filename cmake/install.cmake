@@ -49,6 +49,11 @@ if(BUILD_SHARED_LIBS)
 else()
   set(TAPEFLOW_PC_REQUIRES "fmt openblas zlib absl_flat_hash_map absl_flat_hash_set sleef mpi-c")
   set(TAPEFLOW_PC_LIBS "-ldnnl -lgomp")
+  # tf::export_onnx: libonnx's protobuf classes (no pkg-config file) and protobuf itself.
+  if(TAPEFLOW_ONNX)
+    string(APPEND TAPEFLOW_PC_REQUIRES " protobuf")
+    string(APPEND TAPEFLOW_PC_LIBS " -lonnx_proto")
+  endif()
 endif()
 # Relocatable: the prefix is found from the .pc file's own place (`cmake --install --prefix`).
 file(RELATIVE_PATH TAPEFLOW_PC_PREFIX_FROM_PCFILEDIR ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})

@@ -56,6 +56,7 @@
 #include "tapeflow/nn/sequential.h"
 #include "tapeflow/nn/softmax.h"
 #include "tapeflow/no_recording.h"
+#include "tapeflow/onnx.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/gradient_control.h"

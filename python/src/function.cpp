@@ -46,6 +46,12 @@ class PyFunction {
     detail::save_trace(core_, signature, path, key, variables);
   }
 
+  /// Writes the only trace for `signature` as an ONNX model (tf::export_onnx).
+  void export_onnx(const std::vector<TensorSpec>& signature, const std::string& path) {
+    py::gil_scoped_release released;
+    tapeflow::export_onnx(core_, signature, path);
+  }
+
   int traces() const { return core_.stats().traces; }
   int graph_calls() const { return core_.stats().graph_calls; }
   std::string graph_text() const { return core_.graph_text(); }
@@ -82,6 +88,7 @@ void bind_function(py::module_& m) {
            py::arg("variables") = std::vector<Variable>{})
       .def("save", &PyFunction::save, py::arg("signature"), py::arg("path"), py::arg("key"),
            py::arg("variables") = std::vector<Variable>{})
+      .def("export_onnx", &PyFunction::export_onnx, py::arg("signature"), py::arg("path"))
       .def_property_readonly("traces", &PyFunction::traces)
       .def_property_readonly("graph_calls", &PyFunction::graph_calls)
       .def("graph_text", &PyFunction::graph_text);

@@ -8,7 +8,7 @@ import numpy as np
 from . import _tapeflow
 from . import nest
 
-__all__ = ["function", "Function", "save_function", "load_function"]
+__all__ = ["function", "Function", "save_function", "load_function", "export_onnx"]
 
 
 def _is_tensor_argument(leaf):
@@ -117,6 +117,22 @@ def save_function(function, path, *args, **kwargs):
              if _is_tensor_argument(leaf)]
     key, variables = _signature_key(call)
     function._core.save(specs, str(path), key, variables)
+
+
+def export_onnx(function, input_signature, path):
+    """Writes the graph `function` (a tf.function) traced for `input_signature` (a list of
+    tf.TensorSpec, one per tensor argument; None: the function's own) to `path` as an ONNX model
+    (opset 17), for ONNX Runtime. A dimension left None is a symbolic one ("batch" when it leads).
+    Exporting does not run the body: call the function first. Raises what save_function raises,
+    and tf.errors.UnimplementedError naming an op that ONNX has no equivalent of."""
+    if not isinstance(function, Function):
+        raise TypeError(f"export_onnx takes a tf.function, got {type(function).__name__}")
+    if input_signature is None:
+        if function._input_signature is None:
+            raise TypeError("export_onnx needs the signature whose trace to write: pass a list of "
+                            "tf.TensorSpec, or give the function an input_signature")
+        input_signature = function._input_signature
+    function._core.export_onnx(list(input_signature), str(path))
 
 
 def _spec_of(value):

@@ -182,6 +182,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   bool list = false;
   train_cmd->add_option("--export", t.export_path,
                         "After training, write the model's inference as a function file (tapeflow predict)");
+  train_cmd->add_option(
+      "--export-onnx", t.export_onnx_path,
+      "After training, write the model's inference as an ONNX model (opset 17, any batch size)");
 
   PredictOptions p;
   CLI::App* predict_cmd = app.add_subcommand(

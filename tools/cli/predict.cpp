@@ -7,6 +7,7 @@
 #include "images.h"
 #include "tapeflow/errors.h"
 #include "tapeflow/function.h"
+#include "tapeflow/onnx.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
@@ -16,7 +17,7 @@
 
 namespace tapeflow::cli {
 
-void export_model(Model& model, std::int64_t batch, const std::string& path) {
+void export_model(Model& model, std::int64_t batch, const ExportPaths& paths) {
   // Batches of any size: the second trace, at another size, shows that the graph does not depend
   // on it, so the file keeps the batch dimension unknown (tf::function's unknown dimensions).
   const std::vector<TensorSpec> images{{{-1, 28, 28, 1}, DType::Float32, "images"}};
@@ -24,7 +25,8 @@ void export_model(Model& model, std::int64_t batch, const std::string& path) {
                          {.name = "predict", .input_signature = images});
   for (std::int64_t n : {std::max<std::int64_t>(batch, 2), batch == 2 ? std::int64_t{3} : std::int64_t{2}})
     logits(zeros({n, 28, 28, 1}));  // the traces: inference only, no state changes
-  save_function(logits, images, path);
+  if (!paths.function_file.empty()) save_function(logits, images, paths.function_file);
+  if (!paths.onnx.empty()) export_onnx(logits, images, paths.onnx);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #pragma once
 // `tapeflow train --export model.tfn` and `tapeflow predict model.tfn [IMAGES...]`: a trained
-// model's inference as a tf::function file (save_function), and, from that file alone
+// model's inference as a tf::function file (save_function) or an ONNX model (`--export-onnx`,
+// export_onnx), and, from that file alone
 // (load_function, without the C++ that built the model), its accuracy on the Fashion-MNIST test
 // images or the classes of the user's own images (images.h).
 //
@@ -18,9 +19,15 @@
 
 namespace tapeflow::cli {
 
-/// Writes the inference of `model` (logits of a batch of [n, 28, 28, 1] images, training off) to
-/// `path` for batches of any size n, traced at `batch` and at a second size.
-void export_model(Model& model, std::int64_t batch, const std::string& path);
+/// Where export_model writes; an empty path is not written.
+struct ExportPaths {
+  std::string function_file = {};  ///< a tf::function file (save_function), for `tapeflow predict`
+  std::string onnx = {};           ///< an ONNX model (export_onnx)
+};
+
+/// Writes the inference of `model` (logits of a batch of [n, 28, 28, 1] images, named "images",
+/// training off) to `paths` for batches of any size n, traced at `batch` and at a second size.
+void export_model(Model& model, std::int64_t batch, const ExportPaths& paths);
 
 struct PredictOptions {
   std::string model_path;

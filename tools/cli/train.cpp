@@ -24,6 +24,7 @@
 #include "tapeflow/errors.h"
 #include "tapeflow/nn/losses.h"
 #include "tapeflow/nn/metrics.h"
+#include "tapeflow/onnx.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/image.h"
@@ -357,7 +358,16 @@ void validate(const TrainOptions& o) {
     check_output_path("--plot", o.plot);
   }
   if (!o.export_path.empty()) check_output_path("--export", o.export_path);
-  require_different_files({{"--checkpoint", o.checkpoint}, {"--plot", o.plot}, {"--export", o.export_path}});
+  if (!o.export_onnx_path.empty()) {
+    if (!onnx_export_available())
+      throw UsageError(
+          "--export-onnx: this tapeflow was built without ONNX support (libonnx-dev, libprotobuf-dev)");
+    check_output_path("--export-onnx", o.export_onnx_path);
+  }
+  require_different_files({{"--checkpoint", o.checkpoint},
+                           {"--plot", o.plot},
+                           {"--export", o.export_path},
+                           {"--export-onnx", o.export_onnx_path}});
 }
 
 data::FashionMnist fashion_mnist(const data::FashionMnist* loaded, const std::string& data_dir) {
@@ -723,10 +733,13 @@ History train(const TrainOptions& options, std::ostream& out_all, std::ostream& 
       throw Interrupted(interrupted_message(o, epoch + 1, 0, batches.num_batches()));
   }
   if (rank == 0 && start.epoch < o.epochs) print_written_files(out, o);
-  if (rank == 0 && !o.export_path.empty()) {
-    export_model(s.model, o.eval_batch_size, o.export_path);
-    out << fmt::format("exported the model's inference to {} (tapeflow predict {})\n", o.export_path,
-                       o.export_path);
+  if (rank == 0 && (!o.export_path.empty() || !o.export_onnx_path.empty())) {
+    export_model(s.model, o.eval_batch_size, {.function_file = o.export_path, .onnx = o.export_onnx_path});
+    if (!o.export_path.empty())
+      out << fmt::format("exported the model's inference to {} (tapeflow predict {})\n", o.export_path,
+                         o.export_path);
+    if (!o.export_onnx_path.empty())
+      out << fmt::format("exported the model's inference as ONNX to {}\n", o.export_onnx_path);
   }
   return s.history;
 }

@@ -94,6 +94,8 @@ struct TrainOptions {
   /// After training, write the model's inference (logits of a batch of eval_batch_size images)
   /// as a function file here (predict.h); empty: no export.
   std::string export_path;
+  /// The same inference as an ONNX model here (tf::export_onnx, for ONNX Runtime); empty: none.
+  std::string export_onnx_path;
   /// Not on the command line, for tests: evaluate on the first `test_limit` test examples only
   /// (0: all), and use an already loaded data set instead of reading data_dir.
   std::int64_t test_limit = 0;
