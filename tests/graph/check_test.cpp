@@ -41,9 +41,6 @@ graph::Graph small_graph(tf::Variable& v) {
   return tracer.finish({&y, 1});
 }
 
-const graph::Node& first(const graph::Graph& g, graph::NodeKind kind) {
-  return *std::ranges::find_if(g.nodes, [&](const graph::Node& n) { return n.kind == kind; });
-}
 graph::Node& first(graph::Graph& g, graph::NodeKind kind) {
   return *std::ranges::find_if(g.nodes, [&](const graph::Node& n) { return n.kind == kind; });
 }
