@@ -15,7 +15,7 @@ namespace tapeflow {
 /// (float32, float64, bfloat16) carry gradients; int32, int64 and bool paths are never recorded
 /// on a tape. bfloat16 is a storage type: ops that take it compute in float32 and round their
 /// results to bfloat16; an op without a bfloat16 kernel rejects it with InvalidArgumentError
-/// naming the op (docs/ARCHITECTURE.md, "bfloat16").
+/// naming the op (docs/design/bfloat16.md, "How each op takes bfloat16").
 enum class DType : std::uint8_t { Float32, Float64, Int32, Int64, Bool, BFloat16 };
 
 /// The dtypes by TensorFlow's names (tf::float32, ...); `bool_` because `bool` is a C++ keyword.

@@ -57,7 +57,7 @@ void set_buffer_cache_limit(std::int64_t bytes);
 /// The current cache limit, in bytes (see set_buffer_cache_limit).
 std::int64_t buffer_cache_limit();
 /// Returns every cached buffer to the system, and the calling thread's recycled tape storage
-/// (the arrays of its released tapes, kept for the next tape; see docs/ARCHITECTURE.md).
+/// (the arrays of its released tapes, kept for the next tape; see docs/design/tape-internals.md, "Storage").
 void release_cached_buffers();
 
 }  // namespace tapeflow

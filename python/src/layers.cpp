@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <array>
+
 #include "bindings.h"
 
 namespace tapeflow::python {
@@ -53,17 +56,30 @@ std::optional<mixed_precision::Policy> policy_of(py::handle dtype, const char* l
                   layer, py::str(py::type::of(dtype).attr("__name__")).cast<std::string>()));
 }
 
-/// Keras's int-or-pair arguments (kernel_size, strides, pool_size): 3 means (3, 3).
-std::array<std::int64_t, 2> pair_of(py::handle value, const char* layer, const char* argument) {
+/// Keras's int-or-tuple arguments of N values: an int means N copies of it.
+template <std::size_t N>
+std::array<std::int64_t, N> ints_of(py::handle value, const char* layer, const char* argument) {
+  std::array<std::int64_t, N> out;
   if (py::isinstance<py::int_>(value)) {
-    const auto n = value.cast<std::int64_t>();
-    return {n, n};
+    out.fill(value.cast<std::int64_t>());
+    return out;
   }
   auto values = value.cast<std::vector<std::int64_t>>();
-  if (values.size() != 2)
-    throw InvalidArgumentError(fmt::format("[{}] {} must be an int or a pair of ints, got {} values", layer,
-                                           argument, values.size()));
-  return {values[0], values[1]};
+  if (values.size() != N)
+    throw InvalidArgumentError(fmt::format("[{}] {} must be an int or a {} of ints, got {} values", layer,
+                                           argument, N == 1 ? "tuple of one" : "pair", values.size()));
+  std::copy(values.begin(), values.end(), out.begin());
+  return out;
+}
+
+/// Keras's int-or-pair arguments (kernel_size, strides, pool_size): 3 means (3, 3).
+std::array<std::int64_t, 2> pair_of(py::handle value, const char* layer, const char* argument) {
+  return ints_of<2>(value, layer, argument);
+}
+
+/// Keras's 1-D window arguments (kernel_size, strides, dilation_rate): an int or a tuple of one.
+std::int64_t single_of(py::handle value, const char* layer, const char* argument) {
+  return ints_of<1>(value, layer, argument)[0];
 }
 
 /// A (height, width) pair as Keras shows it: a tuple.
@@ -90,7 +106,7 @@ py::object variable_or_none(const L& layer, const Variable& (L::*get)() const) {
   }
 }
 
-/// The weights of Dense and Conv2D: built, kernel, and bias (None without one).
+/// The weights of Dense, Conv1D and Conv2D: built, kernel, and bias (None without one).
 template <class L>
 void bind_kernel_and_bias(py::class_<L, layers::Layer, std::shared_ptr<L>>& cls) {
   cls.def_property_readonly("built", &L::built)
@@ -193,6 +209,112 @@ void bind_layers(py::module_& m) {
            py::arg("dtype") = py::none())
       .def_property_readonly("filters", &layers::Conv2D::filters);
   bind_kernel_and_bias(conv2d);
+  py::class_<layers::Conv1D, layers::Layer, std::shared_ptr<layers::Conv1D>> conv1d(
+      m, "Conv1D",
+      "A 1-D convolution over (batch, steps, channels) sequences (tf.keras.layers.Conv1D); kernel "
+      "(kernel_size, in, filters); padding 'valid', 'same' or 'causal'.");
+  conv1d
+      .def(py::init([](std::int64_t filters, py::handle kernel_size, py::handle strides, std::string padding,
+                       const std::optional<std::string>& data_format, py::handle dilation_rate,
+                       std::int64_t groups, py::handle activation, bool use_bias,
+                       std::string kernel_initializer, std::optional<std::string> name, py::handle dtype) {
+             require_channels_last(data_format, "Conv1D");
+             layers::Conv1DOptions options;
+             options.strides = single_of(strides, "Conv1D", "strides");
+             options.padding = std::move(padding);
+             options.dilation_rate = single_of(dilation_rate, "Conv1D", "dilation_rate");
+             options.groups = groups;
+             options.use_bias = use_bias;
+             options.kernel_initializer = std::move(kernel_initializer);
+             options.dtype_policy = policy_of(dtype, "Conv1D");
+             if (name) options.name = *name;
+             return std::make_shared<layers::Conv1D>(filters, single_of(kernel_size, "Conv1D", "kernel_size"),
+                                                     activation_of(activation, "Conv1D"), options);
+           }),
+           py::arg("filters"), py::arg("kernel_size"), py::arg("strides") = 1, py::arg("padding") = "valid",
+           py::arg("data_format") = py::none(), py::arg("dilation_rate") = 1, py::arg("groups") = 1,
+           py::arg("activation") = py::none(), py::arg("use_bias") = true,
+           py::arg("kernel_initializer") = "glorot_uniform", py::arg("name") = py::none(),
+           py::arg("dtype") = py::none())
+      .def_property_readonly("filters", &layers::Conv1D::filters);
+  bind_kernel_and_bias(conv1d);
+  py::class_<layers::Embedding, layers::Layer, std::shared_ptr<layers::Embedding>>(
+      m, "Embedding",
+      "A trainable table of vectors looked up by integer id (tf.keras.layers.Embedding); "
+      "embeddings (input_dim, output_dim).")
+      .def(py::init([](std::int64_t input_dim, std::int64_t output_dim,
+                       const std::string& embeddings_initializer, bool mask_zero,
+                       std::optional<std::string> name, py::handle dtype) {
+             if (embeddings_initializer != "uniform")
+               throw InvalidArgumentError(fmt::format(
+                   "[Embedding] embeddings_initializer '{}' is not supported: tapeflow's Embedding draws its "
+                   "table from Keras's 'uniform' (U[-0.05, 0.05]); assign the embeddings to start elsewhere",
+                   embeddings_initializer));
+             layers::EmbeddingOptions options;
+             options.mask_zero = mask_zero;
+             options.dtype_policy = policy_of(dtype, "Embedding");
+             if (name) options.name = *name;
+             return std::make_shared<layers::Embedding>(input_dim, output_dim, options);
+           }),
+           py::arg("input_dim"), py::arg("output_dim"), py::arg("embeddings_initializer") = "uniform",
+           py::arg("mask_zero") = false, py::arg("name") = py::none(), py::arg("dtype") = py::none())
+      .def_property_readonly("input_dim", &layers::Embedding::input_dim)
+      .def_property_readonly("output_dim", &layers::Embedding::output_dim)
+      .def_property_readonly("embeddings", &layers::Embedding::embeddings)
+      .def(
+          "compute_mask",
+          [](const layers::Embedding& layer, py::handle inputs) {
+            return layer.compute_mask(to_tensor(inputs, "Embedding"));
+          },
+          py::arg("inputs"), "With mask_zero, inputs != 0 (False at padding); None otherwise.");
+  py::class_<layers::MultiHeadAttention, layers::Layer, std::shared_ptr<layers::MultiHeadAttention>>(
+      m, "MultiHeadAttention",
+      "Multi-head scaled dot-product attention (tf.keras.layers.MultiHeadAttention): "
+      "mha(query, value, key=None, attention_mask=None, return_attention_scores=False, training=False, "
+      "use_causal_mask=False).")
+      .def(py::init([](std::int64_t num_heads, std::int64_t key_dim, std::optional<std::int64_t> value_dim,
+                       double dropout, bool use_bias, std::optional<std::int64_t> output_shape,
+                       std::string kernel_initializer, std::optional<std::uint64_t> seed,
+                       std::optional<std::string> name, py::handle dtype) {
+             layers::MultiHeadAttentionOptions options{.value_dim = value_dim,
+                                                       .dropout = dropout,
+                                                       .use_bias = use_bias,
+                                                       .output_dim = output_shape,
+                                                       .kernel_initializer = std::move(kernel_initializer),
+                                                       .seed = seed};
+             options.dtype_policy = policy_of(dtype, "MultiHeadAttention");
+             if (name) options.name = *name;
+             return std::make_shared<layers::MultiHeadAttention>(num_heads, key_dim, options);
+           }),
+           py::arg("num_heads"), py::arg("key_dim"), py::arg("value_dim") = py::none(),
+           py::arg("dropout") = 0.0, py::arg("use_bias") = true, py::arg("output_shape") = py::none(),
+           py::arg("kernel_initializer") = "glorot_uniform", py::arg("seed") = py::none(),
+           py::arg("name") = py::none(), py::arg("dtype") = py::none())
+      .def(
+          "__call__",
+          [](layers::MultiHeadAttention& layer, py::handle query, py::handle value, py::handle key,
+             py::handle attention_mask, bool return_attention_scores, py::handle training,
+             bool use_causal_mask) -> py::object {
+            const char* op = "MultiHeadAttention";
+            const Tensor q = to_tensor(query, op), v = to_tensor(value, op);
+            layers::AttentionInputs inputs{.use_causal_mask = use_causal_mask,
+                                           .training = !training.is_none() && training.cast<bool>()};
+            if (!key.is_none()) inputs.key = to_tensor(key, op);
+            if (!attention_mask.is_none()) inputs.attention_mask = to_tensor(attention_mask, op);
+            layers::AttentionOutput out;
+            {
+              py::gil_scoped_release released;
+              out = layer.with_scores(q, v, inputs);
+            }
+            if (return_attention_scores) return py::make_tuple(out.output, out.scores);
+            return py::cast(out.output);
+          },
+          py::arg("query"), py::arg("value"), py::arg("key") = py::none(),
+          py::arg("attention_mask") = py::none(), py::arg("return_attention_scores") = false,
+          py::arg("training") = py::none(), py::arg("use_causal_mask") = false)
+      .def_property_readonly("num_heads", &layers::MultiHeadAttention::num_heads)
+      .def_property_readonly("key_dim", &layers::MultiHeadAttention::key_dim)
+      .def_property_readonly("value_dim", &layers::MultiHeadAttention::value_dim);
   py::class_<layers::Pool2D, layers::Layer, std::shared_ptr<layers::Pool2D>>(m, "_Pool2D")
       .def_property_readonly("pool_size", [](const layers::Pool2D& l) { return pair_tuple(l.pool_size()); })
       .def_property_readonly("strides", [](const layers::Pool2D& l) { return pair_tuple(l.strides()); });

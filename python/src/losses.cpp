@@ -23,17 +23,24 @@ std::pair<Tensor, Tensor> targets_and_predictions(py::handle y_true, py::handle 
   return {std::move(labels), std::move(pred)};
 }
 
-/// A loss taking (y_true, y_pred, from_logits), bound as `name`.
-template <Tensor (*loss)(const Tensor&, const Tensor&, bool)>
+/// Keras's sample_weight argument: None, or anything convertible to a tensor.
+std::optional<Tensor> weight_of(py::handle sample_weight, const char* op) {
+  if (sample_weight.is_none()) return std::nullopt;
+  return to_tensor(sample_weight, op);
+}
+
+/// A loss taking (y_true, y_pred, from_logits, sample_weight), bound as `name`.
+template <Tensor (*loss)(const Tensor&, const Tensor&, bool, const std::optional<Tensor>&)>
 void bind_logits_loss(py::module_& m, const char* name, const char* op,
                       Labels labels_hold = Labels::kValues) {
   m.def(
       name,
-      [op, labels_hold](py::handle y_true, py::handle y_pred, bool from_logits) {
+      [op, labels_hold](py::handle y_true, py::handle y_pred, bool from_logits, py::handle sample_weight) {
         auto [labels, pred] = targets_and_predictions(y_true, y_pred, op, labels_hold);
-        return loss(labels, pred, from_logits);
+        return loss(labels, pred, from_logits, weight_of(sample_weight, op));
       },
-      py::arg("y_true"), py::arg("y_pred"), py::arg("from_logits") = false);
+      py::arg("y_true"), py::arg("y_pred"), py::arg("from_logits") = false,
+      py::arg("sample_weight") = py::none());
 }
 
 /// The Tensor Keras's Metric.result() returns: a float32 scalar.
@@ -45,19 +52,21 @@ template <class M, class... Extra>
 void bind_matching_metric(py::class_<M, Extra...>& cls, Labels labels_hold = Labels::kValues) {
   cls.def(
          "update_state",
-         [labels_hold](M& metric, py::handle y_true, py::handle y_pred) {
+         [labels_hold](M& metric, py::handle y_true, py::handle y_pred, py::handle sample_weight) {
            auto [labels, pred] = targets_and_predictions(y_true, y_pred, metric.name().c_str(), labels_hold);
-           metric.update_state(labels, pred);
+           metric.update_state(labels, pred, weight_of(sample_weight, metric.name().c_str()));
          },
-         py::arg("y_true"), py::arg("y_pred"), "Counts the matches of one batch.")
+         py::arg("y_true"), py::arg("y_pred"), py::arg("sample_weight") = py::none(),
+         "Counts the matches of one batch, each with its sample weight.")
       .def(
           "__call__",
-          [labels_hold](M& metric, py::handle y_true, py::handle y_pred) {
+          [labels_hold](M& metric, py::handle y_true, py::handle y_pred, py::handle sample_weight) {
             auto [labels, pred] = targets_and_predictions(y_true, y_pred, metric.name().c_str(), labels_hold);
-            metric.update_state(labels, pred);
+            metric.update_state(labels, pred, weight_of(sample_weight, metric.name().c_str()));
             return result_tensor(metric.result());
           },
-          py::arg("y_true"), py::arg("y_pred"), "update_state, then result().")
+          py::arg("y_true"), py::arg("y_pred"), py::arg("sample_weight") = py::none(),
+          "update_state, then result().")
       .def(
           "result", [](const M& metric) { return result_tensor(metric.result()); },
           "The fraction of matches so far, a float32 scalar (0 before any update).")
@@ -67,9 +76,8 @@ void bind_matching_metric(py::class_<M, Extra...>& cls, Labels labels_hold = Lab
 
 /// Mean.update_state(values, sample_weight=None).
 void update_mean(metrics::Mean& metric, py::handle values, py::handle sample_weight) {
-  std::optional<Tensor> weight;
-  if (!sample_weight.is_none()) weight = to_tensor(sample_weight, metric.name().c_str());
-  metric.update_state(to_tensor(values, metric.name().c_str()), weight);
+  metric.update_state(to_tensor(values, metric.name().c_str()),
+                      weight_of(sample_weight, metric.name().c_str()));
 }
 
 void bind_metrics(py::module_& m) {
@@ -124,11 +132,11 @@ void bind_losses(py::module_& m) {
   bind_logits_loss<losses::binary_crossentropy>(loss_functions, "binary_crossentropy", "BinaryCrossentropy");
   loss_functions.def(
       "mean_squared_error",
-      [](py::handle y_true, py::handle y_pred) {
+      [](py::handle y_true, py::handle y_pred, py::handle sample_weight) {
         auto [labels, pred] = targets_and_predictions(y_true, y_pred, "MeanSquaredError");
-        return losses::mean_squared_error(labels, pred);
+        return losses::mean_squared_error(labels, pred, weight_of(sample_weight, "MeanSquaredError"));
       },
-      py::arg("y_true"), py::arg("y_pred"));
+      py::arg("y_true"), py::arg("y_pred"), py::arg("sample_weight") = py::none());
   py::module_ metric_classes = m.def_submodule("metrics", "tf.keras.metrics over tapeflow's C++ metrics.");
   bind_metrics(metric_classes);
 }

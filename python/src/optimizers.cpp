@@ -1,4 +1,5 @@
-// tf.keras.optimizers (SGD, Adam, AdamW, RMSprop and the learning-rate schedules) and
+// tf.keras.optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, Nadam, Lion and the
+// learning-rate schedules) and
 // tf.keras.mixed_precision (Policy, the global policy, LossScaleOptimizer), bound over the C++
 // optimizers: every update is the C++ optimizer's, run with the GIL released.
 #include <fmt/format.h>
@@ -25,30 +26,32 @@ optimizers::LearningRate learning_rate_of(py::handle value, const char* optimize
                   optimizer, type_name(value)));
 }
 
-/// Keras's keyword arguments every optimizer takes: clipnorm, clipvalue, global_clipnorm (each a
-/// number or None). Another keyword is a TypeError naming the optimizer.
-optimizers::ClipOptions clip_of(const py::kwargs& kwargs, const char* optimizer) {
-  optimizers::ClipOptions clip;
+/// Keras's keyword arguments every optimizer takes: weight_decay, clipnorm, clipvalue,
+/// global_clipnorm (each a number or None). Another keyword is a TypeError naming the optimizer.
+optimizers::BaseOptions base_of(const py::kwargs& kwargs, const char* optimizer) {
+  optimizers::BaseOptions base;
   for (auto [key, value] : kwargs) {
     const auto name = key.cast<std::string>();
     auto number = value.is_none() ? std::nullopt : std::optional<double>(value.cast<double>());
-    if (name == "clipnorm") {
-      clip.clipnorm = number;
+    if (name == "weight_decay") {
+      base.weight_decay = number;
+    } else if (name == "clipnorm") {
+      base.clipnorm = number;
     } else if (name == "clipvalue") {
-      clip.clipvalue = number;
+      base.clipvalue = number;
     } else if (name == "global_clipnorm") {
-      clip.global_clipnorm = number;
+      base.global_clipnorm = number;
     } else {
       throw py::type_error(fmt::format("[{}] unexpected keyword argument '{}'", optimizer, name));
     }
   }
-  return clip;
+  return base;
 }
 
-/// Adam's and AdamW's options from Keras's arguments.
+/// The options of Adam, AdamW, Adamax and Nadam from Keras's arguments.
 optimizers::AdamOptions adam_options(double beta_1, double beta_2, double epsilon, bool amsgrad,
-                                     optimizers::ClipOptions clip) {
-  return {.beta_1 = beta_1, .beta_2 = beta_2, .epsilon = epsilon, .amsgrad = amsgrad, .clip = clip};
+                                     optimizers::BaseOptions base) {
+  return {.beta_1 = beta_1, .beta_2 = beta_2, .epsilon = epsilon, .amsgrad = amsgrad, .base = base};
 }
 
 /// The variables of a var_list: a list or tuple of tf.Variables, or a callable returning one.
@@ -163,6 +166,21 @@ void bind_schedules(py::module_& m) {
            }),
            py::arg("initial_learning_rate"), py::arg("decay_steps"), py::arg("alpha") = 0.0,
            py::arg("warmup_target") = py::none(), py::arg("warmup_steps") = 0);
+  py::class_<sched::PolynomialDecay, sched::LearningRateSchedule, std::shared_ptr<sched::PolynomialDecay>>(
+      m, "PolynomialDecay", "(initial - end) * (1 - step / decay_steps) ** power + end, optionally cycling.")
+      .def(py::init([](double initial_learning_rate, std::int64_t decay_steps, double end_learning_rate,
+                       double power, bool cycle) {
+             return std::make_shared<sched::PolynomialDecay>(
+                 initial_learning_rate, decay_steps,
+                 sched::PolynomialDecayOptions{
+                     .end_learning_rate = end_learning_rate, .power = power, .cycle = cycle});
+           }),
+           py::arg("initial_learning_rate"), py::arg("decay_steps"), py::arg("end_learning_rate") = 0.0001,
+           py::arg("power") = 1.0, py::arg("cycle") = false);
+  py::class_<sched::InverseTimeDecay, sched::LearningRateSchedule, std::shared_ptr<sched::InverseTimeDecay>>(
+      m, "InverseTimeDecay", "initial_learning_rate / (1 + decay_rate * step / decay_steps).")
+      .def(py::init<double, std::int64_t, double, bool>(), py::arg("initial_learning_rate"),
+           py::arg("decay_steps"), py::arg("decay_rate"), py::arg("staircase") = false);
 }
 
 void bind_optimizer_classes(py::module_& m) {
@@ -185,6 +203,20 @@ void bind_optimizer_classes(py::module_& m) {
           py::arg("loss"), py::arg("var_list"), py::arg("tape") = py::none(),
           "One step on `loss` (a callable, or a tensor recorded by `tape`) for var_list. Returns iterations.")
       .def("build", &Optimizer::build, py::arg("var_list"), "Creates the slots of var_list now.")
+      .def(
+          "exclude_from_weight_decay",
+          [](Optimizer& opt, py::handle var_list, std::vector<std::string> var_names) {
+            opt.exclude_from_weight_decay(
+                var_list.is_none() ? std::vector<Variable>{} : variables_of(var_list, opt.name().c_str()),
+                var_names);
+          },
+          py::arg("var_list") = py::none(), py::arg("var_names") = std::vector<std::string>{},
+          "Exempts variables (and those whose names contain one of var_names) from weight decay.")
+      .def_property_readonly("weight_decay",
+                             [](const Optimizer& opt) -> py::object {
+                               if (opt.weight_decay() == 0) return py::none();
+                               return py::float_(opt.weight_decay());
+                             })
       .def("get_slot", &Optimizer::slot, py::arg("var"), py::arg("slot_name"),
            "The slot `slot_name` ('m', 'v', 'momentum', 'velocity', ...) of `var`.")
       .def_property_readonly("variables", [](const Optimizer& opt) { return state_of(opt.variables()); })
@@ -203,7 +235,7 @@ void bind_optimizer_classes(py::module_& m) {
       m, "SGD", "Gradient descent with (Nesterov) momentum (tf.keras.optimizers.SGD).")
       .def(py::init([](py::handle learning_rate, double momentum, bool nesterov, const py::kwargs& kwargs) {
              return std::make_unique<optimizers::SGD>(learning_rate_of(learning_rate, "SGD"), momentum,
-                                                      nesterov, clip_of(kwargs, "SGD"));
+                                                      nesterov, base_of(kwargs, "SGD"));
            }),
            py::arg("learning_rate") = 0.01, py::arg("momentum") = 0.0, py::arg("nesterov") = false)
       .def_property_readonly("momentum", &optimizers::SGD::momentum)
@@ -213,7 +245,7 @@ void bind_optimizer_classes(py::module_& m) {
                        const py::kwargs& kwargs) {
              return std::make_unique<optimizers::Adam>(
                  learning_rate_of(learning_rate, "Adam"),
-                 adam_options(beta_1, beta_2, epsilon, amsgrad, clip_of(kwargs, "Adam")));
+                 adam_options(beta_1, beta_2, epsilon, amsgrad, base_of(kwargs, "Adam")));
            }),
            py::arg("learning_rate") = 0.001, py::arg("beta_1") = 0.9, py::arg("beta_2") = 0.999,
            py::arg("epsilon") = 1e-7, py::arg("amsgrad") = false);
@@ -223,11 +255,10 @@ void bind_optimizer_classes(py::module_& m) {
                        double epsilon, bool amsgrad, const py::kwargs& kwargs) {
              return std::make_unique<optimizers::AdamW>(
                  learning_rate_of(learning_rate, "AdamW"), weight_decay,
-                 adam_options(beta_1, beta_2, epsilon, amsgrad, clip_of(kwargs, "AdamW")));
+                 adam_options(beta_1, beta_2, epsilon, amsgrad, base_of(kwargs, "AdamW")));
            }),
            py::arg("learning_rate") = 0.001, py::arg("weight_decay") = 0.004, py::arg("beta_1") = 0.9,
-           py::arg("beta_2") = 0.999, py::arg("epsilon") = 1e-7, py::arg("amsgrad") = false)
-      .def_property_readonly("weight_decay", &optimizers::AdamW::weight_decay);
+           py::arg("beta_2") = 0.999, py::arg("epsilon") = 1e-7, py::arg("amsgrad") = false);
   py::class_<optimizers::RMSprop, Optimizer>(m, "RMSprop", "RMSprop (tf.keras.optimizers.RMSprop).")
       .def(py::init([](py::handle learning_rate, double rho, double momentum, double epsilon, bool centered,
                        const py::kwargs& kwargs) {
@@ -237,10 +268,47 @@ void bind_optimizer_classes(py::module_& m) {
                                             .momentum = momentum,
                                             .epsilon = epsilon,
                                             .centered = centered,
-                                            .clip = clip_of(kwargs, "RMSprop")});
+                                            .base = base_of(kwargs, "RMSprop")});
            }),
            py::arg("learning_rate") = 0.001, py::arg("rho") = 0.9, py::arg("momentum") = 0.0,
            py::arg("epsilon") = 1e-7, py::arg("centered") = false);
+  py::class_<optimizers::Adagrad, Optimizer>(m, "Adagrad", "Adagrad (tf.keras.optimizers.Adagrad).")
+      .def(py::init([](py::handle learning_rate, double initial_accumulator_value, double epsilon,
+                       const py::kwargs& kwargs) {
+             return std::make_unique<optimizers::Adagrad>(
+                 learning_rate_of(learning_rate, "Adagrad"),
+                 optimizers::AdagradOptions{.initial_accumulator_value = initial_accumulator_value,
+                                            .epsilon = epsilon,
+                                            .base = base_of(kwargs, "Adagrad")});
+           }),
+           py::arg("learning_rate") = 0.001, py::arg("initial_accumulator_value") = 0.1,
+           py::arg("epsilon") = 1e-7);
+  py::class_<optimizers::Adamax, Optimizer>(m, "Adamax", "Adamax (tf.keras.optimizers.Adamax).")
+      .def(py::init([](py::handle learning_rate, double beta_1, double beta_2, double epsilon,
+                       const py::kwargs& kwargs) {
+             return std::make_unique<optimizers::Adamax>(
+                 learning_rate_of(learning_rate, "Adamax"),
+                 adam_options(beta_1, beta_2, epsilon, false, base_of(kwargs, "Adamax")));
+           }),
+           py::arg("learning_rate") = 0.001, py::arg("beta_1") = 0.9, py::arg("beta_2") = 0.999,
+           py::arg("epsilon") = 1e-7);
+  py::class_<optimizers::Nadam, Optimizer>(m, "Nadam", "Nadam (tf.keras.optimizers.Nadam).")
+      .def(py::init([](py::handle learning_rate, double beta_1, double beta_2, double epsilon,
+                       const py::kwargs& kwargs) {
+             return std::make_unique<optimizers::Nadam>(
+                 learning_rate_of(learning_rate, "Nadam"),
+                 adam_options(beta_1, beta_2, epsilon, false, base_of(kwargs, "Nadam")));
+           }),
+           py::arg("learning_rate") = 0.001, py::arg("beta_1") = 0.9, py::arg("beta_2") = 0.999,
+           py::arg("epsilon") = 1e-7);
+  py::class_<optimizers::Lion, Optimizer>(m, "Lion", "Lion (tf.keras.optimizers.Lion).")
+      .def(
+          py::init([](py::handle learning_rate, double beta_1, double beta_2, const py::kwargs& kwargs) {
+            return std::make_unique<optimizers::Lion>(
+                learning_rate_of(learning_rate, "Lion"),
+                optimizers::LionOptions{.beta_1 = beta_1, .beta_2 = beta_2, .base = base_of(kwargs, "Lion")});
+          }),
+          py::arg("learning_rate") = 0.001, py::arg("beta_1") = 0.9, py::arg("beta_2") = 0.99);
 }
 
 void bind_mixed_precision(py::module_& m) {

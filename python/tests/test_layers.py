@@ -40,6 +40,67 @@ def test_conv2d_of_ones_with_a_ones_kernel_sums_each_window():
     assert y.numpy().reshape(-1).tolist() == [8.0, 12.0, 20.0, 24.0]
 
 
+def test_embedding_looks_up_rows_and_masks_padding():
+    embed = tf.keras.layers.Embedding(4, 2, mask_zero=True)
+    embed.embeddings.assign([[0.0, 0.0], [1.0, 10.0], [2.0, 20.0], [3.0, 30.0]])
+    ids = np.array([[3, 1], [2, 0]], dtype=np.int64)
+    np.testing.assert_array_equal(embed(ids).numpy(), [[[3, 30], [1, 10]], [[2, 20], [0, 0]]])
+    np.testing.assert_array_equal(embed.compute_mask(ids).numpy(), [[True, True], [True, False]])
+    assert tf.keras.layers.Embedding(4, 2).compute_mask(ids) is None
+    assert [v.name for v in embed.trainable_variables] == ["embeddings"]
+
+
+def test_an_embedding_id_out_of_range_names_the_layer():
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[Embedding\] layer 'embedding' has 4 ids"):
+        tf.keras.layers.Embedding(4, 2)(np.array([4], dtype=np.int32))
+
+
+def test_multi_head_attention_returns_keras_shapes_and_scores():
+    mha = tf.keras.layers.MultiHeadAttention(num_heads=2, key_dim=4, seed=1)
+    query = np.random.default_rng(0).normal(size=(3, 5, 8)).astype(np.float32)
+    value = np.random.default_rng(1).normal(size=(3, 7, 6)).astype(np.float32)
+    out, scores = mha(query, value, return_attention_scores=True)
+    assert out.shape == (3, 5, 8)
+    assert scores.shape == (3, 2, 5, 7)
+    np.testing.assert_allclose(scores.numpy().sum(axis=-1), np.ones((3, 2, 5)), rtol=1e-5)
+    assert [v.name for v in mha.trainable_variables][:2] == ["query/kernel", "query/bias"]
+
+
+def test_multi_head_attention_causal_mask_zeroes_future_positions():
+    mha = tf.keras.layers.MultiHeadAttention(num_heads=1, key_dim=2)
+    x = np.ones((1, 4, 3), dtype=np.float32)
+    _, scores = mha(x, x, use_causal_mask=True, return_attention_scores=True)
+    assert np.all(np.triu(scores.numpy()[0, 0], k=1) == 0.0)
+    np.testing.assert_allclose(scores.numpy()[0, 0, 3], [0.25] * 4, rtol=1e-6)
+
+
+def test_multi_head_attention_with_a_mask_of_the_wrong_shape_names_the_layer():
+    mha = tf.keras.layers.MultiHeadAttention(num_heads=1, key_dim=2)
+    x = np.ones((1, 4, 3), dtype=np.float32)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="MultiHeadAttention.*attention_mask"):
+        mha(x, x, attention_mask=np.ones((1, 3, 4), dtype=bool))
+
+
+def test_conv1d_kernel_is_keras_layout_and_causal_padding_keeps_the_length():
+    conv = tf.keras.layers.Conv1D(4, 3, padding="causal", dilation_rate=2, activation="relu")
+    y = conv(np.ones((2, 10, 5), dtype=np.float32))
+    assert y.shape == (2, 10, 4)
+    assert conv.kernel.shape == (3, 5, 4)
+    assert tf.keras.layers.Conv1D(2, (3,), strides=(2,))(np.ones((1, 9, 1), dtype=np.float32)).shape == (1, 4, 2)
+
+
+def test_conv1d_of_ones_with_a_ones_kernel_sums_each_window():
+    conv = tf.keras.layers.Conv1D(1, 2, use_bias=False)
+    conv(np.ones((1, 4, 2), dtype=np.float32))
+    conv.kernel.assign(np.ones((2, 2, 1), dtype=np.float32))
+    np.testing.assert_array_equal(conv(np.ones((1, 4, 2), dtype=np.float32)).numpy().ravel(), [4.0, 4.0, 4.0])
+
+
+def test_conv1d_with_an_unknown_padding_names_the_layer():
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[Conv1D\] unknown padding 'full'"):
+        tf.keras.layers.Conv1D(2, 3, padding="full")
+
+
 def test_pooling_takes_the_max_or_mean_of_each_window():
     x = tf.reshape(tf.range(16.0), (1, 4, 4, 1))
     assert tf.keras.layers.MaxPooling2D()(x).numpy().reshape(-1).tolist() == [5.0, 7.0, 13.0, 15.0]

@@ -94,3 +94,28 @@ def test_binary_accuracy_thresholds_the_predictions():
 def test_accuracy_of_different_shapes_names_the_metric_and_shapes():
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"accuracy.*\(3,\).*\(2,\)|accuracy.*\(2,\).*\(3,\)"):
         tf.keras.metrics.Accuracy().update_state([1, 2, 3], [1, 2])
+
+
+def test_a_loss_weights_each_example_and_divides_by_the_example_count():
+    mse = tf.keras.losses.MeanSquaredError()
+    # per-example squared errors 1, 4, 9 weighted 2, 0, 1: (2 + 9) / 3, Keras's sum_over_batch_size
+    assert float(mse([0.0, 0.0, 0.0], [1.0, 2.0, 3.0], sample_weight=[2.0, 0.0, 1.0])) == pytest.approx(11 / 3)
+
+
+def test_a_padding_mask_as_sample_weight_drops_padded_steps():
+    loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    labels = np.array([[0, 1], [1, 0]], dtype=np.int32)
+    logits = np.zeros((2, 2, 2), dtype=np.float32)
+    mask = [[1.0, 1.0], [1.0, 0.0]]
+    assert float(loss(labels, logits, sample_weight=mask)) == pytest.approx(3 * math.log(2) / 4, rel=1e-6)
+
+
+def test_a_sample_weight_that_does_not_broadcast_names_the_loss():
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"binary_crossentropy.*sample_weight of shape \(2,\)"):
+        tf.keras.losses.BinaryCrossentropy()([1.0, 0.0, 1.0], [0.5, 0.5, 0.5], sample_weight=[1.0, 2.0])
+
+
+def test_accuracy_metrics_take_a_sample_weight():
+    metric = tf.keras.metrics.SparseCategoricalAccuracy()
+    metric.update_state([0, 0, 1], [[0.9, 0.1], [0.2, 0.8], [0.3, 0.7]], sample_weight=[0.5, 2.0, 1.0])
+    assert float(metric.result()) == pytest.approx(1.5 / 3.5)

@@ -58,6 +58,49 @@ def test_adamw_decays_the_weight_before_the_adam_step():
     np.testing.assert_allclose(var.numpy(), [1.8], rtol=1e-5)
 
 
+def test_adagrad_accumulates_from_its_initial_value():
+    var = step(tf.keras.optimizers.Adagrad(learning_rate=0.1), [1.0], [1.0])
+    # accumulator = 0.1 + 1; w -= 0.1 * 1 / sqrt(1.1 + 1e-7)
+    np.testing.assert_allclose(var.numpy(), [1.0 - 0.1 / math.sqrt(1.1 + 1e-7)], rtol=1e-6)
+
+
+def test_adamax_nadam_and_lion_take_kerass_arguments_and_step():
+    # Adamax's first step: m = 0.1 g, u = |g|, w -= lr * m / (0.1 * (u + eps)) = lr * sign(g)
+    np.testing.assert_allclose(step(tf.keras.optimizers.Adamax(learning_rate=0.1), [1.0], [2.0]).numpy(), [0.9],
+                               rtol=1e-5)
+    # Lion moves by the learning rate along the sign
+    np.testing.assert_allclose(step(tf.keras.optimizers.Lion(learning_rate=0.1, beta_1=0.5, beta_2=0.9),
+                                    [1.0, 1.0], [3.0, -0.5]).numpy(), [0.9, 1.1], rtol=1e-6)
+    nadam = tf.keras.optimizers.Nadam(learning_rate=0.01)
+    var = tf.Variable([1.0], name="w")
+    nadam.apply_gradients([(tf.constant([1.0]), var)])
+    assert float(var.numpy()[0]) < 1.0
+    assert [v.name for v in nadam.variables] == ["iterations", "w/m", "w/v"]
+
+
+def test_weight_decay_is_a_keyword_of_every_optimizer():
+    opt = tf.keras.optimizers.SGD(learning_rate=0.1, weight_decay=0.5)
+    assert opt.weight_decay == 0.5
+    assert tf.keras.optimizers.Adam().weight_decay is None
+    kernel = tf.Variable([2.0], name="kernel")
+    bias = tf.Variable([2.0], name="bias")
+    opt.exclude_from_weight_decay(var_names=["bias"])
+    opt.apply_gradients(zip([tf.constant([0.0]), tf.constant([0.0])], [kernel, bias]))
+    np.testing.assert_allclose(kernel.numpy(), [1.9], rtol=1e-6)
+    np.testing.assert_allclose(bias.numpy(), [2.0])
+    with pytest.raises(tf.errors.FailedPreconditionError, match="before the optimizer is built"):
+        opt.exclude_from_weight_decay(var_list=[kernel])
+
+
+def test_polynomial_and_inverse_time_decay_follow_kerass_formulas():
+    schedules = tf.keras.optimizers.schedules
+    poly = schedules.PolynomialDecay(0.1, 100, end_learning_rate=0.0, power=2.0)
+    assert float(poly(50)) == pytest.approx(0.1 * 0.25)
+    assert float(poly(500)) == 0.0
+    inverse = schedules.InverseTimeDecay(0.1, 10, 0.5, staircase=True)
+    assert float(inverse(35)) == pytest.approx(0.1 / 2.5)
+
+
 def test_a_missing_gradient_skips_its_variable():
     a, b = tf.Variable(1.0), tf.Variable(1.0)
     tf.keras.optimizers.SGD(1.0).apply_gradients(zip([None, tf.constant(1.0)], [a, b]))

@@ -1,5 +1,5 @@
 #pragma once
-// Masked lanes of backward-pass cotangents (see docs/ARCHITECTURE.md, "Masked lanes stay zero").
+// Masked lanes of backward-pass cotangents (see docs/design/tape-internals.md, "Masked lanes stay zero").
 //
 // where(cond, a, b) sends its cotangent to a in the lanes where cond holds and an exact zero to
 // the others; the lanes not taken are masked: nothing the branch computed there matters. In
@@ -11,7 +11,7 @@
 // reason (an underflow) times an overflowed local derivative (exp's) still gives 0 * Inf = NaN,
 // as in TensorFlow, so a real problem is never hidden as a zero. At a singular point of the op
 // itself (sqrt, rsqrt, reciprocal, log, div, pow, atan2, ... at 0) any zero cotangent gives 0, as
-// TensorFlow's kernels do (ops::chain_singular; ARCHITECTURE.md, "Zero cotangents at singular
+// TensorFlow's kernels do (ops::chain_singular; docs/design/tape-internals.md, "Zero cotangents at singular
 // points").
 //
 // The table lives for one backward pass on one thread (MaskedLanesScope); outside a backward

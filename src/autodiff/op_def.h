@@ -67,8 +67,8 @@ constexpr OutputCountFunction output_count_of();
 template <class Op>
 constexpr std::optional<std::size_t> input_count_of();
 
-/// How an op takes bfloat16 inputs (docs/ARCHITECTURE.md, "bfloat16"). An op struct may declare
-/// `static constexpr BFloat16Support kBFloat16 = ...;`; without it an elementwise op or reduction
+/// How an op takes bfloat16 inputs (docs/design/bfloat16.md, "How each op takes bfloat16"). An op struct may
+/// declare `static constexpr BFloat16Support kBFloat16 = ...;`; without it an elementwise op or reduction
 /// (one declaring kElement, kArray or kBlock, block_op.h) computes through float32 and any other
 /// op has none.
 enum class BFloat16Support : std::uint8_t {

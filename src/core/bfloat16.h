@@ -1,7 +1,7 @@
 #pragma once
 // Whole-tensor conversions between float32 and bfloat16: how ops that compute bfloat16 through
-// float32 widen their inputs and round their results (docs/ARCHITECTURE.md, "bfloat16"). No
-// tape, no validation beyond the dtype: kernels, not ops (the Cast op records).
+// float32 widen their inputs and round their results (docs/design/bfloat16.md, "How each op takes bfloat16").
+// No tape, no validation beyond the dtype: kernels, not ops (the Cast op records).
 
 #include <string_view>
 

@@ -69,6 +69,27 @@ Tensor match_rank(const Tensor& y_true, int rank) {
   return y_true;
 }
 
+Tensor broadcast_sample_weight(std::string_view who, const Tensor& sample_weight, const Tensor& values) {
+  TAPEFLOW_REQUIRE(sample_weight.defined(), InvalidArgumentError,
+                   "[{}] sample_weight is an undefined (default-constructed) Tensor", who);
+  Tensor w = cast(sample_weight, values.dtype());
+  const int rank = values.rank();
+  if (w.rank() == rank + 1 && w.shape()[w.rank() - 1] == 1) {
+    w = squeeze(w, {-1});
+  } else if (w.rank() < rank) {
+    std::vector<std::int64_t> dims(w.shape().dims().begin(), w.shape().dims().end());
+    dims.resize(static_cast<std::size_t>(rank), 1);
+    w = reshape(w, dims);
+  }
+  try {
+    return broadcast_to(w, values.shape());
+  } catch (const InvalidArgumentError&) {
+    throw InvalidArgumentError(
+        fmt::format("[{}] sample_weight of shape {} does not broadcast to values of shape {}", who,
+                    sample_weight.shape().to_string(), values.shape().to_string()));
+  }
+}
+
 std::uint64_t next_seed() {
   static std::atomic<std::uint64_t> counter{0};
   // splitmix64's increment and finaliser: consecutive layers get unrelated seeds.

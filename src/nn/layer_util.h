@@ -20,6 +20,15 @@ Activation named_activation(std::string_view layer, std::string_view name);
 /// (batch,) meet predictions of shape (batch, 1). Otherwise `y_true` as it is.
 Tensor match_rank(const Tensor& y_true, int rank);
 
+/// `sample_weight` cast to `values`' dtype, aligned with the leading axes of `values` as Keras
+/// aligns a sample weight with its values (a trailing size-1 axis beyond values' rank is dropped;
+/// a lower rank gets trailing size-1 axes, so that a (batch,) weight weights each sample's values;
+/// broadcasting as is would align it with the last axis, and for square values silently weight
+/// columns instead of rows), then broadcast to values' shape. Differentiable. Throws
+/// InvalidArgumentError naming `who` and both shapes for an undefined weight or one that does
+/// not broadcast so.
+Tensor broadcast_sample_weight(std::string_view who, const Tensor& sample_weight, const Tensor& values);
+
 /// The next seed of the process-wide sequence (splitmix64 of a counter).
 std::uint64_t next_seed();
 

@@ -49,6 +49,14 @@ Tensor mean_over_batch(const Tensor& per_sample) {
   return per_sample.num_elements() == 0 ? reduce_sum(per_sample) : reduce_mean(per_sample);
 }
 
+/// Keras's reduction of per-sample losses with an optional sample weight: the weighted losses'
+/// sum over the number of losses (mean_over_batch of per_sample * weight).
+Tensor reduced(std::string_view loss, const Tensor& per_sample, const std::optional<Tensor>& sample_weight) {
+  if (!sample_weight) return mean_over_batch(per_sample);
+  return mean_over_batch(per_sample *
+                         layers::detail::broadcast_sample_weight(loss, *sample_weight, per_sample));
+}
+
 /// Keras's per-sample value of an elementwise loss: its mean over the last (class) axis, NaN for
 /// an empty one as in Keras. A rank-0 or rank-1 loss is one value per sample already.
 Tensor per_sample_mean(const Tensor& elementwise) {
@@ -62,14 +70,17 @@ Tensor normalised_clipped(const Tensor& y_pred) {
 
 }  // namespace
 
-Tensor categorical_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits) {
+Tensor categorical_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits,
+                                const std::optional<Tensor>& sample_weight) {
+  constexpr std::string_view kLoss = "categorical_crossentropy";
   const Tensor y_true = widen_bfloat16(y_true_in), y_pred = widen_bfloat16(y_pred_in);
-  const Tensor t = checked_float_labels("categorical_crossentropy", y_true, y_pred, 1);
-  if (from_logits) return mean_over_batch(nn::softmax_cross_entropy_with_logits(t, y_pred));
-  return mean_over_batch(-reduce_sum(t * log(normalised_clipped(y_pred)), {-1}));
+  const Tensor t = checked_float_labels(kLoss, y_true, y_pred, 1);
+  if (from_logits) return reduced(kLoss, nn::softmax_cross_entropy_with_logits(t, y_pred), sample_weight);
+  return reduced(kLoss, -reduce_sum(t * log(normalised_clipped(y_pred)), {-1}), sample_weight);
 }
 
-Tensor sparse_categorical_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits) {
+Tensor sparse_categorical_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits,
+                                       const std::optional<Tensor>& sample_weight) {
   const Tensor y_true = widen_bfloat16(y_true_in), y_pred = widen_bfloat16(y_pred_in);
   constexpr std::string_view kLoss = "sparse_categorical_crossentropy";
   require_defined(kLoss, y_true, y_pred);
@@ -92,21 +103,26 @@ Tensor sparse_categorical_crossentropy(const Tensor& y_true_in, const Tensor& y_
       expected.to_string(), y_true.shape().to_string(), y_pred.shape().to_string());
   // Probabilities go through their log as logits: log_softmax(log(p)) = log(p) when p sums to 1.
   const Tensor logits = from_logits ? y_pred : log(normalised_clipped(y_pred));
-  return mean_over_batch(nn::sparse_softmax_cross_entropy_with_logits(labels, logits));
+  return reduced(kLoss, nn::sparse_softmax_cross_entropy_with_logits(labels, logits), sample_weight);
 }
 
-Tensor binary_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits) {
+Tensor binary_crossentropy(const Tensor& y_true_in, const Tensor& y_pred_in, bool from_logits,
+                           const std::optional<Tensor>& sample_weight) {
+  constexpr std::string_view kLoss = "binary_crossentropy";
   const Tensor y_true = widen_bfloat16(y_true_in), y_pred = widen_bfloat16(y_pred_in);
-  const Tensor t = checked_float_labels("binary_crossentropy", y_true, y_pred, 0);
-  if (from_logits) return mean_over_batch(per_sample_mean(nn::sigmoid_cross_entropy_with_logits(t, y_pred)));
+  const Tensor t = checked_float_labels(kLoss, y_true, y_pred, 0);
+  if (from_logits)
+    return reduced(kLoss, per_sample_mean(nn::sigmoid_cross_entropy_with_logits(t, y_pred)), sample_weight);
   const Tensor p = clip_by_value(y_pred, kEpsilon, 1.0 - kEpsilon);
-  return mean_over_batch(per_sample_mean(-(t * log(p) + (1.0 - t) * log(1.0 - p))));
+  return reduced(kLoss, per_sample_mean(-(t * log(p) + (1.0 - t) * log(1.0 - p))), sample_weight);
 }
 
-Tensor mean_squared_error(const Tensor& y_true_in, const Tensor& y_pred_in) {
+Tensor mean_squared_error(const Tensor& y_true_in, const Tensor& y_pred_in,
+                          const std::optional<Tensor>& sample_weight) {
+  constexpr std::string_view kLoss = "mean_squared_error";
   const Tensor y_true = widen_bfloat16(y_true_in), y_pred = widen_bfloat16(y_pred_in);
-  const Tensor t = checked_float_labels("mean_squared_error", y_true, y_pred, 0);
-  return mean_over_batch(per_sample_mean(squared_difference(t, y_pred)));
+  const Tensor t = checked_float_labels(kLoss, y_true, y_pred, 0);
+  return reduced(kLoss, per_sample_mean(squared_difference(t, y_pred)), sample_weight);
 }
 
 }  // namespace tapeflow::losses

@@ -18,18 +18,6 @@ void require_defined(std::string_view metric, const Tensor& t, std::string_view 
                    metric, arg);
 }
 
-/// `w` with the rank `rank`, aligned with the leading axes as Keras aligns a sample weight with its
-/// values: a trailing size-1 axis beyond `rank` is dropped, and a lower rank gets trailing size-1
-/// axes, so that a (batch,) weight weights each sample's values. (Broadcasting as is would align
-/// it with the last axis: for square values it would silently weight columns instead of rows.)
-Tensor aligned_to_leading_axes(const Tensor& w, int rank) {
-  if (w.rank() == rank + 1 && w.shape()[w.rank() - 1] == 1) return squeeze(w, {-1});
-  if (w.rank() >= rank) return w;
-  std::vector<std::int64_t> dims(w.shape().dims().begin(), w.shape().dims().end());
-  dims.resize(static_cast<std::size_t>(rank), 1);
-  return reshape(w, dims);
-}
-
 /// Throws InvalidArgumentError naming `metric` unless y_pred has rank >= 1 and a class axis that
 /// is not empty (argmax over no classes has no answer).
 void require_classes(std::string_view metric, const Tensor& y_pred) {
@@ -52,20 +40,13 @@ void Mean::update_state(const Tensor& values, const std::optional<Tensor>& sampl
     count_ += static_cast<double>(v.num_elements());
     return;
   }
-  require_defined(name_, *sample_weight, "sample_weight");
-  Tensor w;
-  try {
-    w = broadcast_to(aligned_to_leading_axes(cast(*sample_weight, DType::Float64), v.rank()), v.shape());
-  } catch (const InvalidArgumentError&) {
-    throw InvalidArgumentError(
-        fmt::format("[{}] sample_weight of shape {} does not broadcast to values of shape {}", name_,
-                    sample_weight->shape().to_string(), values.shape().to_string()));
-  }
+  const Tensor w = layers::detail::broadcast_sample_weight(name_, *sample_weight, v);
   total_ += sum_of(v * w);
   count_ += sum_of(w);
 }
 
-void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
+void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred,
+                            const std::optional<Tensor>& sample_weight) {
   require_defined(name(), y_true, "y_true");
   require_defined(name(), y_pred, "y_pred");
   TAPEFLOW_REQUIRE(
@@ -74,10 +55,11 @@ void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
       y_true.shape().to_string(), dtype_name(y_true.dtype()), y_pred.shape().to_string(),
       dtype_name(y_pred.dtype()));
   const NoRecordingScope no_recording;
-  mean_.update_state(equal(y_true, y_pred));
+  mean_.update_state(equal(y_true, y_pred), sample_weight);
 }
 
-void BinaryAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
+void BinaryAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred,
+                                  const std::optional<Tensor>& sample_weight) {
   require_defined(name(), y_true, "y_true");
   require_defined(name(), y_pred, "y_pred");
   const Tensor labels = layers::detail::match_rank(y_true, y_pred.rank());
@@ -88,10 +70,11 @@ void BinaryAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
   const NoRecordingScope no_recording;
   // As Keras: only y_pred is thresholded; y_true is compared as it is (a label of 0.3 matches nothing).
   const Tensor predicted = cast(cast(y_pred, DType::Float64) > threshold_, DType::Float64);
-  mean_.update_state(equal(cast(labels, DType::Float64), predicted));
+  mean_.update_state(equal(cast(labels, DType::Float64), predicted), sample_weight);
 }
 
-void CategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
+void CategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred,
+                                       const std::optional<Tensor>& sample_weight) {
   require_defined(name(), y_true, "y_true");
   require_defined(name(), y_pred, "y_pred");
   TAPEFLOW_REQUIRE(y_true.shape() == y_pred.shape(), InvalidArgumentError,
@@ -100,10 +83,11 @@ void CategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y_pre
                    name(), y_true.shape().to_string(), y_pred.shape().to_string());
   require_classes(name(), y_pred);
   const NoRecordingScope no_recording;
-  mean_.update_state(equal(argmax(y_true, -1), argmax(y_pred, -1)));
+  mean_.update_state(equal(argmax(y_true, -1), argmax(y_pred, -1)), sample_weight);
 }
 
-void SparseCategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
+void SparseCategoricalAccuracy::update_state(const Tensor& y_true, const Tensor& y_pred,
+                                             const std::optional<Tensor>& sample_weight) {
   require_defined(name(), y_true, "y_true");
   require_defined(name(), y_pred, "y_pred");
   TAPEFLOW_REQUIRE(y_true.dtype() == DType::Int32 || y_true.dtype() == DType::Int64, InvalidArgumentError,
@@ -119,7 +103,7 @@ void SparseCategoricalAccuracy::update_state(const Tensor& y_true, const Tensor&
       "[{}] y_true must have y_pred's shape without the class axis, {}, got y_true {} and y_pred {}", name(),
       expected.to_string(), y_true.shape().to_string(), y_pred.shape().to_string());
   const NoRecordingScope no_recording;
-  mean_.update_state(equal(cast(labels, DType::Int64), argmax(y_pred, -1)));
+  mean_.update_state(equal(cast(labels, DType::Int64), argmax(y_pred, -1)), sample_weight);
 }
 
 }  // namespace tapeflow::metrics

@@ -95,7 +95,7 @@ Tensor chain(const Tensor& dy, const Tensor& local);
 /// point of the op: sqrt, rsqrt, reciprocal and log at 0, log1p at -1, asin and acos at +-1, pow
 /// at x = 0, division by 0, atan2 at the origin): where dy is exactly 0 the gradient is exactly 0,
 /// whatever the local derivative (0 * Inf = 0, TensorFlow's SqrtGrad, RsqrtGrad and
-/// ReciprocalGrad kernels; docs/ARCHITECTURE.md, "Zero cotangents at singular points").
+/// ReciprocalGrad kernels; docs/design/tape-internals.md, "Zero cotangents at singular points").
 Tensor chain_singular(const Tensor& dy, const Tensor& local);
 /// `g`, a gradient that is dy up to sign or dtype (Neg, Sub, Cast), with dy's masked lanes.
 Tensor pass_masked_lanes(const Tensor& dy, Tensor g);

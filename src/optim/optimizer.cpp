@@ -143,25 +143,39 @@ LearningRate::LearningRate(std::shared_ptr<const schedules::LearningRateSchedule
                    "[LearningRate] the learning-rate schedule is nullptr");
 }
 
-Optimizer::Optimizer(std::string name, LearningRate learning_rate, ClipOptions clip,
-                     std::vector<std::string> slot_names)
+Optimizer::Optimizer(std::string name, LearningRate learning_rate, BaseOptions options,
+                     std::vector<SlotSpec> slots)
     : name_(std::move(name)),
       learning_rate_(learning_rate.value(),
                      {.name = "learning_rate", .trainable = false, .keras_style = true}),
       schedule_(learning_rate.schedule()),
-      clip_(clip),
-      slot_names_(std::move(slot_names)),
+      base_(options),
+      slot_specs_(std::move(slots)),
       iterations_(std::int64_t{0}, {.name = "iterations", .trainable = false, .keras_style = true}) {
   if (!schedule_) set_learning_rate(learning_rate.value());
-  const int set = int(clip_.clipnorm.has_value()) + int(clip_.clipvalue.has_value()) +
-                  int(clip_.global_clipnorm.has_value());
+  const int set = int(base_.clipnorm.has_value()) + int(base_.clipvalue.has_value()) +
+                  int(base_.global_clipnorm.has_value());
   TAPEFLOW_REQUIRE(set <= 1, InvalidArgumentError,
                    "[{}] only one of clipnorm, clipvalue and global_clipnorm can be set", name_);
   for (const auto& [what, value] :
-       {std::pair{"clipnorm", clip_.clipnorm}, std::pair{"clipvalue", clip_.clipvalue},
-        std::pair{"global_clipnorm", clip_.global_clipnorm}})
+       {std::pair{"clipnorm", base_.clipnorm}, std::pair{"clipvalue", base_.clipvalue},
+        std::pair{"global_clipnorm", base_.global_clipnorm}})
     TAPEFLOW_REQUIRE(!value || (std::isfinite(*value) && *value > 0), InvalidArgumentError,
                      "[{}] {} must be positive and finite, got {}", name_, what, *value);
+  if (base_.weight_decay)
+    require_in_range("weight_decay", *base_.weight_decay, 0.0, HUGE_VAL, /*open_hi=*/false);
+}
+
+void Optimizer::exclude_from_weight_decay(const std::vector<Variable>& vars,
+                                          const std::vector<std::string>& var_names) {
+  require_not_moved_from(vars, name_, "exclude_from_weight_decay");
+  const std::lock_guard lock(slots_mutex_);
+  TAPEFLOW_REQUIRE(slots_.empty(), FailedPreconditionError,
+                   "[{}] exclude_from_weight_decay can only be configured before the optimizer is built "
+                   "(before its first update or build())",
+                   name_);
+  for (const Variable& v : vars) decay_excluded_ids_.push_back(v.handle_id());
+  decay_excluded_names_.insert(decay_excluded_names_.end(), var_names.begin(), var_names.end());
 }
 
 double Optimizer::learning_rate() const {
@@ -207,12 +221,12 @@ void Optimizer::require_in_range(std::string_view what, double value, double lo,
                    open_hi ? ")" : "]", value);
 }
 
-std::vector<Variable> Optimizer::slots_for(const Variable& var) {
+Optimizer::Slots Optimizer::slots_for(const Variable& var) {
   // Threads sharing the optimizer create slots concurrently: the lookup, the unique name and the
   // insertion are one step under the lock, and the caller gets the slot handles, not a reference
   // into slots_ that another thread's insertion could move.
   const std::lock_guard lock(slots_mutex_);
-  if (auto it = slot_index_.find(var.handle_id()); it != slot_index_.end()) return slots_[it->second].slots;
+  if (auto it = slot_index_.find(var.handle_id()); it != slot_index_.end()) return slots_[it->second];
   // A unique prefix: "kernel", then "kernel_1", "kernel_2", ... for later variables of that name.
   const std::string base = base_name(var);
   std::string unique = base;
@@ -222,11 +236,14 @@ std::vector<Variable> Optimizer::slots_for(const Variable& var) {
     if (!taken) break;
     unique = fmt::format("{}_{}", base, k);
   }
-  Slots s{unique, {}};
-  for (const std::string& slot : slot_names_)
+  Slots s{unique, {}, weight_decay() > 0};
+  for (const std::string& excluded : decay_excluded_names_)
+    s.decays = s.decays && var.name().find(excluded) == std::string::npos;
+  for (TensorId id : decay_excluded_ids_) s.decays = s.decays && id != var.handle_id();
+  for (const SlotSpec& slot : slot_specs_)
     s.slots.emplace_back(
-        zeros(var.shape(), compute_dtype(var.dtype())),
-        VariableOptions{.name = unique + "/" + slot, .trainable = false, .keras_style = true});
+        fill(var.shape(), slot.initial_value, compute_dtype(var.dtype())),
+        VariableOptions{.name = unique + "/" + slot.name, .trainable = false, .keras_style = true});
   // A bfloat16 variable's float32 working copy (see update()), kept here rather than made per step:
   // a traced step captures the variables it assigns, and must find this one alive at every call.
   if (var.dtype() == DType::BFloat16)
@@ -236,7 +253,7 @@ std::vector<Variable> Optimizer::slots_for(const Variable& var) {
   slot_index_.emplace(var.handle_id(), slots_.size());
   slots_.push_back(std::move(s));
   detail::restore_new_optimizer_slots(*this, slots_.back().slots);
-  return slots_.back().slots;
+  return slots_.back();
 }
 
 void Optimizer::require_float_variable(const Variable& v) const {
@@ -247,10 +264,17 @@ void Optimizer::require_float_variable(const Variable& v) const {
 }
 
 void Optimizer::update(const Tensor& grad, Variable& var, const Tensor& learning_rate, const Tensor& step) {
-  std::vector<Variable> slots = slots_for(var);
-  const std::span<Variable> named(slots.data(), slot_names_.size());
+  Slots state = slots_for(var);
+  std::vector<Variable>& slots = state.slots;
+  const std::span<Variable> named(slots.data(), slot_specs_.size());
   const Tensor clipped = clip_one(grad);
+  // Keras 3's decoupled weight decay, before the update: w -= w * (lr * weight_decay), the factor
+  // computed in float64 (lr is) and rounded once to the variable's dtype.
+  const auto decay = [&](Variable& w) {
+    if (state.decays) w.assign_sub(w.value() * cast(learning_rate * weight_decay(), w.dtype()));
+  };
   if (var.dtype() != DType::BFloat16) {
+    decay(var);
     update_step(clipped, var, named, learning_rate, step);
     return;
   }
@@ -260,6 +284,7 @@ void Optimizer::update(const Tensor& grad, Variable& var, const Tensor& learning
   // is assigned from the variable at every step, so it carries nothing from one step to the next.
   Variable& wide = slots.back();
   wide.assign(cast(var.value(), DType::Float32));
+  decay(wide);
   update_step(clipped, wide, named, learning_rate, step);
   var.assign(cast(wide.value(), DType::BFloat16));
 }
@@ -289,8 +314,8 @@ void Optimizer::report_missing(const std::vector<Variable>& vars, const std::vec
 }
 
 Tensor Optimizer::clip_one(const Tensor& grad) const {
-  if (clip_.clipnorm) return clip_by_norm(grad, *clip_.clipnorm);
-  if (clip_.clipvalue) return clip_by_value(grad, -*clip_.clipvalue, *clip_.clipvalue);
+  if (base_.clipnorm) return clip_by_norm(grad, *base_.clipnorm);
+  if (base_.clipvalue) return clip_by_value(grad, -*base_.clipvalue, *base_.clipvalue);
   return grad;
 }
 
@@ -325,7 +350,7 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
   std::vector<Gradient> g;
   g.reserve(present.size());
   for (std::size_t i : present) g.push_back(widened(*grads[i]));
-  if (clip_.global_clipnorm) g = clip_by_global_norm(g, *clip_.global_clipnorm).first;
+  if (base_.global_clipnorm) g = clip_by_global_norm(g, *base_.global_clipnorm).first;
   const auto [learning_rate, step] = step_inputs();
   for (std::size_t k = 0; k < present.size(); ++k) {
     Variable var = vars[present[k]];
@@ -337,7 +362,7 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
 void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars, GradientTape& tape) {
   TAPEFLOW_REQUIRE(loss.defined(), InvalidArgumentError,
                    "[{}] minimize: the loss is an undefined (default-constructed) Tensor", name_);
-  if (clip_.global_clipnorm) {  // the norm needs every gradient: nothing to fuse
+  if (base_.global_clipnorm) {  // the norm needs every gradient: nothing to fuse
     apply_gradients(tape.gradient(loss, vars), vars);
     return;
   }
@@ -366,8 +391,8 @@ std::vector<std::pair<std::string, Variable>> Optimizer::variables() const {
   std::vector<std::pair<std::string, Variable>> out{{"iterations", iterations_}};
   const std::lock_guard lock(slots_mutex_);
   for (const Slots& s : slots_)
-    for (std::size_t j = 0; j < slot_names_.size(); ++j)  // not a bfloat16 variable's working copy
-      out.emplace_back(s.name + "/" + slot_names_[j], s.slots[j]);
+    for (std::size_t j = 0; j < slot_specs_.size(); ++j)  // not a bfloat16 variable's working copy
+      out.emplace_back(s.name + "/" + slot_specs_[j].name, s.slots[j]);
   return out;
 }
 
@@ -377,10 +402,13 @@ Variable Optimizer::slot(const Variable& var, std::string_view slot) const {
   TAPEFLOW_REQUIRE(it != slot_index_.end(), InvalidArgumentError,
                    "[{}] variable '{}' has no slots yet: it has not been updated or built", name_,
                    var.name());
-  for (std::size_t j = 0; j < slot_names_.size(); ++j)
-    if (slot_names_[j] == slot) return slots_[it->second].slots[j];
+  std::vector<std::string> names;
+  for (std::size_t j = 0; j < slot_specs_.size(); ++j) {
+    if (slot_specs_[j].name == slot) return slots_[it->second].slots[j];
+    names.push_back(slot_specs_[j].name);
+  }
   throw InvalidArgumentError(
-      fmt::format("[{}] has no slot '{}'; its slots are [{}]", name_, slot, fmt::join(slot_names_, ", ")));
+      fmt::format("[{}] has no slot '{}'; its slots are [{}]", name_, slot, fmt::join(names, ", ")));
 }
 
 }  // namespace tapeflow::optimizers

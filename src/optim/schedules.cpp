@@ -116,4 +116,52 @@ Tensor CosineDecay::rate(const Tensor& step) const {
   return where(step < options_.warmup_steps, warming, decayed);
 }
 
+// ---- PolynomialDecay -------------------------------------------------------------------------
+
+PolynomialDecay::PolynomialDecay(double initial_learning_rate, std::int64_t decay_steps,
+                                 PolynomialDecayOptions options)
+    : initial_(initial_learning_rate), decay_steps_(decay_steps), options_(options) {
+  require_rate(name(), "initial_learning_rate", initial_);
+  require_steps(name(), "decay_steps", decay_steps_, 1);
+  TAPEFLOW_REQUIRE(std::isfinite(options_.end_learning_rate) && options_.end_learning_rate >= 0,
+                   InvalidArgumentError, "[{}] end_learning_rate must be finite and >= 0, got {}", name(),
+                   options_.end_learning_rate);
+  require_rate(name(), "power", options_.power);
+}
+
+Tensor PolynomialDecay::rate(const Tensor& step) const {
+  const auto steps = static_cast<double>(decay_steps_);
+  Tensor s = as_float64(step), period = constant(steps);
+  if (options_.cycle) {
+    // The period grows to the next multiple of decay_steps: ceil(step / decay_steps) periods (by
+    // int64 division, step >= 0), and 1 at step 0.
+    period = steps * as_float64(maximum((step + (decay_steps_ - 1)) / decay_steps_, 1));
+  } else {
+    s = minimum(s, steps);
+  }
+  const double end = options_.end_learning_rate;
+  return (initial_ - end) * pow(1.0 - s / period, options_.power) + end;
+}
+
+// ---- InverseTimeDecay ------------------------------------------------------------------------
+
+InverseTimeDecay::InverseTimeDecay(double initial_learning_rate, std::int64_t decay_steps, double decay_rate,
+                                   bool staircase)
+    : initial_(initial_learning_rate),
+      decay_steps_(decay_steps),
+      decay_rate_(decay_rate),
+      staircase_(staircase) {
+  require_rate(name(), "initial_learning_rate", initial_);
+  require_steps(name(), "decay_steps", decay_steps_, 1);
+  TAPEFLOW_REQUIRE(std::isfinite(decay_rate_) && decay_rate_ >= 0, InvalidArgumentError,
+                   "[{}] decay_rate must be finite and >= 0, got {}", name(), decay_rate_);
+}
+
+Tensor InverseTimeDecay::rate(const Tensor& step) const {
+  // Staircase: whole periods by int64 division (step >= 0), as ExponentialDecay.
+  const Tensor periods =
+      staircase_ ? as_float64(step / decay_steps_) : as_float64(step) / static_cast<double>(decay_steps_);
+  return initial_ / (1.0 + decay_rate_ * periods);
+}
+
 }  // namespace tapeflow::optimizers::schedules

@@ -1,6 +1,6 @@
 // The bfloat16 dtype: its element type's rounding, casts, printing, creation, checkpoints, and
-// how ops take it (docs/ARCHITECTURE.md, "bfloat16"): elementwise ops and reductions compute in
-// float32 and round once, the products and convolutions have their own kernels, and any other op
+// how ops take it (docs/design/bfloat16.md, "How each op takes bfloat16"): elementwise ops and reductions
+// compute in float32 and round once, the products and convolutions have their own kernels, and any other op
 // refuses it by name.
 
 #include <gmock/gmock.h>

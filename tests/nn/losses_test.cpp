@@ -1,5 +1,6 @@
 // Keras losses: values against hand-computed ones (from logits and from probabilities, with
-// Keras's clipping), label-shape matching, gradients, and errors naming the loss and shapes.
+// Keras's clipping), label-shape matching, sample weights, gradients, and errors naming the loss
+// and shapes.
 
 #include "tapeflow/nn/losses.h"
 
@@ -189,6 +190,68 @@ TEST(MeanSquaredError, AveragesEachSampleOverItsLastAxisThenTheBatch) {
   const tf::Tensor y_pred = tf::constant({{0.0, 2.0}, {0.0, 2.0}});
   EXPECT_DOUBLE_EQ(tf::losses::mean_squared_error(y_true, y_pred).item<double>(), 1.5);
   EXPECT_TRUE(std::isnan(tf::losses::mean_squared_error(tf::zeros({2, 0}), tf::zeros({2, 0})).item<float>()));
+}
+
+// ---- sample_weight ------------------------------------------------------------------------------
+
+TEST(SampleWeight, WeightsEachExampleAndDividesByTheExampleCount) {
+  // per-example squared errors 1, 4, 9; weights 2, 0, 1: (2 + 0 + 9) / 3 (Keras's sum_over_batch_size)
+  const tf::Tensor y_true = tf::constant({0.0, 0.0, 0.0});
+  const tf::Tensor y_pred = tf::constant({1.0, 2.0, 3.0});
+  const tf::Tensor loss = tf::losses::mean_squared_error(y_true, y_pred, tf::constant({2.0, 0.0, 1.0}));
+  EXPECT_DOUBLE_EQ(loss.item<double>(), 11.0 / 3.0);
+  // A scalar weight scales the mean; a (batch, 1) weight is a (batch,) one.
+  EXPECT_DOUBLE_EQ(tf::losses::mean_squared_error(y_true, y_pred, tf::constant(0.5)).item<double>(),
+                   14.0 / 6.0);
+  EXPECT_DOUBLE_EQ(
+      tf::losses::mean_squared_error(y_true, y_pred, tf::constant({{2.0}, {0.0}, {1.0}})).item<double>(),
+      11.0 / 3.0);
+}
+
+TEST(SampleWeight, AlignsAnExampleWeightWithTheLeadingAxisOfSequenceLosses) {
+  // Sparse cross-entropy over (batch 2, steps 2, classes 2) of uniform logits: log 2 per step. A
+  // (batch,) weight weights each example's steps (not each step column, although steps == batch);
+  // a (batch, steps) mask drops the padded steps.
+  const tf::Tensor labels = tf::constant(std::vector<std::int32_t>{0, 1, 1, 0}, tf::Shape{2, 2});
+  const tf::Tensor logits = tf::zeros({2, 2, 2}, tf::float64);
+  const double ln2 = std::log(2.0);
+  EXPECT_NEAR(tf::losses::sparse_categorical_crossentropy(labels, logits, true, tf::constant({1.0, 0.0}))
+                  .item<double>(),
+              2 * ln2 / 4, 1e-15);
+  const tf::Tensor mask = tf::constant({{1.0, 1.0}, {1.0, 0.0}});
+  EXPECT_NEAR(tf::losses::sparse_categorical_crossentropy(labels, logits, true, mask).item<double>(),
+              3 * ln2 / 4, 1e-15);
+}
+
+TEST(SampleWeight, EveryLossTakesOne) {
+  const tf::Tensor w = tf::constant({1.0, 3.0});
+  const tf::Tensor probs = tf::constant({{0.25, 0.75}, {0.5, 0.5}});
+  const tf::Tensor onehot = tf::constant({{0.0, 1.0}, {1.0, 0.0}});
+  // categorical: -log 0.75 and -log 0.5, weighted 1 and 3
+  EXPECT_NEAR(tf::losses::categorical_crossentropy(onehot, probs, false, w).item<double>(),
+              (-std::log(0.75) - 3 * std::log(0.5)) / 2, 1e-12);
+  // binary from logits 0: log 2 per element, per-example mean log 2
+  EXPECT_NEAR(tf::losses::binary_crossentropy(onehot, tf::zeros({2, 2}, tf::float64), true, w).item<double>(),
+              4 * std::log(2.0) / 2, 1e-12);
+}
+
+TEST(SampleWeight, TheLossIsDifferentiableWithRespectToPredictionsAndWeights) {
+  const tf::Tensor y_true = tf::constant({0.0, 0.0});
+  tf::Variable y_pred(tf::constant({1.0, 2.0}), {.name = "p"});
+  tf::Variable w(tf::constant({3.0, 5.0}), {.name = "w"});
+  tf::GradientTape tape;
+  const tf::Tensor loss = tf::losses::mean_squared_error(y_true, y_pred, w);
+  const auto g = tape.gradient(loss, std::vector<tf::Variable>{y_pred, w});
+  // d/dp = 2 p w / 2; d/dw = p^2 / 2
+  EXPECT_EQ(g[0]->to_vector<double>(), (std::vector<double>{3.0, 10.0}));
+  EXPECT_EQ(g[1]->to_vector<double>(), (std::vector<double>{0.5, 2.0}));
+}
+
+TEST(SampleWeight, AWeightThatDoesNotBroadcastNamesTheLossAndShapes) {
+  EXPECT_THAT(
+      [] { tf::losses::mean_squared_error(tf::zeros({3}), tf::zeros({3}), tf::ones({2})); },
+      ThrowsMessage<tf::InvalidArgumentError>(AllOf(
+          HasSubstr("[mean_squared_error] sample_weight of shape (2,)"), HasSubstr("values of shape (3,)"))));
 }
 
 }  // namespace

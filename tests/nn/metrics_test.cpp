@@ -177,6 +177,22 @@ TEST(SparseCategoricalAccuracyMetric, ComparesLabelsWithArgmax) {
   EXPECT_EQ(acc.result(), 0.0);
 }
 
+TEST(SparseCategoricalAccuracyMetric, SampleWeightsWeighEachExample) {
+  // matches 1, 0, 1 weighted 0.5, 2, 1: (0.5 + 1) / 3.5
+  tf::metrics::SparseCategoricalAccuracy acc;
+  acc.update_state(tf::constant(std::vector<std::int32_t>{0, 0, 1}, {3}),
+                   tf::constant({{0.9f, 0.1f}, {0.2f, 0.8f}, {0.3f, 0.7f}}), tf::constant({0.5, 2.0, 1.0}));
+  EXPECT_DOUBLE_EQ(acc.result(), 1.5 / 3.5);
+}
+
+TEST(AccuracyMetric, AMaskWeightLeavesOutPaddedSteps) {
+  // (batch 2, steps 2) matches 1 0 / 1 0, the second example's last step padded: 2 of 3
+  tf::metrics::Accuracy acc;
+  acc.update_state(tf::constant({{1.f, 2.f}, {3.f, 4.f}}), tf::constant({{1.f, 0.f}, {3.f, 9.f}}),
+                   tf::constant({{1.f, 1.f}, {1.f, 0.f}}));
+  EXPECT_DOUBLE_EQ(acc.result(), 2.0 / 3.0);
+}
+
 TEST(SparseCategoricalAccuracyMetric, RejectsFloatLabelsAndWrongShapes) {
   tf::metrics::SparseCategoricalAccuracy acc;
   EXPECT_THAT(

@@ -91,19 +91,19 @@ INSTANTIATE_TEST_SUITE_P(
                                               [] {
                                                 return std::make_unique<tf::optimizers::SGD>(
                                                     0.1, 0.0, false,
-                                                    tf::optimizers::ClipOptions{.clipnorm = 0.05});
+                                                    tf::optimizers::BaseOptions{.clipnorm = 0.05});
                                               }},
         std::pair<std::string, MakeOptimizer>{"SgdClipvalue",
                                               [] {
                                                 return std::make_unique<tf::optimizers::SGD>(
                                                     0.1, 0.0, false,
-                                                    tf::optimizers::ClipOptions{.clipvalue = 0.01});
+                                                    tf::optimizers::BaseOptions{.clipvalue = 0.01});
                                               }},
         std::pair<std::string, MakeOptimizer>{"SgdGlobalClipnormIsNotFused",
                                               [] {
                                                 return std::make_unique<tf::optimizers::SGD>(
                                                     0.1, 0.0, false,
-                                                    tf::optimizers::ClipOptions{.global_clipnorm = 0.05});
+                                                    tf::optimizers::BaseOptions{.global_clipnorm = 0.05});
                                               }}),
     [](const auto& info) { return info.param.first; });
 

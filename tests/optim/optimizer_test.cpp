@@ -186,7 +186,7 @@ TEST(Optimizer, UpdatesAreNotRecordedOnALiveTape) {
   tf::GradientTape tape({.persistent = true});
   tf::Tensor y = w * w;
   const std::size_t before = tape.num_recorded_ops();
-  tf::optimizers::Adam opt(0.1, {.clip = {.clipnorm = 1.0}});
+  tf::optimizers::Adam opt(0.1, {.base = {.clipnorm = 1.0}});
   opt.apply_gradients({*tape.gradient(y, w)}, {w});
   EXPECT_EQ(tape.num_recorded_ops(), before);
 }

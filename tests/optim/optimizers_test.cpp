@@ -1,6 +1,7 @@
-// The update rules: the first updates of SGD, Adam, AdamW and RMSprop against values computed by
-// hand from Keras's formulas (written out in each test), in float64; float32 works too; and each
-// optimizer trains a linear regression y = 3x + 2 on a GradientTape.
+// The update rules: the first updates of SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, Nadam and
+// Lion against values computed by hand from Keras 3's formulas (written out in each test), in
+// float64; float32 works too; weight decay on any optimizer; and each optimizer trains a linear
+// regression y = 3x + 2 on a GradientTape.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -192,6 +193,172 @@ TEST(RMSprop, MomentumAccumulatesIncrements) {
   EXPECT_NEAR(step(opt, w, 1.0), 1.0 - inc1 - (0.5 * inc1 + inc2), kTol);
 }
 
+TEST(Adagrad, AccumulatorStartsAtItsInitialValueAndGrowsWithSquaredGradients) {
+  const double lr = 0.1, eps = 1e-7;
+  tf::Variable w = scalar_var(1.0);
+  tf::optimizers::Adagrad opt(lr);
+  opt.build({w});
+  EXPECT_NEAR(opt.slot(w, "accumulator").value().item<double>(), 0.1, kTol);  // Keras's default
+  // accumulator = 0.1 + 1 = 1.1;  w -= 0.1 * 1 / sqrt(1.1 + 1e-7)
+  double expected = 1.0 - lr / std::sqrt(1.1 + eps);
+  EXPECT_NEAR(step(opt, w, 1.0), expected, kTol);
+  // accumulator = 1.1 + 4 = 5.1;  w -= 0.1 * -2 / sqrt(5.1 + 1e-7)
+  expected += lr * 2.0 / std::sqrt(5.1 + eps);
+  EXPECT_NEAR(step(opt, w, -2.0), expected, kTol);
+  EXPECT_NEAR(opt.slot(w, "accumulator").value().item<double>(), 5.1, kTol);
+}
+
+TEST(Adagrad, RejectsANegativeInitialAccumulator) {
+  EXPECT_THAT([] { tf::optimizers::Adagrad(0.1, {.initial_accumulator_value = -1}); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+                  ::testing::HasSubstr("[Adagrad] initial_accumulator_value must be in [0, inf]")));
+}
+
+TEST(Adamax, StepsFollowTheInfinityNormFormula) {
+  const double lr = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-7;
+  const double grads[] = {1.0, -3.0, 0.5};
+  tf::Variable w = scalar_var(1.0);
+  tf::optimizers::Adamax opt(lr);
+  double m = 0, u = 0, expected = 1.0;
+  for (int t = 1; t <= 3; ++t) {
+    const double g = grads[t - 1];
+    m += (g - m) * (1 - b1);
+    u = std::max(b2 * u, std::abs(g));
+    expected -= lr * m / ((1 - std::pow(b1, t)) * (u + eps));
+    EXPECT_NEAR(step(opt, w, g), expected, 1e-14) << "t = " << t;
+  }
+  EXPECT_NEAR(opt.slot(w, "u").value().item<double>(), 3.0 * b2, kTol);  // max(0.999 * 3, 0.5)
+}
+
+TEST(Nadam, StepsFollowKerasMomentumSchedule) {
+  // Keras 3's Nadam, with its running product u_product of the momentum schedule.
+  const double lr = 0.05, b1 = 0.9, b2 = 0.999, eps = 1e-7;
+  const double grads[] = {1.0, -2.0, 0.5, 4.0};
+  for (tf::DType dtype : {tf::float64, tf::float32}) {
+    SCOPED_TRACE(tf::dtype_name(dtype));
+    tf::Variable w(tf::cast(tf::constant(1.0), dtype), {.name = "w", .keras_style = true});
+    tf::optimizers::Nadam opt(lr);
+    double m = 0, v = 0, u_product = 1.0, expected = 1.0;
+    for (int t = 1; t <= 4; ++t) {
+      const double g = grads[t - 1];
+      u_product *= b1 * (1 - 0.5 * std::pow(0.96, t));
+      const double u_t = b1 * (1 - 0.5 * std::pow(0.96, t));
+      const double u_next = b1 * (1 - 0.5 * std::pow(0.96, t + 1));
+      m += (g - m) * (1 - b1);
+      v += (g * g - v) * (1 - b2);
+      const double m_hat = u_next * m / (1 - u_product * u_next) + (1 - u_t) * g / (1 - u_product);
+      const double v_hat = v / (1 - std::pow(b2, t));
+      expected -= lr * m_hat / (std::sqrt(v_hat) + eps);
+      opt.apply_gradients({tf::cast(tf::constant(g), dtype)}, {w});
+      EXPECT_NEAR(tf::cast(w.value(), tf::float64).item<double>(), expected,
+                  dtype == tf::float64 ? 1e-13 : 1e-6)
+          << "t = " << t;
+    }
+  }
+}
+
+TEST(Nadam, TheMomentumScheduleProductHoldsFarIntoTraining) {
+  // At t = 5000 the product's table has long reached its limit: the step equals the running
+  // product's (computed here over all 5000 factors).
+  const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-7;
+  tf::Variable w = scalar_var(0.0);
+  tf::optimizers::Nadam opt(lr, {.beta_1 = b1});
+  tf::Variable iterations = opt.iterations();
+  iterations.assign(tf::constant(std::int64_t{4999}));
+  double u_product = 1.0;
+  for (int s = 1; s <= 5000; ++s) u_product *= b1 * (1 - 0.5 * std::pow(0.96, s));
+  const double u_t = b1 * (1 - 0.5 * std::pow(0.96, 5000)), u_next = b1 * (1 - 0.5 * std::pow(0.96, 5001));
+  const double m = 0.1, v = 0.001;  // from 0 with g = 1
+  const double m_hat = u_next * m / (1 - u_product * u_next) + (1 - u_t) / (1 - u_product);
+  const double v_hat = v / (1 - std::pow(b2, 5000));
+  EXPECT_NEAR(step(opt, w, 1.0), -lr * m_hat / (std::sqrt(v_hat) + eps), kTol);
+}
+
+TEST(Nadam, RejectsAmsgrad) {
+  EXPECT_THAT(
+      [] { tf::optimizers::Nadam(0.1, {.amsgrad = true}); },
+      ::testing::ThrowsMessage<tf::InvalidArgumentError>(::testing::HasSubstr("[Nadam] has no amsgrad")));
+}
+
+TEST(Lion, MovesEveryElementByTheLearningRateAlongTheInterpolatedSign) {
+  const double lr = 0.1;
+  tf::Variable w(tf::constant({1.0, 1.0, 1.0}), {.name = "w", .keras_style = true});
+  tf::optimizers::Lion opt(lr);
+  // m = 0: the sign is the gradient's; a zero gradient does not move
+  opt.apply_gradients({tf::constant({2.0, -0.001, 0.0})}, {w});
+  EXPECT_THAT(w.value().to_vector<double>(), ::testing::ElementsAre(0.9, 1.1, 1.0));
+  // m = 0.01 * g = (0.02, -0.00001, 0); with g = (-0.1, 0, 1): 0.9 * m + 0.1 * g = (0.008, -0.000009, 0.1)
+  opt.apply_gradients({tf::constant({-0.1, 0.0, 1.0})}, {w});
+  EXPECT_THAT(w.value().to_vector<double>(),
+              ::testing::Pointwise(::testing::DoubleNear(kTol), {0.8, 1.2, 0.9}));
+  // m = 0.99 * m + 0.01 * g
+  EXPECT_THAT(
+      opt.slot(w, "momentum").value().to_vector<double>(),
+      ::testing::Pointwise(::testing::DoubleNear(kTol), {0.99 * 0.02 - 0.001, 0.99 * -0.00001, 0.01}));
+}
+
+TEST(Lion, RejectsABeta1OfZero) {
+  EXPECT_THAT([] { tf::optimizers::Lion(0.1, {.beta_1 = 0}); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+                  ::testing::HasSubstr("[Lion] beta_1 must be in (0, 1]")));
+}
+
+// ---- weight decay on every optimizer -----------------------------------------------------------
+
+TEST(WeightDecay, ShrinksTheWeightByLearningRateTimesDecayBeforeTheUpdate) {
+  // SGD: w = 2 - 0.1 * 0.5 * 2 = 1.9, then - 0.1 * 1 = 1.8
+  tf::Variable w = scalar_var(2.0);
+  tf::optimizers::SGD sgd(0.1, 0, false, {.weight_decay = 0.5});
+  EXPECT_NEAR(step(sgd, w, 1.0), 1.8, kTol);
+  EXPECT_DOUBLE_EQ(sgd.weight_decay(), 0.5);
+  // Adagrad: w = 2 * (1 - 0.1 * 0.5) = 1.9, then - 0.1 * 1 / sqrt(1.1 + 1e-7)
+  tf::Variable v = scalar_var(2.0);
+  tf::optimizers::Adagrad adagrad(0.1, {.base = {.weight_decay = 0.5}});
+  EXPECT_NEAR(step(adagrad, v, 1.0), 1.9 - 0.1 / std::sqrt(1.1 + 1e-7), kTol);
+}
+
+TEST(WeightDecay, AdamWIsAdamWithWeightDecay) {
+  const std::vector<double> grads{0.3, -1.0, 2.0};
+  tf::Variable a = scalar_var(1.5), b = scalar_var(1.5);
+  tf::optimizers::AdamW adamw(0.01, 0.1);
+  tf::optimizers::Adam adam(0.01, {.base = {.weight_decay = 0.1}});
+  for (double g : grads) EXPECT_EQ(step(adamw, a, g), step(adam, b, g));
+}
+
+TEST(WeightDecay, ExcludedVariablesAndNamesDoNotDecay) {
+  tf::Variable kernel(tf::constant(2.0), {.name = "dense/kernel", .keras_style = true});
+  tf::Variable bias(tf::constant(2.0), {.name = "dense/bias", .keras_style = true});
+  tf::Variable scale(tf::constant(2.0), {.name = "norm/gamma", .keras_style = true});
+  tf::optimizers::SGD opt(0.1, 0, false, {.weight_decay = 0.5});
+  opt.exclude_from_weight_decay({scale}, {"bias"});
+  opt.apply_gradients({tf::constant(0.0), tf::constant(0.0), tf::constant(0.0)}, {kernel, bias, scale});
+  EXPECT_NEAR(kernel.value().item<double>(), 1.9, kTol);
+  EXPECT_EQ(bias.value().item<double>(), 2.0);
+  EXPECT_EQ(scale.value().item<double>(), 2.0);
+}
+
+TEST(WeightDecay, ExclusionsAreConfiguredBeforeTheFirstUpdate) {
+  tf::Variable w = scalar_var(1.0);
+  tf::optimizers::Adam opt(0.1, {.base = {.weight_decay = 0.01}});
+  step(opt, w, 1.0);
+  EXPECT_THAT([&] { opt.exclude_from_weight_decay({w}); },
+              ::testing::ThrowsMessage<tf::FailedPreconditionError>(
+                  ::testing::HasSubstr("[Adam] exclude_from_weight_decay can only be configured before")));
+}
+
+TEST(WeightDecay, RejectsANegativeDecay) {
+  EXPECT_THAT([] { tf::optimizers::Lion(0.1, {.base = {.weight_decay = -0.1}}); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+                  ::testing::HasSubstr("[Lion] weight_decay must be in [0, inf]")));
+}
+
+TEST(WeightDecay, DecaysABfloat16VariableThroughItsFloat32Copy) {
+  tf::Variable w(tf::cast(tf::constant(2.0f), tf::bfloat16), {.name = "w", .keras_style = true});
+  tf::optimizers::SGD opt(0.25, 0, false, {.weight_decay = 1.0});
+  opt.apply_gradients({tf::cast(tf::constant(0.0f), tf::bfloat16)}, {w});
+  EXPECT_EQ(tf::cast(w.value(), tf::float32).item<float>(), 1.5f);  // 2 - 0.25 * 2
+}
+
 // ---- end to end ---------------------------------------------------------------------------------
 
 struct Fit {
@@ -251,7 +418,16 @@ INSTANTIATE_TEST_SUITE_P(
         TrainCase{"SGDGlobalClipnorm",
                   [] {
                     return std::make_unique<tf::optimizers::SGD>(
-                        0.3, 0, false, tf::optimizers::ClipOptions{.global_clipnorm = 1.0});
+                        0.3, 0, false, tf::optimizers::BaseOptions{.global_clipnorm = 1.0});
+                  }},
+        TrainCase{"Adagrad", [] { return std::make_unique<tf::optimizers::Adagrad>(0.5); }},
+        TrainCase{"Adamax", [] { return std::make_unique<tf::optimizers::Adamax>(0.1); }},
+        TrainCase{"Nadam", [] { return std::make_unique<tf::optimizers::Nadam>(0.1); }},
+        TrainCase{"Lion", [] { return std::make_unique<tf::optimizers::Lion>(0.03); }},
+        TrainCase{"SGDWeightDecay",
+                  [] {
+                    return std::make_unique<tf::optimizers::SGD>(
+                        0.3, 0, false, tf::optimizers::BaseOptions{.weight_decay = 1e-4});
                   }}),
     [](const ::testing::TestParamInfo<TrainCase>& info) { return info.param.name; });
 

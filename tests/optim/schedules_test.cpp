@@ -122,4 +122,51 @@ TEST(LearningRateSchedule, BadArgumentsNameTheScheduleAndTheValue) {
   EXPECT_THAT([] { sched::CosineDecay(0.0, 10); }, ThrowsMessage<Error>(HasSubstr("initial_learning_rate")));
 }
 
+TEST(PolynomialDecay, IsLinearByDefaultThenHoldsTheEndRate) {
+  const sched::PolynomialDecay s(0.1, 100);
+  for (std::int64_t step : {0, 25, 50, 99, 100})
+    expect_rate(s, step, (0.1 - 0.0001) * (1 - step / 100.0) + 0.0001);
+  expect_rate(s, 500, 0.0001);
+}
+
+TEST(PolynomialDecay, PowerAndCycleFollowKerasFormula) {
+  const sched::PolynomialDecay squared(1.0, 10, {.end_learning_rate = 0.0, .power = 2.0});
+  expect_rate(squared, 5, 0.25);
+  // cycle: the period is decay_steps times ceil(step / decay_steps), and decay_steps at step 0
+  const sched::PolynomialDecay cycling(1.0, 10, {.end_learning_rate = 0.5, .cycle = true});
+  expect_rate(cycling, 0, 1.0);
+  expect_rate(cycling, 10, 0.5);
+  expect_rate(cycling, 15, 0.5 * (1 - 15.0 / 20.0) + 0.5);
+  expect_rate(cycling, 20, 0.5);
+  expect_rate(cycling, 21, 0.5 * (1 - 21.0 / 30.0) + 0.5);
+}
+
+TEST(InverseTimeDecay, DividesByOnePlusRateTimesPeriods) {
+  const sched::InverseTimeDecay smooth(0.1, 10, 0.5);
+  for (std::int64_t step : {0, 5, 10, 35}) expect_rate(smooth, step, 0.1 / (1 + 0.5 * step / 10.0));
+  const sched::InverseTimeDecay stairs(0.1, 10, 0.5, /*staircase=*/true);
+  expect_rate(stairs, 9, 0.1);
+  expect_rate(stairs, 35, 0.1 / (1 + 0.5 * 3));
+}
+
+TEST(PolynomialAndInverseTimeDecay, RejectBadArguments) {
+  EXPECT_THAT(
+      [] { sched::PolynomialDecay(0.1, 0); },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[PolynomialDecay] decay_steps must be at least 1")));
+  EXPECT_THAT([] { sched::PolynomialDecay(0.1, 10, {.power = 0}); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[PolynomialDecay] power must be positive")));
+  EXPECT_THAT([] { sched::InverseTimeDecay(0.1, 10, -1); },
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  HasSubstr("[InverseTimeDecay] decay_rate must be finite and >= 0")));
+}
+
+TEST(PolynomialDecay, DrivesAnOptimizersRate) {
+  tf::Variable w(tf::constant(0.0), {.name = "w", .keras_style = true});
+  tf::optimizers::SGD opt(sched::PolynomialDecay(1.0, 2, {.end_learning_rate = 0.0}));
+  opt.apply_gradients({tf::constant(1.0)}, {w});  // rate 1 at step 0
+  opt.apply_gradients({tf::constant(1.0)}, {w});  // rate 0.5 at step 1
+  EXPECT_DOUBLE_EQ(w.value().item<double>(), -1.5);
+  EXPECT_DOUBLE_EQ(opt.learning_rate(), 0.0);
+}
+
 }  // namespace

@@ -53,7 +53,9 @@ class Mean {
 };
 
 /// The part every accuracy metric shares (Keras's MeanMetricWrapper): a running Mean of
-/// per-element matches. Subclasses add update_state(y_true, y_pred).
+/// per-element matches. Subclasses add update_state(y_true, y_pred, sample_weight); with
+/// `sample_weight`, each match (1 or 0) counts with its weight, aligned with the matches as
+/// Mean::update_state aligns weights with values (a (batch,) weight per example).
 class MeanMetricWrapper {
  public:
   /// The fraction of matching elements so far, in [0, 1]; 0 before any update.
@@ -77,7 +79,8 @@ class Accuracy : public MeanMetricWrapper {
   explicit Accuracy(std::string name = "accuracy") : MeanMetricWrapper(std::move(name)) {}
   /// Counts the elements where y_pred == y_true. Throws InvalidArgumentError (naming the metric)
   /// for an undefined tensor or different shapes or dtypes.
-  void update_state(const Tensor& y_true, const Tensor& y_pred);
+  void update_state(const Tensor& y_true, const Tensor& y_pred,
+                    const std::optional<Tensor>& sample_weight = std::nullopt);
 };
 
 /// How often y_pred > threshold, as 1 or 0, equals y_true (keras.metrics.BinaryAccuracy, default
@@ -93,7 +96,8 @@ class BinaryAccuracy : public MeanMetricWrapper {
   /// Counts the elements where (y_pred > threshold ? 1 : 0) == y_true. Throws
   /// InvalidArgumentError (naming the metric) for an undefined tensor or shapes that differ by
   /// more than that trailing size-1 axis.
-  void update_state(const Tensor& y_true, const Tensor& y_pred);
+  void update_state(const Tensor& y_true, const Tensor& y_pred,
+                    const std::optional<Tensor>& sample_weight = std::nullopt);
 
  private:
   double threshold_;
@@ -108,7 +112,8 @@ class CategoricalAccuracy : public MeanMetricWrapper {
       : MeanMetricWrapper(std::move(name)) {}
   /// Counts the rows whose argmax agree. Throws InvalidArgumentError (naming the metric) for an
   /// undefined tensor, different shapes, or a rank-0 input or empty class axis.
-  void update_state(const Tensor& y_true, const Tensor& y_pred);
+  void update_state(const Tensor& y_true, const Tensor& y_pred,
+                    const std::optional<Tensor>& sample_weight = std::nullopt);
 };
 
 /// How often argmax(y_pred, -1) equals the integer label y_true
@@ -123,7 +128,8 @@ class SparseCategoricalAccuracy : public MeanMetricWrapper {
   /// metric and the shapes) for an undefined tensor, labels that are not int32/int64 or whose
   /// shape does not match y_pred's without its last axis, or a rank-0 y_pred or one with an
   /// empty class axis.
-  void update_state(const Tensor& y_true, const Tensor& y_pred);
+  void update_state(const Tensor& y_true, const Tensor& y_pred,
+                    const std::optional<Tensor>& sample_weight = std::nullopt);
 };
 
 }  // namespace tapeflow::metrics

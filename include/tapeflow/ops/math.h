@@ -45,7 +45,7 @@ Tensor subtract(const Tensor& x, const Tensor& y);  ///< Sub
 Tensor multiply(const Tensor& x, const Tensor& y);  ///< Mul
 /// MulNoNan: x * y, or exactly 0 wherever y == 0, even where x is NaN or Inf (floats only), as
 /// TensorFlow's multiply_no_nan. (The masked lanes of where() need no such care in gradients:
-/// see docs/ARCHITECTURE.md, "Masked lanes stay zero".)
+/// see docs/design/tape-internals.md, "Masked lanes stay zero".)
 Tensor multiply_no_nan(const Tensor& x, const Tensor& y);
 Tensor divide(const Tensor& x, const Tensor& y);  ///< RealDiv (floats), FloorDiv-free: ints divide truncating
 Tensor negative(const Tensor& x);                 ///< Neg

@@ -95,9 +95,14 @@ Tensor global_norm(const std::vector<Gradient>& tensors);
 std::pair<std::vector<Gradient>, Tensor> clip_by_global_norm(const std::vector<Gradient>& tensors,
                                                              double clip_norm);
 
-/// Options every optimizer takes (Keras's clipnorm / clipvalue / global_clipnorm). At most one
-/// may be set; each must be positive and finite.
-struct ClipOptions {
+/// Options every optimizer takes (Keras 3's base-optimizer arguments weight_decay, clipnorm,
+/// clipvalue and global_clipnorm). At most one of the clip options may be set; each set option
+/// must be positive and finite (weight_decay >= 0).
+struct BaseOptions {
+  /// Decoupled weight decay (Loshchilov and Hutter; Keras 3's weight_decay on every optimizer):
+  /// before each update, `w -= lr * weight_decay * w`, with the update's learning rate, for every
+  /// variable not excluded by exclude_from_weight_decay(). std::nullopt or 0: none.
+  std::optional<double> weight_decay = std::nullopt;
   /// Clip each gradient to this L2 norm (clip_by_norm) before the update.
   std::optional<double> clipnorm = std::nullopt;
   /// Clip every element of each gradient to [-clipvalue, clipvalue].
@@ -204,16 +209,43 @@ class Optimizer {
   /// The schedule the optimizer was built with, or nullptr for a constant learning rate. Its rate
   /// depends only on iterations(), which variables() holds: a checkpoint restores it.
   const schedules::LearningRateSchedule* learning_rate_schedule() const { return schedule_.get(); }
-  /// "SGD", "Adam", "AdamW", "RMSprop": the name used in error messages.
+  /// "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "Nadam", "Lion": the name used in
+  /// error messages.
   const std::string& name() const { return name_; }
+  /// The decoupled weight-decay factor (BaseOptions::weight_decay); 0: none.
+  double weight_decay() const { return base_.weight_decay.value_or(0.0); }
+  /// Exempts variables from weight decay (Keras's exclude_from_weight_decay): each of `vars`, and
+  /// every variable whose name contains one of `var_names` (Keras matches them with re.search;
+  /// here a plain substring, so "bias" exempts "dense/bias:0"). Usual for biases and
+  /// normalisation scales. Throws FailedPreconditionError once the optimizer has built slots for
+  /// any variable (updated or build()), as Keras does: decide before training.
+  void exclude_from_weight_decay(const std::vector<Variable>& vars,
+                                 const std::vector<std::string>& var_names = {});
 
  protected:
-  /// `slot_names` are the slots each variable gets, as zeros of its shape and dtype.
-  Optimizer(std::string name, LearningRate learning_rate, ClipOptions clip,
-            std::vector<std::string> slot_names);
+  /// One slot every variable gets: its name and the value it starts at (Adagrad's accumulator
+  /// starts at initial_accumulator_value, every other slot at 0), in the variable's shape and
+  /// (compute) dtype.
+  struct SlotSpec {
+    /// Implicit, so that a list of names reads as a list of zero-started slots.
+    SlotSpec(std::string slot_name, double initial = 0.0)
+        : name(std::move(slot_name)), initial_value(initial) {}
+    /// The slot's name: "<variable name>/<name>" in variables().
+    std::string name;
+    /// Every element's value when the slot is created.
+    double initial_value;
+  };
+
+  /// `names` as slots that start at 0.
+  static std::vector<SlotSpec> zero_started(const std::vector<std::string>& names) {
+    return {names.begin(), names.end()};
+  }
+
+  /// `slots` are the slots each variable gets.
+  Optimizer(std::string name, LearningRate learning_rate, BaseOptions options, std::vector<SlotSpec> slots);
 
   /// Updates one variable from its (clipped) gradient. `slots` holds the variable's slots in
-  /// slot_names order. `learning_rate` and `step` (t = iterations + 1) are float64 scalar tensors
+  /// the constructor's order. `learning_rate` and `step` (t = iterations + 1) are float64 scalar tensors
   /// read from the optimizer's variables when the step runs: compute with them as tensors (cast to
   /// the variable's dtype), never through item(), or a traced step would keep the values it was
   /// traced with. Runs with tape recording suspended.
@@ -227,17 +259,18 @@ class Optimizer {
  private:
   struct Slots {
     std::string name;  // unique variable name used as the prefix of its slots' names
-    /// In slot_names_ order; for a bfloat16 variable then its float32 working copy (update()).
+    /// In slot_specs_ order; for a bfloat16 variable then its float32 working copy (update()).
     std::vector<Variable> slots;
+    /// Whether weight decay applies to the variable (weight_decay() > 0 and not excluded).
+    bool decays = false;
   };
-  /// The slots of `var` (Slots::slots), created (as zeros) if it has none yet; under
-  /// slots_mutex_.
-  std::vector<Variable> slots_for(const Variable& var);
+  /// The slots of `var`, created if it has none yet; under slots_mutex_.
+  Slots slots_for(const Variable& var);
   /// Throws InvalidArgumentError naming the variable unless it is float32, float64 or bfloat16.
   void require_float_variable(const Variable& v) const;
-  /// Clips `grad` (clip_one) and runs update_step for `var`; a bfloat16 variable is updated
-  /// through its float32 working copy and rounded back. `grad` is already in the compute dtype (float32 for
-  /// a bfloat16 variable).
+  /// Clips `grad` (clip_one), applies weight decay and runs update_step for `var`; a bfloat16 variable is
+  /// updated through its float32 working copy and rounded back. `grad` is already in the compute dtype
+  /// (float32 for a bfloat16 variable).
   void update(const Tensor& grad, Variable& var, const Tensor& learning_rate, const Tensor& step);
   /// The no-gradient error (none present) or warning (some missing) of apply_gradients.
   void report_missing(const std::vector<Variable>& vars, const std::vector<char>& present) const;
@@ -252,10 +285,12 @@ class Optimizer {
   std::string name_;
   Variable learning_rate_;  // float64 scalar, not trainable; unused with a schedule
   std::shared_ptr<const schedules::LearningRateSchedule> schedule_;
-  ClipOptions clip_;
-  std::vector<std::string> slot_names_;
+  BaseOptions base_;
+  std::vector<SlotSpec> slot_specs_;
   Variable iterations_;
-  mutable std::mutex slots_mutex_;                        // guards slots_ and slot_index_
+  mutable std::mutex slots_mutex_;  // guards slots_, slot_index_ and the exclusions below
+  std::vector<TensorId> decay_excluded_ids_;
+  std::vector<std::string> decay_excluded_names_;
   std::vector<Slots> slots_;                              // in first-seen order
   std::unordered_map<TensorId, std::size_t> slot_index_;  // variable handle id -> slots_ index
 };
@@ -268,9 +303,9 @@ class Optimizer {
 class SGD : public Optimizer {
  public:
   /// Throws InvalidArgumentError (naming SGD) for a learning rate that is not positive and finite,
-  /// a momentum outside [0, 1], or clip options that break ClipOptions' rules.
+  /// a momentum outside [0, 1], or base options that break BaseOptions' rules.
   explicit SGD(LearningRate learning_rate = 0.01, double momentum = 0.0, bool nesterov = false,
-               ClipOptions clip = {});
+               BaseOptions base = {});
   /// The momentum factor; 0: plain gradient descent.
   double momentum() const { return momentum_; }
   /// Whether the momentum is Nesterov's.
@@ -295,8 +330,8 @@ struct AdamOptions {
   double epsilon = 1e-7;
   /// Use the maximum of all second moments so far (Reddi et al.); adds the slot "v_hat".
   bool amsgrad = false;
-  /// Gradient clipping before the update.
-  ClipOptions clip = {};
+  /// Weight decay and gradient clipping (BaseOptions).
+  BaseOptions base = {};
 };
 
 /// Adam (keras.optimizers.Adam), with t = iterations + 1:
@@ -320,23 +355,15 @@ class Adam : public Optimizer {
   AdamOptions options_;
 };
 
-/// Adam with decoupled weight decay (keras.optimizers.AdamW): before the Adam step,
+/// Adam with decoupled weight decay (keras.optimizers.AdamW): Adam whose BaseOptions::weight_decay
+/// is `weight_decay` (Keras's default 0.004), so that before the Adam step
 ///   w -= lr * weight_decay * w
-/// weight_decay >= 0 and finite (Keras's default 0.004).
+/// weight_decay >= 0 and finite; it replaces options.base.weight_decay.
 class AdamW : public Adam {
  public:
   /// Throws InvalidArgumentError (naming AdamW) for a negative or non-finite weight decay and
   /// for what Adam rejects.
   explicit AdamW(LearningRate learning_rate = 0.001, double weight_decay = 0.004, AdamOptions options = {});
-  /// The decoupled weight-decay factor.
-  double weight_decay() const { return weight_decay_; }
-
- protected:
-  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
-                   const Tensor& step) override;
-
- private:
-  double weight_decay_;
 };
 
 /// Options of RMSprop (Keras's arguments).
@@ -350,8 +377,8 @@ struct RMSpropOptions {
   /// Normalise by the centred second moment (an estimate of the variance); adds the slot
   /// "average_gradient".
   bool centered = false;
-  /// Gradient clipping before the update.
-  ClipOptions clip = {};
+  /// Weight decay and gradient clipping (BaseOptions).
+  BaseOptions base = {};
 };
 
 /// RMSprop (keras.optimizers.RMSprop):
@@ -375,6 +402,104 @@ class RMSprop : public Optimizer {
 
  private:
   RMSpropOptions options_;
+};
+
+/// Options of Adagrad (Keras's arguments).
+struct AdagradOptions {
+  /// The accumulator's starting value, >= 0.
+  double initial_accumulator_value = 0.1;
+  /// Added to the accumulator under the square root; >= 0.
+  double epsilon = 1e-7;
+  /// Weight decay and gradient clipping (BaseOptions).
+  BaseOptions base = {};
+};
+
+/// Adagrad (keras.optimizers.Adagrad): per-element rates that shrink with the gradients seen,
+///   accumulator += g^2;   w -= lr * g / sqrt(accumulator + epsilon)
+/// Slot: "accumulator", starting at initial_accumulator_value. learning_rate > 0.
+class Adagrad : public Optimizer {
+ public:
+  /// Throws InvalidArgumentError (naming Adagrad) for a learning rate that is not positive and
+  /// finite, a negative initial_accumulator_value or epsilon, or bad base options.
+  explicit Adagrad(LearningRate learning_rate = 0.001, AdagradOptions options = {});
+
+ protected:
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
+                   const Tensor& step) override;
+
+ private:
+  AdagradOptions options_;
+};
+
+/// Adamax (keras.optimizers.Adamax), Adam with the infinity norm, with t = iterations + 1:
+///   m += (g - m) * (1 - beta_1);   u = max(beta_2 * u, |g|)
+///   w -= lr * m / ((1 - beta_1^t) * (u + epsilon))
+/// Slots: "m", "u". learning_rate > 0, betas in [0, 1), epsilon >= 0 (AdamOptions; amsgrad is
+/// not an Adamax option and must be false).
+class Adamax : public Optimizer {
+ public:
+  /// Throws InvalidArgumentError (naming Adamax) for a learning rate that is not positive and
+  /// finite, a beta outside [0, 1), a negative epsilon, amsgrad, or bad base options.
+  explicit Adamax(LearningRate learning_rate = 0.001, AdamOptions options = {});
+
+ protected:
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
+                   const Tensor& step) override;
+
+ private:
+  AdamOptions options_;
+};
+
+/// Nadam (keras.optimizers.Nadam), Adam with Nesterov momentum and Dozat's momentum schedule
+/// u_s = beta_1 * (1 - 0.5 * 0.96^s), with t = iterations + 1 and U_t = u_1 * ... * u_t:
+///   m += (g - m) * (1 - beta_1);   v += (g^2 - v) * (1 - beta_2)
+///   m_hat = u_{t+1} * m / (1 - U_t * u_{t+1}) + (1 - u_t) * g / (1 - U_t)
+///   v_hat = v / (1 - beta_2^t)
+///   w -= lr * m_hat / (sqrt(v_hat) + epsilon)
+/// Keras keeps U_t in a variable multiplied once per step; here it is computed from t (beta_1^t
+/// times a float64 table of the products of (1 - 0.5 * 0.96^s), which reach their limit in
+/// float64 by s = 1000), so it needs no state and a restored checkpoint's step count suffices.
+/// Slots: "m", "v". learning_rate > 0, betas in [0, 1), epsilon >= 0, amsgrad false.
+class Nadam : public Optimizer {
+ public:
+  /// Throws InvalidArgumentError (naming Nadam) for a learning rate that is not positive and
+  /// finite, a beta outside [0, 1), a negative epsilon, amsgrad, or bad base options.
+  explicit Nadam(LearningRate learning_rate = 0.001, AdamOptions options = {});
+
+ protected:
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
+                   const Tensor& step) override;
+
+ private:
+  AdamOptions options_;
+};
+
+/// Options of Lion (Keras's arguments).
+struct LionOptions {
+  /// Interpolation between momentum and gradient for the update's sign, in (0, 1].
+  double beta_1 = 0.9;
+  /// Decay rate of the momentum, in [0, 1).
+  double beta_2 = 0.99;
+  /// Weight decay and gradient clipping (BaseOptions).
+  BaseOptions base = {};
+};
+
+/// Lion (Chen et al., "Symbolic Discovery of Optimization Algorithms"; keras.optimizers.Lion):
+/// every element moves by the learning rate, in the direction of an interpolated momentum,
+///   w -= lr * sign(beta_1 * m + (1 - beta_1) * g);   m = beta_2 * m + (1 - beta_2) * g
+/// Slot: "momentum". learning_rate > 0 (Lion's is usually 3-10 times smaller than Adam's).
+class Lion : public Optimizer {
+ public:
+  /// Throws InvalidArgumentError (naming Lion) for a learning rate that is not positive and
+  /// finite, beta_1 outside (0, 1], beta_2 outside [0, 1), or bad base options.
+  explicit Lion(LearningRate learning_rate = 0.001, LionOptions options = {});
+
+ protected:
+  void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
+                   const Tensor& step) override;
+
+ private:
+  LionOptions options_;
 };
 
 }  // namespace tapeflow::optimizers

@@ -34,7 +34,7 @@ class LearningRateSchedule {
   Tensor operator()(const Tensor& step) const;
   /// The learning rate after `step` updates, as a number: operator() evaluated now.
   double at(std::int64_t step) const;
-  /// "ExponentialDecay", "PiecewiseConstantDecay", "CosineDecay": the name in messages.
+  /// "ExponentialDecay", "PiecewiseConstantDecay", "CosineDecay", ...: the name in messages.
   virtual std::string_view name() const = 0;
 
  protected:
@@ -137,6 +137,77 @@ class CosineDecay final : public LearningRateSchedule {
   double initial_;
   std::int64_t decay_steps_;
   CosineDecayOptions options_;
+};
+
+/// Options of PolynomialDecay (Keras's arguments).
+struct PolynomialDecayOptions {
+  /// The rate the decay ends at; >= 0 and finite.
+  double end_learning_rate = 0.0001;
+  /// The polynomial's power; > 0 and finite (1: linear decay).
+  double power = 1.0;
+  /// Start again after decay_steps, over a period that grows to the next multiple of
+  /// decay_steps, instead of staying at end_learning_rate.
+  bool cycle = false;
+};
+
+/// Polynomial decay from initial_learning_rate to end_learning_rate over decay_steps steps
+/// (Keras's PolynomialDecay):
+///   s = min(step, decay_steps)                      (cycle: s = step, and the period
+///   rate = (initial - end) * (1 - s / period)^power + end      period = decay_steps * max(1,
+///                                                              ceil(step / decay_steps)))
+/// then end_learning_rate; with `cycle`, period = decay_steps otherwise. Throws
+/// InvalidArgumentError for an initial rate that is not positive and finite, an end rate that is
+/// negative or not finite, a power that is not positive and finite, or decay_steps < 1.
+class PolynomialDecay final : public LearningRateSchedule {
+ public:
+  /// The schedule of the class comment; throws InvalidArgumentError as it says.
+  PolynomialDecay(double initial_learning_rate, std::int64_t decay_steps,
+                  PolynomialDecayOptions options = {});
+  std::string_view name() const override { return "PolynomialDecay"; }
+  /// The rate at step 0.
+  double initial_learning_rate() const { return initial_; }
+  /// Steps of the decay (of each cycle's first period).
+  std::int64_t decay_steps() const { return decay_steps_; }
+  /// The end rate, power and cycling.
+  const PolynomialDecayOptions& options() const { return options_; }
+
+ protected:
+  Tensor rate(const Tensor& step) const override;
+
+ private:
+  double initial_;
+  std::int64_t decay_steps_;
+  PolynomialDecayOptions options_;
+};
+
+/// Inverse-time decay (Keras's InverseTimeDecay):
+///   rate = initial_learning_rate / (1 + decay_rate * step / decay_steps)
+/// with `staircase`, step / decay_steps is rounded down to a whole number. Throws
+/// InvalidArgumentError for an initial rate that is not positive and finite, a decay rate that is
+/// negative or not finite, or decay_steps < 1.
+class InverseTimeDecay final : public LearningRateSchedule {
+ public:
+  /// The schedule of the class comment; throws InvalidArgumentError as it says.
+  InverseTimeDecay(double initial_learning_rate, std::int64_t decay_steps, double decay_rate,
+                   bool staircase = false);
+  std::string_view name() const override { return "InverseTimeDecay"; }
+  /// The rate at step 0.
+  double initial_learning_rate() const { return initial_; }
+  /// Steps per unit of decay_rate in the denominator.
+  std::int64_t decay_steps() const { return decay_steps_; }
+  /// The denominator's growth per decay_steps steps.
+  double decay_rate() const { return decay_rate_; }
+  /// Whether step / decay_steps is rounded down.
+  bool staircase() const { return staircase_; }
+
+ protected:
+  Tensor rate(const Tensor& step) const override;
+
+ private:
+  double initial_;
+  std::int64_t decay_steps_;
+  double decay_rate_;
+  bool staircase_;
 };
 
 }  // namespace tapeflow::optimizers::schedules

@@ -1,6 +1,8 @@
 """tf.keras.losses: Keras's loss classes over tapeflow's C++ losses. A loss object is called as
-`loss(y_true, y_pred)` and returns the mean of the per-example loss over the batch (Keras's
-default reduction), a float32 scalar, differentiable with respect to y_pred."""
+`loss(y_true, y_pred, sample_weight=None)` and returns the mean of the per-example loss over the
+batch (Keras's default reduction, "sum_over_batch_size": with sample_weight, the sum of the
+weighted per-example losses over their count), a float32 scalar, differentiable with respect to
+y_pred."""
 
 from .. import _tapeflow
 
@@ -9,16 +11,16 @@ __all__ = ["Loss", "MeanSquaredError", "CategoricalCrossentropy", "SparseCategor
 
 
 class Loss:
-    """The base of the loss classes: `name` and `__call__(y_true, y_pred)`."""
+    """The base of the loss classes: `name` and `__call__(y_true, y_pred, sample_weight=None)`."""
 
     def __init__(self, name):
         self.name = name
 
-    def __call__(self, y_true, y_pred):
-        return self.call(y_true, y_pred)
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        return self.call(y_true, y_pred, sample_weight)
 
-    def call(self, y_true, y_pred):
-        """The loss of one batch."""
+    def call(self, y_true, y_pred, sample_weight=None):
+        """The loss of one batch, each example (or step) weighted by sample_weight."""
         raise NotImplementedError(f"{type(self).__name__} does not implement call()")
 
 
@@ -28,8 +30,8 @@ class MeanSquaredError(Loss):
     def __init__(self, name="mean_squared_error"):
         super().__init__(name)
 
-    def call(self, y_true, y_pred):
-        return _tapeflow.losses.mean_squared_error(y_true, y_pred)
+    def call(self, y_true, y_pred, sample_weight=None):
+        return _tapeflow.losses.mean_squared_error(y_true, y_pred, sample_weight)
 
 
 class _CrossentropyLoss(Loss):
@@ -39,8 +41,8 @@ class _CrossentropyLoss(Loss):
         super().__init__(name)
         self.from_logits = from_logits
 
-    def call(self, y_true, y_pred):
-        return self._function(y_true, y_pred, self.from_logits)
+    def call(self, y_true, y_pred, sample_weight=None):
+        return self._function(y_true, y_pred, self.from_logits, sample_weight)
 
 
 class CategoricalCrossentropy(_CrossentropyLoss):

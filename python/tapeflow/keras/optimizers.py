@@ -9,6 +9,7 @@ with the GIL released.
 """
 
 from .._tapeflow.optimizers import Optimizer, SGD, Adam, AdamW, RMSprop  # noqa: F401
+from .._tapeflow.optimizers import Adagrad, Adamax, Nadam, Lion  # noqa: F401
 from .._tapeflow.optimizers import schedules  # noqa: F401
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "schedules"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "Nadam", "Lion", "schedules"]

@@ -12,8 +12,8 @@
 //   reductions: the chunks' partial sums added in chunk order (chunks are a fixed number of
 //   elements, so a sum is the same with any thread count)
 //
-// Why interpretation and not generated code: docs/ARCHITECTURE.md ("Elementwise fusion"). Each
-// step is one indirect call per block of up to 1024 elements, so the dispatch costs nothing
+// Why interpretation and not generated code: docs/design/fusion.md ("Why interpretation and not generated
+// code"). Each step is one indirect call per block of up to 1024 elements, so the dispatch costs nothing
 // against the arithmetic; over a one-element domain (a chain of scalar ops) it is one call per op.
 //
 // Slots: the evaluator sees numbered slots, each an array of one block. A slot holds an input (its
