@@ -53,6 +53,7 @@
 #include "tapeflow/nn/losses.h"
 #include "tapeflow/nn/metrics.h"
 #include "tapeflow/nn/pooling.h"
+#include "tapeflow/nn/recurrent.h"
 #include "tapeflow/nn/sequential.h"
 #include "tapeflow/nn/softmax.h"
 #include "tapeflow/no_recording.h"
