@@ -89,7 +89,8 @@ void check_initializer(std::string_view layer, std::string_view name, std::strin
 
 Tensor orthogonal_kernel(std::string_view layer, const Shape& shape, DType dtype, std::uint64_t seed) {
   TAPEFLOW_REQUIRE(shape.rank() >= 2, InvalidArgumentError,
-                   "[{}] the orthogonal initializer needs a shape of rank >= 2, got {}", layer, shape.to_string());
+                   "[{}] the orthogonal initializer needs a shape of rank >= 2, got {}", layer,
+                   shape.to_string());
   std::int64_t rows = 1;
   for (int i = 0; i + 1 < shape.rank(); ++i) rows *= shape[i];
   const std::int64_t cols = shape[shape.rank() - 1];
@@ -97,8 +98,8 @@ Tensor orthogonal_kernel(std::string_view layer, const Shape& shape, DType dtype
   // A is m x n with m >= n, row-major; Householder QR: A = Q R, Q m x n with orthonormal columns.
   const auto m = static_cast<std::size_t>(std::max(rows, cols));
   const auto n = static_cast<std::size_t>(std::min(rows, cols));
-  std::vector<double> a = random::normal({static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)}, 0.0, 1.0,
-                                         DType::Float64, seed)
+  std::vector<double> a = random::normal({static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)}, 0.0,
+                                         1.0, DType::Float64, seed)
                               .to_vector<double>();
   const auto at = [](std::vector<double>& v, std::size_t cols_of, std::size_t i, std::size_t j) -> double& {
     return v[i * cols_of + j];

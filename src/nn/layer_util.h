@@ -25,7 +25,8 @@ std::uint64_t next_seed();
 
 /// Throws InvalidArgumentError naming `layer` and the argument `what` unless `name` is a known
 /// initialiser: "glorot_uniform", "glorot_normal", "he_uniform", "he_normal", "orthogonal".
-void check_initializer(std::string_view layer, std::string_view name, std::string_view what = "kernel_initializer");
+void check_initializer(std::string_view layer, std::string_view name,
+                       std::string_view what = "kernel_initializer");
 
 /// A kernel of `shape` drawn from the initialiser `name` (Keras's definitions):
 ///   glorot_uniform: U[-l, l], l = sqrt(6 / (fan_in + fan_out))

@@ -41,12 +41,13 @@ void check_input(std::string_view kind, const std::string& name, const Tensor& x
   TAPEFLOW_REQUIRE(x.defined(), InvalidArgumentError,
                    "[{}] layer '{}' was called with an undefined (default-constructed) Tensor", kind, name);
   TAPEFLOW_REQUIRE(x.rank() == 3, InvalidArgumentError,
-                   "[{}] layer '{}' needs inputs of rank 3 (batch, steps, features), got shape {}", kind, name,
-                   x.shape().to_string());
-  TAPEFLOW_REQUIRE(is_floating(x.dtype()), InvalidArgumentError,
-                   "[{}] layer '{}' needs floating inputs (float32, float64, bfloat16), got an input of shape {} "
-                   "and dtype {}",
-                   kind, name, x.shape().to_string(), dtype_name(x.dtype()));
+                   "[{}] layer '{}' needs inputs of rank 3 (batch, steps, features), got shape {}", kind,
+                   name, x.shape().to_string());
+  TAPEFLOW_REQUIRE(
+      is_floating(x.dtype()), InvalidArgumentError,
+      "[{}] layer '{}' needs floating inputs (float32, float64, bfloat16), got an input of shape {} "
+      "and dtype {}",
+      kind, name, x.shape().to_string(), dtype_name(x.dtype()));
   TAPEFLOW_REQUIRE(x.shape()[1] > 0, InvalidArgumentError,
                    "[{}] layer '{}' needs at least one step, got an input of shape {}", kind, name,
                    x.shape().to_string());
@@ -56,13 +57,14 @@ void check_input(std::string_view kind, const std::string& name, const Tensor& x
 /// input cast by the policy (`xc`) has the compute dtype.
 void check_built_input(std::string_view kind, const std::string& name, const Tensor& x, const Tensor& xc,
                        const Shape& k, DType compute) {
-  TAPEFLOW_REQUIRE(x.shape()[2] == k[0], InvalidArgumentError,
-                   "[{}] layer '{}' was built for inputs with {} features and has a kernel of shape {}; got an "
-                   "input of shape {}",
-                   kind, name, k[0], k.to_string(), x.shape().to_string());
+  TAPEFLOW_REQUIRE(
+      x.shape()[2] == k[0], InvalidArgumentError,
+      "[{}] layer '{}' was built for inputs with {} features and has a kernel of shape {}; got an "
+      "input of shape {}",
+      kind, name, k[0], k.to_string(), x.shape().to_string());
   TAPEFLOW_REQUIRE(xc.dtype() == compute, InvalidArgumentError,
-                   "[{}] layer '{}' was built for {} inputs; got an input of shape {} and dtype {}", kind, name,
-                   dtype_name(compute), x.shape().to_string(), dtype_name(x.dtype()));
+                   "[{}] layer '{}' was built for {} inputs; got an input of shape {} and dtype {}", kind,
+                   name, dtype_name(compute), x.shape().to_string(), dtype_name(x.dtype()));
 }
 
 /// Checks the initial state `what`: defined, of shape (batch, units), and of the compute dtype
@@ -70,15 +72,17 @@ void check_built_input(std::string_view kind, const std::string& name, const Ten
 void check_state(std::string_view kind, const std::string& name, std::string_view what, const Tensor& state,
                  std::int64_t batch, std::int64_t units, DType compute, bool autocasts) {
   TAPEFLOW_REQUIRE(state.defined(), InvalidArgumentError,
-                   "[{}] layer '{}' was given an undefined (default-constructed) Tensor as initial state {}", kind,
-                   name, what);
+                   "[{}] layer '{}' was given an undefined (default-constructed) Tensor as initial state {}",
+                   kind, name, what);
   const Shape expected{batch, units};
-  TAPEFLOW_REQUIRE(state.shape() == expected, InvalidArgumentError,
-                   "[{}] layer '{}' needs an initial state {} of shape (batch, units) = {}; got one of shape {}",
-                   kind, name, what, expected.to_string(), state.shape().to_string());
-  TAPEFLOW_REQUIRE(state.dtype() == compute || (autocasts && is_floating(state.dtype())), InvalidArgumentError,
-                   "[{}] layer '{}' computes in {}; got an initial state {} of shape {} and dtype {}", kind, name,
-                   dtype_name(compute), what, state.shape().to_string(), dtype_name(state.dtype()));
+  TAPEFLOW_REQUIRE(
+      state.shape() == expected, InvalidArgumentError,
+      "[{}] layer '{}' needs an initial state {} of shape (batch, units) = {}; got one of shape {}", kind,
+      name, what, expected.to_string(), state.shape().to_string());
+  TAPEFLOW_REQUIRE(state.dtype() == compute || (autocasts && is_floating(state.dtype())),
+                   InvalidArgumentError,
+                   "[{}] layer '{}' computes in {}; got an initial state {} of shape {} and dtype {}", kind,
+                   name, dtype_name(compute), what, state.shape().to_string(), dtype_name(state.dtype()));
 }
 
 /// x @ kernel for every step at once: (batch, steps, in) -> `steps` tensors of (batch, G * units),
@@ -91,7 +95,9 @@ std::vector<Tensor> input_products(const Tensor& x, const Tensor& kernel, const 
 }
 
 /// The steps' order: 0, 1, ..., or backwards.
-std::int64_t step_at(std::int64_t i, std::int64_t steps, bool backwards) { return backwards ? steps - 1 - i : i; }
+std::int64_t step_at(std::int64_t i, std::int64_t steps, bool backwards) {
+  return backwards ? steps - 1 - i : i;
+}
 
 }  // namespace
 
@@ -110,10 +116,11 @@ LSTM::LSTM(std::int64_t units, LSTMOptions options)
 void LSTM::build(const Shape& input_shape, DType dtype) {
   TAPEFLOW_REQUIRE(!built(), FailedPreconditionError, "[{}] layer '{}' is already built", kLSTM, name());
   TAPEFLOW_REQUIRE(input_shape.rank() == 3, InvalidArgumentError,
-                   "[{}] layer '{}' needs inputs of rank 3 (batch, steps, features), got shape {}", kLSTM, name(),
-                   input_shape.to_string());
+                   "[{}] layer '{}' needs inputs of rank 3 (batch, steps, features), got shape {}", kLSTM,
+                   name(), input_shape.to_string());
   TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
-                   "[{}] layer '{}' needs float32 or float64 variables, got {}", kLSTM, name(), dtype_name(dtype));
+                   "[{}] layer '{}' needs float32 or float64 variables, got {}", kLSTM, name(),
+                   dtype_name(dtype));
   const std::int64_t in = input_shape[2], gates = 4 * units_;
   const std::array<std::int64_t, 2> kernel_dims{in, gates}, recurrent_dims{units_, gates};
   const Shape kernel_shape = Shape::checked(kernel_dims, kLSTM);
@@ -122,14 +129,16 @@ void LSTM::build(const Shape& input_shape, DType dtype) {
   kernel_ = track(Variable(
       detail::initial_kernel(kLSTM, options_.kernel_initializer, kernel_shape, in, gates, dtype, seed),
       {.name = "kernel", .keras_style = true}));
-  recurrent_kernel_ = track(Variable(detail::initial_kernel(kLSTM, options_.recurrent_initializer, recurrent_shape,
-                                                            units_, gates, dtype, recurrent_seed(seed)),
-                                     {.name = "recurrent_kernel", .keras_style = true}));
+  recurrent_kernel_ =
+      track(Variable(detail::initial_kernel(kLSTM, options_.recurrent_initializer, recurrent_shape, units_,
+                                            gates, dtype, recurrent_seed(seed)),
+                     {.name = "recurrent_kernel", .keras_style = true}));
   if (options_.use_bias) {
     // Keras's unit_forget_bias: zeros, but ones for the forget gate (the second quarter).
-    const Tensor b = options_.unit_forget_bias
-                         ? concat({zeros({units_}, dtype), ones({units_}, dtype), zeros({2 * units_}, dtype)}, 0)
-                         : zeros({gates}, dtype);
+    const Tensor b =
+        options_.unit_forget_bias
+            ? concat({zeros({units_}, dtype), ones({units_}, dtype), zeros({2 * units_}, dtype)}, 0)
+            : zeros({gates}, dtype);
     bias_ = track(Variable(b, {.name = "bias", .keras_style = true}));
   }
 }
@@ -146,7 +155,8 @@ LSTMState LSTM::call_with_state(const Tensor& x, std::optional<std::pair<Tensor,
   Tensor h, c;
   if (initial_state) {
     check_state(kLSTM, name(), "h", initial_state->first, batch, units_, compute, dtype_policy().has_value());
-    check_state(kLSTM, name(), "c", initial_state->second, batch, units_, compute, dtype_policy().has_value());
+    check_state(kLSTM, name(), "c", initial_state->second, batch, units_, compute,
+                dtype_policy().has_value());
     h = autocast(initial_state->first);
     c = autocast(initial_state->second);
   } else {
@@ -174,20 +184,22 @@ LSTMState LSTM::call_with_state(const Tensor& x, std::optional<std::pair<Tensor,
 
 const Variable& LSTM::kernel() const {
   TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kLSTM, name());
+                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kLSTM,
+                   name());
   return *kernel_;
 }
 
 const Variable& LSTM::recurrent_kernel() const {
   TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no recurrent_kernel yet: it is built by its first call (or build())", kLSTM,
-                   name());
+                   "[{}] layer '{}' has no recurrent_kernel yet: it is built by its first call (or build())",
+                   kLSTM, name());
   return *recurrent_kernel_;
 }
 
 const Variable& LSTM::bias() const {
   TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kLSTM, name());
+                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kLSTM,
+                   name());
   TAPEFLOW_REQUIRE(bias_.has_value(), FailedPreconditionError,
                    "[{}] layer '{}' was created with use_bias = false and has no bias", kLSTM, name());
   return *bias_;
@@ -208,21 +220,23 @@ GRU::GRU(std::int64_t units, GRUOptions options)
 void GRU::build(const Shape& input_shape, DType dtype) {
   TAPEFLOW_REQUIRE(!built(), FailedPreconditionError, "[{}] layer '{}' is already built", kGRU, name());
   TAPEFLOW_REQUIRE(input_shape.rank() == 3, InvalidArgumentError,
-                   "[{}] layer '{}' needs inputs of rank 3 (batch, steps, features), got shape {}", kGRU, name(),
-                   input_shape.to_string());
+                   "[{}] layer '{}' needs inputs of rank 3 (batch, steps, features), got shape {}", kGRU,
+                   name(), input_shape.to_string());
   TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
-                   "[{}] layer '{}' needs float32 or float64 variables, got {}", kGRU, name(), dtype_name(dtype));
+                   "[{}] layer '{}' needs float32 or float64 variables, got {}", kGRU, name(),
+                   dtype_name(dtype));
   const std::int64_t in = input_shape[2], gates = 3 * units_;
   const std::array<std::int64_t, 2> kernel_dims{in, gates}, recurrent_dims{units_, gates};
   const Shape kernel_shape = Shape::checked(kernel_dims, kGRU);
   const Shape recurrent_shape = Shape::checked(recurrent_dims, kGRU);
   const std::uint64_t seed = options_.seed ? *options_.seed : detail::next_seed();
-  kernel_ = track(
-      Variable(detail::initial_kernel(kGRU, options_.kernel_initializer, kernel_shape, in, gates, dtype, seed),
-               {.name = "kernel", .keras_style = true}));
-  recurrent_kernel_ = track(Variable(detail::initial_kernel(kGRU, options_.recurrent_initializer, recurrent_shape,
-                                                            units_, gates, dtype, recurrent_seed(seed)),
-                                     {.name = "recurrent_kernel", .keras_style = true}));
+  kernel_ = track(Variable(
+      detail::initial_kernel(kGRU, options_.kernel_initializer, kernel_shape, in, gates, dtype, seed),
+      {.name = "kernel", .keras_style = true}));
+  recurrent_kernel_ =
+      track(Variable(detail::initial_kernel(kGRU, options_.recurrent_initializer, recurrent_shape, units_,
+                                            gates, dtype, recurrent_seed(seed)),
+                     {.name = "recurrent_kernel", .keras_style = true}));
   if (options_.use_bias) {
     const Shape bias_shape = options_.reset_after ? Shape{2, gates} : Shape{gates};
     bias_ = track(Variable(zeros(bias_shape, dtype), {.name = "bias", .keras_style = true}));
@@ -290,20 +304,22 @@ GRUState GRU::call_with_state(const Tensor& x, std::optional<Tensor> initial_sta
 
 const Variable& GRU::kernel() const {
   TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kGRU, name());
+                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kGRU,
+                   name());
   return *kernel_;
 }
 
 const Variable& GRU::recurrent_kernel() const {
   TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no recurrent_kernel yet: it is built by its first call (or build())", kGRU,
-                   name());
+                   "[{}] layer '{}' has no recurrent_kernel yet: it is built by its first call (or build())",
+                   kGRU, name());
   return *recurrent_kernel_;
 }
 
 const Variable& GRU::bias() const {
   TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kGRU, name());
+                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kGRU,
+                   name());
   TAPEFLOW_REQUIRE(bias_.has_value(), FailedPreconditionError,
                    "[{}] layer '{}' was created with use_bias = false and has no bias", kGRU, name());
   return *bias_;

@@ -42,6 +42,16 @@ const std::vector<LayerCase>& cases() {
        {2, 2, 3, 2}},
       {"Softmax", [] { return tf::layers::softmax(); }, {2, 4}},
       {"Softmax_axis_0", [] { return tf::layers::softmax({.axis = 0}); }, {3, 2}},
+      // The recurrent layers through every step (float64 input: float64 variables).
+      {"LSTM", [] { return tf::layers::lstm(2, {.seed = 1}); }, {2, 3, 2}},
+      {"LSTM_return_sequences_go_backwards",
+       [] { return tf::layers::lstm(2, {.return_sequences = true, .go_backwards = true, .seed = 2}); },
+       {2, 3, 2}},
+      {"GRU_reset_after", [] { return tf::layers::gru(2, {.seed = 3}); }, {2, 3, 2}},
+      {"GRU_reset_after_return_sequences",
+       [] { return tf::layers::gru(2, {.return_sequences = true, .seed = 4}); },
+       {2, 3, 2}},
+      {"GRU_reset_before", [] { return tf::layers::gru(2, {.reset_after = false, .seed = 5}); }, {2, 3, 2}},
   };
   return all;
 }

@@ -105,7 +105,8 @@ class LSTM : public Layer {
   /// The output and the final states (h, c), starting from `initial_state` = (h, c), each of
   /// shape (batch, units), or from zeros. Throws as operator() does, and InvalidArgumentError
   /// (naming LSTM and the shapes) for initial states of another shape or dtype.
-  LSTMState call_with_state(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> initial_state = std::nullopt);
+  LSTMState call_with_state(const Tensor& x,
+                            std::optional<std::pair<Tensor, Tensor>> initial_state = std::nullopt);
 
   /// Creates kernel, recurrent_kernel and bias for inputs of `input_shape` (rank 3) and `dtype`.
   /// Called by the first call; throws FailedPreconditionError if already built.
