@@ -2,9 +2,11 @@
 subclass in Python.
 
 The built-in layers (Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
-BatchNormalization, LayerNormalization, GlobalAveragePooling1D/2D, Softmax) are tapeflow's C++
+BatchNormalization, LayerNormalization, GlobalAveragePooling1D/2D, Softmax, LSTM, GRU) are tapeflow's C++
 layers: their weights have Keras's layouts (Dense's kernel
-(in, units), Conv2D's (kh, kw, in, filters)) and they are built by their first call. A `Layer`
+(in, units), Conv2D's (kh, kw, in, filters), LSTM's kernel (in, 4 units) and recurrent_kernel
+(units, 4 units)) and they are built by their first call. LSTM and GRU created with
+return_state=True return [output, h, c] / [output, h] and take `initial_state=[...]` when called. A `Layer`
 subclass defines `build(input_shape)` and `call(inputs)`, creates its weights with `add_weight`,
 and is built by its first `__call__`; it goes into a `Sequential` like the built-in ones.
 """
@@ -19,7 +21,7 @@ from . import initializers
 
 from .._tapeflow import (  # noqa: F401
     Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout, BatchNormalization, LayerNormalization,
-    GlobalAveragePooling1D, GlobalAveragePooling2D, Softmax)
+    GlobalAveragePooling1D, GlobalAveragePooling2D, Softmax, LSTM, GRU)
 
 MaxPool2D = MaxPooling2D
 AvgPool2D = AveragePooling2D
@@ -28,7 +30,8 @@ GlobalAvgPool2D = GlobalAveragePooling2D
 
 __all__ = ["Layer", "Sequential", "Dense", "Conv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D",
            "AvgPool2D", "Flatten", "Dropout", "BatchNormalization", "LayerNormalization",
-           "GlobalAveragePooling1D", "GlobalAvgPool1D", "GlobalAveragePooling2D", "GlobalAvgPool2D", "Softmax"]
+           "GlobalAveragePooling1D", "GlobalAvgPool1D", "GlobalAveragePooling2D", "GlobalAvgPool2D", "Softmax",
+           "LSTM", "GRU"]
 
 
 class _LayerMeta(_ModuleMeta, type(_tapeflow._Layer)):
