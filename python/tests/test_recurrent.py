@@ -98,9 +98,9 @@ def test_gru_matches_the_numpy_formulas(reset_after):
     layer = tf.keras.layers.GRU(3, return_sequences=True, reset_after=reset_after)
     layer(tf.constant(x))
     assert layer.kernel.shape == (2, 9) and layer.recurrent_kernel.shape == (3, 9)
-    assert layer.bias.shape == ((2, 9) if reset_after else (9,))
+    assert tuple(layer.bias.shape) == ((2, 9) if reset_after else (9,))
     assert layer.reset_after is reset_after
-    bias = _inputs(layer.bias.shape, 6)
+    bias = _inputs(tuple(layer.bias.shape), 6)
     layer.bias.assign(tf.constant(bias))
     expected, _ = _gru_numpy(x, layer.kernel.numpy(), layer.recurrent_kernel.numpy(), bias, np.zeros((3, 3)),
                              reset_after)
