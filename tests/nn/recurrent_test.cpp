@@ -1,7 +1,7 @@
 // layers::LSTM and layers::GRU: forward values against step-by-step loop references in double
 // (every gate of every unit written out, not the layers' batched matmuls), initial and final
 // states, go_backwards, Keras's weight names, shapes and unit_forget_bias, the orthogonal
-// initialiser, mixed precision, a short training run, errors. Gradients are in
+// initialiser, mixed precision, tf::function, a short training run, errors. Gradients are in
 // layer_gradients_test.cpp.
 
 #include "tapeflow/nn/recurrent.h"
@@ -339,6 +339,16 @@ TEST(Recurrent, MixedBFloat16ComputesInBFloat16WithFloat32Weights) {
   EXPECT_EQ(gru.bias().dtype(), tf::float32);
   EXPECT_THAT(tf::cast(g.output, tf::float32).to_vector<float>(),
               Pointwise(::testing::FloatNear(0.05f), gru32(x).to_vector<float>()));
+}
+
+TEST(Recurrent, TfFunctionTracesTheUnrolledStepsAndComputesTheSameValues) {
+  tf::layers::LSTM lstm(3, {.return_sequences = true, .seed = 24});
+  tf::layers::GRU gru(2, {.seed = 25});
+  const tf::Tensor x = inputs(2, 4, 2, 26);
+  const tf::Tensor want = gru(lstm(x));  // eager; builds both layers outside the trace
+  auto f = tf::function([&](const tf::Tensor& in) { return gru(lstm(in)); }, {.name = "recurrent"});
+  for (int call = 0; call < 2; ++call)  // the trace, then the graph
+    EXPECT_THAT(f(x).to_vector<double>(), Pointwise(DoubleNear(1e-9), want.to_vector<double>())) << call;
 }
 
 /// Trains `model` (a recurrent layer then Dense(1)) for 40 Adam steps to output the sign of
