@@ -32,6 +32,9 @@ std::uint64_t recurrent_seed(std::uint64_t seed) { return seed + 0x9E3779B97F4A7
 void check_options(std::string_view kind, std::int64_t units, const std::string& kernel_initializer,
                    const std::string& recurrent_initializer) {
   TAPEFLOW_REQUIRE(units > 0, InvalidArgumentError, "[{}] units must be positive, got {}", kind, units);
+  // A bound that keeps 4 * units and the kernels' element counts far from overflowing.
+  TAPEFLOW_REQUIRE(units <= (std::int64_t{1} << 31), InvalidArgumentError,
+                   "[{}] units must be at most 2^31, got {}", kind, units);
   detail::check_initializer(kind, kernel_initializer, "kernel_initializer");
   detail::check_initializer(kind, recurrent_initializer, "recurrent_initializer");
 }

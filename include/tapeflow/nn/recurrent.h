@@ -20,7 +20,9 @@
 /// (features, G * units); each step then does one (batch, units) @ (units, G * units) matmul and
 /// splits the result into the gates. The steps are a plain C++ loop over tapeflow ops, so a
 /// GradientTape differentiates through the whole recurrence and tf::function tracing unrolls it:
-/// the traced graph grows linearly with the number of steps (there is no while-loop form).
+/// the traced graph grows linearly with the number of steps (there is no while-loop form). So
+/// under an input_signature whose steps dimension is unknown (-1), each number of steps is a
+/// different graph: function.h's checks find that and trace once per number of steps.
 ///
 /// go_backwards processes the steps from last to first; as in Keras 3, return_sequences then gives
 /// the outputs in processing order, that is reversed with respect to the input (Keras's
@@ -92,7 +94,7 @@ struct LSTMState {
 class LSTM : public Layer {
  public:
   /// A layer of `units` hidden units. Throws InvalidArgumentError (naming LSTM) if units < 1 or
-  /// for an unknown activation or initialiser.
+  /// > 2^31, or for an unknown activation or initialiser.
   explicit LSTM(std::int64_t units, LSTMOptions options = {});
 
   /// The output for x of shape (batch, steps, features), from zero states; builds the layer on
@@ -182,7 +184,7 @@ struct GRUState {
 class GRU : public Layer {
  public:
   /// A layer of `units` hidden units. Throws InvalidArgumentError (naming GRU) if units < 1 or
-  /// for an unknown activation or initialiser.
+  /// > 2^31, or for an unknown activation or initialiser.
   explicit GRU(std::int64_t units, GRUOptions options = {});
 
   /// The output for x of shape (batch, steps, features), from a zero state; builds the layer on
