@@ -56,6 +56,7 @@
 #include "tapeflow/nn/metrics.h"
 #include "tapeflow/nn/multi_head_attention.h"
 #include "tapeflow/nn/pooling.h"
+#include "tapeflow/nn/recurrent.h"
 #include "tapeflow/nn/sequential.h"
 #include "tapeflow/nn/softmax.h"
 #include "tapeflow/no_recording.h"

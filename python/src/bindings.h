@@ -30,6 +30,7 @@ void bind_tape(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_function(py::module_& m);
 void bind_layers(py::module_& m);
+void bind_recurrent_layers(py::module_& m);
 void bind_config(py::module_& m);
 void bind_dlpack(py::module_& m);
 void bind_control_flow(py::module_& m);

@@ -99,13 +99,80 @@ std::uint64_t next_seed() {
   return z ^ (z >> 31);
 }
 
-void check_initializer(std::string_view layer, std::string_view name) {
-  TAPEFLOW_REQUIRE(
-      name == "glorot_uniform" || name == "glorot_normal" || name == "he_uniform" || name == "he_normal",
-      InvalidArgumentError,
-      "[{}] unknown kernel_initializer '{}'; expected one of \"glorot_uniform\", \"glorot_normal\", "
-      "\"he_uniform\", \"he_normal\"",
-      layer, name);
+void check_initializer(std::string_view layer, std::string_view name, std::string_view what) {
+  TAPEFLOW_REQUIRE(name == "glorot_uniform" || name == "glorot_normal" || name == "he_uniform" ||
+                       name == "he_normal" || name == "orthogonal",
+                   InvalidArgumentError,
+                   "[{}] unknown {} '{}'; expected one of \"glorot_uniform\", \"glorot_normal\", "
+                   "\"he_uniform\", \"he_normal\", \"orthogonal\"",
+                   layer, what, name);
+}
+
+Tensor orthogonal_kernel(std::string_view layer, const Shape& shape, DType dtype, std::uint64_t seed) {
+  TAPEFLOW_REQUIRE(shape.rank() >= 2, InvalidArgumentError,
+                   "[{}] the orthogonal initializer needs a shape of rank >= 2, got {}", layer,
+                   shape.to_string());
+  std::int64_t rows = 1;
+  for (int i = 0; i + 1 < shape.rank(); ++i) rows *= shape[i];
+  const std::int64_t cols = shape[shape.rank() - 1];
+  if (rows == 0 || cols == 0) return zeros(shape, dtype);
+  // A is m x n with m >= n, row-major; Householder QR: A = Q R, Q m x n with orthonormal columns.
+  const auto m = static_cast<std::size_t>(std::max(rows, cols));
+  const auto n = static_cast<std::size_t>(std::min(rows, cols));
+  std::vector<double> a = random::normal({static_cast<std::int64_t>(m), static_cast<std::int64_t>(n)}, 0.0,
+                                         1.0, DType::Float64, seed)
+                              .to_vector<double>();
+  const auto at = [](std::vector<double>& v, std::size_t cols_of, std::size_t i, std::size_t j) -> double& {
+    return v[i * cols_of + j];
+  };
+  std::vector<std::vector<double>> reflectors(n);  // v_k over rows k..m-1, unit length (or empty: H_k = I)
+  std::vector<double> diag(n);                     // R's diagonal
+  for (std::size_t k = 0; k < n; ++k) {
+    double norm = 0.0;
+    for (std::size_t i = k; i < m; ++i) norm += at(a, n, i, k) * at(a, n, i, k);
+    norm = std::sqrt(norm);
+    const double alpha = at(a, n, k, k) > 0.0 ? -norm : norm;  // R_kk; the sign avoids cancellation
+    diag[k] = alpha;
+    std::vector<double> v(m - k);
+    for (std::size_t i = k; i < m; ++i) v[i - k] = at(a, n, i, k);
+    v[0] -= alpha;
+    double v_norm = 0.0;
+    for (const double e : v) v_norm += e * e;
+    v_norm = std::sqrt(v_norm);
+    if (v_norm == 0.0) continue;  // the column is already zero below k (measure zero for normal draws)
+    for (double& e : v) e /= v_norm;
+    // A[k:, k:] -= 2 v (v^T A[k:, k:])
+    for (std::size_t j = k; j < n; ++j) {
+      double dot = 0.0;
+      for (std::size_t i = k; i < m; ++i) dot += v[i - k] * at(a, n, i, j);
+      for (std::size_t i = k; i < m; ++i) at(a, n, i, j) -= 2.0 * v[i - k] * dot;
+    }
+    reflectors[k] = std::move(v);
+  }
+  // Q = H_0 H_1 ... H_{n-1} I[:, :n], applied from the last reflector to the first.
+  std::vector<double> q(m * n, 0.0);
+  for (std::size_t j = 0; j < n; ++j) at(q, n, j, j) = 1.0;
+  for (std::size_t k = n; k-- > 0;) {
+    const std::vector<double>& v = reflectors[k];
+    if (v.empty()) continue;
+    for (std::size_t j = 0; j < n; ++j) {
+      double dot = 0.0;
+      for (std::size_t i = k; i < m; ++i) dot += v[i - k] * at(q, n, i, j);
+      for (std::size_t i = k; i < m; ++i) at(q, n, i, j) -= 2.0 * v[i - k] * dot;
+    }
+  }
+  // Keras's q *= sign(diag(r)): the unique factorisation whose R has a positive diagonal.
+  for (std::size_t j = 0; j < n; ++j)
+    if (diag[j] < 0.0)
+      for (std::size_t i = 0; i < m; ++i) at(q, n, i, j) = -at(q, n, i, j);
+  std::vector<double> out(m * n);
+  if (rows >= cols) {
+    out = std::move(q);
+  } else {  // rows < cols: the transpose, n x m
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j) out[j * m + i] = at(q, n, i, j);
+  }
+  return cast(constant(out, shape), dtype);
 }
 
 Tensor initial_kernel(std::string_view layer, std::string_view name, const Shape& shape, std::int64_t fan_in,
@@ -123,6 +190,7 @@ Tensor initial_kernel(std::string_view layer, std::string_view name, const Shape
     const double limit = std::sqrt(6.0 / in);
     return random::uniform(shape, -limit, limit, dtype, seed);
   }
+  if (name == "orthogonal") return orthogonal_kernel(layer, shape, dtype, seed);
   return random::normal(shape, 0.0, std::sqrt(2.0 / in), dtype, seed);  // he_normal
 }
 

@@ -49,7 +49,7 @@ TEST(DenseInitializer, GlorotNormalHasStddevSqrtTwoOverFanSum) {
 }
 
 TEST(DenseInitializer, UnknownNameThrowsAtConstruction) {
-  EXPECT_THAT(
-      [] { tf::layers::Dense(2, tf::layers::DenseOptions{.kernel_initializer = "orthogonal"}); },
-      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[Dense] unknown kernel_initializer 'orthogonal'")));
+  EXPECT_THAT([] { tf::layers::Dense(2, tf::layers::DenseOptions{.kernel_initializer = "lecun_normal"}); },
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  HasSubstr("[Dense] unknown kernel_initializer 'lecun_normal'")));
 }

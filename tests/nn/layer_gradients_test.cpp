@@ -82,6 +82,16 @@ const std::vector<LayerCase>& cases() {
       {"Conv1D_same_strided_grouped",
        [] { return tf::layers::conv1d(4, 3, {.strides = 2, .padding = "same", .groups = 2, .seed = 3}); },
        {2, 5, 2}},
+      // The recurrent layers through every step (float64 input: float64 variables).
+      {"LSTM", [] { return tf::layers::lstm(2, {.seed = 1}); }, {2, 3, 2}},
+      {"LSTM_return_sequences_go_backwards",
+       [] { return tf::layers::lstm(2, {.return_sequences = true, .go_backwards = true, .seed = 2}); },
+       {2, 3, 2}},
+      {"GRU_reset_after", [] { return tf::layers::gru(2, {.seed = 3}); }, {2, 3, 2}},
+      {"GRU_reset_after_return_sequences",
+       [] { return tf::layers::gru(2, {.return_sequences = true, .seed = 4}); },
+       {2, 3, 2}},
+      {"GRU_reset_before", [] { return tf::layers::gru(2, {.reset_after = false, .seed = 5}); }, {2, 3, 2}},
   };
   return all;
 }

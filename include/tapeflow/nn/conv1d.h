@@ -49,7 +49,8 @@ struct Conv1DOptions {
   bool use_bias = true;
   /// Seed of the kernel initialiser; without one, the next of the process-wide sequence (as Dense).
   std::optional<std::uint64_t> seed = std::nullopt;
-  /// "glorot_uniform" (default), "glorot_normal", "he_uniform" or "he_normal" (see DenseOptions).
+  /// "glorot_uniform" (default), "glorot_normal", "he_uniform", "he_normal" or "orthogonal" (see
+  /// DenseOptions).
   std::string kernel_initializer = "glorot_uniform";
   /// The dtype policy (Keras's dtype=): std::nullopt takes the global one (mixed_precision.h).
   std::optional<mixed_precision::Policy> dtype_policy = std::nullopt;

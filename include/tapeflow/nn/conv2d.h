@@ -40,7 +40,8 @@ struct Conv2DOptions {
   bool use_bias = true;
   /// Seed of the kernel initialiser; without one, the next of the process-wide sequence (as Dense).
   std::optional<std::uint64_t> seed = std::nullopt;
-  /// "glorot_uniform" (default), "glorot_normal", "he_uniform" or "he_normal" (see DenseOptions).
+  /// "glorot_uniform" (default), "glorot_normal", "he_uniform", "he_normal" or "orthogonal"
+  /// (see DenseOptions).
   std::string kernel_initializer = "glorot_uniform";
   /// Spacing of the kernel's taps along height and width (Keras's dilation_rate); both >= 1.
   std::array<std::int64_t, 2> dilation_rate = {1, 1};

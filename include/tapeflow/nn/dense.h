@@ -79,8 +79,10 @@ struct DenseOptions {
   /// in the same order gets the same kernels on every run.
   std::optional<std::uint64_t> seed = std::nullopt;
   /// The kernel's initialiser, by its Keras name: "glorot_uniform" (the default), "glorot_normal",
-  /// "he_uniform" (U[-l, l], l = sqrt(6 / fan_in)) or "he_normal" (stddev sqrt(2 / fan_in), a
-  /// plain, not truncated, normal). Another name throws InvalidArgumentError at construction.
+  /// "he_uniform" (U[-l, l], l = sqrt(6 / fan_in)), "he_normal" (stddev sqrt(2 / fan_in), a
+  /// plain, not truncated, normal) or "orthogonal" (Keras's Orthogonal(gain=1): orthonormal
+  /// columns, or rows when the kernel is wider than tall). Another name throws
+  /// InvalidArgumentError at construction.
   std::string kernel_initializer = "glorot_uniform";
   /// The dtype policy (Keras's dtype=): std::nullopt takes the global one (mixed_precision.h).
   std::optional<mixed_precision::Policy> dtype_policy = std::nullopt;

@@ -55,7 +55,8 @@ struct MultiHeadAttentionOptions {
   bool use_bias = true;
   /// The output width (Keras's output_shape); std::nullopt: the query's last dimension.
   std::optional<std::int64_t> output_dim = std::nullopt;
-  /// "glorot_uniform" (default), "glorot_normal", "he_uniform" or "he_normal" (see DenseOptions).
+  /// "glorot_uniform" (default), "glorot_normal", "he_uniform", "he_normal" or "orthogonal" (see
+  /// DenseOptions).
   std::string kernel_initializer = "glorot_uniform";
   /// Seed of the kernels' initialisers and the dropout; without one, the next seeds of the
   /// process-wide sequence (as Dense).

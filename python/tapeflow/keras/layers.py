@@ -1,10 +1,14 @@
 """tf.keras.layers: the layers tapeflow has, with Keras's names and defaults, and `Layer` to
 subclass in Python.
 
-The built-in layers (Dense, Embedding, MultiHeadAttention, Conv1D, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
-BatchNormalization, LayerNormalization, GlobalAveragePooling1D/2D, Softmax) are tapeflow's C++
-layers: their weights have Keras's layouts (Dense's kernel
-(in, units), Embedding's (input_dim, output_dim), Conv1D's (kernel_size, in, filters), Conv2D's (kh, kw, in, filters)) and they are built by their first call. A `Layer`
+The built-in layers (Dense, Embedding, MultiHeadAttention, Conv1D, Conv2D, MaxPooling2D,
+AveragePooling2D, Flatten, Dropout, BatchNormalization, LayerNormalization,
+GlobalAveragePooling1D/2D, Softmax, LSTM, GRU) are tapeflow's C++ layers: their weights have Keras's
+layouts (Dense's kernel (in, units), Embedding's (input_dim, output_dim), Conv1D's (kernel_size, in,
+filters), Conv2D's (kh, kw, in, filters), LSTM's kernel (in, 4 units) and recurrent_kernel (units,
+4 units)) and they are built by their first call. LSTM and GRU created with return_state=True
+return [output, h, c] / [output, h] and take `initial_state=[...]` when called;
+MultiHeadAttention is called as mha(query, value, ...) as in Keras. A `Layer`
 subclass defines `build(input_shape)` and `call(inputs)`, creates its weights with `add_weight`,
 and is built by its first `__call__`; it goes into a `Sequential` like the built-in ones.
 """
@@ -18,17 +22,18 @@ from ..module import Module, _ModuleMeta
 from . import initializers
 
 from .._tapeflow import (  # noqa: F401
-    Dense, Embedding, MultiHeadAttention, Conv1D, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout, BatchNormalization,
-    LayerNormalization, GlobalAveragePooling1D, GlobalAveragePooling2D, Softmax)
+    Dense, Embedding, MultiHeadAttention, Conv1D, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
+    BatchNormalization, LayerNormalization, GlobalAveragePooling1D, GlobalAveragePooling2D, Softmax, LSTM, GRU)
 
 MaxPool2D = MaxPooling2D
 AvgPool2D = AveragePooling2D
 GlobalAvgPool1D = GlobalAveragePooling1D
 GlobalAvgPool2D = GlobalAveragePooling2D
 
-__all__ = ["Layer", "Sequential", "Dense", "Embedding", "MultiHeadAttention", "Conv1D", "Conv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D",
-           "AvgPool2D", "Flatten", "Dropout", "BatchNormalization", "LayerNormalization",
-           "GlobalAveragePooling1D", "GlobalAvgPool1D", "GlobalAveragePooling2D", "GlobalAvgPool2D", "Softmax"]
+__all__ = ["Layer", "Sequential", "Dense", "Embedding", "MultiHeadAttention", "Conv1D", "Conv2D",
+           "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D", "Flatten", "Dropout",
+           "BatchNormalization", "LayerNormalization", "GlobalAveragePooling1D", "GlobalAvgPool1D",
+           "GlobalAveragePooling2D", "GlobalAvgPool2D", "Softmax", "LSTM", "GRU"]
 
 
 class _LayerMeta(_ModuleMeta, type(_tapeflow._Layer)):

@@ -1,0 +1,242 @@
+#pragma once
+/// \file nn/recurrent.h
+/// LSTM and GRU: the recurrent layers over sequences of shape (batch, steps, features), like
+/// tf.keras.layers.LSTM and tf.keras.layers.GRU (Keras 3).
+///
+///   tf::layers::LSTM lstm(32, {.return_sequences = true});
+///   tf::Tensor y = lstm(tf::zeros({8, 100, 16}));   // (8, 100, 32); builds the layer
+///   lstm.trainable_variables();   // [kernel (16, 128), recurrent_kernel (32, 128), bias (128,)]
+///   tf::layers::LSTMState s = lstm.call_with_state(x);   // s.output, s.h (8, 32), s.c (8, 32)
+///
+/// Built lazily, as in Keras: the first call creates "kernel" (features, G * units), drawn from
+/// the kernel initialiser (Glorot uniform by default), "recurrent_kernel" (units, G * units),
+/// drawn from the recurrent initialiser (Keras's Orthogonal by default), and "bias", with
+/// Keras 3's layouts and names: G = 4 gates for LSTM in the order i, f, c, o; G = 3 for GRU in the
+/// order z, r, h. Under a dtype policy (mixed_precision.h) the variables take its variable dtype
+/// and the layer computes in its compute dtype ("mixed_bfloat16": float32 weights, bfloat16
+/// steps); without one, in the input's dtype (float32 or float64).
+///
+/// The input's product with the kernel is one matmul over all steps, (batch * steps, features) @
+/// (features, G * units); each step then does one (batch, units) @ (units, G * units) matmul and
+/// splits the result into the gates. The steps are a plain C++ loop over tapeflow ops, so a
+/// GradientTape differentiates through the whole recurrence and tf::function tracing unrolls it:
+/// the traced graph grows linearly with the number of steps (there is no while-loop form). So
+/// under an input_signature whose steps dimension is unknown (-1), each number of steps is a
+/// different graph: function.h's checks find that and trace once per number of steps.
+///
+/// go_backwards processes the steps from last to first; as in Keras 3, return_sequences then gives
+/// the outputs in processing order, that is reversed with respect to the input (Keras's
+/// Bidirectional flips them back).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "tapeflow/nn/dense.h"
+#include "tapeflow/nn/layer.h"
+#include "tapeflow/tensor.h"
+#include "tapeflow/variable.h"
+
+#pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
+namespace tapeflow::layers {
+
+/// Options of LSTM (Keras's constructor arguments).
+struct LSTMOptions {
+  /// The layer's name (Module::name()).
+  std::string name = "lstm";
+  /// The activation of the candidate cell and of the cell state in h = o * activation(c), by its
+  /// Keras name (see activation() in dense.h; "linear" for none).
+  std::string activation = "tanh";
+  /// The activation of the gates i, f, o, by its Keras name.
+  std::string recurrent_activation = "sigmoid";
+  /// Add the bias vector (Keras's use_bias).
+  bool use_bias = true;
+  /// The kernel's initialiser: "glorot_uniform" (default), "glorot_normal", "he_uniform",
+  /// "he_normal" or "orthogonal" (see DenseOptions); fan_in = features, fan_out = 4 * units.
+  std::string kernel_initializer = "glorot_uniform";
+  /// The recurrent kernel's initialiser, one of the same names: "orthogonal" (default) is Keras's
+  /// Orthogonal(gain=1), a (units, 4 * units) matrix with orthonormal rows.
+  std::string recurrent_initializer = "orthogonal";
+  /// Initialise the forget gate's slice of the bias, [units, 2 * units), to ones (Keras's
+  /// unit_forget_bias); the rest of the bias is zeros.
+  bool unit_forget_bias = true;
+  /// Output every step's h, (batch, steps, units), instead of the last one, (batch, units).
+  bool return_sequences = false;
+  /// Keras's return_state. call() and operator() return the output alone whatever it says (so
+  /// that the layer goes into a Sequential); call_with_state() always gives the states. The
+  /// Python layer returns [output, h, c] when it is true, as Keras does.
+  bool return_state = false;
+  /// Process the steps from last to first (see the file comment for the order of the outputs).
+  bool go_backwards = false;
+  /// Seed of the initialisers; without one, the next of the process-wide sequence (as Dense).
+  /// The recurrent kernel takes a seed derived from it.
+  std::optional<std::uint64_t> seed = std::nullopt;
+  /// The dtype policy (Keras's dtype=): std::nullopt takes the global one (mixed_precision.h).
+  std::optional<mixed_precision::Policy> dtype_policy = std::nullopt;
+};
+
+/// What LSTM::call_with_state gives: the output (as operator() returns it) and the final states.
+struct LSTMState {
+  /// The last h, (batch, units), or every step's, (batch, steps, units), with return_sequences.
+  Tensor output;
+  /// The hidden state after the last step processed, (batch, units).
+  Tensor h;
+  /// The cell state after the last step processed, (batch, units).
+  Tensor c;
+};
+
+/// The long short-term memory layer (tf.keras.layers.LSTM). For each step t, with
+/// z = x_t @ kernel + h @ recurrent_kernel + bias split into four (batch, units) gates:
+///   i = σ(z_i), f = σ(z_f), c̃ = tanh(z_c), o = σ(z_o);  c = f * c + i * c̃;  h = o * tanh(c)
+/// (σ the recurrent activation, tanh the activation), from h = c = 0 or an initial state.
+class LSTM : public Layer {
+ public:
+  /// A layer of `units` hidden units. Throws InvalidArgumentError (naming LSTM) if units < 1 or
+  /// > 2^31, or for an unknown activation or initialiser.
+  explicit LSTM(std::int64_t units, LSTMOptions options = {});
+
+  /// The output for x of shape (batch, steps, features), from zero states; builds the layer on
+  /// the first call. Throws InvalidArgumentError (naming LSTM and the shapes) for a rank other
+  /// than 3, a non-float dtype, zero steps, or, once built, an input whose features or dtype
+  /// differ from what the layer was built for.
+  Tensor operator()(const Tensor& x);
+  /// Layer::call: the same as operator() (LSTM ignores `training`).
+  Tensor call(const Tensor& x, bool /*training*/) override { return (*this)(x); }
+  /// The output and the final states (h, c), starting from `initial_state` = (h, c), each of
+  /// shape (batch, units), or from zeros. Throws as operator() does, and InvalidArgumentError
+  /// (naming LSTM and the shapes) for initial states of another shape or dtype.
+  LSTMState call_with_state(const Tensor& x,
+                            std::optional<std::pair<Tensor, Tensor>> initial_state = std::nullopt);
+
+  /// Creates kernel, recurrent_kernel and bias for inputs of `input_shape` (rank 3) and `dtype`.
+  /// Called by the first call; throws FailedPreconditionError if already built.
+  void build(const Shape& input_shape, DType dtype = DType::Float32);
+  /// Whether the variables exist: after the first call or build().
+  bool built() const { return kernel_.has_value(); }
+
+  /// The number of hidden units.
+  std::int64_t units() const { return units_; }
+  /// The options the layer was created with.
+  const LSTMOptions& options() const { return options_; }
+  /// The kernel, shape (features, 4 * units), gates i, f, c, o. Throws FailedPreconditionError
+  /// before the build.
+  const Variable& kernel() const;
+  /// The recurrent kernel, shape (units, 4 * units). Throws FailedPreconditionError before the
+  /// build.
+  const Variable& recurrent_kernel() const;
+  /// The bias, shape (4 * units,). Throws FailedPreconditionError before the build or without
+  /// bias.
+  const Variable& bias() const;
+
+ private:
+  std::int64_t units_;
+  LSTMOptions options_;
+  Activation activation_, recurrent_activation_;
+  std::optional<Variable> kernel_, recurrent_kernel_, bias_;
+};
+
+/// Options of GRU (Keras's constructor arguments).
+struct GRUOptions {
+  /// The layer's name (Module::name()).
+  std::string name = "gru";
+  /// The activation of the candidate state h̃, by its Keras name ("linear" for none).
+  std::string activation = "tanh";
+  /// The activation of the gates z and r, by its Keras name.
+  std::string recurrent_activation = "sigmoid";
+  /// Add the bias (Keras's use_bias).
+  bool use_bias = true;
+  /// The kernel's initialiser (see LSTMOptions); fan_in = features, fan_out = 3 * units.
+  std::string kernel_initializer = "glorot_uniform";
+  /// The recurrent kernel's initialiser (see LSTMOptions): "orthogonal" by default.
+  std::string recurrent_initializer = "orthogonal";
+  /// Output every step's h, (batch, steps, units), instead of the last one, (batch, units).
+  bool return_sequences = false;
+  /// Keras's return_state (see LSTMOptions): the Python layer returns [output, h] when true.
+  bool return_state = false;
+  /// Process the steps from last to first (see the file comment for the order of the outputs).
+  bool go_backwards = false;
+  /// Apply the reset gate after the recurrent matmul (Keras's reset_after, true by default, the
+  /// cuDNN form), with separate input and recurrent biases: bias of shape (2, 3 * units), row 0
+  /// the input bias, row 1 the recurrent one. False: before it, with one bias (3 * units,).
+  bool reset_after = true;
+  /// Seed of the initialisers (see LSTMOptions).
+  std::optional<std::uint64_t> seed = std::nullopt;
+  /// The dtype policy (Keras's dtype=): std::nullopt takes the global one (mixed_precision.h).
+  std::optional<mixed_precision::Policy> dtype_policy = std::nullopt;
+};
+
+/// What GRU::call_with_state gives: the output (as operator() returns it) and the final state.
+struct GRUState {
+  /// The last h, (batch, units), or every step's, (batch, steps, units), with return_sequences.
+  Tensor output;
+  /// The hidden state after the last step processed, (batch, units).
+  Tensor h;
+};
+
+/// The gated recurrent unit layer (tf.keras.layers.GRU). For each step, with x_t @ kernel split
+/// into (x_z, x_r, x_h) and h @ recurrent_kernel into (r_z, r_r, r_h) (each with its bias):
+///   reset_after = true:  z = σ(x_z + r_z), r = σ(x_r + r_r), h̃ = tanh(x_h + r * r_h)
+///   reset_after = false: z, r the same; h̃ = tanh(x_h + (r * h) @ recurrent_kernel[:, 2u:])
+///   h = z * h + (1 - z) * h̃
+/// (σ the recurrent activation, tanh the activation), from h = 0 or an initial state.
+class GRU : public Layer {
+ public:
+  /// A layer of `units` hidden units. Throws InvalidArgumentError (naming GRU) if units < 1 or
+  /// > 2^31, or for an unknown activation or initialiser.
+  explicit GRU(std::int64_t units, GRUOptions options = {});
+
+  /// The output for x of shape (batch, steps, features), from a zero state; builds the layer on
+  /// the first call. Throws InvalidArgumentError (naming GRU and the shapes) for a rank other
+  /// than 3, a non-float dtype, zero steps, or, once built, an input whose features or dtype
+  /// differ from what the layer was built for.
+  Tensor operator()(const Tensor& x);
+  /// Layer::call: the same as operator() (GRU ignores `training`).
+  Tensor call(const Tensor& x, bool /*training*/) override { return (*this)(x); }
+  /// The output and the final state h, starting from `initial_state`, of shape (batch, units),
+  /// or from zeros. Throws as operator() does, and InvalidArgumentError (naming GRU and the
+  /// shapes) for an initial state of another shape or dtype.
+  GRUState call_with_state(const Tensor& x, std::optional<Tensor> initial_state = std::nullopt);
+
+  /// Creates kernel, recurrent_kernel and bias for inputs of `input_shape` (rank 3) and `dtype`.
+  /// Called by the first call; throws FailedPreconditionError if already built.
+  void build(const Shape& input_shape, DType dtype = DType::Float32);
+  /// Whether the variables exist: after the first call or build().
+  bool built() const { return kernel_.has_value(); }
+
+  /// The number of hidden units.
+  std::int64_t units() const { return units_; }
+  /// The options the layer was created with.
+  const GRUOptions& options() const { return options_; }
+  /// The kernel, shape (features, 3 * units), gates z, r, h. Throws FailedPreconditionError
+  /// before the build.
+  const Variable& kernel() const;
+  /// The recurrent kernel, shape (units, 3 * units). Throws FailedPreconditionError before the
+  /// build.
+  const Variable& recurrent_kernel() const;
+  /// The bias, shape (2, 3 * units) with reset_after, (3 * units,) without. Throws
+  /// FailedPreconditionError before the build or without bias.
+  const Variable& bias() const;
+
+ private:
+  std::int64_t units_;
+  GRUOptions options_;
+  Activation activation_, recurrent_activation_;
+  std::optional<Variable> kernel_, recurrent_kernel_, bias_;
+};
+
+/// An LSTM layer in a std::shared_ptr, ready for Sequential: tf::layers::lstm(32). The arguments
+/// and errors are the constructor's.
+inline std::shared_ptr<LSTM> lstm(std::int64_t units, LSTMOptions options = {}) {
+  return std::make_shared<LSTM>(units, std::move(options));
+}
+
+/// A GRU layer in a std::shared_ptr, ready for Sequential: tf::layers::gru(32). The arguments and
+/// errors are the constructor's.
+inline std::shared_ptr<GRU> gru(std::int64_t units, GRUOptions options = {}) {
+  return std::make_shared<GRU>(units, std::move(options));
+}
+
+}  // namespace tapeflow::layers
+#pragma GCC visibility pop
