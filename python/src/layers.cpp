@@ -9,6 +9,7 @@
 #include <array>
 
 #include "bindings.h"
+#include "layer_arguments.h"
 
 namespace tapeflow::python {
 
@@ -43,23 +44,10 @@ layers::Activation activation_of(py::handle activation, const char* layer) {
   return layers::activation(activation.cast<std::string>());
 }
 
-/// Keras's dtype argument: None (the global policy), a policy's name ("mixed_bfloat16",
-/// "float32", ...), a tf.DType, or a Policy.
-std::optional<mixed_precision::Policy> policy_of(py::handle dtype, const char* layer) {
-  if (dtype.is_none()) return std::nullopt;
-  if (py::isinstance<mixed_precision::Policy>(dtype)) return dtype.cast<mixed_precision::Policy>();
-  if (py::isinstance<DType>(dtype)) return mixed_precision::Policy(dtype_name(dtype.cast<DType>()));
-  if (py::isinstance<py::str>(dtype)) return mixed_precision::Policy(dtype.cast<std::string>());
-  throw py::type_error(
-      fmt::format("[{}] dtype must be None, a policy name such as 'mixed_bfloat16', a tf.DType "
-                  "or a Policy, got an object of type {}",
-                  layer, py::str(py::type::of(dtype).attr("__name__")).cast<std::string>()));
-}
-
 /// Keras's int-or-tuple arguments of N values: an int means N copies of it.
 template <std::size_t N>
 std::array<std::int64_t, N> ints_of(py::handle value, const char* layer, const char* argument) {
-  std::array<std::int64_t, N> out;
+  std::array<std::int64_t, N> out{};
   if (py::isinstance<py::int_>(value)) {
     out.fill(value.cast<std::int64_t>());
     return out;
@@ -92,18 +80,6 @@ void require_channels_last(const std::optional<std::string>& data_format, const 
         fmt::format("[{}] data_format '{}' is not supported: tapeflow's image layers are "
                     "NHWC (data_format 'channels_last')",
                     layer, *data_format));
-}
-
-/// A layer's optional variable as Keras shows it: None where the layer has none (not built yet, or
-/// disabled: use_bias=False, center=False, scale=False), for which the C++ accessor throws.
-template <class L>
-py::object variable_or_none(const L& layer, const Variable& (L::*get)() const) {
-  if (!layer.built()) return py::none();
-  try {
-    return py::cast((layer.*get)());
-  } catch (const FailedPreconditionError&) {
-    return py::none();
-  }
 }
 
 /// The weights of Dense, Conv1D and Conv2D: built, kernel, and bias (None without one).
@@ -147,6 +123,17 @@ void bind_global_pooling(py::module_& m, const char* python_name, const char* do
 }
 
 }  // namespace
+
+std::optional<mixed_precision::Policy> policy_of(py::handle dtype, const char* layer) {
+  if (dtype.is_none()) return std::nullopt;
+  if (py::isinstance<mixed_precision::Policy>(dtype)) return dtype.cast<mixed_precision::Policy>();
+  if (py::isinstance<DType>(dtype)) return mixed_precision::Policy(dtype_name(dtype.cast<DType>()));
+  if (py::isinstance<py::str>(dtype)) return mixed_precision::Policy(dtype.cast<std::string>());
+  throw py::type_error(
+      fmt::format("[{}] dtype must be None, a policy name such as 'mixed_bfloat16', a tf.DType "
+                  "or a Policy, got an object of type {}",
+                  layer, py::str(py::type::of(dtype).attr("__name__")).cast<std::string>()));
+}
 
 void bind_layers(py::module_& m) {
   py::class_<Module, std::shared_ptr<Module>>(m, "_Module")

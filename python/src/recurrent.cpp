@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "layer_arguments.h"
 
 namespace tapeflow::python {
 
@@ -20,30 +21,6 @@ std::string activation_name(py::handle activation, const char* layer, const char
                     "object of type {}",
                     layer, argument, py::str(py::type::of(activation).attr("__name__")).cast<std::string>()));
   return activation.cast<std::string>();
-}
-
-/// Keras's dtype argument: None (the global policy), a policy's name ("mixed_bfloat16",
-/// "float32", ...), a tf.DType, or a Policy.
-std::optional<mixed_precision::Policy> policy_of(py::handle dtype, const char* layer) {
-  if (dtype.is_none()) return std::nullopt;
-  if (py::isinstance<mixed_precision::Policy>(dtype)) return dtype.cast<mixed_precision::Policy>();
-  if (py::isinstance<DType>(dtype)) return mixed_precision::Policy(dtype_name(dtype.cast<DType>()));
-  if (py::isinstance<py::str>(dtype)) return mixed_precision::Policy(dtype.cast<std::string>());
-  throw py::type_error(
-      fmt::format("[{}] dtype must be None, a policy name such as 'mixed_bfloat16', a tf.DType "
-                  "or a Policy, got an object of type {}",
-                  layer, py::str(py::type::of(dtype).attr("__name__")).cast<std::string>()));
-}
-
-/// A layer's variable as Keras shows it: None before the build, or without one (use_bias=False).
-template <class L>
-py::object variable_or_none(const L& layer, const Variable& (L::*get)() const) {
-  if (!layer.built()) return py::none();
-  try {
-    return py::cast((layer.*get)());
-  } catch (const FailedPreconditionError&) {
-    return py::none();
-  }
 }
 
 /// Keras's initial_state: a list or tuple of `count` tensors (`names` says which); for a single

@@ -152,7 +152,9 @@ TEST(MultiHeadAttention, PaddingAndCausalMasksMatchTheReference) {
     for (std::int64_t head = 0; head < 2; ++head)
       for (std::int64_t i = 0; i < 5; ++i)
         for (std::int64_t j = 0; j < 5; ++j)
-          if (!allowed(b, i, j)) EXPECT_EQ(at(p, scores.shape(), {b, head, i, j}), 0.0);
+          if (!allowed(b, i, j)) {
+            EXPECT_EQ(at(p, scores.shape(), {b, head, i, j}), 0.0);
+          }
 }
 
 TEST(MultiHeadAttention, AMaskedKeyGetsAZeroGradient) {
