@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tapeflow against LibTorch, side by side (issue 7; issue 5's training epoch): installs what the
+# tapeflow against LibTorch, side by side (and one training epoch of each): installs what the
 # benchmarks need (scripts/bench_setup.sh), builds bench/compare in build/bench (Release,
 # -DTAPEFLOW_BUILD_BENCHMARKS=ON), and prints the tables. LibTorch runs at its best configuration:
 # OMP_WAIT_POLICY=PASSIVE, and each group runs once per allocator (glibc malloc; jemalloc;
@@ -12,7 +12,7 @@
 #   THREADS=1 ROUNDS=11 scripts/bench_compare.sh small
 #   EPOCH_BATCHES=100 scripts/bench_compare.sh large   # epochs timed on 100 batches, scaled
 #   CLOCK=thread-cpu scripts/bench_compare.sh small    # CPU time of the thread (loaded machine)
-#   scripts/bench_compare.sh function   # issue 16's peers for tf::function: ADOL-C, TorchScript
+#   scripts/bench_compare.sh function   # the peers for tf::function: ADOL-C, TorchScript
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Proves that tapeflow can be used from another project, as a user would (issue 14):
+# Proves that tapeflow can be used from another project, as a user would:
 #   1. `cmake --install` of a built tree into a temporary prefix, then tests/consumer/find_package
 #      configured with find_package(tapeflow 0.1 CONFIG REQUIRED), built and run; the installed
 #      `tapeflow examples` runs a seed program;

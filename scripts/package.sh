@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Debian packages (issue 14), split as Debian splits a library (cmake/package.cmake):
+# Builds the Debian packages, split as Debian splits a library (cmake/package.cmake):
 #   build/package/libtapeflow<soversion>_<version>_<arch>.deb   the shared library
 #   build/package/libtapeflow-dev_<version>_<arch>.deb          headers, CMake package, pkg-config file
 #   build/package/tapeflow_<version>_<arch>.deb                 the `tapeflow` program and its examples

@@ -31,6 +31,13 @@ class PythonLayer : public layers::Layer {
                       name()));
     return to_tensor(hook(x, training), name().c_str());
   }
+  /// The Python class's name: "MyLayer" for class MyLayer(tf.keras.layers.Layer).
+  std::string class_name() const override {
+    py::gil_scoped_acquire gil;
+    const py::object self =
+        py::cast(static_cast<const layers::Layer*>(this), py::return_value_policy::reference);
+    return py::str(py::type::of(self).attr("__name__"));
+  }
 };
 
 /// Keras's activation argument: None (no activation) or the activation's name.
@@ -397,7 +404,18 @@ void bind_layers(py::module_& m) {
            py::arg("axis") = -1, py::arg("name") = py::none());
   py::class_<layers::Sequential, layers::Layer, std::shared_ptr<layers::Sequential>>(m, "_Sequential")
       .def(py::init<std::string>(), py::arg("name"))
-      .def("_add", &layers::Sequential::add, py::arg("layer"));
+      .def("_add", &layers::Sequential::add, py::arg("layer"))
+      .def(
+          "_summary",
+          [](layers::Sequential& model, py::handle input_shape) {
+            std::optional<Shape> shape;
+            if (!input_shape.is_none()) {
+              const auto dims = input_shape.cast<std::vector<std::int64_t>>();
+              shape = Shape(std::span<const std::int64_t>(dims));
+            }
+            return model.summary(shape);
+          },
+          py::arg("input_shape") = py::none(), "Keras's summary table as text (Sequential::summary).");
 }
 
 }  // namespace tapeflow::python

@@ -371,3 +371,36 @@ def test_the_new_layers_name_the_layer_in_their_errors():
         tf.keras.layers.GlobalAveragePooling1D()(tf.ones((2, 3)))
     with pytest.raises(tf.errors.InvalidArgumentError, match="data_format 'channels_first' is not supported"):
         tf.keras.layers.GlobalAveragePooling2D(data_format="channels_first")
+
+
+def test_sequential_summary_prints_kerass_table_through_print_fn():
+    class Doubler(tf.keras.layers.Layer):
+        def call(self, inputs):
+            return inputs * 2.0
+
+    model = tf.keras.Sequential([tf.keras.layers.Dense(16, activation="relu", name="hidden"), Doubler(name="twice"),
+                                 tf.keras.layers.Dense(1, name="out")])
+    with pytest.raises(ValueError, match="This model has not yet been built"):
+        model.summary()
+    model(np.zeros((2, 4), dtype=np.float32))
+    lines = []
+    model.summary(print_fn=lines.append)
+    assert lines[0] == f'Model: "{model.name}"'
+    assert lines[2].split() == ["Layer", "(type)", "Output", "Shape", "Param", "#"]
+    rows = [line.split() for line in lines if line.startswith(" ") and "(None" in line]
+    assert rows == [["hidden", "(Dense)", "(None,", "16)", "80"], ["twice", "(Doubler)", "(None,", "16)", "0"],
+                    ["out", "(Dense)", "(None,", "1)", "17"]]
+    assert lines[-4:-1] == ["Total params: 97", "Trainable params: 97", "Non-trainable params: 0"]
+
+
+def test_a_python_layer_autocasts_floating_inputs_to_its_compute_dtype():
+    class Identity(tf.keras.layers.Layer):
+        def call(self, inputs):
+            return inputs
+
+    mixed = Identity(dtype="mixed_bfloat16")
+    assert (mixed.dtype, mixed.compute_dtype) == ("float32", "bfloat16")
+    assert mixed(np.ones((2, 3), dtype=np.float32)).dtype == tf.bfloat16
+    assert mixed(np.ones((2, 3), dtype=np.int32)).dtype == tf.int32  # integers are left alone
+    assert Identity(dtype="float64")(np.ones((2,), dtype=np.float32)).dtype == tf.float64
+    assert Identity()([tf.constant(1.0, dtype=tf.float64)])[0].dtype == tf.float32  # a nest of inputs too

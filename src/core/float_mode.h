@@ -6,8 +6,9 @@
 //
 // Why flush: on x86 an operation with a subnormal operand or result takes a microcode assist,
 // tens to a hundred times a normal one, and training makes subnormals by the thousand (Adam's
-// moments of gradients that have become tiny): the MLP of `tapeflow train` ran its third epoch at
-// a third of its first epoch's speed before this (docs/PERFORMANCE.md, "Subnormal numbers").
+// moments of gradients that have become tiny): the MLP of `tapeflow train` runs its third epoch at
+// under half its first epoch's speed when subnormals are computed (docs/PERFORMANCE.md,
+// "Subnormal numbers").
 //
 // The mode lives in each thread's MXCSR register (SSE and AVX arithmetic; x87 long double is not
 // affected). FloatModeScope sets it on the calling thread for the length of an op (dispatch.h's

@@ -403,9 +403,9 @@ TEST(GradPassThrough, TangentPassesThroughInForwardMode) {
 }
 
 // The blocks of grad_pass_through and recompute_grad run unrecorded by the tapes that exist when
-// they start. What the block does with tapes must not leak out of it (outside testing, issue 14
-// session): a pause of an outer tape ending inside the block used to turn recording back on for
-// the rest of the block, and a tape created inside the block recorded nothing once it ended.
+// they start. What the block does with tapes must not leak out of it: a pause of an outer tape
+// ending inside the block must not turn recording back on for the rest of the block, and a tape
+// created inside the block must record once the block has ended.
 TEST(GradPassThrough, APauseEndingInsideTheBlockKeepsTheBlockUnrecorded) {
   tf::Variable v(2.0f);
   tf::GradientTape outer;

@@ -1,5 +1,5 @@
 // layers::Sequential: calls its layers in order, collects their variables in order, passes
-// `training` through, gradients reach every layer, errors.
+// `training` through, gradients reach every layer, Keras's summary table, errors.
 
 #include "tapeflow/nn/sequential.h"
 
@@ -282,4 +282,61 @@ TEST(Sequential, FactoryMakesAModelThatNestsInAnother) {
   tf::layers::Sequential model{encoder, tf::layers::dense(1, {.seed = 2})};
   model(tf::ones({2, 2, 2}));
   EXPECT_EQ(model.trainable_variables().size(), 4u);  // the encoder's kernel and bias, then the head's
+}
+
+namespace {
+
+/// One row of Keras 2's summary table: columns ending at 29, 55 and 65 characters, the first
+/// field after one space.
+std::string summary_row(const std::string& layer, const std::string& shape, const std::string& params) {
+  return fmt::format(" {:<28}{:<26}{:<10}\n", layer, shape, params);
+}
+
+const std::string kUnderline(65, '_'), kDoubleLine(65, '=');
+
+}  // namespace
+
+TEST(SequentialSummary, PrintsKerasTableOfLayersShapesAndParameters) {
+  tf::layers::Sequential model{tf::layers::dense(16, "relu", {.name = "hidden"}),
+                               tf::layers::dense(1, {.name = "out"})};
+  model(tf::zeros({2, 4}));
+  EXPECT_EQ(model.summary(), "Model: \"sequential\"\n" + kUnderline + "\n" +
+                                 summary_row("Layer (type)", "Output Shape", "Param #") + kDoubleLine + "\n" +
+                                 summary_row("hidden (Dense)", "(None, 16)", "80") + kUnderline + "\n" +
+                                 summary_row("out (Dense)", "(None, 1)", "17") + kDoubleLine + "\n" +
+                                 "Total params: 97\nTrainable params: 97\nNon-trainable params: 0\n" +
+                                 kUnderline + "\n");
+}
+
+TEST(SequentialSummary, CountsNonTrainableVariablesAndTakesAnInputShape) {
+  // BatchNormalization's moving statistics are parameters that are not trainable; 1,000s get commas.
+  tf::layers::Sequential model(
+      {tf::layers::dense(300, {.name = "wide"}), tf::layers::batch_normalization({.name = "norm"})}, "mlp");
+  const std::string text = model.summary(tf::Shape{4});
+  EXPECT_THAT(text, HasSubstr(summary_row("wide (Dense)", "(None, 300)", "1500")));
+  EXPECT_THAT(text, HasSubstr(summary_row("norm (BatchNormalization)", "(None, 300)", "1200")));
+  EXPECT_THAT(text, HasSubstr("Total params: 2,700\nTrainable params: 2,100\nNon-trainable params: 600\n"));
+  EXPECT_THAT(text, ::testing::StartsWith("Model: \"mlp\""));
+}
+
+TEST(SequentialSummary, NamesUserLayersByTheirClassAndWrapsLongFields) {
+  // The summary runs on the last input's shape and dtype: here int32 ids.
+  tf::layers::Sequential model{tf::layers::embedding(10, 3, {.name = "tokens"}),
+                               std::make_shared<Scale>(2.0)};
+  model(tf::zeros({1, 5}, tf::int32));
+  const std::string text = model.summary();
+  EXPECT_THAT(text, HasSubstr(summary_row("tokens (Embedding)", "(None, 5, 3)", "30")));
+  EXPECT_THAT(text, HasSubstr(summary_row("scale (Scale)", "(None, 5, 3)", "0")));
+  // A field longer than its column continues on the next line, as Keras prints it.
+  tf::layers::Sequential named{tf::layers::dense(2, {.name = "a_dense_layer_with_a_long_name"})};
+  named(tf::zeros({1, 2}));
+  EXPECT_THAT(named.summary(), HasSubstr("\n a_dense_layer_with_a_long_n  (None, 2)"));
+  EXPECT_THAT(named.summary(), HasSubstr("\n ame (Dense)"));
+}
+
+TEST(SequentialSummary, OfAModelNeverCalledAsksForDataOrAShape) {
+  tf::layers::Sequential model{tf::layers::dense(2)};
+  EXPECT_THAT([&] { model.summary(); },
+              ThrowsMessage<tf::FailedPreconditionError>(HasSubstr("This model has not yet been built")));
+  EXPECT_THAT(model.summary(tf::Shape{3}), HasSubstr("Total params: 8\n"));
 }

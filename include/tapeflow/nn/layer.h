@@ -29,6 +29,9 @@ class Layer : public Module {
   explicit Layer(std::string name, std::optional<mixed_precision::Policy> policy = std::nullopt);
   /// The layer applied to `x`; `training` is true inside a training step.
   virtual Tensor call(const Tensor& x, bool training) = 0;
+  /// The layer's class as Keras names it in summaries: "Dense", "Conv2D", ... (the C++ class
+  /// name without its namespace; a layer subclassed in Python gives its Python class name).
+  virtual std::string class_name() const;
   /// The layer's dtype policy (Keras's dtype_policy); std::nullopt: it computes in its first
   /// input's dtype and creates its variables in it.
   const std::optional<mixed_precision::Policy>& dtype_policy() const { return policy_; }

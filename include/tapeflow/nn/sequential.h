@@ -20,9 +20,26 @@
 /// pooling, then ReLU: the same values and gradients (max and ReLU commute), with the ReLU and its
 /// gradient over the pooled tensor instead of the convolution's output. A tape then records the
 /// Relu after the MaxPool.
+///
+/// summary() prints Keras's table of the layers (tf.keras 2's layout):
+///
+///   Model: "sequential"
+///   _________________________________________________________________
+///    Layer (type)                Output Shape              Param #
+///   =================================================================
+///    dense (Dense)               (None, 16)                80
+///   _________________________________________________________________
+///    dense_1 (Dense)             (None, 1)                 17
+///   =================================================================
+///   Total params: 97
+///   Trainable params: 97
+///   Non-trainable params: 0
+///   _________________________________________________________________
 
 #include <initializer_list>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -66,8 +83,22 @@ class Sequential : public Layer {
   /// The layers, in call order.
   const std::vector<std::shared_ptr<Layer>>& layers() const { return layers_; }
 
+  /// Keras's model.summary() as text (see the file comment): a row per layer with its name and
+  /// class_name(), its output shape with the batch dimension as None, and its parameters (the
+  /// elements of all its variables, trainable or not), then the model's totals (each variable
+  /// counted once). The output shapes come from running the layers in inference mode, unrecorded,
+  /// on one example of zeros shaped as the model's last input (its shape without the batch
+  /// dimension, and its dtype), or as `input_shape` (without the batch dimension) of `dtype`.
+  /// Throws FailedPreconditionError (Keras's "This model has not yet been built") when the model
+  /// has never been called and no input shape is given, and what the layers throw for an input
+  /// shape they do not take.
+  std::string summary(std::optional<Shape> input_shape = std::nullopt, DType dtype = DType::Float32);
+
  private:
   std::vector<std::shared_ptr<Layer>> layers_;
+  std::mutex input_mutex_;  // guards last_input_: a model may be called from several threads
+  /// The shape without the batch dimension and the dtype of the last input, for summary().
+  std::optional<std::pair<Shape, DType>> last_input_;
 };
 
 /// A Sequential in a std::shared_ptr, like keras.Sequential([...]), e.g. as a layer of another

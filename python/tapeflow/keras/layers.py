@@ -18,6 +18,7 @@ import inspect
 import numpy as _np
 
 from .. import _tapeflow
+from .. import nest as _nest
 from ..module import Module, _ModuleMeta
 from . import initializers
 
@@ -40,20 +41,28 @@ class _LayerMeta(_ModuleMeta, type(_tapeflow._Layer)):
     """The metaclass of Python layers: a pybind11 class (the C++ Layer) that is also a tf.Module."""
 
 
-def _variable_dtype(dtype, layer):
-    """The dtype of a layer's variables for Keras's dtype argument: a tf.DType, a dtype name, a
-    policy name or a Policy (its variable dtype)."""
+def _policy_dtypes(dtype, layer):
+    """The (variable, compute) dtypes of a layer for Keras's dtype argument: a tf.DType or a dtype
+    name (both that dtype), a policy name or a Policy (its variable and compute dtypes)."""
     if isinstance(dtype, _tapeflow.DType):
-        return dtype
+        return dtype, dtype
     if isinstance(dtype, str):
         named = getattr(_tapeflow, dtype, None)
         if isinstance(named, _tapeflow.DType):
-            return named
+            return named, named
         dtype = _tapeflow.mixed_precision.Policy(dtype)  # InvalidArgumentError listing the names
     if isinstance(dtype, _tapeflow.mixed_precision.Policy):
-        return getattr(_tapeflow, dtype.variable_dtype)
+        return getattr(_tapeflow, dtype.variable_dtype), getattr(_tapeflow, dtype.compute_dtype)
     raise TypeError(f"[{layer}] dtype must be a tf.DType, a dtype or policy name, or a Policy, got an object "
                     f"of type {type(dtype).__name__}")
+
+
+def _variable_dtype(dtype, layer):
+    """The dtype of a layer's variables for Keras's dtype argument (_policy_dtypes)."""
+    return _policy_dtypes(dtype, layer)[0]
+
+
+_FLOATING = (_tapeflow.float32, _tapeflow.float64, _tapeflow.bfloat16)
 
 
 def _is_own(leaf, own_weights):
@@ -73,7 +82,7 @@ class _KerasLayer(Module):
         self._init_native(self._name)
         if dtype is None:
             dtype = _tapeflow.mixed_precision.global_policy() or _tapeflow.float32
-        self._variable_dtype = _variable_dtype(dtype, type(self).__name__)
+        self._variable_dtype, self._compute_dtype = _policy_dtypes(dtype, type(self).__name__)
         self.trainable = trainable
         self.built = False
         self._own_weights = []
@@ -91,6 +100,7 @@ class _KerasLayer(Module):
     def __call__(self, inputs, *args, **kwargs):
         if isinstance(inputs, (_np.ndarray, int, float)):
             inputs = _tapeflow.convert_to_tensor(inputs)
+        inputs = self._autocast(inputs)
         if not self.built:
             self.build(getattr(inputs, "shape", None))
             self.built = True
@@ -102,10 +112,26 @@ class _KerasLayer(Module):
         # What the C++ Sequential calls (the C++ Layer's call()).
         return self(inputs, training=training)
 
+    def _autocast(self, inputs):
+        # Keras's autocast: the floating tensors of the inputs (a tensor or a nest of them) in the
+        # compute dtype, so that a layer under "mixed_bfloat16" computes in bfloat16.
+        def cast(leaf):
+            floating = isinstance(leaf, _tapeflow.EagerTensor) and leaf.dtype in _FLOATING
+            return _tapeflow.cast(leaf, self._compute_dtype) if floating and leaf.dtype != self._compute_dtype else leaf
+        return cast(inputs) if isinstance(inputs, _tapeflow.EagerTensor) else _nest.map_structure(cast, inputs)
+
     @property
     def dtype(self):
         """The dtype of the layer's weights, by name (Keras's layer.dtype)."""
         return self._variable_dtype.name
+
+    @property
+    def compute_dtype(self):
+        """The dtype the layer computes in, by name (Keras's layer.compute_dtype): floating inputs
+        are cast to it when the layer is called. Weights keep their own dtype: under
+        "mixed_bfloat16" a call reads float32 weights, which `tf.cast(w, self.compute_dtype)`
+        brings to the inputs' bfloat16."""
+        return self._compute_dtype.name
 
     def add_weight(self, shape=None, initializer=None, dtype=None, trainable=True, name=None):
         """A new tf.Variable of `shape` (default ()) and `dtype` (default the layer's: its `dtype`
@@ -205,6 +231,17 @@ class Sequential(_KerasLayer, _tapeflow._Sequential, metaclass=_LayerMeta):
     def call(self, inputs, training=None):
         """The layers applied in order to `inputs`."""
         return _tapeflow._Layer.__call__(self, inputs, bool(training))
+
+    def summary(self, print_fn=None):
+        """Prints Keras's table of the layers (name and type, output shape, parameters) and the
+        totals, one line at a time through `print_fn` (default: print). The model must have been
+        called on data; ValueError otherwise, as in Keras."""
+        try:
+            text = self._summary()
+        except _tapeflow.errors.FailedPreconditionError as error:
+            raise ValueError(str(error)) from None
+        for line in text.splitlines():
+            (print_fn or print)(line)
 
     def __call__(self, inputs, training=None):
         return self.call(inputs, training)

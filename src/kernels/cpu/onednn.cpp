@@ -86,8 +86,9 @@ bool has_isa(dnnl::cpu_isa wanted) {
 /// Whether this CPU's bfloat16 dot products outrun its float32 multiply-adds, so that oneDNN's
 /// bfloat16 kernels beat its float32 ones: with AMX; and on AMD's CPUs with AVX-512 BF16 (Zen 4
 /// and later), whose VDPBF16PS issues as often as a float32 FMA and does two products per lane.
-/// Intel's AVX-512 BF16 without AMX does not (docs/PERFORMANCE.md: 1.2-1.8x float32's time
-/// there; 0.55x on a Zen 5, the CNN's mixed step).
+/// Intel's AVX-512 BF16 without AMX does not (docs/PERFORMANCE.md, "bfloat16 and mixed
+/// precision": the convolutions take 1.4-2.1x float32's time there; the CNN's mixed step 0.55x
+/// on a Zen 5).
 bool bfloat16_dots_outrun_float32() {
   static const bool yes = [] {
     if (has_isa(dnnl::cpu_isa::avx512_core_amx)) return true;

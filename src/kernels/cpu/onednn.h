@@ -69,10 +69,10 @@ enum class BFloat16Kernels { kAuto, kNative, kThroughFloat32 };
 
 /// Whether bfloat16 convolutions run in oneDNN's bfloat16 kernels: where the CPU's bfloat16 dot
 /// products outrun its float32 multiply-adds (AMX; AMD's AVX-512 BF16), given computes_bfloat16().
-/// With Intel's AVX-512 BF16 alone, oneDNN 2.6's bfloat16 convolution kernels took 1.4-1.8x the
+/// With Intel's AVX-512 BF16 alone, oneDNN 2.6's bfloat16 convolution kernels take 1.4-2.1x the
 /// time of its float32 ones on the CNN's shapes, widening and rounding included, so they go through
-/// float32 there; on a Zen 5 they took 0.4-0.56x float32's time on conv2 (docs/PERFORMANCE.md,
-/// "bfloat16 convolutions through float32", "bfloat16 on AMD").
+/// float32 there; on a Zen 5 they take 0.4-0.56x float32's time on conv2 (docs/PERFORMANCE.md,
+/// "bfloat16 and mixed precision").
 bool convolves_bfloat16();
 
 /// Whether bfloat16 matrix products run in oneDNN's bfloat16 matmul: on the CPUs of
