@@ -42,6 +42,9 @@ void bind_debug(py::module_& m);
 void bind_optimizers(py::module_& m);
 void bind_losses(py::module_& m);
 void bind_checkpoint(py::module_& m);
+/// Model (compile, fit, evaluate, predict): called by bind_layers between Layer and Sequential.
+void bind_model(py::module_& m);
+void bind_callbacks(py::module_& m);
 
 /// The C++ tape behind a tf.GradientTape (its `_tape`, tape.cpp's `_Tape`); throws
 /// FailedPreconditionError naming the method `what` if the tape was never entered.

@@ -402,7 +402,8 @@ void bind_layers(py::module_& m) {
                  layers::SoftmaxOptions{.axis = axis, .name = name.value_or("softmax")});
            }),
            py::arg("axis") = -1, py::arg("name") = py::none());
-  py::class_<layers::Sequential, layers::Layer, std::shared_ptr<layers::Sequential>>(m, "_Sequential")
+  bind_model(m);
+  py::class_<layers::Sequential, layers::Model, std::shared_ptr<layers::Sequential>>(m, "_Sequential")
       .def(py::init<std::string>(), py::arg("name"))
       .def("_add", &layers::Sequential::add, py::arg("layer"))
       .def(

@@ -185,7 +185,8 @@ void bind_schedules(py::module_& m) {
 
 void bind_optimizer_classes(py::module_& m) {
   using optimizers::Optimizer;
-  py::class_<Optimizer>(m, "Optimizer", "The base of the optimizers (tf.keras.optimizers.Optimizer).")
+  py::class_<Optimizer, std::shared_ptr<Optimizer>>(
+      m, "Optimizer", "The base of the optimizers (tf.keras.optimizers.Optimizer).")
       .def(
           "apply_gradients",
           [](Optimizer& opt, py::handle grads_and_vars) {
@@ -231,38 +232,40 @@ void bind_optimizer_classes(py::module_& m) {
           },
           [](Optimizer& opt, double value) { opt.set_learning_rate(value); },
           "The learning rate: a float64 Variable (a schedule's rate at iterations for a schedule).");
-  py::class_<optimizers::SGD, Optimizer>(
+  py::class_<optimizers::SGD, Optimizer, std::shared_ptr<optimizers::SGD>>(
       m, "SGD", "Gradient descent with (Nesterov) momentum (tf.keras.optimizers.SGD).")
       .def(py::init([](py::handle learning_rate, double momentum, bool nesterov, const py::kwargs& kwargs) {
-             return std::make_unique<optimizers::SGD>(learning_rate_of(learning_rate, "SGD"), momentum,
+             return std::make_shared<optimizers::SGD>(learning_rate_of(learning_rate, "SGD"), momentum,
                                                       nesterov, base_of(kwargs, "SGD"));
            }),
            py::arg("learning_rate") = 0.01, py::arg("momentum") = 0.0, py::arg("nesterov") = false)
       .def_property_readonly("momentum", &optimizers::SGD::momentum)
       .def_property_readonly("nesterov", &optimizers::SGD::nesterov);
-  py::class_<optimizers::Adam, Optimizer>(m, "Adam", "Adam (tf.keras.optimizers.Adam).")
+  py::class_<optimizers::Adam, Optimizer, std::shared_ptr<optimizers::Adam>>(
+      m, "Adam", "Adam (tf.keras.optimizers.Adam).")
       .def(py::init([](py::handle learning_rate, double beta_1, double beta_2, double epsilon, bool amsgrad,
                        const py::kwargs& kwargs) {
-             return std::make_unique<optimizers::Adam>(
+             return std::make_shared<optimizers::Adam>(
                  learning_rate_of(learning_rate, "Adam"),
                  adam_options(beta_1, beta_2, epsilon, amsgrad, base_of(kwargs, "Adam")));
            }),
            py::arg("learning_rate") = 0.001, py::arg("beta_1") = 0.9, py::arg("beta_2") = 0.999,
            py::arg("epsilon") = 1e-7, py::arg("amsgrad") = false);
-  py::class_<optimizers::AdamW, optimizers::Adam>(
+  py::class_<optimizers::AdamW, optimizers::Adam, std::shared_ptr<optimizers::AdamW>>(
       m, "AdamW", "Adam with decoupled weight decay (tf.keras.optimizers.AdamW).")
       .def(py::init([](py::handle learning_rate, double weight_decay, double beta_1, double beta_2,
                        double epsilon, bool amsgrad, const py::kwargs& kwargs) {
-             return std::make_unique<optimizers::AdamW>(
+             return std::make_shared<optimizers::AdamW>(
                  learning_rate_of(learning_rate, "AdamW"), weight_decay,
                  adam_options(beta_1, beta_2, epsilon, amsgrad, base_of(kwargs, "AdamW")));
            }),
            py::arg("learning_rate") = 0.001, py::arg("weight_decay") = 0.004, py::arg("beta_1") = 0.9,
            py::arg("beta_2") = 0.999, py::arg("epsilon") = 1e-7, py::arg("amsgrad") = false);
-  py::class_<optimizers::RMSprop, Optimizer>(m, "RMSprop", "RMSprop (tf.keras.optimizers.RMSprop).")
+  py::class_<optimizers::RMSprop, Optimizer, std::shared_ptr<optimizers::RMSprop>>(
+      m, "RMSprop", "RMSprop (tf.keras.optimizers.RMSprop).")
       .def(py::init([](py::handle learning_rate, double rho, double momentum, double epsilon, bool centered,
                        const py::kwargs& kwargs) {
-             return std::make_unique<optimizers::RMSprop>(
+             return std::make_shared<optimizers::RMSprop>(
                  learning_rate_of(learning_rate, "RMSprop"),
                  optimizers::RMSpropOptions{.rho = rho,
                                             .momentum = momentum,
@@ -272,10 +275,11 @@ void bind_optimizer_classes(py::module_& m) {
            }),
            py::arg("learning_rate") = 0.001, py::arg("rho") = 0.9, py::arg("momentum") = 0.0,
            py::arg("epsilon") = 1e-7, py::arg("centered") = false);
-  py::class_<optimizers::Adagrad, Optimizer>(m, "Adagrad", "Adagrad (tf.keras.optimizers.Adagrad).")
+  py::class_<optimizers::Adagrad, Optimizer, std::shared_ptr<optimizers::Adagrad>>(
+      m, "Adagrad", "Adagrad (tf.keras.optimizers.Adagrad).")
       .def(py::init([](py::handle learning_rate, double initial_accumulator_value, double epsilon,
                        const py::kwargs& kwargs) {
-             return std::make_unique<optimizers::Adagrad>(
+             return std::make_shared<optimizers::Adagrad>(
                  learning_rate_of(learning_rate, "Adagrad"),
                  optimizers::AdagradOptions{.initial_accumulator_value = initial_accumulator_value,
                                             .epsilon = epsilon,
@@ -283,28 +287,31 @@ void bind_optimizer_classes(py::module_& m) {
            }),
            py::arg("learning_rate") = 0.001, py::arg("initial_accumulator_value") = 0.1,
            py::arg("epsilon") = 1e-7);
-  py::class_<optimizers::Adamax, Optimizer>(m, "Adamax", "Adamax (tf.keras.optimizers.Adamax).")
+  py::class_<optimizers::Adamax, Optimizer, std::shared_ptr<optimizers::Adamax>>(
+      m, "Adamax", "Adamax (tf.keras.optimizers.Adamax).")
       .def(py::init([](py::handle learning_rate, double beta_1, double beta_2, double epsilon,
                        const py::kwargs& kwargs) {
-             return std::make_unique<optimizers::Adamax>(
+             return std::make_shared<optimizers::Adamax>(
                  learning_rate_of(learning_rate, "Adamax"),
                  adam_options(beta_1, beta_2, epsilon, false, base_of(kwargs, "Adamax")));
            }),
            py::arg("learning_rate") = 0.001, py::arg("beta_1") = 0.9, py::arg("beta_2") = 0.999,
            py::arg("epsilon") = 1e-7);
-  py::class_<optimizers::Nadam, Optimizer>(m, "Nadam", "Nadam (tf.keras.optimizers.Nadam).")
+  py::class_<optimizers::Nadam, Optimizer, std::shared_ptr<optimizers::Nadam>>(
+      m, "Nadam", "Nadam (tf.keras.optimizers.Nadam).")
       .def(py::init([](py::handle learning_rate, double beta_1, double beta_2, double epsilon,
                        const py::kwargs& kwargs) {
-             return std::make_unique<optimizers::Nadam>(
+             return std::make_shared<optimizers::Nadam>(
                  learning_rate_of(learning_rate, "Nadam"),
                  adam_options(beta_1, beta_2, epsilon, false, base_of(kwargs, "Nadam")));
            }),
            py::arg("learning_rate") = 0.001, py::arg("beta_1") = 0.9, py::arg("beta_2") = 0.999,
            py::arg("epsilon") = 1e-7);
-  py::class_<optimizers::Lion, Optimizer>(m, "Lion", "Lion (tf.keras.optimizers.Lion).")
+  py::class_<optimizers::Lion, Optimizer, std::shared_ptr<optimizers::Lion>>(
+      m, "Lion", "Lion (tf.keras.optimizers.Lion).")
       .def(
           py::init([](py::handle learning_rate, double beta_1, double beta_2, const py::kwargs& kwargs) {
-            return std::make_unique<optimizers::Lion>(
+            return std::make_shared<optimizers::Lion>(
                 learning_rate_of(learning_rate, "Lion"),
                 optimizers::LionOptions{.beta_1 = beta_1, .beta_2 = beta_2, .base = base_of(kwargs, "Lion")});
           }),

@@ -5,26 +5,12 @@
 #include "autodiff/dispatch.h"
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
+#include "core/error_context.h"
 #include "core/float_mode.h"
 #include "graph/fusion.h"
 
 namespace tapeflow::graph {
 namespace {
-
-/// Rethrows `e` as its own type with `context` in front, so an error inside a graph still says
-/// which function and node it came from and stays catchable as what the op threw.
-[[noreturn]] void rethrow_with_context(const Error& e, const std::string& context) {
-  const std::string what = context + e.what();
-  if (dynamic_cast<const InvalidArgumentError*>(&e)) throw InvalidArgumentError(what);
-  if (dynamic_cast<const LookupError*>(&e)) throw LookupError(what);
-  if (dynamic_cast<const FailedPreconditionError*>(&e)) throw FailedPreconditionError(what);
-  if (dynamic_cast<const ResourceExhaustedError*>(&e)) throw ResourceExhaustedError(what);
-  if (dynamic_cast<const OutOfRangeError*>(&e)) throw OutOfRangeError(what);
-  if (dynamic_cast<const UnimplementedError*>(&e)) throw UnimplementedError(what);
-  if (dynamic_cast<const DataLossError*>(&e)) throw DataLossError(what);
-  if (dynamic_cast<const InternalError*>(&e)) throw InternalError(what);
-  throw Error(what);
-}
 
 std::size_t bytes_of(const Value& v) {
   return static_cast<std::size_t>(v.shape.num_elements()) * dtype_size(v.dtype);

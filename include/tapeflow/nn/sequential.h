@@ -45,30 +45,32 @@
 #include <vector>
 
 #include "tapeflow/nn/layer.h"
+#include "tapeflow/nn/model.h"
 #include "tapeflow/tensor.h"
 
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
-/// A stack of layers called in order (tf.keras.Sequential); itself a Layer, so models nest.
-class Sequential : public Layer {
+/// A stack of layers called in order (tf.keras.Sequential); a Model (compile, fit, evaluate,
+/// predict: nn/model.h) and so a Layer, so models nest.
+class Sequential : public Model {
  public:
   /// An empty model named `name`; add layers with add().
-  explicit Sequential(std::string name = "sequential") : Layer(std::move(name)) {}
+  explicit Sequential(std::string name = "sequential") : Model(std::move(name)) {}
   /// A model of the given layers, in order, named `name`, like keras.Sequential([...], name):
   /// Sequential model{dense(16, "relu"), dense(1)} or Sequential model({...}, "mlp").
   /// NOTE: braces fix the order the layers are created in (left to right), and with it the seeds
   /// that layers without an explicit seed draw from the process-wide sequence; the arguments of a
   /// call with parentheses, Sequential(dense(16), dense(1)), are evaluated in an unspecified order.
   Sequential(std::initializer_list<std::shared_ptr<Layer>> layers, std::string name = "sequential")
-      : Layer(std::move(name)) {
+      : Model(std::move(name)) {
     for (const auto& layer : layers) add(layer);
   }
   /// A model of the given layers, in order.
   template <class... Ls>
   requires(sizeof...(Ls) > 0 &&
            (std::is_base_of_v<Layer, Ls> && ...)) explicit Sequential(std::shared_ptr<Ls>... layers)
-      : Layer("sequential") {
+      : Model("sequential") {
     (add(std::move(layers)), ...);
   }
 

@@ -21,6 +21,7 @@ from .. import _tapeflow
 from .. import nest as _nest
 from ..module import Module, _ModuleMeta
 from . import initializers
+from .training import Training
 
 from .._tapeflow import (  # noqa: F401
     Dense, Embedding, MultiHeadAttention, Conv1D, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
@@ -201,7 +202,7 @@ class Layer(_KerasLayer, _tapeflow._Layer, metaclass=_LayerMeta):
         _tapeflow._Layer.__init__(self, name)
 
 
-class Sequential(_KerasLayer, _tapeflow._Sequential, metaclass=_LayerMeta):
+class Sequential(Training, _KerasLayer, _tapeflow._Sequential, metaclass=_LayerMeta):
     """A stack of layers called in order (tf.keras.Sequential), run by tapeflow's C++
     Sequential. Layers are C++ layers or Layer subclasses; variables are listed layer by layer."""
 

@@ -1,0 +1,470 @@
+#include "tapeflow/nn/model.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <ranges>
+
+#include "nn/callback_dispatch.h"
+#include "nn/compiled_metric.h"
+#include "nn/progbar_logger.h"
+#include "tapeflow/data.h"
+#include "tapeflow/errors.h"
+#include "tapeflow/function.h"
+#include "tapeflow/nn/callbacks.h"
+#include "tapeflow/nn/metrics.h"
+#include "tapeflow/no_recording.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/math.h"
+#include "tapeflow/ops/reduce.h"
+#include "tapeflow/optim/optimizer.h"
+#include "tapeflow/tape.h"
+
+namespace tapeflow::layers {
+
+void Logs::set(const std::string& name, double value) {
+  for (auto& [key, v] : entries_)
+    if (key == name) {
+      v = value;
+      return;
+    }
+  entries_.emplace_back(name, value);
+}
+
+std::optional<double> Logs::get(const std::string& name) const {
+  for (const auto& [key, v] : entries_)
+    if (key == name) return v;
+  return std::nullopt;
+}
+
+double Logs::at(const std::string& name) const {
+  if (auto v = get(name)) return *v;
+  throw InvalidArgumentError(
+      fmt::format("the logs have no '{}': they have [{}]", name, fmt::join(keys(), ", ")));
+}
+
+std::vector<std::string> Logs::keys() const {
+  std::vector<std::string> names;
+  for (const auto& [key, v] : entries_) names.push_back(key);
+  return names;
+}
+
+namespace {
+
+/// Rows [begin, begin + size) of `t` along its first axis.
+Tensor rows(const Tensor& t, std::int64_t begin, std::int64_t size) {
+  std::vector<std::int64_t> b(static_cast<std::size_t>(t.shape().rank()), 0);
+  std::vector<std::int64_t> s(b.size(), -1);
+  b[0] = begin;
+  s[0] = size;
+  return slice(t, b, s);
+}
+
+std::int64_t steps_for(std::int64_t n, std::int64_t batch_size) { return (n + batch_size - 1) / batch_size; }
+
+void check_batch_size(const char* op, std::int64_t batch_size) {
+  if (batch_size < 1)
+    throw InvalidArgumentError(fmt::format("{}: batch_size must be at least 1, got {}", op, batch_size));
+}
+
+void check_verbose(const char* op, int verbose) {
+  if (verbose < 0 || verbose > 2)
+    throw InvalidArgumentError(fmt::format("{}: verbose must be 0, 1 or 2, got {}", op, verbose));
+}
+
+/// Checks x, y (and a per-example weight) for fit and evaluate: defined, rank >= 1, the same
+/// number of examples, at least one.
+void check_data(const char* op, const Tensor& x, const Tensor& y,
+                const std::optional<Tensor>& sample_weight) {
+  if (!x.defined() || !y.defined())
+    throw InvalidArgumentError(fmt::format("{}: x and y must be defined tensors", op));
+  if (x.shape().rank() == 0 || y.shape().rank() == 0)
+    throw InvalidArgumentError(fmt::format("{}: x {} and y {} need a first (example) dimension", op,
+                                           x.shape().to_string(), y.shape().to_string()));
+  if (x.shape()[0] != y.shape()[0])
+    throw InvalidArgumentError(fmt::format("{}: x {} and y {} have different numbers of examples", op,
+                                           x.shape().to_string(), y.shape().to_string()));
+  if (x.shape()[0] == 0)
+    throw InvalidArgumentError(fmt::format("{}: x {} has no example", op, x.shape().to_string()));
+  if (sample_weight && (!sample_weight->defined() || sample_weight->shape().rank() != 1 ||
+                        sample_weight->shape()[0] != x.shape()[0]))
+    throw InvalidArgumentError(fmt::format(
+        "{}: sample_weight must have shape ({},), one weight per example, got {}", op, x.shape()[0],
+        sample_weight->defined() ? sample_weight->shape().to_string() : "an undefined tensor"));
+}
+
+/// The per-example weights fit's class_weight gives labels `y` (class ids, or one-hot rows).
+Tensor class_weights_of(const std::map<std::int64_t, double>& class_weight, const Tensor& y) {
+  std::vector<float> table;
+  for (const auto& [cls, weight] : class_weight) {
+    if (cls != static_cast<std::int64_t>(table.size()))
+      throw InvalidArgumentError(
+          fmt::format("fit: class_weight must have the keys 0..{} (one per class), got [{}]",
+                      class_weight.size() - 1, fmt::join(class_weight | std::views::keys, ", ")));
+    table.push_back(static_cast<float>(weight));
+  }
+  const auto& s = y.shape();
+  const bool one_hot = s.rank() >= 2 && s[s.rank() - 1] > 1;
+  const Tensor ids = one_hot ? argmax(y, -1) : cast(reshape(y, {s[0]}), DType::Int64);
+  for (const std::int64_t id : ids.values<std::int64_t>())
+    if (id < 0 || id >= static_cast<std::int64_t>(table.size()))
+      throw InvalidArgumentError(
+          fmt::format("fit: label {} has no class_weight (the keys are 0..{})", id, table.size() - 1));
+  return gather(constant(table, Shape({static_cast<std::int64_t>(table.size())})), ids);
+}
+
+}  // namespace
+
+/// The training step: forward, loss, and the update fused into the backward pass; returns the
+/// loss and the predictions.
+struct TrainBody {
+  Model* model;
+  optimizers::Optimizer* optimizer;
+  const losses::Loss* loss;
+  std::vector<Variable> vars;
+
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, const Tensor& y) const {
+    return run(x, y, std::nullopt);
+  }
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, const Tensor& y, const Tensor& w) const {
+    return run(x, y, w);
+  }
+  std::pair<Tensor, Tensor> run(const Tensor& x, const Tensor& y, const std::optional<Tensor>& w) const {
+    GradientTape tape;
+    Tensor y_pred = model->call(x, /*training=*/true);
+    Tensor value = (*loss)(y, y_pred, w);
+    optimizer->minimize(value, vars, tape);
+    return {value, y_pred};
+  }
+};
+
+/// The evaluation step: the loss and the predictions in inference mode.
+struct TestBody {
+  Model* model;
+  const losses::Loss* loss;
+
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, const Tensor& y) const {
+    Tensor y_pred = model->call(x, /*training=*/false);
+    return {(*loss)(y, y_pred, std::nullopt), y_pred};
+  }
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, const Tensor& y, const Tensor& w) const {
+    Tensor y_pred = model->call(x, /*training=*/false);
+    return {(*loss)(y, y_pred, w), y_pred};
+  }
+};
+
+/// The prediction step.
+struct PredictBody {
+  Model* model;
+  Tensor operator()(const Tensor& x) const { return model->call(x, /*training=*/false); }
+};
+
+struct Model::Compiled {
+  Compiled(std::shared_ptr<optimizers::Optimizer> optimizer, losses::Loss loss,
+           std::vector<CompiledMetric> metrics, bool run_eagerly)
+      : optimizer(std::move(optimizer)),
+        loss(std::move(loss)),
+        metrics(std::move(metrics)),
+        run_eagerly(run_eagerly) {}
+
+  std::shared_ptr<optimizers::Optimizer> optimizer;
+  losses::Loss loss;
+  std::vector<CompiledMetric> metrics;
+  bool run_eagerly;
+  // The traced steps, made at their first use (the train step for the trainable variables of
+  // that moment: a model built later gets a new one).
+  std::optional<TrainBody> train_body;
+  std::optional<Function<TrainBody>> train;
+  std::optional<Function<TestBody>> test;
+  std::optional<Function<PredictBody>> predict;
+  metrics::Mean loss_mean{"loss"};
+
+  /// One training step of `model` on a batch, through the traced step made for the model's
+  /// current trainable variables.
+  std::pair<Tensor, Tensor> train_step(Model& model, const Tensor& x, const Tensor& y,
+                                       const std::optional<Tensor>& w) {
+    std::vector<Variable> vars = model.trainable_variables();
+    if (!train_body || train_body->vars.size() != vars.size()) {
+      train_body = TrainBody{&model, optimizer.get(), &loss, std::move(vars)};
+      train.reset();
+      FunctionOptions options;
+      options.name = model.name() + "_train_step";
+      if (!run_eagerly) train.emplace(function(*train_body, std::move(options)));
+    }
+    if (!train) return train_body->run(x, y, w);
+    return w ? (*train)(x, y, *w) : (*train)(x, y);
+  }
+
+  /// One evaluation step of `model` on a batch.
+  std::pair<Tensor, Tensor> test_step(Model& model, const Tensor& x, const Tensor& y,
+                                      const std::optional<Tensor>& w) {
+    const TestBody body{&model, &loss};
+    if (run_eagerly) return w ? body(x, y, *w) : body(x, y);
+    if (!test) {
+      FunctionOptions options;
+      options.name = model.name() + "_test_step";
+      test.emplace(function(body, std::move(options)));
+    }
+    return w ? (*test)(x, y, *w) : (*test)(x, y);
+  }
+
+  /// Starts an epoch's or an evaluation's accumulation.
+  void reset_metrics() {
+    loss_mean.reset_state();
+    for (auto& m : metrics) m.reset();
+  }
+
+  /// Adds a batch of `rows` examples to the running loss and the metrics.
+  void update_metrics(const Tensor& loss_value, const Tensor& y, const Tensor& y_pred,
+                      const std::optional<Tensor>& w, std::int64_t rows) {
+    NoRecordingScope unrecorded;
+    loss_mean.update_state(loss_value, constant(static_cast<float>(rows)));
+    for (auto& m : metrics) m.update(y, y_pred, w);
+  }
+
+  /// The logs of the accumulation so far, each name with `prefix` ("val_" for validation).
+  Logs logs(const std::string& prefix = "") const {
+    Logs l;
+    l.set(prefix + "loss", loss_mean.result());
+    for (const auto& m : metrics) l.set(prefix + m.name(), m.result());
+    return l;
+  }
+
+  /// The evaluation pass of evaluate() and of fit()'s validation.
+  Logs evaluate(Model& model, const Tensor& x, const Tensor& y, const std::optional<Tensor>& w,
+                std::int64_t batch_size, CallbackDispatch& callbacks) {
+    const std::int64_t n = x.shape()[0];
+    Logs logs;
+    callbacks.each("on_test_begin", [&](callbacks::Callback& c) { c.on_test_begin(logs); });
+    reset_metrics();
+    for (std::int64_t step = 0, begin = 0; begin < n; ++step, begin += batch_size) {
+      const std::int64_t size = std::min(batch_size, n - begin);
+      Logs batch_logs;
+      callbacks.each("on_test_batch_begin",
+                     [&](callbacks::Callback& c) { c.on_test_batch_begin(step, batch_logs); });
+      const Tensor xb = rows(x, begin, size), yb = rows(y, begin, size);
+      const std::optional<Tensor> wb = w ? std::optional(rows(*w, begin, size)) : std::nullopt;
+      auto [loss_value, y_pred] = test_step(model, xb, yb, wb);
+      update_metrics(loss_value, yb, y_pred, wb, size);
+      batch_logs = this->logs();
+      callbacks.each("on_test_batch_end",
+                     [&](callbacks::Callback& c) { c.on_test_batch_end(step, batch_logs); });
+    }
+    logs = this->logs();
+    callbacks.each("on_test_end", [&](callbacks::Callback& c) { c.on_test_end(logs); });
+    return logs;
+  }
+};
+
+Model::Model(std::string name, std::optional<mixed_precision::Policy> policy)
+    : Layer(std::move(name), policy) {}
+
+Model::~Model() = default;
+
+void Model::compile(std::shared_ptr<optimizers::Optimizer> optimizer, losses::Loss loss,
+                    CompileOptions options) {
+  if (!optimizer) throw InvalidArgumentError(fmt::format("compile of '{}': the optimizer is null", name()));
+  std::vector<CompiledMetric> metrics;
+  for (const auto& m : options.metrics) metrics.emplace_back(m);
+  compiled_ = std::make_unique<Compiled>(std::move(optimizer), std::move(loss), std::move(metrics),
+                                         options.run_eagerly);
+}
+
+Model::Compiled& Model::compiled_state(const char* caller) const {
+  if (!compiled_)
+    throw FailedPreconditionError(
+        fmt::format("{} of '{}': you must compile your model before training/testing. Use "
+                    "`model.compile(optimizer, loss)`.",
+                    caller, name()));
+  return *compiled_;
+}
+
+optimizers::Optimizer& Model::optimizer() const { return *compiled_state("optimizer").optimizer; }
+const losses::Loss& Model::loss() const { return compiled_state("loss").loss; }
+
+std::vector<std::string> Model::metrics_names() const {
+  std::vector<std::string> names{"loss"};
+  for (const auto& m : compiled_state("metrics_names").metrics) names.push_back(m.name());
+  return names;
+}
+
+std::vector<Tensor> Model::get_weights() const {
+  std::vector<Tensor> values;
+  for (const auto& v : variables()) values.push_back(v.value());
+  return values;
+}
+
+void Model::set_weights(const std::vector<Tensor>& weights) {
+  const std::vector<Variable> vars = variables();
+  if (weights.size() != vars.size())
+    throw InvalidArgumentError(fmt::format("set_weights of '{}': the model has {} variables, got {} weights",
+                                           name(), vars.size(), weights.size()));
+  for (std::size_t i = 0; i < vars.size(); ++i)
+    if (!weights[i].defined() || weights[i].shape() != vars[i].shape() ||
+        weights[i].dtype() != vars[i].dtype())
+      throw InvalidArgumentError(fmt::format(
+          "set_weights of '{}': variable {} '{}' is {} {}, got {}", name(), i, vars[i].name(),
+          dtype_name(vars[i].dtype()), vars[i].shape().to_string(),
+          weights[i].defined()
+              ? fmt::format("{} {}", dtype_name(weights[i].dtype()), weights[i].shape().to_string())
+              : std::string("an undefined tensor")));
+  for (std::size_t i = 0; i < vars.size(); ++i) {
+    Variable v = vars[i];
+    v.assign(weights[i]);
+  }
+}
+
+History Model::fit(const Tensor& x_all, const Tensor& y_all, const FitOptions& o) {
+  Compiled& c = compiled_state("fit");
+  check_data("fit", x_all, y_all, o.sample_weight);
+  check_batch_size("fit", o.batch_size);
+  check_verbose("fit", o.verbose);
+  if (o.initial_epoch < 0 || o.epochs < 0)
+    throw InvalidArgumentError(fmt::format("fit: epochs ({}) and initial_epoch ({}) must not be negative",
+                                           o.epochs, o.initial_epoch));
+  if (!(o.validation_split >= 0 && o.validation_split < 1))
+    throw InvalidArgumentError(
+        fmt::format("fit: validation_split must be in [0, 1), got {}", o.validation_split));
+  if (o.validation_split > 0 && o.validation_data)
+    throw InvalidArgumentError("fit: give validation_split or validation_data, not both");
+  if (!o.class_weight.empty() && o.sample_weight)
+    throw InvalidArgumentError("fit: give class_weight or sample_weight, not both");
+
+  // The weights, then the held-out last examples (Keras splits before shuffling).
+  std::optional<Tensor> w_all = o.sample_weight;
+  if (!o.class_weight.empty()) w_all = class_weights_of(o.class_weight, y_all);
+  const std::int64_t n_all = x_all.shape()[0];
+  Tensor x = x_all, y = y_all;
+  std::optional<Tensor> w = w_all;
+  std::optional<std::pair<Tensor, Tensor>> validation = o.validation_data;
+  if (o.validation_split > 0) {
+    const auto n_train =
+        static_cast<std::int64_t>(std::floor(static_cast<double>(n_all) * (1 - o.validation_split)));
+    if (n_train == 0 || n_train == n_all)
+      throw InvalidArgumentError(
+          fmt::format("fit: validation_split {} of {} examples leaves {} for training and {} for validation; "
+                      "both need at least one",
+                      o.validation_split, n_all, n_train, n_all - n_train));
+    x = rows(x_all, 0, n_train);
+    y = rows(y_all, 0, n_train);
+    if (w_all) w = rows(*w_all, 0, n_train);
+    validation.emplace(rows(x_all, n_train, n_all - n_train), rows(y_all, n_train, n_all - n_train));
+  }
+  if (validation) check_data("fit (validation_data)", validation->first, validation->second, std::nullopt);
+  const std::int64_t n = x.shape()[0];
+  const std::int64_t steps = steps_for(n, o.batch_size);
+
+  // The model's variables exist before the step is traced: build it on one example, unrecorded.
+  if (variables().empty()) {
+    NoRecordingScope unrecorded;
+    call(rows(x, 0, 1), /*training=*/false);
+  }
+
+  CallbackList list = o.callbacks;
+  std::shared_ptr<ProgbarLogger> progbar;
+  if (o.verbose > 0) list.push_back(progbar = std::make_shared<ProgbarLogger>());
+  CallbackDispatch callbacks(*this, list,
+                             {.epochs = o.epochs, .steps = steps, .verbose = o.verbose, .out = o.out});
+  stop_training_ = false;
+  History history;
+  Logs logs;
+  callbacks.each("on_train_begin", [&](callbacks::Callback& cb) { cb.on_train_begin(logs); });
+  for (std::int64_t epoch = o.initial_epoch; epoch < o.epochs && !stop_training_; ++epoch) {
+    Logs epoch_logs;
+    callbacks.each("on_epoch_begin", [&](callbacks::Callback& cb) { cb.on_epoch_begin(epoch, epoch_logs); });
+    c.reset_metrics();
+    const std::vector<std::int64_t> order =
+        o.shuffle ? data::shuffled_indices(n, o.seed, epoch) : std::vector<std::int64_t>();
+    for (std::int64_t step = 0; step < steps && !stop_training_; ++step) {
+      const std::int64_t begin = step * o.batch_size, size = std::min(o.batch_size, n - begin);
+      Logs batch_logs;
+      callbacks.each("on_train_batch_begin",
+                     [&](callbacks::Callback& cb) { cb.on_train_batch_begin(step, batch_logs); });
+      Tensor xb, yb;
+      std::optional<Tensor> wb;
+      if (o.shuffle) {
+        const Tensor idx = constant(
+            std::vector<std::int64_t>(order.begin() + begin, order.begin() + begin + size), Shape({size}));
+        xb = gather(x, idx);
+        yb = gather(y, idx);
+        if (w) wb = gather(*w, idx);
+      } else {
+        xb = rows(x, begin, size);
+        yb = rows(y, begin, size);
+        if (w) wb = rows(*w, begin, size);
+      }
+      auto [loss_value, y_pred] = c.train_step(*this, xb, yb, wb);
+      c.update_metrics(loss_value, yb, y_pred, wb, size);
+      batch_logs = c.logs();
+      callbacks.each("on_train_batch_end",
+                     [&](callbacks::Callback& cb) { cb.on_train_batch_end(step, batch_logs); });
+    }
+    epoch_logs = c.logs();
+    if (validation) {
+      if (progbar) progbar->set_in_fit(true);
+      const Logs val =
+          c.evaluate(*this, validation->first, validation->second, std::nullopt, o.batch_size, callbacks);
+      if (progbar) progbar->set_in_fit(false);
+      for (const auto& [name, value] : val.entries()) epoch_logs.set("val_" + name, value);
+    }
+    callbacks.each("on_epoch_end", [&](callbacks::Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
+    history.epoch.push_back(epoch);
+    for (const auto& [name, value] : epoch_logs.entries()) history.history[name].push_back(value);
+    logs = epoch_logs;
+  }
+  callbacks.each("on_train_end", [&](callbacks::Callback& cb) { cb.on_train_end(logs); });
+  return history;
+}
+
+Logs Model::evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& o) {
+  Compiled& c = compiled_state("evaluate");
+  check_data("evaluate", x, y, o.sample_weight);
+  check_batch_size("evaluate", o.batch_size);
+  check_verbose("evaluate", o.verbose);
+  CallbackList list = o.callbacks;
+  if (o.verbose > 0) list.push_back(std::make_shared<ProgbarLogger>());
+  CallbackDispatch callbacks(
+      *this, list,
+      {.epochs = 1, .steps = steps_for(x.shape()[0], o.batch_size), .verbose = o.verbose, .out = o.out});
+  return c.evaluate(*this, x, y, o.sample_weight, o.batch_size, callbacks);
+}
+
+Tensor Model::predict(const Tensor& x, const PredictOptions& o) {
+  if (!x.defined() || x.shape().rank() == 0 || x.shape()[0] == 0)
+    throw InvalidArgumentError(fmt::format("predict of '{}': x needs at least one example, got {}", name(),
+                                           x.defined() ? x.shape().to_string() : "an undefined tensor"));
+  check_batch_size("predict", o.batch_size);
+  check_verbose("predict", o.verbose);
+  const std::int64_t n = x.shape()[0];
+  CallbackList list = o.callbacks;
+  if (o.verbose > 0) list.push_back(std::make_shared<ProgbarLogger>());
+  CallbackDispatch callbacks(
+      *this, list, {.epochs = 1, .steps = steps_for(n, o.batch_size), .verbose = o.verbose, .out = o.out});
+  const bool traced = compiled_ && !compiled_->run_eagerly;
+  if (traced && !compiled_->predict) {
+    FunctionOptions options;
+    options.name = name() + "_predict_step";
+    compiled_->predict.emplace(function(PredictBody{this}, std::move(options)));
+  }
+  Logs logs;
+  callbacks.each("on_predict_begin", [&](callbacks::Callback& c) { c.on_predict_begin(logs); });
+  std::vector<Tensor> outputs;
+  for (std::int64_t step = 0, begin = 0; begin < n; ++step, begin += o.batch_size) {
+    Logs batch_logs;
+    callbacks.each("on_predict_batch_begin",
+                   [&](callbacks::Callback& c) { c.on_predict_batch_begin(step, batch_logs); });
+    const Tensor xb = rows(x, begin, std::min(o.batch_size, n - begin));
+    NoRecordingScope unrecorded;
+    outputs.push_back(traced ? (*compiled_->predict)(xb) : call(xb, /*training=*/false));
+    callbacks.each("on_predict_batch_end",
+                   [&](callbacks::Callback& c) { c.on_predict_batch_end(step, batch_logs); });
+  }
+  callbacks.each("on_predict_end", [&](callbacks::Callback& c) { c.on_predict_end(logs); });
+  return outputs.size() == 1 ? outputs[0] : concat(outputs, 0);
+}
+
+}  // namespace tapeflow::layers
