@@ -72,7 +72,7 @@ struct CsvOptions {
   char field_delim = ',';
   /// One dtype per column (float32, float64, int32 or int64). Empty: each column is int32 when all
   /// of its fields are integers that fit, else float32.
-  std::vector<DType> column_types;
+  std::vector<DType> column_types = {};
 };
 
 namespace detail {
