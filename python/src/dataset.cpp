@@ -60,7 +60,9 @@ void bind_dataset(py::module_& m) {
   py::class_<data::Dataset>(data, "_Dataset")
       .def_static(
           "from_tensor_slices",
-          [](const py::sequence& c) { return data::Dataset::from_tensor_slices(tensors_of(c, "from_tensor_slices")); },
+          [](const py::sequence& c) {
+            return data::Dataset::from_tensor_slices(tensors_of(c, "from_tensor_slices"));
+          },
           py::arg("components"))
       .def_static(
           "from_tensors",
@@ -68,13 +70,15 @@ void bind_dataset(py::module_& m) {
           py::arg("components"))
       .def_static("range", py::overload_cast<std::int64_t, std::int64_t, std::int64_t>(&data::Dataset::range),
                   py::arg("start"), py::arg("stop"), py::arg("step"))
-      .def_static("from_idx", &data::Dataset::from_idx, py::arg("path"), py::call_guard<py::gil_scoped_release>())
+      .def_static("from_idx", &data::Dataset::from_idx, py::arg("path"),
+                  py::call_guard<py::gil_scoped_release>())
       .def_static(
           "from_csv",
           [](const std::string& path, bool header, char field_delim, std::vector<DType> column_types) {
             py::gil_scoped_release released;
             return data::Dataset::from_csv(
-                path, {.header = header, .field_delim = field_delim, .column_types = std::move(column_types)});
+                path,
+                {.header = header, .field_delim = field_delim, .column_types = std::move(column_types)});
           },
           py::arg("path"), py::arg("header"), py::arg("field_delim"), py::arg("column_types"))
       .def_static("text_line_dataset", &data::Dataset::text_line_dataset, py::arg("path"))

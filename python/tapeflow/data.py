@@ -92,7 +92,8 @@ class Dataset:
             outputs, structure.is_tuple = _components(out, (tuple, list))
             return [convert_to_tensor(o) for o in outputs]
 
-        return Dataset(self._impl.map(call, 1 if num_parallel_calls is None else num_parallel_calls), structure)
+        calls = 1 if num_parallel_calls is None else num_parallel_calls
+        return Dataset(self._impl.map(call, calls), structure)
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
         """A random order through a buffer of buffer_size elements, new for each iteration unless
