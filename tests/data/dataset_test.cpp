@@ -337,3 +337,30 @@ TEST(Dataset, NextAfterTheEndStaysAtTheEnd) {
   EXPECT_FALSE(it.next());
   EXPECT_FALSE(it.next());
 }
+
+TEST(Dataset, TheHeadersExampleRuns) {
+  std::vector<float> pixels(100 * 4, 255.f);
+  std::vector<std::int32_t> classes(100);
+  std::iota(classes.begin(), classes.end(), 0);
+  const tf::Tensor images = tf::constant(pixels, tf::Shape{100, 4}), labels = tf::constant(classes);
+  // As in data/dataset.h:
+  tf::data::Dataset ds = tf::data::Dataset::from_tensor_slices({images, labels})
+                             .shuffle(10000, /*seed=*/1)
+                             .map(
+                                 [](const tf::data::Element& e) {
+                                   return tf::data::Element{e[0] / 255.f, e[1]};
+                                 },
+                                 /*num_parallel_calls=*/tf::data::kAutotune)
+                             .batch(64)
+                             .prefetch(2);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<std::int32_t> seen;
+    for (const tf::data::Element& batch : ds) {
+      EXPECT_EQ(batch[0].shape()[1], 4);
+      EXPECT_THAT(batch[0].to_vector<float>(), ::testing::Each(1.f));
+      for (std::int32_t label : batch[1].to_vector<std::int32_t>()) seen.push_back(label);
+    }
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen, classes) << "epoch " << epoch;
+  }
+}
