@@ -33,6 +33,8 @@ std::vector<std::string_view> split(std::string_view line, char delim) {
 // The whole field as a T, or nothing (std::from_chars alone accepts a prefix).
 template <class T>
 std::optional<T> parse(std::string_view field) {
+  if (field.size() > 1 && field[0] == '+' && field[1] != '-')
+    field.remove_prefix(1);  // from_chars refuses '+'
   T value{};
   const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
   if (error != std::errc() || end != field.data() + field.size() || field.empty()) return std::nullopt;
@@ -67,6 +69,7 @@ Table read_table(const std::string& path, const CsvOptions& options) {
   Table table;
   if (options.header) reader.next();
   while (std::optional<std::string> line = reader.next()) {
+    if (line->empty()) continue;
     table.lines.push_back(std::move(*line));
     table.line_numbers.push_back(reader.line_number());
   }

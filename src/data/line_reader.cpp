@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/check.h"
@@ -28,15 +29,21 @@ LineReader::~LineReader() {
 }
 
 std::optional<std::string> LineReader::next() {
-  std::string line;
-  int c = 0;
-  while ((c = std::getc(file_)) != EOF && c != '\n') line.push_back(static_cast<char>(c));
-  TAPEFLOW_REQUIRE(!std::ferror(file_), FailedPreconditionError, "[{}] cannot read '{}': {}", op_, path_,
-                   std::strerror(errno));
-  if (c == EOF && line.empty()) return std::nullopt;
+  char* buffer = nullptr;
+  std::size_t capacity = 0;
+  errno = 0;
+  const ssize_t got = ::getline(&buffer, &capacity, file_);  // the line and its '\n', if any
+  std::string line = got > 0 ? std::string(buffer, static_cast<std::size_t>(got)) : std::string();
+  std::free(buffer);
+  if (got < 0) {
+    TAPEFLOW_REQUIRE(!std::ferror(file_), FailedPreconditionError, "[{}] cannot read '{}': {}", op_, path_,
+                     std::strerror(errno));
+    return std::nullopt;
+  }
   line_offset_ = offset_;
-  offset_ += line.size() + (c == '\n' ? 1 : 0);
+  offset_ += line.size();
   ++line_number_;
+  if (!line.empty() && line.back() == '\n') line.pop_back();
   if (!line.empty() && line.back() == '\r') line.pop_back();
   return line;
 }

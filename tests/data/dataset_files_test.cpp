@@ -50,6 +50,12 @@ TEST(DatasetFiles, CsvGivesAScalarPerColumnWithTheColumnsInferredType) {
   EXPECT_EQ(Dataset::from_csv(path, {.header = true}).cardinality(), 2);
 }
 
+TEST(DatasetFiles, CsvPassesOverEmptyLinesAndTakesAPlusSign) {
+  tf::testing::TempDir dir;
+  const std::string path = write_text(dir, "a.csv", "1,2\n\n+3,-4\n\n");
+  EXPECT_THAT(tf::testing::ints(Dataset::from_csv(path).batch(2)), ElementsAre(1, 3));
+}
+
 TEST(DatasetFiles, CsvTakesColumnTypesAndADelimiter) {
   tf::testing::TempDir dir;
   const std::string path = write_text(dir, "a.tsv", "1\t2\n3\t4\n");

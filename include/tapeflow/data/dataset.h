@@ -101,11 +101,11 @@ class Dataset {
   /// read_idx throws, at once.
   static Dataset from_idx(const std::string& path);
   /// One element per line of a CSV file: a scalar per column, of the column's dtype (see
-  /// CsvOptions). The file is read and converted at once. Throws FailedPreconditionError when it
-  /// cannot be read; DataLossError naming the file, the line and the column for a field that is
-  /// not a number of the column's dtype, a line with another number of fields than the first, or
-  /// a file without rows; InvalidArgumentError for a column type that is not numeric or a count
-  /// of column_types that differs from the file's.
+  /// CsvOptions). Empty lines are passed over. The file is read and converted at once. Throws
+  /// FailedPreconditionError when it cannot be read; DataLossError naming the file, the line and the column
+  /// for a field that is not a number of the column's dtype, a line with another number of fields than the
+  /// first, or a file without rows; InvalidArgumentError for a column type that is not numeric or a count of
+  /// column_types that differs from the file's.
   static Dataset from_csv(const std::string& path, const CsvOptions& options = {});
   /// One element per line of a text file (tf.data.TextLineDataset), without its "\n" (or "\r\n"):
   /// the line's Unicode code points as an int32 tensor of shape (length,), since tapeflow has no
@@ -171,18 +171,21 @@ class Dataset {
 
   /// A range-for runs one iteration: `for (const Element& e : ds)`.
   class RangeIterator;
+  /// Starts the next iteration, as make_iterator() does, for a range-for.
   RangeIterator begin() const;
+  /// The end of any iteration.
   std::default_sentinel_t end() const { return {}; }
 
  private:
   friend class Iterator;
-  Dataset(std::shared_ptr<const detail::DatasetNode> node);
+  explicit Dataset(std::shared_ptr<const detail::DatasetNode> node);
   std::shared_ptr<const detail::DatasetNode> node_;
   // Iterations started, shared by the copies of this Dataset (not by datasets built from it).
   std::shared_ptr<std::atomic<std::int64_t>> iterations_;
 };
 
-/// One iteration over a Dataset (tf.data.Iterator). Move-only.
+/// One iteration over a Dataset (tf.data.Iterator). Move-only; a moved-from iterator may only be
+/// assigned or destroyed.
 class Iterator {
  public:
   Iterator(Iterator&&) noexcept;
