@@ -4,12 +4,25 @@
 //   EXPECT_THAT(ints(tf::data::Dataset::range(3).repeat(2)), ElementsAre(0, 1, 2, 0, 1, 2));
 //   EXPECT_EQ(texts(restored), texts(uninterrupted));
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "tapeflow/tapeflow.h"
 
 namespace tapeflow::testing {
+
+/// 0, 1, ..., n - 1: what range(n) yields.
+inline std::vector<std::int64_t> iota(std::int64_t n) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+/// A map function adding `k` to an element's int64 scalar.
+inline std::function<data::Element(const data::Element&)> plus(std::int64_t k) {
+  return [k](const data::Element& e) { return data::Element{constant(e[0].item<std::int64_t>() + k)}; };
+}
 
 /// The first component of every element of one iteration, flattened to int64 (range's scalars,
 /// a batch of them as its values in order).
