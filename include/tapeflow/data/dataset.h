@@ -27,7 +27,9 @@
 /// elements an uninterrupted one would. Skipping is cheap where the counts allow it: sources,
 /// map, batch, take, skip and shard skip their inputs without materialising the skipped elements
 /// (a map function is not called for them, so it must depend on its element only). A shuffle
-/// replays its draws: it pulls the elements it skips from its input, through everything upstream.
+/// replays its draws: it pulls the elements it skips from its input, so everything upstream of it
+/// runs again for them, a map function included (restoring position k of an epoch then costs
+/// about k elements' work, up to a whole epoch's).
 ///
 /// Errors are typed tapeflow exceptions whose message names the op ("[Dataset.batch] ..."), the
 /// shapes and the dtypes: InvalidArgumentError for bad arguments and elements that do not fit,
