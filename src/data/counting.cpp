@@ -96,8 +96,11 @@ class TakeIterator final : public detail::NodeIterator {
       : input_(std::move(input)), left_(count) {}
   std::optional<Element> next() override {
     if (left_ == 0) return std::nullopt;
+    // An error takes an element's place (a position, as Iterator counts them), so it counts too.
+    const bool limited = left_ > 0;
+    if (limited) --left_;
     std::optional<Element> e = input_->next();
-    if (e && left_ > 0) --left_;
+    if (!e && limited) left_ = 0;
     return e;
   }
   std::int64_t skip(std::int64_t n) override {

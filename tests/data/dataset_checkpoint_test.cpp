@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "data/dataset_testing.h"
 #include "support/temp_dir.h"
 #include "tapeflow/tapeflow.h"
@@ -104,13 +106,19 @@ TEST(DatasetCheckpoint, AnErrorCountsAsAPosition) {
     if (e[0].item<std::int64_t>() == 3) throw tf::InvalidArgumentError("bad element");
     return e;
   };
-  const Dataset ds = Dataset::range(6).map(fail_on_3);
-  tf::data::Iterator it = ds.make_iterator();
-  texts(it, 3);
-  EXPECT_THROW(it.next(), tf::InvalidArgumentError);
-  const tf::Tensor state = it.save_state();
-  EXPECT_EQ(state.to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 4}));
-  tf::data::Iterator resumed = Dataset::range(6).map(fail_on_3).make_iterator();
-  resumed.restore_state(state);
-  EXPECT_EQ(texts(resumed, 10), texts(it, 10));
+  const std::vector<std::function<Dataset()>> pipelines = {
+      [&] { return Dataset::range(6).map(fail_on_3); },
+      [&] { return Dataset::range(6).map(fail_on_3, 2).take(5); },
+      [&] { return Dataset::range(6).map(fail_on_3).shuffle(1, 0).prefetch(2); },
+  };
+  for (std::size_t p = 0; p < pipelines.size(); ++p) {
+    tf::data::Iterator it = pipelines[p]().make_iterator();
+    texts(it, 3);
+    EXPECT_THROW(it.next(), tf::InvalidArgumentError) << "pipeline " << p;
+    const tf::Tensor state = it.save_state();
+    EXPECT_EQ(state.to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 4}));
+    tf::data::Iterator resumed = pipelines[p]().make_iterator();
+    resumed.restore_state(state);
+    EXPECT_EQ(texts(resumed, 10), texts(it, 10)) << "pipeline " << p;
+  }
 }

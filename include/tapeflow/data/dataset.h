@@ -204,6 +204,9 @@ class Iterator {
   /// The position: an int64 tensor of shape (2,), {epoch, positions passed}, where a position is
   /// an element next() returned or an error it threw in an element's place; e.g. to save in a
   /// checkpoint as a Variable's value: save_checkpoint(path, {{"iterator", Variable(it.save_state())}}).
+  /// NOTE: batch and padded_batch skip by counting their input's elements, so a position after an
+  /// error raised upstream of a batch (which drops the elements the batch had pulled) resumes
+  /// elsewhere.
   Tensor save_state() const;
   /// Moves to a position save_state() gave, for this dataset or one built the same way: rebuilds
   /// that epoch's pipeline and skips the elements produced (see the file comment for the cost).
