@@ -6,7 +6,8 @@
         ...
 
 An element is a tuple of tensors, or a lone tensor when the dataset was made from one: iteration
-yields it in that form and `map` passes its components as the function's arguments. The pipeline
+yields it in that form and `map` passes its components as the function's arguments (dicts and
+nested tuples are not supported; a list is one tensor, as in TensorFlow's sources). The pipeline
 runs in C++; a Python map function runs with the GIL (on map's worker threads when
 num_parallel_calls > 1, one at a time), and the elements keep their order.
 """
