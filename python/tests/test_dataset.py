@@ -131,3 +131,11 @@ def test_csv_columns(tmp_path):
     path = tmp_path / "a.csv"
     path.write_text("a,b\n1,0.5\n2,1.5\n")
     assert values(tf.data.Dataset.from_csv(path, header=True)) == [(1, 0.5), (2, 1.5)]
+
+
+def test_an_iterator_dropped_midway_stops_its_threads_without_a_hang():
+    ds = tf.data.Dataset.range(1000).map(lambda i: i + 1, num_parallel_calls=4).prefetch(3).repeat()
+    for _ in range(5):
+        it = iter(ds)
+        assert int(next(it)) == 1
+        del it  # joins map's workers and prefetch's producer, which may be waiting for the GIL
