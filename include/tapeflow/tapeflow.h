@@ -28,6 +28,7 @@
 #include "tapeflow/control_flow.h"
 #include "tapeflow/custom_gradient.h"
 #include "tapeflow/data.h"
+#include "tapeflow/data/dataset.h"
 #include "tapeflow/debug.h"
 #include "tapeflow/debugging.h"
 #include "tapeflow/denormals.h"

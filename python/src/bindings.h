@@ -35,6 +35,8 @@ void bind_config(py::module_& m);
 void bind_dlpack(py::module_& m);
 void bind_control_flow(py::module_& m);
 void bind_data(py::module_& m);
+/// tf.data.Dataset; after bind_data, whose submodule it adds to.
+void bind_dataset(py::module_& m);
 void bind_distributed(py::module_& m);
 void bind_custom_gradient(py::module_& m);
 void bind_forward_accumulator(py::module_& m);

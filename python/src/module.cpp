@@ -18,6 +18,7 @@ PYBIND11_MODULE(_tapeflow, m) {
   python::bind_dlpack(m);
   python::bind_control_flow(m);
   python::bind_data(m);
+  python::bind_dataset(m);
   python::bind_distributed(m);
   python::bind_custom_gradient(m);
   python::bind_forward_accumulator(m);

@@ -38,6 +38,7 @@ from .custom_gradient import (  # noqa: E402
 from . import autodiff, debug, distributed  # noqa: E402
 from . import nest  # noqa: E402
 from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes, config, experimental  # noqa: E402
+from . import data  # noqa: E402
 from .module import Module  # noqa: E402
 from . import train  # noqa: E402
 

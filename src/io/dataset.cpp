@@ -5,35 +5,12 @@
 #include <new>
 
 #include "core/check.h"
+#include "data/split_mix64.h"
 #include "tapeflow/data.h"
 #include "tapeflow/memory.h"
 
 namespace tapeflow::data {
 namespace {
-
-// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and its output is fully specified, so a
-// seed gives the same order on every platform (std::shuffle's is implementation-defined).
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, bound), bound >= 1, without modulo bias: reject the lowest 2^64 mod bound values.
-  std::uint64_t below(std::uint64_t bound) {
-    const std::uint64_t threshold = (0 - bound) % bound;  // == 2^64 mod bound
-    for (;;) {
-      const std::uint64_t r = next();
-      if (r >= threshold) return r % bound;
-    }
-  }
-
- private:
-  std::uint64_t state_;
-};
 
 // Copies rows `idx[0..count)` of `src` (rows of `row_bytes` bytes) into a new tensor whose first
 // dimension is `count`; a run of consecutive indices is copied with one memcpy.
@@ -82,7 +59,7 @@ std::vector<std::int64_t> shuffled_indices(std::int64_t n, std::uint64_t seed, s
   TAPEFLOW_REQUIRE(n >= 0, InvalidArgumentError, "[shuffled_indices] n must be >= 0, got {}", n);
   TAPEFLOW_REQUIRE(epoch >= 0, InvalidArgumentError, "[shuffled_indices] epoch must be >= 0, got {}", epoch);
   std::vector<std::int64_t> order = identity_order(n, "shuffled_indices");
-  SplitMix64 rng(seed ^ (0x9E3779B97F4A7C15ull * (static_cast<std::uint64_t>(epoch) + 1)));
+  SplitMix64 rng(epoch_seed(seed, static_cast<std::uint64_t>(epoch)));
   for (std::int64_t i = n - 1; i > 0; --i) {
     const auto j = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(i) + 1));
     std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
