@@ -177,10 +177,11 @@ def same(want, got):
     return lines(want) == lines(got)
 
 
-def run(program, expected_json, printed=None):
-    """Runs `program` and checks each block's output; `printed` (a list) receives the outputs."""
+def run(program, expected_json, printed=None, cwd=None):
+    """Runs `program` (in `cwd`, where the files it writes land) and checks each block's output;
+    `printed` (a list) receives the outputs."""
     blocks = json.loads(Path(expected_json).read_text(encoding="utf-8"))
-    result = subprocess.run([program], capture_output=True, text=True, timeout=600)
+    result = subprocess.run([program], capture_output=True, text=True, timeout=600, cwd=cwd)
     if result.returncode != 0:
         print(f"{blocks[0]['where']}: the program exited with status {result.returncode}")
         print(result.stdout + result.stderr)
@@ -229,7 +230,7 @@ def check(build_dir, pages, update=False):
                 continue
             if p["mode"] == "run":
                 printed = []
-                status |= run(str(exe), Path(tmp) / f"{p['name']}.json", printed)
+                status |= run(str(exe), Path(tmp) / f"{p['name']}.json", printed, cwd=tmp)
                 if update and len(printed) == len(p["blocks"]):
                     edits += [(p["page"], *b["output_lines"], got) for b, got in zip(p["blocks"], printed)
                               if "output_lines" in b and not same(b["expected"], got)]
