@@ -58,9 +58,10 @@ class PageError(Exception):
 def parse(page):
     """A page's programs: [{"name", "mode", "blocks": [{"line", "code", "expected"}]}]."""
     lines = Path(page).read_text(encoding="utf-8").split("\n")
-    stem = re.sub(r"[^A-Za-z0-9]+", "_", Path(page).stem).strip("_").lower()
-    if Path(page).resolve() == (ROOT / "README.md"):
-        stem = "readme"
+    # Program names: readme_<n> for README.md, getting_started_<n> for docs/guide/getting-started.md.
+    relative = os.path.relpath(Path(page).resolve(), ROOT)
+    stem = re.sub(r"[^A-Za-z0-9]+", "_", relative[:-3] if relative.endswith(".md") else relative)
+    stem = stem.strip("_").lower().removeprefix("docs_guide_")
     programs, last_block, marker, i = [], None, None, 0
     while i < len(lines):
         line = lines[i]
