@@ -15,7 +15,8 @@ Markdown rules (an HTML comment on the line right before a block; it does not sh
                                   byte for byte (trailing whitespace on the last line aside).
 
 Blocks marked `<!-- output: examples/expected/NAME.txt -->` are golden files of examples/ and
-are checked by scripts/check_readme_outputs.sh, not here.
+are checked by scripts/check_readme_outputs.sh, not here. ```python blocks, with the same markers,
+are run by python/tests/test_docs.py.
 
 Commands:
   extract OUTDIR PAGE...    writes OUTDIR/<page>_<n>.cpp, one per program (a first block and the
@@ -100,6 +101,9 @@ def parse(page):
                 raise PageError(f"{page}:{marker_line}: a second output block for the block at line {last_block['line']}")
             last_block["expected"] = text
             last_block["output_lines"] = (start, i - 1)  # 0-based: the body's first line, the closing ```
+            continue
+        if lang == "python":  # python/tests/test_docs.py runs these; an output block after one is its own
+            last_block = {"line": start, "code": text, "expected": None}
             continue
         if lang != "cpp":
             if kind == "block":
