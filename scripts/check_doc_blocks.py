@@ -230,7 +230,7 @@ def check(build_dir, pages, update=False):
             ld[ld.index("-o") + 1] = str(exe)
             ld = [str(obj) if a.endswith("demo.cpp.o") else a for a in ld]
             if subprocess.run(cc).returncode or subprocess.run(ld, cwd=link_dir).returncode:
-                print(f"{p['page']}:{p['blocks'][0]['line']}: does not build")
+                print(f"{os.path.relpath(p['page'], ROOT)}:{p['blocks'][0]['line']}: does not build")
                 status = 1
                 continue
             if p["mode"] == "run":
@@ -240,7 +240,7 @@ def check(build_dir, pages, update=False):
                     edits += [(p["page"], *b["output_lines"], got) for b, got in zip(p["blocks"], printed)
                               if "output_lines" in b and not same(b["expected"], got)]
             else:
-                print(f"{p['page']}:{p['blocks'][0]['line']}: built (compile-only)")
+                print(f"{os.path.relpath(p['page'], ROOT)}:{p['blocks'][0]['line']}: built (compile-only)")
     for page, first, end, text in sorted(edits, key=lambda e: (e[0], -e[1])):  # bottom up
         lines = Path(page).read_text(encoding="utf-8").split("\n")
         lines[first:end] = [line.rstrip() for line in text.rstrip("\n").split("\n")] if text.strip() else []
