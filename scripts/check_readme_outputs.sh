@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks that every block of README.md and docs/guide/*.md marked
+# Checks that every block of README.md and docs/guide/*.md marked (a line of its own)
 # `<!-- output: examples/expected/NAME.txt -->` (the marker line right before a ``` block) is
 # exactly that golden file, so the printed outputs the documentation shows cannot drift from what
 # the programs print (the golden tests check the files). Fails if no page has such a block.
@@ -20,7 +20,7 @@ for page in "$root/README.md" "$root"/docs/guide/*.md; do
       status=1
     fi
     checked=$((checked + 1))
-  done < <(grep -n '<!-- output: ' "$page" | cut -d: -f1)
+  done < <(grep -n '^<!-- output: [^ ]* -->$' "$page" | cut -d: -f1)
 done
 echo "checked $checked marked output blocks"
 [ "$checked" -gt 0 ] || { echo "no marked blocks found"; exit 1; }
