@@ -33,8 +33,11 @@ Commands:
                             time: a quick check of a page without reconfiguring. --update rewrites
                             the pages' output blocks with what the programs print (then read the
                             diff before committing it).
+  selftest                  checks these rules on small pages (ctest docs.checker).
 """
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -249,6 +252,45 @@ def check(build_dir, pages, update=False):
     return status
 
 
+def selftest():
+    """Checks the rules above on small pages: what is parsed, what is refused, what run() rejects."""
+    with tempfile.TemporaryDirectory() as tmp:
+        def page(text):
+            path = Path(tmp) / "page.md"
+            path.write_text(text, encoding="utf-8")
+            return path
+
+        fence = "```"
+        programs = parse(page(f"""{fence}cpp\nint x = 1;\n{fence}\n\n<!-- output -->\n{fence}\n1\n{fence}\n
+<!-- block: continues -->\n{fence}cpp\nx += 1;\n{fence}\n\n<!-- block: compile-only -->\n{fence}cpp\nint y;\n{fence}\n
+<!-- block: skip -->\n{fence}cpp\nnot C++\n{fence}\n\n{fence}python\nprint(2)\n{fence}\n\n<!-- output -->\n{fence}\n2\n{fence}\n
+{fence}cpp\nint main() {{}}\n{fence}\n"""))
+        assert [(p["mode"], len(p["blocks"])) for p in programs] == [("run", 2), ("compile-only", 1), ("run", 1)]
+        assert [b["expected"] for b in programs[0]["blocks"]] == ["1\n", None], programs
+        assert "int main() {" in source(programs[0]) and SEPARATOR.strip() in source(programs[0])
+        assert source(programs[2]).count("int main()") == 1
+        for bad in [f"<!-- block: compile-olny -->\n{fence}cpp\nint a;\n{fence}\n",
+                    f"<!-- output -->\n{fence}\n1\n{fence}\n",
+                    f"{fence}cpp\nint main() {{}}\n{fence}\n<!-- block: continues -->\n{fence}cpp\nint b;\n{fence}\n",
+                    f"<!-- block: skip -->\ntext\n{fence}cpp\nint a;\n{fence}\n",
+                    f"{fence}cpp\nint a;\n"]:
+            try:
+                parse(page(bad))
+            except PageError:
+                continue
+            raise AssertionError(f"not refused:\n{bad}")
+        program = Path(tmp) / "prints"
+        program.write_text(f"#!/bin/sh\nprintf '1\\n{SEPARATOR.strip()}\\n3\\n'\n")
+        program.chmod(0o755)
+        expected = Path(tmp) / "expected.json"
+        for outputs, status in [(["1\n", "3\n"], 0), (["1\n", None], 0), (["1\n", "2\n"], 1), (["1\n"], 1)]:
+            expected.write_text(json.dumps([{"where": "page.md:1", "expected": o} for o in outputs]))
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert run(str(program), expected) == status, outputs
+    print("check_doc_blocks.py: selftest passed")
+    return 0
+
+
 def default_pages():
     return [ROOT / "README.md"] + sorted((ROOT / "docs" / "guide").glob("*.md"))
 
@@ -260,6 +302,8 @@ def main(argv):
             return 0
         if len(argv) == 3 and argv[0] == "run":
             return run(argv[1], argv[2])
+        if argv == ["selftest"]:
+            return selftest()
         if len(argv) >= 2 and argv[0] == "check":
             update = "--update" in argv
             pages = [a for a in argv[2:] if a != "--update"]
