@@ -64,6 +64,9 @@ class Module {
  protected:
   /// Registers a variable this module owns; returns it (a handle to the same variable).
   Variable track(Variable variable);
+  /// Variables this module owns that track() was not told of, listed after the tracked ones (each
+  /// once): a layer subclassed in Python gives the weights Python holds. None by default.
+  virtual std::vector<Variable> untracked_variables() const { return {}; }
   /// Registers a sub-module; returns it. It must outlive this module (e.g. be a data member).
   template <class M>
   requires std::is_base_of_v<Module, M> M& track(M& module) {

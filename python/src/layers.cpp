@@ -10,35 +10,11 @@
 
 #include "bindings.h"
 #include "layer_arguments.h"
+#include "python_subclass.h"
 
 namespace tapeflow::python {
 
 namespace {
-
-/// The C++ side of a layer subclassed in Python: call() is the Python object's
-/// _call_from_sequential, its __call__ (which builds the layer on the first call, then runs call()),
-/// whose result is converted as tf.convert_to_tensor converts it.
-class PythonLayer : public layers::Layer {
- public:
-  using layers::Layer::Layer;
-  Tensor call(const Tensor& x, bool training) override {
-    py::gil_scoped_acquire gil;
-    py::function hook = py::get_override(static_cast<const layers::Layer*>(this), "_call_from_sequential");
-    if (!hook)
-      throw py::type_error(
-          fmt::format("[{}] a layer subclassed from tapeflow._tapeflow._Layer must derive from "
-                      "tf.keras.layers.Layer",
-                      name()));
-    return to_tensor(hook(x, training), name().c_str());
-  }
-  /// The Python class's name: "MyLayer" for class MyLayer(tf.keras.layers.Layer).
-  std::string class_name() const override {
-    py::gil_scoped_acquire gil;
-    const py::object self =
-        py::cast(static_cast<const layers::Layer*>(this), py::return_value_policy::reference);
-    return py::str(py::type::of(self).attr("__name__"));
-  }
-};
 
 /// Keras's activation argument: None (no activation) or the activation's name.
 layers::Activation activation_of(py::handle activation, const char* layer) {
@@ -147,7 +123,8 @@ void bind_layers(py::module_& m) {
       .def_property_readonly("name", &Module::name)
       .def_property_readonly("variables", &Module::variables)
       .def_property_readonly("trainable_variables", &Module::trainable_variables);
-  py::class_<layers::Layer, Module, PythonLayer, std::shared_ptr<layers::Layer>>(m, "_Layer")
+  py::class_<layers::Layer, Module, PythonSubclass<layers::Layer>, std::shared_ptr<layers::Layer>>(m,
+                                                                                                   "_Layer")
       .def(py::init<std::string>(), py::arg("name"))
       .def(
           "__call__",

@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "python_subclass.h"
 
 namespace tapeflow::python {
 namespace {
@@ -103,7 +104,8 @@ std::optional<Tensor> optional_tensor(py::handle value, const char* op) {
 
 void bind_model(py::module_& m) {
   using layers::Model;
-  py::class_<Model, layers::Layer, std::shared_ptr<Model>>(m, "_Model")
+  py::class_<Model, layers::Layer, PythonSubclass<Model>, std::shared_ptr<Model>>(m, "_Model")
+      .def(py::init<std::string>(), py::arg("name"))
       .def(
           "_compile",
           [](Model& model, std::shared_ptr<optimizers::Optimizer> optimizer, py::handle loss_name,
@@ -135,7 +137,11 @@ void bind_model(py::module_& m) {
             }
             const Tensor tx = to_tensor(x, "fit"), ty = to_tensor(y, "fit");
             py::scoped_ostream_redirect to_sys_stdout;
-            const layers::History h = model.fit(tx, ty, o);
+            layers::History h;
+            {
+              py::gil_scoped_release released;  // Python callbacks, losses and layers take it back
+              h = model.fit(tx, ty, o);
+            }
             return py::make_tuple(h.epoch, h.history);
           },
           py::arg("x"), py::arg("y"), py::arg("batch_size"), py::arg("epochs"), py::arg("verbose"),
@@ -146,13 +152,13 @@ void bind_model(py::module_& m) {
           [](Model& model, py::handle x, py::handle y, std::int64_t batch_size, int verbose,
              py::handle sample_weight, layers::CallbackList callbacks) {
             const Tensor tx = to_tensor(x, "evaluate"), ty = to_tensor(y, "evaluate");
+            const layers::EvaluateOptions o{.batch_size = batch_size,
+                                            .verbose = verbose,
+                                            .sample_weight = optional_tensor(sample_weight, "evaluate"),
+                                            .callbacks = std::move(callbacks)};
             py::scoped_ostream_redirect to_sys_stdout;
-            const Logs logs = model.evaluate(tx, ty,
-                                             {.batch_size = batch_size,
-                                              .verbose = verbose,
-                                              .sample_weight = optional_tensor(sample_weight, "evaluate"),
-                                              .callbacks = std::move(callbacks)});
-            return logs.entries();
+            py::gil_scoped_release released;
+            return model.evaluate(tx, ty, o).entries();
           },
           py::arg("x"), py::arg("y"), py::arg("batch_size"), py::arg("verbose"), py::arg("sample_weight"),
           py::arg("callbacks"))
@@ -166,6 +172,39 @@ void bind_model(py::module_& m) {
                 tx, {.batch_size = batch_size, .verbose = verbose, .callbacks = std::move(callbacks)});
           },
           py::arg("x"), py::arg("batch_size"), py::arg("verbose"), py::arg("callbacks"))
+      .def(
+          "_fit_dataset",
+          [](Model& model, const data::Dataset& dataset, std::int64_t epochs, int verbose,
+             layers::CallbackList callbacks, py::handle validation_data, std::int64_t initial_epoch,
+             std::int64_t steps_per_epoch) {
+            layers::FitOptions o{.epochs = epochs,
+                                 .verbose = verbose,
+                                 .callbacks = std::move(callbacks),
+                                 .initial_epoch = initial_epoch,
+                                 .steps_per_epoch = steps_per_epoch};
+            if (!validation_data.is_none()) {
+              const auto pair = validation_data.cast<py::tuple>();
+              o.validation_data.emplace(to_tensor(pair[0], "fit"), to_tensor(pair[1], "fit"));
+            }
+            py::scoped_ostream_redirect to_sys_stdout;
+            layers::History h;
+            {
+              py::gil_scoped_release released;
+              h = model.fit(dataset, o);
+            }
+            return py::make_tuple(h.epoch, h.history);
+          },
+          py::arg("dataset"), py::arg("epochs"), py::arg("verbose"), py::arg("callbacks"),
+          py::arg("validation_data"), py::arg("initial_epoch"), py::arg("steps_per_epoch"))
+      .def(
+          "_evaluate_dataset",
+          [](Model& model, const data::Dataset& dataset, int verbose, layers::CallbackList callbacks) {
+            const layers::EvaluateOptions o{.verbose = verbose, .callbacks = std::move(callbacks)};
+            py::scoped_ostream_redirect to_sys_stdout;
+            py::gil_scoped_release released;
+            return model.evaluate(dataset, o).entries();
+          },
+          py::arg("dataset"), py::arg("verbose"), py::arg("callbacks"))
       .def_property("stop_training", &Model::stop_training, &Model::set_stop_training,
                     "Set by a callback to end fit() after the current batch (Keras's model.stop_training).")
       .def_property_readonly("_compiled", &Model::compiled)

@@ -168,3 +168,64 @@ def test_errors_are_python_errors():
         m.fit(x, y, verbose=0, callbacks=[Broken()])
     with pytest.raises(TypeError, match="unexpected keyword argument 'on_epochend'"):
         tf.keras.callbacks.LambdaCallback(on_epochend=print)
+
+
+def test_fit_and_evaluate_on_a_dataset():
+    x, y = data()
+    m = compiled()
+    reference = copy_of(m, x)
+    reference.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=0.1),
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(5)
+    history = m.fit(batches, epochs=2, verbose=0)
+    expected = reference.fit(x, y, batch_size=5, epochs=2, shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"], expected.history["loss"], rtol=1e-6)
+    assert m.evaluate(batches, verbose=0) == pytest.approx(m.evaluate(x, y, batch_size=5, verbose=0), rel=1e-6)
+    doubled = batches.map(lambda a, b: (a * 2.0, b)).prefetch(2)  # a Python map on worker threads
+    assert len(m.fit(doubled, epochs=1, verbose=0).history["loss"]) == 1
+
+
+class Scale(tf.keras.layers.Layer):
+    """A layer of Python's own: one weight per feature, created by add_weight."""
+
+    def build(self, input_shape):
+        self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="w")
+
+    def call(self, inputs):
+        return inputs * self.w
+
+
+def test_fit_trains_the_weights_of_python_layers():
+    x, y = data()
+    m = tf.keras.Sequential([Scale(), tf.keras.layers.Dense(3)])
+    m.compile("sgd", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    m(x[:1])
+    before = m.layers[0].w.numpy().copy()
+    m.fit(x, y, epochs=2, verbose=0)
+    assert not np.allclose(m.layers[0].w.numpy(), before)
+
+
+def test_a_subclassed_model_trains_like_a_sequential_one():
+    x, y = data()
+
+    class TwoLayers(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.hidden = tf.keras.layers.Dense(5, activation="relu")
+            self.scale = Scale()
+            self.out = tf.keras.layers.Dense(3)
+
+        def call(self, inputs, training=None):
+            return self.out(self.scale(self.hidden(inputs)))
+
+    m = TwoLayers()
+    m.compile("adam", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    m(x[:1])
+    before = [v.numpy().copy() for v in m.trainable_variables]
+    assert len(before) == 5  # hidden kernel and bias, the scale, out kernel and bias
+    history = m.fit(x, y, epochs=3, batch_size=4, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert all(not np.allclose(v.numpy(), b) for v, b in zip(m.trainable_variables, before))
+    assert m.predict(x, verbose=0).shape == (12, 3)
+    with pytest.raises(TypeError, match="functional API"):
+        tf.keras.Model(inputs=x, outputs=y)

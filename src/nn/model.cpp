@@ -12,6 +12,7 @@
 #include "nn/compiled_metric.h"
 #include "nn/progbar_logger.h"
 #include "tapeflow/data.h"
+#include "tapeflow/data/dataset.h"
 #include "tapeflow/errors.h"
 #include "tapeflow/function.h"
 #include "tapeflow/nn/callbacks.h"
@@ -118,6 +119,12 @@ Tensor class_weights_of(const std::map<std::int64_t, double>& class_weight, cons
 }
 
 }  // namespace
+
+/// One batch of a training or evaluation step.
+struct TrainingBatch {
+  Tensor x, y;
+  std::optional<Tensor> sample_weight;
+};
 
 /// The training step: forward, loss, and the update fused into the backward pass; returns the
 /// loss and the predictions.
@@ -234,22 +241,20 @@ struct Model::Compiled {
     return l;
   }
 
-  /// The evaluation pass of evaluate() and of fit()'s validation.
-  Logs evaluate(Model& model, const Tensor& x, const Tensor& y, const std::optional<Tensor>& w,
-                std::int64_t batch_size, CallbackDispatch& callbacks) {
-    const std::int64_t n = x.shape()[0];
+  /// The evaluation pass of evaluate() and of fit()'s validation over the batches `next` gives.
+  Logs evaluate(Model& model, const std::function<std::optional<TrainingBatch>()>& next,
+                CallbackDispatch& callbacks) {
     Logs logs;
     callbacks.each("on_test_begin", [&](callbacks::Callback& c) { c.on_test_begin(logs); });
     reset_metrics();
-    for (std::int64_t step = 0, begin = 0; begin < n; ++step, begin += batch_size) {
-      const std::int64_t size = std::min(batch_size, n - begin);
+    for (std::int64_t step = 0;; ++step) {
+      const std::optional<TrainingBatch> b = next();
+      if (!b) break;
       Logs batch_logs;
       callbacks.each("on_test_batch_begin",
                      [&](callbacks::Callback& c) { c.on_test_batch_begin(step, batch_logs); });
-      const Tensor xb = rows(x, begin, size), yb = rows(y, begin, size);
-      const std::optional<Tensor> wb = w ? std::optional(rows(*w, begin, size)) : std::nullopt;
-      auto [loss_value, y_pred] = test_step(model, xb, yb, wb);
-      update_metrics(loss_value, yb, y_pred, wb, size);
+      auto [loss_value, y_pred] = test_step(model, b->x, b->y, b->sample_weight);
+      update_metrics(loss_value, b->y, y_pred, b->sample_weight, b->x.shape()[0]);
       batch_logs = this->logs();
       callbacks.each("on_test_batch_end",
                      [&](callbacks::Callback& c) { c.on_test_batch_end(step, batch_logs); });
@@ -257,6 +262,24 @@ struct Model::Compiled {
     logs = this->logs();
     callbacks.each("on_test_end", [&](callbacks::Callback& c) { c.on_test_end(logs); });
     return logs;
+  }
+
+  /// evaluate() over in-memory tensors, batch_size rows at a time.
+  Logs evaluate(Model& model, const Tensor& x, const Tensor& y, const std::optional<Tensor>& w,
+                std::int64_t batch_size, CallbackDispatch& callbacks) {
+    const std::int64_t n = x.shape()[0];
+    std::int64_t begin = 0;
+    return evaluate(
+        model,
+        [&]() -> std::optional<TrainingBatch> {
+          if (begin >= n) return std::nullopt;
+          const std::int64_t size = std::min(batch_size, n - begin);
+          TrainingBatch b{rows(x, begin, size), rows(y, begin, size),
+                          w ? std::optional(rows(*w, begin, size)) : std::nullopt};
+          begin += size;
+          return b;
+        },
+        callbacks);
   }
 };
 
@@ -318,14 +341,126 @@ void Model::set_weights(const std::vector<Tensor>& weights) {
   }
 }
 
-History Model::fit(const Tensor& x_all, const Tensor& y_all, const FitOptions& o) {
-  Compiled& c = compiled_state("fit");
-  check_data("fit", x_all, y_all, o.sample_weight);
+/// Where fit's training batches come from, epoch by epoch.
+class detail::BatchFeed {
+ public:
+  virtual ~BatchFeed() = default;
+  /// Batches per epoch; 0 when only the end of the data says.
+  virtual std::int64_t steps() const = 0;
+  /// One example, to build the model on before the step is traced.
+  virtual Tensor first_example() = 0;
+  virtual void start_epoch(std::int64_t epoch) = 0;
+  /// The epoch's next batch, or std::nullopt at its end.
+  virtual std::optional<TrainingBatch> next() = 0;
+};
+
+namespace {
+
+/// fit's batches of in-memory tensors: batch_size rows at a time, in the epoch's shuffled order.
+class TensorFeed : public detail::BatchFeed {
+ public:
+  TensorFeed(Tensor x, Tensor y, std::optional<Tensor> w, std::int64_t batch_size, bool shuffle,
+             std::uint64_t seed)
+      : x_(std::move(x)),
+        y_(std::move(y)),
+        w_(std::move(w)),
+        batch_size_(batch_size),
+        shuffle_(shuffle),
+        seed_(seed),
+        n_(x_.shape()[0]) {}
+
+  std::int64_t steps() const override { return steps_for(n_, batch_size_); }
+  Tensor first_example() override { return rows(x_, 0, 1); }
+  void start_epoch(std::int64_t epoch) override {
+    begin_ = 0;
+    if (shuffle_) order_ = data::shuffled_indices(n_, seed_, epoch);
+  }
+  std::optional<TrainingBatch> next() override {
+    if (begin_ >= n_) return std::nullopt;
+    const std::int64_t size = std::min(batch_size_, n_ - begin_);
+    TrainingBatch b;
+    if (shuffle_) {
+      const auto first = order_.begin() + begin_;
+      const Tensor idx = constant(std::vector<std::int64_t>(first, first + size), Shape({size}));
+      b = {gather(x_, idx), gather(y_, idx), w_ ? std::optional(gather(*w_, idx)) : std::nullopt};
+    } else {
+      b = {rows(x_, begin_, size), rows(y_, begin_, size),
+           w_ ? std::optional(rows(*w_, begin_, size)) : std::nullopt};
+    }
+    begin_ += size;
+    return b;
+  }
+
+ private:
+  Tensor x_, y_;
+  std::optional<Tensor> w_;
+  std::int64_t batch_size_;
+  bool shuffle_;
+  std::uint64_t seed_;
+  std::int64_t n_, begin_ = 0;
+  std::vector<std::int64_t> order_;
+};
+
+/// The batch a dataset element is: (x, y) or (x, y, sample_weight), as Keras takes them.
+TrainingBatch batch_of(data::Element e, const char* op) {
+  if (e.size() != 2 && e.size() != 3)
+    throw InvalidArgumentError(fmt::format(
+        "{}: a dataset element must be (x, y) or (x, y, sample_weight), got {} components", op, e.size()));
+  check_data(op, e[0], e[1], e.size() == 3 ? std::optional(e[2]) : std::nullopt);
+  return {e[0], e[1], e.size() == 3 ? std::optional(e[2]) : std::nullopt};
+}
+
+/// fit's batches from a dataset of batches: each epoch a new iteration (a new shuffle), or with
+/// steps_per_epoch that many batches of one iteration that goes on across epochs (Keras's rule
+/// for a dataset that repeats).
+class DatasetFeed : public detail::BatchFeed {
+ public:
+  DatasetFeed(const data::Dataset& dataset, std::int64_t steps_per_epoch)
+      : dataset_(dataset), steps_per_epoch_(steps_per_epoch) {
+    const std::int64_t cardinality = dataset.cardinality();
+    if (cardinality == data::kInfiniteCardinality && steps_per_epoch == 0)
+      throw InvalidArgumentError(
+          "fit: the dataset repeats without end; give steps_per_epoch, the batches that make an epoch");
+    if (cardinality == 0) throw InvalidArgumentError("fit: the dataset is empty");
+    steps_ = steps_per_epoch > 0 ? steps_per_epoch : std::max<std::int64_t>(cardinality, 0);
+  }
+
+  std::int64_t steps() const override { return steps_; }
+  Tensor first_example() override {
+    auto e = dataset_.make_iterator().next();
+    if (!e) throw InvalidArgumentError("fit: the dataset is empty");
+    const Tensor x = batch_of(std::move(*e), "fit").x;
+    return rows(x, 0, 1);
+  }
+  void start_epoch(std::int64_t /*epoch*/) override {
+    taken_ = 0;
+    if (steps_per_epoch_ == 0 || !iterator_) iterator_.emplace(dataset_.make_iterator());
+  }
+  std::optional<TrainingBatch> next() override {
+    if (steps_per_epoch_ > 0 && taken_ == steps_per_epoch_) return std::nullopt;
+    auto e = iterator_->next();
+    if (!e) {
+      if (steps_per_epoch_ > 0 && taken_ == 0)
+        throw InvalidArgumentError("fit: the dataset ran out of batches before the epoch's first step");
+      return std::nullopt;
+    }
+    ++taken_;
+    return batch_of(std::move(*e), "fit");
+  }
+
+ private:
+  data::Dataset dataset_;
+  std::int64_t steps_per_epoch_, steps_ = 0, taken_ = 0;
+  std::optional<data::Iterator> iterator_;
+};
+
+void check_fit_options(const FitOptions& o) {
   check_batch_size("fit", o.batch_size);
   check_verbose("fit", o.verbose);
-  if (o.initial_epoch < 0 || o.epochs < 0)
-    throw InvalidArgumentError(fmt::format("fit: epochs ({}) and initial_epoch ({}) must not be negative",
-                                           o.epochs, o.initial_epoch));
+  if (o.initial_epoch < 0 || o.epochs < 0 || o.steps_per_epoch < 0)
+    throw InvalidArgumentError(
+        fmt::format("fit: epochs ({}), initial_epoch ({}) and steps_per_epoch ({}) must not be negative",
+                    o.epochs, o.initial_epoch, o.steps_per_epoch));
   if (!(o.validation_split >= 0 && o.validation_split < 1))
     throw InvalidArgumentError(
         fmt::format("fit: validation_split must be in [0, 1), got {}", o.validation_split));
@@ -333,6 +468,19 @@ History Model::fit(const Tensor& x_all, const Tensor& y_all, const FitOptions& o
     throw InvalidArgumentError("fit: give validation_split or validation_data, not both");
   if (!o.class_weight.empty() && o.sample_weight)
     throw InvalidArgumentError("fit: give class_weight or sample_weight, not both");
+  if (o.validation_data)
+    check_data("fit (validation_data)", o.validation_data->first, o.validation_data->second, std::nullopt);
+}
+
+}  // namespace
+
+History Model::fit(const Tensor& x_all, const Tensor& y_all, const FitOptions& o) {
+  compiled_state("fit");
+  check_data("fit", x_all, y_all, o.sample_weight);
+  check_fit_options(o);
+  if (o.steps_per_epoch > 0)
+    throw InvalidArgumentError(
+        "fit: steps_per_epoch is for datasets; tensors make ceil(n / batch_size) steps");
 
   // The weights, then the held-out last examples (Keras splits before shuffling).
   std::optional<Tensor> w_all = o.sample_weight;
@@ -354,21 +502,35 @@ History Model::fit(const Tensor& x_all, const Tensor& y_all, const FitOptions& o
     if (w_all) w = rows(*w_all, 0, n_train);
     validation.emplace(rows(x_all, n_train, n_all - n_train), rows(y_all, n_train, n_all - n_train));
   }
-  if (validation) check_data("fit (validation_data)", validation->first, validation->second, std::nullopt);
-  const std::int64_t n = x.shape()[0];
-  const std::int64_t steps = steps_for(n, o.batch_size);
+  TensorFeed feed(x, y, w, o.batch_size, o.shuffle, o.seed);
+  return train(feed, validation, o);
+}
 
+History Model::fit(const data::Dataset& dataset, const FitOptions& o) {
+  compiled_state("fit");
+  check_fit_options(o);
+  if (o.validation_split > 0 || o.sample_weight || !o.class_weight.empty())
+    throw InvalidArgumentError(
+        "fit: validation_split, sample_weight and class_weight are for tensors; a dataset gives its "
+        "batches (x, y) or (x, y, sample_weight) as they are (validation_data is taken)");
+  DatasetFeed feed(dataset, o.steps_per_epoch);
+  return train(feed, o.validation_data, o);
+}
+
+History Model::train(detail::BatchFeed& feed, const std::optional<std::pair<Tensor, Tensor>>& validation,
+                     const FitOptions& o) {
+  Compiled& c = *compiled_;
   // The model's variables exist before the step is traced: build it on one example, unrecorded.
   if (variables().empty()) {
     NoRecordingScope unrecorded;
-    call(rows(x, 0, 1), /*training=*/false);
+    call(feed.first_example(), /*training=*/false);
   }
 
   CallbackList list = o.callbacks;
   std::shared_ptr<ProgbarLogger> progbar;
   if (o.verbose > 0) list.push_back(progbar = std::make_shared<ProgbarLogger>());
   CallbackDispatch callbacks(*this, list,
-                             {.epochs = o.epochs, .steps = steps, .verbose = o.verbose, .out = o.out});
+                             {.epochs = o.epochs, .steps = feed.steps(), .verbose = o.verbose, .out = o.out});
   stop_training_ = false;
   History history;
   Logs logs;
@@ -377,28 +539,15 @@ History Model::fit(const Tensor& x_all, const Tensor& y_all, const FitOptions& o
     Logs epoch_logs;
     callbacks.each("on_epoch_begin", [&](callbacks::Callback& cb) { cb.on_epoch_begin(epoch, epoch_logs); });
     c.reset_metrics();
-    const std::vector<std::int64_t> order =
-        o.shuffle ? data::shuffled_indices(n, o.seed, epoch) : std::vector<std::int64_t>();
-    for (std::int64_t step = 0; step < steps && !stop_training_; ++step) {
-      const std::int64_t begin = step * o.batch_size, size = std::min(o.batch_size, n - begin);
+    feed.start_epoch(epoch);
+    for (std::int64_t step = 0; !stop_training_; ++step) {
+      const std::optional<TrainingBatch> b = feed.next();
+      if (!b) break;
       Logs batch_logs;
       callbacks.each("on_train_batch_begin",
                      [&](callbacks::Callback& cb) { cb.on_train_batch_begin(step, batch_logs); });
-      Tensor xb, yb;
-      std::optional<Tensor> wb;
-      if (o.shuffle) {
-        const Tensor idx = constant(
-            std::vector<std::int64_t>(order.begin() + begin, order.begin() + begin + size), Shape({size}));
-        xb = gather(x, idx);
-        yb = gather(y, idx);
-        if (w) wb = gather(*w, idx);
-      } else {
-        xb = rows(x, begin, size);
-        yb = rows(y, begin, size);
-        if (w) wb = rows(*w, begin, size);
-      }
-      auto [loss_value, y_pred] = c.train_step(*this, xb, yb, wb);
-      c.update_metrics(loss_value, yb, y_pred, wb, size);
+      auto [loss_value, y_pred] = c.train_step(*this, b->x, b->y, b->sample_weight);
+      c.update_metrics(loss_value, b->y, y_pred, b->sample_weight, b->x.shape()[0]);
       batch_logs = c.logs();
       callbacks.each("on_train_batch_end",
                      [&](callbacks::Callback& cb) { cb.on_train_batch_end(step, batch_logs); });
@@ -431,6 +580,31 @@ Logs Model::evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& o)
       *this, list,
       {.epochs = 1, .steps = steps_for(x.shape()[0], o.batch_size), .verbose = o.verbose, .out = o.out});
   return c.evaluate(*this, x, y, o.sample_weight, o.batch_size, callbacks);
+}
+
+Logs Model::evaluate(const data::Dataset& dataset, const EvaluateOptions& o) {
+  Compiled& c = compiled_state("evaluate");
+  check_verbose("evaluate", o.verbose);
+  if (o.sample_weight)
+    throw InvalidArgumentError(
+        "evaluate: sample_weight is for tensors; a dataset gives (x, y, sample_weight)");
+  const std::int64_t cardinality = dataset.cardinality();
+  if (cardinality == data::kInfiniteCardinality)
+    throw InvalidArgumentError("evaluate: the dataset repeats without end");
+  CallbackList list = o.callbacks;
+  if (o.verbose > 0) list.push_back(std::make_shared<ProgbarLogger>());
+  CallbackDispatch callbacks(
+      *this, list,
+      {.epochs = 1, .steps = std::max<std::int64_t>(cardinality, 0), .verbose = o.verbose, .out = o.out});
+  data::Iterator it = dataset.make_iterator();
+  return c.evaluate(
+      *this,
+      [&]() -> std::optional<TrainingBatch> {
+        auto e = it.next();
+        if (!e) return std::nullopt;
+        return batch_of(std::move(*e), "evaluate");
+      },
+      callbacks);
 }
 
 Tensor Model::predict(const Tensor& x, const PredictOptions& o) {

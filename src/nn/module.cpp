@@ -26,11 +26,14 @@ void Module::track_module(Module& module) {
 // modules tracking each other) contribute once; `seen_variables` does the same for variables.
 void Module::collect(std::vector<Variable>& out, std::vector<const Module*>& seen_modules,
                      std::vector<TensorId>& seen_variables) const {
+  auto add = [&](const Variable& v) {
+    if (std::ranges::find(seen_variables, v.handle_id()) != seen_variables.end()) return;
+    seen_variables.push_back(v.handle_id());
+    out.push_back(v);
+  };
   for (const auto& entry : tracked_) {
     if (const Variable* v = std::get_if<Variable>(&entry)) {
-      if (std::ranges::find(seen_variables, v->handle_id()) != seen_variables.end()) continue;
-      seen_variables.push_back(v->handle_id());
-      out.push_back(*v);
+      add(*v);
     } else {
       const Module* m = std::get<const Module*>(entry);
       if (std::ranges::find(seen_modules, m) != seen_modules.end()) continue;
@@ -38,6 +41,7 @@ void Module::collect(std::vector<Variable>& out, std::vector<const Module*>& see
       m->collect(out, seen_modules, seen_variables);
     }
   }
+  for (const Variable& v : untracked_variables()) add(v);
 }
 
 std::vector<Variable> Module::variables() const {

@@ -43,18 +43,23 @@ Progbar::Progbar(std::ostream& out, std::int64_t target, int verbose, bool redra
 
 std::string Progbar::line(std::int64_t current, std::int64_t target, int verbose, bool finalize,
                           double elapsed, double seconds_per_step, const Logs& logs) {
-  const int width = digits(target);
+  // tf.keras's count: right-aligned to the target's digits, or "Unknown" without a target.
+  const std::string count = target > 0 ? fmt::format("{:>{}}/{}", current, digits(target), target)
+                                       : fmt::format("{:>7}/Unknown", current);
   if (verbose == 2)
-    return fmt::format("{:>{}}/{} - {:.0f}s{} -{} -{}", current, width, target, elapsed, format_logs(logs),
+    return fmt::format("{} - {:.0f}s{} -{} -{}", count, elapsed, format_logs(logs),
                        format_time(elapsed, "epoch"), format_time(seconds_per_step, "step"));
-  std::string bar = fmt::format("{:>{}}/{} [", current, width, target);
-  const auto filled =
-      static_cast<int>(kBarWidth * static_cast<double>(current) / static_cast<double>(target));
-  if (filled > 0)
-    bar += std::string(static_cast<std::size_t>(filled - 1), '=') + (current < target ? ">" : "=");
-  bar += std::string(static_cast<std::size_t>(kBarWidth - filled), '.') + "]";
+  std::string bar = count;
+  if (target > 0) {
+    const auto filled =
+        static_cast<int>(kBarWidth * static_cast<double>(current) / static_cast<double>(target));
+    bar += " [";
+    if (filled > 0)
+      bar += std::string(static_cast<std::size_t>(filled - 1), '=') + (current < target ? ">" : "=");
+    bar += std::string(static_cast<std::size_t>(kBarWidth - filled), '.') + "]";
+  }
   const std::string timing =
-      finalize
+      finalize || target <= 0
           ? fmt::format(" - {:.0f}s{}", elapsed, format_time(seconds_per_step, "step"))
           : fmt::format(" - ETA: {}", format_eta(seconds_per_step * static_cast<double>(target - current)));
   return bar + timing + format_logs(logs);
@@ -89,7 +94,7 @@ void Progbar::update(std::int64_t current, const Logs& logs, bool finalize) {
 void ProgbarLogger::start() {
   const auto& p = params();
   const bool terminal = &out() == &std::cout && ::isatty(STDOUT_FILENO) == 1;
-  bar_.emplace(out(), std::max<std::int64_t>(p.steps, 1), p.verbose, terminal);
+  bar_.emplace(out(), p.steps, p.verbose, terminal);
   seen_ = 0;
 }
 

@@ -24,8 +24,8 @@ namespace tapeflow::layers {
 /// One epoch's (or one evaluation's) progress line.
 class Progbar {
  public:
-  /// A bar of `target` steps written to `out` in the style of `verbose` (1 or 2); `redraw`: the
-  /// stream is a terminal.
+  /// A bar of `target` steps (0: unknown, shown as "Unknown") written to `out` in the style of `verbose` (1
+  /// or 2); `redraw`: the stream is a terminal.
   Progbar(std::ostream& out, std::int64_t target, int verbose, bool redraw);
   /// Step `current` (1-based) is done; `logs` are the values to show. `finalize`: the last update.
   void update(std::int64_t current, const Logs& logs, bool finalize);

@@ -126,6 +126,47 @@ INSTANTIATE_TEST_SUITE_P(Model, FitMatchesHandWrittenLoop,
                                            FitCase{"one_batch", true, false, 32}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+TEST(Model, FitOnADatasetOfBatchesIsFitOnTheTensors) {
+  const tf::Tensor x = features(10), y = labels(10);
+  auto on_tensors = classifier();
+  compile(*on_tensors);
+  const tf::layers::History expected =
+      on_tensors->fit(x, y, {.batch_size = 4, .epochs = 2, .verbose = 0, .shuffle = false});
+
+  auto on_dataset = classifier();
+  compile(*on_dataset);
+  const auto batches = tf::data::Dataset::from_tensor_slices({x, y}).batch(4);
+  const tf::layers::History h = on_dataset->fit(batches, {.epochs = 2, .verbose = 0});
+  expect_same_weights(on_dataset->get_weights(), on_tensors->get_weights());
+  for (std::size_t e = 0; e < 2; ++e)
+    EXPECT_NEAR(h.history.at("loss")[e], expected.history.at("loss")[e], 1e-6);
+
+  const tf::layers::Logs a = on_dataset->evaluate(batches, {.verbose = 0});
+  const tf::layers::Logs b = on_dataset->evaluate(x, y, {.batch_size = 4, .verbose = 0});
+  EXPECT_NEAR(a.at("loss"), b.at("loss"), 1e-6);
+  EXPECT_DOUBLE_EQ(a.at("accuracy"), b.at("accuracy"));
+}
+
+TEST(Model, ARepeatingDatasetNeedsStepsPerEpoch) {
+  const auto batches = tf::data::Dataset::from_tensor_slices({features(10), labels(10)}).batch(4).repeat();
+  auto model = classifier();
+  compile(*model);
+  EXPECT_THAT([&] { model->fit(batches, {.verbose = 0}); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("give steps_per_epoch")));
+  int steps = 0;
+  auto counter = std::make_shared<tf::callbacks::LambdaCallback>(tf::callbacks::LambdaCallbackFunctions{
+      .on_train_batch_end = [&](std::int64_t, tf::layers::Logs&) { ++steps; }});
+  model->fit(batches, {.epochs = 2, .verbose = 0, .callbacks = {counter}, .steps_per_epoch = 5});
+  EXPECT_EQ(steps, 10);  // 5 a epoch, across the dataset's 3-batch iterations
+  EXPECT_THAT(
+      [&] { model->fit(batches, {.verbose = 0, .validation_split = 0.5, .steps_per_epoch = 1}); },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("validation_split, sample_weight and class_weight")));
+  const auto triples = tf::data::Dataset::from_tensor_slices({features(4)}).batch(2);
+  EXPECT_THAT(
+      [&] { model->fit(triples, {.verbose = 0}); },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("must be (x, y) or (x, y, sample_weight), got 1")));
+}
+
 TEST(Model, EvaluateGivesTheLossAndAccuracyOfTheWholeSet) {
   const tf::Tensor x = features(7), y = labels(7);
   auto model = classifier();
@@ -287,6 +328,8 @@ TEST(Progbar, LinesHaveTfKerasLayout) {
             "1.2340e-04");
   EXPECT_EQ(tf::layers::Progbar::line(938, 1875, 1, false, 2, 0.002, tf::layers::Logs()),
             " 938/1875 [==============>...............] - ETA: 1s");
+  EXPECT_EQ(tf::layers::Progbar::line(12, 0, 1, false, 3.2, 0.01, tf::layers::Logs()),
+            "     12/Unknown - 3s 10ms/step");
   EXPECT_EQ(tf::layers::Progbar::line(1875, 1875, 2, true, 3.2, 0.0000017, logs),
             "1875/1875 - 3s - loss: 0.4966 - accuracy: 0.8253 - tiny: 1.2340e-04 - 3s/epoch - 2us/step");
 }

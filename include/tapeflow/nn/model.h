@@ -51,8 +51,15 @@ class Optimizer;
 namespace tapeflow::callbacks {
 class Callback;
 }  // namespace tapeflow::callbacks
+namespace tapeflow::data {
+class Dataset;
+}  // namespace tapeflow::data
 
 namespace tapeflow::layers {
+
+namespace detail {
+class BatchFeed;  // where fit's batches come from (model.cpp)
+}  // namespace detail
 
 /// The values a training loop reports (Keras's `logs` dict): names and values in the order they
 /// were first set ("loss", the metrics, then "val_loss" and the validation metrics).
@@ -117,6 +124,9 @@ struct FitOptions {
   /// order of each epoch depends only on the seed and its index, as in an uninterrupted run).
   std::int64_t initial_epoch = 0;
   std::uint64_t seed = 0;       ///< the shuffle's seed
+  /// With a dataset: the batches that make an epoch, taken from one iteration that goes on across
+  /// epochs (needed for a dataset that repeats without end); 0: each epoch is one whole iteration.
+  std::int64_t steps_per_epoch = 0;
   std::ostream* out = nullptr;  ///< where the progress goes; nullptr: std::cout
 };
 
@@ -161,9 +171,18 @@ class Model : public Layer {
   /// both validation forms, both weight forms, a class_weight that does not cover 0..k-1 or a
   /// label outside it; what the model, the loss or a callback throws (a callback's error names it).
   History fit(const Tensor& x, const Tensor& y, const FitOptions& options = {});
+  /// Trains on a dataset of batches (tf.data's form, data/dataset.h): each element is (x, y) or
+  /// (x, y, sample_weight), and each epoch is a new iteration (reshuffled if the dataset
+  /// shuffles), or steps_per_epoch batches of one. batch_size and shuffle do not apply (the
+  /// dataset batches and shuffles); validation_split, sample_weight and class_weight are refused
+  /// (InvalidArgumentError), validation_data is taken. The progress bar's step count is the
+  /// dataset's cardinality ("Unknown" when it has none).
+  History fit(const data::Dataset& dataset, const FitOptions& options = {});
 
   /// The loss and the metrics over (x, y), in batches, in inference mode. Throws as fit() does.
   Logs evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& options = {});
+  /// The same over a dataset of (x, y) or (x, y, sample_weight) batches (one iteration).
+  Logs evaluate(const data::Dataset& dataset, const EvaluateOptions& options = {});
 
   /// The model's outputs for x (inference mode), computed in batches and concatenated along the
   /// first axis. Throws InvalidArgumentError naming predict for a rank-0 or empty x or
@@ -193,6 +212,9 @@ class Model : public Layer {
   struct Compiled;
   /// The compiled state, or throws FailedPreconditionError naming `caller`.
   Compiled& compiled_state(const char* caller) const;
+  /// fit()'s loop over the batches of `feed`, validating on `validation` after each epoch.
+  History train(detail::BatchFeed& feed, const std::optional<std::pair<Tensor, Tensor>>& validation,
+                const FitOptions& options);
 
   std::unique_ptr<Compiled> compiled_;
   bool stop_training_ = false;

@@ -32,7 +32,7 @@ AvgPool2D = AveragePooling2D
 GlobalAvgPool1D = GlobalAveragePooling1D
 GlobalAvgPool2D = GlobalAveragePooling2D
 
-__all__ = ["Layer", "Sequential", "Dense", "Embedding", "MultiHeadAttention", "Conv1D", "Conv2D",
+__all__ = ["Layer", "Model", "Sequential", "Dense", "Embedding", "MultiHeadAttention", "Conv1D", "Conv2D",
            "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D", "Flatten", "Dropout",
            "BatchNormalization", "LayerNormalization", "GlobalAveragePooling1D", "GlobalAvgPool1D",
            "GlobalAveragePooling2D", "GlobalAvgPool2D", "Softmax", "LSTM", "GRU"]
@@ -200,6 +200,24 @@ class Layer(_KerasLayer, _tapeflow._Layer, metaclass=_LayerMeta):
 
     def _init_native(self, name):
         _tapeflow._Layer.__init__(self, name)
+
+
+class Model(Training, _KerasLayer, _tapeflow._Model, metaclass=_LayerMeta):
+    """A model subclassed in Python (tf.keras.Model): create its layers in __init__ and write the
+    forward pass in call(inputs, training=None). compile, fit, evaluate and predict run Keras's
+    loop in C++, which calls call() back (once per trace: the step runs as a tf.function graph
+    unless compile's run_eagerly). The functional form Model(inputs, outputs) is not available."""
+
+    _native_class = _tapeflow._Model
+
+    def __init__(self, *args, **kwargs):
+        if args or "inputs" in kwargs or "outputs" in kwargs:
+            raise TypeError("tf.keras.Model(inputs, outputs) (the functional API) is not available in tapeflow: "
+                            "subclass tf.keras.Model and define call(), or use tf.keras.Sequential")
+        super().__init__(**kwargs)
+
+    def _init_native(self, name):
+        _tapeflow._Model.__init__(self, name)
 
 
 class Sequential(Training, _KerasLayer, _tapeflow._Sequential, metaclass=_LayerMeta):

@@ -3,6 +3,7 @@ C++ Model (nn/model.h). The step runs through tf.function in C++ unless compile'
 progress goes to sys.stdout in tf.keras's layout."""
 
 from .. import _tapeflow
+from .. import data as _data
 from . import callbacks as _callbacks
 from . import losses as _losses
 from . import metrics as _metrics
@@ -99,14 +100,24 @@ class Training:
         return callbacks
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
-            validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0, seed=0):
-        """Trains the model on (x, y) for `epochs` epochs (tf.keras.Model.fit); returns a History."""
+            validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0, seed=0,
+            steps_per_epoch=None):
+        """Trains the model on (x, y), or on a tf.data.Dataset of (x, y) batches, for `epochs` epochs
+        (tf.keras.Model.fit); returns a History."""
         if validation_data is not None:
             validation_data = tuple(validation_data)
             if len(validation_data) != 2:
                 raise ValueError(f"fit: validation_data must be (x_val, y_val), got {len(validation_data)} items")
-        batch_size = 32 if batch_size is None else batch_size
         verbose = _verbose(verbose)
+        if isinstance(x, _data.Dataset):
+            if y is not None:
+                raise ValueError("fit: y must be None when x is a dataset (its elements are (x, y) batches)")
+            steps = steps_per_epoch or max(x._impl.cardinality(), 0) or None
+            callbacks = self._prepared(callbacks, epochs, steps, verbose)
+            epoch, history = self._fit_dataset(x._impl, epochs, verbose, callbacks, validation_data, initial_epoch,
+                                               steps_per_epoch or 0)
+            return _callbacks.History(self, epoch, history, {"epochs": epochs, "steps": steps, "verbose": verbose})
+        batch_size = 32 if batch_size is None else batch_size
         steps = -(-len(x) // batch_size) if hasattr(x, "__len__") and batch_size > 0 else None
         callbacks = self._prepared(callbacks, epochs, steps, verbose)
         epoch, history = self._fit(x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data,
@@ -117,9 +128,12 @@ class Training:
                  return_dict=False):
         """The loss and metrics on (x, y) (tf.keras.Model.evaluate): the loss alone without metrics,
         else [loss, *metrics], or a dict with return_dict."""
-        batch_size = 32 if batch_size is None else batch_size
         callbacks = self._prepared(callbacks, 1, None, _verbose(verbose))
-        entries = self._evaluate(x, y, batch_size, _verbose(verbose), sample_weight, callbacks)
+        if isinstance(x, _data.Dataset):
+            entries = self._evaluate_dataset(x._impl, _verbose(verbose), callbacks)
+        else:
+            batch_size = 32 if batch_size is None else batch_size
+            entries = self._evaluate(x, y, batch_size, _verbose(verbose), sample_weight, callbacks)
         if return_dict:
             return dict(entries)
         values = [value for _, value in entries]
