@@ -98,7 +98,10 @@ class Browser:
         message = {"id": self._next_id, "method": method, "params": params or {}}
         if session and self._session:
             message["sessionId"] = self._session
-        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        try:
+            os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        except OSError as e:
+            raise BrowserError(f"{method}: cannot write to Chromium ({e})") from e
         deadline = time.monotonic() + PAGE_TIMEOUT_S
         while True:
             reply = self._receive(deadline)
