@@ -250,19 +250,9 @@ def check_code_blocks(site, facts_of_page):
     return failures
 
 
-def main():
-    site = os.path.realpath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "build/docs/html"))
-    landing = os.path.join(site, "index.html")
-    if not os.path.isfile(landing):
-        print(f"check_docs_site: no {landing}; run scripts/docs.sh first", file=sys.stderr)
-        return 2
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
-        print("check_docs_site: chromium is missing; run scripts/setup.sh", file=sys.stderr)
-        return 2
-    screenshot = os.path.join(os.path.dirname(site), "landing.png")
-    pages = html_pages(site)
-    start = time.monotonic()
+def load_every_page(chromium, site, pages, screenshot):
+    """Loads each page in one Chromium, then screenshots the landing page.
+    Returns ({page: its facts}, failures); raises BrowserError when Chromium cannot be driven."""
     facts_of_page, failures = {}, []
     profile = tempfile.mkdtemp(prefix="check_docs_site.")
     browser = None
@@ -274,23 +264,46 @@ def main():
             failures += [f"{os.path.relpath(page, site)}: {p}" for p in problems]
             if facts is not None:
                 facts_of_page[page] = facts
-        browser.screenshot("file://" + urllib.parse.quote(landing), screenshot)
-    except BrowserError as e:
-        print(f"check_docs_site: {e}", file=sys.stderr)
-        return 2
+        browser.screenshot("file://" + urllib.parse.quote(os.path.join(site, "index.html")), screenshot)
     finally:
         if browser:
             browser.close()
         shutil.rmtree(profile, ignore_errors=True)
-    load_s = time.monotonic() - start
+    return facts_of_page, failures
 
+
+def check_every_link(site, facts_of_page):
+    """Returns (local links checked, external links, failures) over every loaded page."""
     ids_of_page = {page: set(facts["ids"]) for page, facts in facts_of_page.items()}
-    links, external = 0, 0
+    links, external, failures = 0, 0, []
     for page, facts in facts_of_page.items():
         checked, outside, page_failures = check_links(site, page, facts, ids_of_page)
         links, external = links + checked, external + outside
         failures += page_failures
-    failures += check_code_blocks(site, facts_of_page)
+    return links, external, failures
+
+
+def main():
+    site = os.path.realpath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "build/docs/html"))
+    if not os.path.isfile(os.path.join(site, "index.html")):
+        print(f"check_docs_site: no {site}/index.html; run scripts/docs.sh first", file=sys.stderr)
+        return 2
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        print("check_docs_site: chromium is missing; run scripts/setup.sh", file=sys.stderr)
+        return 2
+    screenshot = os.path.join(os.path.dirname(site), "landing.png")
+    pages = html_pages(site)
+
+    start = time.monotonic()
+    try:
+        facts_of_page, failures = load_every_page(chromium, site, pages, screenshot)
+    except BrowserError as e:
+        print(f"check_docs_site: {e}", file=sys.stderr)
+        return 2
+    load_s = time.monotonic() - start
+    links, external, link_failures = check_every_link(site, facts_of_page)
+    failures += link_failures + check_code_blocks(site, facts_of_page)
 
     for failure in failures[:MAX_LISTED_FAILURES]:
         print(f"check_docs_site: FAIL {failure}", file=sys.stderr)
