@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the API reference (Doxygen, docs/Doxyfile) from the public headers into
-# build/docs/html and prints the path of its index.html. Fails on any Doxygen warning: an
-# undocumented public declaration, a broken \ref or link, an unknown command. Idempotent: each
-# run starts from an empty build/docs.
+# Builds the documentation site (Doxygen, docs/Doxyfile): the API reference from the public
+# headers, with the guides and the other Markdown pages of docs/, into build/docs/html, and prints
+# the path of its index.html (scripts/check_docs_site.py then checks it in headless Chromium).
+# Fails on any Doxygen warning: an undocumented public declaration, a broken \ref or link, an
+# unknown command. Idempotent: each run starts from an empty build/docs.
 #   scripts/docs.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

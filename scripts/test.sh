@@ -5,7 +5,8 @@
 #      (with the Python module's golden programs and pytest), then the packaging check: install,
 #      and three consumer projects (scripts/check_packaging.sh), the Python module installed by
 #      CMake and by pip (scripts/check_python_packaging.sh),
-#      and the API reference (scripts/docs.sh: Doxygen, failing on any undocumented public API);
+#      and the documentation site (scripts/docs.sh: Doxygen, failing on any undocumented public
+#      API; then scripts/check_docs_site.py: every page loads in headless Chromium, no broken link);
 #   2. clang ASan + UBSan (float-cast-overflow included) + libFuzzer coverage build (preset fuzz):
 #      the whole unit-test binary, the examples under LeakSanitizer, and every fuzz harness
 #      replaying its committed corpus plus a fixed number of seeded mutations (scripts/fuzz.sh:
@@ -38,6 +39,8 @@ step "Python packaging: cmake --install and pip install --no-build-isolation, th
 scripts/check_python_packaging.sh build/release
 step "API reference: doxygen, failing on undocumented public API"
 scripts/docs.sh
+step "documentation site: every page in headless Chromium, links, code blocks, a screenshot"
+scripts/check_docs_site.py build/docs/html
 
 # Sanitizer settings: stop at the first report and exit non-zero.
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:allocator_may_return_null=1:exitcode=86

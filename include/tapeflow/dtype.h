@@ -104,6 +104,8 @@ constexpr bool is_floating(DType d) {
 /// True for int32 and int64 (bool is neither an integer nor a floating dtype).
 constexpr bool is_integer(DType d) { return d == DType::Int32 || d == DType::Int64; }
 
+/// The C++ types a tensor's elements can have: float, double, std::int32_t, std::int64_t, bool and
+/// bfloat16_t (the dtypes of DType).
 template <class T>
 concept Element = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
     std::is_same_v<T, std::int64_t> || std::is_same_v<T, bool> || std::is_same_v<T, bfloat16_t>;

@@ -53,6 +53,8 @@ namespace nest {
 template <class S>
 struct Nest;
 
+/// A structure that GradientTape takes as sources or targets: one for which `Nest<S>` is
+/// specialised.
 template <class S>
 concept Nestable = requires {
   typename Nest<S>::Result;

@@ -190,8 +190,10 @@ class Dataset {
 /// assigned or destroyed.
 class Iterator {
  public:
-  Iterator(Iterator&&) noexcept;
-  Iterator& operator=(Iterator&&) noexcept;
+  /// Takes over `other`'s iteration; `other` may then only be assigned or destroyed.
+  Iterator(Iterator&& other) noexcept;
+  /// Takes over `other`'s iteration, ending this one's.
+  Iterator& operator=(Iterator&& other) noexcept;
   ~Iterator();
 
   /// The next element, std::nullopt at the end (and at every later call). Rethrows an error met
@@ -228,14 +230,16 @@ class Iterator {
 /// What a range-for over a Dataset steps with: an input iterator over one iteration.
 class Dataset::RangeIterator {
  public:
-  using value_type = Element;
-  using difference_type = std::ptrdiff_t;
+  using value_type = Element;              ///< what the iterator yields
+  using difference_type = std::ptrdiff_t;  ///< required of an input iterator, never used
 
   /// The current element.
   const Element& operator*() const { return *current_; }
+  /// The current element's members.
   const Element* operator->() const { return &*current_; }
   /// Fetches the next element.
   RangeIterator& operator++();
+  /// Fetches the next element (postfix: returns nothing, as an input iterator may).
   void operator++(int) { ++*this; }
   /// True at the end of the iteration.
   friend bool operator==(const RangeIterator& it, std::default_sentinel_t) { return !it.current_; }

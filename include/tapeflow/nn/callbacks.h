@@ -99,7 +99,7 @@ struct EarlyStoppingOptions {
   double min_delta = 0;              ///< an improvement is a change of more than this (its sign is ignored)
   std::int64_t patience = 0;         ///< epochs without improvement before stopping
   int verbose = 0;                   ///< 1: print when stopping and when restoring
-  Mode mode = Mode::kAuto;
+  Mode mode = Mode::kAuto;           ///< whether higher or lower is better (kAuto: from the name)
   /// Training stops if the monitored value has not improved on this after `patience` epochs.
   std::optional<double> baseline{};
   /// At the end of training, restore the weights of the best epoch (Keras restores them only when
@@ -135,7 +135,7 @@ struct ModelCheckpointOptions {
   std::string monitor = "val_loss";  ///< the log save_best_only compares
   int verbose = 0;                   ///< 1: print a line when saving (or not, with save_best_only)
   bool save_best_only = false;       ///< save only when the monitored log improves on the best so far
-  Mode mode = Mode::kAuto;
+  Mode mode = Mode::kAuto;           ///< whether higher or lower is better (kAuto: from the name)
   /// Save the model's variables only; false: the optimizer's state (slots, iterations) too, so a
   /// resumed run continues exactly.
   bool save_weights_only = false;
@@ -164,14 +164,14 @@ class ModelCheckpoint : public Callback {
 
 /// ReduceLROnPlateau's options (keras.callbacks.ReduceLROnPlateau's arguments).
 struct ReduceLROnPlateauOptions {
-  std::string monitor = "val_loss";
-  double factor = 0.1;         ///< new rate = rate * factor, in (0, 1)
-  std::int64_t patience = 10;  ///< epochs without improvement before reducing
-  int verbose = 0;             ///< 1: print a line when reducing
-  Mode mode = Mode::kAuto;
-  double min_delta = 1e-4;    ///< an improvement is a change of more than this
-  std::int64_t cooldown = 0;  ///< epochs to wait after a reduction before watching again
-  double min_lr = 0;          ///< the rate is never reduced below this
+  std::string monitor = "val_loss";  ///< the log watched at each epoch's end
+  double factor = 0.1;               ///< new rate = rate * factor, in (0, 1)
+  std::int64_t patience = 10;        ///< epochs without improvement before reducing
+  int verbose = 0;                   ///< 1: print a line when reducing
+  Mode mode = Mode::kAuto;           ///< whether higher or lower is better (kAuto: from the name)
+  double min_delta = 1e-4;           ///< an improvement is a change of more than this
+  std::int64_t cooldown = 0;         ///< epochs to wait after a reduction before watching again
+  double min_lr = 0;                 ///< the rate is never reduced below this
 };
 
 /// Reduces the optimizer's learning rate when a monitored log has stopped improving
@@ -217,6 +217,7 @@ class CSVLogger : public Callback {
 /// the current rate (keras.callbacks.LearningRateScheduler); logs it as "learning_rate".
 class LearningRateScheduler : public Callback {
  public:
+  /// The new rate from the epoch (0-based) and the current rate.
   using Schedule = std::function<double(std::int64_t epoch, double learning_rate)>;
   /// Throws InvalidArgumentError for an empty schedule.
   explicit LearningRateScheduler(Schedule schedule, int verbose = 0);
@@ -241,14 +242,19 @@ class TerminateOnNaN : public Callback {
 
 /// A callback made of functions (keras.callbacks.LambdaCallback): each one given is called at its hook.
 struct LambdaCallbackFunctions {
-  std::function<void(std::int64_t, Logs&)> on_epoch_begin{}, on_epoch_end{}, on_train_batch_begin{},
-      on_train_batch_end{};
-  std::function<void(Logs&)> on_train_begin{}, on_train_end{};
+  // Each is called as the Callback hook of its name, with the same arguments.
+  std::function<void(std::int64_t, Logs&)> on_epoch_begin{};        ///< (epoch, logs)
+  std::function<void(std::int64_t, Logs&)> on_epoch_end{};          ///< (epoch, logs)
+  std::function<void(std::int64_t, Logs&)> on_train_batch_begin{};  ///< (batch, logs)
+  std::function<void(std::int64_t, Logs&)> on_train_batch_end{};    ///< (batch, logs)
+  std::function<void(Logs&)> on_train_begin{};                      ///< (logs)
+  std::function<void(Logs&)> on_train_end{};                        ///< (logs)
 };
 
 /// Calls the functions it was given (keras.callbacks.LambdaCallback).
 class LambdaCallback : public Callback {
  public:
+  /// The hooks left empty in `functions` do nothing.
   explicit LambdaCallback(LambdaCallbackFunctions functions) : f_(std::move(functions)) {}
   std::string name() const override { return "LambdaCallback"; }
   void on_epoch_begin(std::int64_t epoch, Logs& logs) override;
