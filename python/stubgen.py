@@ -55,11 +55,16 @@ def _defaults_as_ellipsis(signature):
     """pybind11 prints defaults as their repr (`dtype: DType = tf.float32`): a stub shows `= ...`."""
     head, ret = signature.rsplit(" -> ", 1)
     params = head[1:-1]
-    depth, current, parts = 0, "", []
+    depth, quote, current, parts = 0, None, "", []
     for ch in params:
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if ch == "," and depth == 0:
+        # A comma inside a quoted default (separator: str = ',') does not end the parameter.
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        depth += ch in "([{" and not quote
+        depth -= ch in ")]}" and not quote
+        if ch == "," and depth == 0 and not quote:
             parts.append(current.strip())
             current = ""
         else:
