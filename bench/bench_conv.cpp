@@ -5,7 +5,7 @@
 //     conv2d_backprop_filter), with validation, output allocation and the filters' reorder;
 //   - onednn:   oneDNN called directly on the same shapes and layouts (NHWC images), its primitive
 //     built once and its filters already in the layout it chose: the library's ceiling.
-// The ratio tapeflow / onednn is what tapeflow adds around oneDNN (issue 18's target: <= 1.1x).
+// The ratio tapeflow / onednn is what tapeflow adds around oneDNN (the target: <= 1.1x).
 // "GFLOP" is the pass's multiply-adds (2 * n * oh * ow * 9 * in_ch * out_ch) per second of wall
 // time.
 //

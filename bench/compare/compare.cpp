@@ -1,6 +1,6 @@
 // tapeflow against LibTorch (C++), the same workloads side by side in one process, run
 // alternately (tapeflow, LibTorch, hardware baseline, tapeflow, ...), medians and ratios, with
-// the machine's limit measured in the same run (issue 7, and issue 5's training epoch).
+// the machine's limit measured in the same run, and one training epoch against LibTorch's.
 //
 //   compare --group small   per-op tape overhead, Jacobian (with PyTorch's vectorised Jacobian
 //                           from jacobian_torch.py), second order
@@ -8,7 +8,7 @@
 //                           triad, peak RSS (child processes), one training epoch MLP and CNN
 //   compare --group rss     only the peak RSS rows (5: fwd+bwd; 5b: a whole SGD step, fused
 //                           into the backward pass on tapeflow's side)
-//   compare --group function  issue 16's peers and bounds for tf::function (function_group.cpp):
+//   compare --group function  the peers and bounds of tf::function (function_group.cpp):
 //                           ADOL-C on the tiny chain, TorchScript on the elementwise chain with
 //                           the fused memory bound, the MLP step against its GEMM time
 //   options: --threads N (default: all cores) --rounds R --python PATH --script PATH
@@ -486,14 +486,14 @@ void peak_rss(const Options& o, std::vector<Row>& rows) {
   const double params_mib = kDeepLayers * (kWidth * kWidth + kWidth) * 4.0 / (1 << 20);
   peak_rss_row(o, rows, "5 peak RSS (VmHWM), 32x1024 MLP batch 512 fwd+bwd", {}, "torch",
                fmt("parameters %.1f MiB (+ as much for their gradients)", params_mib));
-  // Issue 15: the SGD step fused into the backward pass (tapeflow's Optimizer::minimize) against
+  // The SGD step fused into the backward pass (tapeflow's Optimizer::minimize) against
   // LibTorch's backward() + SGD step(), which holds every gradient.
   peak_rss_row(o, rows, "5b peak RSS, the same + one SGD step (tapeflow: minimize, fused)", {"--step"},
                "torch-step", fmt("parameters %.1f MiB; fused: + about one gradient", params_mib));
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 5: one training epoch, batch 128, Adam, MLP 784-256-128-10 and the CNN.
+// One training epoch, batch 128, Adam, MLP 784-256-128-10 and the CNN.
 
 struct EpochData {
   tf::Tensor images;  // [n, 28, 28, 1] float32
@@ -612,22 +612,21 @@ void epochs(const Options& o, std::vector<Row>& rows) {
     // --epoch-batches, it gets --rounds like the MLP (one round of a CNN moved 10-15% run to run).
     auto m = compare::alternate(sides, cnn && batches * batch >= n ? 1 : o.rounds);
     const double full = static_cast<double>((n + batch - 1) / batch) / static_cast<double>(batches);
-    rows.push_back(
-        {std::string("issue 5: one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") + ", Adam, batch 128", "s",
-         m[0] * full, m[1] * full,
-         fmt2("%.0f vs %.0f examples/s", batches * batch / m[0], batches * batch / m[1]), o.config,
-         d.what +
-             (batches * batch < n
-                  ? fmt(", timed on %.0f batches and scaled to the epoch", static_cast<double>(batches))
-                  : std::string(", full epoch")) +
-             (cnn ? "; LibTorch NCHW, tapeflow NHWC (each its native layout)" : "")});
-    rows.push_back({std::string("issue 18: one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") +
+    rows.push_back({std::string("one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") + ", Adam, batch 128",
+                    "s", m[0] * full, m[1] * full,
+                    fmt2("%.0f vs %.0f examples/s", batches * batch / m[0], batches * batch / m[1]), o.config,
+                    d.what +
+                        (batches * batch < n ? fmt(", timed on %.0f batches and scaled to the epoch",
+                                                   static_cast<double>(batches))
+                                             : std::string(", full epoch")) +
+                        (cnn ? "; LibTorch NCHW, tapeflow NHWC (each its native layout)" : "")});
+    rows.push_back({std::string("one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") +
                         ", Adam, batch 128, tapeflow mixed_bfloat16 vs LibTorch float32",
                     "s", m[2] * full, m[1] * full,
                     fmt2("%.0f vs %.0f examples/s", batches * batch / m[2], batches * batch / m[1]), o.config,
                     "layers compute in bfloat16 (float32 variables, logits, loss and Adam); same batches"});
     rows.push_back(
-        {std::string("issue 18: one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") +
+        {std::string("one epoch ") + (cnn ? "CNN" : "MLP 784-256-128-10") +
              ", Adam, batch 128, tapeflow's step through tf::function vs LibTorch eager",
          "s", m[3] * full, m[1] * full,
          fmt2("%.0f vs %.0f examples/s", batches * batch / m[3], batches * batch / m[1]), o.config,

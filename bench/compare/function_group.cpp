@@ -1,4 +1,4 @@
-// compare --group function (issue 16): the peers and the hardware bounds that tf::function (trace
+// compare --group function: the peers and the hardware bounds that tf::function (trace
 // once, run a fused graph) is measured against, with tapeflow's eager figures, all in one run.
 // Rows, medians and ratios as in compare.cpp (each side once as a warm-up, then rounds in turn;
 // medians); the LibTorch column holds the named peer where the row names one (Row::peer).

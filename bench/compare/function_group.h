@@ -1,4 +1,4 @@
-// compare --group function (issue 16): the peers and hardware bounds of tf::function's targets.
+// compare --group function: the peers and hardware bounds of tf::function's targets.
 // Implemented in function_group.cpp; compare.cpp dispatches to it.
 #pragma once
 

@@ -1,4 +1,4 @@
-"""PyTorch's Jacobian of tanh(W x + b), x in R^256 (issue 7, workload 4), run by compare.
+"""PyTorch's Jacobian of tanh(W x + b), x in R^256 (the Jacobian workload), run by compare.
 
 Prints `vectorized_ms` (torch.autograd.functional.jacobian(vectorize=True), the vmap-based
 Jacobian; torch.func.jacrev does the same in PyTorch >= 2.0) and `loop_ms` (the same call with

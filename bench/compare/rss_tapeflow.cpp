@@ -1,10 +1,10 @@
-// Issue 7, workload 5, tapeflow's side, as its own program (no LibTorch loaded): one forward +
-// backward of a 32-layer, width-1024 ReLU MLP at batch 512 (with --step, a whole SGD training
-// step fused into the backward pass by Optimizer::minimize: issue 15's 5b); prints "rss START PARAMS PEAK
-// TENSORS" in KiB: VmRSS at start, VmRSS once the parameters exist, VmHWM at the end, and the
-// most bytes live at once in large (>= 256 KiB) tensor buffers (AllocatorStats::peak_bytes; the
-// floor for this workload is 260 MiB: 128 MiB of weights, 128 MiB of their gradients, the 2 MiB
-// input and one 2 MiB cotangent). Run by compare as `compare_rss_tapeflow --threads N`, N the
+// The peak-RSS workload (compare's row 5), tapeflow's side, as its own program (no LibTorch loaded): one
+// forward + backward of a 32-layer, width-1024 ReLU MLP at batch 512 (with --step, a whole SGD training step
+// fused into the backward pass by Optimizer::minimize: row 5b); prints "rss START PARAMS PEAK TENSORS" in
+// KiB: VmRSS at start, VmRSS once the parameters exist, VmHWM at the end, and the most bytes live at once in
+// large (>= 256 KiB) tensor buffers (AllocatorStats::peak_bytes; the floor for this workload is 260 MiB: 128
+// MiB of weights, 128 MiB of their gradients, the 2 MiB input and one 2 MiB cotangent). Run by compare as
+// `compare_rss_tapeflow --threads N`, N the
 // --threads of the run (LibTorch's side runs with the same count): tapeflow's pool and OpenBLAS
 // use N threads; OpenBLAS touches 1.4 MiB of its GEMM packing buffer at one thread, 0.9 MiB per
 // thread at two.

@@ -1,5 +1,5 @@
 // Workloads and hardware baselines shared by the groups of bench/compare: compare.cpp (groups
-// small, large, epoch, rss) and function_group.cpp (group function, issue 16) time the same
+// small, large, epoch, rss) and function_group.cpp (group function) time the same
 // functions, so each is written once here. Definitions in workloads.cpp.
 #pragma once
 

@@ -123,7 +123,7 @@ struct FitOptions {
   /// The epoch to start from (resuming a run: the epochs before it are not run, and the shuffle's
   /// order of each epoch depends only on the seed and its index, as in an uninterrupted run).
   std::int64_t initial_epoch = 0;
-  std::uint64_t seed = 0;       ///< the shuffle's seed
+  std::uint64_t seed = 0;  ///< the shuffle's seed
   /// With a dataset: the batches that make an epoch, taken from one iteration that goes on across
   /// epochs (needed for a dataset that repeats without end); 0: each epoch is one whole iteration.
   std::int64_t steps_per_epoch = 0;
