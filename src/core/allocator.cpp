@@ -8,8 +8,8 @@
 // release_cached_buffers() empties it.
 //
 // Cached buffers should not raise the peak resident memory: a request that misses the cache first
-// returns at least as many cached bytes of *smaller* classes to the system (bench/compare's peak-RSS workload,
-// a deep MLP's backward pass, kept its freed 2 MiB activations cached while it allocated 4 MiB
+// returns at least as many cached bytes of *smaller* classes to the system (bench/compare's peak-RSS
+// workload, a deep MLP's backward pass, kept its freed 2 MiB activations cached while it allocated 4 MiB
 // weight gradients: 334 MiB peak above start instead of about 264). Only smaller classes, so
 // that a loop cannot thrash: a class is evicted only by misses of larger ones, and from the
 // largest class down each class's count settles at what the loop needs, after which nothing
