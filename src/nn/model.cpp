@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <ranges>
 
 #include "nn/callback_dispatch.h"
 #include "nn/compiled_metric.h"
@@ -101,13 +100,16 @@ void check_data(const char* op, const Tensor& x, const Tensor& y,
 /// The per-example weights fit's class_weight gives labels `y` (class ids, or one-hot rows).
 Tensor class_weights_of(const std::map<std::int64_t, double>& class_weight, const Tensor& y) {
   std::vector<float> table;
+  std::vector<std::int64_t> keys;
   for (const auto& [cls, weight] : class_weight) {
-    if (cls != static_cast<std::int64_t>(table.size()))
-      throw InvalidArgumentError(
-          fmt::format("fit: class_weight must have the keys 0..{} (one per class), got [{}]",
-                      class_weight.size() - 1, fmt::join(class_weight | std::views::keys, ", ")));
+    keys.push_back(cls);
     table.push_back(static_cast<float>(weight));
   }
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (keys[i] != static_cast<std::int64_t>(i))
+      throw InvalidArgumentError(
+          fmt::format("fit: class_weight must have the keys 0..{} (one per class), got [{}]", keys.size() - 1,
+                      fmt::join(keys, ", ")));
   const auto& s = y.shape();
   const bool one_hot = s.rank() >= 2 && s[s.rank() - 1] > 1;
   const Tensor ids = one_hot ? argmax(y, -1) : cast(reshape(y, {s[0]}), DType::Int64);
