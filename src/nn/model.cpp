@@ -184,26 +184,30 @@ struct Model::Compiled {
   losses::Loss loss;
   std::vector<CompiledMetric> metrics;
   bool run_eagerly;
-  // The traced steps, made at their first use (the train step for the trainable variables of
-  // that moment: a model built later gets a new one).
+  // The traced steps, made at their first use; the train step is remade when fit() finds other
+  // trainable variables (a layer added or built since).
   std::optional<TrainBody> train_body;
   std::optional<Function<TrainBody>> train;
   std::optional<Function<TestBody>> test;
   std::optional<Function<PredictBody>> predict;
   metrics::Mean loss_mean{"loss"};
 
-  /// One training step of `model` on a batch, through the traced step made for the model's
-  /// current trainable variables.
-  std::pair<Tensor, Tensor> train_step(Model& model, const Tensor& x, const Tensor& y,
-                                       const std::optional<Tensor>& w) {
+  /// Makes the training step of `model` for its trainable variables of now, unless the step made
+  /// before is for the same variables. Called once per fit(), after the model is built, so that
+  /// no step walks the model's variables.
+  void prepare_train_step(Model& model) {
     std::vector<Variable> vars = model.trainable_variables();
-    if (!train_body || train_body->vars.size() != vars.size()) {
-      train_body = TrainBody{&model, optimizer.get(), &loss, std::move(vars)};
-      train.reset();
-      FunctionOptions options;
-      options.name = model.name() + "_train_step";
-      if (!run_eagerly) train.emplace(function(*train_body, std::move(options)));
-    }
+    const auto same = [](const Variable& a, const Variable& b) { return a.handle_id() == b.handle_id(); };
+    if (train_body && std::ranges::equal(train_body->vars, vars, same)) return;
+    train_body = TrainBody{&model, optimizer.get(), &loss, std::move(vars)};
+    train.reset();
+    FunctionOptions options;
+    options.name = model.name() + "_train_step";
+    if (!run_eagerly) train.emplace(function(*train_body, std::move(options)));
+  }
+
+  /// One training step on a batch (prepare_train_step made it).
+  std::pair<Tensor, Tensor> train_step(const Tensor& x, const Tensor& y, const std::optional<Tensor>& w) {
     if (!train) return train_body->run(x, y, w);
     return w ? (*train)(x, y, *w) : (*train)(x, y);
   }
@@ -527,6 +531,7 @@ History Model::train(detail::BatchFeed& feed, const std::optional<std::pair<Tens
     NoRecordingScope unrecorded;
     call(feed.first_example(), /*training=*/false);
   }
+  c.prepare_train_step(*this);
 
   CallbackList list = o.callbacks;
   std::shared_ptr<ProgbarLogger> progbar;
@@ -548,7 +553,7 @@ History Model::train(detail::BatchFeed& feed, const std::optional<std::pair<Tens
       Logs batch_logs;
       callbacks.each("on_train_batch_begin",
                      [&](callbacks::Callback& cb) { cb.on_train_batch_begin(step, batch_logs); });
-      auto [loss_value, y_pred] = c.train_step(*this, b->x, b->y, b->sample_weight);
+      auto [loss_value, y_pred] = c.train_step(b->x, b->y, b->sample_weight);
       c.update_metrics(loss_value, b->y, y_pred, b->sample_weight, b->x.shape()[0]);
       batch_logs = c.logs();
       callbacks.each("on_train_batch_end",
