@@ -47,6 +47,14 @@ void bind_checkpoint(py::module_& m);
 /// Model (compile, fit, evaluate, predict): called by bind_layers between Layer and Sequential.
 void bind_model(py::module_& m);
 void bind_callbacks(py::module_& m);
+/// KerasTensor, Input, the merge layers and the functional model; after bind_layers.
+void bind_functional(py::module_& m);
+
+/// A layer called on `inputs` in the functional API: its node's output when `inputs` is a
+/// KerasTensor, std::nullopt for anything else. `unsupported` (when not null) says which of
+/// the call's arguments cannot be part of a node: a KerasTensor is then a TypeError naming it.
+std::optional<py::object> symbolic_call(layers::Layer& layer, py::handle inputs,
+                                        const char* unsupported = nullptr);
 
 /// The C++ tape behind a tf.GradientTape (its `_tape`, tape.cpp's `_Tape`); throws
 /// FailedPreconditionError naming the method `what` if the tape was never entered.

@@ -128,10 +128,15 @@ void bind_layers(py::module_& m) {
       .def(py::init<std::string>(), py::arg("name"))
       .def(
           "__call__",
-          [](layers::Layer& layer, py::handle inputs, bool training) {
+          [](layers::Layer& layer, py::handle inputs, bool training) -> py::object {
+            if (auto node = symbolic_call(layer, inputs)) return *node;
             Tensor x = to_tensor(inputs, layer.name().c_str());
-            py::gil_scoped_release released;
-            return layer.call(x, training);
+            Tensor y;
+            {
+              py::gil_scoped_release released;
+              y = layer.call(x, training);
+            }
+            return py::cast(y);
           },
           py::arg("inputs"), py::arg("training") = false);
   py::class_<layers::Dense, layers::Layer, std::shared_ptr<layers::Dense>> dense(
@@ -266,6 +271,20 @@ void bind_layers(py::module_& m) {
           [](layers::MultiHeadAttention& layer, py::handle query, py::handle value, py::handle key,
              py::handle attention_mask, bool return_attention_scores, py::handle training,
              bool use_causal_mask) -> py::object {
+            if (py::isinstance<layers::KerasTensor>(query)) {  // functional API: a node of the graph
+              if (return_attention_scores)
+                throw py::type_error(
+                    "[MultiHeadAttention] called on KerasTensors takes no return_attention_scores "
+                    "in tapeflow's functional API: its node has one output");
+              const auto symbolic = [](py::handle t) {
+                return t.is_none() ? std::nullopt : std::optional(t.cast<layers::KerasTensor>());
+              };
+              return py::cast(layer.apply(query.cast<layers::KerasTensor>(),
+                                          value.cast<layers::KerasTensor>(),
+                                          {.key = symbolic(key),
+                                           .attention_mask = symbolic(attention_mask),
+                                           .use_causal_mask = use_causal_mask}));
+            }
             const char* op = "MultiHeadAttention";
             const Tensor q = to_tensor(query, op), v = to_tensor(value, op);
             layers::AttentionInputs inputs{.use_causal_mask = use_causal_mask,

@@ -12,6 +12,7 @@ PYBIND11_MODULE(_tapeflow, m) {
   python::bind_ops(m);
   python::bind_function(m);
   python::bind_layers(m);
+  python::bind_functional(m);
   python::bind_callbacks(m);
   python::bind_recurrent_layers(m);
   python::bind_config(m);

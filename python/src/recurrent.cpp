@@ -88,7 +88,11 @@ void bind_recurrent_layers(py::module_& m) {
            py::arg("go_backwards") = false, py::arg("name") = py::none(), py::arg("dtype") = py::none())
       .def(
           "__call__",
-          [](layers::LSTM& layer, py::handle inputs, py::handle initial_state, py::handle /*training*/) {
+          [](layers::LSTM& layer, py::handle inputs, py::handle initial_state,
+             py::handle /*training*/) -> py::object {
+            const bool plain = initial_state.is_none() && !layer.options().return_state;
+            if (auto node = symbolic_call(layer, inputs, plain ? nullptr : "initial_state or return_state"))
+              return *node;
             const Tensor x = to_tensor(inputs, "LSTM");
             std::optional<std::pair<Tensor, Tensor>> initial;
             if (!initial_state.is_none()) {
@@ -141,7 +145,11 @@ void bind_recurrent_layers(py::module_& m) {
          py::arg("dtype") = py::none())
       .def(
           "__call__",
-          [](layers::GRU& layer, py::handle inputs, py::handle initial_state, py::handle /*training*/) {
+          [](layers::GRU& layer, py::handle inputs, py::handle initial_state,
+             py::handle /*training*/) -> py::object {
+            const bool plain = initial_state.is_none() && !layer.options().return_state;
+            if (auto node = symbolic_call(layer, inputs, plain ? nullptr : "initial_state or return_state"))
+              return *node;
             const Tensor x = to_tensor(inputs, "GRU");
             std::optional<Tensor> initial;
             if (!initial_state.is_none()) initial = states_of(initial_state, 1, "GRU", "[h]")[0];

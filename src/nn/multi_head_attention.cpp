@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "nn/layer_util.h"
+#include "nn/symbolic_node.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/linalg.h"
@@ -172,6 +173,24 @@ Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& value,
 
 Tensor MultiHeadAttention::call(const Tensor& x, bool training) {
   return (*this)(x, x, {.training = training});
+}
+
+KerasTensor MultiHeadAttention::apply(const KerasTensor& query, const KerasTensor& value,
+                                      const SymbolicAttentionInputs& inputs) {
+  // The node's inputs: query, value, then the key and the mask when given, at known positions.
+  std::vector<KerasTensor> node_inputs{query, value};
+  const std::size_t key_at = inputs.key ? node_inputs.size() : 0;
+  if (inputs.key) node_inputs.push_back(*inputs.key);
+  const std::size_t mask_at = inputs.attention_mask ? node_inputs.size() : 0;
+  if (inputs.attention_mask) node_inputs.push_back(*inputs.attention_mask);
+  const bool causal = inputs.use_causal_mask;
+  return detail::make_node(*this, std::move(node_inputs),
+                           [this, key_at, mask_at, causal](const std::vector<Tensor>& in, bool training) {
+                             AttentionInputs call_inputs{.use_causal_mask = causal, .training = training};
+                             if (key_at > 0) call_inputs.key = in[key_at];
+                             if (mask_at > 0) call_inputs.attention_mask = in[mask_at];
+                             return (*this)(in[0], in[1], call_inputs);
+                           });
 }
 
 }  // namespace tapeflow::layers

@@ -23,7 +23,7 @@ constexpr std::string_view kLSTM = "LSTM";
 constexpr std::string_view kGRU = "GRU";
 
 /// `f(x)`, or `x` for an empty activation ("linear").
-Tensor apply(const Activation& f, const Tensor& x) { return f ? f(x) : x; }
+Tensor activate(const Activation& f, const Tensor& x) { return f ? f(x) : x; }
 
 /// The seed of the recurrent kernel, derived from the layer's seed (the kernel takes the seed itself).
 std::uint64_t recurrent_seed(std::uint64_t seed) { return seed + 0x9E3779B97F4A7C15ull; }
@@ -174,12 +174,12 @@ LSTMState LSTM::call_with_state(const Tensor& x, std::optional<std::pair<Tensor,
     const std::int64_t t = step_at(i, steps, options_.go_backwards);
     // z = x_t @ kernel + bias + h @ recurrent_kernel, split into the gates i, f, c, o.
     const std::vector<Tensor> z = split(xs[static_cast<std::size_t>(t)] + matmul(h, recurrent), 4, 1);
-    const Tensor input_gate = apply(recurrent_activation_, z[0]);
-    const Tensor forget_gate = apply(recurrent_activation_, z[1]);
-    const Tensor candidate = apply(activation_, z[2]);
-    const Tensor output_gate = apply(recurrent_activation_, z[3]);
+    const Tensor input_gate = activate(recurrent_activation_, z[0]);
+    const Tensor forget_gate = activate(recurrent_activation_, z[1]);
+    const Tensor candidate = activate(activation_, z[2]);
+    const Tensor output_gate = activate(recurrent_activation_, z[3]);
     c = forget_gate * c + input_gate * candidate;
-    h = output_gate * apply(activation_, c);
+    h = output_gate * activate(activation_, c);
     if (options_.return_sequences) outputs.push_back(h);
   }
   return {options_.return_sequences ? stack(outputs, 1) : h, h, c};
@@ -290,14 +290,14 @@ GRUState GRU::call_with_state(const Tensor& x, std::optional<Tensor> initial_sta
       Tensor inner = matmul(h, recurrent);
       if (recurrent_bias.defined()) inner = inner + recurrent_bias;
       const std::vector<Tensor> rg = split(inner, 3, 1);  // r_z, r_r, r_h
-      update_gate = apply(recurrent_activation_, xg[0] + rg[0]);
-      const Tensor reset_gate = apply(recurrent_activation_, xg[1] + rg[1]);
-      candidate = apply(activation_, xg[2] + reset_gate * rg[2]);
+      update_gate = activate(recurrent_activation_, xg[0] + rg[0]);
+      const Tensor reset_gate = activate(recurrent_activation_, xg[1] + rg[1]);
+      candidate = activate(activation_, xg[2] + reset_gate * rg[2]);
     } else {
       const std::vector<Tensor> rg = split(matmul(h, recurrent_zr), 2, 1);  // r_z, r_r
-      update_gate = apply(recurrent_activation_, xg[0] + rg[0]);
-      const Tensor reset_gate = apply(recurrent_activation_, xg[1] + rg[1]);
-      candidate = apply(activation_, xg[2] + matmul(reset_gate * h, recurrent_h));
+      update_gate = activate(recurrent_activation_, xg[0] + rg[0]);
+      const Tensor reset_gate = activate(recurrent_activation_, xg[1] + rg[1]);
+      candidate = activate(activation_, xg[2] + matmul(reset_gate * h, recurrent_h));
     }
     h = update_gate * h + (1.0 - update_gate) * candidate;
     if (options_.return_sequences) outputs.push_back(h);

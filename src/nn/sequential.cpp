@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <array>
 #include <typeinfo>
 
 #include "core/check.h"
+#include "nn/summary_table.h"
 #include "tapeflow/nn/conv2d.h"
 #include "tapeflow/nn/pooling.h"
 #include "tapeflow/no_recording.h"
@@ -54,67 +53,6 @@ Tensor Sequential::call(const Tensor& x, bool training) {
   return y;
 }
 
-namespace {
-
-/// Keras 2's column ends for a sequential model: 0.45, 0.85 and 1 of 65 characters.
-constexpr int kLineLength = 65;
-constexpr std::array<int, 3> kColumnEnds = {29, 55, 65};
-
-/// Keras 2's print_row: each field from its column's start, cut to the column's width less two
-/// spaces (the last column: its width) and continued on the next lines; a cut prefers to fall
-/// just after "),", "}," or "],".
-std::string table_row(std::array<std::string, 3> fields) {
-  std::string out;
-  while (fields[0].size() + fields[1].size() + fields[2].size() > 0) {
-    std::string line;
-    for (std::size_t col = 0; col < fields.size(); ++col) {
-      const int start = col == 0 ? 0 : kColumnEnds[col - 1];
-      const int space = col + 1 == fields.size() ? 0 : 2;
-      std::size_t cutoff = static_cast<std::size_t>(kColumnEnds[col] - start - space);
-      const std::string fits = fields[col].substr(0, cutoff);
-      for (const char* mark : {"),", "},", "],"}) {
-        const std::size_t at = fits.find(mark);
-        if (at != std::string::npos) cutoff = std::min(cutoff, at + 2);
-      }
-      const std::string fit = fields[col].substr(0, std::min(cutoff, fields[col].size()));
-      if (col == 0) line += ' ';
-      line += fit;
-      line.append(static_cast<std::size_t>(space), ' ');
-      fields[col].erase(0, std::min(cutoff, fields[col].size()));
-      if (line.size() < static_cast<std::size_t>(kColumnEnds[col]))
-        line.append(static_cast<std::size_t>(kColumnEnds[col]) - line.size(), ' ');
-    }
-    out += line + '\n';
-  }
-  return out;
-}
-
-/// "(None, 28, 28, 1)": a shape with the batch dimension as None.
-std::string batch_shape(const Shape& shape) {
-  std::string s = "(None";
-  for (std::size_t i = 1; i < static_cast<std::size_t>(shape.rank()); ++i) s += fmt::format(", {}", shape[i]);
-  return s + ")";
-}
-
-/// 1234567 -> "1,234,567" (Keras's totals, Python's f"{n:,}").
-std::string with_commas(std::int64_t n) {
-  const std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-std::int64_t elements(const std::vector<Variable>& vars) {
-  std::int64_t n = 0;
-  for (const Variable& v : vars) n += v.shape().num_elements();
-  return n;
-}
-
-}  // namespace
-
 std::string Sequential::summary(std::optional<Shape> input_shape, DType dtype) {
   if (!input_shape) {
     const std::lock_guard lock(input_mutex_);
@@ -130,21 +68,20 @@ std::string Sequential::summary(std::optional<Shape> input_shape, DType dtype) {
   dims.insert(dims.end(), input_shape->dims().begin(), input_shape->dims().end());
   const NoRecordingScope no_recording;  // a look at the shapes, not part of any computation
   Tensor y = zeros(Shape(dims), dtype);
-  std::string out = fmt::format("Model: \"{}\"\n{}\n", name(), std::string(kLineLength, '_'));
-  out += table_row({"Layer (type)", "Output Shape", "Param #"});
-  out += std::string(kLineLength, '=') + '\n';
+  const std::vector<int>& columns = summary::kSequentialColumns;
+  const auto line_length = static_cast<std::size_t>(columns.back());
+  std::string out = summary::header(name(), columns);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     Layer& layer = *layers_[i];
     y = layer.call(y, /*training=*/false);
-    out += table_row({fmt::format("{} ({})", layer.name(), layer.class_name()), batch_shape(y.shape()),
-                      std::to_string(elements(layer.variables()))});
-    out += std::string(kLineLength, i + 1 == layers_.size() ? '=' : '_') + '\n';
+    out += summary::row(
+        {fmt::format("{} ({})", layer.name(), layer.class_name()), summary::batch_shape(y.shape()),
+         std::to_string(summary::parameters(layer.variables()))},
+        columns);
+    out += std::string(line_length, i + 1 == layers_.size() ? '=' : '_') + '\n';
   }
-  if (layers_.empty()) out += std::string(kLineLength, '=') + '\n';
-  const std::int64_t total = elements(variables()), trainable = elements(trainable_variables());
-  out += fmt::format("Total params: {}\nTrainable params: {}\nNon-trainable params: {}\n{}\n",
-                     with_commas(total), with_commas(trainable), with_commas(total - trainable),
-                     std::string(kLineLength, '_'));
+  if (layers_.empty()) out += std::string(line_length, '=') + '\n';
+  out += summary::totals(variables(), trainable_variables(), columns.back());
   return out;
 }
 

@@ -2,8 +2,8 @@
 // gradient of sum(layer(x) * w) for the input and for every trainable variable, in float64 (a
 // layer over integer ids, Embedding, has only its variables' gradients).
 // Layers that compose ops (LayerNormalization, the global poolings, Softmax, Conv1D, Embedding,
-// MultiHeadAttention) are checked here as wholes; the ops themselves are in the op table
-// (tests/ops/op_cases*.cpp).
+// MultiHeadAttention, the merge layers inside a functional model) are checked here as wholes; the ops
+// themselves are in the op table (tests/ops/op_cases*.cpp).
 
 #include <gtest/gtest.h>
 
@@ -35,6 +35,19 @@ class MaskedSelfAttention : public tf::layers::Layer {
  private:
   tf::layers::MultiHeadAttention attention_{2, 3, {.value_dim = 2, .seed = 9}};
 };
+
+/// Every merge layer in one functional model: two branches of the input, merged six ways and
+/// joined, so the table checks each merge's gradient and the graph's routing of gradients.
+std::shared_ptr<tf::layers::Layer> merges() {
+  namespace layers = tf::layers;
+  const layers::KerasTensor in = layers::Input({3}, {.dtype = tf::float64});
+  const layers::KerasTensor a = layers::dense(3, "tanh", {.seed = 1})->apply(in);
+  const layers::KerasTensor b = layers::dense(3, {.seed = 2})->apply(in);
+  return layers::model(in, layers::concatenate()->apply(
+                               {layers::add()->apply({a, b}), layers::subtract()->apply({a, b}),
+                                layers::multiply()->apply({a, b, in}), layers::average()->apply({a, in}),
+                                layers::maximum()->apply({a, b}), layers::minimum()->apply({a, b})}));
+}
 
 struct LayerCase {
   std::string name;
@@ -92,6 +105,7 @@ const std::vector<LayerCase>& cases() {
        [] { return tf::layers::gru(2, {.return_sequences = true, .seed = 4}); },
        {2, 3, 2}},
       {"GRU_reset_before", [] { return tf::layers::gru(2, {.reset_after = false, .seed = 5}); }, {2, 3, 2}},
+      {"Functional_with_every_merge", merges, {2, 3}},
   };
   return all;
 }

@@ -43,6 +43,15 @@ std::shared_ptr<tf::layers::Sequential> classifier() {
       {tf::layers::dense(5, "relu", {.seed = 1}), tf::layers::dense(3, {.seed = 2})});
 }
 
+/// The classifier with a residual branch, in the functional API: its input joined to the hidden
+/// layer's output before the last layer.
+std::shared_ptr<tf::layers::Functional> branching_classifier() {
+  const tf::layers::KerasTensor inputs = tf::layers::Input({4});
+  const tf::layers::KerasTensor hidden = tf::layers::dense(5, "relu", {.seed = 1})->apply(inputs);
+  const tf::layers::KerasTensor joined = tf::layers::concatenate()->apply({hidden, inputs});
+  return tf::layers::model(inputs, tf::layers::dense(3, {.seed = 2})->apply(joined));
+}
+
 const tf::losses::Loss kLoss("sparse_categorical_crossentropy", {.from_logits = true});
 
 void compile(tf::layers::Model& model, double learning_rate = 0.1, bool eager = false) {
@@ -52,7 +61,7 @@ void compile(tf::layers::Model& model, double learning_rate = 0.1, bool eager = 
 
 /// The loop fit() replaces, written by hand: the same batches (data::shuffled_indices), a tape,
 /// apply_gradients. Returns each epoch's loss: the batch losses' mean weighted by batch size.
-std::vector<double> hand_written_fit(tf::layers::Sequential& model, tf::optimizers::Optimizer& optimizer,
+std::vector<double> hand_written_fit(tf::layers::Model& model, tf::optimizers::Optimizer& optimizer,
                                      const tf::Tensor& x, const tf::Tensor& y, std::int64_t batch_size,
                                      std::int64_t epochs, bool shuffle,
                                      const std::optional<tf::Tensor>& w = {}) {
@@ -68,7 +77,7 @@ std::vector<double> hand_written_fit(tf::layers::Sequential& model, tf::optimize
       const tf::Tensor idx = tf::constant(
           std::vector<std::int64_t>(order.begin() + begin, order.begin() + begin + size), tf::Shape({size}));
       tf::GradientTape tape;
-      const tf::Tensor logits = model(tf::gather(x, idx), /*training=*/true);
+      const tf::Tensor logits = model.call(tf::gather(x, idx), /*training=*/true);
       const auto vars = model.trainable_variables();  // built by the first call
       const tf::Tensor loss =
           kLoss(tf::gather(y, idx), logits, w ? std::optional(tf::gather(*w, idx)) : std::nullopt);
@@ -95,6 +104,7 @@ struct FitCase {
   bool shuffle;
   bool eager;
   std::int64_t batch_size;  // 10 examples: 4 leaves a last batch of 2
+  bool functional = false;  // branching_classifier() instead of classifier()
 };
 
 class FitMatchesHandWrittenLoop : public ::testing::TestWithParam<FitCase> {};
@@ -102,12 +112,16 @@ class FitMatchesHandWrittenLoop : public ::testing::TestWithParam<FitCase> {};
 TEST_P(FitMatchesHandWrittenLoop, SameWeightsAndLosses) {
   const FitCase& c = GetParam();
   const tf::Tensor x = features(10), y = labels(10);
-  auto model = classifier();
+  auto make = [&]() -> std::shared_ptr<tf::layers::Model> {
+    if (c.functional) return branching_classifier();
+    return classifier();
+  };
+  auto model = make();
   compile(*model, 0.1, c.eager);
   const tf::layers::History h =
       model->fit(x, y, {.batch_size = c.batch_size, .epochs = 3, .verbose = 0, .shuffle = c.shuffle});
 
-  auto reference = classifier();
+  auto reference = make();
   tf::optimizers::SGD optimizer(0.1, 0.9);
   const std::vector<double> losses =
       hand_written_fit(*reference, optimizer, x, y, c.batch_size, 3, c.shuffle);
@@ -123,7 +137,9 @@ INSTANTIATE_TEST_SUITE_P(Model, FitMatchesHandWrittenLoop,
                          ::testing::Values(FitCase{"traced_shuffled", true, false, 4},
                                            FitCase{"traced_in_order", false, false, 4},
                                            FitCase{"eager_shuffled", true, true, 4},
-                                           FitCase{"one_batch", true, false, 32}),
+                                           FitCase{"one_batch", true, false, 32},
+                                           FitCase{"functional_traced", true, false, 4, true},
+                                           FitCase{"functional_eager", true, true, 4, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Model, FitOnADatasetOfBatchesIsFitOnTheTensors) {

@@ -9,7 +9,15 @@
 /// `call(x, training)` is Keras's Layer.call: `training` switches layers that behave differently
 /// while training (Dropout); the others ignore it. Each layer also has `operator()(x)`, the
 /// inference call (training = false).
+///
+/// `apply(x)` on a symbolic input (nn/keras_tensor.h) is Keras's call on a KerasTensor: it
+/// builds the functional API's graph (nn/functional.h) instead of computing:
+///
+///   auto inputs = tf::layers::Input({784});
+///   auto outputs = tf::layers::dense(10)->apply(tf::layers::dense(64, "relu")->apply(inputs));
+///   tf::layers::Functional model(inputs, outputs);
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,15 +28,24 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow::layers {
 
+class KerasTensor;
+
 /// What every Keras-style layer is: a Module (it owns its variables) with call(x, training),
-/// so a Sequential can hold and call any of them.
-class Layer : public Module {
+/// so a Sequential can hold and call any of them. A layer applied to symbolic inputs is held by
+/// the graph (a std::shared_ptr: the layer factories make them so).
+class Layer : public Module, public std::enable_shared_from_this<Layer> {
  public:
   /// A layer named `name` (Module::name()) with the dtype policy `policy`, or without one the
   /// global policy of the moment (mixed_precision.h).
   explicit Layer(std::string name, std::optional<mixed_precision::Policy> policy = std::nullopt);
   /// The layer applied to `x`; `training` is true inside a training step.
   virtual Tensor call(const Tensor& x, bool training) = 0;
+  /// The layer applied to the symbolic tensor `x` (Keras's call on a KerasTensor): the output's
+  /// KerasTensor, whose node calls call(x, training) when the functional model runs. Builds the
+  /// layer on its first application (see nn/keras_tensor.h). Throws InvalidArgumentError naming
+  /// the layer when it is not owned by a std::shared_ptr, and rethrows what call() throws for
+  /// inputs of x's shape and dtype, naming the layer and x.
+  KerasTensor apply(const KerasTensor& x);
   /// The layer's class as Keras names it in summaries: "Dense", "Conv2D", ... (the C++ class
   /// name without its namespace; a layer subclassed in Python gives its Python class name).
   virtual std::string class_name() const;

@@ -28,9 +28,10 @@
 /// softmax subtracts each row's maximum, so large scores do not overflow.
 ///
 /// As a Layer, call(x, training) is self-attention, attention(x, x): the layer fits in a
-/// Sequential. Under a dtype policy the projections compute in the compute dtype and the softmax
-/// in float32 (scores are returned in float32), as Keras's mixed precision keeps softmax in
-/// float32.
+/// Sequential; apply(query, value, {...}) is the functional API's node of any attention
+/// (nn/functional.h), apply(x) its self-attention. Under a dtype policy the projections compute in the
+/// compute dtype and the softmax in float32 (scores are returned in float32), as Keras's mixed precision
+/// keeps softmax in float32.
 
 #include <cstdint>
 #include <memory>
@@ -38,6 +39,7 @@
 #include <string>
 
 #include "tapeflow/nn/dropout.h"
+#include "tapeflow/nn/keras_tensor.h"
 #include "tapeflow/nn/layer.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
@@ -80,6 +82,13 @@ struct AttentionInputs {
   bool training = false;
 };
 
+/// The symbolic arguments of an attention node besides query and value (the functional API).
+struct SymbolicAttentionInputs {
+  std::optional<KerasTensor> key = std::nullopt;             ///< the keys; std::nullopt: the value
+  std::optional<KerasTensor> attention_mask = std::nullopt;  ///< as AttentionInputs::attention_mask
+  bool use_causal_mask = false;                              ///< as AttentionInputs::use_causal_mask
+};
+
 /// The output and the attention probabilities (Keras's return_attention_scores=True).
 struct AttentionOutput {
   /// (batch, T, output_dim).
@@ -107,6 +116,13 @@ class MultiHeadAttention : public Layer {
   AttentionOutput with_scores(const Tensor& query, const Tensor& value, const AttentionInputs& inputs = {});
   /// Self-attention: attention(x, x, {.training = training}).
   Tensor call(const Tensor& x, bool training) override;
+  using Layer::apply;
+  /// The attention of symbolic `query` over `value` (with a symbolic key and mask when given): a
+  /// node of the functional API whose runs pass their `training` to the dropout. Throws as
+  /// operator() does for the inputs' shapes and dtypes, and as Layer::apply for a layer not
+  /// owned by a std::shared_ptr.
+  KerasTensor apply(const KerasTensor& query, const KerasTensor& value,
+                    const SymbolicAttentionInputs& inputs = {});
 
   /// Whether the weights exist: after the first call.
   bool built() const { return query_kernel_.has_value(); }

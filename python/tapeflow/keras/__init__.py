@@ -3,4 +3,4 @@ library."""
 
 from . import layers, datasets  # noqa: F401
 from . import initializers, optimizers, losses, metrics, mixed_precision, callbacks  # noqa: F401
-from .layers import Model, Sequential  # noqa: F401
+from .layers import Model, Sequential, Input  # noqa: F401

@@ -11,6 +11,11 @@ return [output, h, c] / [output, h] and take `initial_state=[...]` when called;
 MultiHeadAttention is called as mha(query, value, ...) as in Keras. A `Layer`
 subclass defines `build(input_shape)` and `call(inputs)`, creates its weights with `add_weight`,
 and is built by its first `__call__`; it goes into a `Sequential` like the built-in ones.
+
+The functional API: `Input(shape)` makes a KerasTensor; calling a layer on KerasTensors (a merge
+layer, such as Add or Concatenate, on a list of them) adds a node to a graph, and
+`tf.keras.Model(inputs, outputs)` is the model of that graph (tapeflow's C++ Functional), with
+compile, fit, evaluate, predict and summary.
 """
 
 import inspect
@@ -25,17 +30,57 @@ from .training import Training
 
 from .._tapeflow import (  # noqa: F401
     Dense, Embedding, MultiHeadAttention, Conv1D, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Dropout,
-    BatchNormalization, LayerNormalization, GlobalAveragePooling1D, GlobalAveragePooling2D, Softmax, LSTM, GRU)
+    BatchNormalization, LayerNormalization, GlobalAveragePooling1D, GlobalAveragePooling2D, Softmax, LSTM, GRU,
+    KerasTensor, Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate)
 
 MaxPool2D = MaxPooling2D
 AvgPool2D = AveragePooling2D
 GlobalAvgPool1D = GlobalAveragePooling1D
 GlobalAvgPool2D = GlobalAveragePooling2D
 
-__all__ = ["Layer", "Model", "Sequential", "Dense", "Embedding", "MultiHeadAttention", "Conv1D", "Conv2D",
+__all__ = ["Layer", "Model", "Functional", "Sequential", "Dense", "Embedding", "MultiHeadAttention", "Conv1D", "Conv2D",
            "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D", "Flatten", "Dropout",
            "BatchNormalization", "LayerNormalization", "GlobalAveragePooling1D", "GlobalAvgPool1D",
-           "GlobalAveragePooling2D", "GlobalAvgPool2D", "Softmax", "LSTM", "GRU"]
+           "GlobalAveragePooling2D", "GlobalAvgPool2D", "Softmax", "LSTM", "GRU", "Input", "InputLayer", "KerasTensor",
+           "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "add", "subtract",
+           "multiply", "average", "maximum", "minimum", "concatenate"]
+
+
+def Input(shape=None, batch_size=None, name=None, dtype=None):  # noqa: N802 (Keras's name)
+    """A symbolic input of `shape` (a tuple without the batch dimension; None for a dimension of
+    any size), the start of a functional model (keras.Input). `dtype`: a tf.DType or its name,
+    default the global policy's compute dtype or float32."""
+    if shape is None:
+        raise ValueError("Input: please provide the `shape` argument (the shape of one example)")
+    if isinstance(shape, int):
+        shape = (shape,)
+    if dtype is None:
+        policy = _tapeflow.mixed_precision.global_policy()
+        dtype = getattr(_tapeflow, policy.compute_dtype) if policy is not None else _tapeflow.float32
+    elif isinstance(dtype, str):
+        dtype = _policy_dtypes(dtype, "Input")[1]
+    return _tapeflow._Input(list(shape), batch_size, name, dtype)
+
+
+InputLayer = Input
+
+
+def _merge_function(layer_class):
+    def merge(inputs, **kwargs):
+        return layer_class(**kwargs)(inputs)
+    merge.__name__ = layer_class.__name__.lower()
+    merge.__doc__ = (f"The functional form of {layer_class.__name__}: {layer_class.__name__}(**kwargs)(inputs), "
+                     f"on tensors or KerasTensors.")
+    return merge
+
+
+add, subtract, multiply, average, maximum, minimum = (
+    _merge_function(c) for c in (Add, Subtract, Multiply, Average, Maximum, Minimum))
+
+
+def concatenate(inputs, axis=-1, **kwargs):
+    """The functional form of Concatenate: Concatenate(axis=axis, **kwargs)(inputs)."""
+    return Concatenate(axis=axis, **kwargs)(inputs)
 
 
 class _LayerMeta(_ModuleMeta, type(_tapeflow._Layer)):
@@ -99,6 +144,11 @@ class _KerasLayer(Module):
         raise NotImplementedError(f"Layer {type(self).__name__} does not have a `call()` method implemented.")
 
     def __call__(self, inputs, *args, **kwargs):
+        if isinstance(inputs, KerasTensor):  # the functional API: a node of the graph
+            if args or set(kwargs) - {"training"}:
+                raise TypeError(f"{type(self).__name__} called on a KerasTensor takes no other arguments in "
+                                f"tapeflow's functional API, got {len(args)} positional and {sorted(kwargs)}")
+            return _tapeflow._Layer.__call__(self, inputs)
         if isinstance(inputs, (_np.ndarray, int, float)):
             inputs = _tapeflow.convert_to_tensor(inputs)
         inputs = self._autocast(inputs)
@@ -202,22 +252,98 @@ class Layer(_KerasLayer, _tapeflow._Layer, metaclass=_LayerMeta):
         _tapeflow._Layer.__init__(self, name)
 
 
-class Model(Training, _KerasLayer, _tapeflow._Model, metaclass=_LayerMeta):
-    """A model subclassed in Python (tf.keras.Model): create its layers in __init__ and write the
-    forward pass in call(inputs, training=None). compile, fit, evaluate and predict run Keras's
-    loop in C++, which calls call() back (once per trace: the step runs as a tf.function graph
-    unless compile's run_eagerly). The functional form Model(inputs, outputs) is not available."""
+class _ModelMeta(_LayerMeta):
+    """Model's metaclass: Sequential and the functional model are Models, as in Keras (each
+    derives from its own C++ class, so not from Model itself)."""
+
+    def __instancecheck__(cls, instance):
+        if cls is Model and isinstance(instance, (Sequential, Functional)):
+            return True
+        return super().__instancecheck__(instance)
+
+    def __subclasscheck__(cls, subclass):
+        if cls is Model and isinstance(subclass, type) and issubclass(subclass, (Sequential, Functional)):
+            return True
+        return super().__subclasscheck__(subclass)
+
+
+class Model(Training, _KerasLayer, _tapeflow._Model, metaclass=_ModelMeta):
+    """tf.keras.Model. Called with inputs and outputs, Model(inputs, outputs, name=None) is the
+    functional model of the layers between them (a `Functional`). Subclassed, it is a model
+    written in Python: create its layers in __init__ and the forward pass in call(inputs,
+    training=None). compile, fit, evaluate and predict run Keras's loop in C++, which calls
+    call() back (once per trace: the step runs as a tf.function graph unless compile's
+    run_eagerly)."""
 
     _native_class = _tapeflow._Model
 
+    def __new__(cls, *args, **kwargs):
+        if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
+            return Functional(*args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, *args, **kwargs):
         if args or "inputs" in kwargs or "outputs" in kwargs:
-            raise TypeError("tf.keras.Model(inputs, outputs) (the functional API) is not available in tapeflow: "
-                            "subclass tf.keras.Model and define call(), or use tf.keras.Sequential")
+            raise TypeError(f"{type(self).__name__}: a subclassed model defines call(); inputs and outputs make "
+                            f"a functional model, tf.keras.Model(inputs, outputs)")
         super().__init__(**kwargs)
 
     def _init_native(self, name):
         _tapeflow._Model.__init__(self, name)
+
+
+def _as_list(tensors):
+    return list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+
+
+def _print_summary(text, print_fn):
+    for line in text.splitlines():
+        (print_fn or print)(line)
+
+
+class Functional(Training, _KerasLayer, _tapeflow._Functional, metaclass=_LayerMeta):
+    """The model of the layers between `inputs` and `outputs` (KerasTensors, or lists of them),
+    made by tf.keras.Model(inputs, outputs): tapeflow's C++ Functional, which runs each layer's
+    node in order. Called on a tensor (a list for several inputs), it returns a tensor (a list for
+    several outputs); on a KerasTensor, it is a node of another model."""
+
+    _TF_MODULE_IGNORED_PROPERTIES = _KerasLayer._TF_MODULE_IGNORED_PROPERTIES | {"_graph_ends", "_native_layers"}
+
+    def __init__(self, inputs, outputs, name=None, trainable=True):
+        self._graph_ends = (_as_list(inputs), _as_list(outputs), isinstance(outputs, (list, tuple)))
+        for tensor in self._graph_ends[0] + self._graph_ends[1]:
+            if not isinstance(tensor, KerasTensor):
+                raise TypeError(f"Model(inputs, outputs) takes KerasTensors (from tf.keras.Input and layers called "
+                                f"on them), got an object of type {type(tensor).__name__}")
+        super().__init__(trainable=trainable, name=name or "model")
+        # An attribute, so the module walk (variables, checkpoints) finds the layers in Keras's order.
+        self._layers = list(self._native_layers)
+        self.built = True
+
+    def _init_native(self, name):
+        inputs, outputs, _ = self._graph_ends
+        _tapeflow._Functional.__init__(self, inputs, outputs, name)
+
+    @property
+    def layers(self):
+        """The layers, deepest first as Keras orders them (the Inputs are not layers here)."""
+        return list(self._layers)
+
+    def call(self, inputs, training=None):
+        """The outputs for `inputs`: a tensor for a model of one input and one output, else lists."""
+        if isinstance(inputs, KerasTensor):
+            return _tapeflow._Layer.__call__(self, inputs)
+        several_inputs = isinstance(inputs, (list, tuple))
+        outputs = self._call_list(_as_list(inputs) if several_inputs else [inputs], bool(training))
+        return outputs if self._graph_ends[2] else outputs[0]
+
+    def __call__(self, inputs, training=None):
+        return self.call(inputs, training)
+
+    def summary(self, print_fn=None):
+        """Prints Keras 2's table of the inputs and layers (with what each is connected to unless
+        the model is a chain) and the totals, a line at a time through `print_fn` (default: print)."""
+        _print_summary(self._summary(), print_fn)
 
 
 class Sequential(Training, _KerasLayer, _tapeflow._Sequential, metaclass=_LayerMeta):
@@ -259,8 +385,7 @@ class Sequential(Training, _KerasLayer, _tapeflow._Sequential, metaclass=_LayerM
             text = self._summary()
         except _tapeflow.errors.FailedPreconditionError as error:
             raise ValueError(str(error)) from None
-        for line in text.splitlines():
-            (print_fn or print)(line)
+        _print_summary(text, print_fn)
 
     def __call__(self, inputs, training=None):
         return self.call(inputs, training)
