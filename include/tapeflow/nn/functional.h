@@ -80,8 +80,9 @@ class Functional : public Model {
   }
   ///@}
 
-  /// The symbolic inputs and outputs given at construction.
+  /// The symbolic inputs given at construction.
   const std::vector<KerasTensor>& inputs() const;
+  /// The symbolic outputs given at construction.
   const std::vector<KerasTensor>& outputs() const;
   /// The layers (each once; not the inputs, which are not layers here), in Keras's order:
   /// deepest first (farthest from the outputs), then in order of discovery from the outputs.

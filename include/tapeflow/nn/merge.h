@@ -58,6 +58,7 @@ class Merge : public Layer {
 /// The sum of the inputs (keras.layers.Add).
 class Add : public Merge {
  public:
+  /// A layer named `name` that merges its inputs into their sum.
   explicit Add(std::string name = "add");
 
  protected:
@@ -67,6 +68,7 @@ class Add : public Merge {
 /// The first input less the second; exactly two inputs (keras.layers.Subtract).
 class Subtract : public Merge {
  public:
+  /// A layer named `name` that merges its inputs into their difference.
   explicit Subtract(std::string name = "subtract");
 
  protected:
@@ -76,6 +78,7 @@ class Subtract : public Merge {
 /// The product of the inputs (keras.layers.Multiply).
 class Multiply : public Merge {
  public:
+  /// A layer named `name` that merges its inputs into their product.
   explicit Multiply(std::string name = "multiply");
 
  protected:
@@ -85,6 +88,7 @@ class Multiply : public Merge {
 /// The mean of the inputs (keras.layers.Average).
 class Average : public Merge {
  public:
+  /// A layer named `name` that merges its inputs into their mean.
   explicit Average(std::string name = "average");
 
  protected:
@@ -94,6 +98,7 @@ class Average : public Merge {
 /// The elementwise maximum of the inputs (keras.layers.Maximum); NaN propagates.
 class Maximum : public Merge {
  public:
+  /// A layer named `name` that merges its inputs into their maximum.
   explicit Maximum(std::string name = "maximum");
 
  protected:
@@ -103,6 +108,7 @@ class Maximum : public Merge {
 /// The elementwise minimum of the inputs (keras.layers.Minimum); NaN propagates.
 class Minimum : public Merge {
  public:
+  /// A layer named `name` that merges its inputs into their minimum.
   explicit Minimum(std::string name = "minimum");
 
  protected:
@@ -112,6 +118,7 @@ class Minimum : public Merge {
 /// The inputs joined along `axis` (keras.layers.Concatenate, default the last axis).
 class Concatenate : public Merge {
  public:
+  /// A layer named `name` that joins its inputs along `axis` (negative counts from the end).
   explicit Concatenate(std::int64_t axis = -1, std::string name = "concatenate");
   /// The axis given at construction (negative counts from the end).
   std::int64_t axis() const { return axis_; }
