@@ -138,7 +138,11 @@ def main():
     for name, sub in sorted(vars(_tapeflow).items()):
         if isinstance(sub, types.ModuleType):
             text += f"from . import {name} as {name}\n"
-            (out / f"{name}.pyi").write_text(_module(sub))
+            sub_text = _module(sub)
+            if re.search(r"\bTensor\b", sub_text) and "class Tensor" not in sub_text:
+                # The submodule's functions take and return the package's Tensor.
+                sub_text = sub_text.replace(_HEADER, _HEADER + "from . import Tensor\n\n", 1)
+            (out / f"{name}.pyi").write_text(sub_text)
     (out / "__init__.pyi").write_text(text)
 
 

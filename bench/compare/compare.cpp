@@ -11,6 +11,8 @@
 //   compare --group function  the peers and bounds of tf::function (function_group.cpp):
 //                           ADOL-C on the tiny chain, TorchScript on the elementwise chain with
 //                           the fused memory bound, the MLP step against its GEMM time
+//   compare --group linalg  tf::linalg's LAPACK-backed ops, forward and backward, against
+//                           torch::linalg (linalg_group.cpp)
 //   options: --threads N (default: all cores) --rounds R --python PATH --script PATH
 //            --epoch-batches B (0: the full epoch) --data synthetic|fashion-mnist
 //            --clock wall|thread-cpu (default wall)
@@ -47,6 +49,7 @@
 #include "common.h"
 #include "core/parallel.h"
 #include "function_group.h"
+#include "linalg_group.h"
 #include "tapeflow/tapeflow.h"
 #include "workloads.h"
 
@@ -804,8 +807,10 @@ int main(int argc, char** argv) {
     epochs(o, rows);
   } else if (o.group == "function") {
     compare::function_group(o, rows);
+  } else if (o.group == "linalg") {
+    compare::linalg_group(o, rows);
   } else {
-    std::fprintf(stderr, "--group must be small, large, epoch, rss or function\n");
+    std::fprintf(stderr, "--group must be small, large, epoch, rss, function or linalg\n");
     return 2;
   }
   compare::print_table(rows);

@@ -74,6 +74,7 @@
 #include "tapeflow/ops/image.h"
 #include "tapeflow/ops/linalg.h"
 #include "tapeflow/ops/math.h"
+#include "tapeflow/ops/matrix.h"
 #include "tapeflow/ops/nn.h"
 #include "tapeflow/ops/raw.h"
 #include "tapeflow/ops/reduce.h"

@@ -23,6 +23,16 @@ def unit(*shape):
     return rng.uniform(-0.8, 0.8, shape)
 
 
+def dominant(a):
+    """a + 4 I: far from singular for entries in [-2, 2]."""
+    return a + 4.0 * tf.eye(a.shape[-1], dtype=a.dtype)
+
+
+def spd(x):
+    """x x^T + n I: symmetric positive definite."""
+    return tf.matmul(x, x, transpose_b=True) + x.shape[-1] * tf.eye(x.shape[-1], dtype=x.dtype)
+
+
 # name -> (function of tensors, input arrays[, finite-difference step]); the step is larger where
 # the op rounds through float32.
 GRADIENT_CHECKS = {
@@ -90,6 +100,23 @@ GRADIENT_CHECKS = {
     "scatter_nd": (lambda u: tf.scatter_nd(tf.constant([[1], [3]]), u, [4, 2]), [signed(2, 2)]),
     "einsum": (lambda a, b: tf.einsum("ij,jk->ik", a, b), [signed(2, 3), signed(3, 2)]),
     "tensordot": (lambda a, b: tf.tensordot(a, b, 1), [signed(2, 3), signed(3, 2)]),
+    "cholesky": (lambda x: tf.linalg.cholesky(spd(x)), [signed(3, 3)]),
+    "logdet": (lambda x: tf.linalg.logdet(spd(x)), [signed(3, 3)]),
+    "triangular_solve": (lambda a, b: tf.linalg.triangular_solve(dominant(a), b, lower=False, adjoint=True),
+                         [signed(3, 3), signed(3, 2)]),
+    "cholesky_solve": (lambda a, b: tf.linalg.cholesky_solve(tf.linalg.cholesky(spd(a)), b),
+                       [signed(3, 3), signed(2, 3, 1)]),
+    "solve": (lambda a, b: tf.linalg.solve(dominant(a), b), [signed(2, 3, 3), signed(3, 2)]),
+    "inv": (lambda a: tf.linalg.inv(dominant(a)), [signed(3, 3)]),
+    "det": (lambda a: tf.linalg.det(dominant(a)), [signed(2, 3, 3)]),
+    "slogdet": (lambda a: tf.linalg.slogdet(dominant(a))[1], [signed(3, 3)]),
+    "band_part": (lambda x: tf.linalg.band_part(x, 1, 0), [signed(3, 4)]),
+    "diag_part": (tf.linalg.diag_part, [signed(2, 3, 4)]),
+    "diag": (tf.linalg.diag, [signed(2, 3)]),
+    "set_diag": (tf.linalg.set_diag, [signed(4, 3), signed(3)]),
+    "trace": (tf.linalg.trace, [signed(3, 3)]),
+    "adjoint": (tf.linalg.adjoint, [signed(2, 3)]),
+    "matrix_transpose": (tf.linalg.matrix_transpose, [signed(2, 3, 4)]),
     "conv2d": (lambda x, f: tf.nn.conv2d(x, f, 1, "SAME"), [signed(1, 4, 4, 2), signed(3, 3, 2, 2)]),
     "max_pool2d": (lambda x: tf.nn.max_pool2d(x, 2, 2, "VALID"), [signed(1, 4, 4, 1)]),
     "avg_pool2d": (lambda x: tf.nn.avg_pool2d(x, 2, 2, "VALID"), [signed(1, 4, 4, 1)]),

@@ -14,6 +14,7 @@ void register_all(autodiff::Registry& registry) {
   register_index_ops(r);
   register_tile_pad_ops(r);
   register_linalg_ops(r);
+  register_matrix_ops(r);
   register_activation_ops(r);
   register_loss_ops(r);
   register_conv_ops(r);

@@ -22,6 +22,8 @@ void register_join_ops(Registrar& r);               // array_join.cpp
 void register_index_ops(Registrar& r);              // array_index.cpp
 void register_tile_pad_ops(Registrar& r);           // array_tile_pad.cpp
 void register_linalg_ops(Registrar& r);             // linalg.cpp
+void register_matrix_ops(Registrar& r);             // matrix.cpp
+void register_matrix_structure_ops(Registrar& r);   // matrix_structure.cpp, from register_matrix_ops
 void register_activation_ops(Registrar& r);         // nn_activations.cpp
 void register_loss_ops(Registrar& r);               // nn_losses.cpp
 void register_conv_ops(Registrar& r);               // nn_conv.cpp

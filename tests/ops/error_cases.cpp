@@ -94,6 +94,7 @@ const std::vector<ErrorCase>& error_cases() {
     add_other_error_cases(r);
     add_creation_error_cases(r);
     add_collective_error_cases(r);
+    add_matrix_error_cases(r);
     return r;
   }();
   return rows;

@@ -91,6 +91,7 @@ void add_nn_error_cases(std::vector<ErrorCase>& rows);
 void add_other_error_cases(std::vector<ErrorCase>& rows);  // reduce, linalg, image, gradient control, API
 void add_creation_error_cases(std::vector<ErrorCase>& rows);
 void add_collective_error_cases(std::vector<ErrorCase>& rows);
+void add_matrix_error_cases(std::vector<ErrorCase>& rows);  // tf::linalg's decompositions and solves
 
 // Inputs: small tensors filled with 0.5 (floats), 1 (ints) or true.
 Tensor f32(const Shape& s);

@@ -11,6 +11,7 @@ const std::vector<OpCase>& op_cases() {
     add_reduce_cases(c);
     add_array_cases(c);
     add_linalg_cases(c);
+    add_matrix_cases(c);
     add_nn_cases(c);
     add_variable_cases(c);
     add_collective_cases(c);

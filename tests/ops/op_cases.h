@@ -59,6 +59,7 @@ void add_math_cases(std::vector<OpCase>& cases);
 void add_reduce_cases(std::vector<OpCase>& cases);
 void add_array_cases(std::vector<OpCase>& cases);
 void add_linalg_cases(std::vector<OpCase>& cases);
+void add_matrix_cases(std::vector<OpCase>& cases);
 void add_nn_cases(std::vector<OpCase>& cases);
 void add_variable_cases(std::vector<OpCase>& cases);
 void add_collective_cases(std::vector<OpCase>& cases);

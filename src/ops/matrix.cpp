@@ -1,0 +1,399 @@
+// tf.linalg's decompositions, solves and determinants (ops Cholesky, MatrixTriangularSolve,
+// MatrixSolve, MatrixInverse, LogMatrixDeterminant) on LAPACK (kernels/cpu/lapack.h), one matrix
+// of the batch per call, the batch split over tapeflow's pool; and the composites built on them
+// (cholesky_solve, det, logdet). The band and diagonal ops are in matrix_structure.cpp.
+// Gradients follow TensorFlow's linalg_grad.py and are written with these ops, so they are
+// differentiable again.
+
+#include "tapeflow/ops/matrix.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+#include "kernels/cpu/lapack.h"
+#include "ops/families.h"
+#include "ops/input_count.h"
+#include "ops/op_util.h"
+#include "tapeflow/ops/array.h"
+#include "tapeflow/ops/creation.h"
+#include "tapeflow/ops/reduce.h"
+
+namespace tapeflow {
+namespace ops {
+namespace {
+
+/// Checks one matrix argument: float32/float64, rank >= 2, square when `square`, sizes LAPACK
+/// takes. The message names the op, the argument and the tensor.
+void require_matrix(std::string_view op, std::string_view arg, const Tensor& x, bool square = true) {
+  require_floating(x, op, arg);
+  TAPEFLOW_REQUIRE(x.rank() >= 2, InvalidArgumentError,
+                   "[{}] '{}' must be a matrix or a batch of matrices (rank >= 2), got a {}", op, arg,
+                   describe(x));
+  const std::int64_t m = x.shape()[x.rank() - 2], n = x.shape()[x.rank() - 1];
+  TAPEFLOW_REQUIRE(!square || m == n, InvalidArgumentError,
+                   "[{}] '{}' must be square (its last two dimensions equal), got a {}", op, arg,
+                   describe(x));
+  TAPEFLOW_REQUIRE(m <= cpu::lapack::kMaxLapackDim && n <= cpu::lapack::kMaxLapackDim, InvalidArgumentError,
+                   "[{}] '{}' is a {}: a matrix dimension above {} exceeds LAPACK's 32-bit sizes", op, arg,
+                   describe(x), cpu::lapack::kMaxLapackDim);
+}
+
+/// Checks right-hand sides against a square `matrix` (..., n, n): same dtype, (..., n, k) with
+/// the same batch dimensions (the public functions broadcast them first).
+void require_rhs(std::string_view op, const Tensor& matrix, const Tensor& rhs) {
+  require_matrix(op, "rhs", rhs, false);
+  require_same_dtype(matrix, rhs, op);
+  const int r = matrix.rank();
+  TAPEFLOW_REQUIRE(
+      rhs.rank() == r && std::equal(matrix.shape().dims().begin(), matrix.shape().dims().end() - 1,
+                                    rhs.shape().dims().begin()),
+      InvalidArgumentError,
+      "[{}] 'rhs' must have shape (..., n, k) with the matrix's batch and n: matrix is a {}, rhs "
+      "is a {}",
+      op, describe(matrix), describe(rhs));
+  TAPEFLOW_REQUIRE(
+      rhs.shape()[r - 1] * std::max<std::int64_t>(1, rhs.shape()[r - 2]) <= cpu::lapack::kMaxLapackDim,
+      InvalidArgumentError, "[{}] 'rhs' is a {}: more elements per matrix than LAPACK's 32-bit sizes", op,
+      describe(rhs));
+}
+
+/// The matrices of a (..., m, n) tensor: how many, and their size.
+struct Batch {
+  std::int64_t count = 1, rows = 0, cols = 0;
+  explicit Batch(const Shape& s) : rows(s[s.rank() - 2]), cols(s[s.rank() - 1]) {
+    for (int i = 0; i < s.rank() - 2; ++i) count *= s[i];
+  }
+  std::int64_t size() const { return rows * cols; }
+};
+
+/// " at batch index (1, 0)" for matrix `flat` of a batch of shape s[:-2]; "" for one matrix.
+std::string batch_index(const Shape& s, std::int64_t flat) {
+  if (s.rank() == 2) return "";
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(s.rank() - 2));
+  for (int i = s.rank() - 3; i >= 0; --i) {
+    idx[static_cast<std::size_t>(i)] = flat % s[i];
+    flat /= s[i];
+  }
+  return fmt::format(" at batch index ({})", fmt::join(idx, ", "));
+}
+
+/// Runs `per_matrix(i)` (returning LAPACK's info) for every matrix of the batch over the pool,
+/// then throws InvalidArgumentError for the first matrix whose info is not 0, with `what(info)`.
+template <class F, class What>
+void for_each_matrix(std::string_view op, const Tensor& x, std::int64_t flops_per_matrix, F per_matrix,
+                     What what) {
+  const Batch b(x.shape());
+  std::vector<int> info(static_cast<std::size_t>(b.count), 0);
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(1, flops_per_matrix));
+  cpu::parallel_for(b.count, grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) info[static_cast<std::size_t>(i)] = per_matrix(i);
+  });
+  for (std::int64_t i = 0; i < b.count; ++i) {
+    const int status = info[static_cast<std::size_t>(i)];
+    TAPEFLOW_REQUIRE(status == 0, InvalidArgumentError, "[{}] {}{}; the input is a {}", op, what(status),
+                     batch_index(x.shape(), i), describe(x));
+  }
+}
+
+/// A copy of `x` (its elements, which the LAPACK kernels overwrite).
+Tensor copy_of(const Tensor& x, std::string_view op) {
+  Tensor out = detail::empty(x.shape(), x.dtype(), op);
+  visit_floating(x.dtype(),
+                 [&]<class T>() { std::ranges::copy(x.values<T>(), detail::mutable_data<T>(out)); });
+  return out;
+}
+
+int to_int(std::int64_t v) { return static_cast<int>(v); }
+
+/// The symmetric part of a gradient with respect to a symmetric matrix: (g + g^T) / 2.
+Tensor symmetrize(const Tensor& g) { return (g + linalg::adjoint(g)) * 0.5; }
+
+/// Φ(x) of Murray's Cholesky gradient: the lower triangle of x with its diagonal halved.
+Tensor lower_with_half_diagonal(const Tensor& x) {
+  return linalg::set_diag(linalg::band_part(x, -1, 0), linalg::diag_part(x) * 0.5);
+}
+
+}  // namespace
+
+// L = cholesky(A);  dA = sym(L^-T Φ(L^T dL) L^-1) (TensorFlow's _CholeskyGrad)
+struct Cholesky {
+  static constexpr std::string_view kName = "Cholesky";
+  static constexpr Saves kSaves = kSavesOutput;
+  static Tensor forward(const Tensor& a) {
+    require_matrix(kName, "matrix", a);
+    Tensor l = copy_of(a, kName);
+    const Batch b(a.shape());
+    visit_floating(a.dtype(), [&]<class T>() {
+      T* data = detail::mutable_data<T>(l);
+      for_each_matrix(
+          kName, a, b.size() * b.rows / 3,
+          [&](std::int64_t i) { return cpu::lapack::cholesky_lower(data + i * b.size(), to_int(b.rows)); },
+          [](int k) {
+            return fmt::format(
+                "Cholesky decomposition was not successful: the leading minor of order {} is not positive "
+                "definite (the matrix is not symmetric positive definite, or holds NaN)",
+                k);
+          });
+    });
+    return l;
+  }
+  static Grads backward(const GradContext& c) {
+    const Tensor& l = c.output();
+    const Tensor middle = lower_with_half_diagonal(matmul(l, c.dy(), true, false));
+    // L^-T Φ L^-1 as two triangular solves: X = L^-T Φ, then (L^-T X^T)^T = X L^-1.
+    const Tensor x = linalg::triangular_solve(l, middle, true, true);
+    const Tensor g = linalg::adjoint(linalg::triangular_solve(l, linalg::adjoint(x), true, true));
+    return {symmetrize(g)};
+  }
+};
+
+struct TriangularSolveAttrs {
+  bool lower = true;
+  bool adjoint = false;
+};
+
+// X = op(A)^-1 B;  dB = op(A)^-T dX, dA = -dB X^T (or -X dB^T for adjoint), in A's triangle
+struct MatrixTriangularSolve {
+  static constexpr std::string_view kName = "MatrixTriangularSolve";
+  static constexpr Saves kSaves{0b01u, 0b1u};  // the matrix and X
+  using Attrs = TriangularSolveAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& a, const Tensor& rhs) {
+    require_matrix(kName, "matrix", a);
+    require_rhs(kName, a, rhs);
+    Tensor x = copy_of(rhs, kName);
+    const Batch ba(a.shape()), bx(rhs.shape());
+    visit_floating(a.dtype(), [&]<class T>() {
+      const T* pa = a.values<T>().data();
+      T* px = detail::mutable_data<T>(x);
+      for_each_matrix(
+          kName, a, ba.size() * bx.cols,
+          [&](std::int64_t i) {
+            return cpu::lapack::triangular_solve(pa + i * ba.size(), px + i * bx.size(), to_int(ba.rows),
+                                                 to_int(bx.cols), at.lower, at.adjoint);
+          },
+          [](int k) {
+            return fmt::format("Input matrix is not invertible: its diagonal element {} is zero", k);
+          });
+    });
+    return x;
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& at = c.attrs<Attrs>();
+    const Tensor &a = c.input(0), &x = c.output();
+    const Tensor db = linalg::triangular_solve(a, c.dy(), at.lower, !at.adjoint);
+    Grads g(2);
+    if (c.needs_input_grad(0)) {
+      const Tensor da = at.adjoint ? -matmul(x, db, false, true) : -matmul(db, x, false, true);
+      g[0] = at.lower ? linalg::band_part(da, -1, 0) : linalg::band_part(da, 0, -1);
+    }
+    g[1] = db;
+    return g;
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"lower", "adjoint"});
+    return {linalg::triangular_solve(a.in(0), a.in(1), a.b("lower", true), a.b("adjoint", false))};
+  }
+};
+
+struct SolveAttrs {
+  bool adjoint = false;
+};
+
+// X = op(A)^-1 B;  dB = op(A)^-T dX, dA = -dB X^T (or -X dB^T for adjoint)
+struct MatrixSolve {
+  static constexpr std::string_view kName = "MatrixSolve";
+  static constexpr Saves kSaves{0b01u, 0b1u};  // the matrix and X
+  using Attrs = SolveAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& a, const Tensor& rhs) {
+    require_matrix(kName, "matrix", a);
+    require_rhs(kName, a, rhs);
+    Tensor lu = copy_of(a, kName), x = copy_of(rhs, kName);
+    const Batch ba(a.shape()), bx(rhs.shape());
+    visit_floating(a.dtype(), [&]<class T>() {
+      T *plu = detail::mutable_data<T>(lu), *px = detail::mutable_data<T>(x);
+      for_each_matrix(
+          kName, a, ba.size() * (ba.rows + bx.cols),
+          [&](std::int64_t i) {
+            std::vector<int> pivots(static_cast<std::size_t>(ba.rows));
+            std::vector<T> work(static_cast<std::size_t>(bx.size()));
+            return cpu::lapack::solve(plu + i * ba.size(), px + i * bx.size(), to_int(ba.rows),
+                                      to_int(bx.cols), at.adjoint, pivots.data(), work.data());
+          },
+          [](int k) {
+            return fmt::format("Input matrix is not invertible: U({0}, {0}) of its LU factors is zero", k);
+          });
+    });
+    return x;
+  }
+  static Grads backward(const GradContext& c) {
+    const auto& at = c.attrs<Attrs>();
+    const Tensor &a = c.input(0), &x = c.output();
+    const Tensor db = linalg::solve(a, c.dy(), !at.adjoint);
+    Grads g(2);
+    if (c.needs_input_grad(0)) g[0] = at.adjoint ? -matmul(x, db, false, true) : -matmul(db, x, false, true);
+    g[1] = db;
+    return g;
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(2, {"adjoint"});
+    return {linalg::solve(a.in(0), a.in(1), a.b("adjoint", false))};
+  }
+};
+
+// B = A^-1;  dA = -B^T dB B^T
+struct MatrixInverse {
+  static constexpr std::string_view kName = "MatrixInverse";
+  static constexpr Saves kSaves = kSavesOutput;
+  static Tensor forward(const Tensor& a) {
+    require_matrix(kName, "input", a);
+    Tensor inv = copy_of(a, kName);
+    const Batch b(a.shape());
+    visit_floating(a.dtype(), [&]<class T>() {
+      T* data = detail::mutable_data<T>(inv);
+      for_each_matrix(
+          kName, a, b.size() * b.rows,
+          [&](std::int64_t i) {
+            std::vector<int> pivots(static_cast<std::size_t>(b.rows));
+            return cpu::lapack::inverse(data + i * b.size(), to_int(b.rows), pivots.data());
+          },
+          [](int k) {
+            return fmt::format("Input is not invertible: U({0}, {0}) of its LU factors is zero", k);
+          });
+    });
+    return inv;
+  }
+  static Grads backward(const GradContext& c) {
+    const Tensor& b = c.output();
+    return {-matmul(b, matmul(c.dy(), b, false, true), true, false)};
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {"adjoint"});
+    return {linalg::inv(a.in(0), a.b("adjoint", false))};
+  }
+};
+
+// sign, log|det A| = slogdet(A);  dA = d(log|det|) A^-T (the sign has no gradient)
+struct LogMatrixDeterminant {
+  static constexpr std::string_view kName = "LogMatrixDeterminant";
+  static constexpr std::size_t kOutputs = 2;
+  static constexpr Saves kSaves{0b1u, 0};  // the matrix
+  static std::vector<Tensor> forward(const autodiff::NoAttrs&, std::span<const Tensor> in) {
+    require_inputs(kName, in, 1);
+    const Tensor& a = in[0];
+    require_matrix(kName, "input", a);
+    const Shape batch(a.shape().dims().first(static_cast<std::size_t>(a.rank() - 2)));
+    Tensor sign = detail::empty(batch, a.dtype(), kName), log_abs = detail::empty(batch, a.dtype(), kName);
+    Tensor lu = copy_of(a, kName);
+    const Batch b(a.shape());
+    visit_floating(a.dtype(), [&]<class T>() {
+      T *plu = detail::mutable_data<T>(lu), *ps = detail::mutable_data<T>(sign),
+        *pl = detail::mutable_data<T>(log_abs);
+      for_each_matrix(
+          kName, a, b.size() * b.rows / 3,
+          [&](std::int64_t i) {
+            std::vector<int> pivots(static_cast<std::size_t>(b.rows));
+            cpu::lapack::sign_log_abs_det(plu + i * b.size(), to_int(b.rows), pivots.data(), ps + i, pl + i);
+            return 0;
+          },
+          [](int) { return std::string(); });
+    });
+    return {sign, log_abs};
+  }
+  static Grads backward(const GradContext& c) {
+    if (!c.has_dy(1)) return {zeros_like(c.input(0))};  // only the sign was used: no gradient
+    return {expand_dims(expand_dims(c.dy(1), -1), -1) * linalg::inv(c.input(0), true)};
+  }
+  static std::vector<Tensor> raw(const raw_ops::Args& a) {
+    a.expect(1, {});
+    const linalg::Slogdet r = linalg::slogdet(a.in(0));
+    return {r.sign, r.log_abs_determinant};
+  }
+};
+
+void register_matrix_ops(Registrar& r) {
+  register_matrix_structure_ops(r);
+  r.add<Cholesky>(linalg::cholesky);
+  r.add<MatrixTriangularSolve>();
+  r.add<MatrixSolve>();
+  r.add<MatrixInverse>();
+  r.add<LogMatrixDeterminant>();
+}
+
+}  // namespace ops
+
+namespace linalg {
+namespace {
+
+/// (matrix, rhs) with their batch dimensions broadcast together, as the solves take them.
+std::pair<Tensor, Tensor> broadcast_batches(std::string_view op, const Tensor& matrix, const Tensor& rhs) {
+  ops::require_defined(matrix, op, "matrix");
+  ops::require_defined(rhs, op, "rhs");
+  if (matrix.rank() < 2 || rhs.rank() < 2) return {matrix, rhs};  // the op's own check names them
+  auto batch_of = [](const Shape& s) {
+    return Shape(s.dims().first(static_cast<std::size_t>(s.rank() - 2)));
+  };
+  const Shape mb = batch_of(matrix.shape()), rb = batch_of(rhs.shape());
+  if (mb == rb) return {matrix, rhs};
+  const int rank = std::max(mb.rank(), rb.rank());
+  for (int i = 1; i <= rank; ++i) {
+    const std::int64_t dm = i <= mb.rank() ? mb[mb.rank() - i] : 1,
+                       dr = i <= rb.rank() ? rb[rb.rank() - i] : 1;
+    TAPEFLOW_REQUIRE(
+        dm == dr || dm == 1 || dr == 1, InvalidArgumentError,
+        "[{}] the batch dimensions of 'matrix' and 'rhs' must broadcast: matrix is a {} (batch {}), "
+        "rhs is a {} (batch {})",
+        op, ops::describe(matrix), mb.to_string(), ops::describe(rhs), rb.to_string());
+  }
+  const Shape batch = broadcast_shapes(mb, rb, op);
+  auto with_batch = [&](const Tensor& t) {
+    std::vector<std::int64_t> dims(batch.dims().begin(), batch.dims().end());
+    dims.push_back(t.shape()[t.rank() - 2]);
+    dims.push_back(t.shape()[t.rank() - 1]);
+    return broadcast_to(t, Shape(dims));
+  };
+  return {with_batch(matrix), with_batch(rhs)};
+}
+
+}  // namespace
+
+Tensor cholesky(const Tensor& matrix) { return autodiff::apply<ops::Cholesky>(matrix); }
+
+Tensor triangular_solve(const Tensor& matrix, const Tensor& rhs, bool lower, bool adjoint) {
+  const auto [a, b] = broadcast_batches(ops::MatrixTriangularSolve::kName, matrix, rhs);
+  return autodiff::apply_with<ops::MatrixTriangularSolve>({lower, adjoint}, a, b);
+}
+
+Tensor cholesky_solve(const Tensor& chol, const Tensor& rhs) {
+  return triangular_solve(chol, triangular_solve(chol, rhs, true, false), true, true);
+}
+
+Tensor solve(const Tensor& matrix, const Tensor& rhs, bool adjoint) {
+  const auto [a, b] = broadcast_batches(ops::MatrixSolve::kName, matrix, rhs);
+  return autodiff::apply_with<ops::MatrixSolve>({adjoint}, a, b);
+}
+
+Tensor inv(const Tensor& matrix, bool adjoint) {
+  const Tensor b = autodiff::apply<ops::MatrixInverse>(matrix);
+  return adjoint ? linalg::adjoint(b) : b;
+}
+
+Slogdet slogdet(const Tensor& matrix) {
+  std::vector<Tensor> out =
+      autodiff::apply_list<ops::LogMatrixDeterminant>({}, std::span<const Tensor>(&matrix, 1));
+  return {out[0], out[1]};
+}
+
+Tensor det(const Tensor& matrix) {
+  const Slogdet s = slogdet(matrix);
+  return s.sign * exp(s.log_abs_determinant);
+}
+
+Tensor logdet(const Tensor& matrix) { return reduce_sum(log(diag_part(cholesky(matrix))), {-1}) * 2.0; }
+
+}  // namespace linalg
+}  // namespace tapeflow
