@@ -34,7 +34,9 @@ std::vector<Case> cases() {
          return at::linalg_solve_triangular(a, b, /*upper=*/false);
        }},
       {"solve", [](const tf::Tensor& a, const tf::Tensor& b) { return tf::linalg::solve(a, b); },
-       [](const torch::Tensor& a, const torch::Tensor& b) { return torch::linalg::solve(a, b); }},
+       [](const torch::Tensor& a, const torch::Tensor& b) {
+         return torch::linalg::solve(a, b, /*left=*/true);
+       }},
       {"inv", [](const tf::Tensor& a, const tf::Tensor&) { return tf::linalg::inv(a); },
        [](const torch::Tensor& a, const torch::Tensor&) { return torch::linalg::inv(a); }},
       {"slogdet",
