@@ -41,6 +41,12 @@ Shape diagonal_shape(const Shape& s) {
   return Shape(dims);
 }
 
+/// `y` with the elements of `x` (of y's shape and dtype).
+Tensor copy_elements(const Tensor& x, Tensor y) {
+  visit_dtype(x.dtype(), [&]<class T>() { std::ranges::copy(x.values<T>(), detail::mutable_data<T>(y)); });
+  return y;
+}
+
 /// Zeros of `shape`: a broadcast scalar, so a traced gradient holds no constant of the size.
 Tensor zeros_of(const Shape& shape, DType dtype) { return broadcast_to(constant(0.0, dtype), shape); }
 
@@ -61,6 +67,7 @@ struct MatrixBandPart {
   static Tensor forward(const Attrs& at, const Tensor& x) {
     require_rank(kName, "input", x, 2, "a matrix or a batch of matrices");
     Tensor y = detail::empty(x.shape(), x.dtype(), kName);
+    if (y.num_elements() == 0) return y;  // no loop over a batch of 2^40 empty matrices
     const Matrices b(x.shape());
     visit_dtype(x.dtype(), [&]<class T>() {
       const T* in = x.values<T>().data();
@@ -92,6 +99,7 @@ struct MatrixDiagPart {
   static Tensor forward(const Tensor& x) {
     require_rank(kName, "input", x, 2, "a matrix or a batch of matrices");
     Tensor d = detail::empty(diagonal_shape(x.shape()), x.dtype(), kName);
+    if (d.num_elements() == 0) return d;
     const Matrices b(x.shape());
     visit_dtype(x.dtype(), [&]<class T>() {
       const T* in = x.values<T>().data();
@@ -118,11 +126,11 @@ struct MatrixSetDiag {
         "[{}] 'diagonal' must be a {} tensor of shape {} (the input's batch and min(m, n)): input is "
         "a {}, diagonal is a {}",
         kName, dtype_name(x.dtype()), diagonal_shape(x.shape()).to_string(), describe(x), describe(d));
-    Tensor y = detail::empty(x.shape(), x.dtype(), kName);
+    Tensor y = copy_elements(x, detail::empty(x.shape(), x.dtype(), kName));
+    if (d.num_elements() == 0) return y;  // no loop over a batch of 2^40 empty matrices
     const Matrices b(x.shape());
     visit_dtype(x.dtype(), [&]<class T>() {
       T* out = detail::mutable_data<T>(y);
-      std::ranges::copy(x.values<T>(), out);
       const T* diagonal = d.values<T>().data();
       for (std::int64_t k = 0; k < b.count; ++k)
         for (std::int64_t i = 0; i < b.diagonal(); ++i)

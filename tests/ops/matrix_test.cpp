@@ -172,6 +172,20 @@ TEST(Determinant, OfEmptyMatricesIsOne) {
       (tf::Shape{0, 3}));
 }
 
+TEST(EmptyMatrices, AHugeBatchOfThemReturnsAtOnce) {
+  // 2^40 matrices without elements: nothing to factor, nothing to loop over.
+  const std::int64_t huge = std::int64_t{1} << 40;
+  const tf::Tensor none = tf::zeros({huge, 0, 0}, tf::DType::Float64);
+  EXPECT_EQ(tf::linalg::cholesky(none).shape(), none.shape());
+  EXPECT_EQ(tf::linalg::inv(none).shape(), none.shape());
+  EXPECT_EQ(tf::linalg::solve(none, tf::zeros({huge, 0, 2}, tf::DType::Float64)).shape(),
+            (tf::Shape{huge, 0, 2}));
+  const tf::Tensor wide = tf::zeros({huge, 0, 3}, tf::DType::Float32);
+  EXPECT_EQ(tf::linalg::band_part(wide, 1, 1).shape(), wide.shape());
+  EXPECT_EQ(tf::linalg::diag_part(wide).shape(), (tf::Shape{huge, 0}));
+  EXPECT_EQ(tf::linalg::set_diag(wide, tf::zeros({huge, 0}, tf::DType::Float32)).shape(), wide.shape());
+}
+
 TEST(Logdet, IsTwiceTheLogOfTheCholeskyDiagonal) { expect_near(tf::linalg::logdet(kSpd), {std::log(8.0)}); }
 
 TEST(Gradients, MatchTheirClosedForms) {
