@@ -17,4 +17,9 @@ diag = _native.diag
 set_diag = _native.set_diag
 trace = _native.trace
 adjoint = _native.adjoint
-matrix_transpose = _native.adjoint
+
+
+def matrix_transpose(a, name=None, conjugate=False):
+    """tf.linalg.matrix_transpose: each matrix of `a` transposed (conjugation is a no-op on reals)."""
+    del name, conjugate
+    return _native.adjoint(a)
