@@ -112,6 +112,12 @@ Tensor copy_of(const Tensor& x, std::string_view op) {
 
 int to_int(std::int64_t v) { return static_cast<int>(v); }
 
+/// The gradient of a solve's matrix A for X = op(A)^-1 B, given dB = op(A)^-T dX: -dB X^T, or
+/// -X dB^T when op transposes (TensorFlow's _MatrixSolveGrad and _MatrixTriangularSolveGrad).
+Tensor solve_matrix_grad(const Tensor& x, const Tensor& db, bool adjoint) {
+  return adjoint ? -matmul(x, db, false, true) : -matmul(db, x, false, true);
+}
+
 /// The symmetric part of a gradient with respect to a symmetric matrix: (g + g^T) / 2.
 Tensor symmetrize(const Tensor& g) { return (g + linalg::adjoint(g)) * 0.5; }
 
@@ -190,7 +196,7 @@ struct MatrixTriangularSolve {
     const Tensor db = linalg::triangular_solve(a, c.dy(), at.lower, !at.adjoint);
     Grads g(2);
     if (c.needs_input_grad(0)) {
-      const Tensor da = at.adjoint ? -matmul(x, db, false, true) : -matmul(db, x, false, true);
+      const Tensor da = solve_matrix_grad(x, db, at.adjoint);
       g[0] = at.lower ? linalg::band_part(da, -1, 0) : linalg::band_part(da, 0, -1);
     }
     g[1] = db;
@@ -237,7 +243,7 @@ struct MatrixSolve {
     const Tensor &a = c.input(0), &x = c.output();
     const Tensor db = linalg::solve(a, c.dy(), !at.adjoint);
     Grads g(2);
-    if (c.needs_input_grad(0)) g[0] = at.adjoint ? -matmul(x, db, false, true) : -matmul(db, x, false, true);
+    if (c.needs_input_grad(0)) g[0] = solve_matrix_grad(x, db, at.adjoint);
     g[1] = db;
     return g;
   }
