@@ -29,6 +29,7 @@ void bind_tensor(py::module_& m);
 void bind_tape(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_linalg(py::module_& m);
+void bind_scans(py::module_& m);
 void bind_function(py::module_& m);
 void bind_layers(py::module_& m);
 void bind_recurrent_layers(py::module_& m);

@@ -11,6 +11,7 @@ PYBIND11_MODULE(_tapeflow, m) {
   python::bind_tape(m);
   python::bind_ops(m);
   python::bind_linalg(m);
+  python::bind_scans(m);
   python::bind_function(m);
   python::bind_layers(m);
   python::bind_functional(m);

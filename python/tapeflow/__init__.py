@@ -39,6 +39,9 @@ from . import autodiff, debug, distributed  # noqa: E402
 from . import nest  # noqa: E402
 from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes, config, experimental  # noqa: E402
 from . import data  # noqa: E402
+from ._tapeflow import cumsum, sort, argsort, searchsorted  # noqa: E402
+from ._tapeflow import unique as _unique  # noqa: E402
+import collections as _collections  # noqa: E402
 from .module import Module  # noqa: E402
 from . import train  # noqa: E402
 
@@ -47,6 +50,16 @@ Tensor = EagerTensor
 Variable = ResourceVariable
 newaxis = None
 __version__ = _tapeflow.__version__
+
+
+_Unique = _collections.namedtuple("Unique", ["y", "idx"])
+
+
+def unique(x, out_idx=int32, name=None):
+    """tf.unique: the distinct elements of a vector in order of appearance, and each element's index
+    among them."""
+    del name
+    return _Unique(*_unique(x, out_idx))
 
 
 def _shape(self):

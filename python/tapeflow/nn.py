@@ -10,3 +10,5 @@ max_pool = max_pool2d
 avg_pool = avg_pool2d
 
 swish = silu
+
+from .math import top_k  # noqa: F401,E402  (tf.nn.top_k)

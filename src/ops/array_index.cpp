@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/strided_copy.h"
 #include "ops/families.h"
+#include "ops/index_util.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
@@ -21,39 +22,6 @@
 namespace tapeflow {
 namespace ops {
 namespace {
-/// Calls fn.template operator()<I>() for an int32 or int64 `indices` tensor; throws otherwise.
-template <class Fn>
-void visit_index(const Tensor& indices, std::string_view op, Fn&& fn) {
-  TAPEFLOW_REQUIRE(is_integer(indices.dtype()), InvalidArgumentError,
-                   "[{}] indices must be an int32 or int64 tensor, got a {}", op, describe(indices));
-  if (indices.dtype() == DType::Int32)
-    fn.template operator()<std::int32_t>();
-  else
-    fn.template operator()<std::int64_t>();
-}
-
-/// "[1, 2]": the multi-index of flat position `flat` in a tensor of `shape`.
-std::string position(const Shape& shape, std::int64_t flat) {
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(shape.rank()));
-  for (int d = shape.rank() - 1; d >= 0; --d) {
-    idx[static_cast<std::size_t>(d)] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return fmt::format("[{}]", fmt::join(idx, ", "));
-}
-
-/// The dims of `s` from `from` to `to` (exclusive).
-std::vector<std::int64_t> dims_between(const Shape& s, int from, int to) {
-  const auto d = s.dims();
-  return {d.begin() + from, d.begin() + to};
-}
-
-std::int64_t product(const Shape& s, int from, int to) {
-  std::int64_t n = 1;
-  for (int i = from; i < to; ++i) n *= s[i];
-  return n;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Slice
 
@@ -340,21 +308,6 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Gather
-
-/// Throws unless every index is in [0, limit), naming the first bad one and its position.
-void check_indices_in_range(const Tensor& indices, std::int64_t limit, std::string_view op,
-                            std::string_view what) {
-  visit_index(indices, op, [&]<class I>() {
-    const auto v = indices.values<I>();
-    for (std::size_t p = 0; p < v.size(); ++p) {
-      if (v[p] >= 0 && v[p] < limit) [[likely]]
-        continue;
-      throw InvalidArgumentError(fmt::format("[{}] indices{} = {} is not in [0, {}) ({})", op,
-                                             position(indices.shape(), static_cast<std::int64_t>(p)), v[p],
-                                             limit, what));
-    }
-  });
-}
 
 /// The shape of a gather of params (shape `ps`) along `axis` by indices of shape `is`: ps's dims
 /// before the axis, is, then ps's dims after it.

@@ -15,6 +15,9 @@ void register_all(autodiff::Registry& registry) {
   register_tile_pad_ops(r);
   register_linalg_ops(r);
   register_matrix_ops(r);
+  register_scan_ops(r);
+  register_sort_ops(r);
+  register_segment_ops(r);
   register_activation_ops(r);
   register_loss_ops(r);
   register_conv_ops(r);

@@ -30,18 +30,6 @@ Tensor binary_numeric(std::string_view op, const Tensor& x, const Tensor& y, F f
   return out;
 }
 
-/// a + b, a - b and a * b; for integers in unsigned arithmetic, so overflow wraps (two's
-/// complement, like TensorFlow's kernels) instead of being undefined behaviour.
-template <class T, class Op>
-T wrapping(T a, T b, Op op) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(op(static_cast<U>(a), static_cast<U>(b)));
-  } else {
-    return op(a, b);
-  }
-}
-
 /// Integer division by zero is undefined behaviour in C++: RealDiv, FloorDiv and FloorMod reject
 /// it before their kernels (TensorFlow's "Integer division by zero").
 void require_nonzero_integer_divisor(std::string_view op, const Tensor& x, const Tensor& y) {

@@ -1,7 +1,9 @@
 #pragma once
 // Validation and gradient helpers shared by the op families.
 
+#include <cmath>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "autodiff/dispatch.h"
@@ -125,6 +127,27 @@ Tensor map_numeric(std::string_view op, std::string_view arg, const Tensor& x, F
                [&](T v) -> T { return f(v); });
   });
   return out;
+}
+
+/// a + b, a - b and a * b; for integers in unsigned arithmetic, so overflow wraps (two's
+/// complement, like TensorFlow's kernels) instead of being undefined behaviour.
+template <class T, class Op>
+T wrapping(T a, T b, Op op) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(op(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return op(a, b);
+  }
+}
+
+/// std::isnan for floating-point T; false for integers.
+template <class T>
+bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(v);
+  else
+    return false;
 }
 
 /// Sums `g` down to `shape`, undoing NumPy broadcasting: the gradient of a broadcast operand.

@@ -331,6 +331,10 @@ std::vector<RanOp> run_every_op_with_attributes() {
   (void)tf::cast(x, tf::DType::Int32);
   (void)tf::one_hot(tf::constant(std::vector<std::int32_t>{0, 2}, tf::Shape{2}), 3, 5.0, -1.0);
   (void)tf::random::stateless_uniform({2, 2}, tf::constant(std::vector<std::int64_t>{7, 1}, tf::Shape{2}));
+  (void)tf::searchsorted(tf::constant({1.f, 2.f, 3.f}), tf::constant({2.5f}), "left", tf::DType::Int64);
+  (void)tf::searchsorted(tf::constant({1.f, 2.f, 3.f}), tf::constant({2.5f}), "right");
+  (void)tf::unique(tf::constant({1.f, 1.f, 3.f}), tf::DType::Int64);
+  (void)tf::math::bincount(tf::constant(std::vector<std::int32_t>{1, 3}, tf::Shape{2}), {.minlength = 5});
   (void)tf::raw_ops::apply_adam(x, x, x * x, tf::constant(0.1f), x, 0.9, 0.999, 1e-7);
   (void)tf::raw_ops::apply_keras_momentum(x, x, tf::constant(0.1f), x, 0.9, true);
   return capture.ran;

@@ -69,6 +69,13 @@ std::vector<tf::testing::OpCase> extra_rows() {
          const tf::Tensor labels = tf::cast(tf::abs(x[0]), tf::DType::Int32);
          return tf::one_hot(labels, 3, 2.0, -1.0, tf::DType::Float64) * tf::reduce_sum(x[0]);
        }},
+      {"Bincount",
+       {{Shape{4}}},
+       [](const In& x) {
+         const tf::Tensor values = tf::cast(tf::abs(x[0]), tf::DType::Int32);
+         return tf::cast(tf::math::bincount(values, {.minlength = 3, .maxlength = 5}), tf::DType::Float64) *
+                tf::reduce_sum(x[0]);
+       }},
       {"StatelessRandomUniform",
        {{Shape{2}}},
        [](const In& x) {

@@ -95,6 +95,7 @@ const std::vector<ErrorCase>& error_cases() {
     add_creation_error_cases(r);
     add_collective_error_cases(r);
     add_matrix_error_cases(r);
+    add_scan_error_cases(r);
     return r;
   }();
   return rows;

@@ -92,6 +92,7 @@ void add_other_error_cases(std::vector<ErrorCase>& rows);  // reduce, linalg, im
 void add_creation_error_cases(std::vector<ErrorCase>& rows);
 void add_collective_error_cases(std::vector<ErrorCase>& rows);
 void add_matrix_error_cases(std::vector<ErrorCase>& rows);  // tf::linalg's decompositions and solves
+void add_scan_error_cases(std::vector<ErrorCase>& rows);    // scans, sorting and segments
 
 // Inputs: small tensors filled with 0.5 (floats), 1 (ints) or true.
 Tensor f32(const Shape& s);

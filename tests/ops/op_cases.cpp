@@ -12,12 +12,21 @@ const std::vector<OpCase>& op_cases() {
     add_array_cases(c);
     add_linalg_cases(c);
     add_matrix_cases(c);
+    add_scan_cases(c);
     add_nn_cases(c);
     add_variable_cases(c);
     add_collective_cases(c);
     return c;
   }();
   return cases;
+}
+
+Tensor backward_of(const Shape& base_shape, const Tensor& u, const std::function<Tensor(const Tensor&)>& f) {
+  const Tensor base = zeros(base_shape, u.dtype());
+  GradientTape inner;
+  inner.watch(base);
+  const Tensor y = f(base);
+  return *inner.gradient(y, base, std::vector<Tensor>{u});
 }
 
 std::string shapes_label(const std::vector<Shape>& shapes) {

@@ -60,9 +60,16 @@ void add_reduce_cases(std::vector<OpCase>& cases);
 void add_array_cases(std::vector<OpCase>& cases);
 void add_linalg_cases(std::vector<OpCase>& cases);
 void add_matrix_cases(std::vector<OpCase>& cases);
+void add_scan_cases(std::vector<OpCase>& cases);  // scans, sorting and segments
 void add_nn_cases(std::vector<OpCase>& cases);
 void add_variable_cases(std::vector<OpCase>& cases);
 void add_collective_cases(std::vector<OpCase>& cases);
+
+/// The gradient of sum(u * f(base)) with respect to base, for an inner tape on a fixed base: calls
+/// f's gradient primitive (StridedSliceGrad, GatherGrad, TakeAlongAxisGrad) on the cotangent u,
+/// which the outer (gradient-checking) tape watches. The base takes u's dtype (the bfloat16 check
+/// runs the row in bfloat16).
+Tensor backward_of(const Shape& base_shape, const Tensor& u, const std::function<Tensor(const Tensor&)>& f);
 
 /// A name for a shape list in test output: "(2, 3)x(3,)".
 std::string shapes_label(const std::vector<Shape>& shapes);

@@ -24,18 +24,6 @@ Tensor weighted_concat(const std::vector<Tensor>& parts, std::int64_t axis) {
   return concat(scaled, axis);
 }
 
-/// The gradient of sum(u * f(base)) with respect to base, for an inner tape on a fixed base: calls
-/// f's gradient primitive (StridedSliceGrad, GatherGrad) on the cotangent u, which the outer
-/// (gradient-checking) tape watches. The base takes u's dtype (the bfloat16 check runs the row in
-/// bfloat16).
-Tensor backward_of(const Shape& base_shape, const Tensor& u, const std::function<Tensor(const Tensor&)>& f) {
-  const Tensor base = zeros(base_shape, u.dtype());
-  GradientTape inner;
-  inner.watch(base);
-  const Tensor y = f(base);
-  return *inner.gradient(y, base, std::vector<Tensor>{u});
-}
-
 Tensor strided_example(const Tensor& x) {
   return strided_slice(x, {SliceSpec::range(1, {}), SliceSpec::range({}, {}, -2), SliceSpec::at(-1)});
 }

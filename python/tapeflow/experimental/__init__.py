@@ -1,3 +1,3 @@
-"""tf.experimental: DLPack interchange."""
+"""tf.experimental: DLPack interchange and NumPy's take_along_axis."""
 
-from . import dlpack  # noqa: F401
+from . import dlpack, numpy  # noqa: F401
