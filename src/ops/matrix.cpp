@@ -212,46 +212,126 @@ struct SolveAttrs {
   bool adjoint = false;
 };
 
-// X = op(A)^-1 B;  dB = op(A)^-T dX, dA = -dB X^T (or -X dB^T for adjoint)
+struct LuMatrixSolve;
+
+namespace {
+
+/// The int32 pivots of each matrix of a batch of (..., n, n): shape (..., n).
+Shape pivots_shape(const Shape& matrix) {
+  return Shape(matrix.dims().first(static_cast<std::size_t>(matrix.rank() - 1)));
+}
+
+/// The gradients of X = op(A)^-1 B with respect to A and B, given A's LU factors and pivots:
+/// dB = op(A)^-T dX through the factors (no second factorisation), dA = -dB X^T (or -X dB^T).
+Grads solve_grads(const GradContext& c, const Tensor& lu, const Tensor& pivots, bool adjoint);
+
+}  // namespace
+
+// X = op(A)^-1 B, and A's LU factors and pivots as two more outputs, which the gradient's solve
+// reuses (TensorFlow's _MatrixSolveGrad factorises A again); the public function returns X.
+// dB = op(A)^-T dX, dA = -dB X^T (or -X dB^T for adjoint)
 struct MatrixSolve {
   static constexpr std::string_view kName = "MatrixSolve";
-  static constexpr Saves kSaves{0b01u, 0b1u};  // the matrix and X
+  static constexpr std::size_t kOutputs = 3;
+  static constexpr Saves kSaves{0b01u, 0b111u};  // the matrix, X, the factors and pivots
   using Attrs = SolveAttrs;
-  static Tensor forward(const Attrs& at, const Tensor& a, const Tensor& rhs) {
+  static std::vector<Tensor> forward(const Attrs& at, std::span<const Tensor> in) {
+    require_inputs(kName, in, 2);
+    const Tensor &a = in[0], &rhs = in[1];
     require_matrix(kName, "matrix", a);
     require_rhs(kName, a, rhs);
     Tensor lu = copy_of(a, kName), x = copy_of(rhs, kName);
+    Tensor pivots = detail::empty(pivots_shape(a.shape()), DType::Int32, kName);
     const Batch ba(a.shape()), bx(rhs.shape());
     visit_floating(a.dtype(), [&]<class T>() {
       T *plu = detail::mutable_data<T>(lu), *px = detail::mutable_data<T>(x);
+      int* pp = detail::mutable_data<std::int32_t>(pivots);
       for_each_matrix(
           kName, a, ba.size() * (ba.rows + bx.cols),
           [&](std::int64_t i) {
-            std::vector<int> pivots(static_cast<std::size_t>(ba.rows));
             std::vector<T> work(static_cast<std::size_t>(bx.size()));
             return cpu::lapack::solve(plu + i * ba.size(), px + i * bx.size(), to_int(ba.rows),
-                                      to_int(bx.cols), at.adjoint, pivots.data(), work.data());
+                                      to_int(bx.cols), at.adjoint, pp + i * ba.rows, work.data());
           },
           [](int k) {
             return fmt::format("Input matrix is not invertible: U({0}, {0}) of its LU factors is zero", k);
           });
     });
-    return x;
+    return {x, lu, pivots};
   }
   static Grads backward(const GradContext& c) {
-    const auto& at = c.attrs<Attrs>();
-    const Tensor &a = c.input(0), &x = c.output();
-    const Tensor db = linalg::solve(a, c.dy(), !at.adjoint);
-    Grads g(2);
-    if (c.needs_input_grad(0)) g[0] = solve_matrix_grad(x, db, at.adjoint);
-    g[1] = db;
-    return g;
+    return solve_grads(c, c.output(1), c.output(2), c.attrs<Attrs>().adjoint);
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(2, {"adjoint"});
     return {linalg::solve(a.in(0), a.in(1), a.b("adjoint", false))};
   }
 };
+
+// X = op(A)^-1 B through A's LU factors and pivots (MatrixSolve's second and third outputs): the
+// solve inside MatrixSolve's gradient, and inside its own. A is an input so that the gradient
+// reaches it (the factors are treated as constants of A); dB, dA as MatrixSolve's.
+struct LuMatrixSolve {
+  static constexpr std::string_view kName = "LuMatrixSolve";
+  static constexpr Saves kSaves{0b1101u, 0b1u};  // the matrix, the factors, the pivots and X
+  using Attrs = SolveAttrs;
+  static Tensor forward(const Attrs& at, const Tensor& a, const Tensor& rhs, const Tensor& lu,
+                        const Tensor& pivots) {
+    require_matrix(kName, "matrix", a);
+    require_rhs(kName, a, rhs);
+    TAPEFLOW_REQUIRE(
+        lu.dtype() == a.dtype() && lu.shape() == a.shape() && pivots.dtype() == DType::Int32 &&
+            pivots.shape() == pivots_shape(a.shape()),
+        InvalidArgumentError,
+        "[{}] the factors must be a {} tensor of the matrix's shape {} and the pivots an int32 tensor of "
+        "shape {}: got a {} and a {}",
+        kName, dtype_name(a.dtype()), a.shape().to_string(), pivots_shape(a.shape()).to_string(),
+        describe(lu), describe(pivots));
+    // getrs reads row pivots[i] - 1: each must lie in [1, n] (a forged graph could hold any).
+    const std::int64_t n = a.shape()[a.rank() - 1];
+    for (const std::int32_t p : pivots.values<std::int32_t>())
+      TAPEFLOW_REQUIRE(p >= 1 && p <= n, InvalidArgumentError, "[{}] a pivot is {}, outside [1, {}]", kName,
+                       p, n);
+    Tensor x = copy_of(rhs, kName);
+    if (x.num_elements() == 0) return x;
+    const Batch ba(a.shape()), bx(rhs.shape());
+    visit_floating(a.dtype(), [&]<class T>() {
+      const T* plu = lu.values<T>().data();
+      const std::int32_t* pp = pivots.values<std::int32_t>().data();
+      T* px = detail::mutable_data<T>(x);
+      cpu::parallel_for(
+          ba.count,
+          std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(1, ba.rows * bx.size())),
+          [&](std::int64_t b0, std::int64_t b1) {
+            std::vector<T> work(static_cast<std::size_t>(bx.size()));
+            for (std::int64_t i = b0; i < b1; ++i)
+              cpu::lapack::lu_solve(plu + i * ba.size(), pp + i * ba.rows, px + i * bx.size(),
+                                    to_int(ba.rows), to_int(bx.cols), at.adjoint, work.data());
+          });
+    });
+    return x;
+  }
+  static Grads backward(const GradContext& c) {
+    Grads g = solve_grads(c, c.input(2), c.input(3), c.attrs<Attrs>().adjoint);
+    g.resize(4);
+    return g;
+  }
+  static constexpr std::string_view kNotCallable =
+      "[LuMatrixSolve] runs only inside the gradient of MatrixSolve, which supplies the factors";
+};
+
+namespace {
+
+Grads solve_grads(const GradContext& c, const Tensor& lu, const Tensor& pivots, bool adjoint) {
+  const Tensor &a = c.input(0), &x = c.output();
+  const Tensor db = apply_with<LuMatrixSolve>({!adjoint}, a, c.dy(), lu, pivots);
+  Grads g(2);
+  if (c.needs_input_grad(0)) g[0] = solve_matrix_grad(x, db, adjoint);
+  g[1] = db;
+  return g;
+}
+
+}  // namespace
 
 // B = A^-1;  dA = -B^T dB B^T
 struct MatrixInverse {
@@ -333,6 +413,7 @@ void register_matrix_ops(Registrar& r) {
   r.add<Cholesky>(linalg::cholesky);
   r.add<MatrixTriangularSolve>();
   r.add<MatrixSolve>();
+  r.add<LuMatrixSolve>();
   r.add<MatrixInverse>();
   r.add<LogMatrixDeterminant>();
 }
@@ -387,7 +468,7 @@ Tensor cholesky_solve(const Tensor& chol, const Tensor& rhs) {
 
 Tensor solve(const Tensor& matrix, const Tensor& rhs, bool adjoint) {
   const auto [a, b] = broadcast_batches(ops::MatrixSolve::kName, matrix, rhs);
-  return autodiff::apply_with<ops::MatrixSolve>({adjoint}, a, b);
+  return autodiff::apply_list<ops::MatrixSolve>({adjoint}, std::vector<Tensor>{a, b})[0];
 }
 
 Tensor inv(const Tensor& matrix, bool adjoint) {

@@ -48,6 +48,7 @@ void add_matrix_error_cases(std::vector<ErrorCase>& rows) {
     rows.push_back({.op = "MatrixSolve", .cls = C::NonFinite, .what = "the second of a batch singular", .inputs = {identity_then({1, 2, 2, 4}), f32({2, 2, 3})}, .call = sv(false), .needles = {"not invertible", "batch index (1)", "(2, 2, 2)"}});
     rows.push_back({.op = "MatrixSolve", .cls = C::Undefined, .what = "undefined rhs", .inputs = {f32({2, 2}), Tensor{}}, .call = sv(false), .needles = {"'rhs'", "undefined"}});
   }
+  rows.push_back({.op = "LuMatrixSolve", .cls = C::Api, .what = "raw_ops::call of an op with no raw entry point", .inputs = {f32({2, 2}), f32({2, 1}), f32({2, 2}), i32({2})}, .call = nullptr, .needles = {"only inside the gradient"}, .throws = Throws::Unimplemented});
   {
     auto inv = [](const Ins& x) { return one(linalg::inv(x[0])); };
     rows.push_back({.op = "MatrixInverse", .cls = C::Shape, .what = "not square", .inputs = {f32({3, 2})}, .call = inv, .needles = {"'input'", "square", "(3, 2)"}});

@@ -49,6 +49,18 @@ void add_matrix_cases(std::vector<OpCase>& c) {
     c.push_back({"MatrixSolve", kSystems,
                  [adjoint](const In& x) { return linalg::solve(dominant(x[0]), x[1], adjoint); }});
   }
+  // The solve inside MatrixSolve's gradient, through the factors of the forward pass: the gradient
+  // with respect to the right-hand sides, A^-T u (or A^-1 u), is LuMatrixSolve's output.
+  for (const bool adjoint : {false, true}) {
+    c.push_back({"LuMatrixSolve",
+                 {{{3, 3}, {3, 2}, {3, 2}}, {{2, 2, 2}, {2, 2, 1}, {2, 2, 1}}},
+                 [adjoint](const In& x) {
+                   GradientTape inner;
+                   inner.watch(x[1]);
+                   const Tensor y = linalg::solve(dominant(x[0]), x[1], adjoint);
+                   return *inner.gradient(y, x[1], std::vector<Tensor>{x[2]});
+                 }});
+  }
   for (const bool adjoint : {false, true}) {
     c.push_back(
         {"MatrixInverse", kSquare, [adjoint](const In& x) { return linalg::inv(dominant(x[0]), adjoint); }});

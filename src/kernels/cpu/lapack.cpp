@@ -105,12 +105,9 @@ int triangular_solve(const T* a, T* b, int n, int k, bool lower, bool transpose)
 }
 
 template <class T>
-int solve(T* lu, T* b, int n, int k, bool transpose, int* pivots, T* work) {
-  if (n == 0) return 0;
+void lu_solve(const T* lu, const int* pivots, T* b, int n, int k, bool transpose, T* work) {
+  if (n == 0 || k == 0) return;
   int info = 0;
-  getrf(&n, lu, pivots, &info);
-  if (info != 0) return info;
-  if (k == 0) return 0;
   const auto nn = static_cast<std::ptrdiff_t>(n), kk = static_cast<std::ptrdiff_t>(k);
   for (std::ptrdiff_t i = 0; i < nn; ++i)
     for (std::ptrdiff_t j = 0; j < kk; ++j) work[j * nn + i] = b[i * kk + j];
@@ -118,7 +115,16 @@ int solve(T* lu, T* b, int n, int k, bool transpose, int* pivots, T* work) {
   getrs(transpose ? "N" : "T", &n, &k, lu, pivots, work, &info);
   for (std::ptrdiff_t i = 0; i < nn; ++i)
     for (std::ptrdiff_t j = 0; j < kk; ++j) b[i * kk + j] = work[j * nn + i];
-  return info;
+}
+
+template <class T>
+int solve(T* lu, T* b, int n, int k, bool transpose, int* pivots, T* work) {
+  if (n == 0) return 0;
+  int info = 0;
+  getrf(&n, lu, pivots, &info);
+  if (info != 0) return info;
+  lu_solve(lu, pivots, b, n, k, transpose, work);
+  return 0;
 }
 
 template <class T>
@@ -160,11 +166,12 @@ void sign_log_abs_det(T* a, int n, int* pivots, T* sign, T* log_abs_det) {
   *log_abs_det = log_sum;
 }
 
-#define TAPEFLOW_LAPACK_INSTANTIATE(T)                                  \
-  template int cholesky_lower<T>(T*, int);                              \
-  template int triangular_solve<T>(const T*, T*, int, int, bool, bool); \
-  template int solve<T>(T*, T*, int, int, bool, int*, T*);              \
-  template int inverse<T>(T*, int, int*);                               \
+#define TAPEFLOW_LAPACK_INSTANTIATE(T)                                     \
+  template int cholesky_lower<T>(T*, int);                                 \
+  template int triangular_solve<T>(const T*, T*, int, int, bool, bool);    \
+  template int solve<T>(T*, T*, int, int, bool, int*, T*);                 \
+  template void lu_solve<T>(const T*, const int*, T*, int, int, bool, T*); \
+  template int inverse<T>(T*, int, int*);                                  \
   template void sign_log_abs_det<T>(T*, int, int*, T*, T*);
 TAPEFLOW_LAPACK_INSTANTIATE(float)
 TAPEFLOW_LAPACK_INSTANTIATE(double)

@@ -33,6 +33,11 @@ int triangular_solve(const T* a, T* b, int n, int k, bool lower, bool transpose)
 template <class T>
 int solve(T* lu, T* b, int n, int k, bool transpose, int* pivots, T* work);
 
+/// Solves op(A) X = B in place of b (n x k, row-major) with A's LU factors and pivots as solve
+/// left them (the pivots 1-based, each in [1, n]); `work` holds n * k elements.
+template <class T>
+void lu_solve(const T* lu, const int* pivots, T* b, int n, int k, bool transpose, T* work);
+
 /// a (n x n) becomes its inverse. Returns i > 0 when A is singular.
 template <class T>
 int inverse(T* a, int n, int* pivots);
