@@ -1,5 +1,6 @@
 #include "ops/op_cases.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tapeflow::testing {
@@ -43,6 +44,16 @@ bool away_from(const std::vector<Tensor>& inputs, double kink, double margin) {
     for (double v : t.values<double>())
       if (std::abs(v - kink) < margin) return false;
   return true;
+}
+
+std::function<bool(const std::vector<Tensor>&)> distinct_values(std::size_t i) {
+  return [i](const std::vector<Tensor>& x) {
+    std::vector<double> v = x[i].to_vector<double>();
+    std::sort(v.begin(), v.end());
+    for (std::size_t k = 1; k < v.size(); ++k)
+      if (v[k] - v[k - 1] < 1e-4) return false;
+    return true;
+  };
 }
 
 }  // namespace tapeflow::testing

@@ -77,4 +77,8 @@ std::string shapes_label(const std::vector<Shape>& shapes);
 /// True if no element of any input is within `margin` of a kink location `kink` (e.g. relu's 0).
 bool away_from(const std::vector<Tensor>& inputs, double kink, double margin = 1e-3);
 
+/// A `valid` predicate: no two elements of input `i` within 1e-4 of each other, so an argmax, a
+/// sort's permutation or a segment's maximum is stable under the gradient check's perturbations.
+std::function<bool(const std::vector<Tensor>&)> distinct_values(std::size_t i);
+
 }  // namespace tapeflow::testing

@@ -10,10 +10,15 @@ namespace tapeflow::testing {
 namespace {
 using In = std::vector<Tensor>;
 
-/// x + 4 I: every row's diagonal dominates (|x| <= 2), so the matrix is far from singular. (The
-/// identity is added through the diagonal ops, so a traced row holds no constant of its size and
-/// its graph is shared across sizes.)
-Tensor dominant(const Tensor& x) { return linalg::set_diag(x, linalg::diag_part(x) + 4.0); }
+/// x + (2n + 2) I for n x n matrices: every row's diagonal (at least 2n) dominates the sum of its
+/// other elements (at most 2n - 2, as |x| <= 2) at every size the fuzzer grows n to, so the matrix
+/// is far from singular. (n is counted from the diagonal rather than read from the shape, so a
+/// traced row holds no constant of its size and its graph is shared across sizes.)
+Tensor dominant(const Tensor& x) {
+  const Tensor d = linalg::diag_part(x);
+  const Tensor n = reduce_sum(ones_like(d), {-1}, true);
+  return linalg::set_diag(x, d + n * 2.0 + 2.0);
+}
 
 /// x x^T + 3 I: symmetric positive definite with eigenvalues >= 3.
 Tensor spd(const Tensor& x) {

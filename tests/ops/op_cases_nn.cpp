@@ -41,17 +41,6 @@ Tensor labels_for(const Tensor& logits, DType dtype) {
   return constant(std::vector<std::int32_t>(v.begin(), v.end()), ls);
 }
 
-/// No two elements of input `i` within 1e-4 of each other: max pooling's argmax is then stable
-/// under the gradient check's perturbations (no ties).
-std::function<bool(const In&)> distinct_values(std::size_t i) {
-  return [i](const In& x) {
-    std::vector<double> v = x[i].to_vector<double>();
-    std::sort(v.begin(), v.end());
-    for (std::size_t k = 1; k < v.size(); ++k)
-      if (v[k] - v[k - 1] < 1e-4) return false;
-    return true;
-  };
-}
 }  // namespace
 
 // Rows stay one per line, as a table (clang-format would break them one field per line).

@@ -1,6 +1,6 @@
 // Gradient-check rows for the scans (src/ops/scan.cpp), sorting (src/ops/sort.cpp) and segment
-// reductions (src/ops/segment.cpp). Samples are uniform in [-2, 2], so they have no ties: the
-// sorts, top_k and the segment maxima and minima are differentiable at them.
+// reductions (src/ops/segment.cpp). The sorts, top_k and the segment maxima and minima take
+// samples without near ties (distinct_values), where they are differentiable.
 
 #include "ops/op_cases.h"
 
@@ -43,11 +43,18 @@ void add_scan_cases(std::vector<OpCase>& c) {
                  return math::linear_recurrence(x[0] * 0.5, x[1], 0, true);
                }});
 
-  c.push_back(
-      {"TakeAlongAxis", {{{5}}, {{2, 3}}, {{3, 4, 2}}, {{0, 2}}}, [](const In& x) { return sort(x[0]); }});
-  c.push_back({"TakeAlongAxis", {{{3, 4, 2}}}, [](const In& x) {
-                 return sort(x[0], 1, SortDirection::kDescending);
-               }});
+  c.push_back({"TakeAlongAxis",
+               {{{5}}, {{2, 3}}, {{3, 4, 2}}, {{0, 2}}},
+               [](const In& x) { return sort(x[0]); },
+               -2,
+               2,
+               distinct_values(0)});
+  c.push_back({"TakeAlongAxis",
+               {{{3, 4, 2}}},
+               [](const In& x) { return sort(x[0], 1, SortDirection::kDescending); },
+               -2,
+               2,
+               distinct_values(0)});
   c.push_back({"TakeAlongAxis", {{{3, 2}}}, [](const In& x) {  // repeated indices add up
                  return take_along_axis(x[0], constant<std::int64_t>({{0, 1}, {0, 0}, {2, 1}, {2, 2}}), 0);
                }});
@@ -56,9 +63,18 @@ void add_scan_cases(std::vector<OpCase>& c) {
                    return take_along_axis(p, constant<std::int32_t>({{0, 1}, {0, 0}, {2, 1}, {2, 2}}), 0);
                  });
                }});
-  c.push_back(
-      {"TopKV2", {{{5}}, {{2, 4}}, {{2, 3, 3}}}, [](const In& x) { return math::top_k(x[0], 2).values; }});
-  c.push_back({"TopKV2", {{{3, 4}}}, [](const In& x) { return math::top_k(x[0], 4).values; }});
+  c.push_back({"TopKV2",
+               {{{5}}, {{2, 4}}, {{2, 3, 3}}},
+               [](const In& x) { return math::top_k(x[0], 2).values; },
+               -2,
+               2,
+               distinct_values(0)});
+  c.push_back({"TopKV2",
+               {{{3, 4}}},
+               [](const In& x) { return math::top_k(x[0], 4).values; },
+               -2,
+               2,
+               distinct_values(0)});
 
   c.push_back({"UnsortedSegmentSum", kSegmentData,
                [](const In& x) { return math::unsorted_segment_sum(x[0], unsorted_ids(), 4); }});
@@ -67,20 +83,24 @@ void add_scan_cases(std::vector<OpCase>& c) {
   c.push_back({"UnsortedSegmentSum", {{{2, 3, 2}}}, [](const In& x) {  // two-dimensional ids
                  return math::unsorted_segment_sum(x[0], constant<std::int32_t>({{1, 0, 1}, {-1, 1, 0}}), 2);
                }});
-  c.push_back({"UnsortedSegmentMax", kSegmentData, [](const In& x) {
+  c.push_back({"UnsortedSegmentMax", kSegmentData,
+               [](const In& x) {
                  return math::unsorted_segment_max(x[0], constant<std::int32_t>({1, 0, 1}), 2);
-               }});
-  c.push_back({"UnsortedSegmentMin", kSegmentData, [](const In& x) {
+               },
+               -2, 2, distinct_values(0)});
+  c.push_back({"UnsortedSegmentMin", kSegmentData,
+               [](const In& x) {
                  return math::unsorted_segment_min(x[0], constant<std::int32_t>({1, 0, 1}), 2);
-               }});
+               },
+               -2, 2, distinct_values(0)});
   c.push_back(
       {"SegmentSum", kSegmentData, [](const In& x) { return math::segment_sum(x[0], sorted_ids()); }});
   c.push_back(
       {"SegmentSum", kSegmentData, [](const In& x) { return math::segment_mean(x[0], sorted_ids()); }});
-  c.push_back(
-      {"SegmentMax", kSegmentData, [](const In& x) { return math::segment_max(x[0], sorted_ids()); }});
-  c.push_back(
-      {"SegmentMin", kSegmentData, [](const In& x) { return math::segment_min(x[0], sorted_ids()); }});
+  c.push_back({"SegmentMax", kSegmentData, [](const In& x) { return math::segment_max(x[0], sorted_ids()); },
+               -2, 2, distinct_values(0)});
+  c.push_back({"SegmentMin", kSegmentData, [](const In& x) { return math::segment_min(x[0], sorted_ids()); },
+               -2, 2, distinct_values(0)});
 }
 
 }  // namespace tapeflow::testing

@@ -51,7 +51,7 @@ Tensor segment_min(const Tensor& data, const Tensor& segment_ids);
 
 /// tf.math.bincount's options.
 struct BincountOptions {
-  Tensor weights;               ///< undefined: count 1 per element; else arr's shape, summed per bin
+  Tensor weights{};             ///< undefined: count 1 per element; else arr's shape, summed per bin
   std::int64_t minlength = 0;   ///< at least this many bins
   std::int64_t maxlength = -1;  ///< at most this many bins (values beyond are dropped); -1: no bound
   DType dtype = DType::Int32;   ///< the counts' dtype without weights (with weights: theirs)
