@@ -1,7 +1,10 @@
 // Fuzzes tf::linalg: the decompositions, solves and determinants on square matrices (usually),
 // batches whose right-hand sides broadcast or not, values that make matrices singular, indefinite
-// or NaN, and the band and diagonal ops with extreme band widths. Every refusal must be a typed
+// or NaN, the functions on the decompositions (lu_solve, pinv, lstsq, norm with every order,
+// expm), and the band and diagonal ops with extreme band widths. Every refusal must be a typed
 // error naming the op; the gradients run too (run_op).
+
+#include <limits>
 
 #include "fuzz_input.h"
 
@@ -34,7 +37,7 @@ std::vector<std::int64_t> rhs_dims(tf::fuzz::FuzzInput& in, const std::vector<st
 }  // namespace
 
 TAPEFLOW_FUZZ_TARGET(in) {
-  const int op = in.u8() % 12;
+  const int op = in.u8() % 20;
   const bool flag = in.boolean(), flag2 = in.boolean();
   const tf::DType da = in.u8() < 230 ? in.float_dtype() : in.dtype();
   const tf::DType db = in.u8() < 240 ? da : in.dtype();
@@ -44,6 +47,15 @@ TAPEFLOW_FUZZ_TARGET(in) {
   const tf::Tensor b = in.tensor(sb, db);
   const std::int64_t lower = in.u8() < 200 ? in.range(-1, 3) : in.extreme();
   const std::int64_t upper = in.u8() < 200 ? in.range(-1, 3) : in.extreme();
+  const std::int64_t axis = in.u8() < 200 ? in.range(-3, 2) : in.extreme();
+  static constexpr double kOrders[] = {0.5,
+                                       1.5,
+                                       1e308,
+                                       -0.0,
+                                       std::numeric_limits<double>::infinity(),
+                                       -std::numeric_limits<double>::infinity(),
+                                       std::numeric_limits<double>::quiet_NaN()};
+  const double ord = in.u8() < 200 ? static_cast<double>(in.range(-1, 3)) : in.pick(kOrders);
   tf::fuzz::run_op(in, {a, b}, [&](const std::vector<tf::Tensor>& v) -> tf::Tensor {
     switch (op) {
       case 0:
@@ -68,8 +80,33 @@ TAPEFLOW_FUZZ_TARGET(in) {
         return tf::linalg::set_diag(v[0], flag ? tf::linalg::diag_part(v[0]) : v[1]);
       case 10:
         return tf::linalg::diag(v[1]);
-      default:
+      case 11:
         return tf::linalg::trace(v[0]);
+      case 12: {
+        const tf::linalg::Lu f = tf::linalg::lu(v[0], flag ? tf::DType::Int64 : tf::DType::Int32);
+        return flag2 ? tf::linalg::lu_reconstruct(f.lu, f.p) : f.lu;
+      }
+      case 13: {
+        const tf::linalg::Lu f = tf::linalg::lu(v[0]);
+        return tf::linalg::lu_solve(f.lu, f.p, v[1]);
+      }
+      case 14: {
+        const tf::linalg::Qr f = tf::linalg::qr(v[0], flag);
+        return flag2 ? f.q : f.r;
+      }
+      case 15:
+        return flag ? tf::linalg::eigh(v[0]).v : tf::linalg::eigvalsh(v[0]);
+      case 16: {
+        const tf::linalg::Svd f = tf::linalg::svd(v[0], flag, flag2);
+        return flag2 ? f.u : f.s;
+      }
+      case 17:
+        return flag ? tf::linalg::pinv(v[0]) : tf::linalg::lstsq(v[0], v[1], flag2 ? 0.5 : 0.0, !flag2);
+      case 18:
+        if (flag) return tf::linalg::norm(v[0], flag2 ? "nuc" : "fro", {axis, -1});
+        return tf::linalg::norm(v[0], ord, flag2 ? tf::Axes{axis, -2} : tf::Axes(axis));
+      default:
+        return tf::linalg::expm(v[0]);
     }
   });
 }

@@ -1,7 +1,8 @@
 // compare --group linalg (see linalg_group.h). Both sides run the same LAPACK (the OpenBLAS both
 // link): tapeflow single-threaded per matrix with a batch split over its pool, LibTorch with
 // --threads threads in OpenBLAS and its intra-op pool. Inputs are made once, outside the timing:
-// symmetric positive definite matrices for cholesky, diagonally dominant ones elsewhere.
+// symmetric positive definite matrices for cholesky and eigh, matrices of norm about 1 for expm
+// (a dominant one's exponential overflows), diagonally dominant ones elsewhere.
 
 #include "linalg_group.h"
 
@@ -21,13 +22,14 @@ struct Case {
   /// weighted sum is differentiated.
   std::function<tf::Tensor(const tf::Tensor&, const tf::Tensor&)> tapeflow;
   std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> torch;
-  bool spd = false;  // the op needs a symmetric positive definite matrix
+  enum class Input { kDominant, kSpd, kUnitNorm } input = Input::kDominant;
 };
 
 std::vector<Case> cases() {
   return {
       {"cholesky", [](const tf::Tensor& a, const tf::Tensor&) { return tf::linalg::cholesky(a); },
-       [](const torch::Tensor& a, const torch::Tensor&) { return torch::linalg::cholesky(a); }, true},
+       [](const torch::Tensor& a, const torch::Tensor&) { return torch::linalg::cholesky(a); },
+       Case::Input::kSpd},
       {"triangular_solve",
        [](const tf::Tensor& a, const tf::Tensor& b) { return tf::linalg::triangular_solve(a, b); },
        [](const torch::Tensor& a, const torch::Tensor& b) {
@@ -42,6 +44,20 @@ std::vector<Case> cases() {
       {"slogdet",
        [](const tf::Tensor& a, const tf::Tensor&) { return tf::linalg::slogdet(a).log_abs_determinant; },
        [](const torch::Tensor& a, const torch::Tensor&) { return std::get<1>(torch::linalg::slogdet(a)); }},
+      {"lu", [](const tf::Tensor& a, const tf::Tensor&) { return tf::linalg::lu(a).lu; },
+       [](const torch::Tensor& a, const torch::Tensor&) { return std::get<0>(torch::linalg::lu_factor(a)); }},
+      {"qr", [](const tf::Tensor& a, const tf::Tensor&) { return tf::linalg::qr(a).r; },
+       [](const torch::Tensor& a, const torch::Tensor&) { return std::get<1>(torch::linalg::qr(a)); }},
+      {"eigh", [](const tf::Tensor& a, const tf::Tensor&) { return tf::linalg::eigh(a).v; },
+       [](const torch::Tensor& a, const torch::Tensor&) { return std::get<1>(torch::linalg::eigh(a, "L")); },
+       Case::Input::kSpd},
+      {"svd", [](const tf::Tensor& a, const tf::Tensor&) { return tf::linalg::svd(a).u; },
+       [](const torch::Tensor& a, const torch::Tensor&) {
+         return std::get<0>(torch::linalg::svd(a, false));
+       }},
+      {"expm", [](const tf::Tensor& a, const tf::Tensor&) { return tf::linalg::expm(a); },
+       [](const torch::Tensor& a, const torch::Tensor&) { return torch::linalg::matrix_exp(a); },
+       Case::Input::kUnitNorm},
   };
 }
 
@@ -60,11 +76,14 @@ void linalg_group(const Options& o, std::vector<Row>& rows) {
     const tf::Tensor eye = tf::eye(size.n, size.n, tf::float32);
     const tf::Tensor dominant = x + eye * static_cast<double>(2 * size.n);
     const tf::Tensor spd = tf::matmul(x, x, false, true) + eye * static_cast<double>(size.n);
+    const tf::Tensor unit_norm = x / static_cast<double>(size.n);
     const tf::Tensor rhs = tf::random::normal(rhs_shape, 0, 1, tf::float32, 2);
-    const torch::Tensor t_dominant = to_torch(dominant), t_spd = to_torch(spd), t_rhs = to_torch(rhs);
+    const torch::Tensor t_rhs = to_torch(rhs);
     for (const Case& c : cases()) {
-      const tf::Tensor a = c.spd ? spd : dominant;
-      const torch::Tensor ta = c.spd ? t_spd : t_dominant;
+      const tf::Tensor a = c.input == Case::Input::kSpd        ? spd
+                           : c.input == Case::Input::kUnitNorm ? unit_norm
+                                                               : dominant;
+      const torch::Tensor ta = to_torch(a);
       const tf::Tensor weights = tf::random::normal(c.tapeflow(a, rhs).shape(), 0, 1, tf::float32, 3);
       const torch::Tensor t_weights = to_torch(weights);
       std::vector<Side> sides{

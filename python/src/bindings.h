@@ -119,4 +119,7 @@ inline py::tuple shape_tuple(const Shape& shape) {
 /// The NumPy dtype of a tapeflow dtype (bfloat16 has none: a float32 copy is made instead).
 py::dtype numpy_dtype(DType dtype);
 
+/// TensorFlow's `axis`: None for every axis, an int, or a list of ints.
+Axes axes_of(py::handle axis);
+
 }  // namespace tapeflow::python

@@ -1,8 +1,13 @@
-// tf.linalg's decompositions, solves, determinants and structure ops (tapeflow/ops/matrix.h), in
-// the native submodule `_tapeflow.linalg` that tapeflow/linalg.py re-exports under TensorFlow's
-// names and argument names. The LAPACK-backed ops release the GIL on large inputs.
+// tf.linalg's decompositions, solves, determinants, functions and structure ops
+// (tapeflow/ops/matrix.h), in the native submodule `_tapeflow.linalg` that tapeflow/linalg.py
+// re-exports under TensorFlow's names and argument names (with TensorFlow's named tuples). The
+// LAPACK-backed ops release the GIL on large inputs.
 
+#include <fmt/format.h>
 #include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
 
 #include "bindings.h"
 #include "tapeflow/ops/matrix.h"
@@ -91,6 +96,99 @@ void bind_linalg(py::module_& m) {
   l.def(
       "adjoint", [](py::handle matrix, py::handle) { return linalg::adjoint(to_tensor(matrix, "Adjoint")); },
       py::arg("matrix"), py::arg("name") = py::none());
+  l.def(
+      "lu",
+      [](py::handle input, DType output_idx_type, py::handle) {
+        const Tensor a = to_tensor(input, "Lu");
+        const linalg::Lu f =
+            release_gil_if_large(a.num_elements(), [&] { return linalg::lu(a, output_idx_type); });
+        return py::make_tuple(f.lu, f.p);
+      },
+      py::arg("input"), py::arg("output_idx_type") = DType::Int32, py::arg("name") = py::none());
+  l.def(
+      "lu_solve",
+      [](py::handle lower_upper, py::handle perm, py::handle rhs, bool, py::handle) {
+        const Tensor lu = to_tensor(lower_upper, "lu_solve");
+        return linalg::lu_solve(lu, to_tensor(perm, "lu_solve"), operand_like(rhs, lu, "lu_solve"));
+      },
+      py::arg("lower_upper"), py::arg("perm"), py::arg("rhs"), py::arg("validate_args") = false,
+      py::arg("name") = py::none());
+  l.def(
+      "lu_reconstruct",
+      [](py::handle lower_upper, py::handle perm, bool, py::handle) {
+        return linalg::lu_reconstruct(to_tensor(lower_upper, "lu_reconstruct"),
+                                      to_tensor(perm, "lu_reconstruct"));
+      },
+      py::arg("lower_upper"), py::arg("perm"), py::arg("validate_args") = false,
+      py::arg("name") = py::none());
+  l.def(
+      "qr",
+      [](py::handle input, bool full_matrices, py::handle) {
+        const Tensor a = to_tensor(input, "Qr");
+        const linalg::Qr f =
+            release_gil_if_large(a.num_elements(), [&] { return linalg::qr(a, full_matrices); });
+        return py::make_tuple(f.q, f.r);
+      },
+      py::arg("input"), py::arg("full_matrices") = false, py::arg("name") = py::none());
+  l.def(
+      "eigh",
+      [](py::handle tensor, py::handle) {
+        const Tensor a = to_tensor(tensor, "SelfAdjointEigV2");
+        const linalg::Eigh f = release_gil_if_large(a.num_elements(), [&] { return linalg::eigh(a); });
+        return py::make_tuple(f.e, f.v);
+      },
+      py::arg("tensor"), py::arg("name") = py::none());
+  l.def(
+      "eigvalsh",
+      [](py::handle tensor, py::handle) {
+        const Tensor a = to_tensor(tensor, "SelfAdjointEigV2");
+        return release_gil_if_large(a.num_elements(), [&] { return linalg::eigvalsh(a); });
+      },
+      py::arg("tensor"), py::arg("name") = py::none());
+  l.def(
+      "svd",
+      [](py::handle tensor, bool full_matrices, bool compute_uv, py::handle) -> py::object {
+        const Tensor a = to_tensor(tensor, "Svd");
+        const linalg::Svd f =
+            release_gil_if_large(a.num_elements(), [&] { return linalg::svd(a, full_matrices, compute_uv); });
+        if (!compute_uv) return py::cast(f.s);
+        return py::make_tuple(f.s, f.u, f.v);
+      },
+      py::arg("tensor"), py::arg("full_matrices") = false, py::arg("compute_uv") = true,
+      py::arg("name") = py::none());
+  l.def(
+      "pinv",
+      [](py::handle a, std::optional<double> rcond, bool, py::handle) {
+        return linalg::pinv(to_tensor(a, "pinv"), rcond.value_or(-1.0));
+      },
+      py::arg("a"), py::arg("rcond") = py::none(), py::arg("validate_args") = false,
+      py::arg("name") = py::none());
+  l.def(
+      "lstsq",
+      [](py::handle matrix, py::handle rhs, double l2_regularizer, bool fast, py::handle) {
+        const Tensor a = to_tensor(matrix, "lstsq");
+        return linalg::lstsq(a, operand_like(rhs, a, "lstsq"), l2_regularizer, fast);
+      },
+      py::arg("matrix"), py::arg("rhs"), py::arg("l2_regularizer") = 0.0, py::arg("fast") = true,
+      py::arg("name") = py::none());
+  l.def(
+      "norm",
+      [](py::handle tensor, py::handle ord, py::handle axis, py::handle keepdims, py::handle) {
+        const Tensor x = to_tensor(tensor, "norm");
+        const bool keep = !keepdims.is_none() && keepdims.cast<bool>();
+        if (py::isinstance<py::str>(ord))
+          return linalg::norm(x, ord.cast<std::string>(), axes_of(axis), keep);
+        if (py::isinstance<py::bool_>(ord) ||
+            !(py::isinstance<py::int_>(ord) || py::isinstance<py::float_>(ord)))
+          throw InvalidArgumentError(fmt::format("[norm] 'ord' must be a string, an int or a float, got {}",
+                                                 py::repr(ord).cast<std::string>()));
+        return linalg::norm(x, ord.cast<double>(), axes_of(axis), keep);
+      },
+      py::arg("tensor"), py::arg("ord") = "euclidean", py::arg("axis") = py::none(),
+      py::arg("keepdims") = py::none(), py::arg("name") = py::none());
+  l.def(
+      "expm", [](py::handle input, py::handle) { return linalg::expm(to_tensor(input, "expm")); },
+      py::arg("input"), py::arg("name") = py::none());
 }
 
 }  // namespace tapeflow::python

@@ -8,6 +8,13 @@
 
 namespace tapeflow::python {
 
+Axes axes_of(py::handle axis) {
+  if (axis.is_none()) return {};
+  if (PyIndex_Check(axis.ptr()) || py::isinstance<Tensor>(axis))
+    return Axes(py::int_(py::reinterpret_borrow<py::object>(axis)).cast<std::int64_t>());
+  return Axes(axis.cast<std::vector<std::int64_t>>());
+}
+
 namespace {
 
 using Unary = Tensor (*)(const Tensor&);
@@ -42,14 +49,6 @@ void binary(py::module_& m, const char* name, const char* op) {
                                     [&] { return f(tx, ty); });
       },
       py::arg("x"), py::arg("y"), py::arg("name") = py::none());
-}
-
-/// TensorFlow's `axis`: None for every axis, an int, or a list of ints.
-Axes axes_of(py::handle axis) {
-  if (axis.is_none()) return {};
-  if (PyIndex_Check(axis.ptr()) || py::isinstance<Tensor>(axis))
-    return Axes(py::int_(py::reinterpret_borrow<py::object>(axis)).cast<std::int64_t>());
-  return Axes(axis.cast<std::vector<std::int64_t>>());
 }
 
 using Reduction = Tensor (*)(const Tensor&, const Axes&, bool);

@@ -39,6 +39,7 @@ from . import autodiff, debug, distributed  # noqa: E402
 from . import nest  # noqa: E402
 from . import math, nn, linalg, image, random, raw_ops, errors, keras, dtypes, config, experimental  # noqa: E402
 from . import data  # noqa: E402
+from .linalg import norm  # noqa: E402
 from ._tapeflow import cumsum, sort, argsort, searchsorted  # noqa: E402
 from ._tapeflow import unique as _unique  # noqa: E402
 import collections as _collections  # noqa: E402

@@ -89,3 +89,72 @@ def test_gaussian_process_hyperparameters_fit_through_cholesky():
     end = float(negative_log_likelihood())
     assert end < start - 20
     assert 0.02 < np.exp(log_noise.numpy()) < 0.2  # the noise the data was made with, 0.05
+
+
+def test_decompositions_match_numpy():
+    a = rng.normal(size=(3, 5, 4))
+    s, u, v = tf.linalg.svd(a)
+    np.testing.assert_allclose(s.numpy(), np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    np.testing.assert_allclose((u.numpy() * s.numpy()[..., None, :]) @ np.swapaxes(v.numpy(), -1, -2), a,
+                               atol=1e-12)
+    np.testing.assert_allclose(tf.linalg.svd(a, compute_uv=False).numpy(), s.numpy(), rtol=1e-12)
+    assert tf.linalg.svd(a, full_matrices=True)[1].shape == (3, 5, 5)
+    q, r = tf.linalg.qr(a)
+    assert tf.linalg.qr(a).q.shape == (3, 5, 4)
+    np.testing.assert_allclose(q.numpy() @ r.numpy(), a, atol=1e-12)
+    sym = a[:, :4, :] + np.swapaxes(a[:, :4, :], -1, -2)
+    e, vectors = tf.linalg.eigh(sym)
+    np.testing.assert_allclose(e.numpy(), np.linalg.eigvalsh(sym), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(tf.linalg.eigvalsh(sym).numpy(), e.numpy(), rtol=1e-12)
+    lu, p = tf.linalg.lu(sym)
+    assert p.dtype == tf.int32 and tf.linalg.lu(sym, output_idx_type=tf.int64).p.dtype == tf.int64
+    np.testing.assert_allclose(tf.linalg.lu_reconstruct(lu, p).numpy(), sym, atol=1e-12)
+    rhs = rng.normal(size=(3, 4, 2))
+    np.testing.assert_allclose(tf.linalg.lu_solve(lu, p, rhs).numpy(), np.linalg.solve(sym, rhs), rtol=1e-8)
+
+
+def test_functions_match_numpy():
+    a = rng.normal(size=(6, 3))
+    b = rng.normal(size=(6, 2))
+    np.testing.assert_allclose(tf.linalg.pinv(a).numpy(), np.linalg.pinv(a), rtol=1e-10)
+    want = np.linalg.lstsq(a, b, rcond=None)[0]
+    np.testing.assert_allclose(tf.linalg.lstsq(a, b).numpy(), want, rtol=1e-9)
+    np.testing.assert_allclose(tf.linalg.lstsq(a, b, fast=False).numpy(), want, rtol=1e-9)
+    m = np.array([[1.0, 2.0], [3.0, 4.0]])
+    for ord_ in ["fro", "nuc", 1, 2, np.inf]:
+        np.testing.assert_allclose(tf.norm(m, ord=ord_, axis=[0, 1]).numpy(), np.linalg.norm(m, ord=ord_), rtol=1e-12)
+    x = rng.normal(size=(2, 3))
+    np.testing.assert_allclose(tf.norm(x).numpy(), np.linalg.norm(x), rtol=1e-12)
+    np.testing.assert_allclose(tf.linalg.norm(x, ord=3, axis=1, keepdims=True).numpy(),
+                               np.linalg.norm(x, ord=3, axis=1, keepdims=True), rtol=1e-12)
+    t = 7.5
+    rotation = np.array([[np.cos(t), np.sin(t)], [-np.sin(t), np.cos(t)]])
+    np.testing.assert_allclose(tf.linalg.expm(np.array([[0.0, t], [-t, 0.0]])).numpy(), rotation, atol=1e-13)
+
+
+def test_new_functions_raise_typed_errors():
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[norm\] 'ord'"):
+        tf.norm(np.ones((2, 2)), ord="max")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[norm\] 'ord' must be a string"):
+        tf.norm(np.ones(2), ord=[1])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[Svd\].*int32"):
+        tf.linalg.svd(np.ones((2, 2), np.int32))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[lstsq\] l2_regularizer"):
+        tf.linalg.lstsq(np.ones((3, 2)), np.ones((3, 1)), l2_regularizer=0.1, fast=False)
+    with pytest.raises(tf.errors.UnimplementedError, match=r"\[Qr\].*full_matrices"):
+        x = tf.constant(rng.normal(size=(3, 2)))
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.linalg.qr(x, full_matrices=True).q)
+        tape.gradient(y, x)
+
+
+def test_expm_and_svd_under_function():
+    @tf.function
+    def rotate(a):
+        return tf.linalg.expm(a), tf.linalg.svd(a, compute_uv=False)
+
+    for t in [0.3, 30.0]:
+        e, s = rotate(tf.constant([[0.0, t], [-t, 0.0]]))
+        np.testing.assert_allclose(e.numpy(), [[np.cos(t), np.sin(t)], [-np.sin(t), np.cos(t)]], atol=1e-4 * t)
+        np.testing.assert_allclose(s.numpy(), [t, t], rtol=1e-6)

@@ -24,6 +24,7 @@ void register_tile_pad_ops(Registrar& r);           // array_tile_pad.cpp
 void register_linalg_ops(Registrar& r);             // linalg.cpp
 void register_matrix_ops(Registrar& r);             // matrix.cpp
 void register_matrix_structure_ops(Registrar& r);   // matrix_structure.cpp, from register_matrix_ops
+void register_decomposition_ops(Registrar& r);      // matrix_decompositions.cpp, from register_matrix_ops
 void register_scan_ops(Registrar& r);               // scan.cpp
 void register_sort_ops(Registrar& r);               // sort.cpp
 void register_segment_ops(Registrar& r);            // segment.cpp

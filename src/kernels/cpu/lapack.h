@@ -47,4 +47,32 @@ int inverse(T* a, int n, int* pivots);
 template <class T>
 void sign_log_abs_det(T* a, int n, int* pivots, T* sign, T* log_abs_det);
 
+// The decompositions behind tf::linalg's lu, qr, eigh and svd (lapack_decompositions.cpp). Each
+// reads a row-major input it does not modify and writes row-major results; a matrix holding NaN
+// or Inf gives NaN results (LAPACK's iterative eigen- and singular-value solvers are not
+// defined on them).
+
+/// LU with partial pivoting of a (n x n): `lu` gets L (unit diagonal, not stored) below the
+/// diagonal and U on and above it, with A[perm] = L U, perm[i] the 0-based row of A at row i.
+/// A singular matrix is factored too (U then has a zero on its diagonal).
+template <class T>
+void lu(const T* a, int n, T* lu, int* perm);
+
+/// QR of a (m x n) by Householder reflections: q (m x qc, orthonormal columns) and r (qc x n,
+/// upper triangular) with A = Q R; qc = min(m, n), or m when `full`.
+template <class T>
+void qr(const T* a, int m, int n, T* q, T* r, bool full);
+
+/// Eigen-decomposition of the symmetric a (n x n; only its lower triangle is read): w (n) the
+/// eigenvalues in ascending order, and when v is not null, v (n x n) the orthonormal
+/// eigenvectors in its columns. Returns i > 0 when the solver failed to converge.
+template <class T>
+int symmetric_eigen(const T* a, int n, T* w, T* v);
+
+/// Singular values of a (m x n): s (k = min(m, n)) in descending order, and when u and v are
+/// not null, the singular vectors with A = U diag(s) V^T: u (m x uc) and v (n x vc), where uc =
+/// vc = k, or uc = m and vc = n when `full`. Returns i > 0 when the solver failed to converge.
+template <class T>
+int svd(const T* a, int m, int n, T* s, T* u, T* v, bool full);
+
 }  // namespace tapeflow::cpu::lapack
