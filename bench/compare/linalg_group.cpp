@@ -53,7 +53,7 @@ std::vector<Case> cases() {
        Case::Input::kSpd},
       {"svd", [](const tf::Tensor& a, const tf::Tensor&) { return tf::linalg::svd(a).u; },
        [](const torch::Tensor& a, const torch::Tensor&) {
-         return std::get<0>(torch::linalg::svd(a, false));
+         return std::get<0>(torch::linalg::svd(a, false, c10::nullopt));
        }},
       {"expm", [](const tf::Tensor& a, const tf::Tensor&) { return tf::linalg::expm(a); },
        [](const torch::Tensor& a, const torch::Tensor&) { return torch::linalg::matrix_exp(a); },

@@ -143,15 +143,14 @@ struct Qr {
     visit_floating(a.dtype(), [&]<class T>() {
       const T* pa = a.values<T>().data();
       T *pq = detail::mutable_data<T>(q), *pr = detail::mutable_data<T>(r);
-      // Empty matrices still have a Q to write (the identity, when full_matrices).
-      if (b.count == 0 || q.num_elements() == 0) return;
-      cpu::parallel_for(
-          b.count, std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(1, b.size() * k)),
-          [&](std::int64_t i0, std::int64_t i1) {
-            for (std::int64_t i = i0; i < i1; ++i)
-              cpu::lapack::qr(pa + i * b.size(), to_int(b.rows), to_int(b.cols), pq + i * b.rows * qc,
-                              pr + i * qc * b.cols, at.full_matrices);
-          });
+      for_each_matrix(
+          kName, a, b.size() * k,
+          [&](std::int64_t i) {
+            cpu::lapack::qr(pa + i * b.size(), to_int(b.rows), to_int(b.cols), pq + i * b.rows * qc,
+                            pr + i * qc * b.cols, at.full_matrices);
+            return 0;
+          },
+          [](int) { return std::string(); }, q.num_elements() > 0);
     });
     return {q, r};
   }
@@ -277,21 +276,15 @@ struct Svd {
       T* ps = detail::mutable_data<T>(s);
       T *pu = at.compute_uv ? detail::mutable_data<T>(u) : nullptr,
         *pv = at.compute_uv ? detail::mutable_data<T>(v) : nullptr;
-      if (b.count == 0 || (s.num_elements() == 0 && u.num_elements() == 0 && v.num_elements() == 0)) return;
-      std::vector<int> info(static_cast<std::size_t>(b.count), 0);
-      cpu::parallel_for(
-          b.count,
-          std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(1, 4 * b.size() * k)),
-          [&](std::int64_t i0, std::int64_t i1) {
-            for (std::int64_t i = i0; i < i1; ++i)
-              info[static_cast<std::size_t>(i)] = cpu::lapack::svd(
-                  pa + i * b.size(), to_int(b.rows), to_int(b.cols), ps + i * k,
-                  pu ? pu + i * b.rows * uc : nullptr, pv ? pv + i * b.cols * vc : nullptr, at.full_matrices);
-          });
-      for (std::int64_t i = 0; i < b.count; ++i)
-        TAPEFLOW_REQUIRE(info[static_cast<std::size_t>(i)] == 0, InvalidArgumentError,
-                         "[{}] the SVD algorithm failed to converge{}; the input is a {}", kName,
-                         batch_index(a.shape(), i), describe(a));
+      for_each_matrix(
+          kName, a, 4 * b.size() * k,
+          [&](std::int64_t i) {
+            return cpu::lapack::svd(pa + i * b.size(), to_int(b.rows), to_int(b.cols), ps + i * k,
+                                    pu ? pu + i * b.rows * uc : nullptr, pv ? pv + i * b.cols * vc : nullptr,
+                                    at.full_matrices);
+          },
+          [](int) { return std::string("the SVD algorithm failed to converge"); },
+          u.num_elements() + v.num_elements() > 0);
     });
     return {s, u, v};
   }

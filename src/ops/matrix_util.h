@@ -41,9 +41,10 @@ std::string batch_index(const Shape& s, std::int64_t flat);
 /// then throws InvalidArgumentError for the first matrix whose info is not 0, with `what(info)`.
 template <class F, class What>
 void for_each_matrix(std::string_view op, const Tensor& x, std::int64_t flops_per_matrix, F per_matrix,
-                     What what) {
-  // Empty matrices need no call: a batch of 2^40 of them returns at once.
-  if (x.num_elements() == 0) return;
+                     What what, bool results_of_empty = false) {
+  // Empty matrices need no call (a batch of 2^40 of them returns at once), unless their results
+  // have elements (`results_of_empty`: the identity that is a full Q of a 3 x 0 matrix).
+  if (x.num_elements() == 0 && !results_of_empty) return;
   const Batch b(x.shape());
   std::vector<int> info(static_cast<std::size_t>(b.count), 0);
   const std::int64_t grain =

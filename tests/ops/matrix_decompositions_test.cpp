@@ -9,26 +9,19 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include "support/close.h"
 #include "support/errors.h"
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 using ::testing::HasSubstr;
 using tf::testing::error_of;
 using tf::testing::expect_close;
+using tf::testing::standard_normal;
 
 namespace {
-
-tf::Tensor random_matrix(const tf::Shape& s, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> n;
-  std::vector<double> v(static_cast<std::size_t>(s.num_elements()));
-  for (double& e : v) e = n(rng);
-  return tf::constant(v, s);
-}
 
 /// The identity of each matrix's size, broadcast over x's batch.
 tf::Tensor identity_like(const tf::Tensor& x) {
@@ -48,7 +41,7 @@ TEST(Lu, PivotsTheLargestElementOfEachColumn) {
 }
 
 TEST(Lu, ReconstructsRandomBatchesWithInt64Permutations) {
-  const tf::Tensor a = random_matrix({3, 5, 5}, 1);
+  const tf::Tensor a = standard_normal({3, 5, 5}, 1);
   const tf::linalg::Lu f = tf::linalg::lu(a, tf::DType::Int64);
   EXPECT_EQ(f.p.shape(), tf::Shape({3, 5}));
   EXPECT_EQ(f.p.dtype(), tf::DType::Int64);
@@ -62,7 +55,7 @@ TEST(Lu, FactorsASingularMatrixToo) {
 }
 
 TEST(Lu, SolveBroadcastsTheRightHandSidesBatch) {
-  const tf::Tensor a = random_matrix({4, 4}, 2), b = random_matrix({3, 4, 2}, 3);
+  const tf::Tensor a = standard_normal({4, 4}, 2), b = standard_normal({3, 4, 2}, 3);
   const tf::linalg::Lu f = tf::linalg::lu(a);
   expect_close(tf::linalg::lu_solve(f.lu, f.p, b), tf::linalg::solve(a, b), 1e-12);
 }
@@ -74,7 +67,7 @@ TEST(Lu, EmptyMatricesGiveEmptyFactors) {
 }
 
 TEST(Lu, GradientOfTheReconstructionIsTheIdentity) {
-  const tf::Tensor a = random_matrix({4, 4}, 4), w = random_matrix({4, 4}, 5);
+  const tf::Tensor a = standard_normal({4, 4}, 4), w = standard_normal({4, 4}, 5);
   tf::GradientTape tape;
   tape.watch(a);
   const tf::linalg::Lu f = tf::linalg::lu(a);
@@ -84,7 +77,7 @@ TEST(Lu, GradientOfTheReconstructionIsTheIdentity) {
 
 TEST(Qr, FactorsIntoOrthonormalColumnsAndAnUpperTriangle) {
   for (const tf::Shape s : {tf::Shape{5, 3}, tf::Shape{3, 5}, tf::Shape{2, 4, 4}}) {
-    const tf::Tensor a = random_matrix(s, 6);
+    const tf::Tensor a = standard_normal(s, 6);
     const tf::linalg::Qr f = tf::linalg::qr(a);
     const std::int64_t k = std::min(s[s.rank() - 2], s[s.rank() - 1]);
     EXPECT_EQ(f.q.shape()[f.q.rank() - 1], k) << s.to_string();
@@ -97,7 +90,7 @@ TEST(Qr, FactorsIntoOrthonormalColumnsAndAnUpperTriangle) {
 }
 
 TEST(Qr, FullMatricesGivesASquareQ) {
-  const tf::Tensor a = random_matrix({5, 2}, 7);
+  const tf::Tensor a = standard_normal({5, 2}, 7);
   const tf::linalg::Qr f = tf::linalg::qr(a, true);
   EXPECT_EQ(f.q.shape(), tf::Shape({5, 5}));
   EXPECT_EQ(f.r.shape(), tf::Shape({5, 2}));
@@ -112,7 +105,7 @@ TEST(Qr, EmptyMatricesGiveTheIdentityAsFullQ) {
 }
 
 TEST(Qr, GradientOfATallMatrixWithFullMatricesIsUnimplemented) {
-  const tf::Tensor a = random_matrix({3, 2}, 8);
+  const tf::Tensor a = standard_normal({3, 2}, 8);
   tf::GradientTape tape;
   tape.watch(a);
   const tf::Tensor y = tf::reduce_sum(tf::linalg::qr(a, true).q);
@@ -132,7 +125,7 @@ TEST(Eigh, GivesAscendingEigenvaluesAndOrthonormalEigenvectors) {
 }
 
 TEST(Eigh, ReconstructsARandomSymmetricBatch) {
-  const tf::Tensor x = random_matrix({3, 6, 6}, 9);
+  const tf::Tensor x = standard_normal({3, 6, 6}, 9);
   const tf::Tensor a = x + tf::linalg::adjoint(x);
   const tf::linalg::Eigh f = tf::linalg::eigh(a);
   expect_close(tf::matmul(f.v * tf::expand_dims(f.e, -2), f.v, false, true), a, 1e-12);
@@ -145,7 +138,8 @@ TEST(Eigh, ReadsOnlyTheLowerTriangle) {
 }
 
 TEST(Eigh, NaNGivesNaNForThatMatrixOnly) {
-  const tf::Tensor a = tf::constant(std::vector<double>{1.0, 0.0, 0.0, 1.0, std::nan(""), 0.0, 0.0, 1.0}, tf::Shape{2, 2, 2});
+  const tf::Tensor a =
+      tf::constant(std::vector<double>{1.0, 0.0, 0.0, 1.0, std::nan(""), 0.0, 0.0, 1.0}, tf::Shape{2, 2, 2});
   const tf::linalg::Eigh f = tf::linalg::eigh(a);
   const std::vector<double> e = f.e.to_vector<double>();
   EXPECT_EQ(e[0], 1.0);
@@ -154,7 +148,7 @@ TEST(Eigh, NaNGivesNaNForThatMatrixOnly) {
 
 TEST(Eigh, EigenvalueGradientIsTheOuterProductOfItsEigenvector) {
   // d e_i / dA = v_i v_i^T, returned as the lower triangle of a symmetric gradient.
-  const tf::Tensor x = random_matrix({4, 4}, 10);
+  const tf::Tensor x = standard_normal({4, 4}, 10);
   const tf::Tensor a = x + tf::linalg::adjoint(x);
   tf::GradientTape tape({.persistent = true});
   tape.watch(a);
@@ -178,7 +172,7 @@ TEST(Svd, GivesDescendingSingularValuesAndV) {
 }
 
 TEST(Svd, ShapesFollowFullMatricesAndComputeUv) {
-  const tf::Tensor a = random_matrix({2, 5, 3}, 11);
+  const tf::Tensor a = standard_normal({2, 5, 3}, 11);
   const tf::linalg::Svd reduced = tf::linalg::svd(a);
   EXPECT_EQ(reduced.u.shape(), tf::Shape({2, 5, 3}));
   EXPECT_EQ(reduced.v.shape(), tf::Shape({2, 3, 3}));
@@ -190,7 +184,7 @@ TEST(Svd, ShapesFollowFullMatricesAndComputeUv) {
   EXPECT_FALSE(values.u.defined());
   expect_close(values.s, reduced.s, 1e-13);
   for (const tf::Shape s : {tf::Shape{5, 3}, tf::Shape{3, 5}}) {
-    const tf::Tensor m = random_matrix(s, 12);
+    const tf::Tensor m = standard_normal(s, 12);
     const tf::linalg::Svd f = tf::linalg::svd(m);
     expect_close(tf::matmul(f.u * tf::expand_dims(f.s, -2), f.v, false, true), m, 1e-13);
   }
@@ -200,13 +194,16 @@ TEST(Svd, EmptyAndNonFiniteMatrices) {
   const tf::linalg::Svd empty = tf::linalg::svd(tf::zeros({0, 3}, tf::DType::Float64), true);
   EXPECT_EQ(empty.s.shape(), tf::Shape({0}));
   expect_close(empty.v, tf::eye(3, 3, tf::DType::Float64), 0);
-  const tf::Tensor s = tf::linalg::svd(tf::constant({{1.0, std::numeric_limits<double>::infinity()}, {0.0, 1.0}}), false, false).s;
+  const tf::Tensor s =
+      tf::linalg::svd(tf::constant({{1.0, std::numeric_limits<double>::infinity()}, {0.0, 1.0}}), false,
+                      false)
+          .s;
   EXPECT_TRUE(std::isnan(s.to_vector<double>()[0]));
 }
 
 TEST(Svd, SingularValueGradientIsUVTranspose) {
   // The nuclear norm's gradient is U V^T, and the spectral norm's u_1 v_1^T.
-  const tf::Tensor a = random_matrix({4, 3}, 13);
+  const tf::Tensor a = standard_normal({4, 3}, 13);
   tf::GradientTape tape;
   tape.watch(a);
   const tf::Tensor nuclear = tf::reduce_sum(tf::linalg::svd(a, false, false).s);
@@ -215,7 +212,7 @@ TEST(Svd, SingularValueGradientIsUVTranspose) {
 }
 
 TEST(Decompositions, RunInFloat32) {
-  const tf::Tensor a = tf::cast(random_matrix({4, 4}, 14), tf::DType::Float32);
+  const tf::Tensor a = tf::cast(standard_normal({4, 4}, 14), tf::DType::Float32);
   const tf::linalg::Svd f = tf::linalg::svd(a);
   EXPECT_EQ(f.s.dtype(), tf::DType::Float32);
   expect_close(tf::matmul(f.u * tf::expand_dims(f.s, -2), f.v, false, true), a, 1e-5);
@@ -233,6 +230,6 @@ TEST(Decompositions, AreTracedLikeAnyOp) {
     const tf::linalg::Svd d = tf::linalg::svd(a);
     return tf::matmul(d.u * tf::expand_dims(d.s, -2), d.v, false, true) + tf::linalg::qr(a).r * 0.0;
   });
-  const tf::Tensor a = random_matrix({3, 3}, 15);
+  const tf::Tensor a = standard_normal({3, 3}, 15);
   expect_close(f(a), a, 1e-13);
 }

@@ -9,26 +9,19 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include "support/close.h"
 #include "support/errors.h"
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 using ::testing::HasSubstr;
 using tf::testing::error_of;
 using tf::testing::expect_close;
+using tf::testing::standard_normal;
 
 namespace {
-
-tf::Tensor random_matrix(const tf::Shape& s, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> n;
-  std::vector<double> v(static_cast<std::size_t>(s.num_elements()));
-  for (double& e : v) e = n(rng);
-  return tf::constant(v, s);
-}
 
 /// A 2 x 2 rotation generator t [[0, 1], [-1, 0]], whose exponential is the rotation by t.
 tf::Tensor rotation_generator(double t) { return tf::constant({{0.0, t}, {-t, 0.0}}); }
@@ -48,7 +41,7 @@ TEST(LuSolve, RejectsAPermutationOfTheWrongShape) {
 }
 
 TEST(Pinv, InvertsAFullRankMatrixFromTheLeft) {
-  const tf::Tensor a = random_matrix({5, 3}, 1);
+  const tf::Tensor a = standard_normal({5, 3}, 1);
   const tf::Tensor want = tf::linalg::solve(tf::matmul(a, a, true, false), tf::linalg::adjoint(a));
   expect_close(tf::linalg::pinv(a), want, 1e-12);
 }
@@ -65,7 +58,7 @@ TEST(Pinv, DropsSingularValuesBelowTheCutoff) {
 }
 
 TEST(Lstsq, FitsAnOverdeterminedSystemByEveryPath) {
-  const tf::Tensor a = random_matrix({2, 6, 3}, 2), b = random_matrix({2, 6, 2}, 3);
+  const tf::Tensor a = standard_normal({2, 6, 3}, 2), b = standard_normal({2, 6, 2}, 3);
   const tf::Tensor normal = tf::linalg::solve(tf::matmul(a, a, true, false), tf::matmul(a, b, true, false));
   expect_close(tf::linalg::lstsq(a, b), normal, 1e-11);
   expect_close(tf::linalg::lstsq(a, b, 0.0, false), normal, 1e-11);
@@ -74,14 +67,14 @@ TEST(Lstsq, FitsAnOverdeterminedSystemByEveryPath) {
 }
 
 TEST(Lstsq, GivesTheMinimumNormSolutionOfAnUnderdeterminedSystem) {
-  const tf::Tensor a = random_matrix({2, 4}, 4), b = random_matrix({2, 1}, 5);
+  const tf::Tensor a = standard_normal({2, 4}, 4), b = standard_normal({2, 1}, 5);
   const tf::Tensor want = tf::matmul(tf::linalg::pinv(a), b);
   expect_close(tf::linalg::lstsq(a, b), want, 1e-11);
   expect_close(tf::linalg::lstsq(a, b, 0.0, false), want, 1e-11);
 }
 
 TEST(Lstsq, BroadcastsTheBatches) {
-  const tf::Tensor a = random_matrix({4, 2}, 6), b = random_matrix({3, 4, 1}, 7);
+  const tf::Tensor a = standard_normal({4, 2}, 6), b = standard_normal({3, 4, 1}, 7);
   const tf::Tensor x = tf::linalg::lstsq(a, b);
   EXPECT_EQ(x.shape(), tf::Shape({3, 2, 1}));
 }
@@ -102,7 +95,7 @@ TEST(Norm, MatchesTensorFlowsDocumentedValues) {
 }
 
 TEST(Norm, TakesAxesAndKeepdims) {
-  const tf::Tensor x = random_matrix({2, 3, 4}, 8);
+  const tf::Tensor x = standard_normal({2, 3, 4}, 8);
   EXPECT_EQ(tf::linalg::norm(x, "euclidean", -1).shape(), tf::Shape({2, 3}));
   EXPECT_EQ(tf::linalg::norm(x, 2.0, {0, 2}, true).shape(), tf::Shape({1, 3, 1}));
   EXPECT_EQ(tf::linalg::norm(x, 1.0, {2, 0}).shape(), tf::Shape({3}));
@@ -134,7 +127,7 @@ TEST(Expm, TracedEqualsEager) {
 
 TEST(Expm, GradientOfTheTraceIsTheTransposedExponential) {
   // d tr(exp(A)) = tr(exp(A) dA).
-  const tf::Tensor a = random_matrix({3, 3}, 9) * 3.0;
+  const tf::Tensor a = standard_normal({3, 3}, 9) * 3.0;
   tf::GradientTape tape;
   tape.watch(a);
   const tf::Tensor e = tf::linalg::expm(a);
@@ -142,7 +135,8 @@ TEST(Expm, GradientOfTheTraceIsTheTransposedExponential) {
 }
 
 TEST(Expm, NonFiniteMatricesGiveNonFiniteResultsAndEmptyOnesEmpty) {
-  const tf::Tensor inf = tf::linalg::expm(tf::constant({{1.0, std::numeric_limits<double>::infinity()}, {0.0, 1.0}}));
+  const tf::Tensor inf =
+      tf::linalg::expm(tf::constant({{1.0, std::numeric_limits<double>::infinity()}, {0.0, 1.0}}));
   EXPECT_FALSE(std::isfinite(tf::reduce_sum(inf).item<double>()));
   EXPECT_EQ(tf::linalg::expm(tf::zeros({3, 0, 0}, tf::DType::Float64)).shape(), tf::Shape({3, 0, 0}));
 }

@@ -8,12 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
+#include "support/values.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
 using ::testing::HasSubstr;
+using tf::testing::standard_normal;
 
 namespace {
 
@@ -37,14 +38,6 @@ double max_abs_difference(const tf::Tensor& a, const tf::Tensor& b) {
   return tf::reduce_max(tf::abs(a - b)).item<double>();
 }
 
-tf::Tensor random_matrix(const tf::Shape& s, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> n;
-  std::vector<double> v(static_cast<std::size_t>(s.num_elements()));
-  for (double& e : v) e = n(rng);
-  return tf::constant(v, s);
-}
-
 const tf::Tensor kSpd = tf::constant({{4.0, 2.0}, {2.0, 3.0}});
 const tf::Tensor kGeneral = tf::constant({{1.0, 2.0}, {3.0, 4.0}});
 
@@ -60,7 +53,7 @@ TEST(Cholesky, ReadsOnlyTheLowerTriangle) {
 }
 
 TEST(Cholesky, ReconstructsRandomBatchesInFloat32AndFloat64) {
-  const tf::Tensor x = random_matrix({3, 40, 40}, 1);
+  const tf::Tensor x = standard_normal({3, 40, 40}, 1);
   const tf::Tensor a = tf::matmul(x, x, false, true) + tf::eye(40, 40, tf::DType::Float64);
   const tf::Tensor l = tf::linalg::cholesky(a);
   EXPECT_LT(max_abs_difference(tf::matmul(l, l, false, true), a), 1e-10);
@@ -98,8 +91,8 @@ TEST(Solve, SolvesGeneralSystemsAndTheirTransposes) {
 }
 
 TEST(Solve, MatchesTheSystemOnRandomBatchesWithSeveralRightHandSides) {
-  const tf::Tensor a = random_matrix({4, 30, 30}, 2) + tf::eye(30, 30, tf::DType::Float64) * 10.0;
-  const tf::Tensor b = random_matrix({4, 30, 5}, 3);
+  const tf::Tensor a = standard_normal({4, 30, 30}, 2) + tf::eye(30, 30, tf::DType::Float64) * 10.0;
+  const tf::Tensor b = standard_normal({4, 30, 5}, 3);
   EXPECT_LT(max_abs_difference(tf::matmul(a, tf::linalg::solve(a, b)), b), 1e-10);
   EXPECT_LT(max_abs_difference(tf::matmul(a, tf::linalg::solve(a, b, true), true), b), 1e-10);
 }
@@ -130,7 +123,7 @@ TEST(CholeskySolve, SolvesWithTheFactor) {
 TEST(Inv, InvertsAndTransposesOnRequest) {
   expect_near(tf::linalg::inv(kGeneral), {-2, 1, 1.5, -0.5});
   expect_near(tf::linalg::inv(kGeneral, /*adjoint=*/true), {-2, 1.5, 1, -0.5});
-  const tf::Tensor a = random_matrix({2, 25, 25}, 4);
+  const tf::Tensor a = standard_normal({2, 25, 25}, 4);
   EXPECT_LT(max_abs_difference(tf::matmul(tf::linalg::inv(a), a),
                                tf::broadcast_to(tf::eye(25, 25, tf::DType::Float64), {2, 25, 25})),
             1e-9);

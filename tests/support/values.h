@@ -4,8 +4,11 @@
 //   EXPECT_THAT(vals<float>(tf::nn::relu(x)), ElementsAre(0.f, 2.f));
 //   EXPECT_THAT(names(layer.trainable_variables()), ElementsAre("dense/kernel", "dense/bias"));
 //   const tf::Tensor x = iota({2, 3});   // [[0, 1, 2], [3, 4, 5]], float64
+//   const tf::Tensor a = standard_normal({3, 4, 4}, 1);   // a seeded float64 sample
 
+#include <cstdint>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,16 @@ inline Tensor iota(const Shape& shape, DType dtype = DType::Float64) {
   std::iota(v.begin(), v.end(), 0.0);
   const Tensor t = constant(v, shape);
   return dtype == DType::Float64 ? t : cast(t, dtype);
+}
+
+/// Independent standard normal values of `shape` (float64), the same for the same seed: random
+/// matrices for the linear algebra tests.
+inline Tensor standard_normal(const Shape& shape, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> n;
+  std::vector<double> v(static_cast<std::size_t>(shape.num_elements()));
+  for (double& e : v) e = n(rng);
+  return constant(v, shape);
 }
 
 /// The elements of `t` in row-major order; T must be t's element type.
