@@ -157,10 +157,13 @@ struct Qr {
   static Grads backward(const GradContext& c) {
     const Tensor &q = c.output(0), &r = c.output(1);
     const std::int64_t m = q.shape()[q.rank() - 2], n = r.shape()[r.rank() - 1];
-    TAPEFLOW_REQUIRE(!(m > n && q.shape()[q.rank() - 1] == m), UnimplementedError,
-                     "[{}] the gradient is not implemented when nrows > ncols and full_matrices is true: the "
-                     "input is ({}, {})",
-                     kName, m, n);
+    // Q's last m - n columns are any orthonormal completion: no gradient through them is defined.
+    TAPEFLOW_REQUIRE(
+        !(m > n && q.shape()[q.rank() - 1] == m), UnimplementedError,
+        "[{}] the gradient is not implemented when nrows > ncols and full_matrices is true (as in "
+        "TensorFlow): Q's last {} columns are an arbitrary orthonormal completion; the input is ({}, "
+        "{}). Use full_matrices = false",
+        kName, m - n, m, n);
     if (m >= n) return {square_or_deep(q, r, c.dy(0), c.dy(1))};
     const Tensor &a = c.input(0), &dq = c.dy(0), &dr = c.dy(1);
     const Tensor y = columns(a, m, n), u = columns(r, 0, m);
@@ -305,10 +308,13 @@ struct Svd {
       std::swap(u, v);
       std::swap(du, dv);
     }
+    // With |m - n| > 1 the extra singular vectors are any orthonormal completion (for 1, unique up
+    // to sign): no gradient through them is defined.
     TAPEFLOW_REQUIRE(
         !(at.full_matrices && n - m > 1), UnimplementedError,
-        "[{}] the gradient is not implemented for abs(m - n) > 1 when full_matrices is true: the "
-        "input is a {}",
+        "[{}] the gradient is not implemented for abs(m - n) > 1 when full_matrices is true (as in "
+        "TensorFlow): the extra singular vectors are an arbitrary orthonormal completion; the input "
+        "is a {}. Use full_matrices = false",
         kName, c.input_shape(0).to_string());
     const Tensor s_mat = linalg::diag(s);
     const Tensor s2 = s * s;

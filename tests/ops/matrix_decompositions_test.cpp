@@ -112,6 +112,7 @@ TEST(Qr, GradientOfATallMatrixWithFullMatricesIsUnimplemented) {
   const std::string msg = error_of<tf::UnimplementedError>([&] { (void)tape.gradient(y, a); });
   EXPECT_THAT(msg, HasSubstr("[Qr]"));
   EXPECT_THAT(msg, HasSubstr("full_matrices"));
+  EXPECT_THAT(msg, HasSubstr("(3, 2)"));
 }
 
 TEST(Eigh, GivesAscendingEigenvaluesAndOrthonormalEigenvectors) {

@@ -77,6 +77,7 @@ TEST(Lstsq, BroadcastsTheBatches) {
   const tf::Tensor a = standard_normal({4, 2}, 6), b = standard_normal({3, 4, 1}, 7);
   const tf::Tensor x = tf::linalg::lstsq(a, b);
   EXPECT_EQ(x.shape(), tf::Shape({3, 2, 1}));
+  expect_close(x, tf::linalg::lstsq(tf::broadcast_to(a, {3, 4, 2}), b), 1e-13);
 }
 
 TEST(Norm, MatchesTensorFlowsDocumentedValues) {
