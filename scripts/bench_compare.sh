@@ -13,6 +13,8 @@
 #   EPOCH_BATCHES=100 scripts/bench_compare.sh large   # epochs timed on 100 batches, scaled
 #   CLOCK=thread-cpu scripts/bench_compare.sh small    # CPU time of the thread (loaded machine)
 #   scripts/bench_compare.sh function   # the peers for tf::function: ADOL-C, TorchScript
+#   scripts/bench_compare.sh linalg     # tf::linalg against torch::linalg
+#   scripts/bench_compare.sh science    # vectorized_map Hessians against PyTorch's vmap(hessian)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +40,9 @@ for g in "${groups[@]}"; do
     large|epoch) "$bin" --every-malloc --group "$g" "${common[@]}" --epoch-batches "${EPOCH_BATCHES:-0}" \
                    --data "${DATA:-fashion-mnist}" ;;
     function) "$bin" --every-malloc --group function "${common[@]}" ;;
-    *) echo "unknown group $g (small, large, epoch, function)" >&2; exit 2 ;;
+    linalg) "$bin" --group linalg "${common[@]}" ;;
+    science) "$bin" --group science "${common[@]}" --python /usr/bin/python3 \
+               --script bench/compare/hessian_torch.py ;;
+    *) echo "unknown group $g (small, large, epoch, function, linalg, science)" >&2; exit 2 ;;
   esac
 done

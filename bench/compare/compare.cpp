@@ -13,6 +13,9 @@
 //                           the fused memory bound, the MLP step against its GEMM time
 //   compare --group linalg  tf::linalg's LAPACK-backed ops, forward and backward, against
 //                           torch::linalg (linalg_group.cpp)
+//   compare --group science per-point Hessians through vectorized_map against PyTorch's
+//                           vmap(hessian) (hessian_torch.py, with --script) and a C++ loop;
+//                           nested tapes traced against eager (science_group.cpp)
 //   options: --threads N (default: all cores) --rounds R --python PATH --script PATH
 //            --epoch-batches B (0: the full epoch) --data synthetic|fashion-mnist
 //            --clock wall|thread-cpu (default wall)
@@ -50,6 +53,7 @@
 #include "core/parallel.h"
 #include "function_group.h"
 #include "linalg_group.h"
+#include "science_group.h"
 #include "tapeflow/tapeflow.h"
 #include "workloads.h"
 
@@ -809,8 +813,10 @@ int main(int argc, char** argv) {
     compare::function_group(o, rows);
   } else if (o.group == "linalg") {
     compare::linalg_group(o, rows);
+  } else if (o.group == "science") {
+    compare::science_group(o, rows);
   } else {
-    std::fprintf(stderr, "--group must be small, large, epoch, rss, function or linalg\n");
+    std::fprintf(stderr, "--group must be small, large, epoch, rss, function, linalg or science\n");
     return 2;
   }
   compare::print_table(rows);

@@ -90,4 +90,5 @@
 #include "tapeflow/tensor.h"
 #include "tapeflow/threads.h"
 #include "tapeflow/variable.h"
+#include "tapeflow/vectorized_map.h"
 #include "tapeflow/version.h"

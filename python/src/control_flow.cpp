@@ -1,6 +1,7 @@
-// tf.cond and tf.while_loop over Python callables: the C++ control flow runs the branches and
-// the loop body (recorded on tapes, traced into a graph inside tf.function). The Python side
-// (python/tapeflow/control_flow.py) flattens nested loop variables and branch results.
+// tf.cond, tf.while_loop and tf.vectorized_map over Python callables: the C++ control flow runs
+// the branches and the loop body (recorded on tapes, traced into a graph inside tf.function), and
+// the map traces its body once. The Python side (python/tapeflow/control_flow.py) flattens nested
+// loop variables, elements and results.
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
@@ -23,6 +24,13 @@ void bind_control_flow(py::module_& m) {
                           WhileOptions{.maximum_iterations = maximum_iterations});
       },
       py::arg("cond"), py::arg("body"), py::arg("loop_vars"), py::arg("maximum_iterations"));
+  m.def(
+      "vectorized_map_flat",
+      [](const LoopBodyFn& fn, const std::vector<Tensor>& elems, bool fallback_to_while_loop, bool warn) {
+        return vectorized_map(
+            fn, elems, VectorizedMapOptions{.fallback_to_while_loop = fallback_to_while_loop, .warn = warn});
+      },
+      py::arg("fn"), py::arg("elems"), py::arg("fallback_to_while_loop"), py::arg("warn"));
 }
 
 }  // namespace tapeflow::python

@@ -69,17 +69,19 @@ T scalar_value(const Tensor& t, const char* what) {
     throw py::type_error(fmt::format("only a tensor of one element converts to a Python {}, got shape {}",
                                      what, t.shape().to_string()));
   const Tensor one = t.dtype() == bfloat16 ? cast(t, float32) : t;
+  // item(), not values(): a traced tensor read into Python (float(x) in a tf.function body or a
+  // vectorized_map's fn) is the trace's FailedPreconditionError, as in C++.
   switch (one.dtype()) {
     case DType::Float32:
-      return static_cast<T>(one.values<float>()[0]);
+      return static_cast<T>(one.item<float>());
     case DType::Float64:
-      return static_cast<T>(one.values<double>()[0]);
+      return static_cast<T>(one.item<double>());
     case DType::Int32:
-      return static_cast<T>(one.values<std::int32_t>()[0]);
+      return static_cast<T>(one.item<std::int32_t>());
     case DType::Int64:
-      return static_cast<T>(one.values<std::int64_t>()[0]);
+      return static_cast<T>(one.item<std::int64_t>());
     case DType::Bool:
-      return static_cast<T>(one.values<bool>()[0]);
+      return static_cast<T>(one.item<bool>());
     case DType::BFloat16:
       break;
   }

@@ -32,7 +32,7 @@ from ._tapeflow import (  # noqa: E402
 from ._shape import TensorShape  # noqa: E402
 from .tape import GradientTape, UnconnectedGradients  # noqa: E402
 from .function import function, save_function, load_function, export_onnx  # noqa: E402
-from .control_flow import cond, while_loop  # noqa: E402
+from .control_flow import cond, vectorized_map, while_loop  # noqa: E402
 from .custom_gradient import (  # noqa: E402
     custom_gradient, recompute_grad, grad_pass_through, RegisterGradient, no_gradient)
 from . import autodiff, debug, distributed  # noqa: E402

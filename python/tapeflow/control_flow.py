@@ -1,11 +1,11 @@
 """tf.cond and tf.while_loop: control flow that a tape differentiates and tf.function traces into
 its graph (the branches and the body become subgraphs; Python's if and while run once, at trace
-time)."""
+time). tf.vectorized_map: a function of one element run as one batched computation."""
 
 from . import _tapeflow
 from . import nest
 
-__all__ = ["cond", "while_loop"]
+__all__ = ["cond", "vectorized_map", "while_loop"]
 
 
 def _flat_tensors(structure, what):
@@ -61,3 +61,28 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     flat = _tapeflow.while_loop_flat(run_cond, run_body, _flat_tensors(structure, "loop_vars"), maximum_iterations)
     result = nest.pack_sequence_as(structure, flat)
     return result if packed_as_list else result[0]
+
+
+def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
+    """fn applied to every slice of elems along its first axis (elems: a tensor or a nested
+    structure of tensors with one first dimension), computed as one batched computation: fn runs
+    once, traced on the first element, and each of its ops runs on the whole batch. An op without a
+    batching rule runs per element (a one-time warning names it), or raises UnimplementedError
+    with fallback_to_while_loop=False."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    leaves = nest.flatten(elems)
+    try:
+        flat_elems = [_tapeflow.convert_to_tensor(leaf) for leaf in leaves]
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"elems must be tensors (or nested structures of them): {e}") from e
+    structure = []
+
+    def run(flat):
+        result = fn(nest.pack_sequence_as(elems, flat))
+        if not structure:
+            structure.append(result)
+        return _flat_tensors(result, "fn")
+
+    flat = _tapeflow.vectorized_map_flat(run, flat_elems, bool(fallback_to_while_loop), bool(warn))
+    return nest.pack_sequence_as(structure[0], flat)

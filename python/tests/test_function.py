@@ -120,6 +120,16 @@ def test_an_exception_in_the_body_propagates_with_its_type():
         broken(tf.constant(1.0))
 
 
+def test_reading_a_traced_tensor_into_python_is_refused():
+    # float(x) would fix this call's value into the graph for every later call.
+    @tf.function
+    def branchy(x):
+        return x if float(x) > 0 else -x
+
+    with pytest.raises(tf.errors.FailedPreconditionError, match="tf::function traced its body"):
+        branchy(tf.constant(1.0))
+
+
 def test_numpy_arguments_are_tensors():
     @tf.function
     def total(x):

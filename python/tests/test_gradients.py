@@ -165,6 +165,10 @@ GRADIENT_CHECKS = {
     "sigmoid_cross_entropy_with_logits": (
         lambda logits: tf.nn.sigmoid_cross_entropy_with_logits(tf.constant([0.0, 1.0], tf.float64), logits),
         [signed(2)]),
+    # tf.vectorized_map of a function of each row of x and v, through its batched ops.
+    "vectorized_map_flat": (
+        lambda x, v: tf.vectorized_map(lambda e: tf.reduce_sum(tf.sin(e[0]) * e[1]) * e[0] ** 2, (x, v)),
+        [signed(3, 4), signed(3, 4)]),
 }
 
 # Exported names that are not differentiable functions of float inputs (creation, comparisons,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "autodiff/attr_codec.h"
+#include "autodiff/batching.h"
 #include "tapeflow/registry.h"
 
 namespace tapeflow::cpu {
@@ -147,6 +148,9 @@ class OpDef {
   /// How the op takes bfloat16 inputs: set from its struct with `forward`; the graph ops pass
   /// them to the ops inside, which decide.
   BFloat16Support bfloat16 = BFloat16Support::kNone;
+  /// How tf::vectorized_map runs the op once for a batch (batching.h): the struct's `batch`, or
+  /// batch_broadcasting for an elementwise op without attributes; nullptr: once per element.
+  BatchFunction batch = nullptr;
 
  private:
   std::string name_;
@@ -204,6 +208,7 @@ class Registry {
       // Generated from the Attrs struct; a field type it cannot encode does not compile.
       def.attrs_codec = attrs_codec_of<Op>();
     }
+    if constexpr (requires { &Op::batch; }) get(Op::kName).batch = &Op::batch;
   }
 
  private:

@@ -47,11 +47,11 @@ void GraphTracer::host_read(const Tensor& t, std::string_view what) const {
   const ValueId v = find(t.id());
   if (v < 0 || producers_[static_cast<std::size_t>(v)].empty()) return;
   throw FailedPreconditionError(fmt::format(
-      "[{}] read the value of a traced tensor (shape {}, dtype {}, {}) into C++ while tf::function "
-      "traced its body: the graph would keep this call's value for every later call. Compute with "
-      "tensor ops instead (tf::where, tf::cond and tf::while_loop for decisions), or read the value "
-      "outside the function",
-      what, t.shape().to_string(), dtype_name(t.dtype()), producers_[static_cast<std::size_t>(v)]));
+      "[{}] read the value of a traced tensor (shape {}, dtype {}, {}) into C++ while {}: the graph "
+      "would keep this value for every later call (or element). Compute with tensor ops instead "
+      "(tf::where, tf::cond and tf::while_loop for decisions), or read the value outside the function",
+      what, t.shape().to_string(), dtype_name(t.dtype()), producers_[static_cast<std::size_t>(v)],
+      tracing()));
 }
 
 Tensor GraphTracer::input(const Tensor& arg) {

@@ -43,6 +43,8 @@ class GraphTracer : public autodiff::Tracer {
   /// Marks the graph (Graph::opaque_gradient) and every enclosing trace's: they hold this one.
   void opaque_gradient(std::string_view op) override;
 
+  /// What runs the trace, for host_read's message ("tf::function traced its body").
+  virtual std::string_view tracing() const { return "tf::function traced its body"; }
   /// The body read a tensor's value into C++ (Tensor::item, to_vector: `what`): throws
   /// FailedPreconditionError if it is a value of this trace (an argument, an op's output, a
   /// variable read), whose value the graph would fix forever; constants are fine.

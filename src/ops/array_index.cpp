@@ -86,6 +86,10 @@ struct Slice {
     a.expect(1, {"begin", "size"});
     return {tapeflow::slice(a.in(0), a.ints("begin"), a.ints("size"))};
   }
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    const Attrs& a = c.attrs<Attrs>();
+    return {slice(c.input(0), autodiff::batch_dims(0, a.begin), autodiff::batch_dims(c.size(), a.size))};
+  }
 };
 }  // namespace ops
 Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& size) {
@@ -175,6 +179,21 @@ void check_strided(const StridedAttrs& a, std::string_view op) {
 
 }  // namespace
 
+namespace {
+/// The attributes of a strided slice of one element as a slice of the batch: all of the batch's
+/// axis, then the element's slice (StridedSlice's and StridedSliceGrad's batching rules).
+StridedAttrs batched_strided(const StridedAttrs& a, std::int64_t size) {
+  StridedAttrs b;
+  b.begin = autodiff::batch_dims(0, a.begin);
+  b.step = autodiff::batch_dims(1, a.step);
+  b.box = Shape(autodiff::batch_dims(size, a.box.dims()));
+  b.out = Shape(autodiff::batch_dims(size, a.out.dims()));
+  b.input = Shape(autodiff::batch_dims(size, a.input.dims()));
+  return b;
+}
+
+}  // namespace
+
 // y = x[begin:stop:step, ...];  dx = strided_slice_grad(dy): dy scattered into zeros of shape(x)
 struct StridedSlice {
   static constexpr std::string_view kName = "StridedSlice";
@@ -197,6 +216,9 @@ struct StridedSlice {
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"begin", "end", "strides", "begin_mask", "end_mask", "shrink_axis_mask"});
     return {tapeflow::strided_slice(a.in(0), slice_specs(a))};
+  }
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return {apply_with<StridedSlice>(batched_strided(c.attrs<Attrs>(), c.size()), c.input(0))};
   }
 };
 
@@ -296,6 +318,9 @@ struct StridedSliceGrad {
     return dx;
   }
   static Grads backward(const GradContext& c) { return {apply_with<StridedSlice>(c.attrs<Attrs>(), c.dy())}; }
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return {apply_with<StridedSliceGrad>(batched_strided(c.attrs<Attrs>(), c.size()), c.input(0))};
+  }
   static constexpr std::string_view kNotCallable =
       "[StridedSliceGrad] runs only inside the gradient of StridedSlice, which supplies its shapes";
 };
@@ -322,6 +347,12 @@ struct GatherAttrs {
   int axis;
   Shape params;  // the shape of params (GatherGrad's output)
 };
+
+/// A gather of one element's params as a gather of the batch's (GatherV2's and GatherGrad's
+/// batching rules).
+GatherAttrs batched_gather(const GatherAttrs& a, std::int64_t size) {
+  return {a.axis + 1, Shape(autodiff::batch_dims(size, a.params.dims()))};
+}
 
 }  // namespace
 
@@ -363,6 +394,14 @@ struct GatherV2 {
     return y;
   }
   static Grads backward(const GradContext& c);
+  // Batched params: the same gather one axis further on. Batched indices into fixed params along
+  // axis 0: the gather itself (the batch leads its result). Both, or another axis: the map's loop.
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    const Attrs& a = c.attrs<Attrs>();
+    if (!c.batched(1)) return {apply_with<GatherV2>(batched_gather(a, c.size()), c.input(0), c.input(1))};
+    if (!c.batched(0) && a.axis == 0) return c.run(std::vector<Tensor>{c.input(0), c.input(1)});
+    return {};
+  }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(2, {"axis"});
     return {tapeflow::gather(a.in(0), a.in(1), a.i("axis", 0))};
@@ -424,6 +463,10 @@ struct GatherGrad {
       });
     });
     return dx;
+  }
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    if (c.batched(1)) return {};
+    return {apply_with<GatherGrad>(batched_gather(c.attrs<Attrs>(), c.size()), c.input(0), c.input(1))};
   }
   static Grads backward(const GradContext& c) {
     return {gather(c.dy(), c.input(1), c.attrs<Attrs>().axis), std::nullopt};
@@ -603,6 +646,8 @@ struct OneHot {
                   a.depth, a.on.defined() ? describe(a.on) : "undefined",
                   a.off.defined() ? describe(a.off) : "undefined", describe(indices));
   }
+  // Batched: the depth axis is last, so the batch of indices leads the result as it is.
+  static std::vector<Tensor> batch(const BatchContext& c) { return autodiff::batch_leading_dims(c); }
   static Tensor forward(const Attrs& a, const Tensor& indices) {
     std::vector<std::int64_t> out = dims_between(indices.shape(), 0, indices.rank());
     out.push_back(a.depth);

@@ -156,6 +156,9 @@ struct ConcatV2 {
     }
     return g;
   }
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return {concat(c.all_stacked(), autodiff::batch_axis(c.attrs<Attrs>().axis))};
+  }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(-1, {"axis"});
     return {tapeflow::concat(a.all(), a.i("axis"))};
@@ -207,6 +210,9 @@ struct Pack {
     const std::vector<Tensor> parts = unstack(c.dy(), c.attrs<Attrs>().axis);
     return Grads(parts.begin(), parts.end());
   }
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return {stack(c.all_stacked(), autodiff::batch_axis(c.attrs<Attrs>().axis))};
+  }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(-1, {"axis"});
     return {tapeflow::stack(a.all(), a.i("axis", 0))};
@@ -245,6 +251,9 @@ struct Unpack {
     std::vector<Tensor> dys;
     for (int i = 0; i < c.num_outputs(); ++i) dys.push_back(c.dy(i));
     return {stack(dys, c.attrs<Attrs>().axis)};
+  }
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return unstack(c.input(0), autodiff::batch_axis(c.attrs<Attrs>().axis));
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"axis"});
@@ -316,6 +325,10 @@ struct SplitOp {
     std::vector<Tensor> dys;
     for (int i = 0; i < c.num_outputs(); ++i) dys.push_back(c.dy(i));
     return {concat(dys, c.attrs<SplitAttrs>().axis)};
+  }
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    const SplitAttrs& a = c.attrs<SplitAttrs>();
+    return split(c.input(0), a.sizes, autodiff::batch_axis(a.axis));
   }
 };
 

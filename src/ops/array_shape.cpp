@@ -69,6 +69,10 @@ struct Reshape {
   static Tensor forward(const Attrs& a, const Tensor& x) {
     return detail::share_with_shape(x, reshape_target(x, a.dims, kName));
   }
+  // Batched: the new shape gains the batch in front.
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return {reshape(c.input(0), autodiff::batch_dims(c.size(), c.attrs<Attrs>().dims))};
+  }
   static Grads backward(const GradContext& c) { return reshape_back(c); }
   // JVP: dy = reshape(dx)
   static Tangents jvp(const JvpContext& c) {
@@ -112,6 +116,12 @@ struct BroadcastTo {
     return out;
   }
   static Grads backward(const GradContext& c) { return {sum_to_shape(c.dy(), c.input_shape(0))}; }
+  // Batched: x's element dims aligned on the right of the target's, then the batch in front.
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    const Shape& target = c.attrs<Attrs>().shape;
+    const Shape out(autodiff::batch_dims(c.size(), target.dims()));
+    return {broadcast_to(c.aligned(0, target.rank()), out)};
+  }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"shape"});
     return {tapeflow::broadcast_to(a.in(0), a.shape("shape"))};
@@ -147,6 +157,10 @@ struct Relabel {
   }
   static Tensor forward(const Attrs& a, const Tensor& x) { return detail::share_with_shape(x, a.shape); }
   static Grads backward(const GradContext& c) { return reshape_back(c); }
+  // Batched: the relabelled shape gains the batch in front.
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return {reshape(c.input(0), autodiff::batch_dims(c.size(), c.attrs<Attrs>().shape.dims()))};
+  }
 };
 
 // y = expand_dims(x, axis);  dx = reshape(dy, shape(x))
@@ -245,6 +259,12 @@ struct Transpose {
   static Grads backward(const GradContext& c) {
     return {transpose(c.dy(), inverse_permutation(c.attrs<Attrs>().perm))};
   }
+  // Batched: the batch stays first; every other axis moves as perm says, one further on.
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    std::vector<std::int64_t> perm{0};
+    for (int p : c.attrs<Attrs>().perm) perm.push_back(autodiff::batch_axis(p));
+    return {transpose(c.input(0), perm)};
+  }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"perm"});
     return {tapeflow::transpose(a.in(0), a.ints("perm", raw_ops::Ints{}))};
@@ -307,6 +327,11 @@ struct ReverseV2 {
     return y;
   }
   static Grads backward(const GradContext& c) { return {reverse(c.dy(), c.attrs<Attrs>().axes)}; }
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    std::vector<std::int64_t> axes;
+    for (std::int64_t axis : c.attrs<Attrs>().axes) axes.push_back(autodiff::batch_axis(axis));
+    return {reverse(c.input(0), axes)};
+  }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"axis"});
     return {tapeflow::reverse(a.in(0), a.ints("axis"))};

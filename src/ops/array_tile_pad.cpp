@@ -90,6 +90,9 @@ struct Tile {
                 [&]<class T>() { cpu::strided_copy(p, x.values<T>().data(), detail::mutable_data<T>(y)); });
     return y;
   }
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return {tile(c.input(0), autodiff::batch_dims(1, c.attrs<Attrs>().multiples))};
+  }
   static Grads backward(const GradContext& c) {
     return {sum_tiles(c.dy(), c.attrs<Attrs>().multiples, c.input_shape(0))};
   }
@@ -179,6 +182,11 @@ struct Pad {
     else
       visit_dtype(x.dtype(), fill_and_copy);
     return y;
+  }
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    Attrs a = c.attrs<Attrs>();
+    a.paddings.insert(a.paddings.begin(), {0, 0});
+    return {apply_with<Pad>(a, c.input(0))};
   }
   static Grads backward(const GradContext& c) {
     const Shape& in = c.input_shape(0);

@@ -24,7 +24,7 @@ Tensor identity(const Tensor& x) { return autodiff::apply<ops::Identity>(x); }
 namespace ops {
 
 // y = x; no gradient by design (tf.stop_gradient).
-struct StopGradient {
+struct StopGradient : BatchBroadcasting {
   static constexpr std::string_view kName = "StopGradient";
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;  // the same bytes
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
@@ -34,7 +34,7 @@ Tensor stop_gradient(const Tensor& x) { return autodiff::apply<ops::StopGradient
 namespace ops {
 
 // y = x; declared non-differentiable, like an op passed to tf.no_gradient.
-struct NoGradient {
+struct NoGradient : BatchBroadcasting {
   static constexpr std::string_view kName = "NoGradient";
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;  // the same bytes
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }

@@ -13,6 +13,7 @@
 #include "kernels/cpu/onednn.h"
 #include "ops/families.h"
 #include "ops/op_util.h"
+#include "tapeflow/ops/array.h"
 
 namespace tapeflow {
 namespace ops {
@@ -232,6 +233,21 @@ struct ProductOp {
   }
   static Grads backward(const GradContext& c) { return product_grads(c); }
   static Tangents jvp(const JvpContext& c) { return product_jvp(c); }
+  // Batched: the batch is one more broadcast batch dimension; x @ W with only x batched is one
+  // product of every element's rows.
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    const Attrs& at = c.attrs<Attrs>();
+    const Tensor& a = c.input(0);
+    if (c.batched(0) && !c.batched(1) && c.input(1).rank() == 2 && !at.transpose_a && a.num_elements() > 0) {
+      const auto d = a.shape().dims();
+      const Tensor y = matmul(reshape(a, {-1, d.back()}), c.input(1), false, at.transpose_b);
+      std::vector<std::int64_t> out(d.begin(), d.end() - 1);
+      out.push_back(y.shape()[1]);
+      return {reshape(y, out)};
+    }
+    const int rank = c.max_element_rank();
+    return {matmul(c.aligned(0, rank), c.aligned(1, rank), at.transpose_a, at.transpose_b)};
+  }
 };
 
 // c = op(a) @ op(b) for matrices;  da = dc @ op(b)^T (in op(a)'s layout), db = op(a)^T @ dc

@@ -223,6 +223,7 @@ struct Cast {
     });
     return out;
   }
+  static std::vector<Tensor> batch(const BatchContext& c) { return autodiff::batch_broadcasting(c); }
   static Grads backward(const GradContext& c) {
     if (!is_floating(c.input_dtype(0)) || !is_floating(c.dy().dtype())) return {std::nullopt};
     return {pass_masked_lanes(c.dy(), cast(c.dy(), c.input_dtype(0)))};

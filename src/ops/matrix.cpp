@@ -41,7 +41,7 @@ Tensor lower_with_half_diagonal(const Tensor& x) {
 }  // namespace
 
 // L = cholesky(A);  dA = sym(L^-T Φ(L^T dL) L^-1) (TensorFlow's _CholeskyGrad)
-struct Cholesky {
+struct Cholesky : BatchLeadingDims {
   static constexpr std::string_view kName = "Cholesky";
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& a) {
@@ -78,7 +78,7 @@ struct TriangularSolveAttrs {
 };
 
 // X = op(A)^-1 B;  dB = op(A)^-T dX, dA = -dB X^T (or -X dB^T for adjoint), in A's triangle
-struct MatrixTriangularSolve {
+struct MatrixTriangularSolve : BatchLeadingDims {
   static constexpr std::string_view kName = "MatrixTriangularSolve";
   static constexpr Saves kSaves{0b01u, 0b1u};  // the matrix and X
   using Attrs = TriangularSolveAttrs;
@@ -142,7 +142,7 @@ Grads solve_grads(const GradContext& c, const Tensor& lu, const Tensor& pivots, 
 // X = op(A)^-1 B, and A's LU factors and pivots as two more outputs, which the gradient's solve
 // reuses (TensorFlow's _MatrixSolveGrad factorises A again); the public function returns X.
 // dB = op(A)^-T dX, dA = -dB X^T (or -X dB^T for adjoint)
-struct MatrixSolve {
+struct MatrixSolve : BatchLeadingDims {
   static constexpr std::string_view kName = "MatrixSolve";
   static constexpr std::size_t kOutputs = 3;
   static constexpr Saves kSaves{0b01u, 0b111u};  // the matrix, X, the factors and pivots
@@ -183,7 +183,7 @@ struct MatrixSolve {
 // X = op(A)^-1 B through A's LU factors and pivots (MatrixSolve's second and third outputs): the
 // solve inside MatrixSolve's gradient, and inside its own. A is an input so that the gradient
 // reaches it (the factors are treated as constants of A); dB, dA as MatrixSolve's.
-struct LuMatrixSolve {
+struct LuMatrixSolve : BatchLeadingDims {
   static constexpr std::string_view kName = "LuMatrixSolve";
   static constexpr Saves kSaves{0b1101u, 0b1u};  // the matrix, the factors, the pivots and X
   using Attrs = SolveAttrs;
@@ -246,7 +246,7 @@ Grads solve_grads(const GradContext& c, const Tensor& lu, const Tensor& pivots, 
 }  // namespace
 
 // B = A^-1;  dA = -B^T dB B^T
-struct MatrixInverse {
+struct MatrixInverse : BatchLeadingDims {
   static constexpr std::string_view kName = "MatrixInverse";
   static constexpr Saves kSaves = kSavesOutput;
   static Tensor forward(const Tensor& a) {
@@ -278,7 +278,7 @@ struct MatrixInverse {
 };
 
 // sign, log|det A| = slogdet(A);  dA = d(log|det|) A^-T (the sign has no gradient)
-struct LogMatrixDeterminant {
+struct LogMatrixDeterminant : BatchLeadingDims {
   static constexpr std::string_view kName = "LogMatrixDeterminant";
   static constexpr std::size_t kOutputs = 2;
   static constexpr Saves kSaves{0b1u, 0};  // the matrix

@@ -68,7 +68,7 @@ struct LuAttrs {
 
 // A[p] = L U;  with M = A[p]: dM = L^-T (strict_lower(L^T dL) + upper(dU U^T)) U^-T, dA = dM's
 // rows put back (TensorFlow's _LuGrad)
-struct Lu {
+struct Lu : BatchLeadingDims {
   static constexpr std::string_view kName = "Lu";
   static constexpr std::size_t kOutputs = 2;
   static constexpr Saves kSaves{0, 0b11u};
@@ -127,7 +127,7 @@ struct QrAttrs {
 // A = Q R (TensorFlow's _QrGrad): for m >= n, with QdQ = Q^T dQ and RdR = R dR^T,
 //   dA = Q (dR + tril(QdQ - QdQ^T + RdR - RdR^T) R^-T) + (dQ - Q QdQ) R^-T;
 // for m < n, A = [X, Y] and R = [U, V] reduce it to the square X = Q U.
-struct Qr {
+struct Qr : BatchLeadingDims {
   static constexpr std::string_view kName = "Qr";
   static constexpr std::size_t kOutputs = 2;
   static constexpr Saves kSaves{0b1u, 0b11u};
@@ -197,7 +197,7 @@ struct EigAttrs {
 // A = V diag(e) V^T (TensorFlow's _SelfAdjointEigV2Grad), with F[i][j] = 1 / (e_j - e_i) off the
 // diagonal: G = V (diag(de) + F * (V^T dV)) V^T, and dA = G + G^T's lower triangle (its diagonal
 // G's), as only A's lower triangle is read. Without V, it is computed to give V diag(de) V^T.
-struct SelfAdjointEigV2 {
+struct SelfAdjointEigV2 : BatchLeadingDims {
   static constexpr std::string_view kName = "SelfAdjointEigV2";
   static constexpr std::size_t kOutputs = 2;
   static constexpr Saves kSaves{0b1u, 0b11u};
@@ -257,7 +257,7 @@ struct SvdAttrs {
 //   dA = U (diag(ds) + (F o (U^T dU - dU^T U)) S + S (F o (V1^T dV1 - dV1^T V1))) V1^T
 //        + U S^-1 (dV1^T - dV1^T V1 V1^T  [- V1^T dV2 V2^T when full]),  F[i][j] = 1 / (s_j^2 - s_i^2),
 // where V1 is V's first m columns (the second term only when m < n).
-struct Svd {
+struct Svd : BatchLeadingDims {
   static constexpr std::string_view kName = "Svd";
   static constexpr std::size_t kOutputs = 3;
   static constexpr Saves kSaves{0b1u, 0b111u};

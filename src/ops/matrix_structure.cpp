@@ -59,7 +59,7 @@ struct BandPartAttrs {
 
 // y = x inside the band (-num_lower <= j - i <= num_upper; negative: unbounded), else 0;
 // dx = band_part(dy) with the same band
-struct MatrixBandPart {
+struct MatrixBandPart : BatchLeadingDims {
   static constexpr std::string_view kName = "MatrixBandPart";
   static constexpr Saves kSaves = kSavesNothing;
   static constexpr bool kBatchable = true;  // the band is on the last two dimensions
@@ -93,7 +93,7 @@ struct MatrixBandPart {
 };
 
 // d = the main diagonal of each matrix, (..., m, n) -> (..., min(m, n));  dx = set_diag(0, dd)
-struct MatrixDiagPart {
+struct MatrixDiagPart : BatchLeadingDims {
   static constexpr std::string_view kName = "MatrixDiagPart";
   static constexpr Saves kSaves = kSavesNothing;
   static Tensor forward(const Tensor& x) {
@@ -116,7 +116,7 @@ struct MatrixDiagPart {
 };
 
 // y = x with its main diagonal replaced by d;  dx = set_diag(dy, 0), dd = diag_part(dy)
-struct MatrixSetDiag {
+struct MatrixSetDiag : BatchLeadingDims {
   static constexpr std::string_view kName = "MatrixSetDiag";
   static constexpr Saves kSaves = kSavesNothing;
   static Tensor forward(const Tensor& x, const Tensor& d) {
@@ -148,7 +148,7 @@ struct MatrixSetDiag {
 
 // y = square matrices with d on the main diagonal, zeros elsewhere, (..., n) -> (..., n, n);
 // dd = diag_part(dy)
-struct MatrixDiag {
+struct MatrixDiag : BatchLeadingDims {
   static constexpr std::string_view kName = "MatrixDiag";
   static constexpr Saves kSaves = kSavesNothing;
   static Tensor forward(const Tensor& d) {

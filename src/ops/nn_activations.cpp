@@ -138,7 +138,7 @@ struct AlphaAttrs {
 }  // namespace
 
 // y = x > 0 ? x : alpha * x;  dx = LeakyReluGrad(dy, x)
-struct LeakyRelu {
+struct LeakyRelu : BatchBroadcasting {
   static constexpr std::string_view kName = "LeakyRelu";
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesInputs;
@@ -164,7 +164,7 @@ Tensor nn::leaky_relu(const Tensor& x, double alpha) {
 namespace ops {
 
 // dx = g * (f > 0 ? 1 : alpha);  dg = LeakyReluGrad(ddx, f), df = 0
-struct LeakyReluGrad {
+struct LeakyReluGrad : BatchBroadcasting {
   static constexpr std::string_view kName = "LeakyReluGrad";
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves{2u, 0u};
@@ -195,7 +195,7 @@ namespace ops {
 // ---- exponential linear units --------------------------------------------------------------------
 
 // y = x > 0 ? x : exp(x) - 1;  dx = EluGrad(dy, y) = dy * (y < 0 ? y + 1 : 1)
-struct Elu {
+struct Elu : BatchBroadcasting {
   static constexpr std::string_view kName = "Elu";
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesOutput;
@@ -210,7 +210,7 @@ namespace ops {
 
 // dx = g * (y < 0 ? y + 1 : 1);  dg = EluGrad(ddx, y), dy_ = ddx * g where y < 0 (TensorFlow's
 // _EluGradGrad); "where y < 0" is ReluGrad(., -y).
-struct EluGrad {
+struct EluGrad : BatchBroadcasting {
   static constexpr std::string_view kName = "EluGrad";
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesInputs;
@@ -231,7 +231,7 @@ Tensor raw_ops::elu_grad(const Tensor& gradients, const Tensor& outputs) {
 namespace ops {
 
 // y = scale * (x > 0 ? x : alpha * (exp(x) - 1));  dx = SeluGrad(dy, y)
-struct Selu {
+struct Selu : BatchBroadcasting {
   static constexpr std::string_view kName = "Selu";
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesOutput;
@@ -248,7 +248,7 @@ Tensor nn::selu(const Tensor& x) { return autodiff::apply<ops::Selu>(x); }
 namespace ops {
 
 // dx = g * (y < 0 ? y + scale * alpha : scale);  dg = SeluGrad(ddx, y), dy_ = ddx * g where y < 0
-struct SeluGrad {
+struct SeluGrad : BatchBroadcasting {
   static constexpr std::string_view kName = "SeluGrad";
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesInputs;
@@ -323,7 +323,7 @@ void with_gelu_tanh(const T* x, T* out, std::int64_t n, F f) {
 }  // namespace
 
 // y = x * Phi(x) (or its tanh approximation);  dx = GeluGrad(dy, x) = dy * gelu'(x)
-struct Gelu {
+struct Gelu : BatchBroadcasting {
   static constexpr std::string_view kName = "Gelu";
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesInputs;
@@ -368,7 +368,7 @@ Tensor gelu_second_derivative(const Tensor& x, bool approximate) {
 }  // namespace
 
 // dx = g * gelu'(x);  dg = GeluGrad(ddx, x), dx_ = ddx * g * gelu''(x)
-struct GeluGrad {
+struct GeluGrad : BatchBroadcasting {
   static constexpr std::string_view kName = "GeluGrad";
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesInputs;
@@ -445,6 +445,9 @@ struct Softmax {
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesOutput;
   using Attrs = AxisAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return {apply_with<Softmax>(AxisAttrs{c.attrs<Attrs>().axis + 1}, c.input(0))};
+  }
   static Tensor forward(const Attrs& a, const Tensor& x) {
     return softmax_forward<cpu::SoftmaxKind::kSoftmax>(a, x, kName);
   }
@@ -469,6 +472,9 @@ struct LogSoftmax {
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesOutput;
   using Attrs = AxisAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return {apply_with<LogSoftmax>(AxisAttrs{c.attrs<Attrs>().axis + 1}, c.input(0))};
+  }
   static Tensor forward(const Attrs& a, const Tensor& x) {
     return softmax_forward<cpu::SoftmaxKind::kLogSoftmax>(a, x, kName);
   }

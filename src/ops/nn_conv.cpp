@@ -34,6 +34,7 @@
 #include "kernels/cpu/onednn.h"
 #include "ops/families.h"
 #include "ops/op_util.h"
+#include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/nn.h"
 #include "tapeflow/ops/reduce.h"
@@ -548,12 +549,44 @@ Tensor through_float32(const typename Op::Attrs& at, const In&... in) {
 
 }  // namespace
 
+namespace {
+/// The batching rule (vectorized_map) of an op over NHWC images: each batched image input folded
+/// into the images' own batch (B x N images), the op, and the results unfolded. `images` inputs
+/// come first; the rest (filters, a bias) must be the same for every element, else the map's loop.
+std::vector<Tensor> batch_images(const BatchContext& c, int images) {
+  for (int i = images; i < c.num_inputs(); ++i)
+    if (c.batched(i)) return {};
+  std::vector<Tensor> in;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (i >= images) {
+      in.push_back(c.input(i));
+      continue;
+    }
+    const Tensor x = c.stacked(i);
+    const auto d = x.shape().dims();
+    std::vector<std::int64_t> folded{-1};
+    folded.insert(folded.end(), d.begin() + 2, d.end());
+    if (x.num_elements() == 0) return {};
+    in.push_back(reshape(x, folded));
+  }
+  std::vector<Tensor> out = c.run(in);
+  for (Tensor& y : out) {
+    const auto d = y.shape().dims();
+    std::vector<std::int64_t> unfolded{c.size(), -1};
+    unfolded.insert(unfolded.end(), d.begin() + 1, d.end());
+    y = reshape(y, unfolded);
+  }
+  return out;
+}
+}  // namespace
+
 // y = im2col(x) @ W;  dx = Conv2DBackpropInput(shape(x), W, dy), dW = Conv2DBackpropFilter(x, shape(W), dy)
 struct Conv2D {
   static constexpr std::string_view kName = "Conv2D";
   static constexpr Saves kSaves = kSavesInputs;
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   using Attrs = ConvAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_images(c, 1); }
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& f) {
     require_same_float(kName, x, "input", f, "filters");
     const FilterCrop crop(conv_geometry(kName, x.shape(), f.shape(), at));
@@ -767,6 +800,7 @@ struct FusedConv2D {
   static constexpr Saves kSaves{0b011u, 1u};  // input, filters; the output (for the ReLU's gradient)
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   using Attrs = FusedConvAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_images(c, 1); }
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& f, const Tensor& b) {
     require_same_float(kName, x, "input", f, "filters");
     require_same_float(kName, x, "input", b, "bias");
@@ -925,6 +959,7 @@ struct MaxPool {
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = PoolAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_images(c, 1); }
   static Tensor forward(const Attrs& at, const Tensor& x) {
     return pool_forward<Argmax::kYes>(
         kName, at, x, [](const auto* in, const auto& g, auto* out) { cpu::max_pool(in, g, out); });
@@ -952,6 +987,7 @@ struct MaxPoolGrad {
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   static constexpr Saves kSaves{1u, 0u};  // orig_input
   using Attrs = PoolAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_images(c, 2); }
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& dy) {
     require_same_float(kName, x, "orig_input", dy, "grad");
     const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at, Argmax::kYes);
@@ -989,6 +1025,7 @@ struct MaxPoolGradGrad {
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   static constexpr Saves kSaves{1u, 0u};  // orig_input
   using Attrs = PoolAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_images(c, 2); }
   static Tensor forward(const Attrs& at, const Tensor& x, const Tensor& ddx) {
     require_same_float(kName, x, "orig_input", ddx, "grad");
     const cpu::WindowGeometry g = pool_geometry(kName, x.shape(), at, Argmax::kYes);
@@ -1027,6 +1064,7 @@ struct AvgPool {
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = PoolAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_images(c, 1); }
   static Tensor forward(const Attrs& at, const Tensor& x) {
     return pool_forward<Argmax::kNo>(
         kName, at, x, [](const auto* in, const auto& g, auto* out) { cpu::avg_pool(in, g, out); });

@@ -82,6 +82,10 @@ struct SoftmaxCrossEntropyWithLogits {
   static constexpr std::string_view kName = "SoftmaxCrossEntropyWithLogits";
   static constexpr Saves kSaves = kSavesInputs;
   using Attrs = AxisAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    const std::vector<Tensor> in = c.all_stacked();
+    return {apply_with<SoftmaxCrossEntropyWithLogits>(Attrs{c.attrs<Attrs>().axis + 1}, in[0], in[1])};
+  }
   static void check_attrs(const Attrs& a, const Tensor& labels, const Tensor& logits) {
     require_labels_like_logits(labels, logits, kName);
     require_attr_in(kName, "axis", a.axis, 0, logits.rank(), logits, "logits");
@@ -137,7 +141,7 @@ Tensor nn::softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor&
 namespace ops {
 
 // loss = lse(logits[i, :]) - logits[i, labels[i]];  dlogits = dy * (softmax(logits) - one_hot(labels))
-struct SparseSoftmaxCrossEntropyWithLogits {
+struct SparseSoftmaxCrossEntropyWithLogits : BatchLeadingDims {
   static constexpr std::string_view kName = "SparseSoftmaxCrossEntropyWithLogits";
   static constexpr Saves kSaves = kSavesInputs;
   static Tensor forward(const Tensor& labels, const Tensor& logits) {
@@ -207,7 +211,7 @@ namespace ops {
 // loss = max(x, 0) - x z + log1p(exp(-|x|)) for x = logits, z = labels (never overflows);
 // dx = dy * (sigmoid(x) - z), dz = -dy * x.
 // A primitive rather than TensorFlow's composite of five ops: one pass, no temporaries.
-struct SigmoidCrossEntropyWithLogits {
+struct SigmoidCrossEntropyWithLogits : BatchLeadingDims {
   static constexpr std::string_view kName = "SigmoidCrossEntropyWithLogits";
   static constexpr Saves kSaves = kSavesInputs;
   static Tensor forward(const Tensor& labels, const Tensor& logits) {

@@ -16,6 +16,9 @@
 namespace tapeflow::ops {
 
 using autodiff::apply;
+using autodiff::BatchBroadcasting;
+using autodiff::BatchContext;
+using autodiff::BatchLeadingDims;
 using autodiff::JvpContext;
 using Tangents = std::vector<Tensor>;
 using autodiff::apply_list;

@@ -120,6 +120,22 @@ Tensor reduce_op(const Tensor& x, const Axes& axes, bool keepdims) {
   return autodiff::apply_with<Op>(reduce_attrs(x, axes, keepdims, Op::kName), x);
 }
 
+/// A reduction's batching rule: the same axes of each element, one axis further on (the batch is
+/// never reduced). A reduction over no axes (of a scalar element) is the element itself: as an op
+/// over the batch, its gradient's reduce_sum over no axes would read as over all.
+template <class Op>
+std::vector<Tensor> batch_reduction(const BatchContext& c) {
+  const ReduceAttrs& a = c.attrs<ReduceAttrs>();
+  if (a.axes.empty()) return {c.input(0)};
+  ReduceAttrs b;
+  b.keepdims = a.keepdims;
+  for (int axis : a.axes) {
+    b.axes.push_back(axis + 1);
+    b.reduced[static_cast<std::size_t>(axis + 1)] = true;
+  }
+  return {autodiff::apply_with<Op>(b, c.input(0))};
+}
+
 /// Sum of a bfloat16 tensor without widening it (cpu::BFloat16SumReducer): the float32 sum of its
 /// values rounded to bfloat16, bit for bit as the float32 op on the widened tensor.
 Tensor sum_bfloat16(const Tensor& x, const ReduceAttrs& a, const Shape& out_shape, std::string_view op) {
@@ -143,6 +159,7 @@ struct Sum {
   // they are, not through a widened float32 copy (twice the bytes, written then read).
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kNative;
   using Attrs = ReduceAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_reduction<Sum>(c); }
   // A fused kernel can end with it.
   static constexpr cpu::BlockOp kBlock = cpu::reduction_block(
       cpu::BlockOp::Kind::kSum, [](const void* a) { return static_cast<const Attrs*>(a)->reduced; });
@@ -176,6 +193,7 @@ struct Mean {
   static constexpr Saves kSaves = kSavesNothing;
   static constexpr bool kBatchable = true;  // shapes below are batched(...)
   using Attrs = ReduceAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_reduction<Mean>(c); }
   // A fused kernel can end with it.
   static constexpr cpu::BlockOp kBlock = cpu::reduction_block(
       cpu::BlockOp::Kind::kMean, [](const void* a) { return static_cast<const Attrs*>(a)->reduced; });
@@ -248,6 +266,7 @@ struct MinOrMax {
 struct Max : MinOrMax<cpu::MaxReducer> {
   static constexpr std::string_view kName = "Max";
   static Tensor forward(const Attrs& a, const Tensor& x) { return forward_impl(a, x, kName); }
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_reduction<Max>(c); }
   static constexpr auto raw = reduction_raw<tapeflow::reduce_max>;
 };
 }  // namespace ops
@@ -260,6 +279,7 @@ namespace ops {
 struct Min : MinOrMax<cpu::MinReducer> {
   static constexpr std::string_view kName = "Min";
   static Tensor forward(const Attrs& a, const Tensor& x) { return forward_impl(a, x, kName); }
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_reduction<Min>(c); }
   static constexpr auto raw = reduction_raw<tapeflow::reduce_min>;
 };
 }  // namespace ops
@@ -274,6 +294,7 @@ struct Prod {
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves{1u, 1u};
   using Attrs = ReduceAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_reduction<Prod>(c); }
   static Tensor forward(const Attrs& a, const Tensor& x) {
     const Shape out = reduce_shapes(a, x.shape(), kName).out;
     return visit_numeric(x, kName, [&]<class T>() {
@@ -324,6 +345,7 @@ struct ReduceLogSumExp {
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   static constexpr Saves kSaves{1u, 1u};
   using Attrs = ReduceAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_reduction<ReduceLogSumExp>(c); }
   static Tensor forward(const Attrs& a, const Tensor& x) {
     require_floating(x, kName);
     const ReduceShapes rs = reduce_shapes(a, x.shape(), kName);
@@ -399,6 +421,9 @@ Tensor arg_op(const Tensor& x, std::int64_t axis) {
 struct ArgMax {
   static constexpr std::string_view kName = "ArgMax";
   using Attrs = ArgAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return {autodiff::apply_with<ArgMax>(ArgAttrs{c.attrs<Attrs>().axis + 1}, c.input(0))};
+  }
   static Tensor forward(const Attrs& a, const Tensor& x) { return arg_reduce<true>(a, x, kName); }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"dimension"});
@@ -413,6 +438,9 @@ namespace ops {
 struct ArgMin {
   static constexpr std::string_view kName = "ArgMin";
   using Attrs = ArgAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    return {autodiff::apply_with<ArgMin>(ArgAttrs{c.attrs<Attrs>().axis + 1}, c.input(0))};
+  }
   static Tensor forward(const Attrs& a, const Tensor& x) { return arg_reduce<false>(a, x, kName); }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(1, {"dimension"});

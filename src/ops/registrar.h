@@ -169,7 +169,8 @@ class Registrar {
 
  private:
   /// The op's BlockOp (kernels/cpu/block_op.h), from its kElement (a per-element function),
-  /// kArray (an array function) or kBlock (a reduction): what lets the fusion pass fuse it.
+  /// kArray (an array function) or kBlock (a reduction): what lets the fusion pass fuse it; and
+  /// an elementwise op's default batching rule (autodiff/batching.h).
   template <class Op>
   void set_block() {
     using Sig = autodiff::forward_detail::Signature<decltype(&Op::forward)>;
@@ -185,7 +186,13 @@ class Registrar {
       block = &cpu::kArrayBlock<std::remove_cvref_t<decltype(Op::kArray)>>;
     else if constexpr (requires { Op::kArray; })
       block = &cpu::kArray2Block<std::remove_cvref_t<decltype(Op::kArray)>>;
-    r_.get(Op::kName).block = block;
+    autodiff::OpDef& def = r_.get(Op::kName);
+    def.block = block;
+    // An elementwise op without attributes batches by broadcasting; one with attributes
+    // (BroadcastTo's shape, Cast's dtype) declares its own rule.
+    if (def.batch == nullptr && block != nullptr && block->kind == cpu::BlockOp::Kind::kElementwise &&
+        def.attrs_codec == nullptr)
+      def.batch = &autodiff::batch_broadcasting;
   }
 
   template <class Op>

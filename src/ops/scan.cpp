@@ -77,6 +77,14 @@ struct ScanAttrs {
   bool reverse = false;
 };
 
+/// A scan's batching rule: the same scan along the element's axis, one axis further on.
+template <class Op>
+std::vector<Tensor> batch_scan(const BatchContext& c) {
+  ScanAttrs a = c.attrs<ScanAttrs>();
+  ++a.axis;
+  return {apply_with<Op>(a, c.input(0))};
+}
+
 /// The axis of a scan's public function, normalised; throws naming `op` and `arg` for a scalar.
 int scan_axis(std::string_view op, const Tensor& x, std::int64_t axis, std::string_view arg = "x") {
   require_defined(x, op, arg);
@@ -119,6 +127,7 @@ struct Cumsum {
   static constexpr std::string_view kName = "Cumsum";
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = ScanAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_scan<Cumsum>(c); }
   static void check_attrs(const Attrs& a, const Tensor& x) {
     require_attr_in(kName, "axis", a.axis, 0, x.rank(), x);
   }
@@ -146,6 +155,7 @@ struct Cumprod {
   static constexpr std::string_view kName = "Cumprod";
   static constexpr Saves kSaves{0b1u, 0};  // x
   using Attrs = ScanAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_scan<Cumprod>(c); }
   static void check_attrs(const Attrs& a, const Tensor& x) {
     require_attr_in(kName, "axis", a.axis, 0, x.rank(), x);
   }
@@ -179,6 +189,7 @@ struct CumulativeLogsumexp {
   static constexpr std::string_view kName = "CumulativeLogsumexp";
   static constexpr Saves kSaves{0b1u, 1};  // x and y
   using Attrs = ScanAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_scan<CumulativeLogsumexp>(c); }
   static void check_attrs(const Attrs& a, const Tensor& x) {
     require_attr_in(kName, "axis", a.axis, 0, x.rank(), x);
   }
@@ -223,6 +234,11 @@ struct LinearRecurrence {
   static constexpr std::string_view kName = "LinearRecurrence";
   static constexpr Saves kSaves{0b1u, 1};  // a and h
   using Attrs = RecurrenceAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    const Attrs& a = c.attrs<Attrs>();
+    const std::vector<Tensor> in = c.all_stacked();
+    return {apply_with<LinearRecurrence>(Attrs{a.axis + 1, a.reverse}, in[0], in[1])};
+  }
   static void check_attrs(const Attrs& at, const Tensor& a, const Tensor&) {
     require_attr_in(kName, "axis", at.axis, 0, a.rank(), a, "a");
   }

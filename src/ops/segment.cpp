@@ -159,6 +159,22 @@ Grads segment_grads(const GradContext& c, SegmentSum segment_sum_of) {
     return {min_or_max_grad(c.input(0), ids, c.output(), c.dy(), segment_sum_of), std::nullopt};
 }
 
+/// A segment reduction's batching rule (vectorized_map) for batched data and fixed ids: the batch
+/// moved behind the axes the ids label, the op itself (the batch is one more column of every
+/// row), and the batch moved back in front. Batched ids: the map's loop.
+std::vector<Tensor> batch_segments(const BatchContext& c) {
+  if (c.batched(1)) return {};
+  const int labelled = c.input(1).rank(), rank = c.input(0).rank();
+  std::vector<std::int64_t> behind;
+  for (int i = 1; i <= labelled; ++i) behind.push_back(i);
+  behind.push_back(0);
+  for (int i = labelled + 1; i < rank; ++i) behind.push_back(i);
+  const Tensor y = c.run(std::vector<Tensor>{transpose(c.input(0), behind), c.input(1)})[0];
+  std::vector<std::int64_t> front{1, 0};
+  for (int i = 2; i < y.rank(); ++i) front.push_back(i);
+  return {transpose(y, front)};
+}
+
 }  // namespace
 
 // y[s] = the sum (max, min) of data's rows whose id is s, for s < num_segments
@@ -178,6 +194,7 @@ struct UnsortedSegment {
     return segment_grads<kReduction>(
         c, [&](const Tensor& t) { return math::unsorted_segment_sum(t, c.input(1), n); });
   }
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_segments(c); }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(2, {"num_segments"});
     const std::int64_t n = a.i("num_segments");
@@ -201,6 +218,7 @@ struct SortedSegment {
   static Grads backward(const GradContext& c) {
     return segment_grads<kReduction>(c, [&](const Tensor& t) { return math::segment_sum(t, c.input(1)); });
   }
+  static std::vector<Tensor> batch(const BatchContext& c) { return batch_segments(c); }
 };
 
 struct BincountAttrs {

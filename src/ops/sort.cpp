@@ -80,6 +80,10 @@ struct ArgSort {
   static constexpr Saves kSaves = kSavesNothing;
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // widening keeps the order
   using Attrs = ArgSortAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    const Attrs& a = c.attrs<Attrs>();
+    return {apply_with<ArgSort>(Attrs{a.axis + 1, a.descending}, c.input(0))};
+  }
   static void check_attrs(const Attrs& a, const Tensor& x) {
     require_attr_in(kName, "axis", a.axis, 0, x.rank(), x, "values");
   }
@@ -119,6 +123,10 @@ struct TakeAlongAxis {
   static constexpr Saves kSaves{0b10, 0};                                        // the gradient reads indices
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;  // exact: it moves values
   using Attrs = AxisOnly;
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    const std::vector<Tensor> in = c.all_stacked();
+    return {apply_with<TakeAlongAxis>(Attrs{c.attrs<Attrs>().axis + 1}, in[0], in[1])};
+  }
   static void check_attrs(const Attrs& a, const Tensor& arr, const Tensor&) {
     require_attr_in(kName, "axis", a.axis, 0, arr.rank(), arr, "arr");
   }
@@ -189,6 +197,12 @@ struct TakeAlongAxisGrad {
   // repeated indices add in float32, rounded once
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   using Attrs = AlongAxisGradAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    const Attrs& a = c.attrs<Attrs>();
+    const std::vector<Tensor> in = c.all_stacked();
+    return {apply_with<TakeAlongAxisGrad>(
+        Attrs{a.axis + 1, Shape(autodiff::batch_dims(c.size(), a.arr.dims()))}, in[0], in[1])};
+  }
   static void check_attrs(const Attrs& a, const Tensor& dy, const Tensor& indices) {
     require_attrs(0 <= a.axis && a.axis < a.arr.rank(), kName, "axis {} of arr of shape {}", a.axis,
                   a.arr.to_string());
@@ -221,7 +235,7 @@ Grads TakeAlongAxis::backward(const GradContext& c) {
 
 // values, indices = the k largest of each line along the last axis, largest first (ties: the
 // lower index first);  dinput = dvalues added at the indices
-struct TopKV2 {
+struct TopKV2 : BatchLeadingDims {
   static constexpr std::string_view kName = "TopKV2";
   static constexpr std::size_t kOutputs = 2;
   static constexpr Saves kSaves{0, 0b10};                                        // the indices
@@ -330,7 +344,7 @@ Tensor search_sorted(std::string_view op, const SearchAttrs& a, const Tensor& so
 // the first (LowerBound) or last (UpperBound) position in each sorted line where each value could
 // go; no gradient
 template <bool kUpper>
-struct SearchSorted {
+struct SearchSorted : BatchLeadingDims {
   static constexpr std::string_view kName = kUpper ? "UpperBound" : "LowerBound";
   static constexpr Saves kSaves = kSavesNothing;
   using Attrs = SearchAttrs;
