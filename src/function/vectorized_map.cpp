@@ -11,6 +11,7 @@
 #include "core/error_context.h"
 #include "function/trace.h"
 #include "graph/executor.h"
+#include "graph/optimize.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/no_recording.h"
 #include "tapeflow/ops/array.h"
@@ -152,6 +153,12 @@ VectorizedRun vectorize(const std::function<std::vector<Tensor>(const std::vecto
     check_defined(kName, "fn", traced_outputs);
     g = tracer.finish(traced_outputs);
   }
+  // What the body computed but returns nothing of (a Hessian's energy and first-order pass) and
+  // ops it repeated run no more on the batch. No constant folding: a captured tensor is the
+  // caller's, and an op on it must stay recorded for a tape outside.
+  eliminate_dead_code(g);
+  eliminate_common_subexpressions(g);
+  eliminate_dead_code(g);
   if (size == 0) {
     for (const Tensor& t : traced_outputs) {
       const auto d = t.shape().dims();

@@ -147,6 +147,17 @@ TEST(VectorizedMap, GradientsFlowToElemsAndCapturedVariables) {
   expect_close(*mapped_tape.gradient(loss, w), *loop_tape.gradient(reference, w), 1e-12);
 }
 
+TEST(VectorizedMap, GradientsReachACapturedTensorThroughOpsOnItAlone) {
+  // exp(c) * 2 depends on no element: it runs once, unbatched, and stays on the tape.
+  const tf::Tensor c = tf::constant({0.5, -1.0});
+  tf::GradientTape tape;
+  tape.watch(c);
+  const tf::Tensor y =
+      tf::vectorized_map([&](const tf::Tensor& e) { return tf::reduce_sum(e * (tf::exp(c) * 2.0)); }, points(4));
+  const tf::Tensor expected = tf::reduce_sum(points(4), {0}) * tf::exp(c) * 2.0;
+  expect_close(*tape.gradient(y, c), expected, 1e-12);
+}
+
 TEST(VectorizedMap, ForwardModeThroughTheMap) {
   const tf::Tensor x = points(5, 2), tangent = tf::ones_like(x);
   const Fn fn = [](const tf::Tensor& e) { return tf::reduce_sum(tf::exp(e) * e); };
