@@ -84,8 +84,7 @@ void science_group(const Options& o, std::vector<Row>& rows) {
   const auto hessian = [](const tf::Tensor& x) { return tf::hessian(energy_of_point, x); };
 
   // S1: per-point Hessians, eagerly and traced (the batched ops fused).
-  auto traced_map =
-      tf::function([&](const tf::Tensor& q) { return tf::vectorized_map(hessian, q); });
+  auto traced_map = tf::function([&](const tf::Tensor& q) { return tf::vectorized_map(hessian, q); });
   (void)traced_map(p);  // the trace
   std::vector<Side> s1{
       {"tapeflow vectorized_map", [&] { return seconds([&] { (void)tf::vectorized_map(hessian, p); }); }, {}},
@@ -101,7 +100,8 @@ void science_group(const Options& o, std::vector<Row>& rows) {
   };
   const std::vector<double> m1 = alternate(s1, o.rounds);
   const double torch_ms = python_vmap_ms(o);
-  const std::string loop = fmt("C++ loop of tf::hessian over the points %.1f ms (2,000 timed, scaled)", m1[2] * 1e3);
+  const std::string loop =
+      fmt("C++ loop of tf::hessian over the points %.1f ms (2,000 timed, scaled)", m1[2] * 1e3);
   Row r1{"S1 per-point Hessian (2 x 2) of Muller-Brown, 100,000 points, float64, vectorized_map",
          "ms",
          m1[0] * 1e3,
@@ -111,12 +111,7 @@ void science_group(const Options& o, std::vector<Row>& rows) {
          fmt("tapeflow / C++ loop = %.3f", m1[0] / m1[2])};
   r1.peer = "PyTorch functorch.vmap(hessian)";
   rows.push_back(r1);
-  Row r1b{"S1b the same, vectorized_map inside tf::function",
-          "ms",
-          m1[1] * 1e3,
-          torch_ms,
-          loop,
-          o.config,
+  Row r1b{"S1b the same, vectorized_map inside tf::function", "ms", m1[1] * 1e3, torch_ms, loop, o.config,
           fmt("tapeflow / C++ loop = %.3f", m1[1] / m1[2])};
   r1b.peer = "PyTorch functorch.vmap(hessian)";
   rows.push_back(r1b);
@@ -129,14 +124,15 @@ void science_group(const Options& o, std::vector<Row>& rows) {
       {"tapeflow eager", [&] { return seconds([&] { (void)energies_forces_hessians(p); }); }, {}},
   };
   const std::vector<double> m2 = alternate(s2, o.rounds);
-  Row r2{"S2 Muller-Brown energies, forces, Hessians (nested tapes, batch_jacobian), 100,000 points, "
-         "tf::function",
-         "ms",
-         m2[0] * 1e3,
-         m2[1] * 1e3,
-         "",
-         o.config,
-         ""};
+  Row r2{
+      "S2 Muller-Brown energies, forces, Hessians (nested tapes, batch_jacobian), 100,000 points, "
+      "tf::function",
+      "ms",
+      m2[0] * 1e3,
+      m2[1] * 1e3,
+      "",
+      o.config,
+      ""};
   r2.peer = "tapeflow eager";
   rows.push_back(r2);
 }

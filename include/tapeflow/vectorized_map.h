@@ -46,7 +46,8 @@ struct VectorizedMapOptions {
 /// `fn` of every element of a batch: result k has shape (n,) + the shape of fn's result k, where
 /// n is the first dimension of every tensor of `elems` and fn receives one slice of each.
 std::vector<Tensor> vectorized_map(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
-                                   const std::vector<Tensor>& elems, const VectorizedMapOptions& options = {});
+                                   const std::vector<Tensor>& elems,
+                                   const VectorizedMapOptions& options = {});
 
 /// One tensor in, one tensor out.
 Tensor vectorized_map(const std::function<Tensor(const Tensor&)>& fn, const Tensor& elems,

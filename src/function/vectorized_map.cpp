@@ -131,7 +131,6 @@ std::vector<Tensor> loop_node(const Node& n, const std::vector<Tensor>& in, cons
   return stacked;
 }
 
-
 }  // namespace
 
 VectorizedRun vectorize(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
@@ -196,12 +195,14 @@ VectorizedRun vectorize(const std::function<std::vector<Tensor>(const std::vecto
   // The batched run, node by node, through the dispatch path.
   std::vector<Slot> env(g.values.size());
   for (const auto& [v, t] : g.constants) env[static_cast<std::size_t>(v)] = {t, false};
-  for (std::size_t i = 0; i < elems.size(); ++i) env[static_cast<std::size_t>(g.inputs[i])] = {elems[i], true};
+  for (std::size_t i = 0; i < elems.size(); ++i)
+    env[static_cast<std::size_t>(g.inputs[i])] = {elems[i], true};
   for (std::size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     try {
       if (n.kind == NodeKind::kReadVariable) {
-        env[static_cast<std::size_t>(n.outputs[0])] = {captured_variable(g, n.variable, kName).read_value(), false};
+        env[static_cast<std::size_t>(n.outputs[0])] = {captured_variable(g, n.variable, kName).read_value(),
+                                                       false};
         continue;
       }
       TAPEFLOW_ASSERT(n.kind == NodeKind::kOp, "[{}] a traced body holds a {} node", kName, n.name());
@@ -223,17 +224,18 @@ VectorizedRun vectorize(const std::function<std::vector<Tensor>(const std::vecto
           out = n.op->batch(c);
         }
         if (out.empty()) {
-          TAPEFLOW_REQUIRE(options.fallback_to_while_loop, UnimplementedError,
-                           "[{}] {} has no batching rule for these inputs and fallback_to_while_loop is false",
-                           kName, n.name());
+          TAPEFLOW_REQUIRE(
+              options.fallback_to_while_loop, UnimplementedError,
+              "[{}] {} has no batching rule for these inputs and fallback_to_while_loop is false", kName,
+              n.name());
           if (options.warn) warn_once(n.name());
           if (std::find(run.looped.begin(), run.looped.end(), n.name()) == run.looped.end())
             run.looped.push_back(n.name());
           out = loop_node(n, in, batched, size);
         }
       }
-      TAPEFLOW_ASSERT(out.size() == n.outputs.size(), "[{}] {} gave {} outputs, the trace {}", kName, n.name(),
-                      out.size(), n.outputs.size());
+      TAPEFLOW_ASSERT(out.size() == n.outputs.size(), "[{}] {} gave {} outputs, the trace {}", kName,
+                      n.name(), out.size(), n.outputs.size());
       for (std::size_t o = 0; o < out.size(); ++o) {
         const Value& traced = g.values[static_cast<std::size_t>(n.outputs[o])];
         // An empty placeholder (eigh's vectors without compute_v) stays one, for every element.
@@ -241,13 +243,12 @@ VectorizedRun vectorize(const std::function<std::vector<Tensor>(const std::vecto
         if (any && !placeholder) {
           // A batched result is the trace's element shape with the batch in front.
           const auto d = out[o].shape().dims();
-          const bool fits = out[o].rank() == traced.shape.rank() + 1 && d[0] == size &&
-                            Shape(d.subspan(1)) == traced.shape;
+          const bool fits =
+              out[o].rank() == traced.shape.rank() + 1 && d[0] == size && Shape(d.subspan(1)) == traced.shape;
           TAPEFLOW_REQUIRE(fits, InvalidArgumentError,
                            "[{}] the shape of fn's result depends on the element: {} gave a {} for the "
                            "first element and a {} for the batch of {}",
-                           kName, n.name(), describe(traced.shape, traced.dtype), describe(out[o]),
-                           size);
+                           kName, n.name(), describe(traced.shape, traced.dtype), describe(out[o]), size);
         }
         env[static_cast<std::size_t>(n.outputs[o])] = {std::move(out[o]), any && !placeholder};
       }

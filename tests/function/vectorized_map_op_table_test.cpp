@@ -28,7 +28,8 @@ const std::map<std::string, std::string> kLooped = {
     {"GatherNd", "its indices address the element's own axes; a rule would prepend each element's index"},
     {"ScatterNd", "its indices address the element's own axes; a rule would prepend each element's index"},
     {"Conv2D", "the rows map the filters too: filters that differ per element loop (shared ones fold in)"},
-    {"FusedConv2D", "the rows map the filters too: filters that differ per element loop (shared ones fold in)"},
+    {"FusedConv2D",
+     "the rows map the filters too: filters that differ per element loop (shared ones fold in)"},
     {"Conv2DBackpropInput", "its attributes hold the element's image count, which folding would change"},
     {"Conv2DBackpropFilter", "sums over an element's images: folding the batch in would sum across elements"},
     {"AvgPoolGrad", "its attributes hold the element's image count, which folding would change"},
@@ -99,7 +100,8 @@ TEST_P(VectorizedOpTable, MatchesTheCallOnEachElement) {
       map_row(c, m.elems);
       ADD_FAILURE() << c.op << ": mapped, but listed as refused (" << kNotMapped.at(c.op) << ")";
     } catch (const tf::InvalidArgumentError& e) {
-      EXPECT_NE(std::string(e.what()).find(c.op + ", an op that changes state"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.op + ", an op that changes state"), std::string::npos)
+          << e.what();
     }
     return;
   }
@@ -107,7 +109,8 @@ TEST_P(VectorizedOpTable, MatchesTheCallOnEachElement) {
   for (const tf::Tensor& e : m.elems) tape.watch(e);
   const tf::graph::VectorizedRun run = map_row(c, m.elems);
   for (const std::string& op : run.looped)
-    EXPECT_TRUE(kLooped.contains(op)) << c.op << ": " << op << " ran once per element; give it a batching rule";
+    EXPECT_TRUE(kLooped.contains(op))
+        << c.op << ": " << op << " ran once per element; give it a batching rule";
   ASSERT_EQ(run.outputs.size(), 1u);
   const tf::Tensor u = random_tensor(run.outputs[0].shape(), -1, 1, rng);
   const std::vector<tf::Source> sources(m.elems.begin(), m.elems.end());
@@ -123,8 +126,8 @@ TEST_P(VectorizedOpTable, MatchesTheCallOnEachElement) {
     SCOPED_TRACE(c.op + ", element " + std::to_string(b));
     tf::testing::expect_close(ys[static_cast<std::size_t>(b)], y, 1e-9);
     const std::vector<tf::Source> element_sources(xs.begin(), xs.end());
-    const std::vector<tf::Gradient> g =
-        one.gradient_flat(y, element_sources, {us[static_cast<std::size_t>(b)]}, tf::UnconnectedGradients::Zero);
+    const std::vector<tf::Gradient> g = one.gradient_flat(
+        y, element_sources, {us[static_cast<std::size_t>(b)]}, tf::UnconnectedGradients::Zero);
     for (std::size_t i = 0; i < xs.size(); ++i) {
       if (!g[i] || !grads[i]) continue;  // an integer input
       tf::testing::expect_close(tf::unstack(*grads[i], 0)[static_cast<std::size_t>(b)], *g[i], 1e-9);

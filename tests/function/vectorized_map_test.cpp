@@ -30,8 +30,8 @@ tf::Tensor loop(const Fn& fn, const tf::Tensor& x) {
 
 /// vectorized_map of fn over x, with the ops it looped over.
 tf::graph::VectorizedRun vectorize(const Fn& fn, const tf::Tensor& x, tf::VectorizedMapOptions options = {}) {
-  return tf::graph::vectorize([&](const std::vector<tf::Tensor>& xs) { return std::vector<tf::Tensor>{fn(xs[0])}; },
-                              {x}, options);
+  return tf::graph::vectorize(
+      [&](const std::vector<tf::Tensor>& xs) { return std::vector<tf::Tensor>{fn(xs[0])}; }, {x}, options);
 }
 
 tf::Tensor points(std::int64_t n, std::int64_t dim = 2) {
@@ -74,8 +74,8 @@ TEST(VectorizedMap, CapturedTensorsOfHigherRankBroadcastAfterTheBatch) {
 TEST(VectorizedMap, ReductionsReshapesAndProductsMoveTheirAxes) {
   const tf::Tensor w = tf::constant({{0.5, -1.0}, {2.0, 1.5}, {0.25, -0.75}});
   const Fn fn = [&](const tf::Tensor& x) {
-    const tf::Tensor m = tf::reshape(x, {2, 3});                     // (6,) -> (2, 3)
-    const tf::Tensor h = tf::matmul(m, w);                          // (2, 2)
+    const tf::Tensor m = tf::reshape(x, {2, 3});  // (6,) -> (2, 3)
+    const tf::Tensor h = tf::matmul(m, w);        // (2, 2)
     const tf::Tensor t = tf::transpose(h) + tf::reduce_sum(m, {1}, true);
     return tf::reduce_mean(tf::nn::softmax(t) * tf::expand_dims(tf::reduce_max(m, {1}), 0), {0});
   };
@@ -152,8 +152,8 @@ TEST(VectorizedMap, GradientsReachACapturedTensorThroughOpsOnItAlone) {
   const tf::Tensor c = tf::constant({0.5, -1.0});
   tf::GradientTape tape;
   tape.watch(c);
-  const tf::Tensor y =
-      tf::vectorized_map([&](const tf::Tensor& e) { return tf::reduce_sum(e * (tf::exp(c) * 2.0)); }, points(4));
+  const tf::Tensor y = tf::vectorized_map(
+      [&](const tf::Tensor& e) { return tf::reduce_sum(e * (tf::exp(c) * 2.0)); }, points(4));
   const tf::Tensor expected = tf::reduce_sum(points(4), {0}) * tf::exp(c) * 2.0;
   expect_close(*tape.gradient(y, c), expected, 1e-12);
 }
@@ -183,8 +183,9 @@ TEST(VectorizedMap, RunsTfFunctionBodiesAndIsTracedByOne) {
   expect_close(run.outputs[0], loop(muller_brown, p), 1e-12);
   EXPECT_TRUE(run.looped.empty()) << run.looped[0];
 
-  auto hessians = tf::function(
-      [](const tf::Tensor& q) { return tf::vectorized_map([](const tf::Tensor& x) { return tf::hessian(muller_brown, x); }, q); });
+  auto hessians = tf::function([](const tf::Tensor& q) {
+    return tf::vectorized_map([](const tf::Tensor& x) { return tf::hessian(muller_brown, x); }, q);
+  });
   const Fn hessian = [](const tf::Tensor& x) { return tf::hessian(muller_brown, x); };
   expect_close(hessians(p), loop(hessian, p), 1e-10);
   const tf::Tensor q = points(9) * 0.5;
@@ -266,7 +267,8 @@ TEST(VectorizedMap, ACustomGradientBodyLoopsWholeAndKeepsItsGradient) {
 
 TEST(VectorizedMap, AnEmptyBatchGivesEmptyResults) {
   const tf::Tensor none = tf::zeros({0, 2}, tf::DType::Float64);
-  const tf::Tensor h = tf::vectorized_map([](const tf::Tensor& x) { return tf::hessian(muller_brown, x); }, none);
+  const tf::Tensor h =
+      tf::vectorized_map([](const tf::Tensor& x) { return tf::hessian(muller_brown, x); }, none);
   EXPECT_EQ(h.shape(), tf::Shape({0, 2, 2}));
 }
 
@@ -283,15 +285,19 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST(VectorizedMap, BadElemsAreTypedErrors) {
   const Fn id = [](const tf::Tensor& x) { return x; };
-  EXPECT_NE(error_of<tf::InvalidArgumentError>([&] { tf::vectorized_map(id, tf::constant(1.0)); })
-                .find("[vectorized_map] elems 0 is a scalar"),
+  EXPECT_NE(error_of<tf::InvalidArgumentError>([&] {
+              tf::vectorized_map(id, tf::constant(1.0));
+            }).find("[vectorized_map] elems 0 is a scalar"),
             std::string::npos);
-  EXPECT_NE(error_of<tf::InvalidArgumentError>([&] { tf::vectorized_map(id, tf::Tensor()); }).find("undefined"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of<tf::InvalidArgumentError>([&] { tf::vectorized_map(id, tf::Tensor()); }).find("undefined"),
+      std::string::npos);
   auto two = [](const std::vector<tf::Tensor>& xs) { return xs; };
-  const std::string mismatch =
-      error_of<tf::InvalidArgumentError>([&] { tf::vectorized_map(two, {points(3), points(4)}); });
-  EXPECT_NE(mismatch.find("elems 0 has shape (3, 2), elems 1 has shape (4, 2)"), std::string::npos) << mismatch;
+  const std::string mismatch = error_of<tf::InvalidArgumentError>([&] {
+    tf::vectorized_map(two, {points(3), points(4)});
+  });
+  EXPECT_NE(mismatch.find("elems 0 has shape (3, 2), elems 1 has shape (4, 2)"), std::string::npos)
+      << mismatch;
   EXPECT_NE(error_of<tf::InvalidArgumentError>([&] { tf::vectorized_map(two, {}); }).find("empty list"),
             std::string::npos);
 }
