@@ -36,6 +36,7 @@
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
 namespace tapeflow {
 
+/// How vectorized_map treats an op without a batching rule (TensorFlow's arguments of the same names).
 struct VectorizedMapOptions {
   /// Run an op without a batching rule once per element (true) or throw UnimplementedError.
   bool fallback_to_while_loop = true;
