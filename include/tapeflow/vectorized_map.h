@@ -16,9 +16,10 @@
 /// unbatched. The result is computed with ordinary recorded ops, so a tape or a forward
 /// accumulator outside differentiates it, and an enclosing tf::function traces it.
 ///
-/// An op without a batching rule (control flow, gather_nd, filters that differ per element) runs once per
-/// element and is stacked (TensorFlow's `fallback_to_while_loop`); a one-time warning names the
-/// op. With `fallback_to_while_loop = false` such an op is an UnimplementedError instead.
+/// An op without a batching rule (control flow, batch normalization, a convolution whose filters
+/// differ per element) runs once per element and is stacked (TensorFlow's
+/// `fallback_to_while_loop`); a one-time warning names the op. With `fallback_to_while_loop =
+/// false` such an op is an UnimplementedError instead.
 ///
 /// As with tf::function, `fn`'s C++ runs once: reading an element's value into C++ (item(),
 /// to_vector) is a FailedPreconditionError, and a branch taken on the first element is taken for

@@ -76,12 +76,14 @@ def test_the_map_inside_tf_function():
 
 
 def test_an_op_without_a_rule_loops_or_raises():
-    indices = tf.constant([[2], [0]])
-    x = rng.normal(size=(4, 3))
-    fn = lambda e: tf.gather_nd(e, indices)  # noqa: E731
-    np.testing.assert_allclose(tf.vectorized_map(fn, x, warn=False).numpy(), x[:, [2, 0]], rtol=1e-12)
-    with pytest.raises(tf.errors.UnimplementedError, match="GatherNd"):
-        tf.vectorized_map(fn, x, fallback_to_while_loop=False)
+    # A convolution whose filters differ per element runs once per element.
+    images = rng.normal(size=(1, 4, 4, 2))
+    filters = rng.normal(size=(3, 1, 1, 2, 3))
+    fn = lambda f: tf.nn.conv2d(images, f, 1, "VALID")  # noqa: E731
+    expected = np.stack([np.einsum("nhwc,co->nhwo", images, f[0, 0]) for f in filters])
+    np.testing.assert_allclose(tf.vectorized_map(fn, filters, warn=False).numpy(), expected, rtol=1e-10)
+    with pytest.raises(tf.errors.UnimplementedError, match="Conv2D"):
+        tf.vectorized_map(fn, filters, fallback_to_while_loop=False)
 
 
 def test_segment_sums_are_vectorised():

@@ -524,6 +524,21 @@ std::vector<std::int64_t> nd_offsets(const Tensor& indices, const Shape& shape, 
 
 }  // namespace
 
+namespace {
+/// The indices of gather_nd or scatter_nd (input `i`) for a whole vectorized_map batch: each
+/// element's own indices with its position in the batch in front ([batch, ..., k] to
+/// [batch, ..., 1 + k]), so they address the batched tensor.
+Tensor batch_nd_indices(const BatchContext& c, int i) {
+  const Tensor indices = c.stacked(i);
+  const auto d = indices.shape().dims();
+  std::vector<std::int64_t> column(d.size(), 1), target(d.begin(), d.end());
+  column[0] = c.size();
+  target.back() = 1;
+  const Tensor position = broadcast_to(reshape(range(c.size(), indices.dtype()), column), Shape(target));
+  return concat({position, indices}, static_cast<std::int64_t>(d.size()) - 1);
+}
+}  // namespace
+
 // y[p, i] = params[indices[p], i];  dparams = scatter_nd(indices, dy, shape(params))
 struct GatherNd {
   static constexpr std::string_view kName = "GatherNd";
@@ -549,6 +564,12 @@ struct GatherNd {
     });
     return y;
   }
+  // Batched indices into fixed params: the gather itself (the indices' batch leads its result).
+  // Batched params: each element's indices with its position in the batch in front.
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    if (!c.batched(0)) return c.run(std::vector<Tensor>{c.input(0), c.input(1)});
+    return {gather_nd(c.input(0), batch_nd_indices(c, 1))};
+  }
   static Grads backward(const GradContext& c) {
     return {scatter_nd(c.input(1), c.dy(), c.input_shape(0)), std::nullopt};
   }
@@ -573,6 +594,10 @@ struct ScatterNd {
   // repeated indices add in float32, rounded once
   static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   using Attrs = ScatterNdAttrs;
+  static std::vector<Tensor> batch(const BatchContext& c) {
+    const auto d = c.attrs<Attrs>().shape.dims();
+    return {scatter_nd(batch_nd_indices(c, 0), c.stacked(1), Shape(autodiff::batch_dims(c.size(), d)))};
+  }
   static Tensor forward(const Attrs& a, const Tensor& indices, const Tensor& updates) {
     require_numeric(updates, kName, "updates");
     const std::vector<std::int64_t> offsets = nd_offsets(indices, a.shape, kName, "the output");

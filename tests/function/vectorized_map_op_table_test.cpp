@@ -25,8 +25,6 @@ constexpr std::int64_t kBatch = 3;
 
 /// The ops that run once per element, and why no batching rule covers them.
 const std::map<std::string, std::string> kLooped = {
-    {"GatherNd", "its indices address the element's own axes; a rule would prepend each element's index"},
-    {"ScatterNd", "its indices address the element's own axes; a rule would prepend each element's index"},
     {"Conv2D", "the rows map the filters too: filters that differ per element loop (shared ones fold in)"},
     {"FusedConv2D",
      "the rows map the filters too: filters that differ per element loop (shared ones fold in)"},

@@ -196,17 +196,20 @@ TEST(VectorizedMap, AnOpWithoutARuleLoopsAndIsNamedOnce) {
   std::vector<std::string> messages;
   const tf::LogSink previous =
       tf::set_log_sink([&](tf::LogLevel, std::string_view m) { messages.emplace_back(m); });
-  // gather_nd has no batching rule: it runs per element, then the rest is batched again.
-  const tf::Tensor indices = tf::constant(std::vector<std::int32_t>{2, 0}, {2, 1});
-  const Fn fn = [&](const tf::Tensor& e) { return tf::exp(tf::gather_nd(e, indices)); };
-  const tf::Tensor x = points(4, 3);
+  // A convolution whose filters differ per element has no batching rule: it runs per element,
+  // then the rest is batched again.
+  const tf::Tensor images = tf::reshape(points(1, 4 * 4 * 2), {1, 4, 4, 2});
+  const Fn fn = [&](const tf::Tensor& filters) {
+    return tf::exp(tf::nn::conv2d(images, tf::reshape(filters, {1, 1, 2, 3}), {1, 1}, "VALID"));
+  };
+  const tf::Tensor x = points(4, 6);
   const auto first = vectorize(fn, x);
   const auto second = vectorize(fn, x);
   tf::set_log_sink(previous);
   expect_close(first.outputs[0], loop(fn, x), 1e-12);
-  EXPECT_EQ(first.looped, std::vector<std::string>{"GatherNd"});
+  EXPECT_EQ(first.looped, std::vector<std::string>{"Conv2D"});
   int named = 0;
-  for (const std::string& m : messages) named += m.find("GatherNd") != std::string::npos ? 1 : 0;
+  for (const std::string& m : messages) named += m.find("Conv2D") != std::string::npos ? 1 : 0;
   EXPECT_LE(named, 1) << "the warning is given once per process";
 
   tf::VectorizedMapOptions strict;
@@ -215,8 +218,19 @@ TEST(VectorizedMap, AnOpWithoutARuleLoopsAndIsNamedOnce) {
     tf::vectorized_map(fn, x, strict);
     FAIL() << "expected UnimplementedError";
   } catch (const tf::UnimplementedError& e) {
-    EXPECT_NE(std::string(e.what()).find("GatherNd"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Conv2D"), std::string::npos) << e.what();
   }
+}
+
+TEST(VectorizedMap, GatherNdAndScatterNdPutEachElementsPositionInFrontOfItsIndices) {
+  const tf::Tensor indices = tf::constant(std::vector<std::int32_t>{2, 1, 0, 0}, {2, 2});
+  const Fn fn = [&](const tf::Tensor& e) {
+    return tf::scatter_nd(indices, tf::gather_nd(e, indices) * 2.0, tf::Shape({3, 2}));
+  };
+  const tf::Tensor x = tf::reshape(points(5, 6), {5, 3, 2});
+  const auto run = vectorize(fn, x);
+  expect_close(run.outputs[0], loop(fn, x), 1e-12);
+  EXPECT_TRUE(run.looped.empty()) << run.looped[0];
 }
 
 TEST(VectorizedMap, SegmentReductionsMoveTheBatchBehindTheSegmentedAxis) {
