@@ -69,7 +69,7 @@ def test_gradients_through_the_map_reach_elems_and_variables():
 
 def test_the_map_inside_tf_function():
     hessians = tf.function(lambda p: tf.vectorized_map(hessian, p))
-    for n in (8, 8):
+    for n in (8, 8):  # the first call traces, the second runs the graph
         points = tf.constant(rng.uniform(-1, 1, size=(n, 2)))
         looped = np.stack([hessian(points[i]).numpy() for i in range(n)])
         np.testing.assert_allclose(hessians(points).numpy(), looped, rtol=1e-10)

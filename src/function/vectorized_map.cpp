@@ -110,9 +110,13 @@ Tensor stack_elements(const std::vector<Tensor>& parts, const std::string& what)
   return stack(parts, 0);
 }
 
-/// The op of node `n` once per element: each batched input unstacked, the results stacked.
-std::vector<Tensor> loop_node(const Node& n, const std::vector<Tensor>& in, const std::vector<bool>& batched,
-                              std::int64_t size) {
+/// `call` once per element: each batched input unstacked, the unbatched ones passed as they are,
+/// and each result stacked (`what` names result k in errors). The fallback of an op without a
+/// batching rule, and of a body whose custom gradient no node holds.
+std::vector<Tensor> loop_elements(const std::vector<Tensor>& in, std::span<const bool> batched,
+                                  std::int64_t size,
+                                  const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& call,
+                                  const std::function<std::string(std::size_t)>& what) {
   std::vector<std::vector<Tensor>> rows(in.size());
   for (std::size_t i = 0; i < in.size(); ++i)
     if (batched[i]) rows[i] = unstack(in[i], 0);
@@ -121,13 +125,15 @@ std::vector<Tensor> loop_node(const Node& n, const std::vector<Tensor>& in, cons
     std::vector<Tensor> args;
     for (std::size_t i = 0; i < in.size(); ++i)
       args.push_back(batched[i] ? rows[i][static_cast<std::size_t>(b)] : in[i]);
-    std::vector<Tensor> r = autodiff::run_op(*n.op, n.attrs, args);
-    if (outs.empty()) outs.resize(r.size());
+    std::vector<Tensor> r = call(args);
+    if (b == 0) outs.resize(r.size());
+    TAPEFLOW_REQUIRE(r.size() == outs.size(), InvalidArgumentError,
+                     "[{}] fn returned {} results for element 0 and {} for element {}", kName, outs.size(),
+                     r.size(), b);
     for (std::size_t k = 0; k < r.size(); ++k) outs[k].push_back(std::move(r[k]));
   }
   std::vector<Tensor> stacked;
-  for (std::size_t k = 0; k < outs.size(); ++k)
-    stacked.push_back(stack_elements(outs[k], fmt::format("{} (output {})", n.name(), k)));
+  for (std::size_t k = 0; k < outs.size(); ++k) stacked.push_back(stack_elements(outs[k], what(k)));
   return stacked;
 }
 
@@ -175,20 +181,10 @@ VectorizedRun vectorize(const std::function<std::vector<Tensor>(const std::vecto
                      kName, g.opaque_gradient);
     if (options.warn) warn_once(g.opaque_gradient + " (the whole of fn)");
     run.looped.push_back("fn");
-    std::vector<std::vector<Tensor>> rows;
-    for (const Tensor& e : elems) rows.push_back(unstack(e, 0));
-    std::vector<std::vector<Tensor>> outs(traced_outputs.size());
-    for (std::int64_t b = 0; b < size; ++b) {
-      std::vector<Tensor> args;
-      for (const auto& r : rows) args.push_back(r[static_cast<std::size_t>(b)]);
-      std::vector<Tensor> r = fn(args);
-      TAPEFLOW_REQUIRE(r.size() == outs.size(), InvalidArgumentError,
-                       "[{}] fn returned {} results for element 0 and {} for element {}", kName, outs.size(),
-                       r.size(), b);
-      for (std::size_t k = 0; k < r.size(); ++k) outs[k].push_back(std::move(r[k]));
-    }
-    for (std::size_t k = 0; k < outs.size(); ++k)
-      run.outputs.push_back(stack_elements(outs[k], fmt::format("result {}", k)));
+    const std::unique_ptr<bool[]> all(new bool[elems.size()]);
+    std::fill_n(all.get(), elems.size(), true);
+    run.outputs = loop_elements(elems, {all.get(), elems.size()}, size, fn,
+                                [](std::size_t k) { return fmt::format("result {}", k); });
     return run;
   }
 
@@ -207,22 +203,21 @@ VectorizedRun vectorize(const std::function<std::vector<Tensor>(const std::vecto
       }
       TAPEFLOW_ASSERT(n.kind == NodeKind::kOp, "[{}] a traced body holds a {} node", kName, n.name());
       std::vector<Tensor> in;
-      std::vector<bool> batched;
-      for (ValueId v : n.inputs) {
-        in.push_back(env[static_cast<std::size_t>(v)].value);
-        batched.push_back(env[static_cast<std::size_t>(v)].batched);
+      const std::unique_ptr<bool[]> batched(new bool[n.inputs.size()]);
+      bool any = false;
+      for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+        const Slot& slot = env[static_cast<std::size_t>(n.inputs[i])];
+        in.push_back(slot.value);
+        batched[i] = slot.batched;
+        any = any || slot.batched;
       }
-      const bool any = std::find(batched.begin(), batched.end(), true) != batched.end();
+      const std::span<const bool> flags(batched.get(), n.inputs.size());
       std::vector<Tensor> out;
       if (!any) {
         out = autodiff::run_op(*n.op, n.attrs, in);
       } else {
-        if (n.op->batch != nullptr) {
-          const std::unique_ptr<bool[]> flags(new bool[batched.size()]);
-          std::copy(batched.begin(), batched.end(), flags.get());
-          const autodiff::BatchContext c(*n.op, n.attrs, in, {flags.get(), batched.size()}, size);
-          out = n.op->batch(c);
-        }
+        if (n.op->batch != nullptr)
+          out = n.op->batch(autodiff::BatchContext(*n.op, n.attrs, in, flags, size));
         if (out.empty()) {
           TAPEFLOW_REQUIRE(
               options.fallback_to_while_loop, UnimplementedError,
@@ -231,7 +226,10 @@ VectorizedRun vectorize(const std::function<std::vector<Tensor>(const std::vecto
           if (options.warn) warn_once(n.name());
           if (std::find(run.looped.begin(), run.looped.end(), n.name()) == run.looped.end())
             run.looped.push_back(n.name());
-          out = loop_node(n, in, batched, size);
+          out = loop_elements(
+              in, flags, size,
+              [&n](const std::vector<Tensor>& args) { return autodiff::run_op(*n.op, n.attrs, args); },
+              [&n](std::size_t k) { return fmt::format("{} (output {})", n.name(), k); });
         }
       }
       TAPEFLOW_ASSERT(out.size() == n.outputs.size(), "[{}] {} gave {} outputs, the trace {}", kName,
