@@ -60,6 +60,7 @@
 #include "core/tensor_impl.h"
 #include "function/concrete.h"
 #include "function/trace.h"
+#include "graph/compose.h"
 #include "graph/executor.h"
 #include "graph/passes.h"
 #include "graph/serialize.h"
@@ -449,7 +450,19 @@ struct Loop {
   std::size_t num_loop_vars = 0;
   std::optional<std::int64_t> maximum_iterations;
   Assigned assigned;  // what cond or body assigns
+  OpGraph step;       // body, then cond on its results: loop vars, captures -> next loop vars, pred
 };
+
+/// Adds the loop's step: one executor run per iteration instead of a body run and a cond run.
+void add_step(Loop& l) {
+  const auto composed = [&](const Executor& body, const Executor& cond) {
+    const Graph& b = body.graph();
+    std::vector<ValueId> feed(b.outputs.begin(), b.outputs.end());  // the next loop vars
+    feed.insert(feed.end(), b.inputs.begin() + static_cast<std::ptrdiff_t>(l.num_loop_vars), b.inputs.end());
+    return std::make_shared<const Executor>(compose(b, cond.graph(), feed), "while_loop body, then cond");
+  };
+  l.step = {composed(*l.body.plain, *l.cond.plain), composed(*l.body.fast, *l.cond.fast)};
+}
 
 /// The attributes of While (order 0) and WhileGrad (order n: the loop's n-th derivative).
 struct LoopAttrs {
@@ -457,17 +470,37 @@ struct LoopAttrs {
   int order = 0;
 };
 
-/// Runs the loop on (loop vars, captures); returns the final loop vars.
+/// Runs the loop on (loop vars, captures); returns the final loop vars: cond, then the step (body
+/// and cond) until cond is false, or the body alone for the last iteration the limit allows. Each
+/// graph runs on one frame for the whole loop, with the captures fixed in it, and takes the loop
+/// vars it replaces: an iteration is one executor run that copies no tensor handle it does not
+/// need (a small body's iteration is mostly that).
 std::vector<Tensor> run_loop(const Loop& l, std::span<const Tensor> in, RunMode mode) {
-  std::vector<Tensor> args(in.begin(), in.end());
-  for (std::int64_t i = 0; !l.maximum_iterations || i < *l.maximum_iterations; ++i) {
-    const bool fast = mode == RunMode::kFast;
-    if (!(fast ? l.cond.fast : l.cond.plain)->run(args, mode)[0].item<bool>()) break;
-    std::vector<Tensor> next = (fast ? l.body.fast : l.body.plain)->run(args, mode);
-    std::move(next.begin(), next.end(), args.begin());
+  const bool fast = mode == RunMode::kFast;
+  const auto pick = [&](const OpGraph& g) -> const Executor& { return *(fast ? g.fast : g.plain); };
+  const std::size_t n = l.num_loop_vars;
+  const std::span<const Tensor> captures = in.subspan(n);
+  std::vector<Tensor> vars(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+  const std::optional<std::int64_t>& limit = l.maximum_iterations;
+  if (limit && *limit <= 0) return vars;
+  {
+    Executor::Frame frame(pick(l.cond), captures);
+    if (!pick(l.cond).run(frame, vars, 0, mode)[0].item<bool>()) return vars;
   }
-  args.resize(l.num_loop_vars);
-  return args;
+  const Executor& step = pick(l.step);
+  Executor::Frame frame(step, captures);
+  for (std::int64_t done = 0;; ++done) {  // cond held after `done` iterations
+    if (limit && done + 1 == *limit) {
+      Executor::Frame last(pick(l.body), captures);
+      std::vector<Tensor> next = pick(l.body).run(last, vars, n, mode);
+      std::move(next.begin(), next.end(), vars.begin());
+      return vars;
+    }
+    std::vector<Tensor> next = step.run(frame, vars, n, mode);
+    const bool more = next.back().item<bool>();
+    std::move(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(n), vars.begin());
+    if (!more) return vars;
+  }
 }
 
 /// Which inputs and outputs of the loop's derivative of order `order` are floating: order 0 is
@@ -598,6 +631,7 @@ const autodiff::AttrsCodec kLoopCodec{
         r.fail("StatelessWhile's cond and body do not fit its loop variables");
       if (order > static_cast<std::uint32_t>(kMaxGraphNesting))
         r.fail(fmt::format("derivative order {}", order));
+      add_step(loop);
       return std::make_shared<const LoopAttrs>(
           LoopAttrs{std::make_shared<const Loop>(std::move(loop)), static_cast<int>(order)});
     },
@@ -667,10 +701,14 @@ std::vector<Tensor> traced_while(const LoopCondFn& cond, const LoopBodyFn& body,
   });
   const Assigned assigned = merged(c.assigned, b.assigned);
   const Captures captures = capture(c.graph, b.graph, assigned);
-  auto loop = std::make_shared<const Loop>(
-      Loop{op_graph(optimized(std::move(c.graph), /*fuse=*/false), "while_loop cond"),
-           op_graph(optimized(std::move(b.graph), /*fuse=*/false), "while_loop body"), loop_vars.size(),
-           options.maximum_iterations, assigned});
+  Loop l{op_graph(optimized(std::move(c.graph), /*fuse=*/false), "while_loop cond"),
+         op_graph(optimized(std::move(b.graph), /*fuse=*/false), "while_loop body"),
+         loop_vars.size(),
+         options.maximum_iterations,
+         assigned,
+         {}};
+  add_step(l);
+  auto loop = std::make_shared<const Loop>(std::move(l));
   std::vector<Tensor> inputs = loop_vars;
   for (Tensor& v : captures.values()) inputs.push_back(std::move(v));
   return autodiff::run_op(while_op(!assigned.empty()), std::make_shared<const LoopAttrs>(LoopAttrs{loop, 0}),

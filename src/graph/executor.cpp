@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "autodiff/dispatch.h"
 #include "autodiff/variable_handle.h"
 #include "core/check.h"
@@ -78,39 +80,90 @@ void AssignedVariables::restore() {
   for (auto it = before_.rbegin(); it != before_.rend(); ++it) it->first.assign(it->second);
 }
 
+Executor::Frame::Frame(const Executor& executor, std::span<const Tensor> fixed)
+    : executor_(&executor),
+      fixed_(fixed.size()),
+      slots_(executor.slot_begin_.back()),
+      kept_(executor.constant_slots_) {
+  const Graph& g = executor.graph_;
+  TAPEFLOW_ASSERT(fixed.size() <= g.inputs.size(), "[{}] {} fixed inputs for a graph of {}", executor.name_,
+                  fixed.size(), g.inputs.size());
+  for (const auto& [v, t] : g.constants) {
+    Tensor copy = t;
+    executor.place(*this, v, copy, false);
+  }
+  const std::size_t first = g.inputs.size() - fixed.size();
+  for (std::size_t i = 0; i < fixed.size(); ++i) {
+    const ValueId v = g.inputs[first + i];
+    Tensor copy = fixed[i];
+    executor.place(*this, v, copy, false);
+    for (std::size_t r = executor.reader_begin_[v]; r < executor.reader_begin_[v + 1]; ++r)
+      kept_[executor.reader_slots_[r]] = 1;
+  }
+}
+
 Executor::Executor(Graph graph, std::string name) : graph_(std::move(graph)), name_(std::move(name)) {
   plan();
 }
 
 void Executor::plan() {
-  const std::size_t n = graph_.nodes.size();
-  // last_use[v] = the last node reading v; graph outputs are read after every node.
-  std::vector<std::ptrdiff_t> last_use(graph_.values.size(), -1);
+  const std::size_t n = graph_.nodes.size(), num_values = graph_.values.size();
+  slot_begin_.assign(n + 2, 0);
+  for (std::size_t k = 0; k < n; ++k) slot_begin_[k + 1] = slot_begin_[k] + graph_.nodes[k].inputs.size();
+  slot_begin_[n + 1] = slot_begin_[n] + graph_.outputs.size();
+  const auto slot_value = [&](auto&& visit) {  // visit(slot, value) in slot order
+    std::size_t s = 0;
+    for (const Node& node : graph_.nodes)
+      for (ValueId v : node.inputs) visit(s++, v);
+    for (ValueId v : graph_.outputs) visit(s++, v);
+  };
+  reader_begin_.assign(num_values + 1, 0);
+  slot_value([&](std::size_t, ValueId v) { ++reader_begin_[v + 1]; });
+  for (std::size_t v = 0; v < num_values; ++v) reader_begin_[v + 1] += reader_begin_[v];
+  reader_slots_.assign(slot_begin_.back(), 0);
+  std::vector<std::size_t> next(reader_begin_.begin(), reader_begin_.end() - 1);
+  slot_value([&](std::size_t s, ValueId v) { reader_slots_[next[v]++] = static_cast<std::uint32_t>(s); });
+  constant_slots_.assign(slot_begin_.back(), 0);
+  for (const auto& [v, t] : graph_.constants)
+    for (std::size_t r = reader_begin_[v]; r < reader_begin_[v + 1]; ++r)
+      constant_slots_[reader_slots_[r]] = 1;
+
+  // Peak of live intermediate bytes (inputs and constants are held by their owners): a node's
+  // results are alive from the node to their last reader; one nothing reads dies at once.
+  std::vector<std::ptrdiff_t> last_use(num_values, -1);
   for (std::size_t k = 0; k < n; ++k)
     for (ValueId v : graph_.nodes[k].inputs) last_use[v] = static_cast<std::ptrdiff_t>(k);
   for (ValueId v : graph_.outputs) last_use[v] = static_cast<std::ptrdiff_t>(n);
-  release_after_.assign(n, {});
-  for (std::size_t v = 0; v < last_use.size(); ++v)
-    if (last_use[v] >= 0 && last_use[v] < static_cast<std::ptrdiff_t>(n))
-      release_after_[static_cast<std::size_t>(last_use[v])].push_back(static_cast<ValueId>(v));
-  // Peak of live intermediate bytes (inputs and constants are held by their owners). One flag per
-  // value: a body holding a constant per op releases one at about every node.
-  std::vector<bool> owned(graph_.values.size(), false);
-  for (ValueId v : graph_.inputs) owned[v] = true;
-  for (const auto& [v, t] : graph_.constants) owned[v] = true;
+  std::vector<std::size_t> freed_after(n, 0);  // bytes of the results whose last reader is node k
+  for (std::size_t k = 0; k < n; ++k)
+    for (ValueId v : graph_.nodes[k].outputs) {
+      const std::ptrdiff_t last = std::max(last_use[v], static_cast<std::ptrdiff_t>(k));
+      if (last < static_cast<std::ptrdiff_t>(n))
+        freed_after[static_cast<std::size_t>(last)] += bytes_of(graph_.values[v]);
+    }
   std::size_t live = 0;
   for (std::size_t k = 0; k < n; ++k) {
     for (ValueId v : graph_.nodes[k].outputs) live += bytes_of(graph_.values[v]);
     planned_peak_bytes_ = std::max(planned_peak_bytes_, live);
-    for (ValueId v : release_after_[k])
-      if (!owned[v]) live -= std::min(live, bytes_of(graph_.values[v]));
+    live -= freed_after[k];
   }
 }
 
-void Executor::run_node(const Node& n, std::vector<Tensor>& env, RunMode mode) const {
-  std::vector<Tensor> ins;
-  ins.reserve(n.inputs.size());
-  for (ValueId v : n.inputs) ins.push_back(env[v]);
+void Executor::place(Frame& frame, ValueId v, Tensor& value, bool take) const {
+  const std::size_t begin = reader_begin_[v], end = reader_begin_[v + 1];
+  if (begin == end) return;
+  for (std::size_t r = begin; r + 1 < end; ++r) frame.slots_[reader_slots_[r]] = value;
+  Tensor& last = frame.slots_[reader_slots_[end - 1]];
+  if (take)
+    last = std::move(value);
+  else
+    last = value;
+}
+
+void Executor::run_node(std::size_t k, Frame& frame, RunMode mode, std::vector<Shape>* shapes) const {
+  const Node& n = graph_.nodes[k];
+  const std::size_t first = slot_begin_[k], last = slot_begin_[k + 1];
+  const std::span<const Tensor> ins(frame.slots_.data() + first, last - first);
   std::vector<Tensor> outs;
   switch (n.kind) {
     case NodeKind::kOp:
@@ -136,6 +189,8 @@ void Executor::run_node(const Node& n, std::vector<Tensor>& env, RunMode mode) c
       captured_variable(graph_, n.variable, name_).assign_sub(ins[0]);
       break;
   }
+  for (std::size_t s = first; s < last; ++s)
+    if (!frame.kept_[s]) frame.slots_[s] = Tensor();
   if (outs.size() != n.outputs.size()) [[unlikely]] {
     // run() puts the function and the node in front.
     const std::string what =
@@ -144,33 +199,49 @@ void Executor::run_node(const Node& n, std::vector<Tensor>& env, RunMode mode) c
                      what);
     TAPEFLOW_ASSERT(false, "[{}] {}", name_, what);
   }
-  for (std::size_t i = 0; i < outs.size(); ++i) env[n.outputs[i]] = std::move(outs[i]);
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    if (shapes != nullptr) (*shapes)[n.outputs[i]] = outs[i].shape();
+    place(frame, n.outputs[i], outs[i], true);
+  }
 }
 
 std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, RunMode mode,
                                   std::vector<Shape>* shapes) const {
   TAPEFLOW_ASSERT(inputs.size() == graph_.inputs.size(), "[{}] {} inputs for a graph of {}", name_,
                   inputs.size(), graph_.inputs.size());
+  Frame frame(*this);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    Tensor copy = inputs[i];
+    place(frame, graph_.inputs[i], copy, true);
+  }
+  return execute(frame, mode, shapes);
+}
+
+std::vector<Tensor> Executor::run(Frame& frame, std::span<Tensor> inputs, std::size_t taken,
+                                  RunMode mode) const {
+  TAPEFLOW_ASSERT(frame.executor_ == this, "[{}] a frame runs only on the executor that made it", name_);
+  TAPEFLOW_ASSERT(inputs.size() + frame.fixed_ == graph_.inputs.size(),
+                  "[{}] {} inputs and {} fixed for a graph of {}", name_, inputs.size(), frame.fixed_,
+                  graph_.inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) place(frame, graph_.inputs[i], inputs[i], i < taken);
+  return execute(frame, mode, nullptr);
+}
+
+std::vector<Tensor> Executor::execute(Frame& frame, RunMode mode, std::vector<Shape>* shapes) const {
   const cpu::FloatModeScope float_mode;  // for fused nodes, which run no op's forward
-  std::vector<Tensor> env(graph_.values.size());
-  for (const auto& [v, t] : graph_.constants) env[v] = t;
-  for (std::size_t i = 0; i < inputs.size(); ++i) env[graph_.inputs[i]] = inputs[i];
   if (shapes != nullptr) shapes->assign(graph_.values.size(), Shape());
-  for (std::size_t k = 0; k < graph_.nodes.size(); ++k) {
-    const Node& n = graph_.nodes[k];
+  const std::size_t n = graph_.nodes.size();
+  for (std::size_t k = 0; k < n; ++k) {
     try {
-      run_node(n, env, mode);
+      run_node(k, frame, mode, shapes);
     } catch (const Error& e) {
-      rethrow_with_context(e,
-                           fmt::format("[{}, node {} of {}: {}] ", name_, k, graph_.nodes.size(), n.name()));
+      rethrow_with_context(e, fmt::format("[{}, node {} of {}: {}] ", name_, k, n, graph_.nodes[k].name()));
     }
-    if (shapes != nullptr)
-      for (ValueId v : n.outputs) (*shapes)[v] = env[v].shape();
-    for (ValueId v : release_after_[k]) env[v] = Tensor();
   }
   std::vector<Tensor> out;
   out.reserve(graph_.outputs.size());
-  for (ValueId v : graph_.outputs) out.push_back(env[v]);
+  for (std::size_t s = slot_begin_[n]; s < slot_begin_[n + 1]; ++s)
+    out.push_back(frame.kept_[s] ? frame.slots_[s] : std::move(frame.slots_[s]));
   return out;
 }
 

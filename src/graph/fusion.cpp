@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 
@@ -405,12 +406,13 @@ std::vector<Tensor> run_fused(const FusedKernel& k, std::span<const Tensor> inpu
   std::vector<Tensor> out;
   out.reserve(k.outputs.size());
   for (const Value& v : k.outputs) out.push_back(detail::empty(v.shape, v.dtype, "Fused"));
-  std::vector<const void*> in_ptrs;
+  // Inline: a loop's small body runs a kernel per iteration, where allocations would show.
+  absl::InlinedVector<const void*, 8> in_ptrs;
   for (const Tensor& t : inputs) in_ptrs.push_back(t.raw_data());
-  std::vector<void*> out_ptrs;
+  absl::InlinedVector<void*, 8> out_ptrs;
   for (std::size_t i = 0; i < stored; ++i) out_ptrs.push_back(const_cast<void*>(out[i].raw_data()));
   auto run = [&]<class T>() {
-    std::vector<T*> reduced;
+    absl::InlinedVector<T*, 4> reduced;
     for (std::size_t r = 0; r < k.program.reductions.size(); ++r)
       reduced.push_back(detail::mutable_data<T>(out[stored + r]));
     cpu::run_fused<T>(k.program, in_ptrs, out_ptrs, reduced);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <optional>
 
 #include "autodiff/op_def.h"
 #include "support/close.h"
@@ -590,6 +591,47 @@ TEST(WhileLoop, ABodyThatAssignsRunsOncePerIterationAndNeverAtTraceTime) {
   EXPECT_EQ(total.value().item<double>(), 7.0);
   EXPECT_NE(f.graph_text().find("While"), std::string::npos);
   EXPECT_EQ(f.graph_text().find("StatelessWhile"), std::string::npos) << f.graph_text();
+}
+
+TEST(WhileLoop, TracedCondAndBodyRunInTheEagerOrderUpToTheIterationLimit) {
+  // The traced loop runs the body and the next test as one graph, but cond and body still run in
+  // the eager loop's order: cond, body, cond, body, ..., and no test after the limit's last body.
+  tf::Variable tests(0.0, {.name = "tests", .trainable = false}),
+      log(0.0, {.name = "log", .trainable = false});
+  const auto loop = [&](const tf::Tensor& n, std::optional<std::int64_t> limit) {
+    return tf::while_loop(
+        [&](const Vars& v) {
+          tests.assign_add(tf::constant(1.0));
+          log.assign(log.read_value() * 10.0 + 1.0);  // a digit 1 per test, 2 per body
+          return v[0] < n;
+        },
+        [&](const Vars& v) {
+          log.assign(log.read_value() * 10.0 + 2.0);
+          return Vars{v[0] + 1};
+        },
+        {tf::constant(0)}, {.maximum_iterations = limit})[0];
+  };
+  auto traced = tf::function([&](const tf::Tensor& n) { return loop(n, 3); });
+  auto unlimited = tf::function([&](const tf::Tensor& n) { return loop(n, std::nullopt); });
+  struct Case {
+    int n;
+    bool limited;
+    int iterations, tests;
+    double log;
+  };
+  for (const Case& c : {Case{5, true, 3, 3, 121212}, Case{2, true, 2, 3, 12121}, Case{0, true, 0, 1, 1},
+                        Case{2, false, 2, 3, 12121}, Case{0, false, 0, 1, 1}}) {
+    for (bool eager : {true, false}) {
+      tests.assign(tf::constant(0.0));
+      log.assign(tf::constant(0.0));
+      const tf::Tensor n = tf::constant(c.n);
+      const std::optional<std::int64_t> limit = c.limited ? std::optional<std::int64_t>(3) : std::nullopt;
+      const tf::Tensor r = eager ? loop(n, limit) : c.limited ? traced(n) : unlimited(n);
+      EXPECT_EQ(r.item<std::int32_t>(), c.iterations) << c.n << (eager ? " eager" : " traced");
+      EXPECT_EQ(tests.value().item<double>(), c.tests) << c.n << (eager ? " eager" : " traced");
+      EXPECT_EQ(log.value().item<double>(), c.log) << c.n << (eager ? " eager" : " traced");
+    }
+  }
 }
 
 TEST(WhileLoop, AVariableTheBodyAssignsIsReadInsideEachIteration) {

@@ -4,7 +4,9 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 
+#include "absl/container/inlined_vector.h"
 #include "core/parallel.h"
 #include "kernels/cpu/elementwise.h"
 
@@ -97,9 +99,12 @@ void run_fused(const FusedProgram& p, std::span<const void* const> inputs, std::
   const std::int64_t block = std::max<std::int64_t>(1, std::min(kFusedBlock, n));
   const std::int64_t chunk = block * kFusedChunk;
   const std::int64_t num_chunks = n == 0 ? 0 : (n + chunk - 1) / chunk;
-  std::vector<BroadcastWalk<1>> walks;
-  walks.reserve(p.inputs.size());
-  for (const auto& in : p.inputs) walks.emplace_back(p.shape, std::array<const Shape*, 1>{&in.shape});
+  // Only gathered inputs walk a broadcast; inline, so a one-element domain (a loop's scalar
+  // body) allocates nothing here.
+  absl::InlinedVector<std::optional<BroadcastWalk<1>>, 4> walks(p.inputs.size());
+  for (std::size_t k = 0; k < p.inputs.size(); ++k)
+    if (p.inputs[k].load == FusedProgram::Load::kGather)
+      walks[k].emplace(p.shape, std::array<const Shape*, 1>{&p.inputs[k].shape});
   // Each chunk's partial sums of each reduction: num_chunks * outputs doubles.
   std::vector<std::vector<double>> partials;
   for (const auto& r : p.reductions)
@@ -112,9 +117,9 @@ void run_fused(const FusedProgram& p, std::span<const void* const> inputs, std::
       if (in.load == FusedProgram::Load::kDirect)
         slot[in.slot] = const_cast<T*>(static_cast<const T*>(inputs[k])) + start;
       else if (in.load == FusedProgram::Load::kGather && in.is_bool)
-        gather(static_cast<const bool*>(inputs[k]), walks[k], start, m, slot[in.slot]);
+        gather(static_cast<const bool*>(inputs[k]), *walks[k], start, m, slot[in.slot]);
       else if (in.load == FusedProgram::Load::kGather)
-        gather(static_cast<const T*>(inputs[k]), walks[k], start, m, slot[in.slot]);
+        gather(static_cast<const T*>(inputs[k]), *walks[k], start, m, slot[in.slot]);
     }
     for (std::size_t k = 0; k < p.outputs.size(); ++k)
       if (p.outputs[k].in_place) slot[p.outputs[k].slot] = static_cast<T*>(outputs[k]) + start;
