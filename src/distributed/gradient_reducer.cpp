@@ -165,8 +165,16 @@ void reduce_bucket(World& w, detail::Bucket& b, const GradientOptions& o, double
     for (std::size_t i = 0; i < n; ++i)
       v[i] = static_cast<T>(bf16 ? bf16_to_float(b.wire16[i]) : half_to_float(b.wire16[i]));
   }
-  if (divisor != 1.0)
+  if (divisor == 1.0) return;
+  // Dividing by a power of two is multiplying by its exact reciprocal: the same correctly rounded
+  // result, in T, which vectorises (the division rounds through double).
+  int exponent = 0;
+  if (std::frexp(divisor, &exponent) == 0.5) {
+    const T reciprocal = static_cast<T>(1.0 / divisor);
+    for (std::size_t i = 0; i < n; ++i) v[i] *= reciprocal;
+  } else {
     for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(v[i] / divisor);
+  }
 }
 
 /// Inside a tf::function trace the buckets cannot be filled from the gradients' bytes on the host
