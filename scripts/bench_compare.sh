@@ -15,6 +15,7 @@
 #   scripts/bench_compare.sh function   # the peers for tf::function: ADOL-C, TorchScript
 #   scripts/bench_compare.sh linalg     # tf::linalg against torch::linalg
 #   scripts/bench_compare.sh science    # vectorized_map Hessians against PyTorch's vmap(hessian)
+#   scripts/bench_compare.sh openmp     # OpenMP's wait policy: the CNN step, PASSIVE against unset
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +44,7 @@ for g in "${groups[@]}"; do
     linalg) "$bin" --group linalg "${common[@]}" ;;
     science) "$bin" --group science "${common[@]}" --python /usr/bin/python3 \
                --script bench/compare/hessian_torch.py ;;
-    *) echo "unknown group $g (small, large, epoch, function, linalg, science)" >&2; exit 2 ;;
+    openmp) "$bin" --group openmp --threads "$threads" ;;
+    *) echo "unknown group $g (small, large, epoch, function, linalg, science, openmp)" >&2; exit 2 ;;
   esac
 done

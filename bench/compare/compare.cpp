@@ -16,6 +16,10 @@
 //   compare --group science per-point Hessians through vectorized_map against PyTorch's
 //                           vmap(hessian) (hessian_torch.py, with --script) and a C++ loop;
 //                           nested tapes traced against eager (science_group.cpp)
+//   compare --group openmp  OpenMP's wait policy: the CNN's training steps with
+//                           OMP_WAIT_POLICY=PASSIVE and unset, on an idle machine and beside a
+//                           busy process, wall and CPU time, each in its own process
+//                           (openmp_group.cpp)
 //   options: --threads N (default: all cores) --rounds R --python PATH --script PATH
 //            --epoch-batches B (0: the full epoch) --data synthetic|fashion-mnist
 //            --clock wall|thread-cpu (default wall)
@@ -53,6 +57,7 @@
 #include "core/parallel.h"
 #include "function_group.h"
 #include "linalg_group.h"
+#include "openmp_group.h"
 #include "science_group.h"
 #include "tapeflow/tapeflow.h"
 #include "workloads.h"
@@ -69,7 +74,9 @@ using compare::Row;
 using compare::Sgemms;
 using compare::Side;
 using compare::tf_chain;
+using compare::tf_model;
 using compare::to_torch;
+using compare::torch_model;
 using compare::Triad;
 
 namespace {
@@ -523,30 +530,6 @@ EpochData epoch_data(const Options& o) {
           "random data of Fashion-MNIST's shape (60,000 x 28x28x1)"};
 }
 
-/// The model under dtype policy `precision` ("float32" or "mixed_bfloat16"); the logits layer
-/// computes in float32 either way (Keras's advice for mixed precision).
-std::shared_ptr<tf::layers::Sequential> tf_model(bool cnn, std::string_view precision) {
-  namespace L = tf::layers;
-  const tf::mixed_precision::Policy p(precision), logits("float32");
-  if (cnn)
-    return L::sequential(
-        {L::conv2d(32, {3, 3}, "relu", {.padding = "same", .dtype_policy = p}), L::max_pool2d(),
-         L::conv2d(64, {3, 3}, "relu", {.padding = "same", .dtype_policy = p}), L::max_pool2d(), L::flatten(),
-         L::dense(128, "relu", {.dtype_policy = p}), L::dense(10, {.dtype_policy = logits})});
-  return L::sequential({L::flatten(), L::dense(256, "relu", {.dtype_policy = p}),
-                        L::dense(128, "relu", {.dtype_policy = p}), L::dense(10, {.dtype_policy = logits})});
-}
-
-torch::nn::Sequential torch_model(bool cnn) {
-  namespace nn = torch::nn;
-  if (cnn)
-    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
-                          nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
-                          nn::Flatten(), nn::Linear(64 * 7 * 7, 128), nn::ReLU(), nn::Linear(128, 10));
-  return nn::Sequential(nn::Flatten(), nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 128), nn::ReLU(),
-                        nn::Linear(128, 10));
-}
-
 void epochs(const Options& o, std::vector<Row>& rows) {
   const EpochData d = epoch_data(o);
   const std::int64_t n = d.images.shape().dims()[0], batch = 128;
@@ -718,6 +701,7 @@ int main(int argc, char** argv) {
   Options o;
   std::string rss_side;
   std::string function_child;  // --function-child: a child process of group function
+  std::string openmp_child;    // --openmp-child: a child process of group openmp
   std::string malloc_name;     // --malloc NAME
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -740,6 +724,8 @@ int main(int argc, char** argv) {
       rss_side = next();
     else if (a == "--function-child")
       function_child = next();
+    else if (a == "--openmp-child")
+      openmp_child = next();
     else if (a == "--clock")
       compare::use_thread_cpu_clock = next() == "thread-cpu";
     else if (a == "--rows-out")
@@ -761,6 +747,7 @@ int main(int argc, char** argv) {
   at::set_num_interop_threads(1);
   if (!rss_side.empty()) return rss_child_torch(rss_side == "torch-step");
   if (!function_child.empty()) return compare::function_child(function_child);
+  if (!openmp_child.empty()) return compare::openmp_child(o, openmp_child);
 
   if (!malloc_name.empty()) {
     const MallocConfig* m = malloc_config_named(malloc_name);
@@ -815,8 +802,10 @@ int main(int argc, char** argv) {
     compare::linalg_group(o, rows);
   } else if (o.group == "science") {
     compare::science_group(o, rows);
+  } else if (o.group == "openmp") {
+    compare::openmp_group(o, rows);
   } else {
-    std::fprintf(stderr, "--group must be small, large, epoch, rss, function, linalg or science\n");
+    std::fprintf(stderr, "--group must be small, large, epoch, rss, function, linalg, science or openmp\n");
     return 2;
   }
   compare::print_table(rows);

@@ -129,4 +129,26 @@ void TfMlp::step() {
   sgd.apply_gradients(tape.gradient(loss, vars), vars);
 }
 
+std::shared_ptr<tf::layers::Sequential> tf_model(bool cnn, std::string_view precision) {
+  namespace L = tf::layers;
+  const tf::mixed_precision::Policy p(precision), logits("float32");
+  if (cnn)
+    return L::sequential(
+        {L::conv2d(32, {3, 3}, "relu", {.padding = "same", .dtype_policy = p}), L::max_pool2d(),
+         L::conv2d(64, {3, 3}, "relu", {.padding = "same", .dtype_policy = p}), L::max_pool2d(), L::flatten(),
+         L::dense(128, "relu", {.dtype_policy = p}), L::dense(10, {.dtype_policy = logits})});
+  return L::sequential({L::flatten(), L::dense(256, "relu", {.dtype_policy = p}),
+                        L::dense(128, "relu", {.dtype_policy = p}), L::dense(10, {.dtype_policy = logits})});
+}
+
+torch::nn::Sequential torch_model(bool cnn) {
+  namespace nn = torch::nn;
+  if (cnn)
+    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+                          nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+                          nn::Flatten(), nn::Linear(64 * 7 * 7, 128), nn::ReLU(), nn::Linear(128, 10));
+  return nn::Sequential(nn::Flatten(), nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 128), nn::ReLU(),
+                        nn::Linear(128, 10));
+}
+
 }  // namespace compare

@@ -1,13 +1,15 @@
 // Workloads and hardware baselines shared by the groups of bench/compare: compare.cpp (groups
-// small, large, epoch, rss) and function_group.cpp (group function) time the same
-// functions, so each is written once here. Definitions in workloads.cpp.
+// small, large, epoch, rss), function_group.cpp (group function) and openmp_group.cpp (group
+// openmp) time the same functions, so each is written once here. Definitions in workloads.cpp.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -100,5 +102,16 @@ struct TfMlp {
   /// One eager step: forward on a GradientTape, gradient, SGD update.
   void step();
 };
+
+// ---------------------------------------------------------------------------------------------
+// The command-line program's Fashion-MNIST models (groups large and epoch's training epochs,
+// group openmp): the MLP 784-256-128-10 and the CNN (two 3x3 convolutions, SAME, ReLU, 2x2 max
+// pooling, dense 128, dense 10), written once each way.
+
+/// The model under dtype policy `precision` ("float32" or "mixed_bfloat16"); the logits layer
+/// computes in float32 either way (Keras's advice for mixed precision).
+std::shared_ptr<tf::layers::Sequential> tf_model(bool cnn, std::string_view precision);
+/// The same model in LibTorch (NCHW).
+torch::nn::Sequential torch_model(bool cnn);
 
 }  // namespace compare

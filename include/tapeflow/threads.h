@@ -1,6 +1,6 @@
 #pragma once
 /// \file threads.h
-/// How many threads tapeflow computes with, and OpenBLAS's kernels.
+/// How many threads tapeflow computes with, OpenBLAS's kernels and OpenMP's wait policy.
 ///
 ///   tf::set_num_threads(1);   // everything on the calling thread (deterministic timing)
 ///
@@ -49,6 +49,18 @@ std::string openblas_kernels_to_request();
 /// Throws InvalidArgumentError for a null or empty argv.
 /// `tapeflow train` and the LibTorch comparison (bench/compare) call it.
 void restart_with_openblas_kernels_for_this_cpu(char** argv);
+
+/// Starts the program again, once, with the settings tapeflow's runtimes read only when they are
+/// loaded, where the user has not chosen them: OMP_WAIT_POLICY=PASSIVE when the variable is unset,
+/// and OPENBLAS_CORETYPE as restart_with_openblas_kernels_for_this_cpu sets it. Without PASSIVE,
+/// OpenMP's idle workers (oneDNN runs the convolutions on them) spin between parallel regions:
+/// a CNN training step took 1.4-1.5x the wall time and 1.35x the CPU time on an idle 2-core
+/// machine, 1.3-1.4x the wall time and 1.6x the CPU time beside one busy process
+/// (docs/PERFORMANCE.md, "OpenMP's wait policy"). Call it first thing in main(), before any output or thread,
+/// with main's argv; it returns when nothing changes (or the restart failed). `tapeflow` runs this way, and
+/// the Python module sets OMP_WAIT_POLICY before it loads OpenMP. Throws InvalidArgumentError for a null or
+/// empty argv.
+void restart_with_runtime_defaults(char** argv);
 
 }  // namespace tapeflow
 #pragma GCC visibility pop

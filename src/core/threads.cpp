@@ -80,19 +80,46 @@ std::string openblas_kernels_to_request() {
   return cpu_vector_level() == 2 ? "SkylakeX" : "Haswell";
 }
 
-void restart_with_openblas_kernels_for_this_cpu(char** argv) {
+namespace {
+
+void require_mains_argv(char** argv, std::string_view caller) {
   TAPEFLOW_REQUIRE(argv != nullptr && argv[0] != nullptr, InvalidArgumentError,
-                   "[restart_with_openblas_kernels_for_this_cpu] argv must be main's argv (a null-terminated "
-                   "list whose first entry is the program), got {}",
-                   argv == nullptr ? "nullptr" : "an empty list");
-  const std::string kernels = openblas_kernels_to_request();
-  if (kernels.empty()) return;
-  // Set before the exec, so that a failed exec cannot lead to another attempt.
-  ::setenv("OPENBLAS_CORETYPE", kernels.c_str(), 1);
+                   "[{}] argv must be main's argv (a null-terminated list whose first entry is the program), "
+                   "got {}",
+                   caller, argv == nullptr ? "nullptr" : "an empty list");
+}
+
+/// Starts this executable again with `argv` and the current environment; returns only if that
+/// fails. The environment is set before, so that a failed exec cannot lead to another attempt.
+void start_again(char** argv) {
   // The executable's own path, not /proc/self/exe: the process keeps its name (as `ps` shows it).
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) ::execv(self.c_str(), argv);
+}
+
+}  // namespace
+
+void restart_with_openblas_kernels_for_this_cpu(char** argv) {
+  require_mains_argv(argv, "restart_with_openblas_kernels_for_this_cpu");
+  const std::string kernels = openblas_kernels_to_request();
+  if (kernels.empty()) return;
+  ::setenv("OPENBLAS_CORETYPE", kernels.c_str(), 1);
+  start_again(argv);
+}
+
+void restart_with_runtime_defaults(char** argv) {
+  require_mains_argv(argv, "restart_with_runtime_defaults");
+  bool changed = false;
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    changed = true;
+  }
+  if (const std::string kernels = openblas_kernels_to_request(); !kernels.empty()) {
+    ::setenv("OPENBLAS_CORETYPE", kernels.c_str(), 1);
+    changed = true;
+  }
+  if (changed) start_again(argv);
 }
 
 }  // namespace tapeflow

@@ -71,3 +71,14 @@ TEST(OpenBlasKernels, RestartNeedsMainsArgv) {
   EXPECT_THAT([&] { tf::restart_with_openblas_kernels_for_this_cpu(empty); },
               ::testing::ThrowsMessage<tf::InvalidArgumentError>(::testing::HasSubstr("an empty list")));
 }
+
+// What the restart does is tested through the program that calls it (tools/cli/restart_test.sh:
+// passive waiting unless the user chose a policy, this CPU's OpenBLAS kernels, one restart).
+TEST(RuntimeDefaults, RestartNeedsMainsArgv) {
+  EXPECT_THAT([] { tf::restart_with_runtime_defaults(nullptr); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(
+                  ::testing::HasSubstr("[restart_with_runtime_defaults] argv must be main's argv")));
+  char* empty[] = {nullptr};
+  EXPECT_THAT([&] { tf::restart_with_runtime_defaults(empty); },
+              ::testing::ThrowsMessage<tf::InvalidArgumentError>(::testing::HasSubstr("an empty list")));
+}

@@ -37,9 +37,11 @@ TEST(Compose, TheSecondGraphReadsTheFirstsOutputsAndInputs) {
 
   const std::vector<tf::Tensor> args{tf::constant({1.0f, 2.0f}), tf::constant({3.0f, -1.0f})};
   const std::vector<tf::Tensor> got = tf::graph::Executor(both, "both").run(args, tf::graph::RunMode::kFast);
-  const std::vector<tf::Tensor> mid = tf::graph::Executor(first, "first").run(args, tf::graph::RunMode::kFast);
+  const std::vector<tf::Tensor> mid =
+      tf::graph::Executor(first, "first").run(args, tf::graph::RunMode::kFast);
   const std::vector<tf::Tensor> rest =
-      tf::graph::Executor(second, "second").run(std::vector<tf::Tensor>{mid[0], args[1]}, tf::graph::RunMode::kFast);
+      tf::graph::Executor(second, "second")
+          .run(std::vector<tf::Tensor>{mid[0], args[1]}, tf::graph::RunMode::kFast);
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[0].to_vector<float>(), mid[0].to_vector<float>());
   EXPECT_EQ(got[1].to_vector<float>(), rest[0].to_vector<float>());

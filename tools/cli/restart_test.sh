@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CTest tools.cli.runs_openblas_kernels_for_this_cpu and tools.cli.openmp_waits_passively: what
 # `tapeflow` starts itself again with, read from the first line of `tapeflow train`, which names
-# both (tools/cli/main.cpp; the libraries read these variables only when they are loaded).
+# both (tools/cli/main.cpp calls tf::restart_with_runtime_defaults; the libraries read these
+# variables only when they are loaded).
 #   restart_test.sh PROGRAM openblas   OpenBLAS 0.3.21 falls back to its generic Prescott (SSE3)
 #                                      kernels on CPUs newer than itself; the program then sets
 #                                      OPENBLAS_CORETYPE (tapeflow/threads.h): never Prescott's on
