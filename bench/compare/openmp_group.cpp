@@ -94,7 +94,8 @@ int openmp_child(const Options& o, const std::string& side) {
     auto step = tf::function(
         [&](const tf::Tensor& xb, const tf::Tensor& yb) {
           tf::GradientTape tape;
-          const tf::Tensor loss = tf::losses::sparse_categorical_crossentropy(yb, model->call(xb, true), true);
+          const tf::Tensor loss =
+              tf::losses::sparse_categorical_crossentropy(yb, model->call(xb, true), true);
           adam.apply_gradients(tape.gradient(loss, vars), vars);
         },
         {.name = "openmp_step"});
@@ -137,13 +138,14 @@ void openmp_group(const Options& o, std::vector<Row>& rows) {
       pt_wall.push_back(b.wall), pt_cpu.push_back(b.cpu);
     }
     const double per_step = 1e3 / static_cast<double>(steps);
-    rows.push_back({std::string(c.name) + ": CNN step, batch 128, Adam", "ms", median(tf_wall) * per_step,
-                    median(pt_wall) * per_step, "",
-                    c.passive ? "OMP_WAIT_POLICY=PASSIVE (own process)" : "OMP_WAIT_POLICY unset (own process)",
-                    fmt2("CPU time per step: tapeflow %.1f ms, LibTorch %.1f ms", median(tf_cpu) * per_step,
-                         median(pt_cpu) * per_step) +
-                        fmt(" (%.0f steps per process, medians of 3 processes)", static_cast<double>(steps)),
-                    false, ""});
+    rows.push_back(
+        {std::string(c.name) + ": CNN step, batch 128, Adam", "ms", median(tf_wall) * per_step,
+         median(pt_wall) * per_step, "",
+         c.passive ? "OMP_WAIT_POLICY=PASSIVE (own process)" : "OMP_WAIT_POLICY unset (own process)",
+         fmt2("CPU time per step: tapeflow %.1f ms, LibTorch %.1f ms", median(tf_cpu) * per_step,
+              median(pt_cpu) * per_step) +
+             fmt(" (%.0f steps per process, medians of 3 processes)", static_cast<double>(steps)),
+         false, ""});
   }
 }
 

@@ -88,6 +88,14 @@ T scalar_value(const Tensor& t, const char* what) {
   throw InternalError("[scalar_value] unknown dtype");
 }
 
+/// A traced tensor's elements read into Python (x.numpy() or np.asarray(x) in a tf.function body
+/// or a vectorized_map's fn) are the trace's FailedPreconditionError, as item() is in C++: the
+/// graph would keep the trace's values for every later call.
+const Tensor& host_readable(const Tensor& t, std::string_view what) {
+  if (detail::t_host_read_hook != nullptr) detail::t_host_read_hook(t, what);
+  return t;
+}
+
 using Binary = Tensor (*)(const Tensor&, const Tensor&);
 
 /// tf.as_dtype: a dtype's name ("float32", "bool") or a NumPy dtype or scalar type.
@@ -169,7 +177,7 @@ void bind_tensor(py::module_& m) {
       .def(
           "numpy",
           [](const Tensor& t) -> py::object {
-            py::array view = numpy_view(t);
+            py::array view = numpy_view(host_readable(t, "Tensor.numpy"));
             // A scalar is a NumPy scalar (np.float32(6.0) prints as 6.0), as TensorFlow returns it.
             if (t.rank() == 0) return view[py::tuple()];
             return view;
@@ -181,12 +189,12 @@ void bind_tensor(py::module_& m) {
       .def("__reduce__",
            [](const Tensor& t) {
              return py::make_tuple(py::module_::import("tapeflow").attr("constant"),
-                                   py::make_tuple(numpy_view(t)));
+                                   py::make_tuple(numpy_view(host_readable(t, "Tensor.__reduce__"))));
            })
       .def(
           "__array__",
           [](const Tensor& t, py::object dtype) {
-            py::array a = numpy_view(t);
+            py::array a = numpy_view(host_readable(t, "Tensor.__array__"));
             return dtype.is_none() ? py::object(a) : a.attr("astype")(dtype);
           },
           py::arg("dtype") = py::none())

@@ -130,6 +130,29 @@ def test_reading_a_traced_tensor_into_python_is_refused():
         branchy(tf.constant(1.0))
 
 
+@pytest.mark.parametrize("read", [lambda t: t.numpy(), np.asarray, lambda t: np.sum(t), lambda t: t.__reduce__()])
+def test_reading_a_traced_tensors_elements_into_numpy_is_refused(read):
+    # As float(x): the array would hold this call's values for every later call.
+    @tf.function
+    def f(x):
+        y = x * 2.0
+        read(y)
+        return y
+
+    with pytest.raises(tf.errors.FailedPreconditionError, match="read the value of a traced tensor"):
+        f(tf.constant([1.0, 2.0]))
+
+
+def test_a_captured_constant_still_reads_into_numpy_while_tracing():
+    c = tf.constant([3.0, 4.0])
+
+    @tf.function
+    def f(x):
+        return x * float(np.sum(c.numpy()))
+
+    assert f(tf.constant([1.0, 2.0])).numpy().tolist() == [7.0, 14.0]
+
+
 def test_numpy_arguments_are_tensors():
     @tf.function
     def total(x):
