@@ -634,6 +634,23 @@ TEST(WhileLoop, TracedCondAndBodyRunInTheEagerOrderUpToTheIterationLimit) {
   }
 }
 
+TEST(WhileLoop, ACondThatReturnsALoopVariableItself) {
+  // The step graph's last output is then one of the body's outputs, listed twice.
+  const auto loop = [](const tf::Tensor& n) {
+    return tf::while_loop([](const Vars& v) { return v[0]; },
+                          [&](const Vars& v) {
+                            const tf::Tensor next = v[1] + 1;
+                            return Vars{next < n, next};
+                          },
+                          {tf::constant(true), tf::constant(0)});
+  };
+  auto traced = tf::function([&](const tf::Tensor& n) { return loop(n)[1]; });
+  for (int n : {1, 4, 7}) {
+    EXPECT_EQ(loop(tf::constant(n))[1].item<std::int32_t>(), n);
+    EXPECT_EQ(traced(tf::constant(n)).item<std::int32_t>(), n);
+  }
+}
+
 TEST(WhileLoop, AVariableTheBodyAssignsIsReadInsideEachIteration) {
   tf::Variable acc(0.0, {.name = "acc", .trainable = false});
   auto f = tf::function([&](const tf::Tensor& n) {
