@@ -125,7 +125,8 @@ struct QrAttrs {
 };
 
 // A = Q R (TensorFlow's _QrGrad): for m >= n, with QdQ = Q^T dQ and RdR = R dR^T,
-//   dA = Q (dR + tril(QdQ - QdQ^T + RdR - RdR^T) R^-T) + (dQ - Q QdQ) R^-T;
+//   dA = Q (dR + tril(QdQ - QdQ^T + RdR - RdR^T) R^-T) + (dQ - Q QdQ) R^-T,
+// computed as Q dR + (Q (tril(...) - QdQ) + dQ) R^-T: one triangular solve instead of two;
 // for m < n, A = [X, Y] and R = [U, V] reduce it to the square X = Q U.
 struct Qr : BatchLeadingDims {
   static constexpr std::string_view kName = "Qr";
@@ -186,7 +187,7 @@ struct Qr : BatchLeadingDims {
     const Tensor qdq = matmul(q, dq, true, false);
     const Tensor rdr = matmul(r, dr, false, true);
     const Tensor tril = linalg::band_part(qdq - linalg::adjoint(qdq) + rdr - linalg::adjoint(rdr), -1, 0);
-    return matmul(q, dr + times_inverse_transpose(tril, r)) + times_inverse_transpose(dq - matmul(q, qdq), r);
+    return matmul(q, dr) + times_inverse_transpose(matmul(q, tril - qdq) + dq, r);
   }
 };
 
@@ -296,7 +297,7 @@ struct Svd : BatchLeadingDims {
     const Tensor& ds = c.dy(0);
     if (!at.compute_uv) {
       const linalg::Svd full = linalg::svd(c.input(0), false, true);
-      return {matmul(full.u, matmul(linalg::diag(ds), full.v, false, true))};
+      return {matmul(full.u * expand_dims(ds, -2), full.v, false, true)};
     }
     const Tensor& s = c.output(0);
     Tensor u = c.output(1), v = c.output(2), du = c.dy(1), dv = c.dy(2);
@@ -316,13 +317,15 @@ struct Svd : BatchLeadingDims {
         "TensorFlow): the extra singular vectors are an arbitrary orthonormal completion; the input "
         "is a {}. Use full_matrices = false",
         kName, c.input_shape(0).to_string());
-    const Tensor s_mat = linalg::diag(s);
+    // A product with diag(s) scales columns (on the right) or rows (on the left): elementwise, not
+    // a matrix product.
+    const Tensor s_columns = expand_dims(s, -2), s_rows = expand_dims(s, -1);
     const Tensor s2 = s * s;
     const Tensor f = without_diagonal(safe_reciprocal(expand_dims(s2, -2) - expand_dims(s2, -1)));
     const Tensor v1 = columns(v, 0, m), dv1 = columns(dv, 0, m);
     const Tensor f_u = f * matmul(u, du, true, false), f_v = f * matmul(v1, dv1, true, false);
-    const Tensor middle = linalg::diag(ds) + matmul(f_u + linalg::adjoint(f_u), s_mat) +
-                          matmul(s_mat, f_v + linalg::adjoint(f_v));
+    const Tensor middle =
+        linalg::diag(ds) + (f_u + linalg::adjoint(f_u)) * s_columns + s_rows * (f_v + linalg::adjoint(f_v));
     Tensor da = matmul(u, matmul(middle, v1, false, true));
     if (m != n) {
       const Tensor dv1t = linalg::adjoint(dv1);
@@ -331,7 +334,7 @@ struct Svd : BatchLeadingDims {
         const Tensor v2 = columns(v, m, n), dv2 = columns(dv, m, n);
         rest = rest - matmul(matmul(v1, dv2, true, false), v2, false, true);
       }
-      da = da + matmul(matmul(u, linalg::diag(safe_reciprocal(s))), rest);
+      da = da + matmul(u * safe_reciprocal(s_columns), rest);
     }
     return {transposed ? linalg::adjoint(da) : da};
   }
