@@ -47,7 +47,7 @@ std::string openblas_kernels_to_request();
 /// first thing in main(), before any output or thread, with main's argv; it returns when there is
 /// nothing to change (or the restart failed: the program goes on with OpenBLAS's choice).
 /// Throws InvalidArgumentError for a null or empty argv.
-/// `tapeflow train` and the LibTorch comparison (bench/compare) call it.
+/// The LibTorch comparison (bench/compare) calls it; `tapeflow` calls restart_with_runtime_defaults.
 void restart_with_openblas_kernels_for_this_cpu(char** argv);
 
 /// Starts the program again, once, with the settings tapeflow's runtimes read only when they are
