@@ -166,11 +166,13 @@ void reduce_bucket(World& w, detail::Bucket& b, const GradientOptions& o, double
       v[i] = static_cast<T>(bf16 ? bf16_to_float(b.wire16[i]) : half_to_float(b.wire16[i]));
   }
   if (divisor == 1.0) return;
-  // Dividing by a power of two is multiplying by its exact reciprocal: the same correctly rounded
-  // result, in T, which vectorises (the division rounds through double).
+  // Dividing by a power of two whose reciprocal is a normal T is multiplying by that reciprocal:
+  // the same correctly rounded result, in T, which vectorises (the division rounds through
+  // double). A reciprocal beyond T's normal range (a huge gradient_predivide_factor) would
+  // overflow or flush to zero, so such divisors divide.
   int exponent = 0;
-  if (std::frexp(divisor, &exponent) == 0.5) {
-    const T reciprocal = static_cast<T>(1.0 / divisor);
+  const T reciprocal = static_cast<T>(1.0 / divisor);
+  if (std::frexp(divisor, &exponent) == 0.5 && std::isnormal(reciprocal)) {
     for (std::size_t i = 0; i < n; ++i) v[i] *= reciprocal;
   } else {
     for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(v[i] / divisor);

@@ -84,21 +84,21 @@ Executor::Frame::Frame(const Executor& executor, std::span<const Tensor> fixed)
     : executor_(&executor),
       fixed_(fixed.size()),
       slots_(executor.slot_begin_.back()),
-      kept_(executor.constant_slots_) {
+      kept_(executor.constant_slots_.data()) {
   const Graph& g = executor.graph_;
   TAPEFLOW_ASSERT(fixed.size() <= g.inputs.size(), "[{}] {} fixed inputs for a graph of {}", executor.name_,
                   fixed.size(), g.inputs.size());
-  for (const auto& [v, t] : g.constants) {
-    Tensor copy = t;
-    executor.place(*this, v, copy, false);
-  }
+  for (const auto& [v, t] : g.constants) executor.place(*this, v, t);
+  if (fixed.empty()) return;
+  own_kept_ = executor.constant_slots_;
+  kept_ = own_kept_.data();
   const std::size_t first = g.inputs.size() - fixed.size();
   for (std::size_t i = 0; i < fixed.size(); ++i) {
     const ValueId v = g.inputs[first + i];
-    Tensor copy = fixed[i];
-    executor.place(*this, v, copy, false);
+    if (!executor.read(v)) continue;
+    executor.place(*this, v, fixed[i]);
     for (std::size_t r = executor.reader_begin_[v]; r < executor.reader_begin_[v + 1]; ++r)
-      kept_[executor.reader_slots_[r]] = 1;
+      own_kept_[executor.reader_slots_[r]] = 1;
   }
 }
 
@@ -149,15 +149,16 @@ void Executor::plan() {
   }
 }
 
-void Executor::place(Frame& frame, ValueId v, Tensor& value, bool take) const {
+void Executor::place(Frame& frame, ValueId v, const Tensor& value) const {
+  for (std::size_t r = reader_begin_[v]; r < reader_begin_[v + 1]; ++r)
+    frame.slots_[reader_slots_[r]] = value;
+}
+
+void Executor::place(Frame& frame, ValueId v, Tensor&& value) const {
   const std::size_t begin = reader_begin_[v], end = reader_begin_[v + 1];
   if (begin == end) return;
   for (std::size_t r = begin; r + 1 < end; ++r) frame.slots_[reader_slots_[r]] = value;
-  Tensor& last = frame.slots_[reader_slots_[end - 1]];
-  if (take)
-    last = std::move(value);
-  else
-    last = value;
+  frame.slots_[reader_slots_[end - 1]] = std::move(value);
 }
 
 void Executor::run_node(std::size_t k, Frame& frame, RunMode mode, std::vector<Shape>* shapes) const {
@@ -201,7 +202,7 @@ void Executor::run_node(std::size_t k, Frame& frame, RunMode mode, std::vector<S
   }
   for (std::size_t i = 0; i < outs.size(); ++i) {
     if (shapes != nullptr) (*shapes)[n.outputs[i]] = outs[i].shape();
-    place(frame, n.outputs[i], outs[i], true);
+    place(frame, n.outputs[i], std::move(outs[i]));
   }
 }
 
@@ -210,10 +211,8 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, RunMode mode,
   TAPEFLOW_ASSERT(inputs.size() == graph_.inputs.size(), "[{}] {} inputs for a graph of {}", name_,
                   inputs.size(), graph_.inputs.size());
   Frame frame(*this);
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    Tensor copy = inputs[i];
-    place(frame, graph_.inputs[i], copy, true);
-  }
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (read(graph_.inputs[i])) place(frame, graph_.inputs[i], inputs[i]);
   return execute(frame, mode, shapes);
 }
 
@@ -223,7 +222,14 @@ std::vector<Tensor> Executor::run(Frame& frame, std::span<Tensor> inputs, std::s
   TAPEFLOW_ASSERT(inputs.size() + frame.fixed_ == graph_.inputs.size(),
                   "[{}] {} inputs and {} fixed for a graph of {}", name_, inputs.size(), frame.fixed_,
                   graph_.inputs.size());
-  for (std::size_t i = 0; i < inputs.size(); ++i) place(frame, graph_.inputs[i], inputs[i], i < taken);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const ValueId v = graph_.inputs[i];
+    if (!read(v)) continue;  // a loop variable nothing reads stays the caller's
+    if (i < taken)
+      place(frame, v, std::move(inputs[i]));
+    else
+      place(frame, v, inputs[i]);
+  }
   return execute(frame, mode, nullptr);
 }
 

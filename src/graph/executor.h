@@ -6,9 +6,10 @@
 // (its buffer goes back to the allocator's caches and the next op of the same size reuses it: no
 // page faults in steady state), and a tensor handle is copied only for a value read twice.
 //
-// The slots of a run are a Frame. run() makes one per call; a loop keeps one for its cond and one
-// for its body across iterations, with the captures fixed in the frame: the constants and
-// captures are placed once, and an iteration copies nothing it does not have to.
+// The slots of a run are a Frame. run() makes one per call; a while_loop keeps one per graph it
+// runs (the cond, then its body composed with the cond) across iterations, with the captures fixed
+// in the frame: the constants and captures are placed once, and an iteration copies nothing it
+// does not have to.
 //
 // Two ways to run:
 // - kFast: nodes run straight through OpDef::forward and the fused kernels, nothing recorded;
@@ -37,13 +38,18 @@ class Executor {
     /// `fixed`: the values of the graph's last fixed.size() inputs for every run on this frame (a
     /// loop's captures), placed once.
     explicit Frame(const Executor& executor, std::span<const Tensor> fixed = {});
+    Frame(const Frame&) = delete;  // kept_ may point into own_kept_
+    Frame& operator=(const Frame&) = delete;
 
    private:
     friend class Executor;
     const Executor* executor_;
     std::size_t fixed_;
     std::vector<Tensor> slots_;
-    std::vector<std::uint8_t> kept_;  // per slot: a constant or a fixed input, never released
+    /// Per slot: a constant or a fixed input, never released. The executor's constant_slots_
+    /// unless the frame has fixed inputs, which mark their slots in own_kept_.
+    std::vector<std::uint8_t> own_kept_;
+    const std::uint8_t* kept_;
   };
 
   /// `name` labels errors: "[function 'loss' (train.cpp:12), node 3 of 9: MatMul] ...".
@@ -67,8 +73,12 @@ class Executor {
 
  private:
   void plan();
-  /// Puts `value` in the slots of v's readers: copied, or moved into the last where `take`.
-  void place(Frame& frame, ValueId v, Tensor& value, bool take) const;
+  /// Whether a node or the graph's outputs read `v`.
+  bool read(ValueId v) const { return reader_begin_[v] != reader_begin_[v + 1]; }
+  /// Puts `value` in the slots of v's readers: copied into every one, or with an rvalue copied
+  /// into all but the last and moved into that one.
+  void place(Frame& frame, ValueId v, const Tensor& value) const;
+  void place(Frame& frame, ValueId v, Tensor&& value) const;
   std::vector<Tensor> execute(Frame& frame, RunMode mode, std::vector<Shape>* shapes) const;
   void run_node(std::size_t k, Frame& frame, RunMode mode, std::vector<Shape>* shapes) const;
 

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "core/half.h"
@@ -167,6 +168,20 @@ TEST(DistributedGradientTape, PredivideFactorCancelsOut) {
   dist::DistributedGradientTape tape({.gradient_predivide_factor = 4.0});
   auto g = tape.gradient(loss_of(v), v);
   EXPECT_EQ(g[0]->to_vector<float>(), (std::vector<float>{3, 6, 9}));
+}
+
+TEST(DistributedGradientTape, PredivideFactorsOfEveryRangeCancelOut) {
+  // Averaging divides by ranks / factor, a power of two here: inside float's normal range by a
+  // product with its reciprocal, beyond it (2^140: the reciprocal overflows float) by a division.
+  const float scale = std::ldexp(1.0f, 40);
+  const tf::Tensor c = tf::constant({3 * scale, 6 * scale, 9 * scale});
+  for (double factor : {std::ldexp(1.0, 100), std::ldexp(1.0, -60), std::ldexp(1.0, 140)}) {
+    tf::Variable x(tf::constant({1.0f, 1.0f, 1.0f}), {.name = "x"});
+    dist::DistributedGradientTape tape({.gradient_predivide_factor = factor});
+    const std::vector<tf::Variable> sources{x};
+    auto g = tape.gradient(tf::reduce_sum(x.read_value() * c), sources);
+    EXPECT_EQ(g[0]->to_vector<float>(), c.to_vector<float>()) << "factor " << factor;
+  }
 }
 
 TEST(DistributedGradientTape, AnUnconnectedSourceIsMissingAndSaysWhy) {
