@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,22 +43,23 @@ struct Sample {
   double wall = 0, cpu = 0;
 };
 
-/// One child process: `side` under OMP_WAIT_POLICY=PASSIVE or with the variable removed.
-Sample run_child(const Options& o, const std::string& side, bool passive) {
+/// One child process: `side` under OMP_WAIT_POLICY=PASSIVE or with the variable removed; nothing
+/// if it printed no figures (it failed: said on stderr with the command).
+std::optional<Sample> run_child(const Options& o, const std::string& side, bool passive) {
   const std::string self = self_exe();
-  if (self.empty()) return {};
+  if (self.empty()) return std::nullopt;
   const std::string cmd = std::string(passive ? "env OMP_WAIT_POLICY=PASSIVE " : "env -u OMP_WAIT_POLICY ") +
                           self + " --openmp-child " + side + " --threads " + std::to_string(o.threads) +
                           " --epoch-batches " + std::to_string(o.epoch_batches);
   FILE* f = popen(cmd.c_str(), "r");
-  if (f == nullptr) return {};
-  Sample s;
+  std::optional<Sample> s;
   char line[256];
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "openmp %lf %lf", &s.wall, &s.cpu) == 2) break;
-  while (std::fgets(line, sizeof line, f)) {
+  while (f != nullptr && std::fgets(line, sizeof line, f)) {
+    Sample read;
+    if (!s && std::sscanf(line, "openmp %lf %lf", &read.wall, &read.cpu) == 2) s = read;
   }
-  pclose(f);
+  if (f != nullptr) pclose(f);
+  if (!s) std::fprintf(stderr, "openmp group: `%s` printed no figures\n", cmd.c_str());
   return s;
 }
 
@@ -129,14 +131,23 @@ void openmp_group(const Options& o, std::vector<Row>& rows) {
                             {"O4 beside one busy process, unset", false, true}};
   for (const Config& c : configs) {
     std::vector<double> tf_wall, tf_cpu, pt_wall, pt_cpu;
+    bool complete = true;
     for (int r = 0; r < 3; ++r) {
-      const pid_t busy = c.busy ? start_busy_process() : -1;
-      const Sample a = run_child(o, "tapeflow", c.passive);
-      const Sample b = run_child(o, "torch", c.passive);
+      const pid_t busy = c.busy ? start_busy_process() : 0;
+      if (busy < 0) {
+        std::fprintf(stderr, "openmp group: no busy process could be started for %s\n", c.name);
+        complete = false;
+        break;
+      }
+      const std::optional<Sample> a = run_child(o, "tapeflow", c.passive);
+      const std::optional<Sample> b = run_child(o, "torch", c.passive);
       stop(busy);
-      tf_wall.push_back(a.wall), tf_cpu.push_back(a.cpu);
-      pt_wall.push_back(b.wall), pt_cpu.push_back(b.cpu);
+      complete = a && b;
+      if (!complete) break;
+      tf_wall.push_back(a->wall), tf_cpu.push_back(a->cpu);
+      pt_wall.push_back(b->wall), pt_cpu.push_back(b->cpu);
     }
+    if (!complete) continue;  // said on stderr; a row of zeros would be a wrong figure
     const double per_step = 1e3 / static_cast<double>(steps);
     rows.push_back(
         {std::string(c.name) + ": CNN step, batch 128, Adam", "ms", median(tf_wall) * per_step,
