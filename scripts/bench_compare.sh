@@ -14,6 +14,7 @@
 #   CLOCK=thread-cpu scripts/bench_compare.sh small    # CPU time of the thread (loaded machine)
 #   scripts/bench_compare.sh function   # the peers for tf::function: ADOL-C, TorchScript
 #   scripts/bench_compare.sh linalg     # tf::linalg against torch::linalg
+#   scripts/bench_compare.sh layers     # the sequence layers against torch::nn's modules
 #   scripts/bench_compare.sh science    # vectorized_map Hessians against PyTorch's vmap(hessian)
 #   scripts/bench_compare.sh openmp     # OpenMP's wait policy: the CNN step, PASSIVE against unset
 set -euo pipefail
@@ -42,9 +43,10 @@ for g in "${groups[@]}"; do
                    --data "${DATA:-fashion-mnist}" ;;
     function) "$bin" --every-malloc --group function "${common[@]}" ;;
     linalg) "$bin" --group linalg "${common[@]}" ;;
+    layers) "$bin" --group layers "${common[@]}" ;;
     science) "$bin" --group science "${common[@]}" --python /usr/bin/python3 \
                --script bench/compare/hessian_torch.py ;;
     openmp) "$bin" --group openmp --threads "$threads" ;;
-    *) echo "unknown group $g (small, large, epoch, function, linalg, science, openmp)" >&2; exit 2 ;;
+    *) echo "unknown group $g (small, large, epoch, function, linalg, layers, science, openmp)" >&2; exit 2 ;;
   esac
 done

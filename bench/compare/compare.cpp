@@ -13,6 +13,9 @@
 //                           the fused memory bound, the MLP step against its GEMM time
 //   compare --group linalg  tf::linalg's LAPACK-backed ops, forward and backward, against
 //                           torch::linalg (linalg_group.cpp)
+//   compare --group layers  the sequence models' layers (LSTM, GRU, MultiHeadAttention,
+//                           LayerNormalization, Conv1D, Embedding) against LibTorch's modules,
+//                           forward and backward (layers_group.cpp)
 //   compare --group science per-point Hessians through vectorized_map against PyTorch's
 //                           vmap(hessian) (hessian_torch.py, with --script) and a C++ loop;
 //                           nested tapes traced against eager (science_group.cpp)
@@ -56,6 +59,7 @@
 #include "common.h"
 #include "core/parallel.h"
 #include "function_group.h"
+#include "layers_group.h"
 #include "linalg_group.h"
 #include "openmp_group.h"
 #include "science_group.h"
@@ -800,12 +804,15 @@ int main(int argc, char** argv) {
     compare::function_group(o, rows);
   } else if (o.group == "linalg") {
     compare::linalg_group(o, rows);
+  } else if (o.group == "layers") {
+    compare::layers_group(o, rows);
   } else if (o.group == "science") {
     compare::science_group(o, rows);
   } else if (o.group == "openmp") {
     compare::openmp_group(o, rows);
   } else {
-    std::fprintf(stderr, "--group must be small, large, epoch, rss, function, linalg, science or openmp\n");
+    std::fprintf(stderr,
+                 "--group must be small, large, epoch, rss, function, linalg, layers, science or openmp\n");
     return 2;
   }
   compare::print_table(rows);

@@ -1,0 +1,19 @@
+// compare --group layers: the sequence models' layers against LibTorch's modules, forward and
+// backward at one realistic size. Implemented in layers_group.cpp; compare.cpp dispatches to it.
+#pragma once
+
+#include <vector>
+
+#include "common.h"
+
+namespace compare {
+
+struct Options;
+
+/// Appends one row per layer (LSTM, GRU, MultiHeadAttention, LayerNormalization, Conv1D,
+/// Embedding) at batch 64, 128 steps, width 256, float32: the median seconds of a forward pass and
+/// the gradients of a random weighting of its output with respect to the layer's weights and its
+/// input (the ids excepted), each library's layer in its own layout.
+void layers_group(const Options& o, std::vector<Row>& rows);
+
+}  // namespace compare
