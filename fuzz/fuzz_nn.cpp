@@ -1,5 +1,5 @@
 // Fuzzes the nn ops: conv2d and its two backprop ops, max/avg pooling and their gradient ops,
-// softmax, log_softmax, the losses, FusedConv2D and batch normalization with its gradient op, with
+// softmax, log_softmax, the losses, FusedConv2D, batch and layer normalization with their gradient ops, with
 // NHWC shapes that are valid about half the time and strides, windows, paddings (EXPLICIT amounts
 // included) and epsilons that are zero, negative, extreme or unknown. What was added after the
 // first version is read after that version's bytes, so the committed corpus keeps its meaning.
@@ -92,6 +92,10 @@ TAPEFLOW_FUZZ_TARGET(in) {
       if (op == 17 && in.u8() < 220) g = in.tensor(xs, dt);  // y_backprop of x's shape
     });
   }
+  // Added later still, read last: op 18's variants (19: layer normalization from `axis` on, with
+  // the per-channel operands as scale and offset; 20: its gradient op, x as dy, on the statistics
+  // the forward gives).
+  if (op == 18) op += in.u8() % 3;
   tf::fuzz::run_op(in, {x, f, g}, [&](const std::vector<tf::Tensor>& v) -> tf::Tensor {
     switch (op) {
       case 0:
@@ -134,6 +138,13 @@ TAPEFLOW_FUZZ_TARGET(in) {
       case 17:
         return tf::raw_ops::fused_batch_norm_grad(v[2], v[0], per_channel[0], per_channel[1], per_channel[2],
                                                   epsilon, axis)[0];
+      case 19:
+        return tf::nn::fused_layer_norm(v[0], per_channel[0], per_channel[1], epsilon, axis).y;
+      case 20: {
+        const auto r = tf::nn::fused_layer_norm(v[0], per_channel[0], per_channel[1], epsilon, axis);
+        return tf::raw_ops::fused_layer_norm_grad(v[0], v[0], per_channel[0], r.mean, r.rstd, epsilon,
+                                                  axis)[0];
+      }
       default:
         return tf::nn::fused_batch_norm_inference(v[0], per_channel[0], per_channel[1], per_channel[2],
                                                   per_channel[1] * per_channel[1], epsilon, axis);

@@ -86,13 +86,21 @@ inline double run_side(Side& s) {
   return t;
 }
 
+/// compare --only-side NAME: alternate() runs only the side of that name, and the others' figures
+/// are 0 (printed n/a). A side then runs without the other library's work between its rounds
+/// (which leaves the other cores idle and the caches holding this side's data).
+inline std::string g_only_side;
+
 /// Runs every side once as a warm-up, then `rounds` rounds in which each side runs once, in
 /// turn (tapeflow, LibTorch, hardware baseline, tapeflow, ...): slow drifts of a shared machine
-/// hit all sides alike. Returns the median seconds of each side.
+/// hit all sides alike. Returns the median seconds of each side (0 for a side --only-side skips).
 inline std::vector<double> alternate(std::vector<Side>& sides, int rounds) {
-  for (Side& s : sides) run_side(s);
+  auto runs = [](const Side& s) { return g_only_side.empty() || s.name == g_only_side; };
+  for (Side& s : sides)
+    if (runs(s)) run_side(s);
   for (int r = 0; r < rounds; ++r)
-    for (Side& s : sides) s.samples.push_back(run_side(s));
+    for (Side& s : sides)
+      if (runs(s)) s.samples.push_back(run_side(s));
   std::vector<double> m;
   for (Side& s : sides) m.push_back(median(s.samples));
   return m;
@@ -174,8 +182,11 @@ inline void print_table(const std::vector<Row>& rows) {
                     r.peer.c_str(), r.peer.empty() ? "" : ")");
       std::snprintf(ratio, sizeof ratio, "%.3f", r.tapeflow / r.torch);
     }
-    std::printf("| %s | %.4g %s | %s | %s | %s | %s |\n", r.workload.c_str(), r.tapeflow, r.unit.c_str(),
-                peer, ratio, r.limit.c_str(), r.config.c_str());
+    char own[64] = "n/a";
+    if (r.tapeflow > 0) std::snprintf(own, sizeof own, "%.4g %s", r.tapeflow, r.unit.c_str());
+    if (r.tapeflow <= 0) std::snprintf(ratio, sizeof ratio, "n/a");
+    std::printf("| %s | %s | %s | %s | %s | %s |\n", r.workload.c_str(), own, peer, ratio, r.limit.c_str(),
+                r.config.c_str());
   }
   for (const Row& r : rows)
     if (!r.note.empty()) std::printf("- %s: %s\n", r.workload.c_str(), r.note.c_str());

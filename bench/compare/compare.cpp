@@ -32,6 +32,8 @@
 //            --malloc glibc-malloc|jemalloc|jemalloc-retaining: one run under that configuration
 //            (the program restarts itself with its LD_PRELOAD and MALLOC_CONF)
 //            --rows-out PATH: also write the rows, tab-separated (used by --every-malloc)
+//            --only-side tapeflow|LibTorch: time only that side, with nothing of the other's
+//            between its rounds (the other columns print n/a)
 //
 // scripts/bench_compare.sh runs both groups with --every-malloc and OMP_WAIT_POLICY=PASSIVE (no
 // spinning OpenMP threads): LibTorch at its best configuration, row by row.
@@ -734,6 +736,8 @@ int main(int argc, char** argv) {
       compare::use_thread_cpu_clock = next() == "thread-cpu";
     else if (a == "--rows-out")
       o.rows_out = next();
+    else if (a == "--only-side")
+      compare::g_only_side = next();
     else if (a == "--every-malloc")
       o.every_malloc = true;
     else if (a == "--malloc")

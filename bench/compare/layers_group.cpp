@@ -2,9 +2,10 @@
 // timing, with the same shapes: tapeflow's Keras layers on (batch, steps, width) and LibTorch's
 // torch::nn modules in their own layout where it differs (Conv1d on (batch, width, steps),
 // MultiheadAttention on (steps, batch, width), as LibTorch 1.13's C++ module has no batch_first).
-// A timed step runs the layer, weights its output by a fixed random tensor, sums, and takes the
-// gradients of the weights and the input; LibTorch's gradients are reset to undefined before each
-// step, so neither side accumulates into old ones.
+// A timed step runs the layer and takes the gradients of its weights and its input for a fixed
+// random gradient of its output (tape.gradient's output_gradients, LibTorch's backward(gradient)),
+// as a layer inside a model receives one; LibTorch's gradients are reset to undefined before
+// each step, so neither side accumulates into old ones.
 
 #include "layers_group.h"
 
@@ -52,18 +53,19 @@ std::vector<Case> cases() {
   const torch::Tensor t_sequence = to_torch(sequence);
   std::vector<Case> c;
   {
-    auto layer = std::make_shared<tf::layers::LSTM>(kWidth, tf::layers::LSTMOptions{.return_sequences = true});
+    auto layer =
+        std::make_shared<tf::layers::LSTM>(kWidth, tf::layers::LSTMOptions{.return_sequences = true});
     torch::nn::LSTM t(torch::nn::LSTMOptions(kWidth, kWidth).batch_first(true));
-    c.push_back({"LSTM", [layer](const tf::Tensor& x) { return (*layer)(x); }, built(*layer, sequence), sequence,
-                 [t](const torch::Tensor& x) mutable { return std::get<0>(t->forward(x)); }, t->parameters(),
-                 t_sequence});
+    c.push_back({"LSTM", [layer](const tf::Tensor& x) { return (*layer)(x); }, built(*layer, sequence),
+                 sequence, [t](const torch::Tensor& x) mutable { return std::get<0>(t->forward(x)); },
+                 t->parameters(), t_sequence});
   }
   {
     auto layer = std::make_shared<tf::layers::GRU>(kWidth, tf::layers::GRUOptions{.return_sequences = true});
     torch::nn::GRU t(torch::nn::GRUOptions(kWidth, kWidth).batch_first(true));
-    c.push_back({"GRU", [layer](const tf::Tensor& x) { return (*layer)(x); }, built(*layer, sequence), sequence,
-                 [t](const torch::Tensor& x) mutable { return std::get<0>(t->forward(x)); }, t->parameters(),
-                 t_sequence});
+    c.push_back({"GRU", [layer](const tf::Tensor& x) { return (*layer)(x); }, built(*layer, sequence),
+                 sequence, [t](const torch::Tensor& x) mutable { return std::get<0>(t->forward(x)); },
+                 t->parameters(), t_sequence});
   }
   {
     auto layer = std::make_shared<tf::layers::MultiHeadAttention>(kHeads, kWidth / kHeads);
@@ -78,19 +80,22 @@ std::vector<Case> cases() {
     auto layer = std::make_shared<tf::layers::LayerNormalization>();
     torch::nn::LayerNorm t(torch::nn::LayerNormOptions({kWidth}).eps(1e-3));
     c.push_back({"LayerNormalization", [layer](const tf::Tensor& x) { return layer->call(x, true); },
-                 built(*layer, sequence), sequence, [t](const torch::Tensor& x) mutable { return t->forward(x); },
-                 t->parameters(), t_sequence});
+                 built(*layer, sequence), sequence,
+                 [t](const torch::Tensor& x) mutable { return t->forward(x); }, t->parameters(), t_sequence});
   }
   {
-    auto layer = std::make_shared<tf::layers::Conv1D>(kWidth, 3, tf::layers::Conv1DOptions{.padding = "same"});
+    auto layer =
+        std::make_shared<tf::layers::Conv1D>(kWidth, 3, tf::layers::Conv1DOptions{.padding = "same"});
     torch::nn::Conv1d t(torch::nn::Conv1dOptions(kWidth, kWidth, 3).padding(1));
     c.push_back({"Conv1D (kernel 3)", [layer](const tf::Tensor& x) { return layer->call(x, true); },
-                 built(*layer, sequence), sequence, [t](const torch::Tensor& x) mutable { return t->forward(x); },
-                 t->parameters(), t_sequence.transpose(1, 2).contiguous()});
+                 built(*layer, sequence), sequence,
+                 [t](const torch::Tensor& x) mutable { return t->forward(x); }, t->parameters(),
+                 t_sequence.transpose(1, 2).contiguous()});
   }
   {
-    const tf::Tensor ids = tf::cast(
-        tf::random::uniform({kBatch, kSteps}, 0, static_cast<double>(kVocabulary), tf::float32, 4), tf::int64);
+    const tf::Tensor ids =
+        tf::cast(tf::random::uniform({kBatch, kSteps}, 0, static_cast<double>(kVocabulary), tf::float32, 4),
+                 tf::int64);
     auto layer = std::make_shared<tf::layers::Embedding>(kVocabulary, kWidth);
     torch::nn::Embedding t(torch::nn::EmbeddingOptions(kVocabulary, kWidth));
     c.push_back({"Embedding (10,000 ids)", [layer](const tf::Tensor& x) { return (*layer)(x); },
@@ -104,8 +109,8 @@ std::vector<Case> cases() {
 
 void layers_group(const Options& o, std::vector<Row>& rows) {
   for (Case& c : cases()) {
-    const tf::Tensor weights = tf::random::normal(c.tapeflow(c.x).shape(), 0, 1, tf::float32, 3);
-    const torch::Tensor t_weights = c.torch(c.t_x).detach().normal_();
+    const tf::Tensor upstream = tf::random::normal(c.tapeflow(c.x).shape(), 0, 1, tf::float32, 3);
+    const torch::Tensor t_upstream = c.torch(c.t_x).detach().normal_();
     if (c.differentiate_x) c.t_x.requires_grad_(true);
     std::vector<tf::Source> sources(c.variables.begin(), c.variables.end());
     if (c.differentiate_x) sources.emplace_back(c.x);
@@ -115,8 +120,8 @@ void layers_group(const Options& o, std::vector<Row>& rows) {
            return seconds([&] {
              tf::GradientTape tape;
              if (c.differentiate_x) tape.watch(c.x);
-             const tf::Tensor loss = tf::reduce_sum(c.tapeflow(c.x) * weights);
-             (void)tape.gradient(loss, sources);
+             const tf::Tensor y = c.tapeflow(c.x);
+             (void)tape.gradient(y, sources, {upstream});
            });
          },
          {}},
@@ -124,7 +129,7 @@ void layers_group(const Options& o, std::vector<Row>& rows) {
          [&] {
            for (torch::Tensor& p : c.parameters) p.mutable_grad() = torch::Tensor();
            if (c.differentiate_x) c.t_x.mutable_grad() = torch::Tensor();
-           return seconds([&] { (c.torch(c.t_x) * t_weights).sum().backward(); });
+           return seconds([&] { c.torch(c.t_x).backward(t_upstream); });
          },
          {}},
     };

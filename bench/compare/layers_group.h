@@ -12,7 +12,7 @@ struct Options;
 
 /// Appends one row per layer (LSTM, GRU, MultiHeadAttention, LayerNormalization, Conv1D,
 /// Embedding) at batch 64, 128 steps, width 256, float32: the median seconds of a forward pass and
-/// the gradients of a random weighting of its output with respect to the layer's weights and its
+/// the gradients, for a random gradient of its output, with respect to the layer's weights and its
 /// input (the ids excepted), each library's layer in its own layout.
 void layers_group(const Options& o, std::vector<Row>& rows);
 

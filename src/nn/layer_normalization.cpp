@@ -9,6 +9,7 @@
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
+#include "tapeflow/ops/nn.h"
 #include "tapeflow/ops/reduce.h"
 
 namespace tapeflow::layers {
@@ -92,6 +93,14 @@ Tensor LayerNormalization::call(const Tensor& input, bool /*training*/) {
       kLayerNorm, name(), dtype_name(params_dtype_), params_shape_.to_string(), x.shape().to_string(),
       dtype_name(input.dtype()));
 
+  // Trailing axes (Keras's default, the last) take the fused op; any other set, the formula.
+  if (axes.front() + static_cast<std::int64_t>(axes.size()) == rank && axes.back() == rank - 1) {
+    const Tensor y = nn::fused_layer_norm(x, gamma_ ? Tensor(*gamma_) : ones(params, x.dtype()),
+                                          beta_ ? Tensor(*beta_) : zeros(params, x.dtype()), options_.epsilon,
+                                          axes.front())
+                         .y;
+    return narrow ? cast(y, DType::BFloat16) : y;
+  }
   const Tensor mean = reduce_mean(x, axes, /*keepdims=*/true);
   const Tensor centered = x - mean;
   const Tensor variance = reduce_mean(square(centered), axes, /*keepdims=*/true);

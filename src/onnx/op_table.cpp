@@ -206,6 +206,14 @@ void batch_norm_inference(const OpNode& n, OnnxGraph& g) {
   if (moved) set_attr(g.add("Transpose", {y}, {n.outputs[0]}), "perm", back);
 }
 
+/// FusedLayerNorm (LayerNormAttrs: epsilon, begin_axis; outputs y, mean, rstd): ONNX's
+/// LayerNormalization, whose Mean and InvStdDev have the same meaning and shapes.
+void layer_norm(const OpNode& n, OnnxGraph& g) {
+  onnx::NodeProto& node = g.add("LayerNormalization", n.inputs, n.outputs);
+  set_attr(node, "epsilon", static_cast<float>(n.attrs[0].real));
+  set_attr(node, "axis", n.attrs[1].integer);
+}
+
 const std::map<std::string, Converter, std::less<>>& table() {
   static const std::map<std::string, Converter, std::less<>> t = [] {
     std::map<std::string, Converter, std::less<>> m;
@@ -290,6 +298,7 @@ const std::map<std::string, Converter, std::less<>>& table() {
     m["MaxPool"] = pool("MaxPool");
     m["AvgPool"] = pool("AveragePool");
     m["FusedBatchNormInference"] = batch_norm_inference;
+    m["FusedLayerNorm"] = layer_norm;
     return m;
   }();
   return t;

@@ -22,6 +22,7 @@ void register_all(autodiff::Registry& registry) {
   register_loss_ops(r);
   register_conv_ops(r);
   register_batch_norm_ops(r);
+  register_layer_norm_ops(r);
   register_training_ops(r);
   register_image_ops(r);
   register_creation_ops(r);

@@ -32,6 +32,7 @@ void register_activation_ops(Registrar& r);         // nn_activations.cpp
 void register_loss_ops(Registrar& r);               // nn_losses.cpp
 void register_conv_ops(Registrar& r);               // nn_conv.cpp
 void register_batch_norm_ops(Registrar& r);         // nn_batch_norm.cpp
+void register_layer_norm_ops(Registrar& r);         // nn_layer_norm.cpp
 void register_image_ops(Registrar& r);              // image.cpp
 void register_creation_ops(Registrar& r);           // creation.cpp
 void register_collective_ops(Registrar& r);         // collective.cpp

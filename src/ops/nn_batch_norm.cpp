@@ -15,8 +15,8 @@
 //                       dx, dscale, doffset = FusedBatchNormGrad(dy, x, scale, mean, variance),
 //                       plus the statistics' own terms when gradients reach mean or variance
 //   FusedBatchNormGrad: its gradient is that of the same formula written with differentiable ops
-//                       (composite_grad), taken on a tape inside the gradient function, as
-//                       TensorFlow's _FusedBatchNormGradGrad does; so every order works.
+//                       (composite_grad, through gradient_of_composite), as TensorFlow's
+//                       _FusedBatchNormGradGrad does; so every order works.
 //   FusedBatchNormInference: y = (x - mean) / sqrt(variance + epsilon) * scale + offset with given
 //                       statistics; its gradients are elementwise ops and sums (rarely needed:
 //                       the moving statistics are not trained).
@@ -36,7 +36,6 @@
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/nn.h"
 #include "tapeflow/ops/reduce.h"
-#include "tapeflow/tape.h"
 
 namespace tapeflow {
 namespace ops {
@@ -185,16 +184,10 @@ struct FusedBatchNormGrad {
     return out;
   }
   static Grads backward(const GradContext& c) {
-    std::vector<Tensor> in;
-    GradientTape tape;
-    for (int i = 0; i < 5; ++i) {
-      in.push_back(c.input(i));
-      tape.watch(in.back());
-    }
-    const auto [dx, dscale, doffset] = composite_grad(c.attrs<Attrs>(), in[0], in[1], in[2], in[3], in[4]);
-    const std::vector<Gradient> g =
-        tape.gradient({dx, dscale, doffset}, in, {c.dy(0), c.dy(1), c.dy(2)}, UnconnectedGradients::Zero);
-    return {*g[0], *g[1], *g[2], *g[3], *g[4]};
+    return gradient_of_composite(c, [&](const std::vector<Tensor>& in) {
+      const auto out = composite_grad(c.attrs<Attrs>(), in[0], in[1], in[2], in[3], in[4]);
+      return std::vector<Tensor>(out.begin(), out.end());
+    });
   }
   static std::vector<Tensor> raw(const raw_ops::Args& a) {
     a.expect(5, {"epsilon", "axis"});

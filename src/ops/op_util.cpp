@@ -5,6 +5,7 @@
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/reduce.h"
+#include "tapeflow/tape.h"
 
 namespace tapeflow::ops {
 
@@ -43,6 +44,23 @@ void require_attr_in(std::string_view op, std::string_view name, std::int64_t va
 void throw_attrs_misfit(std::string_view op, const std::string& why) {
   throw InvalidArgumentError(
       fmt::format("[{}] the graph node's attributes do not fit its inputs: {}", op, why));
+}
+
+Grads gradient_of_composite(const GradContext& c,
+                            const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& composite) {
+  std::vector<Tensor> in;
+  GradientTape tape;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    in.push_back(c.input(i));
+    tape.watch(in.back());
+  }
+  const std::vector<Tensor> out = composite(in);
+  std::vector<Tensor> dys;
+  for (int i = 0; i < c.num_outputs(); ++i) dys.push_back(c.dy(i));
+  const std::vector<Gradient> g = tape.gradient(out, in, dys, UnconnectedGradients::Zero);
+  Grads grads;
+  for (const Gradient& gi : g) grads.push_back(*gi);
+  return grads;
 }
 
 Tensor sum_tangents(std::initializer_list<Tensor> terms, const Shape& out) {

@@ -2,9 +2,11 @@
 // Validation and gradient helpers shared by the op families.
 
 #include <cmath>
+#include <functional>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "autodiff/dispatch.h"
 #include "autodiff/jvp.h"
@@ -74,6 +76,13 @@ decltype(auto) visit_floating(DType d, Fn&& fn) {
     tapeflow::detail::throw_no_bfloat16("visit_floating");
   return fn.template operator()<float>();
 }
+
+/// The gradient of an op whose outputs `composite` also computes from its inputs with
+/// differentiable ops: the composite on a tape over the op's inputs (all saved), weighted by the
+/// op's output gradients. How a fused gradient op (FusedBatchNormGrad, FusedLayerNormGrad) gets its
+/// own gradient, as TensorFlow's _FusedBatchNormGradGrad does, so that every order works.
+Grads gradient_of_composite(const GradContext& c,
+                            const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& composite);
 
 /// The sum of the defined terms (each a tangent contribution), broadcast to `out`: how an op's
 /// JVP rule adds up the parts from inputs that have tangents. Undefined when no term is.

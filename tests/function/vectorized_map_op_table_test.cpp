@@ -34,6 +34,8 @@ const std::map<std::string, std::string> kLooped = {
     {"FusedBatchNorm", "statistics over an element's images: folding the batch in would mix elements"},
     {"FusedBatchNormGrad", "statistics over an element's images: folding the batch in would mix elements"},
     {"FusedBatchNormInference", "not written yet (the mean and variance inputs are per channel)"},
+    {"FusedLayerNormGrad",
+     "its scale and offset gradients sum over an element's rows: folding would mix elements"},
     {"StatelessWhile", "control flow: the loop runs per element (expm's squarings)"},
     {"fn", "a custom gradient: its closure is in no graph node, so the whole body runs per element"},
 };

@@ -167,6 +167,16 @@ std::vector<OpRow> op_rows() {
                                                               1e-3);
                   },
                   {image, uniform({3}, 0.5, 1.5, 13)}});
+  // Over the last axis, and over the last two with the statistics used too.
+  rows.push_back({"layer_norm",
+                  [](const Inputs& v) { return tf::nn::fused_layer_norm(v[0], v[1], v[1] * 0.5).y; },
+                  {image, uniform({3}, 0.5, 1.5, 14)}});
+  rows.push_back({"layer_norm_statistics",
+                  [](const Inputs& v) {
+                    const auto r = tf::nn::fused_layer_norm(v[0], v[1], v[1] - 1.0, 1e-2, 1);
+                    return r.y + r.mean * r.rstd;
+                  },
+                  {x, uniform({3, 4}, 0.5, 1.5, 15)}});
   return rows;
 }
 

@@ -253,6 +253,57 @@ void add_nn_error_cases(std::vector<ErrorCase>& rows) {
                     .inputs = {f32({4, 2}), f32({4, 2}), f32({2}), f64({2}), f32({2})}, .call = grad,
                     .needles = {"'mean'", "float64", "float32"}});
   }
+  {
+    const std::string op = "FusedLayerNorm";
+    auto ln = [](double epsilon, std::int64_t begin_axis) {
+      return [=](const Ins& x) {
+        const auto r = fused_layer_norm(x[0], x[1], x[2], epsilon, begin_axis);
+        return Outs{r.y, r.mean, r.rstd};
+      };
+    };
+    auto at = [](double epsilon, std::int64_t begin_axis) {
+      return raw_ops::AttrMap{{"epsilon", epsilon}, {"begin_axis", begin_axis}};
+    };
+    rows.push_back({.op = op, .cls = C::Shape, .what = "scale of 3 values for rows of 2",
+                    .inputs = {f32({4, 2}), f32({3}), f32({2})}, .attrs = at(1e-3, -1), .call = ln(1e-3, -1),
+                    .needles = {"'scale'", "(2,)", "(3,)"}});
+    rows.push_back({.op = op, .cls = C::Shape, .what = "offset (2,) normalising from axis 1 of (4, 3, 2)",
+                    .inputs = {f32({4, 3, 2}), f32({3, 2}), f32({2})}, .attrs = at(1e-3, 1), .call = ln(1e-3, 1),
+                    .needles = {"'offset'", "(3, 2)", "(2,)"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "float64 offset with float32 x",
+                    .inputs = {f32({4, 2}), f32({2}), f64({2})}, .attrs = at(1e-3, -1), .call = ln(1e-3, -1),
+                    .needles = {"'offset'", "float64", "float32"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "int32 x",
+                    .inputs = {i32({4, 2}), i32({2}), i32({2})}, .attrs = at(1e-3, -1), .call = ln(1e-3, -1),
+                    .needles = {"int32", "(4, 2)"}});
+    rows.push_back({.op = op, .cls = C::Index, .what = "begin_axis 2 of a matrix",
+                    .inputs = {f32({4, 2}), f32({2}), f32({2})}, .attrs = at(1e-3, 2), .call = ln(1e-3, 2),
+                    .needles = {"begin_axis", "2"}});
+    rows.push_back({.op = op, .cls = C::Size, .what = "epsilon 0", .inputs = {f32({4, 2}), f32({2}), f32({2})},
+                    .attrs = at(0.0, -1), .call = ln(0.0, -1), .needles = {"epsilon", "0"}});
+    rows.push_back({.op = op, .cls = C::NonFinite, .what = "epsilon NaN", .inputs = {f32({4, 2}), f32({2}), f32({2})},
+                    .attrs = at(std::nan(""), -1), .call = ln(std::nan(""), -1), .needles = {"epsilon", "nan"}});
+    rows.push_back({.op = op, .cls = C::Empty, .what = "rows of 0 elements", .inputs = {f32({4, 0}), f32({0}), f32({0})},
+                    .attrs = at(1e-3, -1), .call = ln(1e-3, -1), .needles = {"nothing to normalise", "(4, 0)"}});
+    rows.push_back({.op = op, .cls = C::Rank, .what = "a scalar x", .inputs = {f32({}), f32({1}), f32({1})},
+                    .attrs = at(1e-3, -1), .call = ln(1e-3, -1), .needles = {"at least one axis", "()"}});
+  }
+  {
+    const std::string op = "FusedLayerNormGrad";
+    auto grad = [](const Ins& x) {
+      const auto r = raw_ops::fused_layer_norm_grad(x[0], x[1], x[2], x[3], x[4]);
+      return Outs{r.begin(), r.end()};
+    };
+    rows.push_back({.op = op, .cls = C::Shape, .what = "dy (4, 3) for x (4, 2)",
+                    .inputs = {f32({4, 3}), f32({4, 2}), f32({2}), f32({4, 1}), f32({4, 1})}, .call = grad,
+                    .needles = {"'dy'", "(4, 3)", "(4, 2)"}});
+    rows.push_back({.op = op, .cls = C::Shape, .what = "rstd (4,) for statistics (4, 1)",
+                    .inputs = {f32({4, 2}), f32({4, 2}), f32({2}), f32({4, 1}), f32({4})}, .call = grad,
+                    .needles = {"'rstd'", "(4, 1)", "(4,)"}});
+    rows.push_back({.op = op, .cls = C::DType, .what = "float64 mean with float32 x",
+                    .inputs = {f32({4, 2}), f32({4, 2}), f32({2}), f64({4, 1}), f32({4, 1})}, .call = grad,
+                    .needles = {"'mean'", "float64", "float32"}});
+  }
   for (const std::string op : {"MaxPool", "AvgPool"}) {
     auto f = op == "MaxPool" ? max_pool2d : avg_pool2d;
     auto pl = [f](Ints k, Ints s, std::string p) { return [=](const Ins& x) { return one(f(x[0], k, s, p)); }; };

@@ -218,10 +218,10 @@ TEST(RawOpsCall, WrongNumberOfInputsNamesTheOpForEveryOp) {
   for (const std::string& op : raw_ops::callable_ops()) {
     const Outcome o = run([&] { (void)raw_ops::call(op, five); });
     // Lists take five inputs, and five are ApplyAdam's (var, m, v, lr_t, grad),
-    // FusedBatchNormGrad's (y_backprop, x, scale, mean, variance) and FusedBatchNormInference's
-    // (x, scale, offset, mean, variance).
+    // FusedBatchNormGrad's (y_backprop, x, scale, mean, variance), FusedBatchNormInference's
+    // (x, scale, offset, mean, variance) and FusedLayerNormGrad's (dy, x, scale, mean, rstd).
     if (op == "ConcatV2" || op == "Pack" || op == "ApplyAdam" || op == "FusedBatchNormGrad" ||
-        op == "FusedBatchNormInference")
+        op == "FusedBatchNormInference" || op == "FusedLayerNormGrad")
       continue;
     ASSERT_TRUE(o.threw) << op;
     EXPECT_THAT(o.message, HasSubstr("[" + op + "]"));

@@ -176,6 +176,30 @@ void add_nn_cases(std::vector<OpCase>& c) {
   c.push_back({"FusedBatchNormGrad", {{{3, 2, 2}, {3, 2, 2}, {2}, {2}, {2}}},
                [=](const In& x) { return grad_outputs(x, 1); }});
 
+  // layer normalization over the last axis, the last two, or all of x (scale and offset have the
+  // normalised axes' shape); y alone and with the statistics; a batch of no rows
+  auto layer_norm_outputs = [](const nn::FusedLayerNormResult& r) {
+    return concat({reshape(r.y, {-1}), reshape(r.mean, {-1}), reshape(r.rstd, {-1})}, 0);
+  };
+  c.push_back({"FusedLayerNorm", {{{2, 3, 4}, {4}, {4}}, {{0, 3}, {3}, {3}}},
+               [](const In& x) { return nn::fused_layer_norm(x[0], x[1], x[2]).y; }});
+  c.push_back({"FusedLayerNorm", {{{2, 2, 3}, {2, 3}, {2, 3}}},
+               [=](const In& x) { return layer_norm_outputs(nn::fused_layer_norm(x[0], x[1], x[2], 0.01, 1)); }});
+  c.push_back({"FusedLayerNorm", {{{3, 4}, {3, 4}, {3, 4}}},
+               [=](const In& x) { return layer_norm_outputs(nn::fused_layer_norm(x[0], x[1], x[2], 1e-3, 0)); }});
+  // (dy, x, scale, mean, rstd): the statistics as the forward made them from x, and a positive rstd
+  auto layer_norm_grad_outputs = [](const In& x, std::int64_t begin_axis) {
+    const auto r = raw_ops::fused_layer_norm_grad(x[0], x[1], x[2], x[3], x[4] * x[4] + 0.5, 1e-3, begin_axis);
+    return concat({reshape(r[0], {-1}), r[1], r[2]}, 0);
+  };
+  c.push_back({"FusedLayerNormGrad", {{{2, 3}, {2, 3}, {3}, {2, 1}, {2, 1}}},
+               [=](const In& x) { return layer_norm_grad_outputs(x, -1); }});
+  c.push_back({"FusedLayerNormGrad", {{{2, 2, 2}, {2, 2, 2}, {2, 2}, {2, 1, 1}, {2, 1, 1}}},
+               [=](const In& x) {
+                 const auto r = raw_ops::fused_layer_norm_grad(x[0], x[1], x[2], x[3], x[4] * x[4] + 0.5, 1e-3, 1);
+                 return concat({reshape(r[0], {-1}), reshape(r[1], {-1}), reshape(r[2], {-1})}, 0);
+               }});
+
   // pooling (samples without ties, so that the maximum of each window is unique)
   c.push_back({"MaxPool", {{{1, 4, 4, 2}}, {{2, 3, 5, 1}}, {{0, 4, 4, 2}}},
                [](const In& x) { return nn::max_pool2d(x[0], {2, 2}, {2, 2}, "VALID"); }, -2, 2, distinct_values(0)});

@@ -12,7 +12,8 @@
 /// The layer is built by its first call: gamma (ones) and beta (zeros) have the shape of the
 /// input's normalised axes (Keras's layout: (width,) for axis -1) and the input's dtype; a
 /// bfloat16 input is normalised in float32 with float32 variables, as Keras does, and gives a
-/// bfloat16 output.
+/// bfloat16 output. Trailing axes (the default) run as one op, nn::fused_layer_norm; any other
+/// set of axes as reductions and elementwise ops.
 
 #include <memory>
 #include <optional>

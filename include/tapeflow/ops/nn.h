@@ -161,8 +161,8 @@ struct FusedBatchNormResult {
 /// for NHWC images and (batch, features) matrices),
 ///   y = (x - mean) / sqrt(variance + epsilon) * scale + offset,
 /// with scale and offset of shape (channels,). What layers::BatchNormalization runs while
-/// training; the statistics are summed in double (as reduce_mean sums), the rest is oneDNN's in
-/// float32. Unlike TensorFlow's kernel, `variance` is the biased one
+/// training; the statistics are summed in double (as reduce_mean sums), the normalisation is a
+/// loop in x's dtype. Unlike TensorFlow's kernel, `variance` is the biased one
 /// the normalisation used (TensorFlow's returns it Bessel-corrected). Differentiable in x, scale
 /// and offset through y, mean and variance (gradient: raw_ops::fused_batch_norm_grad, itself
 /// differentiable). float32 or float64; InvalidArgumentError naming the op, the shapes and dtypes
@@ -173,12 +173,31 @@ FusedBatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale, cons
 /// Batch normalization with given statistics, as one op (op "FusedBatchNormInference",
 /// TensorFlow's FusedBatchNormV3 without is_training): y = (x - mean) / sqrt(variance + epsilon) *
 /// scale + offset over every axis of x but `axis`, with scale, offset, mean and variance of shape
-/// (channels,). What layers::BatchNormalization runs at inference, with its moving statistics; in
-/// float32 through oneDNN. Differentiable in all five arguments. Errors as fused_batch_norm's,
-/// except that an x without elements gives an empty y.
+/// (channels,). What layers::BatchNormalization runs at inference, with its moving statistics.
+/// Differentiable in all five arguments. Errors as fused_batch_norm's, except that an x without
+/// elements gives an empty y.
 Tensor fused_batch_norm_inference(const Tensor& x, const Tensor& scale, const Tensor& offset,
                                   const Tensor& mean, const Tensor& variance, double epsilon = 1e-3,
                                   std::int64_t axis = -1);
+
+/// What nn::fused_layer_norm returns: the normalised tensor and the statistics of each row.
+struct FusedLayerNormResult {
+  Tensor y;     ///< the normalised x, of x's shape
+  Tensor mean;  ///< each row's mean, of x's shape with the normalised axes 1
+  Tensor rstd;  ///< each row's 1 / sqrt(variance + epsilon) (the biased variance), mean's shape
+};
+/// Layer normalization as one op (op "FusedLayerNorm"; PyTorch's layer_norm, ONNX's
+/// LayerNormalization): each row of x over the axes from `begin_axis` on (-1: the last) is
+///   y = (x - mean) / sqrt(variance + epsilon) * scale + offset,
+/// with scale and offset of x's shape from begin_axis on. What layers::LayerNormalization runs
+/// when it normalises trailing axes. The statistics are summed in double, and a result is the
+/// same with any number of threads. Differentiable in x, scale and offset through y, mean and rstd
+/// (gradient: raw_ops::fused_layer_norm_grad, itself differentiable). float32 or float64;
+/// InvalidArgumentError naming the op, the shapes and dtypes for another dtype, a scale or offset
+/// of another shape or dtype, a begin_axis outside x's rank, normalised axes that hold no
+/// elements, or an epsilon that is not positive and finite. An x without rows gives empty results.
+FusedLayerNormResult fused_layer_norm(const Tensor& x, const Tensor& scale, const Tensor& offset,
+                                      double epsilon = 1e-3, std::int64_t begin_axis = -1);
 
 }  // namespace tapeflow::nn
 
@@ -194,6 +213,17 @@ namespace tapeflow::raw_ops {
 std::array<Tensor, 3> fused_batch_norm_grad(const Tensor& y_backprop, const Tensor& x, const Tensor& scale,
                                             const Tensor& mean, const Tensor& variance, double epsilon = 1e-3,
                                             std::int64_t axis = -1);
+
+/// d nn::fused_layer_norm's y (op "FusedLayerNormGrad"): for output gradient `dy` and the
+/// statistics the forward returned, {dx, dscale, doffset}, with xhat = (x - mean) * rstd,
+/// g = dy * scale and the means over each row's normalised elements:
+///   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),
+///   dscale = sum(dy * xhat), doffset = sum(dy) over the rows.
+/// Differentiable in all five arguments. Errors as fused_layer_norm's, and dy must have x's shape
+/// and dtype, mean and rstd the statistics' shape.
+std::array<Tensor, 3> fused_layer_norm_grad(const Tensor& dy, const Tensor& x, const Tensor& scale,
+                                            const Tensor& mean, const Tensor& rstd, double epsilon = 1e-3,
+                                            std::int64_t begin_axis = -1);
 
 /// The gradient ops of the activations, as TensorFlow's raw ops: each is itself differentiable
 /// (so higher derivatives of relu, elu, ... work) and takes `gradients` and the forward value it
