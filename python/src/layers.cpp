@@ -126,6 +126,46 @@ void bind_layers(py::module_& m) {
   py::class_<layers::Layer, Module, PythonSubclass<layers::Layer>, std::shared_ptr<layers::Layer>>(m,
                                                                                                    "_Layer")
       .def(py::init<std::string>(), py::arg("name"))
+      // Keras's weights of the built-in layers (a Python subclass's come from its own walk).
+      .def_property_readonly("weights", &Module::variables)
+      .def_property_readonly("trainable_weights", &Module::trainable_variables)
+      .def_property_readonly("non_trainable_weights",
+                             [](const Module& layer) {
+                               std::vector<Variable> frozen;
+                               for (const Variable& v : layer.variables())
+                                 if (!v.trainable()) frozen.push_back(v);
+                               return frozen;
+                             })
+      .def(
+          "get_weights",
+          [](const layers::Layer& layer) {
+            py::list arrays;
+            for (const Tensor& t : layer.get_weights()) arrays.append(numpy_view(t).attr("copy")());
+            return arrays;
+          },
+          "The values of the layer's weights as NumPy arrays, in the order of `weights` (Keras's "
+          "get_weights).")
+      .def(
+          "set_weights",
+          [](layers::Layer& layer, py::handle weights) {
+            if (!py::isinstance<py::sequence>(weights) || py::isinstance<py::str>(weights))
+              throw py::type_error(fmt::format(
+                  "[set_weights] layer '{}' takes a list of arrays, one per weight, got an object of type {}",
+                  layer.name(), py::str(py::type::of(weights).attr("__name__")).cast<std::string>()));
+            // As Keras, each value in its variable's dtype (NumPy's float64 arrays into float32 weights).
+            const std::vector<Variable> variables = layer.variables();
+            std::vector<Tensor> values;
+            for (py::handle item : weights.cast<py::sequence>()) {
+              Tensor t = to_tensor(item, "set_weights");
+              const std::size_t i = values.size();
+              if (i < variables.size() && t.dtype() != variables[i].dtype() && t.dtype() != DType::Bool)
+                t = cast(t, variables[i].dtype());
+              values.push_back(t);
+            }
+            layer.set_weights(values);
+          },
+          py::arg("weights"),
+          "Assigns a list of arrays to the layer's weights, in the order of `weights` (Keras's set_weights).")
       .def(
           "__call__",
           [](layers::Layer& layer, py::handle inputs, bool training) -> py::object {

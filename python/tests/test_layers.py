@@ -190,6 +190,69 @@ def test_a_layer_that_is_not_trainable_has_no_trainable_variables():
     assert layer.trainable_variables == [] and len(layer.non_trainable_variables) == 2
 
 
+def _weights_of_every_kind_of_layer():
+    """A built-in layer, a Sequential, a Layer subclass, a subclassed Model and a functional
+    Model, each built by a call."""
+    dense = tf.keras.layers.Dense(2)
+    dense(tf.ones((1, 3)))
+    sequential = tf.keras.Sequential([tf.keras.layers.Dense(2), tf.keras.layers.BatchNormalization()])
+    sequential(tf.ones((1, 3)))
+    scale = Scale()
+    scale(tf.ones((1, 3)))
+
+    class Model(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = tf.keras.layers.Dense(3)
+            self.scale = Scale()
+
+        def call(self, x):
+            return self.scale(self.dense(x))
+
+    subclassed = Model()
+    subclassed(tf.ones((1, 2)))
+    inputs = tf.keras.Input((3,))
+    functional = tf.keras.Model(inputs, tf.keras.layers.Dense(2)(tf.keras.layers.Dense(4)(inputs)))
+    return [dense, sequential, scale, subclassed, functional]
+
+
+def test_get_weights_gives_copies_of_the_weights_in_their_order():
+    for layer in _weights_of_every_kind_of_layer():
+        arrays = layer.get_weights()
+        assert [a.shape for a in arrays] == [tuple(w.shape) for w in layer.weights], type(layer).__name__
+        for a, w in zip(arrays, layer.weights):
+            assert isinstance(a, np.ndarray) and a.dtype == np.float32
+            np.testing.assert_array_equal(a, w.numpy())
+        arrays[0][...] = 42.0  # a copy: the weight keeps its value
+        assert not np.all(layer.weights[0].numpy() == 42.0)
+
+
+def test_set_weights_assigns_arrays_in_the_order_of_weights_and_round_trips():
+    for layer in _weights_of_every_kind_of_layer():
+        arrays = [np.full(a.shape, float(i + 1)) for i, a in enumerate(layer.get_weights())]  # float64, as Keras takes
+        layer.set_weights(arrays)
+        for i, w in enumerate(layer.weights):
+            assert w.dtype == tf.float32 and np.all(w.numpy() == i + 1), type(layer).__name__
+        before = layer.get_weights()
+        layer.set_weights(before)
+        for a, b in zip(layer.get_weights(), before):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_set_weights_of_the_wrong_count_or_shape_names_the_layer_and_assigns_nothing():
+    dense = tf.keras.layers.Dense(2, name="head")
+    dense(tf.ones((1, 3)))
+    before = dense.get_weights()
+    with pytest.raises(ValueError, match=r"layer 'head' has 2 weights, got a list of 1"):
+        dense.set_weights([np.ones((3, 2))])
+    with pytest.raises(ValueError, match=r"layer 'head': weight 0 'kernel' is float32 \(3, 2\), got float32 \(2, 2\)"):
+        dense.set_weights([np.ones((2, 2)), np.ones(2)])
+    with pytest.raises(TypeError, match=r"layer 'head' takes a list of arrays"):
+        dense.set_weights(np.ones((3, 2)).tolist()[0][0])
+    for a, b in zip(dense.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_a_layer_without_call_raises_not_implemented_error():
     with pytest.raises(NotImplementedError, match="Layer Empty does not have a `call\\(\\)`"):
         type("Empty", (tf.keras.layers.Layer,), {})()(tf.ones((1,)))

@@ -95,8 +95,11 @@ def test_progress_lines_are_tf_keras_lines(capsys):
     m = compiled()
     m.fit(x, y, batch_size=5, epochs=2, verbose=2, validation_split=0.25)
     out = capsys.readouterr().out
-    assert re.search(r"^Epoch 1/2\n2/2 - \d+s - loss: [\d.]+ - accuracy: [\d.]+ - val_loss: [\d.]+ - "
-                     r"val_accuracy: [\d.]+ - \d+m?u?s/epoch - \d+m?u?s/step\nEpoch 2/2\n", out), out
+    # A metric is printed as Keras prints it: 4 decimals, or 4 significant digits with an exponent
+    # at or below 1e-3 (an accuracy of 0 is "0.0000e+00").
+    number = r"\d\.\d{4}(?:e[+-]\d\d)?"
+    assert re.search(rf"^Epoch 1/2\n2/2 - \d+s - loss: {number} - accuracy: {number} - val_loss: {number} - "
+                     rf"val_accuracy: {number} - \d+m?u?s/epoch - \d+m?u?s/step\nEpoch 2/2\n", out), out
     m.evaluate(x, y, verbose=1)
     assert re.search(r"1/1 \[=+\] - \d+s \d+m?u?s/step - loss: [\d.]+ - accuracy: [\d.]+\n$",
                      capsys.readouterr().out)

@@ -1,17 +1,44 @@
 #include "tapeflow/nn/layer.h"
 
 #include <cxxabi.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <memory>
 #include <typeinfo>
 
+#include "core/check.h"
 #include "tapeflow/ops/math.h"
 
 namespace tapeflow::layers {
 
 Layer::Layer(std::string name, std::optional<mixed_precision::Policy> policy)
     : Module(std::move(name)), policy_(policy ? std::move(policy) : mixed_precision::global_policy()) {}
+
+std::vector<Tensor> Layer::get_weights() const {
+  std::vector<Tensor> values;
+  for (const Variable& v : variables()) values.push_back(v.value());
+  return values;
+}
+
+void Layer::set_weights(const std::vector<Tensor>& weights) {
+  const std::vector<Variable> vars = variables();
+  TAPEFLOW_REQUIRE(weights.size() == vars.size(), InvalidArgumentError,
+                   "[set_weights] layer '{}' has {} weights, got a list of {}", name(), vars.size(),
+                   weights.size());
+  for (std::size_t i = 0; i < vars.size(); ++i)
+    TAPEFLOW_REQUIRE(weights[i].defined() && weights[i].shape() == vars[i].shape() &&
+                         weights[i].dtype() == vars[i].dtype(),
+                     InvalidArgumentError, "[set_weights] layer '{}': weight {} '{}' is {} {}, got {}",
+                     name(), i, vars[i].name(), dtype_name(vars[i].dtype()), vars[i].shape().to_string(),
+                     weights[i].defined() ? fmt::format("{} {}", dtype_name(weights[i].dtype()),
+                                                        weights[i].shape().to_string())
+                                          : std::string("an undefined tensor"));
+  for (std::size_t i = 0; i < vars.size(); ++i) {
+    Variable v = vars[i];
+    v.assign(weights[i]);
+  }
+}
 
 Tensor Layer::autocast(const Tensor& x) const {
   if (!policy_ || !is_floating(x.dtype()) || x.dtype() == policy_->compute_dtype()) return x;

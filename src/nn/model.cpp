@@ -321,32 +321,6 @@ std::vector<std::string> Model::metrics_names() const {
   return names;
 }
 
-std::vector<Tensor> Model::get_weights() const {
-  std::vector<Tensor> values;
-  for (const auto& v : variables()) values.push_back(v.value());
-  return values;
-}
-
-void Model::set_weights(const std::vector<Tensor>& weights) {
-  const std::vector<Variable> vars = variables();
-  if (weights.size() != vars.size())
-    throw InvalidArgumentError(fmt::format("set_weights of '{}': the model has {} variables, got {} weights",
-                                           name(), vars.size(), weights.size()));
-  for (std::size_t i = 0; i < vars.size(); ++i)
-    if (!weights[i].defined() || weights[i].shape() != vars[i].shape() ||
-        weights[i].dtype() != vars[i].dtype())
-      throw InvalidArgumentError(fmt::format(
-          "set_weights of '{}': variable {} '{}' is {} {}, got {}", name(), i, vars[i].name(),
-          dtype_name(vars[i].dtype()), vars[i].shape().to_string(),
-          weights[i].defined()
-              ? fmt::format("{} {}", dtype_name(weights[i].dtype()), weights[i].shape().to_string())
-              : std::string("an undefined tensor")));
-  for (std::size_t i = 0; i < vars.size(); ++i) {
-    Variable v = vars[i];
-    v.assign(weights[i]);
-  }
-}
-
 /// Where fit's training batches come from, epoch by epoch.
 class detail::BatchFeed {
  public:

@@ -391,7 +391,7 @@ TEST(Model, BadUseIsATypedErrorNamingTheCall) {
   EXPECT_THAT([&] { model->predict(features(0)); },
               ThrowsMessage<InvalidArgumentError>(HasSubstr("predict")));
   EXPECT_THAT([&] { model->set_weights({}); },
-              ThrowsMessage<InvalidArgumentError>(HasSubstr("the model has 4 variables, got 0 weights")));
+              ThrowsMessage<InvalidArgumentError>(HasSubstr("has 4 weights, got a list of 0")));
   EXPECT_THAT([&] { model->compile(nullptr, kLoss); },
               ThrowsMessage<InvalidArgumentError>(HasSubstr("optimizer is null")));
   EXPECT_THAT([&] { model->compile(std::make_shared<tf::optimizers::SGD>(), kLoss, {.metrics = {"f1"}}); },

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tapeflow/mixed_precision.h"
 #include "tapeflow/module.h"
@@ -52,6 +53,12 @@ class Layer : public Module, public std::enable_shared_from_this<Layer> {
   /// The layer's dtype policy (Keras's dtype_policy); std::nullopt: it computes in its first
   /// input's dtype and creates its variables in it.
   const std::optional<mixed_precision::Policy>& dtype_policy() const { return policy_; }
+  /// The values of variables(), in order (Keras's get_weights).
+  std::vector<Tensor> get_weights() const;
+  /// Assigns `weights` to variables(), in order (Keras's set_weights). Throws InvalidArgumentError
+  /// naming the layer, and the variable with both shapes and dtypes, unless the count, shapes and
+  /// dtypes match; nothing is assigned then.
+  void set_weights(const std::vector<Tensor>& weights);
 
  protected:
   /// `x` cast to the policy's compute dtype when it is floating (Keras's autocast); `x` itself

@@ -195,12 +195,6 @@ class Model : public Layer {
   /// Sets stop_training().
   void set_stop_training(bool stop) { stop_training_ = stop; }
 
-  /// The values of variables(), in order (Keras's get_weights).
-  std::vector<Tensor> get_weights() const;
-  /// Assigns `weights` to variables(), in order. Throws InvalidArgumentError (naming the
-  /// variable, both shapes and dtypes) unless the count, shapes and dtypes match.
-  void set_weights(const std::vector<Tensor>& weights);
-
   /// The optimizer given to compile(). Throws FailedPreconditionError before compile().
   optimizers::Optimizer& optimizer() const;
   /// The loss given to compile(). Throws FailedPreconditionError before compile().
