@@ -26,14 +26,27 @@ TEST(Layer, SetWeightsOfTheWrongCountShapeOrDtypeNamesTheLayerAndAssignsNothing)
   tf::layers::Dense dense(2, {.name = "head"});
   (void)dense(tf::ones({1, 3}));
   const std::vector<tf::Tensor> before = dense.get_weights();
-  EXPECT_THAT([&] { dense.set_weights({tf::ones({3, 2})}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("layer 'head' has 2 weights, got a list of 1")));
-  EXPECT_THAT([&] { dense.set_weights({tf::ones({3, 2}), tf::ones({3})}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("weight 1 'bias' is float32 (2,), got float32 (3,)")));
-  EXPECT_THAT([&] { dense.set_weights({tf::ones({3, 2}), tf::ones({2}, tf::float64)}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("got float64 (2,)")));
-  EXPECT_THAT([&] { dense.set_weights({tf::ones({3, 2}), tf::Tensor()}); },
-              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("got an undefined tensor")));
+  EXPECT_THAT(
+      [&] {
+        dense.set_weights({tf::ones({3, 2})});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("layer 'head' has 2 weights, got a list of 1")));
+  EXPECT_THAT(
+      [&] {
+        dense.set_weights({tf::ones({3, 2}), tf::ones({3})});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("weight 1 'bias' is float32 (2,), got float32 (3,)")));
+  EXPECT_THAT(
+      [&] {
+        dense.set_weights({tf::ones({3, 2}), tf::ones({2}, tf::float64)});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("got float64 (2,)")));
+  EXPECT_THAT(
+      [&] {
+        dense.set_weights({tf::ones({3, 2}), tf::Tensor()});
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("got an undefined tensor")));
   const std::vector<tf::Tensor> after = dense.get_weights();
   for (std::size_t i = 0; i < 2; ++i) EXPECT_EQ(after[i].to_vector<float>(), before[i].to_vector<float>());
 }
