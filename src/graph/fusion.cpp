@@ -23,8 +23,10 @@ bool broadcasts_to(const Shape& s, const Shape& out) {
 }
 
 /// How a Sum or Mean node maps its operand's elements to its outputs, if a fused kernel can end
-/// with it: its reduced axes (size-1 axes aside) must be contiguous, and its partial sums few
-/// enough (kMaxFusedPartials).
+/// with it: its reduced axes (size-1 axes aside) must be contiguous, they must hold more than one
+/// element, and its partial sums must be few enough (kMaxFusedPartials). A reduction of one element
+/// per output is its operand unchanged, -0 included, in eager's kernel; the fused kernel's sums
+/// start from +0 (as eager's do over more than one element) and would turn -0 into +0.
 std::optional<FusedProgram::Reduction> reduction_of(const Graph& g, const Node& n) {
   const Shape& in = g.values[n.inputs[0]].shape;
   const std::array<bool, kMaxRank> reduced = n.op->block->reduced_axes(n.attrs.get());
@@ -44,7 +46,8 @@ std::optional<FusedProgram::Reduction> reduction_of(const Graph& g, const Node& 
   const std::int64_t chunk =
       std::max<std::int64_t>(1, std::min(cpu::kFusedBlock, elements)) * cpu::kFusedChunk;
   const std::int64_t chunks = (elements + chunk - 1) / chunk;
-  if (r.outputs != g.values[n.outputs[0]].shape.num_elements() || chunks * r.outputs > cpu::kMaxFusedPartials)
+  if (r.reduced == 1 || r.outputs != g.values[n.outputs[0]].shape.num_elements() ||
+      chunks * r.outputs > cpu::kMaxFusedPartials)
     return std::nullopt;
   return r;
 }

@@ -329,6 +329,27 @@ TEST(Fusion, AReductionOverAnEmptyAxisGivesZerosAndNaNMeans) {
   for (float v : got[1].to_vector<float>()) EXPECT_TRUE(std::isnan(v));
 }
 
+TEST(Fusion, ASumOfOneElementPerOutputKeepsNegativeZeroAsEagersDoes) {
+  // Eager's Sum and Mean pass one element through unchanged; a sum that starts from +0 turns -0
+  // into +0 (fuzz_traced found it in a scalar's sum). These reductions stay their ops; the
+  // chains before them still fuse.
+  const std::vector<tf::Tensor> args = {tf::constant(-0.0f), tf::fill({3, 1}, -0.0f)};
+  const Body body = [](const std::vector<tf::Tensor>& in) {
+    const tf::Tensor s = tf::minimum(in[0], in[0]) * 1.0f;
+    const tf::Tensor c = tf::minimum(in[1], in[1]) * 1.0f;
+    return std::vector<tf::Tensor>{tf::reduce_sum(s), tf::reduce_mean(s), tf::reduce_sum(c, 1),
+                                   tf::reduce_mean(c, 1, true)};
+  };
+  const Graph fused = traced(body, args, true);
+  EXPECT_EQ(count(fused, NodeKind::kFused), 2) << fused.to_string();
+  const std::vector<tf::Tensor> got = run(fused, args), want = body(args);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE("result " + std::to_string(i));
+    expect_bitwise_equal(got[i], want[i]);
+    for (float v : got[i].to_vector<float>()) EXPECT_TRUE(std::signbit(v));
+  }
+}
+
 }  // namespace
 
 namespace {
