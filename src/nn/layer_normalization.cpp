@@ -94,7 +94,7 @@ Tensor LayerNormalization::call(const Tensor& input, bool /*training*/) {
       dtype_name(input.dtype()));
 
   // Trailing axes (Keras's default, the last) take the fused op; any other set, the formula.
-  if (axes.front() + static_cast<std::int64_t>(axes.size()) == rank && axes.back() == rank - 1) {
+  if (axes.front() + static_cast<std::int64_t>(axes.size()) == rank) {  // sorted, distinct: they end last
     const Tensor y = nn::fused_layer_norm(x, gamma_ ? Tensor(*gamma_) : ones(params, x.dtype()),
                                           beta_ ? Tensor(*beta_) : zeros(params, x.dtype()), options_.epsilon,
                                           axes.front())

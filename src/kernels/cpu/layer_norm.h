@@ -27,7 +27,8 @@
 namespace tapeflow::cpu {
 
 namespace detail {
-/// The sum of term(j) over j in [0, n), in double, with kLanes accumulators combined as a tree.
+/// The sum of term(j) over j in [0, n), in double, with kLanes accumulators combined as a tree:
+/// reduce_leaf's scheme for terms that are not elements (the squared deviations from a mean).
 template <class F>
 double lane_sum(std::int64_t n, F term) {
   std::array<double, kLanes> lanes{};
@@ -122,24 +123,23 @@ template <class T>
 void layer_norm_forward(const T* x, const T* scale, const T* offset, std::int64_t rows, std::int64_t width,
                         double epsilon, T* y, T* mean, T* rstd) {
   const double n = static_cast<double>(width);
-  parallel_for(
-      rows, std::max<std::int64_t>(1, kParallelGrain / width), [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t r = begin; r < end; ++r) {
-          const T* __restrict xr = x + r * width;
-          const double m =
-              detail::lane_sum(width, [xr](std::int64_t j) { return static_cast<double>(xr[j]); }) / n;
-          const double m2 = detail::lane_sum(width, [xr, m](std::int64_t j) {
-            const double d = static_cast<double>(xr[j]) - m;
-            return d * d;
-          });
-          mean[r] = static_cast<T>(m);
-          rstd[r] = static_cast<T>(1.0 / std::sqrt(m2 / n + epsilon));
-          // The statistics as stored, so that y is what the backward pass's xhat describes.
-          const T mr = mean[r], sr = rstd[r];
-          T* __restrict yr = y + r * width;
-          for (std::int64_t j = 0; j < width; ++j) yr[j] = (xr[j] - mr) * sr * scale[j] + offset[j];
-        }
-      });
+  parallel_for(rows, std::max<std::int64_t>(1, kParallelGrain / width),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t r = begin; r < end; ++r) {
+                   const T* __restrict xr = x + r * width;
+                   const double m = reduce_run<SumReducer<T>>(xr, width) / n;  // reduce_sum's summation
+                   const double m2 = detail::lane_sum(width, [xr, m](std::int64_t j) {
+                     const double d = static_cast<double>(xr[j]) - m;
+                     return d * d;
+                   });
+                   mean[r] = static_cast<T>(m);
+                   rstd[r] = static_cast<T>(1.0 / std::sqrt(m2 / n + epsilon));
+                   // The statistics as stored, so that y is what the backward pass's xhat describes.
+                   const T mr = mean[r], sr = rstd[r];
+                   T* __restrict yr = y + r * width;
+                   for (std::int64_t j = 0; j < width; ++j) yr[j] = (xr[j] - mr) * sr * scale[j] + offset[j];
+                 }
+               });
 }
 
 /// The backward pass of layer_norm_forward for output gradient dy, with xhat = (x - mean) * rstd
