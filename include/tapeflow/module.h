@@ -55,8 +55,16 @@ class Module {
   /// Every variable of this module and, recursively, of its tracked sub-modules, in registration
   /// order (depth first), each variable once even if it is tracked in several places.
   std::vector<Variable> variables() const;
-  /// The trainable ones among variables(), in the same order (tf.Module.trainable_variables).
-  std::vector<Variable> trainable_variables() const;
+  /// Whether this module's variables train: always for a Module; a layer's `trainable` flag
+  /// (Keras's layer.trainable, nn/layer.h) turns it off.
+  virtual bool trainable() const { return true; }
+  /// The trainable ones among variables(), in the same order (tf.Module.trainable_variables,
+  /// Keras's trainable_weights): none when this module is not trainable(), and none that a
+  /// sub-module leaves out of its own trainable_variables() (a frozen layer's, also when another
+  /// path reaches it).
+  virtual std::vector<Variable> trainable_variables() const;
+  /// The others among variables(), in the same order (Keras's non_trainable_weights).
+  std::vector<Variable> non_trainable_variables() const;
   /// Every module tracked below this one (not this one), depth first, each once
   /// (tf.Module.submodules).
   std::vector<const Module*> submodules() const;

@@ -122,20 +122,19 @@ void bind_layers(py::module_& m) {
   py::class_<Module, std::shared_ptr<Module>>(m, "_Module")
       .def_property_readonly("name", &Module::name)
       .def_property_readonly("variables", &Module::variables)
-      .def_property_readonly("trainable_variables", &Module::trainable_variables);
+      .def_property_readonly("trainable_variables", &Module::trainable_variables)
+      .def_property_readonly("non_trainable_variables", &Module::non_trainable_variables);
   py::class_<layers::Layer, Module, PythonSubclass<layers::Layer>, std::shared_ptr<layers::Layer>>(m,
                                                                                                    "_Layer")
       .def(py::init<std::string>(), py::arg("name"))
       // Keras's weights of the built-in layers (a Python subclass's come from its own walk).
       .def_property_readonly("weights", &Module::variables)
       .def_property_readonly("trainable_weights", &Module::trainable_variables)
-      .def_property_readonly("non_trainable_weights",
-                             [](const Module& layer) {
-                               std::vector<Variable> frozen;
-                               for (const Variable& v : layer.variables())
-                                 if (!v.trainable()) frozen.push_back(v);
-                               return frozen;
-                             })
+      .def_property_readonly("non_trainable_weights", &Module::non_trainable_variables)
+      .def_property("trainable", &layers::Layer::trainable, &layers::Layer::set_trainable,
+                    "Whether the layer's weights train (Keras's layer.trainable); setting it sets "
+                    "every layer below this one too. A frozen BatchNormalization runs in inference "
+                    "mode.")
       .def(
           "get_weights",
           [](const layers::Layer& layer) {

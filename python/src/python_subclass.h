@@ -2,8 +2,8 @@
 // The C++ side of a layer or model subclassed in Python (tf.keras.layers.Layer, tf.keras.Model):
 // call() is the Python object's _call_from_sequential, its __call__ (which builds it on the first
 // call, then runs call()), whose result is converted as tf.convert_to_tensor converts it; its
-// variables are those Python holds (add_weight, sub-layers and variables set as attributes), so
-// a C++ Sequential or Model::fit trains them like a C++ layer's.
+// variables, and which of them train, are those Python holds (add_weight, sub-layers and
+// variables set as attributes), so a C++ Sequential or Model::fit trains them like a C++ layer's.
 #include <fmt/format.h>
 
 #include "bindings.h"
@@ -30,6 +30,16 @@ class PythonSubclass : public Base {
   std::string class_name() const override {
     py::gil_scoped_acquire gil;
     return py::str(py::type::of(self()).attr("__name__"));
+  }
+
+  /// The Python object's trainable variables (its `trainable_variables` property, which leaves
+  /// out those of its frozen sub-layers), so a C++ Sequential or Model::fit holding it leaves
+  /// them out too.
+  std::vector<Variable> trainable_variables() const override {
+    py::gil_scoped_acquire gil;
+    const py::object self_object = self();
+    if (!py::hasattr(self_object, "_own_weights")) return {};  // still being constructed
+    return self_object.attr("trainable_variables").cast<std::vector<Variable>>();
   }
 
  protected:

@@ -253,6 +253,63 @@ def test_set_weights_of_the_wrong_count_or_shape_names_the_layer_and_assigns_not
         np.testing.assert_array_equal(a, b)
 
 
+def test_a_frozen_layer_leaves_the_trainable_weights_of_every_kind_of_layer_and_model():
+    # Keras's transfer learning: freezing the first layer of each kind of model (or the layer
+    # itself) moves its weights to non_trainable_weights, and unfreezing moves them back.
+    for layer in _weights_of_every_kind_of_layer():
+        kind = type(layer).__name__
+        trainable = [hash(w) for w in layer.trainable_weights]
+        inner = getattr(layer, "layers", None) or [getattr(layer, "dense", layer)]
+        first = next(sub for sub in inner if sub.weights)
+        frozen = {hash(w) for w in first.weights}
+        first.trainable = False
+        assert first.trainable is False and first.trainable_weights == [], kind
+        assert [hash(w) for w in layer.trainable_weights] == [h for h in trainable if h not in frozen], kind
+        assert frozen <= {hash(w) for w in layer.non_trainable_weights}, kind
+        first.trainable = True
+        assert [hash(w) for w in layer.trainable_weights] == trainable, kind
+
+
+def test_freezing_a_model_freezes_its_cpp_and_python_layers_and_fit_leaves_them_alone():
+    class Scale(tf.keras.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones")
+
+        def call(self, x):
+            return x * self.w
+
+    base = tf.keras.Sequential([tf.keras.layers.Dense(4, activation="relu"), Scale()])
+    model = tf.keras.Sequential([base, tf.keras.layers.Dense(2)])
+    x = np.random.default_rng(0).normal(size=(32, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+    model(x)
+    base.trainable = False
+    assert all(not layer.trainable for layer in base.layers)
+    assert len(model.trainable_weights) == 2 and len(model.non_trainable_weights) == 3
+    before = base.get_weights()
+    head_before = model.layers[1].get_weights()
+    model.compile(optimizer=tf.keras.optimizers.SGD(0.5),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x, y, batch_size=8, epochs=2, verbose=0)
+    for a, b in zip(base.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(model.layers[1].get_weights()[0], head_before[0])
+    base.trainable = True
+    assert all(layer.trainable for layer in base.layers) and len(model.trainable_weights) == 5
+
+
+def test_a_frozen_batch_normalization_normalises_with_its_moving_statistics():
+    bn = tf.keras.layers.BatchNormalization()
+    x = tf.constant(np.random.default_rng(1).normal(5.0, 2.0, size=(32, 3)).astype(np.float32))
+    bn(x, training=True)
+    bn.trainable = False
+    before = bn.get_weights()
+    np.testing.assert_array_equal(bn(x, training=True).numpy(), bn(x, training=False).numpy())
+    for a, b in zip(bn.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+    assert bn.trainable_weights == [] and len(bn.non_trainable_weights) == 4
+
+
 def test_a_layer_without_call_raises_not_implemented_error():
     with pytest.raises(NotImplementedError, match="Layer Empty does not have a `call\\(\\)`"):
         type("Empty", (tf.keras.layers.Layer,), {})()(tf.ones((1,)))

@@ -60,7 +60,9 @@ Tensor BatchNormalization::call(const Tensor& input, bool training) {
       x.shape().to_string(), dtype_name(x.dtype()));
 
   Tensor y;
-  if (training) {
+  // A layer that is not trainable runs in inference mode, as Keras's does (fine-tuning with a
+  // frozen base keeps its moving statistics).
+  if (training && trainable()) {
     TAPEFLOW_REQUIRE(x.num_elements() > 0, InvalidArgumentError,
                      "[{}] layer '{}' cannot compute batch statistics of an empty input of shape {}",
                      kBatchNorm, name(), x.shape().to_string());

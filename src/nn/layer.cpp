@@ -40,6 +40,14 @@ void Layer::set_weights(const std::vector<Tensor>& weights) {
   }
 }
 
+void Layer::set_trainable(bool trainable) {
+  trainable_ = trainable;
+  // Tracked modules are registered from non-const references (Module::track), so writing through
+  // the const pointers submodules() gives is defined.
+  for (const Module* m : submodules())
+    if (const auto* layer = dynamic_cast<const Layer*>(m)) const_cast<Layer*>(layer)->trainable_ = trainable;
+}
+
 Tensor Layer::autocast(const Tensor& x) const {
   if (!policy_ || !is_floating(x.dtype()) || x.dtype() == policy_->compute_dtype()) return x;
   return cast(x, policy_->compute_dtype());

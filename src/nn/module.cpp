@@ -53,8 +53,29 @@ std::vector<Variable> Module::variables() const {
 }
 
 std::vector<Variable> Module::trainable_variables() const {
+  if (!trainable()) return {};
+  // What a sub-module holds back: its variables less its trainable ones (a layer subclassed in
+  // Python answers both from its own walk, so its frozen sub-layers count too).
+  std::vector<TensorId> held_back;
+  for (const Module* m : submodules()) {
+    const std::vector<Variable> own = m->trainable_variables();
+    for (const Variable& v : m->variables())
+      if (std::ranges::none_of(own, [&](const Variable& t) { return t.handle_id() == v.handle_id(); }))
+        held_back.push_back(v.handle_id());
+  }
   std::vector<Variable> all = variables();
-  std::erase_if(all, [](const Variable& v) { return !v.trainable(); });
+  std::erase_if(all, [&](const Variable& v) {
+    return !v.trainable() || std::ranges::find(held_back, v.handle_id()) != held_back.end();
+  });
+  return all;
+}
+
+std::vector<Variable> Module::non_trainable_variables() const {
+  const std::vector<Variable> trainable = trainable_variables();
+  std::vector<Variable> all = variables();
+  std::erase_if(all, [&](const Variable& v) {
+    return std::ranges::any_of(trainable, [&](const Variable& t) { return t.handle_id() == v.handle_id(); });
+  });
   return all;
 }
 

@@ -76,7 +76,7 @@ TEST(Lu, GradientOfTheReconstructionIsTheIdentity) {
 }
 
 TEST(Qr, FactorsIntoOrthonormalColumnsAndAnUpperTriangle) {
-  for (const tf::Shape s : {tf::Shape{5, 3}, tf::Shape{3, 5}, tf::Shape{2, 4, 4}}) {
+  for (const tf::Shape& s : {tf::Shape{5, 3}, tf::Shape{3, 5}, tf::Shape{2, 4, 4}}) {
     const tf::Tensor a = standard_normal(s, 6);
     const tf::linalg::Qr f = tf::linalg::qr(a);
     const std::int64_t k = std::min(s[s.rank() - 2], s[s.rank() - 1]);
@@ -184,7 +184,7 @@ TEST(Svd, ShapesFollowFullMatricesAndComputeUv) {
   const tf::linalg::Svd values = tf::linalg::svd(a, false, false);
   EXPECT_FALSE(values.u.defined());
   expect_close(values.s, reduced.s, 1e-13);
-  for (const tf::Shape s : {tf::Shape{5, 3}, tf::Shape{3, 5}}) {
+  for (const tf::Shape& s : {tf::Shape{5, 3}, tf::Shape{3, 5}}) {
     const tf::Tensor m = standard_normal(s, 12);
     const tf::linalg::Svd f = tf::linalg::svd(m);
     expect_close(tf::matmul(f.u * tf::expand_dims(f.s, -2), f.v, false, true), m, 1e-13);

@@ -15,7 +15,8 @@
 /// These updates are stateful assignments: no tape records them, and gradients flow only through
 /// the batch statistics, as in Keras. A call is one op, nn::fused_batch_norm while training (with
 /// one op for its gradient) and nn::fused_batch_norm_inference otherwise, oneDNN's batch
-/// normalization in float32.
+/// normalization in float32. A layer that is not trainable (set_trainable(false), nn/layer.h)
+/// runs in inference mode even when called with training = true, as Keras's does.
 ///
 /// The layer is built lazily by its first call: gamma (ones, "gamma") and beta (zeros, "beta")
 /// are trainable; moving_mean (zeros) and moving_variance (ones) are not, but are variables of

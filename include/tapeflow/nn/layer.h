@@ -59,6 +59,13 @@ class Layer : public Module, public std::enable_shared_from_this<Layer> {
   /// naming the layer, and the variable with both shapes and dtypes, unless the count, shapes and
   /// dtypes match; nothing is assigned then.
   void set_weights(const std::vector<Tensor>& weights);
+  /// Whether the layer's weights train (Keras's layer.trainable; true at construction). A layer
+  /// that is not trainable has no trainable_variables(), so Model::fit and an optimizer given
+  /// them leave it as it is; BatchNormalization then also runs in inference mode.
+  bool trainable() const override { return trainable_; }
+  /// Sets trainable() of this layer and of every layer it tracks, at any depth (Keras's setter:
+  /// freezing a model freezes its layers, unfreezing it unfreezes them all).
+  void set_trainable(bool trainable);
 
  protected:
   /// `x` cast to the policy's compute dtype when it is floating (Keras's autocast); `x` itself
@@ -70,6 +77,7 @@ class Layer : public Module, public std::enable_shared_from_this<Layer> {
 
  private:
   std::optional<mixed_precision::Policy> policy_;
+  bool trainable_ = true;
 };
 
 }  // namespace tapeflow::layers

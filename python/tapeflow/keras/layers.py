@@ -24,7 +24,7 @@ import numpy as _np
 
 from .. import _tapeflow
 from .. import nest as _nest
-from ..module import Module, _ModuleMeta
+from ..module import Module, _ModuleMeta, _is_variable
 from . import initializers
 from .training import Training
 
@@ -111,6 +111,10 @@ def _variable_dtype(dtype, layer):
 _FLOATING = (_tapeflow.float32, _tapeflow.float64, _tapeflow.bfloat16)
 
 
+def _is_layer(leaf):
+    return isinstance(leaf, _tapeflow._Layer)
+
+
 def _is_own(leaf, own_weights):
     return isinstance(leaf, _tapeflow.ResourceVariable) and hash(leaf) in own_weights
 
@@ -129,9 +133,9 @@ class _KerasLayer(Module):
         if dtype is None:
             dtype = _tapeflow.mixed_precision.global_policy() or _tapeflow.float32
         self._variable_dtype, self._compute_dtype = _policy_dtypes(dtype, type(self).__name__)
+        self._own_weights = []
         self.trainable = trainable
         self.built = False
-        self._own_weights = []
         self._call_takes_training = "training" in inspect.signature(self.call).parameters
 
     def build(self, input_shape):
@@ -225,14 +229,41 @@ class _KerasLayer(Module):
         return list(super().variables)
 
     @property
+    def trainable(self):
+        """Whether the layer's weights train (Keras's layer.trainable). Setting it sets every layer
+        below this one too: freezing a model freezes its layers, unfreezing it unfreezes them. A
+        frozen layer has no trainable weights, so fit and an optimizer given them leave it as it
+        is; a frozen BatchNormalization runs in inference mode."""
+        return _tapeflow._Layer.trainable.fget(self)
+
+    @trainable.setter
+    def trainable(self, value):
+        value = bool(value)
+        _tapeflow._Layer.trainable.fset(self, value)  # this layer and the C++ layers it tracks
+        for layer in self._flatten(predicate=_is_layer):
+            layer.trainable = value
+
+    @property
     def trainable_variables(self):
-        """The trainable variables (a list); none when the layer's `trainable` is False."""
-        return [v for v in self.variables if v.trainable] if self.trainable else []
+        """The trainable variables (a list): none when the layer's `trainable` is False, and none
+        that a layer below this one holds back (a frozen layer's)."""
+        if not self.trainable:
+            return []
+        # One walk gives the variables and the layers below; a frozen one holds back all its
+        # variables. (The walk reaches every layer Python can freeze: the sub-layers of a built-in
+        # C++ layer are reached only through it, and freezing it freezes them.)
+        leaves = list(self._flatten(predicate=lambda leaf: _is_variable(leaf) or _is_layer(leaf)))
+        held_back = set()
+        for layer in leaves:
+            if _is_layer(layer) and not layer.trainable:
+                held_back.update(hash(v) for v in layer.variables)
+        return [v for v in leaves if _is_variable(v) and v.trainable and hash(v) not in held_back]
 
     @property
     def non_trainable_variables(self):
-        """The variables that are not trainable, all of them when `trainable` is False (a list)."""
-        return [v for v in self.variables if not (v.trainable and self.trainable)]
+        """The other variables, all of them when `trainable` is False (a list)."""
+        trainable = {hash(v) for v in self.trainable_variables}
+        return [v for v in self.variables if hash(v) not in trainable]
 
     weights = variables
     trainable_weights = trainable_variables
