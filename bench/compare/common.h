@@ -80,7 +80,7 @@ inline double run_side(Side& s) {
   const double t = s.run();
   // After a side that ran OpenBLAS's threads, they would spin (sched_yield) for about 2^28 cycles
   // and take the next side's cores (an MLP epoch's 100 batches last about 0.1 s). Stopped here,
-  // untimed. A pause for them to block instead (session 19) made the next side start on idle,
+  // untimed. A pause for them to block instead (tried) made the next side start on idle,
   // descheduled virtual CPUs: the MLP step measured right after it took twice its time.
   if (blas_threads > 1) blas_thread_shutdown_();
   return t;

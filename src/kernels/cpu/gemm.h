@@ -30,7 +30,7 @@ namespace tapeflow::cpu {
 inline constexpr std::int64_t kMaxGemmDim = std::numeric_limits<blasint>::max();
 
 /// Multiply-adds below which a product runs on one thread: split in two, a 128 x 256 x 128 product
-/// (2^22) took 82-102 µs against 81 µs whole on one thread (session 19, two vCPUs).
+/// (2^22) took 82-102 µs against 81 µs whole on one thread (two vCPUs).
 inline constexpr std::int64_t kParallelGemmWork = std::int64_t{1} << 23;
 
 /// Rows per unit of a split product. A block of rows is computed exactly as in the whole product
