@@ -135,6 +135,36 @@ def test_recurrent_layers_go_into_a_sequential_and_have_gradients():
     assert len(grads) == 5 and all(g is not None for g in grads)
 
 
+@pytest.mark.parametrize("layer_class", ["LSTM", "GRU"])
+def test_dropout_and_recurrent_dropout_apply_in_training_calls_only(layer_class):
+    layer = getattr(tf.keras.layers, layer_class)(4, dropout=0.5, recurrent_dropout=0.3, seed=3,
+                                                  return_sequences=True)
+    plain = getattr(tf.keras.layers, layer_class)(4, seed=3, return_sequences=True)
+    x = tf.constant(_inputs((2, 5, 3), 11))
+    assert (layer.dropout, layer.recurrent_dropout) == (0.5, 0.3)
+    np.testing.assert_array_equal(layer(x).numpy(), plain(x).numpy())  # same weights: same seed
+    np.testing.assert_array_equal(layer(x, training=False).numpy(), plain(x).numpy())
+    first, second = layer(x, training=True).numpy(), layer(x, training=True).numpy()
+    assert not np.allclose(first, plain(x).numpy()) and not np.allclose(first, second)
+
+
+def test_a_recurrent_dropout_outside_zero_to_one_is_an_invalid_argument_error():
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[LSTM\] dropout must be in \[0, 1\), got 1"):
+        tf.keras.layers.LSTM(2, dropout=1.0)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[GRU\] recurrent_dropout must be in \[0, 1\)"):
+        tf.keras.layers.GRU(2, recurrent_dropout=-0.1)
+
+
+def test_fit_trains_a_sequential_with_recurrent_dropout():
+    model = tf.keras.Sequential([tf.keras.layers.LSTM(8, dropout=0.2, recurrent_dropout=0.2, seed=1),
+                                 tf.keras.layers.Dense(1)])
+    x = _inputs((64, 6, 2), 12).astype(np.float32)
+    y = x[:, :, 0].mean(axis=1, keepdims=True)
+    model.compile(optimizer=tf.keras.optimizers.Adam(0.02), loss="mse")
+    history = model.fit(x, y, batch_size=16, epochs=15, verbose=0)
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+
+
 def test_mixed_bfloat16_computes_in_bfloat16_with_float32_weights():
     layer = tf.keras.layers.LSTM(2, dtype="mixed_bfloat16")
     y = layer(tf.ones((1, 3, 2)))

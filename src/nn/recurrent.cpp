@@ -6,6 +6,9 @@
 #include "tapeflow/nn/recurrent.h"
 
 #include <array>
+#include <cmath>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -28,10 +31,18 @@ Tensor activate(const Activation& f, const Tensor& x) { return f ? f(x) : x; }
 /// The seed of the recurrent kernel, derived from the layer's seed (the kernel takes the seed itself).
 std::uint64_t recurrent_seed(std::uint64_t seed) { return seed + 0x9E3779B97F4A7C15ull; }
 
-/// Throws unless `units` is positive and the names are known; `kind` names the layer.
+/// The seeds of the input and recurrent dropout masks (k = 1, 2), derived from the layer's seed.
+std::uint64_t mask_seed(std::uint64_t seed, std::uint64_t k) { return seed ^ (0xD1B54A32D192ED03ull * k); }
+
+/// Throws unless `units` is positive, the names are known and the dropout rates are in [0, 1);
+/// `kind` names the layer.
 void check_options(std::string_view kind, std::int64_t units, const std::string& kernel_initializer,
-                   const std::string& recurrent_initializer) {
+                   const std::string& recurrent_initializer, double dropout, double recurrent_dropout) {
   TAPEFLOW_REQUIRE(units > 0, InvalidArgumentError, "[{}] units must be positive, got {}", kind, units);
+  for (const auto& [what, rate] :
+       {std::pair{"dropout", dropout}, std::pair{"recurrent_dropout", recurrent_dropout}})
+    TAPEFLOW_REQUIRE(std::isfinite(rate) && rate >= 0 && rate < 1, InvalidArgumentError,
+                     "[{}] {} must be in [0, 1), got {}", kind, what, rate);
   // A bound that keeps 4 * units and the kernels' element counts far from overflowing.
   TAPEFLOW_REQUIRE(units <= (std::int64_t{1} << 31), InvalidArgumentError,
                    "[{}] units must be at most 2^31, got {}", kind, units);
@@ -97,6 +108,25 @@ std::vector<Tensor> input_products(const Tensor& x, const Tensor& kernel, const 
   return unstack(xw, 1);
 }
 
+/// The dropout layer drawing a layer's masks at `rate`, or none for rate 0.
+std::shared_ptr<Dropout> mask_dropout(double rate, std::uint64_t seed, const std::string& name) {
+  return rate > 0 ? std::make_shared<Dropout>(rate, seed, name) : nullptr;
+}
+
+/// A (batch, n) mask drawn by `dropout` (0 or 1 / (1 - rate) per element: Keras's mask, the
+/// dropout of ones) in a training call; undefined otherwise.
+Tensor dropout_mask(const std::shared_ptr<Dropout>& dropout, bool training, std::int64_t batch,
+                    std::int64_t n, DType dtype) {
+  if (!training || !dropout) return Tensor();
+  return dropout->call(ones({batch, n}, dtype), true);
+}
+
+/// x (batch, steps, features) with the features that `mask` (batch, features) drops zeroed, at
+/// every step; x itself for an undefined mask.
+Tensor drop_features(const Tensor& x, const Tensor& mask) {
+  return mask.defined() ? x * reshape(mask, {x.shape()[0], 1, x.shape()[2]}) : x;
+}
+
 /// The steps' order: 0, 1, ..., or backwards.
 std::int64_t step_at(std::int64_t i, std::int64_t steps, bool backwards) {
   return backwards ? steps - 1 - i : i;
@@ -113,7 +143,8 @@ LSTM::LSTM(std::int64_t units, LSTMOptions options)
       options_(std::move(options)),
       activation_(detail::named_activation(kLSTM, options_.activation)),
       recurrent_activation_(detail::named_activation(kLSTM, options_.recurrent_activation)) {
-  check_options(kLSTM, units, options_.kernel_initializer, options_.recurrent_initializer);
+  check_options(kLSTM, units, options_.kernel_initializer, options_.recurrent_initializer, options_.dropout,
+                options_.recurrent_dropout);
 }
 
 void LSTM::build(const Shape& input_shape, DType dtype) {
@@ -136,6 +167,11 @@ void LSTM::build(const Shape& input_shape, DType dtype) {
       track(Variable(detail::initial_kernel(kLSTM, options_.recurrent_initializer, recurrent_shape, units_,
                                             gates, dtype, recurrent_seed(seed)),
                      {.name = "recurrent_kernel", .keras_style = true}));
+  input_dropout_ = mask_dropout(options_.dropout, mask_seed(seed, 1), name() + "/dropout");
+  recurrent_dropout_ =
+      mask_dropout(options_.recurrent_dropout, mask_seed(seed, 2), name() + "/recurrent_dropout");
+  for (const auto& dropout : {input_dropout_, recurrent_dropout_})
+    if (dropout) track(*dropout);
   if (options_.use_bias) {
     // Keras's unit_forget_bias: zeros, but ones for the forget gate (the second quarter).
     const Tensor b =
@@ -148,7 +184,8 @@ void LSTM::build(const Shape& input_shape, DType dtype) {
 
 Tensor LSTM::operator()(const Tensor& x) { return call_with_state(x).output; }
 
-LSTMState LSTM::call_with_state(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> initial_state) {
+LSTMState LSTM::call_with_state(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> initial_state,
+                                bool training) {
   check_input(kLSTM, name(), x);
   if (!built()) build(x.shape(), variable_dtype(x.dtype()));
   const Tensor xc = autocast(x);
@@ -166,14 +203,18 @@ LSTMState LSTM::call_with_state(const Tensor& x, std::optional<std::pair<Tensor,
     h = zeros({batch, units_}, compute);
     c = zeros({batch, units_}, compute);
   }
-  const std::vector<Tensor> xs = input_products(xc, autocast(*kernel_), bias_ ? autocast(*bias_) : Tensor());
+  const Tensor input_mask = dropout_mask(input_dropout_, training, batch, x.shape()[2], compute);
+  const Tensor recurrent_mask = dropout_mask(recurrent_dropout_, training, batch, units_, compute);
+  const std::vector<Tensor> xs =
+      input_products(drop_features(xc, input_mask), autocast(*kernel_), bias_ ? autocast(*bias_) : Tensor());
   const Tensor recurrent = autocast(*recurrent_kernel_);
   std::vector<Tensor> outputs;
   if (options_.return_sequences) outputs.reserve(static_cast<std::size_t>(steps));
   for (std::int64_t i = 0; i < steps; ++i) {
     const std::int64_t t = step_at(i, steps, options_.go_backwards);
     // z = x_t @ kernel + bias + h @ recurrent_kernel, split into the gates i, f, c, o.
-    const std::vector<Tensor> z = split(xs[static_cast<std::size_t>(t)] + matmul(h, recurrent), 4, 1);
+    const Tensor hr = recurrent_mask.defined() ? h * recurrent_mask : h;
+    const std::vector<Tensor> z = split(xs[static_cast<std::size_t>(t)] + matmul(hr, recurrent), 4, 1);
     const Tensor input_gate = activate(recurrent_activation_, z[0]);
     const Tensor forget_gate = activate(recurrent_activation_, z[1]);
     const Tensor candidate = activate(activation_, z[2]);
@@ -217,7 +258,8 @@ GRU::GRU(std::int64_t units, GRUOptions options)
       options_(std::move(options)),
       activation_(detail::named_activation(kGRU, options_.activation)),
       recurrent_activation_(detail::named_activation(kGRU, options_.recurrent_activation)) {
-  check_options(kGRU, units, options_.kernel_initializer, options_.recurrent_initializer);
+  check_options(kGRU, units, options_.kernel_initializer, options_.recurrent_initializer, options_.dropout,
+                options_.recurrent_dropout);
 }
 
 void GRU::build(const Shape& input_shape, DType dtype) {
@@ -240,6 +282,11 @@ void GRU::build(const Shape& input_shape, DType dtype) {
       track(Variable(detail::initial_kernel(kGRU, options_.recurrent_initializer, recurrent_shape, units_,
                                             gates, dtype, recurrent_seed(seed)),
                      {.name = "recurrent_kernel", .keras_style = true}));
+  input_dropout_ = mask_dropout(options_.dropout, mask_seed(seed, 1), name() + "/dropout");
+  recurrent_dropout_ =
+      mask_dropout(options_.recurrent_dropout, mask_seed(seed, 2), name() + "/recurrent_dropout");
+  for (const auto& dropout : {input_dropout_, recurrent_dropout_})
+    if (dropout) track(*dropout);
   if (options_.use_bias) {
     const Shape bias_shape = options_.reset_after ? Shape{2, gates} : Shape{gates};
     bias_ = track(Variable(zeros(bias_shape, dtype), {.name = "bias", .keras_style = true}));
@@ -248,7 +295,7 @@ void GRU::build(const Shape& input_shape, DType dtype) {
 
 Tensor GRU::operator()(const Tensor& x) { return call_with_state(x).output; }
 
-GRUState GRU::call_with_state(const Tensor& x, std::optional<Tensor> initial_state) {
+GRUState GRU::call_with_state(const Tensor& x, std::optional<Tensor> initial_state, bool training) {
   check_input(kGRU, name(), x);
   if (!built()) build(x.shape(), variable_dtype(x.dtype()));
   const Tensor xc = autocast(x);
@@ -275,7 +322,10 @@ GRUState GRU::call_with_state(const Tensor& x, std::optional<Tensor> initial_sta
       input_bias = b;
     }
   }
-  const std::vector<Tensor> xs = input_products(xc, autocast(*kernel_), input_bias);
+  const Tensor input_mask = dropout_mask(input_dropout_, training, batch, x.shape()[2], compute);
+  const Tensor recurrent_mask = dropout_mask(recurrent_dropout_, training, batch, u, compute);
+  const std::vector<Tensor> xs =
+      input_products(drop_features(xc, input_mask), autocast(*kernel_), input_bias);
   const Tensor recurrent = autocast(*recurrent_kernel_);
   // reset_after = false multiplies (r * h) by the candidate's columns alone, after z and r.
   const Tensor recurrent_zr = options_.reset_after ? Tensor() : slice(recurrent, {0, 0}, {u, 2 * u});
@@ -285,19 +335,20 @@ GRUState GRU::call_with_state(const Tensor& x, std::optional<Tensor> initial_sta
   for (std::int64_t i = 0; i < steps; ++i) {
     const std::int64_t t = step_at(i, steps, options_.go_backwards);
     const std::vector<Tensor> xg = split(xs[static_cast<std::size_t>(t)], 3, 1);  // x_z, x_r, x_h
+    const Tensor hr = recurrent_mask.defined() ? h * recurrent_mask : h;  // h in the recurrent products
     Tensor candidate, update_gate;
     if (options_.reset_after) {
-      Tensor inner = matmul(h, recurrent);
+      Tensor inner = matmul(hr, recurrent);
       if (recurrent_bias.defined()) inner = inner + recurrent_bias;
       const std::vector<Tensor> rg = split(inner, 3, 1);  // r_z, r_r, r_h
       update_gate = activate(recurrent_activation_, xg[0] + rg[0]);
       const Tensor reset_gate = activate(recurrent_activation_, xg[1] + rg[1]);
       candidate = activate(activation_, xg[2] + reset_gate * rg[2]);
     } else {
-      const std::vector<Tensor> rg = split(matmul(h, recurrent_zr), 2, 1);  // r_z, r_r
+      const std::vector<Tensor> rg = split(matmul(hr, recurrent_zr), 2, 1);  // r_z, r_r
       update_gate = activate(recurrent_activation_, xg[0] + rg[0]);
       const Tensor reset_gate = activate(recurrent_activation_, xg[1] + rg[1]);
-      candidate = activate(activation_, xg[2] + matmul(reset_gate * h, recurrent_h));
+      candidate = activate(activation_, xg[2] + matmul(reset_gate * hr, recurrent_h));
     }
     h = update_gate * h + (1.0 - update_gate) * candidate;
     if (options_.return_sequences) outputs.push_back(h);

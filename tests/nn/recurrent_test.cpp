@@ -1,7 +1,8 @@
 // layers::LSTM and layers::GRU: forward values against step-by-step loop references in double
 // (every gate of every unit written out, not the layers' batched matmuls), initial and final
-// states, go_backwards, Keras's weight names, shapes and unit_forget_bias, the orthogonal
-// initialiser, mixed precision, tf::function, a short training run, errors. Gradients are in
+// states, go_backwards, dropout and recurrent_dropout, Keras's weight names, shapes and
+// unit_forget_bias, the orthogonal initialiser, mixed precision, tf::function, a short training
+// run, errors. Gradients are in
 // layer_gradients_test.cpp.
 
 #include "tapeflow/nn/recurrent.h"
@@ -19,6 +20,7 @@
 
 namespace tf = tapeflow;
 using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::DoubleNear;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -39,10 +41,13 @@ struct Reference {
   Vec sequence, h, c;
 };
 
+/// Element i of a recurrent dropout mask (batch, units); 1 without a mask.
+double mask_at(const Vec& mask, std::int64_t i) { return mask.empty() ? 1.0 : mask[idx(i)]; }
+
 /// The LSTM of Keras's formulas, one unit and one gate at a time: x (n, steps, f), kernel
 /// (f, 4u), recurrent (u, 4u), bias (4u), gates i, f, c, o.
 Reference lstm_reference(const tf::Tensor& x, const tf::Tensor& kernel, const tf::Tensor& recurrent,
-                         const Vec& bias, Vec h, Vec c, bool backwards) {
+                         const Vec& bias, Vec h, Vec c, bool backwards, const Vec& recurrent_mask = {}) {
   const std::int64_t n = x.shape()[0], steps = x.shape()[1], f = x.shape()[2], u = recurrent.shape()[0];
   const Vec xv = x.to_vector<double>(), k = kernel.to_vector<double>(), r = recurrent.to_vector<double>();
   Reference out;
@@ -58,7 +63,8 @@ Reference lstm_reference(const tf::Tensor& x, const tf::Tensor& kernel, const tf
           double acc = bias[idx(col)];
           for (std::int64_t q = 0; q < f; ++q)
             acc += xv[idx((b * steps + t) * f + q)] * k[idx(q * 4 * u + col)];
-          for (std::int64_t q = 0; q < u; ++q) acc += h[idx(b * u + q)] * r[idx(q * 4 * u + col)];
+          for (std::int64_t q = 0; q < u; ++q)
+            acc += h[idx(b * u + q)] * mask_at(recurrent_mask, b * u + q) * r[idx(q * 4 * u + col)];
           z[g] = acc;
         }
         const double in = sigmoid(z[0]), forget = sigmoid(z[1]), candidate = std::tanh(z[2]),
@@ -79,7 +85,7 @@ Reference lstm_reference(const tf::Tensor& x, const tf::Tensor& kernel, const tf
 /// r, h; `recurrent_bias` is used with reset_after only.
 Reference gru_reference(const tf::Tensor& x, const tf::Tensor& kernel, const tf::Tensor& recurrent,
                         const Vec& input_bias, const Vec& recurrent_bias, Vec h, bool reset_after,
-                        bool backwards) {
+                        bool backwards, const Vec& recurrent_mask = {}) {
   const std::int64_t n = x.shape()[0], steps = x.shape()[1], f = x.shape()[2], u = recurrent.shape()[0];
   const Vec xv = x.to_vector<double>(), k = kernel.to_vector<double>(), r = recurrent.to_vector<double>();
   Reference out;
@@ -92,7 +98,8 @@ Reference gru_reference(const tf::Tensor& x, const tf::Tensor& kernel, const tf:
       for (std::int64_t col = 0; col < 3 * u; ++col) {
         double xs = input_bias[idx(col)], rs = reset_after ? recurrent_bias[idx(col)] : 0.0;
         for (std::int64_t q = 0; q < f; ++q) xs += xv[idx((b * steps + t) * f + q)] * k[idx(q * 3 * u + col)];
-        for (std::int64_t q = 0; q < u; ++q) rs += h[idx(b * u + q)] * r[idx(q * 3 * u + col)];
+        for (std::int64_t q = 0; q < u; ++q)
+          rs += h[idx(b * u + q)] * mask_at(recurrent_mask, b * u + q) * r[idx(q * 3 * u + col)];
         xg[idx(col)] = xs;
         rg[idx(col)] = rs;
       }
@@ -107,7 +114,8 @@ Reference gru_reference(const tf::Tensor& x, const tf::Tensor& kernel, const tf:
           inner = reset[idx(j)] * rg[idx(2 * u + j)];
         } else {  // (r * h) @ recurrent[:, 2u:]
           for (std::int64_t q = 0; q < u; ++q)
-            inner += reset[idx(q)] * h[idx(b * u + q)] * r[idx(q * 3 * u + 2 * u + j)];
+            inner += reset[idx(q)] * h[idx(b * u + q)] * mask_at(recurrent_mask, b * u + q) *
+                     r[idx(q * 3 * u + 2 * u + j)];
         }
         const double candidate = std::tanh(xg[idx(2 * u + j)] + inner);
         const double zj = z[idx(j)];
@@ -289,6 +297,90 @@ TEST(GRU, IsBuiltLazilyWithKerasWeightNamesAndShapes) {
   EXPECT_EQ(before.bias().shape(), tf::Shape({9}));
 }
 
+/// A dropout mask of one example read from a gradient (rows x cols): element i is 0 where row i
+/// is all zeros (what the mask dropped gets no gradient), else 1 / (1 - rate).
+Vec mask_from_rows(const tf::Tensor& grad, double rate) {
+  const std::int64_t rows = grad.shape()[0], cols = grad.shape()[1];
+  const Vec g = grad.to_vector<double>();
+  Vec mask(idx(rows));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    bool zero = true;
+    for (std::int64_t j = 0; j < cols; ++j) zero = zero && g[idx(i * cols + j)] == 0.0;
+    mask[idx(i)] = zero ? 0.0 : 1.0 / (1.0 - rate);
+  }
+  return mask;
+}
+
+/// `x` (1, steps, features) with its features scaled by `mask`, the same at every step.
+tf::Tensor masked_features(const tf::Tensor& x, const Vec& mask) {
+  return x * tf::reshape(tf::constant(mask, {static_cast<std::int64_t>(mask.size())}), {1, 1, x.shape()[2]});
+}
+
+// One example, so each mask is one row: a feature the input mask drops leaves its kernel row
+// without gradient, a unit the recurrent mask drops leaves its recurrent-kernel row without
+// gradient. With the masks read from those, a training call is the step reference on the masked
+// input with the masked h in the recurrent products, at every step; an inference call is the
+// plain reference; each training call draws new masks.
+TEST(LSTM, DropoutMasksTheFeaturesAndTheRecurrentUnitsAlikeAtEveryStep) {
+  const double rate = 0.5;
+  tf::layers::LSTM lstm(6,
+                        {.return_sequences = true, .dropout = rate, .recurrent_dropout = rate, .seed = 21});
+  const tf::Tensor x = inputs(1, 5, 8, 22);
+  lstm.build(x.shape(), tf::float64);
+  randomize(lstm.bias(), 23);
+  tf::GradientTape tape;
+  const tf::Tensor y = lstm.call_with_state(x, {}, /*training=*/true).output;
+  const auto grads = tape.gradient(tf::reduce_sum(y), {lstm.kernel(), lstm.recurrent_kernel()});
+  const Vec input_mask = mask_from_rows(*grads[0], rate), recurrent_mask = mask_from_rows(*grads[1], rate);
+  for (const Vec& mask : {input_mask, recurrent_mask}) {
+    EXPECT_THAT(mask, Contains(0.0));
+    EXPECT_THAT(mask, Contains(2.0));
+  }
+  const tf::Tensor kernel = lstm.kernel().value(), recurrent = lstm.recurrent_kernel().value();
+  const Reference dropped =
+      lstm_reference(masked_features(x, input_mask), kernel, recurrent, values(lstm.bias()), Vec(6, 0.0),
+                     Vec(6, 0.0), false, recurrent_mask);
+  EXPECT_THAT(y.to_vector<double>(), Pointwise(DoubleNear(1e-10), dropped.sequence));
+  const Reference plain =
+      lstm_reference(x, kernel, recurrent, values(lstm.bias()), Vec(6, 0.0), Vec(6, 0.0), false);
+  EXPECT_THAT(lstm(x).to_vector<double>(), Pointwise(DoubleNear(1e-10), plain.sequence));
+  EXPECT_NE(lstm.call(x, /*training=*/true).to_vector<double>(), y.to_vector<double>());
+}
+
+TEST(GRU, DropoutMasksTheFeaturesAndTheRecurrentUnitsAlikeAtEveryStep) {
+  const double rate = 0.4;
+  for (const bool reset_after : {true, false}) {
+    SCOPED_TRACE(::testing::Message() << "reset_after " << reset_after);
+    tf::layers::GRU gru(6, {.return_sequences = true,
+                            .reset_after = reset_after,
+                            .dropout = rate,
+                            .recurrent_dropout = rate,
+                            .seed = 24});
+    const tf::Tensor x = inputs(1, 5, 8, 25);
+    gru.build(x.shape(), tf::float64);
+    randomize(gru.bias(), 26);
+    const Vec bias = values(gru.bias());
+    const Vec input_bias(bias.begin(), bias.begin() + 18);
+    const Vec recurrent_bias = reset_after ? Vec(bias.begin() + 18, bias.end()) : Vec(18, 0.0);
+    tf::GradientTape tape;
+    const tf::Tensor y = gru.call_with_state(x, {}, /*training=*/true).output;
+    const auto grads = tape.gradient(tf::reduce_sum(y), {gru.kernel(), gru.recurrent_kernel()});
+    const Vec input_mask = mask_from_rows(*grads[0], rate), recurrent_mask = mask_from_rows(*grads[1], rate);
+    for (const Vec& mask : {input_mask, recurrent_mask}) {
+      EXPECT_THAT(mask, Contains(0.0));
+      EXPECT_THAT(mask, Contains(1.0 / (1.0 - rate)));
+    }
+    const tf::Tensor kernel = gru.kernel().value(), recurrent = gru.recurrent_kernel().value();
+    const Reference dropped = gru_reference(masked_features(x, input_mask), kernel, recurrent, input_bias,
+                                            recurrent_bias, Vec(6, 0.0), reset_after, false, recurrent_mask);
+    EXPECT_THAT(y.to_vector<double>(), Pointwise(DoubleNear(1e-10), dropped.sequence));
+    const Reference plain =
+        gru_reference(x, kernel, recurrent, input_bias, recurrent_bias, Vec(6, 0.0), reset_after, false);
+    EXPECT_THAT(gru(x).to_vector<double>(), Pointwise(DoubleNear(1e-10), plain.sequence));
+    EXPECT_NE(gru.call(x, /*training=*/true).to_vector<double>(), y.to_vector<double>());
+  }
+}
+
 TEST(OrthogonalInitializer, GivesOrthonormalColumnsOrRows) {
   // Square: Q^T Q = Q Q^T = I.
   tf::layers::Dense square(4, {.seed = 1, .kernel_initializer = "orthogonal"});
@@ -400,6 +492,13 @@ TEST(Recurrent, BadArgumentsAndInputsNameTheLayerAndShapes) {
       ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[GRU] unknown recurrent_initializer 'ones'")));
   EXPECT_THAT([] { tf::layers::LSTM(2, {.kernel_initializer = "ones"}); },
               ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[LSTM] unknown kernel_initializer 'ones'")));
+  EXPECT_THAT([] { tf::layers::LSTM(2, {.dropout = 1.0}); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[LSTM] dropout must be in [0, 1), got 1")));
+  EXPECT_THAT([] { tf::layers::GRU(2, {.recurrent_dropout = -0.5}); },
+              ThrowsMessage<tf::InvalidArgumentError>(
+                  HasSubstr("[GRU] recurrent_dropout must be in [0, 1), got -0.5")));
+  EXPECT_THAT([] { tf::layers::GRU(2, {.dropout = std::nan("")}); },
+              ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("[GRU] dropout must be in [0, 1), got nan")));
 
   tf::layers::LSTM lstm(2);
   EXPECT_THAT(

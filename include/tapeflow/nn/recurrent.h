@@ -24,6 +24,11 @@
 /// under an input_signature whose steps dimension is unknown (-1), each number of steps is a
 /// different graph: function.h's checks find that and trace once per number of steps.
 ///
+/// Keras's dropout and recurrent_dropout apply in training calls (call(x, true),
+/// call_with_state(x, state, true), fit): one mask of the input's features and one of h's units
+/// per call, the same at every step (Gal and Ghahramani's variational dropout, as Keras draws
+/// them); the masked h enters the recurrent products only.
+///
 /// go_backwards processes the steps from last to first; as in Keras 3, return_sequences then gives
 /// the outputs in processing order, that is reversed with respect to the input (Keras's
 /// Bidirectional flips them back).
@@ -35,6 +40,7 @@
 #include <utility>
 
 #include "tapeflow/nn/dense.h"
+#include "tapeflow/nn/dropout.h"
 #include "tapeflow/nn/layer.h"
 #include "tapeflow/tensor.h"
 #include "tapeflow/variable.h"
@@ -70,8 +76,15 @@ struct LSTMOptions {
   bool return_state = false;
   /// Process the steps from last to first (see the file comment for the order of the outputs).
   bool go_backwards = false;
-  /// Seed of the initialisers; without one, the next of the process-wide sequence (as Dense).
-  /// The recurrent kernel takes a seed derived from it.
+  /// Keras's dropout, in [0, 1): in a training call, the fraction of the input's features
+  /// dropped, with one mask per call shared by every step (variational dropout); the kept
+  /// features are scaled by 1 / (1 - dropout).
+  double dropout = 0.0;
+  /// Keras's recurrent_dropout, in [0, 1): the same for the units of h that enter the recurrent
+  /// products; the states themselves are not masked.
+  double recurrent_dropout = 0.0;
+  /// Seed of the initialisers and the dropout masks; without one, the next of the process-wide
+  /// sequence (as Dense). The recurrent kernel and the masks take seeds derived from it.
   std::optional<std::uint64_t> seed = std::nullopt;
   /// The dtype policy (Keras's dtype=): std::nullopt takes the global one (mixed_precision.h).
   std::optional<mixed_precision::Policy> dtype_policy = std::nullopt;
@@ -94,7 +107,7 @@ struct LSTMState {
 class LSTM : public Layer {
  public:
   /// A layer of `units` hidden units. Throws InvalidArgumentError (naming LSTM) if units < 1 or
-  /// > 2^31, or for an unknown activation or initialiser.
+  /// > 2^31, for an unknown activation or initialiser, or a dropout rate outside [0, 1).
   explicit LSTM(std::int64_t units, LSTMOptions options = {});
 
   /// The output for x of shape (batch, steps, features), from zero states; builds the layer on
@@ -102,13 +115,15 @@ class LSTM : public Layer {
   /// than 3, a non-float dtype, zero steps, or, once built, an input whose features or dtype
   /// differ from what the layer was built for.
   Tensor operator()(const Tensor& x);
-  /// Layer::call: the same as operator() (LSTM ignores `training`).
-  Tensor call(const Tensor& x, bool /*training*/) override { return (*this)(x); }
+  /// Layer::call: the output; `training` applies the dropout masks.
+  Tensor call(const Tensor& x, bool training) override { return call_with_state(x, {}, training).output; }
   /// The output and the final states (h, c), starting from `initial_state` = (h, c), each of
-  /// shape (batch, units), or from zeros. Throws as operator() does, and InvalidArgumentError
-  /// (naming LSTM and the shapes) for initial states of another shape or dtype.
+  /// shape (batch, units), or from zeros; `training` applies the dropout masks. Throws as
+  /// operator() does, and InvalidArgumentError (naming LSTM and the shapes) for initial states of
+  /// another shape or dtype.
   LSTMState call_with_state(const Tensor& x,
-                            std::optional<std::pair<Tensor, Tensor>> initial_state = std::nullopt);
+                            std::optional<std::pair<Tensor, Tensor>> initial_state = std::nullopt,
+                            bool training = false);
 
   /// Creates kernel, recurrent_kernel and bias for inputs of `input_shape` (rank 3) and `dtype`.
   /// Called by the first call; throws FailedPreconditionError if already built.
@@ -135,6 +150,7 @@ class LSTM : public Layer {
   LSTMOptions options_;
   Activation activation_, recurrent_activation_;
   std::optional<Variable> kernel_, recurrent_kernel_, bias_;
+  std::shared_ptr<Dropout> input_dropout_, recurrent_dropout_;  // made by build() for rates > 0
 };
 
 /// Options of GRU (Keras's constructor arguments).
@@ -161,7 +177,11 @@ struct GRUOptions {
   /// cuDNN form), with separate input and recurrent biases: bias of shape (2, 3 * units), row 0
   /// the input bias, row 1 the recurrent one. False: before it, with one bias (3 * units,).
   bool reset_after = true;
-  /// Seed of the initialisers (see LSTMOptions).
+  /// Keras's dropout and recurrent_dropout (see LSTMOptions): masks of the input's features and
+  /// of the units of h in the recurrent products, one per training call.
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  /// Seed of the initialisers and the dropout masks (see LSTMOptions).
   std::optional<std::uint64_t> seed = std::nullopt;
   /// The dtype policy (Keras's dtype=): std::nullopt takes the global one (mixed_precision.h).
   std::optional<mixed_precision::Policy> dtype_policy = std::nullopt;
@@ -184,7 +204,7 @@ struct GRUState {
 class GRU : public Layer {
  public:
   /// A layer of `units` hidden units. Throws InvalidArgumentError (naming GRU) if units < 1 or
-  /// > 2^31, or for an unknown activation or initialiser.
+  /// > 2^31, for an unknown activation or initialiser, or a dropout rate outside [0, 1).
   explicit GRU(std::int64_t units, GRUOptions options = {});
 
   /// The output for x of shape (batch, steps, features), from a zero state; builds the layer on
@@ -192,12 +212,14 @@ class GRU : public Layer {
   /// than 3, a non-float dtype, zero steps, or, once built, an input whose features or dtype
   /// differ from what the layer was built for.
   Tensor operator()(const Tensor& x);
-  /// Layer::call: the same as operator() (GRU ignores `training`).
-  Tensor call(const Tensor& x, bool /*training*/) override { return (*this)(x); }
+  /// Layer::call: the output; `training` applies the dropout masks.
+  Tensor call(const Tensor& x, bool training) override { return call_with_state(x, {}, training).output; }
   /// The output and the final state h, starting from `initial_state`, of shape (batch, units),
-  /// or from zeros. Throws as operator() does, and InvalidArgumentError (naming GRU and the
-  /// shapes) for an initial state of another shape or dtype.
-  GRUState call_with_state(const Tensor& x, std::optional<Tensor> initial_state = std::nullopt);
+  /// or from zeros; `training` applies the dropout masks. Throws as operator() does, and
+  /// InvalidArgumentError (naming GRU and the shapes) for an initial state of another shape or
+  /// dtype.
+  GRUState call_with_state(const Tensor& x, std::optional<Tensor> initial_state = std::nullopt,
+                           bool training = false);
 
   /// Creates kernel, recurrent_kernel and bias for inputs of `input_shape` (rank 3) and `dtype`.
   /// Called by the first call; throws FailedPreconditionError if already built.
@@ -224,6 +246,7 @@ class GRU : public Layer {
   GRUOptions options_;
   Activation activation_, recurrent_activation_;
   std::optional<Variable> kernel_, recurrent_kernel_, bias_;
+  std::shared_ptr<Dropout> input_dropout_, recurrent_dropout_;  // made by build() for rates > 0
 };
 
 /// An LSTM layer in a std::shared_ptr, ready for Sequential: tf::layers::lstm(32). The arguments
