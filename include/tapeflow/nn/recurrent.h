@@ -177,9 +177,11 @@ struct GRUOptions {
   /// cuDNN form), with separate input and recurrent biases: bias of shape (2, 3 * units), row 0
   /// the input bias, row 1 the recurrent one. False: before it, with one bias (3 * units,).
   bool reset_after = true;
-  /// Keras's dropout and recurrent_dropout (see LSTMOptions): masks of the input's features and
-  /// of the units of h in the recurrent products, one per training call.
+  /// Keras's dropout, in [0, 1) (see LSTMOptions): a mask of the input's features, one per
+  /// training call, shared by every step.
   double dropout = 0.0;
+  /// Keras's recurrent_dropout, in [0, 1) (see LSTMOptions): a mask of the units of h in the
+  /// recurrent products, one per training call.
   double recurrent_dropout = 0.0;
   /// Seed of the initialisers and the dropout masks (see LSTMOptions).
   std::optional<std::uint64_t> seed = std::nullopt;
