@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "layer_arguments.h"
 
 namespace tapeflow::python {
 
@@ -86,7 +87,7 @@ void bind_functional(py::module_& m) {
             std::vector<Tensor> values;
             for (const py::handle item : inputs)
               values.push_back(to_tensor(item, layer.class_name().c_str()));
-            const bool train = !training.is_none() && training.cast<bool>();
+            const bool train = training_of(training, layer.class_name());
             py::gil_scoped_release released;
             return py::cast(layer.call(values, train));
           },

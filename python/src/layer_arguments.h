@@ -3,6 +3,7 @@
 // show them.
 
 #include <optional>
+#include <string>
 
 #include "bindings.h"
 
@@ -12,6 +13,10 @@ namespace tapeflow::python {
 /// "float32", ...), a tf.DType, or a Policy.
 /// Throws TypeError naming `layer` for anything else; InvalidArgumentError for an unknown name.
 std::optional<mixed_precision::Policy> policy_of(py::handle dtype, const char* layer);
+
+/// Keras's training argument: None (inference), a bool, or what converts to one (a NumPy bool, a
+/// number). Throws TypeError naming `layer` for anything else.
+bool training_of(py::handle training, const std::string& layer);
 
 /// A layer's optional variable as Keras shows it: None where the layer has none (not built yet, or
 /// disabled: use_bias=False, center=False, scale=False), for which the C++ accessor throws.

@@ -107,6 +107,16 @@ void bind_global_pooling(py::module_& m, const char* python_name, const char* do
 
 }  // namespace
 
+bool training_of(py::handle training, const std::string& layer) {
+  if (training.is_none()) return false;
+  try {
+    return training.cast<bool>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(fmt::format("[{}] training must be None or a bool, got an object of type {}", layer,
+                                     py::str(py::type::of(training).attr("__name__")).cast<std::string>()));
+  }
+}
+
 std::optional<mixed_precision::Policy> policy_of(py::handle dtype, const char* layer) {
   if (dtype.is_none()) return std::nullopt;
   if (py::isinstance<mixed_precision::Policy>(dtype)) return dtype.cast<mixed_precision::Policy>();
@@ -327,7 +337,7 @@ void bind_layers(py::module_& m) {
             const char* op = "MultiHeadAttention";
             const Tensor q = to_tensor(query, op), v = to_tensor(value, op);
             layers::AttentionInputs inputs{.use_causal_mask = use_causal_mask,
-                                           .training = !training.is_none() && training.cast<bool>()};
+                                           .training = training_of(training, "MultiHeadAttention")};
             if (!key.is_none()) inputs.key = to_tensor(key, op);
             if (!attention_mask.is_none()) inputs.attention_mask = to_tensor(attention_mask, op);
             layers::AttentionOutput out;

@@ -113,7 +113,7 @@ void bind_recurrent_layers(py::module_& m) {
             if (auto node = symbolic_call(layer, inputs, plain ? nullptr : "initial_state or return_state"))
               return *node;
             const Tensor x = to_tensor(inputs, "LSTM");
-            const bool is_training = !training.is_none() && training.cast<bool>();
+            const bool is_training = training_of(training, "LSTM");
             std::optional<std::pair<Tensor, Tensor>> initial;
             if (!initial_state.is_none()) {
               const std::vector<Tensor> states = states_of(initial_state, 2, "LSTM", "[h, c]");
@@ -164,7 +164,7 @@ void bind_recurrent_layers(py::module_& m) {
             if (auto node = symbolic_call(layer, inputs, plain ? nullptr : "initial_state or return_state"))
               return *node;
             const Tensor x = to_tensor(inputs, "GRU");
-            const bool is_training = !training.is_none() && training.cast<bool>();
+            const bool is_training = training_of(training, "GRU");
             std::optional<Tensor> initial;
             if (!initial_state.is_none()) initial = states_of(initial_state, 1, "GRU", "[h]")[0];
             layers::GRUState result;

@@ -155,6 +155,21 @@ def test_a_recurrent_dropout_outside_zero_to_one_is_an_invalid_argument_error():
         tf.keras.layers.GRU(2, recurrent_dropout=-0.1)
 
 
+def test_training_takes_none_a_bool_or_a_number_and_names_the_layer_otherwise():
+    x = tf.ones((1, 2, 2))
+    for layer in (tf.keras.layers.LSTM(2, dropout=0.5), tf.keras.layers.GRU(2, dropout=0.5)):
+        for training in (None, False, True, np.bool_(True), 1):
+            assert layer(x, training=training).shape == (1, 2)
+        name = type(layer).__name__
+        with pytest.raises(TypeError, match=rf"\[{name}\] training must be None or a bool, got an object of type str"):
+            layer(x, training="yes")
+    attention = tf.keras.layers.MultiHeadAttention(2, 2)
+    with pytest.raises(TypeError, match=r"\[MultiHeadAttention\] training must be None or a bool.*list"):
+        attention(x, x, training=[1])
+    with pytest.raises(TypeError, match=r"\[Add\] training must be None or a bool.*str"):
+        tf.keras.layers.Add()([x, x], training="no")
+
+
 def test_fit_trains_a_sequential_with_recurrent_dropout():
     model = tf.keras.Sequential([tf.keras.layers.LSTM(8, dropout=0.2, recurrent_dropout=0.2, seed=1),
                                  tf.keras.layers.Dense(1)])
