@@ -5,7 +5,8 @@
 // A timed step runs the layer and takes the gradients of its weights and its input for a fixed
 // random gradient of its output (tape.gradient's output_gradients, LibTorch's backward(gradient)),
 // as a layer inside a model receives one; LibTorch's gradients are reset to undefined before
-// each step, so neither side accumulates into old ones.
+// each step, so neither side accumulates into old ones. Two more rows time an Embedding's whole
+// SGD step with a row-sparse gradient on both sides, then a dense one.
 
 #include "layers_group.h"
 
@@ -20,6 +21,7 @@
 #include "tapeflow/nn/layer_normalization.h"
 #include "tapeflow/nn/multi_head_attention.h"
 #include "tapeflow/nn/recurrent.h"
+#include "tapeflow/optim/optimizer.h"
 #include "workloads.h"
 
 namespace compare {
@@ -97,12 +99,62 @@ std::vector<Case> cases() {
         tf::cast(tf::random::uniform({kBatch, kSteps}, 0, static_cast<double>(kVocabulary), tf::float32, 4),
                  tf::int64);
     auto layer = std::make_shared<tf::layers::Embedding>(kVocabulary, kWidth);
-    torch::nn::Embedding t(torch::nn::EmbeddingOptions(kVocabulary, kWidth));
+    // tapeflow's table gradient is rows (IndexedSlices, as TensorFlow's): LibTorch's sparse one.
+    torch::nn::Embedding t(torch::nn::EmbeddingOptions(kVocabulary, kWidth).sparse(true));
     c.push_back({"Embedding (10,000 ids)", [layer](const tf::Tensor& x) { return (*layer)(x); },
                  built(*layer, ids), ids, [t](const torch::Tensor& x) mutable { return t->forward(x); },
                  t->parameters(), to_torch(ids), false});
   }
   return c;
+}
+
+/// An Embedding's training step, lookup, table gradient for a fixed gradient of the output and an
+/// SGD update, with the gradient row-sparse (`sparse`: tapeflow's IndexedSlices, written in place;
+/// LibTorch's Embedding with sparse(true), whose sparse gradient its SGD applies) or dense
+/// (tapeflow's rows made dense; LibTorch's default Embedding).
+Row embedding_step(const Options& o, bool sparse) {
+  const tf::Tensor ids = tf::cast(
+      tf::random::uniform({kBatch, kSteps}, 0, static_cast<double>(kVocabulary), tf::float32, 4), tf::int64);
+  tf::layers::Embedding layer(kVocabulary, kWidth);
+  std::vector<tf::Variable> vars = built(layer, ids);
+  const std::vector<tf::Source> sources(vars.begin(), vars.end());
+  tf::optimizers::SGD opt(0.01);
+  torch::nn::Embedding t(torch::nn::EmbeddingOptions(kVocabulary, kWidth).sparse(sparse));
+  torch::optim::SGD t_opt(t->parameters(), torch::optim::SGDOptions(0.01));
+  const torch::Tensor t_ids = to_torch(ids);
+  const tf::Tensor upstream = tf::random::normal({kBatch, kSteps, kWidth}, 0, 1, tf::float32, 3);
+  const torch::Tensor t_upstream = to_torch(upstream);
+  std::vector<Side> sides{
+      {"tapeflow",
+       [&] {
+         return seconds([&] {
+           tf::GradientTape tape;
+           const tf::Tensor y = layer(ids);
+           std::vector<tf::Gradient> g = tape.gradient(y, sources, {upstream});
+           if (!sparse) g[0] = tf::Gradient(*g[0]);
+           opt.apply_gradients(g, vars);
+         });
+       },
+       {}},
+      {"LibTorch",
+       [&] {
+         for (torch::Tensor& p : t->parameters()) p.mutable_grad() = torch::Tensor();
+         return seconds([&] {
+           t->forward(t_ids).backward(t_upstream);
+           t_opt.step();
+         });
+       },
+       {}},
+  };
+  const std::vector<double> m = alternate(sides, o.rounds);
+  return {std::string("Y Embedding (10,000 ids) + SGD step, ") + (sparse ? "row-sparse" : "dense") +
+              " gradient, float32, 64 x 128 x 256",
+          "s",
+          m[0],
+          m[1],
+          "",
+          o.config,
+          ""};
 }
 
 }  // namespace
@@ -136,6 +188,7 @@ void layers_group(const Options& o, std::vector<Row>& rows) {
     const std::vector<double> m = alternate(sides, o.rounds);
     rows.push_back({"Y " + c.name + " fwd+bwd, float32, 64 x 128 x 256", "s", m[0], m[1], "", o.config, ""});
   }
+  for (bool sparse : {true, false}) rows.push_back(embedding_step(o, sparse));
 }
 
 }  // namespace compare

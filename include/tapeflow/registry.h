@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tapeflow/indexed_slices.h"
 #include "tapeflow/tensor.h"
 
 #pragma GCC visibility push(default)  // the public API: exported from a shared libtapeflow
@@ -40,9 +41,16 @@ class GradContext {
  public:
   /// Made by the tape for each op of a backward pass; gradient functions receive it.
   /// `dy_reached` says which outputs a gradient reached (empty: all of them).
+  /// `row_sparse`, one entry per input, is where a pass that takes row-sparse gradients collects
+  /// them (nullptr: it takes none).
   GradContext(const autodiff::OpRecord& record, std::span<const Tensor> dys,
-              std::span<const bool> input_needed, std::span<const bool> dy_reached = {})
-      : record_(record), dys_(dys), input_needed_(input_needed), dy_reached_(dy_reached) {}
+              std::span<const bool> input_needed, std::span<const bool> dy_reached = {},
+              std::vector<std::optional<IndexedSlices>>* row_sparse = nullptr)
+      : record_(record),
+        dys_(dys),
+        input_needed_(input_needed),
+        dy_reached_(dy_reached),
+        row_sparse_(row_sparse) {}
 
   /// The op's registry name ("Mul").
   std::string_view op_name() const;
@@ -70,6 +78,13 @@ class GradContext {
   /// False when the gradient of input `i` will be discarded (not connected to any source), so a
   /// gradient function may return std::nullopt for it and skip the work.
   bool needs_input_grad(int i) const { return input_needed_[static_cast<std::size_t>(i)]; }
+  /// Whether input `i`'s gradient may be given row-sparse through set_indexed_slices(): true in
+  /// gradient() (an op that reads it gets the dense form), false in a Jacobian.
+  bool accepts_indexed_slices(int i) const { return row_sparse_ != nullptr && needs_input_grad(i); }
+  /// Gives input `i`'s gradient as rows (TensorFlow's IndexedSlices) of the input's shape and
+  /// dtype; the function then returns std::nullopt for `i`. Throws InternalError naming the op
+  /// when !accepts_indexed_slices(i) or the rows do not match the input.
+  void set_indexed_slices(int i, IndexedSlices slices) const;
   /// Number of leading batch dimensions on the cotangents (0 in an ordinary gradient() call).
   /// A vectorised Jacobian runs the backward pass once with a stack of cotangents: dy(i) then
   /// has shape batch_shape + output_shape(i), and the gradient must return batch_shape +
@@ -89,6 +104,7 @@ class GradContext {
   std::span<const Tensor> dys_;
   std::span<const bool> input_needed_;
   std::span<const bool> dy_reached_;
+  std::vector<std::optional<IndexedSlices>>* row_sparse_;
 };
 
 /// A gradient function: one op's context in, one gradient per input out.

@@ -38,6 +38,7 @@
 #include "tapeflow/forward_accumulator.h"
 #include "tapeflow/function.h"
 #include "tapeflow/gradient.h"
+#include "tapeflow/indexed_slices.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/memory.h"
 #include "tapeflow/mixed_precision.h"

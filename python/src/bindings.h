@@ -9,13 +9,16 @@
 
 #include "tapeflow/tapeflow.h"
 
-/// A Gradient reaches Python as TensorFlow returns one: the tensor, or None when it is missing.
+/// A Gradient reaches Python as TensorFlow returns one: the tensor, a tf.IndexedSlices for a
+/// row-sparse one, or None when it is missing.
 template <>
 struct pybind11::detail::type_caster<tapeflow::Gradient> {
-  PYBIND11_TYPE_CASTER(tapeflow::Gradient, const_name("Optional[EagerTensor]"));
+  PYBIND11_TYPE_CASTER(tapeflow::Gradient, const_name("Optional[Union[EagerTensor, IndexedSlices]]"));
   bool load(handle, bool) { return false; }
   static handle cast(const tapeflow::Gradient& g, return_value_policy, handle parent) {
     if (!g) return none().release();
+    if (const tapeflow::IndexedSlices* rows = g.indexed_slices())
+      return make_caster<tapeflow::IndexedSlices>::cast(*rows, return_value_policy::copy, parent);
     return make_caster<tapeflow::Tensor>::cast(g.value(), return_value_policy::copy, parent);
   }
 };
@@ -27,6 +30,7 @@ namespace py = pybind11;
 void bind_errors(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_tape(py::module_& m);
+void bind_indexed_slices(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_linalg(py::module_& m);
 void bind_scans(py::module_& m);
@@ -115,6 +119,12 @@ inline py::tuple shape_tuple(const Shape& shape) {
   for (int i = 0; i < shape.rank(); ++i) dims[static_cast<std::size_t>(i)] = shape[i];
   return dims;
 }
+
+/// TensorFlow's `shape` argument as given: an int, a list of ints or an integer tensor (reshape's
+/// -1 included).
+std::vector<std::int64_t> dims_arg(py::handle shape);
+/// A `shape` argument that must be a whole shape (no -1): InvalidArgumentError naming `op` otherwise.
+Shape shape_arg(py::handle shape, const char* op);
 
 /// The NumPy dtype of a tapeflow dtype (bfloat16 has none: a float32 copy is made instead).
 py::dtype numpy_dtype(DType dtype);

@@ -1,5 +1,7 @@
-// Python values to tensors (TensorFlow's convert_to_tensor) and tensors to NumPy arrays.
+// Python values to tensors (TensorFlow's convert_to_tensor), shape arguments, and tensors to
+// NumPy arrays.
 #include <fmt/format.h>
+#include <pybind11/stl.h>
 
 #include <cstring>
 #include <limits>
@@ -153,12 +155,27 @@ py::array numpy_view(const Tensor& t) {
   return view;
 }
 
+// TensorFlow's `shape` argument as given: an int, a list of ints or an integer tensor (reshape's
+/// -1 included).
+std::vector<std::int64_t> dims_arg(py::handle shape) {
+  if (py::isinstance<Tensor>(shape))
+    return cast(shape.cast<const Tensor&>(), int64).to_vector<std::int64_t>();
+  if (PyIndex_Check(shape.ptr()))
+    return {py::int_(py::reinterpret_borrow<py::object>(shape)).cast<std::int64_t>()};
+  return shape.cast<std::vector<std::int64_t>>();
+}
+
+// A `shape` argument that must be a whole shape (no -1): InvalidArgumentError naming `op` otherwise.
+Shape shape_arg(py::handle shape, const char* op) { return Shape::checked(dims_arg(shape), op); }
+
 Tensor to_tensor(py::handle value, std::optional<DType> dtype, std::optional<DType> hint, const char* op) {
   Tensor t;
   if (py::isinstance<Tensor>(value)) {
     t = value.cast<const Tensor&>();
   } else if (py::isinstance<Variable>(value)) {
     t = value.cast<const Variable&>().read_value();
+  } else if (py::isinstance<IndexedSlices>(value)) {
+    t = value.cast<const IndexedSlices&>().to_dense();
   } else if (PyBool_Check(value.ptr())) {
     t = scalar(value.ptr() == Py_True);
   } else if (PyFloat_Check(value.ptr())) {

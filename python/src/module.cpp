@@ -9,6 +9,7 @@ PYBIND11_MODULE(_tapeflow, m) {
   python::bind_errors(m);
   python::bind_tensor(m);
   python::bind_tape(m);
+  python::bind_indexed_slices(m);
   python::bind_ops(m);
   python::bind_linalg(m);
   python::bind_scans(m);

@@ -68,19 +68,6 @@ void reduction(py::module_& m, const char* name, const char* op) {
       py::arg("name") = py::none());
 }
 
-/// TensorFlow's `shape` argument as given: an int, a list of ints or an integer tensor (reshape's
-/// -1 included).
-std::vector<std::int64_t> dims_arg(py::handle shape) {
-  if (py::isinstance<Tensor>(shape))
-    return cast(shape.cast<const Tensor&>(), int64).to_vector<std::int64_t>();
-  if (PyIndex_Check(shape.ptr()))
-    return {py::int_(py::reinterpret_borrow<py::object>(shape)).cast<std::int64_t>()};
-  return shape.cast<std::vector<std::int64_t>>();
-}
-
-/// A `shape` argument that must be a whole shape (no -1): InvalidArgumentError naming `op` otherwise.
-Shape shape_arg(py::handle shape, const char* op) { return Shape::checked(dims_arg(shape), op); }
-
 std::vector<Tensor> tensor_list(py::handle values, const char* op) {
   std::vector<Tensor> out;
   for (py::handle v : values) out.push_back(to_tensor(v, op));

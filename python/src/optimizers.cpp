@@ -89,6 +89,8 @@ std::pair<std::vector<Gradient>, std::vector<Variable>> split_pairs(py::handle g
     vars.push_back(items[1].cast<Variable>());
     if (items[0].is_none()) {
       grads.emplace_back(std::nullopt);
+    } else if (py::isinstance<IndexedSlices>(items[0])) {
+      grads.emplace_back(items[0].cast<IndexedSlices>());  // rows stay rows
     } else {
       grads.emplace_back(to_tensor(items[0], op));
     }

@@ -19,7 +19,7 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import _tapeflow  # noqa: E402
-from ._tapeflow import EagerTensor, ResourceVariable, DType, TensorSpec  # noqa: E402
+from ._tapeflow import EagerTensor, ResourceVariable, DType, TensorSpec, IndexedSlices  # noqa: E402
 from ._tapeflow import float32, float64, int32, int64, bfloat16  # noqa: E402
 from ._tapeflow import (  # noqa: E402
     constant, convert_to_tensor, zeros, ones, fill, zeros_like, ones_like, linspace, range, eye, reshape,

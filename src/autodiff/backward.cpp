@@ -24,6 +24,10 @@
 //      cotangents to input cotangents (checked for count, shape and dtype: a mismatch is an
 //      InternalError naming the op), which are summed per tensor id in this fixed reverse order,
 //      so results are bitwise reproducible.
+//      In gradient() a gradient function may give an input's cotangent as rows (IndexedSlices:
+//      gather's table): rows pass through a gradient that is dy itself (a variable's read), rows
+//      added to rows are concatenated, and rows added to a tensor or read by a gradient function
+//      become dense.
 //   4. Each source reads its id's cotangent: none when none arrived. A source's cotangent is final
 //      once the walk has passed the earliest record that reads it; an observer hears it then.
 // Gradient functions are written with public ops, so another tape that is recording while a pass
@@ -38,6 +42,7 @@
 #include "autodiff/dispatch.h"
 #include "autodiff/masked_lanes.h"
 #include "core/check.h"
+#include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 
@@ -54,10 +59,22 @@ Shape with_batch(std::span<const std::int64_t> batch, const Shape& s) {
 
 namespace {
 
-/// Cotangents by tensor id, summed with the public (differentiable) add.
+/// Row-sparse cotangents added: the rows of both, as TensorFlow aggregates IndexedSlices (int64
+/// indices where the two differ).
+IndexedSlices concat_rows(const IndexedSlices& a, const IndexedSlices& b) {
+  const DType index = a.indices().dtype() == b.indices().dtype() ? a.indices().dtype() : DType::Int64;
+  return IndexedSlices(concat({a.values(), b.values()}, 0),
+                       concat({cast(a.indices(), index), cast(b.indices(), index)}, 0), a.dense_shape());
+}
+
+/// Cotangents by tensor id, summed with the public (differentiable) add. A cotangent is a tensor,
+/// or rows (IndexedSlices) in a pass that takes them; rows added to a tensor, or read as one,
+/// become dense.
 class Cotangents {
  public:
   void add(TensorId id, Tensor g) {
+    if (!rows_.empty())
+      if (auto node = rows_.extract(id)) g = node.mapped().to_dense() + g;
     auto [it, inserted] = map_.try_emplace(id, std::move(g));
     if (inserted) return;
     // A lane stays masked only if it is masked in every contribution.
@@ -67,22 +84,56 @@ class Cotangents {
     it->second = it->second + g;
     if (both.defined()) mark_masked_lanes(it->second, both);
   }
-  const Tensor* find(TensorId id) const {
+  void add_rows(TensorId id, IndexedSlices g) {
+    if (auto it = map_.find(id); it != map_.end()) {
+      it->second = it->second + g.to_dense();
+      return;
+    }
+    auto [it, inserted] = rows_.try_emplace(id, g);
+    if (!inserted) it->second = concat_rows(it->second, g);
+  }
+  bool contains(TensorId id) const { return map_.contains(id) || (!rows_.empty() && rows_.contains(id)); }
+  bool any_rows() const { return !rows_.empty(); }
+  /// id's cotangent if it is rows, else nullptr.
+  const IndexedSlices* find_rows(TensorId id) const {
+    auto it = rows_.find(id);
+    return it == rows_.end() ? nullptr : &it->second;
+  }
+  /// id's cotangent as a tensor (rows made dense here), or nullptr.
+  const Tensor* find(TensorId id) {
+    densify(id);
     auto it = map_.find(id);
     return it == map_.end() ? nullptr : &it->second;
   }
-  /// Removes and returns id's cotangent.
+  /// Removes and returns id's cotangent as a tensor.
   std::optional<Tensor> take(TensorId id) {
+    densify(id);
     auto it = map_.find(id);
     if (it == map_.end()) return std::nullopt;
     std::optional<Tensor> g(std::move(it->second));
     map_.erase(it);
     return g;
   }
-  void erase(TensorId id) { map_.erase(id); }
+  /// Removes and returns id's rows; only where find_rows(id) is set.
+  IndexedSlices take_rows(TensorId id) { return std::move(rows_.extract(id).mapped()); }
+  /// id's cotangent as it is, rows or tensor; missing (no reason) when none arrived.
+  Gradient gradient(TensorId id) const {
+    if (const IndexedSlices* rows = find_rows(id)) return Gradient(*rows);
+    auto it = map_.find(id);
+    return it == map_.end() ? Gradient() : Gradient(it->second);
+  }
+  void erase(TensorId id) {
+    map_.erase(id);
+    rows_.erase(id);
+  }
 
  private:
+  void densify(TensorId id) {
+    if (rows_.empty()) return;
+    if (auto node = rows_.extract(id)) map_.try_emplace(id, node.mapped().to_dense());
+  }
   IdMap<Tensor> map_;
+  IdMap<IndexedSlices> rows_;
 };
 
 /// The gradient entry of `op`, looked up once per pass.
@@ -103,15 +154,17 @@ void check_input_gradient(const OpRecord& rec, std::size_t i, const Tensor& g,
                    g.defined() ? dtype_name(g.dtype()) : "-", in.shape->to_string(), dtype_name(in.dtype));
 }
 
-/// Runs record `rec`'s gradient function, naming it for check-numerics while it runs.
+/// Runs record `rec`'s gradient function, naming it for check-numerics while it runs. `rows`
+/// (nullptr: none) collects the gradients it gives row-sparse.
 Grads run_gradient(const GradientEntry& entry, const OpRecord& rec, std::span<const Tensor> dys,
-                   std::span<const bool> needed, std::span<const bool> reached) {
+                   std::span<const bool> needed, std::span<const bool> reached,
+                   std::vector<std::optional<IndexedSlices>>* rows) {
   const OpDef* outer = std::exchange(t_gradient_of, rec.op);
   struct Restore {
     const OpDef* op;
     ~Restore() { t_gradient_of = op; }
   } restore{outer};
-  Grads grads = entry.fn(GradContext(rec, dys, needed, reached));
+  Grads grads = entry.fn(GradContext(rec, dys, needed, reached, rows));
   TAPEFLOW_REQUIRE(grads.size() == rec.num_inputs, InternalError,
                    "Recorded operation '{}' returned too {} gradients. Expected {} but received {}",
                    rec.op->name(), grads.size() < rec.num_inputs ? "few" : "many", rec.num_inputs,
@@ -170,8 +223,8 @@ class FinalSources {
     for (; next_ < pending_.size() && due(pending_[next_].first); ++next_) {
       const std::size_t i = pending_[next_].second;
       const TensorId id = sources_[i].id();
-      const Tensor* g = is_floating(sources_[i].dtype()) ? grads.find(id) : nullptr;
-      if (observer_->source_final(i, g) && g != nullptr && !produced_.contains(id)) taken.push_back(id);
+      const Gradient g = is_floating(sources_[i].dtype()) ? grads.gradient(id) : Gradient();
+      if (observer_->source_final(i, g ? &g : nullptr) && g && !produced_.contains(id)) taken.push_back(id);
     }
     for (TensorId id : taken) grads.erase(id);
   }
@@ -246,7 +299,10 @@ Pruned prune(const Records& ops, const IdMap<std::int64_t>& producer, std::span<
   return p;
 }
 
-std::vector<std::optional<Tensor>> backward(Records& ops, const Pruned& p, const BackwardPass& pass) {
+namespace {
+
+/// Steps 2-4, for backward() and backward_gradients().
+std::vector<Gradient> run_backward(Records& ops, const Pruned& p, const BackwardPass& pass, bool take_rows) {
   struct BatchRank {
     int saved = t_cotangent_batch_rank;
     ~BatchRank() { t_cotangent_batch_rank = saved; }
@@ -262,16 +318,29 @@ std::vector<std::optional<Tensor>> backward(Records& ops, const Pruned& p, const
   std::vector<Tensor> dys;
   std::unique_ptr<bool[]> reached;  // per output of the record: did a gradient reach it
   std::size_t reached_capacity = 0;
+  // Row-sparse gradients of the record's inputs (a pass that takes them, without batch dimensions).
+  const bool rows_taken = take_rows && pass.batch.empty();
+  std::vector<std::optional<IndexedSlices>> input_rows;
   for (std::size_t k = ops.size(); k-- > 0;) {
     if (pass.observer != nullptr) finals.before(k, grads);
     if (!p.keep[k]) continue;
     OpRecord& rec = ops[k];
     const auto outs = rec.outputs();
     bool any = false;
-    for (const Slot& out : outs) any = any || grads.find(out.id) != nullptr;
+    for (const Slot& out : outs) any = any || grads.contains(out.id);
     if (!any) continue;
-    if (pass.observer != nullptr) pass.observer->before_record(k);
     const GradientEntry& entry = *p.entries.at(rec.op);
+    const auto ins = rec.inputs();
+    const std::span<const bool> needed = p.needed(k, ins.size());
+    // Rows reaching a gradient that is dy itself (a variable's read) pass to its input unchanged.
+    if (grads.any_rows() && entry.is_dy && outs.size() == 1 && ins.size() == 1 && needed[0])
+      if (const IndexedSlices* rows = grads.find_rows(outs[0].id)) {
+        grads.add_rows(ins[0].id, p.source_ids.contains(outs[0].id) ? *rows : grads.take_rows(outs[0].id));
+        if (pass.release)
+          for (Slot& slot : rec.all_slots()) slot.saved = Tensor();
+        continue;
+      }
+    if (pass.observer != nullptr) pass.observer->before_record(k);
     if (entry.status == GradientStatus::Missing)
       throw LookupError(fmt::format("gradient registry has no entry for: {}", rec.op->name()));
     dys.clear();
@@ -286,26 +355,42 @@ std::vector<std::optional<Tensor>> backward(Records& ops, const Pruned& p, const
       reached[dys.size()] = g.has_value();
       dys.push_back(g ? std::move(*g) : zeros(with_batch(pass.batch, *out.shape), out.dtype));
     }
-    const auto ins = rec.inputs();
-    const std::span<const bool> needed = p.needed(k, ins.size());
-    Grads input_grads = run_gradient(entry, rec, dys, needed, {reached.get(), outs.size()});
+    if (rows_taken) input_rows.assign(ins.size(), std::nullopt);
+    Grads input_grads = run_gradient(entry, rec, dys, needed, {reached.get(), outs.size()},
+                                     rows_taken ? &input_rows : nullptr);
     for (std::size_t i = 0; i < ins.size(); ++i)
       if (needed[i] && input_grads[i]) check_input_gradient(rec, i, *input_grads[i], pass.batch);
     if (pass.observer != nullptr) pass.observer->after_record(k, dys, needed, input_grads);
-    for (std::size_t i = 0; i < ins.size(); ++i)
-      if (needed[i] && input_grads[i]) grads.add(ins[i].id, std::move(*input_grads[i]));
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      if (!needed[i]) continue;
+      if (input_grads[i])
+        grads.add(ins[i].id, std::move(*input_grads[i]));
+      else if (rows_taken && input_rows[i])
+        grads.add_rows(ins[i].id, std::move(*input_rows[i]));
+    }
     if (pass.release)
       for (Slot& slot : rec.all_slots()) slot.saved = Tensor();
   }
   finals.finish(grads);
 
-  std::vector<std::optional<Tensor>> result;
+  std::vector<Gradient> result;
   result.reserve(pass.sources.size());
-  for (const Source& s : pass.sources) {
-    const Tensor* g = is_floating(s.dtype()) ? grads.find(s.id()) : nullptr;
-    result.push_back(g ? std::optional<Tensor>(*g) : std::nullopt);
-  }
+  for (const Source& s : pass.sources)
+    result.push_back(is_floating(s.dtype()) ? grads.gradient(s.id()) : Gradient());
   return result;
+}
+
+}  // namespace
+
+std::vector<std::optional<Tensor>> backward(Records& ops, const Pruned& p, const BackwardPass& pass) {
+  std::vector<std::optional<Tensor>> result;
+  for (Gradient& g : run_backward(ops, p, pass, /*take_rows=*/false))
+    result.push_back(g ? std::optional<Tensor>(std::move(g).value()) : std::nullopt);
+  return result;
+}
+
+std::vector<Gradient> backward_gradients(Records& ops, const Pruned& p, const BackwardPass& pass) {
+  return run_backward(ops, p, pass, /*take_rows=*/true);
 }
 
 }  // namespace tapeflow::autodiff

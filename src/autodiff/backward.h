@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autodiff/records.h"
+#include "tapeflow/gradient.h"
 #include "tapeflow/registry.h"
 #include "tapeflow/tape.h"
 
@@ -66,7 +67,7 @@ class BackwardObserver {
   /// the source's variable after the observer has updated it), and at the end for the rest. Return true to
   /// have the pass drop its reference: the source then gets no result, and the memory goes as soon as the
   /// observer lets go (a fused optimizer step).
-  virtual bool source_final(std::size_t i, const Tensor* g) {
+  virtual bool source_final(std::size_t i, const Gradient* g) {
     (void)i, (void)g;
     return false;
   }
@@ -88,6 +89,12 @@ struct BackwardPass {
 
 /// Steps 2-4: each source's cotangent, std::nullopt where none arrived (or the observer took it).
 std::vector<std::optional<Tensor>> backward(Records& ops, const Pruned& p, const BackwardPass& pass);
+
+/// backward() as gradient() runs it: a gradient function may give an input's gradient as rows
+/// (GradContext::set_indexed_slices), and a source reached only by rows keeps them (its Gradient's
+/// indexed_slices()). Missing (no reason) where none arrived. The observer's after_record sees
+/// the dense gradients only: row-sparse passes are for observers that watch sources.
+std::vector<Gradient> backward_gradients(Records& ops, const Pruned& p, const BackwardPass& pass);
 
 /// `s` with the batch dimensions `batch` in front.
 Shape with_batch(std::span<const std::int64_t> batch, const Shape& s);

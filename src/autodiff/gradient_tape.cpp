@@ -64,6 +64,16 @@ Shape GradContext::batched(const Shape& s) const {
   dims.insert(dims.end(), s.dims().begin(), s.dims().end());
   return Shape::checked(dims, op_name());
 }
+void GradContext::set_indexed_slices(int i, IndexedSlices slices) const {
+  TAPEFLOW_ASSERT(i >= 0 && i < num_inputs() && accepts_indexed_slices(i),
+                  "[{}] gave input {} a row-sparse gradient, which this pass does not take", op_name(), i);
+  TAPEFLOW_REQUIRE(slices.dense_shape() == input_shape(i) && slices.dtype() == input_dtype(i), InternalError,
+                   "Recorded operation '{}' returned a row-sparse gradient for input {} with dense shape {} "
+                   "and dtype {}, but the input has shape {} and dtype {}",
+                   op_name(), i, slices.dense_shape().to_string(), dtype_name(slices.dtype()),
+                   input_shape(i).to_string(), dtype_name(input_dtype(i)));
+  (*row_sparse_)[static_cast<std::size_t>(i)] = std::move(slices);
+}
 const void* GradContext::attrs_ptr() const {
   TAPEFLOW_ASSERT(record_.attrs != nullptr, "[{}] the gradient reads attributes the op did not record",
                   op_name());
@@ -156,16 +166,24 @@ Gradient unconnected_result(const detail::TapeState& tape, const Source& s, cons
 namespace {
 
 /// Steps 2-4 of a gradient() pass on `tape`: seeds the targets with `output_gradients` (or ones).
-std::vector<std::optional<Tensor>> run_gradient(detail::TapeState& tape, std::span<const Source> ys,
-                                                std::span<const Source> sources,
-                                                const std::vector<Tensor>& output_gradients,
-                                                BackwardObserver* observer, bool release) {
+/// Gradients stay row-sparse unless `observer` watches records (it would not see the rows).
+std::vector<Gradient> run_gradient(detail::TapeState& tape, std::span<const Source> ys,
+                                   std::span<const Source> sources,
+                                   const std::vector<Tensor>& output_gradients, BackwardObserver* observer,
+                                   bool release, bool watches_records) {
   std::vector<Tensor> seeds;
   for (const Source& y : ys)
     seeds.push_back(output_gradients.empty() ? ones(y.shape(), y.dtype()) : output_gradients[seeds.size()]);
   const Pruned p = prune(tape.ops, tape.producer, ys, sources);
-  return backward(tape.ops, p,
-                  {.ys = ys, .seeds = seeds, .sources = sources, .release = release, .observer = observer});
+  const BackwardPass pass{
+      .ys = ys, .seeds = seeds, .sources = sources, .release = release, .observer = observer};
+  if (watches_records) {
+    std::vector<Gradient> dense;
+    for (std::optional<Tensor>& g : backward(tape.ops, p, pass))
+      dense.push_back(g ? Gradient(std::move(*g)) : Gradient());
+    return dense;
+  }
+  return backward_gradients(tape.ops, p, pass);
 }
 
 }  // namespace
@@ -189,14 +207,11 @@ std::vector<Gradient> gradient_pass(const std::shared_ptr<detail::TapeState>& st
         w.defined() ? w.shape().to_string() : "(undefined)", w.defined() ? dtype_name(w.dtype()) : "-");
   }
   const auto body = [&](detail::TapeState& tape, bool release) {
-    std::vector<std::optional<Tensor>> grads =
-        run_gradient(tape, ys, sources, output_gradients, observer, release);
-    std::vector<Gradient> result;
-    result.reserve(sources.size());
+    std::vector<Gradient> grads =
+        run_gradient(tape, ys, sources, output_gradients, observer, release, observer != nullptr);
     for (std::size_t i = 0; i < sources.size(); ++i)
-      result.push_back(grads[i] ? Gradient(std::move(*grads[i]))
-                                : unconnected_result(tape, sources[i], sources[i].shape(), unconnected));
-    return result;
+      if (!grads[i]) grads[i] = unconnected_result(tape, sources[i], sources[i].shape(), unconnected);
+    return grads;
   };
   return run_pass(state, what, body, keep_records);
 }
@@ -332,10 +347,10 @@ class EachGradient final : public autodiff::BackwardObserver {
  public:
   EachGradient(const std::function<void(std::size_t, Gradient)>& fn, std::size_t num_sources)
       : delivered(num_sources, 0), fn_(fn) {}
-  bool source_final(std::size_t i, const Tensor* g) override {
+  bool source_final(std::size_t i, const Gradient* g) override {
     if (g == nullptr) return false;  // unconnected: reported after the pass, with why
     delivered[i] = 1;
-    fn_(i, Gradient(*g));
+    fn_(i, *g);
     return true;
   }
   std::vector<char> delivered;
@@ -354,7 +369,7 @@ void for_each_gradient(GradientTape& tape, const Targets& targets, std::span<con
   autodiff::run_pass(
       detail::TapeAccess::state(tape), "for_each_gradient", [&](detail::TapeState& state, bool release) {
         EachGradient each(fn, sources.size());
-        (void)autodiff::run_gradient(state, ys, sources, {}, &each, release);
+        (void)autodiff::run_gradient(state, ys, sources, {}, &each, release, /*watches_records=*/false);
         for (std::size_t i = 0; i < sources.size(); ++i)
           if (!each.delivered[i])
             fn(i, autodiff::unconnected_result(state, sources[i], sources[i].shape(), unconnected));

@@ -106,6 +106,10 @@ struct GradientEntry {
   /// record has run (BackwardObserver::source_final), so that a fused optimizer step never updates
   /// a variable that code is still to read. tapeflow's own gradients read only their record.
   bool runs_user_code = false;
+  /// The gradient is dy itself (Identity, a variable's read; `kGradientIsDy` in an op's struct): a
+  /// row-sparse dy (IndexedSlices) passes to the input as it is, never made dense. An entry that
+  /// register_gradient replaces it with does not have it.
+  bool is_dy = false;
 };
 
 class OpDef {
@@ -187,6 +191,11 @@ class Registry {
       define(Op::kName, Op::kSaves, &Op::backward, Op::kGradientRunsUserCode);
     else
       define(Op::kName, Op::kSaves, &Op::backward);
+    if constexpr (requires { Op::kGradientIsDy; }) {
+      auto entry = std::make_shared<GradientEntry>(*get(Op::kName).gradient());
+      entry->is_dy = Op::kGradientIsDy;
+      get(Op::kName).set_gradient(std::move(entry));
+    }
     if constexpr (requires { &Op::jvp; }) get(Op::kName).jvp = &Op::jvp;
     if constexpr (requires { Op::kBatchable; }) get(Op::kName).batchable = Op::kBatchable;
     if constexpr (requires { Op::kStateful; }) get(Op::kName).stateful = Op::kStateful;

@@ -210,6 +210,7 @@ struct ReadVariableOp {
   static constexpr std::string_view kName = "ReadVariableOp";
   static constexpr Saves kSaves = kSavesNothing;
   static constexpr bool kBatchable = true;  // elementwise in dy
+  static constexpr bool kGradientIsDy = true;
   // y = read(v);  dv = dy
   static Grads backward(const GradContext& c) { return {c.dy()}; }
 };

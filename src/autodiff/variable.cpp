@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "autodiff/dispatch.h"
+#include "autodiff/variable_handle.h"
 #include "core/check.h"
 #include "core/tensor_impl.h"
 #include "tapeflow/no_recording.h"
@@ -40,6 +41,9 @@ struct VariableState {
   DType dtype;
   VariableOptions options;
   TensorId handle_id = next_tensor_id();
+  /// `value`'s bytes were allocated by assign_rows, which may then write them in place while no
+  /// other tensor shares them; any other store clears it.
+  bool value_is_own = false;
 };
 }  // namespace detail
 
@@ -96,6 +100,7 @@ void store_locked(detail::VariableState& s, std::string_view op, const Tensor& n
   // The same bytes under a new id: a read that no tape records (a non-trainable variable) must
   // not be the assigned tensor itself, or the tape would follow it back through the assignment.
   s.value = detail::share_with_shape(new_value, new_value.shape());
+  s.value_is_own = false;
 }
 
 }  // namespace
@@ -165,5 +170,55 @@ bool Variable::trainable() const { return state("Variable::trainable").options.t
 const Shape& Variable::shape() const { return state("Variable::shape").shape; }
 DType Variable::dtype() const { return state("Variable::dtype").dtype; }
 TensorId Variable::handle_id() const { return state("Variable::handle_id").handle_id; }
+
+namespace detail {
+
+void assign_rows(Variable& var, const Tensor& indices, const Tensor& rows) {
+  constexpr std::string_view op = "assign_rows";
+  VariableState& s = *VariableHandle::state(var);
+  TAPEFLOW_ASSERT(autodiff::t_tracer == nullptr, "[{}] runs eagerly only: a trace would not keep it", op);
+  TAPEFLOW_ASSERT(s.shape.rank() >= 1 && rows.dtype() == s.dtype && indices.rank() == 1 &&
+                      rows.num_elements() == indices.num_elements() *
+                                                 (s.shape[0] == 0 ? 0 : s.shape.num_elements() / s.shape[0]),
+                  "[{}] rows of shape {} and dtype {} at {} indices into a variable of shape {} and dtype {}",
+                  op, rows.shape().to_string(), dtype_name(rows.dtype()), indices.num_elements(),
+                  s.shape.to_string(), dtype_name(s.dtype));
+  const std::int64_t height = s.shape[0];
+  const std::size_t row_bytes =
+      height == 0 ? 0 : static_cast<std::size_t>(s.shape.num_elements() / height) * dtype_size(s.dtype);
+  std::vector<std::int64_t> at(static_cast<std::size_t>(indices.num_elements()));
+  const auto read = [&]<class I>() {
+    const auto v = indices.values<I>();
+    for (std::size_t p = 0; p < v.size(); ++p) {
+      TAPEFLOW_REQUIRE(v[p] >= 0 && v[p] < height, InvalidArgumentError,
+                       "[{}] indices[{}] = {} is not a row of variable {} of shape {}", op, p, v[p],
+                       name_of(s), s.shape.to_string());
+      at[p] = static_cast<std::int64_t>(v[p]);
+    }
+  };
+  if (indices.dtype() == DType::Int32)
+    read.operator()<std::int32_t>();
+  else
+    read.operator()<std::int64_t>();
+  const auto* from = static_cast<const std::byte*>(rows.raw_data());
+  std::lock_guard lock(s.mutex);
+  // In place only while nothing else holds the bytes: a Tensor handle (the impl) or a view (the
+  // buffer's owner) of them would otherwise see them change.
+  const auto& impl = static_cast<const TensorImpl&>(*s.value.impl());
+  const bool in_place = s.value_is_own && s.value.impl_handle().use_count() == 1 && impl.owner != nullptr &&
+                        impl.owner.use_count() == 1;
+  Tensor target = s.value;
+  if (!in_place) {
+    target = empty(s.shape, s.dtype, op);
+    std::memcpy(const_cast<void*>(target.raw_data()), s.value.raw_data(), s.value.nbytes());
+  }
+  auto* to = static_cast<std::byte*>(const_cast<void*>(target.raw_data()));
+  for (std::size_t p = 0; p < at.size(); ++p)
+    std::memcpy(to + static_cast<std::size_t>(at[p]) * row_bytes, from + p * row_bytes, row_bytes);
+  s.value = std::move(target);
+  s.value_is_own = true;
+}
+
+}  // namespace detail
 
 }  // namespace tapeflow

@@ -11,6 +11,7 @@ namespace tapeflow::detail {
 
 struct VariableHandle {
   static std::weak_ptr<VariableState> weak(const Variable& v) { return v.state_; }
+  static VariableState* state(const Variable& v) { return v.state_.get(); }
   /// The variable, or nullopt once every Variable sharing its state is gone.
   static std::optional<Variable> lock(const std::weak_ptr<VariableState>& w) {
     std::shared_ptr<VariableState> s = w.lock();
@@ -18,5 +19,12 @@ struct VariableHandle {
     return Variable(std::move(s));
   }
 };
+
+/// Writes `rows` into the variable's rows `indices` (an int32 or int64 vector of distinct rows;
+/// `rows` has the variable's dtype and its shape without the first dimension, once per index):
+/// in place while the variable's bytes are its own (written here last, shared with no other
+/// tensor), else into a copy. Eager only, never recorded: an optimizer's row-sparse step, which
+/// runs outside traces. Throws InvalidArgumentError naming the variable for an index out of range.
+void assign_rows(Variable& var, const Tensor& indices, const Tensor& rows);
 
 }  // namespace tapeflow::detail

@@ -475,8 +475,19 @@ struct GatherGrad {
       "[GatherGrad] runs only inside the gradient of GatherV2, which supplies its shapes";
 };
 
+// Along axis 0 where the pass takes rows (gradient()): dparams is the rows dy with the ids as
+// their indices (TensorFlow's IndexedSlices), and no table of zeros is made.
 Grads GatherV2::backward(const GradContext& c) {
-  return {apply_with<GatherGrad>(c.attrs<Attrs>(), c.dy(), c.input(1)), std::nullopt};
+  const Attrs& a = c.attrs<Attrs>();
+  if (a.axis == 0 && c.accepts_indexed_slices(0)) {
+    const Tensor& indices = c.input(1);
+    std::vector<std::int64_t> rows{indices.num_elements()};
+    for (int d = 1; d < a.params.rank(); ++d) rows.push_back(a.params[d]);
+    c.set_indexed_slices(
+        0, IndexedSlices(reshape(c.dy(), rows), reshape(indices, {indices.num_elements()}), a.params));
+    return {std::nullopt, std::nullopt};
+  }
+  return {apply_with<GatherGrad>(a, c.dy(), c.input(1)), std::nullopt};
 }
 
 namespace {

@@ -15,6 +15,7 @@ struct Identity : ElementwiseInDy {
   static constexpr Saves kSaves = kSavesNothing;
   static Tensor forward(const Tensor& x) { return detail::share_with_shape(x, x.shape()); }
   static constexpr auto kElement = [](auto v) { return v; };  // what a fused kernel copies
+  static constexpr bool kGradientIsDy = true;
   static Grads backward(const GradContext& c) { return {c.dy()}; }
   // JVP: dy = dx
   static Tangents jvp(const JvpContext& c) { return {c.tangent(0)}; }

@@ -184,6 +184,8 @@ struct UnsortedSegment {
                                             : kReduction == Reduction::kMax ? "UnsortedSegmentMax"
                                                                             : "UnsortedSegmentMin";
   static constexpr Saves kSaves = kReduction == Reduction::kSum ? Saves{0b10, 0} : Saves{0b11, 1};
+  // exact for max and min; a sum adds in float32, rounded once (IndexedSlices::to_dense, as GatherGrad)
+  static constexpr auto kBFloat16 = autodiff::BFloat16Support::kThroughFloat32;
   using Attrs = SegmentCount;
   static Tensor forward(const Attrs& a, const Tensor& data, const Tensor& ids) {
     require_segment_ids(kName, data, ids);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <mutex>
 
+#include "autodiff/tracer.h"
+#include "autodiff/variable_handle.h"
 #include "core/check.h"
 #include "io/restore_hooks.h"
 #include "tapeflow/logging.h"
@@ -12,6 +14,8 @@
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/reduce.h"
+#include "tapeflow/ops/segment.h"
+#include "tapeflow/ops/sort.h"
 
 namespace tapeflow::optimizers {
 
@@ -34,9 +38,16 @@ void require_float(std::string_view op, const Tensor& t, std::size_t index) {
 /// float32 (its slots are float32 too); float32 and float64 compute in their own dtype.
 DType compute_dtype(DType d) { return d == DType::BFloat16 ? DType::Float32 : d; }
 
-/// `grad` in compute_dtype (no op for float32 and float64).
-Tensor widened(const Tensor& grad) {
-  return grad.dtype() == DType::BFloat16 ? cast(grad, DType::Float32) : grad;
+/// `grad` in compute_dtype (no op for float32 and float64); a bfloat16 variable's is dense.
+Gradient widened(const Gradient& grad) {
+  if (grad.indexed_slices() != nullptr && grad.indexed_slices()->dtype() != DType::BFloat16) return grad;
+  return grad->dtype() == DType::BFloat16 ? cast(*grad, DType::Float32) : *grad;
+}
+
+/// The shape and dtype a gradient has, without making a row-sparse one dense.
+std::pair<Shape, DType> shape_and_dtype(const Gradient& g) {
+  if (const IndexedSlices* rows = g.indexed_slices()) return {rows->dense_shape(), rows->dtype()};
+  return {g->shape(), g->dtype()};
 }
 
 /// The variable's name without TensorFlow's ":0" output suffix.
@@ -263,16 +274,40 @@ void Optimizer::require_float_variable(const Variable& v) const {
       v.name(), v.shape().to_string(), dtype_name(v.dtype()));
 }
 
-void Optimizer::update(const Tensor& grad, Variable& var, const Tensor& learning_rate, const Tensor& step) {
+void Optimizer::update_step_rows(const IndexedSlices& grad, Variable& var, std::span<Variable> slots,
+                                 const Tensor& learning_rate, const Tensor& step) {
+  update_step(grad.to_dense(), var, slots, learning_rate, step);
+}
+
+std::pair<Tensor, Tensor> Optimizer::distinct_rows(const IndexedSlices& grad) {
+  const UniqueResult distinct = unique(grad.indices());
+  return {distinct.y, math::unsorted_segment_sum(grad.values(), distinct.idx, distinct.y.num_elements())};
+}
+
+void Optimizer::assign_rows(Variable& var, const Tensor& indices, const Tensor& rows) {
+  detail::assign_rows(var, indices, rows);
+}
+
+void Optimizer::update(const Gradient& grad, Variable& var, const Tensor& learning_rate, const Tensor& step) {
   Slots state = slots_for(var);
   std::vector<Variable>& slots = state.slots;
   const std::span<Variable> named(slots.data(), slot_specs_.size());
-  const Tensor clipped = clip_one(grad);
   // Keras 3's decoupled weight decay, before the update: w -= w * (lr * weight_decay), the factor
   // computed in float64 (lr is) and rounded once to the variable's dtype.
   const auto decay = [&](Variable& w) {
     if (state.decays) w.assign_sub(w.value() * cast(learning_rate * weight_decay(), w.dtype()));
   };
+  // Rows stay rows where nothing needs the dense gradient: clipping by norm or value changes all
+  // of it, a bfloat16 variable is updated through a dense working copy, and a trace keeps only
+  // whole-variable assignments.
+  const IndexedSlices* rows = grad.indexed_slices();
+  if (rows != nullptr && var.dtype() != DType::BFloat16 && !base_.clipnorm && !base_.clipvalue &&
+      autodiff::t_tracer == nullptr) {
+    decay(var);
+    update_step_rows(*rows, var, named, learning_rate, step);
+    return;
+  }
+  const Tensor clipped = clip_one(*grad);
   if (var.dtype() != DType::BFloat16) {
     decay(var);
     update_step(clipped, var, named, learning_rate, step);
@@ -331,15 +366,14 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
   std::vector<char> has_gradient(vars.size(), 0);
   for (std::size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i]) continue;
-    const Tensor& g = *grads[i];
+    const auto [shape, dtype] = shape_and_dtype(grads[i]);
     const Variable& v = vars[i];
     require_float_variable(v);
     TAPEFLOW_REQUIRE(
-        g.shape() == v.shape() && g.dtype() == v.dtype(), InvalidArgumentError,
+        shape == v.shape() && dtype == v.dtype(), InvalidArgumentError,
         "[{}] the gradient for variable '{}' has shape {} and dtype {}, but the variable has shape {} "
         "and dtype {}",
-        name_, v.name(), g.shape().to_string(), dtype_name(g.dtype()), v.shape().to_string(),
-        dtype_name(v.dtype()));
+        name_, v.name(), shape.to_string(), dtype_name(dtype), v.shape().to_string(), dtype_name(v.dtype()));
     present.push_back(i);
     has_gradient[i] = 1;
   }
@@ -349,12 +383,12 @@ void Optimizer::apply_gradients(const std::vector<Gradient>& grads, const std::v
   const NoRecordingScope no_recording;
   std::vector<Gradient> g;
   g.reserve(present.size());
-  for (std::size_t i : present) g.push_back(widened(*grads[i]));
+  for (std::size_t i : present) g.push_back(widened(grads[i]));
   if (base_.global_clipnorm) g = clip_by_global_norm(g, *base_.global_clipnorm).first;
   const auto [learning_rate, step] = step_inputs();
   for (std::size_t k = 0; k < present.size(); ++k) {
     Variable var = vars[present[k]];
-    update(*g[k], var, learning_rate, step);
+    update(g[k], var, learning_rate, step);
   }
   iterations_.assign_add(constant(std::int64_t{1}));
 }
@@ -380,7 +414,7 @@ void Optimizer::minimize(const Tensor& loss, const std::vector<Variable>& vars, 
     // Not recorded on a tape that may be recording around us, as in apply_gradients.
     const NoRecordingScope no_recording;
     Variable var = vars[i];
-    update(widened(*g), var, learning_rate, step);
+    update(widened(g), var, learning_rate, step);
     has_gradient[i] = 1;
   });
   report_missing(vars, has_gradient);

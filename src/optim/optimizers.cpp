@@ -80,6 +80,20 @@ void SGD::update_step(const Tensor& g, Variable& w, std::span<Variable> slots, c
   w.assign(w_new);
 }
 
+void SGD::update_step_rows(const IndexedSlices& grad, Variable& w, std::span<Variable> slots,
+                           const Tensor& learning_rate, const Tensor& step) {
+  if (!slots.empty()) {  // momentum moves every row
+    Optimizer::update_step_rows(grad, w, slots, learning_rate, step);
+    return;
+  }
+  // update_step's one op on the rows alone: w - g * lr is w where g is 0. The read of w ends
+  // before its rows are written, so they can be written in place.
+  const auto [rows, g] = distinct_rows(grad);
+  const Tensor w_rows =
+      raw_ops::apply_gradient_descent(gather(w.value(), rows), cast(learning_rate, w.dtype()), g);
+  assign_rows(w, rows, w_rows);
+}
+
 // ---- Adam ------------------------------------------------------------------------------------
 
 Adam::Adam(LearningRate learning_rate, AdamOptions options)
@@ -181,6 +195,24 @@ void Adagrad::update_step(const Tensor& g, Variable& w, std::span<Variable> slot
   const Tensor accumulator = slots[0].value() + square(g);
   slots[0].assign(accumulator);
   w.assign_sub(cast(learning_rate, w.dtype()) * g / sqrt(accumulator + options_.epsilon));
+}
+
+void Adagrad::update_step_rows(const IndexedSlices& grad, Variable& w, std::span<Variable> slots,
+                               const Tensor& learning_rate, const Tensor& step) {
+  // A zero gradient leaves a row as it is (accumulator + 0, w - 0 / sqrt(positive)), unless the
+  // accumulator can be 0 + 0 there: then the dense update's 0 / 0 is what Keras computes.
+  if (options_.initial_accumulator_value == 0 && options_.epsilon == 0) {
+    Optimizer::update_step_rows(grad, w, slots, learning_rate, step);
+    return;
+  }
+  // update_step's formula on the rows alone. Each read of a variable ends before its rows are
+  // written, so they can be written in place.
+  const auto [rows, g] = distinct_rows(grad);
+  const Tensor accumulator = gather(slots[0].value(), rows) + square(g);
+  assign_rows(slots[0], rows, accumulator);
+  const Tensor w_rows =
+      gather(w.value(), rows) - cast(learning_rate, w.dtype()) * g / sqrt(accumulator + options_.epsilon);
+  assign_rows(w, rows, w_rows);
 }
 
 // ---- Adamax ----------------------------------------------------------------------------------

@@ -11,8 +11,9 @@
 /// builds it on the first call; its shape does not depend on the input), drawn uniformly from
 /// [-0.05, 0.05] (Keras's "uniform" initialiser) in the policy's variable dtype (float32 by
 /// default). The output is table[ids]: ids of any shape, int32 or int64 (float ids are cast to
-/// int32 as Keras casts them), give ids.shape + (output_dim,) in the compute dtype. The gradient
-/// is gather's: a dense (input_dim, output_dim) tensor that is zero outside the rows looked up.
+/// int32 as Keras casts them), give ids.shape + (output_dim,) in the compute dtype. The table's
+/// gradient is row-sparse, as TensorFlow's: an IndexedSlices of the rows looked up
+/// (indexed_slices.h), which SGD without momentum and Adagrad apply to those rows alone.
 
 #include <cstdint>
 #include <memory>

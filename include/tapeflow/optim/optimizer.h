@@ -251,6 +251,19 @@ class Optimizer {
   /// traced with. Runs with tape recording suspended.
   virtual void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots,
                            const Tensor& learning_rate, const Tensor& step) = 0;
+  /// update_step for a row-sparse gradient (IndexedSlices: an Embedding table's), with the same
+  /// arguments. By default update_step of the dense gradient. An optimizer whose update leaves a
+  /// row with a zero gradient as it is (SGD without momentum, Adagrad) updates only the rows
+  /// distinct_rows() gives, with the same result. Runs eagerly: a traced step, clipnorm,
+  /// clipvalue and bfloat16 variables take the dense gradient.
+  virtual void update_step_rows(const IndexedSlices& grad, Variable& var, std::span<Variable> slots,
+                                const Tensor& learning_rate, const Tensor& step);
+  /// A row-sparse gradient's distinct rows (an index vector, in first-seen order) and each one's
+  /// gradient, the repeats summed in order: exactly those rows of the dense gradient.
+  static std::pair<Tensor, Tensor> distinct_rows(const IndexedSlices& grad);
+  /// Writes `rows` into `var` at the distinct row indices `indices` (in place where no other
+  /// tensor shares the variable's bytes): an update_step_rows's assignment.
+  static void assign_rows(Variable& var, const Tensor& indices, const Tensor& rows);
 
   /// Throws InvalidArgumentError naming this optimizer unless lo <= value <= hi (or < hi when
   /// `open_hi`) and value is finite.
@@ -268,10 +281,11 @@ class Optimizer {
   Slots slots_for(const Variable& var);
   /// Throws InvalidArgumentError naming the variable unless it is float32, float64 or bfloat16.
   void require_float_variable(const Variable& v) const;
-  /// Clips `grad` (clip_one), applies weight decay and runs update_step for `var`; a bfloat16 variable is
-  /// updated through its float32 working copy and rounded back. `grad` is already in the compute dtype
-  /// (float32 for a bfloat16 variable).
-  void update(const Tensor& grad, Variable& var, const Tensor& learning_rate, const Tensor& step);
+  /// Clips `grad` (clip_one), applies weight decay and runs update_step for `var` (update_step_rows
+  /// for a row-sparse gradient it can take as rows); a bfloat16 variable is updated through its
+  /// float32 working copy and rounded back. `grad` is already in the compute dtype (float32 for a
+  /// bfloat16 variable).
+  void update(const Gradient& grad, Variable& var, const Tensor& learning_rate, const Tensor& step);
   /// The no-gradient error (none present) or warning (some missing) of apply_gradients.
   void report_missing(const std::vector<Variable>& vars, const std::vector<char>& present) const;
   /// Throws FailedPreconditionError naming `fn` if the optimizer has a schedule.
@@ -300,6 +314,7 @@ class Optimizer {
 ///   with momentum:     velocity = momentum * velocity - lr * g;  w += velocity
 ///   nesterov:          velocity as above;  w += momentum * velocity - lr * g
 /// Slot (only when momentum > 0): "momentum". learning_rate > 0, momentum in [0, 1].
+/// Without momentum a row-sparse gradient updates only its rows (with momentum every row moves).
 class SGD : public Optimizer {
  public:
   /// Throws InvalidArgumentError (naming SGD) for a learning rate that is not positive and finite,
@@ -314,6 +329,8 @@ class SGD : public Optimizer {
  protected:
   void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
                    const Tensor& step) override;
+  void update_step_rows(const IndexedSlices& grad, Variable& var, std::span<Variable> slots,
+                        const Tensor& learning_rate, const Tensor& step) override;
 
  private:
   double momentum_;
@@ -417,6 +434,8 @@ struct AdagradOptions {
 /// Adagrad (keras.optimizers.Adagrad): per-element rates that shrink with the gradients seen,
 ///   accumulator += g^2;   w -= lr * g / sqrt(accumulator + epsilon)
 /// Slot: "accumulator", starting at initial_accumulator_value. learning_rate > 0.
+/// A row-sparse gradient updates only its rows (unless initial_accumulator_value and epsilon are
+/// both 0, where a row never updated divides 0 by 0).
 class Adagrad : public Optimizer {
  public:
   /// Throws InvalidArgumentError (naming Adagrad) for a learning rate that is not positive and
@@ -426,6 +445,8 @@ class Adagrad : public Optimizer {
  protected:
   void update_step(const Tensor& grad, Variable& var, std::span<Variable> slots, const Tensor& learning_rate,
                    const Tensor& step) override;
+  void update_step_rows(const IndexedSlices& grad, Variable& var, std::span<Variable> slots,
+                        const Tensor& learning_rate, const Tensor& step) override;
 
  private:
   AdagradOptions options_;
