@@ -28,6 +28,8 @@ namespace compare {
 namespace {
 
 constexpr std::int64_t kBatch = 64, kSteps = 128, kWidth = 256, kHeads = 8, kVocabulary = 10000;
+/// The training steps' vocabulary: a word-level one, of which a batch's 8,192 ids touch few rows.
+constexpr std::int64_t kLargeVocabulary = 100000;
 
 /// One layer on each side: `tapeflow(x)` and `torch(x)` give the output whose weighted sum is
 /// differentiated; `variables` and `parameters` are what the gradients are taken of besides x.
@@ -108,18 +110,19 @@ std::vector<Case> cases() {
   return c;
 }
 
-/// An Embedding's training step, lookup, table gradient for a fixed gradient of the output and an
-/// SGD update, with the gradient row-sparse (`sparse`: tapeflow's IndexedSlices, written in place;
-/// LibTorch's Embedding with sparse(true), whose sparse gradient its SGD applies) or dense
-/// (tapeflow's rows made dense; LibTorch's default Embedding).
+/// An Embedding's training step over kLargeVocabulary ids, lookup, table gradient for a fixed
+/// gradient of the output and an SGD update, with the gradient row-sparse (`sparse`: tapeflow's
+/// IndexedSlices, written in place; LibTorch's Embedding with sparse(true), whose sparse gradient its SGD
+/// applies) or dense (tapeflow's rows made dense; LibTorch's default Embedding).
 Row embedding_step(const Options& o, bool sparse) {
   const tf::Tensor ids = tf::cast(
-      tf::random::uniform({kBatch, kSteps}, 0, static_cast<double>(kVocabulary), tf::float32, 4), tf::int64);
-  tf::layers::Embedding layer(kVocabulary, kWidth);
+      tf::random::uniform({kBatch, kSteps}, 0, static_cast<double>(kLargeVocabulary), tf::float32, 4),
+      tf::int64);
+  tf::layers::Embedding layer(kLargeVocabulary, kWidth);
   std::vector<tf::Variable> vars = built(layer, ids);
   const std::vector<tf::Source> sources(vars.begin(), vars.end());
   tf::optimizers::SGD opt(0.01);
-  torch::nn::Embedding t(torch::nn::EmbeddingOptions(kVocabulary, kWidth).sparse(sparse));
+  torch::nn::Embedding t(torch::nn::EmbeddingOptions(kLargeVocabulary, kWidth).sparse(sparse));
   torch::optim::SGD t_opt(t->parameters(), torch::optim::SGDOptions(0.01));
   const torch::Tensor t_ids = to_torch(ids);
   const tf::Tensor upstream = tf::random::normal({kBatch, kSteps, kWidth}, 0, 1, tf::float32, 3);
@@ -147,7 +150,7 @@ Row embedding_step(const Options& o, bool sparse) {
        {}},
   };
   const std::vector<double> m = alternate(sides, o.rounds);
-  return {std::string("Y Embedding (10,000 ids) + SGD step, ") + (sparse ? "row-sparse" : "dense") +
+  return {std::string("Y Embedding (100,000 ids) + SGD step, ") + (sparse ? "row-sparse" : "dense") +
               " gradient, float32, 64 x 128 x 256",
           "s",
           m[0],

@@ -24,6 +24,7 @@ def test_the_gradient_of_a_gathered_variable_is_indexed_slices_printed_as_tensor
     assert g.indices.numpy().tolist() == [0, 2]
     assert g.values.numpy().tolist() == [[1.0, 1.0], [1.0, 1.0]]
     assert g.dense_shape.numpy().tolist() == [3, 2]
+    assert g.dense_shape.dtype == tf.int32
     assert g.dtype == tf.float32
     assert g.shape == tf.TensorShape([3, 2])
 

@@ -7,15 +7,17 @@
 
 #include "autodiff/tracer.h"
 #include "autodiff/variable_handle.h"
+#include "core/allocator.h"
 #include "core/check.h"
+#include "core/parallel.h"
+#include "core/tensor_impl.h"
 #include "io/restore_hooks.h"
+#include "ops/op_util.h"
 #include "tapeflow/logging.h"
 #include "tapeflow/no_recording.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/ops/reduce.h"
-#include "tapeflow/ops/segment.h"
-#include "tapeflow/ops/sort.h"
 
 namespace tapeflow::optimizers {
 
@@ -280,8 +282,48 @@ void Optimizer::update_step_rows(const IndexedSlices& grad, Variable& var, std::
 }
 
 std::pair<Tensor, Tensor> Optimizer::distinct_rows(const IndexedSlices& grad) {
-  const UniqueResult distinct = unique(grad.indices());
-  return {distinct.y, math::unsorted_segment_sum(grad.values(), distinct.idx, distinct.y.num_elements())};
+  constexpr std::string_view op = "distinct_rows";
+  const Tensor& indices = grad.indices();
+  const Tensor& values = grad.values();
+  const std::int64_t n = indices.num_elements(), height = grad.dense_shape()[0];
+  const std::int64_t width = n == 0 ? 0 : values.num_elements() / n;
+  // Each row's place in first-seen order (-1: not seen): a table over the rows, not a hash, as
+  // the ids of a batch are many and the table's rows few enough to be a tensor.
+  auto place = detail::scratch_array<std::int64_t>(height, op);
+  std::fill_n(place.get(), height, -1);
+  std::vector<std::int64_t> rows, at(static_cast<std::size_t>(n));
+  const auto first_seen = [&]<class I>() {
+    const I* idx = indices.values<I>().data();
+    for (std::int64_t p = 0; p < n; ++p) {
+      std::int64_t& k = place[static_cast<std::size_t>(idx[p])];
+      if (k < 0) {
+        k = static_cast<std::int64_t>(rows.size());
+        rows.push_back(idx[p]);
+      }
+      at[static_cast<std::size_t>(p)] = k;
+    }
+  };
+  if (indices.dtype() == DType::Int32)
+    first_seen.operator()<std::int32_t>();
+  else
+    first_seen.operator()<std::int64_t>();
+  std::vector<std::int64_t> dims = {static_cast<std::int64_t>(rows.size())};
+  for (int d = 1; d < grad.dense_shape().rank(); ++d) dims.push_back(grad.dense_shape()[d]);
+  Tensor sums = zeros(Shape::checked(dims, op), values.dtype());
+  // Each row's values added in order from zero: the sums GatherGrad and to_dense() make.
+  ops::visit_floating(values.dtype(), [&]<class T>() {
+    const T* src = values.values<T>().data();
+    T* dst = detail::mutable_data<T>(sums);
+    cpu::parallel_for(width, cpu::kParallelGrain / std::max<std::int64_t>(n, 1) + 1,
+                      [&](std::int64_t c0, std::int64_t c1) {
+                        for (std::int64_t p = 0; p < n; ++p) {
+                          const T* s = src + p * width;
+                          T* d = dst + at[static_cast<std::size_t>(p)] * width;
+                          for (std::int64_t c = c0; c < c1; ++c) d[c] += s[c];
+                        }
+                      });
+  });
+  return {constant(rows), sums};
 }
 
 void Optimizer::assign_rows(Variable& var, const Tensor& indices, const Tensor& rows) {
