@@ -173,34 +173,24 @@ TensorId Variable::handle_id() const { return state("Variable::handle_id").handl
 
 namespace detail {
 
-void assign_rows(Variable& var, const Tensor& indices, const Tensor& rows) {
-  constexpr std::string_view op = "assign_rows";
+void update_rows(Variable& var, const Tensor& indices, const std::function<void(void* elements)>& write) {
+  constexpr std::string_view op = "update_rows";
   VariableState& s = *VariableHandle::state(var);
   TAPEFLOW_ASSERT(autodiff::t_tracer == nullptr, "[{}] runs eagerly only: a trace would not keep it", op);
-  TAPEFLOW_ASSERT(s.shape.rank() >= 1 && rows.dtype() == s.dtype && indices.rank() == 1 &&
-                      rows.num_elements() == indices.num_elements() *
-                                                 (s.shape[0] == 0 ? 0 : s.shape.num_elements() / s.shape[0]),
-                  "[{}] rows of shape {} and dtype {} at {} indices into a variable of shape {} and dtype {}",
-                  op, rows.shape().to_string(), dtype_name(rows.dtype()), indices.num_elements(),
-                  s.shape.to_string(), dtype_name(s.dtype));
+  TAPEFLOW_ASSERT(s.shape.rank() >= 1 && indices.rank() == 1, "[{}] {} indices into a variable of shape {}",
+                  op, indices.num_elements(), s.shape.to_string());
   const std::int64_t height = s.shape[0];
-  const std::size_t row_bytes =
-      height == 0 ? 0 : static_cast<std::size_t>(s.shape.num_elements() / height) * dtype_size(s.dtype);
-  std::vector<std::int64_t> at(static_cast<std::size_t>(indices.num_elements()));
-  const auto read = [&]<class I>() {
+  const auto check = [&]<class I>() {
     const auto v = indices.values<I>();
-    for (std::size_t p = 0; p < v.size(); ++p) {
+    for (std::size_t p = 0; p < v.size(); ++p)
       TAPEFLOW_REQUIRE(v[p] >= 0 && v[p] < height, InvalidArgumentError,
                        "[{}] indices[{}] = {} is not a row of variable {} of shape {}", op, p, v[p],
                        name_of(s), s.shape.to_string());
-      at[p] = static_cast<std::int64_t>(v[p]);
-    }
   };
   if (indices.dtype() == DType::Int32)
-    read.operator()<std::int32_t>();
+    check.operator()<std::int32_t>();
   else
-    read.operator()<std::int64_t>();
-  const auto* from = static_cast<const std::byte*>(rows.raw_data());
+    check.operator()<std::int64_t>();
   std::lock_guard lock(s.mutex);
   // In place only while nothing else holds the bytes: a Tensor handle (the impl) or a view (the
   // buffer's owner) of them would otherwise see them change.
@@ -212,11 +202,34 @@ void assign_rows(Variable& var, const Tensor& indices, const Tensor& rows) {
     target = empty(s.shape, s.dtype, op);
     std::memcpy(const_cast<void*>(target.raw_data()), s.value.raw_data(), s.value.nbytes());
   }
-  auto* to = static_cast<std::byte*>(const_cast<void*>(target.raw_data()));
-  for (std::size_t p = 0; p < at.size(); ++p)
-    std::memcpy(to + static_cast<std::size_t>(at[p]) * row_bytes, from + p * row_bytes, row_bytes);
+  write(const_cast<void*>(target.raw_data()));
   s.value = std::move(target);
   s.value_is_own = true;
+}
+
+void assign_rows(Variable& var, const Tensor& indices, const Tensor& rows) {
+  const Shape& shape = var.shape();
+  const std::size_t row_bytes =
+      shape[0] == 0 ? 0 : static_cast<std::size_t>(shape.num_elements() / shape[0]) * dtype_size(var.dtype());
+  TAPEFLOW_ASSERT(
+      rows.dtype() == var.dtype() &&
+          rows.nbytes() == static_cast<std::size_t>(indices.num_elements()) * row_bytes,
+      "[assign_rows] rows of shape {} and dtype {} at {} indices into a variable of shape {} and dtype {}",
+      rows.shape().to_string(), dtype_name(rows.dtype()), indices.num_elements(), shape.to_string(),
+      dtype_name(var.dtype()));
+  const auto* from = static_cast<const std::byte*>(rows.raw_data());
+  update_rows(var, indices, [&](void* elements) {
+    auto* to = static_cast<std::byte*>(elements);
+    const auto copy = [&]<class I>() {
+      const auto v = indices.values<I>();
+      for (std::size_t p = 0; p < v.size(); ++p)
+        std::memcpy(to + static_cast<std::size_t>(v[p]) * row_bytes, from + p * row_bytes, row_bytes);
+    };
+    if (indices.dtype() == DType::Int32)
+      copy.operator()<std::int32_t>();
+    else
+      copy.operator()<std::int64_t>();
+  });
 }
 
 }  // namespace detail

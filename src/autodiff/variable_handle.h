@@ -2,6 +2,7 @@
 // Weak references to variables: a traced graph captures the variables it reads by handle, so a
 // variable destroyed after the trace is reported when the graph runs instead of kept alive.
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -20,11 +21,16 @@ struct VariableHandle {
   }
 };
 
-/// Writes `rows` into the variable's rows `indices` (an int32 or int64 vector of distinct rows;
-/// `rows` has the variable's dtype and its shape without the first dimension, once per index):
-/// in place while the variable's bytes are its own (written here last, shared with no other
-/// tensor), else into a copy. Eager only, never recorded: an optimizer's row-sparse step, which
-/// runs outside traces. Throws InvalidArgumentError naming the variable for an index out of range.
+/// Changes the variable's rows `indices` (an int32 or int64 vector of distinct rows) through
+/// `write`, which gets the variable's elements with its current values and must change only
+/// those rows: in place while the bytes are the variable's own (written here last, shared with no
+/// other tensor), else in a copy that becomes the value. Eager only, never recorded: an
+/// optimizer's row-sparse step, which runs outside traces. Throws InvalidArgumentError naming the
+/// variable for an index out of range, before `write` runs.
+void update_rows(Variable& var, const Tensor& indices, const std::function<void(void* elements)>& write);
+
+/// update_rows writing `rows` (the variable's dtype and its shape without the first dimension,
+/// once per index) into the rows `indices`.
 void assign_rows(Variable& var, const Tensor& indices, const Tensor& rows);
 
 }  // namespace tapeflow::detail

@@ -11,12 +11,14 @@
 
 #include "tapeflow/ops/training.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/parallel.h"
 #include "ops/families.h"
 #include "ops/input_count.h"
 #include "ops/op_util.h"
+#include "ops/row_updates.h"
 
 namespace tapeflow {
 namespace ops {
@@ -102,6 +104,25 @@ struct ApplyGradientDescent {
 
 Tensor raw_ops::apply_gradient_descent(const Tensor& var, const Tensor& lr, const Tensor& grad) {
   return autodiff::apply<ops::ApplyGradientDescent>(var, lr, grad);
+}
+
+void ops::gradient_descent_rows(void* table, std::int64_t width, std::span<const std::int64_t> rows,
+                                const Tensor& grads, const Tensor& lr) {
+  visit_floating(grads.dtype(), [&]<class T>() {
+    T* w = static_cast<T*>(table);
+    const T* g = grads.values<T>().data();
+    const T rate = lr.values<T>()[0];
+    const auto n = static_cast<std::int64_t>(rows.size());
+    // ApplyGradientDescent's formula: the product rounded, then the difference.
+    cpu::parallel_for(n, std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(width, 1)),
+                      [&](std::int64_t b, std::int64_t e) {
+                        for (std::int64_t k = b; k < e; ++k) {
+                          T* row = w + rows[static_cast<std::size_t>(k)] * width;
+                          const T* gk = g + k * width;
+                          for (std::int64_t i = 0; i < width; ++i) row[i] = row[i] - gk[i] * rate;
+                        }
+                      });
+  });
 }
 
 namespace ops {

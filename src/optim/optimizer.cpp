@@ -292,6 +292,7 @@ std::pair<Tensor, Tensor> Optimizer::distinct_rows(const IndexedSlices& grad) {
   auto place = detail::scratch_array<std::int64_t>(height, op);
   std::fill_n(place.get(), height, -1);
   std::vector<std::int64_t> rows, at(static_cast<std::size_t>(n));
+  std::vector<char> first(static_cast<std::size_t>(n), 0);  // the row's first id: its sum starts there
   const auto first_seen = [&]<class I>() {
     const I* idx = indices.values<I>().data();
     for (std::int64_t p = 0; p < n; ++p) {
@@ -299,6 +300,7 @@ std::pair<Tensor, Tensor> Optimizer::distinct_rows(const IndexedSlices& grad) {
       if (k < 0) {
         k = static_cast<std::int64_t>(rows.size());
         rows.push_back(idx[p]);
+        first[static_cast<std::size_t>(p)] = 1;
       }
       at[static_cast<std::size_t>(p)] = k;
     }
@@ -309,8 +311,9 @@ std::pair<Tensor, Tensor> Optimizer::distinct_rows(const IndexedSlices& grad) {
     first_seen.operator()<std::int64_t>();
   std::vector<std::int64_t> dims = {static_cast<std::int64_t>(rows.size())};
   for (int d = 1; d < grad.dense_shape().rank(); ++d) dims.push_back(grad.dense_shape()[d]);
-  Tensor sums = zeros(Shape::checked(dims, op), values.dtype());
-  // Each row's values added in order from zero: the sums GatherGrad and to_dense() make.
+  Tensor sums = detail::empty(Shape::checked(dims, op), values.dtype(), op);
+  // Each row's values added in order from zero (0 + v, not v: -0 becomes +0), the sums GatherGrad
+  // and to_dense() make.
   ops::visit_floating(values.dtype(), [&]<class T>() {
     const T* src = values.values<T>().data();
     T* dst = detail::mutable_data<T>(sums);
@@ -319,7 +322,10 @@ std::pair<Tensor, Tensor> Optimizer::distinct_rows(const IndexedSlices& grad) {
                         for (std::int64_t p = 0; p < n; ++p) {
                           const T* s = src + p * width;
                           T* d = dst + at[static_cast<std::size_t>(p)] * width;
-                          for (std::int64_t c = c0; c < c1; ++c) d[c] += s[c];
+                          if (first[static_cast<std::size_t>(p)])
+                            for (std::int64_t c = c0; c < c1; ++c) d[c] = T(0) + s[c];
+                          else
+                            for (std::int64_t c = c0; c < c1; ++c) d[c] += s[c];
                         }
                       });
   });

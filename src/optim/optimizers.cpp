@@ -5,7 +5,9 @@
 
 #include <cmath>
 
+#include "autodiff/variable_handle.h"
 #include "core/check.h"
+#include "ops/row_updates.h"
 #include "tapeflow/ops/array.h"
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
@@ -86,12 +88,13 @@ void SGD::update_step_rows(const IndexedSlices& grad, Variable& w, std::span<Var
     Optimizer::update_step_rows(grad, w, slots, learning_rate, step);
     return;
   }
-  // update_step's one op on the rows alone: w - g * lr is w where g is 0. The read of w ends
-  // before its rows are written, so they can be written in place.
+  // update_step's op on the rows alone (w - g * lr is w where g is 0), in the table's bytes.
   const auto [rows, g] = distinct_rows(grad);
-  const Tensor w_rows =
-      raw_ops::apply_gradient_descent(gather(w.value(), rows), cast(learning_rate, w.dtype()), g);
-  assign_rows(w, rows, w_rows);
+  const Tensor lr = cast(learning_rate, w.dtype());
+  const std::int64_t width = w.shape()[0] == 0 ? 0 : w.shape().num_elements() / w.shape()[0];
+  detail::update_rows(w, rows, [&](void* table) {
+    ops::gradient_descent_rows(table, width, rows.values<std::int64_t>(), g, lr);
+  });
 }
 
 // ---- Adam ------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -103,6 +104,20 @@ INSTANTIATE_TEST_SUITE_P(
                             0.1, 0.0, false, tf::optimizers::BaseOptions{.global_clipnorm = 1.0});
                       }}),
     [](const ::testing::TestParamInfo<OptimizerCase>& info) { return info.param.name; });
+
+TEST(RowSparseStep, SumsARowFromZeroAsTheDenseGradientDoes) {
+  // The dense gradient's row is 0 + -0 = +0, and -0 - (+0 * lr) stays -0; the row's value -0
+  // taken as it is would give -0 - (-0 * lr) = +0.
+  for (auto make : {MakeOptimizer([] { return std::make_unique<tf::optimizers::SGD>(0.5); }),
+                    MakeOptimizer([] { return std::make_unique<tf::optimizers::Adagrad>(0.5); })}) {
+    const tf::IndexedSlices rows(tf::constant({{-0.0f, 1.0f}}), tf::constant<std::int32_t>({1}), tf::Shape({2, 2}));
+    tf::Variable rows_w(tf::constant({{1.0f, 1.0f}, {-0.0f, 1.0f}})), dense_w(rows_w.value());
+    make()->apply_gradients({tf::Gradient(rows)}, {rows_w});
+    make()->apply_gradients({tf::Gradient(rows.to_dense())}, {dense_w});
+    EXPECT_TRUE(bitwise_equal(rows_w.value(), dense_w.value()));
+    EXPECT_TRUE(std::signbit(rows_w.value().to_vector<float>()[2]));
+  }
+}
 
 TEST(RowSparseStep, LeavesATensorReadBeforeTheStepAsItWas) {
   tf::Variable w = table(tf::float32);

@@ -1,0 +1,19 @@
+#pragma once
+// Optimizer updates of some rows of a table in place: an optimizer's row-sparse step
+// (IndexedSlices) applies its dense formula to the rows the gradient has, with the rounding of the
+// training op it would run on the whole table (training.cpp, compiled without contraction).
+
+#include <cstdint>
+#include <span>
+
+#include "tapeflow/tensor.h"
+
+namespace tapeflow::ops {
+
+/// ApplyGradientDescent's w - g * lr on rows of a float32 or float64 table: row rows[k] of the
+/// (height, width) elements at `table` takes row k of `grads` ((rows.size(), width), the table's
+/// dtype); `lr` is a scalar of that dtype.
+void gradient_descent_rows(void* table, std::int64_t width, std::span<const std::int64_t> rows, const Tensor& grads,
+                           const Tensor& lr);
+
+}  // namespace tapeflow::ops
