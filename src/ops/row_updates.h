@@ -13,7 +13,7 @@ namespace tapeflow::ops {
 /// ApplyGradientDescent's w - g * lr on rows of a float32 or float64 table: row rows[k] of the
 /// (height, width) elements at `table` takes row k of `grads` ((rows.size(), width), the table's
 /// dtype); `lr` is a scalar of that dtype.
-void gradient_descent_rows(void* table, std::int64_t width, std::span<const std::int64_t> rows, const Tensor& grads,
-                           const Tensor& lr);
+void gradient_descent_rows(void* table, std::int64_t width, std::span<const std::int64_t> rows,
+                           const Tensor& grads, const Tensor& lr);
 
 }  // namespace tapeflow::ops

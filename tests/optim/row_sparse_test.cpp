@@ -110,7 +110,8 @@ TEST(RowSparseStep, SumsARowFromZeroAsTheDenseGradientDoes) {
   // taken as it is would give -0 - (-0 * lr) = +0.
   for (auto make : {MakeOptimizer([] { return std::make_unique<tf::optimizers::SGD>(0.5); }),
                     MakeOptimizer([] { return std::make_unique<tf::optimizers::Adagrad>(0.5); })}) {
-    const tf::IndexedSlices rows(tf::constant({{-0.0f, 1.0f}}), tf::constant<std::int32_t>({1}), tf::Shape({2, 2}));
+    const tf::IndexedSlices rows(tf::constant({{-0.0f, 1.0f}}), tf::constant<std::int32_t>({1}),
+                                 tf::Shape({2, 2}));
     tf::Variable rows_w(tf::constant({{1.0f, 1.0f}, {-0.0f, 1.0f}})), dense_w(rows_w.value());
     make()->apply_gradients({tf::Gradient(rows)}, {rows_w});
     make()->apply_gradients({tf::Gradient(rows.to_dense())}, {dense_w});

@@ -202,6 +202,46 @@ TEST(ThreadsVariables, ManyThreadsReadWhileOneAssignsWholeValues) {
   EXPECT_EQ(v.value().to_vector<float>()[0], 200.f);
 }
 
+TEST(ThreadsVariables, ReadersNeverSeeARowSparseStepWriteIntoWhatTheyHold) {
+  // SGD writes an IndexedSlices gradient's rows in place only while no tensor shares the table:
+  // a reader's value stays as it was read, and holds one step's value in every row.
+  Variable table(zeros({4, 256}, DType::Float32));
+  const IndexedSlices rows(fill({4, 256}, -1.0, DType::Float32), constant<std::int32_t>({0, 1, 2, 3}),
+                           Shape({4, 256}));
+  std::atomic<bool> stop{false};
+  std::atomic<int> torn{0}, changed{0}, reads{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < kThreads; ++t)
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        const Tensor held = table.value();
+        const auto first = held.to_vector<float>();
+        for (float e : first)
+          if (e != first[0]) ++torn;
+        std::this_thread::yield();
+        if (held.to_vector<float>() != first) ++changed;
+        ++reads;
+      }
+    });
+  optimizers::SGD opt(1.0);
+  for (int step = 0; step < 200; ++step) opt.apply_gradients({Gradient(rows)}, {table});
+  while (reads.load() < 100) std::this_thread::yield();
+  stop = true;
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_EQ(changed.load(), 0);
+  EXPECT_EQ(table.value().to_vector<float>()[0], 200.f);
+}
+
+TEST(ThreadsGradient, ThreadsReadingOneRowSparseGradientShareOneDenseForm) {
+  const Gradient g(
+      IndexedSlices(fill({3, 8}, 1.0, DType::Float32), constant<std::int32_t>({5, 0, 5}), Shape({6, 8})));
+  std::vector<TensorId> ids(kThreads);
+  on_threads_together([&](int t) { ids[static_cast<std::size_t>(t)] = g->id(); });
+  EXPECT_EQ(std::set<TensorId>(ids.begin(), ids.end()).size(), 1u);
+  EXPECT_EQ(g->to_vector<float>()[5 * 8], 2.f);
+}
+
 TEST(ThreadsVariables, ReadsOnOtherThreadsAreNotRecordedOnThisThreadsTape) {
   Variable v(constant(std::vector<double>{1.0, 2.0}));
   GradientTape tape({.persistent = true});
