@@ -120,6 +120,20 @@ TEST(RowSparseStep, SumsARowFromZeroAsTheDenseGradientDoes) {
   }
 }
 
+TEST(RowSparseStep, ABatchOfNoIdsChangesNoRow) {
+  tf::Variable w = table(tf::float32);
+  const std::vector<float> before = w.value().to_vector<float>();
+  tf::GradientTape tape;
+  const tf::Tensor loss = tf::reduce_sum(tf::gather(w, tf::constant(std::vector<std::int32_t>{})));
+  const tf::Gradient g = tape.gradient(loss, w);
+  ASSERT_NE(g.indexed_slices(), nullptr);
+  EXPECT_EQ(g.indexed_slices()->values().shape(), tf::Shape({0, 3}));
+  for (auto opt : std::vector<std::shared_ptr<tf::optimizers::Optimizer>>{
+           std::make_shared<tf::optimizers::SGD>(0.1), std::make_shared<tf::optimizers::Adagrad>(0.1)})
+    opt->apply_gradients({g}, {w});
+  EXPECT_EQ(w.value().to_vector<float>(), before);
+}
+
 TEST(RowSparseStep, LeavesATensorReadBeforeTheStepAsItWas) {
   tf::Variable w = table(tf::float32);
   tf::optimizers::SGD opt(0.5);
