@@ -16,4 +16,11 @@ namespace tapeflow::ops {
 void gradient_descent_rows(void* table, std::int64_t width, std::span<const std::int64_t> rows,
                            const Tensor& grads, const Tensor& lr);
 
+/// Adagrad's update as its elementwise ops round it, on rows of a float32 or float64 table and of
+/// its accumulator (both (height, width) elements): for row rows[k] and its gradient row k,
+/// accumulator += g * g, then w -= lr * g / sqrt(accumulator + epsilon), epsilon rounded to the
+/// dtype as the ops' scalar is.
+void adagrad_rows(void* table, void* accumulator, std::int64_t width, std::span<const std::int64_t> rows,
+                  const Tensor& grads, const Tensor& lr, double epsilon);
+
 }  // namespace tapeflow::ops

@@ -125,6 +125,31 @@ void ops::gradient_descent_rows(void* table, std::int64_t width, std::span<const
   });
 }
 
+void ops::adagrad_rows(void* table, void* accumulator, std::int64_t width, std::span<const std::int64_t> rows,
+                       const Tensor& grads, const Tensor& lr, double epsilon) {
+  visit_floating(grads.dtype(), [&]<class T>() {
+    T* w = static_cast<T*>(table);
+    T* acc = static_cast<T*>(accumulator);
+    const T* g = grads.values<T>().data();
+    const T rate = lr.values<T>()[0];
+    const T eps = static_cast<T>(epsilon);
+    const auto n = static_cast<std::int64_t>(rows.size());
+    // Square, Add; Mul, Add, Sqrt, Div; Sub: Adagrad::update_step's ops, each rounded.
+    cpu::parallel_for(n, std::max<std::int64_t>(1, cpu::kParallelGrain / std::max<std::int64_t>(width, 1)),
+                      [&](std::int64_t b, std::int64_t e) {
+                        for (std::int64_t k = b; k < e; ++k) {
+                          const std::int64_t at = rows[static_cast<std::size_t>(k)] * width;
+                          const T* gk = g + k * width;
+                          for (std::int64_t i = 0; i < width; ++i) {
+                            const T a = acc[at + i] + gk[i] * gk[i];
+                            acc[at + i] = a;
+                            w[at + i] = w[at + i] - rate * gk[i] / std::sqrt(a + eps);
+                          }
+                        }
+                      });
+  });
+}
+
 namespace ops {
 
 namespace {

@@ -208,14 +208,15 @@ void Adagrad::update_step_rows(const IndexedSlices& grad, Variable& w, std::span
     Optimizer::update_step_rows(grad, w, slots, learning_rate, step);
     return;
   }
-  // update_step's formula on the rows alone. Each read of a variable ends before its rows are
-  // written, so they can be written in place.
+  // update_step's ops on the rows alone, in the bytes of the table and its accumulator.
   const auto [rows, g] = distinct_rows(grad);
-  const Tensor accumulator = gather(slots[0].value(), rows) + square(g);
-  assign_rows(slots[0], rows, accumulator);
-  const Tensor w_rows =
-      gather(w.value(), rows) - cast(learning_rate, w.dtype()) * g / sqrt(accumulator + options_.epsilon);
-  assign_rows(w, rows, w_rows);
+  const Tensor lr = cast(learning_rate, w.dtype());
+  const std::int64_t width = w.shape()[0] == 0 ? 0 : w.shape().num_elements() / w.shape()[0];
+  detail::update_rows(w, rows, [&](void* table) {
+    detail::update_rows(slots[0], rows, [&](void* accumulator) {
+      ops::adagrad_rows(table, accumulator, width, rows.values<std::int64_t>(), g, lr, options_.epsilon);
+    });
+  });
 }
 
 // ---- Adamax ----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,35 @@ TEST(RowSparseStep, ABatchOfNoIdsChangesNoRow) {
            std::make_shared<tf::optimizers::SGD>(0.1), std::make_shared<tf::optimizers::Adagrad>(0.1)})
     opt->apply_gradients({g}, {w});
   EXPECT_EQ(w.value().to_vector<float>(), before);
+}
+
+/// A user's optimizer that takes row-sparse gradients through the base's helpers: w -= g * lr.
+class RowsDescent : public tf::optimizers::Optimizer {
+ public:
+  RowsDescent() : Optimizer("RowsDescent", 0.5, {}, {}) {}
+
+ protected:
+  void update_step(const tf::Tensor& g, tf::Variable& w, std::span<tf::Variable>, const tf::Tensor& lr,
+                   const tf::Tensor&) override {
+    w.assign_sub(g * tf::cast(lr, w.dtype()));
+  }
+  void update_step_rows(const tf::IndexedSlices& grad, tf::Variable& w, std::span<tf::Variable>,
+                        const tf::Tensor& lr, const tf::Tensor&) override {
+    const auto [rows, g] = distinct_rows(grad);
+    const tf::Tensor w_rows = tf::gather(w.value(), rows) - g * tf::cast(lr, w.dtype());
+    assign_rows(w, rows, w_rows);
+  }
+};
+
+TEST(RowSparseStep, AUsersOptimizerUpdatesTheRowsThroughTheBasesHelpers) {
+  tf::Variable rows_w = table(tf::float32), dense_w = table(tf::float32);
+  RowsDescent rows_opt, dense_opt;
+  const tf::Tensor ids = tf::constant<std::int32_t>({6, 2, 6});
+  for (int step = 0; step < 2; ++step) {
+    rows_opt.apply_gradients({rows_gradient(rows_w, ids, step)}, {rows_w});
+    dense_opt.apply_gradients({tf::Gradient(*rows_gradient(dense_w, ids, step))}, {dense_w});
+  }
+  EXPECT_TRUE(bitwise_equal(rows_w.value(), dense_w.value()));
 }
 
 TEST(RowSparseStep, LeavesATensorReadBeforeTheStepAsItWas) {
