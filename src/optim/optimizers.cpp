@@ -89,7 +89,10 @@ void SGD::update_step_rows(const IndexedSlices& grad, Variable& w, std::span<Var
     return;
   }
   // update_step's op on the rows alone (w - g * lr is w where g is 0), in the table's bytes.
-  const auto [rows, g] = distinct_rows(grad);
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  const std::pair<Tensor, Tensor> distinct = distinct_rows(grad);
+  const Tensor& rows = distinct.first;
+  const Tensor& g = distinct.second;
   const Tensor lr = cast(learning_rate, w.dtype());
   const std::int64_t width = w.shape()[0] == 0 ? 0 : w.shape().num_elements() / w.shape()[0];
   detail::update_rows(w, rows, [&](void* table) {
@@ -209,7 +212,10 @@ void Adagrad::update_step_rows(const IndexedSlices& grad, Variable& w, std::span
     return;
   }
   // update_step's ops on the rows alone, in the bytes of the table and its accumulator.
-  const auto [rows, g] = distinct_rows(grad);
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  const std::pair<Tensor, Tensor> distinct = distinct_rows(grad);
+  const Tensor& rows = distinct.first;
+  const Tensor& g = distinct.second;
   const Tensor lr = cast(learning_rate, w.dtype());
   const std::int64_t width = w.shape()[0] == 0 ? 0 : w.shape().num_elements() / w.shape()[0];
   detail::update_rows(w, rows, [&](void* table) {
