@@ -355,18 +355,19 @@ std::vector<Gradient> run_backward(Records& ops, const Pruned& p, const Backward
       reached[dys.size()] = g.has_value();
       dys.push_back(g ? std::move(*g) : zeros(with_batch(pass.batch, *out.shape), out.dtype));
     }
-    if (rows_taken) input_rows.assign(ins.size(), std::nullopt);
+    if (rows_taken && input_rows.size() < ins.size()) input_rows.resize(ins.size());
     Grads input_grads = run_gradient(entry, rec, dys, needed, {reached.get(), outs.size()},
                                      rows_taken ? &input_rows : nullptr);
     for (std::size_t i = 0; i < ins.size(); ++i)
       if (needed[i] && input_grads[i]) check_input_gradient(rec, i, *input_grads[i], pass.batch);
     if (pass.observer != nullptr) pass.observer->after_record(k, dys, needed, input_grads);
     for (std::size_t i = 0; i < ins.size(); ++i) {
-      if (!needed[i]) continue;
-      if (input_grads[i])
-        grads.add(ins[i].id, std::move(*input_grads[i]));
-      else if (rows_taken && input_rows[i])
-        grads.add_rows(ins[i].id, std::move(*input_rows[i]));
+      if (needed[i] && input_grads[i]) grads.add(ins[i].id, std::move(*input_grads[i]));
+      // Rows given are taken (unless a tensor was given too) and their slot emptied for the next record.
+      if (rows_taken && input_rows[i]) {
+        if (needed[i] && !input_grads[i]) grads.add_rows(ins[i].id, std::move(*input_rows[i]));
+        input_rows[i].reset();
+      }
     }
     if (pass.release)
       for (Slot& slot : rec.all_slots()) slot.saved = Tensor();
