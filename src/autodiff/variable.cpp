@@ -176,9 +176,18 @@ namespace detail {
 void update_rows(Variable& var, const Tensor& indices, const std::function<void(void* elements)>& write) {
   constexpr std::string_view op = "update_rows";
   VariableState& s = *VariableHandle::state(var);
-  TAPEFLOW_ASSERT(autodiff::t_tracer == nullptr, "[{}] runs eagerly only: a trace would not keep it", op);
-  TAPEFLOW_ASSERT(s.shape.rank() >= 1 && indices.rank() == 1, "[{}] {} indices into a variable of shape {}",
-                  op, indices.num_elements(), s.shape.to_string());
+  TAPEFLOW_REQUIRE(autodiff::t_tracer == nullptr, FailedPreconditionError,
+                   "[{}] variable {}: rows are written eagerly only, and tf::function is tracing (a graph "
+                   "keeps whole-variable assignments)",
+                   op, name_of(s));
+  TAPEFLOW_REQUIRE(indices.defined() && s.shape.rank() >= 1 && indices.rank() == 1 &&
+                       (indices.dtype() == DType::Int32 || indices.dtype() == DType::Int64),
+                   InvalidArgumentError,
+                   "[{}] variable {} of shape {} takes an int32 or int64 vector of row indices, got {}", op,
+                   name_of(s), s.shape.to_string(),
+                   indices.defined() ? fmt::format("a {} tensor of shape {}", dtype_name(indices.dtype()),
+                                                   indices.shape().to_string())
+                                     : std::string("an undefined tensor"));
   const std::int64_t height = s.shape[0];
   const auto check = [&]<class I>() {
     const auto v = indices.values<I>();
@@ -211,12 +220,17 @@ void assign_rows(Variable& var, const Tensor& indices, const Tensor& rows) {
   const Shape& shape = var.shape();
   const std::size_t row_bytes =
       shape[0] == 0 ? 0 : static_cast<std::size_t>(shape.num_elements() / shape[0]) * dtype_size(var.dtype());
-  TAPEFLOW_ASSERT(
-      rows.dtype() == var.dtype() &&
-          rows.nbytes() == static_cast<std::size_t>(indices.num_elements()) * row_bytes,
-      "[assign_rows] rows of shape {} and dtype {} at {} indices into a variable of shape {} and dtype {}",
-      rows.shape().to_string(), dtype_name(rows.dtype()), indices.num_elements(), shape.to_string(),
-      dtype_name(var.dtype()));
+  std::vector<std::int64_t> row_dims{indices.defined() ? indices.num_elements() : 0};
+  for (int d = 1; d < shape.rank(); ++d) row_dims.push_back(shape[d]);
+  TAPEFLOW_REQUIRE(
+      rows.defined() && rows.dtype() == var.dtype() && std::ranges::equal(rows.shape().dims(), row_dims),
+      InvalidArgumentError,
+      "[assign_rows] variable {} of shape {} and dtype {} takes rows of shape {} and dtype {}, got {}",
+      var.name(), shape.to_string(), dtype_name(var.dtype()), Shape(row_dims).to_string(),
+      dtype_name(var.dtype()),
+      rows.defined()
+          ? fmt::format("shape {} and dtype {}", rows.shape().to_string(), dtype_name(rows.dtype()))
+          : std::string("an undefined tensor"));
   const auto* from = static_cast<const std::byte*>(rows.raw_data());
   update_rows(var, indices, [&](void* elements) {
     auto* to = static_cast<std::byte*>(elements);

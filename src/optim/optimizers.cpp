@@ -54,6 +54,21 @@ const Tensor& nadam_products() {
   return table;
 }
 
+/// What a row-sparse step (update_step_rows) computes with: the gradient's distinct rows, each
+/// one's summed gradient (Optimizer::distinct_rows), the learning rate in the variable's dtype and
+/// the elements of a row.
+struct RowStep {
+  Tensor rows, grads, lr;
+  std::int64_t width;
+  std::span<const std::int64_t> indices() const { return rows.values<std::int64_t>(); }
+};
+
+RowStep row_step(std::pair<Tensor, Tensor> distinct, const Variable& w, const Tensor& learning_rate) {
+  const Shape& shape = w.shape();
+  return {std::move(distinct.first), std::move(distinct.second), cast(learning_rate, w.dtype()),
+          shape[0] == 0 ? 0 : shape.num_elements() / shape[0]};
+}
+
 }  // namespace
 
 // ---- SGD -------------------------------------------------------------------------------------
@@ -89,14 +104,9 @@ void SGD::update_step_rows(const IndexedSlices& grad, Variable& w, std::span<Var
     return;
   }
   // update_step's op on the rows alone (w - g * lr is w where g is 0), in the table's bytes.
-  // Not a structured binding: clang 14 cannot capture one in the lambda below.
-  const std::pair<Tensor, Tensor> distinct = distinct_rows(grad);
-  const Tensor& rows = distinct.first;
-  const Tensor& g = distinct.second;
-  const Tensor lr = cast(learning_rate, w.dtype());
-  const std::int64_t width = w.shape()[0] == 0 ? 0 : w.shape().num_elements() / w.shape()[0];
-  detail::update_rows(w, rows, [&](void* table) {
-    ops::gradient_descent_rows(table, width, rows.values<std::int64_t>(), g, lr);
+  const RowStep s = row_step(distinct_rows(grad), w, learning_rate);
+  detail::update_rows(w, s.rows, [&](void* table) {
+    ops::gradient_descent_rows(table, s.width, s.indices(), s.grads, s.lr);
   });
 }
 
@@ -212,15 +222,10 @@ void Adagrad::update_step_rows(const IndexedSlices& grad, Variable& w, std::span
     return;
   }
   // update_step's ops on the rows alone, in the bytes of the table and its accumulator.
-  // Not a structured binding: clang 14 cannot capture one in the lambda below.
-  const std::pair<Tensor, Tensor> distinct = distinct_rows(grad);
-  const Tensor& rows = distinct.first;
-  const Tensor& g = distinct.second;
-  const Tensor lr = cast(learning_rate, w.dtype());
-  const std::int64_t width = w.shape()[0] == 0 ? 0 : w.shape().num_elements() / w.shape()[0];
-  detail::update_rows(w, rows, [&](void* table) {
-    detail::update_rows(slots[0], rows, [&](void* accumulator) {
-      ops::adagrad_rows(table, accumulator, width, rows.values<std::int64_t>(), g, lr, options_.epsilon);
+  const RowStep s = row_step(distinct_rows(grad), w, learning_rate);
+  detail::update_rows(w, s.rows, [&](void* table) {
+    detail::update_rows(slots[0], s.rows, [&](void* accumulator) {
+      ops::adagrad_rows(table, accumulator, s.width, s.indices(), s.grads, s.lr, options_.epsilon);
     });
   });
 }

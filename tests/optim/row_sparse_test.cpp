@@ -164,6 +164,43 @@ TEST(RowSparseStep, AUsersOptimizerUpdatesTheRowsThroughTheBasesHelpers) {
   EXPECT_TRUE(bitwise_equal(rows_w.value(), dense_w.value()));
 }
 
+/// RowsDescent with its row helpers public, for their errors.
+struct OpenRowsDescent : RowsDescent {
+  using Optimizer::assign_rows;
+};
+
+TEST(RowSparseStep, AssigningRowsThatDoNotFitOrWhileTracingIsATypedError) {
+  tf::Variable w = table(tf::float32);
+  const tf::Tensor ids = tf::constant<std::int64_t>({1, 4});
+  EXPECT_THAT(
+      [&] {
+        OpenRowsDescent::assign_rows(w, ids, tf::zeros({2, 2}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("[assign_rows] variable table:0 of shape (20, 3) and dtype float32 takes rows of shape "
+                    "(2, 3) and dtype float32, got shape (2, 2) and dtype float32")));
+  EXPECT_THAT(
+      [&] {
+        OpenRowsDescent::assign_rows(w, tf::constant<std::int64_t>({1, 20}), tf::zeros({2, 3}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("indices[1] = 20 is not a row of variable table:0")));
+  EXPECT_THAT(
+      [&] {
+        OpenRowsDescent::assign_rows(w, tf::constant({1.0f}), tf::zeros({1, 3}));
+      },
+      ThrowsMessage<tf::InvalidArgumentError>(
+          HasSubstr("takes an int32 or int64 vector of row indices, got a float32 tensor of shape (1,)")));
+  auto traced = tf::function([&](const tf::Tensor& rows) {
+    OpenRowsDescent::assign_rows(w, ids, rows);
+    return rows;
+  });
+  EXPECT_THAT(
+      [&] {
+        traced(tf::zeros({2, 3}));
+      },
+      ThrowsMessage<tf::FailedPreconditionError>(HasSubstr("rows are written eagerly only")));
+}
+
 TEST(RowSparseStep, LeavesATensorReadBeforeTheStepAsItWas) {
   tf::Variable w = table(tf::float32);
   tf::optimizers::SGD opt(0.5);
