@@ -3,6 +3,8 @@
 #   1. `cmake --install` of a built tree into a temporary prefix, then tests/consumer/find_package
 #      configured with find_package(tapeflow 0.1 CONFIG REQUIRED), built and run; the installed
 #      `tapeflow examples` runs a seed program;
+#      the development component alone (headers, library, CMake package: what the README's first
+#      program installs after the demo) serves the same consumer;
 #   2. the same program compiled and linked with `pkg-config --cflags --libs tapeflow`;
 #   3. tests/consumer/add_subdirectory: tapeflow as a subproject beside a target named `demo`
 #      (only the library is built, no name collides, and tapeflow's sources print no warning);
@@ -68,6 +70,15 @@ cmake --build "$work/find_package" --verbose >"$work/find_package.build.log"
 no_leaked_flags "$work/find_package.build.log"
 expect_gradient "$work/find_package/app"
 expect_examples_run install "$work/prefix/bin/tapeflow"
+
+echo "check_packaging: the development component alone (README's first program, after the demo)"
+# The demo builds only the tapeflow program (and so the library): installing the development
+# component must need nothing else, and must be all a find_package consumer needs.
+cmake --install "$build" --component development --prefix "$work/development" >"$work/development.log"
+cmake -S tests/consumer/find_package -B "$work/find_package_development" \
+  -DCMAKE_PREFIX_PATH="$work/development" "${launcher[@]}" >"$work/find_package_development.configure.log"
+cmake --build "$work/find_package_development" >"$work/find_package_development.build.log"
+expect_gradient "$work/find_package_development/app"
 
 echo "check_packaging: pkg-config consumer"
 # shellcheck disable=SC2046  # pkg-config's output is a list of flags

@@ -40,6 +40,9 @@ class IndexedSlices {
   const Tensor& indices() const { return indices_; }
   /// The shape of the dense tensor.
   const Shape& dense_shape() const { return dense_shape_; }
+  /// The shape of the dense tensor as TensorFlow's dense_shape tensor: an int32 vector, as
+  /// TensorFlow gives a variable's, or int64 where a dimension needs it.
+  Tensor dense_shape_tensor() const;
   /// The dtype of the values and of the dense tensor.
   DType dtype() const { return values_.dtype(); }
 

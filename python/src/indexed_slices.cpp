@@ -3,9 +3,6 @@
 // conversion does.
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <limits>
-
 #include "bindings.h"
 
 namespace tapeflow::python {
@@ -26,16 +23,7 @@ void bind_indexed_slices(py::module_& m) {
           py::arg("values"), py::arg("indices"), py::arg("dense_shape") = py::none())
       .def_property_readonly("values", &IndexedSlices::values)
       .def_property_readonly("indices", &IndexedSlices::indices)
-      .def_property_readonly(
-          "dense_shape",
-          [](const IndexedSlices& s) {
-            // int32 as TensorFlow gives a variable's, int64 where a dimension needs it
-            const auto dims = s.dense_shape().dims();
-            const Tensor shape = constant(std::vector<std::int64_t>(dims.begin(), dims.end()));
-            const bool narrow = std::ranges::all_of(
-                dims, [](std::int64_t d) { return d <= std::numeric_limits<std::int32_t>::max(); });
-            return narrow ? cast(shape, int32) : shape;
-          })
+      .def_property_readonly("dense_shape", &IndexedSlices::dense_shape_tensor)
       .def_property_readonly("dtype", &IndexedSlices::dtype)
       .def_property_readonly(
           "shape",

@@ -76,7 +76,7 @@ void bind_recurrent_common(py::class_<L, layers::Layer, std::shared_ptr<L>>& cls
       .def_property_readonly("built", &L::built)
       .def_property_readonly("kernel", &L::kernel)
       .def_property_readonly("recurrent_kernel", &L::recurrent_kernel)
-      .def_property_readonly("bias", [](const L& l) { return variable_or_none(l, &L::bias); });
+      .def_property_readonly("bias", [](const L& l) { return variable_or_none<L>(l, &L::bias); });
 }
 
 }  // namespace

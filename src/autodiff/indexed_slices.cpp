@@ -62,14 +62,17 @@ Tensor IndexedSlices::to_dense() const {
   return math::unsorted_segment_sum(values_, indices_, dense_shape_[0]);
 }
 
-std::string to_string(const IndexedSlices& slices) {
-  const auto dims = slices.dense_shape().dims();
+Tensor IndexedSlices::dense_shape_tensor() const {
+  const auto dims = dense_shape_.dims();
   const bool narrow =
       std::ranges::all_of(dims, [](std::int64_t d) { return d <= std::numeric_limits<std::int32_t>::max(); });
-  std::vector<std::int64_t> wide(dims.begin(), dims.end());
-  const Tensor shape = narrow ? cast(constant(wide), DType::Int32) : constant(wide);
+  const Tensor shape = constant(std::vector<std::int64_t>(dims.begin(), dims.end()));
+  return narrow ? cast(shape, DType::Int32) : shape;
+}
+
+std::string to_string(const IndexedSlices& slices) {
   return fmt::format("IndexedSlices(indices={}, values={}, dense_shape={})", to_string(slices.indices()),
-                     to_string(slices.values()), to_string(shape));
+                     to_string(slices.values()), to_string(slices.dense_shape_tensor()));
 }
 
 std::ostream& operator<<(std::ostream& os, const IndexedSlices& slices) { return os << to_string(slices); }

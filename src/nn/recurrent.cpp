@@ -135,85 +135,133 @@ std::int64_t step_at(std::int64_t i, std::int64_t steps, bool backwards) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// LSTM
+// What LSTM and GRU share
 
-LSTM::LSTM(std::int64_t units, LSTMOptions options)
+template <class Options>
+GatedRecurrent<Options>::GatedRecurrent(std::string_view kind, std::int64_t gates, std::int64_t units,
+                                        Options options)
     : Layer(options.name, options.dtype_policy),
+      kind_(kind),
+      gates_(gates),
       units_(units),
       options_(std::move(options)),
-      activation_(detail::named_activation(kLSTM, options_.activation)),
-      recurrent_activation_(detail::named_activation(kLSTM, options_.recurrent_activation)) {
-  check_options(kLSTM, units, options_.kernel_initializer, options_.recurrent_initializer, options_.dropout,
+      activation_(detail::named_activation(kind, options_.activation)),
+      recurrent_activation_(detail::named_activation(kind, options_.recurrent_activation)) {
+  check_options(kind, units, options_.kernel_initializer, options_.recurrent_initializer, options_.dropout,
                 options_.recurrent_dropout);
 }
 
-void LSTM::build(const Shape& input_shape, DType dtype) {
-  TAPEFLOW_REQUIRE(!built(), FailedPreconditionError, "[{}] layer '{}' is already built", kLSTM, name());
+template <class Options>
+void GatedRecurrent<Options>::build(const Shape& input_shape, DType dtype) {
+  TAPEFLOW_REQUIRE(!built(), FailedPreconditionError, "[{}] layer '{}' is already built", kind_, name());
   TAPEFLOW_REQUIRE(input_shape.rank() == 3, InvalidArgumentError,
-                   "[{}] layer '{}' needs inputs of rank 3 (batch, steps, features), got shape {}", kLSTM,
+                   "[{}] layer '{}' needs inputs of rank 3 (batch, steps, features), got shape {}", kind_,
                    name(), input_shape.to_string());
   TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
-                   "[{}] layer '{}' needs float32 or float64 variables, got {}", kLSTM, name(),
+                   "[{}] layer '{}' needs float32 or float64 variables, got {}", kind_, name(),
                    dtype_name(dtype));
-  const std::int64_t in = input_shape[2], gates = 4 * units_;
-  const std::array<std::int64_t, 2> kernel_dims{in, gates}, recurrent_dims{units_, gates};
-  const Shape kernel_shape = Shape::checked(kernel_dims, kLSTM);
-  const Shape recurrent_shape = Shape::checked(recurrent_dims, kLSTM);
+  const std::int64_t in = input_shape[2], columns = gates_ * units_;
+  const std::array<std::int64_t, 2> kernel_dims{in, columns}, recurrent_dims{units_, columns};
+  const Shape kernel_shape = Shape::checked(kernel_dims, kind_);
+  const Shape recurrent_shape = Shape::checked(recurrent_dims, kind_);
   const std::uint64_t seed = options_.seed ? *options_.seed : detail::next_seed();
   kernel_ = track(Variable(
-      detail::initial_kernel(kLSTM, options_.kernel_initializer, kernel_shape, in, gates, dtype, seed),
+      detail::initial_kernel(kind_, options_.kernel_initializer, kernel_shape, in, columns, dtype, seed),
       {.name = "kernel", .keras_style = true}));
   recurrent_kernel_ =
-      track(Variable(detail::initial_kernel(kLSTM, options_.recurrent_initializer, recurrent_shape, units_,
-                                            gates, dtype, recurrent_seed(seed)),
+      track(Variable(detail::initial_kernel(kind_, options_.recurrent_initializer, recurrent_shape, units_,
+                                            columns, dtype, recurrent_seed(seed)),
                      {.name = "recurrent_kernel", .keras_style = true}));
   input_dropout_ = mask_dropout(options_.dropout, mask_seed(seed, 1), name() + "/dropout");
   recurrent_dropout_ =
       mask_dropout(options_.recurrent_dropout, mask_seed(seed, 2), name() + "/recurrent_dropout");
   for (const auto& dropout : {input_dropout_, recurrent_dropout_})
     if (dropout) track(*dropout);
-  if (options_.use_bias) {
-    // Keras's unit_forget_bias: zeros, but ones for the forget gate (the second quarter).
-    const Tensor b =
-        options_.unit_forget_bias
-            ? concat({zeros({units_}, dtype), ones({units_}, dtype), zeros({2 * units_}, dtype)}, 0)
-            : zeros({gates}, dtype);
-    bias_ = track(Variable(b, {.name = "bias", .keras_style = true}));
-  }
+  if (options_.use_bias) bias_ = track(Variable(initial_bias(dtype), {.name = "bias", .keras_style = true}));
+}
+
+template <class Options>
+typename GatedRecurrent<Options>::CallInputs GatedRecurrent<Options>::begin_call(const Tensor& x,
+                                                                                 bool training) {
+  check_input(kind_, name(), x);
+  if (!built()) build(x.shape(), variable_dtype(x.dtype()));
+  CallInputs call{.x = autocast(x),
+                  .compute = dtype_policy() ? dtype_policy()->compute_dtype() : kernel_->dtype(),
+                  .batch = x.shape()[0],
+                  .steps = x.shape()[1],
+                  .input_mask = {},
+                  .recurrent_mask = {}};
+  check_built_input(kind_, name(), x, call.x, kernel_->shape(), call.compute);
+  call.input_mask = dropout_mask(input_dropout_, training, call.batch, x.shape()[2], call.compute);
+  call.recurrent_mask = dropout_mask(recurrent_dropout_, training, call.batch, units_, call.compute);
+  return call;
+}
+
+template <class Options>
+Tensor GatedRecurrent<Options>::state_or_zeros(const CallInputs& call, const std::optional<Tensor>& state,
+                                               std::string_view what) const {
+  if (!state) return zeros({call.batch, units_}, call.compute);
+  check_state(kind_, name(), what, *state, call.batch, units_, call.compute, dtype_policy().has_value());
+  return autocast(*state);
+}
+
+template <class Options>
+const Variable& GatedRecurrent<Options>::kernel() const {
+  TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
+                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kind_,
+                   name());
+  return *kernel_;
+}
+
+template <class Options>
+const Variable& GatedRecurrent<Options>::recurrent_kernel() const {
+  TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
+                   "[{}] layer '{}' has no recurrent_kernel yet: it is built by its first call (or build())",
+                   kind_, name());
+  return *recurrent_kernel_;
+}
+
+template <class Options>
+const Variable& GatedRecurrent<Options>::bias() const {
+  TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
+                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kind_,
+                   name());
+  TAPEFLOW_REQUIRE(bias_.has_value(), FailedPreconditionError,
+                   "[{}] layer '{}' was created with use_bias = false and has no bias", kind_, name());
+  return *bias_;
+}
+
+template class GatedRecurrent<LSTMOptions>;
+template class GatedRecurrent<GRUOptions>;
+
+// ---------------------------------------------------------------------------------------------
+// LSTM
+
+LSTM::LSTM(std::int64_t units, LSTMOptions options) : GatedRecurrent(kLSTM, 4, units, std::move(options)) {}
+
+Tensor LSTM::initial_bias(DType dtype) const {
+  // Keras's unit_forget_bias: zeros, but ones for the forget gate (the second quarter).
+  return options_.unit_forget_bias
+             ? concat({zeros({units_}, dtype), ones({units_}, dtype), zeros({2 * units_}, dtype)}, 0)
+             : zeros({4 * units_}, dtype);
 }
 
 Tensor LSTM::operator()(const Tensor& x) { return call_with_state(x).output; }
 
 LSTMState LSTM::call_with_state(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> initial_state,
                                 bool training) {
-  check_input(kLSTM, name(), x);
-  if (!built()) build(x.shape(), variable_dtype(x.dtype()));
-  const Tensor xc = autocast(x);
-  const DType compute = dtype_policy() ? dtype_policy()->compute_dtype() : kernel_->dtype();
-  check_built_input(kLSTM, name(), x, xc, kernel_->shape(), compute);
-  const std::int64_t batch = x.shape()[0], steps = x.shape()[1];
-  Tensor h, c;
-  if (initial_state) {
-    check_state(kLSTM, name(), "h", initial_state->first, batch, units_, compute, dtype_policy().has_value());
-    check_state(kLSTM, name(), "c", initial_state->second, batch, units_, compute,
-                dtype_policy().has_value());
-    h = autocast(initial_state->first);
-    c = autocast(initial_state->second);
-  } else {
-    h = zeros({batch, units_}, compute);
-    c = zeros({batch, units_}, compute);
-  }
-  const Tensor input_mask = dropout_mask(input_dropout_, training, batch, x.shape()[2], compute);
-  const Tensor recurrent_mask = dropout_mask(recurrent_dropout_, training, batch, units_, compute);
-  const std::vector<Tensor> xs =
-      input_products(drop_features(xc, input_mask), autocast(*kernel_), bias_ ? autocast(*bias_) : Tensor());
+  const CallInputs call = begin_call(x, training);
+  Tensor h = state_or_zeros(call, initial_state ? std::optional(initial_state->first) : std::nullopt, "h");
+  Tensor c = state_or_zeros(call, initial_state ? std::optional(initial_state->second) : std::nullopt, "c");
+  const std::vector<Tensor> xs = input_products(drop_features(call.x, call.input_mask), autocast(*kernel_),
+                                                bias_ ? autocast(*bias_) : Tensor());
   const Tensor recurrent = autocast(*recurrent_kernel_);
   std::vector<Tensor> outputs;
-  if (options_.return_sequences) outputs.reserve(static_cast<std::size_t>(steps));
-  for (std::int64_t i = 0; i < steps; ++i) {
-    const std::int64_t t = step_at(i, steps, options_.go_backwards);
+  if (options_.return_sequences) outputs.reserve(static_cast<std::size_t>(call.steps));
+  for (std::int64_t i = 0; i < call.steps; ++i) {
+    const std::int64_t t = step_at(i, call.steps, options_.go_backwards);
     // z = x_t @ kernel + bias + h @ recurrent_kernel, split into the gates i, f, c, o.
-    const Tensor hr = recurrent_mask.defined() ? h * recurrent_mask : h;
+    const Tensor hr = call.recurrent_mask.defined() ? h * call.recurrent_mask : h;
     const std::vector<Tensor> z = split(xs[static_cast<std::size_t>(t)] + matmul(hr, recurrent), 4, 1);
     const Tensor input_gate = activate(recurrent_activation_, z[0]);
     const Tensor forget_gate = activate(recurrent_activation_, z[1]);
@@ -226,89 +274,21 @@ LSTMState LSTM::call_with_state(const Tensor& x, std::optional<std::pair<Tensor,
   return {options_.return_sequences ? stack(outputs, 1) : h, h, c};
 }
 
-const Variable& LSTM::kernel() const {
-  TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kLSTM,
-                   name());
-  return *kernel_;
-}
-
-const Variable& LSTM::recurrent_kernel() const {
-  TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no recurrent_kernel yet: it is built by its first call (or build())",
-                   kLSTM, name());
-  return *recurrent_kernel_;
-}
-
-const Variable& LSTM::bias() const {
-  TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kLSTM,
-                   name());
-  TAPEFLOW_REQUIRE(bias_.has_value(), FailedPreconditionError,
-                   "[{}] layer '{}' was created with use_bias = false and has no bias", kLSTM, name());
-  return *bias_;
-}
-
 // ---------------------------------------------------------------------------------------------
 // GRU
 
-GRU::GRU(std::int64_t units, GRUOptions options)
-    : Layer(options.name, options.dtype_policy),
-      units_(units),
-      options_(std::move(options)),
-      activation_(detail::named_activation(kGRU, options_.activation)),
-      recurrent_activation_(detail::named_activation(kGRU, options_.recurrent_activation)) {
-  check_options(kGRU, units, options_.kernel_initializer, options_.recurrent_initializer, options_.dropout,
-                options_.recurrent_dropout);
-}
+GRU::GRU(std::int64_t units, GRUOptions options) : GatedRecurrent(kGRU, 3, units, std::move(options)) {}
 
-void GRU::build(const Shape& input_shape, DType dtype) {
-  TAPEFLOW_REQUIRE(!built(), FailedPreconditionError, "[{}] layer '{}' is already built", kGRU, name());
-  TAPEFLOW_REQUIRE(input_shape.rank() == 3, InvalidArgumentError,
-                   "[{}] layer '{}' needs inputs of rank 3 (batch, steps, features), got shape {}", kGRU,
-                   name(), input_shape.to_string());
-  TAPEFLOW_REQUIRE(is_floating(dtype), InvalidArgumentError,
-                   "[{}] layer '{}' needs float32 or float64 variables, got {}", kGRU, name(),
-                   dtype_name(dtype));
-  const std::int64_t in = input_shape[2], gates = 3 * units_;
-  const std::array<std::int64_t, 2> kernel_dims{in, gates}, recurrent_dims{units_, gates};
-  const Shape kernel_shape = Shape::checked(kernel_dims, kGRU);
-  const Shape recurrent_shape = Shape::checked(recurrent_dims, kGRU);
-  const std::uint64_t seed = options_.seed ? *options_.seed : detail::next_seed();
-  kernel_ = track(Variable(
-      detail::initial_kernel(kGRU, options_.kernel_initializer, kernel_shape, in, gates, dtype, seed),
-      {.name = "kernel", .keras_style = true}));
-  recurrent_kernel_ =
-      track(Variable(detail::initial_kernel(kGRU, options_.recurrent_initializer, recurrent_shape, units_,
-                                            gates, dtype, recurrent_seed(seed)),
-                     {.name = "recurrent_kernel", .keras_style = true}));
-  input_dropout_ = mask_dropout(options_.dropout, mask_seed(seed, 1), name() + "/dropout");
-  recurrent_dropout_ =
-      mask_dropout(options_.recurrent_dropout, mask_seed(seed, 2), name() + "/recurrent_dropout");
-  for (const auto& dropout : {input_dropout_, recurrent_dropout_})
-    if (dropout) track(*dropout);
-  if (options_.use_bias) {
-    const Shape bias_shape = options_.reset_after ? Shape{2, gates} : Shape{gates};
-    bias_ = track(Variable(zeros(bias_shape, dtype), {.name = "bias", .keras_style = true}));
-  }
+Tensor GRU::initial_bias(DType dtype) const {
+  return zeros(options_.reset_after ? Shape{2, 3 * units_} : Shape{3 * units_}, dtype);
 }
 
 Tensor GRU::operator()(const Tensor& x) { return call_with_state(x).output; }
 
 GRUState GRU::call_with_state(const Tensor& x, std::optional<Tensor> initial_state, bool training) {
-  check_input(kGRU, name(), x);
-  if (!built()) build(x.shape(), variable_dtype(x.dtype()));
-  const Tensor xc = autocast(x);
-  const DType compute = dtype_policy() ? dtype_policy()->compute_dtype() : kernel_->dtype();
-  check_built_input(kGRU, name(), x, xc, kernel_->shape(), compute);
-  const std::int64_t batch = x.shape()[0], steps = x.shape()[1], u = units_;
-  Tensor h;
-  if (initial_state) {
-    check_state(kGRU, name(), "h", *initial_state, batch, units_, compute, dtype_policy().has_value());
-    h = autocast(*initial_state);
-  } else {
-    h = zeros({batch, units_}, compute);
-  }
+  const CallInputs call = begin_call(x, training);
+  const std::int64_t u = units_;
+  Tensor h = state_or_zeros(call, initial_state, "h");
   // reset_after: bias row 0 is added to x @ kernel, row 1 to h @ recurrent_kernel; otherwise the
   // one bias goes with x @ kernel.
   Tensor input_bias, recurrent_bias;
@@ -322,20 +302,19 @@ GRUState GRU::call_with_state(const Tensor& x, std::optional<Tensor> initial_sta
       input_bias = b;
     }
   }
-  const Tensor input_mask = dropout_mask(input_dropout_, training, batch, x.shape()[2], compute);
-  const Tensor recurrent_mask = dropout_mask(recurrent_dropout_, training, batch, u, compute);
   const std::vector<Tensor> xs =
-      input_products(drop_features(xc, input_mask), autocast(*kernel_), input_bias);
+      input_products(drop_features(call.x, call.input_mask), autocast(*kernel_), input_bias);
   const Tensor recurrent = autocast(*recurrent_kernel_);
   // reset_after = false multiplies (r * h) by the candidate's columns alone, after z and r.
   const Tensor recurrent_zr = options_.reset_after ? Tensor() : slice(recurrent, {0, 0}, {u, 2 * u});
   const Tensor recurrent_h = options_.reset_after ? Tensor() : slice(recurrent, {0, 2 * u}, {u, u});
   std::vector<Tensor> outputs;
-  if (options_.return_sequences) outputs.reserve(static_cast<std::size_t>(steps));
-  for (std::int64_t i = 0; i < steps; ++i) {
-    const std::int64_t t = step_at(i, steps, options_.go_backwards);
+  if (options_.return_sequences) outputs.reserve(static_cast<std::size_t>(call.steps));
+  for (std::int64_t i = 0; i < call.steps; ++i) {
+    const std::int64_t t = step_at(i, call.steps, options_.go_backwards);
     const std::vector<Tensor> xg = split(xs[static_cast<std::size_t>(t)], 3, 1);  // x_z, x_r, x_h
-    const Tensor hr = recurrent_mask.defined() ? h * recurrent_mask : h;  // h in the recurrent products
+    const Tensor hr =
+        call.recurrent_mask.defined() ? h * call.recurrent_mask : h;  // h in the recurrent products
     Tensor candidate, update_gate;
     if (options_.reset_after) {
       Tensor inner = matmul(hr, recurrent);
@@ -354,29 +333,6 @@ GRUState GRU::call_with_state(const Tensor& x, std::optional<Tensor> initial_sta
     if (options_.return_sequences) outputs.push_back(h);
   }
   return {options_.return_sequences ? stack(outputs, 1) : h, h};
-}
-
-const Variable& GRU::kernel() const {
-  TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no kernel yet: it is built by its first call (or build())", kGRU,
-                   name());
-  return *kernel_;
-}
-
-const Variable& GRU::recurrent_kernel() const {
-  TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no recurrent_kernel yet: it is built by its first call (or build())",
-                   kGRU, name());
-  return *recurrent_kernel_;
-}
-
-const Variable& GRU::bias() const {
-  TAPEFLOW_REQUIRE(built(), FailedPreconditionError,
-                   "[{}] layer '{}' has no bias yet: it is built by its first call (or build())", kGRU,
-                   name());
-  TAPEFLOW_REQUIRE(bias_.has_value(), FailedPreconditionError,
-                   "[{}] layer '{}' was created with use_bias = false and has no bias", kGRU, name());
-  return *bias_;
 }
 
 }  // namespace tapeflow::layers

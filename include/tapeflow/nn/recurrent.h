@@ -37,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "tapeflow/nn/dense.h"
@@ -100,59 +101,6 @@ struct LSTMState {
   Tensor c;
 };
 
-/// The long short-term memory layer (tf.keras.layers.LSTM). For each step t, with
-/// z = x_t @ kernel + h @ recurrent_kernel + bias split into four (batch, units) gates:
-///   i = σ(z_i), f = σ(z_f), c̃ = tanh(z_c), o = σ(z_o);  c = f * c + i * c̃;  h = o * tanh(c)
-/// (σ the recurrent activation, tanh the activation), from h = c = 0 or an initial state.
-class LSTM : public Layer {
- public:
-  /// A layer of `units` hidden units. Throws InvalidArgumentError (naming LSTM) if units < 1 or
-  /// > 2^31, for an unknown activation or initialiser, or a dropout rate outside [0, 1).
-  explicit LSTM(std::int64_t units, LSTMOptions options = {});
-
-  /// The output for x of shape (batch, steps, features), from zero states; builds the layer on
-  /// the first call. Throws InvalidArgumentError (naming LSTM and the shapes) for a rank other
-  /// than 3, a non-float dtype, zero steps, or, once built, an input whose features or dtype
-  /// differ from what the layer was built for.
-  Tensor operator()(const Tensor& x);
-  /// Layer::call: the output; `training` applies the dropout masks.
-  Tensor call(const Tensor& x, bool training) override { return call_with_state(x, {}, training).output; }
-  /// The output and the final states (h, c), starting from `initial_state` = (h, c), each of
-  /// shape (batch, units), or from zeros; `training` applies the dropout masks. Throws as
-  /// operator() does, and InvalidArgumentError (naming LSTM and the shapes) for initial states of
-  /// another shape or dtype.
-  LSTMState call_with_state(const Tensor& x,
-                            std::optional<std::pair<Tensor, Tensor>> initial_state = std::nullopt,
-                            bool training = false);
-
-  /// Creates kernel, recurrent_kernel and bias for inputs of `input_shape` (rank 3) and `dtype`.
-  /// Called by the first call; throws FailedPreconditionError if already built.
-  void build(const Shape& input_shape, DType dtype = DType::Float32);
-  /// Whether the variables exist: after the first call or build().
-  bool built() const { return kernel_.has_value(); }
-
-  /// The number of hidden units.
-  std::int64_t units() const { return units_; }
-  /// The options the layer was created with.
-  const LSTMOptions& options() const { return options_; }
-  /// The kernel, shape (features, 4 * units), gates i, f, c, o. Throws FailedPreconditionError
-  /// before the build.
-  const Variable& kernel() const;
-  /// The recurrent kernel, shape (units, 4 * units). Throws FailedPreconditionError before the
-  /// build.
-  const Variable& recurrent_kernel() const;
-  /// The bias, shape (4 * units,). Throws FailedPreconditionError before the build or without
-  /// bias.
-  const Variable& bias() const;
-
- private:
-  std::int64_t units_;
-  LSTMOptions options_;
-  Activation activation_, recurrent_activation_;
-  std::optional<Variable> kernel_, recurrent_kernel_, bias_;
-  std::shared_ptr<Dropout> input_dropout_, recurrent_dropout_;  // made by build() for rates > 0
-};
-
 /// Options of GRU (Keras's constructor arguments).
 struct GRUOptions {
   /// The layer's name (Module::name()).
@@ -197,13 +145,102 @@ struct GRUState {
   Tensor h;
 };
 
+/// What LSTM and GRU share (`Options` is LSTMOptions or GRUOptions): the options, the hidden
+/// units, the two activations, the variables kernel, recurrent_kernel and bias, which build()
+/// creates, and the dropout masks. G below is the layer's number of gates (LSTM 4, GRU 3).
+template <class Options>
+class GatedRecurrent : public Layer {
+ public:
+  /// Creates kernel, recurrent_kernel and bias for inputs of `input_shape` (rank 3) and `dtype`.
+  /// Called by the first call; throws FailedPreconditionError if already built.
+  void build(const Shape& input_shape, DType dtype = DType::Float32);
+  /// Whether the variables exist: after the first call or build().
+  bool built() const { return kernel_.has_value(); }
+
+  /// The number of hidden units.
+  std::int64_t units() const { return units_; }
+  /// The options the layer was created with.
+  const Options& options() const { return options_; }
+  /// The kernel, shape (features, G * units), the gates in the layer's order. Throws
+  /// FailedPreconditionError before the build.
+  const Variable& kernel() const;
+  /// The recurrent kernel, shape (units, G * units). Throws FailedPreconditionError before the
+  /// build.
+  const Variable& recurrent_kernel() const;
+  /// The bias (its shape is the layer's). Throws FailedPreconditionError before the build or
+  /// without bias.
+  const Variable& bias() const;
+
+ protected:
+  /// Validates the options: InvalidArgumentError naming `kind` ("LSTM" or "GRU") if units < 1 or
+  /// > 2^31, for an unknown activation or initialiser, or a dropout rate outside [0, 1).
+  GatedRecurrent(std::string_view kind, std::int64_t gates, std::int64_t units, Options options);
+
+  /// What a call computes before its steps.
+  struct CallInputs {
+    Tensor x;                           ///< the input, cast by the policy
+    DType compute;                      ///< the dtype the steps compute in
+    std::int64_t batch, steps;          ///< the input's first two dimensions
+    Tensor input_mask, recurrent_mask;  ///< the dropout masks of a training call, else undefined
+  };
+  /// Checks `x`, builds the layer on its first call, and draws the masks of a training call.
+  /// Throws InvalidArgumentError as the layers' operator() documents.
+  CallInputs begin_call(const Tensor& x, bool training);
+  /// The initial state `what` ("h" or "c") of a call: `state` checked and cast by the policy, or
+  /// zeros of (batch, units).
+  Tensor state_or_zeros(const CallInputs& call, const std::optional<Tensor>& state,
+                        std::string_view what) const;
+
+  std::string_view kind_;
+  std::int64_t gates_, units_;
+  Options options_;
+  Activation activation_, recurrent_activation_;
+  std::optional<Variable> kernel_, recurrent_kernel_, bias_;
+  std::shared_ptr<Dropout> input_dropout_, recurrent_dropout_;  // made by build() for rates > 0
+
+ private:
+  /// The bias build() creates, of `dtype`: the layer's layout and initial values.
+  virtual Tensor initial_bias(DType dtype) const = 0;
+};
+
+/// The long short-term memory layer (tf.keras.layers.LSTM). For each step t, with
+/// z = x_t @ kernel + h @ recurrent_kernel + bias split into four (batch, units) gates:
+///   i = σ(z_i), f = σ(z_f), c̃ = tanh(z_c), o = σ(z_o);  c = f * c + i * c̃;  h = o * tanh(c)
+/// (σ the recurrent activation, tanh the activation), from h = c = 0 or an initial state.
+class LSTM : public GatedRecurrent<LSTMOptions> {
+ public:
+  /// A layer of `units` hidden units. Throws InvalidArgumentError (naming LSTM) if units < 1 or
+  /// > 2^31, for an unknown activation or initialiser, or a dropout rate outside [0, 1).
+  explicit LSTM(std::int64_t units, LSTMOptions options = {});
+
+  /// The output for x of shape (batch, steps, features), from zero states; builds the layer on
+  /// the first call. Throws InvalidArgumentError (naming LSTM and the shapes) for a rank other
+  /// than 3, a non-float dtype, zero steps, or, once built, an input whose features or dtype
+  /// differ from what the layer was built for.
+  Tensor operator()(const Tensor& x);
+  /// Layer::call: the output; `training` applies the dropout masks.
+  Tensor call(const Tensor& x, bool training) override { return call_with_state(x, {}, training).output; }
+  /// The output and the final states (h, c), starting from `initial_state` = (h, c), each of
+  /// shape (batch, units), or from zeros; `training` applies the dropout masks. Throws as
+  /// operator() does, and InvalidArgumentError (naming LSTM and the shapes) for initial states of
+  /// another shape or dtype.
+  LSTMState call_with_state(const Tensor& x,
+                            std::optional<std::pair<Tensor, Tensor>> initial_state = std::nullopt,
+                            bool training = false);
+  // kernel (features, 4 * units) and recurrent_kernel (units, 4 * units) have the gates i, f, c,
+  // o; bias is (4 * units,).
+
+ private:
+  Tensor initial_bias(DType dtype) const override;
+};
+
 /// The gated recurrent unit layer (tf.keras.layers.GRU). For each step, with x_t @ kernel split
 /// into (x_z, x_r, x_h) and h @ recurrent_kernel into (r_z, r_r, r_h) (each with its bias):
 ///   reset_after = true:  z = σ(x_z + r_z), r = σ(x_r + r_r), h̃ = tanh(x_h + r * r_h)
 ///   reset_after = false: z, r the same; h̃ = tanh(x_h + (r * h) @ recurrent_kernel[:, 2u:])
 ///   h = z * h + (1 - z) * h̃
 /// (σ the recurrent activation, tanh the activation), from h = 0 or an initial state.
-class GRU : public Layer {
+class GRU : public GatedRecurrent<GRUOptions> {
  public:
   /// A layer of `units` hidden units. Throws InvalidArgumentError (naming GRU) if units < 1 or
   /// > 2^31, for an unknown activation or initialiser, or a dropout rate outside [0, 1).
@@ -222,34 +259,15 @@ class GRU : public Layer {
   /// dtype.
   GRUState call_with_state(const Tensor& x, std::optional<Tensor> initial_state = std::nullopt,
                            bool training = false);
-
-  /// Creates kernel, recurrent_kernel and bias for inputs of `input_shape` (rank 3) and `dtype`.
-  /// Called by the first call; throws FailedPreconditionError if already built.
-  void build(const Shape& input_shape, DType dtype = DType::Float32);
-  /// Whether the variables exist: after the first call or build().
-  bool built() const { return kernel_.has_value(); }
-
-  /// The number of hidden units.
-  std::int64_t units() const { return units_; }
-  /// The options the layer was created with.
-  const GRUOptions& options() const { return options_; }
-  /// The kernel, shape (features, 3 * units), gates z, r, h. Throws FailedPreconditionError
-  /// before the build.
-  const Variable& kernel() const;
-  /// The recurrent kernel, shape (units, 3 * units). Throws FailedPreconditionError before the
-  /// build.
-  const Variable& recurrent_kernel() const;
-  /// The bias, shape (2, 3 * units) with reset_after, (3 * units,) without. Throws
-  /// FailedPreconditionError before the build or without bias.
-  const Variable& bias() const;
+  // kernel (features, 3 * units) and recurrent_kernel (units, 3 * units) have the gates z, r, h;
+  // bias is (2, 3 * units) with reset_after (input and recurrent rows), (3 * units,) without.
 
  private:
-  std::int64_t units_;
-  GRUOptions options_;
-  Activation activation_, recurrent_activation_;
-  std::optional<Variable> kernel_, recurrent_kernel_, bias_;
-  std::shared_ptr<Dropout> input_dropout_, recurrent_dropout_;  // made by build() for rates > 0
+  Tensor initial_bias(DType dtype) const override;
 };
+
+extern template class GatedRecurrent<LSTMOptions>;
+extern template class GatedRecurrent<GRUOptions>;
 
 /// An LSTM layer in a std::shared_ptr, ready for Sequential: tf::layers::lstm(32). The arguments
 /// and errors are the constructor's.
