@@ -178,10 +178,12 @@ class GatedRecurrent : public Layer {
 
   /// What a call computes before its steps.
   struct CallInputs {
-    Tensor x;                           ///< the input, cast by the policy
-    DType compute;                      ///< the dtype the steps compute in
-    std::int64_t batch, steps;          ///< the input's first two dimensions
-    Tensor input_mask, recurrent_mask;  ///< the dropout masks of a training call, else undefined
+    Tensor x;               ///< the input, cast by the policy
+    DType compute;          ///< the dtype the steps compute in
+    std::int64_t batch;     ///< the input's first dimension
+    std::int64_t steps;     ///< the input's second dimension
+    Tensor input_mask;      ///< the input's dropout mask in a training call, else undefined
+    Tensor recurrent_mask;  ///< h's dropout mask in a training call, else undefined
   };
   /// Checks `x`, builds the layer on its first call, and draws the masks of a training call.
   /// Throws InvalidArgumentError as the layers' operator() documents.
@@ -191,12 +193,17 @@ class GatedRecurrent : public Layer {
   Tensor state_or_zeros(const CallInputs& call, const std::optional<Tensor>& state,
                         std::string_view what) const;
 
-  std::string_view kind_;
-  std::int64_t gates_, units_;
-  Options options_;
-  Activation activation_, recurrent_activation_;
-  std::optional<Variable> kernel_, recurrent_kernel_, bias_;
-  std::shared_ptr<Dropout> input_dropout_, recurrent_dropout_;  // made by build() for rates > 0
+  std::string_view kind_;                       ///< "LSTM" or "GRU", for messages
+  std::int64_t gates_;                          ///< G
+  std::int64_t units_;                          ///< the hidden units
+  Options options_;                             ///< as the layer was created with them
+  Activation activation_;                       ///< of the candidate and the output (tanh by default)
+  Activation recurrent_activation_;             ///< of the gates (sigmoid by default)
+  std::optional<Variable> kernel_;              ///< (features, G * units), made by build()
+  std::optional<Variable> recurrent_kernel_;    ///< (units, G * units), made by build()
+  std::optional<Variable> bias_;                ///< made by build() with use_bias
+  std::shared_ptr<Dropout> input_dropout_;      ///< made by build() for a dropout rate > 0
+  std::shared_ptr<Dropout> recurrent_dropout_;  ///< made by build() for a recurrent_dropout rate > 0
 
  private:
   /// The bias build() creates, of `dtype`: the layer's layout and initial values.
