@@ -164,6 +164,12 @@ void bind_math(py::module_& m) {
 }
 
 void bind_array(py::module_& m) {
+  // GCC 12 warns (falsely) that pybind11's std::optional<DType> caster may read its value
+  // uninitialized once it inlines the argument loader into this lambda.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
   m.def(
       "constant",
       [](py::handle value, std::optional<DType> dtype, py::handle shape, py::handle) {
@@ -176,6 +182,9 @@ void bind_array(py::module_& m) {
       },
       py::arg("value"), py::arg("dtype") = py::none(), py::arg("shape") = py::none(),
       py::arg("name") = py::none());
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
   m.def(
       "convert_to_tensor",
       [](py::handle value, std::optional<DType> dtype, std::optional<DType> dtype_hint, py::handle) {

@@ -41,8 +41,9 @@ Tensor Sequential::call(const Tensor& x, bool training) {
     // pooled tensor, a quarter of the convolution's output for 2x2 windows, instead of all of it.
     // Exact types only: a subclass may change what either layer computes.
     Layer& layer = *layers_[i];
-    if (typeid(layer) == typeid(Conv2D) && i + 1 < layers_.size() &&
-        typeid(*layers_[i + 1]) == typeid(MaxPool2D) && static_cast<Conv2D&>(layer).activation_is_relu()) {
+    const Layer* next = i + 1 < layers_.size() ? layers_[i + 1].get() : nullptr;
+    if (typeid(layer) == typeid(Conv2D) && next != nullptr && typeid(*next) == typeid(MaxPool2D) &&
+        static_cast<Conv2D&>(layer).activation_is_relu()) {
       Tensor z = static_cast<Conv2D&>(layer).convolve(y, /*activate=*/false);
       y = nn::relu(layers_[i + 1]->call(z, training));
       ++i;
