@@ -1181,3 +1181,44 @@ TEST(Conv2D, StridesAndDilationsBeyondOneDnnsRangeStillComputeInFloat32) {
                 2e-5);
   }
 }
+
+// oneDNN's kernels grow with the strides and paddings: fuzz_nn found a bfloat16
+// Conv2DBackpropInput with stride 2^31 - 1 (one output row) asking oneDNN for gigabytes of JIT
+// code (fuzz/corpus/fuzz_nn/7cc0a1143c526b39821a34080b33b41d5ce29788), and stride and padding
+// 2^28 exhausted memory. A stride that never moves the window is built as the least one with the
+// same output; larger strides and paddings run through im2col. Every pass, float32 and bfloat16,
+// against float64.
+TEST(Conv2D, HugeStridesAndPaddingsComputeWithBoundedMemory) {
+  const std::int64_t big = std::int64_t{1} << 28;
+  struct Case {
+    std::vector<std::int64_t> strides, explicit_paddings;
+  };
+  for (const Case& c : {Case{{2147483647, 2}, {0, 0, 0, 0, 0, 0, 0, 0}},  // one output row
+                        Case{{100, 100}, {0, 0, 0, 0, 0, 0, 0, 0}},       // oneDNN, stride 4
+                        Case{{big, big}, {0, 0, 0, big, 0, big, 0, 0}},   // im2col
+                        Case{{5000, 1}, {0, 0, 5000, 0, 0, 0, 0, 0}}}) {  // past oneDNN's reach
+    SCOPED_TRACE(::testing::PrintToString(c.strides));
+    const tf::Tensor x = tf::constant(pattern(2 * 6 * 6 * 2, 0.1), {2, 6, 6, 2});
+    const tf::Tensor f = tf::constant(pattern(3 * 3 * 2 * 2, 1.3), {3, 3, 2, 2});
+    const auto conv = [&](const tf::Tensor& a, const tf::Tensor& b) {
+      return tf::nn::conv2d(a, b, c.strides, "EXPLICIT", {1, 1}, c.explicit_paddings);
+    };
+    const tf::Tensor y64 = conv(x, f);
+    const tf::Tensor dy = tf::constant(pattern(y64.num_elements(), 0.7), y64.shape());
+    const tf::Tensor dx64 = tf::raw_ops::conv2d_backprop_input(x.shape(), f, dy, c.strides, "EXPLICIT",
+                                                               {1, 1}, c.explicit_paddings);
+    const tf::Tensor df64 = tf::raw_ops::conv2d_backprop_filter(x, f.shape(), dy, c.strides, "EXPLICIT",
+                                                                {1, 1}, c.explicit_paddings);
+    for (const tf::DType dtype : {tf::float32, tf::bfloat16}) {
+      const double tol = dtype == tf::float32 ? 2e-5 : 0.05;
+      const tf::Tensor xd = tf::cast(x, dtype), fd = tf::cast(f, dtype), dyd = tf::cast(dy, dtype);
+      expect_near(values_of(conv(xd, fd)), values_of(y64), tol);
+      expect_near(values_of(tf::raw_ops::conv2d_backprop_input(x.shape(), fd, dyd, c.strides, "EXPLICIT",
+                                                               {1, 1}, c.explicit_paddings)),
+                  values_of(dx64), tol);
+      expect_near(values_of(tf::raw_ops::conv2d_backprop_filter(xd, f.shape(), dyd, c.strides, "EXPLICIT",
+                                                                {1, 1}, c.explicit_paddings)),
+                  values_of(df64), tol);
+    }
+  }
+}

@@ -140,13 +140,28 @@ ConvPrimitive build(Pass pass, const WindowGeometry& g, std::int64_t oc, const E
   return c;
 }
 
+/// `g` with the stride of a dimension whose output has one position lowered to the least that
+/// still gives one position (the input's reach past the window, 1 if none): such a stride never
+/// moves the window, but oneDNN's JIT kernels may unroll over it (a backward-data kernel for a
+/// stride of 2^31 - 1 asks for gigabytes of code buffer). One primitive then serves every such
+/// stride, and build() derives the same bottom and right padding.
+WindowGeometry without_unused_strides(WindowGeometry g) {
+  const auto least = [](std::int64_t size, std::int64_t pad, std::int64_t kernel, std::int64_t dilation) {
+    return std::max<std::int64_t>(size + pad - ((kernel - 1) * dilation + 1) + 1, 1);
+  };
+  if (g.oh == 1) g.sh = std::min(g.sh, least(g.h, g.pad_top, g.kh, g.dh));
+  if (g.ow == 1) g.sw = std::min(g.sw, least(g.w, g.pad_left, g.kw, g.dw));
+  return g;
+}
+
 /// The primitive for `pass` on this geometry (and epilogue), built on first use.
-std::shared_ptr<const ConvPrimitive> primitive(Pass pass, const WindowGeometry& g, std::int64_t oc,
+std::shared_ptr<const ConvPrimitive> primitive(Pass pass, const WindowGeometry& geometry, std::int64_t oc,
                                                const Epilogue& e, DType dtype) {
   static PrimitiveCache<Key, ConvPrimitive> cache(256);
+  const WindowGeometry g = without_unused_strides(geometry);
   return cache.get(key(pass, g, oc, e, dtype), [&] {
     return checked(
-        pass_name(pass), [&] { return describe(pass, g, oc, dtype); },
+        pass_name(pass), [&] { return describe(pass, geometry, oc, dtype); },
         [&] { return build(pass, g, oc, e, dtype); });
   });
 }
@@ -178,17 +193,21 @@ void run(Pass pass, const WindowGeometry& g, std::int64_t oc, DType dtype, const
 
 }  // namespace
 
-bool supports(const WindowGeometry& g) {
+bool supports(const WindowGeometry& geometry) {
   constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+  // oneDNN's kernels grow with the strides and paddings (building a forward primitive for stride
+  // and padding 2^22 takes half a gigabyte and 2.5 s; 2^28 exhausts memory), which no network
+  // uses; the im2col path computes such windows in time proportional to the output.
+  constexpr std::int64_t kMaxReach = 4096;
+  const WindowGeometry g = without_unused_strides(geometry);
   const std::int64_t extent_h = (g.kh - 1) * g.dh + 1, extent_w = (g.kw - 1) * g.dw + 1;
   // The bottom and right padding conv_forward derives (build), at most the stride's reach.
   const std::int64_t pad_bottom = (g.oh - 1) * g.sh + extent_h - g.h - g.pad_top;
   const std::int64_t pad_right = (g.ow - 1) * g.sw + extent_w - g.w - g.pad_left;
-  // Every padding (SAME's are below the extent, EXPLICIT ones at most 2^31 each) and the padded
-  // input's extent must fit oneDNN's int32 arithmetic.
-  return g.sh <= kMax && g.sw <= kMax && extent_h <= kMax / 4 && extent_w <= kMax / 4 && g.h <= kMax / 4 &&
-         g.w <= kMax / 4 && g.pad_top <= kMax / 4 && g.pad_left <= kMax / 4 && pad_bottom <= kMax / 4 &&
-         pad_right <= kMax / 4;
+  // The window's extent and the input's must also fit oneDNN's int32 arithmetic.
+  return g.sh <= kMaxReach && g.sw <= kMaxReach && g.pad_top <= kMaxReach && g.pad_left <= kMaxReach &&
+         pad_bottom <= kMaxReach && pad_right <= kMaxReach && extent_h <= kMax / 4 && extent_w <= kMax / 4 &&
+         g.h <= kMax / 4 && g.w <= kMax / 4;
 }
 
 void conv_forward(const void* x, const void* f, const WindowGeometry& g, std::int64_t oc, void* y,

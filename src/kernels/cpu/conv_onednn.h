@@ -13,9 +13,10 @@
 
 namespace tapeflow::cpu::onednn {
 
-/// Whether oneDNN takes this geometry: it computes with 32-bit strides, paddings and window
-/// extents, so a stride, a padding or a dilated window beyond 2^31 - 1 (TensorFlow's own limit is 2^31 - 1
-/// for each attribute, not for their product) goes to the caller's im2col path instead.
+/// Whether oneDNN takes this geometry. Its kernels grow with the strides and paddings, so a stride
+/// or padding above 4096 (after a stride that never moves the window is taken as the least one
+/// with the same output), and a dilated window or input beyond oneDNN's 32-bit arithmetic, go to
+/// the caller's im2col path instead.
 bool supports(const WindowGeometry& g);
 
 /// What the forward pass applies as it writes each output (oneDNN's bias). Not its ReLU post-op:
