@@ -8,6 +8,7 @@ set -euo pipefail
 # libonnx-dev, libprotobuf-dev: tf::export_onnx (src/onnx/); python3-onnx (onnx.checker), nodejs and npm
 # test its files in ONNX Runtime (tests/onnx/, with the onnxruntime-node installed below).
 # chromium: scripts/check_docs_site.py loads every page of the documentation site in it, headless.
+# fortunes-min: the text `tapeflow train --model char-lstm|char-transformer` trains on by default.
 # ocl-icd-opencl-dev: Debian's oneDNN is built with its OpenCL GPU runtime, so its CMake package
 # (find_package(dnnl)) requires OpenCL's headers and loader, which libdnnl-dev only recommends.
 packages=(build-essential cmake pkg-config libopenblas-dev libfmt-dev libgtest-dev libgmock-dev
@@ -15,7 +16,7 @@ packages=(build-essential cmake pkg-config libopenblas-dev libfmt-dev libgtest-d
           clang clang-format libclang-rt-14-dev llvm doxygen ccache libopenmpi-dev openmpi-bin libdnnl-dev
           ocl-icd-opencl-dev dataset-fashion-mnist pybind11-dev python3-dev python3-numpy libdlpack-dev
           python3-pytest python3-matplotlib python3-mypy python3-venv python3-setuptools python3-wheel
-          libonnx-dev libprotobuf-dev python3-onnx nodejs chromium)
+          libonnx-dev libprotobuf-dev python3-onnx nodejs chromium fortunes-min)
 # A Node.js from elsewhere (NodeSource's nodejs) ships its own npm, which Debian's npm conflicts with.
 command -v npm >/dev/null || packages+=(npm)
 

@@ -35,6 +35,8 @@
 #include "models.h"
 #include "plot.h"
 #include "progress.h"
+#include "run_cli.h"
+#include "support/checkpoint_bytes.h"
 #include "support/files.h"
 #include "support/temp_dir.h"
 #include "tapeflow/tapeflow.h"
@@ -47,17 +49,8 @@ using ::testing::HasSubstr;
 
 namespace {
 
-struct Result {
-  int status;
-  std::string out, err;
-};
-
-Result run(std::vector<const char*> args) {
-  args.insert(args.begin(), "tapeflow");
-  std::ostringstream out, err;
-  const int status = cli::run(static_cast<int>(args.size()), args.data(), out, err, false);
-  return {status, out.str(), err.str()};
-}
+using Result = tf::testing::CliResult;
+const auto run = tf::testing::run_cli;
 
 bool have_dataset() {
   return fs::exists(fs::path(tf::data::kFashionMnistDir) / "train-labels-idx1-ubyte.gz");
@@ -141,19 +134,7 @@ std::string read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-/// Every entry of a checkpoint as raw bytes, by name.
-std::map<std::string, std::string> checkpoint_bytes(const std::string& path) {
-  tf::NamedVariables vars;
-  for (const auto& e : tf::list_checkpoint(path))
-    vars.emplace_back(e.name, tf::Variable(tf::zeros(e.shape, e.dtype)));
-  tf::restore_checkpoint(path, vars);
-  std::map<std::string, std::string> bytes;
-  for (const auto& [name, var] : vars) {
-    tf::Tensor v = var.value();
-    bytes[name] = std::string(static_cast<const char*>(v.raw_data()), v.nbytes());
-  }
-  return bytes;
-}
+using tf::testing::checkpoint_bytes;
 
 /// Expects two checkpoints (by checkpoint_bytes) to hold the same entries, bit for bit, except
 /// train/history, which holds the wall time of each epoch; `differs` ends the message of an entry
@@ -247,8 +228,9 @@ TEST(CliArguments, MistypedSubcommandSuggestsTheNearestOne) {
   EXPECT_THAT(run({"exmaples", "--list"}).err, HasSubstr("did you mean 'examples'?"));
   Result far = run({"frobnicate"});
   EXPECT_EQ(far.status, 2);
-  EXPECT_THAT(far.err,
-              HasSubstr("unknown subcommand 'frobnicate'; the subcommands are train, predict and examples"));
+  EXPECT_THAT(
+      far.err,
+      HasSubstr("unknown subcommand 'frobnicate'; the subcommands are train, predict, sample and examples"));
 }
 
 TEST(CliArguments, MistypedOptionSuggestsTheNearestOne) {

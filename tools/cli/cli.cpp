@@ -17,8 +17,10 @@
 #include "interrupt.h"
 #include "models.h"
 #include "predict.h"
+#include "sample.h"
 #include "tapeflow/distributed.h"
 #include "tapeflow/errors.h"
+#include "text_models.h"
 #include "train.h"
 
 namespace tapeflow::cli {
@@ -65,7 +67,7 @@ std::optional<std::string> unknown_subcommand(int argc, const char* const* argv,
   if (std::find(subcommands.begin(), subcommands.end(), given) != subcommands.end()) return std::nullopt;
   if (const auto nearest = nearest_within_two_edits(given, subcommands))
     return fmt::format("unknown subcommand '{}'; did you mean '{}'?", given, *nearest);
-  // "train, predict and examples"
+  // "train, predict, sample and examples"
   const std::vector<std::string> all_but_last(subcommands.begin(), subcommands.end() - 1);
   return fmt::format("unknown subcommand '{}'; the subcommands are {} and {}", given,
                      fmt::join(all_but_last, ", "), subcommands.back());
@@ -115,21 +117,38 @@ int rank_or_zero() { return distributed::initialized() ? distributed::rank() : 0
 }  // namespace
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool err_is_terminal) {
-  CLI::App app{"tapeflow: train Fashion-MNIST classifiers and run the examples of the tapeflow library"};
+  CLI::App app{
+      "tapeflow: train Fashion-MNIST classifiers and character-level language models, and run the examples "
+      "of the tapeflow library"};
   app.require_subcommand(1);
 
   TrainOptions t;
-  CLI::App* train_cmd = app.add_subcommand("train", "Train the MLP or the CNN on Fashion-MNIST");
-  auto* model_opt = train_cmd->add_option("--model", t.model, "Model: mlp (784-256-128-10) or cnn")
-                        ->check(CLI::IsMember(model_names()))
-                        ->capture_default_str();
+  CLI::App* train_cmd = app.add_subcommand(
+      "train", "Train the MLP or the CNN on Fashion-MNIST, or a character-level language model on text");
+  std::vector<std::string> all_models = model_names();
+  all_models.insert(all_models.end(), text_model_names().begin(), text_model_names().end());
+  auto* model_opt =
+      train_cmd
+          ->add_option(
+              "--model", t.model,
+              "Model: mlp (784-256-128-10) or cnn on Fashion-MNIST; char-lstm or char-transformer on "
+              "--text")
+          ->check(CLI::IsMember(all_models))
+          ->capture_default_str();
+  train_cmd->add_option("--text", t.text,
+                        "The text models' UTF-8 files (default: the fortunes of Debian's fortunes-min)");
+  auto* sequence_length_opt =
+      train_cmd->add_option("--sequence-length", t.sequence_length, "The text models' characters of context")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
   train_cmd->add_option("--epochs", t.epochs, "Total epochs (with --resume: continue up to this many)")
       ->capture_default_str();
   auto* batch_opt =
       train_cmd->add_option("--batch-size", t.batch_size, "Examples per step (per rank under mpirun)")
           ->capture_default_str();
-  auto* lr_opt = train_cmd->add_option("--lr", t.learning_rate, "Learning rate of the first epoch")
-                     ->capture_default_str();
+  auto* lr_opt =
+      train_cmd->add_option("--lr", t.learning_rate, "Learning rate of the first epoch (char-lstm: 0.005)")
+          ->capture_default_str();
   auto* lr_decay_opt = train_cmd
                            ->add_option("--lr-decay", t.lr_decay,
                                         "Multiply the learning rate by this after each epoch (1: constant)")
@@ -203,6 +222,24 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
       ->add_option("--batch-size", p.batch_size, "Images per call, for a file that takes any batch size")
       ->check(CLI::PositiveNumber);
 
+  SampleOptions sample_options;
+  CLI::App* sample_cmd = app.add_subcommand(
+      "sample", "Generate text with a model trained by `train --model char-lstm|char-transformer`");
+  sample_cmd->add_option("checkpoint", sample_options.checkpoint, "The checkpoint `train --checkpoint` wrote")
+      ->required();
+  sample_cmd->add_option("--prompt", sample_options.prompt, "The text to continue (default: a new line)");
+  sample_cmd->add_option("--length", sample_options.length, "Characters to generate")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sample_cmd
+      ->add_option("--temperature", sample_options.temperature,
+                   "Divide the logits by this: 1 samples the model as it is, 0 takes the likeliest character")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sample_cmd->add_option("--seed", sample_options.seed, "Seed of the draws")
+      ->check(kUnsigned64)
+      ->capture_default_str();
+
   CLI::App* examples_cmd = app.add_subcommand("examples", "List and run the seed example programs");
   examples_cmd->add_option("name", name, "The example to run (default: all of them)");
   examples_cmd->add_flag("--list", list, "Only list the examples");
@@ -242,9 +279,14 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
       t.lr_decay_given = lr_decay_opt->count() > 0;
       t.augment_given = augment_opt->count() > 0;
       t.precision_given = precision_opt->count() > 0;
+      t.sequence_length_given = sequence_length_opt->count() > 0;
       const InterruptHandler interrupts;
       t.stop_requested = &InterruptHandler::count();
       train(t, out, err, err_is_terminal);
+      return 0;
+    }
+    if (sample_cmd->parsed()) {
+      sample(sample_options, out);
       return 0;
     }
     if (predict_cmd->parsed()) {

@@ -1,5 +1,5 @@
 #pragma once
-// The `tapeflow` command line: subcommands `train`, `predict` and `examples` (CLI11).
+// The `tapeflow` command line: subcommands `train`, `predict`, `sample` and `examples` (CLI11).
 //
 // Exit status: 0 on success, 1 when the work itself failed (an example program failed, a file
 // system error while training), 2 for bad input (an unknown option or value, a missing data

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tapeflow/tensor.h"
+
 namespace tapeflow::cli {
 
 struct EpochRecord {
@@ -15,5 +17,15 @@ struct EpochRecord {
 };
 
 using History = std::vector<EpochRecord>;
+
+/// The columns of a history as a checkpoint holds it: epoch, train loss, train accuracy, test
+/// loss, test accuracy, seconds.
+inline constexpr std::int64_t kHistoryColumns = 6;
+
+/// `history` as a float64 tensor of shape (epochs, kHistoryColumns).
+Tensor history_tensor(const History& history);
+
+/// The history a history_tensor() holds.
+History history_from(const Tensor& t);
 
 }  // namespace tapeflow::cli

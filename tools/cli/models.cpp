@@ -8,17 +8,12 @@
 #include "tapeflow/ops/creation.h"
 
 namespace tapeflow::cli {
-namespace {
-
-/// SplitMix64's finaliser: well-mixed, distinct seeds for the layers of one model.
 std::uint64_t mix(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
-
-}  // namespace
 
 const std::vector<std::string>& model_names() {
   static const std::vector<std::string> names = {"mlp", "cnn"};

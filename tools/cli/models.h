@@ -18,7 +18,10 @@
 
 namespace tapeflow::cli {
 
-/// The model names `--model` accepts, in the order `tapeflow train --help` lists them.
+/// SplitMix64's finaliser: well-mixed, distinct seeds for the layers of one model.
+std::uint64_t mix(std::uint64_t x);
+
+/// The image model names `--model` accepts, in the order `tapeflow train --help` lists them.
 const std::vector<std::string>& model_names();
 
 /// Dropout whose masks are drawn, at every step, from a seed derived from (seed, epoch, step)

@@ -30,15 +30,15 @@
 #include "tapeflow/ops/image.h"
 #include "tapeflow/optim/optimizer.h"
 #include "tapeflow/threads.h"
+#include "text_models.h"
 #include "train_step.h"
+#include "train_text.h"
 
 namespace tapeflow::cli {
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-const std::vector<std::string> kOptimizers = {"adam", "sgd"};
 
 /// How OpenMP's idle threads wait in this process, as the run header names it: the policy libgomp
 /// read from OMP_WAIT_POLICY when it was loaded (main() sets PASSIVE unless the user chose one).
@@ -50,21 +50,6 @@ std::string openmp_wait_policy() {
 /// The key of the flips' seeds: the run's seed mixed with this, so that their draws are not those
 /// of the dropout masks, which come from the run's seed too.
 constexpr std::uint64_t kFlipSeedKey = 0xF11B'5EED'0000'0001;
-constexpr std::int64_t kHistoryColumns = 6;  // epoch, train loss, train acc, test loss, test acc, s
-
-/// The optimizer `name` with the run's learning rate: o.learning_rate, times o.lr_decay after each
-/// epoch of `steps_per_epoch` steps (an ExponentialDecay schedule of the optimizer's iterations,
-/// which the checkpoint holds) unless lr_decay is 1.
-std::unique_ptr<optimizers::Optimizer> make_optimizer(const TrainOptions& o, std::int64_t steps_per_epoch) {
-  const std::string& name = o.optimizer;
-  const optimizers::LearningRate learning_rate =
-      o.lr_decay == 1 ? optimizers::LearningRate(o.learning_rate)
-                      : optimizers::schedules::ExponentialDecay(o.learning_rate, steps_per_epoch, o.lr_decay,
-                                                                /*staircase=*/true);
-  if (name == "adam") return std::make_unique<optimizers::Adam>(learning_rate);
-  if (name == "sgd") return std::make_unique<optimizers::SGD>(learning_rate, /*momentum=*/0.9);
-  throw UsageError("unknown optimizer '" + name + "': expected adam or sgd");
-}
 
 std::int64_t index_of(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) - names.begin();
@@ -136,22 +121,6 @@ struct EpochSums {
   double accuracy() const { return examples > 0 ? correct / examples : 0.0; }
 };
 
-Tensor history_tensor(const History& h) {
-  std::vector<double> v;
-  for (const auto& r : h)
-    v.insert(v.end(), {static_cast<double>(r.epoch), r.train_loss, r.train_accuracy, r.test_loss,
-                       r.test_accuracy, r.seconds});
-  return constant(v, Shape({static_cast<std::int64_t>(h.size()), kHistoryColumns}));
-}
-
-History history_from(const Tensor& t) {
-  History h;
-  auto v = t.values<double>();
-  for (std::size_t i = 0; i + kHistoryColumns <= v.size(); i += kHistoryColumns)
-    h.push_back({static_cast<std::int64_t>(v[i]), v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5]});
-  return h;
-}
-
 /// Reads the "train/..." entries of `path` into a Meta. Throws UsageError for a file that cannot
 /// be read, is corrupt or is not a `tapeflow train` checkpoint.
 Meta read_meta(const std::string& path) {
@@ -182,16 +151,6 @@ Meta read_meta(const std::string& path) {
     throw UsageError(std::string("cannot resume from the checkpoint: ") + e.what());
   }
   return meta;
-}
-
-/// Fails with UsageError if an explicitly given option disagrees with the checkpoint.
-template <class T>
-void require_same(bool given, const char* option, const T& ours, const T& saved, const std::string& path) {
-  if (given && ours != saved)
-    throw UsageError(
-        fmt::format("cannot resume from '{}': it was trained with --{} {}, not {} (leave the "
-                    "option out to continue with the checkpoint's value)",
-                    path, option, saved, ours));
 }
 
 std::string plural(std::int64_t n, const char* word) {
@@ -242,10 +201,6 @@ std::string interrupted_message(const TrainOptions& o, std::int64_t epochs_done,
                      resume);
 }
 
-bool stop_requested(const TrainOptions& o) {
-  return o.stop_requested && o.stop_requested->load(std::memory_order_relaxed) != 0;
-}
-
 std::int64_t parameter_count(const Model& m) {
   std::int64_t n = 0;
   for (const auto& v : m.net->trainable_variables()) n += v.shape().num_elements();
@@ -285,7 +240,53 @@ void require_different_files(const std::vector<std::pair<const char*, std::strin
     }
 }
 
+/// What the text models refuse: the image models' options, and what they do not do yet.
+void validate_text_options(const TrainOptions& o) {
+  const auto refuse = [&](bool given, const char* option) {
+    if (given)
+      throw UsageError(fmt::format("{} applies to the image models (mlp, cnn), not {}", option, o.model));
+  };
+  refuse(!o.augment.empty(), "--augment");
+  refuse(o.data_dir != TrainOptions{}.data_dir, "--data-dir");
+  refuse(o.gradient_report, "--gradient-report");
+  const auto not_yet = [&](bool given, const char* option) {
+    if (given) throw UsageError(fmt::format("{} is not available for the text models yet", option));
+  };
+  not_yet(!o.export_path.empty(), "--export");
+  not_yet(!o.export_onnx_path.empty(), "--export-onnx");
+  not_yet(o.ranks > 1 || distributed::size() > 1, "data-parallel training (mpirun, --ranks)");
+  if (o.sequence_length < 1)
+    throw UsageError(fmt::format("--sequence-length must be at least 1, got {}", o.sequence_length));
+}
+
 }  // namespace
+
+const std::vector<std::string>& optimizer_names() {
+  static const std::vector<std::string> names = {"adam", "sgd"};
+  return names;
+}
+
+std::unique_ptr<optimizers::Optimizer> make_optimizer(const TrainOptions& o, std::int64_t steps_per_epoch) {
+  const std::string& name = o.optimizer;
+  const optimizers::LearningRate learning_rate =
+      o.lr_decay == 1 ? optimizers::LearningRate(o.learning_rate)
+                      : optimizers::schedules::ExponentialDecay(o.learning_rate, steps_per_epoch, o.lr_decay,
+                                                                /*staircase=*/true);
+  if (name == "adam") return std::make_unique<optimizers::Adam>(learning_rate);
+  if (name == "sgd") return std::make_unique<optimizers::SGD>(learning_rate, /*momentum=*/0.9);
+  throw UsageError("unknown optimizer '" + name + "': expected adam or sgd");
+}
+
+void adopt_learning_rate(TrainOptions& o, double saved, std::ostream& out) {
+  if (o.learning_rate_given && o.learning_rate != saved)
+    out << fmt::format("note: using --lr {:g}, not the checkpoint's learning rate {:g}\n", o.learning_rate,
+                       saved);
+  if (!o.learning_rate_given) o.learning_rate = saved;
+}
+
+bool stop_requested(const TrainOptions& o) {
+  return o.stop_requested && o.stop_requested->load(std::memory_order_relaxed) != 0;
+}
 
 const std::vector<std::string>& augmentations() {
   static const std::vector<std::string> names = {"none", "flip"};
@@ -298,9 +299,11 @@ const std::vector<std::string>& precisions() {
 }
 
 void validate(const TrainOptions& o) {
-  if (index_of(model_names(), o.model) == static_cast<std::int64_t>(model_names().size()))
-    throw UsageError("unknown model '" + o.model + "': expected mlp or cnn");
-  if (index_of(kOptimizers, o.optimizer) == static_cast<std::int64_t>(kOptimizers.size()))
+  const bool text = is_text_model(o.model);
+  if (!text && index_of(model_names(), o.model) == static_cast<std::int64_t>(model_names().size()))
+    throw UsageError("unknown model '" + o.model + "': expected mlp, cnn, char-lstm or char-transformer");
+  if (text) validate_text_options(o);
+  if (index_of(optimizer_names(), o.optimizer) == static_cast<std::int64_t>(optimizer_names().size()))
     throw UsageError("unknown optimizer '" + o.optimizer + "': expected adam or sgd");
   if (!o.augment.empty() &&
       index_of(augmentations(), o.augment) == static_cast<std::int64_t>(augmentations().size()))
@@ -330,7 +333,7 @@ void validate(const TrainOptions& o) {
   if (o.gradient_report && distributed::size() > 1)
     throw UsageError("--gradient-report needs a single process: the report is of one rank's tape");
   std::error_code ec;
-  if (!o.dataset && !fs::is_directory(o.data_dir, ec))
+  if (!text && !o.dataset && !fs::is_directory(o.data_dir, ec))
     throw UsageError("the data directory '" + o.data_dir +
                      "' does not exist: install Fashion-MNIST with `apt-get install dataset-fashion-mnist` "
                      "(scripts/setup.sh does) or pass --data-dir");
@@ -391,11 +394,11 @@ std::optional<Meta> adopt_checkpoint_configuration(TrainOptions& o, std::ostream
   const std::int64_t model_id = saved.model.value().item<std::int64_t>();
   const std::int64_t opt_id = saved.optimizer.value().item<std::int64_t>();
   if (model_id < 0 || model_id >= static_cast<std::int64_t>(models.size()) || opt_id < 0 ||
-      opt_id >= static_cast<std::int64_t>(kOptimizers.size()))
+      opt_id >= static_cast<std::int64_t>(optimizer_names().size()))
     throw UsageError("cannot resume from '" + o.checkpoint + "': unknown model or optimizer id");
   require_same(o.model_given, "model", o.model, models[static_cast<std::size_t>(model_id)], o.checkpoint);
-  require_same(o.optimizer_given, "optimizer", o.optimizer, kOptimizers[static_cast<std::size_t>(opt_id)],
-               o.checkpoint);
+  require_same(o.optimizer_given, "optimizer", o.optimizer,
+               optimizer_names()[static_cast<std::size_t>(opt_id)], o.checkpoint);
   require_same(o.seed_given, "seed", o.seed,
                static_cast<std::uint64_t>(saved.seed.value().item<std::int64_t>()), o.checkpoint);
   require_same(o.batch_size_given, "batch-size", o.batch_size, saved.batch_size.value().item<std::int64_t>(),
@@ -417,17 +420,13 @@ std::optional<Meta> adopt_checkpoint_configuration(TrainOptions& o, std::ostream
     o.precision = saved_precision;
   }
   o.model = models[static_cast<std::size_t>(model_id)];
-  o.optimizer = kOptimizers[static_cast<std::size_t>(opt_id)];
+  o.optimizer = optimizer_names()[static_cast<std::size_t>(opt_id)];
   o.seed = static_cast<std::uint64_t>(saved.seed.value().item<std::int64_t>());
   o.batch_size = saved.batch_size.value().item<std::int64_t>();
   o.limit = saved.limit.value().item<std::int64_t>();
   o.lr_decay = saved_lr_decay;
   o.augment = saved_augment;
-  const double saved_learning_rate = saved.learning_rate.value().item<double>();
-  if (o.learning_rate_given && o.learning_rate != saved_learning_rate)
-    out << fmt::format("note: using --lr {:g}, not the checkpoint's learning rate {:g}\n", o.learning_rate,
-                       saved_learning_rate);
-  if (!o.learning_rate_given) o.learning_rate = saved_learning_rate;
+  adopt_learning_rate(o, saved.learning_rate.value().item<double>(), out);
   if (o.batch_size < 1 || o.limit < 0 || !(o.learning_rate > 0) || !std::isfinite(o.learning_rate) ||
       !(o.lr_decay > 0 && o.lr_decay <= 1) || saved.epoch.value().item<std::int64_t>() < 0)
     throw UsageError("cannot resume from '" + o.checkpoint +
@@ -544,7 +543,7 @@ void save_training_state(TrainingState& s, const TrainOptions& o, std::int64_t e
   meta.batch_size.assign(constant<std::int64_t>(o.batch_size));
   meta.limit.assign(constant<std::int64_t>(o.limit));
   meta.model.assign(constant<std::int64_t>(index_of(model_names(), o.model)));
-  meta.optimizer.assign(constant<std::int64_t>(index_of(kOptimizers, o.optimizer)));
+  meta.optimizer.assign(constant<std::int64_t>(index_of(optimizer_names(), o.optimizer)));
   meta.ranks.assign(constant<std::int64_t>(distributed::size()));
   meta.history = Meta::history_variable(history_tensor(s.history));
   save_checkpoint(o.checkpoint, s.checkpoint_entries());
@@ -679,6 +678,7 @@ History train(const TrainOptions& options, std::ostream& out_all, std::ostream& 
   std::ostream& out = rank == 0 ? out_all : nowhere();
   std::ostream& log = rank == 0 ? log_all : nowhere();
   validate(options);
+  if (is_text_model(options.model)) return train_text(options, out, log, log_is_terminal);
   TrainOptions o = options;
   // Resume: the checkpoint decides the configuration; explicit options must agree with it.
   const std::optional<Meta> saved = adopt_checkpoint_configuration(o, out);

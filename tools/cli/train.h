@@ -25,14 +25,19 @@
 // of ranks (a mid-epoch checkpoint resumes only on as many ranks; one from an epoch's end, on any
 // number).
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "history.h"
 #include "tapeflow/data.h"
+#include "tapeflow/optim/optimizer.h"
 
 namespace tapeflow::cli {
 
@@ -52,10 +57,11 @@ class Interrupted : public std::runtime_error {
 };
 
 struct TrainOptions {
+  /// One of model_names() (Fashion-MNIST) or text_model_names() (text_models.h, train_text.h).
   std::string model = "mlp";
   std::int64_t epochs = 5;  ///< total epochs: with --resume, training continues up to this many
   std::int64_t batch_size = 64;
-  double learning_rate = 1e-3;
+  double learning_rate = 1e-3;  ///< char-lstm: 0.005 unless learning_rate_given
   /// The learning rate's factor after each epoch, in (0, 1]: epoch e (from 0) trains at
   /// learning_rate * lr_decay^e (an ExponentialDecay schedule, staircase, of the optimizer's step
   /// count); 1: constant.
@@ -75,6 +81,10 @@ struct TrainOptions {
   /// unless this is set; then the new run replaces it.
   bool overwrite = false;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  /// The text models' UTF-8 files, read one after the other; empty: default_text_files().
+  std::vector<std::string> text;
+  /// The text models' steps per example (characters of context).
+  std::int64_t sequence_length = 64;
   std::string plot;        ///< empty: no plot
   std::int64_t limit = 0;  ///< train on the first `limit` examples; 0: all
   int threads = 0;         ///< 0: the library's default (every core)
@@ -110,8 +120,33 @@ struct TrainOptions {
   /// value is used).
   bool model_given = false, optimizer_given = false, seed_given = false, batch_size_given = false,
        limit_given = false, learning_rate_given = false, lr_decay_given = false, augment_given = false,
-       precision_given = false;
+       precision_given = false, sequence_length_given = false;
 };
+
+/// The values of --optimizer, "adam" and "sgd" (a checkpoint's optimizer id is the index).
+const std::vector<std::string>& optimizer_names();
+
+/// The optimizer o.optimizer with the run's learning rate: o.learning_rate, times o.lr_decay after
+/// each epoch of `steps_per_epoch` steps (an ExponentialDecay schedule of the optimizer's
+/// iterations, which the checkpoint holds) unless lr_decay is 1. Throws UsageError for another name.
+std::unique_ptr<optimizers::Optimizer> make_optimizer(const TrainOptions& o, std::int64_t steps_per_epoch);
+
+/// Whether o.stop_requested asks for a stop (Ctrl-C).
+bool stop_requested(const TrainOptions& o);
+
+/// Fails with UsageError if an explicitly given option disagrees with the checkpoint at `path`.
+template <class T>
+void require_same(bool given, const char* option, const T& ours, const T& saved, const std::string& path) {
+  if (given && ours != saved)
+    throw UsageError(
+        fmt::format("cannot resume from '{}': it was trained with --{} {}, not {} (leave the "
+                    "option out to continue with the checkpoint's value)",
+                    path, option, saved, ours));
+}
+
+/// On resume: keeps an explicitly given --lr (with a note on `out` when it differs from the
+/// checkpoint's `saved` rate), else takes the checkpoint's.
+void adopt_learning_rate(TrainOptions& o, double saved, std::ostream& out);
 
 /// The values of --augment, "none" and "flip" (a checkpoint's train/augment is the index).
 const std::vector<std::string>& augmentations();
