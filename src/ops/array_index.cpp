@@ -372,6 +372,8 @@ struct GatherV2 {
                            fmt::format("params has shape {}, axis {}", ps.to_string(), a.axis));
     Tensor y = detail::empty(Shape::checked(gathered_dims(ps, a.axis, indices.shape()), kName),
                              params.dtype(), kName);
+    // Nothing to copy; the rows could still number 2^63 (a huge dim beside a zero one).
+    if (y.num_elements() == 0) return y;
     const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis],
                        inner = product(ps, a.axis + 1, ps.rank());
     const std::int64_t n = indices.num_elements();
@@ -442,9 +444,11 @@ struct GatherGrad {
     const Shape& ps = a.params;
     check_indices_in_range(indices, ps[a.axis], kName, fmt::format("params has shape {}", ps.to_string()));
     Tensor dx = zeros(ps, dy.dtype());
+    const std::int64_t n = indices.num_elements();
+    // Nothing to add; the outer loop could still run 2^63 times (a huge dim beside a zero one).
+    if (dx.num_elements() == 0 || n == 0) return dx;
     const std::int64_t outer = product(ps, 0, a.axis), dim = ps[a.axis],
                        inner = product(ps, a.axis + 1, ps.rank());
-    const std::int64_t n = indices.num_elements();
     visit_floating(dy.dtype(), [&]<class T>() {
       const T* src = dy.values<T>().data();
       T* dst = detail::mutable_data<T>(dx);

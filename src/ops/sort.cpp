@@ -158,6 +158,8 @@ template <class Fn>
 void along_axis_pairs(const Shape& arr, const Tensor& indices, int axis, std::string_view op, Fn&& fn) {
   check_indices_in_range(indices, arr[axis], op,
                          fmt::format("arr has shape {}, axis {}", arr.to_string(), axis));
+  // No pair; the outer loop could still run 2^63 times (a huge dim beside a zero one).
+  if (indices.num_elements() == 0) return;
   const AxisLines L(indices.shape(), axis);
   const std::int64_t n_arr = arr[axis];
   visit_index(indices, op, [&]<class I>() {

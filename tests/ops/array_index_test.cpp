@@ -314,6 +314,21 @@ TEST(Gather, GradientAlongAnInnerAxis) {
   EXPECT_THAT(tape.gradient(loss, x)->to_vector<double>(), ElementsAre(0, 0, 3, 0, 0, 7));
 }
 
+// A huge dim beside a zero one holds nothing, yet gather's loops over the dims before the axis
+// ran 2^36 times for it (fuzz_shape found the gradient's hanging:
+// fuzz/corpus/fuzz_shape/e1c828796a2252c52716337a11b14ca54d7c58fe); take_along_axis likewise.
+TEST(Gather, EmptyTensorsWithHugeDimsReturnAtOnce) {
+  const std::int64_t huge = std::int64_t{1} << 36;
+  const tf::Tensor params = tf::zeros({huge, 2, 0});
+  tf::GradientTape tape;
+  tape.watch(params);
+  const tf::Tensor y = tf::gather(params, tf::constant({1, 0, 1}), 1);
+  EXPECT_EQ(y.shape(), (tf::Shape{huge, 3, 0}));
+  EXPECT_EQ(tape.gradient(y, params)->shape(), params.shape());
+  EXPECT_EQ(tf::take_along_axis(params, tf::zeros({huge, 2, 0}, tf::int32), 1).shape(),
+            (tf::Shape{huge, 2, 0}));
+}
+
 // ---- gather_nd and scatter_nd ----------------------------------------------------------------
 
 TEST(GatherNd, FullIndexTuplesGiveElements) {
