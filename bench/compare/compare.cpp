@@ -16,6 +16,9 @@
 //   compare --group layers  the sequence models' layers (LSTM, GRU, MultiHeadAttention,
 //                           LayerNormalization, Conv1D, Embedding) against LibTorch's modules,
 //                           forward and backward (layers_group.cpp)
+//   compare --group charlm  the command-line program's char-lstm trained on fortunes-min's text
+//                           against the same network in LibTorch: epoch time, float32 and
+//                           mixed_bfloat16, and validation perplexity (charlm_group.cpp)
 //   compare --group science per-point Hessians through vectorized_map against PyTorch's
 //                           vmap(hessian) (hessian_torch.py, with --script) and a C++ loop;
 //                           nested tapes traced against eager (science_group.cpp)
@@ -25,6 +28,7 @@
 //                           (openmp_group.cpp)
 //   options: --threads N (default: all cores) --rounds R --python PATH --script PATH
 //            --epoch-batches B (0: the full epoch) --data synthetic|fashion-mnist
+//            --lm-epochs E (group charlm's epochs, default 10)
 //            --clock wall|thread-cpu (default wall)
 //            --every-malloc: one run per allocator configuration for LibTorch (glibc malloc;
 //            jemalloc; jemalloc retaining freed memory), each printing its table, then every
@@ -58,6 +62,7 @@
 #include <thread>
 #include <vector>
 
+#include "charlm_group.h"
 #include "common.h"
 #include "core/parallel.h"
 #include "function_group.h"
@@ -726,6 +731,8 @@ int main(int argc, char** argv) {
       o.epoch_batches = std::stoll(next());
     else if (a == "--data")
       o.data = next();
+    else if (a == "--lm-epochs")
+      o.lm_epochs = std::stoll(next());
     else if (a == "--rss-child")
       rss_side = next();
     else if (a == "--function-child")
@@ -810,13 +817,16 @@ int main(int argc, char** argv) {
     compare::linalg_group(o, rows);
   } else if (o.group == "layers") {
     compare::layers_group(o, rows);
+  } else if (o.group == "charlm") {
+    compare::charlm_group(o, rows);
   } else if (o.group == "science") {
     compare::science_group(o, rows);
   } else if (o.group == "openmp") {
     compare::openmp_group(o, rows);
   } else {
-    std::fprintf(stderr,
-                 "--group must be small, large, epoch, rss, function, linalg, layers, science or openmp\n");
+    std::fprintf(
+        stderr,
+        "--group must be small, large, epoch, rss, function, linalg, layers, charlm, science or openmp\n");
     return 2;
   }
   compare::print_table(rows);

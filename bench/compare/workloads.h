@@ -27,6 +27,7 @@ struct Options {
   std::string python = "/usr/bin/python3";
   std::string script;
   std::int64_t epoch_batches = 0;
+  std::int64_t lm_epochs = 10;  // --lm-epochs: group charlm's training epochs
   std::string data = "fashion-mnist";
   std::string config;         // describes LibTorch's configuration, printed per row
   std::string rows_out;       // --rows-out: also write the rows here (tab-separated)

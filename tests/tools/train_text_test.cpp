@@ -6,6 +6,7 @@
 
 #include "train_text.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

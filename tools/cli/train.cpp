@@ -277,6 +277,36 @@ std::unique_ptr<optimizers::Optimizer> make_optimizer(const TrainOptions& o, std
   throw UsageError("unknown optimizer '" + name + "': expected adam or sgd");
 }
 
+namespace {
+
+template <class T>
+void require_same_value(bool given, const char* option, const T& ours, const T& saved,
+                        const std::string& path) {
+  if (given && ours != saved)
+    throw UsageError(
+        fmt::format("cannot resume from '{}': it was trained with --{} {}, not {} (leave the "
+                    "option out to continue with the checkpoint's value)",
+                    path, option, saved, ours));
+}
+
+}  // namespace
+
+void require_same(bool given, const char* option, const std::string& ours, const std::string& saved,
+                  const std::string& path) {
+  require_same_value(given, option, ours, saved, path);
+}
+void require_same(bool given, const char* option, std::int64_t ours, std::int64_t saved,
+                  const std::string& path) {
+  require_same_value(given, option, ours, saved, path);
+}
+void require_same(bool given, const char* option, std::uint64_t ours, std::uint64_t saved,
+                  const std::string& path) {
+  require_same_value(given, option, ours, saved, path);
+}
+void require_same(bool given, const char* option, double ours, double saved, const std::string& path) {
+  require_same_value(given, option, ours, saved, path);
+}
+
 void adopt_learning_rate(TrainOptions& o, double saved, std::ostream& out) {
   if (o.learning_rate_given && o.learning_rate != saved)
     out << fmt::format("note: using --lr {:g}, not the checkpoint's learning rate {:g}\n", o.learning_rate,

@@ -25,8 +25,6 @@
 // of ranks (a mid-epoch checkpoint resumes only on as many ranks; one from an epoch's end, on any
 // number).
 
-#include <fmt/format.h>
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -134,15 +132,17 @@ std::unique_ptr<optimizers::Optimizer> make_optimizer(const TrainOptions& o, std
 /// Whether o.stop_requested asks for a stop (Ctrl-C).
 bool stop_requested(const TrainOptions& o);
 
-/// Fails with UsageError if an explicitly given option disagrees with the checkpoint at `path`.
-template <class T>
-void require_same(bool given, const char* option, const T& ours, const T& saved, const std::string& path) {
-  if (given && ours != saved)
-    throw UsageError(
-        fmt::format("cannot resume from '{}': it was trained with --{} {}, not {} (leave the "
-                    "option out to continue with the checkpoint's value)",
-                    path, option, saved, ours));
-}
+/// Fails with UsageError if an explicitly given option (`given`) disagrees with the checkpoint at
+/// `path`: it was trained with `saved`, and the command line says `ours`.
+///@{
+void require_same(bool given, const char* option, const std::string& ours, const std::string& saved,
+                  const std::string& path);
+void require_same(bool given, const char* option, std::int64_t ours, std::int64_t saved,
+                  const std::string& path);
+void require_same(bool given, const char* option, std::uint64_t ours, std::uint64_t saved,
+                  const std::string& path);
+void require_same(bool given, const char* option, double ours, double saved, const std::string& path);
+///@}
 
 /// On resume: keeps an explicitly given --lr (with a note on `out` when it differs from the
 /// checkpoint's `saved` rate), else takes the checkpoint's.

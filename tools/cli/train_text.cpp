@@ -31,68 +31,6 @@ constexpr std::int64_t kValidationShare = 10;
 /// char-lstm's learning rate when --lr is not given.
 constexpr double kLstmLearningRate = 0.005;
 
-/// A text as character ids: its vocabulary (distinct code points, in order) and the ids.
-struct Corpus {
-  std::vector<std::int32_t> vocabulary;
-  std::vector<std::int32_t> ids;
-};
-
-/// Reads `paths` one after the other, each line followed by "\n". Throws UsageError naming the
-/// file for one that cannot be read or is not UTF-8 (with the byte offset).
-Corpus read_corpus(const std::vector<std::string>& paths) {
-  std::vector<std::int32_t> text;
-  for (const std::string& path : paths) {
-    try {
-      for (const data::Element& line : data::Dataset::text_line_dataset(path)) {
-        const auto code_points = line[0].values<std::int32_t>();
-        text.insert(text.end(), code_points.begin(), code_points.end());
-        text.push_back('\n');
-      }
-    } catch (const Error& e) {
-      throw UsageError(fmt::format("--text '{}': {}", path, e.what()));
-    }
-  }
-  Corpus c;
-  c.vocabulary = text;
-  std::sort(c.vocabulary.begin(), c.vocabulary.end());
-  c.vocabulary.erase(std::unique(c.vocabulary.begin(), c.vocabulary.end()), c.vocabulary.end());
-  c.ids.reserve(text.size());
-  for (const std::int32_t ch : text)
-    c.ids.push_back(static_cast<std::int32_t>(std::lower_bound(c.vocabulary.begin(), c.vocabulary.end(), ch) -
-                                              c.vocabulary.begin()));
-  return c;
-}
-
-/// Training and validation examples: (windows, sequence_length) ids and the next characters.
-struct TextData {
-  Tensor train_x, train_y, validation_x, validation_y;
-};
-
-/// Cuts the corpus into windows (see the file comment). Throws UsageError for a text too short
-/// for one training and one validation window.
-TextData make_windows(const Corpus& c, const TrainOptions& o, const std::string& where) {
-  const std::int64_t length = o.sequence_length;
-  const auto characters = static_cast<std::int64_t>(c.ids.size());
-  const std::int64_t windows = characters > 0 ? (characters - 1) / length : 0;
-  if (windows < 2)
-    throw UsageError(fmt::format(
-        "{} holds {} characters: too few for two windows of --sequence-length {} + 1 (one to train on, "
-        "one to validate on)",
-        where, characters, length));
-  const std::int64_t validation = std::max<std::int64_t>(1, windows / kValidationShare);
-  std::int64_t train = windows - validation;
-  const Tensor ids = constant(c.ids, Shape({characters}));
-  const Tensor x = reshape(slice(ids, {0}, {windows * length}), {windows, length});
-  const Tensor y = reshape(slice(ids, {1}, {windows * length}), {windows, length});
-  TextData d;
-  d.validation_x = slice(x, {train, 0}, {validation, length});
-  d.validation_y = slice(y, {train, 0}, {validation, length});
-  if (o.limit > 0) train = std::min(train, o.limit);
-  d.train_x = slice(x, {0, 0}, {train, length});
-  d.train_y = slice(y, {0, 0}, {train, length});
-  return d;
-}
-
 /// The "text/..." entries of a checkpoint, besides the model's and the optimizer's variables.
 struct Meta {
   Variable epoch{std::int64_t{0}, {.name = "text/epoch", .trainable = false}};
@@ -241,6 +179,52 @@ const std::vector<std::string>& default_text_files() {
   return files;
 }
 
+Corpus read_corpus(const std::vector<std::string>& paths) {
+  std::vector<std::int32_t> text;
+  for (const std::string& path : paths) {
+    try {
+      for (const data::Element& line : data::Dataset::text_line_dataset(path)) {
+        const auto code_points = line[0].values<std::int32_t>();
+        text.insert(text.end(), code_points.begin(), code_points.end());
+        text.push_back('\n');
+      }
+    } catch (const Error& e) {
+      throw UsageError(fmt::format("--text '{}': {}", path, e.what()));
+    }
+  }
+  Corpus c;
+  c.vocabulary = text;
+  std::sort(c.vocabulary.begin(), c.vocabulary.end());
+  c.vocabulary.erase(std::unique(c.vocabulary.begin(), c.vocabulary.end()), c.vocabulary.end());
+  c.ids.reserve(text.size());
+  for (const std::int32_t ch : text)
+    c.ids.push_back(static_cast<std::int32_t>(std::lower_bound(c.vocabulary.begin(), c.vocabulary.end(), ch) -
+                                              c.vocabulary.begin()));
+  return c;
+}
+
+TextData make_windows(const Corpus& c, std::int64_t length, std::int64_t limit, const std::string& where) {
+  const auto characters = static_cast<std::int64_t>(c.ids.size());
+  const std::int64_t windows = characters > 0 ? (characters - 1) / length : 0;
+  if (windows < 2)
+    throw UsageError(fmt::format(
+        "{} holds {} characters: too few for two windows of --sequence-length {} + 1 (one to train on, "
+        "one to validate on)",
+        where, characters, length));
+  const std::int64_t validation = std::max<std::int64_t>(1, windows / kValidationShare);
+  std::int64_t train = windows - validation;
+  const Tensor ids = constant(c.ids, Shape({characters}));
+  const Tensor x = reshape(slice(ids, {0}, {windows * length}), {windows, length});
+  const Tensor y = reshape(slice(ids, {1}, {windows * length}), {windows, length});
+  TextData d;
+  d.validation_x = slice(x, {train, 0}, {validation, length});
+  d.validation_y = slice(y, {train, 0}, {validation, length});
+  if (limit > 0) train = std::min(train, limit);
+  d.train_x = slice(x, {0, 0}, {train, length});
+  d.train_y = slice(y, {0, 0}, {train, length});
+  return d;
+}
+
 TextModelConfig read_text_model_config(const std::string& path) {
   const Meta meta = read_meta(path);
   TextModelConfig c;
@@ -268,7 +252,8 @@ History train_text(const TrainOptions& options, std::ostream& out, std::ostream&
     adopt_configuration(o, *saved, corpus, out);
   }
   if (o.threads > 0) set_num_threads(o.threads);
-  const TextData d = make_windows(corpus, o, o.text.size() == 1 ? "'" + o.text[0] + "'" : "--text");
+  const TextData d =
+      make_windows(corpus, o.sequence_length, o.limit, o.text.size() == 1 ? "'" + o.text[0] + "'" : "--text");
   const auto vocabulary = static_cast<std::int64_t>(corpus.vocabulary.size());
   const std::int64_t steps_per_epoch = (d.train_x.shape()[0] + o.batch_size - 1) / o.batch_size;
 

@@ -21,12 +21,34 @@
 #include <vector>
 
 #include "history.h"
+#include "tapeflow/tensor.h"
 #include "train.h"
 
 namespace tapeflow::cli {
 
 /// The files --text reads when it is not given: fortunes-min's three collections.
 const std::vector<std::string>& default_text_files();
+
+/// A text as character ids: its vocabulary (distinct code points, in order) and the ids.
+struct Corpus {
+  std::vector<std::int32_t> vocabulary;
+  std::vector<std::int32_t> ids;
+};
+
+/// Reads `paths` one after the other, each line followed by "\n". Throws UsageError naming the
+/// file for one that cannot be read or is not UTF-8 (with the byte offset).
+Corpus read_corpus(const std::vector<std::string>& paths);
+
+/// Training and validation examples: (windows, sequence_length) int32 ids and the next characters.
+struct TextData {
+  Tensor train_x, train_y, validation_x, validation_y;
+};
+
+/// Cuts the corpus into windows of `sequence_length` + 1 characters (see the file comment), the
+/// first `limit` training windows only if limit > 0. Throws UsageError naming `where` for a text
+/// too short for one training and one validation window.
+TextData make_windows(const Corpus& corpus, std::int64_t sequence_length, std::int64_t limit,
+                      const std::string& where);
 
 /// What a text model's checkpoint says of the model: all `tapeflow sample` needs to rebuild it.
 struct TextModelConfig {
