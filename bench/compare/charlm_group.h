@@ -11,10 +11,11 @@ namespace compare {
 
 struct Options;
 
-/// Trains both for --lm-epochs epochs on fortunes-min's text (windows of 64 characters, the last
-/// tenth for validation, batch 64, Adam at 0.005 with epsilon 1e-7, each epoch in the order
-/// data::shuffled_indices gives, the partial last batch included), epochs alternating between
-/// the sides, tapeflow's through Model::fit in float32 and in mixed_bfloat16. Appends the median
+/// Trains both from the same initial weights for --lm-epochs epochs on fortunes-min's text
+/// (windows of 64 characters, the last tenth for validation, batch 64, Adam at 0.005 with epsilon
+/// 1e-12, where Keras's and PyTorch's formulas agree, each epoch in the order
+/// data::shuffled_indices gives, the partial last batch included), epochs alternating between the
+/// sides, tapeflow's through Model::fit in float32 and in mixed_bfloat16. Appends the median
 /// epoch time of each tapeflow configuration against LibTorch's float32 epoch, and the validation
 /// perplexity each side reaches.
 void charlm_group(const Options& o, std::vector<Row>& rows);

@@ -266,13 +266,16 @@ const std::vector<std::string>& optimizer_names() {
   return names;
 }
 
-std::unique_ptr<optimizers::Optimizer> make_optimizer(const TrainOptions& o, std::int64_t steps_per_epoch) {
+std::unique_ptr<optimizers::Optimizer> make_optimizer(const TrainOptions& o, std::int64_t steps_per_epoch,
+                                                      double adam_epsilon) {
   const std::string& name = o.optimizer;
   const optimizers::LearningRate learning_rate =
       o.lr_decay == 1 ? optimizers::LearningRate(o.learning_rate)
                       : optimizers::schedules::ExponentialDecay(o.learning_rate, steps_per_epoch, o.lr_decay,
                                                                 /*staircase=*/true);
-  if (name == "adam") return std::make_unique<optimizers::Adam>(learning_rate);
+  if (name == "adam")
+    return std::make_unique<optimizers::Adam>(learning_rate,
+                                              optimizers::AdamOptions{.epsilon = adam_epsilon});
   if (name == "sgd") return std::make_unique<optimizers::SGD>(learning_rate, /*momentum=*/0.9);
   throw UsageError("unknown optimizer '" + name + "': expected adam or sgd");
 }

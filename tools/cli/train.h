@@ -126,8 +126,10 @@ const std::vector<std::string>& optimizer_names();
 
 /// The optimizer o.optimizer with the run's learning rate: o.learning_rate, times o.lr_decay after
 /// each epoch of `steps_per_epoch` steps (an ExponentialDecay schedule of the optimizer's
-/// iterations, which the checkpoint holds) unless lr_decay is 1. Throws UsageError for another name.
-std::unique_ptr<optimizers::Optimizer> make_optimizer(const TrainOptions& o, std::int64_t steps_per_epoch);
+/// iterations, which the checkpoint holds) unless lr_decay is 1; Adam with `adam_epsilon` (Keras's
+/// default 1e-7 unless given). Throws UsageError for another name.
+std::unique_ptr<optimizers::Optimizer> make_optimizer(const TrainOptions& o, std::int64_t steps_per_epoch,
+                                                      double adam_epsilon = 1e-7);
 
 /// Whether o.stop_requested asks for a stop (Ctrl-C).
 bool stop_requested(const TrainOptions& o);
