@@ -15,6 +15,7 @@
 #   scripts/bench_compare.sh function   # the peers for tf::function: ADOL-C, TorchScript
 #   scripts/bench_compare.sh linalg     # tf::linalg against torch::linalg
 #   scripts/bench_compare.sh layers     # the sequence layers against torch::nn's modules
+#   LM_EPOCHS=10 scripts/bench_compare.sh charlm   # the CLI's char-lstm against LibTorch's, trained
 #   scripts/bench_compare.sh science    # vectorized_map Hessians against PyTorch's vmap(hessian)
 #   scripts/bench_compare.sh openmp     # OpenMP's wait policy: the CNN step, PASSIVE against unset
 set -euo pipefail
@@ -44,9 +45,10 @@ for g in "${groups[@]}"; do
     function) "$bin" --every-malloc --group function "${common[@]}" ;;
     linalg) "$bin" --group linalg "${common[@]}" ;;
     layers) "$bin" --group layers "${common[@]}" ;;
+    charlm) "$bin" --group charlm --threads "$threads" --lm-epochs "${LM_EPOCHS:-10}" ;;
     science) "$bin" --group science "${common[@]}" --python /usr/bin/python3 \
                --script bench/compare/hessian_torch.py ;;
     openmp) "$bin" --group openmp --threads "$threads" ;;
-    *) echo "unknown group $g (small, large, epoch, function, linalg, layers, science, openmp)" >&2; exit 2 ;;
+    *) echo "unknown group $g (small, large, epoch, function, linalg, layers, charlm, science, openmp)" >&2; exit 2 ;;
   esac
 done

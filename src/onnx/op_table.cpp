@@ -184,6 +184,22 @@ void pack(const OpNode& n, OnnxGraph& g) {
   set_attr(g.add("Concat", parts, {n.outputs[0]}), "axis", n.attrs[0].integer);
 }
 
+/// Split and SplitV (SplitAttrs: axis, sizes): ONNX's Split, its sizes an input since opset 13.
+void split(const OpNode& n, OnnxGraph& g) {
+  set_attr(g.add("Split", {n.inputs[0], g.int64s(n.attrs[1].ints())}, n.outputs), "axis", n.attrs[0].integer);
+}
+
+/// Unpack (AxisAttrs: axis): ONNX's Split into parts of 1 along the axis, each squeezed there.
+void unpack(const OpNode& n, OnnxGraph& g) {
+  const std::int64_t axis = n.attrs[0].integer;
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < n.outputs.size(); ++i) parts.push_back(g.fresh("unpacked"));
+  const std::vector<std::int64_t> ones(n.outputs.size(), 1);
+  set_attr(g.add("Split", {n.inputs[0], g.int64s(ones)}, parts), "axis", axis);
+  const std::string axes = g.int64s(std::vector<std::int64_t>{axis});
+  for (std::size_t i = 0; i < parts.size(); ++i) g.add("Squeeze", {parts[i], axes}, {n.outputs[i]});
+}
+
 /// FusedBatchNormInference (BatchNormAttrs: epsilon, axis; inputs x, scale, offset, mean,
 /// variance): ONNX's BatchNormalization normalises axis 1, so another axis is moved there and back.
 void batch_norm_inference(const OpNode& n, OnnxGraph& g) {
@@ -275,6 +291,12 @@ const std::map<std::string, Converter, std::less<>>& table() {
       set_attr(g.add("Concat", n.inputs, n.outputs), "axis", n.attrs[0].integer);
     };
     m["Pack"] = pack;
+    m["Unpack"] = unpack;
+    m["Split"] = split;
+    m["SplitV"] = split;
+    m["GatherV2"] = [](const OpNode& n, OnnxGraph& g) {  // GatherAttrs: axis, params' shape
+      set_attr(g.add("Gather", n.inputs, n.outputs), "axis", n.attrs[0].integer);
+    };
     m["Slice"] = slice;
     m["Pad"] = pad;
     m["Tile"] = [](const OpNode& n, OnnxGraph& g) {  // TileAttrs: multiples

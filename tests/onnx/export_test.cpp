@@ -19,6 +19,7 @@
 #ifdef TAPEFLOW_HAVE_CLI
 #include "models.h"
 #include "predict.h"
+#include "text_models.h"
 #include "train.h"
 #endif
 
@@ -120,6 +121,23 @@ std::vector<OpRow> op_rows() {
   rows.push_back({"broadcast_to", [](const Inputs& v) { return tf::broadcast_to(v[0], {3, 4}); }, {y}});
   rows.push_back({"concat", [](const Inputs& v) { return tf::concat({v[0], v[0] * 2.0}, 1); }, {x}});
   rows.push_back({"stack", [](const Inputs& v) { return tf::stack({v[0], v[0] + 1.0}, 2); }, {x}});
+  rows.push_back({"unstack", [](const Inputs& v) { return tf::stack(tf::unstack(v[0], 1), 0) * 2.0; }, {x}});
+  rows.push_back({"split", [](const Inputs& v) { return tf::concat(tf::split(v[0], 2, 2), 0); }, {x}});
+  rows.push_back({"split_sizes",
+                  [](const Inputs& v) {
+                    return tf::concat(tf::split(v[0], {1, 3}, 2), 2) * 2.0;
+                  },
+                  {x}});
+  rows.push_back({"gather",
+                  [](const Inputs& v) {
+                    return tf::gather(v[0], tf::constant({2, 0, 2}), 1);
+                  },
+                  {x}});
+  rows.push_back({"gather_int64_rows",
+                  [](const Inputs& v) {
+                    return tf::gather(v[0], tf::constant<std::int64_t>({{1, 0}, {1, 1}}));
+                  },
+                  {positive}});
   rows.push_back({"slice", [](const Inputs& v) { return tf::slice(v[0], {0, 1, 1}, {1, -1, 2}); }, {x}});
   rows.push_back({"pad", [](const Inputs& v) { return tf::pad(v[0], {{1, 0}, {0, 2}}, 0.5); }, {positive}});
   rows.push_back({"tile", [](const Inputs& v) { return tf::tile(v[0], {2, 1}); }, {positive}});
@@ -272,6 +290,22 @@ TEST_F(OnnxExport, TheCallsArgumentsPickTheTraceAndTheVariablesItReads) {
 #ifdef TAPEFLOW_HAVE_CLI
 namespace cli = tapeflow::cli;
 
+namespace {
+
+/// Runs the model.onnx of each of `dirs` in ONNX Runtime and expects its one output to be
+/// `expected` of the same index, within `rtol`.
+void expect_onnxruntime_outputs(const std::vector<fs::path>& dirs, const std::vector<tf::Tensor>& expected,
+                                double rtol) {
+  tf::testing::run_in_onnxruntime(dirs);
+  for (std::size_t i = 0; i < dirs.size(); ++i) {
+    const std::vector<tf::Tensor> out = tf::testing::read_onnx_outputs(dirs[i]);
+    ASSERT_EQ(out.size(), 1u);
+    tf::testing::expect_onnx_close(out[0], expected[i], rtol, dirs[i].filename().string());
+  }
+}
+
+}  // namespace
+
 TEST_F(OnnxExport, TheCliModelsRunInOnnxRuntimeAtABatchSizeNoTraceHad) {
   const tf::Tensor images = uniform({5, 28, 28, 1}, 0, 1, 21);
   std::vector<fs::path> dirs;
@@ -288,12 +322,32 @@ TEST_F(OnnxExport, TheCliModelsRunInOnnxRuntimeAtABatchSizeNoTraceHad) {
     tf::testing::write_onnx_inputs(d, {{"images", images}});
     dirs.push_back(d);
   }
-  tf::testing::run_in_onnxruntime(dirs);
-  for (std::size_t i = 0; i < dirs.size(); ++i) {
-    const std::vector<tf::Tensor> out = tf::testing::read_onnx_outputs(dirs[i]);
-    ASSERT_EQ(out.size(), 1u);
-    tf::testing::expect_onnx_close(out[0], expected[i], 1e-5, dirs[i].filename().string());
+  expect_onnxruntime_outputs(dirs, expected, 1e-5);
+}
+
+// The language models' inference, as `tapeflow train --model char-lstm|char-transformer
+// --export-onnx` writes it: one sequence of ids, the LSTM's steps unstacked and stacked again, the
+// transformer's causal attention and layer normalization.
+TEST_F(OnnxExport, TheCliLanguageModelsRunInOnnxRuntimeAsInTapeflow) {
+  constexpr std::int64_t kVocabulary = 30, kSteps = 12;
+  std::vector<std::int32_t> values(kSteps);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<std::int32_t>((i * 7 + 3) % kVocabulary);
+  const tf::Tensor ids = tf::constant(values, tf::Shape({1, kSteps}));
+  std::vector<fs::path> dirs;
+  std::vector<tf::Tensor> expected;
+  for (const std::string& kind : cli::text_model_names()) {
+    const auto model = cli::make_text_model(kind, kVocabulary, kSteps, 5);
+    const fs::path d = dir_.path() / kind;
+    fs::create_directories(d);
+    cli::export_inference([&](const tf::Tensor& x) { return model->call(x, false); },
+                          {{1, kSteps}, tf::DType::Int32, "ids"}, 1, {.onnx = (d / "model.onnx").string()});
+    EXPECT_THAT(tf::testing::checked_model_report({d / "model.onnx"}), HasSubstr("opset 17")) << kind;
+    expected.push_back(model->call(ids, false));
+    tf::testing::write_onnx_inputs(d, {{"ids", ids}});
+    dirs.push_back(d);
   }
+  expect_onnxruntime_outputs(dirs, expected, 1e-4);
 }
 
 TEST_F(OnnxExport, TheCnnTrainedByTheCliClassifiesTestImagesInOnnxRuntimeAsInTapeflow) {

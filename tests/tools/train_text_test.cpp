@@ -21,6 +21,7 @@
 #include "run_cli.h"
 #include "sample.h"
 #include "support/checkpoint_bytes.h"
+#include "support/close.h"
 #include "support/temp_dir.h"
 #include "tapeflow/tapeflow.h"
 #include "text_models.h"
@@ -217,11 +218,38 @@ TEST(TrainText, ImageOptionsAndWhatTextModelsLackAreRefused) {
   const Result augment = run({"train", "--model", "char-lstm", "--augment", "flip"});
   EXPECT_EQ(augment.status, 2);
   EXPECT_THAT(augment.err, HasSubstr("--augment applies to the image models"));
-  const Result exported = run({"train", "--model", "char-transformer", "--export", "lm.tfn"});
-  EXPECT_EQ(exported.status, 2);
-  EXPECT_THAT(exported.err, HasSubstr("--export is not available for the text models"));
+  const Result ranks = run({"train", "--model", "char-transformer", "--ranks", "2"});
+  EXPECT_EQ(ranks.status, 2);
+  EXPECT_THAT(ranks.err,
+              HasSubstr("data-parallel training (mpirun, --ranks) is not available for the text models"));
   const Result zero_length = run({"train", "--model", "char-lstm", "--sequence-length", "0"});
   EXPECT_EQ(zero_length.status, 2);
+}
+
+TEST(TrainText, ExportWritesTheInferenceOfOneSequence) {
+  tf::testing::TempDir dir;
+  for (const std::string& kind : cli::text_model_names()) {
+    SCOPED_TRACE(kind);
+    cli::TrainOptions o = quick(kind, write(dir, "sentences.txt", sentences(100)), 1);
+    o.checkpoint = dir / (kind + ".ckpt");
+    o.export_path = dir / (kind + ".tfn");
+    o.export_onnx_path = dir / (kind + ".onnx");
+    train(o);
+    // The file alone gives the logits of the model in the checkpoint.
+    const cli::TextModelConfig config = cli::read_text_model_config(o.checkpoint);
+    const auto model = cli::make_text_model(kind, static_cast<std::int64_t>(config.vocabulary.size()),
+                                            config.sequence_length, config.seed);
+    tf::restore_checkpoint(o.checkpoint, tf::checkpoint_variables(*model, "model/"),
+                           {.allow_unused_entries = true});
+    std::vector<std::int32_t> ids(16);
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      ids[i] = static_cast<std::int32_t>((i * 7) % config.vocabulary.size());
+    const tf::Tensor x = tf::constant(ids, tf::Shape({1, 16}));
+    tf::LoadedFunction f = tf::load_function(o.export_path);
+    EXPECT_EQ(f.input_signature()[0].to_string(), "int32[1, 16]");
+    tf::testing::expect_close(f({x})[0], model->call(x, false), 1e-5);
+    EXPECT_GT(std::filesystem::file_size(o.export_onnx_path), 100000u);
+  }
 }
 
 TEST(Sample, ContinuesThePromptReproduciblyFromTheCheckpointAlone) {

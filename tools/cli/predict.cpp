@@ -17,16 +17,28 @@
 
 namespace tapeflow::cli {
 
-void export_model(Model& model, std::int64_t batch, const ExportPaths& paths) {
+void export_inference(const std::function<Tensor(const Tensor&)>& inference, const TensorSpec& input,
+                      std::int64_t batch, const ExportPaths& paths) {
   // Batches of any size: the second trace, at another size, shows that the graph does not depend
   // on it, so the file keeps the batch dimension unknown (tf::function's unknown dimensions).
-  const std::vector<TensorSpec> images{{{-1, 28, 28, 1}, DType::Float32, "images"}};
-  auto logits = function([&model](const Tensor& x) { return (*model.net)(x, /*training=*/false); },
-                         {.name = "predict", .input_signature = images});
-  for (std::int64_t n : {std::max<std::int64_t>(batch, 2), batch == 2 ? std::int64_t{3} : std::int64_t{2}})
-    logits(zeros({n, 28, 28, 1}));  // the traces: inference only, no state changes
-  if (!paths.function_file.empty()) save_function(logits, images, paths.function_file);
-  if (!paths.onnx.empty()) export_onnx(logits, images, paths.onnx);
+  const std::vector<TensorSpec> signature{input};
+  auto traced = function([&inference](const Tensor& x) { return inference(x); },
+                         {.name = "predict", .input_signature = signature});
+  const bool any_batch = input.dims[0] < 0;
+  for (std::int64_t n : {std::max<std::int64_t>(batch, 2), batch == 2 ? std::int64_t{3} : std::int64_t{2}}) {
+    std::vector<std::int64_t> dims = input.dims;
+    if (any_batch) dims[0] = n;
+    // Inference only: the traces change no state.
+    traced(zeros(Shape(std::span<const std::int64_t>(dims)), input.dtype));
+    if (!any_batch) break;
+  }
+  if (!paths.function_file.empty()) save_function(traced, signature, paths.function_file);
+  if (!paths.onnx.empty()) export_onnx(traced, signature, paths.onnx);
+}
+
+void export_model(Model& model, std::int64_t batch, const ExportPaths& paths) {
+  export_inference([&model](const Tensor& x) { return (*model.net)(x, /*training=*/false); },
+                   {{-1, 28, 28, 1}, DType::Float32, "images"}, batch, paths);
 }
 
 namespace {

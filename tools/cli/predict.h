@@ -10,12 +10,14 @@
 // file (the program exits with status 2).
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "models.h"
 #include "tapeflow/data.h"
+#include "tapeflow/tensor_spec.h"
 
 namespace tapeflow::cli {
 
@@ -25,8 +27,13 @@ struct ExportPaths {
   std::string onnx = {};           ///< an ONNX model (export_onnx)
 };
 
-/// Writes the inference of `model` (logits of a batch of [n, 28, 28, 1] images, named "images",
-/// training off) to `paths` for batches of any size n, traced at `batch` and at a second size.
+/// Writes `inference` (training off) of one input `input` to `paths`. Where input's first
+/// dimension is -1, for batches of any size, traced at `batch` and at a second size; otherwise
+/// for input's dims alone.
+void export_inference(const std::function<Tensor(const Tensor&)>& inference, const TensorSpec& input,
+                      std::int64_t batch, const ExportPaths& paths);
+
+/// export_inference of `model`: logits of a batch of [n, 28, 28, 1] images, named "images".
 void export_model(Model& model, std::int64_t batch, const ExportPaths& paths);
 
 struct PredictOptions {

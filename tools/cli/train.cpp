@@ -240,7 +240,7 @@ void require_different_files(const std::vector<std::pair<const char*, std::strin
     }
 }
 
-/// What the text models refuse: the image models' options, and what they do not do yet.
+/// What the text models refuse: the image models' options, and data-parallel runs (not yet).
 void validate_text_options(const TrainOptions& o) {
   const auto refuse = [&](bool given, const char* option) {
     if (given)
@@ -249,12 +249,8 @@ void validate_text_options(const TrainOptions& o) {
   refuse(!o.augment.empty(), "--augment");
   refuse(o.data_dir != TrainOptions{}.data_dir, "--data-dir");
   refuse(o.gradient_report, "--gradient-report");
-  const auto not_yet = [&](bool given, const char* option) {
-    if (given) throw UsageError(fmt::format("{} is not available for the text models yet", option));
-  };
-  not_yet(!o.export_path.empty(), "--export");
-  not_yet(!o.export_onnx_path.empty(), "--export-onnx");
-  not_yet(o.ranks > 1 || distributed::size() > 1, "data-parallel training (mpirun, --ranks)");
+  if (o.ranks > 1 || distributed::size() > 1)
+    throw UsageError("data-parallel training (mpirun, --ranks) is not available for the text models yet");
   if (o.sequence_length < 1)
     throw UsageError(fmt::format("--sequence-length must be at least 1, got {}", o.sequence_length));
 }

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "plot.h"
+#include "predict.h"
 #include "tapeflow/checkpoint.h"
 #include "tapeflow/data/dataset.h"
 #include "tapeflow/errors.h"
@@ -353,6 +354,18 @@ History train_text(const TrainOptions& options, std::ostream& out, std::ostream&
   }
   if (start < o.epochs && !o.checkpoint.empty())
     out << fmt::format("checkpoint: {} (tapeflow sample {} --prompt \"...\")\n", o.checkpoint, o.checkpoint);
+  if (!o.export_path.empty() || !o.export_onnx_path.empty()) {
+    // One sequence of sequence_length ids: the recurrence's initial state and the attention's
+    // reshapes are traced for a batch size and a step count, so neither is left unknown.
+    export_inference([&model](const Tensor& ids) { return model->call(ids, /*training=*/false); },
+                     {{1, o.sequence_length}, DType::Int32, "ids"}, 1,
+                     {.function_file = o.export_path, .onnx = o.export_onnx_path});
+    if (!o.export_path.empty())
+      out << fmt::format("exported the model's inference (int32 ids [1, {}] -> logits [1, {}, {}]) to {}\n",
+                         o.sequence_length, o.sequence_length, vocabulary, o.export_path);
+    if (!o.export_onnx_path.empty())
+      out << fmt::format("exported the model's inference as ONNX to {}\n", o.export_onnx_path);
+  }
   return history;
 }
 
