@@ -150,6 +150,7 @@ TEST(TrainText, ResumingIsBitwiseTheUninterruptedRun) {
     rest.epochs = 2;
     rest.resume = true;
     rest.learning_rate_given = false;
+    rest.model = cli::TrainOptions{}.model;  // no --model: the checkpoint says which
     const cli::History h = train(rest);
     EXPECT_EQ(h.size(), 2u);
     auto a = tf::testing::checkpoint_bytes(straight.checkpoint);

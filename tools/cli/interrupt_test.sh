@@ -14,20 +14,6 @@ require_fashion_mnist
 fresh_work_dir "$work"
 ckpt=$work/run.ckpt
 
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/*.log; do echo "--- $f"; cat "$f"; done
-  exit 1
-}
-# Waits (30 s at most: the machine may be busy) until FILE has a line matching PATTERN.
-wait_for() {
-  for _ in $(seq 600); do
-    grep -q -- "$2" "$1" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  return 1
-}
-
 # --- 1. One Ctrl-C: save, say how to resume, exit 130 ---------------------------------------
 "$program" train --limit 2000 --batch-size 50 --epochs 50 --checkpoint "$ckpt" >"$work/run.out.log" \
   2>"$work/run.err.log" &

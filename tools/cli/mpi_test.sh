@@ -20,12 +20,6 @@ require_fashion_mnist
 fresh_work_dir "$work"
 mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/*.log; do echo "--- $f"; cat "$f"; done
-  exit 1
-}
-
 # --- 1. Two ranks follow one process with the doubled batch -----------------------------------
 # 3051 examples: the last global batch holds 51, which the ranks split 26 / 25.
 # "epoch 1/2: train loss L acc A | test loss L acc A | S s": the four figures of each epoch.

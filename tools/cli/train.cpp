@@ -706,6 +706,14 @@ History train(const TrainOptions& options, std::ostream& out_all, std::ostream& 
   const int rank = distributed::rank(), ranks = distributed::size();
   std::ostream& out = rank == 0 ? out_all : nowhere();
   std::ostream& log = rank == 0 ? log_all : nowhere();
+  // A resume without --model continues the checkpoint's model, a language model's too.
+  if (options.resume && !options.model_given)
+    if (const std::optional<std::string> text_model = text_checkpoint_model(options.checkpoint)) {
+      TrainOptions text = options;
+      text.model = *text_model;
+      validate(text);
+      return train_text(text, out, log, log_is_terminal);
+    }
   validate(options);
   if (is_text_model(options.model)) return train_text(options, out, log, log_is_terminal);
   TrainOptions o = options;

@@ -172,10 +172,12 @@ std::string interrupted_message(const TrainOptions& o, std::int64_t epochs_done)
   if (o.checkpoint.empty())
     return where + "; nothing was saved (pass --checkpoint PATH to be able to resume an interrupted run)";
   if (epochs_done == 0) return where + "; no epoch had ended, so nothing was saved";
-  return fmt::format(
-      "{}; the checkpoint '{}' holds epoch {}. To resume:\n  tapeflow train --resume --checkpoint {} "
-      "--epochs {}",
-      where, o.checkpoint, epochs_done, o.checkpoint, o.epochs);
+  std::string resume =
+      fmt::format("tapeflow train --resume --checkpoint {} --epochs {}", o.checkpoint, o.epochs);
+  if (o.text != default_text_files())
+    for (const std::string& file : o.text) resume += " --text " + file;
+  return fmt::format("{}; the checkpoint '{}' holds epoch {}. To resume:\n  {}", where, o.checkpoint,
+                     epochs_done, resume);
 }
 
 }  // namespace
@@ -231,6 +233,14 @@ TextData make_windows(const Corpus& c, std::int64_t length, std::int64_t limit, 
   d.train_x = slice(x, {0, 0}, {train, length});
   d.train_y = slice(y, {0, 0}, {train, length});
   return d;
+}
+
+std::optional<std::string> text_checkpoint_model(const std::string& path) {
+  try {
+    return read_text_model_config(path).model;
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
 }
 
 TextModelConfig read_text_model_config(const std::string& path) {

@@ -16,6 +16,7 @@
 // after the current step; the checkpoint keeps the last finished epoch.
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ struct TextModelConfig {
 /// Reads the configuration of the text model whose checkpoint is `path`. Throws UsageError for a
 /// file that cannot be read, is corrupt, or was not written by a text model's training.
 TextModelConfig read_text_model_config(const std::string& path);
+
+/// The text model whose checkpoint `path` is, or nullopt for a file that is missing, unreadable
+/// or not a text model's checkpoint (a resume without --model trains what the checkpoint holds).
+std::optional<std::string> text_checkpoint_model(const std::string& path);
 
 /// Trains options.model, a text model (is_text_model), on options.text. Per-epoch results go to
 /// `out`, fit's progress to `log` (a redrawn bar when `log_is_terminal`, else a line per epoch).
