@@ -200,10 +200,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   std::optional<std::string> name, dir;
   bool list = false;
   train_cmd->add_option("--export", t.export_path,
-                        "After training, write the model's inference as a function file (tapeflow predict)");
-  train_cmd->add_option(
-      "--export-onnx", t.export_onnx_path,
-      "After training, write the model's inference as an ONNX model (opset 17, any batch size)");
+                        "After training, write the model's inference as a function file (for the image "
+                        "models: tapeflow predict)");
+  train_cmd->add_option("--export-onnx", t.export_onnx_path,
+                        "After training, write the model's inference as an ONNX model (opset 17; the image "
+                        "models' for any batch "
+                        "size, the text models' for one sequence)");
 
   PredictOptions p;
   CLI::App* predict_cmd = app.add_subcommand(
