@@ -181,7 +181,8 @@ TEST(TrainText, ResumingRefusesAnotherTextOrOption) {
               ::testing::ThrowsMessage<cli::UsageError>(HasSubstr("--sequence-length 16, not 32")));
 }
 
-TEST(TrainText, StopRequestKeepsTheLastFinishedEpoch) {
+// (A stop after a finished epoch, which the checkpoint keeps: tools/cli/interrupt_text_test.sh.)
+TEST(TrainText, StopRequestedInTheFirstEpochSavesNothing) {
   tf::testing::TempDir dir;
   cli::TrainOptions o = quick("char-lstm", write(dir, "sentences.txt", sentences(200)), 3);
   o.checkpoint = dir / "lm.ckpt";
@@ -292,6 +293,23 @@ TEST(Sample, BadPromptsAndCheckpointsExitWith2) {
   EXPECT_EQ(negative.status, 2);
   const Result missing = run({"sample", (dir / "missing.ckpt").c_str()});
   EXPECT_EQ(missing.status, 2);
+  // A checkpoint whose weights went NaN (a run that diverged): no draw from NaN probabilities.
+  {
+    const cli::TextModelConfig config = cli::read_text_model_config(o.checkpoint);
+    const auto model = cli::make_text_model(config.model, static_cast<std::int64_t>(config.vocabulary.size()),
+                                            config.sequence_length, config.seed);
+    tf::NamedVariables entries;
+    for (const auto& e : tf::list_checkpoint(o.checkpoint))
+      entries.emplace_back(e.name, tf::Variable(tf::zeros(e.shape, e.dtype)));
+    tf::restore_checkpoint(o.checkpoint, entries);
+    for (auto& [name, var] : entries)
+      if (name.rfind("model/", 0) == 0 && var.dtype() == tf::float32)
+        var.assign(tf::fill(var.shape(), std::nan("")));
+    tf::save_checkpoint(dir / "nan.ckpt", entries);
+    const Result nan = run({"sample", (dir / "nan.ckpt").c_str(), "--prompt", "the "});
+    EXPECT_EQ(nan.status, 2);
+    EXPECT_THAT(nan.err, HasSubstr("logits are not finite"));
+  }
   // A checkpoint that is not a text model's.
   tf::save_checkpoint(dir / "other.ckpt", {{"w", tf::Variable(tf::ones({2}))}});
   const Result other = run({"sample", (dir / "other.ckpt").c_str()});

@@ -24,13 +24,14 @@ void export_inference(const std::function<Tensor(const Tensor&)>& inference, con
   const std::vector<TensorSpec> signature{input};
   auto traced = function([&inference](const Tensor& x) { return inference(x); },
                          {.name = "predict", .input_signature = signature});
-  const bool any_batch = input.dims[0] < 0;
-  for (std::int64_t n : {std::max<std::int64_t>(batch, 2), batch == 2 ? std::int64_t{3} : std::int64_t{2}}) {
+  // Inference only: the traces change no state.
+  const std::vector<std::int64_t> batches =
+      input.dims[0] >= 0 ? std::vector<std::int64_t>{input.dims[0]}
+                         : std::vector<std::int64_t>{std::max<std::int64_t>(batch, 2), batch == 2 ? 3 : 2};
+  for (std::int64_t n : batches) {
     std::vector<std::int64_t> dims = input.dims;
-    if (any_batch) dims[0] = n;
-    // Inference only: the traces change no state.
+    dims[0] = n;
     traced(zeros(Shape(std::span<const std::int64_t>(dims)), input.dtype));
-    if (!any_batch) break;
   }
   if (!paths.function_file.empty()) save_function(traced, signature, paths.function_file);
   if (!paths.onnx.empty()) export_onnx(traced, signature, paths.onnx);

@@ -62,7 +62,12 @@ std::string encode(std::int32_t c) {
 }
 
 /// Index of the character drawn from `logits` / temperature (the likeliest for temperature 0).
+/// Throws UsageError for logits that are not all finite (a checkpoint of a run that diverged).
 std::int32_t draw(const std::vector<float>& logits, double temperature, std::mt19937_64& random) {
+  if (!std::all_of(logits.begin(), logits.end(), [](float l) { return std::isfinite(l); }))
+    throw UsageError(
+        "the model's logits are not finite (NaN or infinity): its checkpoint holds weights of a run "
+        "that diverged");
   const auto likeliest = std::max_element(logits.begin(), logits.end()) - logits.begin();
   if (temperature == 0) return static_cast<std::int32_t>(likeliest);
   // Softmax in double, shifted by the largest logit so that no exponential overflows.

@@ -51,10 +51,6 @@ std::string openmp_wait_policy() {
 /// of the dropout masks, which come from the run's seed too.
 constexpr std::uint64_t kFlipSeedKey = 0xF11B'5EED'0000'0001;
 
-std::int64_t index_of(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) - names.begin();
-}
-
 /// The scalars a checkpoint keeps besides the variables, under "train/...".
 struct Meta {
   Variable epoch{std::int64_t{0}, {.name = "train/epoch", .trainable = false}};
@@ -304,6 +300,10 @@ void require_same(bool given, const char* option, std::uint64_t ours, std::uint6
 }
 void require_same(bool given, const char* option, double ours, double saved, const std::string& path) {
   require_same_value(given, option, ours, saved, path);
+}
+
+std::int64_t index_of(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) - names.begin();
 }
 
 void adopt_learning_rate(TrainOptions& o, double saved, std::ostream& out) {

@@ -146,6 +146,10 @@ void require_same(bool given, const char* option, std::uint64_t ours, std::uint6
 void require_same(bool given, const char* option, double ours, double saved, const std::string& path);
 ///@}
 
+/// The position of `name` in `names` (a checkpoint's id of a model, optimizer, ...), or
+/// names.size() when it is not there.
+std::int64_t index_of(const std::vector<std::string>& names, const std::string& name);
+
 /// On resume: keeps an explicitly given --lr (with a note on `out` when it differs from the
 /// checkpoint's `saved` rate), else takes the checkpoint's.
 void adopt_learning_rate(TrainOptions& o, double saved, std::ostream& out);

@@ -100,10 +100,6 @@ const std::string& name_at(const std::vector<std::string>& names, const Variable
   return names[static_cast<std::size_t>(i)];
 }
 
-std::int64_t index_in(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) - names.begin();
-}
-
 /// On --resume: makes the checkpoint's configuration that of `o` (explicit options must agree;
 /// an explicit --lr wins, with a note on `out`) and checks that --text is the text it was trained
 /// on. Throws UsageError.
@@ -284,22 +280,26 @@ History train_text(const TrainOptions& options, std::ostream& out, std::ostream&
 
   Meta meta;
   meta.vocabulary = Variable(constant(corpus.vocabulary), {.name = "text/vocabulary", .trainable = false});
-  NamedVariables entries = checkpoint_variables(*model, "model/");
-  for (auto& [name, var] : optimizer->variables()) entries.emplace_back("optimizer/" + name, var);
+  // The checkpoint's entries: the model's and the optimizer's variables, then meta's (whose
+  // history variable is recreated as it grows).
+  NamedVariables weights = checkpoint_variables(*model, "model/");
+  for (auto& [name, var] : optimizer->variables()) weights.emplace_back("optimizer/" + name, var);
+  const auto entries = [&] {
+    NamedVariables all = weights;
+    for (auto& e : meta.entries()) all.push_back(e);
+    return all;
+  };
   History history;
   std::int64_t start = 0;
   if (saved) {
     meta.history = saved->history;
-    for (auto& e : meta.entries()) entries.push_back(e);
     try {
-      restore_checkpoint(o.checkpoint, entries);
+      restore_checkpoint(o.checkpoint, entries());
     } catch (const Error& e) {
       throw UsageError(fmt::format("cannot resume from the checkpoint: {}", e.what()));
     }
     start = meta.epoch.value().item<std::int64_t>();
     history = history_from(meta.history.value());
-  } else {
-    for (auto& e : meta.entries()) entries.push_back(e);
   }
 
   std::int64_t parameters = 0;
@@ -343,20 +343,18 @@ History train_text(const TrainOptions& options, std::ostream& out, std::ostream&
     out << std::flush;
     if (!o.checkpoint.empty()) {
       meta.epoch.assign(constant<std::int64_t>(epoch + 1));
-      meta.model.assign(constant<std::int64_t>(index_in(text_model_names(), o.model)));
-      meta.optimizer.assign(constant<std::int64_t>(index_in(optimizer_names(), o.optimizer)));
+      meta.model.assign(constant<std::int64_t>(index_of(text_model_names(), o.model)));
+      meta.optimizer.assign(constant<std::int64_t>(index_of(optimizer_names(), o.optimizer)));
       meta.seed.assign(constant(static_cast<std::int64_t>(o.seed)));
       meta.batch_size.assign(constant<std::int64_t>(o.batch_size));
       meta.sequence_length.assign(constant<std::int64_t>(o.sequence_length));
       meta.limit.assign(constant<std::int64_t>(o.limit));
       meta.learning_rate.assign(constant<double>(o.learning_rate));
       meta.lr_decay.assign(constant<double>(o.lr_decay));
-      meta.precision.assign(constant<std::int64_t>(index_in(precisions(), o.precision)));
+      meta.precision.assign(constant<std::int64_t>(index_of(precisions(), o.precision)));
       meta.characters.assign(constant(static_cast<std::int64_t>(corpus.ids.size())));
-      // The history grows: its variable is recreated, and the list saved names the new one.
       meta.history = Variable(history_tensor(history), {.name = "text/history", .trainable = false});
-      entries.back().second = meta.history;
-      save_checkpoint(o.checkpoint, entries);
+      save_checkpoint(o.checkpoint, entries());
     }
     if (!o.plot.empty())
       write_training_plot(o.plot, history, fmt::format("tapeflow train --model {}: next character", o.model));
