@@ -17,17 +17,18 @@
 /// Run it with `mpirun -np 4 ./train` (as root, OpenMPI also wants `--allow-run-as-root`). Started
 /// without mpirun, the same program is one rank of one: every collective returns its input.
 ///
-/// Every MPI call is made by one communication thread that init() starts, in the order the calling threads
-/// submit their work; the caller of a collective waits for its result, while a DistributedGradientTape's
-/// all-reduces run beside the backward pass. All ranks must call the collectives in the same order, as MPI
-/// requires; tapeflow checks it: before each collective (and once per DistributedGradientTape::gradient for
-/// all of its tensors) the ranks compare what they are about to reduce (Horovod's negotiation), so a rank
-/// that reduces another tensor, shape or dtype gets an InvalidArgumentError naming the tensor and the ranks,
-/// on every rank, instead of a hang or garbage. Any thread may issue collectives, but unnamed ones only the
-/// thread that called init() (elsewhere: InvalidArgumentError on every rank). A rank that stops taking part
-/// is named by the others: after stall_warning_seconds they log which ranks they wait for, after
-/// timeout_seconds they throw UnavailableError naming them (and every later collective throws too). A rank
-/// that dies is seen by mpirun, which ends the whole job with the rank's number.
+/// MPI calls run one at a time, in the order the calling threads submit them: on a communication thread that
+/// init() starts, or on the caller of a collective itself when nothing else is queued (it waits for the
+/// result anyway); a DistributedGradientTape's all-reduces can run beside the backward pass (Overlap). All
+/// ranks must call the collectives in the same order, as MPI requires; tapeflow checks it: before each
+/// collective (and once per DistributedGradientTape::gradient for all of its tensors) the ranks compare what
+/// they are about to reduce (Horovod's negotiation), so a rank that reduces another tensor, shape or dtype
+/// gets an InvalidArgumentError naming the tensor and the ranks, on every rank, instead of a hang or garbage.
+/// Any thread may issue collectives, but unnamed ones only the thread that called init() (elsewhere:
+/// InvalidArgumentError on every rank). A rank that stops taking part is named by the others: after
+/// stall_warning_seconds they log which ranks they wait for, after timeout_seconds they throw
+/// UnavailableError naming them (and every later collective throws too). A rank that dies is seen by mpirun,
+/// which ends the whole job with the rank's number.
 
 #include <cstdint>
 #include <memory>
@@ -118,6 +119,19 @@ enum class Compression {
   Float16,   ///< IEEE half: half the bytes, more mantissa, overflows above 65504
 };
 
+/// Whether a DistributedGradientTape sends its buckets while the backward pass runs.
+enum class Overlap {
+  /// Overlap where this process has a core for its communication thread beside its compute
+  /// threads (cores / local_size() > num_threads()); else exchange after the pass.
+  Auto,
+  /// Each bucket goes to the communication thread as soon as its gradients are final (DDP's and
+  /// Horovod's overlap): the exchange hides behind the rest of the pass when a core is free.
+  Always,
+  /// The whole exchange is one job after the pass: no thread competes with the pass for a core,
+  /// and the step pays one hand-off to the communication thread instead of one per bucket.
+  Never,
+};
+
 /// The options of DistributedGradientTape (Horovod's and DDP's).
 struct GradientOptions {
   /// Average (the default) or Sum of the ranks' gradients.
@@ -134,6 +148,8 @@ struct GradientOptions {
   /// Gradients of this many backward passes are summed locally and reduced once, on the last
   /// (Horovod's backward_passes_per_step); needs a GradientReducer that outlives the tapes.
   int backward_passes_per_step = 1;
+  /// When the buckets go out (see Overlap). Values are bitwise the same either way.
+  Overlap overlap = Overlap::Auto;
 };
 
 /// What the last DistributedGradientTape::gradient of a reducer did.
@@ -141,6 +157,7 @@ struct ReduceStats {
   bool reduced = false;             ///< false on a local accumulation pass
   int buckets = 0;                  ///< all-reduces run
   std::int64_t wire_bytes = 0;      ///< bytes each rank contributed to them
+  bool overlapped = false;          ///< whether the buckets went out during the pass
   double backward_seconds = 0;      ///< the backward pass, with the buckets sent beside it
   double wait_seconds = 0;          ///< waiting after the pass for the all-reduces still running
   std::vector<std::string> unused;  ///< sources with no gradient on some rank ("name (ranks 1, 3)")

@@ -36,6 +36,14 @@ auto collective(F&& f) {
   return f();
 }
 
+distributed::Overlap overlap(const std::string& name) {
+  if (name == "auto") return distributed::Overlap::Auto;
+  if (name == "always") return distributed::Overlap::Always;
+  if (name == "never") return distributed::Overlap::Never;
+  throw InvalidArgumentError(
+      fmt::format("[distributed] unknown overlap '{}': use 'auto', 'always' or 'never'", name));
+}
+
 }  // namespace
 
 void bind_distributed(py::module_& m) {
@@ -44,16 +52,17 @@ void bind_distributed(py::module_& m) {
                                            "How a DistributedGradientTape reduces gradients over the ranks.")
       .def(py::init([](const std::string& op, const std::string& compression_name,
                        double gradient_predivide_factor, std::int64_t bucket_bytes,
-                       int backward_passes_per_step) {
+                       int backward_passes_per_step, const std::string& overlap_name) {
              return distributed::GradientOptions{.op = reduce_op(op),
                                                  .compression = compression(compression_name),
                                                  .gradient_predivide_factor = gradient_predivide_factor,
                                                  .bucket_bytes = bucket_bytes,
-                                                 .backward_passes_per_step = backward_passes_per_step};
+                                                 .backward_passes_per_step = backward_passes_per_step,
+                                                 .overlap = overlap(overlap_name)};
            }),
            py::arg("op") = "average", py::arg("compression") = "none",
            py::arg("gradient_predivide_factor") = 1.0, py::arg("bucket_bytes") = std::int64_t{25} << 20,
-           py::arg("backward_passes_per_step") = 1);
+           py::arg("backward_passes_per_step") = 1, py::arg("overlap") = "auto");
   d.def(
       "init",
       [](double stall_warning_seconds, double timeout_seconds) {

@@ -27,12 +27,14 @@ __all__ = ["init", "initialized", "is_mpi", "rank", "size", "local_rank", "local
 
 class DistributedGradientTape(GradientTape):
     """A GradientTape whose gradient() averages the gradients over the ranks (op='sum' adds them),
-    reducing buckets of them while the backward pass still runs. output_gradients are not
-    supported; compression='bfloat16' or 'float16' halves the bytes sent."""
+    reducing buckets of them while the backward pass still runs where a core is free for that
+    (overlap='auto'; 'always' or 'never' decide). output_gradients are not supported;
+    compression='bfloat16' or 'float16' halves the bytes sent."""
 
     def __init__(self, persistent=False, watch_accessed_variables=True, op="average", compression="none",
-                 gradient_predivide_factor=1.0, bucket_bytes=25 << 20, backward_passes_per_step=1):
+                 gradient_predivide_factor=1.0, bucket_bytes=25 << 20, backward_passes_per_step=1,
+                 overlap="auto"):
         super().__init__(persistent, watch_accessed_variables)
         options = _tapeflow.distributed.ReduceOptions(op, compression, gradient_predivide_factor, bucket_bytes,
-                                                      backward_passes_per_step)
+                                                      backward_passes_per_step, overlap)
         self._tape = _tapeflow._Tape(persistent, watch_accessed_variables, options)

@@ -41,6 +41,17 @@ def test_bad_options_name_what_is_allowed():
         dist.DistributedGradientTape(op="median")
     with pytest.raises(ValueError, match="unknown compression"):
         dist.DistributedGradientTape(compression="int4")
+    with pytest.raises(ValueError, match="unknown overlap 'sometimes': use 'auto', 'always' or 'never'"):
+        dist.DistributedGradientTape(overlap="sometimes")
+
+
+@pytest.mark.parametrize("overlap", ["auto", "always", "never"])
+def test_every_overlap_gives_the_plain_gradient(overlap):
+    dist.init()
+    w = tf.Variable([1.0, 2.0])
+    with dist.DistributedGradientTape(overlap=overlap, bucket_bytes=4) as tape:
+        loss = tf.reduce_sum(w * w * w)
+    np.testing.assert_array_equal(tape.gradient(loss, w).numpy(), [3.0, 12.0])
 
 
 RANKS = """
@@ -53,10 +64,11 @@ w = tf.Variable(np.full(3, float(rank), dtype=np.float32))
 dist.broadcast_variables([w])                      # every rank starts from rank 0's zeros
 assert np.array_equal(w.numpy(), np.zeros(3)), w.numpy()
 x = tf.constant(np.full(3, float(rank + 1), dtype=np.float32))   # rank r's data: r + 1
-with dist.DistributedGradientTape() as tape:
-    loss = tf.reduce_sum((w - x) ** 2)
-grad = tape.gradient(loss, w).numpy()              # mean over ranks of 2 (w - x) = -(size + 1)
-assert np.allclose(grad, -(size + 1)), grad
+for overlap in ["auto", "always", "never"]:
+    with dist.DistributedGradientTape(overlap=overlap) as tape:
+        loss = tf.reduce_sum((w - x) ** 2)
+    grad = tape.gradient(loss, w).numpy()          # mean over ranks of 2 (w - x) = -(size + 1)
+    assert np.allclose(grad, -(size + 1)), (overlap, grad)
 total = dist.allreduce(tf.constant(float(rank)), op="sum")
 assert float(total) == size * (size - 1) / 2, float(total)
 print(f"rank {rank} of {size} ok", flush=True)

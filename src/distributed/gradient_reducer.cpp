@@ -1,16 +1,19 @@
 // DistributedGradientTape: the one backward pass (for_each_gradient, tape.h) delivers each
 // source's gradient as soon as it is final; the gradient is copied into its bucket, and a bucket
 // whose gradients are all in is all-reduced on the communication thread while the pass goes on
-// (DDP's and Horovod's overlap). Buckets are fixed per layout (the sources' names, dtypes and
+// (DDP's and Horovod's overlap), or, where no core is free for that thread, with the others in one
+// job after the pass (Overlap). Buckets are fixed per layout (the sources' names, dtypes and
 // shapes, in reverse order, since the pass finishes the last-used sources first) and their
 // buffers are kept by the GradientReducer, so a step allocates no wire memory.
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <exception>
 #include <future>
 #include <set>
+#include <thread>
 
 #include "autodiff/tracer.h"
 #include "core/check.h"
@@ -24,6 +27,7 @@
 #include "tapeflow/ops/creation.h"
 #include "tapeflow/ops/math.h"
 #include "tapeflow/optim/optimizer.h"
+#include "tapeflow/threads.h"
 
 namespace tapeflow::distributed {
 
@@ -179,6 +183,17 @@ void reduce_bucket(World& w, detail::Bucket& b, const GradientOptions& o, double
   }
 }
 
+/// Overlap::Auto overlaps where the communication thread has a core of its own: the machine's
+/// cores, shared among the ranks on it, exceed this process's compute threads. Without
+/// one, every bucket sent during the pass takes the core from the pass (and, in OpenMPI's
+/// shared-memory transport, spins on it while it waits for the other ranks).
+bool overlaps(Overlap overlap, const World& w) {
+  if (overlap != Overlap::Auto) return overlap == Overlap::Always;
+  if (w.size() == 1) return false;  // nothing to hide
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return cores / w.local_size() > num_threads();
+}
+
 /// Inside a tf::function trace the buckets cannot be filled from the gradients' bytes on the host
 /// (the graph would freeze the tracing call's values): the same reduction is written with ops the
 /// graph records (each bucket concatenated, summed by an Allreduce op, divided, sliced back),
@@ -293,27 +308,45 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
   const double passes = o.backward_passes_per_step;
   const double divisor = o.op == ReduceOp::Average ? w.size() * passes / o.gradient_predivide_factor : 1.0;
 
-  // The negotiation goes first on the communication thread; the buckets queue behind it and run
-  // only if it agreed (else every rank skips them and throws its error).
+  // The jobs of a step: the negotiation goes first; the buckets and the flags run only if it
+  // agreed (else every rank skips them and throws its error).
   auto agreed = std::make_shared<std::atomic<bool>>(false);
-  std::future<void> negotiation = w.submit([&w, layout, agreed] {
+  auto negotiate = [&w, layout, agreed] {
     w.negotiate(kOp, layout);
     agreed->store(true);
-  });
-  std::vector<char> has(sources.size(), 0);
-  for (detail::Bucket& b : st.buckets) b.pending = b.members.size();
-  std::size_t launched = 0;
-  auto launch = [&](detail::Bucket& b, std::size_t index) {
+  };
+  auto reduce = [&w, &st, &o, divisor, agreed](std::size_t index) {
+    if (!agreed->load()) return;
+    detail::Bucket& b = st.buckets[index];
     const std::string what = fmt::format("{} bucket {} ({} gradients, {} {})", kOp, index, b.members.size(),
                                          b.elements, dtype_name(b.dtype));
-    b.done = w.submit([&w, &b, &o, divisor, agreed, what] {
-      if (!agreed->load()) return;
-      if (b.dtype == DType::Float64)
-        reduce_bucket<double>(w, b, o, divisor, what);
-      else
-        reduce_bucket<float>(w, b, o, divisor, what);
-    });
-    ++launched;
+    if (b.dtype == DType::Float64)
+      reduce_bucket<double>(w, b, o, divisor, what);
+    else
+      reduce_bucket<float>(w, b, o, divisor, what);
+  };
+  // Which sources had a gradient on which ranks: one byte per source and rank, and a last byte
+  // per rank that says its pass failed.
+  std::vector<char> has(sources.size() + 1, 0);
+  const std::size_t stride = has.size();
+  std::vector<char> everyone(stride * static_cast<std::size_t>(w.size()));
+  auto exchange_flags = [&w, &has, &everyone, agreed] {
+    if (!agreed->load()) return;
+    const std::vector<std::int64_t> counts(static_cast<std::size_t>(w.size()),
+                                           static_cast<std::int64_t>(has.size()));
+    w.allgatherv(has.data(), everyone.data(), counts, Wire::U8,
+                 fmt::format("{} (which sources have gradients)", kOp));
+  };
+  const bool overlap = overlaps(o.overlap, w);
+  std::future<void> negotiation;
+  if (overlap) negotiation = w.submit(negotiate);
+  for (detail::Bucket& b : st.buckets) b.pending = b.members.size();
+  // The buckets in the order their gradients were complete: the order of the all-reduces either
+  // way, so that ranks that overlap and ranks that do not still pair the same buckets.
+  std::vector<std::size_t> launched;
+  auto launch = [&](detail::Bucket& b, std::size_t index) {
+    if (overlap) b.done = w.submit([&reduce, index] { reduce(index); });
+    launched.push_back(index);
   };
   // Every job queued must end before this returns or throws: they use the buckets and `has`.
   std::exception_ptr error;
@@ -359,24 +392,26 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
   }
   st.accumulated.assign(sources.size(), Gradient());
   const auto pass_end = Clock::now();
-  // Which sources had a gradient on which ranks: one byte per source and rank, and a last byte
-  // per rank that says its pass failed.
-  has.push_back(pass_error ? 1 : 0);
-  const std::size_t stride = has.size();
-  std::vector<char> everyone(stride * static_cast<std::size_t>(w.size()));
-  std::future<void> flags = w.submit([&w, &has, &everyone, agreed] {
-    if (!agreed->load()) return;
-    const std::vector<std::int64_t> counts(static_cast<std::size_t>(w.size()),
-                                           static_cast<std::int64_t>(has.size()));
-    w.allgatherv(has.data(), everyone.data(), counts, Wire::U8,
-                 fmt::format("{} (which sources have gradients)", kOp));
-  });
-  settle_all();
-  settle(flags);
+  has.back() = pass_error ? 1 : 0;
+  if (overlap) {
+    std::future<void> flags = w.submit(exchange_flags);
+    settle_all();
+    settle(flags);
+  } else {
+    try {
+      w.run([&] {
+        negotiate();
+        for (std::size_t bi : launched) reduce(bi);
+        exchange_flags();
+      });
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
   if (pass_error) std::rethrow_exception(pass_error);
   if (error) std::rethrow_exception(error);
-  TAPEFLOW_ASSERT(launched == st.buckets.size(), "[{}] {} of {} buckets were sent", kOp, launched,
-                  st.buckets.size());
+  TAPEFLOW_ASSERT(launched.size() == st.buckets.size(), "[{}] {} of {} buckets were sent", kOp,
+                  launched.size(), st.buckets.size());
   std::vector<int> failed;
   for (int r = 0; r < w.size(); ++r)
     if (everyone[static_cast<std::size_t>(r) * stride + stride - 1]) failed.push_back(r);
@@ -416,6 +451,7 @@ std::vector<Gradient> DistributedGradientTape::gradient(const Targets& target,
   }
   const auto end = Clock::now();
   st.stats.reduced = true;
+  st.stats.overlapped = overlap;
   st.stats.buckets = static_cast<int>(st.buckets.size());
   for (const detail::Bucket& b : st.buckets)
     st.stats.wire_bytes +=

@@ -35,6 +35,10 @@ constexpr int kTagVerdict = 7302;
 /// first of them.
 constexpr int kVerdictLength = 16;
 enum Verdict : std::int64_t { kAgree = 0, kDiffer = 1, kMissing = 2 };
+/// How long a negotiation spins before it sleeps. Ranks of one step arrive within tens of
+/// microseconds of each other, and the shortest sleep costs about 100 µs on a VM (timer slack and
+/// the wake-up): sleeping there made the MLP's two-rank step pay 130 µs a negotiation.
+constexpr double kSpinSeconds = 500e-6;
 
 /// Whether a launcher (OpenMPI's mpirun, a PMI or PMIx one) started this process as a rank.
 bool launched_by_mpirun() {
@@ -187,6 +191,10 @@ struct World::Impl {
   std::condition_variable wake;
   std::deque<std::packaged_task<void()>> jobs;
   bool stop = false;
+  /// A job is running, on this thread or inline on a caller's (run()).
+  bool running = false;
+  /// MPI granted MPI_THREAD_SERIALIZED: run() may make its job's MPI calls on the caller's thread.
+  bool serialized = false;
   /// Set once a wait timed out: the message every later collective throws.
   std::string broken;
   MPI_Op sum_bf16 = MPI_OP_NULL, sum_f16 = MPI_OP_NULL;
@@ -261,13 +269,35 @@ struct World::Impl {
       std::packaged_task<void()> job;
       {
         std::unique_lock lock(mutex);
-        wake.wait(lock, [&] { return stop || !jobs.empty(); });
+        wake.wait(lock, [&] { return !running && (stop || !jobs.empty()); });
         if (jobs.empty()) return;
         job = std::move(jobs.front());
         jobs.pop_front();
+        running = true;
       }
       job();
+      std::lock_guard lock(mutex);
+      running = false;
     }
+  }
+
+  /// Claims MPI for a job on the calling thread: only when nothing is queued or running, so the
+  /// job keeps its place in the order of submission.
+  bool begin_inline() {
+    std::lock_guard lock(mutex);
+    if (!serialized || stop || running || !jobs.empty()) return false;
+    running = true;
+    return true;
+  }
+  /// Gives MPI back, waking the communication thread if jobs were queued meanwhile.
+  void end_inline() {
+    bool queued = false;
+    {
+      std::lock_guard lock(mutex);
+      running = false;
+      queued = !jobs.empty();
+    }
+    if (queued) wake.notify_one();
   }
 };
 
@@ -319,10 +349,14 @@ void World::init(const InitOptions& options) {
     try {
       world.run([&impl] {
         int provided = 0;
-        const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+        const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
         TAPEFLOW_REQUIRE(rc == MPI_SUCCESS, UnavailableError,
                          "[distributed::init] MPI_Init_thread failed ({})", rc);
         impl.mpi_up = true;
+        {
+          std::lock_guard lock(impl.mutex);
+          impl.serialized = provided >= MPI_THREAD_SERIALIZED;
+        }
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         MPI_Comm_rank(MPI_COMM_WORLD, &world.rank_);
         MPI_Comm_size(MPI_COMM_WORLD, &world.size_);
@@ -370,7 +404,20 @@ World::~World() {
   impl.watchdog.join();
 }
 
-void World::run(std::function<void()> job) { submit(std::move(job)).get(); }
+void World::run(std::function<void()> job) {
+  // Waking the communication thread and being woken by it cost tens of microseconds each on a
+  // VM; a caller that waits anyway runs the job itself when MPI is free.
+  if (!mpi_ || !impl_->begin_inline()) {
+    submit(std::move(job)).get();
+    return;
+  }
+  struct Release {
+    Impl& impl;
+    ~Release() { impl.end_inline(); }
+  } release{*impl_};
+  if (!impl_->broken.empty()) throw UnavailableError(impl_->broken);
+  job();
+}
 
 std::future<void> World::submit(std::function<void()> job) {
   Impl& impl = *impl_;
@@ -407,7 +454,7 @@ void World::poll(const std::function<bool()>& done, std::string_view what,
   const InitOptions limits = options();
   double next_warning = limits.stall_warning_seconds;
   auto pause = std::chrono::microseconds(0);
-  for (int spins = 0; !done(); ++spins) {
+  while (!done()) {
     const double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (limits.stall_warning_seconds > 0 && waited >= next_warning) {
       log(LogLevel::Warning, fmt::format("[distributed] {} has waited {:.0f} s for {} (stall check; "
@@ -422,7 +469,7 @@ void World::poll(const std::function<bool()>& done, std::string_view what,
                       what, waited, missing()));
     // Spin briefly (a collective on loopback takes microseconds), then sleep longer and longer,
     // up to 1 ms, so a waiting rank leaves the cores to the computation.
-    if (spins > 64) {
+    if (waited > kSpinSeconds) {
       pause = std::min(std::chrono::microseconds(1000), pause + std::chrono::microseconds(20));
       std::this_thread::sleep_for(pause);
     }

@@ -1,15 +1,16 @@
 #pragma once
-// The MPI job this process belongs to, and the one thread that talks to it. Every MPI call of
-// tapeflow is made by that communication thread (MPI_THREAD_FUNNELED: it also initialises and
-// finalises MPI), in the order work is submitted, so the ranks' calls line up as long as their
-// programs submit in the same order, which negotiate() checks. Without mpirun there is no MPI
-// and no thread: one rank, and the collectives below copy their input.
+// The MPI job this process belongs to, and the one thread that talks to it. tapeflow's MPI calls
+// run as jobs, one at a time, in the order they are submitted, so the ranks' calls line up as long
+// as their programs submit in the same order, which negotiate() checks. The communication thread
+// runs them (it also initialises and finalises MPI); a caller that would wait for its job anyway
+// (run()) runs it on its own thread when nothing is queued, which MPI_THREAD_SERIALIZED allows. Without
+// mpirun there is no MPI and no thread: one rank, and the collectives below copy their input.
 //
-// The primitives (allreduce, allgatherv, ...) run only inside a job (on the communication
-// thread), on raw buffers of one wire type. negotiate() waits through poll(), which warns about
-// and finally names the ranks that do not take part; the data moves after it in MPI's blocking
-// calls (its fastest algorithms: every rank is known to be there), watched by a watchdog thread
-// that warns when one waits past the stall time and ends the job past the timeout.
+// The primitives (allreduce, allgatherv, ...) run only inside a job, on raw buffers of one wire type.
+// negotiate() waits through poll(), which warns about and finally names the ranks that do not take part; the
+// data moves after it in MPI's blocking calls (its fastest algorithms: every rank is known to be there),
+// watched by a watchdog thread that warns when one waits past the stall time and ends the job past the
+// timeout.
 
 #include <atomic>
 #include <cstdint>
@@ -51,8 +52,10 @@ class World {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
 
-  /// Runs `job` on the communication thread and waits for it (rethrowing what it threw); runs it
-  /// inline without MPI. Throws UnavailableError once a wait has timed out (the job is broken).
+  /// Runs `job` and waits for it (rethrowing what it threw): on the calling thread when no other
+  /// job is queued or running and MPI granted MPI_THREAD_SERIALIZED (no hand-off: waking a thread
+  /// costs tens of microseconds on a VM), else on the communication thread; inline without MPI. Throws
+  /// UnavailableError once a wait has timed out (the job is broken).
   void run(std::function<void()> job);
   /// Queues `job` and returns at once; the future holds its end or its exception. Without MPI the
   /// job runs before submit returns.

@@ -85,6 +85,21 @@ TEST(DistributedGradientTape, GivesTheTapesGradientsInAJobOfOne) {
   EXPECT_EQ(got[1]->to_vector<float>(), expected[1]->to_vector<float>());
 }
 
+TEST(DistributedGradientTape, EveryOverlapGivesTheTapesGradientsAndAJobOfOneNeverOverlaps) {
+  auto v = two_variables();
+  tf::GradientTape plain;
+  auto expected = plain.gradient(loss_of(v), v);
+  for (const dist::Overlap overlap : {dist::Overlap::Auto, dist::Overlap::Always, dist::Overlap::Never}) {
+    dist::GradientReducer reducer({.bucket_bytes = 4, .overlap = overlap});
+    dist::DistributedGradientTape tape(reducer);
+    auto got = tape.gradient(loss_of(v), v);
+    EXPECT_EQ(got[0]->to_vector<float>(), expected[0]->to_vector<float>());
+    EXPECT_EQ(got[1]->to_vector<float>(), expected[1]->to_vector<float>());
+    // Auto: one rank has nothing to hide behind the pass.
+    EXPECT_EQ(reducer.last_stats().overlapped, overlap == dist::Overlap::Always);
+  }
+}
+
 TEST(DistributedGradientTape, PacksBucketsOfAtMostTheThreshold) {
   auto v = two_variables();
   // 3 floats (12 bytes) and 1 float: with 8-byte buckets each gradient has its own.

@@ -4,9 +4,10 @@
 //                        timeout, naming rank 1, instead of hanging;
 //   fault_program kill   rank 1 is killed with SIGKILL in the middle of an epoch; mpirun ends
 //                        the job, naming rank 1;
-//   fault_program midstep  rank 1 stops inside its backward pass, after the step's negotiation,
-//                        while the others wait in the all-reduce of a bucket: their watchdog
-//                        must end the job after the timeout.
+//   fault_program midstep  rank 1 stops inside its backward pass, after the step's negotiation
+//                        (buckets sent during the pass: Overlap::Always), while the others wait
+//                        in the all-reduce of a bucket: their watchdog must end the job after the
+//                        timeout.
 
 #include <csignal>
 #include <cstdio>
@@ -33,7 +34,8 @@ int main(int argc, char** argv) {
         return 0;
       }
       if (dist::rank() == 1 && step == 5 && mode == "kill") std::raise(SIGKILL);
-      dist::DistributedGradientTape tape;
+      dist::DistributedGradientTape tape(
+          {.overlap = mode == "midstep" ? dist::Overlap::Always : dist::Overlap::Auto});
       tf::Tensor loss = tf::reduce_sum(tf::square(v[0].read_value() - 1.0f));
       if (mode == "midstep" && step == 5)
         loss = tf::custom_gradient({loss}, [](const std::vector<tf::Tensor>& in) {

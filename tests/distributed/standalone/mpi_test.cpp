@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -383,6 +384,48 @@ TEST(Mpi, DistributedTrainingMatchesOneProcessOnTheWholeBatch) {
   EXPECT_EQ(train(true, 20, {.bucket_bytes = 4}), small);
 }
 
+TEST(Mpi, BucketsSentDuringThePassOrAfterItGiveTheSameBits) {
+  const std::vector<float> automatic = train(true, 20, {.bucket_bytes = 4});
+  EXPECT_EQ(train(true, 20, {.bucket_bytes = 4, .overlap = dist::Overlap::Always}), automatic);
+  EXPECT_EQ(train(true, 20, {.bucket_bytes = 4, .overlap = dist::Overlap::Never}), automatic);
+}
+
+TEST(Mpi, RanksThatOverlapAndRanksThatDoNotPairTheSameBuckets) {
+  // Auto decides per rank (machines with and without a core to spare), so every all-reduce goes in
+  // the order the pass completes the buckets, either way. Here that is not the buckets' order:
+  // buckets are filled from the last source, the bias, whose gradient is complete last because it
+  // is read first.
+  const auto v = regression_variables();
+  auto gradients = [&](dist::Overlap overlap) {
+    dist::DistributedGradientTape tape({.bucket_bytes = 4, .overlap = overlap});
+    const tf::Tensor bias = v[1].read_value();
+    const tf::Tensor kernel = v[0].read_value();
+    const tf::Tensor x = tf::fill({2, Regression::kIn}, static_cast<float>(rank() + 1));
+    const auto g = tape.gradient(tf::reduce_sum(tf::square(tf::matmul(x, kernel) + bias - 1.0f)), v);
+    std::vector<float> out = floats(*g[0]);
+    out.push_back(floats(*g[1])[0]);
+    return out;
+  };
+  const std::vector<float> overlapped = gradients(dist::Overlap::Always);
+  EXPECT_EQ(gradients(rank() % 2 == 0 ? dist::Overlap::Always : dist::Overlap::Never), overlapped);
+}
+
+TEST(Mpi, AutoOverlapNeedsACoreBesideTheComputeThreads) {
+  std::vector<tf::Variable> v = {tf::Variable(tf::constant({1.0f}), {.name = "v"})};
+  auto overlapped = [&](dist::Overlap overlap) {
+    dist::GradientReducer reducer({.overlap = overlap});
+    dist::DistributedGradientTape tape(reducer);
+    (void)tape.gradient(tf::reduce_sum(v[0].read_value()), v);
+    return reducer.last_stats().overlapped;
+  };
+  EXPECT_TRUE(overlapped(dist::Overlap::Always));
+  EXPECT_FALSE(overlapped(dist::Overlap::Never));
+  // Computing on every core leaves none for the communication thread.
+  tf::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_FALSE(overlapped(dist::Overlap::Auto));
+  tf::set_num_threads(1);
+}
+
 TEST(Mpi, ATracedDistributedStepTrainsBitwiseAsTheEagerOne) {
   // The step (forward, DistributedGradientTape, SGD update) traced once by tf::function: the
   // reduction runs as Allreduce ops in the graph.
@@ -479,27 +522,32 @@ TEST(Mpi, ABackwardPassThatThrowsOnOneRankFailsTheStepOnEveryRank) {
   // for its buckets forever, and must learn which rank failed.
   std::vector<tf::Variable> v = {tf::Variable(tf::constant({1.0f, 2.0f}), {.name = "first"}),
                                  tf::Variable(tf::constant({3.0f}), {.name = "second"})};
-  dist::GradientReducer reducer({.bucket_bytes = 4});  // a bucket per element: some go before the throw
-  dist::DistributedGradientTape tape(reducer);
-  const tf::Tensor y = tf::custom_gradient({v[0].read_value()}, [](const std::vector<tf::Tensor>& in) {
-    return tf::CustomGradientResult{
-        {in[0] * 2.0f}, [](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
-          if (dist::rank() == 1) throw tf::InvalidArgumentError("rank 1's bad gradient");
-          return {dy[0] * 2.0f};
-        }};
-  })[0];
-  const tf::Tensor loss = tf::reduce_sum(y) + tf::reduce_sum(v[1].read_value());
-  if (rank() == 1) {
-    EXPECT_THAT([&] { (void)tape.gradient(loss, v); },
-                ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("rank 1's bad gradient")));
-  } else {
-    EXPECT_THAT([&] { (void)tape.gradient(loss, v); },
-                ::testing::ThrowsMessage<tf::UnavailableError>(
-                    AllOf(HasSubstr("[DistributedGradientTape]"), HasSubstr("failed on rank 1"))));
+  for (const dist::Overlap overlap : {dist::Overlap::Always, dist::Overlap::Never}) {
+    SCOPED_TRACE(overlap == dist::Overlap::Always ? "buckets sent during the pass" : "sent after it");
+    // A bucket per element: with overlap, some go before the throw.
+    dist::GradientReducer reducer({.bucket_bytes = 4, .overlap = overlap});
+    dist::DistributedGradientTape tape(reducer);
+    const tf::Tensor y = tf::custom_gradient({v[0].read_value()}, [](const std::vector<tf::Tensor>& in) {
+      return tf::CustomGradientResult{
+          {in[0] * 2.0f},
+          [](const std::vector<tf::Tensor>& dy, const std::vector<tf::Variable>&) -> tf::Grads {
+            if (dist::rank() == 1) throw tf::InvalidArgumentError("rank 1's bad gradient");
+            return {dy[0] * 2.0f};
+          }};
+    })[0];
+    const tf::Tensor loss = tf::reduce_sum(y) + tf::reduce_sum(v[1].read_value());
+    if (rank() == 1) {
+      EXPECT_THAT([&] { (void)tape.gradient(loss, v); },
+                  ::testing::ThrowsMessage<tf::InvalidArgumentError>(HasSubstr("rank 1's bad gradient")));
+    } else {
+      EXPECT_THAT([&] { (void)tape.gradient(loss, v); },
+                  ::testing::ThrowsMessage<tf::UnavailableError>(
+                      AllOf(HasSubstr("[DistributedGradientTape]"), HasSubstr("failed on rank 1"))));
+    }
+    // The job goes on.
+    EXPECT_EQ(dist::allreduce(tf::ones({1}), dist::ReduceOp::Sum).to_vector<float>()[0],
+              static_cast<float>(size()));
   }
-  // The job goes on.
-  EXPECT_EQ(dist::allreduce(tf::ones({1}), dist::ReduceOp::Sum).to_vector<float>()[0],
-            static_cast<float>(size()));
 }
 
 TEST(Mpi, BucketsHoldAtMostTheThreshold) {
