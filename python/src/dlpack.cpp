@@ -3,6 +3,9 @@
 #include <dlpack/dlpack.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "bindings.h"
 
 namespace tapeflow::python {
@@ -10,6 +13,9 @@ namespace tapeflow::python {
 namespace {
 
 constexpr const char* kCapsule = "dltensor";
+/// DLPack 0.8's kDLBool (one byte per element, 0 or 1), as TensorFlow and PyTorch 2 exchange bool
+/// tensors; Debian's header is DLPack 0.6, which has no code for bool.
+constexpr std::uint8_t kDLBoolCode = 6;
 constexpr const char* kUsedCapsule = "used_dltensor";
 
 /// What an exported DLManagedTensor owns: a handle to the tensor and the shape array it points to.
@@ -32,10 +38,9 @@ DLDataType dl_dtype(DType dtype) {
     case DType::BFloat16:
       return {kDLBfloat, 16, 1};
     case DType::Bool:
-      break;
+      return {kDLBoolCode, 8, 1};
   }
-  throw py::type_error(
-      "[to_dlpack] DLPack 0.6 has no bool type: cast the tensor to int32 first (tf.cast(x, tf.int32))");
+  throw InternalError(fmt::format("[to_dlpack] no DLPack type for dtype {}", dtype_name(dtype)));
 }
 
 DType tapeflow_dtype(const DLDataType& d) {
@@ -45,11 +50,11 @@ DType tapeflow_dtype(const DLDataType& d) {
     if (d.code == kDLInt && d.bits == 32) return int32;
     if (d.code == kDLInt && d.bits == 64) return int64;
     if (d.code == kDLBfloat && d.bits == 16) return bfloat16;
+    if (d.code == kDLBoolCode && d.bits == 8) return tapeflow::bool_;
   }
   throw py::type_error(
       fmt::format("[from_dlpack] tapeflow has no dtype for DLPack type code {} with {} bits and {} lanes: "
-                  "use float32, float64, "
-                  "int32, int64 or bfloat16",
+                  "use float32, float64, int32, int64, bfloat16 or bool",
                   static_cast<int>(d.code), static_cast<int>(d.bits), static_cast<int>(d.lanes)));
 }
 
@@ -111,6 +116,16 @@ Tensor from_dlpack(py::handle value) {
       expected *= dims[static_cast<std::size_t>(i)];
     }
   }
+  const void* data = static_cast<const char*>(dl.data) + dl.byte_offset;
+  if (dtype == DType::Bool) {
+    // Any byte but 0 or 1 would be undefined as a C++ bool.
+    const auto* bytes = static_cast<const std::uint8_t*>(data);
+    const auto* bad = std::find_if(bytes, bytes + shape.num_elements(), [](std::uint8_t b) { return b > 1; });
+    if (bad != bytes + shape.num_elements())
+      throw InvalidArgumentError(fmt::format(
+          "[from_dlpack] the bool tensor of shape {} holds byte {} at flat index {}: DLPack bools are 0 or 1",
+          shape.to_string(), static_cast<int>(*bad), bad - bytes));
+  }
   // The tensor owns the DLManagedTensor from here: its deleter may release Python objects (NumPy's
   // does), so it runs with the GIL.
   std::shared_ptr<const void> owner(managed, [](const void* m) {
@@ -119,7 +134,6 @@ Tensor from_dlpack(py::handle value) {
     if (self->deleter) self->deleter(self);
   });
   PyCapsule_SetName(capsule.ptr(), kUsedCapsule);
-  const void* data = static_cast<const char*>(dl.data) + dl.byte_offset;
   return tensor_from_external(shape, dtype, data, std::move(owner), "from_dlpack");
 }
 

@@ -1,5 +1,7 @@
 """DLPack: tensors to and from NumPy and PyTorch without a copy."""
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -41,10 +43,40 @@ def test_non_contiguous_and_unsupported_arrays_are_refused():
         tf.experimental.dlpack.from_dlpack(np.ones((4, 4), dtype=np.float32)[:, ::2])
     with pytest.raises(TypeError, match="no dtype for DLPack"):
         tf.experimental.dlpack.from_dlpack(np.ones(3, dtype=np.uint8))
-    with pytest.raises(TypeError, match="bool"):
-        np.from_dlpack(tf.constant([True, False]))
     with pytest.raises(TypeError, match="__dlpack__"):
         tf.experimental.dlpack.from_dlpack([1.0, 2.0])
+
+
+def dl_dtype_address(capsule):
+    """Where an unused DLPack capsule's DLTensor holds its dtype (type code, bits, lanes)."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    # DLTensor: data pointer, device (two int32), ndim (int32), then dtype (uint8, uint8, uint16).
+    return get(capsule, b"dltensor") + 20
+
+
+def dl_dtype(capsule):
+    at = dl_dtype_address(capsule)
+    return (ctypes.c_uint8.from_address(at).value, ctypes.c_uint8.from_address(at + 1).value,
+            ctypes.c_uint16.from_address(at + 2).value)
+
+
+def test_a_bool_tensor_travels_as_dlpack_bool_and_back():
+    t = tf.constant([[True, False, True]])
+    capsule = tf.experimental.dlpack.to_dlpack(t)
+    assert dl_dtype(capsule) == (6, 8, 1)  # DLPack 0.8's kDLBool, as TensorFlow and PyTorch 2 send it
+    back = tf.experimental.dlpack.from_dlpack(capsule)
+    assert back.dtype == tf.bool and back.shape == (1, 3)
+    assert back.numpy().tolist() == [[True, False, True]]
+    assert back.numpy().ctypes.data == t.numpy().ctypes.data
+
+
+def test_a_dlpack_bool_byte_other_than_0_or_1_is_refused():
+    a = np.array([0, 1, 2], dtype=np.uint8)
+    capsule = a.__dlpack__()
+    ctypes.c_uint8.from_address(dl_dtype_address(capsule)).value = 6  # relabelled as bool
+    with pytest.raises(tf.errors.InvalidArgumentError, match="holds byte 2 at flat index 2"):
+        tf.experimental.dlpack.from_dlpack(capsule)
 
 
 def test_gradients_flow_through_a_dlpack_tensor():

@@ -114,6 +114,22 @@ class Cotangents {
     map_.erase(it);
     return g;
   }
+  /// Removes and returns id's cotangent as it is, rows or tensor; missing when none arrived.
+  Gradient take_gradient(TensorId id) {
+    if (auto node = rows_.extract(id)) return Gradient(std::move(node.mapped()));
+    auto it = map_.find(id);
+    if (it == map_.end()) return Gradient();
+    Gradient g(std::move(it->second));
+    map_.erase(it);
+    return g;
+  }
+  /// Puts back a cotangent take_gradient took.
+  void put(TensorId id, Gradient g) {
+    if (const IndexedSlices* rows = g.indexed_slices())
+      rows_.try_emplace(id, *rows);
+    else
+      map_.try_emplace(id, std::move(g).value());
+  }
   /// Removes and returns id's rows; only where find_rows(id) is set.
   IndexedSlices take_rows(TensorId id) { return std::move(rows_.extract(id).mapped()); }
   /// id's cotangent as it is, rows or tensor; missing (no reason) when none arrived.
@@ -199,6 +215,7 @@ class FinalSources {
         if (p.source_ids.contains(out.id)) produced_.insert(out.id);
     }
     for (std::size_t i = 0; i < sources.size(); ++i) {
+      ++unreported_[sources[i].id()];
       // A source no kept record reads is final now.
       const auto it = first_reader.find(sources[i].id());
       const std::size_t first = it == first_reader.end() ? ops.size() : it->second;
@@ -223,8 +240,16 @@ class FinalSources {
     for (; next_ < pending_.size() && due(pending_[next_].first); ++next_) {
       const std::size_t i = pending_[next_].second;
       const TensorId id = sources_[i].id();
-      const Gradient g = is_floating(sources_[i].dtype()) ? grads.gradient(id) : Gradient();
-      if (observer_->source_final(i, g ? &g : nullptr) && g && !produced_.contains(id)) taken.push_back(id);
+      // The last source of an id that no record passes on hears of its cotangent after the pass
+      // has let go of it, so the observer may hold the only reference (a DistributedGradientTape
+      // then reduces the gradient's own bytes instead of a copy).
+      const bool last = --unreported_[id] == 0 && !produced_.contains(id);
+      Gradient g;
+      if (is_floating(sources_[i].dtype())) g = last ? grads.take_gradient(id) : grads.gradient(id);
+      const bool had = g.has_value();
+      const bool took = observer_->source_final(i, had ? &g : nullptr);
+      if (last && had && !took) grads.put(id, std::move(g));
+      if (took && had && !produced_.contains(id)) taken.push_back(id);
     }
     for (TensorId id : taken) grads.erase(id);
   }
@@ -232,6 +257,7 @@ class FinalSources {
   std::span<const Source> sources_;
   BackwardObserver* observer_;
   std::vector<std::pair<std::size_t, std::size_t>> pending_;  // (first reader, source index)
+  IdMap<int> unreported_;                                     // per source id: its sources not reported yet
   IdSet produced_;
   std::size_t next_ = 0;
 };
@@ -343,7 +369,6 @@ std::vector<Gradient> run_backward(Records& ops, const Pruned& p, const Backward
     if (pass.observer != nullptr) pass.observer->before_record(k);
     if (entry.status == GradientStatus::Missing)
       throw LookupError(fmt::format("gradient registry has no entry for: {}", rec.op->name()));
-    dys.clear();
     if (outs.size() > reached_capacity) {
       reached_capacity = outs.size();
       reached = std::make_unique<bool[]>(reached_capacity);
@@ -369,6 +394,9 @@ std::vector<Gradient> run_backward(Records& ops, const Pruned& p, const Backward
         input_rows[i].reset();
       }
     }
+    // The cotangents used go now: a gradient that is dy itself (a variable's read) is then held
+    // by the map alone, and an observer told of it may hold the only reference.
+    dys.clear();
     if (pass.release)
       for (Slot& slot : rec.all_slots()) slot.saved = Tensor();
   }

@@ -66,8 +66,9 @@ class BackwardObserver {
   /// every record whose gradient runs user code (GradientEntry::runs_user_code, which may read
   /// the source's variable after the observer has updated it), and at the end for the rest. Return true to
   /// have the pass drop its reference: the source then gets no result, and the memory goes as soon as the
-  /// observer lets go (a fused optimizer step).
-  virtual bool source_final(std::size_t i, const Gradient* g) {
+  /// observer lets go (a fused optimizer step). Returning true, the observer may also move *g away; the
+  /// pass holds no other reference to the last source of an id that no record passes on.
+  virtual bool source_final(std::size_t i, Gradient* g) {
     (void)i, (void)g;
     return false;
   }

@@ -347,10 +347,10 @@ class EachGradient final : public autodiff::BackwardObserver {
  public:
   EachGradient(const std::function<void(std::size_t, Gradient)>& fn, std::size_t num_sources)
       : delivered(num_sources, 0), fn_(fn) {}
-  bool source_final(std::size_t i, const Gradient* g) override {
+  bool source_final(std::size_t i, Gradient* g) override {
     if (g == nullptr) return false;  // unconnected: reported after the pass, with why
     delivered[i] = 1;
-    fn_(i, *g);
+    fn_(i, std::move(*g));
     return true;
   }
   std::vector<char> delivered;

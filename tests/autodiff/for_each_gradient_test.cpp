@@ -111,6 +111,22 @@ TEST(ForEachGradient, NeverHoldsEveryGradientAtOnce) {
   EXPECT_GE(tf::allocator_stats().live_bytes - weights_and_more, kLayers * kMiB);
 }
 
+TEST(ForEachGradient, TheCallbackHoldsTheOnlyReferenceToASourcesGradient) {
+  // The pass lets go of a gradient before it delivers it (a DistributedGradientTape then reduces
+  // the gradient's own bytes instead of a copy), also of one that passed through a variable's
+  // read unchanged. A source listed twice gets a reference the pass still shares the first time.
+  tf::Variable w(tf::constant({{1.0f, 2.0f}, {3.0f, 4.0f}}), {.name = "w"});
+  tf::GradientTape tape;
+  const tf::Tensor y = tf::reduce_sum(tf::matmul(tf::constant({{1.0f, -1.0f}}), w.read_value()));
+  const std::vector<tf::Source> sources{w, w};
+  std::vector<long> holders;
+  tf::for_each_gradient(tape, y, sources, [&](std::size_t, tf::Gradient g) {
+    const tf::Tensor t = std::move(g).value();
+    holders.push_back(t.impl_handle().use_count());
+  });
+  EXPECT_THAT(holders, ElementsAre(2, 1));
+}
+
 TEST(ForEachGradient, AnExceptionFromTheCallbackEndsThePass) {
   tf::Variable a(1.0f), b(2.0f);
   tf::GradientTape tape;
