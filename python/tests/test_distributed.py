@@ -69,6 +69,16 @@ for overlap in ["auto", "always", "never"]:
         loss = tf.reduce_sum((w - x) ** 2)
     grad = tape.gradient(loss, w).numpy()          # mean over ranks of 2 (w - x) = -(size + 1)
     assert np.allclose(grad, -(size + 1)), (overlap, grad)
+# Keras's fit trains data-parallel under mpirun: rank 0's weights, per-rank batches of each global
+# batch, averaged gradients, so every rank ends with the same weights after 24 / (4 * size) steps.
+model = tf.keras.Sequential([tf.keras.layers.Dense(3), tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss="mse")
+xs = np.arange(48, dtype=np.float32).reshape(24, 2) / 48
+model.fit(xs, xs.sum(axis=1, keepdims=True), batch_size=4, epochs=2, verbose=0)
+flat = np.concatenate([w.numpy().ravel() for w in model.weights])
+for op in ["max", "min"]:
+    assert np.array_equal(dist.allreduce(tf.constant(flat), op=op).numpy(), flat), (op, flat)
+assert int(model.optimizer.iterations.numpy()) == 2 * (24 // (4 * size)), model.optimizer.iterations
 total = dist.allreduce(tf.constant(float(rank)), op="sum")
 assert float(total) == size * (size - 1) / 2, float(total)
 print(f"rank {rank} of {size} ok", flush=True)
@@ -76,7 +86,7 @@ print(f"rank {rank} of {size} ok", flush=True)
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="OpenMPI's mpirun is not installed")
-def test_two_ranks_average_their_gradients(tmp_path):
+def test_two_ranks_average_their_gradients_and_fit_as_one(tmp_path):
     script = tmp_path / "ranks.py"
     script.write_text(RANKS)
     mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "2"]

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "core/check.h"
+#include "data/shards.h"
 #include "data/split_mix64.h"
 #include "tapeflow/data.h"
 #include "tapeflow/memory.h"
@@ -111,8 +112,8 @@ void BatchIterator::reset(std::int64_t epoch) {
 }
 
 std::int64_t BatchIterator::num_batches() const {
-  const std::int64_t b = global_batch_, rest = n_ % b;
-  return n_ / b + (!options_.drop_remainder && rest != 0 && rest >= options_.num_shards ? 1 : 0);
+  if (options_.drop_remainder) return n_ / global_batch_;
+  return global_batches(n_, options_.num_shards, options_.batch_size);
 }
 
 std::optional<Batch> BatchIterator::next() {
@@ -128,8 +129,7 @@ std::optional<Batch> BatchIterator::next() {
   }
   // This shard's part of the global batch: batch_size examples of a full one (global = shards *
   // batch_size, so q = batch_size), or an even split of a last, smaller one.
-  const std::int64_t q = global / shards, r = global % shards;
-  const std::int64_t first = shard * q + std::min(shard, r), count = q + (shard < r ? 1 : 0);
+  const auto [first, count] = shard_of(global, shards, shard);
   const std::int64_t* idx = order_.data() + position_ + first;
   position_ += global;
   return Batch{gather_rows(features_, idx, count), gather_rows(labels_, idx, count)};

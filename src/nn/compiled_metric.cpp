@@ -52,4 +52,9 @@ void CompiledMetric::reset() {
   if (metric_) std::visit([](auto& m) { m.reset_state(); }, *metric_);
 }
 
+std::pair<double, double> CompiledMetric::state() const {
+  if (!metric_) return {0.0, 0.0};
+  return std::visit([](const auto& m) { return std::pair(m.total(), m.count()); }, *metric_);
+}
+
 }  // namespace tapeflow::layers

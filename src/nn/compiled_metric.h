@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "tapeflow/nn/metrics.h"
@@ -25,6 +26,8 @@ class CompiledMetric {
   double result() const;
   /// Forgets what was accumulated.
   void reset();
+  /// The (total, count) accumulated so far, result() being their ratio; (0, 0) before any update.
+  std::pair<double, double> state() const;
 
  private:
   using Metric = std::variant<metrics::Accuracy, metrics::BinaryAccuracy, metrics::CategoricalAccuracy,

@@ -7,11 +7,13 @@
 #include <cmath>
 #include <iostream>
 
+#include "data/shards.h"
 #include "nn/callback_dispatch.h"
 #include "nn/compiled_metric.h"
 #include "nn/progbar_logger.h"
 #include "tapeflow/data.h"
 #include "tapeflow/data/dataset.h"
+#include "tapeflow/distributed.h"
 #include "tapeflow/errors.h"
 #include "tapeflow/function.h"
 #include "tapeflow/nn/callbacks.h"
@@ -128,26 +130,53 @@ struct TrainingBatch {
   std::optional<Tensor> sample_weight;
 };
 
-/// The training step: forward, loss, and the update fused into the backward pass; returns the
-/// loss and the predictions.
-struct TrainBody {
+/// The training step: forward, loss and update; returns the loss and the predictions. In one
+/// process the update is fused into the backward pass (minimize). Data-parallel, a
+/// DistributedGradientTape (`reducer`'s) averages the ranks' gradients of their losses, each
+/// scaled by `share`, the rank's rows * ranks / the global batch's rows: the average is then the
+/// gradient of one mean over the global batch, also when the shards differ by an example.
+struct TrainStep {
   Model* model;
   optimizers::Optimizer* optimizer;
   const losses::Loss* loss;
   std::vector<Variable> vars;
+  distributed::GradientReducer* reducer = nullptr;  // data-parallel
 
-  std::pair<Tensor, Tensor> operator()(const Tensor& x, const Tensor& y) const {
-    return run(x, y, std::nullopt);
-  }
-  std::pair<Tensor, Tensor> operator()(const Tensor& x, const Tensor& y, const Tensor& w) const {
-    return run(x, y, w);
-  }
-  std::pair<Tensor, Tensor> run(const Tensor& x, const Tensor& y, const std::optional<Tensor>& w) const {
-    GradientTape tape;
+  std::pair<Tensor, Tensor> run(const Tensor& x, const Tensor& y, const std::optional<Tensor>& w,
+                                const std::optional<Tensor>& share) const {
+    if (reducer == nullptr) {
+      GradientTape tape;
+      Tensor y_pred = model->call(x, /*training=*/true);
+      Tensor value = (*loss)(y, y_pred, w);
+      optimizer->minimize(value, vars, tape);
+      return {value, y_pred};
+    }
+    distributed::DistributedGradientTape tape(*reducer);
     Tensor y_pred = model->call(x, /*training=*/true);
     Tensor value = (*loss)(y, y_pred, w);
-    optimizer->minimize(value, vars, tape);
+    optimizer->apply_gradients(tape.gradient(value * *share, vars), vars);
     return {value, y_pred};
+  }
+};
+
+/// The step as tf::function traces it: (x, y) or (x, y, sample_weight).
+struct TrainBody : TrainStep {
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, const Tensor& y) const {
+    return run(x, y, std::nullopt, std::nullopt);
+  }
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, const Tensor& y, const Tensor& w) const {
+    return run(x, y, w, std::nullopt);
+  }
+};
+
+/// The data-parallel step as tf::function traces it: the same with the share last.
+struct ParallelTrainBody : TrainStep {
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, const Tensor& y, const Tensor& share) const {
+    return run(x, y, std::nullopt, share);
+  }
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, const Tensor& y, const Tensor& w,
+                                       const Tensor& share) const {
+    return run(x, y, w, share);
   }
 };
 
@@ -185,30 +214,43 @@ struct Model::Compiled {
   std::vector<CompiledMetric> metrics;
   bool run_eagerly;
   // The traced steps, made at their first use; the train step is remade when fit() finds other
-  // trainable variables (a layer added or built since).
-  std::optional<TrainBody> train_body;
+  // trainable variables (a layer added or built since) or trains otherwise (data-parallel or not).
+  std::optional<TrainStep> step;
   std::optional<Function<TrainBody>> train;
+  std::optional<Function<ParallelTrainBody>> parallel_train;
+  std::unique_ptr<distributed::GradientReducer> reducer;  // data-parallel: its buckets, kept
   std::optional<Function<TestBody>> test;
   std::optional<Function<PredictBody>> predict;
   metrics::Mean loss_mean{"loss"};
 
-  /// Makes the training step of `model` for its trainable variables of now, unless the step made
-  /// before is for the same variables. Called once per fit(), after the model is built, so that
-  /// no step walks the model's variables.
-  void prepare_train_step(Model& model) {
+  /// Makes the training step of `model` for its trainable variables of now (data-parallel when
+  /// `parallel`), unless the step made before is that one. Called once per fit(), after the
+  /// model is built, so that no step walks the model's variables.
+  void prepare_train_step(Model& model, bool parallel) {
     std::vector<Variable> vars = model.trainable_variables();
     const auto same = [](const Variable& a, const Variable& b) { return a.handle_id() == b.handle_id(); };
-    if (train_body && std::ranges::equal(train_body->vars, vars, same)) return;
-    train_body = TrainBody{&model, optimizer.get(), &loss, std::move(vars)};
+    if (step && (step->reducer != nullptr) == parallel && std::ranges::equal(step->vars, vars, same)) return;
+    if (parallel && !reducer) reducer = std::make_unique<distributed::GradientReducer>();
+    step = TrainStep{&model, optimizer.get(), &loss, std::move(vars), parallel ? reducer.get() : nullptr};
     train.reset();
+    parallel_train.reset();
+    if (run_eagerly) return;
     FunctionOptions options;
     options.name = model.name() + "_train_step";
-    if (!run_eagerly) train.emplace(function(*train_body, std::move(options)));
+    if (parallel)
+      parallel_train.emplace(function(ParallelTrainBody{*step}, std::move(options)));
+    else
+      train.emplace(function(TrainBody{*step}, std::move(options)));
   }
 
-  /// One training step on a batch (prepare_train_step made it).
-  std::pair<Tensor, Tensor> train_step(const Tensor& x, const Tensor& y, const std::optional<Tensor>& w) {
-    if (!train) return train_body->run(x, y, w);
+  /// One training step on a batch (prepare_train_step made it); `share` data-parallel only.
+  std::pair<Tensor, Tensor> train_step(const Tensor& x, const Tensor& y, const std::optional<Tensor>& w,
+                                       const std::optional<Tensor>& share) {
+    if (share) {
+      if (!parallel_train) return step->run(x, y, w, share);
+      return w ? (*parallel_train)(x, y, *w, *share) : (*parallel_train)(x, y, *share);
+    }
+    if (!train) return step->run(x, y, w, std::nullopt);
     return w ? (*train)(x, y, *w) : (*train)(x, y);
   }
 
@@ -244,6 +286,25 @@ struct Model::Compiled {
     Logs l;
     l.set(prefix + "loss", loss_mean.result());
     for (const auto& m : metrics) l.set(prefix + m.name(), m.result());
+    return l;
+  }
+
+  /// The same over what every rank accumulated: each mean's total and count summed over the
+  /// ranks (one all-reduce), so that the logs are the whole data's on every rank.
+  Logs global_logs(const std::string& prefix = "") const {
+    std::vector<double> state{loss_mean.total(), loss_mean.count()};
+    for (const auto& m : metrics) {
+      const auto [total, count] = m.state();
+      state.push_back(total);
+      state.push_back(count);
+    }
+    const std::vector<double> sums =
+        distributed::allreduce(constant(state), distributed::ReduceOp::Sum, "fit: the logs")
+            .to_vector<double>();
+    const auto mean = [&](std::size_t i) { return sums[i + 1] == 0 ? 0.0 : sums[i] / sums[i + 1]; };
+    Logs l;
+    l.set(prefix + "loss", mean(0));
+    for (std::size_t i = 0; i < metrics.size(); ++i) l.set(prefix + metrics[i].name(), mean(2 * i + 2));
     return l;
   }
 
@@ -336,38 +397,43 @@ class detail::BatchFeed {
 
 namespace {
 
-/// fit's batches of in-memory tensors: batch_size rows at a time, in the epoch's shuffled order.
+/// fit's batches of in-memory tensors: batch_size rows at a time, in the epoch's shuffled order;
+/// data-parallel, this rank's shard of each global batch of ranks * batch_size rows.
 class TensorFeed : public detail::BatchFeed {
  public:
   TensorFeed(Tensor x, Tensor y, std::optional<Tensor> w, std::int64_t batch_size, bool shuffle,
-             std::uint64_t seed)
+             std::uint64_t seed, int ranks, int rank)
       : x_(std::move(x)),
         y_(std::move(y)),
         w_(std::move(w)),
         batch_size_(batch_size),
         shuffle_(shuffle),
         seed_(seed),
-        n_(x_.shape()[0]) {}
+        n_(x_.shape()[0]),
+        ranks_(ranks),
+        rank_(rank) {}
 
-  std::int64_t steps() const override { return steps_for(n_, batch_size_); }
+  std::int64_t steps() const override { return data::global_batches(n_, ranks_, batch_size_); }
   Tensor first_example() override { return rows(x_, 0, 1); }
   void start_epoch(std::int64_t epoch) override {
     begin_ = 0;
     if (shuffle_) order_ = data::shuffled_indices(n_, seed_, epoch);
   }
   std::optional<TrainingBatch> next() override {
-    if (begin_ >= n_) return std::nullopt;
-    const std::int64_t size = std::min(batch_size_, n_ - begin_);
+    // A last global batch with fewer examples than ranks is dropped: every rank needs one.
+    const std::int64_t global = std::min(batch_size_ * ranks_, n_ - begin_);
+    if (global <= 0 || global < ranks_) return std::nullopt;
+    const auto [first, size] = data::shard_of(global, ranks_, rank_);
+    const std::int64_t at = begin_ + first;
     TrainingBatch b;
     if (shuffle_) {
-      const auto first = order_.begin() + begin_;
-      const Tensor idx = constant(std::vector<std::int64_t>(first, first + size), Shape({size}));
+      const auto from = order_.begin() + at;
+      const Tensor idx = constant(std::vector<std::int64_t>(from, from + size), Shape({size}));
       b = {gather(x_, idx), gather(y_, idx), w_ ? std::optional(gather(*w_, idx)) : std::nullopt};
     } else {
-      b = {rows(x_, begin_, size), rows(y_, begin_, size),
-           w_ ? std::optional(rows(*w_, begin_, size)) : std::nullopt};
+      b = {rows(x_, at, size), rows(y_, at, size), w_ ? std::optional(rows(*w_, at, size)) : std::nullopt};
     }
-    begin_ += size;
+    begin_ += global;
     return b;
   }
 
@@ -378,6 +444,7 @@ class TensorFeed : public detail::BatchFeed {
   bool shuffle_;
   std::uint64_t seed_;
   std::int64_t n_, begin_ = 0;
+  int ranks_, rank_;
   std::vector<std::int64_t> order_;
 };
 
@@ -434,6 +501,22 @@ class DatasetFeed : public detail::BatchFeed {
   std::optional<data::Iterator> iterator_;
 };
 
+/// The ranks fit() trains over: the job's, in a job of several ranks and with data_parallel.
+int ranks_of(const FitOptions& o) {
+  return o.data_parallel && distributed::initialized() && distributed::size() > 1 ? distributed::size() : 1;
+}
+
+/// Whether any rank says `yes` (an all-reduce: every rank must call it).
+bool any_rank(bool yes, std::string_view what) {
+  return distributed::allreduce(yes ? 1.0 : 0.0, distributed::ReduceOp::Max, what) > 0;
+}
+
+/// Where a rank other than 0 prints in a data-parallel fit: nowhere.
+std::ostream& nowhere() {
+  static std::ostream null_stream(nullptr);
+  return null_stream;
+}
+
 void check_fit_options(const FitOptions& o) {
   check_batch_size("fit", o.batch_size);
   check_verbose("fit", o.verbose);
@@ -482,8 +565,9 @@ History Model::fit(const Tensor& x_all, const Tensor& y_all, const FitOptions& o
     if (w_all) w = rows(*w_all, 0, n_train);
     validation.emplace(rows(x_all, n_train, n_all - n_train), rows(y_all, n_train, n_all - n_train));
   }
-  TensorFeed feed(x, y, w, o.batch_size, o.shuffle, o.seed);
-  return train(feed, validation, o);
+  const int ranks = ranks_of(o);
+  TensorFeed feed(x, y, w, o.batch_size, o.shuffle, o.seed, ranks, ranks > 1 ? distributed::rank() : 0);
+  return train(feed, validation, o, ranks);
 }
 
 History Model::fit(const data::Dataset& dataset, const FitOptions& o) {
@@ -494,24 +578,36 @@ History Model::fit(const data::Dataset& dataset, const FitOptions& o) {
         "fit: validation_split, sample_weight and class_weight are for tensors; a dataset gives its "
         "batches (x, y) or (x, y, sample_weight) as they are (validation_data is taken)");
   DatasetFeed feed(dataset, o.steps_per_epoch);
-  return train(feed, o.validation_data, o);
+  return train(feed, o.validation_data, o, ranks_of(o));
 }
 
 History Model::train(detail::BatchFeed& feed, const std::optional<std::pair<Tensor, Tensor>>& validation,
-                     const FitOptions& o) {
+                     const FitOptions& o, int ranks) {
   Compiled& c = *compiled_;
+  const bool parallel = ranks > 1;
+  const int rank = parallel ? distributed::rank() : 0;
   // The model's variables exist before the step is traced: build it on one example, unrecorded.
   if (variables().empty()) {
     NoRecordingScope unrecorded;
     call(feed.first_example(), /*training=*/false);
   }
-  c.prepare_train_step(*this);
+  c.prepare_train_step(*this, parallel);
+  if (parallel) {
+    // Every rank starts from rank 0's weights and optimizer state (Horovod's broadcast).
+    distributed::broadcast_variables(variables(), 0);
+    distributed::broadcast_optimizer_state(*c.optimizer, 0);
+  }
 
-  CallbackList list = o.callbacks;
+  CallbackList list;
+  for (const auto& cb : o.callbacks)
+    if (rank == 0 || !cb->rank_zero_only()) list.push_back(cb);
   std::shared_ptr<ProgbarLogger> progbar;
-  if (o.verbose > 0) list.push_back(progbar = std::make_shared<ProgbarLogger>());
+  if (o.verbose > 0 && rank == 0) list.push_back(progbar = std::make_shared<ProgbarLogger>());
   CallbackDispatch callbacks(*this, list,
-                             {.epochs = o.epochs, .steps = feed.steps(), .verbose = o.verbose, .out = o.out});
+                             {.epochs = o.epochs,
+                              .steps = feed.steps(),
+                              .verbose = rank == 0 ? o.verbose : 0,
+                              .out = rank == 0 ? o.out : &nowhere()});
   stop_training_ = false;
   History history;
   Logs logs;
@@ -521,27 +617,51 @@ History Model::train(detail::BatchFeed& feed, const std::optional<std::pair<Tens
     callbacks.each("on_epoch_begin", [&](callbacks::Callback& cb) { cb.on_epoch_begin(epoch, epoch_logs); });
     c.reset_metrics();
     feed.start_epoch(epoch);
-    for (std::int64_t step = 0; !stop_training_; ++step) {
-      const std::optional<TrainingBatch> b = feed.next();
-      if (!b) break;
+    for (std::int64_t step = 0;; ++step) {
+      std::optional<TrainingBatch> b;
+      if (!stop_training_) b = feed.next();
+      std::optional<Tensor> share;
+      if (parallel) {
+        // Every rank takes this step or none does: a rank whose data has ended, or whose callback
+        // asked to stop, ends the epoch everywhere. The sum of the rows is the global batch's.
+        const std::int64_t rows = b ? b->x.shape()[0] : 0;
+        const std::vector<double> sums =
+            distributed::allreduce(constant(std::vector<double>{stop_training_ ? 1.0 : 0.0, b ? 0.0 : 1.0,
+                                                                static_cast<double>(rows)}),
+                                   distributed::ReduceOp::Sum, "fit: the step's batches")
+                .to_vector<double>();
+        stop_training_ = sums[0] > 0;
+        if (stop_training_ || sums[1] > 0) break;
+        share = constant(static_cast<float>(static_cast<double>(rows) * ranks / sums[2]));
+      } else if (!b) {
+        break;
+      }
       Logs batch_logs;
       callbacks.each("on_train_batch_begin",
                      [&](callbacks::Callback& cb) { cb.on_train_batch_begin(step, batch_logs); });
-      auto [loss_value, y_pred] = c.train_step(b->x, b->y, b->sample_weight);
+      auto [loss_value, y_pred] = c.train_step(b->x, b->y, b->sample_weight, share);
       c.update_metrics(loss_value, b->y, y_pred, b->sample_weight, b->x.shape()[0]);
       batch_logs = c.logs();
       callbacks.each("on_train_batch_end",
                      [&](callbacks::Callback& cb) { cb.on_train_batch_end(step, batch_logs); });
     }
-    epoch_logs = c.logs();
+    epoch_logs = parallel ? c.global_logs() : c.logs();
     if (validation) {
+      // Data-parallel, each rank evaluates its share of the examples, and the logs add them up.
+      Tensor xv = validation->first, yv = validation->second;
+      if (parallel) {
+        const auto [first, count] = data::shard_of(xv.shape()[0], ranks, rank);
+        xv = rows(xv, first, count);
+        yv = rows(yv, first, count);
+      }
       if (progbar) progbar->set_in_fit(true);
-      const Logs val =
-          c.evaluate(*this, validation->first, validation->second, std::nullopt, o.batch_size, callbacks);
+      const Logs local = c.evaluate(*this, xv, yv, std::nullopt, o.batch_size, callbacks);
       if (progbar) progbar->set_in_fit(false);
+      const Logs val = parallel ? c.global_logs() : local;
       for (const auto& [name, value] : val.entries()) epoch_logs.set("val_" + name, value);
     }
     callbacks.each("on_epoch_end", [&](callbacks::Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
+    if (parallel) stop_training_ = any_rank(stop_training_, "fit: stop training");
     history.epoch.push_back(epoch);
     for (const auto& [name, value] : epoch_logs.entries()) history.history[name].push_back(value);
     logs = epoch_logs;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "nn/progbar_logger.h"
+#include "support/classification_data.h"
 #include "tapeflow/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -23,19 +24,8 @@ using ::testing::ThrowsMessage;
 
 namespace {
 
-/// n examples of 4 features (values from a fixed formula) with labels in 0..2.
-tf::Tensor features(std::int64_t n) {
-  std::vector<float> v(static_cast<std::size_t>(n * 4));
-  for (std::size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i) + 0.3));
-  return tf::constant(v, tf::Shape({n, 4}));
-}
-
-tf::Tensor labels(std::int64_t n) {
-  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int32_t>((i * 7 + 1) % 3);
-  return tf::constant(v, tf::Shape({n}));
-}
+tf::Tensor features(std::int64_t n) { return tf::testing::classification_features(n); }
+tf::Tensor labels(std::int64_t n) { return tf::testing::classification_labels(n); }
 
 /// A two-layer classifier with fixed seeds: every call gives a model with the same weights.
 std::shared_ptr<tf::layers::Sequential> classifier() {

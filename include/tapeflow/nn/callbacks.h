@@ -49,6 +49,9 @@ class Callback {
 
   /// The callback's name in error messages: its class's ("EarlyStopping", ...).
   virtual std::string name() const { return "Callback"; }
+  /// Whether a data-parallel fit() calls it on rank 0 only (a callback that writes files:
+  /// ModelCheckpoint, CSVLogger); the others run on every rank, with the same epoch logs.
+  virtual bool rank_zero_only() const { return false; }
   /// Called by the model before a loop starts; model() is the model after it.
   void set_model(layers::Model* model) { model_ = model; }
   /// The model whose loop calls this callback. Throws FailedPreconditionError outside a loop.
@@ -151,6 +154,7 @@ class ModelCheckpoint : public Callback {
   /// Throws InvalidArgumentError for an empty path or one with a placeholder fmt cannot format.
   explicit ModelCheckpoint(std::string filepath, ModelCheckpointOptions options = {});
   std::string name() const override { return "ModelCheckpoint"; }
+  bool rank_zero_only() const override { return true; }
   void on_epoch_end(std::int64_t epoch, Logs& logs) override;
   /// The best monitored value so far (save_best_only), if any.
   std::optional<double> best() const { return best_; }
@@ -200,6 +204,7 @@ class CSVLogger : public Callback {
   /// Throws InvalidArgumentError for an empty path or separator.
   explicit CSVLogger(std::string filename, std::string separator = ",", bool append = false);
   std::string name() const override { return "CSVLogger"; }
+  bool rank_zero_only() const override { return true; }
   /// Opens the file; throws FailedPreconditionError naming it when it cannot be opened.
   void on_train_begin(Logs& logs) override;
   void on_epoch_end(std::int64_t epoch, Logs& logs) override;

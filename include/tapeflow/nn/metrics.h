@@ -64,6 +64,12 @@ class MeanMetricWrapper {
   void reset_state() { mean_.reset_state(); }
   /// The name given at construction.
   const std::string& name() const { return mean_.name(); }
+  /// The weighted matches and the total weight counted so far: result() is total / count. Sums
+  /// over shards of the data (the ranks of a data-parallel fit) give the whole data's.
+  ///@{
+  double total() const { return mean_.total(); }
+  double count() const { return mean_.count(); }
+  ///@}
 
  protected:
   /// A metric named `name`, with nothing counted.

@@ -128,6 +128,9 @@ struct FitOptions {
   /// epochs (needed for a dataset that repeats without end); 0: each epoch is one whole iteration.
   std::int64_t steps_per_epoch = 0;
   std::ostream* out = nullptr;  ///< where the progress goes; nullptr: std::cout
+  /// In a job of several ranks (distributed::init() under mpirun), train data-parallel (see fit);
+  /// false: each rank trains on its own.
+  bool data_parallel = true;
 };
 
 /// evaluate()'s keyword arguments (keras.Model.evaluate).
@@ -170,13 +173,27 @@ class Model : public Layer {
   /// batch_size < 1, a validation split outside [0, 1) or leaving no example on either side,
   /// both validation forms, both weight forms, a class_weight that does not cover 0..k-1 or a
   /// label outside it; what the model, the loss or a callback throws (a callback's error names it).
+  ///
+  /// In a job of several ranks (distributed::init() under mpirun, size() > 1) fit trains
+  /// data-parallel, as Horovod's Keras does: every rank starts from rank 0's variables (and
+  /// optimizer state, if built); batch_size is per rank, each global batch of size() *
+  /// batch_size examples of the epoch's order is cut into one shard per rank (a last, smaller one
+  /// evenly, or dropped when it has fewer examples than ranks), and a DistributedGradientTape
+  /// averages the gradients, each rank's loss scaled by its share of the global batch, so that N
+  /// ranks train as one process with batch N * batch_size (to float rounding). The epoch logs and
+  /// the validation (split over the ranks) are the whole data's on every rank; the batch logs are
+  /// each rank's own. Callbacks run on every rank, but those whose rank_zero_only() is true
+  /// (ModelCheckpoint, CSVLogger) and the progress display run on rank 0 only; a stop that any
+  /// rank's callback asks for stops every rank after the same step.
   History fit(const Tensor& x, const Tensor& y, const FitOptions& options = {});
   /// Trains on a dataset of batches (tf.data's form, data/dataset.h): each element is (x, y) or
   /// (x, y, sample_weight), and each epoch is a new iteration (reshuffled if the dataset
   /// shuffles), or steps_per_epoch batches of one. batch_size and shuffle do not apply (the
   /// dataset batches and shuffles); validation_split, sample_weight and class_weight are refused
   /// (InvalidArgumentError), validation_data is taken. The progress bar's step count is the
-  /// dataset's cardinality ("Unknown" when it has none).
+  /// dataset's cardinality ("Unknown" when it has none). Data-parallel (as above), each rank's
+  /// dataset gives that rank's batches (Dataset::shard(distributed::size(), distributed::rank()));
+  /// an epoch ends on every rank when any rank's data ends.
   History fit(const data::Dataset& dataset, const FitOptions& options = {});
 
   /// The loss and the metrics over (x, y), in batches, in inference mode. Throws as fit() does.
@@ -206,9 +223,10 @@ class Model : public Layer {
   struct Compiled;
   /// The compiled state, or throws FailedPreconditionError naming `caller`.
   Compiled& compiled_state(const char* caller) const;
-  /// fit()'s loop over the batches of `feed`, validating on `validation` after each epoch.
+  /// fit()'s loop over the batches of `feed`, validating on `validation` after each epoch;
+  /// `ranks` > 1: data-parallel over that many ranks.
   History train(detail::BatchFeed& feed, const std::optional<std::pair<Tensor, Tensor>>& validation,
-                const FitOptions& options);
+                const FitOptions& options, int ranks);
 
   std::unique_ptr<Compiled> compiled_;
   bool stop_training_ = false;

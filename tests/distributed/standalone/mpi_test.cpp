@@ -12,6 +12,7 @@
 #include <limits>
 #include <thread>
 
+#include "support/mpi_main.h"
 #include "tapeflow/distributed.h"
 #include "tapeflow/tapeflow.h"
 
@@ -564,16 +565,4 @@ TEST(Mpi, BucketsHoldAtMostTheThreshold) {
   EXPECT_EQ(small.last_stats().wire_bytes, 16);
 }
 
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  dist::init({.stall_warning_seconds = 10, .timeout_seconds = 60});
-  tf::set_num_threads(1);
-  // Only rank 0 prints gtest's progress; every rank's failures still reach the exit code.
-  if (dist::rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int failed = RUN_ALL_TESTS();
-  // The job passes only if every rank passed.
-  return dist::allreduce(static_cast<double>(failed), dist::ReduceOp::Max, "failures") > 0 ? 1 : 0;
-}
+int main(int argc, char** argv) { return tf::testing::run_tests_on_every_rank(argc, argv); }
