@@ -216,14 +216,13 @@ TEST(TrainText, BadTextIsAUsageErrorNamingTheFile) {
               ::testing::ThrowsMessage<cli::UsageError>(HasSubstr("missing.txt")));
 }
 
-TEST(TrainText, ImageOptionsAndWhatTextModelsLackAreRefused) {
+TEST(TrainText, ImageOptionsAndBadTextOptionsAreRefused) {
   const Result augment = run({"train", "--model", "char-lstm", "--augment", "flip"});
   EXPECT_EQ(augment.status, 2);
   EXPECT_THAT(augment.err, HasSubstr("--augment applies to the image models"));
   const Result ranks = run({"train", "--model", "char-transformer", "--ranks", "2"});
   EXPECT_EQ(ranks.status, 2);
-  EXPECT_THAT(ranks.err,
-              HasSubstr("data-parallel training (mpirun, --ranks) is not available for the text models"));
+  EXPECT_THAT(ranks.err, HasSubstr("tapeflow does not start ranks itself; run `mpirun -np 2 tapeflow train"));
   const Result zero_length = run({"train", "--model", "char-lstm", "--sequence-length", "0"});
   EXPECT_EQ(zero_length.status, 2);
 }

@@ -10,6 +10,8 @@
 #    with a checkpoint of it, while a second job runs on; resuming ends bitwise where an
 #    uninterrupted run ends.
 # 4. Ranks started with different models fail at once, naming the variable and the ranks.
+# 5. The char-lstm on two ranks with --batch-size 16, interrupted after its first epoch and
+#    resumed, prints the figures of one process with --batch-size 32.
 # Signals go only to the processes this script started (mpirun's PID, and ranks found among its
 # children), never by name. Exits 77 (skipped) when dataset-fashion-mnist is not installed.
 set -u
@@ -104,4 +106,19 @@ resumed=$(grep "^epoch 2/2:" "$work/int_resume.out.log" | sed 's/ | [0-9.]* s$//
   fail "ranks training different models did not fail"
 grep -q "rank 1 has variable 0 'kernel' float32 (3, 3, 1, 32); rank 0 has variable 0 'kernel' float32 (784, 256)" \
   "$work/mixed.err.log" || fail "the mismatch was not named"
+# --- 5. A language model on two ranks follows one process with the doubled batch, and resumes --
+text=(train --model char-lstm --seed 3 --threads 1)
+lm_figures() { sed -n 's/^epoch \([0-9]*\)\/[0-9]*: \(.*\) | [0-9.]* s$/\1 \2/p' "$1"; }
+"$program" "${text[@]}" --epochs 2 --batch-size 32 --eager >"$work/lm.one.out.log" 2>"$work/lm.one.err.log" ||
+  fail "lm: the one-process run failed"
+ckpt=$work/lm.ckpt
+"${mpirun[@]}" -np 2 "$program" "${text[@]}" --epochs 1 --batch-size 16 --checkpoint "$ckpt" \
+  >"$work/lm.two.out.log" 2>"$work/lm.two.err.log" || fail "lm: the two-rank run failed"
+grep -q "batch 16 per rank (32 a step)" "$work/lm.two.out.log" || fail "lm: the header does not state the batch per rank"
+"${mpirun[@]}" -np 2 "$program" train --resume --checkpoint "$ckpt" --epochs 2 --threads 1 \
+  >"$work/lm.resume.out.log" 2>"$work/lm.resume.err.log" || fail "lm: resuming on two ranks failed"
+# Four decimals of every figure, epoch by epoch: float rounding apart, the same training.
+one=$(lm_figures "$work/lm.one.out.log")
+two=$( (lm_figures "$work/lm.two.out.log"; lm_figures "$work/lm.resume.out.log") )
+[ -n "$one" ] && [ "$one" = "$two" ] || fail "lm: two ranks '$two', one process '$one'"
 echo "PASS"

@@ -245,8 +245,6 @@ void validate_text_options(const TrainOptions& o) {
   refuse(!o.augment.empty(), "--augment");
   refuse(o.data_dir != TrainOptions{}.data_dir, "--data-dir");
   refuse(o.gradient_report, "--gradient-report");
-  if (o.ranks > 1 || distributed::size() > 1)
-    throw UsageError("data-parallel training (mpirun, --ranks) is not available for the text models yet");
   if (o.sequence_length < 1)
     throw UsageError(fmt::format("--sequence-length must be at least 1, got {}", o.sequence_length));
 }

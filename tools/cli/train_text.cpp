@@ -11,7 +11,9 @@
 #include "plot.h"
 #include "predict.h"
 #include "tapeflow/checkpoint.h"
+#include "tapeflow/data.h"
 #include "tapeflow/data/dataset.h"
+#include "tapeflow/distributed.h"
 #include "tapeflow/errors.h"
 #include "tapeflow/nn/callbacks.h"
 #include "tapeflow/nn/loss.h"
@@ -265,11 +267,18 @@ History train_text(const TrainOptions& options, std::ostream& out, std::ostream&
     saved = read_meta(o.checkpoint);
     adopt_configuration(o, *saved, corpus, out);
   }
-  if (o.threads > 0) set_num_threads(o.threads);
+  // Under mpirun, Model::fit trains data-parallel: each rank takes its shard of every global
+  // batch of ranks * batch_size windows, and the ranks on one machine share its cores.
+  const int rank = distributed::rank(), ranks = distributed::size();
+  if (o.threads > 0 || distributed::local_size() > 1)
+    set_num_threads(o.threads > 0 ? o.threads : std::max(1, num_threads() / distributed::local_size()));
   const TextData d =
       make_windows(corpus, o.sequence_length, o.limit, o.text.size() == 1 ? "'" + o.text[0] + "'" : "--text");
   const auto vocabulary = static_cast<std::int64_t>(corpus.vocabulary.size());
-  const std::int64_t steps_per_epoch = (d.train_x.shape()[0] + o.batch_size - 1) / o.batch_size;
+  const std::int64_t steps_per_epoch =
+      data::BatchIterator(d.train_x, d.train_y,
+                          {.batch_size = o.batch_size, .num_shards = ranks, .shard_index = rank})
+          .num_batches();
 
   const std::shared_ptr<layers::Model> model =
       make_text_model(o.model, vocabulary, o.sequence_length, o.seed, o.precision);
@@ -308,10 +317,15 @@ History train_text(const TrainOptions& options, std::ostream& out, std::ostream&
       "tapeflow train: {} ({} parameters), {} lr {:g}{}, batch {}, {} characters ({} distinct) in windows of "
       "{}: {} train / {} validation, {} thread{}, {}\n",
       o.model, parameters, o.optimizer, o.learning_rate,
-      o.lr_decay == 1 ? "" : fmt::format(" x{:g} per epoch", o.lr_decay), o.batch_size, corpus.ids.size(),
-      vocabulary, o.sequence_length, d.train_x.shape()[0], d.validation_x.shape()[0],
+      o.lr_decay == 1 ? "" : fmt::format(" x{:g} per epoch", o.lr_decay),
+      ranks == 1 ? fmt::format("{}", o.batch_size)
+                 : fmt::format("{} per rank ({} a step)", o.batch_size, o.batch_size * ranks),
+      corpus.ids.size(), vocabulary, o.sequence_length, d.train_x.shape()[0], d.validation_x.shape()[0],
       o.threads > 0 ? o.threads : num_threads(), (o.threads > 0 ? o.threads : num_threads()) == 1 ? "" : "s",
       o.precision);
+  if (ranks > 1)
+    out << fmt::format("data-parallel over {} MPI ranks: gradients averaged by a DistributedGradientTape\n",
+                       ranks);
   if (saved) out << fmt::format("resumed from {} after epoch {}\n", o.checkpoint, start);
   if (start >= o.epochs)
     out << fmt::format("nothing to do: the checkpoint has {} epoch{} done (--epochs {})\n", start,
@@ -341,7 +355,7 @@ History train_text(const TrainOptions& options, std::ostream& out, std::ostream&
         epoch + 1, o.epochs, last("loss"), last("accuracy"), last("val_loss"), last("val_accuracy"),
         std::exp(last("val_loss")), seconds);
     out << std::flush;
-    if (!o.checkpoint.empty()) {
+    if (rank == 0 && !o.checkpoint.empty()) {
       meta.epoch.assign(constant<std::int64_t>(epoch + 1));
       meta.model.assign(constant<std::int64_t>(index_of(text_model_names(), o.model)));
       meta.optimizer.assign(constant<std::int64_t>(index_of(optimizer_names(), o.optimizer)));
@@ -356,13 +370,16 @@ History train_text(const TrainOptions& options, std::ostream& out, std::ostream&
       meta.history = Variable(history_tensor(history), {.name = "text/history", .trainable = false});
       save_checkpoint(o.checkpoint, entries());
     }
-    if (!o.plot.empty())
+    if (rank == 0 && !o.plot.empty())
       write_training_plot(o.plot, history, fmt::format("tapeflow train --model {}: next character", o.model));
-    if (stop_requested(o) && epoch + 1 < o.epochs) throw Interrupted(interrupted_message(o, epoch + 1));
+    // Every rank stops after the same epoch, whichever the signal reached first.
+    bool stop = stop_requested(o);
+    if (ranks > 1) stop = distributed::allreduce(stop ? 1.0 : 0.0, distributed::ReduceOp::Max, "stop") > 0;
+    if (stop && epoch + 1 < o.epochs) throw Interrupted(interrupted_message(o, epoch + 1));
   }
   if (start < o.epochs && !o.checkpoint.empty())
     out << fmt::format("checkpoint: {} (tapeflow sample {} --prompt \"...\")\n", o.checkpoint, o.checkpoint);
-  if (!o.export_path.empty() || !o.export_onnx_path.empty()) {
+  if (rank == 0 && (!o.export_path.empty() || !o.export_onnx_path.empty())) {
     // One sequence of sequence_length ids: the recurrence's initial state and the attention's
     // reshapes are traced for a batch size and a step count, so neither is left unknown.
     export_inference([&model](const Tensor& ids) { return model->call(ids, /*training=*/false); },
