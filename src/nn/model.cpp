@@ -291,7 +291,7 @@ struct Model::Compiled {
 
   /// The same over what every rank accumulated: each mean's total and count summed over the
   /// ranks (one all-reduce), so that the logs are the whole data's on every rank.
-  Logs global_logs(const std::string& prefix = "") const {
+  Logs global_logs() const {
     std::vector<double> state{loss_mean.total(), loss_mean.count()};
     for (const auto& m : metrics) {
       const auto [total, count] = m.state();
@@ -303,8 +303,8 @@ struct Model::Compiled {
             .to_vector<double>();
     const auto mean = [&](std::size_t i) { return sums[i + 1] == 0 ? 0.0 : sums[i] / sums[i + 1]; };
     Logs l;
-    l.set(prefix + "loss", mean(0));
-    for (std::size_t i = 0; i < metrics.size(); ++i) l.set(prefix + metrics[i].name(), mean(2 * i + 2));
+    l.set("loss", mean(0));
+    for (std::size_t i = 0; i < metrics.size(); ++i) l.set(metrics[i].name(), mean(2 * i + 2));
     return l;
   }
 
