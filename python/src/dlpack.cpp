@@ -3,7 +3,6 @@
 #include <dlpack/dlpack.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "bindings.h"
@@ -116,16 +115,6 @@ Tensor from_dlpack(py::handle value) {
       expected *= dims[static_cast<std::size_t>(i)];
     }
   }
-  const void* data = static_cast<const char*>(dl.data) + dl.byte_offset;
-  if (dtype == DType::Bool) {
-    // Any byte but 0 or 1 would be undefined as a C++ bool.
-    const auto* bytes = static_cast<const std::uint8_t*>(data);
-    const auto* bad = std::find_if(bytes, bytes + shape.num_elements(), [](std::uint8_t b) { return b > 1; });
-    if (bad != bytes + shape.num_elements())
-      throw InvalidArgumentError(fmt::format(
-          "[from_dlpack] the bool tensor of shape {} holds byte {} at flat index {}: DLPack bools are 0 or 1",
-          shape.to_string(), static_cast<int>(*bad), bad - bytes));
-  }
   // The tensor owns the DLManagedTensor from here: its deleter may release Python objects (NumPy's
   // does), so it runs with the GIL.
   std::shared_ptr<const void> owner(managed, [](const void* m) {
@@ -134,6 +123,8 @@ Tensor from_dlpack(py::handle value) {
     if (self->deleter) self->deleter(self);
   });
   PyCapsule_SetName(capsule.ptr(), kUsedCapsule);
+  // tensor_from_external refuses a bool byte other than 0 or 1 (then the deleter above frees it).
+  const void* data = static_cast<const char*>(dl.data) + dl.byte_offset;
   return tensor_from_external(shape, dtype, data, std::move(owner), "from_dlpack");
 }
 

@@ -201,11 +201,9 @@ void update_rows(Variable& var, const Tensor& indices, const std::function<void(
   else
     check.operator()<std::int64_t>();
   std::lock_guard lock(s.mutex);
-  // In place only while nothing else holds the bytes: a Tensor handle (the impl) or a view (the
-  // buffer's owner) of them would otherwise see them change.
-  const auto& impl = static_cast<const TensorImpl&>(*s.value.impl());
-  const bool in_place = s.value_is_own && s.value.impl_handle().use_count() == 1 && impl.owner != nullptr &&
-                        impl.owner.use_count() == 1;
+  // In place only while nothing else holds the bytes: a Tensor handle or a view of them would
+  // otherwise see them change.
+  const bool in_place = s.value_is_own && writable_in_place(s.value);
   Tensor target = s.value;
   if (!in_place) {
     target = empty(s.shape, s.dtype, op);

@@ -227,16 +227,39 @@ void check_allocation_limit(std::int64_t bytes, std::string_view op) {
                    "[{}] allocating {} bytes exceeds the allocation limit of {} bytes", op, bytes, limit);
 }
 
+namespace {
+
+/// How allocate_buffer's buffers go back: large ones to the cache (or the system), small ones to
+/// operator delete. Named types, so that is_allocated_buffer can recognise them.
+struct LargeBufferDeleter {
+  std::int64_t cls;
+  void operator()(void* q) const {
+    count_large_deallocation(cls);
+    if (!cache().give(q, cls)) system_free(q, cls);
+  }
+};
+struct SmallBufferDeleter {
+  std::int64_t bytes;
+  void operator()(void* q) const {
+    ::operator delete (q, std::align_val_t{kBufferAlignment});
+    count_deallocation(bytes);
+  }
+};
+
+}  // namespace
+
+bool is_allocated_buffer(const std::shared_ptr<const void>& owner) {
+  return std::get_deleter<LargeBufferDeleter>(owner) != nullptr ||
+         std::get_deleter<SmallBufferDeleter>(owner) != nullptr;
+}
+
 std::shared_ptr<void> allocate_buffer(std::int64_t bytes, std::string_view op) {
   check_allocation_limit(bytes, op);
   if (bytes >= kCacheMinBytes) {
     const std::int64_t cls = size_class(bytes);
     void* p = allocate_large(cls, op);
     count_large_allocation(cls);
-    return {p, [cls](void* q) {
-              count_large_deallocation(cls);
-              if (!cache().give(q, cls)) system_free(q, cls);
-            }};
+    return {p, LargeBufferDeleter{cls}};
   }
   void* p = nullptr;
   try {
@@ -246,10 +269,7 @@ std::shared_ptr<void> allocate_buffer(std::int64_t bytes, std::string_view op) {
     throw_out_of_memory(bytes, op);
   }
   count_allocation(bytes);
-  return {p, [bytes](void* q) {
-            ::operator delete (q, std::align_val_t{kBufferAlignment});
-            count_deallocation(bytes);
-          }};
+  return {p, SmallBufferDeleter{bytes}};
 }
 
 namespace {

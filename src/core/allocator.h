@@ -52,6 +52,8 @@ std::vector<T> scratch_vector(std::int64_t count, std::string_view op) {
 /// A buffer of at least `bytes` bytes (checked against the limit first). Large buffers come from
 /// the cache when one of their size class is free. Never lets std::bad_alloc escape.
 std::shared_ptr<void> allocate_buffer(std::int64_t bytes, std::string_view op);
+/// Whether `owner` is a buffer allocate_buffer made (not memory of NumPy, DLPack or a user's).
+bool is_allocated_buffer(const std::shared_ptr<const void>& owner);
 
 /// Bookkeeping for buffers that live inside another allocation (small tensors' inline bytes).
 void count_allocation(std::int64_t bytes);

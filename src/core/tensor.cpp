@@ -83,6 +83,12 @@ Tensor empty(const Shape& shape, DType dtype, std::string_view op) {
       TensorImpl{{shape, dtype, next_tensor_id(), data}, std::move(buffer)}));
 }
 
+bool writable_in_place(const Tensor& t) {
+  const auto& impl = static_cast<const TensorImpl&>(*t.impl());
+  return t.impl_handle().use_count() == 1 && impl.owner != nullptr && impl.owner.use_count() == 1 &&
+         is_allocated_buffer(impl.owner);
+}
+
 Tensor share_with_shape(const Tensor& t, const Shape& shape) {
   TAPEFLOW_ASSERT(shape.num_elements() == t.num_elements(), "share_with_shape {} -> {}",
                   t.shape().to_string(), shape.to_string());

@@ -25,6 +25,10 @@ Tensor empty(const Shape& shape, DType dtype, std::string_view op);
 /// A new tensor (new id) sharing `t`'s bytes with a different shape of the same element count.
 Tensor share_with_shape(const Tensor& t, const Shape& shape);
 
+/// Whether `t`'s bytes may be written in place: nothing else holds them (no other handle, no
+/// view) and they are a buffer tapeflow allocated, not memory lent by NumPy, DLPack or a user.
+bool writable_in_place(const Tensor& t);
+
 /// Writable element pointer of a tensor this kernel has just created with empty().
 template <Element T>
 T* mutable_data(const Tensor& t) {

@@ -144,15 +144,9 @@ void* bucket_data(detail::Bucket& b) {
   return b.adopted.defined() ? const_cast<void*>(b.adopted.raw_data()) : b.buffer.data();
 }
 
-/// Whether nothing but `t` holds its bytes: no other handle and no view (the test Variable's
-/// in-place row updates make).
-bool exclusively_held(const Tensor& t) {
-  const auto& impl = static_cast<const tapeflow::detail::TensorImpl&>(*t.impl());
-  return t.impl_handle().use_count() == 1 && impl.owner != nullptr && impl.owner.use_count() == 1;
-}
-
 /// Puts `g` (or zeros) in its place in the bucket: the gradient itself when it is the bucket's
-/// only member and nothing else holds it, else a copy in the buffer.
+/// only member and may be written in place (nothing else holds it, and tapeflow allocated it:
+/// a NumPy array a gradient function returned stays untouched), else a copy in the buffer.
 template <class T>
 void pack(detail::Bucket& b, std::size_t m, std::int64_t n, Gradient g) {
   T* dst = reinterpret_cast<T*>(b.buffer.data()) + b.offsets[m];
@@ -161,7 +155,7 @@ void pack(detail::Bucket& b, std::size_t m, std::int64_t n, Gradient g) {
     return;
   }
   Tensor t = std::move(g).value();
-  if (b.members.size() == 1 && exclusively_held(t))
+  if (b.members.size() == 1 && tapeflow::detail::writable_in_place(t))
     b.adopted = std::move(t);
   else
     std::memcpy(dst, t.raw_data(), static_cast<std::size_t>(n) * sizeof(T));

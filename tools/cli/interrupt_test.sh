@@ -19,10 +19,7 @@ ckpt=$work/run.ckpt
   2>"$work/run.err.log" &
 pid=$!
 wait_for "$work/run.err.log" "ex/s" || fail "training did not start"
-kill -INT "$pid"
-wait "$pid"
-rc=$?
-[ "$rc" -eq 130 ] || fail "exit status $rc after one SIGINT, expected 130"
+interrupt "$pid" "one SIGINT"
 grep -q "To resume:" "$work/run.err.log" || fail "no resume instructions on stderr"
 resume=$(grep -A1 "To resume:" "$work/run.err.log" | tail -1)
 [[ "$resume" == *"tapeflow train --resume --checkpoint $ckpt --epochs 50"* ]] || fail "resume command: $resume"
@@ -43,10 +40,7 @@ pid=$!
 wait_for "$work/twice.err.log" "ex/s" || fail "training did not start"
 # Not both at once: a second SIGINT still pending when the first arrives merges with it. A CNN
 # step of 1000 examples takes far longer than the pause, so the second comes within the step.
-kill -INT "$pid" && sleep 0.1 && kill -INT "$pid"
-wait "$pid"
-rc=$?
-[ "$rc" -eq 130 ] || fail "exit status $rc after two SIGINTs, expected 130"
+kill -INT "$pid" && sleep 0.1 && interrupt "$pid" "two SIGINTs"
 grep -q "interrupted again: quitting" "$work/twice.err.log" || fail "the second SIGINT did not quit at once"
 rm -rf "$work"
 echo "ok"

@@ -18,10 +18,7 @@ for i in $(seq 400); do echo "sentence $((i % 7)) of the text, line $((i % 13)).
   --checkpoint "$ckpt" >"$work/run.out.log" 2>"$work/run.err.log" &
 pid=$!
 wait_for "$work/run.out.log" "^epoch 1/50: " || fail "the first epoch did not end"
-kill -INT "$pid"
-wait "$pid"
-rc=$?
-[ "$rc" -eq 130 ] || fail "exit status $rc after one SIGINT, expected 130"
+interrupt "$pid" "one SIGINT"
 message=$(grep "interrupted during epoch" "$work/run.err.log") || fail "no message saying where it stopped"
 held=$(sed -n "s/.*the checkpoint '.*' holds epoch \([0-9]*\)\..*/\1/p" <<<"$message")
 [ -n "$held" ] && [ "$held" -ge 1 ] || fail "the message does not say which epoch the checkpoint holds: $message"

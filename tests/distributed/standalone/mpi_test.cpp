@@ -411,6 +411,27 @@ TEST(Mpi, RanksThatOverlapAndRanksThatDoNotPairTheSameBuckets) {
   EXPECT_EQ(gradients(rank() % 2 == 0 ? dist::Overlap::Always : dist::Overlap::Never), overlapped);
 }
 
+TEST(Mpi, AGradientInMemoryTheUserLentIsReducedInACopy) {
+  // A one-gradient bucket is reduced in the gradient's own bytes only when tapeflow allocated
+  // them: here the custom gradient is the user's array, which must come out unchanged.
+  std::vector<float> lent{1.0f + static_cast<float>(rank()), 2.0f};
+  std::vector<tf::Variable> v = {tf::Variable(tf::constant({0.0f, 0.0f}), {.name = "v"})};
+  dist::DistributedGradientTape tape({.op = dist::ReduceOp::Sum});
+  const tf::Tensor y = tf::custom_gradient({v[0].read_value()}, [&](const std::vector<tf::Tensor>& in) {
+    return tf::CustomGradientResult{
+        {in[0] * 1.0f}, [&](const std::vector<tf::Tensor>&, const std::vector<tf::Variable>&) -> tf::Grads {
+          // The tensor is the only holder of its owner, as a gradient of fresh memory would be.
+          return {tf::tensor_from_external({2}, tf::float32, lent.data(),
+                                           std::shared_ptr<const void>(lent.data(), [](const void*) {}))};
+        }};
+  })[0];
+  const auto g = tape.gradient(tf::reduce_sum(y), v);
+  float sum = 0;
+  for (int r = 0; r < size(); ++r) sum += 1.0f + static_cast<float>(r);
+  EXPECT_EQ(floats(*g[0]), (std::vector<float>{sum, 2.0f * static_cast<float>(size())}));
+  EXPECT_EQ(lent, (std::vector<float>{1.0f + static_cast<float>(rank()), 2.0f}));
+}
+
 TEST(Mpi, AutoOverlapNeedsACoreBesideTheComputeThreads) {
   std::vector<tf::Variable> v = {tf::Variable(tf::constant({1.0f}), {.name = "v"})};
   auto overlapped = [&](dist::Overlap overlap) {
